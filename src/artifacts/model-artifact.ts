@@ -1,0 +1,121 @@
+/**
+ * Turns the `url` of a load request into a model on local disk. SageMaker passes an already-extracted
+ * directory (/opt/ml/models/<name>/model); a local .tar.gz is also accepted and extracted into a fresh
+ * directory under the cache dir. Nothing remote is ever fetched.
+ */
+import { mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { MmeError } from '../errors';
+import { ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from './extract-archive';
+import { extractInChild } from './extract-child';
+import { errnoOf, fsFailure } from './fs-errors';
+import type { ModelDirConfig } from './model-config';
+import { resolveModelDir } from './model-dir';
+
+export type { ArchiveLimits } from './extract-archive';
+export type { ModelDirConfig } from './model-config';
+
+export interface ModelArtifact {
+  /** The url exactly as the load request gave it. */
+  url: string;
+  /** The directory holding the .onnx file (handler and model-config.json are read from here). */
+  dir: string;
+  onnxPath: string;
+  onnxBytes: number;
+  handlerPath: string | null;
+  modelConfig: ModelDirConfig;
+  /** Where an archive was extracted (removed by dispose()); null for a plain directory. */
+  extractedTo: string | null;
+  /** Removes the extraction directory; a no-op for a plain directory. Safe to call more than once. */
+  dispose(): Promise<void>;
+}
+
+export interface ResolveArtifactOptions {
+  /** Parent of the per-load extraction directories; created (mode 0700) if missing. */
+  cacheDir: string;
+  limits?: ArchiveLimits;
+}
+
+// A scheme with "//" (http://, s3://, file://) or one of the schemes people write without it.
+const REMOTE_URL = /^(?:[a-z][a-z0-9+.-]*:\/\/|(?:https?|s3|file):)/i;
+// Reading a device or a kernel file as a model can hang or leak host data (Triton refuses these too).
+const SYSTEM_ROOTS = ['/dev', '/proc', '/sys'];
+const ARCHIVE_NAME = /\.(?:tar\.gz|tgz)$/i;
+
+function badUrl(url: string): MmeError {
+  return new MmeError('MME_ERR_BAD_REQUEST', `only local directories or .tar.gz files are accepted as a model url, got ${JSON.stringify(url)}`);
+}
+
+function underSystemRoot(p: string): boolean {
+  return SYSTEM_ROOTS.some((root) => p === root || p.startsWith(`${root}/`));
+}
+
+type Target = { kind: 'dir' | 'archive'; path: string };
+
+/**
+ * Validates the url and finds what it names. The url itself may be a symbolic link (model stores are
+ * often mounted that way); its realpath is checked again, and nothing inside it is ever followed.
+ */
+async function locate(url: string): Promise<Target> {
+  if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
+  const resolved = path.resolve(url);
+  if (underSystemRoot(resolved)) throw badUrl(url);
+  let real: string;
+  try {
+    real = await realpath(resolved);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') {
+      throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found in model store: ${url}`);
+    }
+    throw fsFailure(`reading ${url}`, err);
+  }
+  if (underSystemRoot(real)) throw badUrl(url);
+  let st;
+  try {
+    st = await stat(real);
+  } catch (err) {
+    throw fsFailure(`reading ${url}`, err);
+  }
+  if (st.isDirectory()) return { kind: 'dir', path: real };
+  // The name the client gave decides, not the link target's: a store may link to content-addressed blobs.
+  if (st.isFile() && ARCHIVE_NAME.test(resolved)) return { kind: 'archive', path: real };
+  throw badUrl(url);
+}
+
+function effectiveLimits(limits: ArchiveLimits = {}): Required<ArchiveLimits> {
+  const given = Object.entries(limits).filter(([, v]) => v !== undefined);
+  return { ...DEFAULT_ARCHIVE_LIMITS, ...Object.fromEntries(given) };
+}
+
+async function makeExtractionDir(cacheDir: string): Promise<string> {
+  try {
+    await mkdir(cacheDir, { recursive: true, mode: 0o700 });
+    // A fresh name per load: never extract into a directory anyone else could have prepared.
+    return await mkdtemp(path.join(cacheDir, 'model-'));
+  } catch (err) {
+    throw fsFailure('creating the model extraction directory', err);
+  }
+}
+
+async function extractModel(url: string, archive: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
+  const dest = await makeExtractionDir(opts.cacheDir);
+  try {
+    await extractInChild(archive, dest, effectiveLimits(opts.limits));
+    const model = await resolveModelDir(dest, url);
+    let removal: Promise<void> | undefined;
+    return { url, ...model, extractedTo: dest, dispose: () => (removal ??= rm(dest, { recursive: true, force: true })) };
+  } catch (err) {
+    // The load error is what the client needs; a failed cleanup must not replace it.
+    await rm(dest, { recursive: true, force: true }).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Rejects with an MmeError: 400 for a bad url or model, 404 when the path does not exist, 507 for a full disk. */
+export async function resolveArtifact(url: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
+  const target = await locate(url);
+  if (target.kind === 'archive') return extractModel(url, target.path, opts);
+  const model = await resolveModelDir(target.path, url);
+  return { url, ...model, extractedTo: null, dispose: async () => {} };
+}

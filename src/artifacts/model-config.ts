@@ -1,0 +1,106 @@
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { MmeError } from '../errors';
+import { errnoOf, fsFailure } from './fs-errors';
+
+export const MODEL_CONFIG_FILE = 'model-config.json';
+
+/** Per-model settings from an optional `model-config.json` beside the .onnx file; each overrides a server default. */
+export interface ModelDirConfig {
+  /** Most requests one batch may hold. */
+  readonly batchSize?: number;
+  /** Milliseconds to wait for a batch to fill. */
+  readonly maxBatchDelay?: number;
+  readonly minWorkers?: number;
+  readonly maxWorkers?: number;
+  readonly jobQueueSize?: number;
+  /** Seconds. */
+  readonly responseTimeout?: number;
+  /** Seconds. */
+  readonly loadTimeout?: number;
+  readonly useJobTicket?: boolean;
+  readonly deviceIds?: readonly number[];
+  /** Handler module path, relative to the model directory. */
+  readonly handler?: string;
+}
+
+// A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
+const MAX_CONFIG_BYTES = 64 * 1024;
+
+/** Returns what the value must be when it is invalid, else null. */
+type Check = (value: unknown) => string | null;
+
+const intAtLeast = (min: number): Check => (v) => (Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`);
+
+export function isSafeRelativePath(p: string): boolean {
+  return p.length > 0 && !p.includes('\0') && !path.isAbsolute(p) && !p.split(/[\\/]/).includes('..');
+}
+
+const FIELDS: Record<keyof ModelDirConfig, Check> = {
+  batchSize: intAtLeast(1),
+  maxBatchDelay: intAtLeast(0),
+  minWorkers: intAtLeast(0),
+  maxWorkers: intAtLeast(1),
+  jobQueueSize: intAtLeast(1),
+  responseTimeout: intAtLeast(1),
+  loadTimeout: intAtLeast(1),
+  useJobTicket: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  deviceIds: (v) => (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0'),
+  handler: (v) => (typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory'),
+};
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_MODEL', message);
+}
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/** Validates the parsed JSON. `where` names the file in messages. Unknown keys are errors: a typo must not be ignored. */
+export function parseModelConfig(text: string, where: string): ModelDirConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw invalid(`${where} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`${where} must hold a JSON object`);
+  const config: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const check = Object.hasOwn(FIELDS, key) ? FIELDS[key as keyof ModelDirConfig] : undefined;
+    if (!check) throw invalid(`${where}: unknown field "${key}" (known fields: ${Object.keys(FIELDS).join(', ')})`);
+    const need = check(value);
+    if (need) throw invalid(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
+    config[key] = Array.isArray(value) ? Object.freeze([...value]) : value;
+  }
+  const { minWorkers, maxWorkers } = config as ModelDirConfig;
+  if (minWorkers !== undefined && maxWorkers !== undefined && minWorkers > maxWorkers) {
+    throw invalid(`${where}: "minWorkers" (${minWorkers}) must not exceed "maxWorkers" (${maxWorkers})`);
+  }
+  return Object.freeze(config);
+}
+
+/** Reads `<dir>/model-config.json` ({} when absent) without following a symbolic link. */
+export async function readModelConfig(dir: string, where: string): Promise<ModelDirConfig> {
+  let fh;
+  try {
+    fh = await open(path.join(dir, MODEL_CONFIG_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return Object.freeze({});
+    if (errnoOf(err) === 'ELOOP') throw invalid(`${where} is a symbolic link; links are not followed`);
+    throw fsFailure(`reading ${where}`, err);
+  }
+  let text: string;
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw invalid(`${where} is not a regular file`);
+    if (st.size > MAX_CONFIG_BYTES) throw invalid(`${where} is larger than ${MAX_CONFIG_BYTES / 1024} KiB`);
+    text = await fh.readFile('utf8');
+  } finally {
+    await fh.close();
+  }
+  return parseModelConfig(text, where);
+}

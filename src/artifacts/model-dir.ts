@@ -1,0 +1,138 @@
+import type { Dirent } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { MmeError } from '../errors';
+import { errnoOf, fsFailure } from './fs-errors';
+import { MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
+
+export const DEFAULT_HANDLER = 'handler.js';
+const PREFERRED_MODEL = 'model.onnx';
+
+/** What a model directory holds, once its .onnx file is chosen. */
+export interface ModelDir {
+  /** The directory holding the .onnx file: the root, or one of its subdirectories. */
+  dir: string;
+  onnxPath: string;
+  onnxBytes: number;
+  handlerPath: string | null;
+  modelConfig: ModelDirConfig;
+}
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_MODEL', message);
+}
+
+function isOnnx(name: string): boolean {
+  return name.toLowerCase().endsWith('.onnx');
+}
+
+function listing(names: string[]): string {
+  const shown = names.slice(0, 10).join(', ');
+  return names.length > 10 ? `${shown}, ... (${names.length} in all)` : shown;
+}
+
+interface Scan {
+  /** .onnx files, relative to the model root. */
+  onnx: string[];
+  subdirs: string[];
+}
+
+/**
+ * Lists one directory without following links: Dirent types come from the directory entry itself, so a
+ * symlinked directory is neither a file nor a directory here. Dot-entries are skipped because macOS tar
+ * adds "._model.onnx" AppleDouble companions that are not models.
+ */
+async function scan(root: string, rel: string, where: (rel: string) => string): Promise<Scan> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(path.join(root, rel), { withFileTypes: true });
+  } catch (err) {
+    throw fsFailure(`listing ${where(rel || '.')}`, err);
+  }
+  const result: Scan = { onnx: [], subdirs: [] };
+  for (const e of entries) {
+    if (e.name.startsWith('.')) continue;
+    const relName = rel ? `${rel}/${e.name}` : e.name;
+    if (isOnnx(e.name) && e.isSymbolicLink()) throw invalid(`${where(relName)} is a symbolic link; links are not followed`);
+    if (isOnnx(e.name) && e.isFile()) result.onnx.push(relName);
+    else if (e.isDirectory()) result.subdirs.push(relName);
+  }
+  result.onnx.sort();
+  result.subdirs.sort();
+  return result;
+}
+
+function choose(candidates: string[], label: string): string {
+  if (candidates.length === 1) return candidates[0]!;
+  const preferred = candidates.filter((c) => path.posix.basename(c) === PREFERRED_MODEL);
+  if (preferred.length === 1) return preferred[0]!;
+  const why = preferred.length ? `more than one is named ${PREFERRED_MODEL}` : `none is named ${PREFERRED_MODEL}`;
+  throw invalid(`${label} holds several .onnx files and ${why}: ${listing(candidates)}`);
+}
+
+/** The .onnx file to serve, relative to root: top level first, else one directory down. */
+async function findOnnx(root: string, label: string, where: (rel: string) => string): Promise<string> {
+  const top = await scan(root, '', where);
+  if (top.onnx.length) return choose(top.onnx, label);
+  const nested: string[] = [];
+  for (const sub of top.subdirs) nested.push(...(await scan(root, sub, where)).onnx);
+  if (nested.length) return choose(nested, label);
+  throw invalid(`${label} must hold a .onnx file (at its top level or one directory down)`);
+}
+
+/**
+ * lstat of `rel` under `dir`, refusing a symbolic link at any component so a handler path cannot lead
+ * out of the model directory. Null when the path does not exist.
+ */
+async function lstatInside(dir: string, rel: string, where: (rel: string) => string) {
+  const parts = rel.split(/[\\/]/).filter((p) => p && p !== '.');
+  let current = dir;
+  for (const [i, part] of parts.entries()) {
+    current = path.join(current, part);
+    let st;
+    try {
+      st = await lstat(current);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return null;
+      throw fsFailure(`reading ${where(rel)}`, err);
+    }
+    if (st.isSymbolicLink()) throw invalid(`${where(parts.slice(0, i + 1).join('/'))} is a symbolic link; links are not followed`);
+    if (i === parts.length - 1) return st;
+  }
+  return null;
+}
+
+async function findHandler(dir: string, configured: string | undefined, where: (rel: string) => string): Promise<string | null> {
+  const rel = configured ?? DEFAULT_HANDLER;
+  const st = await lstatInside(dir, rel, where);
+  if (!st) {
+    if (configured === undefined) return null;
+    throw invalid(`handler "${configured}" named in ${where(MODEL_CONFIG_FILE)} does not exist`);
+  }
+  if (!st.isFile()) throw invalid(`handler ${where(rel)} is not a regular file`);
+  return path.join(dir, rel);
+}
+
+/**
+ * Picks the .onnx file in a model directory and reads the handler and model-config.json beside it.
+ * `label` names the directory in messages (the url the client sent, never an internal path).
+ */
+export async function resolveModelDir(root: string, label: string): Promise<ModelDir> {
+  const at = (base: string) => (rel: string) => `${path.posix.join(base, rel)} in ${label}`;
+  const onnxRel = await findOnnx(root, label, at(''));
+  const onnxPath = path.join(root, onnxRel);
+  const dir = path.dirname(onnxPath);
+  const whereInDir = at(path.posix.dirname(onnxRel));
+
+  let onnxBytes: number;
+  try {
+    onnxBytes = (await lstat(onnxPath)).size;
+  } catch (err) {
+    throw fsFailure(`reading ${whereInDir(path.basename(onnxPath))}`, err);
+  }
+  if (onnxBytes === 0) throw invalid(`${whereInDir(path.basename(onnxPath))} is empty`);
+
+  const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE));
+  const handlerPath = await findHandler(dir, modelConfig.handler, whereInDir);
+  return { dir, onnxPath, onnxBytes, handlerPath, modelConfig };
+}

@@ -1,0 +1,145 @@
+/**
+ * Every config.properties key this server understands: the single source for validation
+ * (resolve.ts reads each key through its kind and range) and for the README's config table
+ * (renderKeysMarkdown). Defaults are written as they would be in the file, so they go through the
+ * same parser as user values.
+ */
+
+export type KeyKind = 'string' | 'int' | 'number' | 'bool' | 'address' | 'list' | 'regex';
+
+/** Allowed numeric values, with the wording used in error messages ("a whole number >= 1"). */
+export interface Range {
+  readonly allows: (n: number) => boolean;
+  readonly text: string;
+}
+
+export interface KeySpec {
+  readonly name: string;
+  readonly kind: KeyKind;
+  /** As written in a file; null = unset. */
+  readonly default: string | null;
+  /** For int/number keys. */
+  readonly range?: Range;
+  /** Shown in error messages when the default is not a useful example. */
+  readonly example?: string;
+  readonly doc: string;
+}
+
+const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
+const aboveZero: Range = { allows: (n) => n > 0, text: '> 0' };
+
+export const KEYS = [
+  {
+    name: 'inference_address', kind: 'address', default: 'http://127.0.0.1:8080',
+    doc: 'Where the inference API (/ping, /invocations, /models/{name}/invoke) listens: http://host:port, https://host[:port] or unix:/path. SageMaker needs http://0.0.0.0:8080 (SAGEMAKER_BIND_TO_PORT replaces the port).',
+  },
+  {
+    name: 'management_address', kind: 'address', default: 'http://127.0.0.1:8081',
+    doc: 'Where the management API (POST/GET/DELETE /models) listens. Set it equal to inference_address to serve both APIs on one port, as the SageMaker MME contract requires.',
+  },
+  {
+    name: 'model_store', kind: 'string', default: null, example: '/opt/ml/models',
+    doc: 'Directory that model urls are resolved against and that load_models=ALL scans; SageMaker MME images usually set /opt/ml/models.',
+  },
+  {
+    name: 'load_models', kind: 'list', default: null, example: 'resnet=/opt/ml/models/resnet,bert.tar.gz',
+    doc: 'Models to load at start-up: ALL (every model directory / .tar.gz in model_store) or a comma list of [name=]url; the name defaults to the url base name without .tar.gz/.tgz. Unset for SageMaker MME, which loads models through the API.',
+  },
+  {
+    name: 'default_workers_per_model', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'Worker processes per model when a load request names none. 0 = number_of_gpu if > 0, else one per CPU (as MMS). Lower it when many models share one instance.',
+  },
+  {
+    name: 'job_queue_size', kind: 'int', default: '100', range: atLeast(1),
+    doc: 'Requests that may wait per model before new ones get 503. Raise it for bursty traffic on slow models.',
+  },
+  {
+    name: 'preload_model', kind: 'bool', default: 'false',
+    doc: 'true = load each model once before forking its workers so they share it (MMS preload_model); false = every worker loads its own copy.',
+  },
+  {
+    name: 'default_response_timeout', kind: 'int', default: '120', range: atLeast(1),
+    doc: 'MMS-compatible request deadline in MINUTES (an MMS quirk: 120 = 7200 s). Applies only when written in the file or env and default_response_timeout_seconds is unset; prefer default_response_timeout_seconds.',
+  },
+  {
+    name: 'default_response_timeout_seconds', kind: 'number', default: '-1', example: '60',
+    range: { allows: (n) => n !== 0, text: '> 0, or negative for unset' },
+    doc: 'Request deadline in seconds (preferred over default_response_timeout, which it overrides when set); negative = unset, as MMS\'s -1. With neither key set the deadline is 60 s, SageMaker\'s own invoke limit.',
+  },
+  {
+    name: 'model_load_timeout', kind: 'number', default: '120', range: aboveZero,
+    doc: 'Seconds one worker may take to load a model before the load fails. Raise it for very large models (SageMaker waits up to 360 s for a load).',
+  },
+  {
+    name: 'unregister_model_timeout', kind: 'number', default: '120', range: aboveZero,
+    doc: 'Seconds an unload waits for the model\'s workers to exit before answering 408.',
+  },
+  {
+    name: 'max_request_size', kind: 'int', default: '6553500', range: atLeast(1),
+    doc: 'Largest request body in bytes (larger gets 413). SAGEMAKER_MAX_PAYLOAD_IN_MB overrides it.',
+  },
+  {
+    name: 'max_response_size', kind: 'int', default: '6553500', range: atLeast(1),
+    doc: 'Largest response a worker may return, in bytes (larger fails the request with 500).',
+  },
+  {
+    name: 'decode_input_request', kind: 'bool', default: 'true',
+    doc: 'true = handlers get application/json bodies parsed and text/* bodies as strings; false = raw bytes (what the SageMaker MMS configs use).',
+  },
+  {
+    name: 'number_of_gpu', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'GPUs to use, taken as configured (this server does not probe nvidia-smi). Only affects the worker count when default_workers_per_model=0.',
+  },
+  {
+    name: 'metric_time_interval', kind: 'int', default: '60', range: atLeast(1),
+    doc: 'Seconds between system metric collections (CPU, memory, disk).',
+  },
+  {
+    name: 'batch_size', kind: 'int', default: '1', range: atLeast(1),
+    doc: 'Default per-model batch size: requests a worker receives at once. Raise it for models that batch efficiently.',
+  },
+  {
+    name: 'max_batch_delay', kind: 'int', default: '100', range: atLeast(0),
+    doc: 'Default per-model milliseconds to wait for a batch to fill before sending what has arrived.',
+  },
+  {
+    name: 'default_service_handler', kind: 'string', default: null, example: '/opt/ml/code/handler.js',
+    doc: 'Handler used when a model directory does not name one.',
+  },
+  {
+    name: 'blacklist_env_vars', kind: 'regex', default: null, example: 'AWS_.*',
+    doc: 'Regular expression of environment variable names not passed to workers; it must match the whole name, as in MMS (e.g. AWS_.*).',
+  },
+  {
+    name: 'enable_envvars_config', kind: 'bool', default: 'false',
+    doc: 'true = environment variables MMS_<KEY> (e.g. MMS_JOB_QUEUE_SIZE) override the file and the command line. Only read from the file.',
+  },
+  {
+    name: 'onnx_intra_op_threads', kind: 'int', default: '1', range: atLeast(0),
+    doc: 'onnxruntime threads inside one operator, per worker. 1 keeps N models from starting N x cores threads; 0 = onnxruntime default (one per core).',
+  },
+  {
+    name: 'onnx_inter_op_threads', kind: 'int', default: '1', range: atLeast(0),
+    doc: 'onnxruntime threads running independent operators in parallel, per worker; 0 = onnxruntime default.',
+  },
+] as const satisfies readonly KeySpec[];
+
+export type KeyName = (typeof KEYS)[number]['name'];
+export type KindOf<N extends KeyName> = Extract<(typeof KEYS)[number], { name: N }>['kind'];
+
+const kByName: ReadonlyMap<string, KeySpec> = new Map(KEYS.map((k) => [k.name, k]));
+
+export function keySpec(name: string): KeySpec | undefined {
+  return kByName.get(name);
+}
+
+/** The environment variable that overrides a key when enable_envvars_config=true (MMS naming). */
+export function envOverrideName(key: KeyName): string {
+  return `MMS_${key.toUpperCase()}`;
+}
+
+/** The README's config table (key | default | meaning). */
+export function renderKeysMarkdown(): string {
+  const rows = KEYS.map((k) => `| \`${k.name}\` | ${k.default === null ? '(unset)' : `\`${k.default}\``} | ${k.doc} |`);
+  return ['| key | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}

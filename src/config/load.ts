@@ -1,0 +1,50 @@
+/**
+ * The only part of config loading that touches the outside world: finds and reads the file, then
+ * hands everything to the pure resolveConfig.
+ *
+ * File lookup as MMS: env MMS_CONFIG_FILE, else --mms-config / -f, else ./config.properties, else
+ * built-in defaults. MMS silently ignores a missing file in every case; we do so only for the
+ * implicit ./config.properties. A file someone named explicitly but that is missing is an error,
+ * because in MMS a typo in that path quietly started the server on defaults (127.0.0.1, no model
+ * store), which surfaced much later as unreachable pings or failing loads.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MmeError } from '../errors';
+import { parseArgs } from './cli';
+import { resolveConfig, type Env } from './resolve';
+import type { ServerConfig } from './types';
+
+export function loadConfig(env: Env = process.env, argv: readonly string[] = process.argv.slice(2), cwd: string = process.cwd()): ServerConfig {
+  const args = parseArgs(argv);
+  const { file, namedBy } = chooseFile(env, args.mmsConfig, cwd);
+  const fileText = readIfPresent(file, namedBy);
+  return resolveConfig({
+    fileText,
+    configFile: fileText === null ? null : file,
+    env,
+    argv: args,
+    cpuCount: os.availableParallelism(),
+  });
+}
+
+/** `namedBy` is null for the implicit ./config.properties, which may be absent. */
+function chooseFile(env: Env, flagValue: string | null, cwd: string): { file: string; namedBy: string | null } {
+  const fromEnv = env.MMS_CONFIG_FILE;
+  if (fromEnv !== undefined && fromEnv !== '') return { file: path.resolve(cwd, fromEnv), namedBy: 'environment variable MMS_CONFIG_FILE' };
+  if (flagValue !== null) return { file: path.resolve(cwd, flagValue), namedBy: '--mms-config' };
+  return { file: path.join(cwd, 'config.properties'), namedBy: null };
+}
+
+function readIfPresent(file: string, namedBy: string | null): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && namedBy === null) return null;
+    const reason = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+    const source = namedBy === null ? '' : ` (named by ${namedBy})`;
+    throw new MmeError('MME_ERR_CONFIG', `config file ${file}${source} ${reason}`, { cause: err });
+  }
+}

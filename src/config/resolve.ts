@@ -1,0 +1,179 @@
+/**
+ * Builds the ServerConfig from file text, environment and command line, in MMS's order: parse,
+ * $$VAR$$ substitution, CLI overrides, MMS_<KEY> env overrides (only with enable_envvars_config),
+ * then the SageMaker platform variables. Pure: the caller (load.ts) does all I/O, so every rule
+ * here is testable with plain objects.
+ */
+import { MmeError } from '../errors';
+import { portClash, sameAddress, withPort } from './address';
+import type { CliArgs } from './cli';
+import { envOverrideName, KEYS, keySpec, type KeyName, type KindOf } from './keys';
+import { parseProperties } from './properties';
+import type { ListenAddress, ServerConfig } from './types';
+import { invalidValue, readValue, type KindValue, type Setting } from './values';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface ResolveInput {
+  /** config.properties text, or null when no file is read. */
+  readonly fileText: string | null;
+  readonly configFile: string | null;
+  readonly env: Env;
+  readonly argv: CliArgs;
+  /** Workers per model when default_workers_per_model=0 and number_of_gpu=0 (default 1). */
+  readonly cpuCount?: number;
+}
+
+/** SageMaker's own limit for one invocation; a longer deadline would only hold a dead request. */
+const kSageMakerInvokeLimitSeconds = 60;
+
+/** MMS's pattern (ConfigManager.resolveEnvVarVals): names of at least two characters. */
+const kEnvPlaceholder = /\$\$([^$]+[^$])\$\$/g;
+
+export function resolveConfig(input: ResolveInput): ServerConfig {
+  const { settings, unknownKeys } = collectSettings(input);
+  // readValue returns the type of spec.kind; the cast only tells the compiler which kind N has.
+  const read = <N extends KeyName>(name: N): KindValue[KindOf<N>] => {
+    const spec = keySpec(name)!;
+    return readValue(spec, settings.get(name) ?? { value: spec.default ?? '', from: null }) as KindValue[KindOf<N>];
+  };
+
+  const { inferenceAddress, managementAddress } = applyBindToPort(read('inference_address'), read('management_address'), input.env);
+  if (portClash(inferenceAddress, managementAddress)) {
+    throw new MmeError('MME_ERR_CONFIG',
+      `inference_address ${inferenceAddress.raw} and management_address ${managementAddress.raw} use the same port with different hosts or schemes, so they cannot both listen; make them identical to serve both APIs on one port, or use different ports`);
+  }
+
+  const modelStore = read('model_store');
+  const loadModels = read('load_models');
+  if (loadModels === 'ALL' && modelStore === null) {
+    throw new MmeError('MME_ERR_CONFIG', 'config key load_models is ALL but model_store is not set (expected model_store=DIR, e.g. model_store=/opt/ml/models, or --model-store DIR)');
+  }
+
+  const defaultWorkersPerModel = read('default_workers_per_model');
+  const numberOfGpu = read('number_of_gpu');
+  const maxPayloadBytes = maxPayloadFromEnv(input.env);
+
+  return deepFreeze({
+    configFile: input.configFile,
+    inferenceAddress,
+    managementAddress,
+    sharedListener: sameAddress(inferenceAddress, managementAddress),
+    modelStore,
+    loadModels,
+    defaultWorkersPerModel,
+    // MMS ConfigManager.getDefaultWorkers: 0 means one per GPU if any, else one per CPU.
+    workersPerModel: defaultWorkersPerModel || numberOfGpu || (input.cpuCount ?? 1),
+    jobQueueSize: read('job_queue_size'),
+    preloadModel: read('preload_model'),
+    responseTimeoutSeconds: responseTimeoutSeconds(
+      read('default_response_timeout_seconds'),
+      settings.has('default_response_timeout') ? read('default_response_timeout') : null,
+    ),
+    modelLoadTimeoutSeconds: read('model_load_timeout'),
+    unregisterModelTimeoutSeconds: read('unregister_model_timeout'),
+    maxRequestSize: maxPayloadBytes ?? read('max_request_size'),
+    maxResponseSize: read('max_response_size'),
+    decodeInputRequest: read('decode_input_request'),
+    numberOfGpu,
+    metricTimeIntervalSeconds: read('metric_time_interval'),
+    defaultBatchSize: read('batch_size'),
+    defaultMaxBatchDelayMs: read('max_batch_delay'),
+    defaultServiceHandler: read('default_service_handler'),
+    blacklistEnvVars: read('blacklist_env_vars'),
+    intraOpThreads: read('onnx_intra_op_threads'),
+    interOpThreads: read('onnx_inter_op_threads'),
+    multiModel: multiModelFromEnv(input.env),
+    unknownKeys,
+  });
+}
+
+/** The raw value of every key after file, substitution, CLI and MMS_<KEY> env, with its origin. */
+function collectSettings(input: ResolveInput): { settings: Map<string, Setting>; unknownKeys: string[] } {
+  const fileName = input.configFile ?? 'the config file';
+  const file = input.fileText === null ? new Map<string, string>() : parseProperties(input.fileText, fileName);
+  const settings = new Map<string, Setting>();
+  for (const [key, value] of file) settings.set(key, { value: substituteEnv(key, value, input.env), from: `in ${fileName}` });
+
+  if (input.argv.modelStore !== null) settings.set('model_store', { value: input.argv.modelStore, from: 'by --model-store' });
+  if (input.argv.models !== null) settings.set('load_models', { value: input.argv.models.join(','), from: 'by --models' });
+
+  const enableSetting = settings.get('enable_envvars_config');
+  if (enableSetting && readValue(keySpec('enable_envvars_config')!, enableSetting) === true) {
+    for (const { name } of KEYS) {
+      const envName = envOverrideName(name);
+      const value = input.env[envName];
+      // enable_envvars_config itself is not overridable: MMS reads it from the file only.
+      if (value !== undefined && name !== 'enable_envvars_config') settings.set(name, { value, from: `by environment variable ${envName}` });
+    }
+  }
+  return { settings, unknownKeys: [...file.keys()].filter((key) => keySpec(key) === undefined) };
+}
+
+/** Replaces every $$VAR$$ with the variable's value (literally: no `$` tricks as in Java's appendReplacement). */
+function substituteEnv(key: string, value: string, env: Env): string {
+  return value.replace(kEnvPlaceholder, (_match, name: string) => {
+    const replacement = env[name];
+    if (replacement === undefined) {
+      throw new MmeError('MME_ERR_CONFIG', `config key ${key} uses $$${name}$$ but environment variable ${name} is not set`);
+    }
+    return replacement;
+  });
+}
+
+/**
+ * default_response_timeout_seconds when set (negative = unset, as MMS's -1); else MMS's
+ * default_response_timeout, which counts MINUTES, but only if someone wrote it (its MMS default of
+ * 120 minutes would outlive any SageMaker request); else SageMaker's 60 s.
+ */
+function responseTimeoutSeconds(seconds: number, writtenMinutes: number | null): number {
+  if (seconds >= 0) return seconds;
+  return writtenMinutes === null ? kSageMakerInvokeLimitSeconds : writtenMinutes * 60;
+}
+
+/** SageMaker decides the port (multi-container endpoints, pipelines); the configured hosts stay. */
+function applyBindToPort(inference: ListenAddress, management: ListenAddress, env: Env): { inferenceAddress: ListenAddress; managementAddress: ListenAddress } {
+  const raw = env.SAGEMAKER_BIND_TO_PORT;
+  if (raw === undefined || raw === '') return { inferenceAddress: inference, managementAddress: management };
+  const port = Number(raw.trim());
+  if (!/^\d+$/.test(raw.trim()) || port < 1 || port > 65535) {
+    throw invalidValue('environment variable SAGEMAKER_BIND_TO_PORT', raw, 'is not a port number', 'a whole number 1-65535', 'SAGEMAKER_BIND_TO_PORT=8080');
+  }
+  if (inference.scheme === 'unix') {
+    throw new MmeError('MME_ERR_CONFIG', `environment variable SAGEMAKER_BIND_TO_PORT is ${raw} but inference_address ${inference.raw} is a unix socket, which SageMaker cannot reach; use http://0.0.0.0:8080`);
+  }
+  // A unix management socket stays where it is: it has no port and SageMaker never calls it there.
+  return {
+    inferenceAddress: withPort(inference, port),
+    managementAddress: management.scheme === 'unix' ? management : withPort(management, port),
+  };
+}
+
+function multiModelFromEnv(env: Env): boolean {
+  const raw = env.SAGEMAKER_MULTI_MODEL;
+  if (raw === undefined || raw === '') return false;
+  const lower = raw.trim().toLowerCase();
+  if (lower !== 'true' && lower !== 'false') {
+    throw invalidValue('environment variable SAGEMAKER_MULTI_MODEL', raw, 'is not a boolean', 'true or false', 'SAGEMAKER_MULTI_MODEL=true');
+  }
+  return lower === 'true';
+}
+
+/** SAGEMAKER_MAX_PAYLOAD_IN_MB in bytes (MiB, as the SageMaker inference toolkit converts it), or null. */
+function maxPayloadFromEnv(env: Env): number | null {
+  const raw = env.SAGEMAKER_MAX_PAYLOAD_IN_MB;
+  if (raw === undefined || raw === '') return null;
+  const mb = Number(raw.trim());
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0)) {
+    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number', 'megabytes > 0', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
+  }
+  return Math.floor(mb * 1024 * 1024);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,59 @@
+/** The resolved, frozen configuration every other module reads. Built only by resolveConfig(). */
+
+export interface ListenAddress {
+  /** The address as written in the config (after $$VAR$$ substitution; port rewritten by SAGEMAKER_BIND_TO_PORT), for logs. */
+  readonly raw: string;
+  readonly scheme: 'http' | 'https' | 'unix';
+  /** Hostname or IP for http(s); '' for unix. */
+  readonly host: string;
+  /** TCP port (0 = ephemeral, used by tests); 0 for unix. */
+  readonly port: number;
+  /** Socket path for unix addresses. */
+  readonly path: string;
+}
+
+export interface ModelToLoad {
+  /** Explicit name from `name=url`, else derived from the url (directory or archive base name). */
+  readonly name: string;
+  readonly url: string;
+}
+
+export interface ServerConfig {
+  /** Which file was read, or null when built-in defaults apply. */
+  readonly configFile: string | null;
+  readonly inferenceAddress: ListenAddress;
+  readonly managementAddress: ListenAddress;
+  /** True when both addresses are equal: one listener serves both APIs (the SageMaker port). */
+  readonly sharedListener: boolean;
+  readonly modelStore: string | null;
+  /** 'ALL' = every model directory / .tar.gz in model_store; else an explicit list. */
+  readonly loadModels: 'ALL' | readonly ModelToLoad[];
+  /** Raw configured value; 0 means "one per CPU" as in MMS (resolved by the model server). */
+  readonly defaultWorkersPerModel: number;
+  /** defaultWorkersPerModel with 0 resolved as MMS's getDefaultWorkers: numberOfGpu if > 0, else the CPU count. */
+  readonly workersPerModel: number;
+  readonly jobQueueSize: number;
+  readonly preloadModel: boolean;
+  /** Per-request deadline, seconds (already converted from MMS's minutes key if that was used). */
+  readonly responseTimeoutSeconds: number;
+  /** Deadline for one worker to load a model, seconds. */
+  readonly modelLoadTimeoutSeconds: number;
+  readonly unregisterModelTimeoutSeconds: number;
+  readonly maxRequestSize: number;
+  readonly maxResponseSize: number;
+  readonly decodeInputRequest: boolean;
+  readonly numberOfGpu: number;
+  readonly metricTimeIntervalSeconds: number;
+  readonly defaultBatchSize: number;
+  readonly defaultMaxBatchDelayMs: number;
+  readonly defaultServiceHandler: string | null;
+  /** Env var names matching this are not passed to workers (MMS blacklist_env_vars). */
+  readonly blacklistEnvVars: RegExp | null;
+  /** onnxruntime intra-op threads per worker (default 1: N models must not start N x cores threads). */
+  readonly intraOpThreads: number;
+  readonly interOpThreads: number;
+  /** SAGEMAKER_MULTI_MODEL=true. */
+  readonly multiModel: boolean;
+  /** Keys present in the file that this server does not know (logged at start-up, not fatal). */
+  readonly unknownKeys: readonly string[];
+}

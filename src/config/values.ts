@@ -1,0 +1,81 @@
+/** Turns one key's text into its typed value, or an MME_ERR_CONFIG that names key, value and expectation. */
+import { MmeError } from '../errors';
+import { kAddressForms, parseAddress } from './address';
+import type { KeyKind, KeySpec } from './keys';
+import { parseLoadModels, type LoadModels } from './load-models';
+import type { ListenAddress } from './types';
+
+export interface Setting {
+  readonly value: string;
+  /** Where the value came from, finishing "set ...": "in /etc/x.properties", "by --models"; null for defaults. */
+  readonly from: string | null;
+}
+
+export interface KindValue {
+  string: string | null;
+  int: number;
+  number: number;
+  bool: boolean;
+  address: ListenAddress;
+  list: LoadModels;
+  regex: RegExp | null;
+}
+
+const kInteger = /^[+-]?\d+$/;
+const kDecimal = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** `subject` is "config key x" or "environment variable X". */
+export function invalidValue(subject: string, raw: string, problem: string, expected: string, example: string, from: string | null = null): MmeError {
+  const source = from === null ? '' : `; set ${from}`;
+  return new MmeError('MME_ERR_CONFIG', `${subject}: "${raw}" ${problem} (expected ${expected}, e.g. ${example})${source}`);
+}
+
+export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
+  // Java keeps trailing whitespace in values; invisible in an editor, it is never meant.
+  const text = setting.value.trim();
+  const fail = (problem: string, expected: string): MmeError =>
+    invalidValue(`config key ${spec.name}`, setting.value, problem, expected, `${spec.name}=${spec.example ?? spec.default}`, setting.from);
+
+  switch (spec.kind) {
+    case 'string':
+      return text === '' ? null : text;
+    case 'int':
+    case 'number': {
+      const expected = `${spec.kind === 'int' ? 'a whole number' : 'a number'} ${spec.range?.text ?? ''}`.trim();
+      if (!(spec.kind === 'int' ? kInteger : kDecimal).test(text)) {
+        throw fail(spec.kind === 'int' ? 'is not an integer' : 'is not a number', expected);
+      }
+      const n = Number(text);
+      if (!Number.isSafeInteger(n) && spec.kind === 'int') throw fail('is too large', expected);
+      if (spec.range && !spec.range.allows(n)) throw fail('is out of range', expected);
+      return n;
+    }
+    case 'bool': {
+      const lower = text.toLowerCase();
+      if (lower !== 'true' && lower !== 'false') throw fail('is not a boolean', 'true or false');
+      return lower === 'true';
+    }
+    case 'address': {
+      const address = parseAddress(text);
+      if (typeof address === 'string') throw fail(`is not a valid address: ${address}`, kAddressForms);
+      return address;
+    }
+    case 'list': {
+      const models = parseLoadModels(text);
+      if (typeof models === 'string') throw fail(`is not a valid model list: ${models}`, 'ALL or a comma list of [name=]url');
+      return models;
+    }
+    case 'regex':
+      return text === '' ? null : wholeNameRegex(text, fail);
+  }
+}
+
+/** Java's Matcher.matches() semantics (MMS uses it for blacklist_env_vars), so callers can use test(). */
+function wholeNameRegex(source: string, fail: (problem: string, expected: string) => MmeError): RegExp {
+  try {
+    new RegExp(source);
+  } catch (err) {
+    throw fail(`is not a valid regular expression: ${(err as Error).message}`, 'a regular expression matching whole variable names');
+  }
+  return new RegExp(`^(?:${source})$`);
+}

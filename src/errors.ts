@@ -1,0 +1,104 @@
+/**
+ * Every error the server reports, in one place: a stable code (what scripts match on), the HTTP
+ * status it maps to, and the MMS exception type that goes in the `type` field of the MMS error body
+ * `{"code": <status>, "type": "...", "message": "..."}`. The README's error table is this table.
+ */
+export const ERRORS = {
+  MME_ERR_BAD_REQUEST: { status: 400, type: 'BadRequestException' },
+  MME_ERR_INVALID_INPUT: { status: 400, type: 'BadRequestException' },
+  MME_ERR_INVALID_MODEL: { status: 400, type: 'InvalidModelException' },
+  MME_ERR_UNAUTHORIZED: { status: 401, type: 'UnauthorizedException' },
+  MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException' },
+  MME_ERR_MODEL_NOT_FOUND: { status: 404, type: 'ModelNotFoundException' },
+  MME_ERR_RESOURCE_NOT_FOUND: { status: 404, type: 'ResourceNotFoundException' },
+  MME_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'MethodNotAllowedException' },
+  MME_ERR_NOT_ACCEPTABLE: { status: 406, type: 'NotAcceptableException' },
+  MME_ERR_UNLOAD_TIMEOUT: { status: 408, type: 'RequestTimeoutException' },
+  MME_ERR_MODEL_CONFLICT: { status: 409, type: 'ConflictStatusException' },
+  MME_ERR_PAYLOAD_TOO_LARGE: { status: 413, type: 'RequestEntityTooLargeException' },
+  MME_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'UnsupportedMediaTypeException' },
+  MME_ERR_HEADERS_TOO_LARGE: { status: 431, type: 'RequestHeaderFieldsTooLargeException' },
+  MME_ERR_INTERNAL: { status: 500, type: 'InternalServerException' },
+  MME_ERR_WORKER_DIED: { status: 500, type: 'InternalServerException' },
+  MME_ERR_LOAD_FAILED: { status: 500, type: 'InternalServerException' },
+  MME_ERR_LOAD_TIMEOUT: { status: 500, type: 'InternalServerException' },
+  MME_ERR_MODEL_ERROR: { status: 500, type: 'PredictionException' },
+  MME_ERR_RESPONSE_TOO_LARGE: { status: 500, type: 'InternalServerException' },
+  MME_ERR_QUEUE_FULL: { status: 503, type: 'ServiceUnavailableException' },
+  MME_ERR_NO_WORKER: { status: 503, type: 'ServiceUnavailableException' },
+  MME_ERR_MODEL_LOADING: { status: 503, type: 'ServiceUnavailableException' },
+  MME_ERR_MODEL_FAILED: { status: 503, type: 'ServiceUnavailableException' },
+  MME_ERR_SHUTTING_DOWN: { status: 503, type: 'ServiceUnavailableException' },
+  MME_ERR_WORKER_TIMEOUT: { status: 504, type: 'WorkerTimeoutException' },
+  MME_ERR_INSUFFICIENT_MEMORY: { status: 507, type: 'InsufficientMemoryException' },
+  MME_ERR_CONFIG: { status: 500, type: 'ConfigurationException' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+const kMmeError = Symbol.for('sagemaker-mme.error');
+
+export interface ErrorBody {
+  code: number;
+  type: string;
+  message: string;
+  errorCode: ErrorCode;
+}
+
+export class MmeError extends Error {
+  readonly code: ErrorCode;
+  /** HTTP status; a custom handler may raise any 4xx/5xx, so it is not always the table's. */
+  readonly status: number;
+  readonly type: string;
+  /** Extra response headers, e.g. Retry-After on 503. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string, opts: { status?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'MmeError';
+    this.code = code;
+    this.status = opts.status ?? ERRORS[code].status;
+    this.type = ERRORS[code].type;
+    this.headers = Object.freeze({ ...opts.headers });
+    Object.defineProperty(this, kMmeError, { value: true });
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.status, type: this.type, message: this.message, errorCode: this.code };
+  }
+
+  /** Serialised form that crosses the worker pipe (no stack: the client never sees one). */
+  toWire(): WireError {
+    return { code: this.code, status: this.status, message: this.message };
+  }
+
+  static fromWire(w: WireError): MmeError {
+    const code = (w.code in ERRORS ? w.code : 'MME_ERR_INTERNAL') as ErrorCode;
+    return new MmeError(code, w.message, { status: w.status });
+  }
+}
+
+export interface WireError {
+  code: string;
+  status: number;
+  message: string;
+}
+
+export function isMmeError(err: unknown): err is MmeError {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[kMmeError] === true;
+}
+
+/**
+ * Substrings that mark a resource failure (507 rather than 500), taken from Triton's SageMaker
+ * server, which maps the same engine messages for the same contract.
+ */
+const kOutOfMemoryMarkers = [
+  'out of memory', 'outofmemory', 'memoryerror', 'failed to allocate memory', 'bad_alloc',
+  'cannot allocate memory', 'enomem', 'no space left on device', 'cuda_out_of_memory',
+  'cublas_status_alloc_failed', 'array buffer allocation failed', 'allocation failed',
+];
+
+export function looksLikeOutOfMemory(message: string): boolean {
+  const m = message.toLowerCase();
+  return kOutOfMemoryMarkers.some((s) => m.includes(s)) || /\boom\b/i.test(message);
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { MmeError } from '../errors';
+import type { ModelManager } from '../server/model-manager';
+import { errorResponse } from './error-response';
+import { mountInferenceRoutes } from './inference-routes';
+import { mountManagementRoutes } from './management-routes';
+
+export type ListenerRole = 'inference' | 'management' | 'both';
+
+export interface AppOptions {
+  role: ListenerRole;
+  manager: ModelManager;
+  maxRequestSize: number;
+  log: (line: string) => void;
+}
+
+/** One Koa app per listener: the SageMaker port (role both) serves the data plane and management alike. */
+export function createApp(opts: AppOptions): Koa {
+  const app = new Koa();
+  app.silent = true;
+  const router = new Router();
+  if (opts.role !== 'management') mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
+  if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager);
+  app.use(async (ctx, next) => {
+    ctx.set('x-request-id', randomUUID());
+    await next();
+  });
+  app.use(errorResponse(opts.log));
+  app.use(router.routes());
+  app.use(router.allowedMethods({
+    throw: true,
+    methodNotAllowed: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see the API in the README.'),
+    notImplemented: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not implemented.'),
+  }));
+  return app;
+}

@@ -1,0 +1,31 @@
+import type { Context, Next } from 'koa';
+import { MmeError, isMmeError } from '../errors';
+
+/**
+ * Turns every thrown error into MMS's body `{"code","type","message"}` (plus our stable
+ * `errorCode`). Unknown errors become a generic 500: stacks and paths stay in the server log.
+ */
+export function errorResponse(log: (line: string) => void) {
+  return async function errorResponseMiddleware(ctx: Context, next: Next): Promise<void> {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new MmeError('MME_ERR_RESOURCE_NOT_FOUND', `Requested resource is not found, please refer to API document: ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      const e = isMmeError(err) ? err : asMmeError(err, log);
+      ctx.status = e.status;
+      ctx.set(e.headers as Record<string, string>);
+      ctx.type = 'application/json';
+      ctx.body = JSON.stringify(e.toBody(), null, 2);
+    }
+  };
+}
+
+function asMmeError(err: unknown, log: (line: string) => void): MmeError {
+  const status = (err as { status?: number }).status;
+  if (status === 413) return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', 'The request body is too large.');
+  if (status === 405) return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', (err as Error).message);
+  log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
+  return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+}

@@ -1,0 +1,176 @@
+/**
+ * The management API, as SageMaker MME calls it (JSON body) and as MMS accepts it (query string):
+ * load, list, describe, scale, unload.
+ */
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { MmeError } from '../errors';
+import type { LoadRequest, ModelManager } from '../server/model-manager';
+import type { Model } from '../server/model';
+import { readBody } from './body';
+
+const kMaxManagementBody = 64 * 1024;
+
+export function mountManagementRoutes(router: Router, manager: ModelManager): void {
+  router.post('/models', async (ctx) => {
+    const req = await loadRequestOf(ctx);
+    const outcome = await manager.load(req);
+    if (outcome === 'accepted') {
+      ctx.status = 202;
+      ctx.body = { status: 'Processing worker updates...' };
+    } else {
+      ctx.body = req.initialWorkers === 0 ? { status: `Model "${req.modelName}" registered` } : { status: 'Workers scaled' };
+    }
+  });
+
+  router.get('/models', (ctx) => {
+    // MMS clamps limit to 100 (0 or negative means the default: a zero page would never advance) and treats the token as an offset.
+    const limit = intParam(ctx, 'limit', 100, -Infinity);
+    const pageSize = limit > 100 || limit <= 0 ? 100 : limit;
+    const start = Math.max(0, intParam(ctx, 'next_page_token', 0, -Infinity));
+    const all = manager.list();
+    const page = all.slice(start, start + pageSize);
+    const body: { models: Array<{ modelName: string; modelUrl: string }>; nextPageToken?: string } = {
+      models: page.map((m) => ({ modelName: m.name, modelUrl: m.url })),
+    };
+    if (start + pageSize < all.length) body.nextPageToken = String(start + pageSize);
+    ctx.body = body;
+  });
+
+  router.get('/models/:name', async (ctx) => {
+    const model = manager.get(ctx.params.name);
+    await model.refreshMemory();
+    ctx.body = describe(model, manager.entry(model.name)?.loadedAtStartup ?? false);
+  });
+
+  router.put('/models/:name', async (ctx) => {
+    const model = manager.get(ctx.params.name);
+    const min = intParam(ctx, 'min_worker', 1, 0);
+    const max = intParam(ctx, 'max_worker', min, 0);
+    if (max < min) throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
+    const synchronous = boolParam(ctx, 'synchronous', false);
+    const scaling = manager.scale(model.name, min, max, synchronous);
+    if (synchronous) {
+      await scaling;
+      ctx.body = { status: 'Workers scaled' };
+    } else {
+      scaling.catch(() => undefined);
+      ctx.status = 202;
+      ctx.body = { status: 'Processing worker updates...' };
+    }
+  });
+
+  router.delete('/models/:name', async (ctx) => {
+    await manager.unload(ctx.params.name);
+    ctx.body = { status: `Model "${ctx.params.name}" unregistered` };
+  });
+}
+
+function describe(model: Model, loadedAtStartup: boolean) {
+  const s = model.settings;
+  return {
+    modelName: model.name,
+    modelVersion: '1.0',
+    modelUrl: model.url,
+    engine: 'onnxruntime',
+    runtime: 'node',
+    status: model.state === 'failed' ? 'FAILED' : 'READY',
+    ...(model.lastError && model.state === 'failed' ? { lastError: model.lastError.message } : {}),
+    minWorkers: s.minWorkers,
+    maxWorkers: s.maxWorkers,
+    batchSize: s.batchSize,
+    maxBatchDelay: s.maxBatchDelayMs,
+    jobQueueSize: s.jobQueueSize,
+    responseTimeout: s.responseTimeoutMs / 1000,
+    useJobTicket: s.useJobTicket,
+    loadedAtStartup,
+    queueLength: model.queueLength,
+    memoryUsage: model.memoryBytes,
+    inputs: model.inputs,
+    outputs: model.outputs,
+    workers: model.workers.map((w) => ({
+      id: w.id,
+      pid: w.pid,
+      startTime: w.startTime.toISOString(),
+      status: w.state.toUpperCase(),
+      gpu: w.gpuId >= 0,
+      gpuId: w.gpuId,
+      memoryUsage: w.memoryBytes,
+      executionProvider: w.loaded?.executionProvider ?? null,
+    })),
+  };
+}
+
+async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
+  const q = ctx.query;
+  let fields: Record<string, unknown> = {};
+  if (ctx.is('application/json') || (ctx.get('content-length') !== '' && ctx.get('content-length') !== '0' && !ctx.is('application/x-www-form-urlencoded'))) {
+    const raw = await readBody(ctx.req, kMaxManagementBody);
+    if (raw.length > 0) {
+      try {
+        fields = JSON.parse(raw.toString('utf8'));
+      } catch {
+        throw new MmeError('MME_ERR_BAD_REQUEST', 'The request body is not valid JSON; send {"model_name": "...", "url": "..."}.');
+      }
+      if (!fields || typeof fields !== 'object' || Array.isArray(fields)) throw new MmeError('MME_ERR_BAD_REQUEST', 'The request body must be a JSON object like {"model_name": "...", "url": "..."}.');
+    }
+  }
+  const get = (key: string): unknown => (fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined);
+  const url = get('url');
+  const modelName = get('model_name') ?? (typeof url === 'string' ? nameFromUrl(url) : undefined);
+  return {
+    modelName: modelName as string,
+    url: url as string,
+    handler: optString(get('handler'), 'handler'),
+    batchSize: optInt(get('batch_size'), 'batch_size', 1),
+    maxBatchDelayMs: optInt(get('max_batch_delay'), 'max_batch_delay', 0),
+    initialWorkers: optInt(get('initial_workers'), 'initial_workers', 0),
+    responseTimeoutSeconds: optInt(get('response_timeout'), 'response_timeout', 1),
+    loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1),
+    jobQueueSize: optInt(get('job_queue_size'), 'job_queue_size', 1),
+    useJobTicket: optBool(get('use_job_ticket'), 'use_job_ticket'),
+    deviceIds: optIntList(get('device_ids'), 'device_ids'),
+    synchronous: optBool(get('synchronous'), 'synchronous'),
+  };
+}
+
+/** MMS derives the name from the archive when model_name is omitted. */
+function nameFromUrl(url: string): string {
+  const base = url.replace(/\/+$/, '').split('/').pop() ?? '';
+  return base.replace(/\.(tar\.gz|tgz|onnx)$/, '');
+}
+
+function optString(v: unknown, key: string): string | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a string.`);
+  return v;
+}
+
+function optInt(v: unknown, key: string, min: number): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}; got ${JSON.stringify(v)}.`);
+  return n;
+}
+
+function optBool(v: unknown, key: string): boolean | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v === 'boolean') return v;
+  if (v === 'true' || v === 'false') return v === 'true';
+  throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be true or false; got ${JSON.stringify(v)}.`);
+}
+
+function optIntList(v: unknown, key: string): number[] | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const list = Array.isArray(v) ? v : String(v).split(',').map((s) => Number(s.trim()));
+  if (!list.every((n) => Number.isInteger(n) && n >= 0)) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a list of GPU ids (non-negative integers); got ${JSON.stringify(v)}.`);
+  return list as number[];
+}
+
+function intParam(ctx: Context, key: string, fallback: number, min: number): number {
+  return optInt(ctx.query[key], key, min) ?? fallback;
+}
+
+function boolParam(ctx: Context, key: string, fallback: boolean): boolean {
+  return optBool(ctx.query[key], key) ?? fallback;
+}

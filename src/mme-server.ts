@@ -1,0 +1,82 @@
+/**
+ * The composition root: config → model manager → listeners. Owns start-up (startup models) and
+ * shutdown (stop accepting, drain, stop every worker).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ServerConfig } from './config/types';
+import { createApp, type ListenerRole } from './http/app';
+import { listen, type Listener } from './http/listener';
+import { ModelManager } from './server/model-manager';
+
+export interface MmeServerOptions {
+  log?: (line: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+export class MmeServer {
+  readonly manager: ModelManager;
+  readonly listeners: Array<Listener & { role: ListenerRole }> = [];
+  readonly #cacheDir: string;
+  readonly #log: (line: string) => void;
+
+  constructor(readonly config: ServerConfig, opts: MmeServerOptions = {}) {
+    this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
+    this.#cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
+    this.manager = new ModelManager(config, this.#cacheDir, this.#log, opts.env);
+  }
+
+  /** Listens first (so /ping answers while startup models load), then loads load_models. */
+  async start(): Promise<this> {
+    const c = this.config;
+    const roles: Array<[ListenerRole, ServerConfig['inferenceAddress']]> = c.sharedListener
+      ? [['both', c.inferenceAddress]]
+      : [['inference', c.inferenceAddress], ['management', c.managementAddress]];
+    for (const [role, addr] of roles) {
+      const app = createApp({ role, manager: this.manager, maxRequestSize: c.maxRequestSize, log: this.#log });
+      const listener = await listen(app, addr);
+      this.listeners.push({ ...listener, role });
+      this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
+    }
+    await this.#loadStartupModels();
+    return this;
+  }
+
+  url(role: 'inference' | 'management'): string {
+    const l = this.listeners.find((x) => x.role === role || x.role === 'both')!;
+    return l.address;
+  }
+
+  async #loadStartupModels(): Promise<void> {
+    const { loadModels, modelStore } = this.config;
+    let models: Array<{ name: string; url: string }>;
+    if (loadModels === 'ALL') {
+      if (!modelStore) {
+        this.#log('load_models=ALL but model_store is not set; no model loaded at start-up');
+        return;
+      }
+      models = fs.readdirSync(modelStore, { withFileTypes: true })
+        .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
+        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: path.join(modelStore, d.name) }));
+    } else {
+      models = loadModels.map((m) => ({ name: m.name, url: path.isAbsolute(m.url) || !modelStore ? m.url : path.join(modelStore, m.url) }));
+    }
+    await Promise.all(models.map(async (m) => {
+      try {
+        await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
+      } catch (err) {
+        this.#log(`[${m.name}] failed to load at start-up from ${m.url}: ${(err as Error).message}`);
+      }
+    }));
+  }
+
+  /** Stops accepting, lets admitted requests finish (up to drainMs), stops every worker. */
+  async close(drainMs = 0): Promise<void> {
+    const closing = this.listeners.map((l) => l.close());
+    await this.manager.close(drainMs);
+    for (const l of this.listeners) l.server.closeAllConnections();
+    await Promise.all(closing);
+    fs.rmSync(this.#cacheDir, { recursive: true, force: true });
+  }
+}

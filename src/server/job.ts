@@ -1,0 +1,63 @@
+import { performance } from 'node:perf_hooks';
+import type { MmeError } from '../errors';
+import type { WireRequest } from '../protocol/frames';
+
+export interface InvokeResult {
+  status: number;
+  contentType: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** Time in the model (handler + run) for the batch this request ran in, µs. */
+  modelMicros: number;
+  /** Time from admission to dispatch to a worker, µs. */
+  queueMicros: number;
+  batchSize: number;
+}
+
+export interface JobOptions {
+  /** Aborted when the client goes away: a queued job is dropped without running. */
+  signal?: AbortSignal;
+  /** Receives intermediate chunks of a streamed response. */
+  onChunk?: (chunk: Buffer) => void;
+}
+
+let nextJobId = 1;
+
+/** One admitted request: settles exactly once, whatever happens to its worker. */
+export class Job {
+  readonly id = nextJobId++;
+  readonly admittedAt = performance.now();
+  dispatchedAt = 0;
+  settled = false;
+  timer: NodeJS.Timeout | null = null;
+  readonly promise: Promise<InvokeResult>;
+  #resolve!: (r: InvokeResult) => void;
+  #reject!: (e: MmeError) => void;
+
+  constructor(readonly request: WireRequest, readonly opts: JobOptions) {
+    request.id = this.id;
+    this.promise = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  get cancelled(): boolean {
+    return this.opts.signal?.aborted === true;
+  }
+
+  resolve(r: InvokeResult): void {
+    if (this.#settle()) this.#resolve(r);
+  }
+
+  reject(e: MmeError): void {
+    if (this.#settle()) this.#reject(e);
+  }
+
+  #settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    if (this.timer) clearTimeout(this.timer);
+    return true;
+  }
+}

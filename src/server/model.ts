@@ -1,0 +1,366 @@
+/**
+ * One loaded model: its worker processes, its bounded job queue and the dispatcher that forms
+ * batches (MMS's Model + WorkLoadManager + BatchAggregator for a single model).
+ */
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../errors';
+import type { InferMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../protocol/frames';
+import { restartDelaySeconds } from '../workers/backoff';
+import { processMemoryBytes } from '../workers/process-memory';
+import { WorkerProcess, type WorkerExit } from '../workers/worker-process';
+import { Job, type InvokeResult, type JobOptions } from './job';
+import { JobQueue } from './job-queue';
+
+export interface ModelSettings {
+  minWorkers: number;
+  maxWorkers: number;
+  batchSize: number;
+  maxBatchDelayMs: number;
+  jobQueueSize: number;
+  responseTimeoutMs: number;
+  loadTimeoutMs: number;
+  useJobTicket: boolean;
+  deviceIds: readonly number[] | null;
+}
+
+export type ModelState = 'loading' | 'ready' | 'failed' | 'unloading' | 'unloaded';
+
+export interface ModelDeps {
+  /** Everything a worker needs to load this model except its id and GPU. */
+  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize'>;
+  env: NodeJS.ProcessEnv;
+  maxResponseSize: number;
+  assignGpu: () => number;
+  log: (line: string) => void;
+}
+
+/** Consecutive failed worker starts, with no worker ready, after which the model is marked failed. */
+const kFailedAfter = 3;
+const kBackoffCapSeconds = 60;
+
+let nextBatchId = 1;
+
+export class Model extends EventEmitter {
+  state: ModelState = 'loading';
+  readonly workers: WorkerProcess[] = [];
+  readonly loadedAt = new Date();
+  inputs: TensorInfo[] = [];
+  outputs: TensorInfo[] = [];
+  memoryBytes = 0;
+  lastError: MmeError | null = null;
+
+  readonly #queue: JobQueue;
+  readonly #running = new Map<number, Job>();
+  #workerSeq = 0;
+  #restartAttempt = 0;
+  #restartTimer: NodeJS.Timeout | null = null;
+  #batchTimer: NodeJS.Timeout | null = null;
+  #batchWindowOver = false;
+  #rr = 0;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
+    super();
+    this.#queue = new JobQueue(settings.jobQueueSize);
+  }
+
+  get queueLength(): number {
+    return this.#queue.length;
+  }
+
+  get inFlightCount(): number {
+    return this.#running.size;
+  }
+
+  get busy(): boolean {
+    return this.#queue.length > 0 || this.#running.size > 0;
+  }
+
+  /** Starts minWorkers workers and resolves when all have loaded; on any failure stops them all. */
+  async start(): Promise<void> {
+    const started = Array.from({ length: this.settings.minWorkers }, () => this.#spawnWorker());
+    const results = await Promise.allSettled(started.map((w) => w.ready));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      await this.stop(0);
+      throw failure.reason as MmeError;
+    }
+    this.state = 'ready';
+    await this.refreshMemory();
+  }
+
+  submit(request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+    if (this.state === 'failed') {
+      return Promise.reject(new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${this.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`));
+    }
+    if (this.state !== 'ready') return Promise.reject(new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${this.name}`));
+    if (this.workers.length === 0 && !this.#restartTimer) {
+      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `Model ${this.name} has no workers: scale it up with PUT /models/${this.name}?min_worker=1.`));
+    }
+    if (this.settings.useJobTicket && !this.workers.some((w) => w.isIdle)) {
+      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `No idle worker for model ${this.name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${this.name}?min_worker=N.`));
+    }
+    if (this.#queue.isFull) {
+      return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${this.name} is full (${this.settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${this.name}?min_worker=N.`));
+    }
+    const job = new Job(request, opts);
+    job.timer = setTimeout(() => this.#onTimeout(job), this.settings.responseTimeoutMs);
+    opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
+    this.#queue.push(job);
+    this.#dispatch();
+    return job.promise;
+  }
+
+  #spawnWorker(): WorkerProcess {
+    const id = `${this.name}-w${++this.#workerSeq}`;
+    const worker = new WorkerProcess({
+      id,
+      load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize: this.settings.batchSize },
+      env: this.deps.env,
+      loadTimeoutMs: this.settings.loadTimeoutMs,
+      maxFrameBytes: this.deps.maxResponseSize * Math.max(1, this.settings.batchSize) + (1 << 20),
+      log: this.deps.log,
+    });
+    this.workers.push(worker);
+    worker.on('result', (msg: ResultMessage, batch: InferMessage) => this.#onResult(msg, batch));
+    worker.on('chunk', (msg: { id: number; body?: Buffer }) => this.#running.get(msg.id)?.opts.onChunk?.(msg.body!));
+    worker.on('exit', (exit: WorkerExit, expected: boolean) => this.#onWorkerExit(worker, exit, expected));
+    worker.ready.then(
+      (loaded) => {
+        this.inputs = loaded.inputs;
+        this.outputs = loaded.outputs;
+        this.#restartAttempt = 0;
+        if (this.state === 'failed') this.state = 'ready';
+        this.emit('worker-ready', worker);
+        this.#dispatch();
+      },
+      (err: MmeError) => {
+        this.lastError = err;
+      },
+    );
+    return worker.start();
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      const worker = this.#pickIdleWorker();
+      if (!worker) return;
+      const { batchSize, maxBatchDelayMs } = this.settings;
+      if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
+        // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
+        this.#batchTimer ??= setTimeout(() => {
+          this.#batchTimer = null;
+          this.#batchWindowOver = true;
+          this.#dispatch();
+        }, maxBatchDelayMs);
+        return;
+      }
+      const jobs = this.#queue.take(batchSize);
+      if (jobs.length === 0) break;
+      this.#batchWindowOver = false;
+      if (this.#batchTimer) {
+        clearTimeout(this.#batchTimer);
+        this.#batchTimer = null;
+      }
+      const now = performance.now();
+      for (const job of jobs) {
+        job.dispatchedAt = now;
+        this.#running.set(job.id, job);
+      }
+      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request) });
+    }
+    this.#notifyIdle();
+  }
+
+  #pickIdleWorker(): WorkerProcess | null {
+    const n = this.workers.length;
+    for (let k = 0; k < n; k++) {
+      const w = this.workers[(this.#rr + k) % n];
+      if (w.isIdle) {
+        this.#rr = (this.#rr + k + 1) % n;
+        return w;
+      }
+    }
+    return null;
+  }
+
+  #onResult(msg: ResultMessage, batch: InferMessage): void {
+    const size = batch.requests.length;
+    for (const r of msg.responses) {
+      const job = this.#running.get(r.id);
+      if (!job) continue;
+      this.#running.delete(r.id);
+      if (r.error) {
+        job.reject(MmeError.fromWire(r.error));
+      } else if (r.body!.length > this.deps.maxResponseSize) {
+        job.reject(new MmeError('MME_ERR_RESPONSE_TOO_LARGE', `The response of model ${this.name} is ${r.body!.length} bytes, over max_response_size (${this.deps.maxResponseSize}); raise max_response_size or return less data.`));
+      } else {
+        job.resolve({
+          status: r.status,
+          contentType: r.contentType,
+          headers: r.headers,
+          body: r.body!,
+          modelMicros: msg.modelMicros,
+          queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
+          batchSize: size,
+        });
+      }
+    }
+    this.#dispatch();
+  }
+
+  #onTimeout(job: Job): void {
+    const seconds = this.settings.responseTimeoutMs / 1000;
+    if (this.#queue.remove(job)) {
+      job.reject(new MmeError('MME_ERR_WORKER_TIMEOUT', `Request to model ${this.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`));
+      this.#notifyIdle();
+      return;
+    }
+    const worker = this.workers.find((w) => w.inFlight?.requests.some((r) => r.id === job.id));
+    if (!worker) return;
+    // A run cannot be interrupted from outside the process: kill it, fail its batch, replace it.
+    this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`);
+    this.#failBatch(worker, new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${this.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`));
+    worker.kill();
+  }
+
+  #onCancel(job: Job): void {
+    if (this.#queue.remove(job)) {
+      job.reject(new MmeError('MME_ERR_BAD_REQUEST', 'client closed the connection'));
+      this.#notifyIdle();
+    }
+  }
+
+  #failBatch(worker: WorkerProcess, err: MmeError): void {
+    for (const r of worker.inFlight?.requests ?? []) {
+      const job = this.#running.get(r.id);
+      if (job) {
+        this.#running.delete(r.id);
+        job.reject(err);
+      }
+    }
+  }
+
+  #onWorkerExit(worker: WorkerProcess, exit: WorkerExit, expected: boolean): void {
+    const i = this.workers.indexOf(worker);
+    if (i >= 0) this.workers.splice(i, 1);
+    if (worker.inFlight) {
+      const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+      this.#failBatch(worker, exit.killed
+        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${this.name} ${how} while running this request (the kernel's OOM killer does this when memory runs out).`)
+        : new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${this.name} ${how} while running this request.`));
+      worker.inFlight = null;
+    }
+    if (expected || this.state === 'unloading' || this.state === 'unloaded' || this.state === 'loading') {
+      this.#notifyIdle();
+      return;
+    }
+    this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) ${exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`}; restarting`);
+    this.#scheduleRestart();
+  }
+
+  #scheduleRestart(): void {
+    if (this.#restartTimer || this.workers.length >= this.settings.minWorkers) return;
+    const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      if (this.state !== 'ready' && this.state !== 'failed') return;
+      const worker = this.#spawnWorker();
+      worker.ready.catch((err: MmeError) => {
+        this.#restartAttempt++;
+        this.deps.log(`[${this.name}] replacement worker failed to load (attempt ${this.#restartAttempt}): ${err.message}`);
+        if (this.#restartAttempt >= kFailedAfter && !this.workers.some((w) => w.state === 'ready')) this.#markFailed(err);
+      });
+      this.#scheduleRestart();
+    }, delay * 1000);
+  }
+
+  #markFailed(err: MmeError): void {
+    this.state = 'failed';
+    this.lastError = err;
+    const failure = new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${err.message}`);
+    for (const job of this.#queue.drainAll()) job.reject(failure);
+    this.#notifyIdle();
+  }
+
+  /** Resolves when nothing is queued or running, or after `boundMs`. */
+  async drain(boundMs: number): Promise<boolean> {
+    if (!this.busy) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), boundMs);
+      this.#idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  #notifyIdle(): void {
+    if (this.busy || this.#idleWaiters.length === 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Stops every worker and waits until each process has exited; unfinished jobs are failed. */
+  async stop(drainMs: number): Promise<void> {
+    if (drainMs > 0 && this.state === 'ready') await this.drain(drainMs);
+    this.state = 'unloading';
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    if (this.#batchTimer) clearTimeout(this.#batchTimer);
+    await Promise.all(this.workers.slice().map((w) => w.stop()));
+    const gone = new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${this.name} was unloaded before this request finished.`);
+    for (const job of [...this.#queue.drainAll(), ...this.#running.values()]) job.reject(gone);
+    this.#running.clear();
+    this.state = 'unloaded';
+    this.#notifyIdle();
+  }
+
+  /** MMS scale API: run `min` workers (max is recorded; workers are not autoscaled). */
+  async scale(min: number, max: number, synchronous: boolean): Promise<void> {
+    this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
+    const live = this.workers.filter((w) => w.state !== 'stopping');
+    const added: WorkerProcess[] = [];
+    for (let n = live.length; n < min; n++) added.push(this.#spawnWorker());
+    const extra = live.length - min;
+    if (extra > 0) {
+      // Idle workers go first; a busy one finishes its batch (its results are still delivered) then exits.
+      const victims = [...live].sort((a, b) => Number(b.isIdle) - Number(a.isIdle)).slice(0, extra);
+      const stopping = victims.map((w) => this.#retire(w));
+      if (synchronous) await Promise.all(stopping);
+    }
+    if (synchronous) {
+      const results = await Promise.allSettled(added.map((w) => w.ready));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason as MmeError;
+      await this.refreshMemory();
+    }
+  }
+
+  async #retire(worker: WorkerProcess): Promise<void> {
+    worker.retire();
+    if (worker.inFlight) {
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          if (!worker.inFlight) {
+            worker.off('result', check);
+            worker.off('exit', check);
+            resolve();
+          }
+        };
+        worker.on('result', check);
+        worker.on('exit', check);
+        check();
+      });
+    }
+    await worker.stop();
+  }
+
+  async refreshMemory(): Promise<number> {
+    const sizes = await Promise.all(this.workers.map(async (w) => [w, await processMemoryBytes(w.pid)] as const));
+    for (const [w, bytes] of sizes) w.memoryBytes = bytes;
+    this.memoryBytes = sizes.reduce((s, [, b]) => s + b, 0);
+    return this.memoryBytes;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The default handler: decode each request into tensors, run the batch through the ONNX session
+ * (merging compatible requests along the batch axis), encode each result in the request's format.
+ *
+ * A slot that holds an Error fails that request alone, so one bad request in a batch never fails
+ * its neighbours. Custom handlers may use the same convention.
+ */
+import * as ort from 'onnxruntime-node';
+import { MmeError, looksLikeOutOfMemory } from '../errors';
+import type { TensorInfo } from '../protocol/frames';
+import type { HandlerContext, HandlerRequest } from './context';
+import { decodeJson, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
+import { concat, split, type PlainTensor } from './tensors';
+
+export type Slot<T> = T | Error;
+export type Feeds = Record<string, PlainTensor>;
+
+const kJsonTypes = /^application\/(?:[\w.+-]+\+)?json\b/i;
+
+export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
+  return requests.map((req, i) => {
+    try {
+      const contentType = req.contentType || 'application/json';
+      if (!kJsonTypes.test(contentType)) {
+        throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${contentType} is not supported by the default handler; supported: application/json (curl: -H 'Content-Type: application/json')`);
+      }
+      const decoded: DecodedRequest = decodeJson(req.data !== undefined ? req.data : parseJson(req.body), ctx.inputs);
+      ctx.state[i].format = decoded.format;
+      ctx.state[i].id = decoded.id;
+      return decoded.feeds;
+    } catch (err) {
+      return err as Error;
+    }
+  });
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new MmeError('MME_ERR_INVALID_INPUT', `the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export async function inference(inputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
+  const results: Array<Slot<Feeds>> = inputs.slice();
+  const groups = new Map<string, number[]>();
+  inputs.forEach((feeds, i) => {
+    if (feeds instanceof Error) return;
+    const key = batchKey(feeds, ctx.inputs) ?? `solo:${i}`;
+    const group = groups.get(key);
+    if (group) group.push(i);
+    else groups.set(key, [i]);
+  });
+  for (const members of groups.values()) {
+    if (members.length === 1) {
+      results[members[0]] = await runSafely(ctx, inputs[members[0]] as Feeds);
+      continue;
+    }
+    const merged = await runMerged(ctx, members.map((i) => inputs[i] as Feeds));
+    if (merged) members.forEach((i, k) => (results[i] = merged[k]));
+    else for (const i of members) results[i] = await runSafely(ctx, inputs[i] as Feeds);
+  }
+  return results;
+}
+
+/**
+ * Requests can share a run when every input has the same type and trailing dims and the model's
+ * first dimension is free. Returns null when this request must run alone.
+ */
+function batchKey(feeds: Feeds, infos: readonly TensorInfo[]): string | null {
+  let key = '';
+  let rows = -1;
+  for (const info of infos) {
+    const t = feeds[info.name];
+    if (!t || t.dims.length === 0 || (typeof info.shape[0] === 'number' && info.shape[0] >= 0)) return null;
+    if (rows >= 0 && t.dims[0] !== rows) return null;
+    rows = t.dims[0];
+    key += `${info.name}:${t.type}:${t.dims.slice(1).join('x')};`;
+  }
+  return key;
+}
+
+async function runMerged(ctx: HandlerContext, members: Feeds[]): Promise<Feeds[] | null> {
+  const rows = members.map((f) => f[ctx.inputs[0].name].dims[0]);
+  const total = rows.reduce((a, b) => a + b, 0);
+  const feeds: Feeds = {};
+  for (const info of ctx.inputs) feeds[info.name] = concat(members.map((f) => f[info.name]));
+  const out = await runSafely(ctx, feeds);
+  if (out instanceof Error) return null; // retried one by one, so only the culprit fails
+  const names = Object.keys(out);
+  if (!names.every((n) => out[n].dims[0] === total)) return null;
+  const pieces = names.map((n) => split(out[n], rows));
+  return members.map((_, k) => Object.fromEntries(names.map((n, j) => [n, pieces[j][k]])));
+}
+
+async function runSafely(ctx: HandlerContext, feeds: Feeds): Promise<Slot<Feeds>> {
+  try {
+    const ortFeeds: Record<string, ort.Tensor> = {};
+    for (const [name, t] of Object.entries(feeds)) {
+      ortFeeds[name] = t instanceof ort.Tensor ? t : new ort.Tensor(t.type as never, t.data as never, t.dims);
+    }
+    const out = await ctx.session.run(ortFeeds);
+    const result: Feeds = {};
+    for (const [name, t] of Object.entries(out)) result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
+    return result;
+  } catch (err) {
+    return classifyRunError(err as Error);
+  }
+}
+
+const kInputFaults = /invalid (dimensions|rank|feed|input)|unexpected input data type|input name|got invalid|shape mismatch|does not match/i;
+
+function classifyRunError(err: Error): MmeError {
+  const msg = String(err?.message ?? err);
+  if (looksLikeOutOfMemory(msg)) return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `onnxruntime ran out of memory: ${msg}`);
+  if (kInputFaults.test(msg)) return new MmeError('MME_ERR_INVALID_INPUT', `onnxruntime rejected the input: ${msg}`);
+  return new MmeError('MME_ERR_MODEL_ERROR', `onnxruntime failed to run the model: ${msg}`);
+}
+
+export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<string>>> {
+  return outputs.map((out, i) => {
+    if (out instanceof Error) return out;
+    if (!ctx.responses[i].contentType) ctx.responses[i].contentType = 'application/json';
+    return encodeJson((ctx.state[i].format as JsonFormat | undefined) ?? 'named', out, ctx.modelName, ctx.state[i].id as string | undefined);
+  });
+}

@@ -1,0 +1,57 @@
+/**
+ * Composes the model's handler: a custom module (handler.js in the model directory, or the file
+ * the model config / load request / default_service_handler names) may export `initialize`, and
+ * either `handle` or any of `preprocess` / `inference` / `postprocess`; the default handler fills in
+ * whatever it leaves out.
+ */
+import path from 'node:path';
+import { MmeError } from '../errors';
+import type { HandlerContext, HandlerRequest } from './context';
+import * as defaults from './default-handler';
+
+export type BatchFn = (batch: unknown[], ctx: HandlerContext) => unknown[] | Promise<unknown[]>;
+
+export interface HandlerModule {
+  initialize?: (ctx: HandlerContext) => unknown;
+  handle?: (requests: HandlerRequest[], ctx: HandlerContext) => unknown[] | Promise<unknown[]>;
+  preprocess?: BatchFn;
+  inference?: BatchFn;
+  postprocess?: BatchFn;
+}
+
+export interface Handler {
+  initialize(ctx: HandlerContext): Promise<void>;
+  handle(requests: HandlerRequest[], ctx: HandlerContext): Promise<unknown[]>;
+}
+
+export function loadHandler(handlerPath: string | null, modelDir: string): Handler {
+  const mod = handlerPath ? requireHandler(handlerPath, modelDir) : {};
+  const pre = (mod.preprocess ?? defaults.preprocess) as BatchFn;
+  const inf = (mod.inference ?? defaults.inference) as BatchFn;
+  const post = (mod.postprocess ?? defaults.postprocess) as BatchFn;
+  const handle = mod.handle
+    ? mod.handle
+    : async (requests: HandlerRequest[], ctx: HandlerContext) => post(await inf(await pre(requests, ctx), ctx), ctx);
+  return {
+    async initialize(ctx) {
+      if (mod.initialize) await mod.initialize(ctx);
+    },
+    async handle(requests, ctx) {
+      const out = await handle(requests, ctx);
+      if (!Array.isArray(out) || out.length !== requests.length) {
+        throw new MmeError('MME_ERR_MODEL_ERROR', `the handler returned ${Array.isArray(out) ? `${out.length} results` : typeof out} for a batch of ${requests.length}; it must return one result per request`);
+      }
+      return out;
+    },
+  };
+}
+
+function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
+  const file = path.resolve(modelDir, handlerPath);
+  try {
+    const mod = require(file) as HandlerModule & { default?: HandlerModule };
+    return mod.default && typeof mod.default === 'object' ? mod.default : mod;
+  } catch (err) {
+    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${(err as Error).message}`);
+  }
+}

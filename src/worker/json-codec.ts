@@ -1,0 +1,147 @@
+/**
+ * application/json bodies ⇄ named tensors, in the four shapes clients send:
+ *   {"inputs": {"<name>": nested}}                  → {"outputs": {"<name>": nested}}
+ *   {"instances": [row, ...]}  (one-input models)   → {"predictions": ...}
+ *   {"inputs": [{"name","shape","datatype","data"}]} (Open Inference Protocol v2) → v2 response
+ *   [[...], ...]  bare array (SageMaker SDK JSONSerializer of an ndarray) → bare array
+ */
+import { MmeError } from '../errors';
+import type { TensorInfo } from '../protocol/frames';
+import { elementCount, fromNested, jsonElements, nest, shapeOf, type PlainTensor } from './tensors';
+
+export type JsonFormat = 'named' | 'instances' | 'v2' | 'bare';
+
+export interface DecodedRequest {
+  format: JsonFormat;
+  feeds: Record<string, PlainTensor>;
+  /** v2 request id, echoed in the response. */
+  id?: string;
+}
+
+const kV2Types: Record<string, string> = {
+  BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',
+  INT8: 'int8', INT16: 'int16', INT32: 'int32', INT64: 'int64',
+  FP16: 'float16', FP32: 'float32', FP64: 'float64', BYTES: 'string',
+};
+const kOrtToV2 = Object.fromEntries(Object.entries(kV2Types).map(([k, v]) => [v, k]));
+
+export function describeInput(info: TensorInfo): string {
+  return `${info.name} (${info.type} [${info.shape.join(', ')}])`;
+}
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_INPUT', message);
+}
+
+export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[]): DecodedRequest {
+  if (Array.isArray(parsed)) return { format: 'bare', feeds: single(parsed, inputs, 'the request body') };
+  if (parsed === null || typeof parsed !== 'object') {
+    throw invalid('the JSON body must be an object like {"inputs": {"<input name>": [[...]]}}, {"instances": [...]}, a v2 {"inputs": [{"name","shape","datatype","data"}]} body, or a bare nested array');
+  }
+  const body = parsed as Record<string, unknown>;
+  if (Array.isArray(body.instances)) return { format: 'instances', feeds: single(body.instances, inputs, '"instances"') };
+  if (Array.isArray(body.inputs)) return { format: 'v2', feeds: decodeV2(body.inputs, inputs), id: typeof body.id === 'string' ? body.id : undefined };
+  if (body.inputs && typeof body.inputs === 'object') return { format: 'named', feeds: decodeNamed(body.inputs as Record<string, unknown>, inputs) };
+  throw invalid(`the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`);
+}
+
+function single(value: unknown[], inputs: readonly TensorInfo[], what: string): Record<string, PlainTensor> {
+  if (inputs.length !== 1) {
+    throw invalid(`${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send {"inputs": {"<input name>": [...]}} instead`);
+  }
+  const info = inputs[0];
+  return { [info.name]: toTensor(info, value, shapeOf(value, `input ${info.name}`)) };
+}
+
+function decodeNamed(given: Record<string, unknown>, inputs: readonly TensorInfo[]): Record<string, PlainTensor> {
+  checkNames(Object.keys(given), inputs);
+  const feeds: Record<string, PlainTensor> = {};
+  for (const info of inputs) {
+    const value = given[info.name];
+    feeds[info.name] = toTensor(info, value, shapeOf(value, `input ${info.name}`));
+  }
+  return feeds;
+}
+
+function decodeV2(list: unknown[], inputs: readonly TensorInfo[]): Record<string, PlainTensor> {
+  const byName = new Map<string, Record<string, unknown>>();
+  for (const item of list) {
+    if (!item || typeof item !== 'object' || typeof (item as { name?: unknown }).name !== 'string') {
+      throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
+    }
+    byName.set((item as { name: string }).name, item as Record<string, unknown>);
+  }
+  checkNames([...byName.keys()], inputs);
+  const feeds: Record<string, PlainTensor> = {};
+  for (const info of inputs) {
+    const item = byName.get(info.name)!;
+    const { shape, datatype, data } = item;
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+      throw invalid(`v2 input ${info.name}: "shape" must be a list of non-negative integers`);
+    }
+    const type = typeof datatype === 'string' ? kV2Types[datatype] : undefined;
+    if (type === undefined) throw invalid(`v2 input ${info.name}: datatype ${JSON.stringify(datatype)} is not one of ${Object.keys(kV2Types).join(', ')}`);
+    if (type !== info.type) throw invalid(`v2 input ${info.name}: datatype ${datatype} does not match the model's ${kOrtToV2[info.type] ?? info.type} (${info.type})`);
+    const flat = Array.isArray(data) ? (data as unknown[]).flat(Infinity) : [data];
+    if (flat.length !== elementCount(shape)) {
+      throw invalid(`v2 input ${info.name}: "data" has ${flat.length} elements but shape [${shape.join(', ')}] needs ${elementCount(shape)}`);
+    }
+    feeds[info.name] = toTensor(info, flat, shape, [flat.length]);
+  }
+  return feeds;
+}
+
+function checkNames(given: string[], inputs: readonly TensorInfo[]): void {
+  const expected = new Set(inputs.map((i) => i.name));
+  for (const name of given) {
+    if (!expected.has(name)) throw invalid(`unknown input "${name}"; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
+  }
+  for (const info of inputs) {
+    if (!given.includes(info.name)) throw invalid(`missing input ${describeInput(info)}`);
+  }
+}
+
+/** `flatDims` describes `value`'s own nesting when it differs from the tensor's shape (v2 flat data). */
+function toTensor(info: TensorInfo, value: unknown, dims: number[], flatDims = dims): PlainTensor {
+  checkShape(info, dims);
+  return { type: info.type, dims, data: fromNested(info.type, value, flatDims, `input ${info.name}`) };
+}
+
+export function checkShape(info: TensorInfo, dims: readonly number[]): void {
+  const ok = dims.length === info.shape.length && info.shape.every((d, i) => typeof d !== 'number' || d < 0 || d === dims[i]);
+  if (!ok) {
+    throw invalid(`input ${info.name} has shape [${dims.join(', ')}] but the model expects [${info.shape.join(', ')}] (${info.type}; named dimensions may be any size)`);
+  }
+}
+
+export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, modelName: string, id?: string): string {
+  const names = Object.keys(outputs);
+  switch (format) {
+    case 'named': {
+      const out: Record<string, unknown> = {};
+      for (const n of names) out[n] = nest(jsonElements(outputs[n]), outputs[n].dims);
+      return JSON.stringify({ outputs: out });
+    }
+    case 'v2':
+      return JSON.stringify({
+        model_name: modelName,
+        ...(id === undefined ? {} : { id }),
+        outputs: names.map((n) => ({ name: n, shape: outputs[n].dims, datatype: kOrtToV2[outputs[n].type] ?? outputs[n].type, data: jsonElements(outputs[n]) })),
+      });
+    case 'instances':
+    case 'bare': {
+      let value: unknown;
+      if (names.length === 1) value = nest(jsonElements(outputs[names[0]]), outputs[names[0]].dims);
+      else if (format === 'bare') value = Object.fromEntries(names.map((n) => [n, nest(jsonElements(outputs[n]), outputs[n].dims)]));
+      else value = perRow(outputs, names);
+      return JSON.stringify(format === 'bare' ? value : { predictions: value });
+    }
+  }
+}
+
+/** TF-Serving style: one object per instance, each holding that row of every output. */
+function perRow(outputs: Record<string, PlainTensor>, names: string[]): unknown[] {
+  const nested = names.map((n) => nest(jsonElements(outputs[n]), outputs[n].dims) as unknown[]);
+  const rows = Math.max(...nested.map((v) => (Array.isArray(v) ? v.length : 1)));
+  return Array.from({ length: rows }, (_, r) => Object.fromEntries(names.map((n, i) => [n, Array.isArray(nested[i]) ? nested[i][r] : nested[i]])));
+}

@@ -1,0 +1,140 @@
+/**
+ * Entry point of a worker process: one model, one ONNX session, one batch at a time.
+ * Talks to the parent over fd 3 (a socketpair the parent created) with the frames of
+ * src/protocol/frames.ts; stdout/stderr are free for logs, which the parent prefixes and forwards.
+ */
+import net from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
+import {
+  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireResponse,
+} from '../protocol/frames';
+import { HandlerContext, toBuffer, type HandlerRequest } from './context';
+import { loadHandler, type Handler } from './handler';
+import { openSession } from './session';
+
+const kMaxFrame = 2 ** 31 - 1;
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+
+let handler: Handler | null = null;
+let context: HandlerContext | null = null;
+let currentBatch: InferMessage | null = null;
+const queue: InferMessage[] = [];
+
+function send(frame: Frame): void {
+  channel.write(encodeFrame(frame));
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+const reader = new FrameReader(kMaxFrame, (frame) => {
+  switch (frame.kind) {
+    case MessageKind.Load:
+      void load(frame.msg);
+      break;
+    case MessageKind.Infer:
+      queue.push(frame.msg);
+      if (!currentBatch) void drain();
+      break;
+    default:
+      break;
+  }
+});
+
+channel.on('data', (chunk: Buffer) => reader.push(chunk));
+send({ kind: MessageKind.Started, msg: { pid: process.pid } });
+// The parent is gone (or closed us): nothing can reach us any more, so leave at once.
+channel.on('end', () => process.exit(0));
+channel.on('error', () => process.exit(0));
+
+async function load(msg: LoadMessage): Promise<void> {
+  const t0 = performance.now();
+  try {
+    const opened = await openSession(msg, log);
+    const sessionMicros = Math.round((performance.now() - t0) * 1000);
+    handler = loadHandler(msg.handlerPath, msg.modelDir);
+    context = new HandlerContext(msg.modelName, msg.modelDir, msg.gpuId, msg.batchSize, opened.session, opened.inputs, opened.outputs, sendChunk);
+    await handler.initialize(context);
+    send({
+      kind: MessageKind.Loaded,
+      msg: {
+        pid: process.pid,
+        loadMicros: Math.round((performance.now() - t0) * 1000),
+        sessionMicros,
+        executionProvider: opened.executionProvider,
+        inputs: opened.inputs,
+        outputs: opened.outputs,
+      },
+    });
+  } catch (err) {
+    send({ kind: MessageKind.LoadFailed, msg: { error: loadError(err) } });
+  }
+}
+
+function loadError(err: unknown): WireError {
+  if (isMmeError(err)) return err.toWire();
+  const message = String((err as Error)?.message ?? err);
+  if (looksLikeOutOfMemory(message) || err instanceof RangeError) {
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `not enough memory to load the model: ${message}`).toWire();
+  }
+  return new MmeError('MME_ERR_LOAD_FAILED', `onnxruntime could not load the model: ${message}`).toWire();
+}
+
+function sendChunk(index: number, body: Buffer): void {
+  const req = currentBatch?.requests[index];
+  if (req) send({ kind: MessageKind.Chunk, msg: { id: req.id, body } });
+}
+
+async function drain(): Promise<void> {
+  while ((currentBatch = queue.shift() ?? null)) await runBatch(currentBatch);
+}
+
+async function runBatch(batch: InferMessage): Promise<void> {
+  const ctx = context!;
+  const requests: HandlerRequest[] = batch.requests.map((r) => ({
+    body: r.body!,
+    contentType: r.contentType,
+    accept: r.accept,
+    headers: r.headers,
+  }));
+  ctx.beginBatch(requests);
+  const t0 = performance.now();
+  let results: unknown[];
+  try {
+    results = await handler!.handle(requests, ctx);
+  } catch (err) {
+    results = requests.map(() => err);
+  }
+  const modelMicros = Math.round((performance.now() - t0) * 1000);
+  const responses: WireResponse[] = batch.requests.map((r, i) => toResponse(r.id, results[i], ctx, i));
+  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros, responses } });
+}
+
+function toResponse(id: number, result: unknown, ctx: HandlerContext, index: number): WireResponse {
+  const slot = ctx.responses[index];
+  if (result instanceof Error) {
+    const error = requestError(result);
+    return { id, status: error.status, contentType: 'application/json', headers: slot.headers, error: error.toWire() };
+  }
+  try {
+    const body = toBuffer(result);
+    const contentType = slot.contentType || (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
+    return { id, status: slot.status, contentType, headers: slot.headers, body };
+  } catch (err) {
+    const error = new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
+    return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+  }
+}
+
+/** A handler-raised status is kept; memory errors are 507; anything else is 500 with its message. */
+function requestError(err: Error): MmeError {
+  if (isMmeError(err)) return err;
+  const status = Number((err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode);
+  if (Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError('MME_ERR_MODEL_ERROR', err.message, { status });
+  if (looksLikeOutOfMemory(err.message) || err instanceof RangeError && /allocation|memory/i.test(err.message)) {
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
+  }
+  return new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`);
+}

@@ -1,0 +1,219 @@
+/**
+ * The parent's handle on one worker process. Lifecycle (every transition goes through #setState):
+ *
+ *   starting ──Started──▶ loading ──Loaded──▶ ready ──stop()──▶ stopping ──exit──▶ stopped
+ *       └──────────── exit / LoadFailed / load timeout ──────────▶ failed
+ *
+ * A worker runs one batch at a time; the model's dispatcher decides what it runs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../errors';
+import {
+  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type LoadedMessage,
+  type ResultMessage, type ChunkMessage,
+} from '../protocol/frames';
+
+export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
+
+export interface WorkerOptions {
+  id: string;
+  load: LoadMessage;
+  env: NodeJS.ProcessEnv;
+  loadTimeoutMs: number;
+  maxFrameBytes: number;
+  log: (line: string) => void;
+}
+
+export interface WorkerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The kernel's OOM killer and `kill -9` both look like this: the 507 signature. */
+  killed: boolean;
+}
+
+const kWorkerScript = path.join(__dirname, '..', 'worker', 'main.js');
+// PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
+// SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
+const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
+// Make the kernel's OOM killer choose a worker, never the server holding every other model.
+const kWorkerOomScoreAdj = '900';
+
+export class WorkerProcess extends EventEmitter {
+  readonly id: string;
+  readonly gpuId: number;
+  state: WorkerState = 'starting';
+  pid = 0;
+  readonly startTime = new Date();
+  loaded: LoadedMessage | null = null;
+  /** Time from spawn to the worker's first message (process + runtime start), µs. */
+  spawnMicros = 0;
+  inFlight: InferMessage | null = null;
+  /** PSS of the process after load, refreshed on describe (bytes). */
+  memoryBytes = 0;
+  exitInfo: WorkerExit | null = null;
+
+  readonly #opts: WorkerOptions;
+  #child: ChildProcess | null = null;
+  #channel: Socket | null = null;
+  #loadTimer: NodeJS.Timeout | null = null;
+  readonly #t0 = performance.now();
+  readonly #exited: Promise<WorkerExit>;
+  #resolveExit!: (e: WorkerExit) => void;
+  #loadSettled = false;
+  #resolveLoad!: (m: LoadedMessage) => void;
+  #rejectLoad!: (e: MmeError) => void;
+  readonly ready: Promise<LoadedMessage>;
+
+  constructor(opts: WorkerOptions) {
+    super();
+    this.#opts = opts;
+    this.id = opts.id;
+    this.gpuId = opts.load.gpuId;
+    this.#exited = new Promise((r) => (this.#resolveExit = r));
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolveLoad = resolve;
+      this.#rejectLoad = reject;
+    });
+    this.ready.catch(() => undefined);
+  }
+
+  /** Spawns the process and starts loading; `ready` settles when the model is loaded or failed. */
+  start(): this {
+    const node = [process.execPath, kWorkerScript];
+    const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
+    const env = { ...this.#opts.env };
+    if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env, cwd: this.#opts.load.modelDir });
+    this.#child = child;
+    this.pid = child.pid ?? 0;
+    if (this.pid) fs.writeFile(`/proc/${this.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
+    for (const stream of [child.stdout!, child.stderr!]) {
+      readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.#opts.log(`[${this.id}] ${line}`));
+    }
+    const channel = child.stdio[3] as Socket;
+    this.#channel = channel;
+    const reader = new FrameReader(this.#opts.maxFrameBytes, (f) => this.#onFrame(f));
+    channel.on('data', (chunk: Buffer) => {
+      try {
+        reader.push(chunk);
+      } catch (err) {
+        this.#opts.log(`[${this.id}] protocol error: ${(err as Error).message}; killing the worker`);
+        this.kill();
+      }
+    });
+    channel.on('error', () => undefined);
+    child.on('error', (err) => this.#opts.log(`[${this.id}] spawn failed: ${err.message}`));
+    child.on('exit', (code, signal) => this.#onExit(code, signal));
+    this.#loadTimer = setTimeout(() => this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${this.#opts.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`)), this.#opts.loadTimeoutMs);
+    return this;
+  }
+
+  get isIdle(): boolean {
+    return this.state === 'ready' && this.inFlight === null;
+  }
+
+  run(batch: InferMessage): void {
+    this.inFlight = batch;
+    this.#send({ kind: MessageKind.Infer, msg: batch });
+  }
+
+  cancel(id: number): void {
+    this.#send({ kind: MessageKind.Cancel, msg: { id } });
+  }
+
+  /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
+  kill(): void {
+    if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
+  }
+
+  /** Takes the worker out of dispatch; it finishes what it runs, then stop() ends it. */
+  retire(): void {
+    this.#setState('stopping');
+  }
+
+  /** Stops the process and resolves once it has exited and its memory is released. */
+  async stop(): Promise<WorkerExit> {
+    if (this.state !== 'stopped' && this.state !== 'failed') this.#setState('stopping');
+    this.kill();
+    return this.#exited;
+  }
+
+  get exited(): Promise<WorkerExit> {
+    return this.#exited;
+  }
+
+  #send(frame: Frame): void {
+    this.#channel?.write(encodeFrame(frame));
+  }
+
+  #setState(state: WorkerState): void {
+    if (this.state === state) return;
+    const from = this.state;
+    this.state = state;
+    this.emit('state', state, from);
+  }
+
+  #onFrame(frame: Frame): void {
+    switch (frame.kind) {
+      case MessageKind.Started:
+        this.spawnMicros = Math.round((performance.now() - this.#t0) * 1000);
+        this.#setState('loading');
+        this.#send({ kind: MessageKind.Load, msg: this.#opts.load });
+        break;
+      case MessageKind.Loaded:
+        if (this.#loadSettled) return;
+        this.#loadSettled = true;
+        clearTimeout(this.#loadTimer!);
+        this.loaded = frame.msg;
+        this.#setState('ready');
+        this.#resolveLoad(frame.msg);
+        break;
+      case MessageKind.LoadFailed:
+        this.#failLoad(MmeError.fromWire(frame.msg.error));
+        break;
+      case MessageKind.Result: {
+        const batch = this.inFlight;
+        this.inFlight = null;
+        if (batch && batch.batchId === frame.msg.batchId) this.emit('result', frame.msg as ResultMessage, batch);
+        break;
+      }
+      case MessageKind.Chunk:
+        this.emit('chunk', frame.msg as ChunkMessage);
+        break;
+      default:
+        break;
+    }
+  }
+
+  #failLoad(err: MmeError): void {
+    if (this.#loadSettled) return;
+    this.#loadSettled = true;
+    clearTimeout(this.#loadTimer!);
+    this.#setState('failed');
+    this.kill();
+    this.#rejectLoad(err);
+  }
+
+  #onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    clearTimeout(this.#loadTimer!);
+    const killed = signal === 'SIGKILL' || code === 137;
+    this.exitInfo = { code, signal, killed };
+    if (!this.#loadSettled) {
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      this.#failLoad(killed && this.state !== 'stopping'
+        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${this.id} ${how} while loading the model (the kernel's OOM killer does this when memory runs out)`)
+        : new MmeError('MME_ERR_LOAD_FAILED', `worker ${this.id} ${how} while loading the model; see the server log for its output`));
+    }
+    const expected = this.state === 'stopping';
+    this.#setState(expected ? 'stopped' : 'failed');
+    this.#channel?.destroy();
+    this.#resolveExit(this.exitInfo);
+    this.emit('exit', this.exitInfo, expected);
+  }
+}
