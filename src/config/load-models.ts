@@ -4,32 +4,32 @@ import type { ModelToLoad } from './types';
 export type LoadModels = 'ALL' | readonly ModelToLoad[];
 
 /** The parsed list, or why the text is not one. */
-export function parseLoadModels(value: string): LoadModels | string {
+export function parseLoadModels(value: string): LoadModels | { problem: string } {
   if (value.trim().toUpperCase() === 'ALL') return 'ALL';
   const models: ModelToLoad[] = [];
   // Empty entries (a trailing comma, an empty value) are skipped rather than treated as errors.
   for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
     const model = parseEntry(entry);
-    if (typeof model === 'string') return model;
-    if (models.some((m) => m.name === model.name)) return `model name "${model.name}" appears twice`;
+    if ('problem' in model) return model;
+    if (models.some((m) => m.name === model.name)) return { problem: `model name "${model.name}" appears twice` };
     models.push(model);
   }
   return models;
 }
 
-function parseEntry(entry: string): ModelToLoad | string {
+function parseEntry(entry: string): ModelToLoad | { problem: string } {
   const eq = entry.indexOf('=');
   // MMS splits at the first '='; we only do so when the left side cannot be part of a url, so a
   // url with a query string (…/m.tar.gz?a=b) is not mistaken for name=url.
   if (eq >= 0 && !/[/:]/.test(entry.slice(0, eq))) {
     const name = entry.slice(0, eq).trim();
     const url = entry.slice(eq + 1).trim();
-    if (name === '') return `"${entry}" has an empty model name`;
-    if (url === '') return `"${entry}" has an empty url`;
+    if (name === '') return { problem: `"${entry}" has an empty model name` };
+    if (url === '') return { problem: `"${entry}" has an empty url` };
     return { name, url };
   }
   const name = modelNameFromUrl(entry);
-  if (name === '') return `cannot derive a model name from "${entry}"; write name=${entry}`;
+  if (name === '') return { problem: `cannot derive a model name from "${entry}"; write name=${entry}` };
   return { name, url: entry };
 }
 

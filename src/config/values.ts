@@ -57,12 +57,12 @@ export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
     }
     case 'address': {
       const address = parseAddress(text);
-      if (typeof address === 'string') throw fail(`is not a valid address: ${address}`, kAddressForms);
+      if ('problem' in address) throw fail(`is not a valid address: ${address.problem}`, kAddressForms);
       return address;
     }
     case 'list': {
       const models = parseLoadModels(text);
-      if (typeof models === 'string') throw fail(`is not a valid model list: ${models}`, 'ALL or a comma list of [name=]url');
+      if (!Array.isArray(models) && models !== 'ALL') throw fail(`is not a valid model list: ${models.problem}`, 'ALL or a comma list of [name=]url');
       return models;
     }
     case 'regex':

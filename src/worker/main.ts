@@ -79,7 +79,8 @@ function loadError(err: unknown): WireError {
   if (looksLikeOutOfMemory(message) || err instanceof RangeError) {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `not enough memory to load the model: ${message}`).toWire();
   }
-  return new MmeError('MME_ERR_LOAD_FAILED', `onnxruntime could not load the model: ${message}`).toWire();
+  // A file onnxruntime cannot parse or run is a bad artifact (400), as MMS treats invalid archives.
+  return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
 }
 
 function sendChunk(index: number, body: Buffer): void {

@@ -30,7 +30,7 @@ export async function assertMmeError(promise: Promise<unknown>, code: ErrorCode,
 export interface TarEntrySpec {
   path: string;
   /** Default 'File'. */
-  type?: tar.EntryTypeName;
+  type?: tar.types.EntryTypeName;
   data?: string | Uint8Array;
   linkpath?: string;
   mode?: number;

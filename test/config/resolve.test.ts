@@ -1,0 +1,441 @@
+import assert from 'node:assert/strict';
+import { isMmeError } from '../../src/errors';
+import type { CliArgs } from '../../src/config/cli';
+import { resolveConfig, type Env, type ResolveInput } from '../../src/config/resolve';
+import type { ServerConfig } from '../../src/config/types';
+
+const kNoArgs: CliArgs = { command: null, mmsConfig: null, modelStore: null, models: null, help: false };
+
+function resolve(fileText: string | null, env: Env = {}, argv: Partial<CliArgs> = {}, extra: Partial<ResolveInput> = {}): ServerConfig {
+  return resolveConfig({ fileText, configFile: fileText === null ? null : '/etc/mme/config.properties', env, argv: { ...kNoArgs, ...argv }, ...extra });
+}
+
+/** Asserts an MME_ERR_CONFIG whose message matches every pattern. */
+function assertConfigError(fn: () => unknown, ...patterns: (RegExp | string)[]): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(isMmeError(err), `expected MmeError, got ${String(err)}`);
+    assert.equal(err.code, 'MME_ERR_CONFIG');
+    for (const p of patterns) {
+      if (typeof p === 'string') assert.ok(err.message.includes(p), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(p)}`);
+      else assert.match(err.message, p);
+    }
+    return true;
+  });
+}
+
+const tcp = (raw: string, scheme: 'http' | 'https', host: string, port: number) => ({ raw, scheme, host, port, path: '' });
+
+describe('resolveConfig', () => {
+  describe('defaults', () => {
+    it('gives every field its documented default when there is no file, env or flag', () => {
+      assert.deepEqual(resolve(null), {
+        configFile: null,
+        inferenceAddress: tcp('http://127.0.0.1:8080', 'http', '127.0.0.1', 8080),
+        managementAddress: tcp('http://127.0.0.1:8081', 'http', '127.0.0.1', 8081),
+        sharedListener: false,
+        modelStore: null,
+        loadModels: [],
+        defaultWorkersPerModel: 0,
+        workersPerModel: 1,
+        jobQueueSize: 100,
+        preloadModel: false,
+        responseTimeoutSeconds: 60,
+        modelLoadTimeoutSeconds: 120,
+        unregisterModelTimeoutSeconds: 120,
+        maxRequestSize: 6553500,
+        maxResponseSize: 6553500,
+        decodeInputRequest: true,
+        numberOfGpu: 0,
+        metricTimeIntervalSeconds: 60,
+        defaultBatchSize: 1,
+        defaultMaxBatchDelayMs: 100,
+        defaultServiceHandler: null,
+        blacklistEnvVars: null,
+        intraOpThreads: 1,
+        interOpThreads: 1,
+        multiModel: false,
+        unknownKeys: [],
+      });
+    });
+
+    it('treats an empty file like no file, except for configFile', () => {
+      const config = resolve('# nothing\n');
+      assert.equal(config.configFile, '/etc/mme/config.properties');
+      assert.deepEqual({ ...config, configFile: null }, resolve(null));
+    });
+  });
+
+  describe('file values', () => {
+    it('reads every key', () => {
+      const config = resolve([
+        'inference_address=http://0.0.0.0:8080',
+        'management_address=http://0.0.0.0:8080',
+        'model_store=/opt/ml/models',
+        'load_models=a=/m/a,b.tar.gz',
+        'default_workers_per_model=2',
+        'job_queue_size=7',
+        'preload_model=true',
+        'default_response_timeout_seconds=30',
+        'model_load_timeout=300',
+        'unregister_model_timeout=5.5',
+        'max_request_size=1000',
+        'max_response_size=2000',
+        'decode_input_request=false',
+        'number_of_gpu=1',
+        'metric_time_interval=10',
+        'batch_size=8',
+        'max_batch_delay=0',
+        'default_service_handler=/code/handler.js',
+        'blacklist_env_vars=AWS_.*',
+        'onnx_intra_op_threads=4',
+        'onnx_inter_op_threads=0',
+      ].join('\n'));
+      const { blacklistEnvVars, ...rest } = config;
+      assert.deepEqual(rest, {
+        configFile: '/etc/mme/config.properties',
+        inferenceAddress: tcp('http://0.0.0.0:8080', 'http', '0.0.0.0', 8080),
+        managementAddress: tcp('http://0.0.0.0:8080', 'http', '0.0.0.0', 8080),
+        sharedListener: true,
+        modelStore: '/opt/ml/models',
+        loadModels: [{ name: 'a', url: '/m/a' }, { name: 'b', url: 'b.tar.gz' }],
+        defaultWorkersPerModel: 2,
+        workersPerModel: 2,
+        jobQueueSize: 7,
+        preloadModel: true,
+        responseTimeoutSeconds: 30,
+        modelLoadTimeoutSeconds: 300,
+        unregisterModelTimeoutSeconds: 5.5,
+        maxRequestSize: 1000,
+        maxResponseSize: 2000,
+        decodeInputRequest: false,
+        numberOfGpu: 1,
+        metricTimeIntervalSeconds: 10,
+        defaultBatchSize: 8,
+        defaultMaxBatchDelayMs: 0,
+        defaultServiceHandler: '/code/handler.js',
+        intraOpThreads: 4,
+        interOpThreads: 0,
+        multiModel: false,
+        unknownKeys: [],
+      });
+      assert.ok(blacklistEnvVars);
+    });
+
+    it('ignores whitespace around values', () => {
+      const config = resolve('job_queue_size = 100  \npreload_model=  TRUE\t\nmodel_store=  /m  ');
+      assert.equal(config.jobQueueSize, 100);
+      assert.equal(config.preloadModel, true);
+      assert.equal(config.modelStore, '/m');
+    });
+
+    it('treats empty optional values as unset', () => {
+      const config = resolve('model_store=\nload_models=\ndefault_service_handler=\nblacklist_env_vars=');
+      assert.equal(config.modelStore, null);
+      assert.deepEqual(config.loadModels, []);
+      assert.equal(config.defaultServiceHandler, null);
+      assert.equal(config.blacklistEnvVars, null);
+    });
+
+    it('collects unknown keys in file order without failing', () => {
+      const config = resolve('async_logging=true\njob_queue_size=5\nvmargs=-Xmx1g\nnumber_of_netty_threads=4');
+      assert.deepEqual(config.unknownKeys, ['async_logging', 'vmargs', 'number_of_netty_threads']);
+      assert.equal(config.jobQueueSize, 5);
+    });
+  });
+
+  describe('invalid values', () => {
+    it('names key, value and expectation for a non-integer', () => {
+      assertConfigError(() => resolve('job_queue_size=abc'),
+        'config key job_queue_size: "abc" is not an integer (expected a whole number >= 1, e.g. job_queue_size=100); set in /etc/mme/config.properties');
+    });
+
+    const cases: [string, RegExp][] = [
+      ['job_queue_size=0', /job_queue_size: "0" is out of range \(expected a whole number >= 1/],
+      ['default_workers_per_model=-1', /default_workers_per_model: "-1" is out of range \(expected a whole number >= 0/],
+      ['batch_size=1.5', /batch_size: "1.5" is not an integer/],
+      ['max_request_size=99999999999999999999', /max_request_size: "99999999999999999999" is too large/],
+      ['max_batch_delay=', /max_batch_delay: "" is not an integer/],
+      ['metric_time_interval=0x10', /metric_time_interval: "0x10" is not an integer/],
+      ['model_load_timeout=0', /model_load_timeout: "0" is out of range \(expected a number > 0, e.g. model_load_timeout=120\)/],
+      ['unregister_model_timeout=soon', /unregister_model_timeout: "soon" is not a number/],
+      ['default_response_timeout=0', /default_response_timeout: "0" is out of range/],
+      ['default_response_timeout_seconds=0', /default_response_timeout_seconds: "0" is out of range \(expected a number > 0, or negative for unset, e.g. default_response_timeout_seconds=60\)/],
+      ['preload_model=yes', /preload_model: "yes" is not a boolean \(expected true or false, e.g. preload_model=false\)/],
+      ['decode_input_request=1', /decode_input_request: "1" is not a boolean/],
+      ['enable_envvars_config=on', /enable_envvars_config: "on" is not a boolean/],
+      ['inference_address=ftp://x:1', /inference_address: "ftp:\/\/x:1" is not a valid address: not of the form http:\/\/host:port, https:\/\/host\[:port\] or unix:\/path/],
+      ['management_address=http://h:70000', /management_address: "http:\/\/h:70000" is not a valid address: port 70000 is above 65535/],
+      ['inference_address=http://:8080', /inference_address: "http:\/\/:8080" is not a valid address/],
+      ['inference_address=http://h:8080/api', /inference_address: .* is not a valid address/],
+      ['inference_address=127.0.0.1:8080', /inference_address: .* is not a valid address/],
+      ['blacklist_env_vars=(AWS', /blacklist_env_vars: "\(AWS" is not a valid regular expression: .*e\.g\. blacklist_env_vars=AWS_\.\*/],
+      ['load_models==/m', /load_models: "=\/m" is not a valid model list: "=\/m" has an empty model name/],
+      ['load_models=a=', /load_models: "a=" is not a valid model list: "a=" has an empty url/],
+      ['load_models=/', /cannot derive a model name from "\/"; write name=\//],
+      ['load_models=a=/x,/y/a', /model name "a" appears twice/],
+    ];
+    for (const [line, pattern] of cases) {
+      it(`rejects ${line}`, () => assertConfigError(() => resolve(line), pattern, /^config key /));
+    }
+
+    it('says when a bad value came from an MMS_<KEY> environment variable', () => {
+      assertConfigError(() => resolve('enable_envvars_config=true', { MMS_JOB_QUEUE_SIZE: 'many' }),
+        'config key job_queue_size: "many" is not an integer', '; set by environment variable MMS_JOB_QUEUE_SIZE');
+    });
+
+    it('validates values that are overridden later only after the override', () => {
+      const config = resolve('job_queue_size=abc\nenable_envvars_config=true', { MMS_JOB_QUEUE_SIZE: '3' });
+      assert.equal(config.jobQueueSize, 3);
+    });
+  });
+
+  describe('$$VAR$$ substitution', () => {
+    it('replaces every placeholder in every value from the environment', () => {
+      const config = resolve('inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$',
+        { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/opt/ml', VM: '-Xmx1g' });
+      assert.deepEqual(config.inferenceAddress, tcp('http://0.0.0.0:9090', 'http', '0.0.0.0', 9090));
+      assert.equal(config.modelStore, '/opt/ml/models');
+    });
+
+    it('inserts the value literally, even with $ or backslashes in it', () => {
+      assert.equal(resolve('default_service_handler=$$H$$', { H: '/a$1\\b$$' }).defaultServiceHandler, '/a$1\\b$$');
+    });
+
+    it('leaves one-character names alone, as MMS\'s pattern requires two', () => {
+      assert.equal(resolve('model_store=/m/$$A$$').modelStore, '/m/$$A$$');
+    });
+
+    it('substitutes an empty variable as empty', () => {
+      assert.equal(resolve('model_store=$$EMPTY_VAR$$', { EMPTY_VAR: '' }).modelStore, null);
+    });
+
+    it('fails naming the key and the missing variable', () => {
+      assertConfigError(() => resolve('inference_address=http://0.0.0.0:$$SAGEMAKER_BIND_TO_PORT$$'),
+        'config key inference_address uses $$SAGEMAKER_BIND_TO_PORT$$ but environment variable SAGEMAKER_BIND_TO_PORT is not set');
+    });
+
+    it('fails for a missing variable in an unknown key too (MMS substitutes every value)', () => {
+      assertConfigError(() => resolve('vmargs=$$VMARGS$$'), 'config key vmargs uses $$VMARGS$$');
+    });
+
+    it('does not substitute values from the command line or MMS_<KEY> variables', () => {
+      const config = resolve('enable_envvars_config=true', { MMS_DEFAULT_SERVICE_HANDLER: '$$NOPE$$' }, { modelStore: '$$NOPE$$' });
+      assert.equal(config.defaultServiceHandler, '$$NOPE$$');
+      assert.equal(config.modelStore, '$$NOPE$$');
+    });
+  });
+
+  describe('command line', () => {
+    it('--model-store overrides model_store and --models overrides load_models', () => {
+      const config = resolve('model_store=/file\nload_models=file=/f', {}, { modelStore: '/cli', models: ['a=/a', 'b=/b'] });
+      assert.equal(config.modelStore, '/cli');
+      assert.deepEqual(config.loadModels, [{ name: 'a', url: '/a' }, { name: 'b', url: '/b' }]);
+    });
+
+    it('reports a bad --models value as coming from the flag', () => {
+      assertConfigError(() => resolve(null, {}, { models: ['=x'] }), 'config key load_models', 'set by --models');
+    });
+  });
+
+  describe('enable_envvars_config', () => {
+    it('ignores MMS_<KEY> variables unless the file enables them', () => {
+      assert.equal(resolve('job_queue_size=5', { MMS_JOB_QUEUE_SIZE: '9' }).jobQueueSize, 5);
+      assert.equal(resolve('enable_envvars_config=false', { MMS_JOB_QUEUE_SIZE: '9' }).jobQueueSize, 100);
+    });
+
+    it('lets MMS_<KEY> override the file and the command line (env > CLI > file)', () => {
+      const env = { MMS_MODEL_STORE: '/env', MMS_JOB_QUEUE_SIZE: '9', MMS_INFERENCE_ADDRESS: 'http://0.0.0.0:1234' };
+      const config = resolve('enable_envvars_config=True\nmodel_store=/file\njob_queue_size=5', env, { modelStore: '/cli' });
+      assert.equal(config.modelStore, '/env');
+      assert.equal(config.jobQueueSize, 9);
+      assert.equal(config.inferenceAddress.port, 1234);
+    });
+
+    it('covers every key, including ones MMS never exposed', () => {
+      const config = resolve('enable_envvars_config=true', { MMS_ONNX_INTRA_OP_THREADS: '3', MMS_DEFAULT_RESPONSE_TIMEOUT_SECONDS: '10' });
+      assert.equal(config.intraOpThreads, 3);
+      assert.equal(config.responseTimeoutSeconds, 10);
+    });
+
+    it('cannot be switched on by the environment itself (MMS reads it from the file only)', () => {
+      assert.equal(resolve(null, { MMS_ENABLE_ENVVARS_CONFIG: 'true', MMS_JOB_QUEUE_SIZE: '9' }).jobQueueSize, 100);
+    });
+  });
+
+  describe('response timeout', () => {
+    it('is 60 s (SageMaker\'s invoke limit) when neither key is written', () => {
+      assert.equal(resolve(null).responseTimeoutSeconds, 60);
+    });
+
+    it('reads default_response_timeout as MINUTES, as MMS does', () => {
+      assert.equal(resolve('default_response_timeout=2').responseTimeoutSeconds, 120);
+      assert.equal(resolve('default_response_timeout=120').responseTimeoutSeconds, 7200);
+    });
+
+    it('prefers default_response_timeout_seconds over the minutes key', () => {
+      assert.equal(resolve('default_response_timeout=2\ndefault_response_timeout_seconds=30').responseTimeoutSeconds, 30);
+      assert.equal(resolve('default_response_timeout_seconds=0.25').responseTimeoutSeconds, 0.25);
+    });
+
+    it('treats a negative default_response_timeout_seconds as unset (MMS\'s -1)', () => {
+      assert.equal(resolve('default_response_timeout=2\ndefault_response_timeout_seconds=-1').responseTimeoutSeconds, 120);
+      assert.equal(resolve('default_response_timeout_seconds=-1').responseTimeoutSeconds, 60);
+    });
+
+    it('applies the minutes key when it comes from MMS_DEFAULT_RESPONSE_TIMEOUT', () => {
+      assert.equal(resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '1' }).responseTimeoutSeconds, 60);
+      assert.equal(resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '3' }).responseTimeoutSeconds, 180);
+    });
+  });
+
+  describe('addresses', () => {
+    it('parses http, https (443 by default), http without port (80), IPv6 and unix', () => {
+      const parse = (address: string) => resolve(`inference_address=${address}`).inferenceAddress;
+      assert.deepEqual(parse('https://example.com'), tcp('https://example.com', 'https', 'example.com', 443));
+      assert.deepEqual(parse('HTTPS://h:8443/'), tcp('HTTPS://h:8443/', 'https', 'h', 8443));
+      assert.deepEqual(parse('http://localhost'), tcp('http://localhost', 'http', 'localhost', 80));
+      assert.deepEqual(parse('http://[::1]:8080'), tcp('http://[::1]:8080', 'http', '::1', 8080));
+      assert.deepEqual(parse('http://127.0.0.1:0'), tcp('http://127.0.0.1:0', 'http', '127.0.0.1', 0));
+      assert.deepEqual(parse('unix:/tmp/mme.sock'), { raw: 'unix:/tmp/mme.sock', scheme: 'unix', host: '', port: 0, path: '/tmp/mme.sock' });
+    });
+
+    it('shares one listener when both addresses are the same', () => {
+      assert.equal(resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://0.0.0.0:8080').sharedListener, true);
+      assert.equal(resolve('inference_address=http://LOCALHOST:0\nmanagement_address=http://localhost:0').sharedListener, true);
+      assert.equal(resolve('inference_address=unix:/s\nmanagement_address=unix:/s').sharedListener, true);
+    });
+
+    it('rejects two different listeners on one fixed port', () => {
+      assertConfigError(() => resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://127.0.0.1:8080'),
+        'inference_address http://0.0.0.0:8080 and management_address http://127.0.0.1:8080 use the same port');
+      assertConfigError(() => resolve('inference_address=http://h:8080\nmanagement_address=https://h:8080'), 'use the same port');
+    });
+
+    it('allows different hosts on the ephemeral port 0', () => {
+      assert.equal(resolve('inference_address=http://127.0.0.1:0\nmanagement_address=http://0.0.0.0:0').sharedListener, false);
+    });
+  });
+
+  describe('load_models', () => {
+    it('accepts ALL in any case when model_store is set', () => {
+      assert.equal(resolve('load_models=all\nmodel_store=/m').loadModels, 'ALL');
+      assert.equal(resolve(null, {}, { models: ['ALL'], modelStore: '/m' }).loadModels, 'ALL');
+    });
+
+    it('rejects ALL without model_store', () => {
+      assertConfigError(() => resolve('load_models=ALL'), 'config key load_models is ALL but model_store is not set');
+    });
+
+    it('derives names from the url when none is given', () => {
+      const config = resolve('load_models=/opt/ml/models/resnet/, s3://bucket/k/bert.tar.gz ,x.TGZ,,named=/m/other.tar.gz,https://h/m.tar.gz?sig=a=b');
+      assert.deepEqual(config.loadModels, [
+        { name: 'resnet', url: '/opt/ml/models/resnet/' },
+        { name: 'bert', url: 's3://bucket/k/bert.tar.gz' },
+        { name: 'x', url: 'x.TGZ' },
+        { name: 'named', url: '/m/other.tar.gz' },
+        { name: 'm.tar.gz?sig=a=b', url: 'https://h/m.tar.gz?sig=a=b' },
+      ]);
+    });
+  });
+
+  describe('blacklist_env_vars', () => {
+    it('matches whole variable names only, as Java\'s Matcher.matches()', () => {
+      const re = resolve('blacklist_env_vars=AWS_.*|SECRET').blacklistEnvVars!;
+      assert.equal(re.test('AWS_SECRET_ACCESS_KEY'), true);
+      assert.equal(re.test('SECRET'), true);
+      assert.equal(re.test('MY_AWS_KEY'), false);
+      assert.equal(re.test('SECRET_2'), false);
+    });
+  });
+
+  describe('workers per model', () => {
+    it('resolves 0 to the GPU count, else the CPU count, as MMS', () => {
+      assert.equal(resolve(null, {}, {}, { cpuCount: 8 }).workersPerModel, 8);
+      assert.equal(resolve('number_of_gpu=2', {}, {}, { cpuCount: 8 }).workersPerModel, 2);
+      const explicit = resolve('default_workers_per_model=3\nnumber_of_gpu=2', {}, {}, { cpuCount: 8 });
+      assert.equal(explicit.workersPerModel, 3);
+      assert.equal(explicit.defaultWorkersPerModel, 3);
+    });
+  });
+
+  describe('SageMaker environment', () => {
+    it('SAGEMAKER_BIND_TO_PORT replaces the port of both addresses and keeps their hosts', () => {
+      const config = resolve('inference_address=http://[::1]:8080\nmanagement_address=http://[::1]:8081', { SAGEMAKER_BIND_TO_PORT: '9000' });
+      assert.deepEqual(config.inferenceAddress, tcp('http://[::1]:9000', 'http', '::1', 9000));
+      assert.deepEqual(config.managementAddress, tcp('http://[::1]:9000', 'http', '::1', 9000));
+      assert.equal(config.sharedListener, true);
+    });
+
+    it('SAGEMAKER_BIND_TO_PORT with two different hosts is a port clash', () => {
+      assertConfigError(() => resolve('inference_address=http://0.0.0.0:8080', { SAGEMAKER_BIND_TO_PORT: '9000' }),
+        'inference_address http://0.0.0.0:9000 and management_address http://127.0.0.1:9000 use the same port');
+    });
+
+    it('SAGEMAKER_BIND_TO_PORT makes the default addresses one shared listener', () => {
+      const config = resolve(null, { SAGEMAKER_BIND_TO_PORT: '9000' });
+      assert.equal(config.sharedListener, true);
+      assert.equal(config.inferenceAddress.port, 9000);
+    });
+
+    it('SAGEMAKER_BIND_TO_PORT wins over MMS_INFERENCE_ADDRESS and leaves a unix management socket alone', () => {
+      const config = resolve('enable_envvars_config=true\nmanagement_address=unix:/tmp/m.sock', {
+        MMS_INFERENCE_ADDRESS: 'http://0.0.0.0:1', SAGEMAKER_BIND_TO_PORT: '8085',
+      });
+      assert.equal(config.inferenceAddress.raw, 'http://0.0.0.0:8085');
+      assert.equal(config.managementAddress.path, '/tmp/m.sock');
+    });
+
+    for (const bad of ['abc', '0', '65536', '80.5', '-1']) {
+      it(`rejects SAGEMAKER_BIND_TO_PORT=${bad}`, () => {
+        assertConfigError(() => resolve(null, { SAGEMAKER_BIND_TO_PORT: bad }),
+          `environment variable SAGEMAKER_BIND_TO_PORT: "${bad}" is not a port number (expected a whole number 1-65535, e.g. SAGEMAKER_BIND_TO_PORT=8080)`);
+      });
+    }
+
+    it('rejects SAGEMAKER_BIND_TO_PORT with a unix inference_address', () => {
+      assertConfigError(() => resolve('inference_address=unix:/tmp/i.sock', { SAGEMAKER_BIND_TO_PORT: '8080' }), 'is a unix socket');
+    });
+
+    it('SAGEMAKER_MULTI_MODEL=true sets multiModel (case-insensitively)', () => {
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).multiModel, true);
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'TRUE' }).multiModel, true);
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'false' }).multiModel, false);
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: '' }).multiModel, false);
+      assertConfigError(() => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }), 'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean');
+    });
+
+    it('SAGEMAKER_MAX_PAYLOAD_IN_MB sets max_request_size in MiB, over the file', () => {
+      assert.equal(resolve('max_request_size=10', { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxRequestSize, 6 * 1024 * 1024);
+      assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '0.5' }).maxRequestSize, 524288);
+      assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxResponseSize, 6553500);
+      for (const bad of ['six', '0', '-1']) {
+        assertConfigError(() => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }), `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`);
+      }
+    });
+  });
+
+  describe('result', () => {
+    it('is deeply frozen', () => {
+      const config = resolve('load_models=a=/a\nblacklist_env_vars=X.*\nasync_logging=true');
+      const unfrozen: string[] = [];
+      const visit = (value: unknown, where: string): void => {
+        if (typeof value !== 'object' || value === null) return;
+        if (!Object.isFrozen(value)) unfrozen.push(where);
+        for (const [k, v] of Object.entries(value)) visit(v, `${where}.${k}`);
+      };
+      visit(config, 'config');
+      assert.deepEqual(unfrozen, []);
+      assert.throws(() => { (config as { jobQueueSize: number }).jobQueueSize = 1; }, TypeError);
+      assert.throws(() => { (config.loadModels as unknown as { name: string; url: string }[]).push({ name: 'b', url: '/b' }); }, TypeError);
+    });
+
+    it('does not read process.env', () => {
+      process.env.MMS_TEST_ONLY_STORE = '/from-process-env';
+      try {
+        assertConfigError(() => resolve('model_store=$$MMS_TEST_ONLY_STORE$$'), 'MMS_TEST_ONLY_STORE is not set');
+      } finally {
+        delete process.env.MMS_TEST_ONLY_STORE;
+      }
+    });
+  });
+});

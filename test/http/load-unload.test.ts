@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { allocationFailure, exitsWhileLoading, killedWhileLoading } from '../fixtures/fault-handlers';
+import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { isAlive, workerPidsOf } from '../helpers/processes';
+import { loadModel, request, startServer, type TestServer } from '../helpers/server';
+
+describe('POST /models and DELETE /models/{name}', () => {
+  let t: TestServer;
+  beforeEach(async () => {
+    t = await startServer();
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it('loads a model directory and answers 200 {"status":"Workers scaled"} once the worker is ready', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const res = await loadModel(t, 'add', dir);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { status: 'Workers scaled' });
+    const described = await request(`${t.url}/models/add`);
+    assert.equal(described.body.workers.length, 1);
+    assert.equal(described.body.workers[0].status, 'READY');
+  });
+
+  it('accepts the MMS query-string form', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const res = await request(`${t.url}/models?url=${encodeURIComponent(dir)}&model_name=q&initial_workers=1&synchronous=true`, { method: 'POST' });
+    assert.equal(res.status, 200);
+    assert.equal((await request(`${t.url}/models/q`)).status, 200);
+  });
+
+  it('answers 409 for a name that is already loaded', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    assert.equal((await loadModel(t, 'add', dir)).status, 200);
+    const again = await loadModel(t, 'add', dir);
+    assert.equal(again.status, 409);
+    assert.equal(again.body.type, 'ConflictStatusException');
+    assert.equal(again.body.code, 409);
+    assert.match(again.body.message, /already registered/);
+  });
+
+  it('gives one 200 and 19 × 409 for 20 concurrent loads of one name, and starts one worker', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const results = await Promise.all(Array.from({ length: 20 }, () => loadModel(t, 'same', dir)));
+    const statuses = results.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, ...Array(19).fill(409)]);
+    assert.equal(workerPidsOf(process.pid).length, 1);
+  });
+
+  it('answers 404 with MMS\'s message when the url does not exist', async () => {
+    const res = await loadModel(t, 'nope', path.join(t.store, 'does-not-exist'));
+    assert.equal(res.status, 404);
+    assert.equal(res.body.type, 'ModelNotFoundException');
+    assert.match(res.body.message, /Model not found in model store/);
+  });
+
+  it('answers 400 for a missing url, a missing or bad name, and a directory without a .onnx file', async () => {
+    const noUrl = await request(`${t.url}/models`, { method: 'POST', json: { model_name: 'x' } });
+    assert.equal(noUrl.status, 400);
+    assert.match(noUrl.body.message, /url is required/);
+    const badName = await loadModel(t, '../etc', writeModelDir(t.store, 'ok', addModel()));
+    assert.equal(badName.status, 400);
+    assert.match(badName.body.message, /model_name/);
+    const empty = path.join(t.store, 'empty');
+    fs.mkdirSync(empty);
+    const noOnnx = await loadModel(t, 'empty', empty);
+    assert.equal(noOnnx.status, 400);
+    assert.match(noOnnx.body.message, /\.onnx/);
+    const badJson = await request(`${t.url}/models`, { method: 'POST', body: '{nope', headers: { 'content-type': 'application/json' } });
+    assert.equal(badJson.status, 400);
+  });
+
+  it('answers 507 when the worker is SIGKILLed while loading, and leaves nothing behind', async () => {
+    const dir = writeModelDir(t.store, 'oom', addModel(), { 'handler.js': killedWhileLoading });
+    const res = await loadModel(t, 'oom', dir);
+    assert.equal(res.status, 507);
+    assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
+    assert.equal((await request(`${t.url}/models/oom`)).status, 404);
+    assert.deepEqual(workerPidsOf(process.pid), []);
+    assert.equal((await loadModel(t, 'oom', writeModelDir(t.store, 'fine', addModel()))).status, 200, 'the name is free again');
+  });
+
+  it('answers 507 when loading fails to allocate memory', async () => {
+    const dir = writeModelDir(t.store, 'alloc', addModel(), { 'handler.js': allocationFailure });
+    const res = await loadModel(t, 'alloc', dir);
+    assert.equal(res.status, 507);
+    assert.match(res.body.message, /memory/);
+    assert.deepEqual(workerPidsOf(process.pid), []);
+  });
+
+  it('answers 500 with the reason when a worker exits while loading, and leaves nothing behind', async () => {
+    const dir = writeModelDir(t.store, 'exits', addModel(), { 'handler.js': exitsWhileLoading });
+    const res = await loadModel(t, 'exits', dir);
+    assert.equal(res.status, 500);
+    assert.match(res.body.message, /exited with code 3 while loading/);
+    assert.deepEqual((await request(`${t.url}/models`)).body, { models: [] });
+    assert.deepEqual(workerPidsOf(process.pid), []);
+  });
+
+  it('answers 400 for a corrupt .onnx file and starts nothing that stays', async () => {
+    const dir = writeModelDir(t.store, 'corrupt', Buffer.from('not an onnx model'));
+    const res = await loadModel(t, 'corrupt', dir);
+    assert.equal(res.status, 400);
+    assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
+    assert.deepEqual(workerPidsOf(process.pid), []);
+  });
+
+  it('unloads only after every worker process has exited', async () => {
+    const dir = writeModelDir(t.store, 'mlp', mlpModel({ sizes: [4, 8, 3] }));
+    assert.equal((await loadModel(t, 'mlp', dir, { initial_workers: 2 })).status, 200);
+    const pids = (await request(`${t.url}/models/mlp`)).body.workers.map((w: { pid: number }) => w.pid);
+    assert.equal(pids.length, 2);
+    assert.ok(pids.every(isAlive));
+    const res = await request(`${t.url}/models/mlp`, { method: 'DELETE' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { status: 'Model "mlp" unregistered' });
+    assert.ok(pids.every((p: number) => !isAlive(p)), 'worker processes still alive after DELETE returned');
+    assert.equal((await request(`${t.url}/models/mlp`)).status, 404);
+  });
+
+  it('answers 404 to unloading an unknown model', async () => {
+    const res = await request(`${t.url}/models/ghost`, { method: 'DELETE' });
+    assert.equal(res.status, 404);
+    assert.equal(res.body.type, 'ModelNotFoundException');
+  });
+
+  it('can load a model again after unloading it (SageMaker reuses the url)', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await loadModel(t, 'add', dir)).status, 200);
+      assert.equal((await request(`${t.url}/models/add`, { method: 'DELETE' })).status, 200);
+    }
+  });
+});
