@@ -104,6 +104,7 @@ export function extractArchive(archive: string, dest: string, limits: Required<A
       maxDepth: 32,
       // Only reached if the decompressed tar is itself gzipped: this module already gunzipped the outer layer.
       maxDecompressionRatio: limits.maxCompressionRatio,
+      // The gzip layer is removed above; node-tar must not guess at other codecs from the tar bytes.
       brotli: false,
       zstd: false,
       filter: (p, entry) => {
@@ -132,6 +133,7 @@ export function extractArchive(archive: string, dest: string, limits: Required<A
     source.on('error', fail);
     gunzip.on('error', fail);
     meter.on('error', fail);
+    // Unpack is node-tar's own writable (minipass-style), which pipe() drives like any Node writable.
     source.pipe(gunzip).pipe(meter).pipe(unpack as unknown as NodeJS.WritableStream);
   });
 }

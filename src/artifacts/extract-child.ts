@@ -28,7 +28,6 @@ export function extractInChild(archive: string, dest: string, limits: Required<A
     const child = fork(__filename, [], {
       execArgv: [`--max-old-space-size=${CHILD_HEAP_MB}`],
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      serialization: 'json',
     });
     let reply: ExtractReply | undefined;
     child.on('message', (m: ExtractReply) => {
@@ -51,6 +50,8 @@ export function extractInChild(archive: string, dest: string, limits: Required<A
 }
 
 function childMain(): void {
+  // An orphaned extraction would only fill the disk for nobody.
+  process.once('disconnect', () => process.exit(1));
   process.once('message', (request: ExtractRequest) => {
     extractArchive(request.archive, request.dest, request.limits).then(
       (): ExtractReply => ({ ok: true }),

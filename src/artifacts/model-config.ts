@@ -33,7 +33,7 @@ type Check = (value: unknown) => string | null;
 
 const intAtLeast = (min: number): Check => (v) => (Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`);
 
-export function isSafeRelativePath(p: string): boolean {
+function isSafeRelativePath(p: string): boolean {
   return p.length > 0 && !p.includes('\0') && !path.isAbsolute(p) && !p.split(/[\\/]/).includes('..');
 }
 

@@ -5,7 +5,7 @@ import { MmeError } from '../errors';
 import { errnoOf, fsFailure } from './fs-errors';
 import { MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
 
-export const DEFAULT_HANDLER = 'handler.js';
+const DEFAULT_HANDLER = 'handler.js';
 const PREFERRED_MODEL = 'model.onnx';
 
 /** What a model directory holds, once its .onnx file is chosen. */

@@ -140,6 +140,8 @@ export function envOverrideName(key: KeyName): string {
 
 /** The README's config table (key | default | meaning). */
 export function renderKeysMarkdown(): string {
-  const rows = KEYS.map((k) => `| \`${k.name}\` | ${k.default === null ? '(unset)' : `\`${k.default}\``} | ${k.doc} |`);
+  // Escaped so that MMS_<KEY> is not swallowed as an HTML tag and '|' does not split the cell.
+  const escape = (doc: string) => doc.replace(/[<>|]/g, (c) => `\\${c}`);
+  const rows = KEYS.map((k) => `| \`${k.name}\` | ${k.default === null ? '(unset)' : `\`${k.default}\``} | ${escape(k.doc)} |`);
   return ['| key | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }

@@ -33,8 +33,10 @@ function parseEntry(entry: string): ModelToLoad | { problem: string } {
   return { name, url: entry };
 }
 
-/** Base name of the url without trailing slashes and without a .tar.gz / .tgz suffix. */
+/** Base name of the url without query, trailing slashes and a .tar.gz / .tgz suffix. */
 function modelNameFromUrl(url: string): string {
-  const base = url.replace(/\/+$/, '').split('/').pop() ?? '';
+  // Only a url with a scheme has a query: in a plain path, '?' and '#' are ordinary characters.
+  const path = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url.replace(/[?#].*$/, '') : url;
+  const base = path.replace(/\/+$/, '').split('/').pop() ?? '';
   return base.replace(/\.(tar\.gz|tgz)$/i, '');
 }

@@ -62,7 +62,7 @@ export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
     }
     case 'list': {
       const models = parseLoadModels(text);
-      if (!Array.isArray(models) && models !== 'ALL') throw fail(`is not a valid model list: ${models.problem}`, 'ALL or a comma list of [name=]url');
+      if (models !== 'ALL' && 'problem' in models) throw fail(`is not a valid model list: ${models.problem}`, 'ALL or a comma list of [name=]url');
       return models;
     }
     case 'regex':

@@ -49,6 +49,8 @@ export class Model extends EventEmitter {
   outputs: TensorInfo[] = [];
   memoryBytes = 0;
   lastError: MmeError | null = null;
+  /** Dispatch counters (requests / batches = mean batch size). */
+  readonly stats = { requests: 0, batches: 0 };
 
   readonly #queue: JobQueue;
   readonly #running = new Map<number, Job>();
@@ -168,6 +170,8 @@ export class Model extends EventEmitter {
         job.dispatchedAt = now;
         this.#running.set(job.id, job);
       }
+      this.stats.batches++;
+      this.stats.requests += jobs.length;
       worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request) });
     }
     this.#notifyIdle();

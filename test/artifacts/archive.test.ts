@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as ort from 'onnxruntime-node';
@@ -97,7 +97,6 @@ describe('resolveArtifact: .tar.gz archives', function () {
         { path: 'run.sh', data: '#!/bin/sh', mode: 0o2775 },
       ]));
       const a = await resolveArtifact(archive, { cacheDir: cacheDir() });
-      const { statSync } = await import('node:fs');
       assert.equal(statSync(a.onnxPath).mode & 0o7777, 0o755);
       assert.equal(statSync(path.join(a.dir, 'run.sh')).mode & 0o7777, 0o755);
       await a.dispose();
@@ -188,6 +187,44 @@ describe('resolveArtifact: .tar.gz archives', function () {
       assert.ok(!err.message.includes(cacheDir()), err.message);
       assert.match(err.message, /model-config\.json in .*model\.tar\.gz must hold a JSON object/);
       return true;
+    });
+  });
+
+  describe('an extractor that dies without answering', () => {
+    /** Polls /proc for our extraction child and sends it `signal` as soon as it appears. */
+    async function killExtractor(signal: NodeJS.Signals): Promise<void> {
+      for (let i = 0; i < 2000; i++) {
+        for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+          try {
+            const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+            if (ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('extract-child.js')) {
+              process.kill(Number(pid), signal);
+              return;
+            }
+          } catch {
+            // the process ended while we looked
+          }
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      throw new Error('no extraction child appeared');
+    }
+
+    const big = () => writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'noise.bin', data: randomBytes(8 * 2 ** 20) }]));
+
+    it('maps SIGKILL (the OOM killer) to 507 and leaves nothing behind', async () => {
+      const loading = resolveArtifact(big(), { cacheDir: cacheDir() });
+      await killExtractor('SIGKILL');
+      await assertMmeError(loading, 'MME_ERR_INSUFFICIENT_MEMORY', /extractor was killed/);
+      assertNothingLeft();
+    });
+
+    it('maps a crash to 400 and leaves nothing behind', async () => {
+      const loading = resolveArtifact(big(), { cacheDir: cacheDir() });
+      await killExtractor('SIGSEGV');
+      await assertMmeError(loading, 'MME_ERR_INVALID_MODEL', /could not be extracted: the extractor was killed by SIGSEGV/);
+      assertNothingLeft();
     });
   });
 

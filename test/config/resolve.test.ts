@@ -198,7 +198,7 @@ describe('resolveConfig', () => {
     });
 
     it('inserts the value literally, even with $ or backslashes in it', () => {
-      assert.equal(resolve('default_service_handler=$$H$$', { H: '/a$1\\b$$' }).defaultServiceHandler, '/a$1\\b$$');
+      assert.equal(resolve('default_service_handler=$$HANDLER$$', { HANDLER: '/a$1\\b$$' }).defaultServiceHandler, '/a$1\\b$$');
     });
 
     it('leaves one-character names alone, as MMS\'s pattern requires two', () => {
@@ -327,13 +327,14 @@ describe('resolveConfig', () => {
     });
 
     it('derives names from the url when none is given', () => {
-      const config = resolve('load_models=/opt/ml/models/resnet/, s3://bucket/k/bert.tar.gz ,x.TGZ,,named=/m/other.tar.gz,https://h/m.tar.gz?sig=a=b');
+      const config = resolve('load_models=/opt/ml/models/resnet/, s3://bucket/k/bert.tar.gz ,x.TGZ,,named=/m/other.tar.gz,https://h/m.tar.gz?sig=a=b,/d/what?');
       assert.deepEqual(config.loadModels, [
         { name: 'resnet', url: '/opt/ml/models/resnet/' },
         { name: 'bert', url: 's3://bucket/k/bert.tar.gz' },
         { name: 'x', url: 'x.TGZ' },
         { name: 'named', url: '/m/other.tar.gz' },
-        { name: 'm.tar.gz?sig=a=b', url: 'https://h/m.tar.gz?sig=a=b' },
+        { name: 'm', url: 'https://h/m.tar.gz?sig=a=b' },
+        { name: 'what?', url: '/d/what?' },
       ]);
     });
   });

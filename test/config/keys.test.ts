@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { envOverrideName, KEYS, renderKeysMarkdown, type KeySpec } from '../../src/config/keys';
+import { readValue } from '../../src/config/values';
+
+describe('config key table', () => {
+  it('names every key once', () => {
+    const names = KEYS.map((k) => k.name);
+    assert.equal(new Set(names).size, names.length);
+  });
+
+  for (const spec of KEYS as readonly KeySpec[]) {
+    it(`${spec.name}: default and error-message example are valid values`, () => {
+      readValue(spec, { value: spec.default ?? '', from: null });
+      readValue(spec, { value: spec.example ?? spec.default ?? '', from: null });
+      assert.ok(spec.kind === 'string' || spec.kind === 'list' || spec.example !== undefined || spec.default !== null,
+        'typed keys need an example for error messages');
+      assert.ok(spec.doc.length > 20 && !spec.doc.includes('\n'));
+    });
+  }
+
+  it('derives MMS_<KEY> override names as MMS does', () => {
+    assert.equal(envOverrideName('job_queue_size'), 'MMS_JOB_QUEUE_SIZE');
+  });
+
+  it('renders one README row per key', () => {
+    const lines = renderKeysMarkdown().split('\n');
+    assert.equal(lines[0], '| key | default | meaning |');
+    assert.equal(lines.length, KEYS.length + 2);
+    assert.ok(lines.includes(`| \`job_queue_size\` | \`100\` | ${KEYS.find((k) => k.name === 'job_queue_size')!.doc} |`));
+    assert.ok(lines.some((l) => l.startsWith('| `model_store` | (unset) |')));
+    assert.ok(lines.some((l) => l.includes('MMS_\\<KEY\\>')), 'angle brackets are escaped');
+  });
+});
