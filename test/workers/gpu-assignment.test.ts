@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { behaviourHandler } from '../fixtures/fault-handlers';
+import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { invoke, loadModel, request, startServer } from '../helpers/server';
+import { GpuAssigner } from '../../src/workers/gpu-assignment';
+
+describe('GPU assignment', () => {
+  it('gives CPU (-1) to every worker when number_of_gpu is 0', () => {
+    const g = new GpuAssigner(0);
+    assert.deepEqual([g.assign('a', null), g.assign('b', null)], [-1, -1]);
+  });
+
+  it('goes round-robin over number_of_gpu across all models, as TorchServe does', () => {
+    const g = new GpuAssigner(3);
+    assert.deepEqual([g.assign('a', null), g.assign('b', null), g.assign('a', null), g.assign('c', null), g.assign('b', null)], [0, 1, 2, 0, 1]);
+  });
+
+  it('goes round-robin over a model\'s own deviceIds, independently of other models', () => {
+    const g = new GpuAssigner(8);
+    assert.deepEqual([g.assign('a', [5, 7]), g.assign('a', [5, 7]), g.assign('b', [2]), g.assign('a', [5, 7])], [5, 7, 2, 5]);
+    g.forget('a');
+    assert.equal(g.assign('a', [5, 7]), 5);
+  });
+
+  it('sets CUDA_VISIBLE_DEVICES per worker and falls back to CPU with a warning when CUDA is absent', async () => {
+    const t = await startServer('number_of_gpu=2');
+    try {
+      const dir = writeModelDir(t.store, 'g', addModel(), { 'handler.js': behaviourHandler });
+      assert.equal((await loadModel(t, 'g', dir, { initial_workers: 2 })).status, 200);
+      const described = await request(`${t.url}/models/g`);
+      assert.deepEqual(described.body.workers.map((w: { gpuId: number }) => w.gpuId).sort(), [0, 1]);
+      assert.ok(described.body.workers.every((w: { executionProvider: string }) => w.executionProvider === 'cpu'));
+      const seen = new Set<string>();
+      const results = await Promise.all(Array.from({ length: 8 }, () => invoke(t, 'g', { sleepMs: 30 })));
+      for (const r of results) seen.add(r.body.cuda);
+      assert.deepEqual([...seen].sort(), ['0', '1']);
+      assert.ok(t.logs.some((l) => /GPU \d assigned but the CUDA execution provider is not available.*running on CPU/.test(l)), 'fallback warning logged');
+
+      const pinned = writeModelDir(t.store, 'p', addModel(), { 'handler.js': behaviourHandler });
+      assert.equal((await loadModel(t, 'p', pinned, { device_ids: [1] })).status, 200);
+      assert.equal((await invoke(t, 'p', { echo: 1 })).body.cuda, '1');
+    } finally {
+      await t.close();
+    }
+  });
+});
