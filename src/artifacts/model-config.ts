@@ -20,6 +20,8 @@ export interface ModelDirConfig {
   /** Seconds. */
   readonly loadTimeout?: number;
   readonly useJobTicket?: boolean;
+  /** One process holds the session for all of the model's workers (see preload_model). */
+  readonly preloadModel?: boolean;
   readonly deviceIds?: readonly number[];
   /** Handler module path, relative to the model directory. */
   readonly handler?: string;
@@ -46,6 +48,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   responseTimeout: intAtLeast(1),
   loadTimeout: intAtLeast(1),
   useJobTicket: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  preloadModel: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   deviceIds: (v) => (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0'),
   handler: (v) => (typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory'),
 };

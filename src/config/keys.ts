@@ -55,7 +55,7 @@ export const KEYS = [
   },
   {
     name: 'preload_model', kind: 'bool', default: 'false',
-    doc: 'true = load each model once before forking its workers so they share it (MMS preload_model); false = every worker loads its own copy.',
+    doc: 'true = one process per model holds the ONNX session (weights in memory once) and runs up to default_workers_per_model batches concurrently; false = every worker is its own process with its own copy (parallel CPU, N× memory). Node cannot fork after loading as MMS does.',
   },
   {
     name: 'default_response_timeout', kind: 'int', default: '120', range: atLeast(1),

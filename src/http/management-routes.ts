@@ -83,6 +83,7 @@ function describe(model: Model, loadedAtStartup: boolean) {
     jobQueueSize: s.jobQueueSize,
     responseTimeout: s.responseTimeoutMs / 1000,
     useJobTicket: s.useJobTicket,
+    preloadModel: s.preloadModel,
     loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
@@ -97,6 +98,7 @@ function describe(model: Model, loadedAtStartup: boolean) {
       gpuId: w.gpuId,
       memoryUsage: w.memoryBytes,
       executionProvider: w.loaded?.executionProvider ?? null,
+      concurrency: w.capacity,
     })),
   };
 }
@@ -129,6 +131,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1),
     jobQueueSize: optInt(get('job_queue_size'), 'job_queue_size', 1),
     useJobTicket: optBool(get('use_job_ticket'), 'use_job_ticket'),
+    preloadModel: optBool(get('preload_model'), 'preload_model'),
     deviceIds: optIntList(get('device_ids'), 'device_ids'),
     synchronous: optBool(get('synchronous'), 'synchronous'),
   };

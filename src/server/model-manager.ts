@@ -3,7 +3,6 @@
  * from an invoke to the model. A name is claimed synchronously before any work starts, so of 20
  * concurrent loads of one name exactly one proceeds and 19 get 409.
  */
-import os from 'node:os';
 import path from 'node:path';
 import { resolveArtifact, type ModelArtifact } from '../artifacts/model-artifact';
 import type { ServerConfig } from '../config/types';
@@ -24,6 +23,7 @@ export interface LoadRequest {
   loadTimeoutSeconds?: number;
   jobQueueSize?: number;
   useJobTicket?: boolean;
+  preloadModel?: boolean;
   deviceIds?: number[];
   synchronous?: boolean;
   loadedAtStartup?: boolean;
@@ -112,7 +112,7 @@ export class ModelManager {
   #settings(req: LoadRequest, artifact: ModelArtifact): ModelSettings {
     const mc = artifact.modelConfig;
     const c = this.config;
-    const workers = req.initialWorkers ?? mc.minWorkers ?? (c.defaultWorkersPerModel > 0 ? c.defaultWorkersPerModel : os.availableParallelism());
+    const workers = req.initialWorkers ?? mc.minWorkers ?? c.workersPerModel;
     return {
       minWorkers: workers,
       maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
@@ -122,6 +122,7 @@ export class ModelManager {
       responseTimeoutMs: (req.responseTimeoutSeconds ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
       loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
       useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
+      preloadModel: req.preloadModel ?? mc.preloadModel ?? c.preloadModel,
       deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     };
   }

@@ -21,6 +21,8 @@ export interface ModelSettings {
   responseTimeoutMs: number;
   loadTimeoutMs: number;
   useJobTicket: boolean;
+  /** One process holds the session; minWorkers becomes its number of concurrent batch slots. */
+  preloadModel: boolean;
   deviceIds: readonly number[] | null;
 }
 
@@ -81,7 +83,7 @@ export class Model extends EventEmitter {
 
   /** Starts minWorkers workers and resolves when all have loaded; on any failure stops them all. */
   async start(): Promise<void> {
-    const started = Array.from({ length: this.settings.minWorkers }, () => this.#spawnWorker());
+    const started = Array.from({ length: this.#processCount() }, () => this.#spawnWorker());
     const results = await Promise.allSettled(started.map((w) => w.ready));
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) {
@@ -114,6 +116,11 @@ export class Model extends EventEmitter {
     return job.promise;
   }
 
+  /** preload_model shares one session between all slots: one process instead of minWorkers. */
+  #processCount(): number {
+    return this.settings.preloadModel ? Math.min(1, this.settings.minWorkers) : this.settings.minWorkers;
+  }
+
   #spawnWorker(): WorkerProcess {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const worker = new WorkerProcess({
@@ -124,6 +131,7 @@ export class Model extends EventEmitter {
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, this.settings.batchSize) + (1 << 20),
       log: this.deps.log,
     });
+    worker.capacity = this.settings.preloadModel ? this.settings.minWorkers : 1;
     this.workers.push(worker);
     worker.on('result', (msg: ResultMessage, batch: InferMessage) => this.#onResult(msg, batch));
     worker.on('chunk', (msg: { id: number; body?: Buffer }) => this.#running.get(msg.id)?.opts.onChunk?.(msg.body!));
@@ -221,7 +229,7 @@ export class Model extends EventEmitter {
       this.#notifyIdle();
       return;
     }
-    const worker = this.workers.find((w) => w.inFlight?.requests.some((r) => r.id === job.id));
+    const worker = this.workers.find((w) => [...w.inFlight.values()].some((b) => b.requests.some((r) => r.id === job.id)));
     if (!worker) return;
     // A run cannot be interrupted from outside the process: kill it, fail its batch, replace it.
     this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`);
@@ -237,24 +245,26 @@ export class Model extends EventEmitter {
   }
 
   #failBatch(worker: WorkerProcess, err: MmeError): void {
-    for (const r of worker.inFlight?.requests ?? []) {
-      const job = this.#running.get(r.id);
-      if (job) {
-        this.#running.delete(r.id);
-        job.reject(err);
+    for (const batch of worker.inFlight.values()) {
+      for (const r of batch.requests) {
+        const job = this.#running.get(r.id);
+        if (job) {
+          this.#running.delete(r.id);
+          job.reject(err);
+        }
       }
     }
+    worker.inFlight.clear();
   }
 
   #onWorkerExit(worker: WorkerProcess, exit: WorkerExit, expected: boolean): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
-    if (worker.inFlight) {
+    if (worker.inFlight.size > 0) {
       const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
       this.#failBatch(worker, exit.killed
         ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${this.name} ${how} while running this request (the kernel's OOM killer does this when memory runs out).`)
         : new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${this.name} ${how} while running this request.`));
-      worker.inFlight = null;
     }
     if (expected || this.state === 'unloading' || this.state === 'unloaded' || this.state === 'loading') {
       this.#notifyIdle();
@@ -265,7 +275,7 @@ export class Model extends EventEmitter {
   }
 
   #scheduleRestart(): void {
-    if (this.#restartTimer || this.workers.length >= this.settings.minWorkers) return;
+    if (this.#restartTimer || this.workers.length >= this.#processCount()) return;
     const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
@@ -325,15 +335,18 @@ export class Model extends EventEmitter {
   async scale(min: number, max: number, synchronous: boolean): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
     const live = this.workers.filter((w) => w.state !== 'stopping');
+    if (this.settings.preloadModel) for (const w of live) w.capacity = min;
+    const target = this.#processCount();
     const added: WorkerProcess[] = [];
-    for (let n = live.length; n < min; n++) added.push(this.#spawnWorker());
-    const extra = live.length - min;
+    for (let n = live.length; n < target; n++) added.push(this.#spawnWorker());
+    const extra = live.length - target;
     if (extra > 0) {
       // Idle workers go first; a busy one finishes its batch (its results are still delivered) then exits.
       const victims = [...live].sort((a, b) => Number(b.isIdle) - Number(a.isIdle)).slice(0, extra);
       const stopping = victims.map((w) => this.#retire(w));
       if (synchronous) await Promise.all(stopping);
     }
+    this.#dispatch();
     if (synchronous) {
       const results = await Promise.allSettled(added.map((w) => w.ready));
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -344,10 +357,10 @@ export class Model extends EventEmitter {
 
   async #retire(worker: WorkerProcess): Promise<void> {
     worker.retire();
-    if (worker.inFlight) {
+    if (worker.inFlight.size > 0) {
       await new Promise<void>((resolve) => {
         const check = () => {
-          if (!worker.inFlight) {
+          if (worker.inFlight.size === 0) {
             worker.off('result', check);
             worker.off('exit', check);
             resolve();

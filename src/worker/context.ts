@@ -29,29 +29,43 @@ export interface SystemProperties {
   server_version: string;
 }
 
+/** What every batch's context shares: the model and its session. */
+export interface ModelInfo {
+  modelName: string;
+  modelDir: string;
+  gpuId: number;
+  batchSize: number;
+  session: InferenceSession;
+  inputs: readonly TensorInfo[];
+  outputs: readonly TensorInfo[];
+}
+
+/**
+ * One context per batch (a preload_model process runs several batches at once), built on the
+ * model's shared info; `initialize` receives one with an empty batch.
+ */
 export class HandlerContext {
+  readonly modelName: string;
+  readonly modelDir: string;
+  readonly gpuId: number;
+  readonly batchSize: number;
+  readonly session: InferenceSession;
+  readonly inputs: readonly TensorInfo[];
+  readonly outputs: readonly TensorInfo[];
   readonly systemProperties: SystemProperties;
   /** Per-request scratch space handlers can use to pass data between preprocess and postprocess. */
-  state: Array<Record<string, unknown>> = [];
-  responses: ResponseSlot[] = [];
-  requests: HandlerRequest[] = [];
+  readonly state: Array<Record<string, unknown>>;
+  readonly responses: ResponseSlot[];
 
-  constructor(
-    readonly modelName: string,
-    readonly modelDir: string,
-    readonly gpuId: number,
-    readonly batchSize: number,
-    readonly session: InferenceSession,
-    readonly inputs: readonly TensorInfo[],
-    readonly outputs: readonly TensorInfo[],
-    private readonly intermediate: (index: number, chunk: Buffer) => void,
-  ) {
-    this.systemProperties = { model_dir: modelDir, gpu_id: gpuId, batch_size: batchSize, server_name: 'sagemaker-mme-node', server_version: '0.1.0' };
-  }
-
-  /** Resets per-batch state; called by the worker before each batch. */
-  beginBatch(requests: HandlerRequest[]): void {
-    this.requests = requests;
+  constructor(model: ModelInfo, readonly requests: HandlerRequest[], private readonly intermediate: (index: number, chunk: Buffer) => void) {
+    this.modelName = model.modelName;
+    this.modelDir = model.modelDir;
+    this.gpuId = model.gpuId;
+    this.batchSize = model.batchSize;
+    this.session = model.session;
+    this.inputs = model.inputs;
+    this.outputs = model.outputs;
+    this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: 'sagemaker-mme-node', server_version: '0.1.0' };
     this.state = requests.map(() => ({}));
     this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
   }

@@ -9,7 +9,7 @@ import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../e
 import {
   FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireResponse,
 } from '../protocol/frames';
-import { HandlerContext, toBuffer, type HandlerRequest } from './context';
+import { HandlerContext, toBuffer, type HandlerRequest, type ModelInfo } from './context';
 import { loadHandler, type Handler } from './handler';
 import { openSession } from './session';
 
@@ -17,9 +17,7 @@ const kMaxFrame = 2 ** 31 - 1;
 const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 
 let handler: Handler | null = null;
-let context: HandlerContext | null = null;
-let currentBatch: InferMessage | null = null;
-const queue: InferMessage[] = [];
+let model: ModelInfo | null = null;
 
 function send(frame: Frame): void {
   channel.write(encodeFrame(frame));
@@ -35,8 +33,8 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
       void load(frame.msg);
       break;
     case MessageKind.Infer:
-      queue.push(frame.msg);
-      if (!currentBatch) void drain();
+      // Batches run concurrently: the parent sends more than one only to a preload_model process.
+      void runBatch(frame.msg);
       break;
     default:
       break;
@@ -55,8 +53,8 @@ async function load(msg: LoadMessage): Promise<void> {
     const opened = await openSession(msg, log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     handler = loadHandler(msg.handlerPath, msg.modelDir);
-    context = new HandlerContext(msg.modelName, msg.modelDir, msg.gpuId, msg.batchSize, opened.session, opened.inputs, opened.outputs, sendChunk);
-    await handler.initialize(context);
+    model = { modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: msg.batchSize, session: opened.session, inputs: opened.inputs, outputs: opened.outputs };
+    await handler.initialize(new HandlerContext(model, [], () => undefined));
     send({
       kind: MessageKind.Loaded,
       msg: {
@@ -83,24 +81,17 @@ function loadError(err: unknown): WireError {
   return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
 }
 
-function sendChunk(index: number, body: Buffer): void {
-  const req = currentBatch?.requests[index];
-  if (req) send({ kind: MessageKind.Chunk, msg: { id: req.id, body } });
-}
-
-async function drain(): Promise<void> {
-  while ((currentBatch = queue.shift() ?? null)) await runBatch(currentBatch);
-}
-
 async function runBatch(batch: InferMessage): Promise<void> {
-  const ctx = context!;
   const requests: HandlerRequest[] = batch.requests.map((r) => ({
     body: r.body!,
     contentType: r.contentType,
     accept: r.accept,
     headers: r.headers,
   }));
-  ctx.beginBatch(requests);
+  const ctx = new HandlerContext(model!, requests, (index, body) => {
+    const req = batch.requests[index];
+    if (req) send({ kind: MessageKind.Chunk, msg: { id: req.id, body } });
+  });
   const t0 = performance.now();
   let results: unknown[];
   try {

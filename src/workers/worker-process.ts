@@ -4,7 +4,8 @@
  *   starting ──Started──▶ loading ──Loaded──▶ ready ──stop()──▶ stopping ──exit──▶ stopped
  *       └──────────── exit / LoadFailed / load timeout ──────────▶ failed
  *
- * A worker runs one batch at a time; the model's dispatcher decides what it runs.
+ * A worker runs up to `capacity` batches at once (1, or a preload_model process's slot count);
+ * the model's dispatcher decides what it runs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -53,7 +54,10 @@ export class WorkerProcess extends EventEmitter {
   loaded: LoadedMessage | null = null;
   /** Time from spawn to the worker's first message (process + runtime start), µs. */
   spawnMicros = 0;
-  inFlight: InferMessage | null = null;
+  /** Batches sent and not yet answered, by batch id. */
+  readonly inFlight = new Map<number, InferMessage>();
+  /** Batches this process may run at once: 1, or the slot count of a preload_model process. */
+  capacity = 1;
   /** PSS of the process after load, refreshed on describe (bytes). */
   memoryBytes = 0;
   exitInfo: WorkerExit | null = null;
@@ -66,6 +70,7 @@ export class WorkerProcess extends EventEmitter {
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #loadSettled = false;
+  #killSent = false;
   #resolveLoad!: (m: LoadedMessage) => void;
   #rejectLoad!: (e: MmeError) => void;
   readonly ready: Promise<LoadedMessage>;
@@ -115,11 +120,11 @@ export class WorkerProcess extends EventEmitter {
   }
 
   get isIdle(): boolean {
-    return this.state === 'ready' && this.inFlight === null;
+    return this.state === 'ready' && !this.#killSent && this.inFlight.size < this.capacity;
   }
 
   run(batch: InferMessage): void {
-    this.inFlight = batch;
+    this.inFlight.set(batch.batchId, batch);
     this.#send({ kind: MessageKind.Infer, msg: batch });
   }
 
@@ -129,6 +134,8 @@ export class WorkerProcess extends EventEmitter {
 
   /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
   kill(): void {
+    // Between the signal and the exit event the worker must not be handed new work.
+    this.#killSent = true;
     if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
   }
 
@@ -178,9 +185,9 @@ export class WorkerProcess extends EventEmitter {
         this.#failLoad(MmeError.fromWire(frame.msg.error));
         break;
       case MessageKind.Result: {
-        const batch = this.inFlight;
-        this.inFlight = null;
-        if (batch && batch.batchId === frame.msg.batchId) this.emit('result', frame.msg as ResultMessage, batch);
+        const batch = this.inFlight.get(frame.msg.batchId);
+        this.inFlight.delete(frame.msg.batchId);
+        if (batch) this.emit('result', frame.msg as ResultMessage, batch);
         break;
       }
       case MessageKind.Chunk:
