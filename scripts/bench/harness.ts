@@ -1,0 +1,96 @@
+/**
+ * Shared bench plumbing: a real server process started from the CLI, and autocannon runs with
+ * warm-up and repetitions. Every figure is a median over repetitions, compared with a baseline
+ * measured in the same run: this 2-core machine is shared and noisy.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import autocannon from 'autocannon';
+
+const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
+
+export interface BenchServer {
+  url: string;
+  child: ChildProcess;
+  store: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs. */
+export async function startServer(properties: string[] = []): Promise<BenchServer> {
+  const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-bench-'));
+  const configFile = path.join(store, 'bench.properties');
+  fs.writeFileSync(configFile, [
+    'inference_address=http://127.0.0.1:0',
+    'management_address=http://127.0.0.1:0',
+    `model_store=${store}`,
+    'default_workers_per_model=1',
+    ...properties,
+  ].join('\n'));
+  const child = spawn(process.execPath, [kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+      const m = /API listening on (http:\/\/\S+)/.exec(l);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  return {
+    url,
+    child,
+    store,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      fs.rmSync(store, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function postJson(url: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** One autocannon run of `seconds` at `connections` concurrency, POSTing `body`. */
+export async function load(url: string, body: string, connections: number, seconds: number): Promise<LoadResult> {
+  const r = await autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections, duration: seconds, pipelining: 1 });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Warm-up once, then `reps` measured runs; returns the medians. */
+export async function measure(url: string, body: string, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }): Promise<LoadResult> {
+  await load(url, body, connections, opts.warmupSeconds);
+  const runs: LoadResult[] = [];
+  for (let i = 0; i < opts.reps; i++) runs.push(await load(url, body, connections, opts.seconds));
+  return {
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    errors: runs.reduce((s, r) => s + r.errors, 0),
+    non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
+  };
+}
+
+/** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */
+export function benchDurations(): { seconds: number; reps: number; warmupSeconds: number } {
+  return process.env.BENCH_QUICK ? { seconds: 2, reps: 1, warmupSeconds: 1 } : { seconds: 8, reps: 3, warmupSeconds: 3 };
+}
