@@ -23,9 +23,9 @@ export const SECTIONS: Record<string, () => string> = {
 export function renderReadme(text: string): string {
   let out = text;
   for (const [name, render] of Object.entries(SECTIONS)) {
-    const re = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(\\n<!-- ${name}:end -->)`);
+    const re = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(<!-- ${name}:end -->)`);
     if (!re.test(out)) throw new Error(`README.md has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
-    out = out.replace(re, (_, a: string, b: string) => `${a}${render()}${b}`);
+    out = out.replace(re, (_, a: string, b: string) => `${a}${render()}\n${b}`);
   }
   return out;
 }
