@@ -18,13 +18,14 @@ export interface MmeServerOptions {
 export class MmeServer {
   readonly manager: ModelManager;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
-  readonly #cacheDir: string;
+  /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
+  readonly cacheDir: string;
   readonly #log: (line: string) => void;
 
   constructor(readonly config: ServerConfig, opts: MmeServerOptions = {}) {
     this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
-    this.#cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
-    this.manager = new ModelManager(config, this.#cacheDir, this.#log, opts.env);
+    this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
+    this.manager = new ModelManager(config, this.cacheDir, this.#log, opts.env);
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -77,6 +78,6 @@ export class MmeServer {
     await this.manager.close(drainMs);
     for (const l of this.listeners) l.server.closeAllConnections();
     await Promise.all(closing);
-    fs.rmSync(this.#cacheDir, { recursive: true, force: true });
+    fs.rmSync(this.cacheDir, { recursive: true, force: true });
   }
 }

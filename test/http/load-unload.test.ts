@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import * as tar from 'tar';
 import path from 'node:path';
-import { allocationFailure, exitsWhileLoading, killedWhileLoading } from '../fixtures/fault-handlers';
+import { allocationFailure, exitsWhileLoading, hangsWhileLoading, killedWhileLoading } from '../fixtures/fault-handlers';
 import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { isAlive, workerPidsOf } from '../helpers/processes';
 import { loadModel, request, startServer, type TestServer } from '../helpers/server';
@@ -98,6 +99,29 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.match(res.body.message, /exited with code 3 while loading/);
     assert.deepEqual((await request(`${t.url}/models`)).body, { models: [] });
     assert.deepEqual(workerPidsOf(process.pid), []);
+  });
+
+  it('turns a load that hangs past load_timeout into a clean failure', async () => {
+    const dir = writeModelDir(t.store, 'hang', addModel(), { 'handler.js': hangsWhileLoading });
+    const res = await loadModel(t, 'hang', dir, { load_timeout: 1 });
+    assert.equal(res.status, 500);
+    assert.equal(res.body.errorCode, 'MME_ERR_LOAD_TIMEOUT');
+    assert.match(res.body.message, /did not finish loading within 1 s/);
+    assert.deepEqual(workerPidsOf(process.pid), []);
+    assert.equal((await request(`${t.url}/models/hang`)).status, 404);
+  });
+
+  it('loads a local .tar.gz artifact and removes its extracted copy on unload', async () => {
+    writeModelDir(t.store, 'packed', addModel());
+    const archive = path.join(t.store, 'packed.tar.gz');
+    await tar.c({ gzip: true, file: archive, cwd: path.join(t.store, 'packed') }, ['model.onnx']);
+    const res = await loadModel(t, 'packed', archive);
+    assert.equal(res.status, 200, res.text);
+    const inv = await request(`${t.url}/models/packed/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(1)] } } });
+    assert.deepEqual(inv.body.outputs.y, [Array(16).fill(2)]);
+    assert.equal(fs.readdirSync(t.server.cacheDir).length, 1, 'one extraction directory while loaded');
+    assert.equal((await request(`${t.url}/models/packed`, { method: 'DELETE' })).status, 200);
+    assert.deepEqual(fs.readdirSync(t.server.cacheDir), []);
   });
 
   it('answers 400 for a corrupt .onnx file and starts nothing that stays', async () => {
