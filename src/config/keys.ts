@@ -122,6 +122,46 @@ export const KEYS = [
     name: 'onnx_inter_op_threads', kind: 'int', default: '1', range: atLeast(0),
     doc: 'onnxruntime threads running independent operators in parallel, per worker; 0 = onnxruntime default.',
   },
+  {
+    name: 'model_cache', kind: 'string', default: 'auto', example: 'on',
+    doc: 'Self-managed model cache: on = load models from model_store on first invoke and evict by eviction_policy when max_loaded_models or the memory budget is reached; off = only explicit loads (SageMaker decides what to unload); auto = off when SAGEMAKER_MULTI_MODEL=true, on elsewhere.',
+  },
+  {
+    name: 'max_loaded_models', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'Most models loaded at once (Ray Serve max_num_models_per_replica); 0 = no count limit, only the memory budget.',
+  },
+  {
+    name: 'model_memory_budget_mb', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'Memory all workers together may use, in MiB; a load that would not fit answers 507 (or evicts, with model_cache on). 0 = the container memory limit (cgroup v2/v1) or the machine memory, minus model_memory_reserve_mb.',
+  },
+  {
+    name: 'model_memory_reserve_mb', kind: 'int', default: '512', range: atLeast(0),
+    doc: 'MiB kept free for the server process itself, the page cache and request buffers when the budget is derived from the memory limit.',
+  },
+  {
+    name: 'max_concurrent_loads', kind: 'int', default: '4', range: atLeast(1),
+    doc: 'Loads of different models that may run at the same time; more wait their turn.',
+  },
+  {
+    name: 'load_wait_timeout', kind: 'number', default: '30', range: aboveZero,
+    doc: 'Seconds an invoke waits for its model to load on demand (jittered between t and 2t against thundering herds) before 503 with Retry-After; the load itself goes on.',
+  },
+  {
+    name: 'load_failure_cache_seconds', kind: 'number', default: '60', range: atLeast(0),
+    doc: 'Seconds a model whose on-demand load failed is not retried; invokes get the original error at once. 0 = retry on every request.',
+  },
+  {
+    name: 'eviction_policy', kind: 'string', default: 'gdsf', example: 'lru',
+    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in the README.',
+  },
+  {
+    name: 'eviction_drain_timeout', kind: 'number', default: '10', range: atLeast(0),
+    doc: 'Seconds an evicted model may take to finish its queued and running requests before its workers are stopped.',
+  },
+  {
+    name: 'shutdown_timeout', kind: 'number', default: '20', range: atLeast(0),
+    doc: 'On SIGTERM, seconds to let admitted requests finish before every worker is stopped; SageMaker sends SIGKILL 30 s after SIGTERM.',
+  },
 ] as const satisfies readonly KeySpec[];
 
 export type KeyName = (typeof KEYS)[number]['name'];

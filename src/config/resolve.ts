@@ -53,6 +53,9 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const defaultWorkersPerModel = read('default_workers_per_model');
   const numberOfGpu = read('number_of_gpu');
   const maxPayloadBytes = maxPayloadFromEnv(input.env);
+  const multiModel = multiModelFromEnv(input.env);
+  const modelCache = oneOf(read('model_cache') ?? 'auto', 'model_cache', ['auto', 'on', 'off'] as const, settings);
+  const evictionPolicy = oneOf(read('eviction_policy') ?? 'gdsf', 'eviction_policy', ['gdsf', 'lru'] as const, settings);
 
   return deepFreeze({
     configFile: input.configFile,
@@ -83,9 +86,28 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     blacklistEnvVars: read('blacklist_env_vars'),
     intraOpThreads: read('onnx_intra_op_threads'),
     interOpThreads: read('onnx_inter_op_threads'),
-    multiModel: multiModelFromEnv(input.env),
+    // SageMaker decides what to unload in MME mode; elsewhere nobody does, so the server must.
+    modelCache: modelCache === 'auto' ? !multiModel : modelCache === 'on',
+    maxLoadedModels: read('max_loaded_models'),
+    modelMemoryBudgetBytes: read('model_memory_budget_mb') * 2 ** 20,
+    modelMemoryReserveBytes: read('model_memory_reserve_mb') * 2 ** 20,
+    maxConcurrentLoads: read('max_concurrent_loads'),
+    loadWaitTimeoutSeconds: read('load_wait_timeout'),
+    loadFailureCacheSeconds: read('load_failure_cache_seconds'),
+    evictionPolicy,
+    evictionDrainTimeoutSeconds: read('eviction_drain_timeout'),
+    shutdownTimeoutSeconds: read('shutdown_timeout'),
+    multiModel,
     unknownKeys,
   });
+}
+
+function oneOf<T extends string>(value: string, key: string, allowed: readonly T[], settings: Map<string, Setting>): T {
+  const v = value.trim().toLowerCase();
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw invalidValue(`config key ${key}`, value, 'is not one of the allowed values', allowed.join(', '), `${key}=${allowed[0]}`, settings.get(key)?.from ?? null);
+  }
+  return v as T;
 }
 
 /** The raw value of every key after file, substitution, CLI and MMS_<KEY> env, with its origin. */

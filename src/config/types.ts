@@ -52,6 +52,19 @@ export interface ServerConfig {
   /** onnxruntime intra-op threads per worker (default 1: N models must not start N x cores threads). */
   readonly intraOpThreads: number;
   readonly interOpThreads: number;
+  /** The self-managed cache (on-demand loading and eviction) is on. */
+  readonly modelCache: boolean;
+  /** 0 = no count limit. */
+  readonly maxLoadedModels: number;
+  /** Explicit budget in bytes, or 0 to derive it from the memory limit minus the reserve. */
+  readonly modelMemoryBudgetBytes: number;
+  readonly modelMemoryReserveBytes: number;
+  readonly maxConcurrentLoads: number;
+  readonly loadWaitTimeoutSeconds: number;
+  readonly loadFailureCacheSeconds: number;
+  readonly evictionPolicy: 'gdsf' | 'lru';
+  readonly evictionDrainTimeoutSeconds: number;
+  readonly shutdownTimeoutSeconds: number;
   /** SAGEMAKER_MULTI_MODEL=true. */
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */
