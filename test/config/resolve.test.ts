@@ -53,6 +53,16 @@ describe('resolveConfig', () => {
         blacklistEnvVars: null,
         intraOpThreads: 1,
         interOpThreads: 1,
+        modelCache: true,
+        maxLoadedModels: 0,
+        modelMemoryBudgetBytes: 0,
+        modelMemoryReserveBytes: 512 * 2 ** 20,
+        maxConcurrentLoads: 4,
+        loadWaitTimeoutSeconds: 30,
+        loadFailureCacheSeconds: 60,
+        evictionPolicy: 'gdsf',
+        evictionDrainTimeoutSeconds: 10,
+        shutdownTimeoutSeconds: 20,
         multiModel: false,
         unknownKeys: [],
       });
@@ -89,6 +99,16 @@ describe('resolveConfig', () => {
         'blacklist_env_vars=AWS_.*',
         'onnx_intra_op_threads=4',
         'onnx_inter_op_threads=0',
+        'model_cache=off',
+        'max_loaded_models=20',
+        'model_memory_budget_mb=4096',
+        'model_memory_reserve_mb=0',
+        'max_concurrent_loads=2',
+        'load_wait_timeout=0.5',
+        'load_failure_cache_seconds=0',
+        'eviction_policy=LRU',
+        'eviction_drain_timeout=3',
+        'shutdown_timeout=25',
       ].join('\n'));
       const { blacklistEnvVars, ...rest } = config;
       assert.deepEqual(rest, {
@@ -115,10 +135,27 @@ describe('resolveConfig', () => {
         defaultServiceHandler: '/code/handler.js',
         intraOpThreads: 4,
         interOpThreads: 0,
+        modelCache: false,
+        maxLoadedModels: 20,
+        modelMemoryBudgetBytes: 4096 * 2 ** 20,
+        modelMemoryReserveBytes: 0,
+        maxConcurrentLoads: 2,
+        loadWaitTimeoutSeconds: 0.5,
+        loadFailureCacheSeconds: 0,
+        evictionPolicy: 'lru',
+        evictionDrainTimeoutSeconds: 3,
+        shutdownTimeoutSeconds: 25,
         multiModel: false,
         unknownKeys: [],
       });
       assert.ok(blacklistEnvVars);
+    });
+
+    it('turns the model cache off by default in SageMaker MME mode only, and validates its values', () => {
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).modelCache, false);
+      assert.equal(resolve('model_cache=on', { SAGEMAKER_MULTI_MODEL: 'true' }).modelCache, true);
+      assert.throws(() => resolve('model_cache=maybe'), /model_cache: "maybe" is not one of the allowed values \(expected auto, on, off/);
+      assert.throws(() => resolve('eviction_policy=fifo'), /eviction_policy: "fifo"/);
     });
 
     it('ignores whitespace around values', () => {
