@@ -8,9 +8,6 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { MmeServer } from './mme-server';
 
-/** SageMaker sends SIGKILL 30 s after SIGTERM; leave time to stop workers after draining. */
-const kShutdownDrainMs = 20_000;
-
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (parseArgs(argv).help) {
@@ -28,8 +25,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    log(`${signal}: draining for up to ${kShutdownDrainMs / 1000} s, then stopping workers`);
-    server.close(kShutdownDrainMs).then(() => process.exit(0), (err) => {
+    log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
+    server.close(config.shutdownTimeoutSeconds * 1000).then(() => process.exit(0), (err) => {
       log(`shutdown failed: ${(err as Error).message}`);
       process.exit(1);
     });
