@@ -11,6 +11,8 @@ import { readBody } from './body';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
 const kTargetModel = 'x-amzn-sagemaker-target-model';
+/** Ray Serve's model-multiplexing header. */
+const kMultiplexedModel = 'serve_multiplexed_model_id';
 
 export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number): void {
   router.get('/ping', (ctx) => {
@@ -20,7 +22,8 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
 
   const invoke = (name: (ctx: Context) => string) => async (ctx: Context) => {
     const target = name(ctx);
-    manager.get(target); // 404 before reading a body that would be thrown away
+    // 404 before reading a body that would be thrown away.
+    if (!manager.knows(target)) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
     const body = await readBody(ctx.req, maxRequestSize);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
@@ -44,11 +47,11 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
 }
 
 /**
- * SageMaker sends the TargetModel (e.g. "path/model-a.tar.gz") in a header; locally the header or
- * ?model_name= names the model. With neither, the only loaded model serves, as in single-model mode.
+ * SageMaker sends the TargetModel (e.g. "path/model-a.tar.gz") in a header; locally that header,
+ * Ray Serve's serve_multiplexed_model_id or ?model_name= names the model. With neither, the only loaded model serves, as in single-model mode.
  */
 function invocationsTarget(ctx: Context, manager: ModelManager): string {
-  const header = ctx.get(kTargetModel);
+  const header = ctx.get(kMultiplexedModel) || ctx.get(kTargetModel);
   const query = typeof ctx.query.model_name === 'string' ? ctx.query.model_name : '';
   const wanted = header || query;
   const loaded = manager.list();

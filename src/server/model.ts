@@ -50,6 +50,9 @@ export class Model extends EventEmitter {
   inputs: TensorInfo[] = [];
   outputs: TensorInfo[] = [];
   memoryBytes = 0;
+  memoryMeasuredAt = 0;
+  /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
+  lastUsedAt = Date.now();
   lastError: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
   readonly stats = { requests: 0, batches: 0 };
@@ -108,6 +111,7 @@ export class Model extends EventEmitter {
     if (this.#queue.isFull) {
       return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${this.name} is full (${this.settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${this.name}?min_worker=N.`));
     }
+    this.lastUsedAt = Date.now();
     const job = new Job(request, opts);
     job.timer = setTimeout(() => this.#onTimeout(job), this.settings.responseTimeoutMs);
     opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
@@ -378,6 +382,7 @@ export class Model extends EventEmitter {
     const sizes = await Promise.all(this.workers.map(async (w) => [w, await processMemoryBytes(w.pid)] as const));
     for (const [w, bytes] of sizes) w.memoryBytes = bytes;
     this.memoryBytes = sizes.reduce((s, [, b]) => s + b, 0);
+    this.memoryMeasuredAt = Date.now();
     return this.memoryBytes;
   }
 }

@@ -1,0 +1,56 @@
+/**
+ * Replays a trace through an eviction policy the way the MME cache manager drives it: a hit touches,
+ * a miss always loads (an invoke cannot be refused), evicting the policy's first choices until the
+ * model fits. Loads are instantaneous and nothing is pinned, so only the policy's choices differ.
+ */
+import type { EvictionPolicy } from '../../src/server/cache/eviction-policy';
+import type { SimModel, Trace } from './traces';
+
+export interface Capacity {
+  readonly bytes: number;
+  /** Most models loaded at once (max_loaded_models); no limit when absent. */
+  readonly models?: number;
+}
+
+export interface SimResult {
+  readonly requests: number;
+  readonly hits: number;
+  readonly loads: number;
+  readonly bytesLoaded: number;
+  readonly loadMicros: number;
+}
+
+/** Gets the trace so that an offline policy (Belady) can look ahead; online ones ignore it. */
+export type PolicyFactory = (trace: Trace) => EvictionPolicy;
+
+export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Capacity): SimResult {
+  const policy = createPolicy(trace);
+  const loaded = new Map<string, SimModel>();
+  const maxModels = capacity.models ?? Infinity;
+  let used = 0;
+  let hits = 0;
+  let bytesLoaded = 0;
+  let loadMicros = 0;
+  for (const request of trace.requests) {
+    const model = trace.models[request.model];
+    if (loaded.has(model.name)) {
+      hits++;
+      policy.touch(model.name, request.at);
+      continue;
+    }
+    if (model.sizeBytes > capacity.bytes) throw new Error(`${model.name} (${model.sizeBytes} bytes) can never fit in ${capacity.bytes} bytes`);
+    while (used + model.sizeBytes > capacity.bytes || loaded.size >= maxModels) {
+      const victim = loaded.get(policy.victims(request.at)[0]);
+      if (!victim) throw new Error(`${policy.name} offered no loaded model to evict`);
+      loaded.delete(victim.name);
+      used -= victim.sizeBytes;
+      policy.remove(victim.name);
+    }
+    loaded.set(model.name, model);
+    used += model.sizeBytes;
+    bytesLoaded += model.sizeBytes;
+    loadMicros += model.loadMicros;
+    policy.admit(model.name, model.sizeBytes, model.loadMicros, request.at);
+  }
+  return { requests: trace.requests.length, hits, loads: trace.requests.length - hits, bytesLoaded, loadMicros };
+}

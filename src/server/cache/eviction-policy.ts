@@ -1,0 +1,30 @@
+/**
+ * The contract between the model cache manager and an eviction policy. A policy only ranks: the
+ * manager owns loading, pinning and unloading, and tells the policy what happened. Time is always
+ * passed in (ms) and never read here, so the simulator and the tests replay traces exactly.
+ */
+import { GdsfPolicy } from './gdsf';
+import { LruPolicy } from './lru';
+
+export interface EvictionPolicy {
+  readonly name: string;
+  /**
+   * A model finished loading: its measured memory (bytes) and how long the load took (µs). This
+   * counts as the model's first use, so the invoke that caused the load must not also `touch` it.
+   */
+  admit(model: string, sizeBytes: number, loadMicros: number, now: number): void;
+  /** An invoke hit a loaded model. Unknown models are ignored. */
+  touch(model: string, now: number): void;
+  /** The model left the cache (evicted or unloaded). Unknown models are ignored. */
+  remove(model: string): void;
+  /** Its measured size changed (memory is re-measured after load). Unknown models are ignored. */
+  resize(model: string, sizeBytes: number): void;
+  /** Loaded models in eviction order, best victim first; the caller skips pinned ones (in flight, loading). */
+  victims(now: number): string[];
+}
+
+export type PolicyName = 'lru' | 'gdsf';
+
+export function createPolicy(name: PolicyName): EvictionPolicy {
+  return name === 'lru' ? new LruPolicy() : new GdsfPolicy();
+}

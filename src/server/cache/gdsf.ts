@@ -1,0 +1,85 @@
+/**
+ * GreedyDual-Size-Frequency (Cherkasova 1998): priority = L + frequency × cost / size, where cost is
+ * the measured load time and L ("aging") rises to the priority of each victim. For an MME the cost
+ * that users feel is load time, and load time is a fixed overhead (worker start, session creation)
+ * plus a part proportional to size, so small models are the cheapest bytes to keep: GDSF keeps them
+ * and the frequently used big ones, and lets a one-off scan evict its own models instead of the hot
+ * set. It never refuses a model (an MME miss must load), unlike TinyLFU's admission filter; a new
+ * model simply starts at the bottom (L + cost / size) unless it is used again.
+ *
+ * Frequency decays with a half-life, and the ranking applies the decay up to `now`: without it a
+ * formerly hot model keeps a priority that L needs thousands of evictions to reach, and squats in
+ * memory after the traffic moved on.
+ */
+import type { EvictionPolicy } from './eviction-policy';
+
+interface Entry {
+  sizeBytes: number;
+  loadMicros: number;
+  /** Uses, decayed to `lastUse`. */
+  frequency: number;
+  lastUse: number;
+  /** L when the model was last used: what makes older entries age against newer ones. */
+  base: number;
+}
+
+export const DEFAULT_HALF_LIFE_MS = 10 * 60_000;
+
+export class GdsfPolicy implements EvictionPolicy {
+  readonly name = 'gdsf';
+  readonly #entries = new Map<string, Entry>();
+  #aging = 0;
+  /** remove() has no time of its own; the latest time the caller told us stands in for it. */
+  #clock = 0;
+
+  constructor(private readonly halfLifeMs = DEFAULT_HALF_LIFE_MS) {}
+
+  admit(model: string, sizeBytes: number, loadMicros: number, now: number): void {
+    this.#clock = Math.max(this.#clock, now);
+    this.#entries.set(model, { sizeBytes, loadMicros, frequency: 1, lastUse: now, base: this.#aging });
+  }
+
+  touch(model: string, now: number): void {
+    const e = this.#entries.get(model);
+    if (!e) return;
+    this.#clock = Math.max(this.#clock, now);
+    e.frequency = this.#decayed(e, now) + 1;
+    e.lastUse = now;
+    e.base = this.#aging;
+  }
+
+  /**
+   * L rises to the lowest priority in the cache: exactly the victim's when the caller evicted our
+   * first choice, and never above a model still cached when it skipped a pinned one or unloaded a
+   * hot model on request, so such removals cannot lift newcomers over models that stay.
+   */
+  remove(model: string): void {
+    if (!this.#entries.has(model)) return;
+    let lowest = Infinity;
+    for (const e of this.#entries.values()) lowest = Math.min(lowest, this.#priority(e, this.#clock));
+    this.#aging = Math.max(this.#aging, lowest);
+    this.#entries.delete(model);
+  }
+
+  resize(model: string, sizeBytes: number): void {
+    const e = this.#entries.get(model);
+    if (e) e.sizeBytes = sizeBytes;
+  }
+
+  /** Lowest priority first; ties go to the least recently used. */
+  victims(now: number): string[] {
+    this.#clock = Math.max(this.#clock, now);
+    return [...this.#entries]
+      .map(([model, e]) => ({ model, priority: this.#priority(e, now), lastUse: e.lastUse }))
+      .sort((a, b) => a.priority - b.priority || a.lastUse - b.lastUse)
+      .map((v) => v.model);
+  }
+
+  #decayed(e: Entry, now: number): number {
+    return e.frequency * 2 ** (-(now - e.lastUse) / this.halfLifeMs);
+  }
+
+  #priority(e: Entry, now: number): number {
+    return e.base + (this.#decayed(e, now) * e.loadMicros) / Math.max(e.sizeBytes, 1);
+  }
+}

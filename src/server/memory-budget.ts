@@ -1,0 +1,65 @@
+/**
+ * How much memory the model workers may use, and what a model will cost before it is loaded.
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+
+/** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
+const kNoLimitV1 = 2 ** 60;
+
+/**
+ * The memory limit this process lives under: the container's cgroup limit (v2 memory.max, else v1
+ * memory.limit_in_bytes) when one is set, else the machine's memory.
+ */
+export function memoryLimitBytes(read: (path: string) => string | null = readOrNull, totalmem = os.totalmem()): number {
+  const v2 = read('/sys/fs/cgroup/memory.max')?.trim();
+  if (v2 && /^\d+$/.test(v2)) return Math.min(Number(v2), totalmem);
+  const v1 = read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim();
+  if (v1 && /^\d+$/.test(v1) && Number(v1) < kNoLimitV1) return Math.min(Number(v1), totalmem);
+  return totalmem;
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** The explicit budget, else the memory limit minus the reserve. */
+export function memoryBudgetBytes(explicitBytes: number, reserveBytes: number, limitBytes: number): number {
+  return explicitBytes > 0 ? explicitBytes : Math.max(0, limitBytes - reserveBytes);
+}
+
+/**
+ * Predicts a model's memory before load as processes × (base + factor × file size), and learns
+ * both terms from the models it has seen: base is what an idle worker costs (Node + onnxruntime),
+ * factor how much memory a byte of .onnx turns into (weights, arena, graph copies).
+ */
+export class MemoryEstimator {
+  // Starting points measured on Node 20 + onnxruntime-node 1.30 (README, preload_model table).
+  base = 40 * 2 ** 20;
+  factor = 1.5;
+  #smallSeen = 0;
+  #largeSeen = 0;
+
+  estimate(onnxBytes: number, processes: number): number {
+    return Math.max(1, processes) * (this.base + this.factor * onnxBytes);
+  }
+
+  /** Folds one measurement in (a running mean, so early guesses fade as real models arrive). */
+  learn(onnxBytes: number, processes: number, measuredBytes: number): void {
+    if (processes <= 0 || measuredBytes <= 0) return;
+    const perProcess = measuredBytes / processes;
+    // Small models measure the base; large ones the factor. The cut keeps each term well conditioned.
+    if (onnxBytes < 2 ** 20) {
+      this.#smallSeen++;
+      this.base += (perProcess - this.base) / this.#smallSeen;
+    } else {
+      const factor = Math.min(10, Math.max(1, (perProcess - this.base) / onnxBytes));
+      this.#largeSeen++;
+      this.factor += (factor - this.factor) / this.#largeSeen;
+    }
+  }
+}
