@@ -162,6 +162,54 @@ export const KEYS = [
     name: 'shutdown_timeout', kind: 'number', default: '20', range: atLeast(0),
     doc: 'On SIGTERM, seconds to let admitted requests finish before every worker is stopped; SageMaker sends SIGKILL 30 s after SIGTERM.',
   },
+  {
+    name: 'metrics_endpoint_name', kind: 'string', default: null, example: 'my-endpoint',
+    doc: 'EndpointName dimension on every metric (CloudWatch, EMF). SageMaker does not tell the container its endpoint name, so pass it in the model\'s Environment and write metrics_endpoint_name=$$ENDPOINT_NAME$$; unset = no EndpointName dimension.',
+  },
+  {
+    name: 'metrics_variant_name', kind: 'string', default: null, example: 'AllTraffic',
+    doc: 'VariantName dimension on every metric, like metrics_endpoint_name; unset = no VariantName dimension.',
+  },
+  {
+    name: 'metrics_per_model_dimension', kind: 'bool', default: 'false',
+    doc: 'true = request and model-lifecycle metrics are also published per model (ModelName dimension, Prometheus label model). CloudWatch bills every metric and dimension value, so turn it on only with a few models.',
+  },
+  {
+    name: 'metrics_namespace', kind: 'string', default: 'SageMakerMME', example: 'MyCompany/MME',
+    doc: 'CloudWatch namespace of the CloudWatch and EMF sinks (AWS/ namespaces are reserved for AWS). Change it to keep several deployments apart.',
+  },
+  {
+    name: 'metrics_cloudwatch', kind: 'bool', default: 'false',
+    doc: 'true = send every metric interval to CloudWatch with PutMetricData, credentials from the AWS SDK\'s default chain (the SageMaker execution role needs cloudwatch:PutMetricData).',
+  },
+  {
+    name: 'metrics_cloudwatch_region', kind: 'string', default: null, example: 'us-east-1',
+    doc: 'Region for PutMetricData; unset = the AWS SDK\'s default (AWS_REGION, then the shared config file).',
+  },
+  {
+    name: 'metrics_cloudwatch_endpoint', kind: 'string', default: null, example: 'https://monitoring.us-east-1.amazonaws.com',
+    doc: 'CloudWatch endpoint URL override, for a VPC endpoint or a local CloudWatch stand-in; unset = the region\'s public endpoint.',
+  },
+  {
+    name: 'metrics_cloudwatch_max_buffered', kind: 'int', default: '10000', range: atLeast(1),
+    doc: 'Metric data points kept while CloudWatch is unreachable; beyond it the oldest are dropped and counted (mme_metrics_dropped_total). Raise it to ride out longer outages.',
+  },
+  {
+    name: 'metrics_emf', kind: 'string', default: 'off', example: 'stdout',
+    doc: 'CloudWatch Embedded Metric Format: off, stdout or a file path that gets one JSON object per line per metric interval. stdout suits SageMaker, whose container output goes to CloudWatch Logs.',
+  },
+  {
+    name: 'metrics_mms_log', kind: 'string', default: 'off', example: 'stdout',
+    doc: 'MMS-style metric lines (CPUUtilization.Percent:12.5|#Level:Host|#hostname:h,timestamp:1700000000): off, stdout or a file path, one line per metric per interval, for tools that parse MMS\'s mms_metrics.log.',
+  },
+  {
+    name: 'metrics_prometheus', kind: 'bool', default: 'true',
+    doc: 'true = serve Prometheus text format at GET /metrics (on metrics_address, else on the management listener); false = no /metrics and no per-request histogram updates.',
+  },
+  {
+    name: 'metrics_address', kind: 'string', default: null, example: 'http://0.0.0.0:9100',
+    doc: 'A separate listener for GET /metrics (http://host:port or unix:/path); unset = /metrics is on the management listener. Use it to scrape without exposing the management API.',
+  },
 ] as const satisfies readonly KeySpec[];
 
 export type KeyName = (typeof KEYS)[number]['name'];

@@ -457,7 +457,7 @@ export class ModelManager {
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  entry(name: string): { url: string; loadedAtStartup: boolean; onDemand: boolean } | undefined {
+  entry(name: string): { url: string; state: EntryState; loadedAtStartup: boolean; onDemand: boolean } | undefined {
     return this.#entries.get(name);
   }
 

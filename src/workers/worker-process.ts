@@ -46,6 +46,8 @@ const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(
 const kWorkerOomScoreAdj = '900';
 
 export class WorkerProcess extends EventEmitter {
+  /** Processes started by this server process (a 507 admission must start none). */
+  static spawned = 0;
   readonly id: string;
   readonly gpuId: number;
   state: WorkerState = 'starting';
@@ -94,6 +96,7 @@ export class WorkerProcess extends EventEmitter {
     const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
+    WorkerProcess.spawned++;
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env, cwd: this.#opts.load.modelDir });
     this.#child = child;
     this.pid = child.pid ?? 0;
