@@ -5,7 +5,7 @@
  * here is testable with plain objects.
  */
 import { MmeError } from '../errors';
-import { portClash, sameAddress, withPort } from './address';
+import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
 import { envOverrideName, KEYS, keySpec, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
@@ -99,7 +99,65 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     shutdownTimeoutSeconds: read('shutdown_timeout'),
     multiModel,
     unknownKeys,
+    ...metricsConfig(read, settings, inferenceAddress, managementAddress),
   });
+}
+
+type Read = <N extends KeyName>(name: N) => KindValue[KindOf<N>];
+
+type MetricsConfig = Pick<ServerConfig, Extract<keyof ServerConfig, `metrics${string}`>>;
+
+/** CloudWatch's namespace alphabet (PutMetricData rejects anything else, at the first interval). */
+const kNamespace = /^[0-9A-Za-z.\-_/#: ]{1,255}$/;
+
+/** The metrics_* keys, checked here so that a mistake stops start-up instead of failing every interval. */
+function metricsConfig(read: Read, settings: Map<string, Setting>, inference: ListenAddress, management: ListenAddress): MetricsConfig {
+  const fail = (key: string, raw: string, problem: string, expected: string, example: string) =>
+    invalidValue(`config key ${key}`, raw, problem, expected, example, settings.get(key)?.from ?? null);
+
+  const namespace = read('metrics_namespace') ?? 'SageMakerMME';
+  if (!kNamespace.test(namespace) || /^AWS\//i.test(namespace)) {
+    throw fail('metrics_namespace', namespace, 'is not a namespace CloudWatch accepts', '1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/', 'metrics_namespace=SageMakerMME');
+  }
+  const endpoint = read('metrics_cloudwatch_endpoint');
+  if (endpoint !== null && !/^https?:$/.test(URL.parse(endpoint)?.protocol ?? '')) {
+    throw fail('metrics_cloudwatch_endpoint', endpoint, 'is not an http(s) URL', 'an http:// or https:// URL', 'metrics_cloudwatch_endpoint=https://monitoring.us-east-1.amazonaws.com');
+  }
+  return {
+    metricsEndpointName: read('metrics_endpoint_name'),
+    metricsVariantName: read('metrics_variant_name'),
+    metricsPerModel: read('metrics_per_model_dimension'),
+    metricsNamespace: namespace,
+    metricsCloudwatch: read('metrics_cloudwatch'),
+    metricsCloudwatchRegion: read('metrics_cloudwatch_region'),
+    metricsCloudwatchEndpoint: endpoint,
+    metricsCloudwatchMaxBuffered: read('metrics_cloudwatch_max_buffered'),
+    metricsEmf: destination(read('metrics_emf')),
+    metricsMmsLog: destination(read('metrics_mms_log')),
+    metricsPrometheus: read('metrics_prometheus'),
+    metricsAddress: metricsAddress(read('metrics_address'), inference, management, fail),
+  };
+}
+
+/** off (or empty) = null; stdout in any case = 'stdout'; anything else is a file path. */
+function destination(value: string | null): string | null {
+  const lower = value?.toLowerCase();
+  if (value === null || lower === 'off') return null;
+  return lower === 'stdout' ? 'stdout' : value;
+}
+
+/** null when /metrics belongs on the management listener (unset, or the same address written out). */
+function metricsAddress(raw: string | null, inference: ListenAddress, management: ListenAddress,
+  fail: (key: string, raw: string, problem: string, expected: string, example: string) => MmeError): ListenAddress | null {
+  if (raw === null) return null;
+  const example = 'metrics_address=http://0.0.0.0:9100';
+  const address = parseAddress(raw);
+  if ('problem' in address) throw fail('metrics_address', raw, `is not a valid address: ${address.problem}`, kAddressForms, example);
+  if (sameAddress(address, management)) return null;
+  if (sameAddress(address, inference) || portClash(address, inference) || portClash(address, management)) {
+    throw fail('metrics_address', raw, 'collides with inference_address or management_address', 'unset (/metrics on the management listener) or a port of its own', example);
+  }
+  return address;
 }
 
 function oneOf<T extends string>(value: string, key: string, allowed: readonly T[], settings: Map<string, Setting>): T {

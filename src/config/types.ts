@@ -69,4 +69,25 @@ export interface ServerConfig {
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */
   readonly unknownKeys: readonly string[];
+  /** EndpointName / VariantName dimensions; null = not known, the dimension is left out. */
+  readonly metricsEndpointName: string | null;
+  readonly metricsVariantName: string | null;
+  /** Publish request and lifecycle metrics per model too (ModelName dimension, Prometheus label). */
+  readonly metricsPerModel: boolean;
+  /** CloudWatch namespace of the CloudWatch and EMF sinks. */
+  readonly metricsNamespace: string;
+  readonly metricsCloudwatch: boolean;
+  /** null = the AWS SDK's default region chain. */
+  readonly metricsCloudwatchRegion: string | null;
+  /** null = the region's public endpoint. */
+  readonly metricsCloudwatchEndpoint: string | null;
+  /** Data points kept while CloudWatch is unreachable before the oldest are dropped. */
+  readonly metricsCloudwatchMaxBuffered: number;
+  /** EMF destination: 'stdout' or a file path; null = off. */
+  readonly metricsEmf: string | null;
+  /** MMS metric-line destination: 'stdout' or a file path; null = off. */
+  readonly metricsMmsLog: string | null;
+  readonly metricsPrometheus: boolean;
+  /** A separate listener for GET /metrics; null = the management listener serves it. */
+  readonly metricsAddress: ListenAddress | null;
 }

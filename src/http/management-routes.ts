@@ -30,8 +30,10 @@ export function mountManagementRoutes(router: Router, manager: ModelManager): vo
     const start = Math.max(0, intParam(ctx, 'next_page_token', 0, -Infinity));
     const all = manager.list();
     const page = all.slice(start, start + pageSize);
-    const body: { models: Array<{ modelName: string; modelUrl: string }>; nextPageToken?: string } = {
-      models: page.map((m) => ({ modelName: m.name, modelUrl: m.url })),
+    // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true).
+    const withMemory = boolParam(ctx, 'memory', false);
+    const body: { models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number }>; nextPageToken?: string } = {
+      models: page.map((m) => (withMemory ? { modelName: m.name, modelUrl: m.url, memoryUsage: m.model.memoryBytes } : { modelName: m.name, modelUrl: m.url })),
     };
     if (start + pageSize < all.length) body.nextPageToken = String(start + pageSize);
     ctx.body = body;

@@ -158,5 +158,7 @@ describe('memory admission', () => {
     assert.ok(manager.usedBytes() <= manager.budgetBytes);
     const described = (await request(`${t.url}/models/c`)).body;
     assert.ok(described.memoryUsage > 10 * 2 ** 20);
+    const listed = (await request(`${t.url}/models?memory=true`)).body.models;
+    assert.ok(listed.every((m: { memoryUsage: number }) => m.memoryUsage > 10 * 2 ** 20));
   });
 });
