@@ -120,7 +120,7 @@ function metricsConfig(read: Read, settings: Map<string, Setting>, inference: Li
     throw fail('metrics_namespace', namespace, 'is not a namespace CloudWatch accepts', '1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/', 'metrics_namespace=SageMakerMME');
   }
   const endpoint = read('metrics_cloudwatch_endpoint');
-  if (endpoint !== null && !/^https?:$/.test(URL.parse(endpoint)?.protocol ?? '')) {
+  if (endpoint !== null && !isHttpUrl(endpoint)) {
     throw fail('metrics_cloudwatch_endpoint', endpoint, 'is not an http(s) URL', 'an http:// or https:// URL', 'metrics_cloudwatch_endpoint=https://monitoring.us-east-1.amazonaws.com');
   }
   return {
@@ -137,6 +137,14 @@ function metricsConfig(read: Read, settings: Map<string, Setting>, inference: Li
     metricsPrometheus: read('metrics_prometheus'),
     metricsAddress: metricsAddress(read('metrics_address'), inference, management, fail),
   };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(text).protocol);
+  } catch {
+    return false;
+  }
 }
 
 /** off (or empty) = null; stdout in any case = 'stdout'; anything else is a file path. */

@@ -22,6 +22,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
 
   const invoke = (name: (ctx: Context) => string) => async (ctx: Context) => {
     const target = name(ctx);
+    ctx.state.model = target;
     // 404 before reading a body that would be thrown away.
     if (!manager.knows(target)) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
     const body = await readBody(ctx.req, maxRequestSize);
@@ -34,6 +35,8 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
       if (!ctx.res.writableFinished) abort.abort();
     });
     const result = await manager.invoke(target, request, { signal: abort.signal });
+    ctx.state.model = target;
+    ctx.state.result = result; // read by the metrics middleware (model time, queue time, batch size)
     ctx.status = result.status;
     for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
     if (headers[kCustomAttributes] !== undefined && result.headers[kCustomAttributes] === undefined) ctx.set(kCustomAttributes, headers[kCustomAttributes]);
