@@ -35,7 +35,6 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
       if (!ctx.res.writableFinished) abort.abort();
     });
     const result = await manager.invoke(target, request, { signal: abort.signal });
-    ctx.state.model = target;
     ctx.state.result = result; // read by the metrics middleware (model time, queue time, batch size)
     ctx.status = result.status;
     for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
