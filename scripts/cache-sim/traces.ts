@@ -33,28 +33,41 @@ export interface TraceOptions {
 }
 
 const MiB = 1024 * 1024;
-const MIN_SIZE_MB = 1;
-const MAX_SIZE_MB = 200;
-const LOAD_OVERHEAD_MS = 400;
-const LOAD_MS_PER_MB = 8;
-/** 50 requests/s: 100k requests span about half an hour, long enough for frequencies to decay. */
-const REQUEST_INTERVAL_MS = 20;
+
+/** The defaults of every trace, exported so that the README's description is generated from them. */
+export const TRACE_SHAPE = {
+  models: 300,
+  requests: 100_000,
+  s: 1,
+  minSizeMiB: 1,
+  maxSizeMiB: 200,
+  /** Worker process start and onnxruntime session creation. */
+  loadOverheadMs: 400,
+  loadMsPerMiB: 8,
+  /** Each load time is drawn within ± this share of overhead + size × rate. */
+  loadSpread: 0.2,
+  /** 50 requests/s: 100k requests span about half an hour, long enough for frequencies to decay. */
+  requestIntervalMs: 20,
+  scanModels: 400,
+  shiftEvery: 10_000,
+} as const;
 
 /** Sizes are log-uniform: most models are small, a few are big, as in a real model store. */
 function catalog(count: number, random: () => number, prefix: string): SimModel[] {
   return Array.from({ length: count }, (_, i) => {
-    const mb = MIN_SIZE_MB * (MAX_SIZE_MB / MIN_SIZE_MB) ** random();
-    const loadMs = (LOAD_OVERHEAD_MS + LOAD_MS_PER_MB * mb) * (0.8 + 0.4 * random());
-    return { name: `${prefix}${i}`, sizeBytes: Math.round(mb * MiB), loadMicros: Math.round(loadMs * 1000) };
+    const { minSizeMiB, maxSizeMiB, loadOverheadMs, loadMsPerMiB, loadSpread } = TRACE_SHAPE;
+    const mib = minSizeMiB * (maxSizeMiB / minSizeMiB) ** random();
+    const loadMs = (loadOverheadMs + loadMsPerMiB * mib) * (1 - loadSpread + 2 * loadSpread * random());
+    return { name: `${prefix}${i}`, sizeBytes: Math.round(mib * MiB), loadMicros: Math.round(loadMs * 1000) };
   });
 }
 
 function trace(name: string, models: SimModel[], picks: number[]): Trace {
-  return { name, models, requests: picks.map((model, i) => ({ model, at: i * REQUEST_INTERVAL_MS })) };
+  return { name, models, requests: picks.map((model, i) => ({ model, at: i * TRACE_SHAPE.requestIntervalMs })) };
 }
 
 /** (a) Popularity follows Zipf: a few models take most requests, a long tail is rarely used. */
-export function zipfTrace({ seed, models = 300, requests = 100_000, s = 1 }: TraceOptions): Trace {
+export function zipfTrace({ seed, models = TRACE_SHAPE.models, requests = TRACE_SHAPE.requests, s = TRACE_SHAPE.s }: TraceOptions): Trace {
   const random = seededRandom(seed);
   const all = catalog(models, random, 'm');
   const byRank = shuffled(models, random);
@@ -63,22 +76,19 @@ export function zipfTrace({ seed, models = 300, requests = 100_000, s = 1 }: Tra
 }
 
 /**
- * (b) Zipf, and half-way through a batch job invokes each of `scanModels` cold models once, its
- * requests interleaved with the regular traffic.
+ * (b) Zipf, and half-way through a batch job invokes each of `scanModels` cold models once, in one
+ * burst before the regular traffic resumes.
  */
-export function scanTrace({ scanModels = 400, ...options }: TraceOptions & { scanModels?: number }): Trace {
+export function scanTrace({ scanModels = TRACE_SHAPE.scanModels, ...options }: TraceOptions & { scanModels?: number }): Trace {
   const base = zipfTrace(options);
-  const hot = base.models.length;
-  const picks = base.requests.map((r) => r.model);
-  const start = Math.floor(picks.length / 2);
-  const scan = Array.from({ length: scanModels }, (_, i) => hot + i);
-  picks.splice(start, scanModels, ...scan.flatMap((m, i) => [m, picks[start + i]]));
   const cold = catalog(scanModels, seededRandom(options.seed + 1), 'scan');
+  const picks = base.requests.map((r) => r.model);
+  picks.splice(picks.length >> 1, 0, ...cold.map((_, i) => base.models.length + i));
   return trace('zipf + scan', [...base.models, ...cold], picks);
 }
 
 /** (c) Zipf whose ranking is reshuffled every `shiftEvery` requests: the hot set moves on. */
-export function shiftingTrace({ seed, models = 300, requests = 100_000, s = 1, shiftEvery = 10_000 }: TraceOptions & { shiftEvery?: number }): Trace {
+export function shiftingTrace({ seed, models = TRACE_SHAPE.models, requests = TRACE_SHAPE.requests, s = TRACE_SHAPE.s, shiftEvery = TRACE_SHAPE.shiftEvery }: TraceOptions & { shiftEvery?: number }): Trace {
   const random = seededRandom(seed);
   const all = catalog(models, random, 'm');
   const rank = zipfSampler(models, s, random);

@@ -56,6 +56,8 @@ export interface LoadedMessage {
   executionProvider: string;
   inputs: TensorInfo[];
   outputs: TensorInfo[];
+  /** The handler streams (exports `streaming = true`): the parent sends it one request per batch. */
+  streaming: boolean;
 }
 
 export interface StartedMessage {
@@ -100,8 +102,17 @@ export interface ResultMessage {
   responses: WireResponse[];
 }
 
+/** What goes on the wire before a streamed response's first chunk, and cannot change after it. */
+export interface ResponseHead {
+  status: number;
+  contentType: string;
+  headers: Record<string, string>;
+}
+
 export interface ChunkMessage {
   id: number;
+  /** Only on a request's first chunk. */
+  head?: ResponseHead;
   body?: Buffer;
   bodyLength?: number;
 }

@@ -29,6 +29,8 @@ export class Job {
   readonly admittedAt = performance.now();
   dispatchedAt = 0;
   settled = false;
+  /** Put back in the queue once already, after a worker died with it waiting in its pipe. */
+  requeued = false;
   timer: NodeJS.Timeout | null = null;
   readonly promise: Promise<InvokeResult>;
   #resolve!: (r: InvokeResult) => void;

@@ -3,22 +3,18 @@
  * session, the requests' headers, and per-request response setters.
  */
 import type { InferenceSession } from 'onnxruntime-node';
-import type { TensorInfo } from '../protocol/frames';
+import type { ResponseHead, TensorInfo } from '../protocol/frames';
 
 export interface HandlerRequest {
   /** Raw request body as received by the server. */
   body: Buffer;
   contentType: string;
+  /** The Accept header; SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT when the client sent none or accepts any type. */
   accept: string;
+  /** Lower-case names. */
   headers: Record<string, string>;
-  /** Parsed JSON body when decode_input_request=true and the body is JSON; else undefined. */
+  /** With decode_input_request=true (the default): a JSON body parsed, a text/* body as a string; else undefined. */
   data?: unknown;
-}
-
-export interface ResponseSlot {
-  status: number;
-  contentType: string;
-  headers: Record<string, string>;
 }
 
 export interface SystemProperties {
@@ -38,7 +34,12 @@ export interface ModelInfo {
   session: InferenceSession;
   inputs: readonly TensorInfo[];
   outputs: readonly TensorInfo[];
+  /** The handler exports `streaming = true`: it may send intermediate chunks, one request per batch. */
+  streaming: boolean;
 }
+
+/** Sends one chunk of request `index`; `head` rides along with that request's first chunk. */
+export type SendChunk = (index: number, chunk: Buffer, head?: ResponseHead) => void;
 
 /**
  * One context per batch (a preload_model process runs several batches at once), built on the
@@ -52,12 +53,15 @@ export class HandlerContext {
   readonly session: InferenceSession;
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
+  readonly streaming: boolean;
   readonly systemProperties: SystemProperties;
   /** Per-request scratch space handlers can use to pass data between preprocess and postprocess. */
   readonly state: Array<Record<string, unknown>>;
-  readonly responses: ResponseSlot[];
+  readonly responses: ResponseHead[];
+  readonly #cancelled = new Set<number>();
+  readonly #streamed = new Set<number>();
 
-  constructor(model: ModelInfo, readonly requests: HandlerRequest[], private readonly intermediate: (index: number, chunk: Buffer) => void) {
+  constructor(model: ModelInfo, readonly requests: HandlerRequest[], private readonly sendChunk: SendChunk) {
     this.modelName = model.modelName;
     this.modelDir = model.modelDir;
     this.gpuId = model.gpuId;
@@ -65,6 +69,7 @@ export class HandlerContext {
     this.session = model.session;
     this.inputs = model.inputs;
     this.outputs = model.outputs;
+    this.streaming = model.streaming;
     this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: 'sagemaker-mme-node', server_version: '0.1.0' };
     this.state = requests.map(() => ({}));
     this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
@@ -90,9 +95,31 @@ export class HandlerContext {
     this.responses[index].headers[name.toLowerCase()] = value;
   }
 
-  /** Streams a chunk to the client of request `index` before the final response (chunked encoding). */
-  sendIntermediate(index: number, chunk: Buffer | string | object): void {
-    this.intermediate(index, toBuffer(chunk));
+  /**
+   * Streams a chunk to the client of request `index` ahead of the final response (HTTP/1.1 chunked
+   * encoding). The status and headers set so far go out with the first chunk and cannot change
+   * after it. Returns false and sends nothing once the client has gone: stop work on that request.
+   */
+  sendIntermediate(index: number, chunk: Buffer | string | object): boolean {
+    if (!this.streaming) {
+      throw new Error('context.sendIntermediate needs a streaming handler: export `streaming = true` from the handler module (the server then runs its requests one per batch)');
+    }
+    if (!this.requests[index]) throw new Error(`context.sendIntermediate: request index ${index} is not in this batch of ${this.requests.length}`);
+    if (this.#cancelled.has(index)) return false;
+    const first = !this.#streamed.has(index);
+    this.#streamed.add(index);
+    this.sendChunk(index, toBuffer(chunk), first ? structuredClone(this.responses[index]) : undefined);
+    return true;
+  }
+
+  /** The client of request `index` disconnected: a long-running handler should stop and return anything. */
+  isCancelled(index: number): boolean {
+    return this.#cancelled.has(index);
+  }
+
+  /** Called by the worker when the server reports that the client of request `index` is gone. */
+  cancel(index: number): void {
+    this.#cancelled.add(index);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * The default handler: decode each request into tensors, run the batch through the ONNX session
- * (merging compatible requests along the batch axis), encode each result in the request's format.
+ * The default handler: decode each request into tensors by its Content-Type, run the batch through
+ * the ONNX session (merging compatible requests along the batch axis), encode each result in the
+ * type its Accept asks for (src/worker/content-types.ts).
  *
  * A slot that holds an Error fails that request alone, so one bad request in a batch never fails
  * its neighbours. Custom handlers may use the same convention.
@@ -9,22 +10,17 @@ import * as ort from 'onnxruntime-node';
 import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
-import { decodeJson, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
+import { decoderFor, encoderFor } from './content-types';
+import type { JsonFormat } from './json-codec';
 import { concat, split, type PlainTensor } from './tensors';
 
 export type Slot<T> = T | Error;
 export type Feeds = Record<string, PlainTensor>;
 
-const kJsonTypes = /^application\/(?:[\w.+-]+\+)?json\b/i;
-
 export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
   return requests.map((req, i) => {
     try {
-      const contentType = req.contentType || 'application/json';
-      if (!kJsonTypes.test(contentType)) {
-        throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${contentType} is not supported by the default handler; supported: application/json (curl: -H 'Content-Type: application/json')`);
-      }
-      const decoded: DecodedRequest = decodeJson(req.data !== undefined ? req.data : parseJson(req.body), ctx.inputs);
+      const decoded = decoderFor(req.contentType).decode(req, ctx.inputs);
       ctx.state[i].format = decoded.format;
       ctx.state[i].id = decoded.id;
       return decoded.feeds;
@@ -32,14 +28,6 @@ export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext
       return err as Error;
     }
   });
-}
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `the request body is not valid JSON: ${(err as Error).message}`);
-  }
 }
 
 export async function inference(inputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
@@ -118,10 +106,17 @@ function classifyRunError(err: Error): MmeError {
   return new MmeError('MME_ERR_MODEL_ERROR', `onnxruntime failed to run the model: ${msg}`);
 }
 
-export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<string>>> {
+/** Accept is negotiated here, not in preprocess: a custom postprocess may produce types this one cannot. */
+export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<string | Buffer>>> {
   return outputs.map((out, i) => {
     if (out instanceof Error) return out;
-    if (!ctx.responses[i].contentType) ctx.responses[i].contentType = 'application/json';
-    return encodeJson((ctx.state[i].format as JsonFormat | undefined) ?? 'named', out, ctx.modelName, ctx.state[i].id as string | undefined);
+    try {
+      const codec = encoderFor(ctx.requests[i].accept);
+      if (!ctx.responses[i].contentType) ctx.responses[i].contentType = codec.mediaType;
+      const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
+      return codec.encode(out, { format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined });
+    } catch (err) {
+      return err as Error;
+    }
   });
 }

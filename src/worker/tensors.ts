@@ -98,6 +98,15 @@ function converter(type: string, what: string): (v: unknown) => unknown {
   }
 }
 
+/**
+ * The tensor as `type`, converted element by element with the checks JSON values get (an integer
+ * input refuses 1.5); the same tensor when it already has that type.
+ */
+export function castTo(t: PlainTensor, type: string, what: string): PlainTensor {
+  if (t.type === type) return t;
+  return { type, dims: t.dims, data: fromNested(type, jsonElements(t), [t.data.length], what) };
+}
+
 /** JSON-safe element values: bigint → number when exact, else a decimal string; float16 bits → number. */
 export function jsonElements(t: PlainTensor): unknown[] {
   const d = t.data;

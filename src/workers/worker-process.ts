@@ -126,6 +126,11 @@ export class WorkerProcess extends EventEmitter {
     return this.state === 'ready' && !this.#killSent && this.inFlight.size < this.capacity;
   }
 
+  /** Nothing sent and unanswered: what job tickets need (a free pipeline slot is not enough). */
+  get isVacant(): boolean {
+    return this.isIdle && this.inFlight.size === 0;
+  }
+
   run(batch: InferMessage): void {
     this.inFlight.set(batch.batchId, batch);
     this.#send({ kind: MessageKind.Infer, msg: batch });

@@ -34,20 +34,26 @@ describe('worker management', () => {
     return name;
   }
 
-  /** Sends a request that occupies a worker until release(); resolves once it is running. */
-  async function hold(name: string): Promise<{ response: Promise<JsonResponse> }> {
+  /**
+   * Sends a request that occupies the model's only worker until release(), plus fillers for the
+   * worker's pipeline slots, so that the next request waits in the model's queue. Resolves once all
+   * of them have reached the worker.
+   */
+  async function hold(name: string): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
     const model = t.server.manager.get(name);
-    const before = model.inFlightCount;
+    const slots = model.workers[0].capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
-    await waitFor(() => model.inFlightCount > before, 'the held request to reach a worker');
-    return { response };
+    await waitFor(() => model.inFlightCount === 1, 'the held request to reach the worker');
+    const fillers = Array.from({ length: slots - 1 }, (_, i) => invoke(t, name, { barrier, echo: `filler${i}` }));
+    await waitFor(() => model.inFlightCount === slots, 'the worker pipeline to fill');
+    return { response, fillers };
   }
 
   const release = () => fs.writeFileSync(barrier, '');
 
   it('answers 503 at once when the queue is full, and every admitted request 200', async () => {
     const name = await loadBehaviour({ job_queue_size: 5 });
-    const held = (await hold(name)).response;
+    const { response: held, fillers } = await hold(name);
     const model = t.server.manager.get(name);
     let refusedSoFar = 0;
     const sent = Array.from({ length: 10 }, (_, i) => invoke(t, name, { echo: i }).then((r) => {
@@ -63,13 +69,16 @@ describe('worker management', () => {
     assert.equal(refused.length, 5);
     assert.equal(served.length, 5);
     assert.equal((await held).status, 200);
+    for (const f of await Promise.all(fillers)) assert.equal(f.status, 200);
     assert.equal(refused[0].body.errorCode, 'MME_ERR_QUEUE_FULL');
     assert.match(refused[0].body.message, /job queue .* is full \(5 requests waiting\).*job_queue_size/);
   });
 
   it('with job tickets, admits a request only when a worker is idle', async () => {
     const name = await loadBehaviour({ use_job_ticket: true });
-    const held = (await hold(name)).response;
+    const model = t.server.manager.get(name);
+    const held = invoke(t, name, { barrier, echo: 'held' });
+    await waitFor(() => model.inFlightCount === 1, 'the held request to reach the worker');
     const refused = await invoke(t, name, { echo: 1 });
     assert.equal(refused.status, 503);
     assert.equal(refused.body.errorCode, 'MME_ERR_NO_WORKER');
@@ -80,7 +89,7 @@ describe('worker management', () => {
 
   it('drops a queued request whose client went away, without running it', async () => {
     const name = await loadBehaviour();
-    const held = (await hold(name)).response;
+    const { response: held, fillers } = await hold(name);
     const marker = path.join(path.dirname(barrier), 'ran');
     const abort = new AbortController();
     const model = t.server.manager.get(name);
@@ -90,7 +99,7 @@ describe('worker management', () => {
     await gone;
     await waitFor(() => model.queueLength === 0, 'the abandoned request to leave the queue');
     release();
-    await held;
+    await Promise.all([held, ...fillers]);
     assert.equal((await invoke(t, name, { echo: 'after' })).status, 200);
     assert.equal(fs.existsSync(marker), false, 'the abandoned request ran');
   });
@@ -110,10 +119,13 @@ describe('worker management', () => {
 
   it('counts queue wait against the response timeout', async () => {
     const name = await loadBehaviour({ response_timeout: 1 });
-    const held = invoke(t, name, { sleepMs: 3000 });
     const model = t.server.manager.get(name);
-    await waitFor(() => model.inFlightCount === 1, 'the slow request to run');
+    const slots = model.workers[0].capacity;
+    const held = invoke(t, name, { sleepMs: 3000 });
+    const fillers = Array.from({ length: slots - 1 }, () => invoke(t, name, { sleepMs: 3000 }));
+    await waitFor(() => model.inFlightCount === slots, 'the slow requests to fill the worker');
     const queued = await invoke(t, name, { echo: 'late' });
+    await Promise.all(fillers);
     assert.equal(queued.status, 504);
     assert.match(queued.body.message, /waited 1 s in the queue/);
     assert.equal((await held).status, 504);
@@ -121,13 +133,15 @@ describe('worker management', () => {
 
   it('fails only the in-flight request when its worker is SIGKILLed (507), and serves every queued one', async () => {
     const name = await loadBehaviour();
-    const held = (await hold(name)).response;
+    const { response: held, fillers } = await hold(name);
     const model = t.server.manager.get(name);
     const queued = Array.from({ length: 5 }, (_, i) => invoke(t, name, { echo: i }));
     await waitFor(() => model.queueLength === 5, 'five queued requests');
     const [pid] = workerPidsOf(process.pid);
     process.kill(pid, 'SIGKILL');
     const first = await held;
+    release(); // the fillers, which were only waiting in the dead worker's pipe, run again
+    for (const f of await Promise.all(fillers)) assert.equal(f.status, 200, 'a request that had not started was lost');
     assert.equal(first.status, 507);
     assert.equal(first.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     const rest = await Promise.all(queued);

@@ -2,14 +2,16 @@
  * GreedyDual-Size-Frequency (Cherkasova 1998): priority = L + frequency × cost / size, where cost is
  * the measured load time and L ("aging") rises to the priority of each victim. For an MME the cost
  * that users feel is load time, and load time is a fixed overhead (worker start, session creation)
- * plus a part proportional to size, so small models are the cheapest bytes to keep: GDSF keeps them
- * and the frequently used big ones, and lets a one-off scan evict its own models instead of the hot
- * set. It never refuses a model (an MME miss must load), unlike TinyLFU's admission filter; a new
- * model simply starts at the bottom (L + cost / size) unless it is used again.
+ * plus a part proportional to size, so a byte holding a small model saves the most load time: GDSF
+ * keeps those and the frequently used big ones, and lets a one-off scan evict its own models instead
+ * of the hot set. It never refuses a model (an MME miss must load), unlike TinyLFU's admission
+ * filter; a new model starts with one use (L + cost / size) and sinks unless it is used again.
  *
  * Frequency decays with a half-life, and the ranking applies the decay up to `now`: without it a
  * formerly hot model keeps a priority that L needs thousands of evictions to reach, and squats in
- * memory after the traffic moved on.
+ * memory after the traffic moved on. Frequency is counted while cached only: carrying it across an
+ * eviction let moderately popular big models squat: 5-9 % more load time on steady Zipf traces in
+ * the simulator, and nothing saved on shifting ones.
  */
 import type { EvictionPolicy } from './eviction-policy';
 
@@ -23,7 +25,12 @@ interface Entry {
   base: number;
 }
 
-export const DEFAULT_HALF_LIFE_MS = 10 * 60_000;
+/**
+ * Two minutes: a model called every 30 s still weighs about six uses, one idle for ten minutes
+ * weighs 1/32. In the simulator (50 requests/s) half-lives of 1-3 min were all within a few percent
+ * of the best on both steady and shifting popularity; no decay cost shifting traces 15-20 %.
+ */
+export const DEFAULT_HALF_LIFE_MS = 2 * 60_000;
 
 export class GdsfPolicy implements EvictionPolicy {
   readonly name = 'gdsf';
@@ -80,6 +87,7 @@ export class GdsfPolicy implements EvictionPolicy {
   }
 
   #priority(e: Entry, now: number): number {
+    // A size not measured yet (0) must not divide by zero.
     return e.base + (this.#decayed(e, now) * e.loadMicros) / Math.max(e.sizeBytes, 1);
   }
 }

@@ -1,0 +1,80 @@
+/**
+ * The hot path, tiny model (16→32→4 MLP: overhead-dominated), one worker, against the in-process
+ * limit measured in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
+ * p50 server overhead at concurrency 1 (our p50 − raw session.run p50; target ≤ 0.5 ms).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import * as ort from 'onnxruntime-node';
+import { mlpModel } from '../../test/fixtures/onnx-models';
+import { benchDurations, measure, postJson, startServer, type LoadResult } from './harness';
+import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
+
+export interface HotPathResult {
+  ours: LoadResult;
+  baseline: LoadResult;
+  throughputRatio: number;
+  latencyOurs: Percentiles;
+  latencyBaseline: Percentiles;
+  rawRun: Percentiles;
+  overheadMs: number;
+}
+
+async function startBaseline(onnxPath: string): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+      const m = /listening on (\S+)/.exec(l);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { url, stop: () => child.kill('SIGKILL') };
+}
+
+export async function benchHotPath(): Promise<HotPathResult> {
+  const server = await startServer();
+  const dir = path.join(server.store, 'tiny');
+  fs.mkdirSync(dir);
+  const onnxPath = path.join(dir, 'model.onnx');
+  fs.writeFileSync(onnxPath, mlpModel({ sizes: [16, 32, 4], seed: 9 }));
+  const baseline = await startBaseline(onnxPath);
+  try {
+    const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    const row = Array.from({ length: 16 }, (_, i) => i / 16);
+    const body = JSON.stringify({ inputs: { input: [row] } });
+    const d = benchDurations();
+    const oursUrl = `${server.url}/models/tiny/invoke`;
+    // Interleaved so drift on a shared machine hits both sides alike.
+    const oursRuns: LoadResult[] = [];
+    const baseRuns: LoadResult[] = [];
+    for (let i = 0; i < d.reps; i++) {
+      oursRuns.push(await measure(oursUrl, body, 16, { ...d, reps: 1 }));
+      baseRuns.push(await measure(baseline.url, body, 16, { ...d, reps: 1 }));
+    }
+    const med = (runs: LoadResult[]) => runs.sort((a, b) => a.rps - b.rps)[runs.length >> 1];
+    const ours = med(oursRuns);
+    const base = med(baseRuns);
+    const n = process.env.BENCH_QUICK ? 1000 : 5000;
+    const latencyOurs = await sequentialLatency(oursUrl, body, n);
+    const latencyBaseline = await sequentialLatency(baseline.url, body, n);
+    const rawRun = await rawRunLatency(onnxPath, { input: new ort.Tensor('float32', Float32Array.from(row), [1, 16]) }, n);
+    return {
+      ours, baseline: base, throughputRatio: ours.rps / base.rps,
+      latencyOurs, latencyBaseline, rawRun, overheadMs: latencyOurs.p50 - rawRun.p50,
+    };
+  } finally {
+    baseline.stop();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  benchHotPath().then((r) => console.log(JSON.stringify(r, null, 2)), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,48 @@
+/** Sequential (concurrency 1) latency with a keep-alive agent, timed with hrtime: sub-ms precision. */
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import * as ort from 'onnxruntime-node';
+
+export interface Percentiles {
+  p50: number;
+  p99: number;
+}
+
+export function percentiles(samplesMs: number[]): Percentiles {
+  const s = [...samplesMs].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { p50: at(0.5), p99: at(0.99) };
+}
+
+export async function sequentialLatency(url: string, body: string, requests: number, warmup = 200): Promise<Percentiles> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const target = new URL(url);
+  const once = () => new Promise<number>((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  for (let i = 0; i < warmup; i++) await once();
+  const samples: number[] = [];
+  for (let i = 0; i < requests; i++) samples.push(await once());
+  agent.destroy();
+  return percentiles(samples);
+}
+
+/** The compute limit: `await session.run()` in a loop, same thread settings as a worker. */
+export async function rawRunLatency(onnxPath: string, feeds: Record<string, ort.Tensor>, runs: number): Promise<Percentiles> {
+  const session = await ort.InferenceSession.create(onnxPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  for (let i = 0; i < 200; i++) await session.run(feeds);
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await session.run(feeds);
+    samples.push(performance.now() - t0);
+  }
+  await session.release();
+  return percentiles(samples);
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+/**
+ * A small client for the SageMaker MME container API (what SageMaker itself calls), for trying a running
+ * server or image by hand:
+ *
+ *   node dist/scripts/mme-client.js [--url URL] load NAME PATH [--workers N]
+ *   node dist/scripts/mme-client.js [--url URL] list
+ *   node dist/scripts/mme-client.js [--url URL] describe NAME
+ *   node dist/scripts/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
+ *   node dist/scripts/mme-client.js [--url URL] unload NAME
+ *   node dist/scripts/mme-client.js [--url URL] ping
+ *
+ * PATH is as the container sees it: in the image, /opt/ml/models/NAME. The URL defaults to $MME_URL, else
+ * http://127.0.0.1:8080. The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
+ */
+import { readFileSync } from 'node:fs';
+
+const USAGE = `Usage: mme-client [--url URL] COMMAND
+  load NAME PATH [--workers N]   POST /models {"model_name": NAME, "url": PATH}
+  list                           GET /models (every page)
+  describe NAME                  GET /models/NAME
+  invoke NAME JSON|@FILE         POST /models/NAME/invoke  [--content-type TYPE] [--target-model T]
+  unload NAME                    DELETE /models/NAME
+  ping                           GET /ping
+--url defaults to $MME_URL, else http://127.0.0.1:8080.`;
+
+class UsageError extends Error {}
+
+interface Options {
+  url: string;
+  workers: number | null;
+  contentType: string;
+  targetModel: string | null;
+  words: string[];
+}
+
+function parse(argv: readonly string[]): Options {
+  const opts: Options = { url: process.env.MME_URL || 'http://127.0.0.1:8080', workers: null, contentType: 'application/json', targetModel: null, words: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    switch (arg) {
+      case '--url':
+        opts.url = value();
+        break;
+      case '--workers': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--workers must be a whole number >= 1');
+        opts.workers = n;
+        break;
+      }
+      case '--content-type':
+        opts.contentType = value();
+        break;
+      case '--target-model':
+        opts.targetModel = value();
+        break;
+      case '-h':
+      case '--help':
+        throw new UsageError('');
+      default:
+        if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`);
+        opts.words.push(arg);
+    }
+  }
+  opts.url = opts.url.replace(/\/+$/, '');
+  return opts;
+}
+
+async function call(method: string, url: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
+  } catch (err) {
+    throw new Error(`${method} ${url} failed: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status}\n${text}`);
+  return text;
+}
+
+function need(words: string[], n: number, what: string): string[] {
+  if (words.length !== n + 1) throw new UsageError(`${words[0]} takes ${what}`);
+  return words.slice(1);
+}
+
+async function main(): Promise<void> {
+  const opts = parse(process.argv.slice(2));
+  const { url, words } = opts;
+  const name = (n: string) => encodeURIComponent(n);
+  const json = { 'content-type': 'application/json', accept: 'application/json' };
+  let out: string;
+  switch (words[0]) {
+    case 'load': {
+      const [model, path] = need(words, 2, 'NAME PATH');
+      const body: Record<string, unknown> = { model_name: model, url: path };
+      if (opts.workers !== null) body.initial_workers = opts.workers;
+      out = await call('POST', `${url}/models`, JSON.stringify(body), json);
+      break;
+    }
+    case 'list': {
+      need(words, 0, 'no arguments');
+      const models: unknown[] = [];
+      let token: string | undefined;
+      do {
+        const page = JSON.parse(await call('GET', `${url}/models${token ? `?next_page_token=${encodeURIComponent(token)}` : ''}`)) as { models: unknown[]; nextPageToken?: string };
+        models.push(...page.models);
+        token = page.nextPageToken;
+      } while (token);
+      out = JSON.stringify({ models }, null, 2);
+      break;
+    }
+    case 'describe': {
+      const [model] = need(words, 1, 'NAME');
+      out = await call('GET', `${url}/models/${name(model!)}`);
+      break;
+    }
+    case 'invoke': {
+      const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
+      const body = payload!.startsWith('@') ? readFileSync(payload!.slice(1)) : payload!;
+      const headers: Record<string, string> = { 'content-type': opts.contentType };
+      if (opts.targetModel !== null) headers['x-amzn-sagemaker-target-model'] = opts.targetModel;
+      out = await call('POST', `${url}/models/${name(model!)}/invoke`, body, headers);
+      break;
+    }
+    case 'unload': {
+      const [model] = need(words, 1, 'NAME');
+      out = await call('DELETE', `${url}/models/${name(model!)}`);
+      break;
+    }
+    case 'ping':
+      need(words, 0, 'no arguments');
+      out = await call('GET', `${url}/ping`);
+      break;
+    default:
+      throw new UsageError(words[0] === undefined ? '' : `unknown command ${words[0]}`);
+  }
+  process.stdout.write(out.endsWith('\n') ? out : `${out}\n`);
+}
+
+main().catch((err: Error) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`${err.message ? `${err.message}\n` : ''}${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`${err.message}\n`);
+  process.exit(1);
+});

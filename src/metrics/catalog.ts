@@ -1,0 +1,88 @@
+/**
+ * Every metric this server publishes, in one table that all sinks read: the CloudWatch name and
+ * unit (SageMaker's own where SageMaker has the metric: reference §2), how one interval's samples
+ * reduce to the single number EMF and MMS lines carry, and the Prometheus form.
+ */
+
+/** CloudWatch units used here (a subset of MetricDatum's StandardUnit). */
+export type Unit = 'None' | 'Percent' | 'Megabytes' | 'Microseconds' | 'Seconds';
+
+export interface MetricDef {
+  /** Index into per-interval arrays (the hot path indexes, never looks up by name). */
+  readonly id: number;
+  readonly name: string;
+  readonly unit: Unit;
+  /**
+   * What one number per interval means: 'sum' for counts (Invocations), 'avg' otherwise
+   * (ModelCacheHit's average is the hit ratio). CloudWatch gets the full statistic set either way.
+   */
+  readonly reduce: 'sum' | 'avg';
+  /** 'model' metrics also get a ModelName series when metrics_per_model_dimension is on. */
+  readonly scope: 'host' | 'model';
+  readonly prometheus: PrometheusForm;
+  readonly help: string;
+}
+
+/**
+ * counter: incremented by each sample; histogram: observes each sample, microseconds as seconds
+ * (Prometheus base unit); gauge: set from the interval's value.
+ */
+export type PrometheusForm =
+  | { readonly type: 'counter'; readonly name: string }
+  | { readonly type: 'histogram'; readonly name: string; readonly buckets: readonly number[] }
+  | { readonly type: 'gauge'; readonly name: string };
+
+const kRequestSeconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const kLoadSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const kIdleSeconds = [1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600];
+const kBatchSizes = [1, 2, 4, 8, 16, 32, 64, 128];
+
+const defs = [
+  { name: 'Invocations', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_invocations_total' },
+    help: 'Invoke requests answered, whatever the status.' },
+  { name: 'Invocation4XXErrors', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_invocation_4xx_errors_total' },
+    help: 'Invoke requests answered with a 4xx status (1 per such request, else 0: the average is the 4xx rate).' },
+  { name: 'Invocation5XXErrors', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_invocation_5xx_errors_total' },
+    help: 'Invoke requests answered with a 5xx status (1 per such request, else 0: the average is the 5xx rate).' },
+  { name: 'ModelCacheHit', unit: 'None', reduce: 'avg', scope: 'model', prometheus: { type: 'counter', name: 'mme_model_cache_hits_total' },
+    help: 'Invoke requests whose model was already loaded (1 per hit, 0 per miss: the average is the hit ratio).' },
+  { name: 'ModelLatency', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_model_latency_seconds', buckets: kRequestSeconds },
+    help: 'Time the model (its worker) took to answer a request.' },
+  { name: 'OverheadLatency', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_overhead_latency_seconds', buckets: kRequestSeconds },
+    help: 'Request time outside the model: total minus ModelLatency (HTTP, queueing, batching, transfer).' },
+  { name: 'QueueTime', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_queue_time_seconds', buckets: kRequestSeconds },
+    help: 'Time a request waited in its model\'s job queue for a worker.' },
+  { name: 'BatchSize', unit: 'None', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_batch_size', buckets: kBatchSizes },
+    help: 'Requests in the batch a request ran in.' },
+  { name: 'ModelLoadingTime', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_model_loading_time_seconds', buckets: kLoadSeconds },
+    help: 'Time a successful model load took (POST /models, or an on-demand load).' },
+  { name: 'ModelLoadFailures', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_model_load_failures_total' },
+    help: 'Model loads that failed.' },
+  { name: 'ModelUnloadingTime', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_model_unloading_time_seconds', buckets: kLoadSeconds },
+    help: 'Time a model unload took; the sample count is the number of unloads (high = thrashing).' },
+  { name: 'ModelLoadingWaitTime', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_model_loading_wait_time_seconds', buckets: kLoadSeconds },
+    help: 'Time an invoke request waited for its model to be loaded on demand.' },
+  { name: 'ModelEvictions', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_model_evictions_total' },
+    help: 'Models unloaded by the model cache to make room.' },
+  { name: 'EvictedModelIdleTime', unit: 'Seconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_evicted_model_idle_seconds', buckets: kIdleSeconds },
+    help: 'How long an evicted model had been idle; short times mean the cache is too small for the working set.' },
+  { name: 'LoadedModelCount', unit: 'None', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_loaded_model_count' },
+    help: 'Models loaded in this container.' },
+  { name: 'CPUUtilization', unit: 'Percent', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_cpu_utilization_percent' },
+    help: 'CPU used by the container (its cgroup; the machine outside one), summed over cores: 0-100 x cores, as SageMaker reports it.' },
+  { name: 'MemoryUtilization', unit: 'Percent', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_memory_utilization_percent' },
+    help: 'Memory used, as a percentage of the container\'s limit (or of the machine\'s memory without one).' },
+  { name: 'MemoryUsed', unit: 'Megabytes', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_memory_used_megabytes' },
+    help: 'Memory used in MiB, page cache that can be reclaimed excluded.' },
+  { name: 'MemoryAvailable', unit: 'Megabytes', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_memory_available_megabytes' },
+    help: 'Memory still available in MiB, up to the container\'s limit.' },
+  { name: 'DiskUtilization', unit: 'Percent', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_disk_utilization_percent' },
+    help: 'Space used on the filesystem holding model_store (/ when unset).' },
+] as const satisfies readonly Omit<MetricDef, 'id'>[];
+
+type Name = (typeof defs)[number]['name'];
+
+export const METRICS: readonly MetricDef[] = defs.map((d, id) => ({ ...d, id }));
+
+/** Metric ids by name, so call sites read M.ModelLatency and still index arrays. */
+export const M = Object.fromEntries(METRICS.map((d) => [d.name, d.id])) as Record<Name, number>;

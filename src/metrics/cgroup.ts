@@ -1,0 +1,56 @@
+/**
+ * The container's own CPU and memory from its cgroup (v2, else v1). Inside a container the
+ * machine's totals say nothing about the limit the kernel's OOM killer enforces. `read` returns a
+ * file's text or null, so every rule is testable without a cgroup.
+ */
+
+export type ReadFile = (path: string) => string | null;
+
+export interface MemoryReading {
+  readonly usedBytes: number;
+  readonly limitBytes: number;
+}
+
+const kV2 = '/sys/fs/cgroup';
+const kV1Memory = '/sys/fs/cgroup/memory';
+const kV1CpuAcct = ['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/cpu,cpuacct'];
+
+/**
+ * Memory under the cgroup's limit, or null when no limit below the machine's memory is set (v2
+ * writes "max"; v1 a page-aligned number near 2^63). Used excludes inactive page cache, which the
+ * kernel reclaims before it OOM-kills, as `docker stats` does.
+ */
+export function cgroupMemory(read: ReadFile, machineBytes: number): MemoryReading | null {
+  const v2 = readNumber(read, `${kV2}/memory.max`);
+  if (v2 !== null) return reading(v2, readNumber(read, `${kV2}/memory.current`), statField(read(`${kV2}/memory.stat`), 'inactive_file'), machineBytes);
+  const v1 = readNumber(read, `${kV1Memory}/memory.limit_in_bytes`);
+  if (v1 !== null) return reading(v1, readNumber(read, `${kV1Memory}/memory.usage_in_bytes`), statField(read(`${kV1Memory}/memory.stat`), 'total_inactive_file'), machineBytes);
+  return null;
+}
+
+function reading(limit: number, usage: number | null, inactive: number | null, machineBytes: number): MemoryReading | null {
+  if (limit >= machineBytes || usage === null) return null;
+  return { limitBytes: limit, usedBytes: Math.max(0, usage - (inactive ?? 0)) };
+}
+
+/** CPU time the cgroup has used so far, in microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage ns). */
+export function cgroupCpuMicros(read: ReadFile): number | null {
+  const v2 = statField(read(`${kV2}/cpu.stat`), 'usage_usec');
+  if (v2 !== null) return v2;
+  for (const dir of kV1CpuAcct) {
+    const ns = readNumber(read, `${dir}/cpuacct.usage`);
+    if (ns !== null) return ns / 1000;
+  }
+  return null;
+}
+
+function readNumber(read: ReadFile, path: string): number | null {
+  const text = read(path)?.trim();
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : null;
+}
+
+/** A `key value` line of a cgroup stat file. */
+function statField(text: string | null, key: string): number | null {
+  const m = text === null ? null : new RegExp(`^${key} (\\d+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+}

@@ -1,0 +1,146 @@
+/**
+ * PutMetricData, one request per interval (more only past the API's limits), sent by one
+ * background loop. While CloudWatch is unreachable the data wait in a bounded queue with
+ * exponential back-off; past the bound the oldest are dropped and counted. Nothing here is awaited
+ * by the server except close().
+ */
+import { CloudWatchClient, PutMetricDataCommand, type MetricDatum } from '@aws-sdk/client-cloudwatch';
+import { batchLength, toDatums } from './cloudwatch-data';
+import type { Dimension } from './dimensions';
+import type { Snapshot } from './interval';
+import type { IntervalSink } from './sink';
+
+export interface CloudWatchSinkOptions {
+  readonly namespace: string;
+  /** null = the SDK's default chain. */
+  readonly region: string | null;
+  readonly endpoint: string | null;
+  readonly maxBuffered: number;
+  readonly dimensions: readonly Dimension[];
+  readonly log: (line: string) => void;
+  /** First retry delay; doubles per failure up to maxBackoffMs (jittered down by up to half). */
+  readonly backoffMs?: number;
+  readonly maxBackoffMs?: number;
+  /** One request's limit: a hung endpoint must not stall the loop for the SDK's 15 minutes. */
+  readonly requestTimeoutMs?: number;
+}
+
+export class CloudWatchSink implements IntervalSink {
+  readonly name = 'cloudwatch';
+  dropped = 0;
+  sent = 0;
+  readonly #client: CloudWatchClient;
+  readonly #queue: MetricDatum[] = [];
+  readonly #abort = new AbortController();
+  #loop: Promise<void> | null = null;
+  #failures = 0;
+  #wake: (() => void) | null = null;
+  #closing = false;
+
+  constructor(readonly opts: CloudWatchSinkOptions) {
+    this.#client = new CloudWatchClient({
+      ...(opts.region === null ? {} : { region: opts.region }),
+      ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
+      // This loop retries with its own back-off and bound; SDK retries would hide both.
+      maxAttempts: 1,
+      requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 10_000, throwOnRequestTimeout: true, connectionTimeout: 5_000 },
+    });
+  }
+
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  write(snapshot: Snapshot): void {
+    if (this.#closing) return;
+    this.#queue.push(...toDatums(snapshot, this.opts.dimensions));
+    this.#trim();
+    this.#loop ??= this.#run().finally(() => { this.#loop = null; });
+  }
+
+  async close(timeoutMs: number): Promise<void> {
+    this.#closing = true;
+    this.#wake?.();
+    this.#loop ??= this.#run().finally(() => { this.#loop = null; });
+    const timer = setTimeout(() => this.#abort.abort(), timeoutMs);
+    await this.#loop;
+    clearTimeout(timer);
+    this.dropped += this.#queue.splice(0).length;
+    this.#client.destroy();
+  }
+
+  /** Sends until the queue is empty; while closing, gives up at the first failure. */
+  async #run(): Promise<void> {
+    while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
+      const batch = this.#queue.splice(0, batchLength(this.#queue));
+      const error = await this.#send(batch);
+      if (error === null) {
+        if (this.#failures > 0) this.opts.log(`metrics: CloudWatch PutMetricData works again after ${this.#failures} failed attempts (${this.dropped} data points dropped so far)`);
+        this.#failures = 0;
+        this.sent += batch.length;
+        continue;
+      }
+      if (this.#failures++ === 0) this.opts.log(`metrics: CloudWatch PutMetricData failed: ${describe(error)}; ${retryable(error) ? 'retrying with back-off' : 'dropping this batch'}`);
+      if (!retryable(error) || this.#closing) {
+        this.dropped += batch.length;
+        if (this.#closing) return;
+        continue;
+      }
+      this.#queue.unshift(...batch);
+      this.#trim();
+      await this.#sleep(this.#backoffMs());
+    }
+  }
+
+  async #send(batch: MetricDatum[]): Promise<unknown> {
+    try {
+      await this.#client.send(new PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
+      return null;
+    } catch (err) {
+      return err ?? new Error('unknown error');
+    }
+  }
+
+  /** Bounded memory: the oldest data go first, as they are the least useful to alarms. */
+  #trim(): void {
+    const excess = this.#queue.length - this.opts.maxBuffered;
+    if (excess > 0) {
+      this.#queue.splice(0, excess);
+      this.dropped += excess;
+    }
+  }
+
+  #backoffMs(): number {
+    const base = this.opts.backoffMs ?? 1000;
+    const full = Math.min(this.opts.maxBackoffMs ?? 60_000, base * 2 ** Math.min(this.#failures - 1, 30));
+    return full / 2 + Math.random() * (full / 2);
+  }
+
+  /** A wait that close() cuts short; unref'd so it never keeps the process alive. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.#wake = done;
+    });
+  }
+}
+
+/** Throttling, server errors and network failures pass; a request CloudWatch rejects never will. */
+function retryable(err: unknown): boolean {
+  const e = err as { $retryable?: unknown; $metadata?: { httpStatusCode?: number }; name?: string };
+  const status = e.$metadata?.httpStatusCode;
+  if (e.$retryable || status === undefined || status >= 500 || status === 429 || status === 408) return true;
+  return /throttl/i.test(e.name ?? '');
+}
+
+function describe(err: unknown): string {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  return `${e.name ?? 'Error'}${status === undefined ? '' : ` (HTTP ${status})`}: ${e.message ?? String(err)}`;
+}

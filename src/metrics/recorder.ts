@@ -1,0 +1,199 @@
+/**
+ * The one object the server tells about events. Event methods only add to in-memory statistic
+ * sets (and Prometheus's counters): O(1), no I/O, no promise, and they never throw. Every
+ * metric_time_interval the interval is closed, the system is sampled and each sink gets the
+ * result; a sink that fails or stalls only loses its own data.
+ */
+import { M, METRICS } from './catalog';
+import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';
+import type { PrometheusMetrics } from './prometheus';
+import type { IntervalSink } from './sink';
+
+export interface InvocationEvent {
+  readonly model: string;
+  /** The HTTP status answered. */
+  readonly status: number;
+  /** From request arrival to response, microseconds. */
+  readonly totalMicros: number;
+  /** Time in the worker, microseconds (0 when the request never reached one). */
+  readonly modelMicros: number;
+  /** Time in the model's job queue, microseconds. */
+  readonly queueMicros: number;
+  /** Requests in the batch it ran in; 0 = it never ran (404, queue full, timeout in the queue). */
+  readonly batchSize: number;
+  /** The model was loaded when the request arrived. */
+  readonly cacheHit: boolean;
+}
+
+export interface RecorderParts {
+  readonly intervalMs: number;
+  readonly perModel: boolean;
+  readonly sinks: readonly IntervalSink[];
+  readonly prometheus: PrometheusMetrics | null;
+  /** Instance-level readings for one interval (CPU, memory, disk). */
+  readonly sampleSystem: () => Promise<Series[]>;
+  readonly log: (line: string) => void;
+  /** Wall clock, ms since the epoch: the interval timestamps. */
+  readonly now?: () => number;
+}
+
+/** A system reading slower than this is skipped for the interval rather than delaying its sinks. */
+const kSampleTimeoutMs = 5000;
+
+export class MetricsRecorder {
+  readonly #parts: RecorderParts;
+  readonly #now: () => number;
+  readonly #interval: IntervalAggregator;
+  #loadedModels = 0;
+  #timer: NodeJS.Timeout | null = null;
+  /** Intervals are closed one after the other, so sinks see them in order. */
+  #flushing: Promise<void> = Promise.resolve();
+  #closed = false;
+  #reportedError = false;
+
+  constructor(parts: RecorderParts) {
+    this.#parts = parts;
+    this.#now = parts.now ?? Date.now;
+    this.#interval = new IntervalAggregator(parts.perModel);
+  }
+
+  /** The registry GET /metrics serves, or null when metrics_prometheus is off. */
+  get prometheus(): PrometheusMetrics | null {
+    return this.#parts.prometheus;
+  }
+
+  /** Data each interval sink had to discard, by sink name. */
+  dropped(): ReadonlyMap<string, number> {
+    return new Map(this.#parts.sinks.map((s) => [s.name, s.dropped]));
+  }
+
+  invocation(e: InvocationEvent): void {
+    try {
+      const m = e.model;
+      this.#add(M.Invocations, m, 1);
+      this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 ? 1 : 0);
+      this.#add(M.Invocation5XXErrors, m, e.status >= 500 ? 1 : 0);
+      this.#add(M.ModelCacheHit, m, e.cacheHit ? 1 : 0);
+      // A request that never ran has no model time; zeros would drag the latency statistics down.
+      if (e.batchSize > 0) {
+        this.#add(M.ModelLatency, m, e.modelMicros);
+        this.#add(M.OverheadLatency, m, Math.max(0, e.totalMicros - e.modelMicros));
+        this.#add(M.QueueTime, m, e.queueMicros);
+        this.#add(M.BatchSize, m, e.batchSize);
+      }
+    } catch (err) {
+      this.#internalError(err);
+    }
+  }
+
+  /** A load finished: its time when it worked, a failure count when it did not. */
+  modelLoaded(model: string, micros: number, ok: boolean): void {
+    this.#safely(() => this.#add(ok ? M.ModelLoadingTime : M.ModelLoadFailures, model, ok ? micros : 1));
+  }
+
+  modelUnloaded(model: string, micros: number): void {
+    this.#safely(() => this.#add(M.ModelUnloadingTime, model, micros));
+  }
+
+  /** An invoke waited `micros` for its model's on-demand load. */
+  loadWait(model: string, micros: number): void {
+    this.#safely(() => this.#add(M.ModelLoadingWaitTime, model, micros));
+  }
+
+  /** The model cache evicted a model idle for idleMs (its unload time goes to modelUnloaded). */
+  evicted(model: string, idleMs: number): void {
+    this.#safely(() => {
+      this.#add(M.ModelEvictions, model, 1);
+      this.#add(M.EvictedModelIdleTime, model, idleMs / 1000);
+    });
+  }
+
+  setLoadedModelCount(n: number): void {
+    this.#loadedModels = n;
+    this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));
+  }
+
+  start(): void {
+    if (this.#timer !== null || this.#closed) return;
+    // The first CPU reading only starts the measurement; taking it now makes interval 1 count.
+    void this.#sample();
+    this.#timer = setInterval(() => void this.flush(), this.#parts.intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Ends the current interval now and hands it to every sink (the timer calls this; tests may too). */
+  flush(): Promise<void> {
+    return this.#closed ? this.#flushing : this.#flush();
+  }
+
+  /** Stops the timer, publishes the last interval and lets each sink deliver for up to timeoutMs. */
+  async close(timeoutMs = 2000): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    await this.#flush();
+    await Promise.all(this.#parts.sinks.map((s) => s.close(timeoutMs).catch((err) => this.#sinkError(s.name, err))));
+  }
+
+  #flush(): Promise<void> {
+    const events = this.#interval.take();
+    const timestampMs = this.#now();
+    const loaded = gaugeSeries(METRICS[M.LoadedModelCount]!, this.#loadedModels);
+    this.#flushing = this.#flushing.then(async () => {
+      const system = await this.#sample();
+      this.#deliver({ timestampMs, series: [...events, loaded, ...system] });
+    });
+    return this.#flushing;
+  }
+
+  #add(id: number, model: string, value: number): void {
+    if (!Number.isFinite(value)) return;
+    this.#interval.add(id, model, value);
+    this.#parts.prometheus?.observe(id, model, value);
+  }
+
+  #safely(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#internalError(err);
+    }
+  }
+
+  #deliver(snapshot: Snapshot): void {
+    this.#safely(() => this.#parts.prometheus?.write(snapshot));
+    for (const sink of this.#parts.sinks) {
+      try {
+        sink.write(snapshot);
+      } catch (err) {
+        this.#sinkError(sink.name, err);
+      }
+    }
+  }
+
+  async #sample(): Promise<Series[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<Series[]>((resolve) => {
+      timer = setTimeout(() => resolve([]), kSampleTimeoutMs);
+    });
+    try {
+      return await Promise.race([this.#parts.sampleSystem(), timeout]);
+    } catch (err) {
+      this.#sinkError('system', err);
+      return [];
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #sinkError(name: string, err: unknown): void {
+    this.#parts.log(`metrics: ${name} failed: ${(err as Error)?.message ?? String(err)}`);
+  }
+
+  /** A bug in metrics must not fail requests; say so once instead of on every request. */
+  #internalError(err: unknown): void {
+    if (this.#reportedError) return;
+    this.#reportedError = true;
+    this.#parts.log(`metrics: recording failed (reported once): ${(err as Error)?.stack ?? String(err)}`);
+  }
+}

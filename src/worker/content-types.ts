@@ -1,0 +1,93 @@
+/**
+ * The default handler's content types: which codec reads a request (by Content-Type, else 415) and
+ * which writes its response (by Accept, else 406). JSON feeds any model; CSV and .npy carry one
+ * array, so they feed single-input models and answer for single-output models.
+ */
+import { MmeError } from '../errors';
+import type { TensorInfo } from '../protocol/frames';
+import type { HandlerRequest } from './context';
+import { decodeCsv, encodeCsv } from './csv-codec';
+import { checkShape, decodeJson, describeInput, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
+import { essence, isJson, negotiate } from './media-types';
+import { parseNpy, writeNpy } from './npy';
+import { castTo, type PlainTensor } from './tensors';
+
+export interface EncodeMeta {
+  /** The JSON shape the request came in, mirrored in a JSON response. */
+  format: JsonFormat;
+  modelName: string;
+  id?: string;
+}
+
+interface Codec {
+  mediaType: string;
+  decode(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest;
+  encode(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string | Buffer;
+}
+
+const json: Codec = {
+  mediaType: 'application/json',
+  decode: (req, inputs) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs),
+  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.modelName, meta.id),
+};
+
+const csv: Codec = {
+  mediaType: 'text/csv',
+  decode: (req, inputs) => single(inputs, 'text/csv', (info) => decodeCsv(req.body, info)),
+  encode: (outputs) => encodeCsv(onlyOutput(outputs, 'text/csv')),
+};
+
+const npy: Codec = {
+  mediaType: 'application/x-npy',
+  decode: (req, inputs) => single(inputs, 'application/x-npy', (info) => {
+    const t = castTo(parseNpy(req.body), info.type, `input ${info.name}`);
+    checkShape(info, t.dims);
+    return t;
+  }),
+  encode: (outputs) => writeNpy(onlyOutput(outputs, 'application/x-npy')),
+};
+
+const kCodecs = [json, csv, npy];
+const kMediaTypes = kCodecs.map((c) => c.mediaType);
+
+/** A missing Content-Type is read as JSON, as before content types were negotiated. */
+export function decoderFor(contentType: string): Codec {
+  const type = essence(contentType) || json.mediaType;
+  const codec = isJson(type) ? json : kCodecs.find((c) => c.mediaType === type);
+  if (!codec) {
+    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${contentType} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`);
+  }
+  return codec;
+}
+
+export function encoderFor(accept: string): Codec {
+  const type = negotiate(accept, kMediaTypes);
+  if (!type) {
+    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `Accept ${accept} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`);
+  }
+  return kCodecs.find((c) => c.mediaType === type)!;
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new MmeError('MME_ERR_INVALID_INPUT', `the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** A CSV or .npy body is one array: it feeds the model's only input, and answers as a bare JSON array. */
+function single(inputs: readonly TensorInfo[], mediaType: string, decode: (info: TensorInfo) => PlainTensor): DecodedRequest {
+  if (inputs.length !== 1) {
+    throw new MmeError('MME_ERR_INVALID_INPUT', `a ${mediaType} body is one array, so it can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send application/json {"inputs": {"<input name>": [...]}} instead`);
+  }
+  return { format: 'bare', feeds: { [inputs[0].name]: decode(inputs[0]) } };
+}
+
+function onlyOutput(outputs: Record<string, PlainTensor>, mediaType: string): PlainTensor {
+  const names = Object.keys(outputs);
+  if (names.length !== 1) {
+    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `${mediaType} holds one array, but this model has ${names.length} outputs (${names.join(', ')}); ask for Accept: application/json`);
+  }
+  return outputs[names[0]];
+}

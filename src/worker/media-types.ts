@@ -1,0 +1,63 @@
+/**
+ * Content-Type and Accept headers, reduced to what picking a codec needs (RFC 9110 §12.5.1):
+ * media types compare without their parameters, and Accept ranges are weighed by q.
+ */
+
+/** "Text/CSV; charset=utf-8" → "text/csv". */
+export function essence(header: string): string {
+  return header.split(';')[0].trim().toLowerCase();
+}
+
+/** application/json, and structured-syntax JSON types such as application/vnd.foo+json. */
+export function isJson(type: string): boolean {
+  return /^application\/(?:[\w.+-]+\+)?json$/.test(type);
+}
+
+interface MediaRange {
+  type: string;
+  q: number;
+}
+
+function parseAccept(header: string): MediaRange[] {
+  const ranges: MediaRange[] = [];
+  for (const part of header.split(',')) {
+    const [type, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    if (!type) continue;
+    const qParam = params.find((p) => p.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    ranges.push({ type, q: Number.isFinite(q) ? q : 0 });
+  }
+  return ranges;
+}
+
+function matches(range: string, type: string): boolean {
+  if (range === '*/*' || range === type) return true;
+  return range.endsWith('/*') && type.startsWith(range.slice(0, -1));
+}
+
+/** Specific ranges outrank wildcards when weighing one type: text/csv;q=0 excludes csv even if any type is welcome. */
+function specificity(range: string): number {
+  return range === '*/*' ? 0 : range.endsWith('/*') ? 1 : 2;
+}
+
+/**
+ * The offered type the Accept header prefers: highest q, then the offer order. An empty header
+ * accepts the first offer; null means nothing offered is acceptable (406).
+ */
+export function negotiate(accept: string, offered: readonly string[]): string | null {
+  const ranges = parseAccept(accept);
+  if (ranges.length === 0) return offered[0] ?? null;
+  let best: string | null = null;
+  let bestQ = 0;
+  for (const type of offered) {
+    const applicable = ranges.filter((r) => matches(r.type, type));
+    if (applicable.length === 0) continue;
+    const top = Math.max(...applicable.map((r) => specificity(r.type)));
+    const q = Math.max(...applicable.filter((r) => specificity(r.type) === top).map((r) => r.q));
+    if (q > bestQ) {
+      best = type;
+      bestQ = q;
+    }
+  }
+  return best;
+}

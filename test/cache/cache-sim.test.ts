@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { renderCacheSimMarkdown, runCacheSim, type SimRow } from '../../scripts/cache-sim';
+import { README } from '../../scripts/readme-tables';
+
+describe('cache-sim: the README table and the eviction_policy default', function () {
+  let rows: SimRow[];
+
+  before(function () {
+    this.timeout(120_000);
+    rows = runCacheSim();
+  });
+
+  it('GDSF spends less load time than LRU and hits more, on every trace', () => {
+    for (const trace of new Set(rows.map((r) => r.trace))) {
+      const [lru, gdsf] = ['LRU', 'GDSF'].map((policy) => rows.find((r) => r.trace === trace && r.policy === policy)?.result);
+      assert.ok(lru && gdsf, trace);
+      assert.ok(gdsf.loadMicros < lru.loadMicros, `${trace}: GDSF load time ${gdsf.loadMicros} µs, LRU ${lru.loadMicros} µs`);
+      assert.ok(gdsf.hits > lru.hits, `${trace}: GDSF ${gdsf.hits} hits, LRU ${lru.hits}`);
+    }
+  });
+
+  it('README.md has the current section (regenerate: node dist/scripts/cache-sim.js, between the cache-sim markers)', () => {
+    const section = /<!-- cache-sim:start -->\n([\s\S]*?)\n<!-- cache-sim:end -->/.exec(fs.readFileSync(README, 'utf8'));
+    assert.ok(section, 'README.md has no <!-- cache-sim:start --> … <!-- cache-sim:end --> section');
+    assert.equal(section[1], renderCacheSimMarkdown(rows));
+  });
+});

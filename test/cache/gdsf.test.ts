@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { createPolicy } from '../../src/server/cache/eviction-policy';
+import { GdsfPolicy } from '../../src/server/cache/gdsf';
+
+/** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */
+const classic = () => new GdsfPolicy(Infinity);
+
+describe('GDSF eviction policy', () => {
+  it('is what createPolicy("gdsf") builds', () => {
+    assert.equal(createPolicy('gdsf').name, 'gdsf');
+  });
+
+  it('offers the lowest frequency × load time / size first', () => {
+    const gdsf = classic();
+    gdsf.admit('a', 100, 1000, 0); // 10
+    gdsf.admit('b', 10, 500, 1); // 50
+    gdsf.admit('c', 1000, 2000, 2); // 2
+    assert.deepEqual(gdsf.victims(3), ['c', 'a', 'b']);
+    for (let t = 4; t < 8; t++) gdsf.touch('c', t); // 5 uses: 10, tied with a, used later
+    assert.deepEqual(gdsf.victims(8), ['a', 'c', 'b']);
+  });
+
+  it('re-ranks a model whose size was re-measured', () => {
+    const gdsf = classic();
+    gdsf.admit('a', 100, 1000, 0); // 10
+    gdsf.admit('b', 50, 1000, 1); // 20
+    assert.deepEqual(gdsf.victims(2), ['a', 'b']);
+    gdsf.resize('b', 200); // 5
+    assert.deepEqual(gdsf.victims(3), ['b', 'a']);
+  });
+
+  it('ages: after an eviction a newcomer outranks an older model with a better ratio', () => {
+    const gdsf = classic();
+    gdsf.admit('v', 1, 2, 0); // 2
+    gdsf.admit('x', 1, 3, 1); // 3
+    assert.equal(gdsf.victims(2)[0], 'v');
+    gdsf.remove('v'); // L = 2
+    gdsf.admit('y', 1, 2, 3); // 2 + 2 = 4
+    assert.deepEqual(gdsf.victims(4), ['x', 'y']);
+  });
+
+  it('an unload of a hot model lifts L no higher than the lowest model still cached', () => {
+    const gdsf = classic();
+    gdsf.admit('a', 100, 1000, 0); // 10
+    gdsf.admit('b', 10, 500, 1); // 50
+    gdsf.admit('c', 1000, 2000, 2); // 2
+    gdsf.remove('b'); // L = 2, not 50
+    gdsf.admit('d', 100, 100, 3); // 2 + 1 = 3
+    assert.deepEqual(gdsf.victims(4), ['c', 'd', 'a']);
+  });
+
+  it('decays frequency, so a model hot long ago sinks below a newcomer', () => {
+    const decaying = new GdsfPolicy(1000);
+    const steady = classic();
+    for (const gdsf of [decaying, steady]) {
+      gdsf.admit('old', 100, 1000, 0);
+      gdsf.touch('old', 0); // 2 uses: 20
+      gdsf.admit('new', 100, 1500, 1000); // 15
+    }
+    assert.deepEqual(steady.victims(1000), ['new', 'old']);
+    assert.deepEqual(decaying.victims(1000), ['old', 'new']); // one half-life later old weighs 1 use: 10
+  });
+
+  it('ignores models it does not hold', () => {
+    const gdsf = classic();
+    gdsf.admit('a', 1, 1, 0);
+    gdsf.touch('z', 1);
+    gdsf.resize('z', 5);
+    gdsf.remove('z');
+    assert.deepEqual(gdsf.victims(2), ['a']);
+  });
+});

@@ -1,0 +1,305 @@
+/**
+ * The Docker image (docker/Dockerfile), built and run with podman as SageMaker runs it: `IMAGE serve`,
+ * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
+ *
+ * No Docker engine or registry is assumed: ../shared/tools/container-base.sh (next to the repository,
+ * as in CI) installs podman and a local node:20-bookworm-slim stand-in when we are root. The suite is
+ * skipped, with the reason printed, only where podman cannot be set up that way.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { behaviourHandler } from '../fixtures/fault-handlers';
+import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { waitFor } from '../helpers/processes';
+
+const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
+const kBaseScript = path.resolve(kRepoRoot, '..', 'shared', 'tools', 'container-base.sh');
+const kBaseImage = 'docker.io/library/node:20-bookworm-slim';
+const kRunId = `${process.pid}-${Date.now().toString(36)}`;
+const kImage = `localhost/sagemaker-mme-node-test:${kRunId}`;
+const kMlp = { sizes: [4, 8, 3], seed: 7 };
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion (bounded); never rejects: callers look at the exit code. */
+function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd: kRepoRoot, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: err && typeof err.code !== 'number' ? `${stderr}\n${err.message}` : String(stderr) });
+    });
+  });
+}
+
+async function podman(args: readonly string[], timeoutMs = 30_000): Promise<string> {
+  const r = await run('podman', args, timeoutMs);
+  if (r.code !== 0) throw new Error(`podman ${args.join(' ')} exited ${r.code}:\n${tail(r.stderr || r.stdout, 40)}`);
+  return r.stdout.trim();
+}
+
+function tail(text: string, lines: number): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** Null when `podman --version` works, else why not. */
+async function podmanProblem(): Promise<string | null> {
+  const r = await run('podman', ['--version'], 10_000);
+  if (r.code === 0) return null;
+  return /ENOENT/.test(r.stderr) ? 'podman is not installed' : `podman does not work here (${tail(r.stderr, 3).trim()})`;
+}
+
+/** Null when podman and the base image are ready, else why the suite cannot run here. */
+async function setUpPodman(): Promise<string | null> {
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot && fs.existsSync(kBaseScript)) {
+    // Idempotent: a few seconds when everything is already there.
+    const r = await run('bash', [kBaseScript], 240_000);
+    if (r.code !== 0) return `${kBaseScript} failed (exit ${r.code}):\n${tail(r.stderr, 20)}`;
+    return null;
+  }
+  const problem = await podmanProblem();
+  if (problem !== null) {
+    return isRoot ? `${problem} and ${kBaseScript} does not exist` : `${problem}, and setting it up with ${kBaseScript} needs root`;
+  }
+  if ((await run('podman', ['image', 'exists', kBaseImage], 30_000)).code !== 0) {
+    return `the base image ${kBaseImage} is missing and ${isRoot ? `${kBaseScript} does not exist` : `making it (${kBaseScript}) needs root`}`;
+  }
+  return null;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Reply {
+  status: number;
+  text: string;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+async function http(url: string, init: RequestInit & { json?: unknown; timeoutMs?: number } = {}): Promise<Reply> {
+  const { json, timeoutMs = 10_000, ...rest } = init;
+  const res = await fetch(url, {
+    ...rest,
+    signal: AbortSignal.timeout(timeoutMs),
+    ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { 'content-type': 'application/json', ...(rest.headers as Record<string, string>) } }),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, text, body };
+}
+
+/** Polls GET /ping until 200; returns ms from `since`. */
+async function waitReady(base: string, container: string, since: number, boundMs = 30_000): Promise<number> {
+  await waitFor(async () => {
+    try {
+      return (await http(`${base}/ping`, { timeoutMs: 2_000 })).status === 200;
+    } catch {
+      return false;
+    }
+  }, `${container} to answer /ping`, boundMs, 50).catch(async (err: Error) => {
+    const logs = await run('podman', ['logs', container], 10_000);
+    throw new Error(`${err.message}\ncontainer log:\n${tail(logs.stdout + logs.stderr, 30)}`);
+  });
+  return Date.now() - since;
+}
+
+function assertClose(actual: number[][], expected: number[][]): void {
+  assert.equal(actual.length, expected.length);
+  actual.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - expected[i]![j]!) < 1e-4, `output[${i}][${j}] = ${v}, expected ${expected[i]![j]}`)));
+}
+
+describe('docker image (podman)', function () {
+  const containers: string[] = [];
+  let modelRoot = '';
+  let signalDir = '';
+  let built = false;
+  let skipped = false;
+
+  async function startContainer(name: string, args: readonly string[]): Promise<string> {
+    const full = `mme-test-${kRunId}-${name}`;
+    containers.push(full);
+    await podman(['run', '-d', '--name', full, ...args, kImage, 'serve']);
+    return full;
+  }
+
+  before(async function () {
+    this.timeout(300_000);
+    const reason = await setUpPodman();
+    if (reason !== null) {
+      skipped = true;
+      console.log(`      skipping the Docker image tests: ${reason}`);
+      this.skip();
+    }
+    modelRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-models-'));
+    signalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-signal-'));
+    fs.chmodSync(modelRoot, 0o755);
+    writeModelDir(modelRoot, 'mlp', mlpModel(kMlp));
+    writeModelDir(modelRoot, 'slow', mlpModel(kMlp), { 'handler.js': behaviourHandler });
+
+    const t0 = Date.now();
+    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
+    if (r.code !== 0) throw new Error(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 60)}`);
+    built = true;
+    const size = Number(await podman(['image', 'inspect', '--format', '{{.Size}}', kImage]));
+    console.log(`      built ${kImage} in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${(size / 1e6).toFixed(0)} MB`);
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    if (skipped) return;
+    for (const c of containers) await run('podman', ['rm', '-f', '-t', '0', c], 30_000);
+    // The tag goes; its layers stay as build cache for the next run (podman image prune removes them).
+    if (built) await run('podman', ['rmi', '--no-prune', kImage], 30_000);
+    for (const dir of [modelRoot, signalDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('declares the SageMaker labels, `serve` as CMD, an exec-form node entrypoint and port 8080', async function () {
+    this.timeout(30_000);
+    const [image] = JSON.parse(await podman(['image', 'inspect', kImage])) as Array<{ Config: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const config = image!.Config;
+    assert.equal(config.Labels['com.amazonaws.sagemaker.capabilities.multi-models'], 'true');
+    assert.equal(config.Labels['com.amazonaws.sagemaker.capabilities.accept-bind-to-port'], 'true');
+    assert.deepEqual(config.Cmd, ['serve']);
+    assert.deepEqual(config.Entrypoint, ['node', '/opt/mme/dist/src/main.js']);
+    assert.ok('8080/tcp' in config.ExposedPorts, `ExposedPorts: ${JSON.stringify(config.ExposedPorts)}`);
+  });
+
+  describe('run as SageMaker runs it (SAGEMAKER_MULTI_MODEL=true)', function () {
+    let name = '';
+    let base = '';
+
+    before(async function () {
+      this.timeout(60_000);
+      if (skipped) this.skip();
+      const port = await freePort();
+      base = `http://127.0.0.1:${port}`;
+      const t0 = Date.now();
+      name = await startContainer('sm', [
+        '-p', `127.0.0.1:${port}:8080`,
+        '-v', `${modelRoot}:/opt/ml/models:ro`,
+        '-v', `${signalDir}:/signal`,
+        '-e', 'SAGEMAKER_MULTI_MODEL=true',
+      ]);
+      const ms = await waitReady(base, name, t0);
+      console.log(`      /ping answered 200 ${ms} ms after podman run`);
+    });
+
+    it('pings, loads, invokes, lists, describes and unloads a model through the MME API', async function () {
+      this.timeout(60_000);
+      const ping = await http(`${base}/ping`);
+      assert.equal(ping.status, 200);
+
+      // As SageMaker: model_name is opaque, url is the extracted directory.
+      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' }, headers: { accept: 'application/json' } });
+      assert.equal(load.status, 200, load.text);
+      assert.equal((await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } })).status, 409);
+      assert.equal((await http(`${base}/models`, { method: 'POST', json: { model_name: 'nope', url: '/opt/ml/models/nope' } })).status, 404);
+
+      const rows = [[1, 2, 3, 4], [0, -1, 0.5, 2]];
+      const invoke = await http(`${base}/models/mlp/invoke`, {
+        method: 'POST',
+        json: { inputs: { input: rows } },
+        headers: { 'x-amzn-sagemaker-target-model': 'a/b/mlp.tar.gz', 'x-amzn-sagemaker-custom-attributes': 'trace=1' },
+      });
+      assert.equal(invoke.status, 200, invoke.text);
+      assertClose(invoke.body.outputs.output, mlpForward(kMlp, rows));
+
+      const list = await http(`${base}/models`);
+      assert.equal(list.status, 200);
+      assert.deepEqual(list.body.models, [{ modelName: 'mlp', modelUrl: '/opt/ml/models/mlp' }]);
+      const describe = await http(`${base}/models/mlp`);
+      assert.equal(describe.status, 200);
+      assert.equal(describe.body.modelName, 'mlp');
+
+      const unload = await http(`${base}/models/mlp`, { method: 'DELETE' });
+      assert.equal(unload.status, 200, unload.text);
+      assert.equal((await http(`${base}/models/mlp`)).status, 404);
+      assert.deepEqual((await http(`${base}/models`)).body.models, []);
+      // model_cache is off under SageMaker: an unloaded model is not loaded again behind its back.
+      assert.equal((await http(`${base}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: rows } } })).status, 404);
+    });
+
+    it('on `podman stop -t 30` (SIGTERM) answers the requests in flight, then exits 0 well inside 30 s', async function () {
+      this.timeout(90_000);
+      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'slow', url: '/opt/ml/models/slow', initial_workers: 2 } });
+      assert.equal(load.status, 200, load.text);
+
+      // Two workers, each blocked 3 s in a request; each request touches a file when it starts to run.
+      const inFlight = ['a', 'b'].map((id) => http(`${base}/models/slow/invoke`, { method: 'POST', json: { touch: `/signal/${id}`, sleepMs: 3000, echo: id }, timeoutMs: 60_000 }));
+      await waitFor(() => ['a', 'b'].every((id) => fs.existsSync(path.join(signalDir, id))), 'both slow requests to start in the workers', 20_000);
+
+      const t0 = Date.now();
+      const stop = await run('podman', ['stop', '-t', '30', name], 60_000);
+      const stopMs = Date.now() - t0;
+      assert.equal(stop.code, 0, stop.stderr);
+
+      const replies = await Promise.all(inFlight);
+      replies.forEach((r, i) => {
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.body.echo, ['a', 'b'][i]);
+      });
+      assert.notEqual(replies[0]!.body.pid, replies[1]!.body.pid, 'the two requests ran in two worker processes');
+
+      const exitCode = Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name]));
+      const logs = await run('podman', ['logs', name], 10_000);
+      assert.equal(exitCode, 0, `container exit code ${exitCode}; log:\n${tail(logs.stdout + logs.stderr, 20)}`);
+      assert.ok(stopMs < 15_000, `podman stop took ${stopMs} ms (SageMaker kills at 30 s)`);
+      assert.match(logs.stdout, /SIGTERM: draining/);
+      console.log(`      podman stop returned in ${stopMs} ms with two 3 s requests in flight`);
+    });
+  });
+
+  describe('run locally (no SageMaker environment)', function () {
+    let base = '';
+
+    before(async function () {
+      this.timeout(60_000);
+      if (skipped) this.skip();
+      const [port, port8080] = [await freePort(), await freePort()];
+      base = `http://127.0.0.1:${port}`;
+      const t0 = Date.now();
+      const name = await startContainer('local', [
+        '-p', `127.0.0.1:${port}:9090`,
+        '-p', `127.0.0.1:${port8080}:8080`,
+        '-v', `${modelRoot}:/opt/ml/models:ro`,
+        '-e', 'SAGEMAKER_BIND_TO_PORT=9090',
+      ]);
+      await waitReady(base, name, t0);
+      await assert.rejects(http(`http://127.0.0.1:${port8080}/ping`, { timeoutMs: 3_000 }), 'nothing may listen on 8080');
+    });
+
+    it('listens on SAGEMAKER_BIND_TO_PORT instead of 8080', async function () {
+      this.timeout(10_000);
+      assert.equal((await http(`${base}/ping`)).status, 200);
+    });
+
+    it('invokes a model of the mounted folder by name, loading it on first use', async function () {
+      this.timeout(60_000);
+      const rows = [[1, 2, 3, 4]];
+      const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
+      assert.equal(invoke.status, 200, invoke.text);
+      assertClose(invoke.body, mlpForward(kMlp, rows));
+    });
+  });
+});
