@@ -1,7 +1,7 @@
 /**
  * Trace-driven comparison of the model cache's eviction policies: `npm run cache-sim` prints the
  * README's cache-sim section, table included. Everything is seeded, so the numbers only change
- * when a policy or a trace does (test/cache/readme-section.test.ts keeps the README in step).
+ * when a policy or a trace does (test/cache/cache-sim.test.ts keeps the README in step).
  */
 import { createPolicy } from '../src/server/cache/eviction-policy';
 import { belady } from './cache-sim/belady';
@@ -13,7 +13,7 @@ export const SEED = 1;
 /** About a fifth of the 300 models' 10 GiB: a cache that must choose. */
 export const CAPACITY: Capacity = { bytes: 2 * GiB };
 
-export const POLICIES: ReadonlyArray<{ readonly label: string; readonly factory: PolicyFactory }> = [
+const POLICIES: ReadonlyArray<{ readonly label: string; readonly factory: PolicyFactory }> = [
   { label: 'LRU', factory: () => createPolicy('lru') },
   { label: 'GDSF', factory: () => createPolicy('gdsf') },
   { label: 'Belady (offline)', factory: belady },
@@ -25,7 +25,7 @@ export interface SimRow {
   readonly result: SimResult;
 }
 
-export function traces(seed = SEED): Trace[] {
+function traces(seed: number): Trace[] {
   return [zipfTrace({ seed }), scanTrace({ seed }), shiftingTrace({ seed })];
 }
 

@@ -1,11 +1,14 @@
 /**
  * The data plane: /ping, SageMaker's per-model invoke, /invocations (model chosen by
  * X-Amzn-SageMaker-Target-Model) and MMS/TorchServe's /predictions/{name}.
+ *
+ * A response whose handler sends intermediate chunks is streamed with HTTP/1.1 chunked encoding:
+ * the first chunk sends the status and headers, the final response is the last chunk.
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
-import type { WireRequest } from '../protocol/frames';
+import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
 import type { ModelManager } from '../server/model-manager';
 import { readBody } from './body';
 
@@ -14,7 +17,11 @@ const kTargetModel = 'x-amzn-sagemaker-target-model';
 /** Ray Serve's model-multiplexing header. */
 const kMultiplexedModel = 'serve_multiplexed_model_id';
 
-export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number): void {
+/**
+ * `defaultAccept` answers requests that accept any type, as SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT
+ * does in SageMaker's inference toolkit, which reads the variable itself.
+ */
+export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number, defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json'): void {
   router.get('/ping', (ctx) => {
     const failed = manager.list().some((m) => m.model.state === 'failed');
     ctx.body = { status: failed ? 'Partial Healthy' : 'Healthy' };
@@ -28,24 +35,48 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     const body = await readBody(ctx.req, maxRequestSize);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-    const request: WireRequest = { id: 0, contentType: headers['content-type'] ?? '', accept: headers.accept ?? '', headers, body };
+    const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
+    const request: WireRequest = { id: 0, contentType: headers['content-type'] ?? '', accept, headers, body };
     // A client that leaves before its request reaches a worker should cost nothing.
     const abort = new AbortController();
     ctx.res.once('close', () => {
       if (!ctx.res.writableFinished) abort.abort();
     });
-    const result = await manager.invoke(target, request, { signal: abort.signal });
+    const onChunk = (chunk: ChunkMessage) => {
+      if (chunk.head) {
+        ctx.respond = false; // the body goes out piece by piece below, not through Koa
+        setHead(ctx, chunk.head, headers[kCustomAttributes]);
+      }
+      ctx.res.write(chunk.body!);
+    };
+    let result;
+    try {
+      result = await manager.invoke(target, request, { signal: abort.signal, onChunk });
+    } catch (err) {
+      // Chunks are out with a 200: an unfinished chunked body is the only failure signal left.
+      if (ctx.res.headersSent) ctx.res.destroy();
+      throw err;
+    }
     ctx.state.result = result; // read by the metrics middleware (model time, queue time, batch size)
-    ctx.status = result.status;
-    for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
-    if (headers[kCustomAttributes] !== undefined && result.headers[kCustomAttributes] === undefined) ctx.set(kCustomAttributes, headers[kCustomAttributes]);
-    ctx.type = result.contentType;
+    if (ctx.res.headersSent) {
+      ctx.res.end(result.body);
+      return;
+    }
+    setHead(ctx, result, headers[kCustomAttributes]);
     ctx.body = result.body;
   };
 
   router.post('/models/:name/invoke', invoke((ctx) => ctx.params.name));
   router.post('/predictions/:name', invoke((ctx) => ctx.params.name));
   router.post('/invocations', invoke((ctx) => invocationsTarget(ctx, manager)));
+}
+
+/** Status and headers; the request's custom attributes are echoed unless the handler set its own. */
+function setHead(ctx: Context, head: ResponseHead, customAttributes: string | undefined): void {
+  ctx.status = head.status;
+  for (const [k, v] of Object.entries(head.headers)) ctx.set(k, v);
+  if (customAttributes !== undefined && head.headers[kCustomAttributes] === undefined) ctx.set(kCustomAttributes, customAttributes);
+  ctx.type = head.contentType || 'application/octet-stream';
 }
 
 /**

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { MmeError } from '../errors';
-import type { WireRequest } from '../protocol/frames';
+import type { ChunkMessage, WireRequest } from '../protocol/frames';
 
 export interface InvokeResult {
   status: number;
@@ -17,8 +17,8 @@ export interface InvokeResult {
 export interface JobOptions {
   /** Aborted when the client goes away: a queued job is dropped without running. */
   signal?: AbortSignal;
-  /** Receives intermediate chunks of a streamed response. */
-  onChunk?: (chunk: Buffer) => void;
+  /** Receives the intermediate chunks of a streamed response; the first carries the response head. */
+  onChunk?: (chunk: ChunkMessage) => void;
 }
 
 let nextJobId = 1;

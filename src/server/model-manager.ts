@@ -155,7 +155,7 @@ export class ModelManager {
       entry.state = 'ready';
       entry.reservedBytes = 0;
       this.#estimator.learn(entry.artifact.onnxBytes, processes, model.memoryBytes);
-      this.#policy.admit(name, model.memoryBytes, loadMicros, Date.now());
+      this.#policy.admit(name, model.memoryBytes, loadMicros, performance.now());
       this.stats.loads++;
       this.events.modelLoaded?.(name, loadMicros, true);
       this.events.loadedModelCount?.(this.list().length);
@@ -280,7 +280,7 @@ export class ModelManager {
 
   /** Eviction candidates in policy order, idle models first; never one that is loading. */
   #victims(loading: string): string[] {
-    const order = this.#policy.victims(Date.now()).filter((n) => n !== loading && this.#entries.get(n)?.state === 'ready');
+    const order = this.#policy.victims(performance.now()).filter((n) => n !== loading && this.#entries.get(n)?.state === 'ready');
     const idle = order.filter((n) => !this.#entries.get(n)!.model!.busy);
     const busy = order.filter((n) => this.#entries.get(n)!.model!.busy);
     return [...idle, ...busy];
@@ -341,7 +341,7 @@ export class ModelManager {
     if (first?.state === 'ready') {
       this.stats.hits++;
       this.events.cacheLookup?.(name, true);
-      this.#policy.touch(name, Date.now());
+      this.#policy.touch(name, performance.now());
       return first.model!;
     }
     if (!first && !this.config.modelCache) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
@@ -353,8 +353,8 @@ export class ModelManager {
     for (;;) {
       const e = this.#entries.get(name);
       if (e?.state === 'ready') {
+        // No touch: the policy counts the load itself as the first use.
         this.#recordWait(name, t0);
-        this.#policy.touch(name, Date.now());
         return e.model!;
       }
       if (!e) {

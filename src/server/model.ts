@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../errors';
-import type { InferMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../protocol/frames';
+import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../protocol/frames';
 import { restartDelaySeconds } from '../workers/backoff';
 import { processMemoryBytes } from '../workers/process-memory';
 import { WorkerProcess, type WorkerExit } from '../workers/worker-process';
@@ -54,6 +54,8 @@ export class Model extends EventEmitter {
   readonly loadedAt = new Date();
   inputs: TensorInfo[] = [];
   outputs: TensorInfo[] = [];
+  /** The handler streams: each request runs alone, since its chunks go straight to its client. */
+  streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
   /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
@@ -143,12 +145,13 @@ export class Model extends EventEmitter {
     worker.capacity = this.settings.preloadModel ? this.settings.minWorkers : kPipelineDepth;
     this.workers.push(worker);
     worker.on('result', (msg: ResultMessage, batch: InferMessage) => this.#onResult(msg, batch));
-    worker.on('chunk', (msg: { id: number; body?: Buffer }) => this.#running.get(msg.id)?.opts.onChunk?.(msg.body!));
+    worker.on('chunk', (msg: ChunkMessage) => this.#running.get(msg.id)?.opts.onChunk?.(msg));
     worker.on('exit', (exit: WorkerExit, expected: boolean) => this.#onWorkerExit(worker, exit, expected));
     worker.ready.then(
       (loaded) => {
         this.inputs = loaded.inputs;
         this.outputs = loaded.outputs;
+        this.streaming = loaded.streaming;
         this.#restartAttempt = 0;
         if (this.state === 'failed') this.state = 'ready';
         this.emit('worker-ready', worker);
@@ -165,7 +168,8 @@ export class Model extends EventEmitter {
     while (this.#queue.length > 0) {
       const worker = this.#pickIdleWorker();
       if (!worker) return;
-      const { batchSize, maxBatchDelayMs } = this.settings;
+      const { maxBatchDelayMs } = this.settings;
+      const batchSize = this.streaming ? 1 : this.settings.batchSize;
       if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
         // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
         this.#batchTimer ??= setTimeout(() => {
@@ -258,7 +262,11 @@ export class Model extends EventEmitter {
     if (this.#queue.remove(job)) {
       job.reject(new MmeError('MME_ERR_BAD_REQUEST', 'client closed the connection'));
       this.#notifyIdle();
+      return;
     }
+    // Already running: the handler can see it (context.isCancelled) and stop a long stream early.
+    const worker = this.workers.find((w) => [...w.inFlight.values()].some((b) => b.requests.some((r) => r.id === job.id)));
+    worker?.cancel(job.id);
   }
 
   /**

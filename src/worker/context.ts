@@ -2,8 +2,9 @@
  * The `context` a handler receives (MMS's Context, in Node terms): what the model is, the ONNX
  * session, the requests' headers, and per-request response setters.
  */
-import type { InferenceSession } from 'onnxruntime-node';
+import * as ort from 'onnxruntime-node';
 import type { ResponseHead, TensorInfo } from '../protocol/frames';
+import type { PlainTensor } from './tensors';
 
 export interface HandlerRequest {
   /** Raw request body as received by the server. */
@@ -31,7 +32,7 @@ export interface ModelInfo {
   modelDir: string;
   gpuId: number;
   batchSize: number;
-  session: InferenceSession;
+  session: ort.InferenceSession;
   inputs: readonly TensorInfo[];
   outputs: readonly TensorInfo[];
   /** The handler exports `streaming = true`: it may send intermediate chunks, one request per batch. */
@@ -50,7 +51,7 @@ export class HandlerContext {
   readonly modelDir: string;
   readonly gpuId: number;
   readonly batchSize: number;
-  readonly session: InferenceSession;
+  readonly session: ort.InferenceSession;
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
   readonly streaming: boolean;
@@ -73,6 +74,22 @@ export class HandlerContext {
     this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: 'sagemaker-mme-node', server_version: '0.1.0' };
     this.state = requests.map(() => ({}));
     this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
+  }
+
+  /**
+   * Runs the session on plain tensors ({type, dims, data}) or ort.Tensors and returns plain tensors
+   * by output name. A handler in a model directory cannot require onnxruntime-node (it is not on
+   * that directory's module path), so this is its way to build feeds.
+   */
+  async run(feeds: Record<string, PlainTensor | ort.Tensor>): Promise<Record<string, PlainTensor>> {
+    const ortFeeds: Record<string, ort.Tensor> = {};
+    for (const [name, t] of Object.entries(feeds)) {
+      ortFeeds[name] = t instanceof ort.Tensor ? t : new ort.Tensor(t.type as never, t.data as never, t.dims);
+    }
+    const out = await this.session.run(ortFeeds);
+    const result: Record<string, PlainTensor> = {};
+    for (const [name, t] of Object.entries(out)) result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
+    return result;
   }
 
   getRequestHeader(index: number, name: string): string | undefined {

@@ -6,7 +6,6 @@
  * A slot that holds an Error fails that request alone, so one bad request in a batch never fails
  * its neighbours. Custom handlers may use the same convention.
  */
-import * as ort from 'onnxruntime-node';
 import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
@@ -84,14 +83,7 @@ async function runMerged(ctx: HandlerContext, members: Feeds[]): Promise<Feeds[]
 
 async function runSafely(ctx: HandlerContext, feeds: Feeds): Promise<Slot<Feeds>> {
   try {
-    const ortFeeds: Record<string, ort.Tensor> = {};
-    for (const [name, t] of Object.entries(feeds)) {
-      ortFeeds[name] = t instanceof ort.Tensor ? t : new ort.Tensor(t.type as never, t.data as never, t.dims);
-    }
-    const out = await ctx.session.run(ortFeeds);
-    const result: Feeds = {};
-    for (const [name, t] of Object.entries(out)) result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
-    return result;
+    return await ctx.run(feeds);
   } catch (err) {
     return classifyRunError(err as Error);
   }

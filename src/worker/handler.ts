@@ -2,7 +2,7 @@
  * Composes the model's handler: a custom module (handler.js in the model directory, or the file
  * the model config / load request / default_service_handler names) may export `initialize`, and
  * either `handle` or any of `preprocess` / `inference` / `postprocess`; the default handler fills in
- * whatever it leaves out.
+ * whatever it leaves out. `streaming = true` declares that it sends intermediate chunks.
  */
 import path from 'node:path';
 import { MmeError } from '../errors';
@@ -12,6 +12,8 @@ import * as defaults from './default-handler';
 export type BatchFn = (batch: unknown[], ctx: HandlerContext) => unknown[] | Promise<unknown[]>;
 
 export interface HandlerModule {
+  /** The handler sends intermediate chunks (context.sendIntermediate); its requests then run one per batch. */
+  streaming?: boolean;
   initialize?: (ctx: HandlerContext) => unknown;
   handle?: (requests: HandlerRequest[], ctx: HandlerContext) => unknown[] | Promise<unknown[]>;
   preprocess?: BatchFn;
@@ -20,6 +22,7 @@ export interface HandlerModule {
 }
 
 export interface Handler {
+  readonly streaming: boolean;
   initialize(ctx: HandlerContext): Promise<void>;
   handle(requests: HandlerRequest[], ctx: HandlerContext): Promise<unknown[]>;
 }
@@ -33,6 +36,7 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
     ? mod.handle
     : async (requests: HandlerRequest[], ctx: HandlerContext) => post(await inf(await pre(requests, ctx), ctx), ctx);
   return {
+    streaming: mod.streaming === true,
     async initialize(ctx) {
       if (mod.initialize) await mod.initialize(ctx);
     },

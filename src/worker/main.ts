@@ -9,8 +9,9 @@ import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../e
 import {
   FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireResponse,
 } from '../protocol/frames';
-import { HandlerContext, toBuffer, type HandlerRequest, type ModelInfo } from './context';
+import { HandlerContext, toBuffer, type ModelInfo } from './context';
 import { loadHandler, type Handler } from './handler';
+import { toHandlerRequest } from './handler-request';
 import { openSession } from './session';
 
 const kMaxFrame = 2 ** 31 - 1;
@@ -18,6 +19,9 @@ const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 
 let handler: Handler | null = null;
 let model: ModelInfo | null = null;
+let decodeInput = true;
+/** Request id → the context running it, so a Cancel frame can reach the handler. */
+const running = new Map<number, { ctx: HandlerContext; index: number }>();
 
 function send(frame: Frame): void {
   channel.write(encodeFrame(frame));
@@ -36,6 +40,11 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
       // Batches run concurrently: the parent sends more than one only to a preload_model process.
       void runBatch(frame.msg);
       break;
+    case MessageKind.Cancel: {
+      const r = running.get(frame.msg.id);
+      r?.ctx.cancel(r.index);
+      break;
+    }
     default:
       break;
   }
@@ -53,7 +62,12 @@ async function load(msg: LoadMessage): Promise<void> {
     const opened = await openSession(msg, log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     handler = loadHandler(msg.handlerPath, msg.modelDir);
-    model = { modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: msg.batchSize, session: opened.session, inputs: opened.inputs, outputs: opened.outputs };
+    decodeInput = msg.decodeInputRequest;
+    model = {
+      // The parent sends a streaming handler one request per batch, whatever batch_size says.
+      modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
+      session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming,
+    };
     await handler.initialize(new HandlerContext(model, [], () => undefined));
     send({
       kind: MessageKind.Loaded,
@@ -64,6 +78,7 @@ async function load(msg: LoadMessage): Promise<void> {
         executionProvider: opened.executionProvider,
         inputs: opened.inputs,
         outputs: opened.outputs,
+        streaming: handler.streaming,
       },
     });
   } catch (err) {
@@ -82,22 +97,19 @@ function loadError(err: unknown): WireError {
 }
 
 async function runBatch(batch: InferMessage): Promise<void> {
-  const requests: HandlerRequest[] = batch.requests.map((r) => ({
-    body: r.body!,
-    contentType: r.contentType,
-    accept: r.accept,
-    headers: r.headers,
-  }));
-  const ctx = new HandlerContext(model!, requests, (index, body) => {
-    const req = batch.requests[index];
-    if (req) send({ kind: MessageKind.Chunk, msg: { id: req.id, body } });
+  const requests = batch.requests.map((r) => toHandlerRequest(r, decodeInput));
+  const ctx = new HandlerContext(model!, requests, (index, body, head) => {
+    send({ kind: MessageKind.Chunk, msg: { id: batch.requests[index].id, head, body } });
   });
+  batch.requests.forEach((r, index) => running.set(r.id, { ctx, index }));
   const t0 = performance.now();
   let results: unknown[];
   try {
     results = await handler!.handle(requests, ctx);
   } catch (err) {
     results = requests.map(() => err);
+  } finally {
+    for (const r of batch.requests) running.delete(r.id);
   }
   const modelMicros = Math.round((performance.now() - t0) * 1000);
   const responses: WireResponse[] = batch.requests.map((r, i) => toResponse(r.id, results[i], ctx, i));

@@ -164,7 +164,14 @@ export class WorkerProcess extends EventEmitter {
   }
 
   #send(frame: Frame): void {
-    this.#channel?.write(encodeFrame(frame));
+    const channel = this.#channel;
+    if (!channel) return;
+    // Frames written in one tick leave in one syscall (a burst of dispatches, or a batch and its load).
+    if (channel.writableCorked === 0) {
+      channel.cork();
+      process.nextTick(() => channel.uncork());
+    }
+    channel.write(encodeFrame(frame));
   }
 
   #setState(state: WorkerState): void {

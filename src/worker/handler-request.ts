@@ -1,0 +1,25 @@
+/**
+ * A request as a handler sees it. With decode_input_request (MMS's key, on by default) the body is
+ * also decoded once here, so handlers need not parse JSON themselves.
+ */
+import type { WireRequest } from '../protocol/frames';
+import type { HandlerRequest } from './context';
+import { essence, isJson } from './media-types';
+
+export function toHandlerRequest(r: WireRequest, decodeInput: boolean): HandlerRequest {
+  const req: HandlerRequest = { body: r.body!, contentType: r.contentType, accept: r.accept, headers: r.headers };
+  if (decodeInput) req.data = decode(req.body, essence(req.contentType));
+  return req;
+}
+
+/** A JSON body that does not parse stays undefined: the default handler reports why, as a 400. */
+function decode(body: Buffer, type: string): unknown {
+  if (isJson(type)) {
+    try {
+      return JSON.parse(body.toString('utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+  return type.startsWith('text/') ? body.toString('utf8') : undefined;
+}

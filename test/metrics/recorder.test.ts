@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import type { PrometheusMetrics } from '../../src/metrics/prometheus';
+import { MetricsRecorder, type RecorderParts } from '../../src/metrics/recorder';
+import type { Snapshot } from '../../src/metrics/interval';
+import type { IntervalSink } from '../../src/metrics/sink';
+import { invoke, sleep } from './helpers';
+
+class CapturingSink implements IntervalSink {
+  readonly snapshots: Snapshot[] = [];
+  dropped = 0;
+  closed = false;
+  constructor(readonly name = 'capture') {}
+  write(snapshot: Snapshot): void {
+    this.snapshots.push(snapshot);
+  }
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+  /** name → statistic set of the endpoint series (model null) of snapshot i. */
+  stats(i: number): Record<string, { count: number; sum: number; min: number; max: number }> {
+    return Object.fromEntries(this.snapshots[i]!.series.filter((s) => s.model === null).map((s) => [s.def.name, { count: s.count, sum: s.sum, min: s.min, max: s.max }]));
+  }
+}
+
+function recorder(parts: Partial<RecorderParts> = {}): { r: MetricsRecorder; sink: CapturingSink; log: string[] } {
+  const sink = new CapturingSink();
+  const log: string[] = [];
+  let t = 0;
+  const r = new MetricsRecorder({
+    intervalMs: 60_000, perModel: false, sinks: [sink], prometheus: null,
+    sampleSystem: async () => [], log: (l) => log.push(l), now: () => ++t * 1000, ...parts,
+  });
+  return { r, sink, log };
+}
+
+describe('metrics: recorder', () => {
+  it('closes intervals: each flush delivers what came since the last one, in order', async () => {
+    const { r, sink } = recorder();
+    r.invocation(invoke('a'));
+    r.invocation(invoke('a', { status: 400, modelMicros: 0, totalMicros: 100, batchSize: 0, cacheHit: false }));
+    const first = r.flush();
+    r.invocation(invoke('a', { batchSize: 4, totalMicros: 5000, modelMicros: 4000, queueMicros: 700 }));
+    await first;
+    await r.flush();
+    await r.flush();
+
+    assert.deepEqual(sink.snapshots.map((s) => s.timestampMs), [1000, 2000, 3000]);
+    assert.deepEqual(sink.stats(0).Invocations, { count: 2, sum: 2, min: 1, max: 1 });
+    assert.deepEqual(sink.stats(0).Invocation4XXErrors, { count: 2, sum: 1, min: 0, max: 1 });
+    assert.deepEqual(sink.stats(0).ModelLatency, { count: 1, sum: 1000, min: 1000, max: 1000 }, 'the request that never ran has no latency');
+    assert.deepEqual(sink.stats(1).OverheadLatency, { count: 1, sum: 1000, min: 1000, max: 1000 });
+    assert.deepEqual(sink.stats(1).QueueTime, { count: 1, sum: 700, min: 700, max: 700 });
+    assert.deepEqual(sink.stats(1).BatchSize, { count: 1, sum: 4, min: 4, max: 4 });
+    assert.deepEqual(Object.keys(sink.stats(2)), ['LoadedModelCount'], 'an idle interval has only the gauges');
+  });
+
+  it('keeps per-model series only when asked, and only for models seen in the interval', async () => {
+    const { r, sink } = recorder({ perModel: true });
+    r.invocation(invoke('a'));
+    r.invocation(invoke('b'));
+    await r.flush();
+    r.invocation(invoke('b'));
+    await r.flush();
+    const models = (i: number) => [...new Set(sink.snapshots[i]!.series.map((s) => s.model))];
+    assert.deepEqual(models(0), [null, 'a', 'b']);
+    assert.deepEqual(models(1), [null, 'b']);
+  });
+
+  it('never throws from an event method and ignores values that are not finite', async () => {
+    const failing = { observe() { throw new Error('boom'); }, write() { throw new Error('boom'); } } as unknown as PrometheusMetrics;
+    const { r, sink, log } = recorder({ prometheus: failing });
+    assert.doesNotThrow(() => {
+      r.invocation(invoke('a'));
+      r.invocation(invoke('a'));
+      r.modelLoaded('a', 1, true);
+      r.setLoadedModelCount(1);
+    });
+    assert.equal(log.filter((l) => /recording failed \(reported once\)/.test(l)).length, 1);
+
+    const { r: r2, sink: sink2 } = recorder();
+    r2.invocation(invoke('a', { modelMicros: NaN, totalMicros: Infinity }));
+    await r2.flush();
+    assert.equal(sink2.stats(0).ModelLatency, undefined);
+    assert.equal(sink2.stats(0).Invocations!.sum, 1);
+    await r.flush();
+    assert.equal(sink.snapshots.length, 1, 'intervals still reach the sinks');
+  });
+
+  it('a sink or system reading that fails costs only itself', async () => {
+    const bad: IntervalSink = { name: 'bad', dropped: 0, write() { throw new Error('sink down'); }, close: async () => { throw new Error('no close'); } };
+    const good = new CapturingSink('good');
+    const { r, log } = recorder({ sinks: [bad, good], sampleSystem: async () => { throw new Error('no /proc'); } });
+    r.invocation(invoke('a'));
+    await r.close();
+    assert.equal(good.snapshots.length, 1);
+    assert.ok(good.closed);
+    assert.ok(log.some((l) => /bad failed: sink down/.test(l)));
+    assert.ok(log.some((l) => /system failed: no \/proc/.test(l)));
+    assert.ok(log.some((l) => /bad failed: no close/.test(l)));
+  });
+
+  it('publishes every intervalMs once started, and a last interval on close (once)', async () => {
+    const { r, sink } = recorder({ intervalMs: 30 });
+    r.start();
+    r.invocation(invoke('a'));
+    await sleep(100);
+    const ticks = sink.snapshots.length;
+    assert.ok(ticks >= 2, `${ticks} intervals in 100 ms`);
+    await r.close();
+    await r.close();
+    await r.flush();
+    assert.equal(sink.snapshots.length, ticks + 1);
+    await sleep(60);
+    assert.equal(sink.snapshots.length, ticks + 1, 'the timer is stopped');
+  });
+});
