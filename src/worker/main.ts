@@ -13,6 +13,7 @@ import { HandlerContext, toBuffer, type ModelInfo } from './context';
 import { loadHandler, type Handler } from './handler';
 import { toHandlerRequest } from './handler-request';
 import { openSession } from './session';
+import { warmUpRuntime } from './warmup';
 
 const kMaxFrame = 2 ** 31 - 1;
 const channel = new net.Socket({ fd: 3, readable: true, writable: true });
@@ -51,7 +52,14 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
 });
 
 channel.on('data', (chunk: Buffer) => reader.push(chunk));
-send({ kind: MessageKind.Started, msg: { pid: process.pid } });
+// Started goes out once the runtime is warm: a spare worker then loads a model in milliseconds.
+warmUpRuntime().then(
+  () => send({ kind: MessageKind.Started, msg: { pid: process.pid } }),
+  (err) => {
+    log(`onnxruntime failed to initialise: ${(err as Error).message}`);
+    process.exit(70);
+  },
+);
 // The parent is gone (or closed us): nothing can reach us any more, so leave at once.
 channel.on('end', () => process.exit(0));
 channel.on('error', () => process.exit(0));
@@ -59,6 +67,8 @@ channel.on('error', () => process.exit(0));
 async function load(msg: LoadMessage): Promise<void> {
   const t0 = performance.now();
   try {
+    // A spare worker was started before its model was known; handlers expect the model dir as cwd.
+    process.chdir(msg.modelDir);
     const opened = await openSession(msg, log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     handler = loadHandler(msg.handlerPath, msg.modelDir);
