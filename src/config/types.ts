@@ -65,6 +65,8 @@ export interface ServerConfig {
   readonly evictionPolicy: 'gdsf' | 'lru';
   readonly evictionDrainTimeoutSeconds: number;
   readonly shutdownTimeoutSeconds: number;
+  /** Started, model-less workers kept ready for the next load. */
+  readonly spareWorkers: number;
   /** SAGEMAKER_MULTI_MODEL=true. */
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */

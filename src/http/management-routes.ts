@@ -100,6 +100,8 @@ function describe(model: Model, loadedAtStartup: boolean) {
       gpuId: w.gpuId,
       memoryUsage: w.memoryBytes,
       executionProvider: w.loaded?.executionProvider ?? null,
+      // Cold-start split: process + runtime start, then handler init + session creation.
+      startupMicros: w.loaded ? { spawn: w.spawnMicros, session: w.loaded.sessionMicros, load: w.loaded.loadMicros } : null,
       concurrency: w.capacity,
     })),
   };

@@ -198,7 +198,8 @@ export class FrameReader {
   #need = 4;
   #frameLength = -1;
 
-  constructor(private readonly maxFrameBytes: number, private readonly onFrame: (frame: Frame) => void) {}
+  /** Mutable: a spare worker's limit is only known once a model is assigned to it. */
+  constructor(public maxFrameBytes: number, private readonly onFrame: (frame: Frame) => void) {}
 
   push(chunk: Buffer): void {
     this.#chunks.push(chunk);

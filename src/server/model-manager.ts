@@ -16,6 +16,8 @@ import type { ServerConfig } from '../config/types';
 import { MmeError } from '../errors';
 import type { WireRequest } from '../protocol/frames';
 import { GpuAssigner } from '../workers/gpu-assignment';
+import { SparePool } from '../workers/spare-pool';
+import { WorkerProcess, type Assignment } from '../workers/worker-process';
 import { createPolicy, type EvictionPolicy } from './cache/eviction-policy';
 import type { InvokeResult, JobOptions } from './job';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from './memory-budget';
@@ -98,6 +100,7 @@ export class ModelManager {
   readonly #entries = new Map<string, Entry>();
   readonly #gpus: GpuAssigner;
   readonly #workerEnv: NodeJS.ProcessEnv;
+  readonly #spares: SparePool | null;
   readonly #loadSlots: Semaphore;
   readonly #roomLock = new Semaphore(1);
   readonly #policy: EvictionPolicy;
@@ -113,6 +116,18 @@ export class ModelManager {
     this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
     this.#policy = createPolicy(config.evictionPolicy);
     this.budgetBytes = memoryBudgetBytes(config.modelMemoryBudgetBytes, config.modelMemoryReserveBytes, memoryLimitBytes());
+    this.#spares = config.spareWorkers > 0 ? new SparePool(config.spareWorkers, { env: this.#workerEnv, gpuId: -1, log }) : null;
+  }
+
+  /** Spare workers started and waiting for a model. */
+  get sparesReady(): number {
+    return this.#spares?.ready ?? 0;
+  }
+
+  #startWorker(assignment: Assignment): WorkerProcess {
+    const gpuId = assignment.load.gpuId;
+    const spare = gpuId < 0 ? this.#spares?.take() : null;
+    return (spare ?? new WorkerProcess({ env: this.#workerEnv, gpuId, log: this.log }, assignment.id).start()).assign(assignment);
   }
 
   /** Explicit load (POST /models): resolves when every worker has loaded, or at once with synchronous=false. */
@@ -191,9 +206,9 @@ export class ModelManager {
         interOpThreads: this.config.interOpThreads,
         decodeInputRequest: this.config.decodeInputRequest,
       },
-      env: this.#workerEnv,
       maxResponseSize: this.config.maxResponseSize,
       assignGpu: () => this.#gpus.assign(name, settings.deviceIds),
+      startWorker: (assignment) => this.#startWorker(assignment),
       log: this.log,
     });
   }
@@ -468,8 +483,9 @@ export class ModelManager {
     return used;
   }
 
-  /** Stops every model; used on shutdown. */
+  /** Stops every model and the spare workers; used on shutdown. */
   async close(drainMs: number): Promise<void> {
+    await this.#spares?.close();
     await Promise.all([...this.#entries.values()].map(async (e) => {
       await e.settled;
       if (e.model) {

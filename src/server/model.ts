@@ -8,7 +8,7 @@ import { MmeError } from '../errors';
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../protocol/frames';
 import { restartDelaySeconds } from '../workers/backoff';
 import { processMemoryBytes } from '../workers/process-memory';
-import { WorkerProcess, type WorkerExit } from '../workers/worker-process';
+import type { Assignment, WorkerExit, WorkerProcess } from '../workers/worker-process';
 import { Job, type InvokeResult, type JobOptions } from './job';
 import { JobQueue } from './job-queue';
 
@@ -31,9 +31,10 @@ export type ModelState = 'loading' | 'ready' | 'failed' | 'unloading' | 'unloade
 export interface ModelDeps {
   /** Everything a worker needs to load this model except its id and GPU. */
   load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize'>;
-  env: NodeJS.ProcessEnv;
   maxResponseSize: number;
   assignGpu: () => number;
+  /** A started worker process (a warm spare when one is free) given this assignment. */
+  startWorker: (assignment: Assignment) => WorkerProcess;
   log: (line: string) => void;
 }
 
@@ -134,13 +135,11 @@ export class Model extends EventEmitter {
 
   #spawnWorker(): WorkerProcess {
     const id = `${this.name}-w${++this.#workerSeq}`;
-    const worker = new WorkerProcess({
+    const worker = this.deps.startWorker({
       id,
       load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize: this.settings.batchSize },
-      env: this.deps.env,
       loadTimeoutMs: this.settings.loadTimeoutMs,
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, this.settings.batchSize) + (1 << 20),
-      log: this.deps.log,
     });
     worker.capacity = this.settings.preloadModel ? this.settings.minWorkers : kPipelineDepth;
     this.workers.push(worker);
@@ -161,7 +160,7 @@ export class Model extends EventEmitter {
         this.lastError = err;
       },
     );
-    return worker.start();
+    return worker;
   }
 
   #dispatch(): void {

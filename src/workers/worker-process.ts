@@ -1,8 +1,11 @@
 /**
  * The parent's handle on one worker process. Lifecycle (every transition goes through #setState):
  *
- *   starting ──Started──▶ loading ──Loaded──▶ ready ──stop()──▶ stopping ──exit──▶ stopped
- *       └──────────── exit / LoadFailed / load timeout ──────────▶ failed
+ *   starting ──Started + assign()──▶ loading ──Loaded──▶ ready ──stop()──▶ stopping ──exit──▶ stopped
+ *       └──────────────── exit / LoadFailed / load timeout ─────────────▶ failed
+ *
+ * start() spawns the process; assign() gives it a model. A spare worker (SparePool) is started
+ * before its model is known, so a load skips process start-up.
  *
  * A worker runs up to `capacity` batches at once (1, or a preload_model process's slot count);
  * the model's dispatcher decides what it runs.
@@ -22,14 +25,22 @@ import {
 
 export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
 
-export interface WorkerOptions {
-  id: string;
-  load: LoadMessage;
+export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
-  loadTimeoutMs: number;
-  maxFrameBytes: number;
+  /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
+  gpuId: number;
   log: (line: string) => void;
 }
+
+export interface Assignment {
+  id: string;
+  load: LoadMessage;
+  loadTimeoutMs: number;
+  maxFrameBytes: number;
+}
+
+/** Frame limit until a model (and its max_response_size) is assigned: Started/LoadFailed are tiny. */
+const kUnassignedFrameLimit = 1 << 20;
 
 export interface WorkerExit {
   code: number | null;
@@ -48,7 +59,7 @@ const kWorkerOomScoreAdj = '900';
 export class WorkerProcess extends EventEmitter {
   /** Processes started by this server process (a 507 admission must start none). */
   static spawned = 0;
-  readonly id: string;
+  id: string;
   readonly gpuId: number;
   state: WorkerState = 'starting';
   pid = 0;
@@ -64,11 +75,16 @@ export class WorkerProcess extends EventEmitter {
   memoryBytes = 0;
   exitInfo: WorkerExit | null = null;
 
-  readonly #opts: WorkerOptions;
+  readonly #opts: SpawnOptions;
+  #assignment: Assignment | null = null;
+  #reader: FrameReader | null = null;
+  /** Started arrived: the process is up and its runtime warm. */
+  hasStarted = false;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
   #loadTimer: NodeJS.Timeout | null = null;
   readonly #t0 = performance.now();
+  #assignedAt = 0;
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #loadSettled = false;
@@ -77,11 +93,11 @@ export class WorkerProcess extends EventEmitter {
   #rejectLoad!: (e: MmeError) => void;
   readonly ready: Promise<LoadedMessage>;
 
-  constructor(opts: WorkerOptions) {
+  constructor(opts: SpawnOptions, id = `spare-${WorkerProcess.spawned + 1}`) {
     super();
     this.#opts = opts;
-    this.id = opts.id;
-    this.gpuId = opts.load.gpuId;
+    this.id = id;
+    this.gpuId = opts.gpuId;
     this.#exited = new Promise((r) => (this.#resolveExit = r));
     this.ready = new Promise((resolve, reject) => {
       this.#resolveLoad = resolve;
@@ -90,14 +106,14 @@ export class WorkerProcess extends EventEmitter {
     this.ready.catch(() => undefined);
   }
 
-  /** Spawns the process and starts loading; `ready` settles when the model is loaded or failed. */
+  /** Spawns the process; it reports Started once its runtime is warm. */
   start(): this {
     const node = [process.execPath, kWorkerScript];
     const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
     WorkerProcess.spawned++;
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env, cwd: this.#opts.load.modelDir });
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
     this.#child = child;
     this.pid = child.pid ?? 0;
     if (this.pid) fs.writeFile(`/proc/${this.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
@@ -106,7 +122,8 @@ export class WorkerProcess extends EventEmitter {
     }
     const channel = child.stdio[3] as Socket;
     this.#channel = channel;
-    const reader = new FrameReader(this.#opts.maxFrameBytes, (f) => this.#onFrame(f));
+    const reader = new FrameReader(kUnassignedFrameLimit, (f) => this.#onFrame(f));
+    this.#reader = reader;
     channel.on('data', (chunk: Buffer) => {
       try {
         reader.push(chunk);
@@ -118,8 +135,23 @@ export class WorkerProcess extends EventEmitter {
     channel.on('error', () => undefined);
     child.on('error', (err) => this.#opts.log(`[${this.id}] spawn failed: ${err.message}`));
     child.on('exit', (code, signal) => this.#onExit(code, signal));
-    this.#loadTimer = setTimeout(() => this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${this.#opts.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`)), this.#opts.loadTimeoutMs);
     return this;
+  }
+
+  /** Gives the worker its model; `ready` settles when it is loaded or failed. */
+  assign(assignment: Assignment): this {
+    this.#assignment = assignment;
+    this.#assignedAt = performance.now();
+    this.id = assignment.id;
+    this.#reader!.maxFrameBytes = assignment.maxFrameBytes;
+    this.#loadTimer = setTimeout(() => this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`)), assignment.loadTimeoutMs);
+    if (this.hasStarted) this.#sendLoad();
+    return this;
+  }
+
+  #sendLoad(): void {
+    this.#setState('loading');
+    this.#send({ kind: MessageKind.Load, msg: this.#assignment!.load });
   }
 
   get isIdle(): boolean {
@@ -184,9 +216,13 @@ export class WorkerProcess extends EventEmitter {
   #onFrame(frame: Frame): void {
     switch (frame.kind) {
       case MessageKind.Started:
-        this.spawnMicros = Math.round((performance.now() - this.#t0) * 1000);
-        this.#setState('loading');
-        this.#send({ kind: MessageKind.Load, msg: this.#opts.load });
+        this.hasStarted = true;
+        this.emit('started');
+        if (this.#assignment) {
+          // Process start-up this load waited for: all of it for a fresh worker, the rest of it for a spare.
+          this.spawnMicros = Math.round((performance.now() - Math.max(this.#t0, this.#assignedAt)) * 1000);
+          this.#sendLoad();
+        }
         break;
       case MessageKind.Loaded:
         if (this.#loadSettled) return;

@@ -27,6 +27,8 @@ export async function startServer(properties = '', opts: { store?: string; env?:
     'management_address=http://127.0.0.1:0',
     `model_store=${store}`,
     'default_workers_per_model=1',
+    // Most suites count worker processes; spares have their own suite (test/workers/spare-pool.test.ts).
+    'spare_workers=0',
     properties,
   ].join('\n');
   const config = resolveConfig({ fileText, configFile: 'test.properties', env: opts.env ?? {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
