@@ -17,8 +17,12 @@ export interface ColdStart {
   sessionMs: number;
 }
 
-export async function benchColdStart(cycles = process.env.BENCH_QUICK ? 5 : 20): Promise<ColdStart[]> {
-  const server = await startServer();
+/**
+ * `spareWorkers` 0 measures a load that starts its own process; 1 a load that takes the warm spare.
+ * Loads are 0.5 s apart so the replacement spare is warm again, as when loads are not back to back.
+ */
+export async function benchColdStart(spareWorkers: number, cycles = process.env.BENCH_QUICK ? 5 : 20): Promise<ColdStart[]> {
+  const server = await startServer([`spare_workers=${spareWorkers}`]);
   const out: ColdStart[] = [];
   try {
     const models: Array<[string, Uint8Array]> = [
@@ -39,12 +43,13 @@ export async function benchColdStart(cycles = process.env.BENCH_QUICK ? 5 : 20):
         if (res.status !== 200) throw new Error(JSON.stringify(res.body));
         const described = await (await fetch(`${server.url}/models/cold`)).json() as { workers: Array<{ startupMicros: { spawn: number; session: number } }> };
         await fetch(`${server.url}/models/cold`, { method: 'DELETE' });
+        await new Promise((r) => setTimeout(r, 500));
         if (i < 2) continue; // warm the page cache and the server's own code paths
         total.push(ms);
         spawn.push(described.workers[0].startupMicros.spawn / 1000);
         session.push(described.workers[0].startupMicros.session / 1000);
       }
-      out.push({ model: label, sizeKB: bytes.length / 1024, p50Ms: median(total), spawnMs: median(spawn), sessionMs: median(session) });
+      out.push({ model: `${label}, spare_workers=${spareWorkers}`, sizeKB: bytes.length / 1024, p50Ms: median(total), spawnMs: median(spawn), sessionMs: median(session) });
     }
   } finally {
     await server.stop();
@@ -53,7 +58,7 @@ export async function benchColdStart(cycles = process.env.BENCH_QUICK ? 5 : 20):
 }
 
 if (require.main === module) {
-  benchColdStart().then((rows) => console.table(rows), (err) => {
+  (async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))])().then((rows) => console.table(rows), (err) => {
     console.error(err);
     process.exit(1);
   });
