@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import { createApp, type ListenerRole } from './http/app';
 import { listen, type Listener } from './http/listener';
+import { createMetrics, metricsApp, type MetricsRecorder } from './metrics';
 import { ModelManager } from './server/model-manager';
 
 export interface MmeServerOptions {
@@ -17,7 +18,9 @@ export interface MmeServerOptions {
 
 export class MmeServer {
   readonly manager: ModelManager;
+  readonly metrics: MetricsRecorder;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
+  #metricsListener: Listener | null = null;
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
@@ -26,6 +29,8 @@ export class MmeServer {
     this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
     this.manager = new ModelManager(config, this.cacheDir, this.#log, opts.env);
+    this.metrics = createMetrics(config, { log: this.#log });
+    this.manager.events = this.metrics;
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -35,11 +40,16 @@ export class MmeServer {
       ? [['both', c.inferenceAddress]]
       : [['inference', c.inferenceAddress], ['management', c.managementAddress]];
     for (const [role, addr] of roles) {
-      const app = createApp({ role, manager: this.manager, maxRequestSize: c.maxRequestSize, log: this.#log });
+      const app = createApp({ role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize, log: this.#log });
       const listener = await listen(app, addr);
       this.listeners.push({ ...listener, role });
       this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
     }
+    if (c.metricsAddress) {
+      this.#metricsListener = await listen(metricsApp(this.metrics), c.metricsAddress);
+      this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
+    }
+    this.metrics.start();
     await this.#loadStartupModels();
     return this;
   }
@@ -76,8 +86,10 @@ export class MmeServer {
   async close(drainMs = 0): Promise<void> {
     const closing = this.listeners.map((l) => l.close());
     await this.manager.close(drainMs);
+    // After the drain, so the last interval includes the requests it let finish.
+    await this.metrics.close();
     for (const l of this.listeners) l.server.closeAllConnections();
-    await Promise.all(closing);
+    await Promise.all([...closing, this.#metricsListener?.close()]);
     fs.rmSync(this.cacheDir, { recursive: true, force: true });
   }
 }

@@ -97,6 +97,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     evictionPolicy,
     evictionDrainTimeoutSeconds: read('eviction_drain_timeout'),
     shutdownTimeoutSeconds: read('shutdown_timeout'),
+    spareWorkers: read('spare_workers'),
     multiModel,
     unknownKeys,
     ...metricsConfig(read, settings, inferenceAddress, managementAddress),
@@ -104,6 +105,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
 }
 
 type Read = <N extends KeyName>(name: N) => KindValue[KindOf<N>];
+type Fail = (key: string, raw: string, problem: string, expected: string, example: string) => MmeError;
 
 type MetricsConfig = Pick<ServerConfig, Extract<keyof ServerConfig, `metrics${string}`>>;
 
@@ -112,7 +114,7 @@ const kNamespace = /^[0-9A-Za-z.\-_/#: ]{1,255}$/;
 
 /** The metrics_* keys, checked here so that a mistake stops start-up instead of failing every interval. */
 function metricsConfig(read: Read, settings: Map<string, Setting>, inference: ListenAddress, management: ListenAddress): MetricsConfig {
-  const fail = (key: string, raw: string, problem: string, expected: string, example: string) =>
+  const fail: Fail = (key, raw, problem, expected, example) =>
     invalidValue(`config key ${key}`, raw, problem, expected, example, settings.get(key)?.from ?? null);
 
   const namespace = read('metrics_namespace') ?? 'SageMakerMME';
@@ -155,8 +157,7 @@ function destination(value: string | null): string | null {
 }
 
 /** null when /metrics belongs on the management listener (unset, or the same address written out). */
-function metricsAddress(raw: string | null, inference: ListenAddress, management: ListenAddress,
-  fail: (key: string, raw: string, problem: string, expected: string, example: string) => MmeError): ListenAddress | null {
+function metricsAddress(raw: string | null, inference: ListenAddress, management: ListenAddress, fail: Fail): ListenAddress | null {
   if (raw === null) return null;
   const example = 'metrics_address=http://0.0.0.0:9100';
   const address = parseAddress(raw);

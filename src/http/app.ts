@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
+import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/model-manager';
 import { errorResponse } from './error-response';
 import { mountInferenceRoutes } from './inference-routes';
@@ -12,6 +13,9 @@ export type ListenerRole = 'inference' | 'management' | 'both';
 export interface AppOptions {
   role: ListenerRole;
   manager: ModelManager;
+  metrics: MetricsRecorder;
+  /** GET /metrics on this listener's management side (false when metrics_address has its own). */
+  serveMetrics: boolean;
   maxRequestSize: number;
   log: (line: string) => void;
 }
@@ -27,7 +31,10 @@ export function createApp(opts: AppOptions): Koa {
     ctx.set('x-request-id', randomUUID());
     await next();
   });
+  // Before errorResponse, so it sees the final status of failed requests too.
+  app.use(invocationMetrics(opts.metrics));
   app.use(errorResponse(opts.log));
+  if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
   app.use(router.allowedMethods({
     throw: true,

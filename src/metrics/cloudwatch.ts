@@ -53,7 +53,8 @@ export class CloudWatchSink implements IntervalSink {
 
   write(snapshot: Snapshot): void {
     if (this.#closing) return;
-    this.#queue.push(...toDatums(snapshot, this.opts.dimensions));
+    // A loop, not push(...): an interval with many models can exceed the arguments limit.
+    for (const datum of toDatums(snapshot, this.opts.dimensions)) this.#queue.push(datum);
     this.#trim();
     this.#loop ??= this.#run().finally(() => { this.#loop = null; });
   }
@@ -80,8 +81,9 @@ export class CloudWatchSink implements IntervalSink {
         this.sent += batch.length;
         continue;
       }
-      if (this.#failures++ === 0) this.opts.log(`metrics: CloudWatch PutMetricData failed: ${describe(error)}; ${retryable(error) ? 'retrying with back-off' : 'dropping this batch'}`);
-      if (!retryable(error) || this.#closing) {
+      const retry = retryable(error) && !this.#closing;
+      if (this.#failures++ === 0) this.opts.log(`metrics: CloudWatch PutMetricData failed: ${describe(error)}; ${retry ? 'retrying with back-off' : 'dropping this batch'}`);
+      if (!retry) {
         this.dropped += batch.length;
         if (this.#closing) return;
         continue;

@@ -1,7 +1,7 @@
 /**
- * Builds the metrics recorder and its sinks from the config. The server calls the recorder on
- * events (recorder.ts), start() once listening, close() on shutdown, and mounts metricsRoute()
- * (route.ts) for Prometheus.
+ * Builds the metrics recorder and its sinks from the config. The server hands the recorder the
+ * model manager's events, mounts invocationMetrics() and metricsRoute() (middleware.ts), calls
+ * start() once listening and close() on shutdown.
  */
 import os from 'node:os';
 import type { ServerConfig } from '../config/types';
@@ -16,7 +16,7 @@ import type { IntervalSink } from './sink';
 import { SystemSampler } from './system';
 
 export type { InvocationEvent, MetricsRecorder } from './recorder';
-export { metricsApp, metricsRoute } from './route';
+export { invocationMetrics, metricsApp, metricsRoute } from './middleware';
 
 export interface MetricsOptions {
   readonly log: (line: string) => void;

@@ -1,8 +1,10 @@
 /**
- * The one object the server tells about events. Event methods only add to in-memory statistic
- * sets (and Prometheus's counters): O(1), no I/O, no promise, and they never throw. Every
- * metric_time_interval the interval is closed, the system is sampled and each sink gets the
- * result; a sink that fails or stalls only loses its own data.
+ * The one object the server tells about events: its lifecycle methods match the model manager's
+ * ManagerEvents (so `manager.events = recorder`), and invocation() is fed by invocationMetrics()
+ * (middleware.ts). Event methods only add to in-memory statistic sets (and Prometheus's
+ * counters): O(1), no I/O, no promise, and they never throw. Every metric_time_interval the
+ * interval is closed, the system is sampled and each sink gets the result; a sink that fails or
+ * stalls only loses its own data.
  */
 import { M, METRICS } from './catalog';
 import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';
@@ -21,8 +23,6 @@ export interface InvocationEvent {
   readonly queueMicros: number;
   /** Requests in the batch it ran in; 0 = it never ran (404, queue full, timeout in the queue). */
   readonly batchSize: number;
-  /** The model was loaded when the request arrived. */
-  readonly cacheHit: boolean;
 }
 
 export interface RecorderParts {
@@ -73,7 +73,6 @@ export class MetricsRecorder {
       this.#add(M.Invocations, m, 1);
       this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 ? 1 : 0);
       this.#add(M.Invocation5XXErrors, m, e.status >= 500 ? 1 : 0);
-      this.#add(M.ModelCacheHit, m, e.cacheHit ? 1 : 0);
       // A request that never ran has no model time; zeros would drag the latency statistics down.
       if (e.batchSize > 0) {
         this.#add(M.ModelLatency, m, e.modelMicros);
@@ -84,6 +83,11 @@ export class MetricsRecorder {
     } catch (err) {
       this.#internalError(err);
     }
+  }
+
+  /** An invoke found its model loaded (hit) or had to wait for a load (miss). */
+  cacheLookup(model: string, hit: boolean): void {
+    this.#safely(() => this.#add(M.ModelCacheHit, model, hit ? 1 : 0));
   }
 
   /** A load finished: its time when it worked, a failure count when it did not. */
@@ -108,7 +112,7 @@ export class MetricsRecorder {
     });
   }
 
-  setLoadedModelCount(n: number): void {
+  loadedModelCount(n: number): void {
     this.#loadedModels = n;
     this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));
   }

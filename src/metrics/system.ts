@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import os from 'node:os';
 import si from 'systeminformation';
-import { cgroupCpuMicros, cgroupMemory, type ReadFile } from './cgroup';
+import { cgroupCpuMicros, cgroupMemory, type MemoryReading, type ReadFile } from './cgroup';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, type Series } from './interval';
 
@@ -55,7 +55,7 @@ export class SystemSampler {
   /**
    * Sum over cores (0-100 x cores) since the previous call, as SageMaker's CPUUtilization. The
    * cgroup's counter covers exactly this container; systeminformation's load is the machine's.
-   * The first call only starts the measurement and returns null.
+   * With the counter, the first call only starts the measurement and returns null.
    */
   async #cpuPercent(): Promise<number | null> {
     const micros = cgroupCpuMicros(this.#read);
@@ -70,7 +70,7 @@ export class SystemSampler {
     return ((micros - last.micros) / ((atMs - last.atMs) * 1000)) * 100;
   }
 
-  async #memory(): Promise<{ usedBytes: number; limitBytes: number }> {
+  async #memory(): Promise<MemoryReading> {
     const container = cgroupMemory(this.#read, this.#machineBytes);
     if (container !== null) return container;
     const mem = await si.mem();

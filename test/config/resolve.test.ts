@@ -63,8 +63,21 @@ describe('resolveConfig', () => {
         evictionPolicy: 'gdsf',
         evictionDrainTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 20,
+        spareWorkers: 1,
         multiModel: false,
         unknownKeys: [],
+        metricsEndpointName: null,
+        metricsVariantName: null,
+        metricsPerModel: false,
+        metricsNamespace: 'SageMakerMME',
+        metricsCloudwatch: false,
+        metricsCloudwatchRegion: null,
+        metricsCloudwatchEndpoint: null,
+        metricsCloudwatchMaxBuffered: 10000,
+        metricsEmf: null,
+        metricsMmsLog: null,
+        metricsPrometheus: true,
+        metricsAddress: null,
       });
     });
 
@@ -109,6 +122,19 @@ describe('resolveConfig', () => {
         'eviction_policy=LRU',
         'eviction_drain_timeout=3',
         'shutdown_timeout=25',
+        'spare_workers=0',
+        'metrics_endpoint_name=ep',
+        'metrics_variant_name=AllTraffic',
+        'metrics_per_model_dimension=true',
+        'metrics_namespace=Team/MME',
+        'metrics_cloudwatch=true',
+        'metrics_cloudwatch_region=eu-west-1',
+        'metrics_cloudwatch_endpoint=http://127.0.0.1:4566',
+        'metrics_cloudwatch_max_buffered=50',
+        'metrics_emf=STDOUT',
+        'metrics_mms_log=/var/log/mms_metrics.log',
+        'metrics_prometheus=false',
+        'metrics_address=http://0.0.0.0:9100',
       ].join('\n'));
       const { blacklistEnvVars, ...rest } = config;
       assert.deepEqual(rest, {
@@ -145,8 +171,21 @@ describe('resolveConfig', () => {
         evictionPolicy: 'lru',
         evictionDrainTimeoutSeconds: 3,
         shutdownTimeoutSeconds: 25,
+        spareWorkers: 0,
         multiModel: false,
         unknownKeys: [],
+        metricsEndpointName: 'ep',
+        metricsVariantName: 'AllTraffic',
+        metricsPerModel: true,
+        metricsNamespace: 'Team/MME',
+        metricsCloudwatch: true,
+        metricsCloudwatchRegion: 'eu-west-1',
+        metricsCloudwatchEndpoint: 'http://127.0.0.1:4566',
+        metricsCloudwatchMaxBuffered: 50,
+        metricsEmf: 'stdout',
+        metricsMmsLog: '/var/log/mms_metrics.log',
+        metricsPrometheus: false,
+        metricsAddress: tcp('http://0.0.0.0:9100', 'http', '0.0.0.0', 9100),
       });
       assert.ok(blacklistEnvVars);
     });
@@ -449,6 +488,36 @@ describe('resolveConfig', () => {
       for (const bad of ['six', '0', '-1']) {
         assertConfigError(() => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }), `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`);
       }
+    });
+  });
+
+  describe('metrics keys', () => {
+    it('reads off and empty as off for the log sinks', () => {
+      assert.equal(resolve('metrics_emf=Off').metricsEmf, null);
+      assert.equal(resolve('metrics_mms_log=').metricsMmsLog, null);
+      assert.equal(resolve('metrics_emf=./emf.log').metricsEmf, './emf.log');
+    });
+
+    it('takes the endpoint and variant names from $$VAR$$, since SageMaker does not pass them', () => {
+      const config = resolve('metrics_endpoint_name=$$ENDPOINT_NAME$$', { ENDPOINT_NAME: 'prod-mme' });
+      assert.equal(config.metricsEndpointName, 'prod-mme');
+    });
+
+    it('rejects a namespace CloudWatch would refuse', () => {
+      assertConfigError(() => resolve('metrics_namespace=AWS/SageMaker'), 'config key metrics_namespace: "AWS/SageMaker" is not a namespace CloudWatch accepts', 'not starting with AWS/');
+      assertConfigError(() => resolve('metrics_namespace=a,b'), 'metrics_namespace: "a,b"');
+    });
+
+    it('rejects a CloudWatch endpoint that is not an http(s) URL', () => {
+      assertConfigError(() => resolve('metrics_cloudwatch_endpoint=monitoring.us-east-1.amazonaws.com'), 'metrics_cloudwatch_endpoint: "monitoring.us-east-1.amazonaws.com" is not an http(s) URL');
+    });
+
+    it('serves /metrics on the management listener unless metrics_address names another one', () => {
+      assert.equal(resolve('metrics_address=http://127.0.0.1:8081').metricsAddress, null, 'the management address written out');
+      assert.equal(resolve('metrics_address=unix:/tmp/metrics.sock').metricsAddress?.path, '/tmp/metrics.sock');
+      assertConfigError(() => resolve('metrics_address=http://127.0.0.1:8080'), 'metrics_address: "http://127.0.0.1:8080" collides with inference_address or management_address');
+      assertConfigError(() => resolve('metrics_address=http://0.0.0.0:8081'), 'collides');
+      assertConfigError(() => resolve('metrics_address=9100'), 'metrics_address: "9100" is not a valid address');
     });
   });
 

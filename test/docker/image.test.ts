@@ -271,6 +271,7 @@ describe('docker image (podman)', function () {
   });
 
   describe('run locally (no SageMaker environment)', function () {
+    let name = '';
     let base = '';
 
     before(async function () {
@@ -279,11 +280,15 @@ describe('docker image (podman)', function () {
       const [port, port8080] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
-      const name = await startContainer('local', [
+      name = await startContainer('local', [
         '-p', `127.0.0.1:${port}:9090`,
         '-p', `127.0.0.1:${port8080}:8080`,
         '-v', `${modelRoot}:/opt/ml/models:ro`,
+        '-v', `${signalDir}:/signal`,
         '-e', 'SAGEMAKER_BIND_TO_PORT=9090',
+        '-e', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=1',
+        // The image's config has enable_envvars_config=true: MMS_<KEY> tunes any key.
+        '-e', 'MMS_SHUTDOWN_TIMEOUT=2',
       ]);
       await waitReady(base, name, t0);
       await assert.rejects(http(`http://127.0.0.1:${port8080}/ping`, { timeoutMs: 3_000 }), 'nothing may listen on 8080');
@@ -300,6 +305,31 @@ describe('docker image (podman)', function () {
       const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
       assert.equal(invoke.status, 200, invoke.text);
       assertClose(invoke.body, mlpForward(kMlp, rows));
+    });
+
+    it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {
+      this.timeout(30_000);
+      const big = await http(`${base}/models/mlp/invoke`, { method: 'POST', body: Buffer.alloc(1.5 * 2 ** 20, 0x31), headers: { 'content-type': 'application/json' } });
+      assert.equal(big.status, 413, big.text);
+    });
+
+    it('on stop, answers a request that never finishes once shutdown_timeout is over, and exits 0', async function () {
+      this.timeout(60_000);
+      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'slow', url: '/opt/ml/models/slow' } });
+      assert.equal(load.status, 200, load.text);
+      const hung = http(`${base}/models/slow/invoke`, { method: 'POST', json: { touch: '/signal/hang', hang: true }, timeoutMs: 30_000 });
+      await waitFor(() => fs.existsSync(path.join(signalDir, 'hang')), 'the hanging request to start in the worker', 20_000);
+
+      const t0 = Date.now();
+      const stop = await run('podman', ['stop', '-t', '30', name], 60_000);
+      const stopMs = Date.now() - t0;
+      assert.equal(stop.code, 0, stop.stderr);
+      const reply = await hung;
+      // The worker is killed after the 2 s drain; the client gets an error answer, not a hang.
+      assert.ok(reply.status >= 500, `status ${reply.status}: ${reply.text}`);
+      assert.equal(Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name])), 0);
+      assert.ok(stopMs >= 1_500 && stopMs < 10_000, `podman stop took ${stopMs} ms with shutdown_timeout=2`);
+      console.log(`      podman stop returned in ${stopMs} ms (shutdown_timeout=2) with a hung request, answered ${reply.status}`);
     });
   });
 });

@@ -7,7 +7,7 @@ import { M, METRICS } from '../../src/metrics/catalog';
 import { gaugeSeries, type Snapshot } from '../../src/metrics/interval';
 import { waitFor } from '../helpers/processes';
 import { FakeCloudWatch, type ReceivedDatum } from './fake-cloudwatch';
-import { configWith, invoke, sleep, useFakeAwsCredentials } from './helpers';
+import { configWith, invoke, request, sleep, useFakeAwsCredentials } from './helpers';
 
 const kNow = 1_700_000_000_000;
 const kEndpointDims = [{ Name: 'EndpointName', Value: 'ep' }, { Name: 'VariantName', Value: 'AllTraffic' }];
@@ -49,15 +49,15 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   it('sends an interval as statistic sets with SageMaker names, units and dimensions', async () => {
     const r = recorder();
     r.start();
-    for (let i = 0; i < 3; i++) r.invocation(invoke('a'));
-    r.invocation(invoke('b', { cacheHit: false, status: 404, batchSize: 0, modelMicros: 0, queueMicros: 0 }));
-    r.invocation(invoke('a', { status: 503, totalMicros: 900, modelMicros: 0, batchSize: 0 }));
+    for (let i = 0; i < 3; i++) request(r, 'a');
+    request(r, 'b', false, { status: 404, batchSize: 0, modelMicros: 0, queueMicros: 0 });
+    r.invocation(invoke('c', { status: 503, totalMicros: 900, modelMicros: 0, batchSize: 0 })); // rejected before any lookup
     r.modelLoaded('b', 2_000_000, true);
     r.modelLoaded('c', 10, false);
     r.loadWait('b', 1_500_000);
     r.modelUnloaded('a', 300_000);
     r.evicted('a', 90_000);
-    r.setLoadedModelCount(2);
+    r.loadedModelCount(2);
     await sleep(20); // so the CPU rate has an interval to divide by
     await r.close();
 
@@ -73,7 +73,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       assert.equal(d.Unit, METRICS.find((m) => m.name === d.MetricName)!.unit);
     }
     const stats = (name: string) => find(data, name).StatisticValues;
-    assert.deepEqual(stats('ModelCacheHit'), { SampleCount: 5, Sum: 4, Minimum: 0, Maximum: 1 }, 'the 503 on a loaded model is a hit too');
+    assert.deepEqual(stats('ModelCacheHit'), { SampleCount: 4, Sum: 3, Minimum: 0, Maximum: 1 }, '3 hits, 1 miss');
     assert.deepEqual(stats('Invocations'), { SampleCount: 5, Sum: 5, Minimum: 1, Maximum: 1 });
     assert.deepEqual(stats('Invocation4XXErrors'), { SampleCount: 5, Sum: 1, Minimum: 0, Maximum: 1 });
     assert.deepEqual(stats('Invocation5XXErrors'), { SampleCount: 5, Sum: 1, Minimum: 0, Maximum: 1 });
@@ -99,9 +99,9 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
 
   it('adds a ModelName series per model only when metrics_per_model_dimension=true', async () => {
     const r = recorder('metrics_per_model_dimension=true');
-    for (let i = 0; i < 3; i++) r.invocation(invoke('a'));
-    r.invocation(invoke('b', { cacheHit: false }));
-    r.setLoadedModelCount(2);
+    for (let i = 0; i < 3; i++) request(r, 'a');
+    request(r, 'b', false);
+    r.loadedModelCount(2);
     await r.close();
 
     const data = fake.data();
@@ -115,11 +115,11 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
 
   it('splits a large interval into requests of at most 1000 data, gzip-compressed as the SDK does', async () => {
     const r = recorder('metrics_per_model_dimension=true');
-    for (let i = 0; i < 300; i++) r.invocation(invoke(`model-${i}`));
+    for (let i = 0; i < 300; i++) request(r, `model-${i}`);
     await r.close(5000);
 
     assert.deepEqual(fake.protocolErrors, []);
-    const expected = 301 * 8; // 8 request metrics, for the endpoint and for each model
+    const expected = 301 * 8; // 7 request metrics and ModelCacheHit, for the endpoint and for each model
     assert.ok(fake.data().length >= expected, `${fake.data().length} data received`);
     assert.ok(fake.calls.length >= 3);
     for (const c of fake.calls) assert.ok(c.data.length <= 1000, `a request carried ${c.data.length} data`);

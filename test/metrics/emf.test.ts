@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMetrics } from '../../src/metrics';
-import { configWith, invoke } from './helpers';
+import { configWith, invoke, request } from './helpers';
 
 /** The spec's units (CloudWatch_Embedded_Metric_Format_Specification, JSON schema's MetricUnit pattern). */
 const kUnits = new Set(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilobytes', 'Megabytes', 'Gigabytes', 'Terabytes',
@@ -72,9 +72,9 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
       'metrics_per_model_dimension=true', 'metrics_namespace=Test/MME'), { log: () => undefined, now: () => 1_700_000_000_000 });
     recorder.start();
     await new Promise((resolve) => setTimeout(resolve, 20)); // so the CPU rate has an interval to divide by
-    for (let i = 0; i < 3; i++) recorder.invocation(invoke('a'));
-    recorder.invocation(invoke('b', { cacheHit: false, status: 500 }));
-    recorder.setLoadedModelCount(2);
+    for (let i = 0; i < 3; i++) request(recorder, 'a');
+    request(recorder, 'b', false, { status: 500 });
+    recorder.loadedModelCount(2);
     await recorder.flush();
     recorder.invocation(invoke('a'));
     await recorder.close();

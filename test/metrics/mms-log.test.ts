@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMetrics } from '../../src/metrics';
-import { configWith, invoke } from './helpers';
+import { configWith, request } from './helpers';
 
 /**
  * MMS's line format (reference §5.2):
@@ -15,9 +15,9 @@ describe('metrics: MMS metric log lines', () => {
   it('writes one line per metric per interval in MMS\'s format', async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mme-mms-')), 'mms_metrics.log');
     const recorder = createMetrics(configWith(`metrics_mms_log=${file}`, 'metrics_per_model_dimension=true'), { log: () => undefined, now: () => 1_542_157_988_500 });
-    for (let i = 0; i < 3; i++) recorder.invocation(invoke('a'));
-    recorder.invocation(invoke('odd|name,x:y', { cacheHit: false }));
-    recorder.setLoadedModelCount(2);
+    for (let i = 0; i < 3; i++) request(recorder, 'a');
+    request(recorder, 'odd|name,x:y', false);
+    recorder.loadedModelCount(2);
     await recorder.close();
 
     const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n');

@@ -5,7 +5,7 @@ import Koa from 'koa';
 import parsePrometheusTextFormat, { type MetricFamily } from 'parse-prometheus-text-format';
 import { createMetrics, metricsApp, metricsRoute, type MetricsRecorder } from '../../src/metrics';
 import { METRICS } from '../../src/metrics/catalog';
-import { configWith, invoke } from './helpers';
+import { configWith, request } from './helpers';
 
 async function serve(app: Koa): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(app.callback());
@@ -35,10 +35,10 @@ describe('metrics: Prometheus at GET /metrics', () => {
 
   it('serves counters, latency histograms in seconds and interval gauges that parse as Prometheus text', async () => {
     recorder = createMetrics(configWith('metrics_prometheus=true'), { log: () => undefined });
-    for (let i = 0; i < 3; i++) recorder.invocation(invoke('a'));
-    recorder.invocation(invoke('b', { cacheHit: false, status: 404, batchSize: 0 }));
+    for (let i = 0; i < 3; i++) request(recorder, 'a');
+    request(recorder, 'b', false, { status: 404, batchSize: 0 });
     recorder.modelLoaded('b', 2_500_000, true);
-    recorder.setLoadedModelCount(2);
+    recorder.loadedModelCount(2);
     await recorder.flush();
     const server = await serve(metricsApp(recorder));
     try {
@@ -72,8 +72,8 @@ describe('metrics: Prometheus at GET /metrics', () => {
 
   it('labels request metrics by model only with metrics_per_model_dimension=true', async () => {
     recorder = createMetrics(configWith('metrics_prometheus=true', 'metrics_per_model_dimension=true'), { log: () => undefined });
-    recorder.invocation(invoke('a'));
-    recorder.invocation(invoke('b', { cacheHit: false }));
+    request(recorder, 'a');
+    request(recorder, 'b', false);
     const server = await serve(metricsApp(recorder));
     try {
       const hits = family(await scrape(server.url), 'mme_model_cache_hits_total').metrics;

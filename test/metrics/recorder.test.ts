@@ -1,43 +1,13 @@
 import assert from 'node:assert/strict';
 import type { PrometheusMetrics } from '../../src/metrics/prometheus';
-import { MetricsRecorder, type RecorderParts } from '../../src/metrics/recorder';
-import type { Snapshot } from '../../src/metrics/interval';
 import type { IntervalSink } from '../../src/metrics/sink';
-import { invoke, sleep } from './helpers';
-
-class CapturingSink implements IntervalSink {
-  readonly snapshots: Snapshot[] = [];
-  dropped = 0;
-  closed = false;
-  constructor(readonly name = 'capture') {}
-  write(snapshot: Snapshot): void {
-    this.snapshots.push(snapshot);
-  }
-  async close(): Promise<void> {
-    this.closed = true;
-  }
-  /** name → statistic set of the endpoint series (model null) of snapshot i. */
-  stats(i: number): Record<string, { count: number; sum: number; min: number; max: number }> {
-    return Object.fromEntries(this.snapshots[i]!.series.filter((s) => s.model === null).map((s) => [s.def.name, { count: s.count, sum: s.sum, min: s.min, max: s.max }]));
-  }
-}
-
-function recorder(parts: Partial<RecorderParts> = {}): { r: MetricsRecorder; sink: CapturingSink; log: string[] } {
-  const sink = new CapturingSink();
-  const log: string[] = [];
-  let t = 0;
-  const r = new MetricsRecorder({
-    intervalMs: 60_000, perModel: false, sinks: [sink], prometheus: null,
-    sampleSystem: async () => [], log: (l) => log.push(l), now: () => ++t * 1000, ...parts,
-  });
-  return { r, sink, log };
-}
+import { CapturingSink, invoke, recorder, sleep } from './helpers';
 
 describe('metrics: recorder', () => {
   it('closes intervals: each flush delivers what came since the last one, in order', async () => {
     const { r, sink } = recorder();
     r.invocation(invoke('a'));
-    r.invocation(invoke('a', { status: 400, modelMicros: 0, totalMicros: 100, batchSize: 0, cacheHit: false }));
+    r.invocation(invoke('a', { status: 400, modelMicros: 0, totalMicros: 100, batchSize: 0 }));
     const first = r.flush();
     r.invocation(invoke('a', { batchSize: 4, totalMicros: 5000, modelMicros: 4000, queueMicros: 700 }));
     await first;
@@ -73,7 +43,8 @@ describe('metrics: recorder', () => {
       r.invocation(invoke('a'));
       r.invocation(invoke('a'));
       r.modelLoaded('a', 1, true);
-      r.setLoadedModelCount(1);
+      r.loadedModelCount(1);
+      r.cacheLookup('a', true);
     });
     assert.equal(log.filter((l) => /recording failed \(reported once\)/.test(l)).length, 1);
 

@@ -1,0 +1,70 @@
+/**
+ * The cache live: a Zipf-distributed stream of invokes over 100 models in model_store with room
+ * for 20 (max_loaded_models), through a real server with on-demand loading. Reports the
+ * ModelCacheHit ratio and latency percentiles, per eviction policy.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { resolveConfig } from '../../src/config/resolve';
+import { MmeServer } from '../../src/mme-server';
+import { mlpModel } from '../../test/fixtures/onnx-models';
+import { seededRandom, zipfSampler } from '../cache-sim/random';
+import { percentiles } from './latency';
+
+export interface CacheLive {
+  policy: string;
+  requests: number;
+  hitRatio: number;
+  p50Ms: number;
+  p99Ms: number;
+  evictions: number;
+}
+
+export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.env.BENCH_QUICK ? 400 : 3000): Promise<CacheLive> {
+  const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-cache-live-'));
+  for (let i = 0; i < 100; i++) {
+    const dir = path.join(store, `m${i}`);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4], seed: i + 1 }));
+  }
+  const config = resolveConfig({
+    fileText: ['inference_address=http://127.0.0.1:0', 'management_address=http://127.0.0.1:0', `model_store=${store}`,
+      'default_workers_per_model=1', 'model_cache=on', 'max_loaded_models=20', `eviction_policy=${policy}`].join('\n'),
+    configFile: null, env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
+  });
+  const server = await new MmeServer(config, { log: () => undefined }).start();
+  const url = server.url('inference');
+  const next = zipfSampler(100, 1.0, seededRandom(7));
+  const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i)] } });
+  const samples: number[] = [];
+  try {
+    let sent = 0;
+    const client = async () => {
+      while (sent < requests) {
+        sent++;
+        const model = `m${next()}`;
+        const t0 = performance.now();
+        const res = await fetch(`${url}/models/${model}/invoke`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${model}: ${res.status}`);
+        samples.push(performance.now() - t0);
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, client));
+    const { hits, misses, evictions } = server.manager.stats;
+    const p = percentiles(samples);
+    return { policy, requests, hitRatio: hits / (hits + misses), p50Ms: p.p50, p99Ms: p.p99, evictions };
+  } finally {
+    await server.close(0);
+    fs.rmSync(store, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  (async () => [await benchCacheLive('lru'), await benchCacheLive('gdsf')])().then((r) => console.table(r), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

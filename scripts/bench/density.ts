@@ -1,0 +1,41 @@
+/**
+ * Density: how many tiny models fit a 4 GiB model memory budget (load until the server answers
+ * 507, as SageMaker would see it), and what one loaded tiny model costs (PSS of its worker).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { mlpModel } from '../../test/fixtures/onnx-models';
+import { median, postJson, startServer } from './harness';
+
+export interface Density {
+  budgetMB: number;
+  modelsLoaded: number;
+  perModelMB: number;
+}
+
+export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 4096): Promise<Density> {
+  const server = await startServer(['model_cache=off', `model_memory_budget_mb=${budgetMB}`, 'spare_workers=0']);
+  try {
+    const dir = path.join(server.store, 'tiny');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4] }));
+    let loaded = 0;
+    for (;;) {
+      const res = await postJson(`${server.url}/models`, { model_name: `t${loaded}`, url: dir, initial_workers: 1 });
+      if (res.status === 507) break;
+      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+      loaded++;
+    }
+    const list = await (await fetch(`${server.url}/models?memory=true`)).json() as { models: Array<{ memoryUsage: number }> };
+    return { budgetMB, modelsLoaded: loaded, perModelMB: median(list.models.map((m) => m.memoryUsage)) / 2 ** 20 };
+  } finally {
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  benchDensity().then((r) => console.log(r), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

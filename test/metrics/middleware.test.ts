@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { MmeError } from '../../src/errors';
+import { errorResponse } from '../../src/http/error-response';
+import { invocationMetrics } from '../../src/metrics';
+import type { ManagerEvents } from '../../src/server/model-manager';
+import { recorder } from './helpers';
+
+describe('metrics: server glue', () => {
+  it('the recorder is the model manager\'s events object as it is (manager.events = recorder)', () => {
+    const events: ManagerEvents = recorder().r;
+    assert.equal(typeof events.cacheLookup, 'function');
+  });
+
+  it('invocationMetrics times the invoke routes and reports the status the client got, errors included', async () => {
+    const { r, sink } = recorder();
+    const app = new Koa();
+    app.silent = true;
+    app.use(invocationMetrics(r));
+    app.use(errorResponse(() => undefined));
+    app.use(async (ctx) => {
+      if (ctx.path === '/ping') {
+        ctx.body = 'pong';
+        return;
+      }
+      ctx.state.model = 'm';
+      if (ctx.path === '/busy') throw new MmeError('MME_ERR_QUEUE_FULL', 'full');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      ctx.state.result = { status: 200, contentType: 'text/plain', headers: {}, body: Buffer.from('ok'), modelMicros: 1000, queueMicros: 300, batchSize: 2 };
+      ctx.body = 'ok';
+    });
+    const server = http.createServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      assert.equal((await fetch(`${url}/models/m/invoke`, { method: 'POST' })).status, 200);
+      assert.equal((await fetch(`${url}/models/m/invoke`, { method: 'POST' })).status, 200);
+      assert.equal((await fetch(`${url}/busy`, { method: 'POST' })).status, 503);
+      assert.equal((await fetch(`${url}/ping`)).status, 200);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    await r.flush();
+    const stats = sink.stats(0);
+    assert.equal(stats.Invocations!.sum, 3, '/ping is not an invocation');
+    assert.equal(stats.Invocation5XXErrors!.sum, 1);
+    assert.deepEqual(stats.ModelLatency, { count: 2, sum: 2000, min: 1000, max: 1000 });
+    assert.deepEqual(stats.QueueTime, { count: 2, sum: 600, min: 300, max: 300 });
+    assert.equal(stats.BatchSize!.sum, 4);
+    assert.ok(stats.OverheadLatency!.min >= 4000, `overhead ${stats.OverheadLatency!.min} µs covers the 5 ms outside the model`);
+  });
+});
