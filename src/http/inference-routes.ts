@@ -37,7 +37,8 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
     const request: WireRequest = { id: 0, contentType: headers['content-type'] ?? '', accept, headers, body };
-    // A client that leaves before its request reaches a worker should cost nothing.
+    // A client that leaves before its request reaches a worker should cost nothing; one that leaves
+    // mid-stream should stop its handler (context.isCancelled).
     const abort = new AbortController();
     ctx.res.once('close', () => {
       if (!ctx.res.writableFinished) abort.abort();
@@ -53,7 +54,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     try {
       result = await manager.invoke(target, request, { signal: abort.signal, onChunk });
     } catch (err) {
-      // Chunks are out with a 200: an unfinished chunked body is the only failure signal left.
+      // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
       if (ctx.res.headersSent) ctx.res.destroy();
       throw err;
     }

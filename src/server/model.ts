@@ -301,7 +301,10 @@ export class Model extends EventEmitter {
   #onWorkerExit(worker: WorkerProcess, exit: WorkerExit, expected: boolean): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
-    if (worker.inFlight.size > 0) {
+    if (worker.inFlight.size > 0 && expected) {
+      // We stopped it (unload, eviction, scale-down, shutdown past its drain bound): not the OOM killer.
+      this.#settleInFlight(worker, new MmeError('MME_ERR_SHUTTING_DOWN', `The worker of model ${this.name} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`));
+    } else if (worker.inFlight.size > 0) {
       const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
       this.#settleInFlight(worker, exit.killed
         ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${this.name} ${how} while running this request (the kernel's OOM killer does this when memory runs out).`)

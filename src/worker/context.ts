@@ -125,7 +125,7 @@ export class HandlerContext {
     if (this.#cancelled.has(index)) return false;
     const first = !this.#streamed.has(index);
     this.#streamed.add(index);
-    this.sendChunk(index, toBuffer(chunk), first ? structuredClone(this.responses[index]) : undefined);
+    this.sendChunk(index, toBuffer(chunk), first ? this.responses[index] : undefined);
     return true;
   }
 

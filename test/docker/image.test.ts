@@ -326,7 +326,8 @@ describe('docker image (podman)', function () {
       assert.equal(stop.code, 0, stop.stderr);
       const reply = await hung;
       // The worker is killed after the 2 s drain; the client gets an error answer, not a hang.
-      assert.ok(reply.status >= 500, `status ${reply.status}: ${reply.text}`);
+      assert.equal(reply.status, 503, reply.text);
+      assert.equal(JSON.parse(reply.text).errorCode, 'MME_ERR_SHUTTING_DOWN');
       assert.equal(Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name])), 0);
       assert.ok(stopMs >= 1_500 && stopMs < 10_000, `podman stop took ${stopMs} ms with shutdown_timeout=2`);
       console.log(`      podman stop returned in ${stopMs} ms (shutdown_timeout=2) with a hung request, answered ${reply.status}`);
