@@ -33,6 +33,8 @@ export interface ModelArtifact {
 export interface ResolveArtifactOptions {
   /** Parent of the per-load extraction directories; created (mode 0700) if missing. */
   cacheDir: string;
+  /** Directories the url must resolve into, links followed; omitted = anywhere. */
+  roots?: readonly string[];
   limits?: ArchiveLimits;
 }
 
@@ -52,14 +54,25 @@ function underSystemRoot(p: string): boolean {
 
 type Target = { kind: 'dir' | 'archive'; path: string };
 
+function insideAny(p: string, roots: readonly string[]): boolean {
+  return roots.some((root) => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
+}
+
+function outsideRoots(url: string, roots: readonly string[]): MmeError {
+  return new MmeError('MME_ERR_BAD_REQUEST', `url ${JSON.stringify(url)} is outside the model roots (${roots.join(', ')}); put the model under one of them, or add its directory to model_roots`);
+}
+
 /**
  * Validates the url and finds what it names. The url itself may be a symbolic link (model stores are
  * often mounted that way); its realpath is checked again, and nothing inside it is ever followed.
  */
-async function locate(url: string): Promise<Target> {
+async function locate(url: string, roots: readonly string[] | undefined): Promise<Target> {
   if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
   const resolved = path.resolve(url);
   if (underSystemRoot(resolved)) throw badUrl(url);
+  // Checked on the path as written before anything is read, and again after links are followed.
+  const realRoots = roots ? await Promise.all(roots.map((r) => realpath(r).catch(() => path.resolve(r)))) : null;
+  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url, roots!);
   let real: string;
   try {
     real = await realpath(resolved);
@@ -71,6 +84,7 @@ async function locate(url: string): Promise<Target> {
     throw fsFailure(`reading ${url}`, err);
   }
   if (underSystemRoot(real)) throw badUrl(url);
+  if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
   let st;
   try {
     st = await stat(real);
@@ -114,7 +128,7 @@ async function extractModel(url: string, archive: string, opts: ResolveArtifactO
 
 /** Rejects with an MmeError: 400 for a bad url or model, 404 when the path does not exist, 507 for a full disk. */
 export async function resolveArtifact(url: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
-  const target = await locate(url);
+  const target = await locate(url, opts.roots);
   if (target.kind === 'archive') return extractModel(url, target.path, opts);
   const model = await resolveModelDir(target.path, url);
   return { url, ...model, extractedTo: null, dispose: async () => {} };

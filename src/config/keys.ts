@@ -214,6 +214,18 @@ export const KEYS = [
     name: 'metrics_address', kind: 'string', default: null, example: 'http://0.0.0.0:9100',
     doc: 'A separate listener for GET /metrics (http://host:port or unix:/path); unset = /metrics is on the management listener. Use it to scrape without exposing the management API.',
   },
+  {
+    name: 'model_roots', kind: 'string', default: null, example: '/opt/ml/models,/data/models',
+    doc: 'Comma list of directories a load url must resolve into (after following links); anything else is refused with 400 before a file is read. Unset = model_store and /opt/ml/models. Relative urls resolve against model_store.',
+  },
+  {
+    name: 'management_token', kind: 'string', default: null, example: '$$MME_MANAGEMENT_TOKEN$$',
+    doc: 'When set, the management API (POST/PUT/DELETE/GET /models) needs Authorization: Bearer <token>. Leave unset on SageMaker, whose platform sends no token; use it when the management port is reachable by others.',
+  },
+  {
+    name: 'max_connections', kind: 'int', default: '1024', range: atLeast(1),
+    doc: 'Most open client connections per listener; more are refused at once, which bounds file descriptors and memory.',
+  },
 ] as const satisfies readonly KeySpec[];
 
 export type KeyName = (typeof KEYS)[number]['name'];

@@ -98,6 +98,9 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     evictionDrainTimeoutSeconds: read('eviction_drain_timeout'),
     shutdownTimeoutSeconds: read('shutdown_timeout'),
     spareWorkers: read('spare_workers'),
+    modelRoots: modelRoots(read('model_roots'), modelStore),
+    managementToken: read('management_token'),
+    maxConnections: read('max_connections'),
     multiModel,
     unknownKeys,
     ...metricsConfig(read, settings, inferenceAddress, managementAddress),
@@ -167,6 +170,12 @@ function metricsAddress(raw: string | null, inference: ListenAddress, management
     throw fail('metrics_address', raw, 'collides with inference_address or management_address', 'unset (/metrics on the management listener) or a port of its own', example);
   }
   return address;
+}
+
+/** SageMaker puts models under /opt/ml/models; locally they live in model_store. */
+function modelRoots(raw: string | null, modelStore: string | null): string[] {
+  const roots = raw === null ? [modelStore, '/opt/ml/models'] : raw.split(',').map((r) => r.trim());
+  return [...new Set(roots.filter((r): r is string => !!r))];
 }
 
 function oneOf<T extends string>(value: string, key: string, allowed: readonly T[], settings: Map<string, Setting>): T {

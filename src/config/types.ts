@@ -65,6 +65,11 @@ export interface ServerConfig {
   readonly evictionPolicy: 'gdsf' | 'lru';
   readonly evictionDrainTimeoutSeconds: number;
   readonly shutdownTimeoutSeconds: number;
+  /** Directories a load url must resolve into (relative ones against the working directory). */
+  readonly modelRoots: readonly string[];
+  /** Bearer token the management API requires, or null. */
+  readonly managementToken: string | null;
+  readonly maxConnections: number;
   /** Started, model-less workers kept ready for the next load. */
   readonly spareWorkers: number;
   /** SAGEMAKER_MULTI_MODEL=true. */

@@ -159,7 +159,10 @@ export class ModelManager {
     const t0 = performance.now();
     const release = await this.#loadSlots.acquire();
     try {
-      entry.artifact = await resolveArtifact(req.url, { cacheDir: this.cacheDir });
+      // MMS resolves a relative url against model_store.
+      const store = this.config.modelStore;
+      const url = path.isAbsolute(req.url) || !store ? req.url : path.join(store, req.url);
+      entry.artifact = await resolveArtifact(url, { cacheDir: this.cacheDir, roots: this.config.modelRoots });
       const settings = this.#settings(req, entry.artifact);
       const processes = settings.preloadModel ? Math.min(1, settings.minWorkers) : settings.minWorkers;
       await this.#reserveRoom(entry, this.#estimator.estimate(entry.artifact.onnxBytes, processes));

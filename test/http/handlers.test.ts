@@ -69,7 +69,9 @@ function rotated(image: number[][][]): number[][][] {
 describe('custom handlers', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    // The example model is loaded from the repository's model-store, a root besides the test store.
+    const store = tempDir('mme-store-');
+    t = await startServer(`model_roots=${path.dirname(OCR_DIR)},${store}`, { store });
     const model = mlpModel(kMlp);
     const loads = [
       loadModel(t, 'labels', writeModelDir(t.store, 'labels', model, { 'handler.js': labelsHandler, 'labels.json': '["cat", "dog", "bird"]' })),

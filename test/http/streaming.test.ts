@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor } from '../helpers/processes';
-import { invoke, loadModel, startServer, type TestServer } from '../helpers/server';
+import { invoke, loadModel, startServer, tempDir, type TestServer } from '../helpers/server';
 import { streamInvoke } from './stream-client';
 
 // Compiled to dist/test/http/, so the repo root is three levels up.
@@ -40,7 +40,9 @@ function lines(chunks: Buffer[]): unknown[] {
 describe('streamed responses (a handler exporting streaming = true)', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    // The example model is loaded from the repository's model-store, a root besides the test store.
+    const store = tempDir('mme-store-');
+    t = await startServer(`model_roots=${path.dirname(GENERATOR_DIR)},${store}`, { store });
     const model = mlpModel({ sizes: [2, 2] });
     const loads = [
       loadModel(t, 'text-generator', GENERATOR_DIR),
