@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import { createApp, type ListenerRole } from './http/app';
+import { isLoopback } from './http/guards';
 import { listen, type Listener } from './http/listener';
 import { createMetrics, metricsApp, type MetricsRecorder } from './metrics';
 import { ModelManager } from './server/model-manager';
@@ -40,8 +41,11 @@ export class MmeServer {
       ? [['both', c.inferenceAddress]]
       : [['inference', c.inferenceAddress], ['management', c.managementAddress]];
     for (const [role, addr] of roles) {
-      const app = createApp({ role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize, log: this.#log });
-      const listener = await listen(app, addr);
+      const app = createApp({
+        role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
+        loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, log: this.#log,
+      });
+      const listener = await listen(app, addr, c.maxConnections);
       this.listeners.push({ ...listener, role });
       this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
     }

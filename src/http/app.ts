@@ -5,6 +5,7 @@ import { MmeError } from '../errors';
 import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/model-manager';
 import { errorResponse } from './error-response';
+import { bearerToken, loopbackHostGuard } from './guards';
 import { mountInferenceRoutes } from './inference-routes';
 import { mountManagementRoutes } from './management-routes';
 
@@ -17,6 +18,9 @@ export interface AppOptions {
   /** GET /metrics on this listener's management side (false when metrics_address has its own). */
   serveMetrics: boolean;
   maxRequestSize: number;
+  /** The listener is on a loopback address: refuse requests for other Host names. */
+  loopbackOnly: boolean;
+  managementToken: string | null;
   log: (line: string) => void;
 }
 
@@ -26,7 +30,7 @@ export function createApp(opts: AppOptions): Koa {
   app.silent = true;
   const router = new Router();
   if (opts.role !== 'management') mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
-  if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager);
+  if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next());
   app.use(async (ctx, next) => {
     ctx.set('x-request-id', randomUUID());
     await next();
@@ -34,6 +38,7 @@ export function createApp(opts: AppOptions): Koa {
   // Before errorResponse, so it sees the final status of failed requests too.
   app.use(invocationMetrics(opts.metrics));
   app.use(errorResponse(opts.log));
+  if (opts.loopbackOnly) app.use(loopbackHostGuard());
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
   app.use(router.allowedMethods({

@@ -5,11 +5,15 @@ import type { ListenAddress } from '../config/types';
 
 /**
  * Connection limits: keep-alive outlives load balancers' 60 s idle timeout (so they close first
- * and never race a reused socket), and a request must finish arriving within requestTimeout.
+ * and never race a reused socket); a request must finish arriving within requestTimeout (SageMaker's
+ * 60 s plus a 6 MB upload; slowloris bound), its headers sooner. Passed to createServer, which
+ * checks headersTimeout <= requestTimeout (setting them afterwards skips that check).
  */
 const kKeepAliveTimeoutMs = 65_000;
 const kHeadersTimeoutMs = 60_000;
-const kRequestTimeoutMs = 120_000;
+const kRequestTimeoutMs = 70_000;
+/** Node's 2000 is far beyond any real client; fewer bounds per-request parsing work. */
+const kMaxHeadersCount = 100;
 
 export interface Listener {
   server: http.Server;
@@ -19,9 +23,11 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-export async function listen(app: Koa, addr: ListenAddress): Promise<Listener> {
+export async function listen(app: Koa, addr: ListenAddress, maxConnections = 1024): Promise<Listener> {
   if (addr.scheme === 'https') throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
   const server = http.createServer({ keepAliveTimeout: kKeepAliveTimeoutMs, headersTimeout: kHeadersTimeoutMs, requestTimeout: kRequestTimeoutMs }, app.callback());
+  server.maxHeadersCount = kMaxHeadersCount;
+  server.maxConnections = maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     if (addr.scheme === 'unix') server.listen(addr.path, resolve);

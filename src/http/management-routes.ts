@@ -3,6 +3,7 @@
  * load, list, describe, scale, unload.
  */
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { LoadRequest, ModelManager } from '../server/model-manager';
@@ -11,8 +12,9 @@ import { readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
 
-export function mountManagementRoutes(router: Router, manager: ModelManager): void {
-  router.post('/models', async (ctx) => {
+/** `guard` runs before every management route (the bearer-token check when management_token is set). */
+export function mountManagementRoutes(router: Router, manager: ModelManager, guard: Middleware): void {
+  router.post('/models', guard, async (ctx) => {
     const req = await loadRequestOf(ctx);
     const outcome = await manager.load(req);
     if (outcome === 'accepted') {
@@ -23,7 +25,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager): vo
     }
   });
 
-  router.get('/models', (ctx) => {
+  router.get('/models', guard, (ctx) => {
     // MMS clamps limit to 100 (0 or negative means the default: a zero page would never advance) and treats the token as an offset.
     const limit = intParam(ctx, 'limit', 100, -Infinity);
     const pageSize = limit > 100 || limit <= 0 ? 100 : limit;
@@ -39,13 +41,13 @@ export function mountManagementRoutes(router: Router, manager: ModelManager): vo
     ctx.body = body;
   });
 
-  router.get('/models/:name', async (ctx) => {
+  router.get('/models/:name', guard, async (ctx) => {
     const model = manager.get(ctx.params.name);
     await model.refreshMemory();
     ctx.body = describe(model, manager.entry(model.name)?.loadedAtStartup ?? false);
   });
 
-  router.put('/models/:name', async (ctx) => {
+  router.put('/models/:name', guard, async (ctx) => {
     const model = manager.get(ctx.params.name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
@@ -62,7 +64,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager): vo
     }
   });
 
-  router.delete('/models/:name', async (ctx) => {
+  router.delete('/models/:name', guard, async (ctx) => {
     await manager.unload(ctx.params.name);
     ctx.body = { status: `Model "${ctx.params.name}" unregistered` };
   });
