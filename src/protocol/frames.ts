@@ -45,6 +45,11 @@ export interface LoadMessage {
   intraOpThreads: number;
   interOpThreads: number;
   decodeInputRequest: boolean;
+  /**
+   * Run batches as they arrive (a preload_model process: its slots share one session), rather
+   * than one after another (a pipelined worker: the parent assumes only the oldest is running).
+   */
+  concurrentBatches: boolean;
   workerId: string;
 }
 

@@ -30,7 +30,7 @@ export type ModelState = 'loading' | 'ready' | 'failed' | 'unloading' | 'unloade
 
 export interface ModelDeps {
   /** Everything a worker needs to load this model except its id and GPU. */
-  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize'>;
+  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches'>;
   maxResponseSize: number;
   assignGpu: () => number;
   /** A started worker process (a warm spare when one is free) given this assignment. */
@@ -137,7 +137,7 @@ export class Model extends EventEmitter {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const worker = this.deps.startWorker({
       id,
-      load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize: this.settings.batchSize },
+      load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize: this.settings.batchSize, concurrentBatches: this.settings.preloadModel },
       loadTimeoutMs: this.settings.loadTimeoutMs,
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, this.settings.batchSize) + (1 << 20),
     });

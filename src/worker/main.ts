@@ -19,6 +19,9 @@ const kMaxFrame = 2 ** 31 - 1;
 const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 
 let handler: Handler | null = null;
+let concurrentBatches = false;
+/** Tail of the one-at-a-time chain of a pipelined worker. */
+let serial: Promise<void> = Promise.resolve();
 let model: ModelInfo | null = null;
 let decodeInput = true;
 /** Request id → the context running it, so a Cancel frame can reach the handler. */
@@ -38,8 +41,8 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
       void load(frame.msg);
       break;
     case MessageKind.Infer:
-      // Batches run concurrently: the parent sends more than one only to a preload_model process.
-      void runBatch(frame.msg);
+      if (concurrentBatches) void runBatch(frame.msg);
+      else serial = serial.then(() => runBatch(frame.msg));
       break;
     case MessageKind.Cancel: {
       const r = running.get(frame.msg.id);
@@ -69,6 +72,7 @@ async function load(msg: LoadMessage): Promise<void> {
   try {
     // A spare worker was started before its model was known; handlers expect the model dir as cwd.
     process.chdir(msg.modelDir);
+    concurrentBatches = msg.concurrentBatches;
     const opened = await openSession(msg, log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     handler = loadHandler(msg.handlerPath, msg.modelDir);
