@@ -44,6 +44,11 @@ const REMOTE_URL = /^(?:[a-z][a-z0-9+.-]*:\/\/|(?:https?|s3|file):)/i;
 const SYSTEM_ROOTS = ['/dev', '/proc', '/sys'];
 const ARCHIVE_NAME = /\.(?:tar\.gz|tgz)$/i;
 
+/** True for a url with a scheme (http://, s3://, file:, …): never fetched, always refused with 400. */
+export function isRemoteUrl(url: string): boolean {
+  return REMOTE_URL.test(url);
+}
+
 function badUrl(url: string): MmeError {
   return new MmeError('MME_ERR_BAD_REQUEST', `only local directories or .tar.gz files are accepted as a model url, got ${JSON.stringify(url)}`);
 }

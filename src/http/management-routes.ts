@@ -48,12 +48,14 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   });
 
   router.put('/models/:name', guard, async (ctx) => {
-    const model = manager.get(ctx.params.name);
+    const name = ctx.params.name;
+    // A model whose load is in progress is registered (POST answers 409 for it): it is scaled once loaded.
+    if (!manager.registered(name)) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
     if (max < min) throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
-    const scaling = manager.scale(model.name, min, max, synchronous);
+    const scaling = manager.scale(name, min, max, synchronous);
     if (synchronous) {
       await scaling;
       ctx.body = { status: 'Workers scaled' };

@@ -88,6 +88,11 @@ export interface WireRequest {
 export interface InferMessage {
   batchId: number;
   requests: WireRequest[];
+  /**
+   * The requests are not a model batch: they travel in one frame only to share its round trip,
+   * and the worker runs each on its own (batch_size 1 under a backlog).
+   */
+  independent?: boolean;
 }
 
 export interface WireResponse {

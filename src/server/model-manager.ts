@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { resolveArtifact, type ModelArtifact } from '../artifacts/model-artifact';
+import { isRemoteUrl, resolveArtifact, type ModelArtifact } from '../artifacts/model-artifact';
 import type { ServerConfig } from '../config/types';
 import { MmeError } from '../errors';
 import type { WireRequest } from '../protocol/frames';
@@ -161,7 +161,8 @@ export class ModelManager {
     try {
       // MMS resolves a relative url against model_store.
       const store = this.config.modelStore;
-      const url = path.isAbsolute(req.url) || !store ? req.url : path.join(store, req.url);
+      // A remote url is not joined: resolveArtifact must see it as given and refuse it (400).
+      const url = path.isAbsolute(req.url) || !store || isRemoteUrl(req.url) ? req.url : path.join(store, req.url);
       entry.artifact = await resolveArtifact(url, { cacheDir: this.cacheDir, roots: this.config.modelRoots });
       const settings = this.#settings(req, entry.artifact);
       const processes = settings.preloadModel ? Math.min(1, settings.minWorkers) : settings.minWorkers;
@@ -198,7 +199,7 @@ export class ModelManager {
   }
 
   #createModel(name: string, req: LoadRequest, artifact: ModelArtifact, settings: ModelSettings): Model {
-    const handlerPath = req.handler ?? artifact.handlerPath ?? this.config.defaultServiceHandler;
+    const handlerPath = this.#handlerPath(req, artifact);
     return new Model(name, req.url, settings, {
       load: {
         modelName: name,
@@ -214,6 +215,23 @@ export class ModelManager {
       startWorker: (assignment) => this.#startWorker(assignment),
       log: this.log,
     });
+  }
+
+  /**
+   * A handler named by the request or the model directory must lie inside that directory: a load
+   * request must not be able to run any .js file on the server. default_service_handler is the
+   * operator's own choice and may live anywhere.
+   */
+  #handlerPath(req: LoadRequest, artifact: ModelArtifact): string | null {
+    if (req.handler !== undefined) {
+      const file = path.resolve(artifact.dir, req.handler);
+      if (path.relative(artifact.dir, file).startsWith('..') || path.isAbsolute(path.relative(artifact.dir, file))) {
+        throw new MmeError('MME_ERR_BAD_REQUEST', `handler ${JSON.stringify(req.handler)} must be a file inside the model directory`);
+      }
+      return file;
+    }
+    if (artifact.handlerPath) return path.resolve(artifact.dir, artifact.handlerPath);
+    return this.config.defaultServiceHandler ? path.resolve(artifact.dir, this.config.defaultServiceHandler) : null;
   }
 
   #settings(req: LoadRequest, artifact: ModelArtifact): ModelSettings {
@@ -462,7 +480,19 @@ export class ModelManager {
     this.log(`[${name}] unloaded`);
   }
 
+  /** Whether `name` is registered: loaded, or loading (a POST /models in progress, or one answered 202). */
+  registered(name: string): boolean {
+    const state = this.#entries.get(name)?.state;
+    return state === 'ready' || state === 'loading';
+  }
+
+  /** Scales a loaded model; one still loading is scaled once its load is over (as unload waits for it). */
   async scale(name: string, min: number, max: number, synchronous: boolean): Promise<void> {
+    let e = this.#entries.get(name);
+    while (e?.state === 'loading') {
+      await e.settled;
+      e = this.#entries.get(name);
+    }
     await this.get(name).scale(min, max, synchronous);
   }
 

@@ -43,6 +43,8 @@ export interface ModelDeps {
  * it never idles for a parent round trip (3.4× the throughput of one-at-a-time on a tiny model).
  */
 const kPipelineDepth = 2;
+/** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
+const kCoalesce = 8;
 /** Consecutive failed worker starts, with no worker ready, after which the model is marked failed. */
 const kFailedAfter = 3;
 const kBackoffCapSeconds = 60;
@@ -178,7 +180,10 @@ export class Model extends EventEmitter {
         }, maxBatchDelayMs);
         return;
       }
-      const jobs = this.#queue.take(batchSize);
+      // With batch_size 1 and a backlog, several requests share one frame and one round trip (run
+      // one by one): on this VM each parent⇄worker hop costs more than running a small model.
+      const independent = batchSize === 1 && this.#queue.length > 1 && !this.streaming;
+      const jobs = this.#queue.take(independent ? kCoalesce : batchSize);
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
       if (this.#batchTimer) {
@@ -192,7 +197,7 @@ export class Model extends EventEmitter {
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
-      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request) });
+      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), ...(independent && jobs.length > 1 ? { independent: true } : {}) });
     }
     this.#notifyIdle();
   }
@@ -215,7 +220,7 @@ export class Model extends EventEmitter {
   }
 
   #onResult(msg: ResultMessage, batch: InferMessage): void {
-    const size = batch.requests.length;
+    const size = batch.independent ? 1 : batch.requests.length;
     for (const r of msg.responses) {
       const job = this.#running.get(r.id);
       if (!job) continue;
@@ -251,8 +256,9 @@ export class Model extends EventEmitter {
       if (!batch) continue;
       // A run cannot be interrupted from outside the process: kill it, fail its batch, replace it.
       this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`);
-      this.#settleInFlight(worker, new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${this.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`), batch.batchId);
+      // Kill first: settling re-dispatches the batches waiting in its pipe, never back to this worker.
       worker.kill();
+      this.#settleInFlight(worker, new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${this.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`), batch.batchId);
       return;
     }
   }
@@ -385,8 +391,10 @@ export class Model extends EventEmitter {
     for (let n = live.length; n < target; n++) added.push(this.#spawnWorker());
     const extra = live.length - target;
     if (extra > 0) {
-      // Idle workers go first; a busy one finishes its batch (its results are still delivered) then exits.
-      const victims = [...live].sort((a, b) => Number(b.isIdle) - Number(a.isIdle)).slice(0, extra);
+      // Workers still loading go first, then idle ones; a busy one finishes its batch (its results are
+      // still delivered) then exits.
+      const rank = (w: WorkerProcess) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const victims = [...live].sort((a, b) => rank(a) - rank(b)).slice(0, extra);
       const stopping = victims.map((w) => this.#retire(w));
       if (synchronous) await Promise.all(stopping);
     }

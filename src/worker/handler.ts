@@ -56,6 +56,9 @@ function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
     const mod = require(file) as HandlerModule & { default?: HandlerModule };
     return mod.default && typeof mod.default === 'object' ? mod.default : mod;
   } catch (err) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${(err as Error).message}`);
+    // First line only: Node appends a require stack of server paths the client must not see.
+    const e = err as NodeJS.ErrnoException;
+    const reason = e.code === 'MODULE_NOT_FOUND' && e.message.includes(file) ? 'the file does not exist in the model directory' : String(e.message).split('\n')[0];
+    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${reason}`);
   }
 }

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
 import {
-  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireResponse,
+  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireRequest, type WireResponse,
 } from '../protocol/frames';
 import { HandlerContext, toBuffer, type ModelInfo } from './context';
 import { loadHandler, type Handler } from './handler';
@@ -111,23 +111,34 @@ function loadError(err: unknown): WireError {
 }
 
 async function runBatch(batch: InferMessage): Promise<void> {
-  const requests = batch.requests.map((r) => toHandlerRequest(r, decodeInput));
-  const ctx = new HandlerContext(model!, requests, (index, body, head) => {
-    send({ kind: MessageKind.Chunk, msg: { id: batch.requests[index].id, head, body } });
-  });
-  batch.requests.forEach((r, index) => running.set(r.id, { ctx, index }));
   const t0 = performance.now();
+  const responses: WireResponse[] = [];
+  if (batch.independent) {
+    // Sent together only to save round trips: each request is its own batch of one.
+    for (const r of batch.requests) responses.push(...(await runGroup([r])));
+  } else {
+    responses.push(...(await runGroup(batch.requests)));
+  }
+  const modelMicros = Math.round((performance.now() - t0) * 1000);
+  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros, responses } });
+}
+
+/** One call of the handler for `wire` requests (one model batch). */
+async function runGroup(wire: WireRequest[]): Promise<WireResponse[]> {
+  const requests = wire.map((r) => toHandlerRequest(r, decodeInput));
+  const ctx = new HandlerContext(model!, requests, (index, body, head) => {
+    send({ kind: MessageKind.Chunk, msg: { id: wire[index].id, head, body } });
+  });
+  wire.forEach((r, index) => running.set(r.id, { ctx, index }));
   let results: unknown[];
   try {
     results = await handler!.handle(requests, ctx);
   } catch (err) {
     results = requests.map(() => err);
   } finally {
-    for (const r of batch.requests) running.delete(r.id);
+    for (const r of wire) running.delete(r.id);
   }
-  const modelMicros = Math.round((performance.now() - t0) * 1000);
-  const responses: WireResponse[] = batch.requests.map((r, i) => toResponse(r.id, results[i], ctx, i));
-  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros, responses } });
+  return wire.map((r, i) => toResponse(r.id, results[i], ctx, i));
 }
 
 function toResponse(id: number, result: unknown, ctx: HandlerContext, index: number): WireResponse {

@@ -261,6 +261,8 @@ export class WorkerProcess extends EventEmitter {
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
     clearTimeout(this.#loadTimer!);
     const killed = signal === 'SIGKILL' || code === 137;
+    // Read before #failLoad marks the worker failed: a worker we stopped mid-load exited as expected.
+    const expected = this.state === 'stopping';
     this.exitInfo = { code, signal, killed };
     if (!this.#loadSettled) {
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
@@ -268,7 +270,6 @@ export class WorkerProcess extends EventEmitter {
         ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${this.id} ${how} while loading the model (the kernel's OOM killer does this when memory runs out)`)
         : new MmeError('MME_ERR_LOAD_FAILED', `worker ${this.id} ${how} while loading the model; see the server log for its output`));
     }
-    const expected = this.state === 'stopping';
     this.#setState(expected ? 'stopped' : 'failed');
     this.#channel?.destroy();
     this.#resolveExit(this.exitInfo);
