@@ -13,6 +13,7 @@ import { benchColdStart } from './cold-start';
 import { benchDensity } from './density';
 import { benchHotPath } from './hot-path';
 import { benchPreloadMemory } from './preload-memory';
+import { benchStreaming } from './streaming';
 
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
   const sim = runCacheSim();
   const live = [await benchCacheLive('lru'), await benchCacheLive('gdsf')];
   const preload = await benchPreloadMemory();
+  const streaming = await benchStreaming();
 
   const rows: string[] = [
     '| # | figure | measured | target |',
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
     `| 5 | density: tiny models loaded before a ${density.budgetMB} MiB budget answers 507; PSS per loaded model | **${density.modelsLoaded} models**, ${density.perModelMB.toFixed(1)} MB each | — |`,
     ...sim.filter((r) => r.trace === 'zipf').map((r) => `| 6 | cache simulator, Zipf trace, 2 GiB: ${r.policy} | hit ratio ${pct(r.result.hits / r.result.requests)}, load time ${(r.result.loadMicros / 6e7).toFixed(0)} min | — |`),
     ...live.map((l) => `| 6 | cache live: Zipf over 100 models, room for 20, ${l.requests} invokes, ${l.policy} | ModelCacheHit ${pct(l.hitRatio)}, p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, ${l.evictions} evictions | — |`),
+    `| — | streaming: example text-generator, ${streaming.tokens} tokens, one run each, p50 | first chunk **${ms(streaming.firstChunkMs)}**, whole response ${ms(streaming.totalMs)} | — |`,
     ...preload.map((p) => `| — | preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights) | ${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off | — |`),
   ];
   const md = [`Measured ${started} on ${machine}.`, '', ...rows].join('\n');
@@ -48,7 +51,7 @@ async function main(): Promise<void> {
   const out = path.join(__dirname, '..', '..', '..', 'bench-results');
   fs.mkdirSync(out, { recursive: true });
   fs.writeFileSync(path.join(out, 'latest.md'), `${md}\n`);
-  fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, batching, cold, density, sim, live, preload }, null, 2)}\n`);
+  fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, batching, cold, density, sim, live, preload, streaming }, null, 2)}\n`);
 }
 
 main().catch((err) => {

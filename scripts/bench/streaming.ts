@@ -1,0 +1,45 @@
+/**
+ * Streaming: time to first chunk against time to the whole response, for the example
+ * text-generator (one model run per token, 32 tokens, each sent as it is made).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { streamInvoke } from '../../test/http/stream-client';
+import { median, postJson, startServer } from './harness';
+
+export interface StreamingResult {
+  tokens: number;
+  firstChunkMs: number;
+  totalMs: number;
+}
+
+export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 50): Promise<StreamingResult> {
+  const server = await startServer();
+  try {
+    const source = path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator');
+    const dir = path.join(server.store, 'text-generator');
+    fs.cpSync(source, dir, { recursive: true });
+    const res = await postJson(`${server.url}/models`, { model_name: 'gen', url: dir, initial_workers: 1 });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    const body = JSON.stringify({ prompt: 'hello', max_tokens: 32 });
+    const first: number[] = [];
+    const total: number[] = [];
+    for (let i = 0; i < requests + 3; i++) {
+      const r = await streamInvoke(`${server.url}/models/gen/invoke`, body);
+      if (r.status !== 200 || !r.complete) throw new Error(`stream answered ${r.status}`);
+      if (i < 3) continue;
+      first.push(r.firstChunkMs);
+      total.push(r.totalMs);
+    }
+    return { tokens: 32, firstChunkMs: median(first), totalMs: median(total) };
+  } finally {
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  benchStreaming().then((r) => console.log(r), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
