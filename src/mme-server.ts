@@ -8,13 +8,15 @@ import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import { createApp, type ListenerRole } from './http/app';
 import { isLoopback } from './http/guards';
-import { listen, type Listener } from './http/listener';
+import { listen, type Listener, type ListenerLimits } from './http/listener';
 import { createMetrics, metricsApp, type MetricsRecorder } from './metrics';
 import { ModelManager } from './server/model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** Timeouts of every listener; max_connections still comes from the config. Tests shorten them. */
+  listenerLimits?: Omit<Partial<ListenerLimits>, 'maxConnections'>;
 }
 
 export class MmeServer {
@@ -25,9 +27,11 @@ export class MmeServer {
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
+  readonly #limits: Partial<ListenerLimits>;
 
   constructor(readonly config: ServerConfig, opts: MmeServerOptions = {}) {
     this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
+    this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
     this.manager = new ModelManager(config, this.cacheDir, this.#log, opts.env);
     this.metrics = createMetrics(config, { log: this.#log });
@@ -45,12 +49,12 @@ export class MmeServer {
         role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
         loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, log: this.#log,
       });
-      const listener = await listen(app, addr, c.maxConnections);
+      const listener = await listen(app, addr, this.#limits);
       this.listeners.push({ ...listener, role });
       this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
     }
     if (c.metricsAddress) {
-      this.#metricsListener = await listen(metricsApp(this.metrics), c.metricsAddress);
+      this.#metricsListener = await listen(metricsApp(this.metrics), c.metricsAddress, this.#limits);
       this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
     }
     this.metrics.start();

@@ -5,7 +5,7 @@
  */
 import { mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { isMmeError, MmeError } from '../errors';
 import { ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from './extract-archive';
 import { extractInChild } from './extract-child';
 import { errnoOf, fsFailure } from './fs-errors';
@@ -28,6 +28,11 @@ export interface ModelArtifact {
   extractedTo: string | null;
   /** Removes the extraction directory; a no-op for a plain directory. Safe to call more than once. */
   dispose(): Promise<void>;
+  /**
+   * `err` with the extraction directory shown as the url (a worker's load error names the files it
+   * read): a client sees the paths it sent, never the server's own.
+   */
+  hidePaths(err: unknown): unknown;
 }
 
 export interface ResolveArtifactOptions {
@@ -117,13 +122,23 @@ async function makeExtractionDir(cacheDir: string): Promise<string> {
   }
 }
 
+function hideExtractionDir(err: unknown, dest: string, url: string): unknown {
+  if (!isMmeError(err)) return err;
+  const message = err.message.split(dest).join(url).split(path.dirname(dest)).join(`${url}/..`);
+  return message === err.message ? err : new MmeError(err.code, message, { status: err.status, headers: { ...err.headers }, cause: err });
+}
+
 async function extractModel(url: string, archive: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
   const dest = await makeExtractionDir(opts.cacheDir);
   try {
     await extractInChild(archive, dest, effectiveLimits(opts.limits));
     const model = await resolveModelDir(dest, url);
     let removal: Promise<void> | undefined;
-    return { url, ...model, extractedTo: dest, dispose: () => (removal ??= rm(dest, { recursive: true, force: true })) };
+    return {
+      url, ...model, extractedTo: dest,
+      dispose: () => (removal ??= rm(dest, { recursive: true, force: true })),
+      hidePaths: (err) => hideExtractionDir(err, dest, url),
+    };
   } catch (err) {
     // The load error is what the client needs; a failed cleanup must not replace it.
     await rm(dest, { recursive: true, force: true }).catch(() => undefined);
@@ -136,5 +151,5 @@ export async function resolveArtifact(url: string, opts: ResolveArtifactOptions)
   const target = await locate(url, opts.roots);
   if (target.kind === 'archive') return extractModel(url, target.path, opts);
   const model = await resolveModelDir(target.path, url);
-  return { url, ...model, extractedTo: null, dispose: async () => {} };
+  return { url, ...model, extractedTo: null, dispose: async () => {}, hidePaths: (err) => err };
 }

@@ -5,8 +5,9 @@ import { MmeError } from '../errors';
 import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/model-manager';
 import { errorResponse } from './error-response';
-import { bearerToken, loopbackHostGuard } from './guards';
+import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
 import { mountInferenceRoutes } from './inference-routes';
+import { kMaxHeadersCount } from './listener';
 import { mountManagementRoutes } from './management-routes';
 
 export type ListenerRole = 'inference' | 'management' | 'both';
@@ -38,6 +39,8 @@ export function createApp(opts: AppOptions): Koa {
   // Before errorResponse, so it sees the final status of failed requests too.
   app.use(invocationMetrics(opts.metrics));
   app.use(errorResponse(opts.log));
+  app.use(headerCountGuard(kMaxHeadersCount));
+  app.use(refuseWhileClosing(() => opts.manager.closing));
   if (opts.loopbackOnly) app.use(loopbackHostGuard());
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());

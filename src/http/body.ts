@@ -2,7 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import { MmeError } from '../errors';
 
 function tooLarge(limit: number): MmeError {
-  return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`);
+  // The rest of the body is never read: closing the connection ends the upload, where keeping it
+  // alive would make Node read and discard the whole body first.
+  return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`, { headers: { Connection: 'close' } });
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * Who may call what. A listener on a loopback address serves only requests that name a loopback
- * host (a DNS-rebinding page in a browser sends its own domain), and with management_token set the
- * management API needs it as a bearer token (ShellTorch and ShadowRay were open management APIs).
+ * Who may call what, and what is refused before any route runs. A listener on a loopback address
+ * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
+ * domain), and with management_token set the management API needs it as a bearer token (ShellTorch
+ * and ShadowRay were open management APIs). Requests with too many headers, and requests arriving
+ * during shutdown, are refused outright.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
@@ -35,6 +37,27 @@ export function bearerToken(token: string) {
     if (!m || !timingSafeEqual(digest(m[1].trim()), expected)) {
       throw new MmeError('MME_ERR_UNAUTHORIZED', 'The management API needs Authorization: Bearer <management_token>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
     }
+    await next();
+  };
+}
+
+/** More than `max` headers is 431 (the listener parses one header more than allowed, so this can tell). */
+export function headerCountGuard(max: number) {
+  return async function headerCountGuardMiddleware(ctx: Context, next: Next): Promise<void> {
+    if (ctx.req.rawHeaders.length / 2 > max) {
+      throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${max} headers.`, { headers: { Connection: 'close' } });
+    }
+    await next();
+  };
+}
+
+/**
+ * During shutdown, requests that still arrive on open connections get 503 (and the connection is
+ * closed) while admitted ones finish: a 404 would tell SageMaker the model is gone from this host.
+ */
+export function refuseWhileClosing(isClosing: () => boolean) {
+  return async function refuseWhileClosingMiddleware(_ctx: Context, next: Next): Promise<void> {
+    if (isClosing()) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.', { headers: { Connection: 'close' } });
     await next();
   };
 }

@@ -29,9 +29,12 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
 
   const invoke = (name: (ctx: Context) => string) => async (ctx: Context) => {
     const target = name(ctx);
-    ctx.state.model = target;
+    const known = manager.knows(target);
+    // Metrics name a model only once the server knows it: any other name is client text, unbounded
+    // in length and number, and must not become a metric dimension.
+    ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
-    if (!manager.knows(target)) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
+    if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
     const body = await readBody(ctx.req, maxRequestSize);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;

@@ -1,7 +1,17 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
+import { MmeError } from '../errors';
+
+export interface ListenerLimits {
+  /** Most open client connections; more are refused at once. */
+  maxConnections: number;
+  keepAliveTimeoutMs: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
 
 /**
  * Connection limits: keep-alive outlives load balancers' 60 s idle timeout (so they close first
@@ -9,11 +19,22 @@ import type { ListenAddress } from '../config/types';
  * 60 s plus a 6 MB upload; slowloris bound), its headers sooner. Passed to createServer, which
  * checks headersTimeout <= requestTimeout (setting them afterwards skips that check).
  */
-const kKeepAliveTimeoutMs = 65_000;
-const kHeadersTimeoutMs = 60_000;
-const kRequestTimeoutMs = 70_000;
+export const kDefaultLimits: Readonly<ListenerLimits> = Object.freeze({
+  maxConnections: 1024,
+  keepAliveTimeoutMs: 65_000,
+  headersTimeoutMs: 60_000,
+  requestTimeoutMs: 70_000,
+});
 /** Node's 2000 is far beyond any real client; fewer bounds per-request parsing work. */
-const kMaxHeadersCount = 100;
+export const kMaxHeadersCount = 100;
+/** Node's own period for enforcing the two timeouts above; shorter timeouts get a shorter period. */
+const kCheckIntervalMs = 30_000;
+
+/** The whole answer to CONNECT, which never reaches the app. */
+const kConnectRefused = (() => {
+  const body = JSON.stringify(new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'CONNECT is not supported: this is not a proxy.').toBody());
+  return `HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, PUT, DELETE\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+})();
 
 export interface Listener {
   server: http.Server;
@@ -23,11 +44,20 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-export async function listen(app: Koa, addr: ListenAddress, maxConnections = 1024): Promise<Listener> {
+export async function listen(app: Koa, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {
   if (addr.scheme === 'https') throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
-  const server = http.createServer({ keepAliveTimeout: kKeepAliveTimeoutMs, headersTimeout: kHeadersTimeoutMs, requestTimeout: kRequestTimeoutMs }, app.callback());
-  server.maxHeadersCount = kMaxHeadersCount;
-  server.maxConnections = maxConnections;
+  const l = { ...kDefaultLimits, ...limits };
+  const server = http.createServer({
+    keepAliveTimeout: l.keepAliveTimeoutMs,
+    headersTimeout: l.headersTimeoutMs,
+    requestTimeout: l.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
+  }, app.callback());
+  // Node drops headers past this count silently; one more than allowed lets the app refuse "too many" (431).
+  server.maxHeadersCount = kMaxHeadersCount + 1;
+  server.maxConnections = l.maxConnections;
+  // Node hands CONNECT to 'connect' listeners, and with none drops the socket without a word.
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => socket.end(kConnectRefused));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     if (addr.scheme === 'unix') server.listen(addr.path, resolve);

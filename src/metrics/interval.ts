@@ -51,7 +51,7 @@ export class IntervalAggregator {
 
   add(id: number, model: string, value: number): void {
     this.#endpoint[id]!.add(value);
-    if (!this.perModel) return;
+    if (!this.perModel || model === '') return;
     let stats = this.#models.get(model);
     if (stats === undefined) this.#models.set(model, stats = newStats());
     stats[id]!.add(value);

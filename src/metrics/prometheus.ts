@@ -8,6 +8,7 @@ import { METRICS, type MetricDef } from './catalog';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
 
+/** `model` '' = no model label (see InvocationEvent.model). */
 type Observe = (model: string, value: number) => void;
 
 export class PrometheusMetrics {
@@ -49,12 +50,12 @@ export class PrometheusMetrics {
     switch (p.type) {
       case 'counter': {
         const c = new Counter({ ...common, name: p.name });
-        return byModel ? (model, v) => c.inc({ model }, v) : (_model, v) => c.inc(v);
+        return byModel ? (model, v) => (model ? c.inc({ model }, v) : c.inc(v)) : (_model, v) => c.inc(v);
       }
       case 'histogram': {
         const h = new Histogram({ ...common, name: p.name, buckets: [...p.buckets] });
         const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
-        return byModel ? (model, v) => h.observe({ model }, v * scale) : (_model, v) => h.observe(v * scale);
+        return byModel ? (model, v) => (model ? h.observe({ model }, v * scale) : h.observe(v * scale)) : (_model, v) => h.observe(v * scale);
       }
       case 'gauge': {
         const g = new Gauge({ ...common, name: p.name });

@@ -12,6 +12,7 @@ import type { PrometheusMetrics } from './prometheus';
 import type { IntervalSink } from './sink';
 
 export interface InvocationEvent {
+  /** The model invoked; '' when the request named none the server knows (counted for the endpoint only). */
   readonly model: string;
   /** The HTTP status answered. */
   readonly status: number;
@@ -110,6 +111,11 @@ export class MetricsRecorder {
       this.#add(M.ModelEvictions, model, 1);
       this.#add(M.EvictedModelIdleTime, model, idleMs / 1000);
     });
+  }
+
+  /** A worker of `model` died unexpectedly and a replacement was started. */
+  workerRestarted(model: string): void {
+    this.#safely(() => this.#add(M.WorkerRestarts, model, 1));
   }
 
   loadedModelCount(n: number): void {

@@ -77,6 +77,7 @@ export interface ManagerEvents {
   modelUnloaded?(model: string, micros: number): void;
   loadWait?(model: string, micros: number): void;
   evicted?(model: string, idleMs: number): void;
+  workerRestarted?(model: string): void;
   loadedModelCount?(n: number): void;
 }
 
@@ -107,6 +108,8 @@ export class ModelManager {
   readonly #estimator = new MemoryEstimator();
   readonly #failedLoads = new Map<string, { error: MmeError; until: number }>();
   readonly budgetBytes: number;
+  /** close() has begun: new requests are refused while admitted ones finish. */
+  closing = false;
   readonly stats: CacheStats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0, evictedIdleMs: [], loadWaits: 0, loadWaitMicros: 0 };
   events: ManagerEvents = {};
 
@@ -179,7 +182,8 @@ export class ModelManager {
       this.events.modelLoaded?.(name, loadMicros, true);
       this.events.loadedModelCount?.(this.list().length);
       this.log(`[${name}] loaded from ${req.url} with ${model.workers.length} worker(s) in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
-    } catch (err) {
+    } catch (thrown) {
+      const err = entry.artifact?.hidePaths(thrown) ?? thrown;
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
       this.#entries.delete(name);
       this.#gpus.forget(name);
@@ -200,7 +204,7 @@ export class ModelManager {
 
   #createModel(name: string, req: LoadRequest, artifact: ModelArtifact, settings: ModelSettings): Model {
     const handlerPath = this.#handlerPath(req, artifact);
-    return new Model(name, req.url, settings, {
+    const model = new Model(name, req.url, settings, {
       load: {
         modelName: name,
         modelDir: artifact.dir,
@@ -215,6 +219,8 @@ export class ModelManager {
       startWorker: (assignment) => this.#startWorker(assignment),
       log: this.log,
     });
+    model.on('worker-restart', () => this.events.workerRestarted?.(name));
+    return model;
   }
 
   /**
@@ -518,6 +524,7 @@ export class ModelManager {
 
   /** Stops every model and the spare workers; used on shutdown. */
   async close(drainMs: number): Promise<void> {
+    this.closing = true;
     await this.#spares?.close();
     await Promise.all([...this.#entries.values()].map(async (e) => {
       await e.settled;

@@ -45,8 +45,13 @@ export interface ModelDeps {
 const kPipelineDepth = 2;
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 const kCoalesce = 8;
-/** Consecutive failed worker starts, with no worker ready, after which the model is marked failed. */
+/** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
 const kFailedAfter = 3;
+/**
+ * A restart has worked once its worker has stayed up this long after loading: one that loads and
+ * dies at once is a crash loop, and backs off like one that cannot load at all.
+ */
+const kStableMs = 10_000;
 const kBackoffCapSeconds = 60;
 
 let nextBatchId = 1;
@@ -72,6 +77,8 @@ export class Model extends EventEmitter {
   #workerSeq = 0;
   #restartAttempt = 0;
   #restartTimer: NodeJS.Timeout | null = null;
+  /** Replacement workers not yet stable (kStableMs after loading): their death is a failed restart. */
+  readonly #onProbation = new Set<WorkerProcess>();
   #batchTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #rr = 0;
@@ -153,7 +160,11 @@ export class Model extends EventEmitter {
         this.inputs = loaded.inputs;
         this.outputs = loaded.outputs;
         this.streaming = loaded.streaming;
-        this.#restartAttempt = 0;
+        if (this.#onProbation.has(worker)) {
+          setTimeout(() => {
+            if (this.#onProbation.delete(worker)) this.#restartAttempt = 0;
+          }, kStableMs).unref();
+        }
         if (this.state === 'failed') this.state = 'ready';
         this.emit('worker-ready', worker);
         this.#dispatch();
@@ -307,21 +318,31 @@ export class Model extends EventEmitter {
   #onWorkerExit(worker: WorkerProcess, exit: WorkerExit, expected: boolean): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
+    const onProbation = this.#onProbation.delete(worker);
+    const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
     if (worker.inFlight.size > 0 && expected) {
       // We stopped it (unload, eviction, scale-down, shutdown past its drain bound): not the OOM killer.
       this.#settleInFlight(worker, new MmeError('MME_ERR_SHUTTING_DOWN', `The worker of model ${this.name} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`));
     } else if (worker.inFlight.size > 0) {
-      const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-      this.#settleInFlight(worker, exit.killed
-        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${this.name} ${how} while running this request (the kernel's OOM killer does this when memory runs out).`)
+      this.#settleInFlight(worker, exit.outOfMemory
+        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${this.name} ${how} while running this request (out of memory: the kernel's OOM killer, or an exhausted JavaScript heap).`)
         : new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${this.name} ${how} while running this request.`));
     }
     if (expected || this.state === 'unloading' || this.state === 'unloaded' || this.state === 'loading') {
       this.#notifyIdle();
       return;
     }
-    this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) ${exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`}; restarting`);
+    this.deps.log(`[${this.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting`);
+    if (onProbation) this.#restartFailed(worker, how);
     this.#scheduleRestart();
+  }
+
+  /** A replacement died before it was stable: back off further, and after kFailedAfter mark the model failed. */
+  #restartFailed(worker: WorkerProcess, how: string): void {
+    this.#restartAttempt++;
+    const err = worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
+    this.deps.log(`[${this.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#restartAttempt}): ${err.message}`);
+    if (this.#restartAttempt >= kFailedAfter && !this.workers.some((w) => w.state === 'ready')) this.#markFailed(err);
   }
 
   #scheduleRestart(): void {
@@ -330,12 +351,8 @@ export class Model extends EventEmitter {
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
       if (this.state !== 'ready' && this.state !== 'failed') return;
-      const worker = this.#spawnWorker();
-      worker.ready.catch((err: MmeError) => {
-        this.#restartAttempt++;
-        this.deps.log(`[${this.name}] replacement worker failed to load (attempt ${this.#restartAttempt}): ${err.message}`);
-        if (this.#restartAttempt >= kFailedAfter && !this.workers.some((w) => w.state === 'ready')) this.#markFailed(err);
-      });
+      this.#onProbation.add(this.#spawnWorker());
+      this.emit('worker-restart');
       this.#scheduleRestart();
     }, delay * 1000);
   }

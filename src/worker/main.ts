@@ -134,7 +134,8 @@ async function runGroup(wire: WireRequest[]): Promise<WireResponse[]> {
   try {
     results = await handler!.handle(requests, ctx);
   } catch (err) {
-    results = requests.map(() => err);
+    const error = asError(err);
+    results = requests.map(() => error);
   } finally {
     for (const r of wire) running.delete(r.id);
   }
@@ -155,6 +156,14 @@ function toResponse(id: number, result: unknown, ctx: HandlerContext, index: num
     const error = new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
     return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
   }
+}
+
+/** What a handler threw, as an Error: a thrown string or object fails its requests too, never becomes a result. */
+function asError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  const o = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown; status?: unknown }) : null;
+  const error = new Error(o?.message !== undefined ? String(o.message) : typeof thrown === 'string' ? thrown : `threw ${JSON.stringify(thrown) ?? String(thrown)}`);
+  return o?.status === undefined ? error : Object.assign(error, { status: o.status });
 }
 
 /** A handler-raised status is kept; memory errors are 507; anything else is 500 with its message. */

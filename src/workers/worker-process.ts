@@ -45,8 +45,11 @@ const kUnassignedFrameLimit = 1 << 20;
 export interface WorkerExit {
   code: number | null;
   signal: NodeJS.Signals | null;
-  /** The kernel's OOM killer and `kill -9` both look like this: the 507 signature. */
-  killed: boolean;
+  /**
+   * The 507 signature: SIGKILL (what the kernel's OOM killer sends; `kill -9` looks the same), or
+   * V8 aborting because the JavaScript heap is exhausted.
+   */
+  outOfMemory: boolean;
 }
 
 const kWorkerScript = path.join(__dirname, '..', 'worker', 'main.js');
@@ -55,6 +58,10 @@ const kWorkerScript = path.join(__dirname, '..', 'worker', 'main.js');
 const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
 // Make the kernel's OOM killer choose a worker, never the server holding every other model.
 const kWorkerOomScoreAdj = '900';
+/** What V8 prints before it aborts on an exhausted heap (SIGABRT is otherwise any native crash). */
+const kHeapExhausted = /JavaScript heap out of memory/;
+/** How long an aborted worker's last stderr lines may take to arrive after its exit. */
+const kAbortReasonWaitMs = 500;
 
 export class WorkerProcess extends EventEmitter {
   /** Processes started by this server process (a 507 admission must start none). */
@@ -65,6 +72,8 @@ export class WorkerProcess extends EventEmitter {
   pid = 0;
   readonly startTime = new Date();
   loaded: LoadedMessage | null = null;
+  /** Why the load failed (what `ready` rejected with), once it has. */
+  loadError: MmeError | null = null;
   /** Time from spawn to the worker's first message (process + runtime start), µs. */
   spawnMicros = 0;
   /** Batches sent and not yet answered, by batch id. */
@@ -89,6 +98,7 @@ export class WorkerProcess extends EventEmitter {
   #resolveExit!: (e: WorkerExit) => void;
   #loadSettled = false;
   #killSent = false;
+  #heapExhausted = false;
   #resolveLoad!: (m: LoadedMessage) => void;
   #rejectLoad!: (e: MmeError) => void;
   readonly ready: Promise<LoadedMessage>;
@@ -118,7 +128,10 @@ export class WorkerProcess extends EventEmitter {
     this.pid = child.pid ?? 0;
     if (this.pid) fs.writeFile(`/proc/${this.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
     for (const stream of [child.stdout!, child.stderr!]) {
-      readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.#opts.log(`[${this.id}] ${line}`));
+      readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+        if (kHeapExhausted.test(line)) this.#heapExhausted = true;
+        this.#opts.log(`[${this.id}] ${line}`);
+      });
     }
     const channel = child.stdio[3] as Socket;
     this.#channel = channel;
@@ -134,7 +147,19 @@ export class WorkerProcess extends EventEmitter {
     });
     channel.on('error', () => undefined);
     child.on('error', (err) => this.#opts.log(`[${this.id}] spawn failed: ${err.message}`));
-    child.on('exit', (code, signal) => this.#onExit(code, signal));
+    child.on('exit', (code, signal) => {
+      // 'exit' can come before the last stderr lines: an abort waits (briefly) for V8's reason.
+      if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return this.#onExit(code, signal);
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(bound);
+        this.#onExit(code, signal);
+      };
+      const bound = setTimeout(settle, kAbortReasonWaitMs);
+      child.stderr!.once('end', settle);
+    });
     return this;
   }
 
@@ -252,6 +277,7 @@ export class WorkerProcess extends EventEmitter {
   #failLoad(err: MmeError): void {
     if (this.#loadSettled) return;
     this.#loadSettled = true;
+    this.loadError = err;
     clearTimeout(this.#loadTimer!);
     this.#setState('failed');
     this.kill();
@@ -260,14 +286,14 @@ export class WorkerProcess extends EventEmitter {
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
     clearTimeout(this.#loadTimer!);
-    const killed = signal === 'SIGKILL' || code === 137;
+    const outOfMemory = signal === 'SIGKILL' || code === 137 || this.#heapExhausted;
     // Read before #failLoad marks the worker failed: a worker we stopped mid-load exited as expected.
     const expected = this.state === 'stopping';
-    this.exitInfo = { code, signal, killed };
+    this.exitInfo = { code, signal, outOfMemory };
     if (!this.#loadSettled) {
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      this.#failLoad(killed && this.state !== 'stopping'
-        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${this.id} ${how} while loading the model (the kernel's OOM killer does this when memory runs out)`)
+      this.#failLoad(outOfMemory && this.state !== 'stopping'
+        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${this.id} ${how} while loading the model (out of memory: the kernel's OOM killer, or an exhausted JavaScript heap)`)
         : new MmeError('MME_ERR_LOAD_FAILED', `worker ${this.id} ${how} while loading the model; see the server log for its output`));
     }
     this.#setState(expected ? 'stopped' : 'failed');

@@ -3,55 +3,14 @@
  * driven through the MME flow load → list → invoke → unload → invoke(404).
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import readline from 'node:readline';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { freePort, kMain, startCli } from '../helpers/cli';
 import { isAlive, waitFor, workerPidsOf } from '../helpers/processes';
 import { request, tempDir } from '../helpers/server';
-
-const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
-
-interface Started {
-  child: ChildProcess;
-  url: string;
-  lines: string[];
-}
-
-/** Starts `node dist/src/main.js serve ...args` and resolves with the URL it reports listening on. */
-async function startCli(args: string[], env: Record<string, string> = {}): Promise<Started> {
-  const child = spawn(process.execPath, [kMain, 'serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));
-  const out = readline.createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    out.on('line', (l) => {
-      lines.push(l);
-      const m = /API listening on (http:\/\/\S+)/.exec(l);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));
-  });
-  return { child, url, lines };
-}
-
-/** A port that was free a moment ago (SAGEMAKER_BIND_TO_PORT must be a real port, not 0). */
-async function freePort(): Promise<number> {
-  const srv = net.createServer().listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-async function stopCli(s: Started): Promise<void> {
-  if (s.child.exitCode !== null) return;
-  s.child.kill('SIGTERM');
-  await once(s.child, 'exit');
-}
 
 describe('the CLI server (npm start -- --mms-config FILE)', () => {
   const spec = { sizes: [4, 8, 3], seed: 3 };
@@ -83,7 +42,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       assert.equal((await request(`${s.url}/models/a1b2c3`, { method: 'DELETE' })).status, 200);
       assert.equal((await request(`${s.url}/models/a1b2c3/invoke`, { method: 'POST', json: rows })).status, 404);
     } finally {
-      await stopCli(s);
+      await s.stop();
     }
   });
 
@@ -95,7 +54,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       assert.equal((await request(`${s.url}/ping`)).status, 200);
       assert.equal((await request(`${s.url}/models`)).status, 200, 'management answers on the same port');
     } finally {
-      await stopCli(s);
+      await s.stop();
     }
   });
 
@@ -106,7 +65,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       const inv = await request(`${s.url}/models/tenant-a/invoke`, { method: 'POST', json: [[0, 0, 0, 0]] });
       assert.equal(inv.status, 200);
     } finally {
-      await stopCli(s);
+      await s.stop();
     }
   });
 
@@ -119,7 +78,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
     assert.match(stderr, /TEST_PORT/);
   });
 
-  it('leaves no worker behind when the server itself is SIGKILLed', async () => {
+  it('T-F5 parent_sigkill_no_orphans: leaves no worker behind when the server itself is SIGKILLed', async () => {
     const s = await startCli(['--mms-config', configFile], { TEST_PORT: '0' });
     const load = await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a'), initial_workers: 2 } });
     assert.equal(load.status, 200);

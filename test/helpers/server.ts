@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
-import { MmeServer } from '../../src/mme-server';
+import { MmeServer, type MmeServerOptions } from '../../src/mme-server';
 
 export interface TestServer {
   server: MmeServer;
@@ -19,10 +19,9 @@ export function tempDir(prefix = 'mme-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** `properties` is config.properties text appended to a shared-port, 1-worker base. */
-export async function startServer(properties = '', opts: { store?: string; env?: Record<string, string> } = {}): Promise<TestServer> {
-  const store = opts.store ?? tempDir('mme-store-');
-  const fileText = [
+/** config.properties text: `properties` appended to a shared-port, 1-worker base serving `store`. */
+export function testProperties(store: string, properties = ''): string {
+  return [
     'inference_address=http://127.0.0.1:0',
     'management_address=http://127.0.0.1:0',
     `model_store=${store}`,
@@ -31,9 +30,23 @@ export async function startServer(properties = '', opts: { store?: string; env?:
     'spare_workers=0',
     properties,
   ].join('\n');
+}
+
+export interface StartOptions {
+  store?: string;
+  /** The environment config.properties is resolved with. */
+  env?: Record<string, string>;
+  /** The environment worker processes start with (default: this process's). */
+  workerEnv?: NodeJS.ProcessEnv;
+  listenerLimits?: MmeServerOptions['listenerLimits'];
+}
+
+export async function startServer(properties = '', opts: StartOptions = {}): Promise<TestServer> {
+  const store = opts.store ?? tempDir('mme-store-');
+  const fileText = testProperties(store, properties);
   const config = resolveConfig({ fileText, configFile: 'test.properties', env: opts.env ?? {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
   const logs: string[] = [];
-  const server = new MmeServer(config, { log: (line) => logs.push(line) });
+  const server = new MmeServer(config, { log: (line) => logs.push(line), env: opts.workerEnv, listenerLimits: opts.listenerLimits });
   await server.start();
   return {
     server,
@@ -68,10 +81,10 @@ export async function request(url: string, init: RequestInit & { json?: unknown 
   return { status: res.status, headers: res.headers, body, text };
 }
 
-export function loadModel(t: TestServer, name: string, url: string, extra: Record<string, unknown> = {}): Promise<JsonResponse> {
+export function loadModel(t: Pick<TestServer, 'managementUrl'>, name: string, url: string, extra: Record<string, unknown> = {}): Promise<JsonResponse> {
   return request(`${t.managementUrl}/models`, { method: 'POST', json: { model_name: name, url, ...extra } });
 }
 
-export function invoke(t: TestServer, name: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+export function invoke(t: Pick<TestServer, 'url'>, name: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
   return request(`${t.url}/models/${name}/invoke`, { method: 'POST', json: body, headers });
 }

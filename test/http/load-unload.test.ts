@@ -43,7 +43,7 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.match(again.body.message, /already registered/);
   });
 
-  it('gives one 200 and 19 × 409 for 20 concurrent loads of one name, and starts one worker', async () => {
+  it('T-L2 concurrent_duplicate_load: gives one 200 and 19 × 409 for 20 concurrent loads of one name, and starts one worker', async () => {
     const dir = writeModelDir(t.store, 'add', addModel());
     const results = await Promise.all(Array.from({ length: 20 }, () => loadModel(t, 'same', dir)));
     const statuses = results.map((r) => r.status).sort();

@@ -148,13 +148,15 @@ describe('memory admission', () => {
   });
 
   it('evicts to fit the memory budget when the cache is on, and reports memory per model', async () => {
-    t = await startServer('model_cache=on\nmodel_memory_budget_mb=90\neviction_policy=lru');
+    // Three workers of this model measure 85-100 MB of PSS together (shared pages split among them),
+    // so 90 MB was a coin toss; 70 MB holds one or two, never three.
+    t = await startServer('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru');
     for (const name of ['a', 'b', 'c']) {
       const res = await loadModel(t, name, writeModelDir(t.store, name, mlpModel(spec(3))));
       assert.equal(res.status, 200, res.text);
     }
     const manager = t.server.manager;
-    assert.ok(manager.stats.evictions >= 1, 'no eviction although three workers exceed 90 MB');
+    assert.ok(manager.stats.evictions >= 1, 'no eviction although three workers exceed 70 MB');
     assert.ok(manager.usedBytes() <= manager.budgetBytes);
     const described = (await request(`${t.url}/models/c`)).body;
     assert.ok(described.memoryUsage > 10 * 2 ** 20);

@@ -1,0 +1,27 @@
+/**
+ * SageMaker's health contract for /ping under stress (reliability-security.md §3.3, T-S5, T-H2,
+ * T-P2): p99 under 200 ms, none over 2 s, connections accepted within 250 ms. The bounds here are
+ * those, made generous for a shared 2-core machine (2.5× the p99 and connect, 2× the max).
+ */
+import type { TimedPing } from '../../test/helpers/raw-http';
+
+const kP99Ms = 500;
+const kMaxMs = 4000;
+const kConnectMs = 625;
+
+function percentile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * q))] ?? NaN;
+}
+
+export function pingProblems(pings: readonly TimedPing[], atLeast = 10): string[] {
+  const ok = pings.filter((p) => p.status === 200);
+  const answer = ok.map((p) => p.answerMs);
+  const problems: string[] = [];
+  if (ok.length < pings.length) problems.push(`${pings.length - ok.length} of ${pings.length} pings failed: ${pings.find((p) => p.status !== 200)?.error ?? 'not 200'}`);
+  if (ok.length < atLeast) problems.push(`only ${ok.length} pings answered`);
+  if (percentile(answer, 0.99) > kP99Ms) problems.push(`/ping p99 ${percentile(answer, 0.99)} ms (bound ${kP99Ms})`);
+  if (Math.max(...answer) > kMaxMs) problems.push(`/ping max ${Math.max(...answer)} ms (bound ${kMaxMs})`);
+  if (Math.max(...ok.map((p) => p.connectMs)) > kConnectMs) problems.push(`connect max ${Math.max(...ok.map((p) => p.connectMs))} ms (bound ${kConnectMs})`);
+  return problems;
+}

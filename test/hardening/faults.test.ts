@@ -1,0 +1,253 @@
+/**
+ * reliability-security.md §6 D, faults (T-F1 … T-F8), injected into real processes: signals to
+ * workers and to the server, handlers that crash, hang or run out of memory, a full disk, a metrics
+ * endpoint that fails or never answers. T-F5 is proven by test/cli/sagemaker-flow.test.ts (see
+ * README.md here).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { WorkerProcess } from '../../src/workers/worker-process';
+import { tgz } from '../artifacts/helpers';
+import { allocatesThenKilled, behaviourHandler, exhaustsHeap, exitsAfterLoading } from '../fixtures/fault-handlers';
+import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { FakeCloudWatch } from '../metrics/fake-cloudwatch';
+import { hammer, type Hammered } from '../helpers/autocannon';
+import { startCliServer } from '../helpers/cli';
+import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../helpers/processes';
+import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+
+const kFakeAws = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_REGION: 'us-east-1' };
+
+describe('hardening: faults', () => {
+  describe('worker faults', () => {
+    let t: TestServer;
+    let barrier: string;
+    beforeEach(() => {
+      barrier = path.join(tempDir('mme-barrier-'), 'open');
+    });
+    afterEach(async () => {
+      fs.writeFileSync(barrier, '');
+      await t.close();
+    });
+
+    async function loadBehaviour(name: string, extra: Record<string, unknown> = {}, handler = behaviourHandler): Promise<void> {
+      const res = await loadModel(t, name, writeModelDir(t.store, name, addModel(), { 'handler.js': handler }), extra);
+      assert.equal(res.status, 200, res.text);
+    }
+
+    /** Log lines as they are written, with the time each arrived. */
+    function timedLogs(): Array<{ at: number; line: string }> {
+      const lines: Array<{ at: number; line: string }> = [];
+      const push = t.logs.push.bind(t.logs);
+      t.logs.push = (...more: string[]) => {
+        for (const line of more) lines.push({ at: Date.now(), line });
+        return push(...more);
+      };
+      return lines;
+    }
+
+    it('T-F1 worker_sigkill_midrequest: the 8 requests a killed worker was running fail at once, not at their timeout; it restarts and serves; WorkerRestarts counts it', async () => {
+      t = await startServer();
+      await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
+      const model = t.server.manager.get('m');
+      const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
+      await waitFor(() => model.inFlightCount === 8, 'a batch of 8 running in the worker');
+      const [pid] = workerPidsOf(process.pid);
+      const killedAt = Date.now();
+      process.kill(pid!, 'SIGKILL');
+      const failed = await Promise.all(inFlight);
+      const ms = Date.now() - killedAt;
+      // Plan bound 1 s, generous for a shared machine; the response timeout is 60 s.
+      assert.ok(ms < 3000, `the in-flight requests failed ${ms} ms after the kill`);
+      for (const r of failed) {
+        assert.equal(r.status, 507, r.text);
+        assert.equal(r.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
+      }
+      // A full batch again, so that it runs at once rather than after max_batch_delay.
+      for (const next of await Promise.all(Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { echo: i })))) {
+        assert.equal(next.status, 200, next.text);
+        assert.notEqual(next.body.pid, pid);
+      }
+      assert.match((await request(`${t.url}/metrics`)).text, /^mme_worker_restarts_total 1$/m);
+    });
+
+    it('T-F2 crash_loop_backoff: a worker that dies right after each successful load is restarted with growing back-off, the model turns FAILED with the reason, and /ping stays 200', async () => {
+      t = await startServer();
+      const logs = timedLogs();
+      await loadBehaviour('loop', {}, exitsAfterLoading);
+      const model = t.server.manager.get('loop');
+      const spawned = WorkerProcess.spawned;
+      await waitFor(() => model.state === 'failed', 'the model to be marked FAILED', 20_000);
+      const failedAt = Date.now();
+      const refused = await invoke(t, 'loop', {});
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.body.errorCode, 'MME_ERR_MODEL_FAILED');
+      assert.match(refused.body.message, /exited with code 1/);
+      const ping = await request(`${t.url}/ping`);
+      assert.equal(ping.status, 200);
+      assert.equal(ping.body.status, 'Partial Healthy');
+      assert.equal((await request(`${t.url}/models/loop`)).body.status, 'FAILED');
+      // The original worker and three replacements died; MMS's back-off put 0, 1 and 1 s before the replacements.
+      const crashes = logs.filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l.line)).map((l) => l.at);
+      assert.equal(crashes.length, 4, logs.map((l) => l.line).join('\n'));
+      assert.equal(WorkerProcess.spawned - spawned, 3);
+      for (const k of [2, 3]) assert.ok(crashes[k]! - crashes[k - 1]! >= 900, `crash ${k} came ${crashes[k]! - crashes[k - 1]!} ms after crash ${k - 1}`);
+      // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
+      await waitFor(() => WorkerProcess.spawned - spawned === 4, 'the next restart', 10_000);
+      assert.ok(Date.now() - failedAt >= 1800, `the next restart came ${Date.now() - failedAt} ms after the model was marked failed`);
+    });
+
+    it('T-F3 hung_worker_timeout: a stopped worker fails its request at the response timeout and is killed and replaced; queued requests are answered, none dropped', async () => {
+      t = await startServer();
+      await loadBehaviour('m', { response_timeout: 2 });
+      const model = t.server.manager.get('m');
+      const held = invoke(t, 'm', { barrier, echo: 'held' });
+      await waitFor(() => model.inFlightCount === 1, 'the request to reach the worker');
+      const [pid] = workerPidsOf(process.pid);
+      process.kill(pid!, 'SIGSTOP');
+      const t0 = Date.now();
+      const queued = Array.from({ length: 3 }, (_, i) => invoke(t, 'm', { echo: i }));
+      const first = await held;
+      assert.equal(first.status, 504, first.text);
+      assert.equal(first.body.errorCode, 'MME_ERR_WORKER_TIMEOUT');
+      assert.ok(Date.now() - t0 < 6000, `the timeout came after ${Date.now() - t0} ms`);
+      await waitFor(() => !isAlive(pid!), 'the stopped worker to be killed');
+      for (const r of await Promise.all(queued)) {
+        assert.ok(r.status === 200 || (r.status === 504 && r.body.errorCode === 'MME_ERR_WORKER_TIMEOUT'), `a queued request got ${r.status}: ${r.text}`);
+      }
+      const after = await invoke(t, 'm', { echo: 'after' });
+      assert.equal(after.status, 200);
+      assert.notEqual(after.body.pid, pid);
+    });
+
+    it('T-F4 worker_oom_containment: a worker that exhausts its memory is killed, its request gets 507, the server and /ping carry on', async () => {
+      // The memory limit applies to the workers only: the server (this process) started long before.
+      t = await startServer('', { workerEnv: { ...process.env, NODE_OPTIONS: '--max-old-space-size=64' } });
+      await loadBehaviour('heap', {}, exhaustsHeap);
+      await loadBehaviour('native', {}, allocatesThenKilled(128));
+      for (const name of ['heap', 'native']) {
+        const [worker] = (await request(`${t.url}/models/${name}`)).body.workers;
+        // Workers are the kernel's first choice when memory runs out; the server keeps its own score.
+        assert.equal(fs.readFileSync(`/proc/${worker.pid}/oom_score_adj`, 'utf8').trim(), '900');
+        const res = await invoke(t, name, {});
+        assert.equal(res.status, 507, `${name}: ${res.text}`);
+        assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
+        assert.equal((await request(`${t.url}/ping`)).status, 200);
+        await waitFor(async () => (await request(`${t.url}/models/${name}`)).body.workers.some((w: { pid: number; status: string }) => w.status === 'READY' && w.pid !== worker.pid), `${name}: a replacement worker`);
+      }
+      assert.equal(fs.readFileSync('/proc/self/oom_score_adj', 'utf8').trim(), '0');
+    });
+  });
+
+  it('T-F6 sigterm_drain: under steady load, SIGTERM refuses new work, finishes what is in flight, flushes metrics within its bound and exits 0 well inside 30 s', async () => {
+    const fake = await FakeCloudWatch.start();
+    fake.mode = 'hang';
+    const emf = path.join(tempDir('mme-emf-'), 'emf.log');
+    const store = tempDir('mme-store-');
+    const s = await startCliServer([
+      'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`, `metrics_emf=${emf}`,
+    ].join('\n'), { store, env: kFakeAws });
+    try {
+      assert.equal((await loadModel(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }), { initial_workers: 2 })).status, 200);
+      const workers = descendantsOf(s.pid);
+      const sent: Array<Promise<JsonResponse | Error>> = [];
+      const send = () => sent.push(invoke(s, 'm', { sleepMs: 300 }).catch((err: Error) => err));
+      // 20 requests a second for a second, SIGTERM, then 20 a second on while the server drains.
+      const timer = setInterval(send, 50);
+      await new Promise((r) => setTimeout(r, 1000));
+      const inFlight = sent.length;
+      const t0 = Date.now();
+      s.child.kill('SIGTERM');
+      const { code } = await s.exited;
+      const ms = Date.now() - t0;
+      clearInterval(timer);
+      assert.equal(code, 0);
+      assert.ok(ms < 30_000, `exit took ${ms} ms`);
+      const outcomes = await Promise.all(sent);
+      outcomes.slice(0, inFlight).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200, `request ${i}, sent before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
+      for (const r of outcomes.slice(inFlight)) {
+        assert.ok(r instanceof Error || r.status === 503 || r.status === 200, `a request sent during the drain got ${r instanceof Error ? r.message : r.status}`);
+      }
+      assert.ok(workers.every((pid) => !isAlive(pid)), 'workers outlived the server');
+      // The last interval went to the sinks: EMF wrote it, CloudWatch was tried (and hung, within the bound).
+      assert.match(fs.readFileSync(emf, 'utf8'), /"Invocations"/);
+      assert.ok(fake.attempts >= 1, 'no attempt to send metrics to CloudWatch at shutdown');
+    } finally {
+      await s.stop();
+      await fake.close();
+    }
+  });
+
+  it('T-F7 disk_full_extraction: a full disk is 507 with the partial files removed, and a small model loads next', async function () {
+    // An unprivileged user and mount namespace puts a 2 MiB tmpfs where the server extracts archives.
+    if (spawnSync('unshare', ['-Urm', 'true']).status !== 0) this.skip();
+    const store = tempDir('mme-store-');
+    const tmp = tempDir('mme-tmpfs-');
+    fs.writeFileSync(path.join(store, 'big.tar.gz'), tgz([{ path: 'model.onnx', data: addModel() }, { path: 'noise.bin', data: randomBytes(4 * 2 ** 20) }]));
+    fs.writeFileSync(path.join(store, 'small.tar.gz'), tgz([{ path: 'model.onnx', data: addModel() }]));
+    const s = await startCliServer('', {
+      store, env: { TMPDIR: tmp },
+      launcher: ['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs -o size=2m tmpfs "$TMPDIR" && exec "$@"', 'sh'],
+    });
+    try {
+      const full = await loadModel(s, 'big', path.join(store, 'big.tar.gz'));
+      assert.equal(full.status, 507, full.text);
+      assert.equal(full.body.type, 'InsufficientMemoryException');
+      assert.match(full.body.message, /No space left on device/);
+      // The tmpfs is only visible inside the server's mount namespace, through its /proc root.
+      const root = `/proc/${s.pid}/root${tmp}`;
+      const extraction = fs.readdirSync(root).filter((d) => d.startsWith('mme-artifacts-'));
+      assert.equal(extraction.length, 1);
+      assert.deepEqual(fs.readdirSync(path.join(root, extraction[0]!)), [], 'partial files left behind');
+      assert.equal((await loadModel(s, 'small', path.join(store, 'small.tar.gz'))).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('T-F8 metrics_sink_failure: with CloudWatch failing or hanging, invoke latency stays as without it, drops are bounded and counted, nothing goes unhandled', async () => {
+    const fake = await FakeCloudWatch.start();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const saved = Object.fromEntries(Object.keys(kFakeAws).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, kFakeAws);
+    const baseline = await startServer();
+    const failing = await startServer([
+      'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`,
+      'metric_time_interval=1', 'metrics_cloudwatch_max_buffered=20',
+    ].join('\n'));
+    try {
+      const row = { inputs: { x: [Array(16).fill(1)] } };
+      for (const t of [baseline, failing]) assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', addModel()))).status, 200);
+      // One round with CloudWatch answering 500, one with it never answering; both servers alternate,
+      // so they see the same machine noise.
+      const base: Hammered[] = [];
+      const withSink: Hammered[] = [];
+      for (const mode of ['fail', 'hang'] as const) {
+        fake.mode = mode;
+        base.push(await hammer(`${baseline.url}/models/m/invoke`, row, { connections: 4, seconds: 1 }));
+        withSink.push(await hammer(`${failing.url}/models/m/invoke`, row, { connections: 4, seconds: 1 }));
+      }
+      for (const r of [...base, ...withSink]) assert.equal(r.non2xx + r.errors, 0, JSON.stringify(r));
+      const p99 = (rs: Hammered[]) => Math.min(...rs.map((r) => r.p99));
+      // Plan: within 10 % of the baseline; generous (+50 % and 2 ms) for a shared 2-core machine.
+      // Generous on purpose: a sink that blocked serving would add its hang (seconds), not noise.
+      assert.ok(p99(withSink) <= p99(base) * 3 + 20, `p99 ${p99(withSink)} ms with CloudWatch failing vs ${p99(base)} ms without`);
+      await waitFor(async () => /^mme_metrics_dropped_total\{sink="cloudwatch"\} [1-9]/m.test((await request(`${failing.url}/metrics`)).text), 'dropped metrics to be counted', 15_000);
+      assert.deepEqual(unhandled, []);
+    } finally {
+      await baseline.close();
+      await failing.close();
+      await fake.close();
+      process.off('unhandledRejection', onUnhandled);
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+});

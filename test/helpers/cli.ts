@@ -1,0 +1,84 @@
+/** The server as a process of its own, started from the CLI (`node dist/src/main.js serve …`) as SageMaker starts it. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+import { tempDir, testProperties } from './server';
+
+export const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
+
+export interface CliServer {
+  child: ChildProcess;
+  pid: number;
+  /** The first listener it reported (both APIs with a shared address). */
+  url: string;
+  /** The same listener: the test base config shares one address (what loadModel() posts to). */
+  managementUrl: string;
+  /** stdout and stderr, line by line, as they arrive. */
+  lines: string[];
+  /** NAME=value in the environment of the server and everything it starts (see orphansOf). */
+  marker: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM (the shutdown SageMaker sends), then the exit code once the process is gone. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `node dist/src/main.js serve ...args` and resolves with the URL it reports listening on.
+ * `launcher` runs first and must exec the command it is given (e.g. unshare … sh -c '… exec "$@"').
+ */
+export async function startCli(args: string[], env: Record<string, string> = {}, launcher: string[] = []): Promise<CliServer> {
+  const marker = `MME_TEST_SERVER=${randomUUID()}`;
+  const [name, value] = marker.split('=');
+  const [cmd, ...argv] = [...launcher, process.execPath, kMain, 'serve', ...args];
+  const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  const lines: string[] = [];
+  readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+      lines.push(l);
+      const m = /API listening on (http:\/\/\S+)/.exec(l);
+      if (m) resolve(m[1]);
+    });
+    void exited.then(({ code }) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));
+  });
+  return {
+    child, pid: child.pid!, url, managementUrl: url, lines, marker, exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return (await exited).code;
+    },
+  };
+}
+
+/** A CLI server whose config.properties is the test base (see testProperties) plus `properties`. */
+export function startCliServer(properties: string, opts: { store?: string; env?: Record<string, string>; launcher?: string[] } = {}): Promise<CliServer> {
+  const store = opts.store ?? tempDir('mme-store-');
+  const configFile = path.join(tempDir('mme-config-'), 'config.properties');
+  fs.writeFileSync(configFile, testProperties(store, properties));
+  return startCli(['--mms-config', configFile], opts.env, opts.launcher);
+}
+
+/** Runs `run` against a fresh CLI server (see startCliServer) and stops the server whatever happens. */
+export async function withCliServer<T>(properties: string, run: (s: CliServer, store: string) => Promise<T>): Promise<T> {
+  const store = tempDir('mme-store-');
+  const s = await startCliServer(properties, { store });
+  try {
+    return await run(s, store);
+  } finally {
+    await s.stop();
+  }
+}
+
+/** A port that was free a moment ago (for keys that must name a real port, not 0). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer().listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
