@@ -1,19 +1,38 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError } from '../errors';
 
-function tooLarge(limit: number): MmeError {
-  // The rest of the body is never read: closing the connection ends the upload, where keeping it
-  // alive would make Node read and discard the whole body first.
-  return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`, { headers: { Connection: 'close' } });
+/** How long a connection refused with its body unread may go on delivering what the client sends. */
+const kLingerMs = 5000;
+
+/**
+ * Ends the connection once the answer to a refused request is out, without resetting it. Keeping
+ * it alive would make Node read the whole unwanted body; closing it with input unread makes the
+ * kernel send RST, and a client still uploading loses the answer. So, like nginx's lingering
+ * close: half-close after the response, read and discard until the client closes too, for at most
+ * kLingerMs.
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  res.once('finish', () => {
+    req.socket.end();
+    req.resume();
+    setTimeout(() => req.socket.destroy(), kLingerMs).unref();
+  });
+}
+
+function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: number): MmeError {
+  closeAfterAnswer(http.req, http.res);
+  return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`);
 }
 
 /**
  * Reads the whole body, refusing before reading past `limit`: a declared Content-Length over the
- * limit is refused without reading at all, and a chunked body is cut off at the limit.
+ * limit is refused without reading at all, and a chunked body is cut off at the limit. Either way
+ * the connection ends once the 413 is out (closeAfterAnswer).
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer> {
+  const { req } = http;
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(tooLarge(limit));
+  if (declared > limit) return Promise.reject(tooLarge(http, limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -22,7 +41,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (size > limit) {
         cleanup();
         req.pause();
-        reject(tooLarge(limit));
+        reject(tooLarge(http, limit));
         return;
       }
       chunks.push(chunk);

@@ -9,6 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
 import type { Context, Next } from 'koa';
 import { MmeError } from '../errors';
+import { closeAfterAnswer } from './body';
 
 const kLoopbackNames = new Set(['localhost', 'localhost.']);
 
@@ -45,7 +46,8 @@ export function bearerToken(token: string) {
 export function headerCountGuard(max: number) {
   return async function headerCountGuardMiddleware(ctx: Context, next: Next): Promise<void> {
     if (ctx.req.rawHeaders.length / 2 > max) {
-      throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${max} headers.`, { headers: { Connection: 'close' } });
+      closeAfterAnswer(ctx.req, ctx.res);
+      throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${max} headers.`);
     }
     await next();
   };
@@ -56,8 +58,11 @@ export function headerCountGuard(max: number) {
  * closed) while admitted ones finish: a 404 would tell SageMaker the model is gone from this host.
  */
 export function refuseWhileClosing(isClosing: () => boolean) {
-  return async function refuseWhileClosingMiddleware(_ctx: Context, next: Next): Promise<void> {
-    if (isClosing()) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.', { headers: { Connection: 'close' } });
+  return async function refuseWhileClosingMiddleware(ctx: Context, next: Next): Promise<void> {
+    if (isClosing()) {
+      closeAfterAnswer(ctx.req, ctx.res);
+      throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
+    }
     await next();
   };
 }

@@ -35,7 +35,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
     if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
-    const body = await readBody(ctx.req, maxRequestSize);
+    const body = await readBody(ctx, maxRequestSize);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;

@@ -115,7 +115,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const q = ctx.query;
   let fields: Record<string, unknown> = {};
   if (ctx.is('application/json') || (ctx.get('content-length') !== '' && ctx.get('content-length') !== '0' && !ctx.is('application/x-www-form-urlencoded'))) {
-    const raw = await readBody(ctx.req, kMaxManagementBody);
+    const raw = await readBody(ctx, kMaxManagementBody);
     if (raw.length > 0) {
       try {
         fields = JSON.parse(raw.toString('utf8'));

@@ -42,8 +42,10 @@ describe('hardening: HTTP layer', () => {
           Buffer.alloc(2 ** 20 - 29, 'a'), Buffer.from('"}'),
         ])],
       ];
+      // The client reads only once it has written everything: it must still find the 413, not a reset
+      // connection (a server closing on unread input makes the kernel send RST).
       const send = async ([what, bytes]: [string, Buffer]) => {
-        const x = await rawExchange(port, bytes, { timeoutMs: 5000 });
+        const x = await rawExchange(port, bytes, { timeoutMs: 10_000, readAfterWrite: true });
         assertAnswered(x, 413, what);
         assert.equal(JSON.parse(x.responses[0]!.body.toString()).errorCode, 'MME_ERR_PAYLOAD_TOO_LARGE', what);
         assert.ok(x.closed, `${what}: the connection was left open`);

@@ -51,22 +51,23 @@ describe('hardening: MME contract and lifecycle', () => {
     });
 
     it('T-L3 insufficient_memory_507: a load that does not fit the budget is 507 with nothing registered or started, and loads once another model is unloaded', async () => {
-      // A worker of the small model measures about 36 MB; the large one is estimated at that plus
-      // 1.5 × its 32 MB file. 105 MB holds either, never both.
-      t = await startServer('model_cache=off\nmodel_memory_budget_mb=105');
-      assert.equal((await loadModel(t, 'small', writeModelDir(t.store, 'small', addModel()))).status, 200);
-      const large = writeModelDir(t.store, 'large', mlpModel({ sizes: [1024, 4096, 1024], seed: 1 }));
+      // 64 MB of weights each: one worker measures about 117 MB and the next is estimated alike, so a
+      // 150 MB budget holds one model, never two, however the shared pages of the moment split.
+      t = await startServer('model_cache=off\nmodel_memory_budget_mb=150');
+      const weights = mlpModel({ sizes: [1024, 8192, 1024], seed: 1 });
+      assert.equal((await loadModel(t, 'first', writeModelDir(t.store, 'first', weights))).status, 200);
+      const second = writeModelDir(t.store, 'second', weights);
       const spawned = WorkerProcess.spawned;
-      const refused = await loadModel(t, 'large', large);
+      const refused = await loadModel(t, 'second', second);
       assert.equal(refused.status, 507, refused.text);
       assert.equal(refused.body.type, 'InsufficientMemoryException');
       assert.equal(refused.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
       assert.equal(WorkerProcess.spawned, spawned, 'a worker process was started');
-      assert.deepEqual((await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), ['small']);
-      assert.equal((await request(`${t.url}/models/large`)).status, 404);
+      assert.deepEqual((await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), ['first']);
+      assert.equal((await request(`${t.url}/models/second`)).status, 404);
       assert.equal(workerPidsOf(process.pid).length, 1);
-      assert.equal((await request(`${t.url}/models/small`, { method: 'DELETE' })).status, 200);
-      const retried = await loadModel(t, 'large', large);
+      assert.equal((await request(`${t.url}/models/first`, { method: 'DELETE' })).status, 200);
+      const retried = await loadModel(t, 'second', second);
       assert.equal(retried.status, 200, retried.text);
     });
   });

@@ -25,6 +25,11 @@ export interface ExchangeOptions {
   responses?: number;
   /** The request was HEAD: its response has no body whatever Content-Length says. */
   head?: boolean;
+  /**
+   * Write the request 64 KiB at a time, each once the last has gone out, and read nothing until all
+   * of it is written: a client that uploads first and reads the answer afterwards.
+   */
+  readAfterWrite?: boolean;
   timeoutMs?: number;
 }
 
@@ -63,7 +68,19 @@ export function rawExchange(port: number, request: string | Buffer, opts: Exchan
       error = (err as NodeJS.ErrnoException).code ?? err.message;
     });
     socket.on('close', () => finish(true));
-    socket.write(request);
+    if (!opts.readAfterWrite) {
+      socket.write(request);
+      return;
+    }
+    socket.pause();
+    const bytes = Buffer.from(request);
+    const upload = async () => {
+      for (let at = 0; at < bytes.length && !socket.destroyed; at += 65_536) {
+        await new Promise((resolve) => socket.write(bytes.subarray(at, at + 65_536), resolve));
+      }
+      socket.resume();
+    };
+    void upload();
   });
 }
 
