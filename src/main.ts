@@ -6,7 +6,7 @@
 import { parseArgs, USAGE } from './config/cli';
 import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
-import { MmeServer } from './mme-server';
+import { MmeServer } from './server/mme-server';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);

@@ -7,8 +7,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as ort from 'onnxruntime-node';
-import { decodeJson, encodeJson } from '../../src/worker/json-codec';
-import { openSession } from '../../src/worker/session';
+import { decodeJson, encodeJson } from '../../src/worker-process/json-codec';
+import { openSession } from '../../src/worker-process/session';
 
 async function main(): Promise<void> {
   const onnxPath = process.argv[2];

@@ -1,5 +1,5 @@
 /**
- * The parent ⇄ worker wire protocol, used by both sides (src/workers on the parent, src/worker in
+ * The parent ⇄ worker wire protocol, used by both sides (src/server/workers in the server process, src/worker-process in
  * the child). One frame:
  *
  *   u32 BE  length of everything after this field

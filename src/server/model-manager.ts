@@ -15,9 +15,9 @@ import { isRemoteUrl, resolveArtifact, type ModelArtifact } from '../artifacts/m
 import type { ServerConfig } from '../config/types';
 import { MmeError } from '../errors';
 import type { WireRequest } from '../protocol/frames';
-import { GpuAssigner } from '../workers/gpu-assignment';
-import { SparePool } from '../workers/spare-pool';
-import { WorkerProcess, type Assignment } from '../workers/worker-process';
+import { GpuAssigner } from './workers/gpu-assignment';
+import { SparePool } from './workers/spare-pool';
+import { WorkerHandle, type Assignment } from './workers/worker-handle';
 import { createPolicy, type EvictionPolicy } from './cache/eviction-policy';
 import type { InvokeResult, JobOptions } from './job';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from './memory-budget';
@@ -127,10 +127,10 @@ export class ModelManager {
     return this.#spares?.ready ?? 0;
   }
 
-  #startWorker(assignment: Assignment): WorkerProcess {
+  #startWorker(assignment: Assignment): WorkerHandle {
     const gpuId = assignment.load.gpuId;
     const spare = gpuId < 0 ? this.#spares?.take() : null;
-    return (spare ?? new WorkerProcess({ env: this.#workerEnv, gpuId, log: this.log }, assignment.id).start()).assign(assignment);
+    return (spare ?? new WorkerHandle({ env: this.#workerEnv, gpuId, log: this.log }, assignment.id).start()).assign(assignment);
   }
 
   /** Explicit load (POST /models): resolves when every worker has loaded, or at once with synchronous=false. */

@@ -6,9 +6,9 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../errors';
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../protocol/frames';
-import { restartDelaySeconds } from '../workers/backoff';
-import { processMemoryBytes } from '../workers/process-memory';
-import type { Assignment, WorkerExit, WorkerProcess } from '../workers/worker-process';
+import { restartDelaySeconds } from './workers/backoff';
+import { processMemoryBytes } from './workers/process-memory';
+import type { Assignment, WorkerExit, WorkerHandle } from './workers/worker-handle';
 import { Job, type InvokeResult, type JobOptions } from './job';
 import { JobQueue } from './job-queue';
 
@@ -34,7 +34,7 @@ export interface ModelDeps {
   maxResponseSize: number;
   assignGpu: () => number;
   /** A started worker process (a warm spare when one is free) given this assignment. */
-  startWorker: (assignment: Assignment) => WorkerProcess;
+  startWorker: (assignment: Assignment) => WorkerHandle;
   log: (line: string) => void;
 }
 
@@ -58,7 +58,7 @@ let nextBatchId = 1;
 
 export class Model extends EventEmitter {
   state: ModelState = 'loading';
-  readonly workers: WorkerProcess[] = [];
+  readonly workers: WorkerHandle[] = [];
   readonly loadedAt = new Date();
   inputs: TensorInfo[] = [];
   outputs: TensorInfo[] = [];
@@ -78,7 +78,7 @@ export class Model extends EventEmitter {
   #restartAttempt = 0;
   #restartTimer: NodeJS.Timeout | null = null;
   /** Replacement workers not yet stable (kStableMs after loading): their death is a failed restart. */
-  readonly #onProbation = new Set<WorkerProcess>();
+  readonly #onProbation = new Set<WorkerHandle>();
   #batchTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #rr = 0;
@@ -142,7 +142,7 @@ export class Model extends EventEmitter {
     return this.settings.preloadModel ? Math.min(1, this.settings.minWorkers) : this.settings.minWorkers;
   }
 
-  #spawnWorker(): WorkerProcess {
+  #spawnWorker(): WorkerHandle {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const worker = this.deps.startWorker({
       id,
@@ -214,9 +214,9 @@ export class Model extends EventEmitter {
   }
 
   /** The ready worker with the fewest batches in flight (rotating among ties), or null if all are full. */
-  #pickIdleWorker(): WorkerProcess | null {
+  #pickIdleWorker(): WorkerHandle | null {
     const n = this.workers.length;
-    let best: WorkerProcess | null = null;
+    let best: WorkerHandle | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
@@ -290,7 +290,7 @@ export class Model extends EventEmitter {
    * that were only waiting in its pipe go back to the head of the queue, once — a job pushed back
    * a second time fails too, so a poison request cannot crash worker after worker.
    */
-  #settleInFlight(worker: WorkerProcess, err: MmeError, runningBatchId?: number): void {
+  #settleInFlight(worker: WorkerHandle, err: MmeError, runningBatchId?: number): void {
     const batches = [...worker.inFlight.values()];
     // A pipelined worker runs its batches in order, so only the oldest was running; a
     // preload_model process runs all of its slots at once.
@@ -315,7 +315,7 @@ export class Model extends EventEmitter {
     }
   }
 
-  #onWorkerExit(worker: WorkerProcess, exit: WorkerExit, expected: boolean): void {
+  #onWorkerExit(worker: WorkerHandle, exit: WorkerExit, expected: boolean): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     const onProbation = this.#onProbation.delete(worker);
@@ -338,7 +338,7 @@ export class Model extends EventEmitter {
   }
 
   /** A replacement died before it was stable: back off further, and after kFailedAfter mark the model failed. */
-  #restartFailed(worker: WorkerProcess, how: string): void {
+  #restartFailed(worker: WorkerHandle, how: string): void {
     this.#restartAttempt++;
     const err = worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(`[${this.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#restartAttempt}): ${err.message}`);
@@ -404,13 +404,13 @@ export class Model extends EventEmitter {
     const live = this.workers.filter((w) => w.state !== 'stopping');
     if (this.settings.preloadModel) for (const w of live) w.capacity = min;
     const target = this.#processCount();
-    const added: WorkerProcess[] = [];
+    const added: WorkerHandle[] = [];
     for (let n = live.length; n < target; n++) added.push(this.#spawnWorker());
     const extra = live.length - target;
     if (extra > 0) {
       // Workers still loading go first, then idle ones; a busy one finishes its batch (its results are
       // still delivered) then exits.
-      const rank = (w: WorkerProcess) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: WorkerHandle) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       const victims = [...live].sort((a, b) => rank(a) - rank(b)).slice(0, extra);
       const stopping = victims.map((w) => this.#retire(w));
       if (synchronous) await Promise.all(stopping);
@@ -424,7 +424,7 @@ export class Model extends EventEmitter {
     }
   }
 
-  async #retire(worker: WorkerProcess): Promise<void> {
+  async #retire(worker: WorkerHandle): Promise<void> {
     worker.retire();
     if (worker.inFlight.size > 0) {
       await new Promise<void>((resolve) => {

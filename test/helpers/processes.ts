@@ -26,7 +26,7 @@ export function workerPidsOf(ppid: number): number[] {
     const f = statFields(pid);
     if (f === null || f[0] === 'Z' || Number(f[1]) !== ppid) return false;
     try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker/main.js');
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('worker-process/main.js');
     } catch {
       return false; // the process ended while we looked
     }

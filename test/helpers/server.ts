@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
-import { MmeServer, type MmeServerOptions } from '../../src/mme-server';
+import { MmeServer, type MmeServerOptions } from '../../src/server/mme-server';
 
 export interface TestServer {
   server: MmeServer;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
 import { loadModel, startServer, type TestServer } from '../helpers/server';
-import { npyFile } from '../worker/npy-fixtures';
-import { parseNpy } from '../../src/worker/npy';
-import { jsonElements, nest } from '../../src/worker/tensors';
+import { npyFile } from '../worker-process/npy-fixtures';
+import { parseNpy } from '../../src/worker-process/npy';
+import { jsonElements, nest } from '../../src/worker-process/tensors';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kRows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { isMmeError } from '../../src/errors';
-import { parseNpy, writeNpy } from '../../src/worker/npy';
-import { jsonElements } from '../../src/worker/tensors';
+import { parseNpy, writeNpy } from '../../src/worker-process/npy';
+import { jsonElements } from '../../src/worker-process/tensors';
 import { NPY_DIR, npyFile } from './npy-fixtures';
 
 function refused(bytes: Buffer, message: RegExp): void {

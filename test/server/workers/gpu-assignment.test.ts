@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { invoke, loadModel, request, startServer } from '../helpers/server';
-import { GpuAssigner } from '../../src/workers/gpu-assignment';
+import { behaviourHandler } from '../../fixtures/fault-handlers';
+import { addModel, writeModelDir } from '../../fixtures/onnx-models';
+import { invoke, loadModel, request, startServer } from '../../helpers/server';
+import { GpuAssigner } from '../../../src/server/workers/gpu-assignment';
 
 describe('GPU assignment', () => {
   it('gives CPU (-1) to every worker when number_of_gpu is 0', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { isMmeError } from '../../src/errors';
 import type { TensorInfo } from '../../src/protocol/frames';
-import { decodeCsv, encodeCsv } from '../../src/worker/csv-codec';
-import { jsonElements } from '../../src/worker/tensors';
+import { decodeCsv, encodeCsv } from '../../src/worker-process/csv-codec';
+import { jsonElements } from '../../src/worker-process/tensors';
 import { npyFile } from './npy-fixtures';
 
 const floats: TensorInfo = { name: 'x', type: 'float32', shape: ['batch', 4] };

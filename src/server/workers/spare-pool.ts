@@ -3,10 +3,10 @@
  * small model's cold start — so a load takes a started spare and a new spare starts behind it.
  * Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is fixed at spawn.
  */
-import { WorkerProcess, type SpawnOptions } from './worker-process';
+import { WorkerHandle, type SpawnOptions } from './worker-handle';
 
 export class SparePool {
-  readonly #spares = new Set<WorkerProcess>();
+  readonly #spares = new Set<WorkerHandle>();
   #closed = false;
 
   constructor(private readonly size: number, private readonly spawnOptions: SpawnOptions) {
@@ -24,7 +24,7 @@ export class SparePool {
    * A spare, warm ones first, or null (the caller starts a fresh process). One still starting is
    * worth taking too: it has a head start on any process spawned now.
    */
-  take(): WorkerProcess | null {
+  take(): WorkerHandle | null {
     const live = [...this.#spares].filter((w) => w.exitInfo === null);
     const w = live.find((x) => x.hasStarted) ?? live[0];
     if (!w) return null;
@@ -36,7 +36,7 @@ export class SparePool {
 
   #fill(): void {
     while (!this.#closed && this.#spares.size < this.size) {
-      const w = new WorkerProcess({ ...this.spawnOptions, gpuId: -1 }).start();
+      const w = new WorkerHandle({ ...this.spawnOptions, gpuId: -1 }).start();
       this.#spares.add(w);
       w.once('exit', () => {
         this.#spares.delete(w);

@@ -17,11 +17,11 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { MmeError } from '../errors';
+import { MmeError } from '../../errors';
 import {
   FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type LoadedMessage,
   type ResultMessage, type ChunkMessage,
-} from '../protocol/frames';
+} from '../../protocol/frames';
 
 export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
 
@@ -52,7 +52,7 @@ export interface WorkerExit {
   outOfMemory: boolean;
 }
 
-const kWorkerScript = path.join(__dirname, '..', 'worker', 'main.js');
+const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
 // PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
 // SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
 const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
@@ -63,7 +63,7 @@ const kHeapExhausted = /JavaScript heap out of memory/;
 /** How long an aborted worker's last stderr lines may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
-export class WorkerProcess extends EventEmitter {
+export class WorkerHandle extends EventEmitter {
   /** Processes started by this server process (a 507 admission must start none). */
   static spawned = 0;
   id: string;
@@ -103,7 +103,7 @@ export class WorkerProcess extends EventEmitter {
   #rejectLoad!: (e: MmeError) => void;
   readonly ready: Promise<LoadedMessage>;
 
-  constructor(opts: SpawnOptions, id = `spare-${WorkerProcess.spawned + 1}`) {
+  constructor(opts: SpawnOptions, id = `spare-${WorkerHandle.spawned + 1}`) {
     super();
     this.#opts = opts;
     this.id = id;
@@ -122,7 +122,7 @@ export class WorkerProcess extends EventEmitter {
     const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
-    WorkerProcess.spawned++;
+    WorkerHandle.spawned++;
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
     this.#child = child;
     this.pid = child.pid ?? 0;

@@ -5,12 +5,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ServerConfig } from './config/types';
-import { createApp, type ListenerRole } from './http/app';
-import { isLoopback } from './http/guards';
-import { listen, type Listener, type ListenerLimits } from './http/listener';
-import { createMetrics, metricsApp, type MetricsRecorder } from './metrics';
-import { ModelManager } from './server/model-manager';
+import type { ServerConfig } from '../config/types';
+import { createApp, type ListenerRole } from '../http/app';
+import { isLoopback } from '../http/guards';
+import { listen, type Listener, type ListenerLimits } from '../http/listener';
+import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
+import { ModelManager } from './model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;

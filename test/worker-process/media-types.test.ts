@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { essence, negotiate } from '../../src/worker/media-types';
+import { essence, negotiate } from '../../src/worker-process/media-types';
 
 const offered = ['application/json', 'text/csv', 'application/x-npy'];
 

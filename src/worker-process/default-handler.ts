@@ -1,7 +1,7 @@
 /**
  * The default handler: decode each request into tensors by its Content-Type, run the batch through
  * the ONNX session (merging compatible requests along the batch axis), encode each result in the
- * type its Accept asks for (src/worker/content-types.ts).
+ * type its Accept asks for (src/worker-process/content-types.ts).
  *
  * A slot that holds an Error fails that request alone, so one bad request in a batch never fails
  * its neighbours. Custom handlers may use the same convention.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer } from '../helpers/server';
+import { addModel, writeModelDir } from '../../fixtures/onnx-models';
+import { waitFor, workerPidsOf } from '../../helpers/processes';
+import { invoke, loadModel, request, startServer } from '../../helpers/server';
 
 describe('spare workers', () => {
   it('keeps a started worker ready, hands it to the next load, and starts another', async () => {
