@@ -17,9 +17,11 @@ export const ERRORS = {
   MME_ERR_MODEL_CONFLICT: { status: 409, type: 'ConflictStatusException', when: 'a model of that name is already loaded or loading' },
   MME_ERR_PAYLOAD_TOO_LARGE: { status: 413, type: 'RequestEntityTooLargeException', when: 'the request body is over max_request_size' },
   MME_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'UnsupportedMediaTypeException', when: 'the handler cannot read the request Content-Type' },
+  MME_ERR_CLIENT_CLOSED: { status: 499, type: 'ClientClosedRequestException', when: 'the client closed its connection before the answer (logged and in metrics as a cancellation, never as a 4xx or 5xx error)' },
   MME_ERR_HEADERS_TOO_LARGE: { status: 431, type: 'RequestHeaderFieldsTooLargeException', when: 'request headers are too large or too many' },
   MME_ERR_INTERNAL: { status: 500, type: 'InternalServerException', when: 'a bug: the server log has the details' },
   MME_ERR_WORKER_DIED: { status: 500, type: 'InternalServerException', when: 'the worker process running this request crashed (it is restarted; queued requests are kept)' },
+  MME_ERR_WORKER_PROTOCOL: { status: 500, type: 'InternalServerException', when: 'the worker sent a malformed or oversized frame; it was stopped and is being replaced' },
   MME_ERR_LOAD_FAILED: { status: 500, type: 'InternalServerException', when: 'a worker exited while loading the model' },
   MME_ERR_LOAD_TIMEOUT: { status: 500, type: 'InternalServerException', when: 'a worker did not finish loading within model_load_timeout' },
   MME_ERR_MODEL_ERROR: { status: 500, type: 'PredictionException', when: 'the model or its handler failed on this request (a handler may raise its own status)' },
@@ -30,7 +32,7 @@ export const ERRORS = {
   MME_ERR_MODEL_FAILED: { status: 503, type: 'ServiceUnavailableException', when: "the model's workers keep failing to start; describe shows the cause" },
   MME_ERR_SHUTTING_DOWN: { status: 503, type: 'ServiceUnavailableException', when: 'the server is shutting down' },
   MME_ERR_WORKER_TIMEOUT: { status: 504, type: 'WorkerTimeoutException', when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced' },
-  MME_ERR_INSUFFICIENT_MEMORY: { status: 507, type: 'InsufficientMemoryException', when: 'not enough memory (or disk) to load or run the model: allocation failure, or the worker was SIGKILLed (the OOM killer)' },
+  MME_ERR_INSUFFICIENT_MEMORY: { status: 507, type: 'InsufficientMemoryException', when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)' },
   MME_ERR_CONFIG: { status: 500, type: 'ConfigurationException', when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)' },
 } as const satisfies Record<string, { status: number; type: string; when: string }>;
 

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
 import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
-import type { ModelManager } from '../server/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
 import { errorResponse } from './error-response';
 import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
 import { mountInferenceRoutes } from './inference-routes';

@@ -9,7 +9,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
-import type { ModelManager } from '../server/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
 import { readBody } from './body';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
@@ -23,7 +23,7 @@ const kMultiplexedModel = 'serve_multiplexed_model_id';
  */
 export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number, defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json'): void {
   router.get('/ping', (ctx) => {
-    const failed = manager.list().some((m) => m.model.state === 'failed');
+    const failed = manager.list().some((m) => m.failed);
     ctx.body = { status: failed ? 'Partial Healthy' : 'Healthy' };
   });
 

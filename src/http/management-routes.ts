@@ -6,8 +6,8 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
-import type { LoadRequest, ModelManager } from '../server/model-manager';
-import type { Model } from '../server/model';
+import type { LoadRequest, ModelManager } from '../server/models/model-manager';
+import type { Model } from '../server/models/model';
 import { readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
@@ -44,7 +44,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   router.get('/models/:name', guard, async (ctx) => {
     const model = manager.get(ctx.params.name);
     await model.refreshMemory();
-    ctx.body = describe(model, manager.entry(model.name)?.loadedAtStartup ?? false);
+    ctx.body = describe(model, manager.entry(model.name)!);
   });
 
   router.put('/models/:name', guard, async (ctx) => {
@@ -72,7 +72,8 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   });
 }
 
-function describe(model: Model, loadedAtStartup: boolean) {
+function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string; lastError: MmeError | null }) {
+  const failed = entry.phase === 'failed';
   const s = model.settings;
   return {
     modelName: model.name,
@@ -80,8 +81,8 @@ function describe(model: Model, loadedAtStartup: boolean) {
     modelUrl: model.url,
     engine: 'onnxruntime',
     runtime: 'node',
-    status: model.state === 'failed' ? 'FAILED' : 'READY',
-    ...(model.lastError && model.state === 'failed' ? { lastError: model.lastError.message } : {}),
+    status: failed ? 'FAILED' : 'READY',
+    ...(entry.lastError && failed ? { lastError: entry.lastError.message } : {}),
     minWorkers: s.minWorkers,
     maxWorkers: s.maxWorkers,
     batchSize: s.batchSize,
@@ -90,7 +91,7 @@ function describe(model: Model, loadedAtStartup: boolean) {
     responseTimeout: s.responseTimeoutMs / 1000,
     useJobTicket: s.useJobTicket,
     preloadModel: s.preloadModel,
-    loadedAtStartup,
+    loadedAtStartup: entry.loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
     inputs: model.inputs,

@@ -50,6 +50,8 @@ export interface LoadMessage {
    * than one after another (a pipelined worker: the parent assumes only the oldest is running).
    */
   concurrentBatches: boolean;
+  /** Largest answer (or streamed chunk) the worker may send: it checks each one before sending. */
+  maxResponseSize: number;
   workerId: string;
 }
 

@@ -10,7 +10,7 @@ import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
 import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager } from './model-manager';
+import { ModelManager } from './models/model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;

@@ -24,6 +24,7 @@ let concurrentBatches = false;
 let serial: Promise<void> = Promise.resolve();
 let model: ModelInfo | null = null;
 let decodeInput = true;
+let maxResponseSize = Infinity;
 /** Request id → the context running it, so a Cancel frame can reach the handler. */
 const running = new Map<number, { ctx: HandlerContext; index: number }>();
 
@@ -77,6 +78,7 @@ async function load(msg: LoadMessage): Promise<void> {
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     handler = loadHandler(msg.handlerPath, msg.modelDir);
     decodeInput = msg.decodeInputRequest;
+    maxResponseSize = msg.maxResponseSize;
     model = {
       // The parent sends a streaming handler one request per batch, whatever batch_size says.
       modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
@@ -127,6 +129,7 @@ async function runBatch(batch: InferMessage): Promise<void> {
 async function runGroup(wire: WireRequest[]): Promise<WireResponse[]> {
   const requests = wire.map((r) => toHandlerRequest(r, decodeInput));
   const ctx = new HandlerContext(model!, requests, (index, body, head) => {
+    checkSize(body, 'streamed chunk');
     send({ kind: MessageKind.Chunk, msg: { id: wire[index].id, head, body } });
   });
   wire.forEach((r, index) => running.set(r.id, { ctx, index }));
@@ -150,11 +153,22 @@ function toResponse(id: number, result: unknown, ctx: HandlerContext, index: num
   }
   try {
     const body = toBuffer(result);
+    checkSize(body, 'response');
     const contentType = slot.contentType || (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
     return { id, status: slot.status, contentType, headers: slot.headers, body };
   } catch (err) {
-    const error = new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
+    const error = isMmeError(err) ? err : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
     return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+  }
+}
+
+/**
+ * Checked here, before sending, so that an oversized answer fails its own request alone: the
+ * server's frame limit is then never what stops it.
+ */
+function checkSize(body: Buffer, what: string): void {
+  if (body.length > maxResponseSize) {
+    throw new MmeError('MME_ERR_RESPONSE_TOO_LARGE', `The ${what} of model ${model!.modelName} is ${body.length} bytes, over max_response_size (${maxResponseSize}); raise max_response_size or return less data.`);
   }
 }
 

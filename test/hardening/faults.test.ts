@@ -78,9 +78,8 @@ describe('hardening: faults', () => {
       t = await startServer();
       const logs = timedLogs();
       await loadBehaviour('loop', {}, exitsAfterLoading);
-      const model = t.server.manager.get('loop');
       const spawned = WorkerHandle.spawned;
-      await waitFor(() => model.state === 'failed', 'the model to be marked FAILED', 20_000);
+      await waitFor(() => t.server.manager.entry('loop')?.phase === 'failed', 'the model to be marked FAILED', 20_000);
       const failedAt = Date.now();
       const refused = await invoke(t, 'loop', {});
       assert.equal(refused.status, 503, refused.text);

@@ -5,7 +5,7 @@ import Koa from 'koa';
 import { MmeError } from '../../src/errors';
 import { errorResponse } from '../../src/http/error-response';
 import { invocationMetrics } from '../../src/metrics';
-import type { ManagerEvents } from '../../src/server/model-manager';
+import type { ManagerEvents } from '../../src/server/models/model-manager';
 import { recorder } from './helpers';
 
 describe('metrics: server glue', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/memory-budget';
+import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
 
 const files = (map: Record<string, string>) => (p: string) => map[p] ?? null;
 const GiB = 2 ** 30;

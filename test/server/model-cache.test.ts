@@ -85,7 +85,7 @@ describe('self-managed model cache', () => {
     const held = invoke(t, 'busy', { barrier: gate, echo: 'held' });
     await waitFor(() => model.inFlightCount === 1, 'the held request to run');
     const other = invoke(t, 'm0', row);
-    await waitFor(() => t.server.manager.entry('busy')?.state === 'evicting', 'busy to be chosen for eviction');
+    await waitFor(() => t.server.manager.entry('busy')?.phase === 'draining', 'busy to be chosen for eviction');
     fs.writeFileSync(gate, '');
     const heldRes = await held;
     assert.equal(heldRes.status, 200, heldRes.text);

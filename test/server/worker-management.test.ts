@@ -5,7 +5,6 @@
  * test releases it, so ordering never depends on timing.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { behaviourHandler } from '../fixtures/fault-handlers';
@@ -169,7 +168,6 @@ describe('worker management', () => {
 
   it('backs off restarts of a crash-looping worker, marks the model failed, and recovers', async () => {
     const name = await loadBehaviour();
-    const model = t.server.manager.get(name);
     fs.writeFileSync(path.join(t.store, name, 'crash-on-init'), '');
     const failures: number[] = [];
     const onLog = t.logs.push.bind(t.logs);
@@ -178,7 +176,7 @@ describe('worker management', () => {
       return onLog(...lines);
     };
     process.kill(workerPidsOf(process.pid)[0], 'SIGKILL');
-    await waitFor(() => model.state === 'failed', 'the model to be marked failed', 15_000);
+    await waitFor(() => t.server.manager.entry(name)?.phase === 'failed', 'the model to be marked failed', 15_000);
     assert.equal(failures.length, 3);
     // Fibonacci back-off: 0 s before the first retry, 1 s before the second and the third.
     assert.ok(failures[2] - failures[1] >= 900, `retries 2 → 3 were ${failures[2] - failures[1]} ms apart`);
@@ -188,7 +186,7 @@ describe('worker management', () => {
     assert.match(refused.body.message, /exited with code 4/);
     assert.equal((await request(`${t.url}/models/${name}`)).body.status, 'FAILED');
     fs.rmSync(path.join(t.store, name, 'crash-on-init'));
-    await waitFor(() => model.state === 'ready', 'the model to recover after the next back-off', 15_000);
+    await waitFor(() => t.server.manager.entry(name)?.phase === 'ready', 'the model to recover after the next back-off', 15_000);
     assert.equal((await invoke(t, name, { echo: 'back' })).status, 200);
   });
 
@@ -210,7 +208,7 @@ describe('worker management', () => {
     assert.equal(workerPidsOf(process.pid).length, 1);
     const async = await request(`${t.url}/models/${name}?min_worker=2&max_worker=2`, { method: 'PUT' });
     assert.equal(async.status, 202);
-    await once(t.server.manager.get(name), 'worker-ready');
+    await waitFor(() => t.server.manager.get(name).workers.filter((w) => w.state === 'ready').length === 2, 'the second worker to load');
     assert.equal(workerPidsOf(process.pid).length, 2);
     assert.equal((await request(`${t.url}/models/${name}?min_worker=3&max_worker=2`, { method: 'PUT' })).status, 400);
     assert.equal((await request(`${t.url}/models/ghost?min_worker=1`, { method: 'PUT' })).status, 404);

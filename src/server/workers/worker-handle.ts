@@ -1,14 +1,15 @@
 /**
- * The parent's handle on one worker process. Lifecycle (every transition goes through #setState):
+ * The server's handle on one worker process. Lifecycle (every transition goes through #setState):
  *
- *   starting ──Started + assign()──▶ loading ──Loaded──▶ ready ──stop()──▶ stopping ──exit──▶ stopped
- *       └──────────────── exit / LoadFailed / load timeout ─────────────▶ failed
+ *   starting ──Started + assign()──▶ loading ──Loaded──▶ ready ──retire()/stop()──▶ stopping ──exit──▶ stopped
+ *       └──────────────── exit / LoadFailed / load timeout ───────────────────────────────▶ failed
  *
  * start() spawns the process; assign() gives it a model. A spare worker (SparePool) is started
  * before its model is known, so a load skips process start-up.
  *
- * A worker runs up to `capacity` batches at once (1, or a preload_model process's slot count);
- * the model's dispatcher decides what it runs.
+ * The handle owns the batches it was given until each is answered or the process ends; at exit it
+ * hands them back, split into the one(s) running and the ones still waiting in its pipe, with the
+ * exit's reason (src/server/workers/exit-reason.ts). Nobody else edits its bookkeeping.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -18,12 +19,10 @@ import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import {
-  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type LoadedMessage,
-  type ResultMessage, type ChunkMessage,
-} from '../../protocol/frames';
-
-export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
+import { FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
+import type { Job } from '../models/job';
+import { exitReason, loadExitError, type KillReason, type WorkerExit } from './exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from './model-worker';
 
 export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
@@ -32,25 +31,8 @@ export interface SpawnOptions {
   log: (line: string) => void;
 }
 
-export interface Assignment {
-  id: string;
-  load: LoadMessage;
-  loadTimeoutMs: number;
-  maxFrameBytes: number;
-}
-
 /** Frame limit until a model (and its max_response_size) is assigned: Started/LoadFailed are tiny. */
 const kUnassignedFrameLimit = 1 << 20;
-
-export interface WorkerExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /**
-   * The 507 signature: SIGKILL (what the kernel's OOM killer sends; `kill -9` looks the same), or
-   * V8 aborting because the JavaScript heap is exhausted.
-   */
-  outOfMemory: boolean;
-}
 
 const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
 // PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
@@ -63,32 +45,30 @@ const kHeapExhausted = /JavaScript heap out of memory/;
 /** How long an aborted worker's last stderr lines may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
-export class WorkerHandle extends EventEmitter {
+export class WorkerHandle extends EventEmitter implements ModelWorker {
   /** Processes started by this server process (a 507 admission must start none). */
   static spawned = 0;
+  /** Every process not yet exited: a bounded shutdown kills what is left. */
+  static readonly live = new Set<WorkerHandle>();
   id: string;
   readonly gpuId: number;
   state: WorkerState = 'starting';
   pid = 0;
   readonly startTime = new Date();
   loaded: LoadedMessage | null = null;
-  /** Why the load failed (what `ready` rejected with), once it has. */
   loadError: MmeError | null = null;
-  /** Time from spawn to the worker's first message (process + runtime start), µs. */
   spawnMicros = 0;
-  /** Batches sent and not yet answered, by batch id. */
-  readonly inFlight = new Map<number, InferMessage>();
-  /** Batches this process may run at once: 1, or the slot count of a preload_model process. */
   capacity = 1;
-  /** PSS of the process after load, refreshed on describe (bytes). */
   memoryBytes = 0;
   exitInfo: WorkerExit | null = null;
-
-  readonly #opts: SpawnOptions;
-  #assignment: Assignment | null = null;
-  #reader: FrameReader | null = null;
   /** Started arrived: the process is up and its runtime warm. */
   hasStarted = false;
+
+  readonly #opts: SpawnOptions;
+  readonly #inFlight = new Map<number, InFlightBatch>();
+  #listener: WorkerListener | null = null;
+  #assignment: Assignment | null = null;
+  #reader: FrameReader | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
   #loadTimer: NodeJS.Timeout | null = null;
@@ -97,7 +77,7 @@ export class WorkerHandle extends EventEmitter {
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #loadSettled = false;
-  #killSent = false;
+  #killedBy: KillReason | null = null;
   #heapExhausted = false;
   #resolveLoad!: (m: LoadedMessage) => void;
   #rejectLoad!: (e: MmeError) => void;
@@ -123,6 +103,7 @@ export class WorkerHandle extends EventEmitter {
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
     WorkerHandle.spawned++;
+    WorkerHandle.live.add(this);
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
     this.#child = child;
     this.pid = child.pid ?? 0;
@@ -137,14 +118,18 @@ export class WorkerHandle extends EventEmitter {
     this.#channel = channel;
     const reader = new FrameReader(kUnassignedFrameLimit, (f) => this.#onFrame(f));
     this.#reader = reader;
-    channel.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       try {
         reader.push(chunk);
       } catch (err) {
-        this.#opts.log(`[${this.id}] protocol error: ${(err as Error).message}; killing the worker`);
-        this.kill();
+        // The reader is out of step with the stream now: read nothing more from this process.
+        channel.off('data', onData);
+        channel.pause();
+        this.#opts.log(`[${this.id}] protocol error: ${(err as Error).message}; stopping the worker`);
+        this.kill('protocol-error');
       }
-    });
+    };
+    channel.on('data', onData);
     channel.on('error', () => undefined);
     child.on('error', (err) => this.#opts.log(`[${this.id}] spawn failed: ${err.message}`));
     child.on('exit', (code, signal) => {
@@ -169,9 +154,15 @@ export class WorkerHandle extends EventEmitter {
     this.#assignedAt = performance.now();
     this.id = assignment.id;
     this.#reader!.maxFrameBytes = assignment.maxFrameBytes;
-    this.#loadTimer = setTimeout(() => this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`)), assignment.loadTimeoutMs);
+    this.#loadTimer = setTimeout(() => {
+      this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`), 'timeout-kill');
+    }, assignment.loadTimeoutMs);
     if (this.hasStarted) this.#sendLoad();
     return this;
+  }
+
+  listen(listener: WorkerListener): void {
+    this.#listener = listener;
   }
 
   #sendLoad(): void {
@@ -179,40 +170,47 @@ export class WorkerHandle extends EventEmitter {
     this.#send({ kind: MessageKind.Load, msg: this.#assignment!.load });
   }
 
+  get inFlightCount(): number {
+    return this.#inFlight.size;
+  }
+
   get isIdle(): boolean {
-    return this.state === 'ready' && !this.#killSent && this.inFlight.size < this.capacity;
+    return this.state === 'ready' && this.#killedBy === null && this.#inFlight.size < this.capacity;
   }
 
-  /** Nothing sent and unanswered: what job tickets need (a free pipeline slot is not enough). */
   get isVacant(): boolean {
-    return this.isIdle && this.inFlight.size === 0;
+    return this.isIdle && this.#inFlight.size === 0;
   }
 
-  run(batch: InferMessage): void {
-    this.inFlight.set(batch.batchId, batch);
-    this.#send({ kind: MessageKind.Infer, msg: batch });
+  run(msg: InferMessage, jobs: readonly Job[]): void {
+    this.#inFlight.set(msg.batchId, { msg, jobs });
+    this.#send({ kind: MessageKind.Infer, msg });
   }
 
-  cancel(id: number): void {
-    this.#send({ kind: MessageKind.Cancel, msg: { id } });
+  holds(job: Job): boolean {
+    for (const b of this.#inFlight.values()) if (b.jobs.includes(job)) return true;
+    return false;
+  }
+
+  cancel(job: Job): void {
+    this.#send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
 
   /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
-  kill(): void {
-    // Between the signal and the exit event the worker must not be handed new work.
-    this.#killSent = true;
+  kill(reason: KillReason): void {
+    // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
+    this.#killedBy ??= reason;
     if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
   }
 
-  /** Takes the worker out of dispatch; it finishes what it runs, then stop() ends it. */
   retire(): void {
-    this.#setState('stopping');
+    if (this.state !== 'stopped' && this.state !== 'failed') this.#setState('stopping');
   }
 
   /** Stops the process and resolves once it has exited and its memory is released. */
   async stop(): Promise<WorkerExit> {
-    if (this.state !== 'stopped' && this.state !== 'failed') this.#setState('stopping');
-    this.kill();
+    this.retire();
+    this.kill('stopped');
     return this.#exited;
   }
 
@@ -222,7 +220,7 @@ export class WorkerHandle extends EventEmitter {
 
   #send(frame: Frame): void {
     const channel = this.#channel;
-    if (!channel) return;
+    if (!channel || this.exitInfo) return;
     // Frames written in one tick leave in one syscall (a burst of dispatches, or a batch and its load).
     if (channel.writableCorked === 0) {
       channel.cork();
@@ -254,51 +252,54 @@ export class WorkerHandle extends EventEmitter {
         this.#loadSettled = true;
         clearTimeout(this.#loadTimer!);
         this.loaded = frame.msg;
-        this.#setState('ready');
+        if (this.state === 'loading') this.#setState('ready');
         this.#resolveLoad(frame.msg);
         break;
       case MessageKind.LoadFailed:
-        this.#failLoad(MmeError.fromWire(frame.msg.error));
+        this.#failLoad(MmeError.fromWire(frame.msg.error), 'stopped');
         break;
       case MessageKind.Result: {
-        const batch = this.inFlight.get(frame.msg.batchId);
-        this.inFlight.delete(frame.msg.batchId);
-        if (batch) this.emit('result', frame.msg as ResultMessage, batch);
+        const batch = this.#inFlight.get(frame.msg.batchId);
+        if (!batch) break;
+        this.#inFlight.delete(frame.msg.batchId);
+        this.#listener?.result(this, batch, frame.msg);
         break;
       }
       case MessageKind.Chunk:
-        this.emit('chunk', frame.msg as ChunkMessage);
+        this.#listener?.chunk(this, frame.msg);
         break;
       default:
         break;
     }
   }
 
-  #failLoad(err: MmeError): void {
+  #failLoad(err: MmeError, kill: KillReason): void {
     if (this.#loadSettled) return;
     this.#loadSettled = true;
     this.loadError = err;
     clearTimeout(this.#loadTimer!);
     this.#setState('failed');
-    this.kill();
+    this.kill(kill);
     this.#rejectLoad(err);
   }
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
     clearTimeout(this.#loadTimer!);
-    const outOfMemory = signal === 'SIGKILL' || code === 137 || this.#heapExhausted;
-    // Read before #failLoad marks the worker failed: a worker we stopped mid-load exited as expected.
-    const expected = this.state === 'stopping';
-    this.exitInfo = { code, signal, outOfMemory };
-    if (!this.#loadSettled) {
-      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      this.#failLoad(outOfMemory && this.state !== 'stopping'
-        ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${this.id} ${how} while loading the model (out of memory: the kernel's OOM killer, or an exhausted JavaScript heap)`)
-        : new MmeError('MME_ERR_LOAD_FAILED', `worker ${this.id} ${how} while loading the model; see the server log for its output`));
-    }
-    this.#setState(expected ? 'stopped' : 'failed');
+    WorkerHandle.live.delete(this);
+    const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted }) };
+    this.exitInfo = exit;
+    if (!this.#loadSettled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
+    this.#setState(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
     this.#channel?.destroy();
-    this.#resolveExit(this.exitInfo);
-    this.emit('exit', this.exitInfo, expected);
+    // A pipelined worker runs its batches one after another, so only the oldest was running; a
+    // preload_model process runs all of its slots at once.
+    const batches = [...this.#inFlight.values()];
+    this.#inFlight.clear();
+    const concurrent = this.#assignment?.load.concurrentBatches ?? false;
+    const running = concurrent ? batches : batches.slice(0, 1);
+    const waiting = concurrent ? [] : batches.slice(1);
+    this.#resolveExit(exit);
+    this.emit('exit', exit);
+    this.#listener?.exit(this, exit, running, waiting);
   }
 }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { MmeError } from '../errors';
-import type { ChunkMessage, WireRequest } from '../protocol/frames';
+import type { MmeError } from '../../errors';
+import type { ChunkMessage, WireRequest } from '../../protocol/frames';
 
 export interface InvokeResult {
   status: number;

@@ -1,0 +1,115 @@
+/**
+ * Memory admission: a load reserves its estimated memory before any process starts, or gets 507.
+ * With the self-managed cache on, it first evicts idle models in policy order. Reservations are
+ * serialised, so two concurrent loads cannot both take the last free megabytes.
+ *
+ * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
+ * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
+ */
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../../errors';
+import type { ModelEntry } from '../models/model-entry';
+import { Semaphore } from '../models/semaphore';
+import type { EvictionPolicy } from './eviction-policy';
+
+/** Memory measurements older than this are refreshed before deciding whether a load fits. */
+const kMemoryFreshMs = 5000;
+
+export interface AdmissionDeps {
+  budgetBytes: number;
+  maxLoadedModels: number;
+  /** The self-managed cache may evict to make room. */
+  evicts: boolean;
+  policy: EvictionPolicy;
+  /** Every entry that holds or reserves memory, leaving ones included. */
+  entries(): Iterable<ModelEntry>;
+  /** The name's current entry. */
+  current(name: string): ModelEntry | undefined;
+  /** The name's lock if free now. */
+  tryLock(name: string): (() => void) | null;
+  /** Drains and stops `entry` (its lock is held); resolves with the bytes freed. */
+  evict(entry: ModelEntry): Promise<number>;
+}
+
+const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
+
+export class Admission {
+  readonly #lock = new Semaphore(1);
+
+  constructor(private readonly deps: AdmissionDeps) {}
+
+  /** Makes room for `needBytes` and reserves it for `entry`, or throws 507. */
+  async reserve(entry: ModelEntry, needBytes: number, abort: AbortSignal): Promise<void> {
+    const release = await this.#lock.acquire();
+    try {
+      const { budgetBytes, maxLoadedModels } = this.deps;
+      let used = await this.#usedBytes(entry);
+      let count = this.#countedModels(entry);
+      const fits = () => used + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+      while (!fits() && this.deps.evicts && !abort.aborted) {
+        const victim = this.#nextVictim(entry.name);
+        if (!victim) break;
+        try {
+          used -= await this.deps.evict(victim.entry);
+          count--;
+        } finally {
+          victim.release();
+        }
+      }
+      abort.throwIfAborted();
+      if (!fits()) throw this.#noRoom(entry.name, needBytes, used, count);
+      entry.reservedBytes = needBytes;
+    } finally {
+      release();
+    }
+  }
+
+  /** The best victim now, idle before busy, with its lock held; never the loading name, never one in transition. */
+  #nextVictim(loading: string): { entry: ModelEntry; release: () => void } | null {
+    const order = this.deps.policy.victims(performance.now()).filter((n) => n !== loading);
+    const ready = order.map((n) => this.deps.current(n)).filter((e): e is ModelEntry => e?.phase === 'ready');
+    for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
+      const release = this.deps.tryLock(e.name);
+      if (!release) continue;
+      if (this.deps.current(e.name) === e && e.phase === 'ready') return { entry: e, release };
+      release();
+    }
+    return null;
+  }
+
+  #noRoom(name: string, needBytes: number, used: number, count: number): MmeError {
+    const { maxLoadedModels, evicts, budgetBytes } = this.deps;
+    const what = maxLoadedModels > 0 && count >= maxLoadedModels
+      ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
+      : `it needs about ${mb(needBytes)} and ${mb(used)} of the ${mb(budgetBytes)} model memory budget is in use`;
+    const fix = evicts
+      ? 'every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models'
+      : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `Model ${name} does not fit: ${what}. ${fix}.`);
+  }
+
+  /** Measured memory of serving models plus the reservations of loading ones and what leaving ones still hold. */
+  async #usedBytes(except: ModelEntry): Promise<number> {
+    let used = 0;
+    const now = Date.now();
+    for (const e of this.deps.entries()) {
+      if (e === except) continue;
+      if (e.model && e.registered) {
+        if (now - e.model.memoryMeasuredAt > kMemoryFreshMs) {
+          await e.model.refreshMemory();
+          this.deps.policy.resize(e.name, e.model.memoryBytes);
+        }
+        used += e.model.memoryBytes;
+      } else {
+        used += e.reservedBytes + (e.model?.memoryBytes ?? 0);
+      }
+    }
+    return used;
+  }
+
+  #countedModels(except: ModelEntry): number {
+    let n = 0;
+    for (const e of this.deps.entries()) if (e !== except && (e.registered || e.phase === 'loading')) n++;
+    return n;
+  }
+}

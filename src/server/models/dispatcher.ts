@@ -1,0 +1,214 @@
+/**
+ * A model's requests: the bounded queue, batching (MMS's BatchAggregator), the response timeout and
+ * cancellation. It hands batches to idle workers and settles each job from what the worker hands
+ * back: a result, or its exit with the batches it held. It never reaches into a worker.
+ */
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../../errors';
+import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
+import { runningRequestError, type WorkerExit } from '../workers/exit-reason';
+import type { InFlightBatch, ModelWorker } from '../workers/model-worker';
+import type { WorkerSet } from '../workers/worker-set';
+import { Job, type InvokeResult, type JobOptions } from './job';
+import { JobQueue } from './job-queue';
+import type { ModelSettings } from './model-settings';
+
+/** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
+export const kCoalesce = 8;
+
+let nextBatchId = 1;
+
+export interface DispatcherDeps {
+  name: string;
+  settings(): ModelSettings;
+  /** The handler streams: each request runs alone, since its chunks go straight to its client. */
+  streaming(): boolean;
+  workers: WorkerSet;
+  log(line: string): void;
+}
+
+export class Dispatcher {
+  readonly #queue: JobQueue;
+  /** Jobs handed to a worker and not yet settled, for the timeout and cancel paths. */
+  readonly #running = new Set<Job>();
+  #batchTimer: NodeJS.Timeout | null = null;
+  #batchWindowOver = false;
+  #closed: MmeError | null = null;
+  /** Dispatch counters (requests / batches = mean batch size). */
+  readonly stats = { requests: 0, batches: 0 };
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.#queue = new JobQueue(deps.settings().jobQueueSize);
+  }
+
+  get queueLength(): number {
+    return this.#queue.length;
+  }
+
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  submit(request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+    const { name } = this.deps;
+    const settings = this.deps.settings();
+    if (this.#closed) return Promise.reject(this.#closed);
+    if (this.deps.workers.workers.length === 0 && !this.deps.workers.restarting) {
+      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`));
+    }
+    if (settings.useJobTicket && !this.deps.workers.hasVacant()) {
+      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`));
+    }
+    if (this.#queue.isFull) {
+      return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
+    }
+    const job = new Job(request, opts);
+    job.timer = setTimeout(() => this.#onTimeout(job), settings.responseTimeoutMs);
+    opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
+    this.#queue.push(job);
+    this.dispatch();
+    return job.promise;
+  }
+
+  dispatch(): void {
+    while (this.#queue.length > 0 && !this.#closed) {
+      const worker = this.deps.workers.pickIdle();
+      if (!worker) return;
+      const { maxBatchDelayMs, batchSize: configured } = this.deps.settings();
+      const streaming = this.deps.streaming();
+      const batchSize = streaming ? 1 : configured;
+      if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
+        // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
+        this.#batchTimer ??= setTimeout(() => {
+          this.#batchTimer = null;
+          this.#batchWindowOver = true;
+          this.dispatch();
+        }, maxBatchDelayMs);
+        return;
+      }
+      // With batch_size 1 and a backlog, several requests share one frame and one round trip (run
+      // one by one): on this VM each parent⇄worker hop costs more than running a small model.
+      const independent = batchSize === 1 && this.#queue.length > 1 && !streaming;
+      const jobs = this.#queue.take(independent ? kCoalesce : batchSize);
+      if (jobs.length === 0) break;
+      this.#batchWindowOver = false;
+      if (this.#batchTimer) {
+        clearTimeout(this.#batchTimer);
+        this.#batchTimer = null;
+      }
+      const now = performance.now();
+      for (const job of jobs) {
+        job.dispatchedAt = now;
+        this.#running.add(job);
+      }
+      this.stats.batches++;
+      this.stats.requests += jobs.length;
+      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), ...(independent && jobs.length > 1 ? { independent: true } : {}) }, jobs);
+    }
+  }
+
+  /** A worker answered a batch. */
+  result(batch: InFlightBatch, msg: ResultMessage): void {
+    const size = batch.msg.independent ? 1 : batch.jobs.length;
+    for (const r of msg.responses) {
+      const job = batch.jobs.find((j) => j.id === r.id);
+      if (!job) continue;
+      this.#running.delete(job);
+      if (r.error) {
+        job.reject(MmeError.fromWire(r.error));
+      } else {
+        job.resolve({
+          status: r.status,
+          contentType: r.contentType,
+          headers: r.headers,
+          body: r.body!,
+          modelMicros: msg.modelMicros,
+          queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
+          batchSize: size,
+        });
+      }
+    }
+    // A response the worker did not send back (never expected) must not leave its caller waiting.
+    for (const job of batch.jobs) {
+      if (this.#running.delete(job)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
+    }
+  }
+
+  chunk(msg: ChunkMessage): void {
+    for (const job of this.#running) {
+      if (job.id === msg.id) {
+        job.opts.onChunk?.(msg);
+        return;
+      }
+    }
+  }
+
+  /**
+   * A worker is gone. Its running batches fail with the error its exit reason gives; batches only
+   * waiting in its pipe go back to the head of the queue, once — a job put back a second time
+   * fails too, so a poison request cannot crash worker after worker.
+   */
+  exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
+    for (const batch of running) {
+      for (const job of batch.jobs) {
+        this.#running.delete(job);
+        job.reject(err);
+      }
+    }
+    const requeue: Job[] = [];
+    for (const batch of waiting) {
+      for (const job of batch.jobs) {
+        this.#running.delete(job);
+        if (job.settled) continue;
+        if (job.requeued || this.#closed) job.reject(this.#closed ?? err);
+        else {
+          job.requeued = true;
+          requeue.push(job);
+        }
+      }
+    }
+    if (requeue.length > 0) this.#queue.unshift(requeue);
+  }
+
+  #onTimeout(job: Job): void {
+    const seconds = this.deps.settings().responseTimeoutMs / 1000;
+    if (this.#queue.remove(job)) {
+      job.reject(new MmeError('MME_ERR_WORKER_TIMEOUT', `Request to model ${this.deps.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`));
+      return;
+    }
+    job.reject(new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${this.deps.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`));
+    const worker = this.#holder(job);
+    if (!worker) return;
+    // A run cannot be interrupted from outside the process: kill it. Its exit settles the rest of
+    // what it held, and the batches waiting in its pipe run elsewhere.
+    this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`);
+    worker.kill('timeout-kill');
+  }
+
+  #onCancel(job: Job): void {
+    if (this.#queue.remove(job)) {
+      job.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection before the request reached a worker.'));
+      return;
+    }
+    // Already running: the handler can see it (context.isCancelled) and stop a long stream early.
+    this.#holder(job)?.cancel(job);
+  }
+
+  #holder(job: Job): ModelWorker | undefined {
+    return this.#running.has(job) ? this.deps.workers.workers.find((w) => w.holds(job)) : undefined;
+  }
+
+  /** Fails every queued job with `err` (the model is marked failed); running ones finish. */
+  failQueued(err: MmeError): void {
+    for (const job of this.#queue.drainAll()) job.reject(err);
+  }
+
+  /** No more work: queued jobs fail with `err`; running ones are settled by their workers' exits. */
+  close(err: MmeError): void {
+    this.#closed = err;
+    if (this.#batchTimer) clearTimeout(this.#batchTimer);
+    this.#batchTimer = null;
+    this.failQueued(err);
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The lifecycle of one model name's registration, in one place. Every transition goes through
+ * to(), which refuses any move the table does not list:
+ *
+ *   loading ──▶ ready ◀──▶ failed          (failed: its workers keep dying; it recovers on its own)
+ *      │          │          │
+ *      │          └──▶ draining ◀──┘       (unload, eviction, shutdown: admitted requests finish)
+ *      │                  │
+ *      └──────────▶ stopping ──▶ gone     (processes killed and reaped, files removed)
+ *
+ * An entry is one registration: a name loaded again gets a new entry, and whoever removes an entry
+ * removes that entry, never whatever now holds its name. Each transition that others wait for has
+ * one promise, made once: `loadSettled` (it left loading) and `gone`.
+ */
+import type { MmeError } from '../../errors';
+import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { Model, ModelHealth } from './model';
+
+export type Phase = 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
+
+const kNext: Readonly<Record<Phase, readonly Phase[]>> = {
+  loading: ['ready', 'stopping'],
+  ready: ['failed', 'draining'],
+  failed: ['ready', 'draining'],
+  draining: ['stopping'],
+  stopping: ['gone'],
+  gone: [],
+};
+
+export class IllegalTransitionError extends Error {
+  constructor(name: string, from: Phase, to: Phase) {
+    super(`model ${name}: illegal lifecycle transition ${from} → ${to}`);
+  }
+}
+
+export class ModelEntry implements ModelHealth {
+  phase: Phase = 'loading';
+  model: Model | null = null;
+  artifact: ModelArtifact | null = null;
+  /** Memory reserved while loading (the estimate); 0 once the model is measured. */
+  reservedBytes = 0;
+  /** Why the load failed, for every request that waited for it. */
+  loadError: MmeError | null = null;
+  /** Why the workers keep failing (phase failed). */
+  lastError: MmeError | null = null;
+  /** Requests holding the model: from acquire to their answer, queued and running included. */
+  active = 0;
+  /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
+  readonly abortLoad = new AbortController();
+  /** Resolves true when the load succeeded, false when it failed; once. */
+  readonly loadSettled: Promise<boolean>;
+  readonly gone: Promise<void>;
+  #settleLoad!: (ok: boolean) => void;
+  #settleGone!: () => void;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(readonly name: string, readonly url: string, readonly onDemand: boolean, readonly loadedAtStartup: boolean) {
+    this.loadSettled = new Promise((r) => (this.#settleLoad = r));
+    this.gone = new Promise((r) => (this.#settleGone = r));
+  }
+
+  get failed(): boolean {
+    return this.phase === 'failed';
+  }
+
+  /** Serving or able to serve: ready, or failed and retrying its workers. */
+  get registered(): boolean {
+    return this.phase === 'ready' || this.phase === 'failed';
+  }
+
+  to(next: Phase): void {
+    if (!kNext[this.phase].includes(next)) throw new IllegalTransitionError(this.name, this.phase, next);
+    const from = this.phase;
+    this.phase = next;
+    if (from === 'loading') this.#settleLoad(next === 'ready');
+    if (next === 'gone') this.#settleGone();
+  }
+
+  markFailed(err: MmeError): void {
+    this.lastError = err;
+    if (this.phase === 'ready') this.to('failed');
+  }
+
+  markRecovered(): void {
+    if (this.phase === 'failed') this.to('ready');
+  }
+
+  hold(): void {
+    this.active++;
+  }
+
+  release(): void {
+    this.active--;
+    if (this.active === 0 && this.#idleWaiters.length > 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Resolves true once no request holds the model, or false after `boundMs`. */
+  whenIdle(boundMs: number): Promise<boolean> {
+    if (this.active === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
+        resolve(false);
+      }, boundMs);
+      this.#idleWaiters.push(done);
+    });
+  }
+}

@@ -1,0 +1,497 @@
+/**
+ * The registry of models (MMS's ModelManager): load, unload, scale, list, describe, the route from
+ * an invoke to a loaded model, and shutdown. Each registration is a ModelEntry whose phase moves
+ * only through its transition table; load, unload, scale, eviction and shutdown of a name hold
+ * that name's lock, so they never interleave.
+ *
+ * - A name is claimed synchronously before any work starts, so of 20 concurrent loads of one name
+ *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
+ * - A load that would not fit the memory budget (or max_loaded_models) answers 507 before any
+ *   process starts, unless the self-managed cache (model_cache) may evict something first.
+ * - With the cache on, an invoke for a model that is not loaded but sits in model_store loads it.
+ * - Unload and shutdown are bounded (unregister_model_timeout, shutdown_timeout), loads included.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { isRemoteUrl, resolveArtifact } from '../../artifacts/model-artifact';
+import type { ServerConfig } from '../../config/types';
+import { MmeError, isMmeError } from '../../errors';
+import type { WireRequest } from '../../protocol/frames';
+import { Admission } from '../cache/admission';
+import { createPolicy, type EvictionPolicy } from '../cache/eviction-policy';
+import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
+import { GpuAssigner } from '../workers/gpu-assignment';
+import type { Assignment, ModelWorker } from '../workers/model-worker';
+import { SparePool } from '../workers/spare-pool';
+import { WorkerHandle } from '../workers/worker-handle';
+import type { InvokeResult, JobOptions } from './job';
+import { KeyedLock } from './keyed-lock';
+import { Model } from './model';
+import { ModelEntry, type Phase } from './model-entry';
+import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
+import { Semaphore } from './semaphore';
+
+export type { LoadRequest } from './model-settings';
+
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  loads: number;
+  loadFailures: number;
+  evictions: number;
+  /** Idle age of each evicted model at eviction, ms (most recent last, bounded). */
+  evictedIdleMs: number[];
+  loadWaits: number;
+  loadWaitMicros: number;
+}
+
+/** Hooks the metrics module listens on; every call is synchronous and must not throw. */
+export interface ManagerEvents {
+  cacheLookup?(model: string, hit: boolean): void;
+  modelLoaded?(model: string, micros: number, ok: boolean): void;
+  modelUnloaded?(model: string, micros: number): void;
+  loadWait?(model: string, micros: number): void;
+  evicted?(model: string, idleMs: number): void;
+  workerRestarted?(model: string): void;
+  loadedModelCount?(n: number): void;
+}
+
+export interface ManagerOptions {
+  env?: NodeJS.ProcessEnv;
+  /** The seam lifecycle tests fake: a started worker given an assignment. */
+  startWorker?: (assignment: Assignment) => ModelWorker;
+}
+
+/** Model names become directory names in model_store and log fields: a safe alphabet only. */
+const kModelName = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
+const kEvictedAgesKept = 1000;
+/** After a bounded shutdown's drain, how long killed processes get to be reaped. */
+const kReapBoundMs = 5000;
+
+export function checkModelName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter model_name is required.');
+  if (!kModelName.test(name) || name.includes('..')) {
+    throw new MmeError('MME_ERR_BAD_REQUEST', `model_name ${JSON.stringify(name.slice(0, 64))} is not valid: use 1-255 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  }
+  return name;
+}
+
+const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
+const notFound = (name: string) => new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
+const shuttingDown = () => new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down.');
+
+/** Resolves with `promise`'s value, or with `fallback` after `ms`. */
+function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer!: NodeJS.Timeout;
+  return Promise.race([promise, new Promise<F>((r) => (timer = setTimeout(r, Math.max(0, ms), fallback)))]).finally(() => clearTimeout(timer));
+}
+
+export class ModelManager {
+  /** The current registration of each name. */
+  readonly #entries = new Map<string, ModelEntry>();
+  /** Every registration not yet gone, current or leaving: what holds memory. */
+  readonly #live = new Set<ModelEntry>();
+  readonly #locks = new KeyedLock();
+  readonly #gpus: GpuAssigner;
+  readonly #workerEnv: NodeJS.ProcessEnv;
+  readonly #spares: SparePool | null;
+  readonly #startWorker: (assignment: Assignment) => ModelWorker;
+  readonly #loadSlots: Semaphore;
+  readonly #policy: EvictionPolicy;
+  readonly #admission: Admission;
+  readonly #estimator = new MemoryEstimator();
+  readonly #failedLoads = new Map<string, { error: MmeError; until: number }>();
+  readonly budgetBytes: number;
+  /** close() has begun: new requests are refused while admitted ones finish. */
+  closing = false;
+  readonly stats: CacheStats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0, evictedIdleMs: [], loadWaits: 0, loadWaitMicros: 0 };
+  events: ManagerEvents = {};
+
+  constructor(private readonly config: ServerConfig, private readonly cacheDir: string, private readonly log: (line: string) => void, opts: ManagerOptions = {}) {
+    const env = opts.env ?? process.env;
+    this.#gpus = new GpuAssigner(config.numberOfGpu);
+    this.#workerEnv = Object.fromEntries(Object.entries(env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
+    this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
+    this.#policy = createPolicy(config.evictionPolicy);
+    this.budgetBytes = memoryBudgetBytes(config.modelMemoryBudgetBytes, config.modelMemoryReserveBytes, memoryLimitBytes());
+    this.#spares = config.spareWorkers > 0 && !opts.startWorker ? new SparePool(config.spareWorkers, { env: this.#workerEnv, gpuId: -1, log }) : null;
+    this.#startWorker = opts.startWorker ?? ((a) => this.#startProcess(a));
+    this.#admission = new Admission({
+      budgetBytes: this.budgetBytes,
+      maxLoadedModels: config.maxLoadedModels,
+      evicts: config.modelCache,
+      policy: this.#policy,
+      entries: () => this.#live,
+      current: (name) => this.#entries.get(name),
+      tryLock: (name) => this.#locks.tryAcquire(name),
+      evict: (entry) => this.#evict(entry),
+    });
+  }
+
+  /** Spare workers started and waiting for a model. */
+  get sparesReady(): number {
+    return this.#spares?.ready ?? 0;
+  }
+
+  #startProcess(assignment: Assignment): WorkerHandle {
+    const gpuId = assignment.load.gpuId;
+    const spare = gpuId < 0 ? this.#spares?.take() : null;
+    return (spare ?? new WorkerHandle({ env: this.#workerEnv, gpuId, log: this.log }, assignment.id).start()).assign(assignment);
+  }
+
+  /** Explicit load (POST /models): resolves when every worker has loaded, or at once with synchronous=false. */
+  async load(req: LoadRequest): Promise<'loaded' | 'accepted'> {
+    const name = checkModelName(req.modelName);
+    if (typeof req.url !== 'string' || req.url.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
+    if (this.closing) throw shuttingDown();
+    const existing = this.#entries.get(name);
+    if (existing && (existing.registered || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
+    this.#failedLoads.delete(name);
+    const work = this.#startLoad(name, req, false);
+    if (req.synchronous === false) {
+      work.catch((err: MmeError) => this.log(`[${name}] asynchronous load failed: ${err.message}`));
+      return 'accepted';
+    }
+    await work;
+    return 'loaded';
+  }
+
+  /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
+  #startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
+    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false);
+    this.#entries.set(name, entry);
+    this.#live.add(entry);
+    return this.#runLoad(entry, req);
+  }
+
+  async #runLoad(entry: ModelEntry, req: LoadRequest): Promise<void> {
+    const { name } = entry;
+    const abort = entry.abortLoad.signal;
+    const unlock = await this.#locks.acquire(name);
+    const releaseSlot = await this.#loadSlots.acquire();
+    const t0 = performance.now();
+    try {
+      abort.throwIfAborted();
+      // MMS resolves a relative url against model_store; a remote url is passed on as given, to be refused.
+      const store = this.config.modelStore;
+      const url = path.isAbsolute(req.url) || !store || isRemoteUrl(req.url) ? req.url : path.join(store, req.url);
+      entry.artifact = await resolveArtifact(url, { cacheDir: this.cacheDir, roots: this.config.modelRoots });
+      abort.throwIfAborted();
+      const settings = resolveSettings(req, entry.artifact, this.config);
+      const handlerPath = resolveHandlerPath(req, entry.artifact, this.config);
+      const processes = processCount(settings);
+      await this.#admission.reserve(entry, this.#estimator.estimate(entry.artifact.onnxBytes, processes), abort);
+      const artifact = entry.artifact;
+      entry.model = new Model(name, req.url, settings, {
+        load: {
+          modelName: name,
+          modelDir: artifact.dir,
+          onnxPath: artifact.onnxPath,
+          handlerPath,
+          intraOpThreads: this.config.intraOpThreads,
+          interOpThreads: this.config.interOpThreads,
+          decodeInputRequest: this.config.decodeInputRequest,
+        },
+        maxResponseSize: this.config.maxResponseSize,
+        assignGpu: () => this.#gpus.assign(name, settings.deviceIds),
+        startWorker: this.#startWorker,
+        log: this.log,
+        health: entry,
+        restarted: () => this.events.workerRestarted?.(name),
+      });
+      await entry.model.start(abort);
+      const loadMicros = Math.round((performance.now() - t0) * 1000);
+      const model = entry.model;
+      entry.reservedBytes = 0;
+      entry.to('ready');
+      this.#estimator.learn(artifact.onnxBytes, processes, model.memoryBytes);
+      this.#policy.admit(name, model.memoryBytes, loadMicros, performance.now());
+      this.stats.loads++;
+      this.events.modelLoaded?.(name, loadMicros, true);
+      this.events.loadedModelCount?.(this.list().length);
+      this.log(`[${name}] loaded from ${req.url} with ${model.workers.length} worker(s) in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
+    } catch (thrown) {
+      const err = this.#loadFailure(entry, thrown);
+      entry.loadError = err;
+      // A failed load leaves nothing behind: no entry, no process, no extracted files.
+      entry.to('stopping');
+      await this.#release(entry, err);
+      this.stats.loadFailures++;
+      // ModelMesh's lesson: a broken model must not be reloaded on every request.
+      if (entry.onDemand && this.config.loadFailureCacheSeconds > 0 && err.code !== 'MME_ERR_SHUTTING_DOWN') {
+        this.#failedLoads.set(name, { error: err, until: Date.now() + this.config.loadFailureCacheSeconds * 1000 });
+      }
+      this.events.modelLoaded?.(name, Math.round((performance.now() - t0) * 1000), false);
+      throw err;
+    } finally {
+      releaseSlot();
+      unlock();
+    }
+  }
+
+  /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
+  #loadFailure(entry: ModelEntry, thrown: unknown): MmeError {
+    const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
+    const err = entry.artifact?.hidePaths(reason) ?? reason;
+    if (isMmeError(err)) return err;
+    this.log(`[${entry.name}] load failed: ${(err as Error)?.stack ?? String(err)}`);
+    return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+  }
+
+  /** Stops the entry's workers, frees its files and GPU slot, and retires it (phase stopping → gone). */
+  async #release(entry: ModelEntry, err: MmeError): Promise<void> {
+    this.#policy.remove(entry.name);
+    await entry.model?.stop(err);
+    if (this.#entries.get(entry.name) === entry) {
+      this.#entries.delete(entry.name);
+      this.#gpus.forget(entry.name);
+    }
+    await entry.artifact?.dispose();
+    entry.reservedBytes = 0;
+    entry.to('gone');
+    this.#live.delete(entry);
+  }
+
+  /** Drains (bounded) and stops an eviction victim, whose lock the caller holds; resolves with the bytes freed. */
+  async #evict(entry: ModelEntry): Promise<number> {
+    const { name } = entry;
+    const model = entry.model!;
+    const freed = model.memoryBytes;
+    const idleMs = Date.now() - model.lastUsedAt;
+    const t0 = performance.now();
+    entry.to('draining');
+    if (!(await entry.whenIdle(this.config.evictionDrainTimeoutSeconds * 1000))) {
+      this.log(`[${name}] eviction: requests still running after ${this.config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`);
+    }
+    entry.to('stopping');
+    await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`));
+    this.stats.evictions++;
+    this.stats.evictedIdleMs.push(idleMs);
+    if (this.stats.evictedIdleMs.length > kEvictedAgesKept) this.stats.evictedIdleMs.shift();
+    this.events.evicted?.(name, idleMs);
+    this.events.modelUnloaded?.(name, Math.round((performance.now() - t0) * 1000));
+    this.events.loadedModelCount?.(this.list().length);
+    this.log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
+    return freed;
+  }
+
+  /** Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. */
+  knows(name: string): boolean {
+    return this.#entries.has(name) || (this.config.modelCache && kModelName.test(name) && !name.includes('..') && this.#findInStore(name) !== null);
+  }
+
+  /** The model if registered (ready or failed); 404 otherwise. For describe. */
+  get(name: string): Model {
+    const e = this.#entries.get(name);
+    if (!e?.model || !e.registered) throw notFound(name);
+    return e.model;
+  }
+
+  /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
+  async invoke(name: string, request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
+    const entry = await this.acquire(name);
+    try {
+      return await entry.model!.submit(request, opts);
+    } finally {
+      entry.release();
+    }
+  }
+
+  /**
+   * The registration serving `name`, held (release() it): at once when loaded (a cache hit); after
+   * waiting for a load in progress; or, with the cache on, after loading it from model_store
+   * (single-flight: concurrent invokes share one load). A request that waited for a load that
+   * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
+   */
+  async acquire(name: string): Promise<ModelEntry> {
+    const first = this.#entries.get(name);
+    if (first?.registered) {
+      this.stats.hits++;
+      this.events.cacheLookup?.(name, true);
+      this.#policy.touch(name, performance.now());
+      first.hold();
+      return first;
+    }
+    if (this.closing) throw shuttingDown();
+    if (!first && !this.config.modelCache) throw notFound(name);
+    checkModelName(name);
+    this.stats.misses++;
+    this.events.cacheLookup?.(name, false);
+    const t0 = performance.now();
+    const boundMs = this.config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
+    const deadline = t0 + boundMs;
+    for (;;) {
+      const e = this.#entries.get(name);
+      if (e?.registered) {
+        // No touch: the policy counts the load itself as the first use.
+        this.#recordWait(name, t0);
+        e.hold();
+        return e;
+      }
+      if (this.closing) throw shuttingDown();
+      if (!e) {
+        if (!this.config.modelCache || !this.#loadOnDemand(name)) throw notFound(name);
+        continue;
+      }
+      if (e.phase !== 'loading' && !this.config.modelCache) throw notFound(name);
+      // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
+      const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
+      const outcome = await within(settled, deadline - performance.now(), 'timeout' as const);
+      if (outcome === 'timeout') {
+        this.#recordWait(name, t0);
+        const retryAfter = Math.max(1, Math.ceil(this.config.loadWaitTimeoutSeconds));
+        throw new MmeError('MME_ERR_MODEL_LOADING', `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`, { headers: { 'Retry-After': String(retryAfter) } });
+      }
+      if (outcome === false && e.loadError) throw e.loadError;
+    }
+  }
+
+  #recordWait(name: string, t0: number): void {
+    const micros = Math.round((performance.now() - t0) * 1000);
+    this.stats.loadWaits++;
+    this.stats.loadWaitMicros += micros;
+    this.events.loadWait?.(name, micros);
+  }
+
+  /**
+   * Starts loading `name` from model_store if it is there; false when it is not. A model whose
+   * on-demand load failed recently answers with that failure instead of loading again.
+   */
+  #loadOnDemand(name: string): boolean {
+    const failed = this.#failedLoads.get(name);
+    if (failed) {
+      if (failed.until >= Date.now()) throw failed.error;
+      this.#failedLoads.delete(name);
+    }
+    const url = this.#findInStore(name);
+    if (!url) return false;
+    this.#startLoad(name, { modelName: name, url }, true).catch((err: MmeError) => this.log(`[${name}] on-demand load from ${url} failed: ${err.message}`));
+    return true;
+  }
+
+  /** `<model_store>/<name>/` or `<model_store>/<name>.tar.gz` (the name was checked to be one safe path segment). */
+  #findInStore(name: string): string | null {
+    const store = this.config.modelStore;
+    if (!store) return null;
+    for (const candidate of [path.join(store, name), path.join(store, `${name}.tar.gz`), path.join(store, `${name}.tgz`)]) {
+      if (fs.existsSync(candidate)) return candidate;
+    }
+    return null;
+  }
+
+  /**
+   * DELETE /models/{name}, bounded by unregister_model_timeout: waits for a load in progress (and
+   * stops it when the bound is reached), drains admitted requests, kills the workers and waits for
+   * them to exit. When the bound was reached the model is gone all the same, and the answer is 408.
+   */
+  async unload(name: string): Promise<void> {
+    const boundMs = this.config.unregisterModelTimeoutSeconds * 1000;
+    const deadline = performance.now() + boundMs;
+    const entry = this.#entries.get(name);
+    if (!entry || !(entry.registered || entry.phase === 'loading')) throw notFound(name);
+    let late = false;
+    const t0 = performance.now();
+    const locking = this.#locks.acquire(name);
+    let unlock = await within(locking, boundMs, null);
+    if (!unlock) {
+      late = true;
+      // Still loading at the bound: stop the load, which then gives the lock up at once.
+      entry.abortLoad.abort(new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`));
+      unlock = await locking;
+    }
+    try {
+      if (this.#entries.get(name) !== entry || !entry.registered) {
+        if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
+        throw notFound(name);
+      }
+      entry.to('draining');
+      if (!(await entry.whenIdle(deadline - performance.now()))) {
+        late = true;
+        this.log(`[${name}] unload: requests still running after ${this.config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`);
+      }
+      entry.to('stopping');
+      await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was unloaded before this request finished.`));
+    } finally {
+      unlock();
+    }
+    this.events.modelUnloaded?.(name, Math.round((performance.now() - t0) * 1000));
+    this.events.loadedModelCount?.(this.list().length);
+    this.log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
+    if (late) throw this.#unloadTimeout(name, 'requests were still running; they were stopped, its workers killed and its files removed');
+  }
+
+  #unloadTimeout(name: string, what: string): MmeError {
+    return new MmeError('MME_ERR_UNLOAD_TIMEOUT', `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${this.config.unregisterModelTimeoutSeconds} s): ${what}. The model is unloaded.`);
+  }
+
+  /** Whether `name` is registered: loaded, or loading (a POST /models in progress, or one answered 202). */
+  registered(name: string): boolean {
+    const e = this.#entries.get(name);
+    return e !== undefined && (e.registered || e.phase === 'loading');
+  }
+
+  /** Scales a loaded model; one still loading is scaled once its load is over (it holds the lock until then). */
+  async scale(name: string, min: number, max: number, synchronous: boolean): Promise<void> {
+    const unlock = await this.#locks.acquire(name);
+    try {
+      const e = this.#entries.get(name);
+      if (!e?.model || !e.registered) throw notFound(name);
+      await e.model.scale(min, max, synchronous);
+    } finally {
+      unlock();
+    }
+  }
+
+  /** Serving models (ready or failed), sorted by name. */
+  list(): Array<{ name: string; url: string; model: Model; loadedAtStartup: boolean; failed: boolean }> {
+    const out: Array<{ name: string; url: string; model: Model; loadedAtStartup: boolean; failed: boolean }> = [];
+    for (const [name, e] of this.#entries) {
+      if (e.model && e.registered) out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  entry(name: string): { url: string; phase: Phase; loadedAtStartup: boolean; onDemand: boolean; lastError: MmeError | null } | undefined {
+    return this.#entries.get(name);
+  }
+
+  /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
+  usedBytes(): number {
+    let used = 0;
+    for (const e of this.#live) used += e.registered ? e.model!.memoryBytes : e.reservedBytes + (e.model?.memoryBytes ?? 0);
+    return used;
+  }
+
+  /**
+   * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
+   * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so this
+   * resolves within drainMs plus the time to reap the processes.
+   */
+  async close(drainMs: number): Promise<void> {
+    this.closing = true;
+    const deadline = performance.now() + drainMs;
+    for (const e of this.#live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
+    const spares = this.#spares?.close();
+    const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline)));
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
+      this.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
+      for (const w of WorkerHandle.live) w.kill('stopped');
+      await within(Promise.all([...WorkerHandle.live].map((w) => w.exited)), kReapBoundMs, null);
+    }
+    await spares;
+  }
+
+  async #shutdownEntry(entry: ModelEntry, deadline: number): Promise<void> {
+    const unlock = await this.#locks.acquire(entry.name);
+    try {
+      if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
+      entry.to('draining');
+      await entry.whenIdle(deadline - performance.now());
+      entry.to('stopping');
+      await this.#release(entry, shuttingDown());
+    } finally {
+      unlock();
+    }
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * A model's effective settings: the load request first, then its model-config.json, then
+ * config.properties (MMS's order), and the handler module it runs.
+ */
+import path from 'node:path';
+import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { ServerConfig } from '../../config/types';
+import { MmeError } from '../../errors';
+
+export interface LoadRequest {
+  modelName: string;
+  url: string;
+  handler?: string;
+  batchSize?: number;
+  maxBatchDelayMs?: number;
+  initialWorkers?: number;
+  responseTimeoutSeconds?: number;
+  loadTimeoutSeconds?: number;
+  jobQueueSize?: number;
+  useJobTicket?: boolean;
+  preloadModel?: boolean;
+  deviceIds?: number[];
+  synchronous?: boolean;
+  loadedAtStartup?: boolean;
+}
+
+export interface ModelSettings {
+  minWorkers: number;
+  maxWorkers: number;
+  batchSize: number;
+  maxBatchDelayMs: number;
+  jobQueueSize: number;
+  responseTimeoutMs: number;
+  loadTimeoutMs: number;
+  useJobTicket: boolean;
+  /** One process holds the session; minWorkers becomes its number of concurrent batch slots. */
+  preloadModel: boolean;
+  deviceIds: readonly number[] | null;
+}
+
+export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
+  const mc = artifact.modelConfig;
+  const workers = req.initialWorkers ?? mc.minWorkers ?? c.workersPerModel;
+  return {
+    minWorkers: workers,
+    maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
+    batchSize: req.batchSize ?? mc.batchSize ?? c.defaultBatchSize,
+    maxBatchDelayMs: req.maxBatchDelayMs ?? mc.maxBatchDelay ?? c.defaultMaxBatchDelayMs,
+    jobQueueSize: req.jobQueueSize ?? mc.jobQueueSize ?? c.jobQueueSize,
+    responseTimeoutMs: (req.responseTimeoutSeconds ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
+    loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
+    useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
+    preloadModel: req.preloadModel ?? mc.preloadModel ?? c.preloadModel,
+    deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
+  };
+}
+
+/** preload_model shares one session between all slots: one process instead of minWorkers. */
+export function processCount(s: Pick<ModelSettings, 'preloadModel' | 'minWorkers'>): number {
+  return s.preloadModel ? Math.min(1, s.minWorkers) : s.minWorkers;
+}
+
+/**
+ * A handler named by the request or the model directory must lie inside that directory: a load
+ * request must not be able to run any .js file on the server. default_service_handler is the
+ * operator's own choice and may live anywhere.
+ */
+export function resolveHandlerPath(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): string | null {
+  if (req.handler !== undefined) {
+    const file = path.resolve(artifact.dir, req.handler);
+    const rel = path.relative(artifact.dir, file);
+    if (rel.startsWith('..') || path.isAbsolute(rel)) {
+      throw new MmeError('MME_ERR_BAD_REQUEST', `handler ${JSON.stringify(req.handler)} must be a file inside the model directory`);
+    }
+    return file;
+  }
+  if (artifact.handlerPath) return path.resolve(artifact.dir, artifact.handlerPath);
+  return c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null;
+}

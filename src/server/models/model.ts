@@ -1,0 +1,166 @@
+/**
+ * One loaded model: its worker set and its dispatcher, wired together. It is the listener of its
+ * workers: a result goes to the dispatcher; an exit goes to the dispatcher (to settle or requeue
+ * what the worker held), then to the worker set (to replace it), then work is dispatched again.
+ */
+import { MmeError } from '../../errors';
+import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
+import type { WorkerExit } from '../workers/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../workers/model-worker';
+import { processMemoryBytes } from '../workers/process-memory';
+import { WorkerSet } from '../workers/worker-set';
+import { Dispatcher, kCoalesce } from './dispatcher';
+import type { InvokeResult, JobOptions } from './job';
+import { processCount, type ModelSettings } from './model-settings';
+
+/** The lifecycle the model reports its workers' health to (its registry entry). */
+export interface ModelHealth {
+  readonly failed: boolean;
+  readonly lastError: MmeError | null;
+  markFailed(err: MmeError): void;
+  markRecovered(): void;
+}
+
+export interface ModelDeps {
+  /** Everything a worker needs to load this model except its id and GPU. */
+  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize'>;
+  maxResponseSize: number;
+  assignGpu: () => number;
+  /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
+  startWorker: (assignment: Assignment) => ModelWorker;
+  log: (line: string) => void;
+  health: ModelHealth;
+  /** A replacement worker was started (WorkerRestarts). */
+  restarted?: () => void;
+}
+
+/**
+ * Batches sent ahead to a busy worker: while it runs one, the next already waits in its pipe, so
+ * it never idles for a parent round trip (3.4× the throughput of one-at-a-time on a tiny model).
+ */
+const kPipelineDepth = 2;
+/** Room in a Result frame beyond its bodies: headers, status lines, error messages. */
+const kFrameOverhead = 1 << 20;
+
+export class Model implements WorkerListener {
+  readonly loadedAt = new Date();
+  inputs: TensorInfo[] = [];
+  outputs: TensorInfo[] = [];
+  streaming = false;
+  memoryBytes = 0;
+  memoryMeasuredAt = 0;
+  /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
+  lastUsedAt = Date.now();
+  readonly #set: WorkerSet;
+  readonly #dispatcher: Dispatcher;
+  #workerSeq = 0;
+
+  constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
+    this.#set = new WorkerSet(processCount(settings), {
+      name,
+      spawn: () => this.#spawn(),
+      log: deps.log,
+      loaded: (_worker, loaded) => {
+        this.inputs = loaded.inputs;
+        this.outputs = loaded.outputs;
+        this.streaming = loaded.streaming;
+        this.#dispatcher.dispatch();
+      },
+      restarted: () => deps.restarted?.(),
+      failed: (err) => {
+        deps.health.markFailed(err);
+        this.#dispatcher.failQueued(this.#failedError());
+      },
+      recovered: () => deps.health.markRecovered(),
+    });
+    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, log: deps.log });
+  }
+
+  get workers(): readonly ModelWorker[] {
+    return this.#set.workers;
+  }
+
+  get queueLength(): number {
+    return this.#dispatcher.queueLength;
+  }
+
+  get inFlightCount(): number {
+    return this.#dispatcher.runningCount;
+  }
+
+  get stats(): { requests: number; batches: number } {
+    return this.#dispatcher.stats;
+  }
+
+  /** Starts the workers and resolves when all have loaded; rejects on the first failure or on `abort`. */
+  async start(abort: AbortSignal): Promise<void> {
+    await this.#set.start(abort);
+    await this.refreshMemory();
+  }
+
+  submit(request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
+    if (this.deps.health.failed) return Promise.reject(this.#failedError());
+    this.lastUsedAt = Date.now();
+    return this.#dispatcher.submit(request, opts);
+  }
+
+  #failedError(): MmeError {
+    return new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`);
+  }
+
+  #spawn(): ModelWorker {
+    const id = `${this.name}-w${++this.#workerSeq}`;
+    const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
+    const worker = this.deps.startWorker({
+      id,
+      load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize, concurrentBatches: preloadModel, maxResponseSize: this.deps.maxResponseSize },
+      loadTimeoutMs,
+      // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
+      // any single answer over max_response_size before it is sent.
+      maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
+    });
+    worker.capacity = preloadModel ? minWorkers : kPipelineDepth;
+    worker.listen(this);
+    return worker;
+  }
+
+  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage): void {
+    this.#dispatcher.result(batch, msg);
+    this.#set.answered(worker);
+    this.#dispatcher.dispatch();
+  }
+
+  chunk(_worker: ModelWorker, msg: ChunkMessage): void {
+    this.#dispatcher.chunk(msg);
+  }
+
+  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    this.#dispatcher.exited(exit, running, waiting);
+    this.#set.exited(worker, exit);
+    this.#dispatcher.dispatch();
+  }
+
+  /** MMS scale API: run `min` workers (max is recorded; workers are not autoscaled). */
+  async scale(min: number, max: number, synchronous: boolean): Promise<void> {
+    this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
+    if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
+    const scaling = this.#set.scale(processCount(this.settings), synchronous);
+    this.#dispatcher.dispatch();
+    await scaling;
+    if (synchronous) await this.refreshMemory();
+  }
+
+  /** Stops every worker and waits until each process has exited; queued jobs fail with `err`, running ones by their workers' exit. */
+  async stop(err: MmeError): Promise<void> {
+    this.#dispatcher.close(err);
+    await this.#set.stop();
+  }
+
+  async refreshMemory(): Promise<number> {
+    const sizes = await Promise.all(this.#set.workers.map(async (w) => [w, w.pid ? await processMemoryBytes(w.pid) : 0] as const));
+    for (const [w, bytes] of sizes) w.memoryBytes = bytes;
+    this.memoryBytes = sizes.reduce((s, [, b]) => s + b, 0);
+    this.memoryMeasuredAt = Date.now();
+    return this.memoryBytes;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Why a worker process ended, decided once, by whoever caused it. The status code its requests get
+ * follows from the reason alone: 507 only on memory evidence, never for a kill the server made.
+ */
+import { MmeError } from '../../errors';
+
+/**
+ * - stopped: the server stopped it (unload, eviction, scale-down, shutdown, a failed load);
+ * - timeout-kill: the server killed it for running past the response or load timeout;
+ * - protocol-error: the server killed it for sending a malformed or oversized frame;
+ * - oom: memory evidence — a SIGKILL the server did not send (the kernel's OOM killer), or V8
+ *   aborting on an exhausted heap;
+ * - crashed: any other exit the server did not ask for.
+ */
+export type ExitReason = 'stopped' | 'timeout-kill' | 'protocol-error' | 'oom' | 'crashed';
+
+/** What the server did to a worker; set before the signal is sent, so the exit finds it. */
+export type KillReason = Extract<ExitReason, 'stopped' | 'timeout-kill' | 'protocol-error'>;
+
+export interface WorkerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  reason: ExitReason;
+}
+
+export interface ExitEvidence {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The server's own kill, if it sent one. */
+  killedBy: KillReason | null;
+  /** V8 printed "JavaScript heap out of memory" before the process ended. */
+  heapExhausted: boolean;
+}
+
+export function exitReason(e: ExitEvidence): ExitReason {
+  if (e.killedBy) return e.killedBy;
+  // 137 = 128 + SIGKILL, as a wrapper that did not exec reports it.
+  if (e.signal === 'SIGKILL' || e.code === 137 || e.heapExhausted) return 'oom';
+  return 'crashed';
+}
+
+export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string {
+  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+/** The error a request that was running on the worker gets. */
+export function runningRequestError(model: string, exit: WorkerExit, timeoutSeconds: number): MmeError {
+  const how = describeExit(exit);
+  switch (exit.reason) {
+    case 'oom':
+      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).`);
+    case 'timeout-kill':
+      return new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`);
+    case 'protocol-error':
+      return new MmeError('MME_ERR_WORKER_PROTOCOL', `The worker of model ${model} sent a malformed or oversized frame; it was stopped and is being replaced. The server log has the details.`);
+    case 'stopped':
+      return new MmeError('MME_ERR_SHUTTING_DOWN', `The worker of model ${model} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`);
+    default:
+      return new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${model} ${how} while running this request.`);
+  }
+}
+
+/** The error a load gets when its worker ends before reporting Loaded. */
+export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
+  const how = describeExit(exit);
+  if (exit.reason === 'oom') return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${workerId} ${how} while loading the model: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap)`);
+  if (exit.reason === 'stopped') return new MmeError('MME_ERR_SHUTTING_DOWN', `worker ${workerId} was stopped (unload or server shutdown) while loading the model`);
+  if (exit.reason === 'protocol-error') return new MmeError('MME_ERR_WORKER_PROTOCOL', `worker ${workerId} sent a malformed frame while loading the model; the server log has the details`);
+  return new MmeError('MME_ERR_LOAD_FAILED', `worker ${workerId} ${how} while loading the model; see the server log for its output`);
+}

@@ -1,0 +1,69 @@
+/**
+ * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
+ * and a real process (WorkerHandle). Tests put a fake behind it to interleave events by hand.
+ */
+import type { MmeError } from '../../errors';
+import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
+import type { Job } from '../models/job';
+import type { KillReason, WorkerExit } from './exit-reason';
+
+export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
+
+export interface Assignment {
+  id: string;
+  load: LoadMessage;
+  loadTimeoutMs: number;
+  maxFrameBytes: number;
+}
+
+/** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
+export interface InFlightBatch {
+  readonly msg: InferMessage;
+  readonly jobs: readonly Job[];
+}
+
+/** Who hears from a worker once it has a model. Called synchronously; must not throw. */
+export interface WorkerListener {
+  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage): void;
+  chunk(worker: ModelWorker, msg: ChunkMessage): void;
+  /**
+   * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
+   * (they may run elsewhere). The worker has forgotten both.
+   */
+  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+}
+
+export interface ModelWorker {
+  readonly id: string;
+  readonly pid: number;
+  readonly gpuId: number;
+  readonly startTime: Date;
+  readonly state: WorkerState;
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's slot count. */
+  capacity: number;
+  /** PSS after load, refreshed on describe (bytes). */
+  memoryBytes: number;
+  readonly loaded: LoadedMessage | null;
+  readonly loadError: MmeError | null;
+  /** Process start-up this load waited for, µs. */
+  readonly spawnMicros: number;
+  /** Settles once: Loaded, or why the load failed. */
+  readonly ready: Promise<LoadedMessage>;
+  /** Settles once the process has exited. */
+  readonly exited: Promise<WorkerExit>;
+  readonly inFlightCount: number;
+  /** Ready, not being killed, and with a free slot. */
+  readonly isIdle: boolean;
+  /** Idle with nothing in flight (what job tickets need). */
+  readonly isVacant: boolean;
+  listen(listener: WorkerListener): void;
+  run(msg: InferMessage, jobs: readonly Job[]): void;
+  /** Whether `job` is in one of its batches. */
+  holds(job: Job): boolean;
+  cancel(job: Job): void;
+  /** Ends the process now; `reason` is what its exit will report. */
+  kill(reason: KillReason): void;
+  /** Out of dispatch: it finishes what it holds; stop() then ends it. */
+  retire(): void;
+  stop(): Promise<WorkerExit>;
+}

@@ -1,0 +1,202 @@
+/**
+ * A model's worker processes, kept at their target count by one reconcile (MMS's
+ * WorkLoadManager.modelChanged): start, scale, restart after a death and stop all go through it.
+ *
+ * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
+ *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
+ *   no worker ready, the model is marked failed (it goes on retrying, and recovers on its own).
+ * - Scale-down retires the least useful workers: loading ones, then idle ones; a busy one finishes
+ *   what it holds, then exits.
+ */
+import { MmeError } from '../../errors';
+import type { LoadedMessage } from '../../protocol/frames';
+import { restartDelaySeconds } from './backoff';
+import { describeExit, type WorkerExit } from './exit-reason';
+import type { ModelWorker } from './model-worker';
+
+export interface WorkerSetDeps {
+  name: string;
+  /** A new worker, assigned this model and listened to. */
+  spawn(): ModelWorker;
+  log(line: string): void;
+  /** A worker reported Loaded. */
+  loaded(worker: ModelWorker, msg: LoadedMessage): void;
+  /** A replacement was started. */
+  restarted(): void;
+  failed(err: MmeError): void;
+  recovered(): void;
+}
+
+/** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
+const kFailedAfter = 3;
+/**
+ * A restart has worked once its worker has stayed up this long after loading: one that loads and
+ * dies at once is a crash loop, and backs off like one that cannot load at all.
+ */
+const kStableMs = 10_000;
+const kBackoffCapSeconds = 60;
+
+export class WorkerSet {
+  readonly workers: ModelWorker[] = [];
+  #target: number;
+  /** start() has returned: deaths are replaced from now on (a death during start fails the load). */
+  #running = false;
+  #stopped = false;
+  #restartAttempt = 0;
+  #restartTimer: NodeJS.Timeout | null = null;
+  /** Replacements not yet stable: their death is a failed restart. */
+  readonly #onProbation = new Set<ModelWorker>();
+  #failed = false;
+  #rr = 0;
+
+  constructor(target: number, private readonly deps: WorkerSetDeps) {
+    this.#target = target;
+  }
+
+  get target(): number {
+    return this.#target;
+  }
+
+  /** A death is being waited out before its replacement starts. */
+  get restarting(): boolean {
+    return this.#restartTimer !== null;
+  }
+
+  /** Starts the target count and resolves once all have loaded; rejects with the first failure. */
+  async start(abort: AbortSignal): Promise<void> {
+    const started = Array.from({ length: this.#target }, () => this.#spawn());
+    const aborted = new Promise<never>((_, reject) => {
+      const onAbort = () => reject(abort.reason);
+      if (abort.aborted) onAbort();
+      else abort.addEventListener('abort', onAbort, { once: true });
+    });
+    aborted.catch(() => undefined);
+    const results = await Promise.race([Promise.allSettled(started.map((w) => w.ready)), aborted]);
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason as MmeError;
+    this.#running = true;
+  }
+
+  /** Sets the target and reconciles; `synchronous` waits for started workers to load and retired ones to exit. */
+  async scale(target: number, synchronous: boolean): Promise<void> {
+    this.#target = target;
+    const { started, retired } = this.reconcile();
+    if (!synchronous) return;
+    await Promise.all(retired.map((w) => w.exited));
+    const results = await Promise.allSettled(started.map((w) => w.ready));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason as MmeError;
+  }
+
+  /** Brings the live worker count to the target: starts the missing ones (unless a back-off is pending), retires extras. */
+  reconcile(): { started: ModelWorker[]; retired: ModelWorker[] } {
+    const started: ModelWorker[] = [];
+    const retired: ModelWorker[] = [];
+    if (this.#stopped) return { started, retired };
+    const live = this.workers.filter((w) => w.state !== 'stopping');
+    if (live.length < this.#target && !this.#restartTimer) {
+      for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
+    }
+    if (live.length > this.#target) {
+      const rank = (w: ModelWorker) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
+        w.retire();
+        retired.push(w);
+        this.#stopIfDone(w);
+      }
+    }
+    return { started, retired };
+  }
+
+  /** A batch came back: a retired worker that holds nothing more can go. */
+  answered(worker: ModelWorker): void {
+    this.#stopIfDone(worker);
+  }
+
+  #stopIfDone(worker: ModelWorker): void {
+    if (worker.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
+  }
+
+  /** The idle worker with the fewest batches in flight (rotating among ties), or null. */
+  pickIdle(): ModelWorker | null {
+    const n = this.workers.length;
+    let best: ModelWorker | null = null;
+    let bestK = 0;
+    for (let k = 0; k < n; k++) {
+      const w = this.workers[(this.#rr + k) % n];
+      if (w.isIdle && (!best || w.inFlightCount < best.inFlightCount)) {
+        best = w;
+        bestK = k;
+        if (w.inFlightCount === 0) break;
+      }
+    }
+    if (best) this.#rr = (this.#rr + bestK + 1) % n;
+    return best;
+  }
+
+  hasVacant(): boolean {
+    return this.workers.some((w) => w.isVacant);
+  }
+
+  /** A worker's process ended: forget it, and replace it if the server did not mean it to end. */
+  exited(worker: ModelWorker, exit: WorkerExit): void {
+    const i = this.workers.indexOf(worker);
+    if (i >= 0) this.workers.splice(i, 1);
+    const onProbation = this.#onProbation.delete(worker);
+    if (this.#stopped || !this.#running || exit.reason === 'stopped') return;
+    const how = describeExit(exit);
+    this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`);
+    if (onProbation) this.#restartFailed(worker, how);
+    this.#scheduleRestart();
+  }
+
+  #restartFailed(worker: ModelWorker, how: string): void {
+    this.#restartAttempt++;
+    const err = worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
+    this.deps.log(`[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#restartAttempt}): ${err.message}`);
+    if (this.#restartAttempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.state === 'ready')) {
+      this.#failed = true;
+      this.deps.failed(err);
+    }
+  }
+
+  #scheduleRestart(): void {
+    if (this.#restartTimer || this.#stopped) return;
+    const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = null;
+      const { started } = this.reconcile();
+      for (const w of started) this.#onProbation.add(w);
+      if (started.length > 0) this.deps.restarted();
+    }, delay * 1000);
+  }
+
+  #spawn(): ModelWorker {
+    const worker = this.deps.spawn();
+    this.workers.push(worker);
+    worker.ready.then(
+      (loaded) => {
+        if (this.#onProbation.has(worker)) {
+          setTimeout(() => {
+            if (this.#onProbation.delete(worker)) this.#restartAttempt = 0;
+          }, kStableMs).unref();
+        }
+        if (this.#failed) {
+          this.#failed = false;
+          this.deps.recovered();
+        }
+        this.deps.loaded(worker, loaded);
+      },
+      () => undefined,
+    );
+    return worker;
+  }
+
+  /** Stops every worker, replaces none, and resolves once each process has exited. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    this.#restartTimer = null;
+    await Promise.all(this.workers.slice().map((w) => w.stop()));
+  }
+}
