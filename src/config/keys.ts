@@ -83,6 +83,10 @@ export const KEYS = [
     doc: 'Largest response a worker may return, in bytes (larger fails the request with 500).',
   },
   {
+    name: 'access_log', kind: 'bool', default: 'false',
+    doc: 'true = one line per request in the server log, as MMS\'s access log: client address, method and path, status, milliseconds and the x-request-id.',
+  },
+  {
     name: 'decode_input_request', kind: 'bool', default: 'true',
     doc: 'true = handlers get application/json bodies parsed and text/* bodies as strings; false = raw bytes (what the SageMaker MMS configs use).',
   },

@@ -78,6 +78,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxRequestSize: maxPayloadBytes ?? read('max_request_size'),
     maxResponseSize: read('max_response_size'),
     decodeInputRequest: read('decode_input_request'),
+    accessLog: read('access_log'),
     numberOfGpu,
     metricTimeIntervalSeconds: read('metric_time_interval'),
     defaultBatchSize: read('batch_size'),

@@ -42,6 +42,7 @@ export interface ServerConfig {
   readonly maxRequestSize: number;
   readonly maxResponseSize: number;
   readonly decodeInputRequest: boolean;
+  readonly accessLog: boolean;
   readonly numberOfGpu: number;
   readonly metricTimeIntervalSeconds: number;
   readonly defaultBatchSize: number;

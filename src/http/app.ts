@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
 import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/models/model-manager';
 import { errorResponse } from './error-response';
+import { requestId } from './request-id';
 import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
 import { mountInferenceRoutes } from './inference-routes';
 import { kMaxHeadersCount } from './listener';
@@ -22,6 +22,8 @@ export interface AppOptions {
   /** The listener is on a loopback address: refuse requests for other Host names. */
   loopbackOnly: boolean;
   managementToken: string | null;
+  /** One line per request (access_log). */
+  accessLog: boolean;
   log: (line: string) => void;
 }
 
@@ -32,10 +34,7 @@ export function createApp(opts: AppOptions): Koa {
   const router = new Router();
   if (opts.role !== 'management') mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
   if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next());
-  app.use(async (ctx, next) => {
-    ctx.set('x-request-id', randomUUID());
-    await next();
-  });
+  app.use(requestId(opts.accessLog ? opts.log : null));
   // Before errorResponse, so it sees the final status of failed requests too.
   app.use(invocationMetrics(opts.metrics));
   app.use(errorResponse(opts.log));

@@ -14,6 +14,8 @@ export function errorResponse(log: (line: string) => void) {
       }
     } catch (err) {
       const e = isMmeError(err) ? err : asMmeError(err, log);
+      // Every error is logged with its request id, so a client's report can be found in the log.
+      log(`request ${ctx.state.requestId ?? '-'} ${ctx.method} ${ctx.path}: ${e.status} ${e.code} ${e.message}`);
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';

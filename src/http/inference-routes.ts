@@ -39,7 +39,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
-    const request: WireRequest = { id: 0, contentType: headers['content-type'] ?? '', accept, headers, body };
+    const request: WireRequest = { id: 0, requestId: ctx.state.requestId as string, contentType: headers['content-type'] ?? '', accept, headers, body };
     // A client that leaves before its request reaches a worker should cost nothing; one that leaves
     // mid-stream should stop its handler (context.isCancelled).
     const abort = new AbortController();

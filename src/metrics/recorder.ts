@@ -6,6 +6,7 @@
  * interval is closed, the system is sampled and each sink gets the result; a sink that fails or
  * stalls only loses its own data.
  */
+import { ERRORS } from '../errors';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';
 import type { PrometheusMetrics } from './prometheus';
@@ -40,6 +41,8 @@ export interface RecorderParts {
 
 /** A system reading slower than this is skipped for the interval rather than delaying its sinks. */
 const kSampleTimeoutMs = 5000;
+/** A client that went away did not make an error: it is an invocation, not a 4xx (nginx's 499). */
+const kClientClosed = ERRORS.MME_ERR_CLIENT_CLOSED.status;
 
 export class MetricsRecorder {
   readonly #parts: RecorderParts;
@@ -72,7 +75,7 @@ export class MetricsRecorder {
     try {
       const m = e.model;
       this.#add(M.Invocations, m, 1);
-      this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 ? 1 : 0);
+      this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 && e.status !== kClientClosed ? 1 : 0);
       this.#add(M.Invocation5XXErrors, m, e.status >= 500 ? 1 : 0);
       // A request that never ran has no model time; zeros would drag the latency statistics down.
       if (e.batchSize > 0) {

@@ -77,6 +77,8 @@ export interface LoadFailedMessage {
 
 export interface WireRequest {
   id: number;
+  /** The x-request-id the client got back: handlers log it, so one request can be followed across processes. */
+  requestId: string;
   contentType: string;
   accept: string;
   headers: Record<string, string>;

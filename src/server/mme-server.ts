@@ -10,13 +10,15 @@ import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
 import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager } from './models/model-manager';
+import { ModelManager, type ManagerOptions } from './models/model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
   /** Timeouts of every listener; max_connections still comes from the config. Tests shorten them. */
   listenerLimits?: Omit<Partial<ListenerLimits>, 'maxConnections'>;
+  /** Replaces worker processes (the lifecycle tests' fake workers). */
+  startWorker?: ManagerOptions['startWorker'];
 }
 
 export class MmeServer {
@@ -33,7 +35,7 @@ export class MmeServer {
     this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
     this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
-    this.manager = new ModelManager(config, this.cacheDir, this.#log, opts.env);
+    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
   }
@@ -47,7 +49,7 @@ export class MmeServer {
     for (const [role, addr] of roles) {
       const app = createApp({
         role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
-        loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, log: this.#log,
+        loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, accessLog: c.accessLog, log: this.#log,
       });
       const listener = await listen(app, addr, this.#limits);
       this.listeners.push({ ...listener, role });

@@ -14,6 +14,8 @@ export interface HandlerRequest {
   accept: string;
   /** Lower-case names. */
   headers: Record<string, string>;
+  /** The x-request-id the server answers this request with (MMS's context.get_request_id). */
+  requestId: string;
   /** With decode_input_request=true (the default): a JSON body parsed, a text/* body as a string; else undefined. */
   data?: unknown;
 }
@@ -127,6 +129,11 @@ export class HandlerContext {
     this.#streamed.add(index);
     this.sendChunk(index, toBuffer(chunk), first ? this.responses[index] : undefined);
     return true;
+  }
+
+  /** The x-request-id of request `index`: put it in log lines to tie them to the server's. */
+  getRequestId(index: number): string {
+    return this.requests[index]?.requestId ?? '';
   }
 
   /** The client of request `index` disconnected: a long-running handler should stop and return anything. */

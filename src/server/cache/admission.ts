@@ -43,15 +43,18 @@ export class Admission {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
-      let used = await this.#usedBytes(entry);
-      let count = this.#countedModels(entry);
+      let used = 0;
+      let count = 0;
       const fits = () => used + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
-      while (!fits() && this.deps.evicts && !abort.aborted) {
+      // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
+      for (;;) {
+        used = await this.#usedBytes(entry);
+        count = this.#countedModels(entry);
+        if (fits() || !this.deps.evicts || abort.aborted) break;
         const victim = this.#nextVictim(entry.name);
         if (!victim) break;
         try {
-          used -= await this.deps.evict(victim.entry);
-          count--;
+          await this.deps.evict(victim.entry);
         } finally {
           victim.release();
         }

@@ -214,10 +214,10 @@ export class ModelManager {
     } catch (thrown) {
       const err = this.#loadFailure(entry, thrown);
       entry.loadError = err;
+      this.stats.loadFailures++;
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
       entry.to('stopping');
       await this.#release(entry, err);
-      this.stats.loadFailures++;
       // ModelMesh's lesson: a broken model must not be reloaded on every request.
       if (entry.onDemand && this.config.loadFailureCacheSeconds > 0 && err.code !== 'MME_ERR_SHUTTING_DOWN') {
         this.#failedLoads.set(name, { error: err, until: Date.now() + this.config.loadFailureCacheSeconds * 1000 });

@@ -7,7 +7,6 @@ import { MmeError } from '../../errors';
 import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
 import type { WorkerExit } from '../workers/exit-reason';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../workers/model-worker';
-import { processMemoryBytes } from '../workers/process-memory';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from './job';
@@ -157,7 +156,7 @@ export class Model implements WorkerListener {
   }
 
   async refreshMemory(): Promise<number> {
-    const sizes = await Promise.all(this.#set.workers.map(async (w) => [w, w.pid ? await processMemoryBytes(w.pid) : 0] as const));
+    const sizes = await Promise.all(this.#set.workers.map(async (w) => [w, await w.measureMemory()] as const));
     for (const [w, bytes] of sizes) w.memoryBytes = bytes;
     this.memoryBytes = sizes.reduce((s, [, b]) => s + b, 0);
     this.memoryMeasuredAt = Date.now();

@@ -66,4 +66,6 @@ export interface ModelWorker {
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void;
   stop(): Promise<WorkerExit>;
+  /** What the process costs now (PSS), bytes; 0 once it is gone. */
+  measureMemory(): Promise<number>;
 }

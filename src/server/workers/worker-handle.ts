@@ -22,6 +22,7 @@ import { MmeError } from '../../errors';
 import { FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
 import type { Job } from '../models/job';
 import { exitReason, loadExitError, type KillReason, type WorkerExit } from './exit-reason';
+import { processMemoryBytes } from './process-memory';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from './model-worker';
 
 export interface SpawnOptions {
@@ -212,6 +213,10 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
     this.retire();
     this.kill('stopped');
     return this.#exited;
+  }
+
+  measureMemory(): Promise<number> {
+    return this.pid && !this.exitInfo ? processMemoryBytes(this.pid) : Promise.resolve(0);
   }
 
   get exited(): Promise<WorkerExit> {

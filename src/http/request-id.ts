@@ -1,0 +1,23 @@
+/**
+ * Every request gets an x-request-id (MMS's UUID): it is answered with, logged with every error,
+ * handed to the model's handler, and written in the access log line when access_log is on.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+
+export function requestId(accessLog: ((line: string) => void) | null) {
+  return async function requestIdMiddleware(ctx: Context, next: Next): Promise<void> {
+    const id = randomUUID();
+    ctx.state.requestId = id;
+    ctx.set('x-request-id', id);
+    if (!accessLog) return next();
+    const t0 = performance.now();
+    try {
+      await next();
+    } finally {
+      // MMS's access log shape: /<client>:<port> "<METHOD> <uri> HTTP/<v>" <status> <ms>
+      const ms = Math.round(performance.now() - t0);
+      accessLog(`ACCESS /${ctx.req.socket.remoteAddress ?? '-'}:${ctx.req.socket.remotePort ?? '-'} "${ctx.method} ${ctx.url} HTTP/${ctx.req.httpVersion}" ${ctx.status} ${ms} request-id=${id}`);
+    }
+  };
+}

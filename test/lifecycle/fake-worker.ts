@@ -1,0 +1,179 @@
+/**
+ * A worker with no process behind the ModelWorker seam: the test decides when it loads, answers,
+ * dies or exits after a kill, so lifecycle races are replayed in a chosen order, without sleeps.
+ */
+import { MmeError } from '../../src/errors';
+import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
+import type { Job } from '../../src/server/models/job';
+import { exitReason, type KillReason, type WorkerExit } from '../../src/server/workers/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../../src/server/workers/model-worker';
+
+export interface FakeOptions {
+  /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */
+  autoLoad: boolean;
+  /** Exit on the next tick after a kill (default); false: the test calls exit(). */
+  autoExit: boolean;
+  /** Answer every batch on the next tick with 200 {"id"} (default false). */
+  autoAnswer: boolean;
+  /** What measureMemory() reports, by model name (default 10 MB). */
+  memoryBytes: (model: string) => number;
+}
+
+const kLoaded: LoadedMessage = { pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false };
+
+export class FakeWorker implements ModelWorker {
+  readonly startTime = new Date();
+  readonly pid = 0;
+  readonly gpuId = -1;
+  readonly spawnMicros = 0;
+  state: WorkerState = 'loading';
+  capacity = 1;
+  memoryBytes = 0;
+  loaded: LoadedMessage | null = null;
+  loadError: MmeError | null = null;
+  killedBy: KillReason | null = null;
+  exitInfo: WorkerExit | null = null;
+  readonly batches: InFlightBatch[] = [];
+  readonly cancelled: number[] = [];
+  readonly ready: Promise<LoadedMessage>;
+  readonly exited: Promise<WorkerExit>;
+  #listener: WorkerListener | null = null;
+  #resolveReady!: (m: LoadedMessage) => void;
+  #rejectReady!: (e: MmeError) => void;
+  #resolveExit!: (e: WorkerExit) => void;
+
+  constructor(readonly assignment: Assignment, private readonly fleet: FakeFleet) {
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolveReady = resolve;
+      this.#rejectReady = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.exited = new Promise((r) => (this.#resolveExit = r));
+    if (fleet.options.autoLoad) setImmediate(() => this.load());
+  }
+
+  get id(): string {
+    return this.assignment.id;
+  }
+
+  get model(): string {
+    return this.assignment.load.modelName;
+  }
+
+  get inFlightCount(): number {
+    return this.batches.length;
+  }
+
+  get isIdle(): boolean {
+    return this.state === 'ready' && this.killedBy === null && this.batches.length < this.capacity;
+  }
+
+  get isVacant(): boolean {
+    return this.isIdle && this.batches.length === 0;
+  }
+
+  get alive(): boolean {
+    return this.exitInfo === null;
+  }
+
+  listen(listener: WorkerListener): void {
+    this.#listener = listener;
+  }
+
+  run(msg: InferMessage, jobs: readonly Job[]): void {
+    this.batches.push({ msg, jobs });
+    if (this.fleet.options.autoAnswer) setImmediate(() => this.batches.includes(this.batches[0]) && this.alive && this.answer());
+  }
+
+  holds(job: Job): boolean {
+    return this.batches.some((b) => b.jobs.includes(job));
+  }
+
+  cancel(job: Job): void {
+    this.cancelled.push(job.id);
+  }
+
+  kill(reason: KillReason): void {
+    this.killedBy ??= reason;
+    if (this.fleet.options.autoExit && this.alive) setImmediate(() => this.alive && this.exit('SIGKILL'));
+  }
+
+  retire(): void {
+    if (this.state !== 'stopped' && this.state !== 'failed') this.state = 'stopping';
+  }
+
+  async stop(): Promise<WorkerExit> {
+    this.retire();
+    this.kill('stopped');
+    return this.exited;
+  }
+
+  async measureMemory(): Promise<number> {
+    return this.alive ? this.fleet.options.memoryBytes(this.model) : 0;
+  }
+
+  // ---- what the test drives ----
+
+  load(): void {
+    if (this.loaded || this.loadError || !this.alive) return;
+    this.loaded = kLoaded;
+    if (this.state === 'loading') this.state = 'ready';
+    this.#resolveReady(kLoaded);
+  }
+
+  failLoad(err: MmeError): void {
+    if (this.loaded || this.loadError) return;
+    this.loadError = err;
+    this.state = 'failed';
+    this.#rejectReady(err);
+    this.kill('stopped');
+  }
+
+  /** Answers the oldest batch (or batch `index`): every request 200 with its job id, unless `respond` says otherwise. */
+  answer(index = 0, respond: (job: Job) => Partial<WireResponse> = () => ({})): void {
+    const [batch] = this.batches.splice(index, 1);
+    if (!batch) throw new Error(`worker ${this.id} holds no batch ${index}`);
+    const responses = batch.jobs.map((j) => ({ id: j.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: j.id })), ...respond(j) }));
+    this.#listener?.result(this, batch, { batchId: batch.msg.batchId, modelMicros: 1, responses });
+  }
+
+  /** The process ends: by the signal the server sent, or on its own. */
+  exit(signal: NodeJS.Signals | null = null, code: number | null = signal ? null : 1): void {
+    if (!this.alive) return;
+    const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }) };
+    this.exitInfo = exit;
+    if (!this.loaded && !this.loadError) {
+      this.loadError = new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`);
+      this.#rejectReady(this.loadError);
+    }
+    this.state = exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed';
+    const batches = this.batches.splice(0);
+    const concurrent = this.assignment.load.concurrentBatches;
+    this.#resolveExit(exit);
+    this.#listener?.exit(this, exit, concurrent ? batches : batches.slice(0, 1), concurrent ? [] : batches.slice(1));
+  }
+}
+
+/** Every fake worker a server started, for the test to find and drive. */
+export class FakeFleet {
+  readonly workers: FakeWorker[] = [];
+  readonly options: FakeOptions;
+
+  constructor(options: Partial<FakeOptions> = {}) {
+    this.options = { autoLoad: true, autoExit: true, autoAnswer: false, memoryBytes: () => 10 * 2 ** 20, ...options };
+  }
+
+  readonly startWorker = (assignment: Assignment): FakeWorker => {
+    const w = new FakeWorker(assignment, this);
+    this.workers.push(w);
+    return w;
+  };
+
+  of(model: string): FakeWorker[] {
+    return this.workers.filter((w) => w.model === model);
+  }
+
+  live(model?: string): FakeWorker[] {
+    return this.workers.filter((w) => w.alive && (model === undefined || w.model === model));
+  }
+}

@@ -1,0 +1,60 @@
+/** A ModelManager on fake workers, with a model store, for lifecycle tests that order events by hand. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveConfig } from '../../src/config/resolve';
+import { isMmeError, type MmeError } from '../../src/errors';
+import type { WireRequest } from '../../src/protocol/frames';
+import { ModelManager } from '../../src/server/models/model-manager';
+import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { tempDir, testProperties } from '../helpers/server';
+import { FakeFleet, type FakeOptions } from './fake-worker';
+
+export interface Harness {
+  manager: ModelManager;
+  fleet: FakeFleet;
+  store: string;
+  logs: string[];
+  /** Writes a model directory named `name` into the store (with `onnxBytes` of weights when given); returns its path. */
+  model(name: string, onnxBytes?: number): string;
+}
+
+export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harness {
+  const store = tempDir('mme-lifecycle-store-');
+  const config = resolveConfig({ fileText: testProperties(store, properties), configFile: 'test.properties', env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
+  const fleet = new FakeFleet(fake);
+  const logs: string[] = [];
+  const manager = new ModelManager(config, tempDir('mme-lifecycle-cache-'), (l) => logs.push(l), { startWorker: fleet.startWorker });
+  return {
+    manager, fleet, store, logs,
+    model(name, onnxBytes) {
+      const dir = writeModelDir(store, name, addModel());
+      if (onnxBytes) fs.writeFileSync(path.join(dir, 'model.onnx'), Buffer.concat([Buffer.from(addModel()), Buffer.alloc(onnxBytes)]));
+      return dir;
+    },
+  };
+}
+
+let nextId = 1;
+export function wireRequest(): WireRequest {
+  return { id: 0, requestId: `req-${nextId++}`, contentType: 'application/json', accept: 'application/json', headers: {}, body: Buffer.from('{}') };
+}
+
+/** The outcome of a promise as a status: 200 (or the answer's), or the MmeError's. */
+export async function statusOf(p: Promise<unknown>): Promise<{ status: number; code?: string; error?: MmeError }> {
+  try {
+    const r = await p;
+    return { status: (r as { status?: number } | undefined)?.status ?? 200 };
+  } catch (err) {
+    if (!isMmeError(err)) throw err;
+    return { status: err.status, code: err.code, error: err };
+  }
+}
+
+/** Yields to the event loop until `cond` holds; fails after a generous bound (a busy machine is slow, never stuck). */
+export async function until(cond: () => boolean, what: string, boundMs = 20_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}

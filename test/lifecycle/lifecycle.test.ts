@@ -1,0 +1,223 @@
+/**
+ * The lifecycle core with fake workers: each race is replayed in a fixed order of events, with no
+ * processes and no sleeps. The same paths run against real processes in test/server and test/hardening.
+ */
+import assert from 'node:assert/strict';
+import { MmeError } from '../../src/errors';
+import { harness, statusOf, until, wireRequest } from './harness';
+
+describe('lifecycle core (fake workers, events in a chosen order)', () => {
+  it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {
+    const h = harness('default_response_timeout_seconds=1', { autoExit: false });
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    const [w1] = h.fleet.live('a');
+    const slow = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => w1.killedBy === 'timeout-kill', 'the timeout to kill the worker');
+    assert.deepEqual(await slow, { status: 504, code: 'MME_ERR_WORKER_TIMEOUT', error: (await slow).error });
+    // The result arrives between the kill and the exit: nobody is answered twice.
+    w1.answer();
+    w1.exit('SIGKILL');
+    assert.equal(w1.exitInfo!.reason, 'timeout-kill');
+    await until(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
+    const next = h.manager.invoke('a', wireRequest());
+    const [w2] = h.fleet.live('a');
+    await until(() => w2.batches.length === 1, 'the next request to reach the replacement');
+    w2.answer();
+    assert.equal((await statusOf(next)).status, 200);
+    await h.manager.close(0);
+  });
+
+  it('a result that arrives first settles the request; its timer never kills the worker', async () => {
+    const h = harness('default_response_timeout_seconds=1');
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    const [w] = h.fleet.live('a');
+    const p = h.manager.invoke('a', wireRequest());
+    await until(() => w.batches.length === 1, 'dispatch');
+    w.answer();
+    assert.equal((await statusOf(p)).status, 200);
+    await h.manager.close(0);
+    assert.equal(w.killedBy, 'stopped');
+  });
+
+  it('a worker that dies while scale-up loads it fails the scale (500, not 507); the model keeps serving and the set refills', async () => {
+    const h = harness();
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    h.fleet.options.autoLoad = false;
+    const scaling = statusOf(h.manager.scale('a', 2, 2, true));
+    await until(() => h.fleet.of('a').length === 2, 'the second worker');
+    h.fleet.of('a')[1].exit(null, 1);
+    const scaled = await scaling;
+    assert.equal(scaled.status, 500);
+    assert.equal(scaled.code, 'MME_ERR_LOAD_FAILED');
+    assert.equal(h.manager.entry('a')!.phase, 'ready');
+    const p = h.manager.invoke('a', wireRequest());
+    const [w1] = h.fleet.of('a');
+    await until(() => w1.batches.length === 1, 'dispatch to the surviving worker');
+    w1.answer();
+    assert.equal((await statusOf(p)).status, 200);
+    await until(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
+    h.fleet.of('a')[2].load();
+    await until(() => h.manager.get('a').workers.filter((w) => w.state === 'ready').length === 2, 'two ready workers');
+    await h.manager.close(0);
+  });
+
+  it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
+    const h = harness('default_workers_per_model=2');
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    const requests = [statusOf(h.manager.invoke('a', wireRequest())), statusOf(h.manager.invoke('a', wireRequest()))];
+    await until(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
+    await h.manager.scale('a', 1, 1, false);
+    const retired = h.fleet.live('a').find((w) => w.state === 'stopping')!;
+    const kept = h.fleet.live('a').find((w) => w.state === 'ready')!;
+    retired.exit(null, 1);
+    kept.answer();
+    const outcomes = await Promise.all(requests);
+    assert.deepEqual(outcomes.map((o) => o.status).sort(), [200, 500]);
+    assert.equal(h.fleet.live('a').length, 1);
+    await h.manager.close(0);
+    assert.equal(h.fleet.live().length, 0);
+  });
+
+  describe('exit during load', () => {
+    for (const [what, end, status, code] of [
+      ['a SIGKILL the server did not send (the OOM killer)', 'SIGKILL', 507, 'MME_ERR_INSUFFICIENT_MEMORY'],
+      ['a crash', 'crash', 500, 'MME_ERR_LOAD_FAILED'],
+    ] as const) {
+      it(`${what}: ${status}, and nothing is left`, async () => {
+        const h = harness('', { autoLoad: false });
+        const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+        await until(() => h.fleet.of('a').length === 1, 'the worker');
+        h.fleet.of('a')[0].exit(end === 'SIGKILL' ? 'SIGKILL' : null, end === 'SIGKILL' ? null : 1);
+        const r = await load;
+        assert.equal(r.status, status);
+        assert.equal(r.code, code);
+        assert.equal(h.manager.entry('a'), undefined);
+        assert.equal(h.manager.usedBytes(), 0);
+      });
+    }
+  });
+
+  it('shutdown during a load stops the load at once (503, never 507) and leaves no worker', async () => {
+    const h = harness('', { autoLoad: false });
+    const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    await until(() => h.fleet.of('a').length === 1, 'the worker');
+    await h.manager.close(60_000);
+    const r = await load;
+    assert.equal(r.status, 503);
+    assert.equal(r.code, 'MME_ERR_SHUTTING_DOWN');
+    assert.equal(h.fleet.of('a')[0].exitInfo!.reason, 'stopped');
+    assert.equal(h.fleet.live().length, 0);
+    assert.equal(h.manager.entry('a'), undefined);
+  });
+
+  it('unload during an eviction\'s drain: the victim being drained is 404, another model unloads (200), the eviction picks again and the load fits', async () => {
+    // a and b measure 30 MB; c's 20 MB file is estimated at 30 + 1.5 × 20 = 60 MB: two victims are needed in 70 MB.
+    const h = harness('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru', { memoryBytes: () => 30 * 2 ** 20 });
+    h.model('a');
+    h.model('b');
+    h.model('c', 20 * 2 ** 20);
+    const held = h.manager.invoke('a', wireRequest());
+    await until(() => h.fleet.of('a')[0]?.batches.length === 1, 'a request running on a');
+    const [wa] = h.fleet.of('a');
+    const bHeld = h.manager.invoke('b', wireRequest());
+    await until(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
+    const [wb] = h.fleet.of('b');
+    const c = statusOf(h.manager.invoke('c', wireRequest()));
+    await until(() => h.manager.entry('a')?.phase === 'draining', 'a (least recently used) to drain for the eviction');
+    assert.equal((await statusOf(h.manager.unload('a'))).status, 404);
+    wb.answer();
+    assert.equal((await statusOf(bHeld)).status, 200);
+    assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
+    wa.answer();
+    assert.equal((await statusOf(held)).status, 200);
+    await until(() => h.fleet.live('c').length === 1 && h.fleet.live('c')[0].batches.length === 1, 'c to load and take its request');
+    h.fleet.live('c')[0].answer();
+    assert.equal((await c).status, 200);
+    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.entry('b'), undefined);
+    assert.equal(h.manager.stats.evictions, 1);
+    await h.manager.close(0);
+  });
+
+  it('load during unload: the new load waits for the unload, which never removes the new registration', async () => {
+    const h = harness();
+    const url = h.model('a');
+    await h.manager.load({ modelName: 'a', url });
+    const [w1] = h.fleet.live('a');
+    const held = h.manager.invoke('a', wireRequest());
+    await until(() => w1.batches.length === 1, 'a request running');
+    const unload = statusOf(h.manager.unload('a'));
+    await until(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
+    const reload = statusOf(h.manager.load({ modelName: 'a', url }));
+    assert.equal(h.manager.entry('a')!.phase, 'loading');
+    assert.equal((await statusOf(h.manager.load({ modelName: 'a', url }))).status, 409);
+    w1.answer();
+    assert.equal((await statusOf(held)).status, 200);
+    assert.equal((await unload).status, 200);
+    assert.equal((await reload).status, 200);
+    assert.equal(h.manager.entry('a')!.phase, 'ready');
+    assert.equal(h.fleet.live('a').length, 1);
+    assert.notEqual(h.fleet.live('a')[0], w1);
+    await h.manager.close(0);
+  });
+
+  it('unload is bounded by unregister_model_timeout: 408, the running request is stopped (503), the worker killed, the model gone', async () => {
+    const h = harness('unregister_model_timeout=1');
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    const [w] = h.fleet.live('a');
+    const held = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => w.batches.length === 1, 'a request running');
+    const r = await statusOf(h.manager.unload('a'));
+    assert.equal(r.status, 408);
+    assert.equal(r.code, 'MME_ERR_UNLOAD_TIMEOUT');
+    assert.match(r.error!.message, /unregister_model_timeout \(1 s\).*The model is unloaded/);
+    const answered = await held;
+    assert.equal(answered.status, 503);
+    assert.equal(w.exitInfo!.reason, 'stopped');
+    assert.equal(h.manager.entry('a'), undefined);
+  });
+
+  it('an unload that outlasts a load in progress stops the load: 408, then nothing is left of either', async () => {
+    const h = harness('unregister_model_timeout=1', { autoLoad: false });
+    const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    await until(() => h.fleet.of('a').length === 1, 'the worker');
+    const r = await statusOf(h.manager.unload('a'));
+    assert.equal(r.status, 408);
+    assert.equal((await load).status, 409);
+    assert.equal(h.fleet.live().length, 0);
+    assert.equal(h.manager.entry('a'), undefined);
+  });
+
+  it('with load_failure_cache_seconds=0, an invoke that waited for a failing load gets its error (400) after one load, not 503 after many', async () => {
+    const h = harness('model_cache=on\nload_failure_cache_seconds=0', { autoLoad: false });
+    h.model('broken');
+    const invoke = statusOf(h.manager.invoke('broken', wireRequest()));
+    await until(() => h.fleet.of('broken').length === 1, 'the load');
+    h.fleet.of('broken')[0].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model could not be loaded: bad graph'));
+    const r = await invoke;
+    assert.equal(r.status, 400);
+    assert.equal(r.code, 'MME_ERR_INVALID_MODEL');
+    assert.equal(h.fleet.of('broken').length, 1);
+    assert.equal(h.manager.stats.loadFailures, 1);
+  });
+
+  it('a worker the server kills is never 507; one killed by someone else is', async () => {
+    const h = harness('default_workers_per_model=1', { autoExit: false });
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    const first = statusOf(h.manager.invoke('a', wireRequest()));
+    const [w1] = h.fleet.live('a');
+    await until(() => w1.batches.length === 1, 'dispatch');
+    w1.exit('SIGKILL');
+    assert.equal((await first).status, 507);
+    await until(() => h.fleet.live('a').length === 1, 'the replacement');
+    const [w2] = h.fleet.live('a');
+    await until(() => w2.state === 'ready', 'the replacement to load');
+    const second = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => w2.batches.length === 1, 'dispatch');
+    const closing = h.manager.close(0);
+    await until(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
+    w2.exit('SIGKILL');
+    await closing;
+    assert.equal((await second).status, 503);
+  });
+});
