@@ -53,9 +53,7 @@ export class Dispatcher {
     const { name } = this.deps;
     const settings = this.deps.settings();
     if (this.#closed) return Promise.reject(this.#closed);
-    if (this.deps.workers.workers.length === 0 && !this.deps.workers.restarting) {
-      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`));
-    }
+    if (this.deps.workers.target === 0) return Promise.reject(this.noWorker());
     if (settings.useJobTicket && !this.deps.workers.hasVacant()) {
       return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`));
     }
@@ -197,6 +195,11 @@ export class Dispatcher {
 
   #holder(job: Job): ModelWorker | undefined {
     return this.#running.has(job) ? this.deps.workers.workers.find((w) => w.holds(job)) : undefined;
+  }
+
+  noWorker(): MmeError {
+    const { name } = this.deps;
+    return new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`);
   }
 
   /** Fails every queued job with `err` (the model is marked failed); running ones finish. */

@@ -144,6 +144,8 @@ export class Model implements WorkerListener {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
     if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
     const scaling = this.#set.scale(processCount(this.settings), synchronous);
+    // Scaled to zero: what waits in the queue would wait for a worker that never comes.
+    if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
     this.#dispatcher.dispatch();
     await scaling;
     if (synchronous) await this.refreshMemory();
