@@ -14,9 +14,12 @@ import { rssBytes, workerPidsOf } from '../../test/helpers/processes';
 import { invoke, loadModel, request } from '../../test/helpers/server';
 import { CaseReport } from './report';
 
+/** Runs for a time (the long CLI run) or for a number of operations (the test: no clock involved). */
 export interface ChaosOptions {
-  durationMs: number;
-  killEveryMs: number;
+  durationMs?: number;
+  operations?: number;
+  killEveryMs?: number;
+  killEveryOps?: number;
   lanes?: number;
   modelsPerLane?: number;
   progress?: (line: string) => void;
@@ -47,12 +50,12 @@ const kRow = { inputs: { x: [Array(16).fill(1)] } };
  */
 const kKillSlackMs = 2000;
 
-/** One lane: its own models, one operation at a time, until the deadline. */
-async function lane(s: CliServer, dirs: Map<string, string>, deadline: number, ops: Op[]): Promise<void> {
+/** One lane: its own models, one operation at a time, until `done`; `afterOp` runs after each. */
+async function lane(s: CliServer, dirs: Map<string, string>, done: () => boolean, ops: Op[], afterOp: () => void): Promise<void> {
   const loaded = new Set<string>();
   const names = [...dirs.keys()];
   const pick = (from: string[]) => from[Math.floor(Math.random() * from.length)]!;
-  while (Date.now() < deadline) {
+  while (!done()) {
     const r = Math.random();
     const unloaded = names.filter((n) => !loaded.has(n));
     const op = loaded.size === 0 || (r >= 0.7 && r < 0.9 && unloaded.length > 0) ? 'load' : r >= 0.9 ? 'unload' : 'invoke';
@@ -62,6 +65,7 @@ async function lane(s: CliServer, dirs: Map<string, string>, deadline: number, o
       : op === 'unload' ? await request(`${s.url}/models/${name}`, { method: 'DELETE' })
         : await invoke(s, name, kRow);
     ops.push({ what: `${op} ${name}`, start, end: Date.now(), status: res.status, text: res.text });
+    afterOp();
     if (op === 'load' && res.status === 200) loaded.add(name);
     if (op === 'unload' && res.status === 200) loaded.delete(name);
   }
@@ -76,20 +80,25 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const name = `l${l}m${j}`;
       return [name, writeModelDir(store, name, addModel())] as const;
     })));
-    const killer = setInterval(() => {
+    const kill = () => {
       const pids = workerPidsOf(s.pid);
       if (pids.length === 0) return;
       kills.push(Date.now());
       process.kill(pids[Math.floor(Math.random() * pids.length)]!, 'SIGKILL');
-    }, o.killEveryMs);
+    };
+    const killer = o.killEveryMs ? setInterval(kill, o.killEveryMs) : null;
     // The server alone: the workers' share depends on how many models happen to be loaded.
     const sampler = setInterval(() => {
       samples.push({ ...footprint(s), rssBytes: rssBytes(s.pid) });
       if (samples.length % 60 === 0) o.progress?.(`${Math.round(samples.length / 60)} min: ${ops.length} operations, ${kills.length} kills, server RSS ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB`);
     }, 1000);
-    const deadline = Date.now() + o.durationMs;
-    await Promise.all(lanes.map((dirs) => lane(s, dirs, deadline, ops)));
-    clearInterval(killer);
+    const deadline = Date.now() + (o.durationMs ?? Infinity);
+    const done = () => (o.operations !== undefined ? ops.length >= o.operations : Date.now() >= deadline);
+    const afterOp = () => {
+      if (o.killEveryOps && ops.length % o.killEveryOps === 0) kill();
+    };
+    await Promise.all(lanes.map((dirs) => lane(s, dirs, done, ops, afterOp)));
+    if (killer) clearInterval(killer);
     clearInterval(sampler);
     const models = (await request(`${s.url}/models`)).body.models as Array<{ modelName: string }>;
     for (const m of models) assert.equal((await request(`${s.url}/models/${m.modelName}`, { method: 'DELETE' })).status, 200, `unload ${m.modelName}`);

@@ -132,7 +132,8 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
     function sink(log: string[] = [], maxBuffered = 100): CloudWatchSink {
       return new CloudWatchSink({
         namespace: 'Test', region: 'us-east-1', endpoint: fake.url, maxBuffered, dimensions: [],
-        log: (line) => log.push(line), backoffMs: 5, maxBackoffMs: 20, requestTimeoutMs: 200,
+        // The timeout only has to end the scripted hang: long enough that a busy machine never trips it otherwise.
+        log: (line) => log.push(line), backoffMs: 5, maxBackoffMs: 20, requestTimeoutMs: 3000,
       });
     }
 

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMetrics } from '../../src/metrics';
 import { configWith, invoke, request } from './helpers';
+import { waitFor } from '../helpers/processes';
 
 /** The spec's units (CloudWatch_Embedded_Metric_Format_Specification, JSON schema's MetricUnit pattern). */
 const kUnits = new Set(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilobytes', 'Megabytes', 'Gigabytes', 'Terabytes',
@@ -142,7 +143,7 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
     const recorder = createMetrics(configWith('metrics_emf=/nonexistent-dir/metrics.log'), { log: (l) => log.push(l) });
     recorder.invocation(invoke('a'));
     await recorder.flush();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => log.some((l) => /emf cannot write/.test(l)), 'the write error');
     recorder.invocation(invoke('a'));
     await recorder.close(200);
     assert.equal(log.filter((l) => /emf cannot write \/nonexistent-dir\/metrics.log/.test(l)).length, 1);
