@@ -13,7 +13,7 @@ export const ERRORS = {
   MME_ERR_RESOURCE_NOT_FOUND: { status: 404, type: 'ResourceNotFoundException', when: 'no such route' },
   MME_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'MethodNotAllowedException', when: 'the route exists but not for this HTTP method' },
   MME_ERR_NOT_ACCEPTABLE: { status: 406, type: 'NotAcceptableException', when: 'the Accept header asks for a response type the handler cannot produce' },
-  MME_ERR_UNLOAD_TIMEOUT: { status: 408, type: 'RequestTimeoutException', when: 'an unload could not finish in time' },
+  MME_ERR_UNLOAD_TIMEOUT: { status: 408, type: 'RequestTimeoutException', when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed' },
   MME_ERR_MODEL_CONFLICT: { status: 409, type: 'ConflictStatusException', when: 'a model of that name is already loaded or loading' },
   MME_ERR_PAYLOAD_TOO_LARGE: { status: 413, type: 'RequestEntityTooLargeException', when: 'the request body is over max_request_size' },
   MME_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'UnsupportedMediaTypeException', when: 'the handler cannot read the request Content-Type' },

@@ -72,7 +72,7 @@ export const KEYS = [
   },
   {
     name: 'unregister_model_timeout', kind: 'number', default: '120', range: aboveZero,
-    doc: 'Seconds an unload waits for the model\'s workers to exit before answering 408.',
+    doc: 'Seconds an unload may take in all: waiting for a load in progress, draining admitted requests, and the workers\' exit. Past it the model is unloaded anyway (running requests get 503, workers are killed) and the answer is 408.',
   },
   {
     name: 'max_request_size', kind: 'int', default: '6553500', range: atLeast(1),
