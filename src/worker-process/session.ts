@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { MmeError, isMmeError } from '../errors';
+import { MmeError } from '../errors';
 import type { LoadMessage, ModelMetadata, TensorInfo } from '../protocol/frames';
 import { zipMapsAsTensors } from './graph-rewrite';
 import { explainLoadFailure } from './load-errors';
@@ -25,25 +25,12 @@ const kDocStringChars = 1000;
  * thread per core, spinning) would start models × workers × cores threads.
  */
 export async function openSession(msg: LoadMessage, warn: (line: string) => void): Promise<OpenedSession> {
-  const model = readModel(msg.onnxPath);
+  const model = await readModel(msg.onnxPath, sessionOptions(msg));
   const zipMaps = zipMapOutputs(model);
   const source: string | Uint8Array = zipMaps.length ? zipMapsAsTensors(msg.onnxPath, model, zipMaps) : msg.onnxPath;
-  const base: ort.InferenceSession.SessionOptions = {
-    intraOpNumThreads: msg.intraOpThreads,
-    interOpNumThreads: msg.interOpThreads,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    extra: {
-      session: {
-        intra_op: { allow_spinning: '0' },
-        inter_op: { allow_spinning: '0' },
-        // A model loaded from memory finds its external data files here, with the same escape checks.
-        ...(typeof source === 'string' ? {} : { model_external_initializers_file_folder_path: path.dirname(msg.onnxPath) }),
-      },
-    },
-  };
+  const options = sessionOptions(msg, typeof source === 'string' ? undefined : path.dirname(msg.onnxPath));
   try {
-    const { session, executionProvider } = await create(source, base, msg.gpuId, warn);
+    const { session, executionProvider } = await create(source, options, msg.gpuId, warn);
     return {
       session,
       executionProvider,
@@ -57,11 +44,30 @@ export async function openSession(msg: LoadMessage, warn: (line: string) => void
   }
 }
 
-function readModel(onnxPath: string): OnnxFile {
+/** `externalDataDir`: where a model loaded from memory finds its external data files (with the same escape checks). */
+function sessionOptions(msg: LoadMessage, externalDataDir?: string): ort.InferenceSession.SessionOptions {
+  return {
+    intraOpNumThreads: msg.intraOpThreads,
+    interOpNumThreads: msg.interOpThreads,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    extra: {
+      session: {
+        intra_op: { allow_spinning: '0' },
+        inter_op: { allow_spinning: '0' },
+        ...(externalDataDir === undefined ? {} : { model_external_initializers_file_folder_path: externalDataDir }),
+      },
+    },
+  };
+}
+
+async function readModel(onnxPath: string, options: ort.InferenceSession.SessionOptions): Promise<OnnxFile> {
   try {
     return readOnnxFile(onnxPath);
   } catch (err) {
-    if (isMmeError(err)) throw err;
+    // onnxruntime's parse error ("Protobuf parsing failed") is the one users search for, so it wins.
+    const session = await ort.InferenceSession.create(onnxPath, options);
+    await session.release();
     throw new MmeError('MME_ERR_INVALID_MODEL', `${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`);
   }
 }
