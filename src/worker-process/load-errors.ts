@@ -38,11 +38,8 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
     const domain = model.nodes.find((n) => n.opType === m[1])?.domain ?? '';
     const version = model.opsets.get(domain);
     const where = `${domainName(domain)}${version === undefined ? '' : ` opset ${version}`}`;
-    const known = (kKnownDomains as readonly string[]).includes(domain);
-    const why = known
-      ? `${runtime} has no ${m[1]} for ${where} (it supports ${rangeText}); convert the model again with another target opset, or replace the operator`
-      : `${runtime} implements ${rangeText}, and no custom operator library is loaded for ${domainName(domain)}`;
-    return invalid(`the model uses operator ${m[1]} of ${where}, which ${runtime} cannot run: ${why}`);
+    const custom = (kKnownDomains as readonly string[]).includes(domain) ? '' : `, and no custom operator library for ${domainName(domain)} is loaded`;
+    return invalid(`the model uses operator ${m[1]} of ${where}, which ${runtime} does not have (it supports ${rangeText}${custom}); convert the model again with another target opset, or replace the operator`);
   }
   return null;
 }

@@ -8,17 +8,12 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { onnx } from 'onnx-proto';
+import type { ModelMetadata } from '../protocol/frames';
 
-export interface OnnxFile {
-  irVersion: number;
-  producerName: string;
-  producerVersion: string;
-  domain: string;
-  modelVersion: number;
-  docString: string;
+/** The model's own fields, as describe shows them, but opsets keyed by the domain as the file spells it. */
+export interface OnnxFile extends Omit<ModelMetadata, 'opsets'> {
   /** Domain ('' is ai.onnx) → imported version. */
   opsets: Map<string, number>;
-  metadataProps: Record<string, string>;
   nodes: onnx.NodeProto[];
   inputs: onnx.ValueInfoProto[];
   outputs: onnx.ValueInfoProto[];

@@ -40,7 +40,10 @@ export async function openSession(msg: LoadMessage, warn: (line: string) => void
     };
   } catch (err) {
     const message = String((err as Error)?.message ?? err);
-    throw (await explainLoadFailure(message, model)) ?? err;
+    const explained = await explainLoadFailure(message, model);
+    if (!explained) throw err;
+    warn(`onnxruntime refused the model: ${message}`);
+    throw explained;
   }
 }
 

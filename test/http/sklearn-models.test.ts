@@ -243,7 +243,7 @@ describe('scikit-learn, XGBoost and LightGBM models as skl2onnx / onnxmltools co
   it('describes a ZipMap output with its real type and class labels, and the model\'s producer and metadata_props', async () => {
     const res = await request(`${t.managementUrl}/models/rf-binary`);
     assert.equal(res.status, 200, res.text);
-    const d = Array.isArray(res.body) ? res.body[0] : res.body;
+    const d = res.body;
     assert.deepEqual(d.outputs, [
       { name: 'output_label', type: 'int64', shape: ['N'] },
       { name: 'output_probability', type: 'seq(map(int64,tensor(float)))', shape: [], classLabels: [10, '9007199254740993'], tensor: { type: 'float32', shape: ['N', 2] } },
