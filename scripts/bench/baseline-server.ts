@@ -22,7 +22,7 @@ async function main(): Promise<void> {
       for (const [name, t] of Object.entries(decoded.feeds)) feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
       const out = await opened.session.run(feeds);
       const outputs = Object.fromEntries(Object.entries(out).map(([n, t]) => [n, { type: t.type, dims: t.dims as number[], data: t.data as Float32Array }]));
-      const body = encodeJson(decoded.format, outputs, 'baseline');
+      const body = encodeJson(decoded.format, outputs, opened.outputs, 'baseline');
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
     });

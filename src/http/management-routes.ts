@@ -96,6 +96,8 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     memoryUsage: model.memoryBytes,
     inputs: model.inputs,
     outputs: model.outputs,
+    // What the model file says about itself (producer, opsets, metadata_props); every worker reads the same file.
+    metadata: model.workers.find((w) => w.loaded)?.loaded?.metadata ?? null,
     workers: model.workers.map((w) => ({
       id: w.id,
       pid: w.pid,

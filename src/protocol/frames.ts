@@ -32,6 +32,27 @@ export interface TensorInfo {
   type: string;
   /** Symbolic dimensions are strings (e.g. "batch"), fixed ones numbers. */
   shape: Array<number | string>;
+  /**
+   * A ZipMap output (`type` is then its ONNX type, e.g. seq(map(int64,tensor(float)))): its class
+   * labels in column order (int64 labels beyond 2^53 as decimal strings), and the tensor the
+   * session returns in its place, [rows, classes].
+   */
+  classLabels?: Array<number | string>;
+  tensor?: { type: string; shape: Array<number | string> };
+}
+
+/** What the model file says about itself, shown by describe. */
+export interface ModelMetadata {
+  irVersion: number;
+  producerName: string;
+  producerVersion: string;
+  domain: string;
+  modelVersion: number;
+  docString: string;
+  /** Imported opsets by domain ("ai.onnx" for the default domain). */
+  opsets: Record<string, number>;
+  /** The model's custom metadata_props. */
+  metadataProps: Record<string, string>;
 }
 
 export interface LoadMessage {
@@ -63,6 +84,7 @@ export interface LoadedMessage {
   executionProvider: string;
   inputs: TensorInfo[];
   outputs: TensorInfo[];
+  metadata: ModelMetadata;
   /** The handler streams (exports `streaming = true`): the parent sends it one request per batch. */
   streaming: boolean;
 }

@@ -6,6 +6,7 @@
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
+import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
 import { checkShape, decodeJson, describeInput, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
@@ -17,6 +18,9 @@ export interface EncodeMeta {
   format: JsonFormat;
   modelName: string;
   id?: string;
+  /** The request's Accept header: its parameters can shape the answer (classifier-answers.ts). */
+  accept: string;
+  outputs: readonly TensorInfo[];
 }
 
 interface Codec {
@@ -28,13 +32,13 @@ interface Codec {
 const json: Codec = {
   mediaType: 'application/json',
   decode: (req, inputs) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs),
-  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.modelName, meta.id),
+  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id),
 };
 
 const csv: Codec = {
   mediaType: 'text/csv',
   decode: (req, inputs) => single(inputs, 'text/csv', (info) => decodeCsv(req.body, info)),
-  encode: (outputs) => encodeCsv(onlyOutput(outputs, 'text/csv')),
+  encode: (outputs, meta) => encodeCsv(classifierCsvColumns(outputs, meta.outputs, meta.accept) ?? onlyOutput(outputs, 'text/csv')),
 };
 
 const npy: Codec = {

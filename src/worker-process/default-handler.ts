@@ -106,7 +106,7 @@ export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerConte
       const codec = encoderFor(ctx.requests[i].accept);
       if (!ctx.responses[i].contentType) ctx.responses[i].contentType = codec.mediaType;
       const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
-      return codec.encode(out, { format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined });
+      return codec.encode(out, { format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs });
     } catch (err) {
       return err as Error;
     }

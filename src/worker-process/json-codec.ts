@@ -7,6 +7,7 @@
  */
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
+import { probabilityRows } from './classifier-answers';
 import { elementCount, fromNested, jsonElements, nest, shapeOf, type PlainTensor } from './tensors';
 
 export type JsonFormat = 'named' | 'instances' | 'v2' | 'bare';
@@ -114,34 +115,40 @@ export function checkShape(info: TensorInfo, dims: readonly number[]): void {
   }
 }
 
-export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, modelName: string, id?: string): string {
+export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string): string {
   const names = Object.keys(outputs);
+  const value = (n: string) => jsonValue(outputs[n]!, infos.find((info) => info.name === n));
   switch (format) {
-    case 'named': {
-      const out: Record<string, unknown> = {};
-      for (const n of names) out[n] = nest(jsonElements(outputs[n]), outputs[n].dims);
-      return JSON.stringify({ outputs: out });
-    }
+    case 'named':
+      return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
     case 'v2':
+      // v2 carries tensors only: a ZipMap output goes as its [rows, classes] tensor, labels beside it.
       return JSON.stringify({
         model_name: modelName,
         ...(id === undefined ? {} : { id }),
-        outputs: names.map((n) => ({ name: n, shape: outputs[n].dims, datatype: kOrtToV2[outputs[n].type] ?? outputs[n].type, data: jsonElements(outputs[n]) })),
+        outputs: names.map((n) => {
+          const labels = infos.find((info) => info.name === n)?.classLabels;
+          return { name: n, shape: outputs[n]!.dims, datatype: kOrtToV2[outputs[n]!.type] ?? outputs[n]!.type, data: jsonElements(outputs[n]!), ...(labels ? { parameters: { class_labels: labels } } : {}) };
+        }),
       });
     case 'instances':
     case 'bare': {
-      let value: unknown;
-      if (names.length === 1) value = nest(jsonElements(outputs[names[0]]), outputs[names[0]].dims);
-      else if (format === 'bare') value = Object.fromEntries(names.map((n) => [n, nest(jsonElements(outputs[n]), outputs[n].dims)]));
-      else value = perRow(outputs, names);
-      return JSON.stringify(format === 'bare' ? value : { predictions: value });
+      let body: unknown;
+      if (names.length === 1) body = value(names[0]!);
+      else if (format === 'bare') body = Object.fromEntries(names.map((n) => [n, value(n)]));
+      else body = perRow(names, names.map(value));
+      return JSON.stringify(format === 'bare' ? body : { predictions: body });
     }
   }
 }
 
+/** Nested arrays; a ZipMap output's rows as {class label: probability} objects. */
+function jsonValue(t: PlainTensor, info: TensorInfo | undefined): unknown {
+  return info?.classLabels ? probabilityRows(t, info.classLabels) : nest(jsonElements(t), t.dims);
+}
+
 /** TF-Serving style: one object per instance, each holding that row of every output. */
-function perRow(outputs: Record<string, PlainTensor>, names: string[]): unknown[] {
-  const nested = names.map((n) => nest(jsonElements(outputs[n]), outputs[n].dims) as unknown[]);
+function perRow(names: string[], nested: unknown[]): unknown[] {
   const rows = Math.max(...nested.map((v) => (Array.isArray(v) ? v.length : 1)));
-  return Array.from({ length: rows }, (_, r) => Object.fromEntries(names.map((n, i) => [n, Array.isArray(nested[i]) ? nested[i][r] : nested[i]])));
+  return Array.from({ length: rows }, (_, r) => Object.fromEntries(names.map((n, i) => [n, Array.isArray(nested[i]) ? (nested[i] as unknown[])[r] : nested[i]])));
 }

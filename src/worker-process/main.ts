@@ -94,6 +94,7 @@ async function load(msg: LoadMessage): Promise<void> {
         executionProvider: opened.executionProvider,
         inputs: opened.inputs,
         outputs: opened.outputs,
+        metadata: opened.metadata,
         streaming: handler.streaming,
       },
     });

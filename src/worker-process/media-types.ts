@@ -16,16 +16,22 @@ export function isJson(type: string): boolean {
 interface MediaRange {
   type: string;
   q: number;
+  /** Parameters other than q, names lower-cased. */
+  params: Record<string, string>;
 }
 
 function parseAccept(header: string): MediaRange[] {
   const ranges: MediaRange[] = [];
   for (const part of header.split(',')) {
-    const [type, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    const [type, ...pairs] = part.split(';').map((s) => s.trim());
     if (!type) continue;
-    const qParam = params.find((p) => p.startsWith('q='));
-    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
-    ranges.push({ type, q: Number.isFinite(q) ? q : 0 });
+    const params: Record<string, string> = {};
+    for (const pair of pairs) {
+      const eq = pair.indexOf('=');
+      if (eq > 0) params[pair.slice(0, eq).trim().toLowerCase()] = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    }
+    const q = params.q === undefined ? 1 : Number(params.q);
+    ranges.push({ type: type.toLowerCase(), q: Number.isFinite(q) ? q : 0, params });
   }
   return ranges;
 }
@@ -60,4 +66,10 @@ export function negotiate(accept: string, offered: readonly string[]): string | 
     }
   }
   return best;
+}
+
+/** Parameter `name` of the most preferred Accept range naming exactly `type` (text/csv;output=label → "label"). */
+export function acceptParameter(accept: string, type: string, name: string): string | undefined {
+  const ranges = parseAccept(accept).filter((r) => r.type === type && r.q > 0).sort((a, b) => b.q - a.q);
+  return ranges[0]?.params[name];
 }

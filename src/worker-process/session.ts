@@ -1,42 +1,111 @@
+import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { LoadMessage, TensorInfo } from '../protocol/frames';
+import { MmeError } from '../errors';
+import type { LoadMessage, ModelMetadata, TensorInfo } from '../protocol/frames';
+import { zipMapsAsTensors } from './graph-rewrite';
+import { explainLoadFailure } from './load-errors';
+import { readOnnxFile, type OnnxFile } from './onnx-file';
+import { describeOutputs, zipMapOutputs } from './served-outputs';
 
 export interface OpenedSession {
   session: ort.InferenceSession;
   executionProvider: string;
   inputs: TensorInfo[];
   outputs: TensorInfo[];
+  metadata: ModelMetadata;
 }
 
+/** Enough of a doc_string to recognise the model; the load frame is no place for a manual. */
+const kDocStringChars = 1000;
+
 /**
- * Opens the model with explicit thread counts: every worker of every model is its own process,
- * so ORT's default (one thread per core, spinning) would start models × workers × cores threads.
+ * Reads the model file first (served-outputs.ts decides which outputs can be served, and a ZipMap
+ * output makes onnxruntime load a rewritten graph from memory), then opens the session with
+ * explicit thread counts: every worker of every model is its own process, so ORT's default (one
+ * thread per core, spinning) would start models × workers × cores threads.
  */
 export async function openSession(msg: LoadMessage, warn: (line: string) => void): Promise<OpenedSession> {
-  const base: ort.InferenceSession.SessionOptions = {
+  const model = await readModel(msg.onnxPath, sessionOptions(msg));
+  const zipMaps = zipMapOutputs(model);
+  const source: string | Uint8Array = zipMaps.length ? zipMapsAsTensors(msg.onnxPath, model, zipMaps) : msg.onnxPath;
+  const options = sessionOptions(msg, typeof source === 'string' ? undefined : path.dirname(msg.onnxPath));
+  try {
+    const { session, executionProvider } = await create(source, options, msg.gpuId, warn);
+    return {
+      session,
+      executionProvider,
+      inputs: describe(session.inputMetadata),
+      outputs: describeOutputs(describe(session.outputMetadata), model, zipMaps),
+      metadata: metadataOf(model),
+    };
+  } catch (err) {
+    const message = String((err as Error)?.message ?? err);
+    const explained = await explainLoadFailure(message, model);
+    if (!explained) throw err;
+    warn(`onnxruntime refused the model: ${message}`);
+    throw explained;
+  }
+}
+
+/** `externalDataDir`: where a model loaded from memory finds its external data files (with the same escape checks). */
+function sessionOptions(msg: LoadMessage, externalDataDir?: string): ort.InferenceSession.SessionOptions {
+  return {
     intraOpNumThreads: msg.intraOpThreads,
     interOpNumThreads: msg.interOpThreads,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
-    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    extra: {
+      session: {
+        intra_op: { allow_spinning: '0' },
+        inter_op: { allow_spinning: '0' },
+        ...(externalDataDir === undefined ? {} : { model_external_initializers_file_folder_path: externalDataDir }),
+      },
+    },
   };
-  let session: ort.InferenceSession;
-  let executionProvider = 'cpu';
-  if (msg.gpuId >= 0) {
-    try {
-      // CUDA_VISIBLE_DEVICES (set by the parent) makes the assigned GPU device 0 in this process.
-      session = await ort.InferenceSession.create(msg.onnxPath, { ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] });
-      executionProvider = 'cuda';
-    } catch (err) {
-      warn(`GPU ${msg.gpuId} assigned but the CUDA execution provider is not available (${(err as Error).message.split('\n')[0]}); running on CPU`);
-      session = await ort.InferenceSession.create(msg.onnxPath, base);
-    }
-  } else {
-    session = await ort.InferenceSession.create(msg.onnxPath, base);
+}
+
+async function readModel(onnxPath: string, options: ort.InferenceSession.SessionOptions): Promise<OnnxFile> {
+  try {
+    return readOnnxFile(onnxPath);
+  } catch (err) {
+    // onnxruntime's parse error ("Protobuf parsing failed") is the one users search for, so it wins.
+    const session = await ort.InferenceSession.create(onnxPath, options);
+    await session.release();
+    throw new MmeError('MME_ERR_INVALID_MODEL', `${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`);
   }
-  return { session, executionProvider, inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) };
+}
+
+async function create(source: string | Uint8Array, base: ort.InferenceSession.SessionOptions, gpuId: number, warn: (line: string) => void): Promise<{ session: ort.InferenceSession; executionProvider: string }> {
+  if (gpuId < 0) return { session: await open(source, base), executionProvider: 'cpu' };
+  try {
+    // CUDA_VISIBLE_DEVICES (set by the parent) makes the assigned GPU device 0 in this process.
+    return { session: await open(source, { ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] }), executionProvider: 'cuda' };
+  } catch (err) {
+    warn(`GPU ${gpuId} assigned but the CUDA execution provider is not available (${(err as Error).message.split('\n')[0]}); running on CPU`);
+    return { session: await open(source, base), executionProvider: 'cpu' };
+  }
+}
+
+function open(source: string | Uint8Array, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
+  return typeof source === 'string' ? ort.InferenceSession.create(source, options) : ort.InferenceSession.create(source, options);
+}
+
+function metadataOf(model: OnnxFile): ModelMetadata {
+  return {
+    irVersion: model.irVersion,
+    producerName: model.producerName,
+    producerVersion: model.producerVersion,
+    domain: model.domain,
+    modelVersion: model.modelVersion,
+    docString: model.docString.slice(0, kDocStringChars),
+    opsets: Object.fromEntries([...model.opsets].map(([domain, version]) => [domain || 'ai.onnx', version])),
+    metadataProps: model.metadataProps,
+  };
 }
 
 function describe(meta: readonly ort.InferenceSession.ValueMetadata[]): TensorInfo[] {
-  return meta.map((m) => (m.isTensor ? { name: m.name, type: m.type, shape: m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : typeof d === 'string' ? d : -1)) } : { name: m.name, type: 'non-tensor', shape: [] }));
+  return meta.map((m) => {
+    if (!m.isTensor) throw new Error(`${m.name} is not a tensor, but served-outputs.ts lets only tensors through`);
+    return { name: m.name, type: m.type, shape: m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : typeof d === 'string' ? d : -1)) };
+  });
 }

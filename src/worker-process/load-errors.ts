@@ -1,0 +1,57 @@
+/**
+ * Why onnxruntime refused a model, in terms a model's owner can act on: the IR version, opset or
+ * operator at fault and what this build supports, with how to re-export. onnxruntime's own
+ * message (source paths, C++ signatures) stays in the server log only.
+ */
+import * as ort from 'onnxruntime-node';
+import { MmeError } from '../errors';
+import type { OnnxFile } from './onnx-file';
+import { domainName, kKnownDomains, maxSupportedOpset } from './opset-support';
+
+const kIrVersion = /Unsupported model IR version: (\d+), max supported IR version: (\d+)/;
+/** The operator onnxruntime names when it has no kernel or schema for a node. */
+const kOperatorFaults = [
+  /No Op registered for (\w+) with domain_version of (\d+)/,
+  /Op registered for (\w+) is deprecated in domain_version of (\d+)/,
+  /Could not find an implementation for (\w+)\((\d+)\)/,
+  /[\w.]*:(\w+)\((-?\d+)\) is not a registered function\/op/,
+];
+
+/** An MmeError for a load failure this module recognises; null for anything else. */
+export async function explainLoadFailure(message: string, model: OnnxFile): Promise<MmeError | null> {
+  const runtime = `onnxruntime ${ort.env.versions.node ?? ''}`.trim();
+  const ir = kIrVersion.exec(message);
+  if (ir) {
+    return invalid(`the model has IR version ${ir[1]}, but ${runtime} reads IR versions up to ${ir[2]}; convert it again with an older onnx package or a lower target_opset`);
+  }
+  const ranges = await supportedRanges();
+  const rangeText = ranges.map((r) => `${domainName(r.domain)} opsets 1 to ${r.max}`).join(', ');
+  for (const r of ranges) {
+    const imported = model.opsets.get(r.domain);
+    if (imported !== undefined && imported > r.max) {
+      return invalid(`the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset=${targetOpsetHint(ranges)}`);
+    }
+  }
+  for (const pattern of kOperatorFaults) {
+    const m = pattern.exec(message);
+    if (!m) continue;
+    const domain = model.nodes.find((n) => n.opType === m[1])?.domain ?? '';
+    const version = model.opsets.get(domain);
+    const where = `${domainName(domain)}${version === undefined ? '' : ` opset ${version}`}`;
+    const custom = (kKnownDomains as readonly string[]).includes(domain) ? '' : `, and no custom operator library for ${domainName(domain)} is loaded`;
+    return invalid(`the model uses operator ${m[1]} of ${where}, which ${runtime} does not have (it supports ${rangeText}${custom}); convert the model again with another target opset, or replace the operator`);
+  }
+  return null;
+}
+
+async function supportedRanges(): Promise<Array<{ domain: string; max: number }>> {
+  return Promise.all(kKnownDomains.map(async (domain) => ({ domain, max: await maxSupportedOpset(domain) })));
+}
+
+function targetOpsetHint(ranges: Array<{ domain: string; max: number }>): string {
+  return `{${ranges.map((r) => `'${r.domain}': ${r.max}`).join(', ')}}`;
+}
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_MODEL', message);
+}

@@ -1,0 +1,58 @@
+/**
+ * The opset versions this onnxruntime build accepts, per operator domain, asked of onnxruntime
+ * itself rather than written down: a tiny Identity model importing the domain at version v loads
+ * exactly when v is supported. Only load failures ask, so a good model's load pays nothing.
+ */
+import * as ort from 'onnxruntime-node';
+import { onnx } from 'onnx-proto';
+
+/** The domains onnxruntime's CPU build implements with versioned opsets ('' is ai.onnx). */
+export const kKnownDomains = ['', 'ai.onnx.ml'] as const;
+
+/** Above any opset ONNX has released; the search's upper bound. */
+const kCeiling = 64;
+const kDefaultDomainVersion = 13;
+const cache = new Map<string, Promise<number>>();
+
+export function domainName(domain: string): string {
+  return domain === '' ? 'ai.onnx' : domain;
+}
+
+/** The highest version of `domain` (one of kKnownDomains) this build loads; the lowest is 1. */
+export function maxSupportedOpset(domain: string): Promise<number> {
+  let found = cache.get(domain);
+  if (!found) {
+    found = highestLoading(domain);
+    cache.set(domain, found);
+  }
+  return found;
+}
+
+async function highestLoading(domain: string): Promise<number> {
+  let lo = 1; // loads
+  let hi = kCeiling + 1; // treated as failing
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await loads(domain, mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+async function loads(domain: string, version: number): Promise<boolean> {
+  const opsets = domain === '' ? [{ domain, version }] : [{ domain: '', version: kDefaultDomainVersion }, { domain, version }];
+  const floatInfo = (name: string) => ({ name, type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT } } });
+  const bytes = onnx.ModelProto.encode({
+    irVersion: 8,
+    opsetImport: opsets,
+    graph: { name: 'probe', node: [{ opType: 'Identity', input: ['x'], output: ['y'] }], input: [floatInfo('x')], output: [floatInfo('y')] },
+  }).finish();
+  try {
+    // Severity 3 (errors only): old opsets load with a warning each, which is no news to the server log.
+    const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3 });
+    await session.release();
+    return true;
+  } catch {
+    return false;
+  }
+}
