@@ -14,14 +14,23 @@ export function errorResponse(log: (line: string) => void) {
       }
     } catch (err) {
       const e = isMmeError(err) ? err : asMmeError(err, log);
-      // Every error is logged with its request id, so a client's report can be found in the log.
-      log(`request ${ctx.state.requestId ?? '-'} ${ctx.method} ${ctx.path}: ${e.status} ${e.code} ${e.message}`);
+      log(errorLine(ctx, e));
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';
       ctx.body = JSON.stringify(e.toBody(), null, 2);
     }
   };
+}
+
+/**
+ * Every error is logged with its request id, so a client's report can be found in the log. Client
+ * text never reaches the log (names, paths and 4xx messages may echo it): the route pattern and,
+ * for server faults only, the message, which the server wrote about names it has validated.
+ */
+function errorLine(ctx: Context, e: MmeError): string {
+  const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-';
+  return `request ${ctx.state.requestId ?? '-'} ${ctx.method} ${route}: ${e.status} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`;
 }
 
 function asMmeError(err: unknown, log: (line: string) => void): MmeError {

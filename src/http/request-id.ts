@@ -17,7 +17,15 @@ export function requestId(accessLog: ((line: string) => void) | null) {
     } finally {
       // MMS's access log shape: /<client>:<port> "<METHOD> <uri> HTTP/<v>" <status> <ms>
       const ms = Math.round(performance.now() - t0);
-      accessLog(`ACCESS /${ctx.req.socket.remoteAddress ?? '-'}:${ctx.req.socket.remotePort ?? '-'} "${ctx.method} ${ctx.url} HTTP/${ctx.req.httpVersion}" ${ctx.status} ${ms} request-id=${id}`);
+      accessLog(`ACCESS /${ctx.req.socket.remoteAddress ?? '-'}:${ctx.req.socket.remotePort ?? '-'} "${ctx.method} ${printable(ctx.url)} HTTP/${ctx.req.httpVersion}" ${ctx.status} ${ms} request-id=${id}`);
     }
   };
 }
+
+/** A url is client text: control characters escaped and the length capped, so it cannot forge log lines. */
+function printable(url: string): string {
+  const escaped = JSON.stringify(url).slice(1, -1);
+  return escaped.length > kMaxLoggedUrl ? `${escaped.slice(0, kMaxLoggedUrl)}…` : escaped;
+}
+
+const kMaxLoggedUrl = 200;

@@ -19,7 +19,10 @@ export interface FakeOptions {
   memoryBytes: (model: string) => number;
 }
 
-const kLoaded: LoadedMessage = { pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false };
+const kLoaded: LoadedMessage = {
+  pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false,
+  metadata: { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} },
+};
 
 export class FakeWorker implements ModelWorker {
   readonly startTime = new Date();

@@ -45,6 +45,19 @@ describe('lifecycle regressions (real processes)', () => {
     assert.deepEqual(workerPidsOf(process.pid), [pid]);
   });
 
+  it('a worker that breaks the frame protocol is stopped with the reason protocol-error: 500, not 507, and is replaced', async () => {
+    t = await startServer();
+    // Writes a frame header claiming 4 GiB on the worker's channel (fd 3), past any frame limit.
+    const garbler = `exports.handle = async (requests) => { require('node:fs').writeSync(3, Buffer.from([0xff, 0xff, 0xff, 0xff, 12])); await new Promise(() => undefined); };\n`;
+    assert.equal((await loadModel(t, 'garbles', writeModelDir(t.store, 'garbles', addModel(), { 'handler.js': garbler }))).status, 200);
+    const [pid] = workerPidsOf(process.pid);
+    const res = await invoke(t, 'garbles', {});
+    assert.equal(res.status, 500, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_WORKER_PROTOCOL');
+    assert.ok(t.logs.some((l) => /protocol error: frame of 4294967295 bytes exceeds the limit/.test(l)), t.logs.join('\n'));
+    await waitFor(() => workerPidsOf(process.pid).length === 1 && workerPidsOf(process.pid)[0] !== pid, 'the replacement worker');
+  });
+
   it('a client that disconnects is a cancellation (499), not a 4xx in the metrics', async () => {
     t = await startServer();
     await behaviour('held');
@@ -68,7 +81,7 @@ describe('lifecycle regressions (real processes)', () => {
     assert.deepEqual(statuses, [499]);
     fs.writeFileSync(gate, '');
     for (const r of await Promise.all(busy)) assert.equal(r.status, 200);
-    assert.ok(t.logs.some((l) => / 499 MME_ERR_CLIENT_CLOSED /.test(l)), t.logs.join('\n'));
+    assert.ok(t.logs.some((l) => / 499 MME_ERR_CLIENT_CLOSED$/.test(l)), t.logs.join('\n'));
   });
 
   it('the request id reaches the handler, every error log line and the access log', async () => {
@@ -78,7 +91,7 @@ describe('lifecycle regressions (real processes)', () => {
     assert.equal(ok.body.requestId, ok.headers.get('x-request-id'));
     const failed = await invoke(t, 'ids', { fail: 'nope', status: 422 });
     const id = failed.headers.get('x-request-id')!;
-    assert.ok(t.logs.some((l) => l.includes(`request ${id} POST /models/ids/invoke: 422 MME_ERR_MODEL_ERROR`)), t.logs.join('\n'));
+    assert.ok(t.logs.some((l) => l.includes(`request ${id} POST /models/:name/invoke: 422 MME_ERR_MODEL_ERROR`)), t.logs.join('\n'));
     assert.ok(t.logs.some((l) => l.startsWith('ACCESS /') && l.includes('"POST /models/ids/invoke HTTP/1.1" 422') && l.endsWith(`request-id=${id}`)), t.logs.join('\n'));
   });
 

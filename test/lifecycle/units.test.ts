@@ -1,0 +1,59 @@
+/** The small pieces of the lifecycle core: the per-name lock, exit reasons, the transition table. */
+import assert from 'node:assert/strict';
+import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
+import { KeyedLock } from '../../src/server/models/keyed-lock';
+import { exitReason, runningRequestError } from '../../src/server/workers/exit-reason';
+
+describe('lifecycle pieces', () => {
+  it('KeyedLock serves waiters in order, per key, and tryAcquire never jumps the queue', async () => {
+    const lock = new KeyedLock();
+    const order: string[] = [];
+    const first = await lock.acquire('a');
+    const waiting = [1, 2].map((n) => lock.acquire('a').then((release) => {
+      order.push(`a${n}`);
+      release();
+    }));
+    const other = lock.tryAcquire('b');
+    assert.ok(other, 'another key is free');
+    assert.equal(lock.tryAcquire('a'), null);
+    first();
+    // Handed straight to the next waiter: still held, so tryAcquire cannot slip in between.
+    assert.equal(lock.tryAcquire('a'), null);
+    await Promise.all(waiting);
+    assert.deepEqual(order, ['a1', 'a2']);
+    assert.equal(lock.isHeld('a'), false);
+    other!();
+    assert.equal(lock.isHeld('b'), false);
+  });
+
+  it('exit reasons: the server\'s own kill wins; an unsent SIGKILL or an exhausted heap is memory; anything else a crash', () => {
+    assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: 'stopped', heapExhausted: false }), 'stopped');
+    assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: 'timeout-kill', heapExhausted: false }), 'timeout-kill');
+    assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: null, heapExhausted: false }), 'oom');
+    assert.equal(exitReason({ code: 137, signal: null, killedBy: null, heapExhausted: false }), 'oom');
+    assert.equal(exitReason({ code: null, signal: 'SIGABRT', killedBy: null, heapExhausted: true }), 'oom');
+    assert.equal(exitReason({ code: null, signal: 'SIGSEGV', killedBy: null, heapExhausted: false }), 'crashed');
+    assert.equal(exitReason({ code: 1, signal: null, killedBy: null, heapExhausted: false }), 'crashed');
+    const status = (reason: Parameters<typeof runningRequestError>[1]['reason']) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason }, 60).status;
+    assert.deepEqual(['stopped', 'timeout-kill', 'protocol-error', 'oom', 'crashed'].map((r) => status(r as never)), [503, 504, 500, 507, 500]);
+  });
+
+  it('the transition table refuses any move it does not list, and settles each promise once', async () => {
+    const e = new ModelEntry('m', '/m', false, false);
+    assert.throws(() => e.to('draining'), IllegalTransitionError);
+    e.to('ready');
+    assert.equal(await e.loadSettled, true);
+    assert.throws(() => e.to('loading'), IllegalTransitionError);
+    e.to('failed');
+    e.to('ready');
+    e.to('draining');
+    assert.throws(() => e.to('ready'), IllegalTransitionError);
+    e.to('stopping');
+    e.to('gone');
+    await e.gone;
+    assert.throws(() => e.to('stopping'), IllegalTransitionError);
+    const failedLoad = new ModelEntry('n', '/n', true, false);
+    failedLoad.to('stopping');
+    assert.equal(await failedLoad.loadSettled, false);
+  });
+});
