@@ -36,9 +36,10 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     // 404 before reading a body that would be thrown away.
     if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
     const body = await readBody(ctx, maxRequestSize);
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    // Node's own header object: copied into the frame only for a custom handler, which may read it.
+    const headers = ctx.req.headers;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
+    const customAttributes = ctx.req.headers[kCustomAttributes] as string | undefined;
     const request: WireRequest = { id: 0, requestId: ctx.state.requestId as string, contentType: headers['content-type'] ?? '', accept, headers, body };
     // A client that leaves before its request reaches a worker should cost nothing; one that leaves
     // mid-stream should stop its handler (context.isCancelled).
@@ -49,7 +50,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     const onChunk = (chunk: ChunkMessage) => {
       if (chunk.head) {
         ctx.respond = false; // the body goes out piece by piece below, not through Koa
-        setHead(ctx, chunk.head, headers[kCustomAttributes]);
+        setHead(ctx, chunk.head, customAttributes);
       }
       ctx.res.write(chunk.body!);
     };
@@ -66,7 +67,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
       ctx.res.end(result.body);
       return;
     }
-    setHead(ctx, result, headers[kCustomAttributes]);
+    setHead(ctx, result, customAttributes);
     ctx.body = result.body;
   };
 

@@ -24,6 +24,8 @@ export interface DispatcherDeps {
   /** The handler streams: each request runs alone, since its chunks go straight to its client. */
   streaming(): boolean;
   workers: WorkerSet;
+  /** The model's handler is a custom one: requests carry their headers to it. */
+  withHeaders: boolean;
   log(line: string): void;
 }
 
@@ -101,12 +103,12 @@ export class Dispatcher {
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
-      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), ...(independent && jobs.length > 1 ? { independent: true } : {}) }, jobs);
+      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), independent: independent && jobs.length > 1, withHeaders: this.deps.withHeaders }, jobs);
     }
   }
 
-  /** A worker answered a batch. */
-  result(batch: InFlightBatch, msg: ResultMessage): void {
+  /** A worker answered some or (`done`) the rest of a batch. */
+  result(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -127,6 +129,7 @@ export class Dispatcher {
       }
     }
     // A response the worker did not send back (never expected) must not leave its caller waiting.
+    if (!done) return;
     for (const job of batch.jobs) {
       if (this.#running.delete(job)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
     }

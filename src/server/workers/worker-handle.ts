@@ -19,7 +19,7 @@ import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import { FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
+import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
 import type { Job } from '../models/job';
 import { exitReason, loadExitError, type KillReason, type WorkerExit } from './exit-reason';
 import { processMemoryBytes } from './process-memory';
@@ -67,6 +67,8 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
 
   readonly #opts: SpawnOptions;
   readonly #inFlight = new Map<number, InFlightBatch>();
+  /** Answers still to come for a partly answered batch. */
+  readonly #unanswered = new Map<InFlightBatch, number>();
   #listener: WorkerListener | null = null;
   #assignment: Assignment | null = null;
   #reader: FrameReader | null = null;
@@ -224,14 +226,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   }
 
   #send(frame: Frame): void {
-    const channel = this.#channel;
-    if (!channel || this.exitInfo) return;
-    // Frames written in one tick leave in one syscall (a burst of dispatches, or a batch and its load).
-    if (channel.writableCorked === 0) {
-      channel.cork();
-      process.nextTick(() => channel.uncork());
-    }
-    channel.write(encodeFrame(frame));
+    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame);
   }
 
   #setState(state: WorkerState): void {
@@ -266,8 +261,16 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
       case MessageKind.Result: {
         const batch = this.#inFlight.get(frame.msg.batchId);
         if (!batch) break;
-        this.#inFlight.delete(frame.msg.batchId);
-        this.#listener?.result(this, batch, frame.msg);
+        // An independent batch is answered one request at a time; the batch is held until the last.
+        const left = (this.#unanswered.get(batch) ?? batch.jobs.length) - frame.msg.responses.length;
+        const done = left <= 0;
+        if (done) {
+          this.#inFlight.delete(frame.msg.batchId);
+          this.#unanswered.delete(batch);
+        } else {
+          this.#unanswered.set(batch, left);
+        }
+        this.#listener?.result(this, batch, frame.msg, done);
         break;
       }
       case MessageKind.Chunk:
