@@ -47,12 +47,14 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     ctx.res.once('close', () => {
       if (!ctx.res.writableFinished) abort.abort();
     });
-    const onChunk = (chunk: ChunkMessage) => {
+    // Back-pressure: a chunk is acknowledged to the worker only once the client's socket took it,
+    // so a client that stops reading stops the handler (context.drained) instead of filling this process.
+    const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
       if (chunk.head) {
         ctx.respond = false; // the body goes out piece by piece below, not through Koa
         setHead(ctx, chunk.head, customAttributes);
       }
-      ctx.res.write(chunk.body!);
+      ctx.res.write(chunk.body!, delivered);
     };
     let result;
     try {

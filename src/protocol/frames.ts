@@ -79,6 +79,8 @@ export interface LoadMessage {
   concurrentBatches: boolean;
   /** Largest answer (or streamed chunk) the worker may send: it checks each one before sending. */
   maxResponseSize: number;
+  /** Most bytes of one stream's chunks on their way to its client before the handler must wait (max_stream_buffer). */
+  maxStreamBuffer: number;
   workerId: string;
 }
 

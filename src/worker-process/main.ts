@@ -50,6 +50,11 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
       r?.ctx.cancel(r.index);
       break;
     }
+    case MessageKind.ChunkAck: {
+      const r = running.get(frame.msg.id);
+      r?.ctx.acknowledge(r.index, frame.msg.bytes);
+      break;
+    }
     default:
       break;
   }
@@ -82,7 +87,7 @@ async function load(msg: LoadMessage): Promise<void> {
     model = {
       // The parent sends a streaming handler one request per batch, whatever batch_size says.
       modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
-      session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming,
+      session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming, maxStreamBuffer: msg.maxStreamBuffer,
     };
     await handler.initialize(new HandlerContext(model, [], () => undefined));
     send({

@@ -96,6 +96,10 @@ export class FakeWorker implements ModelWorker {
     this.cancelled.push(job.id);
   }
 
+  acknowledge(): void {
+    // Fake workers do not stream.
+  }
+
   kill(reason: KillReason): void {
     this.killedBy ??= reason;
     if (this.fleet.options.autoExit && this.alive) setImmediate(() => this.alive && this.exit('SIGKILL'));

@@ -135,10 +135,12 @@ export class Dispatcher {
     }
   }
 
-  chunk(msg: ChunkMessage): void {
+  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+    const bytes = msg.body?.length ?? 0;
     for (const job of this.#running) {
       if (job.id === msg.id) {
-        job.opts.onChunk?.(msg);
+        if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
+        else worker.acknowledge(job, bytes);
         return;
       }
     }

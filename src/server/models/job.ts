@@ -17,8 +17,11 @@ export interface InvokeResult {
 export interface JobOptions {
   /** Aborted when the client goes away: a queued job is dropped without running. */
   signal?: AbortSignal;
-  /** Receives the intermediate chunks of a streamed response; the first carries the response head. */
-  onChunk?: (chunk: ChunkMessage) => void;
+  /**
+   * Receives the intermediate chunks of a streamed response; the first carries the response head.
+   * Call `delivered` once the chunk's bytes have left for the client: the handler sends more only then.
+   */
+  onChunk?: (chunk: ChunkMessage, delivered: () => void) => void;
 }
 
 let nextJobId = 1;

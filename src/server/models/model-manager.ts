@@ -192,6 +192,7 @@ export class ModelManager {
           intraOpThreads: this.config.intraOpThreads,
           interOpThreads: this.config.interOpThreads,
           decodeInputRequest: this.config.decodeInputRequest,
+          maxStreamBuffer: this.config.maxStreamBuffer,
         },
         maxResponseSize: this.config.maxResponseSize,
         assignGpu: () => this.#gpus.assign(name, settings.deviceIds),

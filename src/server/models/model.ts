@@ -129,8 +129,8 @@ export class Model implements WorkerListener {
     this.#dispatcher.dispatch();
   }
 
-  chunk(_worker: ModelWorker, msg: ChunkMessage): void {
-    this.#dispatcher.chunk(msg);
+  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+    this.#dispatcher.chunk(worker, msg);
   }
 
   exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

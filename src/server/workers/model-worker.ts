@@ -62,6 +62,8 @@ export interface ModelWorker {
   /** Whether `job` is in one of its batches. */
   holds(job: Job): boolean;
   cancel(job: Job): void;
+  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
+  acknowledge(job: Job, bytes: number): void;
   /** Ends the process now; `reason` is what its exit will report. */
   kill(reason: KillReason): void;
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */

@@ -199,6 +199,10 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
     this.#send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
 
+  acknowledge(job: Job, bytes: number): void {
+    this.#send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
+  }
+
   /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
   kill(reason: KillReason): void {
     // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
