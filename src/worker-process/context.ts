@@ -173,6 +173,11 @@ export class HandlerContext {
     }
   }
 
+  /** The x-request-id of request `index`: put it in log lines to tie them to the server's. */
+  getRequestId(index: number): string {
+    return this.requests[index]?.requestId ?? '';
+  }
+
   /** The client of request `index` disconnected: a long-running handler should stop and return anything. */
   isCancelled(index: number): boolean {
     return this.#cancelled.has(index);

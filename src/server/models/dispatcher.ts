@@ -34,6 +34,13 @@ export class Dispatcher {
   /** Jobs handed to a worker and not yet settled, for the timeout and cancel paths. */
   readonly #running = new Set<Job>();
   #batchTimer: NodeJS.Timeout | null = null;
+  /**
+   * Every admitted job in admission order. All share the model's response timeout, so deadlines
+   * are in the same order: one timer, for the oldest unsettled job, serves them all.
+   */
+  #deadlines: Job[] = [];
+  #deadlineHead = 0;
+  #deadlineTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
@@ -63,8 +70,10 @@ export class Dispatcher {
       return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
     }
     const job = new Job(request, opts);
-    job.timer = setTimeout(() => this.#onTimeout(job), settings.responseTimeoutMs);
-    opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
+    job.deadline = job.admittedAt + settings.responseTimeoutMs;
+    this.#deadlines.push(job);
+    this.#armDeadline();
+    opts.cancel?.onCancel(() => this.#onCancel(job));
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
@@ -174,6 +183,34 @@ export class Dispatcher {
     if (requeue.length > 0) this.#queue.unshift(requeue);
   }
 
+  #armDeadline(): void {
+    if (this.#deadlineTimer) return;
+    while (this.#deadlineHead < this.#deadlines.length && this.#deadlines[this.#deadlineHead].settled) this.#deadlineHead++;
+    if (this.#deadlineHead >= this.#deadlines.length) {
+      this.#deadlines = [];
+      this.#deadlineHead = 0;
+      return;
+    }
+    if (this.#deadlineHead > 1024 && this.#deadlineHead * 2 > this.#deadlines.length) {
+      this.#deadlines = this.#deadlines.slice(this.#deadlineHead);
+      this.#deadlineHead = 0;
+    }
+    const head = this.#deadlines[this.#deadlineHead];
+    this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
+  }
+
+  #onDeadline(): void {
+    this.#deadlineTimer = null;
+    const now = performance.now();
+    while (this.#deadlineHead < this.#deadlines.length) {
+      const job = this.#deadlines[this.#deadlineHead];
+      if (!job.settled && job.deadline > now) break;
+      this.#deadlineHead++;
+      if (!job.settled) this.#onTimeout(job);
+    }
+    this.#armDeadline();
+  }
+
   #onTimeout(job: Job): void {
     const seconds = this.deps.settings().responseTimeoutMs / 1000;
     if (this.#queue.remove(job)) {
@@ -218,5 +255,10 @@ export class Dispatcher {
     if (this.#batchTimer) clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
+    // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
+    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
+    this.#deadlines = [];
+    this.#deadlineHead = 0;
   }
 }

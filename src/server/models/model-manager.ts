@@ -444,6 +444,17 @@ export class ModelManager {
     }
   }
 
+  /** The name of the one serving model, or null when there are none or several (no sorting: /invocations asks per request). */
+  onlyModel(): string | null {
+    let only: string | null = null;
+    for (const [name, e] of this.#entries) {
+      if (!e.registered) continue;
+      if (only !== null) return null;
+      only = name;
+    }
+    return only;
+  }
+
   /** Serving models (ready or failed), sorted by name. */
   list(): Array<{ name: string; url: string; model: Model; loadedAtStartup: boolean; failed: boolean }> {
     const out: Array<{ name: string; url: string; model: Model; loadedAtStartup: boolean; failed: boolean }> = [];
