@@ -49,6 +49,7 @@ ${c.balancing === 'consistent-hash' ? '        hash $mme_model consistent;\n' : 
             proxy_pass http://mme;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            proxy_set_header Host $host;
             proxy_read_timeout 75s;
             proxy_next_upstream error;
             add_header X-Upstream $upstream_addr always;
