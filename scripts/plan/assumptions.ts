@@ -49,7 +49,7 @@ export const DEDICATED: WorkerMode = {
   footprintBytes: (w) => a.dedicatedProcessMiB * MiB + a.weightsFactor * w,
   coldLoadMicros: (w) => (a.dedicatedColdLoadMs + loadMs(w)) * 1000,
   fixedBytes: 0,
-  basis: `one worker process per model: ${a.dedicatedProcessMiB} MiB + weights; cold load ${a.dedicatedColdLoadMs} ms + ${a.loadMsPerMiB} ms/MiB (measured)`,
+  basis: `one worker process per model: ${a.dedicatedProcessMiB} MiB + weights; cold load ${a.dedicatedColdLoadMs} ms + ${a.loadMsPerMiB} ms/MiB (process and session cost measured by npm run bench; the per-MiB rate is the cache simulator's)`,
 };
 
 export const SHARED: WorkerMode = {
@@ -57,7 +57,7 @@ export const SHARED: WorkerMode = {
   footprintBytes: (w) => a.sharedSessionMiB * MiB + a.weightsFactor * w,
   coldLoadMicros: (w) => (a.sharedColdLoadMs + loadMs(w)) * 1000,
   fixedBytes: a.sharedProcessMiB * MiB,
-  basis: `sessions in one shared process (${a.sharedProcessMiB} MiB): ${a.sharedSessionMiB} MiB + weights; cold load ${a.sharedColdLoadMs} ms + ${a.loadMsPerMiB} ms/MiB (target, not measured: shared mode is not built yet)`,
+  basis: `sessions in one shared process (${a.sharedProcessMiB} MiB): ${a.sharedSessionMiB} MiB + weights; cold load ${a.sharedColdLoadMs} ms + ${a.loadMsPerMiB} ms/MiB (targets, not measurements: shared mode is not built yet)`,
 };
 
 export const MODES: readonly WorkerMode[] = [DEDICATED, SHARED];

@@ -59,6 +59,27 @@ export class LocalAwsEndpoint {
   }
 }
 
+/** A service's fake: a LocalAwsEndpoint whose requests go to the subclass's `handle`. */
+export abstract class AwsServiceFake {
+  protected constructor(private readonly endpoint: LocalAwsEndpoint) {}
+
+  get url(): string {
+    return this.endpoint.url;
+  }
+
+  close(): Promise<void> {
+    return this.endpoint.close();
+  }
+
+  protected abstract handle(req: AwsRequest, res: http.ServerResponse): void;
+
+  /** Starts a fresh endpoint and the fake `create` builds on it. */
+  protected static async startOn<F extends AwsServiceFake>(create: (endpoint: LocalAwsEndpoint) => F): Promise<F> {
+    const fake: F = create(await LocalAwsEndpoint.start((req, res) => fake.handle(req, res)));
+    return fake;
+  }
+}
+
 /** An AWS JSON protocol answer (1.0 or 1.1): `body` as JSON, or an error `{__type, message}` when `status` ≥ 400. */
 export function replyAwsJson(res: http.ServerResponse, version: '1.0' | '1.1', status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void {
   res.writeHead(status, { 'content-type': `application/x-amz-json-${version}`, ...headers });

@@ -7,7 +7,7 @@
  */
 import type http from 'node:http';
 import zlib from 'node:zlib';
-import { LocalAwsEndpoint, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
+import { AwsServiceFake, LocalAwsEndpoint, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
 
 export interface ReceivedDatum {
   MetricName: string;
@@ -31,7 +31,7 @@ export type Mode = 'ok' | 'fail' | 'throttle' | 'reject' | 'hang';
 
 const kTarget = 'GraniteServiceVersion20100801.PutMetricData';
 
-export class FakeCloudWatch {
+export class FakeCloudWatch extends AwsServiceFake {
   readonly calls: ReceivedCall[] = [];
   /** Requests that did not look like the SDK's PutMetricData, with the reason. */
   readonly protocolErrors: string[] = [];
@@ -40,15 +40,12 @@ export class FakeCloudWatch {
   mode: Mode = 'ok';
   attempts = 0;
 
-  private constructor(private readonly endpoint: LocalAwsEndpoint) {}
-
-  get url(): string {
-    return this.endpoint.url;
+  private constructor(endpoint: LocalAwsEndpoint) {
+    super(endpoint);
   }
 
-  static async start(): Promise<FakeCloudWatch> {
-    const fake: FakeCloudWatch = new FakeCloudWatch(await LocalAwsEndpoint.start((req, res) => fake.handle(req, res)));
-    return fake;
+  static start(): Promise<FakeCloudWatch> {
+    return AwsServiceFake.startOn((endpoint) => new FakeCloudWatch(endpoint));
   }
 
   /** Every datum received so far, across requests. */
@@ -56,11 +53,7 @@ export class FakeCloudWatch {
     return this.calls.flatMap((c) => c.data);
   }
 
-  close(): Promise<void> {
-    return this.endpoint.close();
-  }
-
-  private handle(req: AwsRequest, res: http.ServerResponse): void {
+  protected handle(req: AwsRequest, res: http.ServerResponse): void {
     this.attempts++;
     const mode = this.script.shift() ?? this.mode;
     if (mode === 'hang') return;

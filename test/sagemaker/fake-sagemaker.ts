@@ -5,7 +5,7 @@
  * endpoint", and moves an endpoint to InService (or Failed) after a set number of describes.
  */
 import type http from 'node:http';
-import { LocalAwsEndpoint, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
+import { AwsServiceFake, LocalAwsEndpoint, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
 
 export interface Call {
   operation: string;
@@ -23,7 +23,7 @@ interface Endpoint {
 const arn = (kind: string, name: string) => `arn:aws:sagemaker:us-east-1:123456789012:${kind}/${name.toLowerCase()}`;
 const kEpoch = 1_700_000_000;
 
-export class FakeSageMaker {
+export class FakeSageMaker extends AwsServiceFake {
   readonly calls: Call[] = [];
   readonly protocolErrors: string[] = [];
   readonly models = new Map<string, Record<string, unknown>>();
@@ -34,15 +34,12 @@ export class FakeSageMaker {
   /** When set, an endpoint settles as Failed with this reason instead of InService. */
   failWith: string | null = null;
 
-  private constructor(private readonly endpoint: LocalAwsEndpoint) {}
-
-  get url(): string {
-    return this.endpoint.url;
+  private constructor(endpoint: LocalAwsEndpoint) {
+    super(endpoint);
   }
 
-  static async start(): Promise<FakeSageMaker> {
-    const fake: FakeSageMaker = new FakeSageMaker(await LocalAwsEndpoint.start((req, res) => fake.handle(req, res)));
-    return fake;
+  static start(): Promise<FakeSageMaker> {
+    return AwsServiceFake.startOn((endpoint) => new FakeSageMaker(endpoint));
   }
 
   /** An endpoint that already runs `name`'s model and config, InService. */
@@ -62,11 +59,7 @@ export class FakeSageMaker {
     return call.input;
   }
 
-  close(): Promise<void> {
-    return this.endpoint.close();
-  }
-
-  private handle(req: AwsRequest, res: http.ServerResponse): void {
+  protected handle(req: AwsRequest, res: http.ServerResponse): void {
     const target = String(req.headers['x-amz-target']);
     const problem = req.method !== 'POST' || req.url !== '/' ? `expected POST /, got ${req.method} ${req.url}`
       : req.headers['content-type'] !== 'application/x-amz-json-1.1' ? `content-type ${req.headers['content-type']}`
