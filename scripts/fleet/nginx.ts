@@ -68,13 +68,16 @@ export function findNginx(): string | null {
   return null;
 }
 
-/** The nginx binary, installing Debian's package first when it is missing (the fleet bench only; needs root). */
+/**
+ * The nginx binary, installing Debian's package first when it is missing (the fleet bench only; needs
+ * root). apt-get's output goes to stderr, because stdout is the bench's report.
+ */
 export function ensureNginx(log: (line: string) => void): string {
   const found = findNginx();
   if (found) return found;
   log('nginx is not installed: apt-get install -y nginx');
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'nginx']]) {
-    const r = spawnSync('apt-get', args, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    const r = spawnSync('apt-get', args, { stdio: ['ignore', 2, 2], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
     if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.status ?? r.error?.message}); install nginx yourself (it must be on PATH or in /usr/sbin) and run again`);
   }
   const installed = findNginx();
