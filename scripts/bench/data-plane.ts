@@ -8,7 +8,6 @@
  *   frame waits for its answer after the one before it, over its own run time (target ≤ 1.2×: it is
  *   answered when ready, not with the other seven).
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
