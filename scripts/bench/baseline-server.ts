@@ -24,8 +24,8 @@ async function main(): Promise<void> {
       for (const [name, t] of Object.entries(decoded.feeds)) feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
       const out = await opened.session.run(feeds);
       const outputs = Object.fromEntries(Object.entries(out).map(([n, t]) => [n, { type: t.type, dims: t.dims as number[], data: t.data as Float32Array }]));
-      const codec = encoderFor(contentType);
-      const answer = codec.encode(outputs, { format: decoded.format, modelName: 'baseline', accept: contentType, outputs: opened.outputs });
+      const codec = encoderFor(req.headers.accept || 'application/json');
+      const answer = codec.encode(outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
       res.writeHead(200, { 'content-type': codec.mediaType, 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
     });

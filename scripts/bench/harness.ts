@@ -30,7 +30,9 @@ export async function startServer(properties: string[] = []): Promise<BenchServe
     'default_workers_per_model=1',
     ...properties,
   ].join('\n'));
-  const child = spawn(process.execPath, [kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
+  const profile = process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
       const m = /API listening on (http:\/\/\S+)/.exec(l);

@@ -11,7 +11,7 @@ import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
 import { CancelToken } from '../server/models/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
-import { readBody } from './body';
+import { readBodyChunks } from './body';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
 const kTargetModel = 'x-amzn-sagemaker-target-model';
@@ -36,7 +36,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
     if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
-    const body = await readBody(ctx, maxRequestSize);
+    const body = await readBodyChunks(ctx, maxRequestSize);
     // Node's own header object: copied into the frame only for a custom handler, which may read it.
     const headers = ctx.req.headers;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;

@@ -71,10 +71,19 @@ export class BinaryWriter {
     this.#buf.writeUInt32BE(n, at);
   }
 
-  /** The body's length here; the body itself goes to `bodies`, written after the header as it is. */
-  body(b: Buffer | undefined, bodies: Buffer[]): void {
-    this.u32(b ? b.length : 0);
-    if (b && b.length > 0) bodies.push(b);
+  /** The body's length here; the body itself (or its pieces) goes to `bodies`, written after the header as it is. */
+  body(b: Buffer | readonly Buffer[] | undefined, bodies: Buffer[]): void {
+    if (b === undefined || Buffer.isBuffer(b)) {
+      this.u32(b ? b.length : 0);
+      if (b && b.length > 0) bodies.push(b);
+      return;
+    }
+    let n = 0;
+    for (const piece of b) {
+      n += piece.length;
+      if (piece.length > 0) bodies.push(piece);
+    }
+    this.u32(n);
   }
 
   finish(): Buffer {

@@ -116,7 +116,8 @@ export interface WireRequest {
    * Sent only to custom handlers (InferMessage.withHeaders): the default handler never reads them.
    */
   headers?: Readonly<Record<string, string | string[] | undefined>>;
-  body?: Buffer;
+  /** As sent: one buffer, or the pieces the client's socket delivered (written back to back). As received: one slice. */
+  body?: Buffer | readonly Buffer[];
   /** The client asked for a streamed response (intermediate chunks allowed). */
   stream?: boolean;
 }
@@ -209,15 +210,19 @@ export function encodeFrame(frame: Frame): Buffer[] {
 }
 
 /**
- * Writes a frame's buffers in one writev: frames sent in the same tick (a burst of dispatches or
- * answers) leave together, and no body is copied into a frame buffer first.
+ * Writes a frame's buffers in one writev: no body is copied into a frame buffer first. The frame
+ * leaves now, not at the end of the tick: a worker answering requests one after another in a
+ * single tick (each run blocks it) must not hold the first answer back until the last is done.
  */
 export function writeFrame(socket: Socket, frame: Frame): void {
-  if (socket.writableCorked === 0) {
-    socket.cork();
-    process.nextTick(() => socket.uncork());
+  const parts = encodeFrame(frame);
+  if (parts.length === 1) {
+    socket.write(parts[0]);
+    return;
   }
-  for (const b of encodeFrame(frame)) socket.write(b);
+  socket.cork();
+  for (const b of parts) socket.write(b);
+  socket.uncork();
 }
 
 /** Decodes one whole frame; bodies are slices of `buf`, which belongs to this frame alone. */

@@ -36,6 +36,9 @@ export interface SpawnOptions {
 const kUnassignedFrameLimit = 1 << 20;
 
 const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
+/** `node --cpu-prof[-dir=…] dist/src/main.js` profiles the workers too: both sides of every request. */
+const kProfilerArgs = process.execArgv.filter((a) => /^--(cpu|heap)-prof/.test(a));
+const kProfileExitMs = 5000;
 // PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
 // SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
 const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
@@ -101,7 +104,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
 
   /** Spawns the process; it reports Started once its runtime is warm. */
   start(): this {
-    const node = [process.execPath, kWorkerScript];
+    const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
     const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
@@ -217,6 +220,12 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   /** Stops the process and resolves once it has exited and its memory is released. */
   async stop(): Promise<WorkerExit> {
     this.retire();
+    if (kProfilerArgs.length > 0 && this.#channel && !this.exitInfo) {
+      // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
+      this.#killedBy ??= 'stopped';
+      this.#channel.end();
+      await Promise.race([this.#exited, new Promise((r) => setTimeout(r, kProfileExitMs))]);
+    }
     this.kill('stopped');
     return this.#exited;
   }
