@@ -210,12 +210,22 @@ export function encodeFrame(frame: Frame): Buffer[] {
 }
 
 /**
- * Writes a frame's buffers in one writev: no body is copied into a frame buffer first. The frame
- * leaves now, not at the end of the tick: a worker answering requests one after another in a
- * single tick (each run blocks it) must not hold the first answer back until the last is done.
+ * Writes a frame's buffers in one writev: no body is copied into a frame buffer first.
+ * - 'tick' (the server): frames written in the same tick leave together in one syscall (a burst of
+ *   dispatches), which on a 2-core VM costs less than a syscall and a wake-up each.
+ * - 'now' (a worker): the frame leaves at once. A worker answering requests one after another in a
+ *   single tick (each run blocks it) must not hold the first answer back until the last is done.
  */
-export function writeFrame(socket: Socket, frame: Frame): void {
+export function writeFrame(socket: Socket, frame: Frame, flush: 'tick' | 'now'): void {
   const parts = encodeFrame(frame);
+  if (flush === 'tick') {
+    if (socket.writableCorked === 0) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+    }
+    for (const b of parts) socket.write(b);
+    return;
+  }
   if (parts.length === 1) {
     socket.write(parts[0]);
     return;

@@ -29,7 +29,7 @@ let maxResponseSize = Infinity;
 const running = new Map<number, { ctx: HandlerContext; index: number }>();
 
 function send(frame: Frame): void {
-  writeFrame(channel, frame);
+  writeFrame(channel, frame, 'now');
 }
 
 function log(line: string): void {

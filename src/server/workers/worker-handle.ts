@@ -239,7 +239,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   }
 
   #send(frame: Frame): void {
-    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame);
+    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
   }
 
   #setState(state: WorkerState): void {
