@@ -146,7 +146,7 @@ export interface WireResponse {
 /** Answers of a batch: all of them, or (an independent batch) one at a time as each is ready. */
 export interface ResultMessage {
   batchId: number;
-  /** Time spent in the model (handler + session.run) for these answers, µs. */
+  /** Model time (handler + session.run) behind each answer of this frame, µs: a batch's one run, or an independent request's own. */
   modelMicros: number;
   responses: WireResponse[];
 }

@@ -118,20 +118,40 @@ function loadError(err: unknown): WireError {
   return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
 }
 
+/**
+ * Most an answer of an independent batch may wait for the ones after it, so they share a frame:
+ * answers of a tiny model (tens of µs a run) leave together, a slow model's each leave at once.
+ */
+const kAnswerHoldMs = 1;
+
 async function runBatch(batch: InferMessage): Promise<void> {
-  if (batch.independent) {
-    // Sent together only to save round trips: each request is its own batch of one, and its answer
-    // leaves as soon as it is ready rather than waiting for the others.
-    for (const r of batch.requests) {
-      const t0 = performance.now();
-      const responses = await runGroup([r]);
-      send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses } });
-    }
+  const result = (responses: WireResponse[], micros: number) => send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round(micros), responses } });
+  if (!batch.independent) {
+    const t0 = performance.now();
+    const responses = await runGroup(batch.requests);
+    result(responses, (performance.now() - t0) * 1000);
     return;
   }
-  const t0 = performance.now();
-  const responses = await runGroup(batch.requests);
-  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses } });
+  // Sent together only to save round trips: each request is its own batch of one, and its answer
+  // leaves once holding it longer would delay it past kAnswerHoldMs, judged by the last run's time.
+  let held: WireResponse[] = [];
+  let heldSince = 0;
+  let heldMicros = 0;
+  for (const [i, r] of batch.requests.entries()) {
+    const t0 = performance.now();
+    const answers = await runGroup([r]);
+    const now = performance.now();
+    if (held.length === 0) heldSince = now;
+    held.push(...answers);
+    heldMicros += (now - t0) * 1000;
+    const last = i === batch.requests.length - 1;
+    if (last || now - heldSince + (now - t0) > kAnswerHoldMs) {
+      // Each answer reports its own share of the model time, not its frame's.
+      result(held, heldMicros / held.length);
+      held = [];
+      heldMicros = 0;
+    }
+  }
 }
 
 /** One call of the handler for `wire` requests (one model batch). */
