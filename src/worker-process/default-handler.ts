@@ -11,6 +11,7 @@ import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
 import { decoderFor, encoderFor } from './content-types';
 import type { JsonFormat } from './json-codec';
+import type { OutputSelection } from './oip-codec';
 import { concat, split, type PlainTensor } from './tensors';
 
 export type Slot<T> = T | Error;
@@ -22,6 +23,7 @@ export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext
       const decoded = decoderFor(req.contentType).decode(req, ctx.inputs);
       ctx.state[i].format = decoded.format;
       ctx.state[i].id = decoded.id;
+      ctx.state[i].selection = decoded.selection;
       return decoded.feeds;
     } catch (err) {
       return err as Error;
@@ -104,9 +106,14 @@ export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerConte
     if (out instanceof Error) return out;
     try {
       const codec = encoderFor(ctx.requests[i].accept);
-      if (!ctx.responses[i].contentType) ctx.responses[i].contentType = codec.mediaType;
       const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
-      return codec.encode(out, { format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs });
+      const encoded = codec.encode(out, {
+        format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs,
+        selection: ctx.state[i].selection as OutputSelection | undefined,
+      });
+      const { body, contentType }: { body: string | Buffer; contentType: string } = typeof encoded === 'string' || Buffer.isBuffer(encoded) ? { body: encoded, contentType: codec.mediaType } : encoded;
+      if (!ctx.responses[i].contentType) ctx.responses[i].contentType = contentType;
+      return body;
     } catch (err) {
       return err as Error;
     }
