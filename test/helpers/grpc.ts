@@ -1,22 +1,11 @@
 /** Real @grpc/grpc-js clients of the server's two gRPC services, loaded from the same .proto files. */
-import { credentials, Metadata, type Client, type ClientOptions, type ServiceError } from '@grpc/grpc-js';
-import { serviceDefinitions } from '../../src/grpc/protos';
+import { Metadata, type Client, type ClientOptions, type ServiceError } from '@grpc/grpc-js';
+import { connect, type GrpcClients } from '../../scripts/grpc-calls';
 
-/** A generated client: its methods are named by the .proto. */
-export type ServiceClient = Client & Record<string, (...args: any[]) => any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-export interface GrpcClients {
-  kserve: ServiceClient;
-  torchserve: ServiceClient;
-  close(): void;
-}
+export type { GrpcClients };
 
 export function grpcClients(port: number, options: ClientOptions = {}): GrpcClients {
-  const defs = serviceDefinitions();
-  const address = `127.0.0.1:${port}`;
-  const kserve = new defs.kserve(address, credentials.createInsecure(), options) as ServiceClient;
-  const torchserve = new defs.torchserve(address, credentials.createInsecure(), options) as ServiceClient;
-  return { kserve, torchserve, close: () => { kserve.close(); torchserve.close(); } };
+  return connect(`127.0.0.1:${port}`, options);
 }
 
 type Unary = (req: unknown, metadata: Metadata, options: { deadline?: number }, cb: (err: ServiceError | null, res: unknown) => void) => unknown;
