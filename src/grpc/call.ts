@@ -38,12 +38,21 @@ function authorityHost(authority: string): string {
 export class GrpcCall {
   readonly requestId = randomUUID();
   readonly #abort = new AbortController();
+  #answered = false;
 
   constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string) {
-    call.on('cancelled', () => this.#abort.abort());
+    // grpc-js reports every closed stream as cancelled, answered ones too.
+    call.on('cancelled', () => {
+      if (!this.#answered) this.#abort.abort();
+    });
     const metadata = new Metadata();
     metadata.set('x-request-id', this.requestId);
     call.sendMetadata(metadata);
+  }
+
+  /** The answer (or error) is on its way: a close from now on is no cancel. */
+  answered(): void {
+    this.#answered = true;
   }
 
   get signal(): AbortSignal {
@@ -119,6 +128,12 @@ export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Re
         scope.guard();
         return fn(call.request, scope);
       })
-      .then((res) => callback(null, res), (err) => callback(scope.fail(err)));
+      .then((res) => {
+        scope.answered();
+        callback(null, res);
+      }, (err) => {
+        scope.answered();
+        callback(scope.fail(err));
+      });
   };
 }

@@ -54,9 +54,13 @@ export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation 
           return call.invoke(stream.request.model_name, wireRequest(stream.request, call, true), (chunk) => stream.write({ prediction: chunk.body! }));
         })
         .then((result) => {
+          call.answered();
           stream.write({ prediction: result.body });
           stream.end();
-        }, (err) => stream.emit('error', call.fail(err)));
+        }, (err) => {
+          call.answered();
+          stream.emit('error', call.fail(err));
+        });
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
@@ -73,7 +77,10 @@ export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation 
           }
         });
       });
-      stream.on('end', () => void answered.then(() => stream.end()));
+      stream.on('end', () => void answered.then(() => {
+        call.answered();
+        stream.end();
+      }));
     },
   };
 }
