@@ -38,6 +38,7 @@ async function generate(req, i, ctx) {
       console.log(`client disconnected: stopped after ${n} of ${maxTokens} tokens`);
       return '';
     }
+    await ctx.drained(i);
     text += ch;
     push(ch);
   }

@@ -1,30 +1,33 @@
 /**
  * The in-process limit: plain node:http and onnxruntime-node in ONE process, decoding and encoding
- * the same JSON bodies with the same codec as the workers. It would block under real load (run()
+ * the same bodies (JSON, .npy, CSV) with the same codecs as the workers. It would block under real load (run()
  * holds the event loop) but no HTTP + JSON server in Node can do the same work faster.
  * Usage: node baseline-server.js MODEL.onnx   → prints "listening on http://127.0.0.1:PORT"
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as ort from 'onnxruntime-node';
-import { decodeJson, encodeJson } from '../../src/worker-process/json-codec';
+import { decoderFor, encodeAnswer, encoderFor } from '../../src/worker-process/content-types';
 import { openSession } from '../../src/worker-process/session';
 
 async function main(): Promise<void> {
   const onnxPath = process.argv[2];
-  const opened = await openSession({ modelName: 'baseline', modelDir: '.', onnxPath, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, decodeInputRequest: false, concurrentBatches: false, maxResponseSize: Infinity, workerId: 'baseline' }, console.error);
+  const opened = await openSession({ modelName: 'baseline', modelDir: '.', onnxPath, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, decodeInputRequest: false, concurrentBatches: false, maxResponseSize: Infinity, maxStreamBuffer: Infinity, workerId: 'baseline' }, console.error);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const decoded = decodeJson(JSON.parse(Buffer.concat(chunks).toString('utf8')), opened.inputs);
+      const body = Buffer.concat(chunks);
+      const contentType = req.headers['content-type'] ?? 'application/json';
+      const decoded = decoderFor(contentType).decode({ body, contentType, accept: contentType, headers: {}, requestId: '' }, opened.inputs);
       const feeds: Record<string, ort.Tensor> = {};
       for (const [name, t] of Object.entries(decoded.feeds)) feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
       const out = await opened.session.run(feeds);
       const outputs = Object.fromEntries(Object.entries(out).map(([n, t]) => [n, { type: t.type, dims: t.dims as number[], data: t.data as Float32Array }]));
-      const body = encodeJson(decoded.format, outputs, opened.outputs, 'baseline');
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
+      const codec = encoderFor(req.headers.accept || 'application/json');
+      const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
+      res.writeHead(200, { 'content-type': answerType, 'content-length': Buffer.byteLength(answer) });
+      res.end(answer);
     });
   });
   server.keepAliveTimeout = 65_000;

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolveConfig } from '../../src/config/resolve';
 import { MmeServer } from '../../src/server/mme-server';
-import { mlpModel } from '../../test/fixtures/onnx-models';
 import { seededRandom, zipfSampler } from '../cache-sim/random';
 import { percentiles } from './latency';
+import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
 export interface CacheLive {
   policy: string;
@@ -24,11 +24,7 @@ export interface CacheLive {
 
 export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.env.BENCH_QUICK ? 400 : 3000): Promise<CacheLive> {
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-cache-live-'));
-  for (let i = 0; i < 100; i++) {
-    const dir = path.join(store, `m${i}`);
-    fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4], seed: i + 1 }));
-  }
+  writeMlpStore(store, 100);
   const config = resolveConfig({
     fileText: ['inference_address=http://127.0.0.1:0', 'management_address=http://127.0.0.1:0', `model_store=${store}`,
       'default_workers_per_model=1', 'model_cache=on', 'max_loaded_models=20', `eviction_policy=${policy}`].join('\n'),
@@ -37,7 +33,7 @@ export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.
   const server = await new MmeServer(config, { log: () => undefined }).start();
   const url = server.url('inference');
   const next = zipfSampler(100, 1.0, seededRandom(7));
-  const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i)] } });
+  const body = MLP_STORE_BODY;
   const samples: number[] = [];
   try {
     let sent = 0;

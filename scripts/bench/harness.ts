@@ -30,7 +30,9 @@ export async function startServer(properties: string[] = []): Promise<BenchServe
     'default_workers_per_model=1',
     ...properties,
   ].join('\n'));
-  const child = spawn(process.execPath, [kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
+  const profile = process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
       const m = /API listening on (http:\/\/\S+)/.exec(l);
@@ -65,8 +67,8 @@ export interface LoadResult {
 }
 
 /** One autocannon run of `seconds` at `connections` concurrency, POSTing `body`. */
-export async function load(url: string, body: string, connections: number, seconds: number): Promise<LoadResult> {
-  const r = await autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections, duration: seconds, pipelining: 1 });
+export async function load(url: string, body: string | Buffer, connections: number, seconds: number, contentType = 'application/json'): Promise<LoadResult> {
+  const r = await autocannon({ url, method: 'POST', body, headers: { 'content-type': contentType }, connections, duration: seconds, pipelining: 1 });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
@@ -77,10 +79,10 @@ export function median(xs: number[]): number {
 }
 
 /** Warm-up once, then `reps` measured runs; returns the medians. */
-export async function measure(url: string, body: string, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }): Promise<LoadResult> {
-  await load(url, body, connections, opts.warmupSeconds);
+export async function measure(url: string, body: string | Buffer, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }, contentType?: string): Promise<LoadResult> {
+  await load(url, body, connections, opts.warmupSeconds, contentType);
   const runs: LoadResult[] = [];
-  for (let i = 0; i < opts.reps; i++) runs.push(await load(url, body, connections, opts.seconds));
+  for (let i = 0; i < opts.reps; i++) runs.push(await load(url, body, connections, opts.seconds, contentType));
   return {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),
@@ -88,6 +90,22 @@ export async function measure(url: string, body: string, connections: number, op
     errors: runs.reduce((s, r) => s + r.errors, 0),
     non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
   };
+}
+
+/**
+ * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
+ * codecs as the workers.
+ */
+export async function startBaseline(onnxPath: string): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+      const m = /listening on (\S+)/.exec(l);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { url, stop: () => child.kill('SIGKILL') };
 }
 
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */

@@ -3,13 +3,11 @@
  * limit measured in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
  * p50 server overhead at concurrency 1 (our p50 − raw session.run p50; target ≤ 0.5 ms).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import * as ort from 'onnxruntime-node';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, measure, postJson, startServer, type LoadResult } from './harness';
+import { benchDurations, measure, postJson, startBaseline, startServer, type LoadResult } from './harness';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
@@ -20,18 +18,6 @@ export interface HotPathResult {
   latencyBaseline: Percentiles;
   rawRun: Percentiles;
   overheadMs: number;
-}
-
-async function startBaseline(onnxPath: string): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-      const m = /listening on (\S+)/.exec(l);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
-  });
-  return { url, stop: () => child.kill('SIGKILL') };
 }
 
 export async function benchHotPath(): Promise<HotPathResult> {

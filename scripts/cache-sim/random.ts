@@ -12,15 +12,15 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-/** Draws ranks 0..n-1 with P(rank k) ∝ 1 / (k + 1)^s, by binary search in the cumulative weights. */
-export function zipfSampler(n: number, s: number, random: () => number): () => number {
+/** Draws indexes 0..n-1 with P(i) ∝ weights[i], by binary search in the cumulative weights. */
+export function weightedSampler(weights: readonly number[], random: () => number): () => number {
   const cumulative: number[] = [];
   let sum = 0;
-  for (let k = 1; k <= n; k++) cumulative.push((sum += 1 / k ** s));
+  for (const w of weights) cumulative.push((sum += w));
   return () => {
     const x = random() * sum;
     let lo = 0;
-    let hi = n - 1;
+    let hi = cumulative.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (cumulative[mid] > x) hi = mid;
@@ -28,6 +28,11 @@ export function zipfSampler(n: number, s: number, random: () => number): () => n
     }
     return lo;
   };
+}
+
+/** Draws ranks 0..n-1 with P(rank k) ∝ 1 / (k + 1)^s. */
+export function zipfSampler(n: number, s: number, random: () => number): () => number {
+  return weightedSampler(Array.from({ length: n }, (_, k) => 1 / (k + 1) ** s), random);
 }
 
 /** Fisher–Yates: a random order of 0..n-1. */

@@ -4,7 +4,7 @@
  * model fits. Loads are instantaneous and nothing is pinned, so only the policy's choices differ.
  */
 import type { EvictionPolicy } from '../../src/server/cache/eviction-policy';
-import type { SimModel, Trace } from './traces';
+import type { SimModel, SimRequest, Trace } from './traces';
 
 export interface Capacity {
   readonly bytes: number;
@@ -23,7 +23,10 @@ export interface SimResult {
 /** Gets the trace so that an offline policy (Belady) can look ahead; online ones ignore it. */
 export type PolicyFactory = (trace: Trace) => EvictionPolicy;
 
-export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Capacity): SimResult {
+/** Sees each request after the cache has served it: whether it hit, and the bytes loaded then. */
+export type RequestObserver = (request: SimRequest, hit: boolean, usedBytes: number) => void;
+
+export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Capacity, observe?: RequestObserver): SimResult {
   const policy = createPolicy(trace);
   const loaded = new Map<string, SimModel>();
   const maxModels = capacity.models ?? Infinity;
@@ -36,6 +39,7 @@ export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Ca
     if (loaded.has(model.name)) {
       hits++;
       policy.touch(model.name, request.at);
+      observe?.(request, true, used);
       continue;
     }
     if (model.sizeBytes > capacity.bytes) throw new Error(`${model.name} (${model.sizeBytes} bytes) can never fit in ${capacity.bytes} bytes`);
@@ -51,6 +55,7 @@ export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Ca
     bytesLoaded += model.sizeBytes;
     loadMicros += model.loadMicros;
     policy.admit(model.name, model.sizeBytes, model.loadMicros, request.at);
+    observe?.(request, false, used);
   }
   return { requests: trace.requests.length, hits, loads: trace.requests.length - hits, bytesLoaded, loadMicros };
 }

@@ -83,6 +83,10 @@ export const KEYS = [
     doc: 'Largest response a worker may return, in bytes (larger fails the request with 500).',
   },
   {
+    name: 'max_stream_buffer', kind: 'int', default: '8388608', range: atLeast(65536),
+    doc: 'Bytes of one streamed response that may be on their way to a slow client. A streaming handler awaits context.drained(i) between chunks to wait for it; one that sends past it fails that request with a message saying so.',
+  },
+  {
     name: 'access_log', kind: 'bool', default: 'false',
     doc: 'true = one line per request in the server log, as MMS\'s access log: client address, method and path, status, milliseconds and the x-request-id.',
   },

@@ -79,6 +79,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxResponseSize: read('max_response_size'),
     decodeInputRequest: read('decode_input_request'),
     accessLog: read('access_log'),
+    maxStreamBuffer: read('max_stream_buffer'),
     numberOfGpu,
     metricTimeIntervalSeconds: read('metric_time_interval'),
     defaultBatchSize: read('batch_size'),

@@ -43,6 +43,7 @@ export interface ServerConfig {
   readonly maxResponseSize: number;
   readonly decodeInputRequest: boolean;
   readonly accessLog: boolean;
+  readonly maxStreamBuffer: number;
   readonly numberOfGpu: number;
   readonly metricTimeIntervalSeconds: number;
   readonly defaultBatchSize: number;

@@ -1,6 +1,6 @@
 /**
  * What every gRPC call gets, as an HTTP request does: a request id (sent back as x-request-id
- * metadata), the listener guards, an AbortSignal that fires on the client's cancel or deadline
+ * metadata), the listener guards, a CancelToken that fires on the client's cancel or deadline
  * (queued work is dropped, a running streaming handler sees context.isCancelled), the invocation
  * metrics, and the error log line.
  */
@@ -11,8 +11,9 @@ import { MmeError, isMmeError } from '../errors';
 import { isLoopback } from '../http/guards';
 import type { MetricsRecorder } from '../metrics';
 import { modelNotFound } from '../oip/model-metadata';
-import type { ChunkMessage, WireRequest } from '../protocol/frames';
-import type { InvokeResult } from '../server/models/job';
+import type { WireRequest } from '../protocol/frames';
+import { CancelToken } from '../server/models/cancel-token';
+import type { InvokeResult, JobOptions } from '../server/models/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { toServiceError } from './status';
 
@@ -37,13 +38,13 @@ function authorityHost(authority: string): string {
 
 export class GrpcCall {
   readonly requestId = randomUUID();
-  readonly #abort = new AbortController();
+  readonly cancel = new CancelToken();
   #answered = false;
 
   constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
-      if (!this.#answered) this.#abort.abort();
+      if (!this.#answered) this.cancel.cancel();
     });
     const metadata = new Metadata();
     metadata.set('x-request-id', this.requestId);
@@ -53,10 +54,6 @@ export class GrpcCall {
   /** The answer (or error) is on its way: a close from now on is no cancel. */
   answered(): void {
     this.#answered = true;
-  }
-
-  get signal(): AbortSignal {
-    return this.#abort.signal;
   }
 
   /** Refused before any work, as the HTTP guards refuse: during shutdown, and a foreign :authority on a loopback listener. */
@@ -75,7 +72,7 @@ export class GrpcCall {
   }
 
   /** Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is. */
-  async invoke(name: string, request: WireRequest, onChunk?: (chunk: ChunkMessage) => void): Promise<InvokeResult> {
+  async invoke(name: string, request: WireRequest, onChunk?: JobOptions['onChunk']): Promise<InvokeResult> {
     const t0 = performance.now();
     const { manager, metrics } = this.deps;
     // Metrics name only models the server knows: any other name is unbounded client text.
@@ -84,11 +81,11 @@ export class GrpcCall {
     let status = 200;
     try {
       if (!known) throw modelNotFound(name);
-      result = await manager.invoke(name, request, { signal: this.signal, onChunk });
+      result = await manager.invoke(name, request, { cancel: this.cancel, onChunk });
       if (result.status >= 400) throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, { status: result.status });
       return result;
     } catch (err) {
-      status = this.signal.aborted ? 499 : isMmeError(err) ? err.status : 500;
+      status = this.cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
       throw err;
     } finally {
       metrics.invocation({

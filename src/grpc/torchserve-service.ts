@@ -51,7 +51,10 @@ export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation 
       Promise.resolve()
         .then(() => {
           call.guard();
-          return call.invoke(stream.request.model_name, wireRequest(stream.request, call, true), (chunk) => stream.write({ prediction: chunk.body! }));
+          return call.invoke(stream.request.model_name, wireRequest(stream.request, call, true), (chunk, delivered) => {
+            // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
+            stream.write({ prediction: chunk.body! }, () => delivered());
+          });
         })
         .then((result) => {
           call.answered();

@@ -24,12 +24,20 @@ function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: nu
   return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`);
 }
 
+/** The whole body as one buffer (management requests: small JSON). */
+export async function readBody(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer> {
+  const chunks = await readBodyChunks(http, limit);
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+}
+
 /**
- * Reads the whole body, refusing before reading past `limit`: a declared Content-Length over the
- * limit is refused without reading at all, and a chunked body is cut off at the limit. Either way
- * the connection ends once the 413 is out (closeAfterAnswer).
+ * Reads the whole body as the socket delivered it, refusing before reading past `limit`: a
+ * declared Content-Length over the limit is refused without reading at all, and a chunked body is
+ * cut off at the limit. Either way the connection ends once the 413 is out (closeAfterAnswer).
+ * The pieces are not joined: an invoke body goes on to its worker as they are (one writev), so
+ * this process never copies a payload.
  */
-export function readBody(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer> {
+export function readBodyChunks(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer[]> {
   const { req } = http;
   const declared = Number(req.headers['content-length']);
   if (declared > limit) return Promise.reject(tooLarge(http, limit));
@@ -48,7 +56,7 @@ export function readBody(http: { req: IncomingMessage; res: ServerResponse }, li
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      resolve(chunks);
     };
     const onError = (err: Error) => {
       cleanup();

@@ -9,8 +9,9 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
+import { CancelToken } from '../server/models/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
-import { readBody } from './body';
+import { readBodyChunks } from './body';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
 const kTargetModel = 'x-amzn-sagemaker-target-model';
@@ -35,27 +36,30 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
     if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
-    const body = await readBody(ctx, maxRequestSize);
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    const body = await readBodyChunks(ctx, maxRequestSize);
+    // Node's own header object: copied into the frame only for a custom handler, which may read it.
+    const headers = ctx.req.headers;
     const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
+    const customAttributes = ctx.req.headers[kCustomAttributes] as string | undefined;
     const request: WireRequest = { id: 0, requestId: ctx.state.requestId as string, contentType: headers['content-type'] ?? '', accept, headers, body };
     // A client that leaves before its request reaches a worker should cost nothing; one that leaves
     // mid-stream should stop its handler (context.isCancelled).
-    const abort = new AbortController();
+    const cancel = new CancelToken();
     ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) abort.abort();
+      if (!ctx.res.writableFinished) cancel.cancel();
     });
-    const onChunk = (chunk: ChunkMessage) => {
+    // Back-pressure: a chunk is acknowledged to the worker only once the client's socket took it,
+    // so a client that stops reading stops the handler (context.drained) instead of filling this process.
+    const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
       if (chunk.head) {
         ctx.respond = false; // the body goes out piece by piece below, not through Koa
-        setHead(ctx, chunk.head, headers[kCustomAttributes]);
+        setHead(ctx, chunk.head, customAttributes);
       }
-      ctx.res.write(chunk.body!);
+      ctx.res.write(chunk.body!, delivered);
     };
     let result;
     try {
-      result = await manager.invoke(target, request, { signal: abort.signal, onChunk });
+      result = await manager.invoke(target, request, { cancel, onChunk });
     } catch (err) {
       // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
       if (ctx.res.headersSent) ctx.res.destroy();
@@ -66,7 +70,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
       ctx.res.end(result.body);
       return;
     }
-    setHead(ctx, result, headers[kCustomAttributes]);
+    setHead(ctx, result, customAttributes);
     ctx.body = result.body;
   };
 
@@ -91,14 +95,14 @@ function invocationsTarget(ctx: Context, manager: ModelManager): string {
   const header = ctx.get(kMultiplexedModel) || ctx.get(kTargetModel);
   const query = typeof ctx.query.model_name === 'string' ? ctx.query.model_name : '';
   const wanted = header || query;
-  const loaded = manager.list();
   if (wanted) {
-    if (loaded.some((m) => m.name === wanted)) return wanted;
-    const base = wanted.split('/').pop()!.replace(/\.(tar\.gz|tgz)$/, '');
-    return base;
+    if (manager.registered(wanted)) return wanted;
+    return wanted.split('/').pop()!.replace(/\.(tar\.gz|tgz)$/, '');
   }
-  if (loaded.length === 1) return loaded[0].name;
-  throw new MmeError('MME_ERR_BAD_REQUEST', loaded.length === 0
+  const only = manager.onlyModel();
+  if (only !== null) return only;
+  const loaded = manager.list().length;
+  throw new MmeError('MME_ERR_BAD_REQUEST', loaded === 0
     ? 'No model is loaded. Load one with POST /models, then invoke it.'
-    : `${loaded.length} models are loaded; name the target with the X-Amzn-SageMaker-Target-Model header or POST /models/{name}/invoke.`);
+    : `${loaded} models are loaded; name the target with the X-Amzn-SageMaker-Target-Model header or POST /models/{name}/invoke.`);
 }

@@ -11,6 +11,7 @@ import type { MmeError } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { oipWireRequest } from '../oip/infer-request';
 import { checkVersion, modelMetadata, modelNotFound, modelReady, serverMetadata } from '../oip/model-metadata';
+import { CancelToken } from '../server/models/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
 import { readBody } from './body';
 
@@ -62,14 +63,12 @@ async function infer(ctx: Context, manager: ModelManager, maxRequestSize: number
   const body = await readBody(ctx, maxRequestSize);
   const declared = ctx.get(HEADER_LENGTH_HEADER);
   const headerLength = declared ? Number(declared) : headerLengthOf(ctx.get('content-type')) ?? body.length;
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(ctx.req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
   // A client that leaves before its request reaches a worker costs nothing.
-  const abort = new AbortController();
+  const cancel = new CancelToken();
   ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) abort.abort();
+    if (!ctx.res.writableFinished) cancel.cancel();
   });
-  const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, headers), { signal: abort.signal });
+  const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel });
   ctx.state.result = result;
   ctx.status = result.status;
   for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);

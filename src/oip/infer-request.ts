@@ -9,7 +9,7 @@ import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBo
 import type { V2InferResponse } from './types';
 
 /** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
-export function oipWireRequest(requestId: string, body: Buffer, headerLength: number, headers: Record<string, string>): WireRequest {
+export function oipWireRequest(requestId: string, body: Buffer, headerLength: number, headers: WireRequest['headers']): WireRequest {
   return { id: 0, requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
 }
 

@@ -4,14 +4,18 @@
  *
  *   u32 BE  length of everything after this field
  *   u8      message kind (MessageKind)
- *   u32 BE  length of the JSON header
- *   ...     JSON header (small metadata only: names, ids, statuses, lengths)
+ *   u32 BE  length of the header
+ *   ...     header: fixed binary fields for the per-request messages (Infer, Result, Chunk,
+ *           ChunkAck, Cancel: see the codecs below), JSON for the rare control messages (Load,
+ *           Started, Loaded, LoadFailed), which carry no bodies
  *   ...     payload: raw bytes (request/response bodies, tensor data) back to back, sliced by the
  *           lengths the header lists
  *
- * Bodies and tensors are never JSON-encoded on this pipe: a 256 KB float tensor as a JSON array
- * costs ~25x more per round trip than as bytes (practices-and-performance.md B.2).
+ * Bodies are never serialised: a frame is written as its header followed by the body buffers
+ * themselves (one writev), and read back as slices of the frame buffer.
  */
+import type { Socket } from 'node:net';
+import { BinaryReader, BinaryWriter } from './binary';
 import type { WireError } from '../errors';
 
 export const enum MessageKind {
@@ -19,6 +23,8 @@ export const enum MessageKind {
   Load = 1,
   Infer = 2,
   Cancel = 3,
+  /** The parent handed `bytes` of a stream's chunks to the client's socket: the worker may send more. */
+  ChunkAck = 4,
   // worker → parent
   Started = 9,
   Loaded = 10,
@@ -73,6 +79,8 @@ export interface LoadMessage {
   concurrentBatches: boolean;
   /** Largest answer (or streamed chunk) the worker may send: it checks each one before sending. */
   maxResponseSize: number;
+  /** Most bytes of one stream's chunks on their way to its client before the handler must wait (max_stream_buffer). */
+  maxStreamBuffer: number;
   workerId: string;
 }
 
@@ -103,10 +111,13 @@ export interface WireRequest {
   requestId: string;
   contentType: string;
   accept: string;
-  headers: Record<string, string>;
-  /** Set by the parent, from the payload slicing; not sent in the header. */
-  body?: Buffer;
-  bodyLength?: number;
+  /**
+   * The client's headers, lower-case names (Node's IncomingHttpHeaders will do: lists are joined).
+   * Sent only to custom handlers (InferMessage.withHeaders): the default handler never reads them.
+   */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** As sent: one buffer, or the pieces the client's socket delivered (written back to back). As received: one slice. */
+  body?: Buffer | readonly Buffer[];
   /** The client asked for a streamed response (intermediate chunks allowed). */
   stream?: boolean;
 }
@@ -116,9 +127,11 @@ export interface InferMessage {
   requests: WireRequest[];
   /**
    * The requests are not a model batch: they travel in one frame only to share its round trip,
-   * and the worker runs each on its own (batch_size 1 under a backlog).
+   * and the worker runs each on its own (batch_size 1 under a backlog), answering each at once.
    */
   independent?: boolean;
+  /** Send the requests' headers: the model's handler is a custom one, which may read them. */
+  withHeaders?: boolean;
 }
 
 export interface WireResponse {
@@ -128,12 +141,12 @@ export interface WireResponse {
   headers: Record<string, string>;
   error?: WireError;
   body?: Buffer;
-  bodyLength?: number;
 }
 
+/** Answers of a batch: all of them, or (an independent batch) one at a time as each is ready. */
 export interface ResultMessage {
   batchId: number;
-  /** Time spent in the model (handler + session.run) for the batch, µs. */
+  /** Time spent in the model (handler + session.run) for these answers, µs. */
   modelMicros: number;
   responses: WireResponse[];
 }
@@ -150,17 +163,22 @@ export interface ChunkMessage {
   /** Only on a request's first chunk. */
   head?: ResponseHead;
   body?: Buffer;
-  bodyLength?: number;
 }
 
 export interface CancelMessage {
   id: number;
 }
 
+export interface ChunkAckMessage {
+  id: number;
+  bytes: number;
+}
+
 export type Frame =
   | { kind: MessageKind.Load; msg: LoadMessage }
   | { kind: MessageKind.Infer; msg: InferMessage }
   | { kind: MessageKind.Cancel; msg: CancelMessage }
+  | { kind: MessageKind.ChunkAck; msg: ChunkAckMessage }
   | { kind: MessageKind.Started; msg: StartedMessage }
   | { kind: MessageKind.Loaded; msg: LoadedMessage }
   | { kind: MessageKind.LoadFailed; msg: LoadFailedMessage }
@@ -169,53 +187,157 @@ export type Frame =
 
 const kPrefix = 9; // u32 length + u8 kind + u32 header length
 
-/** Messages whose header carries a list of items with bodies sliced from the payload. */
-function bodiesOf(frame: Frame): Array<{ body?: Buffer; bodyLength?: number }> {
+/** A frame as buffers to write back to back: the prefix and header, then each body as it is. */
+export function encodeFrame(frame: Frame): Buffer[] {
+  const w = new BinaryWriter();
+  w.skip(kPrefix);
+  const bodies: Buffer[] = [];
   switch (frame.kind) {
-    case MessageKind.Infer: return frame.msg.requests;
-    case MessageKind.Result: return frame.msg.responses;
-    case MessageKind.Chunk: return [frame.msg];
-    default: return [];
+    case MessageKind.Infer: writeInfer(w, frame.msg, bodies); break;
+    case MessageKind.Result: writeResult(w, frame.msg, bodies); break;
+    case MessageKind.Chunk: writeChunk(w, frame.msg, bodies); break;
+    case MessageKind.Cancel: w.u32(frame.msg.id); break;
+    case MessageKind.ChunkAck: w.u32(frame.msg.id); w.u32(frame.msg.bytes); break;
+    default: w.raw(Buffer.from(JSON.stringify(frame.msg)));
   }
+  const head = w.finish();
+  let payload = 0;
+  for (const b of bodies) payload += b.length;
+  head.writeUInt32BE(head.length - 4 + payload, 0);
+  head.writeUInt8(frame.kind, 4);
+  head.writeUInt32BE(head.length - kPrefix, 5);
+  return bodies.length === 0 ? [head] : [head, ...bodies];
 }
 
-export function encodeFrame(frame: Frame): Buffer {
-  const items = bodiesOf(frame);
-  let payloadLength = 0;
-  for (const item of items) {
-    item.bodyLength = item.body ? item.body.length : 0;
-    payloadLength += item.bodyLength;
+/**
+ * Writes a frame's buffers in one writev: no body is copied into a frame buffer first.
+ * - 'tick' (the server): frames written in the same tick leave together in one syscall (a burst of
+ *   dispatches), which on a 2-core VM costs less than a syscall and a wake-up each.
+ * - 'now' (a worker): the frame leaves at once. A worker answering requests one after another in a
+ *   single tick (each run blocks it) must not hold the first answer back until the last is done.
+ */
+export function writeFrame(socket: Socket, frame: Frame, flush: 'tick' | 'now'): void {
+  const parts = encodeFrame(frame);
+  if (flush === 'tick') {
+    if (socket.writableCorked === 0) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+    }
+    for (const b of parts) socket.write(b);
+    return;
   }
-  const header = Buffer.from(JSON.stringify(frame.msg, omitBody));
-  const out = Buffer.allocUnsafe(kPrefix + header.length + payloadLength);
-  out.writeUInt32BE(out.length - 4, 0);
-  out.writeUInt8(frame.kind, 4);
-  out.writeUInt32BE(header.length, 5);
-  header.copy(out, kPrefix);
-  let offset = kPrefix + header.length;
-  for (const item of items) {
-    if (item.body) offset += item.body.copy(out, offset);
+  if (parts.length === 1) {
+    socket.write(parts[0]);
+    return;
   }
-  return out;
+  socket.cork();
+  for (const b of parts) socket.write(b);
+  socket.uncork();
 }
 
-function omitBody(key: string, value: unknown): unknown {
-  return key === 'body' ? undefined : value;
-}
-
-function decodeFrame(buf: Buffer): Frame {
+/** Decodes one whole frame; bodies are slices of `buf`, which belongs to this frame alone. */
+export function decodeFrame(buf: Buffer): Frame {
   const kind = buf.readUInt8(4) as MessageKind;
-  const headerLength = buf.readUInt32BE(5);
-  const msg = JSON.parse(buf.toString('utf8', kPrefix, kPrefix + headerLength));
-  const frame = { kind, msg } as Frame;
-  let offset = kPrefix + headerLength;
-  for (const item of bodiesOf(frame)) {
-    const n = item.bodyLength ?? 0;
-    // subarray, not a copy: the frame buffer is owned by this message alone.
-    item.body = buf.subarray(offset, offset + n);
-    offset += n;
+  const headerEnd = kPrefix + buf.readUInt32BE(5);
+  const r = new BinaryReader(buf, kPrefix, headerEnd);
+  switch (kind) {
+    case MessageKind.Infer: return { kind, msg: readInfer(r) };
+    case MessageKind.Result: return { kind, msg: readResult(r) };
+    case MessageKind.Chunk: return { kind, msg: readChunk(r) };
+    case MessageKind.Cancel: return { kind, msg: { id: r.u32() } };
+    case MessageKind.ChunkAck: return { kind, msg: { id: r.u32(), bytes: r.u32() } };
+    default: return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) } as Frame;
   }
-  return frame;
+}
+
+const kIndependent = 1;
+const kWithHeaders = 2;
+const kStream = 1;
+const kHasHeaders = 2;
+
+function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
+  w.u32(m.batchId);
+  w.u8((m.independent ? kIndependent : 0) | (m.withHeaders ? kWithHeaders : 0));
+  w.u32(m.requests.length);
+  for (const r of m.requests) {
+    const headers = m.withHeaders ? r.headers : undefined;
+    w.u32(r.id);
+    w.u8((r.stream ? kStream : 0) | (headers ? kHasHeaders : 0));
+    w.str(r.requestId);
+    w.str(r.contentType);
+    w.str(r.accept);
+    if (headers) w.headers(headers);
+    w.body(r.body, bodies);
+  }
+}
+
+function readInfer(r: BinaryReader): InferMessage {
+  const batchId = r.u32();
+  const flags = r.u8();
+  const n = r.u32();
+  const requests: WireRequest[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const id = r.u32();
+    const f = r.u8();
+    const req: WireRequest = { id, requestId: r.str(), contentType: r.str(), accept: r.str() };
+    if (f & kStream) req.stream = true;
+    if (f & kHasHeaders) req.headers = r.headers();
+    req.body = r.body();
+    requests[i] = req;
+  }
+  return { batchId, requests, ...(flags & kIndependent ? { independent: true } : {}), ...(flags & kWithHeaders ? { withHeaders: true } : {}) };
+}
+
+function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void {
+  w.u32(m.batchId);
+  w.f64(m.modelMicros);
+  w.u32(m.responses.length);
+  for (const x of m.responses) {
+    w.u32(x.id);
+    w.u16(x.status);
+    w.str(x.contentType);
+    w.headers(x.headers);
+    w.u8(x.error ? 1 : 0);
+    if (x.error) {
+      w.str(x.error.code);
+      w.u16(x.error.status);
+      w.str(x.error.message);
+    }
+    w.body(x.body, bodies);
+  }
+}
+
+function readResult(r: BinaryReader): ResultMessage {
+  const batchId = r.u32();
+  const modelMicros = r.f64();
+  const n = r.u32();
+  const responses: WireResponse[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const x: WireResponse = { id: r.u32(), status: r.u16(), contentType: r.str(), headers: r.headers() as Record<string, string> };
+    if (r.u8() === 1) x.error = { code: r.str(), status: r.u16(), message: r.str() };
+    x.body = r.body();
+    responses[i] = x;
+  }
+  return { batchId, modelMicros, responses };
+}
+
+function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
+  w.u32(m.id);
+  w.u8(m.head ? 1 : 0);
+  if (m.head) {
+    w.u16(m.head.status);
+    w.str(m.head.contentType);
+    w.headers(m.head.headers);
+  }
+  w.body(m.body, bodies);
+}
+
+function readChunk(r: BinaryReader): ChunkMessage {
+  const id = r.u32();
+  const msg: ChunkMessage = { id };
+  if (r.u8() === 1) msg.head = { status: r.u16(), contentType: r.str(), headers: r.headers() as Record<string, string> };
+  msg.body = r.body();
+  return msg;
 }
 
 export class FrameTooLargeError extends Error {

@@ -84,6 +84,12 @@ export function encoderFor(accept: string): Codec {
   return kCodecs.find((c) => c.mediaType === type)!;
 }
 
+/** The answer and its Content-Type: the codec's media type, or the codec's own when its body needs parameters there. */
+export function encodeAnswer(codec: Codec, outputs: Record<string, PlainTensor>, meta: EncodeMeta): { body: string | Buffer; contentType: string } {
+  const encoded = codec.encode(outputs, meta);
+  return typeof encoded === 'string' || Buffer.isBuffer(encoded) ? { body: encoded, contentType: codec.mediaType } : encoded;
+}
+
 function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));

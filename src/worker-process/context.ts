@@ -40,6 +40,8 @@ export interface ModelInfo {
   outputs: readonly TensorInfo[];
   /** The handler exports `streaming = true`: it may send intermediate chunks, one request per batch. */
   streaming: boolean;
+  /** Most bytes of a stream's chunks that may be on their way to a client (max_stream_buffer). */
+  maxStreamBuffer: number;
 }
 
 /** Sends one chunk of request `index`; `head` rides along with that request's first chunk. */
@@ -64,6 +66,10 @@ export class HandlerContext {
   readonly responses: ResponseHead[];
   readonly #cancelled = new Set<number>();
   readonly #streamed = new Set<number>();
+  /** Streamed bytes per request not yet acknowledged by the server. */
+  readonly #unacked: number[] = [];
+  #drainWaiters: Array<{ index: number; resolve: () => void }> = [];
+  readonly #streamLimit: number;
 
   constructor(model: ModelInfo, readonly requests: HandlerRequest[], private readonly sendChunk: SendChunk) {
     this.modelName = model.modelName;
@@ -74,6 +80,7 @@ export class HandlerContext {
     this.inputs = model.inputs;
     this.outputs = model.outputs;
     this.streaming = model.streaming;
+    this.#streamLimit = model.maxStreamBuffer;
     this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: SERVER_NAME, server_version: SERVER_VERSION };
     this.state = requests.map(() => ({}));
     this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
@@ -126,10 +133,45 @@ export class HandlerContext {
     }
     if (!this.requests[index]) throw new Error(`context.sendIntermediate: request index ${index} is not in this batch of ${this.requests.length}`);
     if (this.#cancelled.has(index)) return false;
+    const body = toBuffer(chunk);
+    const pending = this.#unacked[index] ?? 0;
+    if (pending > 0 && pending + body.length > this.#streamLimit) {
+      throw new Error(`the client of this stream is not reading: ${pending} bytes of chunks are still waiting to reach it, and max_stream_buffer is ${this.#streamLimit}; await context.drained(${index}) before sending more`);
+    }
+    this.#unacked[index] = pending + body.length;
     const first = !this.#streamed.has(index);
     this.#streamed.add(index);
-    this.sendChunk(index, toBuffer(chunk), first ? this.responses[index] : undefined);
+    this.sendChunk(index, body, first ? this.responses[index] : undefined);
     return true;
+  }
+
+  /**
+   * Resolves once the chunks of request `index` have mostly reached its client (at most half of
+   * max_stream_buffer still on the way), or it has gone: await it between chunks, and a slow
+   * client slows the handler instead of filling the server's memory.
+   */
+  drained(index: number): Promise<void> {
+    if (this.#isDrained(index)) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push({ index, resolve }));
+  }
+
+  /** The server handed `bytes` of request `index`'s chunks to its client's socket. */
+  acknowledge(index: number, bytes: number): void {
+    this.#unacked[index] = Math.max(0, (this.#unacked[index] ?? 0) - bytes);
+    this.#wakeDrained();
+  }
+
+  #isDrained(index: number): boolean {
+    return this.#cancelled.has(index) || (this.#unacked[index] ?? 0) <= this.#streamLimit / 2;
+  }
+
+  #wakeDrained(): void {
+    const waiting = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const w of waiting) {
+      if (this.#isDrained(w.index)) w.resolve();
+      else this.#drainWaiters.push(w);
+    }
   }
 
   /** The x-request-id of request `index`: put it in log lines to tie them to the server's. */
@@ -145,6 +187,7 @@ export class HandlerContext {
   /** Called by the worker when the server reports that the client of request `index` is gone. */
   cancel(index: number): void {
     this.#cancelled.add(index);
+    this.#wakeDrained();
   }
 }
 

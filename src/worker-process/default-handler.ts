@@ -9,7 +9,7 @@
 import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
-import { decoderFor, encoderFor } from './content-types';
+import { decoderFor, encodeAnswer, encoderFor } from './content-types';
 import type { JsonFormat } from './json-codec';
 import type { OutputSelection } from './oip-codec';
 import { concat, split, type PlainTensor } from './tensors';
@@ -107,11 +107,10 @@ export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerConte
     try {
       const codec = encoderFor(ctx.requests[i].accept);
       const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
-      const encoded = codec.encode(out, {
+      const { body, contentType } = encodeAnswer(codec, out, {
         format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs,
         selection: ctx.state[i].selection as OutputSelection | undefined,
       });
-      const { body, contentType }: { body: string | Buffer; contentType: string } = typeof encoded === 'string' || Buffer.isBuffer(encoded) ? { body: encoded, contentType: codec.mediaType } : encoded;
       if (!ctx.responses[i].contentType) ctx.responses[i].contentType = contentType;
       return body;
     } catch (err) {

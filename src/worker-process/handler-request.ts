@@ -8,7 +8,8 @@ import { OIP_MEDIA_TYPE } from '../oip/binary-body';
 import { essence, isJson } from './media-types';
 
 export function toHandlerRequest(r: WireRequest, decodeInput: boolean): HandlerRequest {
-  const req: HandlerRequest = { body: r.body!, contentType: r.contentType, accept: r.accept, headers: r.headers, requestId: r.requestId };
+  // Decoded from a frame, a body is always one slice.
+  const req: HandlerRequest = { body: r.body as Buffer, contentType: r.contentType, accept: r.accept, headers: (r.headers ?? {}) as Record<string, string>, requestId: r.requestId };
   if (decodeInput) req.data = decode(req.body, essence(req.contentType));
   return req;
 }

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
 import {
-  FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadMessage, type WireRequest, type WireResponse,
+  FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadMessage, type WireRequest, type WireResponse,
 } from '../protocol/frames';
 import { HandlerContext, toBuffer, type ModelInfo } from './context';
 import { loadHandler, type Handler } from './handler';
@@ -29,7 +29,7 @@ let maxResponseSize = Infinity;
 const running = new Map<number, { ctx: HandlerContext; index: number }>();
 
 function send(frame: Frame): void {
-  channel.write(encodeFrame(frame));
+  writeFrame(channel, frame, 'now');
 }
 
 function log(line: string): void {
@@ -48,6 +48,11 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
     case MessageKind.Cancel: {
       const r = running.get(frame.msg.id);
       r?.ctx.cancel(r.index);
+      break;
+    }
+    case MessageKind.ChunkAck: {
+      const r = running.get(frame.msg.id);
+      r?.ctx.acknowledge(r.index, frame.msg.bytes);
       break;
     }
     default:
@@ -82,7 +87,7 @@ async function load(msg: LoadMessage): Promise<void> {
     model = {
       // The parent sends a streaming handler one request per batch, whatever batch_size says.
       modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
-      session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming,
+      session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming, maxStreamBuffer: msg.maxStreamBuffer,
     };
     await handler.initialize(new HandlerContext(model, [], () => undefined));
     send({
@@ -114,16 +119,19 @@ function loadError(err: unknown): WireError {
 }
 
 async function runBatch(batch: InferMessage): Promise<void> {
-  const t0 = performance.now();
-  const responses: WireResponse[] = [];
   if (batch.independent) {
-    // Sent together only to save round trips: each request is its own batch of one.
-    for (const r of batch.requests) responses.push(...(await runGroup([r])));
-  } else {
-    responses.push(...(await runGroup(batch.requests)));
+    // Sent together only to save round trips: each request is its own batch of one, and its answer
+    // leaves as soon as it is ready rather than waiting for the others.
+    for (const r of batch.requests) {
+      const t0 = performance.now();
+      const responses = await runGroup([r]);
+      send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses } });
+    }
+    return;
   }
-  const modelMicros = Math.round((performance.now() - t0) * 1000);
-  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros, responses } });
+  const t0 = performance.now();
+  const responses = await runGroup(batch.requests);
+  send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses } });
 }
 
 /** One call of the handler for `wire` requests (one model batch). */

@@ -96,6 +96,10 @@ export class FakeWorker implements ModelWorker {
     this.cancelled.push(job.id);
   }
 
+  acknowledge(): void {
+    // Fake workers do not stream.
+  }
+
   kill(reason: KillReason): void {
     this.killedBy ??= reason;
     if (this.fleet.options.autoExit && this.alive) setImmediate(() => this.alive && this.exit('SIGKILL'));
@@ -137,7 +141,7 @@ export class FakeWorker implements ModelWorker {
     const [batch] = this.batches.splice(index, 1);
     if (!batch) throw new Error(`worker ${this.id} holds no batch ${index}`);
     const responses = batch.jobs.map((j) => ({ id: j.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: j.id })), ...respond(j) }));
-    this.#listener?.result(this, batch, { batchId: batch.msg.batchId, modelMicros: 1, responses });
+    this.#listener?.result(this, batch, { batchId: batch.msg.batchId, modelMicros: 1, responses }, true);
   }
 
   /** The process ends: by the signal the server sent, or on its own. */

@@ -5,9 +5,9 @@
  * gzip-compressed once it reaches 10 KiB; timestamps arrive as epoch seconds. It records every
  * request and can fail, throttle, reject or hang on demand.
  */
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type http from 'node:http';
 import zlib from 'node:zlib';
+import { AwsServiceFake, LocalAwsEndpoint, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
 
 export interface ReceivedDatum {
   MetricName: string;
@@ -31,7 +31,7 @@ export type Mode = 'ok' | 'fail' | 'throttle' | 'reject' | 'hang';
 
 const kTarget = 'GraniteServiceVersion20100801.PutMetricData';
 
-export class FakeCloudWatch {
+export class FakeCloudWatch extends AwsServiceFake {
   readonly calls: ReceivedCall[] = [];
   /** Requests that did not look like the SDK's PutMetricData, with the reason. */
   readonly protocolErrors: string[] = [];
@@ -39,21 +39,13 @@ export class FakeCloudWatch {
   readonly script: Mode[] = [];
   mode: Mode = 'ok';
   attempts = 0;
-  readonly #sockets = new Set<Socket>();
 
-  private constructor(readonly server: http.Server, readonly url: string) {
-    server.on('connection', (s) => {
-      this.#sockets.add(s);
-      s.on('close', () => this.#sockets.delete(s));
-    });
+  private constructor(endpoint: LocalAwsEndpoint) {
+    super(endpoint);
   }
 
-  static async start(): Promise<FakeCloudWatch> {
-    let fake: FakeCloudWatch | undefined;
-    const server = http.createServer((req, res) => void fake!.handle(req, res));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    fake = new FakeCloudWatch(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    return fake;
+  static start(): Promise<FakeCloudWatch> {
+    return AwsServiceFake.startOn((endpoint) => new FakeCloudWatch(endpoint));
   }
 
   /** Every datum received so far, across requests. */
@@ -61,14 +53,7 @@ export class FakeCloudWatch {
     return this.calls.flatMap((c) => c.data);
   }
 
-  async close(): Promise<void> {
-    for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+  protected handle(req: AwsRequest, res: http.ServerResponse): void {
     this.attempts++;
     const mode = this.script.shift() ?? this.mode;
     if (mode === 'hang') return;
@@ -83,28 +68,21 @@ export class FakeCloudWatch {
     if (mode === 'reject') return reply(res, 400, 'InvalidParameterValue', 'injected rejection');
 
     const gzip = req.headers['content-encoding'] === 'gzip';
-    const raw = Buffer.concat(chunks);
-    const body = JSON.parse((gzip ? zlib.gunzipSync(raw) : raw).toString('utf8')) as { Namespace: string; MetricData: ReceivedDatum[] };
-    const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization))?.[1] ?? '';
-    this.calls.push({ namespace: body.Namespace, data: body.MetricData, gzip, accessKeyId });
-    res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
-    res.end('{}');
+    const body = JSON.parse((gzip ? zlib.gunzipSync(req.body) : req.body).toString('utf8')) as { Namespace: string; MetricData: ReceivedDatum[] };
+    this.calls.push({ namespace: body.Namespace, data: body.MetricData, gzip, accessKeyId: req.accessKeyId });
+    replyAwsJson(res, '1.0', 200, {});
   }
 
-  private check(req: http.IncomingMessage): string | null {
+  private check(req: AwsRequest): string | null {
     if (req.method !== 'POST' || req.url !== '/') return `expected POST /, got ${req.method} ${req.url}`;
     if (req.headers['content-type'] !== 'application/x-amz-json-1.0') return `content-type ${req.headers['content-type']}`;
     if (req.headers['x-amz-target'] !== kTarget) return `x-amz-target ${req.headers['x-amz-target']}`;
-    if (!String(req.headers.authorization).startsWith('AWS4-HMAC-SHA256 Credential=')) return 'not SigV4-signed';
+    if (req.accessKeyId === '') return 'not SigV4-signed';
     return null;
   }
 }
 
 /** An AWS JSON 1.0 error; x-amzn-query-error carries the query-protocol code CloudWatch's SDK reads. */
 function reply(res: http.ServerResponse, status: number, code: string, message: string): void {
-  res.writeHead(status, {
-    'content-type': 'application/x-amz-json-1.0',
-    'x-amzn-query-error': `${code};${status >= 500 ? 'Receiver' : 'Sender'}`,
-  });
-  res.end(JSON.stringify({ __type: `com.amazonaws.cloudwatch#${code}`, message }));
+  replyAwsJson(res, '1.0', status, { __type: `com.amazonaws.cloudwatch#${code}`, message }, { 'x-amzn-query-error': `${code};${status >= 500 ? 'Receiver' : 'Sender'}` });
 }

@@ -5,6 +5,7 @@ import type { InvocationEvent } from '../../src/metrics';
 import type { Snapshot } from '../../src/metrics/interval';
 import { MetricsRecorder, type RecorderParts } from '../../src/metrics/recorder';
 import type { IntervalSink } from '../../src/metrics/sink';
+import { FAKE_AWS_CREDENTIALS } from '../helpers/aws-endpoint';
 
 /** config.properties lines on top of the defaults; Prometheus off unless asked for (it starts collectors). */
 export function configWith(...lines: string[]): ServerConfig {
@@ -30,7 +31,7 @@ export function request(recorder: MetricsRecorder, model: string, hit = true, ov
 /** Sets fake static credentials for the AWS SDK's default chain for the enclosing describe. */
 export function useFakeAwsCredentials(): void {
   const saved: Record<string, string | undefined> = {};
-  const fake = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_SESSION_TOKEN: undefined, AWS_PROFILE: undefined };
+  const fake = { ...FAKE_AWS_CREDENTIALS, AWS_SESSION_TOKEN: undefined, AWS_PROFILE: undefined };
   before(() => {
     for (const [k, v] of Object.entries(fake)) {
       saved[k] = process.env[k];

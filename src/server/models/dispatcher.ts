@@ -24,6 +24,8 @@ export interface DispatcherDeps {
   /** The handler streams: each request runs alone, since its chunks go straight to its client. */
   streaming(): boolean;
   workers: WorkerSet;
+  /** The model's handler is a custom one: requests carry their headers to it. */
+  withHeaders: boolean;
   log(line: string): void;
 }
 
@@ -32,6 +34,13 @@ export class Dispatcher {
   /** Jobs handed to a worker and not yet settled, for the timeout and cancel paths. */
   readonly #running = new Set<Job>();
   #batchTimer: NodeJS.Timeout | null = null;
+  /**
+   * Every admitted job in admission order. All share the model's response timeout, so deadlines
+   * are in the same order: one timer, for the oldest unsettled job, serves them all.
+   */
+  #deadlines: Job[] = [];
+  #deadlineHead = 0;
+  #deadlineTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
@@ -61,8 +70,10 @@ export class Dispatcher {
       return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
     }
     const job = new Job(request, opts);
-    job.timer = setTimeout(() => this.#onTimeout(job), settings.responseTimeoutMs);
-    opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
+    job.deadline = job.admittedAt + settings.responseTimeoutMs;
+    this.#deadlines.push(job);
+    this.#armDeadline();
+    opts.cancel?.onCancel(() => this.#onCancel(job));
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
@@ -101,12 +112,12 @@ export class Dispatcher {
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
-      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), ...(independent && jobs.length > 1 ? { independent: true } : {}) }, jobs);
+      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), independent: independent && jobs.length > 1, withHeaders: this.deps.withHeaders }, jobs);
     }
   }
 
-  /** A worker answered a batch. */
-  result(batch: InFlightBatch, msg: ResultMessage): void {
+  /** A worker answered some or (`done`) the rest of a batch. */
+  result(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -127,15 +138,18 @@ export class Dispatcher {
       }
     }
     // A response the worker did not send back (never expected) must not leave its caller waiting.
+    if (!done) return;
     for (const job of batch.jobs) {
       if (this.#running.delete(job)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
     }
   }
 
-  chunk(msg: ChunkMessage): void {
+  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+    const bytes = msg.body?.length ?? 0;
     for (const job of this.#running) {
       if (job.id === msg.id) {
-        job.opts.onChunk?.(msg);
+        if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
+        else worker.acknowledge(job, bytes);
         return;
       }
     }
@@ -167,6 +181,34 @@ export class Dispatcher {
       }
     }
     if (requeue.length > 0) this.#queue.unshift(requeue);
+  }
+
+  #armDeadline(): void {
+    if (this.#deadlineTimer) return;
+    while (this.#deadlineHead < this.#deadlines.length && this.#deadlines[this.#deadlineHead].settled) this.#deadlineHead++;
+    if (this.#deadlineHead >= this.#deadlines.length) {
+      this.#deadlines = [];
+      this.#deadlineHead = 0;
+      return;
+    }
+    if (this.#deadlineHead > 1024 && this.#deadlineHead * 2 > this.#deadlines.length) {
+      this.#deadlines = this.#deadlines.slice(this.#deadlineHead);
+      this.#deadlineHead = 0;
+    }
+    const head = this.#deadlines[this.#deadlineHead];
+    this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
+  }
+
+  #onDeadline(): void {
+    this.#deadlineTimer = null;
+    const now = performance.now();
+    while (this.#deadlineHead < this.#deadlines.length) {
+      const job = this.#deadlines[this.#deadlineHead];
+      if (!job.settled && job.deadline > now) break;
+      this.#deadlineHead++;
+      if (!job.settled) this.#onTimeout(job);
+    }
+    this.#armDeadline();
   }
 
   #onTimeout(job: Job): void {
@@ -213,5 +255,10 @@ export class Dispatcher {
     if (this.#batchTimer) clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
+    // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
+    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
+    this.#deadlines = [];
+    this.#deadlineHead = 0;
   }
 }

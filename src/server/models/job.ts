@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, WireRequest } from '../../protocol/frames';
+import type { CancelToken } from './cancel-token';
 
 export interface InvokeResult {
   status: number;
@@ -15,10 +16,13 @@ export interface InvokeResult {
 }
 
 export interface JobOptions {
-  /** Aborted when the client goes away: a queued job is dropped without running. */
-  signal?: AbortSignal;
-  /** Receives the intermediate chunks of a streamed response; the first carries the response head. */
-  onChunk?: (chunk: ChunkMessage) => void;
+  /** Cancelled when the client goes away: a queued job is dropped without running; a running one is told. */
+  cancel?: CancelToken;
+  /**
+   * Receives the intermediate chunks of a streamed response; the first carries the response head.
+   * Call `delivered` once the chunk's bytes have left for the client: the handler sends more only then.
+   */
+  onChunk?: (chunk: ChunkMessage, delivered: () => void) => void;
 }
 
 let nextJobId = 1;
@@ -31,7 +35,8 @@ export class Job {
   settled = false;
   /** Put back in the queue once already, after a worker died with it waiting in its pipe. */
   requeued = false;
-  timer: NodeJS.Timeout | null = null;
+  /** performance.now() past which it fails with 504 (the response timeout counts from admission). */
+  deadline = 0;
   readonly promise: Promise<InvokeResult>;
   #resolve!: (r: InvokeResult) => void;
   #reject!: (e: MmeError) => void;
@@ -45,7 +50,7 @@ export class Job {
   }
 
   get cancelled(): boolean {
-    return this.opts.signal?.aborted === true;
+    return this.opts.cancel?.cancelled === true;
   }
 
   resolve(r: InvokeResult): void {
@@ -59,7 +64,6 @@ export class Job {
   #settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    if (this.timer) clearTimeout(this.timer);
     return true;
   }
 }

@@ -192,6 +192,7 @@ export class ModelManager {
           intraOpThreads: this.config.intraOpThreads,
           interOpThreads: this.config.interOpThreads,
           decodeInputRequest: this.config.decodeInputRequest,
+          maxStreamBuffer: this.config.maxStreamBuffer,
         },
         maxResponseSize: this.config.maxResponseSize,
         assignGpu: () => this.#gpus.assign(name, settings.deviceIds),
@@ -441,6 +442,17 @@ export class ModelManager {
     } finally {
       unlock();
     }
+  }
+
+  /** The name of the one serving model, or null when there are none or several (no sorting: /invocations asks per request). */
+  onlyModel(): string | null {
+    let only: string | null = null;
+    for (const [name, e] of this.#entries) {
+      if (!e.registered) continue;
+      if (only !== null) return null;
+      only = name;
+    }
+    return only;
   }
 
   /** Serving models (ready or failed), sorted by name. */

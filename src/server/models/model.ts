@@ -72,7 +72,7 @@ export class Model implements WorkerListener {
       },
       recovered: () => deps.health.markRecovered(),
     });
-    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, log: deps.log });
+    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log });
   }
 
   get workers(): readonly ModelWorker[] {
@@ -123,14 +123,14 @@ export class Model implements WorkerListener {
     return worker;
   }
 
-  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage): void {
-    this.#dispatcher.result(batch, msg);
+  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    this.#dispatcher.result(batch, msg, done);
     this.#set.answered(worker);
     this.#dispatcher.dispatch();
   }
 
-  chunk(_worker: ModelWorker, msg: ChunkMessage): void {
-    this.#dispatcher.chunk(msg);
+  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+    this.#dispatcher.chunk(worker, msg);
   }
 
   exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

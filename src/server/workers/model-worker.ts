@@ -24,7 +24,8 @@ export interface InFlightBatch {
 
 /** Who hears from a worker once it has a model. Called synchronously; must not throw. */
 export interface WorkerListener {
-  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage): void;
+  /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
+  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
   chunk(worker: ModelWorker, msg: ChunkMessage): void;
   /**
    * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
@@ -61,6 +62,8 @@ export interface ModelWorker {
   /** Whether `job` is in one of its batches. */
   holds(job: Job): boolean;
   cancel(job: Job): void;
+  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
+  acknowledge(job: Job, bytes: number): void;
   /** Ends the process now; `reason` is what its exit will report. */
   kill(reason: KillReason): void;
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */

@@ -19,7 +19,7 @@ import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import { FrameReader, MessageKind, encodeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
+import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
 import type { Job } from '../models/job';
 import { exitReason, loadExitError, type KillReason, type WorkerExit } from './exit-reason';
 import { processMemoryBytes } from './process-memory';
@@ -36,6 +36,9 @@ export interface SpawnOptions {
 const kUnassignedFrameLimit = 1 << 20;
 
 const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
+/** `node --cpu-prof[-dir=…] dist/src/main.js` profiles the workers too: both sides of every request. */
+const kProfilerArgs = process.execArgv.filter((a) => /^--(cpu|heap)-prof/.test(a));
+const kProfileExitMs = 5000;
 // PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
 // SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
 const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
@@ -67,6 +70,8 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
 
   readonly #opts: SpawnOptions;
   readonly #inFlight = new Map<number, InFlightBatch>();
+  /** Answers still to come for a partly answered batch. */
+  readonly #unanswered = new Map<InFlightBatch, number>();
   #listener: WorkerListener | null = null;
   #assignment: Assignment | null = null;
   #reader: FrameReader | null = null;
@@ -99,7 +104,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
 
   /** Spawns the process; it reports Started once its runtime is warm. */
   start(): this {
-    const node = [process.execPath, kWorkerScript];
+    const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
     const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
     const env = { ...this.#opts.env };
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
@@ -197,6 +202,10 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
     this.#send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
 
+  acknowledge(job: Job, bytes: number): void {
+    this.#send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
+  }
+
   /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
   kill(reason: KillReason): void {
     // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
@@ -211,6 +220,12 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   /** Stops the process and resolves once it has exited and its memory is released. */
   async stop(): Promise<WorkerExit> {
     this.retire();
+    if (kProfilerArgs.length > 0 && this.#channel && !this.exitInfo) {
+      // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
+      this.#killedBy ??= 'stopped';
+      this.#channel.end();
+      await Promise.race([this.#exited, new Promise((r) => setTimeout(r, kProfileExitMs))]);
+    }
     this.kill('stopped');
     return this.#exited;
   }
@@ -224,14 +239,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   }
 
   #send(frame: Frame): void {
-    const channel = this.#channel;
-    if (!channel || this.exitInfo) return;
-    // Frames written in one tick leave in one syscall (a burst of dispatches, or a batch and its load).
-    if (channel.writableCorked === 0) {
-      channel.cork();
-      process.nextTick(() => channel.uncork());
-    }
-    channel.write(encodeFrame(frame));
+    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
   }
 
   #setState(state: WorkerState): void {
@@ -266,8 +274,16 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
       case MessageKind.Result: {
         const batch = this.#inFlight.get(frame.msg.batchId);
         if (!batch) break;
-        this.#inFlight.delete(frame.msg.batchId);
-        this.#listener?.result(this, batch, frame.msg);
+        // An independent batch is answered one request at a time; the batch is held until the last.
+        const left = (this.#unanswered.get(batch) ?? batch.jobs.length) - frame.msg.responses.length;
+        const done = left <= 0;
+        if (done) {
+          this.#inFlight.delete(frame.msg.batchId);
+          this.#unanswered.delete(batch);
+        } else {
+          this.#unanswered.set(batch, left);
+        }
+        this.#listener?.result(this, batch, frame.msg, done);
         break;
       }
       case MessageKind.Chunk:

@@ -1,0 +1,106 @@
+/**
+ * The data plane against its limit, each figure a ratio in one run:
+ * - an image-sized request ([1,3,224,224] float32) as JSON (~1.3 MB) and as .npy (~600 KB) at 4
+ *   connections, ours vs the in-process server decoding the same body with the same codecs;
+ * - the server process's event-loop delay p99 under the JSON image load (prom-client's
+ *   monitorEventLoopDelay, read from /metrics; reset by the scrape before the load);
+ * - a slow model (20 ms a request) whose requests travel 8 to a frame: how long the first of a
+ *   frame waits for its answer after the one before it, over its own run time (target ≤ 1.2×: it is
+ *   answered when ready, not with the other seven).
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { writeNpy } from '../../src/worker-process/npy';
+import { behaviourHandler } from '../../test/fixtures/fault-handlers';
+import { imageClassifierModel, writeModelDir } from '../../test/fixtures/onnx-models';
+import { seededRandom } from '../cache-sim/random';
+import { benchDurations, measure, postJson, startBaseline, startServer, type LoadResult } from './harness';
+import { percentiles } from './latency';
+
+export interface DataPlaneResult {
+  jsonBytes: number;
+  npyBytes: number;
+  json: { ours: LoadResult; baseline: LoadResult; ratio: number };
+  npy: { ours: LoadResult; baseline: LoadResult; ratio: number };
+  eventLoopDelayP99Ms: number;
+  /** p99 over bursts of (answer of the first request of a coalesced frame − answer before it) / run time. */
+  coalescedFirstAnswerRatio: number;
+  slowRunMs: number;
+}
+
+const kSlowMs = 20;
+
+async function scrapeEventLoopP99(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^nodejs_eventloop_lag_p99_seconds\s+(\S+)/m.exec(text);
+  return m ? Number(m[1]) * 1000 : NaN;
+}
+
+/** Sends `n` requests at once on their own connections; resolves with each answer's arrival time (ms), sorted. */
+function burst(url: string, body: string, n: number): Promise<number[]> {
+  const t0 = performance.now();
+  return Promise.all(Array.from({ length: n }, () => new Promise<number>((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  }))).then((times) => times.sort((a, b) => a - b));
+}
+
+export async function benchDataPlane(): Promise<DataPlaneResult> {
+  const server = await startServer();
+  const dir = writeModelDir(server.store, 'image', imageClassifierModel());
+  const baseline = await startBaseline(path.join(dir, 'model.onnx'));
+  try {
+    for (const [name, url] of [['image', dir], ['slow', writeModelDir(server.store, 'slow', imageClassifierModel(), { 'handler.js': behaviourHandler })]]) {
+      const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
+      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    }
+    const rand = seededRandom(3);
+    // Four decimals, as a client serialising normalised pixels would send them: ~1.3 MB of JSON.
+    const values = Array.from({ length: 3 * 224 * 224 }, () => Math.round(rand() * 1e4) / 1e4);
+    const pixels = Float32Array.from(values);
+    const rows = [[0, 1, 2].map((c) => Array.from({ length: 224 }, (_, y) => values.slice((c * 224 + y) * 224, (c * 224 + y + 1) * 224)))];
+    const json = JSON.stringify({ inputs: { input: rows } });
+    const npy = writeNpy({ type: 'float32', dims: [1, 3, 224, 224], data: pixels });
+    const d = benchDurations();
+    const oursUrl = `${server.url}/models/image/invoke`;
+    const pair = async (body: string | Buffer, contentType: string) => {
+      const ours = await measure(oursUrl, body, 4, d, contentType);
+      const base = await measure(baseline.url, body, 4, d, contentType);
+      return { ours, baseline: base, ratio: ours.rps / base.rps };
+    };
+    await scrapeEventLoopP99(server.url);
+    const jsonPair = await pair(json, 'application/json');
+    const eventLoopDelayP99Ms = await scrapeEventLoopP99(server.url);
+    const npyPair = await pair(npy, 'application/x-npy');
+
+    const slowBody = JSON.stringify({ sleepMs: kSlowMs });
+    const ratios: number[] = [];
+    await burst(`${server.url}/models/slow/invoke`, slowBody, 10);
+    for (let i = 0; i < (process.env.BENCH_QUICK ? 5 : 30); i++) {
+      // 10 at once: the first runs alone, the second waits in the worker's pipe, the other eight
+      // travel in one frame when the first is done; the third answer is the first of that frame.
+      const t = await burst(`${server.url}/models/slow/invoke`, slowBody, 10);
+      ratios.push((t[2] - t[1]) / kSlowMs);
+    }
+    return {
+      jsonBytes: Buffer.byteLength(json), npyBytes: npy.length,
+      json: jsonPair, npy: npyPair, eventLoopDelayP99Ms,
+      coalescedFirstAnswerRatio: percentiles(ratios).p99, slowRunMs: kSlowMs,
+    };
+  } finally {
+    baseline.stop();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  benchDataPlane().then((r) => console.log(JSON.stringify(r, null, 2)), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

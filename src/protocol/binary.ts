@@ -1,0 +1,160 @@
+/**
+ * The field codec of frame headers: fixed-width integers, length-prefixed UTF-8 strings and header
+ * maps, and body lengths whose bytes follow in the frame's payload. Hand-rolled because the
+ * per-request messages are small and hot: no JSON, no replacer, no schema walk.
+ */
+
+/** A shared scratch buffer: a header is built here, then copied out once (headers are small). */
+let scratch = Buffer.allocUnsafe(64 * 1024);
+
+export class BinaryWriter {
+  #buf = scratch;
+  #pos = 0;
+
+  #room(n: number): void {
+    if (this.#pos + n <= this.#buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#pos + n));
+    this.#buf.copy(bigger, 0, 0, this.#pos);
+    this.#buf = bigger;
+    scratch = bigger;
+  }
+
+  skip(n: number): void {
+    this.#room(n);
+    this.#pos += n;
+  }
+
+  u8(v: number): void {
+    this.#room(1);
+    this.#buf[this.#pos++] = v;
+  }
+
+  u16(v: number): void {
+    this.#room(2);
+    this.#pos = this.#buf.writeUInt16BE(v, this.#pos);
+  }
+
+  u32(v: number): void {
+    this.#room(4);
+    this.#pos = this.#buf.writeUInt32BE(v, this.#pos);
+  }
+
+  f64(v: number): void {
+    this.#room(8);
+    this.#pos = this.#buf.writeDoubleBE(v, this.#pos);
+  }
+
+  str(v: string): void {
+    const n = Buffer.byteLength(v);
+    this.u32(n);
+    this.#room(n);
+    this.#pos += this.#buf.write(v, this.#pos, n, 'utf8');
+  }
+
+  raw(v: Buffer): void {
+    this.#room(v.length);
+    this.#pos += v.copy(this.#buf, this.#pos);
+  }
+
+  /** Header lists (Node keeps repeated headers as arrays) travel joined, as HTTP allows. */
+  headers(h: Readonly<Record<string, string | string[] | undefined>>): void {
+    const at = this.#pos;
+    this.u32(0);
+    let n = 0;
+    for (const k in h) {
+      const v = h[k];
+      if (v === undefined) continue;
+      this.str(k);
+      this.str(typeof v === 'string' ? v : v.join(', '));
+      n++;
+    }
+    this.#buf.writeUInt32BE(n, at);
+  }
+
+  /** The body's length here; the body itself (or its pieces) goes to `bodies`, written after the header as it is. */
+  body(b: Buffer | readonly Buffer[] | undefined, bodies: Buffer[]): void {
+    if (b === undefined || Buffer.isBuffer(b)) {
+      this.u32(b ? b.length : 0);
+      if (b && b.length > 0) bodies.push(b);
+      return;
+    }
+    let n = 0;
+    for (const piece of b) {
+      n += piece.length;
+      if (piece.length > 0) bodies.push(piece);
+    }
+    this.u32(n);
+  }
+
+  finish(): Buffer {
+    return Buffer.from(this.#buf.subarray(0, this.#pos));
+  }
+}
+
+export class BinaryReader {
+  #pos: number;
+  /** Where the next body starts: bodies follow the header in the order their lengths appear. */
+  #bodyAt: number;
+
+  constructor(private readonly buf: Buffer, start: number, private readonly end: number) {
+    this.#pos = start;
+    this.#bodyAt = end;
+  }
+
+  #need(n: number): void {
+    if (this.#pos + n > this.end) throw new RangeError(`frame header truncated: need ${n} bytes at ${this.#pos}, header ends at ${this.end}`);
+  }
+
+  u8(): number {
+    this.#need(1);
+    return this.buf[this.#pos++];
+  }
+
+  u16(): number {
+    this.#need(2);
+    const v = this.buf.readUInt16BE(this.#pos);
+    this.#pos += 2;
+    return v;
+  }
+
+  u32(): number {
+    this.#need(4);
+    const v = this.buf.readUInt32BE(this.#pos);
+    this.#pos += 4;
+    return v;
+  }
+
+  f64(): number {
+    this.#need(8);
+    const v = this.buf.readDoubleBE(this.#pos);
+    this.#pos += 8;
+    return v;
+  }
+
+  str(): string {
+    const n = this.u32();
+    this.#need(n);
+    const v = this.buf.toString('utf8', this.#pos, this.#pos + n);
+    this.#pos += n;
+    return v;
+  }
+
+  headers(): Record<string, string> {
+    const n = this.u32();
+    const out: Record<string, string> = {};
+    for (let i = 0; i < n; i++) {
+      const k = this.str();
+      out[k] = this.str();
+    }
+    return out;
+  }
+
+  /** A slice of the frame, not a copy: the frame buffer belongs to this message alone. */
+  body(): Buffer {
+    const n = this.u32();
+    if (this.#bodyAt + n > this.buf.length) throw new RangeError(`frame payload truncated: a body of ${n} bytes at ${this.#bodyAt}, frame ends at ${this.buf.length}`);
+    const b = this.buf.subarray(this.#bodyAt, this.#bodyAt + n);
+    this.#bodyAt += n;
+    return b;
+  }
+}
