@@ -9,11 +9,17 @@
  *   node dist/scripts/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
  *   node dist/scripts/mme-client.js [--url URL] unload NAME
  *   node dist/scripts/mme-client.js [--url URL] ping
+ *   node dist/scripts/mme-client.js [--url URL] v2-infer NAME JSON|@FILE
+ *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-infer NAME JSON|@FILE
+ *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-predict NAME JSON|@FILE [--stream]
+ *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-ping
  *
  * PATH is as the container sees it: in the image, /opt/ml/models/NAME. The URL defaults to $MME_URL, else
- * http://127.0.0.1:8080. The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
+ * http://127.0.0.1:8080; --grpc defaults to $MME_GRPC, else 127.0.0.1:7070 (grpc_inference_port). The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
  */
 import { readFileSync } from 'node:fs';
+import type { V2InferRequest } from '../src/oip/types';
+import { connect, modelInferRequest, unaryCall, v2Response } from './grpc-calls';
 
 const USAGE = `Usage: mme-client [--url URL] COMMAND
   load NAME PATH [--workers N]   POST /models {"model_name": NAME, "url": PATH}
@@ -22,7 +28,11 @@ const USAGE = `Usage: mme-client [--url URL] COMMAND
   invoke NAME JSON|@FILE         POST /models/NAME/invoke  [--content-type TYPE] [--target-model T]
   unload NAME                    DELETE /models/NAME
   ping                           GET /ping
---url defaults to $MME_URL, else http://127.0.0.1:8080.`;
+  v2-infer NAME JSON|@FILE       POST /v2/models/NAME/infer (Open Inference Protocol v2 JSON)
+  grpc-infer NAME JSON|@FILE     KServe gRPC ModelInfer of a v2 JSON request, tensors in raw contents
+  grpc-predict NAME JSON|@FILE   TorchServe gRPC Predictions (input "data"); --stream: StreamPredictions
+  grpc-ping                      TorchServe gRPC Ping
+--url defaults to $MME_URL, else http://127.0.0.1:8080; --grpc to $MME_GRPC, else 127.0.0.1:7070.`;
 
 class UsageError extends Error {}
 
@@ -31,11 +41,13 @@ interface Options {
   workers: number | null;
   contentType: string;
   targetModel: string | null;
+  grpc: string;
+  stream: boolean;
   words: string[];
 }
 
 function parse(argv: readonly string[]): Options {
-  const opts: Options = { url: process.env.MME_URL || 'http://127.0.0.1:8080', workers: null, contentType: 'application/json', targetModel: null, words: [] };
+  const opts: Options = { url: process.env.MME_URL || 'http://127.0.0.1:8080', workers: null, contentType: 'application/json', targetModel: null, grpc: process.env.MME_GRPC || '127.0.0.1:7070', stream: false, words: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -59,6 +71,12 @@ function parse(argv: readonly string[]): Options {
       case '--target-model':
         opts.targetModel = value();
         break;
+      case '--grpc':
+        opts.grpc = value();
+        break;
+      case '--stream':
+        opts.stream = true;
+        break;
       case '-h':
       case '--help':
         throw new UsageError('');
@@ -81,6 +99,19 @@ async function call(method: string, url: string, body?: string | Buffer, headers
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${url} → ${res.status}\n${text}`);
   return text;
+}
+
+function bodyOf(payload: string): Buffer {
+  return payload.startsWith('@') ? readFileSync(payload.slice(1)) : Buffer.from(payload);
+}
+
+async function withGrpc(address: string, fn: (clients: ReturnType<typeof connect>) => Promise<string>): Promise<string> {
+  const clients = connect(address);
+  try {
+    return await fn(clients);
+  } finally {
+    clients.close();
+  }
 }
 
 function need(words: string[], n: number, what: string): string[] {
@@ -121,7 +152,7 @@ async function main(): Promise<void> {
     }
     case 'invoke': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      const body = payload!.startsWith('@') ? readFileSync(payload!.slice(1)) : payload!;
+      const body = bodyOf(payload!);
       const headers: Record<string, string> = { 'content-type': opts.contentType };
       if (opts.targetModel !== null) headers['x-amzn-sagemaker-target-model'] = opts.targetModel;
       out = await call('POST', `${url}/models/${name(model!)}/invoke`, body, headers);
@@ -135,6 +166,32 @@ async function main(): Promise<void> {
     case 'ping':
       need(words, 0, 'no arguments');
       out = await call('GET', `${url}/ping`);
+      break;
+    case 'v2-infer': {
+      const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
+      out = await call('POST', `${url}/v2/models/${name(model!)}/infer`, bodyOf(payload!), json);
+      break;
+    }
+    case 'grpc-infer': {
+      const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
+      const request = modelInferRequest(model!, JSON.parse(bodyOf(payload!).toString()) as V2InferRequest);
+      out = await withGrpc(opts.grpc, async (c) => JSON.stringify(v2Response(await unaryCall(c.kserve, 'ModelInfer', request))));
+      break;
+    }
+    case 'grpc-predict': {
+      const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
+      const request = { model_name: model, input: { data: bodyOf(payload!) } };
+      out = await withGrpc(opts.grpc, async (c) => {
+        if (!opts.stream) return (await unaryCall<{ prediction: Buffer }>(c.torchserve, 'Predictions', request)).prediction.toString();
+        // Each streamed message goes out as it arrives.
+        for await (const m of c.torchserve.StreamPredictions(request) as AsyncIterable<{ prediction: Buffer }>) process.stdout.write(m.prediction);
+        return '';
+      });
+      break;
+    }
+    case 'grpc-ping':
+      need(words, 0, 'no arguments');
+      out = await withGrpc(opts.grpc, async (c) => (await unaryCall<{ health: string }>(c.torchserve, 'Ping', {})).health);
       break;
     default:
       throw new UsageError(words[0] === undefined ? '' : `unknown command ${words[0]}`);

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as ort from 'onnxruntime-node';
-import { decoderFor, encoderFor } from '../../src/worker-process/content-types';
+import { decoderFor, encodeAnswer, encoderFor } from '../../src/worker-process/content-types';
 import { openSession } from '../../src/worker-process/session';
 
 async function main(): Promise<void> {
@@ -25,8 +25,8 @@ async function main(): Promise<void> {
       const out = await opened.session.run(feeds);
       const outputs = Object.fromEntries(Object.entries(out).map(([n, t]) => [n, { type: t.type, dims: t.dims as number[], data: t.data as Float32Array }]));
       const codec = encoderFor(req.headers.accept || 'application/json');
-      const answer = codec.encode(outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
-      res.writeHead(200, { 'content-type': codec.mediaType, 'content-length': Buffer.byteLength(answer) });
+      const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
+      res.writeHead(200, { 'content-type': answerType, 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
     });
   });

@@ -12,6 +12,7 @@ import { benchCacheLive } from './cache-live';
 import { benchColdStart } from './cold-start';
 import { benchDataPlane } from './data-plane';
 import { benchDensity } from './density';
+import { benchGrpc } from './grpc';
 import { benchHotPath } from './hot-path';
 import { benchPreloadMemory } from './preload-memory';
 import { benchStreaming } from './streaming';
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
   const live = [await benchCacheLive('lru'), await benchCacheLive('gdsf')];
   const preload = await benchPreloadMemory();
   const streaming = await benchStreaming();
+  const grpc = await benchGrpc();
 
   const rows: string[] = [
     '| # | figure | measured | target |',
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
     ...sim.filter((r) => r.trace === 'zipf').map((r) => `| 6 | cache simulator, Zipf trace, 2 GiB: ${r.policy} | hit ratio ${pct(r.result.hits / r.result.requests)}, load time ${(r.result.loadMicros / 6e7).toFixed(0)} min | — |`),
     ...live.map((l) => `| 6 | cache live: Zipf over 100 models, room for 20, ${l.requests} invokes, ${l.policy} | ModelCacheHit ${pct(l.hitRatio)}, p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, ${l.evictions} evictions | — |`),
     `| — | streaming: example text-generator, ${streaming.tokens} tokens, one run each, p50 | first chunk **${ms(streaming.firstChunkMs)}**, whole response ${ms(streaming.totalMs)} | — |`,
+    `| — | gRPC ModelInfer, raw contents, vs HTTP JSON invoke: tiny MLP 16→32→4, 16 in flight, 1 worker | ${grpc.grpcRawRps.toFixed(0)} vs ${grpc.httpJsonRps.toFixed(0)} req/s = **${grpc.ratio.toFixed(2)}×** | ≥ 1× ${check(grpc.ratio >= 1)} |`,
+    `| — | gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc.tokens} tokens, first message p50 | **${ms(grpc.grpcFirstMessageMs)}** vs ${ms(grpc.httpFirstChunkMs)} | — |`,
     ...preload.map((p) => `| — | preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights) | ${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off | — |`),
   ];
   const md = [`Measured ${started} on ${machine}.`, '', ...rows].join('\n');
@@ -58,7 +62,7 @@ async function main(): Promise<void> {
   const out = path.join(__dirname, '..', '..', '..', 'bench-results');
   fs.mkdirSync(out, { recursive: true });
   fs.writeFileSync(path.join(out, 'latest.md'), `${md}\n`);
-  fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, plane, batching, cold, density, sim, live, preload, streaming }, null, 2)}\n`);
+  fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, plane, batching, cold, density, sim, live, preload, streaming, grpc }, null, 2)}\n`);
 }
 
 main().catch((err) => {

@@ -234,6 +234,14 @@ export const KEYS = [
     name: 'max_connections', kind: 'int', default: '1024', range: atLeast(1),
     doc: 'Most open client connections per listener; more are refused at once, which bounds file descriptors and memory.',
   },
+  {
+    name: 'grpc_inference_address', kind: 'string', default: '127.0.0.1', example: '0.0.0.0',
+    doc: 'Host the gRPC inference listener (KServe GRPCInferenceService and TorchServe InferenceAPIsService, one port) binds to when grpc_inference_port is set. A loopback host serves only calls whose :authority is a loopback name; set 0.0.0.0 to serve other hosts.',
+  },
+  {
+    name: 'grpc_inference_port', kind: 'string', default: null, example: '7070',
+    doc: 'Port of the gRPC inference listener (TorchServe uses 7070; 0 = any free port); unset = no gRPC listener. max_request_size bounds each request message.',
+  },
 ] as const satisfies readonly KeySpec[];
 
 export type KeyName = (typeof KEYS)[number]['name'];

@@ -103,6 +103,8 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     modelRoots: modelRoots(read('model_roots'), modelStore),
     managementToken: read('management_token'),
     maxConnections: read('max_connections'),
+    grpcInferenceAddress: read('grpc_inference_address') ?? '127.0.0.1',
+    grpcInferencePort: grpcPort(read('grpc_inference_port'), settings),
     multiModel,
     unknownKeys,
     ...metricsConfig(read, settings, inferenceAddress, managementAddress),
@@ -175,6 +177,16 @@ function metricsAddress(raw: string | null, inference: ListenAddress, management
 }
 
 /** SageMaker puts models under /opt/ml/models; locally they live in model_store. */
+/** A TCP port, or null (unset) for no gRPC listener. */
+function grpcPort(raw: string | null, settings: Map<string, Setting>): number | null {
+  if (raw === null) return null;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port > 65535) {
+    throw invalidValue('config key grpc_inference_port', raw, 'is not a TCP port', 'a whole number from 0 to 65535, or unset for no gRPC listener', 'grpc_inference_port=7070', settings.get('grpc_inference_port')?.from ?? null);
+  }
+  return port;
+}
+
 function modelRoots(raw: string | null, modelStore: string | null): string[] {
   const roots = raw === null ? [modelStore, '/opt/ml/models'] : raw.split(',').map((r) => r.trim());
   return [...new Set(roots.filter((r): r is string => !!r))];

@@ -72,6 +72,9 @@ export interface ServerConfig {
   /** Bearer token the management API requires, or null. */
   readonly managementToken: string | null;
   readonly maxConnections: number;
+  /** gRPC inference listener host, and its port (null = no gRPC listener). */
+  readonly grpcInferenceAddress: string;
+  readonly grpcInferencePort: number | null;
   /** Started, model-less workers kept ready for the next load. */
   readonly spareWorkers: number;
   /** SAGEMAKER_MULTI_MODEL=true. */

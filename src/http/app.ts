@@ -9,6 +9,7 @@ import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } 
 import { mountInferenceRoutes } from './inference-routes';
 import { kMaxHeadersCount } from './listener';
 import { mountManagementRoutes } from './management-routes';
+import { mountV2Routes } from './v2-routes';
 
 export type ListenerRole = 'inference' | 'management' | 'both';
 
@@ -32,7 +33,10 @@ export function createApp(opts: AppOptions): Koa {
   const app = new Koa();
   app.silent = true;
   const router = new Router();
-  if (opts.role !== 'management') mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
+  if (opts.role !== 'management') {
+    mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
+    mountV2Routes(router, opts.manager, opts.maxRequestSize);
+  }
   if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next());
   app.use(requestId(opts.accessLog ? opts.log : null));
   // Before errorResponse, so it sees the final status of failed requests too.

@@ -1,9 +1,11 @@
 import type { Context, Next } from 'koa';
 import { MmeError, isMmeError } from '../errors';
+import { isOipPath, oipErrorBody } from './v2-routes';
 
 /**
  * Turns every thrown error into MMS's body `{"code","type","message"}` (plus our stable
- * `errorCode`). Unknown errors become a generic 500: stacks and paths stay in the server log.
+ * `errorCode`), or under /v2 the Open Inference Protocol's `{"error"}`. Unknown errors become a
+ * generic 500: stacks and paths stay in the server log.
  */
 export function errorResponse(log: (line: string) => void) {
   return async function errorResponseMiddleware(ctx: Context, next: Next): Promise<void> {
@@ -18,7 +20,7 @@ export function errorResponse(log: (line: string) => void) {
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';
-      ctx.body = JSON.stringify(e.toBody(), null, 2);
+      ctx.body = JSON.stringify(isOipPath(ctx.path) ? oipErrorBody(e) : e.toBody(), null, 2);
     }
   };
 }

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from '../config/types';
+import { GrpcListener } from '../grpc/grpc-server';
 import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
@@ -26,6 +27,8 @@ export class MmeServer {
   readonly metrics: MetricsRecorder;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
+  /** The gRPC inference listener, when grpc_inference_port is set. */
+  grpc: GrpcListener | null = null;
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
@@ -58,6 +61,13 @@ export class MmeServer {
     if (c.metricsAddress) {
       this.#metricsListener = await listen(metricsApp(this.metrics), c.metricsAddress, this.#limits);
       this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
+    }
+    if (c.grpcInferencePort !== null) {
+      this.grpc = await GrpcListener.listen({ host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize }, {
+        manager: this.manager, metrics: this.metrics, log: this.#log, loopbackOnly: isLoopback(c.grpcInferenceAddress),
+        defaultAccept: process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json',
+      });
+      this.#log(`gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}`);
     }
     this.metrics.start();
     await this.#loadStartupModels();
@@ -94,8 +104,9 @@ export class MmeServer {
 
   /** Stops accepting, lets admitted requests finish (up to drainMs), stops every worker. */
   async close(drainMs = 0): Promise<void> {
-    const closing = this.listeners.map((l) => l.close());
+    const closing = [...this.listeners.map((l) => l.close()), this.grpc?.close()];
     await this.manager.close(drainMs);
+    this.grpc?.kill();
     // After the drain, so the last interval includes the requests it let finish.
     await this.metrics.close();
     for (const l of this.listeners) l.server.closeAllConnections();

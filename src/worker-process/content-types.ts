@@ -11,6 +11,8 @@ import { decodeCsv, encodeCsv } from './csv-codec';
 import { checkShape, decodeJson, describeInput, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
+import { OIP_MEDIA_TYPE } from '../oip/binary-body';
+import { decodeOip, encodeOip, type EncodedBody, type OutputSelection } from './oip-codec';
 import { castTo, type PlainTensor } from './tensors';
 
 export interface EncodeMeta {
@@ -21,12 +23,14 @@ export interface EncodeMeta {
   /** The request's Accept header: its parameters can shape the answer (classifier-answers.ts). */
   accept: string;
   outputs: readonly TensorInfo[];
+  selection?: OutputSelection;
 }
 
 interface Codec {
   mediaType: string;
   decode(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest;
-  encode(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string | Buffer;
+  /** A body, or a body with a content type of its own (when it carries parameters). */
+  encode(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string | Buffer | EncodedBody;
 }
 
 const json: Codec = {
@@ -51,13 +55,21 @@ const npy: Codec = {
   encode: (outputs) => writeNpy(onlyOutput(outputs, 'application/x-npy')),
 };
 
-const kCodecs = [json, csv, npy];
+/** Open Inference Protocol v2, JSON header plus binary tensors (what /v2 and gRPC send). */
+const oip: Codec = {
+  mediaType: OIP_MEDIA_TYPE,
+  decode: decodeOip,
+  encode: (outputs, meta) => encodeOip(outputs, meta.outputs, meta.modelName, meta.id, meta.selection),
+};
+
+const kCodecs = [json, csv, npy, oip];
 const kMediaTypes = kCodecs.map((c) => c.mediaType);
 
 /** A missing Content-Type is read as JSON, as before content types were negotiated. */
 export function decoderFor(contentType: string): Codec {
   const type = essence(contentType) || json.mediaType;
-  const codec = isJson(type) ? json : kCodecs.find((c) => c.mediaType === type);
+  // The OIP type ends in +json but is not plain JSON: it is matched first.
+  const codec = kCodecs.find((c) => c.mediaType === type) ?? (isJson(type) ? json : undefined);
   if (!codec) {
     throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${contentType} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`);
   }
@@ -70,6 +82,12 @@ export function encoderFor(accept: string): Codec {
     throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `Accept ${accept} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`);
   }
   return kCodecs.find((c) => c.mediaType === type)!;
+}
+
+/** The answer and its Content-Type: the codec's media type, or the codec's own when its body needs parameters there. */
+export function encodeAnswer(codec: Codec, outputs: Record<string, PlainTensor>, meta: EncodeMeta): { body: string | Buffer; contentType: string } {
+  const encoded = codec.encode(outputs, meta);
+  return typeof encoded === 'string' || Buffer.isBuffer(encoded) ? { body: encoded, contentType: codec.mediaType } : encoded;
 }
 
 function parseJson(body: Buffer): unknown {

@@ -3,6 +3,7 @@
  * session, the requests' headers, and per-request response setters.
  */
 import * as ort from 'onnxruntime-node';
+import { SERVER_NAME, SERVER_VERSION } from '../oip/model-metadata';
 import type { ResponseHead, TensorInfo } from '../protocol/frames';
 import type { PlainTensor } from './tensors';
 
@@ -80,7 +81,7 @@ export class HandlerContext {
     this.outputs = model.outputs;
     this.streaming = model.streaming;
     this.#streamLimit = model.maxStreamBuffer;
-    this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: 'sagemaker-mme-node', server_version: '0.1.0' };
+    this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: SERVER_NAME, server_version: SERVER_VERSION };
     this.state = requests.map(() => ({}));
     this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
   }

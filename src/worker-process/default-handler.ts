@@ -9,8 +9,9 @@
 import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
-import { decoderFor, encoderFor } from './content-types';
+import { decoderFor, encodeAnswer, encoderFor } from './content-types';
 import type { JsonFormat } from './json-codec';
+import type { OutputSelection } from './oip-codec';
 import { concat, split, type PlainTensor } from './tensors';
 
 export type Slot<T> = T | Error;
@@ -22,6 +23,7 @@ export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext
       const decoded = decoderFor(req.contentType).decode(req, ctx.inputs);
       ctx.state[i].format = decoded.format;
       ctx.state[i].id = decoded.id;
+      ctx.state[i].selection = decoded.selection;
       return decoded.feeds;
     } catch (err) {
       return err as Error;
@@ -104,9 +106,13 @@ export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerConte
     if (out instanceof Error) return out;
     try {
       const codec = encoderFor(ctx.requests[i].accept);
-      if (!ctx.responses[i].contentType) ctx.responses[i].contentType = codec.mediaType;
       const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
-      return codec.encode(out, { format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs });
+      const { body, contentType } = encodeAnswer(codec, out, {
+        format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs,
+        selection: ctx.state[i].selection as OutputSelection | undefined,
+      });
+      if (!ctx.responses[i].contentType) ctx.responses[i].contentType = contentType;
+      return body;
     } catch (err) {
       return err as Error;
     }

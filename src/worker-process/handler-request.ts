@@ -4,6 +4,7 @@
  */
 import type { WireRequest } from '../protocol/frames';
 import type { HandlerRequest } from './context';
+import { OIP_MEDIA_TYPE } from '../oip/binary-body';
 import { essence, isJson } from './media-types';
 
 export function toHandlerRequest(r: WireRequest, decodeInput: boolean): HandlerRequest {
@@ -13,9 +14,12 @@ export function toHandlerRequest(r: WireRequest, decodeInput: boolean): HandlerR
   return req;
 }
 
-/** A JSON body that does not parse stays undefined: the default handler reports why, as a 400. */
+/**
+ * A JSON body that does not parse stays undefined: the default handler reports why, as a 400. An
+ * OIP body (+json, but binary tensors may follow its header) is left to its codec.
+ */
 function decode(body: Buffer, type: string): unknown {
-  if (isJson(type)) {
+  if (isJson(type) && type !== OIP_MEDIA_TYPE) {
     try {
       return JSON.parse(body.toString('utf8'));
     } catch {

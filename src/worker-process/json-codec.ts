@@ -6,9 +6,12 @@
  *   [[...], ...]  bare array (SageMaker SDK JSONSerializer of an ndarray) → bare array
  */
 import { MmeError } from '../errors';
+import { V2_TO_ORT, v2Datatype, fromRaw } from '../oip/datatypes';
+import type { V2Tensor } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import { probabilityRows } from './classifier-answers';
-import { elementCount, fromNested, jsonElements, nest, shapeOf, type PlainTensor } from './tensors';
+import type { OutputSelection } from './oip-codec';
+import { elementCount, fromNested, jsonElements, nest, shapeOf, type PlainTensor, type TensorData } from './tensors';
 
 export type JsonFormat = 'named' | 'instances' | 'v2' | 'bare';
 
@@ -17,14 +20,9 @@ export interface DecodedRequest {
   feeds: Record<string, PlainTensor>;
   /** v2 request id, echoed in the response. */
   id?: string;
+  /** OIP requests: which outputs to answer, and which in binary (oip-codec.ts). */
+  selection?: OutputSelection;
 }
-
-const kV2Types: Record<string, string> = {
-  BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',
-  INT8: 'int8', INT16: 'int16', INT32: 'int32', INT64: 'int64',
-  FP16: 'float16', FP32: 'float32', FP64: 'float64', BYTES: 'string',
-};
-const kOrtToV2 = Object.fromEntries(Object.entries(kV2Types).map(([k, v]) => [v, k]));
 
 export function describeInput(info: TensorInfo): string {
   return `${info.name} (${info.type} [${info.shape.join(', ')}])`;
@@ -64,7 +62,11 @@ function decodeNamed(given: Record<string, unknown>, inputs: readonly TensorInfo
   return feeds;
 }
 
-function decodeV2(list: unknown[], inputs: readonly TensorInfo[]): Record<string, PlainTensor> {
+/**
+ * v2 input tensors → feeds. `raw` holds the bytes of inputs sent in binary (the binary tensor
+ * extension, or gRPC raw contents); the others carry JSON `data`.
+ */
+export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], raw?: ReadonlyMap<unknown, Buffer>): Record<string, PlainTensor> {
   const byName = new Map<string, Record<string, unknown>>();
   for (const item of list) {
     if (!item || typeof item !== 'object' || typeof (item as { name?: unknown }).name !== 'string') {
@@ -80,9 +82,17 @@ function decodeV2(list: unknown[], inputs: readonly TensorInfo[]): Record<string
     if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
       throw invalid(`v2 input ${info.name}: "shape" must be a list of non-negative integers`);
     }
-    const type = typeof datatype === 'string' ? kV2Types[datatype] : undefined;
-    if (type === undefined) throw invalid(`v2 input ${info.name}: datatype ${JSON.stringify(datatype)} is not one of ${Object.keys(kV2Types).join(', ')}`);
-    if (type !== info.type) throw invalid(`v2 input ${info.name}: datatype ${datatype} does not match the model's ${kOrtToV2[info.type] ?? info.type} (${info.type})`);
+    const type = typeof datatype === 'string' ? V2_TO_ORT[datatype] : undefined;
+    if (type === undefined) throw invalid(`v2 input ${info.name}: datatype ${JSON.stringify(datatype)} is not one of ${Object.keys(V2_TO_ORT).join(', ')}`);
+    if (type !== info.type) throw invalid(`v2 input ${info.name}: datatype ${datatype} does not match the model's ${v2Datatype(info.type)} (${info.type})`);
+    const bytes = raw?.get(item);
+    if (bytes) {
+      checkShape(info, shape);
+      const elements = fromRaw(datatype as string, bytes, elementCount(shape), `v2 input ${info.name}`);
+      const data = Array.isArray(elements) ? elements.map((b) => b.toString('utf8')) : elements;
+      feeds[info.name] = { type, dims: shape, data: data as TensorData };
+      continue;
+    }
     const flat = Array.isArray(data) ? (data as unknown[]).flat(Infinity) : [data];
     if (flat.length !== elementCount(shape)) {
       throw invalid(`v2 input ${info.name}: "data" has ${flat.length} elements but shape [${shape.join(', ')}] needs ${elementCount(shape)}`);
@@ -122,14 +132,10 @@ export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTens
     case 'named':
       return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
     case 'v2':
-      // v2 carries tensors only: a ZipMap output goes as its [rows, classes] tensor, labels beside it.
       return JSON.stringify({
         model_name: modelName,
         ...(id === undefined ? {} : { id }),
-        outputs: names.map((n) => {
-          const labels = infos.find((info) => info.name === n)?.classLabels;
-          return { name: n, shape: outputs[n]!.dims, datatype: kOrtToV2[outputs[n]!.type] ?? outputs[n]!.type, data: jsonElements(outputs[n]!), ...(labels ? { parameters: { class_labels: labels } } : {}) };
-        }),
+        outputs: names.map((n) => v2Output(n, outputs[n]!, infos, true)),
       });
     case 'instances':
     case 'bare': {
@@ -140,6 +146,21 @@ export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTens
       return JSON.stringify(format === 'bare' ? body : { predictions: body });
     }
   }
+}
+
+/**
+ * One v2 output tensor, `data` left out when the caller sends it in binary. v2 carries tensors
+ * only: a ZipMap output goes as its [rows, classes] tensor, its labels beside it.
+ */
+export function v2Output(name: string, t: PlainTensor, infos: readonly TensorInfo[], withData: boolean): V2Tensor {
+  const labels = infos.find((info) => info.name === name)?.classLabels;
+  return {
+    name,
+    shape: t.dims,
+    datatype: v2Datatype(t.type),
+    ...(withData ? { data: jsonElements(t) } : {}),
+    ...(labels ? { parameters: { class_labels: labels } } : {}),
+  };
 }
 
 /** Nested arrays; a ZipMap output's rows as {class label: probability} objects. */

@@ -1,0 +1,111 @@
+/**
+ * gRPC against HTTP in the same run, on one server:
+ *   - throughput: KServe ModelInfer with raw contents vs HTTP JSON invoke, tiny MLP 16→32→4, one
+ *     worker, 16 requests in flight (one HTTP/2 channel for gRPC, 16 connections for HTTP);
+ *   - streaming: TorchServe StreamPredictions' first message vs HTTP chunked streaming's first
+ *     chunk, example text-generator, 32 tokens, one request at a time.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { mlpModel } from '../../test/fixtures/onnx-models';
+import { streamInvoke } from '../../test/http/stream-client';
+import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
+import { benchDurations, measure, median, postJson, startServer } from './harness';
+
+export interface GrpcBenchResult {
+  httpJsonRps: number;
+  grpcRawRps: number;
+  ratio: number;
+  tokens: number;
+  grpcFirstMessageMs: number;
+  httpFirstChunkMs: number;
+}
+
+const kConcurrency = 16;
+
+async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => s.once('listening', r));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** `kConcurrency` callers, each sending its next request when the last is answered, for `seconds`. */
+async function grpcRps(client: ServiceClient, request: unknown, seconds: number): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: kConcurrency }, async () => {
+    while (performance.now() < end) {
+      await unaryCall(client, 'ModelInfer', request);
+      done++;
+    }
+  }));
+  return done / seconds;
+}
+
+function firstMessage(client: ServiceClient, request: unknown): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    let first = 0;
+    const call = client.StreamPredictions(request);
+    call.on('data', () => (first ||= performance.now() - t0));
+    call.on('error', reject);
+    call.on('end', () => resolve(first));
+  });
+}
+
+export async function benchGrpc(): Promise<GrpcBenchResult> {
+  const port = await freePort();
+  const server = await startServer([`grpc_inference_port=${port}`]);
+  const clients = connect(`127.0.0.1:${port}`);
+  try {
+    const dir = path.join(server.store, 'tiny');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4], seed: 9 }));
+    const gen = path.join(server.store, 'text-generator');
+    fs.cpSync(path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator'), gen, { recursive: true });
+    for (const [name, url] of [['tiny', dir], ['gen', gen]]) {
+      const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
+      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    }
+
+    const row = Array.from({ length: 16 }, (_, i) => i / 16);
+    const d = benchDurations();
+    const http = await measure(`${server.url}/models/tiny/invoke`, JSON.stringify({ inputs: { input: [row] } }), kConcurrency, d);
+    if (http.errors + http.non2xx > 0) throw new Error(`HTTP invoke failed ${http.errors + http.non2xx} times`);
+    const infer = { model_name: 'tiny', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }], raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)] };
+    await grpcRps(clients.kserve, infer, d.warmupSeconds);
+    const runs: number[] = [];
+    for (let i = 0; i < d.reps; i++) runs.push(await grpcRps(clients.kserve, infer, d.seconds));
+    const grpcRawRps = median(runs);
+
+    const tokens = 32;
+    const body = JSON.stringify({ prompt: 'hello', max_tokens: tokens });
+    const requests = process.env.BENCH_QUICK ? 10 : 50;
+    const grpcFirst: number[] = [];
+    const httpFirst: number[] = [];
+    // Alternating, so both see the same machine load; the first three of each warm up.
+    for (let i = 0; i < requests + 3; i++) {
+      const g = await firstMessage(clients.torchserve, { model_name: 'gen', input: { data: Buffer.from(body) } });
+      const h = await streamInvoke(`${server.url}/models/gen/invoke`, body);
+      if (h.status !== 200 || !h.complete) throw new Error(`stream answered ${h.status}`);
+      if (i < 3) continue;
+      grpcFirst.push(g);
+      httpFirst.push(h.firstChunkMs);
+    }
+    return { httpJsonRps: http.rps, grpcRawRps, ratio: grpcRawRps / http.rps, tokens, grpcFirstMessageMs: median(grpcFirst), httpFirstChunkMs: median(httpFirst) };
+  } finally {
+    clients.close();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  benchGrpc().then((r) => console.log(r), (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * What every gRPC call gets, as an HTTP request does: a request id (sent back as x-request-id
+ * metadata), the listener guards, a CancelToken that fires on the client's cancel or deadline
+ * (queued work is dropped, a running streaming handler sees context.isCancelled), the invocation
+ * metrics, and the error log line.
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import { MmeError, isMmeError } from '../errors';
+import { isLoopback } from '../http/guards';
+import type { MetricsRecorder } from '../metrics';
+import { modelNotFound } from '../oip/model-metadata';
+import type { WireRequest } from '../protocol/frames';
+import { CancelToken } from '../server/models/cancel-token';
+import type { InvokeResult, JobOptions } from '../server/models/job';
+import type { ModelManager } from '../server/models/model-manager';
+import { toServiceError } from './status';
+
+export interface GrpcDeps {
+  manager: ModelManager;
+  metrics: MetricsRecorder;
+  log: (line: string) => void;
+  /** The listener is on a loopback address: serve only calls whose :authority is a loopback name. */
+  loopbackOnly: boolean;
+  /** The Accept handlers get (SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as for HTTP). */
+  defaultAccept: string;
+}
+
+/** What every kind of call (unary, server or bidirectional stream) offers. */
+type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & { on(event: 'cancelled', listener: () => void): unknown };
+
+/** ":authority" is host[:port], with IPv6 hosts in brackets. */
+function authorityHost(authority: string): string {
+  const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority);
+  return m ? m[1]! : authority;
+}
+
+export class GrpcCall {
+  readonly requestId = randomUUID();
+  readonly cancel = new CancelToken();
+  #answered = false;
+
+  constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string) {
+    // grpc-js reports every closed stream as cancelled, answered ones too.
+    call.on('cancelled', () => {
+      if (!this.#answered) this.cancel.cancel();
+    });
+    const metadata = new Metadata();
+    metadata.set('x-request-id', this.requestId);
+    call.sendMetadata(metadata);
+  }
+
+  /** The answer (or error) is on its way: a close from now on is no cancel. */
+  answered(): void {
+    this.#answered = true;
+  }
+
+  /** Refused before any work, as the HTTP guards refuse: during shutdown, and a foreign :authority on a loopback listener. */
+  guard(): void {
+    if (this.deps.manager.closing) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
+    if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
+      throw new MmeError('MME_ERR_FORBIDDEN', 'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).');
+    }
+  }
+
+  /** The client's metadata as the handler's request headers (binary -bin entries left out). */
+  headers(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') out[k] = v;
+    return out;
+  }
+
+  /** Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is. */
+  async invoke(name: string, request: WireRequest, onChunk?: JobOptions['onChunk']): Promise<InvokeResult> {
+    const t0 = performance.now();
+    const { manager, metrics } = this.deps;
+    // Metrics name only models the server knows: any other name is unbounded client text.
+    const known = manager.knows(name);
+    let result: InvokeResult | undefined;
+    let status = 200;
+    try {
+      if (!known) throw modelNotFound(name);
+      result = await manager.invoke(name, request, { cancel: this.cancel, onChunk });
+      if (result.status >= 400) throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, { status: result.status });
+      return result;
+    } catch (err) {
+      status = this.cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
+      throw err;
+    } finally {
+      metrics.invocation({
+        model: known ? name : '',
+        status,
+        totalMicros: Math.round((performance.now() - t0) * 1000),
+        modelMicros: result?.modelMicros ?? 0,
+        queueMicros: result?.queueMicros ?? 0,
+        batchSize: result?.batchSize ?? 0,
+      });
+    }
+  }
+
+  /**
+   * The error as a gRPC status, logged as HTTP errors are: request id, method, status and code,
+   * and the message only for server faults (4xx messages may echo client text).
+   */
+  fail(err: unknown): Partial<ServiceError> {
+    let e: MmeError;
+    if (isMmeError(err)) e = err;
+    else {
+      this.deps.log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
+      e = new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+    }
+    const status = toServiceError(e);
+    this.deps.log(`request ${this.requestId} grpc ${this.method}: ${Status[status.code!]} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`);
+    return status;
+  }
+}
+
+/** A unary method: guarded, answered, and its failure mapped to a gRPC status. */
+export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Req, call: GrpcCall) => Res | Promise<Res>): handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    const scope = new GrpcCall(deps, call, method);
+    Promise.resolve()
+      .then(() => {
+        scope.guard();
+        return fn(call.request, scope);
+      })
+      .then((res) => {
+        scope.answered();
+        callback(null, res);
+      }, (err) => {
+        scope.answered();
+        callback(scope.fail(err));
+      });
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * The gRPC listener (grpc_inference_address:grpc_inference_port): KServe's GRPCInferenceService
+ * and TorchServe's InferenceAPIsService on one port, behind the same model manager, queue,
+ * batching, metrics and guards as HTTP. max_request_size bounds each received message.
+ */
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { GrpcDeps } from './call';
+import { kserveService } from './kserve-service';
+import { serviceDefinitions } from './protos';
+import { torchserveService } from './torchserve-service';
+
+export interface GrpcListenOptions {
+  host: string;
+  /** 0 = an ephemeral port (tests). */
+  port: number;
+  maxRequestSize: number;
+}
+
+export class GrpcListener {
+  private constructor(private readonly server: Server, readonly address: string, readonly port: number) {}
+
+  static async listen(opts: GrpcListenOptions, deps: GrpcDeps): Promise<GrpcListener> {
+    const server = new Server({ 'grpc.max_receive_message_length': opts.maxRequestSize });
+    const defs = serviceDefinitions();
+    server.addService(defs.kserve.service, kserveService(deps));
+    server.addService(defs.torchserve.service, torchserveService(deps));
+    const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    });
+    return new GrpcListener(server, `${host}:${port}`, port);
+  }
+
+  /** Takes no new calls; resolves once the calls in progress have finished. */
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.tryShutdown(() => resolve()));
+  }
+
+  /** Ends every call still open (after the shutdown drain). */
+  kill(): void {
+    this.server.forceShutdown();
+  }
+}

@@ -1,0 +1,29 @@
+/** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { oipAnswer, oipWireRequest } from '../oip/infer-request';
+import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../oip/model-metadata';
+import { unary, type GrpcDeps } from './call';
+import { fromOipAnswer, toOipBody, type ModelInferRequest } from './kserve-tensors';
+
+interface ModelRef {
+  name: string;
+  version: string;
+}
+
+export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
+  const { manager } = deps;
+  return {
+    ServerLive: unary(deps, 'ServerLive', () => ({ live: true })),
+    // A closing server is refused by the guard (UNAVAILABLE) before it gets here.
+    ServerReady: unary(deps, 'ServerReady', () => ({ ready: true })),
+    ModelReady: unary(deps, 'ModelReady', (req: ModelRef) => ({ ready: modelReady(manager, req.name, req.version) })),
+    ServerMetadata: unary(deps, 'ServerMetadata', () => serverMetadata()),
+    ModelMetadata: unary(deps, 'ModelMetadata', (req: ModelRef) => modelMetadata(manager, req.name, req.version)),
+    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
+      checkVersion(req.model_name, req.model_version);
+      const { body, headerLength } = toOipBody(req);
+      const result = await call.invoke(req.model_name, oipWireRequest(call.requestId, body, headerLength, call.headers()));
+      return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
+    }),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * ModelInferRequest ⇄ the OIP body the worker reads (src/oip/binary-body.ts). Every input goes to
+ * the worker as binary: raw_input_contents as they came, typed `contents` packed into the same raw
+ * layout here; the worker answers every output in binary, which goes back as raw_output_contents
+ * when the request used raw contents, else as typed contents. No tensor passes through JSON.
+ */
+import { MmeError } from '../errors';
+import { joinBody, sliceBinary, type SplitBody } from '../oip/binary-body';
+import { fromRaw, toArray, toRaw } from '../oip/datatypes';
+import { MODEL_VERSION } from '../oip/model-metadata';
+import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
+
+type Contents = Record<string, unknown[]>;
+type InferParameter = { bool_param?: boolean; int64_param?: string; string_param?: string };
+
+export interface InferInputTensor {
+  name: string;
+  datatype: string;
+  shape: string[];
+  contents: Contents | null;
+}
+
+export interface ModelInferRequest {
+  model_name: string;
+  model_version: string;
+  id: string;
+  inputs: InferInputTensor[];
+  outputs: Array<{ name: string }>;
+  raw_input_contents: Buffer[];
+}
+
+export interface ModelInferResponse {
+  model_name: string;
+  model_version: string;
+  id: string;
+  outputs: Array<{ name: string; datatype: string; shape: number[]; parameters: Record<string, InferParameter>; contents?: Contents }>;
+  raw_output_contents: Buffer[];
+}
+
+/** InferTensorContents' field for each datatype (FP16 has none: it travels raw only). */
+const kContentsField: Readonly<Record<string, string>> = {
+  BOOL: 'bool_contents', INT8: 'int_contents', INT16: 'int_contents', INT32: 'int_contents', INT64: 'int64_contents',
+  UINT8: 'uint_contents', UINT16: 'uint_contents', UINT32: 'uint_contents', UINT64: 'uint64_contents',
+  FP32: 'fp32_contents', FP64: 'fp64_contents', BYTES: 'bytes_contents',
+};
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_INPUT', message);
+}
+
+function typedToRaw(t: InferInputTensor): Buffer {
+  const field = kContentsField[t.datatype];
+  if (!field) throw invalid(`input ${t.name}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
+  const values = t.contents?.[field] ?? [];
+  return t.datatype === 'BYTES' ? toRaw(values as Buffer[]) : toRaw(toArray(t.datatype, values, `input ${t.name}`));
+}
+
+/** The request as a JSON header plus one binary tensor per input. */
+export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength: number } {
+  const raw = req.raw_input_contents;
+  if (raw.length > 0 && raw.length !== req.inputs.length) {
+    throw invalid(`raw_input_contents has ${raw.length} entries but there are ${req.inputs.length} inputs; send one per input, in the order of inputs`);
+  }
+  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t)));
+  const header: V2InferRequest = {
+    ...(req.id ? { id: req.id } : {}),
+    inputs: req.inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number), parameters: { binary_data_size: binaries[i]!.length } })),
+    ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
+    parameters: { binary_data_output: true },
+  };
+  return joinBody(header, binaries);
+}
+
+/** Output parameters other than the binary framing, as InferParameters (lists, e.g. class_labels, as JSON text). */
+function inferParameters(params: V2Parameters | undefined): Record<string, InferParameter> {
+  const out: Record<string, InferParameter> = {};
+  for (const [k, v] of Object.entries(params ?? {})) {
+    if (k === 'binary_data_size') continue;
+    if (typeof v === 'boolean') out[k] = { bool_param: v };
+    else if (Number.isSafeInteger(v)) out[k] = { int64_param: String(v) };
+    else out[k] = { string_param: typeof v === 'string' ? v : JSON.stringify(v) };
+  }
+  return out;
+}
+
+function typedContents(datatype: string, bytes: Buffer, count: number): Contents {
+  const elements = fromRaw(datatype, bytes, count, 'output');
+  let values: unknown[];
+  if (Array.isArray(elements)) values = elements;
+  else if (datatype === 'BOOL') values = Array.from(elements as Uint8Array, (x) => x !== 0);
+  else if (elements instanceof BigInt64Array || elements instanceof BigUint64Array) values = Array.from(elements as ArrayLike<bigint>, String);
+  else values = Array.from(elements as ArrayLike<number>);
+  return { [kContentsField[datatype]!]: values };
+}
+
+/** The worker's answer as a ModelInferResponse; `raw` = answer in raw_output_contents (FP16 outputs force it). */
+export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean): ModelInferResponse {
+  const { header } = answer;
+  const pieces = sliceBinary(answer.binary, header.outputs.map((o) => o.parameters?.binary_data_size ?? 0));
+  const asRaw = raw || header.outputs.some((o) => !kContentsField[o.datatype]);
+  return {
+    model_name: header.model_name,
+    model_version: MODEL_VERSION,
+    id: header.id ?? '',
+    outputs: header.outputs.map((o, i) => ({
+      name: o.name,
+      datatype: o.datatype,
+      shape: o.shape,
+      parameters: inferParameters(o.parameters),
+      ...(asRaw ? {} : { contents: typedContents(o.datatype, pieces[i]!, o.shape.reduce((a, b) => a * b, 1)) }),
+    })),
+    raw_output_contents: asRaw ? pieces : [],
+  };
+}

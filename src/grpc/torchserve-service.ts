@@ -1,0 +1,89 @@
+/**
+ * TorchServe's InferenceAPIsService: Ping, Predictions, StreamPredictions (a streaming handler's
+ * intermediate chunks, then its final answer, one message each) and StreamPredictions2 (a stream
+ * of requests, answered in order, each failure as that answer's status).
+ *
+ * The `input` map's "data" or "body" entry is the request body; its other entries are request
+ * headers, so {"content-type": "text/csv"} picks the default handler's decoder (JSON without one).
+ */
+import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { MmeError } from '../errors';
+import { checkVersion } from '../oip/model-metadata';
+import type { WireRequest } from '../protocol/frames';
+import { GrpcCall, unary, type GrpcDeps } from './call';
+
+interface PredictionsRequest {
+  model_name: string;
+  model_version: string;
+  input: Record<string, Buffer>;
+  sequenceId?: string;
+}
+
+interface PredictionResponse {
+  prediction: Buffer;
+  sequenceId?: string;
+  status?: { code: number; message: string };
+}
+
+const kBodyKeys = ['data', 'body'];
+
+function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): WireRequest {
+  checkVersion(req.model_name, req.model_version);
+  const key = kBodyKeys.find((k) => req.input[k] !== undefined);
+  if (!key) throw new MmeError('MME_ERR_INVALID_INPUT', 'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}');
+  const headers = call.headers();
+  for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
+  const accept = !headers.accept || headers.accept.trim() === '*/*' ? call.deps.defaultAccept : headers.accept;
+  return { id: 0, requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
+}
+
+async function predict(req: PredictionsRequest, call: GrpcCall): Promise<PredictionResponse> {
+  const result = await call.invoke(req.model_name, wireRequest(req, call, false));
+  return { prediction: result.body };
+}
+
+export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation {
+  return {
+    Ping: unary(deps, 'Ping', () => ({ health: JSON.stringify({ status: deps.manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' }, null, 2) })),
+    Predictions: unary(deps, 'Predictions', predict),
+    StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
+      const call = new GrpcCall(deps, stream, 'StreamPredictions');
+      Promise.resolve()
+        .then(() => {
+          call.guard();
+          return call.invoke(stream.request.model_name, wireRequest(stream.request, call, true), (chunk, delivered) => {
+            // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
+            stream.write({ prediction: chunk.body! }, () => delivered());
+          });
+        })
+        .then((result) => {
+          call.answered();
+          stream.write({ prediction: result.body });
+          stream.end();
+        }, (err) => {
+          call.answered();
+          stream.emit('error', call.fail(err));
+        });
+    },
+    StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
+      const call = new GrpcCall(deps, stream, 'StreamPredictions2');
+      let answered = Promise.resolve();
+      stream.on('data', (req: PredictionsRequest) => {
+        answered = answered.then(async () => {
+          const sequenceId = req.sequenceId ?? '';
+          try {
+            call.guard();
+            stream.write({ ...(await predict(req, call)), sequenceId });
+          } catch (err) {
+            const status = call.fail(err);
+            stream.write({ prediction: Buffer.alloc(0), sequenceId, status: { code: status.code!, message: status.details! } });
+          }
+        });
+      });
+      stream.on('end', () => void answered.then(() => {
+        call.answered();
+        stream.end();
+      }));
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * What the Open Inference Protocol's metadata and readiness calls answer, for REST (/v2) and gRPC
+ * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
+ * model readiness. Each model has one version, "1"; an unversioned request means it.
+ */
+import { MmeError } from '../errors';
+import type { TensorInfo } from '../protocol/frames';
+import type { ModelManager } from '../server/models/model-manager';
+import { v2Datatype } from './datatypes';
+
+export const SERVER_NAME = 'sagemaker-mme-node';
+export const SERVER_VERSION = '0.1.0';
+/** Triton's name for the binary tensor extension, which /v2/models/{name}/infer speaks. */
+export const SERVER_EXTENSIONS: readonly string[] = ['binary_tensor_data'];
+export const MODEL_VERSION = '1';
+/** Triton's platform name for ONNX models. */
+const kPlatform = 'onnxruntime_onnx';
+
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+export function serverMetadata(): { name: string; version: string; extensions: string[] } {
+  return { name: SERVER_NAME, version: SERVER_VERSION, extensions: [...SERVER_EXTENSIONS] };
+}
+
+/** A ZipMap output is described as the [rows, classes] tensor OIP answers with. */
+function tensorMetadata(info: TensorInfo): TensorMetadata {
+  const t = info.tensor ?? info;
+  return { name: info.name, datatype: v2Datatype(t.type), shape: t.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)) };
+}
+
+/** An empty version means the model's only one. */
+export function checkVersion(name: string, version: string | undefined): void {
+  if (version && version !== MODEL_VERSION) {
+    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${name} has no version ${JSON.stringify(version.slice(0, 32))}; its only version is ${MODEL_VERSION} (or leave the version out).`);
+  }
+}
+
+/** Metadata of a loaded model; 404 for one that is not loaded (an infer loads a model_store one on demand). */
+export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
+  checkVersion(name, version);
+  const model = manager.get(name);
+  return { name, versions: [MODEL_VERSION], platform: kPlatform, inputs: model.inputs.map(tensorMetadata), outputs: model.outputs.map(tensorMetadata) };
+}
+
+export function modelNotFound(name: string): MmeError {
+  return new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
+}
+
+/** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
+export function modelReady(manager: ModelManager, name: string, version?: string): boolean {
+  checkVersion(name, version);
+  if (!manager.knows(name)) throw modelNotFound(name);
+  return manager.entry(name)?.phase === 'ready';
+}

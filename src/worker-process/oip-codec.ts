@@ -1,0 +1,72 @@
+/**
+ * The default handler's Open Inference Protocol v2 codec, for
+ * application/vnd.sagemaker-triton.binary+json: a JSON inference header, then binary tensors
+ * (src/oip/binary-body.ts). /v2/models/{name}/infer and gRPC ModelInfer send the worker this, so
+ * tensors a client sends or wants raw never become JSON on either side. Inputs may mix JSON `data`
+ * and binary; the answer holds the outputs the request lists (all when it lists none), each in
+ * binary when its binary_data or the request's binary_data_output says so.
+ */
+import { MmeError } from '../errors';
+import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
+import { toRaw, type NumericArray } from '../oip/datatypes';
+import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
+import type { TensorInfo } from '../protocol/frames';
+import type { HandlerRequest } from './context';
+import { decodeV2, v2Output, type DecodedRequest } from './json-codec';
+import type { PlainTensor } from './tensors';
+
+/** What the request asked of the answer. */
+export interface OutputSelection {
+  outputs?: Array<{ name: string; parameters?: V2Parameters }>;
+  binaryAll: boolean;
+}
+
+export interface EncodedBody {
+  body: Buffer;
+  contentType: string;
+}
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_INPUT', message);
+}
+
+export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest {
+  const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
+  if (!Array.isArray(header.inputs)) throw invalid('the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}');
+  if (header.outputs !== undefined && !(Array.isArray(header.outputs) && header.outputs.every((o) => typeof o?.name === 'string'))) {
+    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
+  }
+  const inBinary = header.inputs.filter((item) => item?.parameters?.binary_data_size !== undefined);
+  const sizes = inBinary.map((item) => {
+    const n = item.parameters!.binary_data_size;
+    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${String(item.name)}: binary_data_size must be a byte count`);
+    return n!;
+  });
+  const pieces = sliceBinary(binary, sizes);
+  return {
+    format: 'v2',
+    feeds: decodeV2(header.inputs, inputs, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
+    id: typeof header.id === 'string' ? header.id : undefined,
+    selection: { outputs: header.outputs, binaryAll: header.parameters?.binary_data_output === true },
+  };
+}
+
+export function encodeOip(outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id: string | undefined, selection: OutputSelection | undefined): EncodedBody {
+  const names = selection?.outputs?.map((o) => o.name) ?? Object.keys(outputs);
+  const binaries: Buffer[] = [];
+  const tensors = names.map((name) => {
+    const t = outputs[name];
+    if (!t) throw invalid(`requested output "${name}" is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+    const binary = selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
+    const tensor = v2Output(name, t, infos, !binary);
+    if (binary) {
+      const bytes = toRaw(t.data as NumericArray | string[]);
+      binaries.push(bytes);
+      tensor.parameters = { ...tensor.parameters, binary_data_size: bytes.length };
+    }
+    return tensor;
+  });
+  const response: V2InferResponse = { model_name: modelName, ...(id === undefined ? {} : { id }), outputs: tensors };
+  const { body, headerLength } = joinBody(response, binaries);
+  return { body, contentType: oipContentType(headerLength) };
+}
