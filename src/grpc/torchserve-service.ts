@@ -10,6 +10,7 @@ import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementa
 import { MmeError } from '../errors';
 import { checkVersion } from '../oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
+import { acceptOrDefault } from '../http/client-request';
 import { GrpcCall, unary, type GrpcDeps } from './call';
 
 interface PredictionsRequest {
@@ -33,7 +34,7 @@ function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): 
   if (!key) throw new MmeError('MME_ERR_INVALID_INPUT', 'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}');
   const headers = call.headers();
   for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
-  const accept = !headers.accept || headers.accept.trim() === '*/*' ? call.deps.defaultAccept : headers.accept;
+  const accept = acceptOrDefault(headers.accept, call.deps.defaultAccept);
   return { id: 0, requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
 }
 

@@ -9,9 +9,9 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
-import { CancelToken } from '../server/models/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
 import { readBodyChunks } from './body';
+import { acceptOrDefault, cancelOnClientClose } from './client-request';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
 const kTargetModel = 'x-amzn-sagemaker-target-model';
@@ -39,15 +39,10 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     const body = await readBodyChunks(ctx, maxRequestSize);
     // Node's own header object: copied into the frame only for a custom handler, which may read it.
     const headers = ctx.req.headers;
-    const accept = !headers.accept || headers.accept.trim() === '*/*' ? defaultAccept : headers.accept;
+    const accept = acceptOrDefault(headers.accept, defaultAccept);
     const customAttributes = ctx.req.headers[kCustomAttributes] as string | undefined;
     const request: WireRequest = { id: 0, requestId: ctx.state.requestId as string, contentType: headers['content-type'] ?? '', accept, headers, body };
-    // A client that leaves before its request reaches a worker should cost nothing; one that leaves
-    // mid-stream should stop its handler (context.isCancelled).
-    const cancel = new CancelToken();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) cancel.cancel();
-    });
+    const cancel = cancelOnClientClose(ctx);
     // Back-pressure: a chunk is acknowledged to the worker only once the client's socket took it,
     // so a client that stops reading stops the handler (context.drained) instead of filling this process.
     const onChunk = (chunk: ChunkMessage, delivered: () => void) => {

@@ -11,9 +11,9 @@ import type { MmeError } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { oipWireRequest } from '../oip/infer-request';
 import { checkVersion, modelMetadata, modelNotFound, modelReady, serverMetadata } from '../oip/model-metadata';
-import { CancelToken } from '../server/models/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
 import { readBody } from './body';
+import { cancelOnClientClose } from './client-request';
 
 export function isOipPath(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/');
@@ -63,12 +63,7 @@ async function infer(ctx: Context, manager: ModelManager, maxRequestSize: number
   const body = await readBody(ctx, maxRequestSize);
   const declared = ctx.get(HEADER_LENGTH_HEADER);
   const headerLength = declared ? Number(declared) : headerLengthOf(ctx.get('content-type')) ?? body.length;
-  // A client that leaves before its request reaches a worker costs nothing.
-  const cancel = new CancelToken();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) cancel.cancel();
-  });
-  const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel });
+  const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel: cancelOnClientClose(ctx) });
   ctx.state.result = result;
   ctx.status = result.status;
   for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);

@@ -33,6 +33,36 @@ describe('lifecycle regressions (real processes)', () => {
     assert.deepEqual(workerPidsOf(process.pid), [pid]);
   });
 
+  it('requests that travel to the worker together are each answered as soon as they are ready, not with the others', async () => {
+    t = await startServer();
+    await behaviour('slow');
+    const model = t.server.manager.get('slow');
+    const gates = tempDir('mme-gates-');
+    const gate = (i: number) => path.join(gates, `g${i}`);
+    const answered = new Set<number>();
+    const send = (i: number) => invoke(t, 'slow', { barrier: gate(i), echo: i }).then((r) => {
+      answered.add(i);
+      return r;
+    });
+    // r0 runs and r1 waits in the worker's pipe; r2…r9 queue, then travel in one frame.
+    const first = [send(0), send(1)];
+    await waitFor(() => model.inFlightCount === 2, 'r0 running and r1 in the pipe');
+    const batches = model.stats.batches;
+    const rest = [2, 3, 4, 5, 6, 7, 8, 9].map(send);
+    await waitFor(() => model.queueLength === 8, 'eight queued requests');
+    fs.writeFileSync(gate(0), '');
+    fs.writeFileSync(gate(1), '');
+    await Promise.all(first);
+    await waitFor(() => model.queueLength === 0, 'the eight to be dispatched');
+    assert.equal(model.stats.batches - batches, 1, 'the eight queued requests travelled in one frame');
+    // r2 can finish; r3…r9 cannot yet. r2's answer must not wait for them.
+    fs.writeFileSync(gate(2), '');
+    assert.equal((await rest[0]).body.echo, 2);
+    assert.deepEqual([...answered].sort(), [0, 1, 2]);
+    for (let i = 3; i < 10; i++) fs.writeFileSync(gate(i), '');
+    for (const [k, r] of (await Promise.all(rest)).entries()) assert.equal(r.body.echo, k + 2);
+  });
+
   it('one answer over max_response_size is 500 MME_ERR_RESPONSE_TOO_LARGE for that request alone, never 507, and the worker stays', async () => {
     t = await startServer('max_response_size=3000000');
     await behaviour('big');

@@ -142,7 +142,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       const s = sink(log);
       fake.script.push('fail', 'throttle', 'hang');
       s.write(snapshot(1));
-      await waitFor(() => fake.calls.length === 1, 'the retried request');
+      await waitFor(() => fake.calls.length === 1, 'the retried request', 60_000);
       assert.equal(fake.attempts, 4);
       assert.equal(fake.calls[0]!.data[0]!.StatisticValues!.Sum, 1);
       assert.equal(s.dropped, 0);
