@@ -68,11 +68,37 @@ function ragged(what: string): MmeError {
 export function fromNested(type: string, value: unknown, dims: number[], what: string): TensorData {
   const n = elementCount(dims);
   const out = allocate(type, n);
+  if ((type === 'float32' || type === 'float64') && dims.length > 0) {
+    // The common case (an image is 150 528 floats) written straight into the typed array: no
+    // flattened copy, no converter call per element.
+    if (fillFloats(out as Float32Array | Float64Array, value, dims.length - 1, 0, type, what) !== n) throw ragged(what);
+    return out;
+  }
   const flat: unknown[] = dims.length <= 1 ? (dims.length === 0 ? [value] : (value as unknown[])) : (value as unknown[]).flat(dims.length - 1);
   if (flat.length !== n) throw ragged(what);
   const convert = converter(type, what);
   for (let i = 0; i < n; i++) (out as unknown[])[i] = convert(flat[i]);
   return out;
+}
+
+/** Writes the numbers of a nested array (`depth` levels above the innermost) from `at`; returns where it stopped. */
+function fillFloats(out: Float32Array | Float64Array, v: unknown, depth: number, at: number, type: string, what: string): number {
+  if (!Array.isArray(v)) throw ragged(what);
+  if (depth > 0) {
+    for (let i = 0; i < v.length; i++) at = fillFloats(out, v[i], depth - 1, at, type, what);
+    return at;
+  }
+  if (at + v.length > out.length) throw ragged(what);
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x !== 'number') throw notNumber(x, type, what);
+    out[at + i] = x;
+  }
+  return at + v.length;
+}
+
+function notNumber(v: unknown, type: string, what: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_INPUT', `${what} has element ${JSON.stringify(v)}, but the model expects numbers (tensor type ${type})`);
 }
 
 function converter(type: string, what: string): (v: unknown) => unknown {
@@ -92,7 +118,7 @@ function converter(type: string, what: string): (v: unknown) => unknown {
     case 'float16':
       return (v) => { if (typeof v !== 'number') throw bad(v, 'numbers'); return toHalf(v); };
     case 'float32': case 'float64':
-      return (v) => { if (typeof v !== 'number') throw bad(v, 'numbers'); return v; };
+      return (v) => { if (typeof v !== 'number') throw notNumber(v, type, what); return v; };
     default:
       return (v) => { if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(v, 'integers'); return v; };
   }
