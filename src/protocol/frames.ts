@@ -294,9 +294,7 @@ function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void 
   w.u32(m.responses.length);
   for (const x of m.responses) {
     w.u32(x.id);
-    w.u16(x.status);
-    w.str(x.contentType);
-    w.headers(x.headers);
+    writeHead(w, x);
     w.u8(x.error ? 1 : 0);
     if (x.error) {
       w.str(x.error.code);
@@ -313,7 +311,7 @@ function readResult(r: BinaryReader): ResultMessage {
   const n = r.u32();
   const responses: WireResponse[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const x: WireResponse = { id: r.u32(), status: r.u16(), contentType: r.str(), headers: r.headers() as Record<string, string> };
+    const x: WireResponse = { id: r.u32(), ...readHead(r) };
     if (r.u8() === 1) x.error = { code: r.str(), status: r.u16(), message: r.str() };
     x.body = r.body();
     responses[i] = x;
@@ -321,21 +319,27 @@ function readResult(r: BinaryReader): ResultMessage {
   return { batchId, modelMicros, responses };
 }
 
+function writeHead(w: BinaryWriter, h: ResponseHead): void {
+  w.u16(h.status);
+  w.str(h.contentType);
+  w.headers(h.headers);
+}
+
+function readHead(r: BinaryReader): ResponseHead {
+  return { status: r.u16(), contentType: r.str(), headers: r.headers() };
+}
+
 function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
   w.u32(m.id);
   w.u8(m.head ? 1 : 0);
-  if (m.head) {
-    w.u16(m.head.status);
-    w.str(m.head.contentType);
-    w.headers(m.head.headers);
-  }
+  if (m.head) writeHead(w, m.head);
   w.body(m.body, bodies);
 }
 
 function readChunk(r: BinaryReader): ChunkMessage {
   const id = r.u32();
   const msg: ChunkMessage = { id };
-  if (r.u8() === 1) msg.head = { status: r.u16(), contentType: r.str(), headers: r.headers() as Record<string, string> };
+  if (r.u8() === 1) msg.head = readHead(r);
   msg.body = r.body();
   return msg;
 }

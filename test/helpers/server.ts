@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
 import { MmeServer, type MmeServerOptions } from '../../src/server/mme-server';
+import { writeModelDir } from '../fixtures/onnx-models';
 
 export interface TestServer {
   server: MmeServer;
@@ -83,6 +84,12 @@ export async function request(url: string, init: RequestInit & { json?: unknown 
 
 export function loadModel(t: Pick<TestServer, 'managementUrl'>, name: string, url: string, extra: Record<string, unknown> = {}): Promise<JsonResponse> {
   return request(`${t.managementUrl}/models`, { method: 'POST', json: { model_name: name, url, ...extra } });
+}
+
+/** Writes each model into the store and loads them all at once; every load must answer 200. */
+export async function loadModels(t: Pick<TestServer, 'managementUrl' | 'store'>, models: Record<string, Uint8Array>): Promise<void> {
+  const answers = await Promise.all(Object.entries(models).map(([name, bytes]) => loadModel(t, name, writeModelDir(t.store, name, bytes))));
+  for (const r of answers) if (r.status !== 200) throw new Error(`load failed: ${r.status} ${r.text}`);
 }
 
 export function invoke(t: Pick<TestServer, 'url'>, name: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {

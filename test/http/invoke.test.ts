@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import * as ort from 'onnxruntime-node';
 import { fixedShapeModel, identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, paddleOcrClsPath, writeModelDir } from '../fixtures/onnx-models';
-import { invoke, loadModel, request, startServer, type TestServer } from '../helpers/server';
+import { invoke, loadModel, loadModels, request, startServer, type TestServer } from '../helpers/server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 
@@ -14,12 +14,7 @@ describe('POST /models/{name}/invoke and /invocations', () => {
   let t: TestServer;
   before(async () => {
     t = await startServer('max_request_size=4096');
-    const loads = [
-      loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel(kMlp))),
-      loadModel(t, 'multi', writeModelDir(t.store, 'multi', multiIoModel())),
-      loadModel(t, 'fixed', writeModelDir(t.store, 'fixed', fixedShapeModel())),
-    ];
-    for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
+    await loadModels(t, { mlp: mlpModel(kMlp), multi: multiIoModel(), fixed: fixedShapeModel() });
   });
   after(async () => {
     await t.close();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
-import { loadModel, request, startServer, type TestServer } from '../helpers/server';
+import { loadModels, request, startServer, type TestServer } from '../helpers/server';
 
 const kMlp = { sizes: [4, 8, 3] };
 
@@ -26,14 +26,7 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
   let t: TestServer;
   before(async () => {
     t = await startServer('max_request_size=4096');
-    const loads = [
-      loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel(kMlp))),
-      loadModel(t, 'multi', writeModelDir(t.store, 'multi', multiIoModel())),
-      loadModel(t, 'bytes', writeModelDir(t.store, 'bytes', identityModel('string'))),
-      loadModel(t, 'bool', writeModelDir(t.store, 'bool', identityModel('bool'))),
-      loadModel(t, 'half', writeModelDir(t.store, 'half', identityModel('float16'))),
-    ];
-    for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
+    await loadModels(t, { mlp: mlpModel(kMlp), multi: multiIoModel(), bytes: identityModel('string'), bool: identityModel('bool'), half: identityModel('float16') });
   });
   after(() => t.close());
 
