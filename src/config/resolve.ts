@@ -176,7 +176,6 @@ function metricsAddress(raw: string | null, inference: ListenAddress, management
   return address;
 }
 
-/** SageMaker puts models under /opt/ml/models; locally they live in model_store. */
 /** A TCP port, or null (unset) for no gRPC listener. */
 function grpcPort(raw: string | null, settings: Map<string, Setting>): number | null {
   if (raw === null) return null;
@@ -187,6 +186,7 @@ function grpcPort(raw: string | null, settings: Map<string, Setting>): number | 
   return port;
 }
 
+/** SageMaker puts models under /opt/ml/models; locally they live in model_store. */
 function modelRoots(raw: string | null, modelStore: string | null): string[] {
   const roots = raw === null ? [modelStore, '/opt/ml/models'] : raw.split(',').map((r) => r.trim());
   return [...new Set(roots.filter((r): r is string => !!r))];

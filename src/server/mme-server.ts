@@ -89,9 +89,10 @@ export class MmeServer {
       }
       models = fs.readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
-        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: path.join(modelStore, d.name) }));
+        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: path.resolve(modelStore, d.name) }));
     } else {
-      models = loadModels.map((m) => ({ name: m.name, url: path.isAbsolute(m.url) || !modelStore ? m.url : path.join(modelStore, m.url) }));
+      // Absolute, so the manager does not resolve it against model_store a second time.
+      models = loadModels.map((m) => ({ name: m.name, url: path.isAbsolute(m.url) || !modelStore ? m.url : path.resolve(modelStore, m.url) }));
     }
     await Promise.all(models.map(async (m) => {
       try {

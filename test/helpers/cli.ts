@@ -30,11 +30,11 @@ export interface CliServer {
  * Starts `node dist/src/main.js serve ...args` and resolves with the URL it reports listening on.
  * `launcher` runs first and must exec the command it is given (e.g. unshare … sh -c '… exec "$@"').
  */
-export async function startCli(args: string[], env: Record<string, string> = {}, launcher: string[] = []): Promise<CliServer> {
+export async function startCli(args: string[], env: Record<string, string> = {}, launcher: string[] = [], cwd?: string): Promise<CliServer> {
   const marker = `MME_TEST_SERVER=${randomUUID()}`;
   const [name, value] = marker.split('=');
   const [cmd, ...argv] = [...launcher, process.execPath, kMain, 'serve', ...args];
-  const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   const lines: string[] = [];
   readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));

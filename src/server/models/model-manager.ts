@@ -375,7 +375,8 @@ export class ModelManager {
   #findInStore(name: string): string | null {
     const store = this.config.modelStore;
     if (!store) return null;
-    for (const candidate of [path.join(store, name), path.join(store, `${name}.tar.gz`), path.join(store, `${name}.tgz`)]) {
+    // Absolute: a relative model_store (npm start's) must not be joined to the url a second time.
+    for (const candidate of [path.resolve(store, name), path.resolve(store, `${name}.tar.gz`), path.resolve(store, `${name}.tgz`)]) {
       if (fs.existsSync(candidate)) return candidate;
     }
     return null;
