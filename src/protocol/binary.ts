@@ -144,7 +144,10 @@ export class BinaryReader {
     const out: Record<string, string> = {};
     for (let i = 0; i < n; i++) {
       const k = this.str();
-      out[k] = this.str();
+      const v = this.str();
+      // A header named __proto__ is a key like any other, never the object's prototype.
+      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      else out[k] = v;
     }
     return out;
   }

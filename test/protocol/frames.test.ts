@@ -81,6 +81,14 @@ describe('frames (the parent ⇄ worker protocol)', () => {
     });
   }
 
+  it('keeps a header named __proto__ as a header (fast-check found it)', () => {
+    const headers = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>;
+    const [f] = readBack(Buffer.concat(encodeFrame({ kind: MessageKind.Chunk, msg: { id: 1, head: { status: 200, contentType: '', headers }, body: Buffer.alloc(0) } })));
+    const back = (f.msg as { head: { headers: Record<string, string> } }).head.headers;
+    assert.deepEqual(Object.keys(back), ['__proto__', 'a']);
+    assert.equal(Object.getPrototypeOf(back), Object.prototype);
+  });
+
   it('refuses a frame over the limit before buffering it, and a truncated header', () => {
     const [head, bodyPart] = encodeFrame({ kind: MessageKind.Chunk, msg: { id: 1, body: Buffer.alloc(1000) } });
     assert.throws(() => readBack(Buffer.concat([head, bodyPart]), [], 500), FrameTooLargeError);
