@@ -7,6 +7,7 @@
  * stalls only loses its own data.
  */
 import { ERRORS } from '../errors';
+import { within } from '../within';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';
 import type { PrometheusMetrics } from './prometheus';
@@ -185,17 +186,11 @@ export class MetricsRecorder {
   }
 
   async #sample(): Promise<Series[]> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Series[]>((resolve) => {
-      timer = setTimeout(() => resolve([]), kSampleTimeoutMs);
-    });
     try {
-      return await Promise.race([this.#parts.sampleSystem(), timeout]);
+      return await within(this.#parts.sampleSystem(), kSampleTimeoutMs, []);
     } catch (err) {
       this.#sinkError('system', err);
       return [];
-    } finally {
-      clearTimeout(timer);
     }
   }
 

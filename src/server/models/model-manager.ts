@@ -18,6 +18,7 @@ import { isRemoteUrl, resolveArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
 import type { WireRequest } from '../../protocol/frames';
+import { within } from '../../within';
 import { Admission } from '../cache/admission';
 import { createPolicy, type EvictionPolicy } from '../cache/eviction-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
@@ -80,12 +81,6 @@ export function checkModelName(name: unknown): string {
 const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
 const notFound = (name: string) => new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
 const shuttingDown = () => new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down.');
-
-/** Resolves with `promise`'s value, or with `fallback` after `ms`. */
-function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
-  let timer!: NodeJS.Timeout;
-  return Promise.race([promise, new Promise<F>((r) => (timer = setTimeout(r, Math.max(0, ms), fallback)))]).finally(() => clearTimeout(timer));
-}
 
 export class ModelManager {
   /** The current registration of each name. */

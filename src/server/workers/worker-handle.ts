@@ -19,6 +19,7 @@ import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
+import { within } from '../../within';
 import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadedMessage } from '../../protocol/frames';
 import type { Job } from '../models/job';
 import { exitReason, loadExitError, type KillReason, type WorkerExit } from './exit-reason';
@@ -224,7 +225,7 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
       this.#killedBy ??= 'stopped';
       this.#channel.end();
-      await Promise.race([this.#exited, new Promise((r) => setTimeout(r, kProfileExitMs))]);
+      await within(this.#exited, kProfileExitMs, null);
     }
     this.kill('stopped');
     return this.#exited;
