@@ -1,5 +1,6 @@
 /** The small pieces of the lifecycle core: the per-name lock, exit reasons, the transition table. */
 import assert from 'node:assert/strict';
+import { Fifo } from '../../src/server/models/fifo';
 import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
 import { KeyedLock } from '../../src/server/models/keyed-lock';
 import { exitReason, runningRequestError } from '../../src/server/workers/exit-reason';
@@ -24,6 +25,21 @@ describe('lifecycle pieces', () => {
     assert.equal(lock.isHeld('a'), false);
     other!();
     assert.equal(lock.isHeld('b'), false);
+  });
+
+  it('Fifo keeps order across shifts, put-backs, removals and compaction', () => {
+    const q = new Fifo<number>();
+    for (let i = 0; i < 5000; i++) q.push(i);
+    for (let i = 0; i < 3000; i++) assert.equal(q.shift(), i);
+    q.unshift([-2, -1]);
+    assert.ok(q.remove(4000));
+    assert.equal(q.length, 2001);
+    assert.equal(q.peek(), -2);
+    const rest = q.drainAll();
+    assert.deepEqual(rest.slice(0, 3), [-2, -1, 3000]);
+    assert.ok(!rest.includes(4000));
+    assert.equal(rest.at(-1), 4999);
+    assert.equal(q.shift(), undefined);
   });
 
   it('exit reasons: the server\'s own kill wins; an unsent SIGKILL or an exhausted heap is memory; anything else a crash', () => {

@@ -9,6 +9,7 @@ import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/fr
 import { runningRequestError, type WorkerExit } from '../workers/exit-reason';
 import type { InFlightBatch, ModelWorker } from '../workers/model-worker';
 import type { WorkerSet } from '../workers/worker-set';
+import { Fifo } from './fifo';
 import { Job, type InvokeResult, type JobOptions } from './job';
 import { JobQueue } from './job-queue';
 import type { ModelSettings } from './model-settings';
@@ -38,8 +39,7 @@ export class Dispatcher {
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
    * are in the same order: one timer, for the oldest unsettled job, serves them all.
    */
-  #deadlines: Job[] = [];
-  #deadlineHead = 0;
+  readonly #deadlines = new Fifo<Job>();
   #deadlineTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
@@ -185,27 +185,16 @@ export class Dispatcher {
 
   #armDeadline(): void {
     if (this.#deadlineTimer) return;
-    while (this.#deadlineHead < this.#deadlines.length && this.#deadlines[this.#deadlineHead].settled) this.#deadlineHead++;
-    if (this.#deadlineHead >= this.#deadlines.length) {
-      this.#deadlines = [];
-      this.#deadlineHead = 0;
-      return;
-    }
-    if (this.#deadlineHead > 1024 && this.#deadlineHead * 2 > this.#deadlines.length) {
-      this.#deadlines = this.#deadlines.slice(this.#deadlineHead);
-      this.#deadlineHead = 0;
-    }
-    const head = this.#deadlines[this.#deadlineHead];
-    this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
+    while (this.#deadlines.peek()?.settled) this.#deadlines.shift();
+    const head = this.#deadlines.peek();
+    if (head) this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
   }
 
   #onDeadline(): void {
     this.#deadlineTimer = null;
     const now = performance.now();
-    while (this.#deadlineHead < this.#deadlines.length) {
-      const job = this.#deadlines[this.#deadlineHead];
-      if (!job.settled && job.deadline > now) break;
-      this.#deadlineHead++;
+    for (let job = this.#deadlines.peek(); job && (job.settled || job.deadline <= now); job = this.#deadlines.peek()) {
+      this.#deadlines.shift();
       if (!job.settled) this.#onTimeout(job);
     }
     this.#armDeadline();
@@ -258,7 +247,6 @@ export class Dispatcher {
     // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
     if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = null;
-    this.#deadlines = [];
-    this.#deadlineHead = 0;
+    this.#deadlines.drainAll();
   }
 }

@@ -1,3 +1,4 @@
+import { Fifo } from './fifo';
 import type { Job } from './job';
 
 /**
@@ -5,13 +6,12 @@ import type { Job } from './job';
  * Jobs put back after their worker died go to the head, so they keep their turn.
  */
 export class JobQueue {
-  #items: Job[] = [];
-  #head = 0;
+  readonly #jobs = new Fifo<Job>();
 
   constructor(readonly capacity: number) {}
 
   get length(): number {
-    return this.#items.length - this.#head;
+    return this.#jobs.length;
   }
 
   get isFull(): boolean {
@@ -19,45 +19,28 @@ export class JobQueue {
   }
 
   push(job: Job): void {
-    this.#items.push(job);
+    this.#jobs.push(job);
   }
 
   unshift(jobs: Job[]): void {
-    this.#compact();
-    this.#items.unshift(...jobs);
-  }
-
-  peek(): Job | undefined {
-    return this.#items[this.#head];
+    this.#jobs.unshift(jobs);
   }
 
   /** Takes up to n jobs that are still wanted; cancelled and settled ones are dropped on the way. */
   take(n: number): Job[] {
     const out: Job[] = [];
-    while (out.length < n && this.#head < this.#items.length) {
-      const job = this.#items[this.#head++];
+    while (out.length < n && this.#jobs.length > 0) {
+      const job = this.#jobs.shift()!;
       if (!job.settled && !job.cancelled) out.push(job);
     }
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) this.#compact();
     return out;
   }
 
   remove(job: Job): boolean {
-    const i = this.#items.indexOf(job, this.#head);
-    if (i < 0) return false;
-    this.#items.splice(i, 1);
-    return true;
+    return this.#jobs.remove(job);
   }
 
   drainAll(): Job[] {
-    const out = this.#items.slice(this.#head);
-    this.#items = [];
-    this.#head = 0;
-    return out;
-  }
-
-  #compact(): void {
-    this.#items = this.#items.slice(this.#head);
-    this.#head = 0;
+    return this.#jobs.drainAll();
   }
 }
