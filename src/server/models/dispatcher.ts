@@ -32,8 +32,8 @@ export interface DispatcherDeps {
 
 export class Dispatcher {
   readonly #queue: JobQueue;
-  /** Jobs handed to a worker and not yet settled, for the timeout and cancel paths. */
-  readonly #running = new Set<Job>();
+  /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
+  readonly #running = new Map<number, Job>();
   #batchTimer: NodeJS.Timeout | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
@@ -108,7 +108,7 @@ export class Dispatcher {
       const now = performance.now();
       for (const job of jobs) {
         job.dispatchedAt = now;
-        this.#running.add(job);
+        this.#running.set(job.id, job);
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
@@ -122,7 +122,7 @@ export class Dispatcher {
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
       if (!job) continue;
-      this.#running.delete(job);
+      this.#running.delete(job.id);
       if (r.error) {
         job.reject(MmeError.fromWire(r.error));
       } else {
@@ -140,19 +140,16 @@ export class Dispatcher {
     // A response the worker did not send back (never expected) must not leave its caller waiting.
     if (!done) return;
     for (const job of batch.jobs) {
-      if (this.#running.delete(job)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
+      if (this.#running.delete(job.id)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
     }
   }
 
   chunk(worker: ModelWorker, msg: ChunkMessage): void {
+    const job = this.#running.get(msg.id);
+    if (!job) return;
     const bytes = msg.body?.length ?? 0;
-    for (const job of this.#running) {
-      if (job.id === msg.id) {
-        if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-        else worker.acknowledge(job, bytes);
-        return;
-      }
-    }
+    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
+    else worker.acknowledge(job, bytes);
   }
 
   /**
@@ -164,14 +161,14 @@ export class Dispatcher {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
     for (const batch of running) {
       for (const job of batch.jobs) {
-        this.#running.delete(job);
+        this.#running.delete(job.id);
         job.reject(err);
       }
     }
     const requeue: Job[] = [];
     for (const batch of waiting) {
       for (const job of batch.jobs) {
-        this.#running.delete(job);
+        this.#running.delete(job.id);
         if (job.settled) continue;
         if (job.requeued || this.#closed) job.reject(this.#closed ?? err);
         else {
@@ -225,7 +222,7 @@ export class Dispatcher {
   }
 
   #holder(job: Job): ModelWorker | undefined {
-    return this.#running.has(job) ? this.deps.workers.workers.find((w) => w.holds(job)) : undefined;
+    return this.#running.has(job.id) ? this.deps.workers.workers.find((w) => w.holds(job)) : undefined;
   }
 
   noWorker(): MmeError {
