@@ -22,9 +22,14 @@ describe('lifecycle pieces', () => {
     assert.equal(lock.tryAcquire('a'), null);
     await Promise.all(waiting);
     assert.deepEqual(order, ['a1', 'a2']);
-    assert.equal(lock.isHeld('a'), false);
+    const free = (key: string) => {
+      const release = lock.tryAcquire(key);
+      release?.();
+      return release !== null;
+    };
+    assert.equal(free('a'), true, 'a is free once its last waiter released it');
     other!();
-    assert.equal(lock.isHeld('b'), false);
+    assert.equal(free('b'), true);
   });
 
   it('Fifo keeps order across shifts, put-backs, removals and compaction', () => {

@@ -27,8 +27,8 @@ export interface AdmissionDeps {
   current(name: string): ModelEntry | undefined;
   /** The name's lock if free now. */
   tryLock(name: string): (() => void) | null;
-  /** Drains and stops `entry` (its lock is held); resolves with the bytes freed. */
-  evict(entry: ModelEntry): Promise<number>;
+  /** Drains and stops `entry` (its lock is held). */
+  evict(entry: ModelEntry): Promise<void>;
 }
 
 const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
@@ -91,21 +91,17 @@ export class Admission {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `Model ${name} does not fit: ${what}. ${fix}.`);
   }
 
-  /** Measured memory of serving models plus the reservations of loading ones and what leaving ones still hold. */
+  /** Memory every other registration holds, serving ones re-measured when their figure is stale. */
   async #usedBytes(except: ModelEntry): Promise<number> {
     let used = 0;
     const now = Date.now();
     for (const e of this.deps.entries()) {
       if (e === except) continue;
-      if (e.model && e.registered) {
-        if (now - e.model.memoryMeasuredAt > kMemoryFreshMs) {
-          await e.model.refreshMemory();
-          this.deps.policy.resize(e.name, e.model.memoryBytes);
-        }
-        used += e.model.memoryBytes;
-      } else {
-        used += e.reservedBytes + (e.model?.memoryBytes ?? 0);
+      if (e.model && e.registered && now - e.model.memoryMeasuredAt > kMemoryFreshMs) {
+        await e.model.refreshMemory();
+        this.deps.policy.resize(e.name, e.model.memoryBytes);
       }
+      used += e.heldBytes;
     }
     return used;
   }

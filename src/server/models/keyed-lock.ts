@@ -6,10 +6,6 @@ export class KeyedLock {
   /** Held keys, with the waiters queued behind the holder. */
   readonly #held = new Map<string, Array<() => void>>();
 
-  isHeld(key: string): boolean {
-    return this.#held.has(key);
-  }
-
   /** Resolves with a release function once `key` is free. */
   async acquire(key: string): Promise<() => void> {
     const waiters = this.#held.get(key);

@@ -63,6 +63,11 @@ export class ModelEntry implements ModelHealth {
     return this.phase === 'failed';
   }
 
+  /** What the memory budget counts for it: its reservation while loading, then what its workers measure. */
+  get heldBytes(): number {
+    return this.reservedBytes + (this.model?.memoryBytes ?? 0);
+  }
+
   /** Serving or able to serve: ready, or failed and retrying its workers. */
   get registered(): boolean {
     return this.phase === 'ready' || this.phase === 'failed';

@@ -249,8 +249,8 @@ export class ModelManager {
     this.#live.delete(entry);
   }
 
-  /** Drains (bounded) and stops an eviction victim, whose lock the caller holds; resolves with the bytes freed. */
-  async #evict(entry: ModelEntry): Promise<number> {
+  /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
+  async #evict(entry: ModelEntry): Promise<void> {
     const { name } = entry;
     const model = entry.model!;
     const freed = model.memoryBytes;
@@ -269,7 +269,6 @@ export class ModelManager {
     this.events.modelUnloaded?.(name, Math.round((performance.now() - t0) * 1000));
     this.events.loadedModelCount?.(this.list().length);
     this.log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
-    return freed;
   }
 
   /** Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. */
@@ -467,7 +466,7 @@ export class ModelManager {
   /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
   usedBytes(): number {
     let used = 0;
-    for (const e of this.#live) used += e.registered ? e.model!.memoryBytes : e.reservedBytes + (e.model?.memoryBytes ?? 0);
+    for (const e of this.#live) used += e.heldBytes;
     return used;
   }
 

@@ -244,17 +244,13 @@ export class WorkerHandle extends EventEmitter implements ModelWorker {
   }
 
   #setState(state: WorkerState): void {
-    if (this.state === state) return;
-    const from = this.state;
     this.state = state;
-    this.emit('state', state, from);
   }
 
   #onFrame(frame: Frame): void {
     switch (frame.kind) {
       case MessageKind.Started:
         this.hasStarted = true;
-        this.emit('started');
         if (this.#assignment) {
           // Process start-up this load waited for: all of it for a fresh worker, the rest of it for a spare.
           this.spawnMicros = Math.round((performance.now() - Math.max(this.#t0, this.#assignedAt)) * 1000);
