@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, measure, postJson, startServer } from './harness';
+import { benchDurations, measure, postJson, runScript, startServer } from './harness';
 
 export async function benchBatching(): Promise<{ rps1: number; rps16: number; ratio: number; p99_1: number; p99_16: number }> {
   const server = await startServer();
@@ -30,14 +30,11 @@ export async function benchBatching(): Promise<{ rps1: number; rps16: number; ra
 }
 
 if (require.main === module) {
-  benchBatching().then((r) => {
+  runScript(benchBatching, (r) => {
     console.log('| mid MLP 512→4096→512, concurrency 32 | req/s | p99 ms |');
     console.log('|---|---|---|');
     console.log(`| batch_size 1 | ${r.rps1.toFixed(0)} | ${r.p99_1} |`);
     console.log(`| batch_size 16 | ${r.rps16.toFixed(0)} | ${r.p99_16} |`);
     console.log(`\nbatching speed-up: ${r.ratio.toFixed(2)}× (target ≥ 2.5×) ${r.ratio >= 2.5 ? 'MET' : 'NOT MET'}`);
-  }, (err) => {
-    console.error(err);
-    process.exit(1);
   });
 }

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { resolveConfig } from '../../src/config/resolve';
 import { MmeServer } from '../../src/server/mme-server';
 import { seededRandom, zipfSampler } from '../cache-sim/random';
+import { runScript } from './harness';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -58,9 +59,4 @@ export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.
   }
 }
 
-if (require.main === module) {
-  (async () => [await benchCacheLive('lru'), await benchCacheLive('gdsf')])().then((r) => console.table(r), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(async () => [await benchCacheLive('lru'), await benchCacheLive('gdsf')], (r) => console.table(r));

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mlpModel, paddleOcrClsPath } from '../../test/fixtures/onnx-models';
-import { median, postJson, startServer } from './harness';
+import { median, postJson, runScript, startServer } from './harness';
 
 export interface ColdStart {
   model: string;
@@ -57,9 +57,4 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
   return out;
 }
 
-if (require.main === module) {
-  (async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))])().then((rows) => console.table(rows), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));

@@ -15,7 +15,7 @@ import { writeNpy } from '../../src/worker-process/npy';
 import { behaviourHandler } from '../../test/fixtures/fault-handlers';
 import { imageClassifierModel, writeModelDir } from '../../test/fixtures/onnx-models';
 import { seededRandom } from '../cache-sim/random';
-import { benchDurations, measure, postJson, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
 import { percentiles } from './latency';
 
 export interface DataPlaneResult {
@@ -98,9 +98,4 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
   }
 }
 
-if (require.main === module) {
-  benchDataPlane().then((r) => console.log(JSON.stringify(r, null, 2)), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(benchDataPlane);

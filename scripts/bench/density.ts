@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { median, postJson, startServer } from './harness';
+import { median, postJson, runScript, startServer } from './harness';
 
 export interface Density {
   budgetMB: number;
@@ -33,9 +33,4 @@ export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 40
   }
 }
 
-if (require.main === module) {
-  benchDensity().then((r) => console.log(r), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(benchDensity, (r) => console.log(r));

@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { freePort } from '../../test/helpers/cli';
 import { seededRandom, shuffled, zipfSampler } from '../cache-sim/random';
 import { ensureNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
-import { startServer, type BenchServer } from './harness';
+import { runScript, startServer, type BenchServer } from './harness';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -213,9 +213,4 @@ async function main(): Promise<void> {
   if (!ratioMet || !nearMet) process.exitCode = 1;
 }
 
-if (require.main === module) {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(main, () => undefined);

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { mlpModel } from '../../test/fixtures/onnx-models';
 import { streamInvoke } from '../../test/http/stream-client';
 import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, measure, median, postJson, startServer } from './harness';
+import { benchDurations, measure, median, postJson, runScript, startServer } from './harness';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -103,9 +103,4 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
   }
 }
 
-if (require.main === module) {
-  benchGrpc().then((r) => console.log(r), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(benchGrpc, (r) => console.log(r));

@@ -108,6 +108,14 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; st
   return { url, stop: () => child.kill('SIGKILL') };
 }
 
+/** A bench run as its own script: `print` its result, or print the error and exit 1. */
+export function runScript<T>(work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+  work().then(print, (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
+
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */
 export function benchDurations(): { seconds: number; reps: number; warmupSeconds: number } {
   return process.env.BENCH_QUICK ? { seconds: 2, reps: 1, warmupSeconds: 1 } : { seconds: 8, reps: 3, warmupSeconds: 3 };

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, measure, postJson, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
@@ -58,9 +58,4 @@ export async function benchHotPath(): Promise<HotPathResult> {
   }
 }
 
-if (require.main === module) {
-  benchHotPath().then((r) => console.log(JSON.stringify(r, null, 2)), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(benchHotPath);

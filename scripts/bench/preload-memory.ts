@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { postJson, startServer } from './harness';
+import { postJson, runScript, startServer } from './harness';
 
 const kWorkers = 4;
 
@@ -39,12 +39,9 @@ export async function benchPreloadMemory(): Promise<Array<{ model: string; weigh
 }
 
 if (require.main === module) {
-  benchPreloadMemory().then((rows) => {
+  runScript(benchPreloadMemory, (rows) => {
     console.log(`| model (${kWorkers} workers) | weights MB | preload_model=false MB | preload_model=true MB |`);
     console.log('|---|---|---|---|');
     for (const r of rows) console.log(`| ${r.model} | ${r.weightsMB.toFixed(1)} | ${r.offMB.toFixed(1)} | ${r.onMB.toFixed(1)} |`);
-  }, (err) => {
-    console.error(err);
-    process.exit(1);
   });
 }

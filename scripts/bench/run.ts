@@ -13,6 +13,7 @@ import { benchColdStart } from './cold-start';
 import { benchDataPlane } from './data-plane';
 import { benchDensity } from './density';
 import { benchGrpc } from './grpc';
+import { runScript } from './harness';
 import { benchHotPath } from './hot-path';
 import { benchPreloadMemory } from './preload-memory';
 import { benchStreaming } from './streaming';
@@ -65,7 +66,4 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, plane, batching, cold, density, sim, live, preload, streaming, grpc }, null, 2)}\n`);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+runScript(main, () => undefined);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { streamInvoke } from '../../test/http/stream-client';
-import { median, postJson, startServer } from './harness';
+import { median, postJson, runScript, startServer } from './harness';
 
 export interface StreamingResult {
   tokens: number;
@@ -37,9 +37,4 @@ export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 5
   }
 }
 
-if (require.main === module) {
-  benchStreaming().then((r) => console.log(r), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runScript(benchStreaming, (r) => console.log(r));
