@@ -96,7 +96,7 @@ function invocationsTarget(ctx: Context, manager: ModelManager): string {
   }
   const only = manager.onlyModel();
   if (only !== null) return only;
-  const loaded = manager.list().length;
+  const loaded = manager.servingCount();
   throw new MmeError('MME_ERR_BAD_REQUEST', loaded === 0
     ? 'No model is loaded. Load one with POST /models, then invoke it.'
     : `${loaded} models are loaded; name the target with the X-Amzn-SageMaker-Target-Model header or POST /models/{name}/invoke.`);

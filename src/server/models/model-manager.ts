@@ -205,7 +205,7 @@ export class ModelManager {
       this.#policy.admit(name, model.memoryBytes, loadMicros, performance.now());
       this.stats.loads++;
       this.events.modelLoaded?.(name, loadMicros, true);
-      this.events.loadedModelCount?.(this.list().length);
+      this.events.loadedModelCount?.(this.servingCount());
       this.log(`[${name}] loaded from ${req.url} with ${model.workers.length} worker(s) in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = this.#loadFailure(entry, thrown);
@@ -267,7 +267,7 @@ export class ModelManager {
     if (this.stats.evictedIdleMs.length > kEvictedAgesKept) this.stats.evictedIdleMs.shift();
     this.events.evicted?.(name, idleMs);
     this.events.modelUnloaded?.(name, Math.round((performance.now() - t0) * 1000));
-    this.events.loadedModelCount?.(this.list().length);
+    this.events.loadedModelCount?.(this.servingCount());
     this.log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
@@ -412,7 +412,7 @@ export class ModelManager {
       unlock();
     }
     this.events.modelUnloaded?.(name, Math.round((performance.now() - t0) * 1000));
-    this.events.loadedModelCount?.(this.list().length);
+    this.events.loadedModelCount?.(this.servingCount());
     this.log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
     if (late) throw this.#unloadTimeout(name, 'requests were still running; they were stopped, its workers killed and its files removed');
   }
@@ -437,6 +437,13 @@ export class ModelManager {
     } finally {
       unlock();
     }
+  }
+
+  /** How many models serve (ready or failed): counted, not listed and sorted. */
+  servingCount(): number {
+    let n = 0;
+    for (const e of this.#entries.values()) if (e.registered) n++;
+    return n;
   }
 
   /** The name of the one serving model, or null when there are none or several (no sorting: /invocations asks per request). */
