@@ -118,39 +118,15 @@ function loadError(err: unknown): WireError {
   return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
 }
 
-/**
- * Most an answer of an independent batch may wait for the ones after it, so they share a frame:
- * answers of a tiny model (tens of µs a run) leave together, a slow model's each leave at once.
- */
-const kAnswerHoldMs = 1;
-
 async function runBatch(batch: InferMessage): Promise<void> {
-  const result = (responses: WireResponse[], micros: number) => send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round(micros), responses } });
-  if (!batch.independent) {
+  // Independent requests travel together only to save round trips: each runs as its own batch of
+  // one, and its answer leaves the moment it is ready. Holding it for the next would be a bet on
+  // how long that one runs, and a next request that blocks would keep it forever.
+  const groups = batch.independent ? batch.requests.map((r) => [r]) : [batch.requests];
+  for (const group of groups) {
     const t0 = performance.now();
-    const responses = await runGroup(batch.requests);
-    result(responses, (performance.now() - t0) * 1000);
-    return;
-  }
-  // Sent together only to save round trips: each request is its own batch of one, and its answer
-  // leaves once holding it longer would delay it past kAnswerHoldMs, judged by the last run's time.
-  let held: WireResponse[] = [];
-  let heldSince = 0;
-  let heldMicros = 0;
-  for (const [i, r] of batch.requests.entries()) {
-    const t0 = performance.now();
-    const answers = await runGroup([r]);
-    const now = performance.now();
-    if (held.length === 0) heldSince = now;
-    held.push(...answers);
-    heldMicros += (now - t0) * 1000;
-    const last = i === batch.requests.length - 1;
-    if (last || now - heldSince + (now - t0) > kAnswerHoldMs) {
-      // Each answer reports its own share of the model time, not its frame's.
-      result(held, heldMicros / held.length);
-      held = [];
-      heldMicros = 0;
-    }
+    const responses = await runGroup(group);
+    send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses } });
   }
 }
 
