@@ -12,7 +12,7 @@ import { openSession } from '../../src/worker-process/session';
 
 async function main(): Promise<void> {
   const onnxPath = process.argv[2];
-  const opened = await openSession({ modelName: 'baseline', modelDir: '.', onnxPath, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, decodeInputRequest: false, concurrentBatches: false, maxResponseSize: Infinity, maxStreamBuffer: Infinity, workerId: 'baseline' }, console.error);
+  const opened = await openSession({ modelName: 'baseline', modelDir: '.', onnxPath, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, decodeInputRequest: false, concurrentBatches: false, maxResponseSize: Infinity, maxStreamBuffer: Infinity, workerId: 'baseline', slot: 0, shared: false }, console.error);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

@@ -25,6 +25,8 @@ export interface ModelDirConfig {
   readonly deviceIds?: readonly number[];
   /** Handler module path, relative to the model directory. */
   readonly handler?: string;
+  /** Where the model runs; "dedicated" here is final (a model that must not share a process). */
+  readonly workerMode?: 'dedicated' | 'shared';
 }
 
 // A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
@@ -51,6 +53,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   preloadModel: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   deviceIds: (v) => (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0'),
   handler: (v) => (typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory'),
+  workerMode: (v) => (v === 'dedicated' || v === 'shared' ? null : '"dedicated" or "shared"'),
 };
 
 function invalid(message: string): MmeError {

@@ -171,6 +171,22 @@ export const KEYS = [
     doc: 'Worker processes kept started (Node and onnxruntime initialised) with no model, so a load skips process start-up: cold start drops from ~150-300 ms to tens of ms. Each costs ~35 MB. 0 = none.',
   },
   {
+    name: 'worker_mode', kind: 'string', default: 'dedicated', example: 'shared',
+    doc: 'Where a model runs when its load request and model-config.json do not say: dedicated = worker processes of its own (isolation: a crash, a hang or a leak touches that model alone; ~17 MB and a process start per model); shared = a slot in one of shared_workers host processes that hold many models each (~1 MB a tiny model, loads in milliseconds, one host\'s fault touches every model in it). A model\'s model-config.json can insist on "workerMode": "dedicated".',
+  },
+  {
+    name: 'shared_workers', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'Host processes for worker_mode=shared models, started with the first such model. 0 = one per CPU. Each host runs its models\' batches one after another, so more hosts means more models computing at once.',
+  },
+  {
+    name: 'max_models_per_worker', kind: 'int', default: '0', range: atLeast(0),
+    doc: 'Most models one shared host holds (Ray Serve\'s max_num_models_per_replica). 0 = no cap: the memory budget decides. A load that finds every host full gets 503.',
+  },
+  {
+    name: 'shared_worker_recycle_mb', kind: 'int', default: '256', range: atLeast(0),
+    doc: 'Memory a shared host may keep after unloads (freed sessions that onnxruntime and the allocator do not give back), MB, before it is recycled: a new host starts, the models move to it, the old one exits. This much per host is outside the model memory budget. 0 = never recycle.',
+  },
+  {
     name: 'shutdown_timeout', kind: 'number', default: '20', range: atLeast(0),
     doc: 'On SIGTERM, seconds to let admitted requests finish before every worker is stopped; SageMaker sends SIGKILL 30 s after SIGTERM.',
   },

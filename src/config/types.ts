@@ -18,6 +18,9 @@ export interface ModelToLoad {
   readonly url: string;
 }
 
+/** dedicated: processes of the model's own; shared: a slot in a host process holding many models. */
+export type WorkerMode = 'dedicated' | 'shared';
+
 export interface ServerConfig {
   /** Which file was read, or null when built-in defaults apply. */
   readonly configFile: string | null;
@@ -77,6 +80,14 @@ export interface ServerConfig {
   readonly grpcInferencePort: number | null;
   /** Started, model-less workers kept ready for the next load. */
   readonly spareWorkers: number;
+  /** Where models run unless their load request or model-config.json says otherwise. */
+  readonly workerMode: WorkerMode;
+  /** Host processes for shared-mode models. */
+  readonly sharedWorkers: number;
+  /** 0 = no cap. */
+  readonly maxModelsPerWorker: number;
+  /** Waste (bytes) past which a shared host is recycled; 0 = never. */
+  readonly sharedWorkerRecycleBytes: number;
   /** SAGEMAKER_MULTI_MODEL=true. */
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */

@@ -6,6 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
+import type { WorkerMode } from '../config/types';
 import type { LoadRequest, ModelManager } from '../server/models/model-manager';
 import type { Model } from '../server/models/model';
 import { readBody } from './body';
@@ -91,6 +92,7 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     responseTimeout: s.responseTimeoutMs / 1000,
     useJobTicket: s.useJobTicket,
     preloadModel: s.preloadModel,
+    workerMode: s.workerMode,
     loadedAtStartup: entry.loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
@@ -101,6 +103,8 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     workers: model.workers.map((w) => ({
       id: w.id,
       pid: w.pid,
+      // The shared host holding it (worker_mode=shared), or null for a process of its own.
+      host: w.host,
       startTime: w.startTime.toISOString(),
       status: w.state.toUpperCase(),
       gpu: w.gpuId >= 0,
@@ -144,6 +148,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     useJobTicket: optBool(get('use_job_ticket'), 'use_job_ticket'),
     preloadModel: optBool(get('preload_model'), 'preload_model'),
     deviceIds: optIntList(get('device_ids'), 'device_ids'),
+    workerMode: optWorkerMode(get('worker_mode')),
     synchronous: optBool(get('synchronous'), 'synchronous'),
   };
 }
@@ -152,6 +157,12 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
 function nameFromUrl(url: string): string {
   const base = url.replace(/\/+$/, '').split('/').pop() ?? '';
   return base.replace(/\.(tar\.gz|tgz|onnx)$/, '');
+}
+
+function optWorkerMode(v: unknown): WorkerMode | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'dedicated' || v === 'shared') return v;
+  throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${JSON.stringify(String(v).slice(0, 32))}`);
 }
 
 function optString(v: unknown, key: string): string | undefined {

@@ -7,9 +7,13 @@
  *   u32 BE  length of the header
  *   ...     header: fixed binary fields for the per-request messages (Infer, Result, Chunk,
  *           ChunkAck, Cancel: see the codecs below), JSON for the rare control messages (Load,
- *           Started, Loaded, LoadFailed), which carry no bodies
+ *           Unload, Started, Loaded, LoadFailed, Unloaded), which carry no bodies
  *   ...     payload: raw bytes (request/response bodies, tensor data) back to back, sliced by the
  *           lengths the header lists
+ *
+ * A process holds one model (a dedicated worker) or many (a shared host): each model it holds has a
+ * slot number, which Load, Infer, Unload and the answers to them carry. Request and batch ids are
+ * unique across the server, so Cancel, ChunkAck and Result need no slot.
  *
  * Bodies are never serialised: a frame is written as its header followed by the body buffers
  * themselves (one writev), and read back as slices of the frame buffer.
@@ -25,12 +29,15 @@ export const enum MessageKind {
   Cancel = 3,
   /** The parent handed `bytes` of a stream's chunks to the client's socket: the worker may send more. */
   ChunkAck = 4,
+  /** Release a slot's session (a shared host); its batches sent before this run first. */
+  Unload = 5,
   // worker → parent
   Started = 9,
   Loaded = 10,
   LoadFailed = 11,
   Result = 12,
   Chunk = 13,
+  Unloaded = 14,
 }
 
 export interface TensorInfo {
@@ -82,9 +89,14 @@ export interface LoadMessage {
   /** Most bytes of one stream's chunks on their way to its client before the handler must wait (max_stream_buffer). */
   maxStreamBuffer: number;
   workerId: string;
+  /** Which of the process's models this is (0 in a dedicated worker). */
+  slot: number;
+  /** The process holds other models too: it stays in its own directory, and the model's handler must use context.modelDir. */
+  shared: boolean;
 }
 
 export interface LoadedMessage {
+  slot: number;
   pid: number;
   /** Wall time of the whole load in the worker (handler init + session creation), µs. */
   loadMicros: number;
@@ -95,14 +107,31 @@ export interface LoadedMessage {
   metadata: ModelMetadata;
   /** The handler streams (exports `streaming = true`): the parent sends it one request per batch. */
   streaming: boolean;
+  /**
+   * How much the process's resident memory grew across this load (loads run one at a time in a
+   * process), bytes: the model's own cost in a shared host. Memory freed by an earlier unload and
+   * reused here does not show as growth.
+   */
+  rssGrowthBytes: number;
 }
 
 export interface StartedMessage {
   pid: number;
+  /** What the smallest session costs in this process, bytes: measured by a shared host, 0 elsewhere. */
+  sessionBytes: number;
 }
 
 export interface LoadFailedMessage {
+  slot: number;
   error: WireError;
+}
+
+export interface UnloadMessage {
+  slot: number;
+}
+
+export interface UnloadedMessage {
+  slot: number;
 }
 
 export interface WireRequest {
@@ -124,6 +153,8 @@ export interface WireRequest {
 
 export interface InferMessage {
   batchId: number;
+  /** The model it is for; absent = 0, a dedicated worker's one model. */
+  slot?: number;
   requests: WireRequest[];
   /**
    * The requests are not a model batch: they travel in one frame only to share its round trip,
@@ -159,6 +190,8 @@ export interface ResponseHead {
 }
 
 export interface ChunkMessage {
+  /** The model whose request it is, as in InferMessage. */
+  slot: number;
   id: number;
   /** Only on a request's first chunk. */
   head?: ResponseHead;
@@ -179,6 +212,8 @@ export type Frame =
   | { kind: MessageKind.Infer; msg: InferMessage }
   | { kind: MessageKind.Cancel; msg: CancelMessage }
   | { kind: MessageKind.ChunkAck; msg: ChunkAckMessage }
+  | { kind: MessageKind.Unload; msg: UnloadMessage }
+  | { kind: MessageKind.Unloaded; msg: UnloadedMessage }
   | { kind: MessageKind.Started; msg: StartedMessage }
   | { kind: MessageKind.Loaded; msg: LoadedMessage }
   | { kind: MessageKind.LoadFailed; msg: LoadFailedMessage }
@@ -257,6 +292,7 @@ const kHasHeaders = 2;
 
 function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
   w.u32(m.batchId);
+  w.u32(m.slot ?? 0);
   w.u8((m.independent ? kIndependent : 0) | (m.withHeaders ? kWithHeaders : 0));
   w.u32(m.requests.length);
   for (const r of m.requests) {
@@ -273,6 +309,7 @@ function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
 
 function readInfer(r: BinaryReader): InferMessage {
   const batchId = r.u32();
+  const slot = r.u32();
   const flags = r.u8();
   const n = r.u32();
   const requests: WireRequest[] = new Array(n);
@@ -285,7 +322,7 @@ function readInfer(r: BinaryReader): InferMessage {
     req.body = r.body();
     requests[i] = req;
   }
-  return { batchId, requests, ...(flags & kIndependent ? { independent: true } : {}), ...(flags & kWithHeaders ? { withHeaders: true } : {}) };
+  return { batchId, slot, requests, ...(flags & kIndependent ? { independent: true } : {}), ...(flags & kWithHeaders ? { withHeaders: true } : {}) };
 }
 
 function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void {
@@ -330,6 +367,7 @@ function readHead(r: BinaryReader): ResponseHead {
 }
 
 function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
+  w.u32(m.slot);
   w.u32(m.id);
   w.u8(m.head ? 1 : 0);
   if (m.head) writeHead(w, m.head);
@@ -337,8 +375,9 @@ function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
 }
 
 function readChunk(r: BinaryReader): ChunkMessage {
+  const slot = r.u32();
   const id = r.u32();
-  const msg: ChunkMessage = { id };
+  const msg: ChunkMessage = { slot, id };
   if (r.u8() === 1) msg.head = readHead(r);
   msg.body = r.body();
   return msg;

@@ -50,6 +50,11 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
   };
 }
 
+/** Drops the handler module from require's cache: a shared host that unloads a model must not keep its code and state. */
+export function unloadHandler(handlerPath: string, modelDir: string): void {
+  delete require.cache[path.resolve(modelDir, handlerPath)];
+}
+
 function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
   const file = path.resolve(modelDir, handlerPath);
   try {

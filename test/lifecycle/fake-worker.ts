@@ -20,7 +20,7 @@ export interface FakeOptions {
 }
 
 const kLoaded: LoadedMessage = {
-  pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false,
+  slot: 0, rssGrowthBytes: 0, pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false,
   metadata: { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} },
 };
 
@@ -29,6 +29,7 @@ export class FakeWorker implements ModelWorker {
   readonly pid = 0;
   readonly gpuId = -1;
   readonly spawnMicros = 0;
+  readonly host = null;
   state: WorkerState = 'loading';
   capacity = 1;
   memoryBytes = 0;
@@ -61,6 +62,10 @@ export class FakeWorker implements ModelWorker {
 
   get model(): string {
     return this.assignment.load.modelName;
+  }
+
+  get backlog(): number {
+    return this.inFlightCount;
   }
 
   get inFlightCount(): number {

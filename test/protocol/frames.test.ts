@@ -23,6 +23,7 @@ const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });
 
 const infer = fc.record({
   batchId: u32,
+  slot: u32,
   independent: fc.boolean(),
   withHeaders: fc.boolean(),
   requests: fc.array(fc.record({ id: u32, requestId: text, contentType: text, accept: text, headers, body, stream: fc.boolean() }), { maxLength: 8 }),
@@ -35,12 +36,12 @@ const result = fc.record({
     error: fc.option(fc.record({ code: text, status: fc.integer({ min: 400, max: 599 }), message: text }), { nil: undefined }),
   }, { requiredKeys: ['id', 'status', 'contentType', 'headers', 'body'] }), { maxLength: 8 }),
 }).map((m): Frame => ({ kind: MessageKind.Result, msg: m }));
-const chunk = fc.record({ id: u32, head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), { nil: undefined }), body }, { requiredKeys: ['id', 'body'] })
+const chunk = fc.record({ slot: u32, id: u32, head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), { nil: undefined }), body }, { requiredKeys: ['slot', 'id', 'body'] })
   .map((m): Frame => ({ kind: MessageKind.Chunk, msg: m }));
 const small = fc.oneof(
   u32.map((id): Frame => ({ kind: MessageKind.Cancel, msg: { id } })),
   fc.record({ id: u32, bytes: u32 }).map((m): Frame => ({ kind: MessageKind.ChunkAck, msg: m })),
-  fc.record({ pid: fc.nat() }).map((m): Frame => ({ kind: MessageKind.Started, msg: m })),
+  fc.record({ pid: fc.nat(), sessionBytes: fc.nat() }).map((m): Frame => ({ kind: MessageKind.Started, msg: m })),
 );
 
 /** What the decoder gives back for `f`: flags only when set, headers only when sent. */
@@ -73,7 +74,7 @@ describe('frames (the parent ⇄ worker protocol)', () => {
       const b = Buffer.allocUnsafe(size);
       for (let i = 0; i < size; i += 4096) b[i] = i & 0xff;
       if (size > 0) b[size - 1] = 7;
-      const parts = encodeFrame({ kind: MessageKind.Chunk, msg: { id: 3, body: b } });
+      const parts = encodeFrame({ kind: MessageKind.Chunk, msg: { slot: 0, id: 3, body: b } });
       if (size > 0) assert.equal(parts[1], b);
       const [f] = readBack(Buffer.concat(parts), [5, 13, Math.floor(size / 2)]);
       assert.equal(f.kind, MessageKind.Chunk);
@@ -83,14 +84,14 @@ describe('frames (the parent ⇄ worker protocol)', () => {
 
   it('keeps a header named __proto__ as a header (fast-check found it)', () => {
     const headers = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>;
-    const [f] = readBack(Buffer.concat(encodeFrame({ kind: MessageKind.Chunk, msg: { id: 1, head: { status: 200, contentType: '', headers }, body: Buffer.alloc(0) } })));
+    const [f] = readBack(Buffer.concat(encodeFrame({ kind: MessageKind.Chunk, msg: { slot: 0, id: 1, head: { status: 200, contentType: '', headers }, body: Buffer.alloc(0) } })));
     const back = (f.msg as { head: { headers: Record<string, string> } }).head.headers;
     assert.deepEqual(Object.keys(back), ['__proto__', 'a']);
     assert.equal(Object.getPrototypeOf(back), Object.prototype);
   });
 
   it('refuses a frame over the limit before buffering it, and a truncated header', () => {
-    const [head, bodyPart] = encodeFrame({ kind: MessageKind.Chunk, msg: { id: 1, body: Buffer.alloc(1000) } });
+    const [head, bodyPart] = encodeFrame({ kind: MessageKind.Chunk, msg: { slot: 0, id: 1, body: Buffer.alloc(1000) } });
     assert.throws(() => readBack(Buffer.concat([head, bodyPart]), [], 500), FrameTooLargeError);
     const lying = Buffer.from(head);
     lying.writeUInt32BE(lying.length - 4, 0); // claims no payload: the body length now points past the end

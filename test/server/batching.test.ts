@@ -4,12 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { behaviourHandler } from '../fixtures/fault-handlers';
+import { assertRowsClose } from '../helpers/assert-close';
 import { addModel, identityModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { invoke, loadModel, startServer, type TestServer } from '../helpers/server';
-
-function assertRowsClose(actual: number[][], expected: number[][], what: string): void {
-  actual.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - expected[i][j]) < 1e-4, `${what} [${i}][${j}]: ${v} vs ${expected[i][j]}`)));
-}
 
 describe('dynamic batching', () => {
   let t: TestServer;

@@ -26,12 +26,16 @@ describe('memory budget', () => {
     assert.equal(memoryBudgetBytes(0, 2 * GiB, GiB), 0);
   });
 
-  it('learns the per-process base from small models and the size factor from large ones', () => {
+  it('learns the per-copy base of each worker mode from small models and the size factor from large ones', () => {
     const e = new MemoryEstimator();
-    e.learn(1000, 2, 2 * 30 * 2 ** 20);
-    assert.equal(e.base, 30 * 2 ** 20);
-    e.learn(100 * 2 ** 20, 1, 30 * 2 ** 20 + 300 * 2 ** 20);
+    e.learn(1000, 2, 'dedicated', 2 * 30 * 2 ** 20);
+    assert.equal(e.base.dedicated, 30 * 2 ** 20);
+    e.learn(1000, 1, 'shared', 2 ** 19);
+    assert.equal(e.base.shared, 2 ** 19, 'a session in a shared host costs no process');
+    assert.equal(e.base.dedicated, 30 * 2 ** 20);
+    e.learn(100 * 2 ** 20, 1, 'dedicated', 30 * 2 ** 20 + 300 * 2 ** 20);
     assert.equal(e.factor, 3);
-    assert.equal(e.estimate(10 * 2 ** 20, 2), 2 * (30 * 2 ** 20 + 3 * 10 * 2 ** 20));
+    assert.equal(e.estimate(10 * 2 ** 20, 2, 'dedicated'), 2 * (30 * 2 ** 20 + 3 * 10 * 2 ** 20));
+    assert.equal(e.estimate(10 * 2 ** 20, 1, 'shared'), 2 ** 19 + 3 * 10 * 2 ** 20);
   });
 });

@@ -23,6 +23,8 @@ export interface AdmissionDeps {
   policy: EvictionPolicy;
   /** Every entry that holds or reserves memory, leaving ones included. */
   entries(): Iterable<ModelEntry>;
+  /** Memory held whatever is loaded: the shared hosts' own (bytes). */
+  fixedBytes(): number;
   /** The name's current entry. */
   current(name: string): ModelEntry | undefined;
   /** The name's lock if free now. */
@@ -93,7 +95,7 @@ export class Admission {
 
   /** Memory every other registration holds, serving ones re-measured when their figure is stale. */
   async #usedBytes(except: ModelEntry): Promise<number> {
-    let used = 0;
+    let used = this.deps.fixedBytes();
     const now = Date.now();
     for (const e of this.deps.entries()) {
       if (e === except) continue;

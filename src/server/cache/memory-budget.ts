@@ -3,6 +3,7 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import type { WorkerMode } from '../../config/types';
 
 /** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
 const kNoLimitV1 = 2 ** 60;
@@ -33,31 +34,32 @@ export function memoryBudgetBytes(explicitBytes: number, reserveBytes: number, l
 }
 
 /**
- * Predicts a model's memory before load as processes × (base + factor × file size), and learns
- * both terms from the models it has seen: base is what an idle worker costs (Node + onnxruntime),
- * factor how much memory a byte of .onnx turns into (weights, arena, graph copies).
+ * Predicts a model's memory before load as copies × (base + factor × file size), and learns both
+ * terms from the models it has seen. base is what a copy costs beyond its weights: a whole worker
+ * process (Node + onnxruntime) for a dedicated model, one more session in a shared host; factor is
+ * how much memory a byte of .onnx turns into (weights, arena, graph copies), the same in both.
  */
 export class MemoryEstimator {
-  // Starting points measured on Node 20 + onnxruntime-node 1.30 (README, preload_model table).
-  base = 40 * 2 ** 20;
+  // Starting points measured on Node 20 + onnxruntime-node 1.30 (README, preload_model table and Workers).
+  readonly base = { dedicated: 40 * 2 ** 20, shared: 2 ** 20 };
   factor = 1.5;
-  #smallSeen = 0;
+  readonly #smallSeen = { dedicated: 0, shared: 0 };
   #largeSeen = 0;
 
-  estimate(onnxBytes: number, processes: number): number {
-    return Math.max(1, processes) * (this.base + this.factor * onnxBytes);
+  estimate(onnxBytes: number, copies: number, mode: WorkerMode): number {
+    return Math.max(1, copies) * (this.base[mode] + this.factor * onnxBytes);
   }
 
   /** Folds one measurement in (a running mean, so early guesses fade as real models arrive). */
-  learn(onnxBytes: number, processes: number, measuredBytes: number): void {
-    if (processes <= 0 || measuredBytes <= 0) return;
-    const perProcess = measuredBytes / processes;
+  learn(onnxBytes: number, copies: number, mode: WorkerMode, measuredBytes: number): void {
+    if (copies <= 0 || measuredBytes <= 0) return;
+    const perCopy = measuredBytes / copies;
     // Small models measure the base; large ones the factor. The cut keeps each term well conditioned.
     if (onnxBytes < 2 ** 20) {
-      this.#smallSeen++;
-      this.base += (perProcess - this.base) / this.#smallSeen;
+      this.#smallSeen[mode]++;
+      this.base[mode] += (perCopy - this.base[mode]) / this.#smallSeen[mode];
     } else {
-      const factor = Math.min(10, Math.max(1, (perProcess - this.base) / onnxBytes));
+      const factor = Math.min(10, Math.max(1, (perCopy - this.base[mode]) / onnxBytes));
       this.#largeSeen++;
       this.factor += (factor - this.factor) / this.#largeSeen;
     }

@@ -15,13 +15,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isRemoteUrl, resolveArtifact } from '../../artifacts/model-artifact';
-import type { ServerConfig } from '../../config/types';
+import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
 import type { WireRequest } from '../../protocol/frames';
 import { within } from '../../within';
 import { Admission } from '../cache/admission';
 import { createPolicy, type EvictionPolicy } from '../cache/eviction-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
+import { HostPool } from '../hosts/host-pool';
+import { FramedProcess } from '../workers/framed-process';
 import { GpuAssigner } from '../workers/gpu-assignment';
 import type { Assignment, ModelWorker } from '../workers/model-worker';
 import { SparePool } from '../workers/spare-pool';
@@ -60,7 +62,7 @@ export interface ManagerEvents {
 
 export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
-  /** The seam lifecycle tests fake: a started worker given an assignment. */
+  /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
   startWorker?: (assignment: Assignment) => ModelWorker;
 }
 
@@ -91,7 +93,9 @@ export class ModelManager {
   readonly #gpus: GpuAssigner;
   readonly #workerEnv: NodeJS.ProcessEnv;
   readonly #spares: SparePool | null;
-  readonly #startWorker: (assignment: Assignment) => ModelWorker;
+  readonly #startWorker: ((assignment: Assignment) => ModelWorker) | null;
+  /** The shared hosts, started with the first worker_mode=shared model. */
+  #hosts: HostPool | null = null;
   readonly #loadSlots: Semaphore;
   readonly #policy: EvictionPolicy;
   readonly #admission: Admission;
@@ -110,14 +114,16 @@ export class ModelManager {
     this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
     this.#policy = createPolicy(config.evictionPolicy);
     this.budgetBytes = memoryBudgetBytes(config.modelMemoryBudgetBytes, config.modelMemoryReserveBytes, memoryLimitBytes());
-    this.#spares = config.spareWorkers > 0 && !opts.startWorker ? new SparePool(config.spareWorkers, { env: this.#workerEnv, gpuId: -1, log }) : null;
-    this.#startWorker = opts.startWorker ?? ((a) => this.#startProcess(a));
+    // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
+    this.#spares = config.spareWorkers > 0 && !opts.startWorker && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, { env: this.#workerEnv, gpuId: -1, log }) : null;
+    this.#startWorker = opts.startWorker ?? null;
     this.#admission = new Admission({
       budgetBytes: this.budgetBytes,
       maxLoadedModels: config.maxLoadedModels,
       evicts: config.modelCache,
       policy: this.#policy,
       entries: () => this.#live,
+      fixedBytes: () => this.#hosts?.baseBytes ?? 0,
       current: (name) => this.#entries.get(name),
       tryLock: (name) => this.#locks.tryAcquire(name),
       evict: (entry) => this.#evict(entry),
@@ -127,6 +133,26 @@ export class ModelManager {
   /** Spare workers started and waiting for a model. */
   get sparesReady(): number {
     return this.#spares?.ready ?? 0;
+  }
+
+  /** The shared hosts, if any model has used them. */
+  get hosts(): HostPool | null {
+    return this.#hosts;
+  }
+
+  /** Where a model's workers start: the test seam, a shared host, or a process of its own. */
+  #starter(mode: WorkerMode): (assignment: Assignment) => ModelWorker {
+    if (this.#startWorker) return this.#startWorker;
+    if (mode === 'dedicated') return (a) => this.#startProcess(a);
+    this.#hosts ??= new HostPool({
+      size: this.config.sharedWorkers,
+      maxModelsPerHost: this.config.maxModelsPerWorker,
+      recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
+      spawn: { env: this.#workerEnv, gpuId: -1, log: this.log },
+      log: this.log,
+    });
+    const hosts = this.#hosts;
+    return (a) => hosts.place(a);
   }
 
   #startProcess(assignment: Assignment): WorkerHandle {
@@ -176,7 +202,7 @@ export class ModelManager {
       const settings = resolveSettings(req, entry.artifact, this.config);
       const handlerPath = resolveHandlerPath(req, entry.artifact, this.config);
       const processes = processCount(settings);
-      await this.#admission.reserve(entry, this.#estimator.estimate(entry.artifact.onnxBytes, processes), abort);
+      await this.#admission.reserve(entry, this.#estimator.estimate(entry.artifact.onnxBytes, processes, settings.workerMode), abort);
       const artifact = entry.artifact;
       entry.model = new Model(name, req.url, settings, {
         load: {
@@ -190,8 +216,9 @@ export class ModelManager {
           maxStreamBuffer: this.config.maxStreamBuffer,
         },
         maxResponseSize: this.config.maxResponseSize,
+        onnxBytes: artifact.onnxBytes,
         assignGpu: () => this.#gpus.assign(name, settings.deviceIds),
-        startWorker: this.#startWorker,
+        startWorker: this.#starter(settings.workerMode),
         log: this.log,
         health: entry,
         restarted: () => this.events.workerRestarted?.(name),
@@ -201,12 +228,13 @@ export class ModelManager {
       const model = entry.model;
       entry.reservedBytes = 0;
       entry.to('ready');
-      this.#estimator.learn(artifact.onnxBytes, processes, model.memoryBytes);
+      this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.#policy.admit(name, model.memoryBytes, loadMicros, performance.now());
       this.stats.loads++;
       this.events.modelLoaded?.(name, loadMicros, true);
       this.events.loadedModelCount?.(this.servingCount());
-      this.log(`[${name}] loaded from ${req.url} with ${model.workers.length} worker(s) in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
+      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
+      this.log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = this.#loadFailure(entry, thrown);
       entry.loadError = err;
@@ -490,10 +518,11 @@ export class ModelManager {
     const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
       this.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
-      for (const w of WorkerHandle.live) w.kill('stopped');
-      await within(Promise.all([...WorkerHandle.live].map((w) => w.exited)), kReapBoundMs, null);
+      for (const w of FramedProcess.live) w.kill('stopped');
+      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null);
     }
     await spares;
+    await this.#hosts?.close();
   }
 
   async #shutdownEntry(entry: ModelEntry, deadline: number): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
-import type { ServerConfig } from '../../config/types';
+import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError } from '../../errors';
 
 export interface LoadRequest {
@@ -20,6 +20,7 @@ export interface LoadRequest {
   useJobTicket?: boolean;
   preloadModel?: boolean;
   deviceIds?: number[];
+  workerMode?: WorkerMode;
   synchronous?: boolean;
   loadedAtStartup?: boolean;
 }
@@ -36,11 +37,16 @@ export interface ModelSettings {
   /** One process holds the session; minWorkers becomes its number of concurrent batch slots. */
   preloadModel: boolean;
   deviceIds: readonly number[] | null;
+  workerMode: WorkerMode;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
-  const workers = req.initialWorkers ?? mc.minWorkers ?? c.workersPerModel;
+  // A model whose own config says dedicated insists: its handler may not be fit to share a process.
+  const workerMode = mc.workerMode === 'dedicated' ? 'dedicated' : req.workerMode ?? mc.workerMode ?? c.workerMode;
+  const shared = workerMode === 'shared';
+  // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
+  const workers = req.initialWorkers ?? mc.minWorkers ?? (shared ? 1 : c.workersPerModel);
   return {
     minWorkers: workers,
     maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
@@ -50,8 +56,10 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     responseTimeoutMs: (req.responseTimeoutSeconds ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
     loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
-    preloadModel: req.preloadModel ?? mc.preloadModel ?? c.preloadModel,
+    // A host already shares one process among models: there is no session to share among workers.
+    preloadModel: !shared && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
+    workerMode,
   };
 }
 

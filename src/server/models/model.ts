@@ -22,8 +22,10 @@ export interface ModelHealth {
 
 export interface ModelDeps {
   /** Everything a worker needs to load this model except its id and GPU. */
-  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize'>;
+  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize' | 'slot' | 'shared'>;
   maxResponseSize: number;
+  /** Size of the model file and its external data. */
+  onnxBytes: number;
   assignGpu: () => number;
   /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
   startWorker: (assignment: Assignment) => ModelWorker;
@@ -114,6 +116,7 @@ export class Model implements WorkerListener {
       id,
       load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize, concurrentBatches: preloadModel, maxResponseSize: this.deps.maxResponseSize },
       loadTimeoutMs,
+      onnxBytes: this.deps.onnxBytes,
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
@@ -131,6 +134,11 @@ export class Model implements WorkerListener {
 
   chunk(worker: ModelWorker, msg: ChunkMessage): void {
     this.#dispatcher.chunk(worker, msg);
+  }
+
+  relocate(worker: ModelWorker): void {
+    this.#set.replace(worker);
+    this.#dispatcher.dispatch();
   }
 
   exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

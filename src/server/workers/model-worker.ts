@@ -1,6 +1,7 @@
 /**
  * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and a real process (WorkerHandle). Tests put a fake behind it to interleave events by hand.
+ * and where the model runs — a dedicated process (WorkerHandle) or a slot in a shared host
+ * (HostedModel). Tests put a fake behind it to interleave events by hand.
  */
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
@@ -11,9 +12,12 @@ export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopp
 
 export interface Assignment {
   id: string;
-  load: LoadMessage;
+  /** The process fills in the slot, and whether it is shared. */
+  load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
+  /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
+  onnxBytes: number;
 }
 
 /** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
@@ -32,6 +36,8 @@ export interface WorkerListener {
    * (they may run elsewhere). The worker has forgotten both.
    */
   exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
+  relocate(worker: ModelWorker): void;
 }
 
 export interface ModelWorker {
@@ -53,6 +59,10 @@ export interface ModelWorker {
   /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
   readonly inFlightCount: number;
+  /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
+  readonly backlog: number;
+  /** The shared host it is in, or null for a process of its own. */
+  readonly host: string | null;
   /** Ready, not being killed, and with a free slot. */
   readonly isIdle: boolean;
   /** Idle with nothing in flight (what job tickets need). */

@@ -108,6 +108,13 @@ export class WorkerSet {
     return { started, retired };
   }
 
+  /** Moves `worker` elsewhere (its shared host is recycled): it takes no new work, finishes what it holds and goes; its replacement starts now. */
+  replace(worker: ModelWorker): void {
+    worker.retire();
+    this.reconcile();
+    this.#stopIfDone(worker);
+  }
+
   /** A batch came back: a retired worker that holds nothing more can go. */
   answered(worker: ModelWorker): void {
     this.#stopIfDone(worker);
@@ -117,17 +124,17 @@ export class WorkerSet {
     if (worker.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
   }
 
-  /** The idle worker with the fewest batches in flight (rotating among ties), or null. */
+  /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
   pickIdle(): ModelWorker | null {
     const n = this.workers.length;
     let best: ModelWorker | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
-      if (w.isIdle && (!best || w.inFlightCount < best.inFlightCount)) {
+      if (w.isIdle && (!best || w.backlog < best.backlog)) {
         best = w;
         bestK = k;
-        if (w.inFlightCount === 0) break;
+        if (w.backlog === 0) break;
       }
     }
     if (best) this.#rr = (this.#rr + bestK + 1) % n;
@@ -165,7 +172,16 @@ export class WorkerSet {
     const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
-      const { started } = this.reconcile();
+      let started: ModelWorker[];
+      try {
+        ({ started } = this.reconcile());
+      } catch (err) {
+        // Nowhere to start one now (every shared host is full): try again later, as after a failed start.
+        this.#restartAttempt++;
+        this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
+        this.#scheduleRestart();
+        return;
+      }
       for (const w of started) this.#onProbation.add(w);
       if (started.length > 0) this.deps.restarted();
     }, delay * 1000);

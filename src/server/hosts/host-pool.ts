@@ -1,0 +1,170 @@
+/**
+ * The shared hosts (worker_mode=shared): `shared_workers` processes, each holding many models.
+ *
+ * - Placement: a model goes to the serving host with the least memory in use (base + its models'
+ *   measured costs) that does not hold it already and has room under max_models_per_worker.
+ * - A host that dies unasked is replaced at once (its models reload through their own worker sets,
+ *   into whichever host has room); one that keeps dying is replaced after a Fibonacci back-off.
+ * - Recycling: after each unload the host's PSS is measured; memory beyond base + models' costs is
+ *   what unloads freed and the process kept. Past shared_worker_recycle_mb a replacement host is
+ *   started, every model moves to it (started there before it leaves here, so no request is lost),
+ *   and the old host stops once empty.
+ */
+import { MmeError } from '../../errors';
+import { restartDelaySeconds } from '../workers/backoff';
+import { describeExit } from '../workers/exit-reason';
+import type { SpawnOptions } from '../workers/framed-process';
+import type { Assignment } from '../workers/model-worker';
+import { HostedModel } from './hosted-model';
+import { HostProcess } from './host-process';
+
+export interface HostPoolOptions {
+  size: number;
+  /** 0 = no cap: memory decides. */
+  maxModelsPerHost: number;
+  /** Waste past which a host is recycled (bytes); 0 = never. */
+  recycleWasteBytes: number;
+  spawn: SpawnOptions;
+  log: (line: string) => void;
+}
+
+const kBackoffCapSeconds = 60;
+/** What placement assumes a model costs before any has been measured. */
+const kFirstModelBytes = 2 ** 20;
+/** A host that stayed up this long had a working start: its next death is a first one again. */
+const kStableMs = 10_000;
+
+export class HostPool {
+  readonly #hosts: HostProcess[] = [];
+  #seq = 0;
+  #closed = false;
+  #restartAttempt = 0;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  /** Recycles done (the describe/metrics figure). */
+  recycles = 0;
+
+  constructor(private readonly opts: HostPoolOptions) {
+    for (let i = 0; i < opts.size; i++) this.#hosts.push(this.#start());
+  }
+
+  get hosts(): readonly HostProcess[] {
+    return this.#hosts;
+  }
+
+  /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
+  get baseBytes(): number {
+    let n = 0;
+    for (const h of this.#hosts) n += h.baseBytes;
+    return n;
+  }
+
+  /** Puts a model into the host with the most room; throws when every host is at max_models_per_worker. */
+  place(assignment: Assignment): HostedModel {
+    const name = assignment.load.modelName;
+    const { maxModelsPerHost } = this.opts;
+    const open = this.#hosts.filter((h) => h.state !== 'draining' && !h.killed && h.exitInfo === null && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
+    // A second copy of a model (min_workers > 1) goes to another host when there is one.
+    const candidates = open.some((h) => !h.holdsModel(name)) ? open.filter((h) => !h.holdsModel(name)) : open;
+    // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
+    const loading = this.#meanModelBytes();
+    let best: HostProcess | null = null;
+    let bestBytes = Infinity;
+    for (const h of candidates) {
+      const bytes = h.placementBytes(loading);
+      if (bytes < bestBytes || (bytes === bestBytes && h.modelCount < best!.modelCount)) {
+        best = h;
+        bestBytes = bytes;
+      }
+    }
+    if (!best) {
+      throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`);
+    }
+    return new HostedModel(assignment, best, this.opts.log);
+  }
+
+  #meanModelBytes(): number {
+    let bytes = 0;
+    let n = 0;
+    for (const h of this.#hosts) {
+      for (const m of h.models) {
+        if (!m.loaded) continue;
+        bytes += m.memoryBytes;
+        n++;
+      }
+    }
+    return n === 0 ? kFirstModelBytes : bytes / n;
+  }
+
+  /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
+  recycle(host: HostProcess): void {
+    if (host.state === 'draining' || this.#closed) return;
+    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`);
+    host.state = 'draining';
+    this.recycles++;
+    this.#hosts.push(this.#start());
+    if (host.modelCount === 0) void this.#retire(host);
+    else for (const m of host.models) m.relocate();
+  }
+
+  #start(): HostProcess {
+    const spawn = { ...this.opts.spawn, env: { ...this.opts.spawn.env, MME_SHARED_HOST: '1' }, gpuId: -1 };
+    const host = new HostProcess(spawn, `host-${++this.#seq}`, {
+      started: (h) => {
+        void h.measureMemory().then((bytes) => {
+          h.baseBytes = bytes;
+          h.measuredBytes = Math.max(h.measuredBytes, bytes);
+        });
+        const timer = setTimeout(() => {
+          this.#timers.delete(timer);
+          if (h.exitInfo === null) this.#restartAttempt = 0;
+        }, kStableMs);
+        timer.unref();
+        this.#timers.add(timer);
+      },
+      unloaded: (h) => void this.#afterUnload(h),
+    });
+    host.start();
+    host.once('exit', () => this.#exited(host));
+    return host;
+  }
+
+  async #afterUnload(host: HostProcess): Promise<void> {
+    if (host.state === 'draining') {
+      if (host.modelCount === 0) await this.#retire(host);
+      return;
+    }
+    host.measuredBytes = await host.measureMemory();
+    const limit = this.opts.recycleWasteBytes;
+    if (limit > 0 && host.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
+  }
+
+  async #retire(host: HostProcess): Promise<void> {
+    const i = this.#hosts.indexOf(host);
+    if (i >= 0) this.#hosts.splice(i, 1);
+    await host.stop();
+  }
+
+  #exited(host: HostProcess): void {
+    const i = this.#hosts.indexOf(host);
+    if (i < 0 || this.#closed) return;
+    this.#hosts.splice(i, 1);
+    const exit = host.exitInfo!;
+    if (exit.reason === 'stopped') return;
+    const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
+    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (!this.#closed) this.#hosts.push(this.#start());
+    }, delay * 1000);
+    this.#timers.add(timer);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    await Promise.all(this.#hosts.map((h) => h.stop()));
+  }
+}
+
+const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;

@@ -1,0 +1,147 @@
+/**
+ * A shared host: one worker process holding many models' sessions, one per slot (Ray Serve's model
+ * multiplexing). Each model in it is a HostedModel; the host routes frames to them by slot and
+ * batch id, and at its exit hands each one back the batches it held.
+ *
+ *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out──▶ (stopped)
+ *
+ * Memory: `baseBytes` is the host's PSS once started, before any model; each model's cost is the
+ * growth of the host's resident memory across its load (loads run one at a time in the host), and
+ * at least the smallest session's cost there plus the model file's size: a load that reuses memory
+ * freed by an unload shows little growth, yet its session holds its weights all the same.
+ * What the host holds beyond base + costs is memory freed by unloads that onnxruntime and the
+ * allocator keep: the waste that recycling gives back.
+ */
+import { MmeError } from '../../errors';
+import { MessageKind, type Frame, type ResultMessage, type StartedMessage } from '../../protocol/frames';
+import type { WorkerExit } from '../workers/exit-reason';
+import { FramedProcess, type LostBatch, type SpawnOptions } from '../workers/framed-process';
+import type { InFlightBatch } from '../workers/model-worker';
+import type { HostedModel } from './hosted-model';
+
+export type HostState = 'starting' | 'serving' | 'draining';
+
+export class HostProcess extends FramedProcess<HostedModel> {
+  state: HostState = 'starting';
+  /** PSS once started, before any model (bytes); 0 until measured. */
+  baseBytes = 0;
+  /** PSS at the last measurement (bytes). */
+  measuredBytes = 0;
+  /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
+  sessionBytes = 0;
+  readonly #slots = new Map<number, HostedModel>();
+  #nextSlot = 1;
+
+  constructor(opts: SpawnOptions, id: string, private readonly events: { started(host: HostProcess): void; unloaded(host: HostProcess): void }) {
+    super(opts, id);
+  }
+
+  get models(): readonly HostedModel[] {
+    return [...this.#slots.values()];
+  }
+
+  get modelCount(): number {
+    return this.#slots.size;
+  }
+
+  /** What its models cost, as measured at their loads (bytes). */
+  get modelBytes(): number {
+    let n = 0;
+    for (const m of this.#slots.values()) n += m.memoryBytes;
+    return n;
+  }
+
+  /**
+   * What placement compares (bytes): its models' measured costs, a load in progress counted as
+   * `loadingBytes`. Bases are left out: every host is the same process.
+   */
+  placementBytes(loadingBytes: number): number {
+    let n = 0;
+    for (const m of this.#slots.values()) n += m.loaded ? m.memoryBytes : loadingBytes;
+    return n;
+  }
+
+  /** Base plus its models (bytes). */
+  get usedBytes(): number {
+    return this.baseBytes + this.modelBytes;
+  }
+
+  /** Memory held beyond base + models at the last measurement: freed by unloads, not given back (bytes). */
+  get wasteBytes(): number {
+    return Math.max(0, this.measuredBytes - this.usedBytes);
+  }
+
+  holdsModel(name: string): boolean {
+    for (const m of this.#slots.values()) if (m.modelName === name) return true;
+    return false;
+  }
+
+  /** Takes a model in: a slot now; the model sends its Load once the host has started. */
+  admit(model: HostedModel, maxFrameBytes: number): number {
+    const slot = this.#nextSlot++;
+    this.#slots.set(slot, model);
+    this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
+    return slot;
+  }
+
+  /** A frame on a model's behalf (Load, Unload, Cancel, ChunkAck). */
+  control(frame: Frame): void {
+    this.send(frame);
+  }
+
+  runFor(model: HostedModel, batch: InFlightBatch): void {
+    this.sendBatch(model, batch.msg, batch.jobs);
+  }
+
+  /** The model's slot is released, or was never loaded: forget it. */
+  forget(slot: number): void {
+    this.#slots.delete(slot);
+  }
+
+  stop(): Promise<WorkerExit> {
+    return this.endProcess();
+  }
+
+  protected started(msg: StartedMessage): void {
+    this.state = 'serving';
+    this.sessionBytes = msg.sessionBytes;
+    this.events.started(this);
+    for (const m of this.#slots.values()) m.sendLoad();
+  }
+
+  protected frame(frame: Frame): void {
+    switch (frame.kind) {
+      case MessageKind.Loaded:
+        this.#slots.get(frame.msg.slot)?.onLoaded(frame.msg);
+        break;
+      case MessageKind.LoadFailed:
+        this.#slots.get(frame.msg.slot)?.onLoadFailed(MmeError.fromWire(frame.msg.error));
+        break;
+      case MessageKind.Chunk:
+        this.#slots.get(frame.msg.slot)?.onChunk(frame.msg);
+        break;
+      case MessageKind.Unloaded: {
+        const model = this.#slots.get(frame.msg.slot);
+        this.#slots.delete(frame.msg.slot);
+        model?.onUnloaded();
+        this.events.unloaded(this);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  protected answered(owner: HostedModel, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    owner.onAnswered(batch, msg, done);
+  }
+
+  protected ended(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>): void {
+    const models = [...this.#slots.values()];
+    this.#slots.clear();
+    for (const m of models) {
+      const mine = lost.filter((l) => l.owner === m);
+      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch));
+    }
+  }
+}

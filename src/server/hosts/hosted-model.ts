@@ -1,0 +1,204 @@
+/**
+ * One model's place in a shared host: what the model's worker set sees as one of its workers. It
+ * shares the host's fate (a crash, a kill for a timeout), and its memory is its own load's cost.
+ *
+ *   loading ──Loaded──▶ ready ──retire()──▶ stopping ──Unloaded / host exit──▶ stopped
+ *      └──── LoadFailed / load timeout / host exit ────────────────────────────▶ failed
+ */
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../../errors';
+import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
+import type { Job } from '../models/job';
+import { loadExitError, type KillReason, type WorkerExit } from '../workers/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../workers/model-worker';
+import type { HostProcess } from './host-process';
+
+export class HostedModel implements ModelWorker {
+  readonly id: string;
+  readonly gpuId = -1;
+  readonly startTime = new Date();
+  state: WorkerState = 'loading';
+  capacity = 1;
+  memoryBytes = 0;
+  loaded: LoadedMessage | null = null;
+  loadError: MmeError | null = null;
+  spawnMicros = 0;
+  readonly ready: Promise<LoadedMessage>;
+  readonly exited: Promise<WorkerExit>;
+  readonly slot: number;
+  #inFlight = 0;
+  #listener: WorkerListener | null = null;
+  #loadTimer: NodeJS.Timeout | null = null;
+  #unloadTimer: NodeJS.Timeout | null = null;
+  #loadSettled = false;
+  #exitInfo: WorkerExit | null = null;
+  readonly #t0 = performance.now();
+  #resolveLoad!: (m: LoadedMessage) => void;
+  #rejectLoad!: (e: MmeError) => void;
+  #resolveExit!: (e: WorkerExit) => void;
+
+  constructor(private readonly assignment: Assignment, readonly hostProcess: HostProcess, private readonly log: (line: string) => void) {
+    this.id = assignment.id;
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolveLoad = resolve;
+      this.#rejectLoad = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.exited = new Promise((r) => (this.#resolveExit = r));
+    this.#loadTimer = setTimeout(() => {
+      // The host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
+      this.log(`[${this.id}] load in shared host ${hostProcess.id} took over ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); killing the host`);
+      this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${hostProcess.id} within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); the host was stopped`));
+      hostProcess.kill('timeout-kill');
+    }, assignment.loadTimeoutMs);
+    this.slot = hostProcess.admit(this, assignment.maxFrameBytes);
+    if (hostProcess.hasStarted) this.sendLoad();
+  }
+
+  get modelName(): string {
+    return this.assignment.load.modelName;
+  }
+
+  get pid(): number {
+    return this.hostProcess.pid;
+  }
+
+  get host(): string {
+    return this.hostProcess.id;
+  }
+
+  get inFlightCount(): number {
+    return this.#inFlight;
+  }
+
+  get backlog(): number {
+    return this.hostProcess.batchCount;
+  }
+
+  get isIdle(): boolean {
+    return this.state === 'ready' && !this.hostProcess.killed && this.#inFlight < this.capacity;
+  }
+
+  get isVacant(): boolean {
+    return this.isIdle && this.#inFlight === 0;
+  }
+
+  /** The host has started (or had): send the Load. */
+  sendLoad(): void {
+    if (this.#loadSettled) return;
+    this.spawnMicros = Math.round((performance.now() - this.#t0) * 1000);
+    this.hostProcess.control({ kind: MessageKind.Load, msg: { ...this.assignment.load, slot: this.slot, shared: true } });
+  }
+
+  listen(listener: WorkerListener): void {
+    this.#listener = listener;
+  }
+
+  run(msg: InferMessage, jobs: readonly Job[]): void {
+    this.#inFlight++;
+    msg.slot = this.slot;
+    this.hostProcess.runFor(this, { msg, jobs });
+  }
+
+  holds(job: Job): boolean {
+    return this.hostProcess.holdsFor(this, job);
+  }
+
+  cancel(job: Job): void {
+    this.hostProcess.control({ kind: MessageKind.Cancel, msg: { id: job.id } });
+  }
+
+  acknowledge(job: Job, bytes: number): void {
+    this.hostProcess.control({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
+  }
+
+  /** A run cannot be stopped inside a shared host either: the host goes, with every model in it (they reload elsewhere). */
+  kill(reason: KillReason): void {
+    this.hostProcess.kill(reason);
+  }
+
+  retire(): void {
+    if (this.state !== 'stopped' && this.state !== 'failed') this.state = 'stopping';
+  }
+
+  /**
+   * Releases its session in the host, after the batches it sent there, and resolves once the host
+   * confirms. A host that does not answer within the model's load timeout is stuck: it is killed.
+   */
+  stop(): Promise<WorkerExit> {
+    this.retire();
+    if (!this.#exitInfo && !this.#unloadTimer) {
+      this.hostProcess.control({ kind: MessageKind.Unload, msg: { slot: this.slot } });
+      this.#unloadTimer = setTimeout(() => {
+        this.log(`[${this.id}] shared host ${this.host} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
+        this.hostProcess.kill('timeout-kill');
+      }, this.assignment.loadTimeoutMs);
+    }
+    return this.exited;
+  }
+
+  async measureMemory(): Promise<number> {
+    return this.#exitInfo ? 0 : this.memoryBytes;
+  }
+
+  onLoaded(msg: LoadedMessage): void {
+    if (this.#loadSettled) return;
+    this.#loadSettled = true;
+    clearTimeout(this.#loadTimer!);
+    this.loaded = msg;
+    // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
+    this.memoryBytes = Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes);
+    if (this.state === 'loading') this.state = 'ready';
+    this.#resolveLoad(msg);
+  }
+
+  onLoadFailed(err: MmeError): void {
+    this.#failLoad(err);
+    // Its slot is empty in the host; nothing is left to release.
+    this.hostProcess.forget(this.slot);
+    this.#end({ code: null, signal: null, reason: 'stopped' }, [], []);
+  }
+
+  onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    if (done) this.#inFlight--;
+    this.#listener?.result(this, batch, msg, done);
+  }
+
+  onChunk(msg: ChunkMessage): void {
+    this.#listener?.chunk(this, msg);
+  }
+
+  onUnloaded(): void {
+    this.#end({ code: 0, signal: null, reason: 'stopped' }, [], []);
+  }
+
+  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    if (!this.#loadSettled) this.#failLoad(loadExitError(this.id, exit));
+    this.#end(exit, running, waiting);
+  }
+
+  /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
+  relocate(): void {
+    if (this.state === 'ready') this.#listener?.relocate(this);
+  }
+
+  #failLoad(err: MmeError): void {
+    if (this.#loadSettled) return;
+    this.#loadSettled = true;
+    this.loadError = err;
+    clearTimeout(this.#loadTimer!);
+    this.state = 'failed';
+    this.#rejectLoad(err);
+  }
+
+  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    if (this.#exitInfo) return;
+    this.#exitInfo = exit;
+    clearTimeout(this.#loadTimer!);
+    clearTimeout(this.#unloadTimer!);
+    if (this.state !== 'failed') this.state = exit.reason === 'stopped' ? 'stopped' : 'failed';
+    this.#inFlight = 0;
+    this.#resolveExit(exit);
+    this.#listener?.exit(this, exit, running, waiting);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * One model inside a worker process: its ONNX session, its handler, and how a batch of its
+ * requests becomes answers. A dedicated worker holds one; a shared host holds many, one per slot.
+ */
+import { performance } from 'node:perf_hooks';
+import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
+import type { InferMessage, LoadedMessage, LoadMessage, ResultMessage, WireRequest, WireResponse } from '../protocol/frames';
+import { HandlerContext, toBuffer, type ModelInfo, type SendChunk } from './context';
+import { loadHandler, unloadHandler, type Handler } from './handler';
+import { toHandlerRequest } from './handler-request';
+import { openSession } from './session';
+
+/** Where a running request's context is found by id, so a Cancel or ChunkAck frame can reach its handler. */
+export type RunningRequests = Map<number, { ctx: HandlerContext; index: number }>;
+
+export interface RuntimeIo {
+  /** Sends a Result frame. */
+  result(msg: ResultMessage): void;
+  /** Sends a Chunk frame for request `id`. */
+  chunk(id: number, body: Buffer, head: Parameters<SendChunk>[2]): void;
+  running: RunningRequests;
+  log(line: string): void;
+}
+
+export class ModelRuntime {
+  readonly #handler: Handler;
+  readonly #model: ModelInfo;
+
+  private constructor(readonly load: LoadMessage, handler: Handler, model: ModelInfo, private readonly io: RuntimeIo) {
+    this.#handler = handler;
+    this.#model = model;
+  }
+
+  /** Opens the session and initialises the handler; `Loaded` describes it. */
+  static async open(msg: LoadMessage, io: RuntimeIo): Promise<{ runtime: ModelRuntime; loaded: Omit<LoadedMessage, 'slot' | 'pid' | 'rssGrowthBytes'> }> {
+    const t0 = performance.now();
+    const opened = await openSession(msg, io.log);
+    const sessionMicros = Math.round((performance.now() - t0) * 1000);
+    let handler: Handler;
+    try {
+      handler = loadHandler(msg.handlerPath, msg.modelDir);
+      const model: ModelInfo = {
+        // The parent sends a streaming handler one request per batch, whatever batch_size says.
+        modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
+        session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming, maxStreamBuffer: msg.maxStreamBuffer,
+      };
+      await handler.initialize(new HandlerContext(model, [], () => undefined));
+      const runtime = new ModelRuntime(msg, handler, model, io);
+      return {
+        runtime,
+        loaded: {
+          loadMicros: Math.round((performance.now() - t0) * 1000),
+          sessionMicros,
+          executionProvider: opened.executionProvider,
+          inputs: opened.inputs,
+          outputs: opened.outputs,
+          metadata: opened.metadata,
+          streaming: handler.streaming,
+        },
+      };
+    } catch (err) {
+      // A shared host goes on serving other models: a failed load must not keep the session.
+      await opened.session.release().catch(() => undefined);
+      if (msg.handlerPath) unloadHandler(msg.handlerPath, msg.modelDir);
+      throw err;
+    }
+  }
+
+  /** Releases the session and forgets the handler module, so a later load of it starts fresh. */
+  async release(): Promise<void> {
+    await this.#model.session.release();
+    if (this.load.handlerPath) unloadHandler(this.load.handlerPath, this.load.modelDir);
+  }
+
+  async runBatch(batch: InferMessage): Promise<void> {
+    // Independent requests travel together only to save round trips: each runs as its own batch of
+    // one, and its answer leaves the moment it is ready. Holding it for the next would be a bet on
+    // how long that one runs, and a next request that blocks would keep it forever.
+    const groups = batch.independent ? batch.requests.map((r) => [r]) : [batch.requests];
+    for (const group of groups) {
+      const t0 = performance.now();
+      const responses = await this.#runGroup(group);
+      this.io.result({ batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses });
+    }
+  }
+
+  /** One call of the handler for `wire` requests (one model batch). */
+  async #runGroup(wire: WireRequest[]): Promise<WireResponse[]> {
+    const requests = wire.map((r) => toHandlerRequest(r, this.load.decodeInputRequest));
+    const ctx = new HandlerContext(this.#model, requests, (index, body, head) => {
+      this.#checkSize(body, 'streamed chunk');
+      this.io.chunk(wire[index].id, body, head);
+    });
+    const { running } = this.io;
+    wire.forEach((r, index) => running.set(r.id, { ctx, index }));
+    let results: unknown[];
+    try {
+      results = await this.#handler.handle(requests, ctx);
+    } catch (err) {
+      const error = asError(err);
+      results = requests.map(() => error);
+    } finally {
+      for (const r of wire) running.delete(r.id);
+    }
+    return wire.map((r, i) => this.#toResponse(r.id, results[i], ctx, i));
+  }
+
+  #toResponse(id: number, result: unknown, ctx: HandlerContext, index: number): WireResponse {
+    const slot = ctx.responses[index];
+    if (result instanceof Error) {
+      const error = requestError(result);
+      return { id, status: error.status, contentType: 'application/json', headers: slot.headers, error: error.toWire() };
+    }
+    try {
+      const body = toBuffer(result);
+      this.#checkSize(body, 'response');
+      const contentType = slot.contentType || (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
+      return { id, status: slot.status, contentType, headers: slot.headers, body };
+    } catch (err) {
+      const error = isMmeError(err) ? err : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
+      return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+    }
+  }
+
+  /**
+   * Checked here, before sending, so that an oversized answer fails its own request alone: the
+   * server's frame limit is then never what stops it.
+   */
+  #checkSize(body: Buffer, what: string): void {
+    const limit = this.load.maxResponseSize;
+    if (body.length > limit) {
+      throw new MmeError('MME_ERR_RESPONSE_TOO_LARGE', `The ${what} of model ${this.load.modelName} is ${body.length} bytes, over max_response_size (${limit}); raise max_response_size or return less data.`);
+    }
+  }
+}
+
+/** What a failed load reports: memory errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */
+export function loadError(err: unknown): WireError {
+  if (isMmeError(err)) return err.toWire();
+  const message = String((err as Error)?.message ?? err);
+  if (looksLikeOutOfMemory(message) || err instanceof RangeError) {
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `not enough memory to load the model: ${message}`).toWire();
+  }
+  return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
+}
+
+/** What a handler threw, as an Error: a thrown string or object fails its requests too, never becomes a result. */
+function asError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  const o = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown; status?: unknown }) : null;
+  const error = new Error(o?.message !== undefined ? String(o.message) : typeof thrown === 'string' ? thrown : `threw ${JSON.stringify(thrown) ?? String(thrown)}`);
+  return o?.status === undefined ? error : Object.assign(error, { status: o.status });
+}
+
+/** A handler-raised status is kept; memory errors are 507; anything else is 500 with its message. */
+function requestError(err: Error): MmeError {
+  if (isMmeError(err)) return err;
+  const status = Number((err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode);
+  if (Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError('MME_ERR_MODEL_ERROR', err.message, { status });
+  if (looksLikeOutOfMemory(err.message) || err instanceof RangeError && /allocation|memory/i.test(err.message)) {
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
+  }
+  return new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`);
+}

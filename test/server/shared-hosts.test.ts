@@ -1,0 +1,187 @@
+/**
+ * worker_mode=shared against real host processes: many models per process, each with its own
+ * weights; crashes, eviction, 507 and recycling with no request lost; a model that insists on a
+ * process of its own.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { behaviourHandler } from '../fixtures/fault-handlers';
+import { addModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { assertRowsClose } from '../helpers/assert-close';
+import { waitFor, workerPidsOf } from '../helpers/processes';
+import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+
+const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
+const rows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
+
+async function loadMlps(t: TestServer, names: string[], extra: Record<string, unknown> = {}): Promise<void> {
+  const answers = await Promise.all(names.map((name, i) => loadModel(t, name, writeModelDir(t.store, name, mlpModel(spec(i + 1))), extra)));
+  for (const r of answers) assert.equal(r.status, 200, r.text);
+}
+
+describe('shared worker hosts (worker_mode=shared)', function () {
+  this.timeout(120_000);
+
+  describe('many models in a few hosts', () => {
+    let t: TestServer;
+    const names = Array.from({ length: 24 }, (_, i) => `m${i}`);
+    before(async () => {
+      t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off');
+      await loadMlps(t, names);
+    });
+    after(async () => t.close());
+
+    it('holds 24 models in 2 processes, and each answers with its own weights', async () => {
+      assert.equal(workerPidsOf(process.pid).length, 2, 'two host processes, no process per model');
+      const answers = await Promise.all(names.map((n) => invoke(t, n, { inputs: { input: rows } })));
+      answers.forEach((res, i) => {
+        assert.equal(res.status, 200, res.text);
+        assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), names[i]);
+      });
+    });
+
+    it('spreads the models over the hosts, and describe names the host and the model\'s own cost', async () => {
+      const hosts = new Map<string, number>();
+      for (const n of names) {
+        const d = (await request(`${t.managementUrl}/models/${n}`)).body;
+        assert.equal(d.workerMode, 'shared');
+        assert.equal(d.workers.length, 1);
+        const w = d.workers[0];
+        assert.match(w.host, /^host-\d+$/);
+        assert.ok(w.memoryUsage > 0 && w.memoryUsage < 16 * 2 ** 20, `a tiny model costs well under a process (${w.memoryUsage} bytes)`);
+        hosts.set(w.host, (hosts.get(w.host) ?? 0) + 1);
+      }
+      assert.equal(hosts.size, 2);
+      for (const count of hosts.values()) assert.ok(count >= 8, `placement by free room fills both hosts: ${[...hosts.values()]}`);
+    });
+
+    it('unloads a model by releasing its slot: the host stays, the other models still answer', async () => {
+      const pids = workerPidsOf(process.pid).sort();
+      assert.equal((await request(`${t.managementUrl}/models/m0`, { method: 'DELETE' })).status, 200);
+      assert.equal((await invoke(t, 'm0', { inputs: { input: rows } })).status, 404);
+      assert.deepEqual(workerPidsOf(process.pid).sort(), pids);
+      const res = await invoke(t, 'm1', { inputs: { input: rows } });
+      assertRowsClose(res.body.outputs.output, mlpForward(spec(2), rows), 'm1');
+    });
+  });
+});
+
+describe('shared worker hosts: faults, memory and recycling', function () {
+  this.timeout(120_000);
+  let t: TestServer;
+  afterEach(async () => t?.close());
+
+  const behaviourModel = (name: string) => writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler });
+  const call = (name: string, body: unknown) => invoke(t, name, body);
+
+  it('a host crash fails only its running request; queued ones, of that model and of the others in the host, are answered after the models reload', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
+    const [hostPid] = workerPidsOf(process.pid);
+    const dir = tempDir();
+    const running = call('a', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'go'), exit: 3 });
+    await waitFor(() => fs.existsSync(path.join(dir, 'running')), 'the crashing request to run');
+    const queued = [...Array.from({ length: 4 }, (_, i) => call('a', { echo: i })), ...Array.from({ length: 4 }, (_, i) => call('b', { echo: i }))];
+    const { manager } = t.server;
+    await waitFor(() => manager.get('a').queueLength + manager.get('a').inFlightCount >= 4 && manager.get('b').queueLength + manager.get('b').inFlightCount >= 4, 'the requests to be admitted');
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    const crashed = await running;
+    assert.equal(crashed.status, 500, crashed.text);
+    assert.equal(crashed.body.errorCode, 'MME_ERR_WORKER_DIED');
+    const answers = await Promise.all(queued);
+    for (const res of answers) {
+      assert.equal(res.status, 200, res.text);
+      assert.notEqual(res.body.pid, hostPid, 'answered by the new host');
+    }
+    assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3, 0, 1, 2, 3]);
+    assert.ok(t.logs.some((l) => /shared host .* exited with code 3/.test(l)), 'the crash is logged with its exit');
+  });
+
+  it('answers 507 when the memory budget is spent, starting nothing; with the cache on it evicts instead', async () => {
+    const big = (seed: number) => mlpModel({ sizes: [4, 1024, 1024, 3], seed });
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nmodel_memory_budget_mb=160');
+    const pids = () => workerPidsOf(process.pid).sort();
+    let fitted = 0;
+    let refused: Awaited<ReturnType<typeof loadModel>> | null = null;
+    for (let i = 0; i < 20 && !refused; i++) {
+      const before = pids();
+      const res = await loadModel(t, `big${i}`, writeModelDir(t.store, `big${i}`, big(i)));
+      if (res.status === 200) fitted++;
+      else {
+        refused = res;
+        assert.deepEqual(pids(), before, 'a refused load starts no process');
+      }
+    }
+    assert.ok(refused, 'the budget ran out');
+    assert.equal(refused.status, 507, refused.text);
+    assert.match(refused.body.message, /model memory budget/);
+    assert.ok(fitted >= 2, `${fitted} models of ~6 MB fit next to the host`);
+    await t.close();
+
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=on\nmodel_memory_budget_mb=160');
+    for (let i = 0; i < fitted + 3; i++) {
+      const res = await loadModel(t, `big${i}`, writeModelDir(t.store, `big${i}`, big(i)));
+      assert.equal(res.status, 200, res.text);
+    }
+    const { evictions } = t.server.manager.stats;
+    assert.ok(evictions >= 1, 'loads past the budget evicted models instead of failing');
+    assert.equal(t.server.manager.servingCount(), fitted + 3 - evictions);
+    assert.ok(t.server.manager.usedBytes() <= t.server.manager.budgetBytes);
+    const res = await invoke(t, 'big0', { inputs: { input: rows } });
+    assert.equal(res.status, 200, 'an evicted model loads again on its next request');
+    assertRowsClose(res.body.outputs.output, mlpForward({ sizes: [4, 1024, 1024, 3], seed: 0 }, rows), 'big0');
+  });
+
+  it('recycles a host that keeps freed memory: models move to a new host under traffic and no request is lost', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nshared_worker_recycle_mb=1');
+    const names = Array.from({ length: 6 }, (_, i) => `k${i}`);
+    await loadMlps(t, names);
+    const [oldPid] = workerPidsOf(process.pid);
+    let stop = false;
+    const failures: string[] = [];
+    let answered = 0;
+    const traffic = Promise.all(names.slice(0, 3).map(async (n, i) => {
+      while (!stop) {
+        const res = await invoke(t, n, { inputs: { input: rows } });
+        if (res.status !== 200) failures.push(`${n}: ${res.status} ${res.text}`);
+        else assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
+        answered++;
+      }
+    }));
+    // Churn: load and unload large models until the host has kept more than 1 MB it no longer uses.
+    for (let i = 0; t.server.manager.hosts!.recycles === 0; i++) {
+      assert.ok(i < 50, 'the host was never recycled');
+      const name = `churn${i}`;
+      assert.equal((await loadModel(t, name, writeModelDir(t.store, name, mlpModel({ sizes: [4, 512, 3], seed: i })))).status, 200);
+      assert.equal((await request(`${t.managementUrl}/models/${name}`, { method: 'DELETE' })).status, 200);
+    }
+    await waitFor(() => !workerPidsOf(process.pid).includes(oldPid), 'the old host to exit', 60_000);
+    const before = answered;
+    await waitFor(() => answered > before + 10, 'traffic on the new host', 60_000);
+    stop = true;
+    await traffic;
+    assert.deepEqual(failures, []);
+    assert.equal(workerPidsOf(process.pid).length, 1);
+    for (const [i, n] of names.entries()) {
+      const res = await invoke(t, n, { inputs: { input: rows } });
+      assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
+    }
+    assert.ok(t.logs.some((l) => /recycling: \d+ MB freed by unloads is still held/.test(l)));
+  });
+
+  it('runs a model whose model-config.json insists on dedicated mode in a process of its own, whatever the load asks', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    await loadMlps(t, ['s1']);
+    const hosts = workerPidsOf(process.pid);
+    const dir = writeModelDir(t.store, 'own', mlpModel(spec(9)), { 'model-config.json': JSON.stringify({ workerMode: 'dedicated' }) });
+    assert.equal((await loadModel(t, 'own', dir, { worker_mode: 'shared' })).status, 200);
+    const d = (await request(`${t.managementUrl}/models/own`)).body;
+    assert.equal(d.workerMode, 'dedicated');
+    assert.equal(d.workers[0].host, null);
+    assert.equal(workerPidsOf(process.pid).length, hosts.length + 1);
+    assert.ok(!hosts.includes(d.workers[0].pid));
+    const res = await invoke(t, 'own', { inputs: { input: rows } });
+    assertRowsClose(res.body.outputs.output, mlpForward(spec(9), rows), 'own');
+  });
+});
