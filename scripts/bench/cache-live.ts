@@ -1,7 +1,10 @@
 /**
- * The cache live: a Zipf-distributed stream of invokes over 100 models in model_store with room
- * for 20 (max_loaded_models), through a real server with on-demand loading. Reports the
- * ModelCacheHit ratio and latency percentiles, per eviction policy.
+ * The cache live: a Zipf-distributed stream of invokes over the models of model_store, through a
+ * real server with on-demand loading, with room for some of them. Reports the ModelCacheHit ratio
+ * and latency percentiles:
+ * - per eviction policy: 100 models, room for 20 (max_loaded_models);
+ * - per worker mode: 10 000 models under one memory budget, where room is what each mode's
+ *   models cost.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,24 +19,42 @@ import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
 export interface CacheLive {
   policy: string;
+  workerMode: 'dedicated' | 'shared';
+  models: number;
+  /** What limits the loaded models: "room for N" or "N MiB". */
+  room: string;
   requests: number;
   hitRatio: number;
   p50Ms: number;
   p99Ms: number;
   evictions: number;
+  /** Models loaded at the end. */
+  loaded: number;
 }
 
-export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.env.BENCH_QUICK ? 400 : 3000): Promise<CacheLive> {
+export interface CacheLiveOptions {
+  policy: 'lru' | 'gdsf';
+  workerMode?: 'dedicated' | 'shared';
+  models?: number;
+  /** max_loaded_models, or the memory budget in MiB. */
+  room?: { maxLoaded: number } | { budgetMB: number };
+  requests?: number;
+}
+
+export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
+  const { policy, workerMode = 'dedicated', models = 100, room = { maxLoaded: 20 } } = o;
+  const requests = o.requests ?? (process.env.BENCH_QUICK ? 400 : 3000);
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-cache-live-'));
-  writeMlpStore(store, 100);
+  writeMlpStore(store, models);
+  const limit = 'maxLoaded' in room ? `max_loaded_models=${room.maxLoaded}` : `model_memory_budget_mb=${room.budgetMB}`;
   const config = resolveConfig({
     fileText: ['inference_address=http://127.0.0.1:0', 'management_address=http://127.0.0.1:0', `model_store=${store}`,
-      'default_workers_per_model=1', 'model_cache=on', 'max_loaded_models=20', `eviction_policy=${policy}`].join('\n'),
+      'default_workers_per_model=1', 'model_cache=on', limit, `eviction_policy=${policy}`, `worker_mode=${workerMode}`].join('\n'),
     configFile: null, env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
   });
   const server = await new MmeServer(config, { log: () => undefined }).start();
   const url = server.url('inference');
-  const next = zipfSampler(100, 1.0, seededRandom(7));
+  const next = zipfSampler(models, 1.0, seededRandom(7));
   const body = MLP_STORE_BODY;
   const samples: number[] = [];
   try {
@@ -52,11 +73,23 @@ export async function benchCacheLive(policy: 'lru' | 'gdsf', requests = process.
     await Promise.all(Array.from({ length: 4 }, client));
     const { hits, misses, evictions } = server.manager.stats;
     const p = percentiles(samples);
-    return { policy, requests, hitRatio: hits / (hits + misses), p50Ms: p.p50, p99Ms: p.p99, evictions };
+    return {
+      policy, workerMode, models, room: 'maxLoaded' in room ? `room for ${room.maxLoaded}` : `${room.budgetMB} MiB`, requests,
+      hitRatio: hits / (hits + misses), p50Ms: p.p50, p99Ms: p.p99, evictions, loaded: server.manager.servingCount(),
+    };
   } finally {
     await server.close(0);
     fs.rmSync(store, { recursive: true, force: true });
   }
 }
 
-if (require.main === module) runScript(async () => [await benchCacheLive('lru'), await benchCacheLive('gdsf')], (r) => console.table(r));
+/** 10 000 models, one memory budget, each worker mode. */
+export async function benchCacheLiveModes(): Promise<CacheLive[]> {
+  const models = process.env.BENCH_QUICK ? 2000 : 10_000;
+  const room = { budgetMB: 1024 };
+  return [await benchCacheLive({ policy: 'gdsf', workerMode: 'dedicated', models, room }), await benchCacheLive({ policy: 'gdsf', workerMode: 'shared', models, room })];
+}
+
+if (require.main === module) {
+  runScript(async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
+}

@@ -56,6 +56,16 @@ describe('shared worker hosts (worker_mode=shared)', function () {
       for (const count of hosts.values()) assert.ok(count >= 8, `placement by free room fills both hosts: ${[...hosts.values()]}`);
     });
 
+    it('holds a model with initial_workers=2 in two hosts, and serves it from both', async () => {
+      const dir = writeModelDir(t.store, 'twice', mlpModel(spec(50)));
+      assert.equal((await loadModel(t, 'twice', dir, { initial_workers: 2 })).status, 200);
+      const d = (await request(`${t.managementUrl}/models/twice`)).body;
+      assert.equal(new Set(d.workers.map((w: { host: string }) => w.host)).size, 2);
+      const answers = await Promise.all(Array.from({ length: 32 }, () => invoke(t, 'twice', { inputs: { input: rows } })));
+      for (const res of answers) assertRowsClose(res.body.outputs.output, mlpForward(spec(50), rows), 'twice');
+      assert.equal(workerPidsOf(process.pid).length, 2);
+    });
+
     it('unloads a model by releasing its slot: the host stays, the other models still answer', async () => {
       const pids = workerPidsOf(process.pid).sort();
       assert.equal((await request(`${t.managementUrl}/models/m0`, { method: 'DELETE' })).status, 200);
@@ -120,13 +130,15 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     await t.close();
 
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=on\nmodel_memory_budget_mb=160');
-    for (let i = 0; i < fitted + 3; i++) {
+    // Twice what fitted before: a model's measured cost varies with what memory its load could reuse.
+    const loads = fitted * 2 + 4;
+    for (let i = 0; i < loads; i++) {
       const res = await loadModel(t, `big${i}`, writeModelDir(t.store, `big${i}`, big(i)));
       assert.equal(res.status, 200, res.text);
     }
     const { evictions } = t.server.manager.stats;
     assert.ok(evictions >= 1, 'loads past the budget evicted models instead of failing');
-    assert.equal(t.server.manager.servingCount(), fitted + 3 - evictions);
+    assert.equal(t.server.manager.servingCount(), loads - evictions);
     assert.ok(t.server.manager.usedBytes() <= t.server.manager.budgetBytes);
     const res = await invoke(t, 'big0', { inputs: { input: rows } });
     assert.equal(res.status, 200, 'an evicted model loads again on its next request');
@@ -162,7 +174,9 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     stop = true;
     await traffic;
     assert.deepEqual(failures, []);
-    assert.equal(workerPidsOf(process.pid).length, 1);
+    // A threshold of 1 MB may recycle the new host too: whatever is left running is a host the pool serves with.
+    const pool = t.server.manager.hosts!;
+    await waitFor(() => workerPidsOf(process.pid).every((pid) => pool.hosts.some((h) => h.pid === pid)), 'retired hosts to exit', 60_000);
     for (const [i, n] of names.entries()) {
       const res = await invoke(t, n, { inputs: { input: rows } });
       assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);

@@ -217,7 +217,8 @@ export class ModelManager {
         },
         maxResponseSize: this.config.maxResponseSize,
         onnxBytes: artifact.onnxBytes,
-        assignGpu: () => this.#gpus.assign(name, settings.deviceIds),
+        // Hosts run on CPU: one CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs.
+        assignGpu: settings.workerMode === 'shared' ? () => -1 : () => this.#gpus.assign(name, settings.deviceIds),
         startWorker: this.#starter(settings.workerMode),
         log: this.log,
         health: entry,
