@@ -85,27 +85,30 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   const behaviourModel = (name: string) => writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler });
   const call = (name: string, body: unknown) => invoke(t, name, body);
 
-  it('a host crash fails only its running request; queued ones, of that model and of the others in the host, are answered after the models reload', async () => {
+  for (const death of [
+    { how: 'exits', cmd: { exit: 3 }, status: 500, code: 'MME_ERR_WORKER_DIED', log: /shared host .* exited with code 3/ },
+    { how: 'is SIGKILLed (the OOM killer\'s signature)', cmd: { kill: true }, status: 507, code: 'MME_ERR_INSUFFICIENT_MEMORY', log: /shared host .* was killed by SIGKILL \(exit reason: oom\)/ },
+  ]) it(`a host that ${death.how} fails only its running request (${death.status}); queued ones, of that model and of the others in the host, are answered after the models reload`, async () => {
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);
     const dir = tempDir();
-    const running = call('a', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'go'), exit: 3 });
+    const running = call('a', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'go'), ...death.cmd });
     await waitFor(() => fs.existsSync(path.join(dir, 'running')), 'the crashing request to run');
     const queued = [...Array.from({ length: 4 }, (_, i) => call('a', { echo: i })), ...Array.from({ length: 4 }, (_, i) => call('b', { echo: i }))];
     const { manager } = t.server;
     await waitFor(() => manager.get('a').queueLength + manager.get('a').inFlightCount >= 4 && manager.get('b').queueLength + manager.get('b').inFlightCount >= 4, 'the requests to be admitted');
     fs.writeFileSync(path.join(dir, 'go'), '');
     const crashed = await running;
-    assert.equal(crashed.status, 500, crashed.text);
-    assert.equal(crashed.body.errorCode, 'MME_ERR_WORKER_DIED');
+    assert.equal(crashed.status, death.status, crashed.text);
+    assert.equal(crashed.body.errorCode, death.code);
     const answers = await Promise.all(queued);
     for (const res of answers) {
       assert.equal(res.status, 200, res.text);
       assert.notEqual(res.body.pid, hostPid, 'answered by the new host');
     }
     assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3, 0, 1, 2, 3]);
-    assert.ok(t.logs.some((l) => /shared host .* exited with code 3/.test(l)), 'the crash is logged with its exit');
+    assert.ok(t.logs.some((l) => death.log.test(l)), 'the death is logged with its exit and reason');
   });
 
   it('answers 507 when the memory budget is spent, starting nothing; with the cache on it evicts instead', async () => {

@@ -11,6 +11,7 @@ import { MmeError } from '../../errors';
 import type { ModelEntry } from '../models/model-entry';
 import { Semaphore } from '../models/semaphore';
 import type { EvictionPolicy } from './eviction-policy';
+import { mb } from './memory-budget';
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
@@ -33,7 +34,6 @@ export interface AdmissionDeps {
   evict(entry: ModelEntry): Promise<void>;
 }
 
-const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
 
 export class Admission {
   readonly #lock = new Semaphore(1);

@@ -5,6 +5,9 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { WorkerMode } from '../../config/types';
 
+/** Bytes as whole MB, for log lines and error messages. */
+export const mb = (bytes: number): string => `${Math.round(bytes / 2 ** 20)} MB`;
+
 /** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
 const kNoLimitV1 = 2 ** 60;
 

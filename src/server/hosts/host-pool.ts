@@ -11,6 +11,7 @@
  *   and the old host stops once empty.
  */
 import { MmeError } from '../../errors';
+import { mb } from '../cache/memory-budget';
 import { restartDelaySeconds } from '../workers/backoff';
 import { describeExit } from '../workers/exit-reason';
 import type { SpawnOptions } from '../workers/framed-process';
@@ -167,4 +168,3 @@ export class HostPool {
   }
 }
 
-const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;

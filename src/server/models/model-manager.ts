@@ -21,7 +21,7 @@ import type { WireRequest } from '../../protocol/frames';
 import { within } from '../../within';
 import { Admission } from '../cache/admission';
 import { createPolicy, type EvictionPolicy } from '../cache/eviction-policy';
-import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
+import { MemoryEstimator, mb, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import { HostPool } from '../hosts/host-pool';
 import { FramedProcess } from '../workers/framed-process';
 import { GpuAssigner } from '../workers/gpu-assignment';
@@ -80,7 +80,6 @@ export function checkModelName(name: unknown): string {
   return name;
 }
 
-const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
 const notFound = (name: string) => new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
 const shuttingDown = () => new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down.');
 
