@@ -77,8 +77,11 @@ export class HostPool {
         bestBytes = bytes;
       }
     }
-    if (!best) {
+    if (!best && open.length === 0 && maxModelsPerHost > 0 && this.#hosts.some((h) => h.modelCount >= maxModelsPerHost)) {
       throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`);
+    }
+    if (!best) {
+      throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`);
     }
     return new HostedModel(assignment, best, this.opts.log);
   }

@@ -150,6 +150,8 @@ export class HostedModel implements ModelWorker {
     this.memoryBytes = Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes);
     if (this.state === 'loading') this.state = 'ready';
     this.#resolveLoad(msg);
+    // Loaded into a host that began recycling meanwhile: move on with the others.
+    if (this.hostProcess.state === 'draining') queueMicrotask(() => this.relocate());
   }
 
   onLoadFailed(err: MmeError): void {
