@@ -61,6 +61,21 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.close(0);
   });
 
+  it('a replacement whose load fails is a failed restart: it is retried with back-off, and after three the model is FAILED', async () => {
+    const h = harness();
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    h.fleet.options.autoLoad = false;
+    h.fleet.live('a')[0].exit(null, 1);
+    for (let n = 2; n <= 4; n++) {
+      await until(() => h.fleet.of('a').length === n, `replacement ${n - 1}`);
+      h.fleet.of('a')[n - 1].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model file is gone'));
+    }
+    await until(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
+    assert.match(h.manager.entry('a')!.lastError!.message, /the model file is gone/);
+    assert.equal((await statusOf(h.manager.invoke('a', wireRequest()))).code, 'MME_ERR_MODEL_FAILED');
+    await h.manager.close(0);
+  });
+
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });

@@ -54,7 +54,7 @@ describe('sizing planner: predictions', () => {
     assert.equal(SHARED.footprintBytes(10 * MiB), (ASSUMPTIONS.sharedSessionMiB + 10) * MiB);
     assert.equal(DEDICATED.coldLoadMicros(0), ASSUMPTIONS.dedicatedColdLoadMs * 1000);
     assert.equal(SHARED.coldLoadMicros(0), ASSUMPTIONS.sharedColdLoadMs * 1000);
-    assert.equal(modelBudget(GiB, SHARED), GiB - ASSUMPTIONS.reserveMiB * MiB - ASSUMPTIONS.sharedProcessMiB * MiB);
+    assert.equal(modelBudget(GiB, SHARED), GiB - ASSUMPTIONS.reserveMiB * MiB - ASSUMPTIONS.sharedHosts * ASSUMPTIONS.sharedProcessMiB * MiB);
   });
 
   it('predicts every hit and the exact headroom when all models fit', () => {

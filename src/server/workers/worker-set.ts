@@ -150,7 +150,10 @@ export class WorkerSet {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     const onProbation = this.#onProbation.delete(worker);
-    if (this.#stopped || !this.#running || exit.reason === 'stopped') return;
+    if (this.#stopped || !this.#running) return;
+    // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
+    const loadFailed = onProbation && worker.loadError !== null && worker.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
+    if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
     this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`);
     if (onProbation) this.#restartFailed(worker, how);
