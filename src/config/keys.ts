@@ -172,7 +172,7 @@ export const KEYS = [
   },
   {
     name: 'worker_mode', kind: 'string', default: 'dedicated', example: 'shared',
-    doc: 'Where a model runs when its load request and model-config.json do not say: dedicated = worker processes of its own (isolation: a crash, a hang or a leak touches that model alone; ~17 MB and a process start per model); shared = a slot in one of shared_workers host processes that hold many models each (~1 MB a tiny model, loads in milliseconds, one host\'s fault touches every model in it). A model\'s model-config.json can insist on "workerMode": "dedicated".',
+    doc: 'Where a model runs when its load request and model-config.json do not say: dedicated = worker processes of its own (isolation: a crash, a hang or a leak touches that model alone; ~17 MB PSS and a process start per model); shared = a slot in one of shared_workers host processes that hold many models each (~0.13 MB a tiny model, loads in ~3 ms; one host\'s fault touches every model in it). A model\'s model-config.json can insist on "workerMode": "dedicated".',
   },
   {
     name: 'shared_workers', kind: 'int', default: '0', range: atLeast(0),
