@@ -17,6 +17,8 @@ export interface FakeOptions {
   autoAnswer: boolean;
   /** What measureMemory() reports, by model name (default 10 MB). */
   memoryBytes: (model: string) => number;
+  /** Starts this many more workers, then refuses (throws, as a full set of shared hosts does); default: never refuses. */
+  startsLeft: number;
 }
 
 const kLoaded: LoadedMessage = {
@@ -172,10 +174,11 @@ export class FakeFleet {
   readonly options: FakeOptions;
 
   constructor(options: Partial<FakeOptions> = {}) {
-    this.options = { autoLoad: true, autoExit: true, autoAnswer: false, memoryBytes: () => 10 * 2 ** 20, ...options };
+    this.options = { autoLoad: true, autoExit: true, autoAnswer: false, memoryBytes: () => 10 * 2 ** 20, startsLeft: Infinity, ...options };
   }
 
   readonly startWorker = (assignment: Assignment): FakeWorker => {
+    if (this.options.startsLeft-- <= 0) throw new MmeError('MME_ERR_NO_WORKER', 'no room to start a worker');
     const w = new FakeWorker(assignment, this);
     this.workers.push(w);
     return w;

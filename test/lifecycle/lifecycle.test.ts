@@ -76,6 +76,26 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.close(0);
   });
 
+  it('a replacement that cannot be started now (no room anywhere) is retried after a back-off; queued requests wait for it', async () => {
+    const h = harness();
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    h.fleet.options.startsLeft = 0;
+    const queued = statusOf(h.manager.invoke('a', wireRequest()));
+    const [w1] = h.fleet.live('a');
+    await until(() => w1.batches.length === 1, 'dispatch');
+    w1.exit(null, 1);
+    assert.equal((await queued).status, 500);
+    const waiting = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
+    h.fleet.options.startsLeft = 1;
+    await until(() => h.fleet.live('a').length === 1, 'the retry to start a worker', 10_000);
+    const [w2] = h.fleet.live('a');
+    await until(() => w2.batches.length === 1, 'the waiting request to reach it');
+    w2.answer();
+    assert.equal((await waiting).status, 200);
+    await h.manager.close(0);
+  });
+
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });

@@ -111,7 +111,7 @@ export class WorkerSet {
   /** Moves `worker` elsewhere (its shared host is recycled): it takes no new work, finishes what it holds and goes; its replacement starts now. */
   replace(worker: ModelWorker): void {
     worker.retire();
-    this.reconcile();
+    this.#reconcileOrRetry();
     this.#stopIfDone(worker);
   }
 
@@ -175,19 +175,22 @@ export class WorkerSet {
     const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = null;
-      let started: ModelWorker[];
-      try {
-        ({ started } = this.reconcile());
-      } catch (err) {
-        // Nowhere to start one now (every shared host is full): try again later, as after a failed start.
-        this.#restartAttempt++;
-        this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
-        this.#scheduleRestart();
-        return;
-      }
+      const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
       if (started.length > 0) this.deps.restarted();
     }, delay * 1000);
+  }
+
+  /** reconcile(), or, when there is nowhere to start a worker now (no shared host has room), a retry after a back-off. */
+  #reconcileOrRetry(): ModelWorker[] {
+    try {
+      return this.reconcile().started;
+    } catch (err) {
+      this.#restartAttempt++;
+      this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
+      this.#scheduleRestart();
+      return [];
+    }
   }
 
   #spawn(): ModelWorker {
