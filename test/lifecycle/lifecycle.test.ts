@@ -96,6 +96,29 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.close(0);
   });
 
+  it('a moved worker (its shared host is recycled) serves until its successor has loaded, then goes', async () => {
+    const h = harness();
+    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    h.fleet.options.autoLoad = false;
+    const [w1] = h.fleet.live('a');
+    const model = h.manager.get('a');
+    model.relocate(w1);
+    assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
+    const during = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');
+    w1.answer();
+    assert.equal((await during).status, 200);
+    const w2 = h.fleet.of('a')[1];
+    w2.load();
+    await until(() => w1.killedBy === 'stopped', 'the old worker to go once the successor is ready');
+    const after = statusOf(h.manager.invoke('a', wireRequest()));
+    await until(() => w2.batches.length === 1, 'the next request to reach the successor');
+    w2.answer();
+    assert.equal((await after).status, 200);
+    assert.equal(h.fleet.live('a').length, 1);
+    await h.manager.close(0);
+  });
+
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });

@@ -44,6 +44,8 @@ export class WorkerSet {
   #stopped = false;
   #restartAttempt = 0;
   #restartTimer: NodeJS.Timeout | null = null;
+  /** Workers whose successor is loading (replace()). */
+  readonly #replacing = new Set<ModelWorker>();
   /** Replacements not yet stable: their death is a failed restart. */
   readonly #onProbation = new Set<ModelWorker>();
   #failed = false;
@@ -93,7 +95,8 @@ export class WorkerSet {
     const started: ModelWorker[] = [];
     const retired: ModelWorker[] = [];
     if (this.#stopped) return { started, retired };
-    const live = this.workers.filter((w) => w.state !== 'stopping');
+    // A worker being moved is counted by its successor.
+    const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#replacing.has(w));
     if (live.length < this.#target && !this.#restartTimer) {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
@@ -108,11 +111,33 @@ export class WorkerSet {
     return { started, retired };
   }
 
-  /** Moves `worker` elsewhere (its shared host is recycled): it takes no new work, finishes what it holds and goes; its replacement starts now. */
+  /**
+   * Moves `worker` elsewhere (its shared host is recycled): its successor starts now, and `worker`
+   * serves until the successor has loaded, then finishes what it holds and goes. Requests never
+   * wait for the move.
+   */
   replace(worker: ModelWorker): void {
-    worker.retire();
-    this.#reconcileOrRetry();
-    this.#stopIfDone(worker);
+    if (this.#stopped || this.#replacing.has(worker) || !this.workers.includes(worker)) return;
+    this.#replacing.add(worker);
+    const handOver = () => {
+      this.#replacing.delete(worker);
+      worker.retire();
+      this.#stopIfDone(worker);
+    };
+    let successor: ModelWorker;
+    try {
+      successor = this.#spawn();
+    } catch (err) {
+      handOver();
+      this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
+      this.#scheduleRestart();
+      return;
+    }
+    successor.ready.then(handOver, () => {
+      // The successor could not load: the move goes on as a restart would.
+      handOver();
+      this.#reconcileOrRetry();
+    });
   }
 
   /** A batch came back: a retired worker that holds nothing more can go. */
@@ -149,6 +174,7 @@ export class WorkerSet {
   exited(worker: ModelWorker, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
+    this.#replacing.delete(worker);
     const onProbation = this.#onProbation.delete(worker);
     if (this.#stopped || !this.#running) return;
     // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
