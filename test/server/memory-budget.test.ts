@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
+import { MemoryEstimator, mb, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
 
 const files = (map: Record<string, string>) => (p: string) => map[p] ?? null;
 const GiB = 2 ** 30;
@@ -24,6 +24,10 @@ describe('memory budget', () => {
     assert.equal(memoryBudgetBytes(3 * GiB, GiB, 24 * GiB), 3 * GiB);
     assert.equal(memoryBudgetBytes(0, GiB, 24 * GiB), 23 * GiB);
     assert.equal(memoryBudgetBytes(0, 2 * GiB, GiB), 0);
+  });
+
+  it('writes sizes as MB, with a decimal for the fractions a model in a shared host costs', () => {
+    assert.deepEqual([mb(0), mb(128 * 1024), mb(2 ** 20), mb(7.26 * 2 ** 20), mb(300.4 * 2 ** 20)], ['0 MB', '0.1 MB', '1 MB', '7.3 MB', '300 MB']);
   });
 
   it('learns the per-copy base of each worker mode from small models and the size factor from large ones', () => {

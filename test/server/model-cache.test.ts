@@ -133,7 +133,7 @@ describe('memory admission', () => {
     const res = await loadModel(t, 'm', dir);
     assert.equal(res.status, 507);
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
-    assert.match(res.body.message, /does not fit: it needs about \d+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/);
+    assert.match(res.body.message, /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/);
     assert.equal(WorkerHandle.spawned, spawnedBefore, 'a worker process was started');
   });
 
