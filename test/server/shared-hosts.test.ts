@@ -188,6 +188,18 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assert.ok(t.logs.some((l) => /recycling: [\d.]+ MB freed by unloads is still held/.test(l)));
   });
 
+  it('caps each host at max_models_per_worker: a load that finds every host full is 503 with the fix, and leaves nothing behind', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmax_models_per_worker=2\nmodel_cache=off');
+    await loadMlps(t, ['c1', 'c2']);
+    const res = await loadModel(t, 'c3', writeModelDir(t.store, 'c3', mlpModel(spec(3))));
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_NO_WORKER');
+    assert.match(res.body.message, /max_models_per_worker \(2\)/);
+    assert.equal((await request(`${t.managementUrl}/models/c3`)).status, 404);
+    assert.equal((await request(`${t.managementUrl}/models/c1`, { method: 'DELETE' })).status, 200);
+    assert.equal((await loadModel(t, 'c3', writeModelDir(t.store, 'c3', mlpModel(spec(3))))).status, 200, 'the freed slot takes the next model');
+  });
+
   it('runs a model whose model-config.json insists on dedicated mode in a process of its own, whatever the load asks', async () => {
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     await loadMlps(t, ['s1']);
