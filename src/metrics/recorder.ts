@@ -122,6 +122,16 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.WorkerRestarts, model, 1));
   }
 
+  /** A shared host died and a new one was started in its place. */
+  sharedHostRestarted(): void {
+    this.#safely(() => this.#add(M.SharedHostRestarts, '', 1));
+  }
+
+  /** A shared host was recycled for the memory it kept. */
+  sharedHostRecycled(): void {
+    this.#safely(() => this.#add(M.SharedHostRecycles, '', 1));
+  }
+
   loadedModelCount(n: number): void {
     this.#loadedModels = n;
     this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));

@@ -109,6 +109,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     }
     assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3, 0, 1, 2, 3]);
     assert.ok(t.logs.some((l) => death.log.test(l)), 'the death is logged with its exit and reason');
+    assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
   });
 
   it('answers 507 when the memory budget is spent, starting nothing; with the cache on it evicts instead', async () => {
@@ -186,6 +187,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
       assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
     }
     assert.ok(t.logs.some((l) => /recycling: [\d.]+ MB freed by unloads is still held/.test(l)));
+    assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_recycles_total [1-9]\d*$/m);
   });
 
   it('caps each host at max_models_per_worker: a load that finds every host full is 503 with the fix, and leaves nothing behind', async () => {

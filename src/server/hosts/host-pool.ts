@@ -27,6 +27,10 @@ export interface HostPoolOptions {
   recycleWasteBytes: number;
   spawn: SpawnOptions;
   log: (line: string) => void;
+  /** A host that died was replaced (SharedHostRestarts). */
+  restarted: () => void;
+  /** A host was recycled (SharedHostRecycles). */
+  recycled: () => void;
 }
 
 const kBackoffCapSeconds = 60;
@@ -105,6 +109,7 @@ export class HostPool {
     this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`);
     host.state = 'draining';
     this.recycles++;
+    this.opts.recycled();
     this.#hosts.push(this.#start());
     if (host.modelCount === 0) void this.#retire(host);
     else for (const m of host.models) m.relocate();
@@ -158,7 +163,9 @@ export class HostPool {
     this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      if (!this.#closed) this.#hosts.push(this.#start());
+      if (this.#closed) return;
+      this.#hosts.push(this.#start());
+      this.opts.restarted();
     }, delay * 1000);
     this.#timers.add(timer);
   }

@@ -57,6 +57,8 @@ export interface ManagerEvents {
   loadWait?(model: string, micros: number): void;
   evicted?(model: string, idleMs: number): void;
   workerRestarted?(model: string): void;
+  sharedHostRestarted?(): void;
+  sharedHostRecycled?(): void;
   loadedModelCount?(n: number): void;
 }
 
@@ -149,6 +151,8 @@ export class ModelManager {
       recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
       spawn: { env: this.#workerEnv, gpuId: -1, log: this.log },
       log: this.log,
+      restarted: () => this.events.sharedHostRestarted?.(),
+      recycled: () => this.events.sharedHostRecycled?.(),
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);
