@@ -12,7 +12,7 @@
  */
 import { MmeError } from '../../errors';
 import { mb } from '../cache/memory-budget';
-import { restartDelaySeconds } from '../workers/backoff';
+import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../workers/backoff';
 import { describeExit } from '../workers/exit-reason';
 import type { SpawnOptions } from '../workers/framed-process';
 import type { Assignment } from '../workers/model-worker';
@@ -33,11 +33,8 @@ export interface HostPoolOptions {
   recycled: () => void;
 }
 
-const kBackoffCapSeconds = 60;
 /** What placement assumes a model costs before any has been measured. */
 const kFirstModelBytes = 2 ** 20;
-/** A host that stayed up this long had a working start: its next death is a first one again. */
-const kStableMs = 10_000;
 
 export class HostPool {
   readonly #hosts: HostProcess[] = [];
@@ -45,7 +42,7 @@ export class HostPool {
   #closed = false;
   #restartAttempt = 0;
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** Recycles done (the describe/metrics figure). */
+  /** Recycles done so far (SharedHostRecycles counts them per interval). */
   recycles = 0;
 
   constructor(private readonly opts: HostPoolOptions) {
@@ -69,7 +66,8 @@ export class HostPool {
     const { maxModelsPerHost } = this.opts;
     const open = this.#hosts.filter((h) => h.state !== 'draining' && !h.killed && h.exitInfo === null && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
-    const candidates = open.some((h) => !h.holdsModel(name)) ? open.filter((h) => !h.holdsModel(name)) : open;
+    const elsewhere = open.filter((h) => !h.holdsModel(name));
+    const candidates = elsewhere.length > 0 ? elsewhere : open;
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
     let best: HostProcess | null = null;
@@ -81,7 +79,7 @@ export class HostPool {
         bestBytes = bytes;
       }
     }
-    if (!best && open.length === 0 && maxModelsPerHost > 0 && this.#hosts.some((h) => h.modelCount >= maxModelsPerHost)) {
+    if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.modelCount >= maxModelsPerHost)) {
       throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`);
     }
     if (!best) {

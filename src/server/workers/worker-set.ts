@@ -10,7 +10,7 @@
  */
 import { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/frames';
-import { restartDelaySeconds } from './backoff';
+import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from './backoff';
 import { describeExit, type WorkerExit } from './exit-reason';
 import type { ModelWorker } from './model-worker';
 
@@ -29,12 +29,6 @@ export interface WorkerSetDeps {
 
 /** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
 const kFailedAfter = 3;
-/**
- * A restart has worked once its worker has stayed up this long after loading: one that loads and
- * dies at once is a crash loop, and backs off like one that cannot load at all.
- */
-const kStableMs = 10_000;
-const kBackoffCapSeconds = 60;
 
 export class WorkerSet {
   readonly workers: ModelWorker[] = [];
