@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
+    const respond = async () => {
       const body = Buffer.concat(chunks);
       const contentType = req.headers['content-type'] ?? 'application/json';
       const decoded = decoderFor(contentType).decode({ body, contentType, accept: contentType, headers: {}, requestId: '' }, opened.inputs);
@@ -28,10 +28,20 @@ async function main(): Promise<void> {
       const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
       res.writeHead(200, { 'content-type': answerType, 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
+    };
+    // A body the codecs refuse must not take the bench server down: it answers with the message.
+    req.on('end', () => {
+      respond().catch((err: unknown) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(String((err as Error)?.message ?? err));
+      });
     });
   });
   server.keepAliveTimeout = 65_000;
   server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`));
 }
 
-void main();
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
