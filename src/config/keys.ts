@@ -79,6 +79,10 @@ export const KEYS = [
     doc: 'Largest request body in bytes (larger gets 413). SAGEMAKER_MAX_PAYLOAD_IN_MB overrides it.',
   },
   {
+    name: 'max_request_elements', kind: 'int', default: '8388608', range: atLeast(1),
+    doc: 'Most tensor elements one request may decode into, over all its inputs (more gets 400, before any tensor is allocated). Every element also needs at least one byte of body, so the default binds only once max_request_size is raised above 8 MiB.',
+  },
+  {
     name: 'max_response_size', kind: 'int', default: '6553500', range: atLeast(1),
     doc: 'Largest response a worker may return, in bytes (larger fails the request with 500).',
   },

@@ -77,6 +77,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     unregisterModelTimeoutSeconds: read('unregister_model_timeout'),
     maxRequestSize: maxPayloadBytes ?? read('max_request_size'),
     maxResponseSize: read('max_response_size'),
+    maxRequestElements: read('max_request_elements'),
     decodeInputRequest: read('decode_input_request'),
     accessLog: read('access_log'),
     maxStreamBuffer: read('max_stream_buffer'),

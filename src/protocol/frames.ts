@@ -88,6 +88,8 @@ export interface LoadMessage {
   maxResponseSize: number;
   /** Most bytes of one stream's chunks on their way to its client before the handler must wait (max_stream_buffer). */
   maxStreamBuffer: number;
+  /** Most tensor elements one request may decode into (max_request_elements). */
+  maxRequestElements: number;
   workerId: string;
   /** Which of the process's models this is (0 in a dedicated worker). */
   slot: number;

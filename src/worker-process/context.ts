@@ -5,7 +5,7 @@
 import * as ort from 'onnxruntime-node';
 import { SERVER_NAME, SERVER_VERSION } from '../oip/model-metadata';
 import type { ResponseHead, TensorInfo } from '../protocol/frames';
-import type { PlainTensor } from './tensors';
+import type { PlainTensor } from './tensor';
 
 export interface HandlerRequest {
   /** Raw request body as received by the server. */
@@ -42,6 +42,8 @@ export interface ModelInfo {
   streaming: boolean;
   /** Most bytes of a stream's chunks that may be on their way to a client (max_stream_buffer). */
   maxStreamBuffer: number;
+  /** Most tensor elements one request may decode into (max_request_elements). */
+  maxRequestElements: number;
 }
 
 /** Sends one chunk of request `index`; `head` rides along with that request's first chunk. */
@@ -60,6 +62,7 @@ export class HandlerContext {
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
   readonly streaming: boolean;
+  readonly maxRequestElements: number;
   readonly systemProperties: SystemProperties;
   /** Per-request scratch space handlers can use to pass data between preprocess and postprocess. */
   readonly state: Array<Record<string, unknown>>;
@@ -80,6 +83,7 @@ export class HandlerContext {
     this.inputs = model.inputs;
     this.outputs = model.outputs;
     this.streaming = model.streaming;
+    this.maxRequestElements = model.maxRequestElements;
     this.#streamLimit = model.maxStreamBuffer;
     this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: SERVER_NAME, server_version: SERVER_VERSION };
     this.state = requests.map(() => ({}));

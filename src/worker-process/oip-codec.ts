@@ -6,14 +6,14 @@
  * and binary; the answer holds the outputs the request lists (all when it lists none), each in
  * binary when its binary_data or the request's binary_data_output says so.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw, type NumericArray } from '../oip/datatypes';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
 import { decodeV2, v2Output, type DecodedRequest } from './json-codec';
-import type { PlainTensor } from './tensors';
+import type { PlainTensor, RequestBudget } from './tensor';
 
 /** What the request asked of the answer. */
 export interface OutputSelection {
@@ -30,7 +30,7 @@ function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
-export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest {
+export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
   if (!Array.isArray(header.inputs)) throw invalid('the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}');
   if (header.outputs !== undefined && !(Array.isArray(header.outputs) && header.outputs.every((o) => typeof o?.name === 'string'))) {
@@ -39,13 +39,13 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[]): D
   const inBinary = header.inputs.filter((item) => item?.parameters?.binary_data_size !== undefined);
   const sizes = inBinary.map((item) => {
     const n = item.parameters!.binary_data_size;
-    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${String(item.name)}: binary_data_size must be a byte count`);
+    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${typeof item.name === 'string' ? quote(item.name) : 'without a name'}: binary_data_size must be a byte count`);
     return n!;
   });
   const pieces = sliceBinary(binary, sizes);
   return {
     format: 'v2',
-    feeds: decodeV2(header.inputs, inputs, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
+    feeds: decodeV2(header.inputs, inputs, budget, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
     id: typeof header.id === 'string' ? header.id : undefined,
     selection: { outputs: header.outputs, binaryAll: header.parameters?.binary_data_output === true },
   };
@@ -55,8 +55,9 @@ export function encodeOip(outputs: Record<string, PlainTensor>, infos: readonly 
   const names = selection?.outputs?.map((o) => o.name) ?? Object.keys(outputs);
   const binaries: Buffer[] = [];
   const tensors = names.map((name) => {
-    const t = outputs[name];
-    if (!t) throw invalid(`requested output "${name}" is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+    // The name is the client's: "__proto__" or "toString" must not find Object's members.
+    const t = Object.hasOwn(outputs, name) ? outputs[name] : undefined;
+    if (!t) throw invalid(`requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
     const binary = selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
     const tensor = v2Output(name, t, infos, !binary);
     if (binary) {

@@ -217,6 +217,7 @@ export class ModelManager {
           interOpThreads: this.config.interOpThreads,
           decodeInputRequest: this.config.decodeInputRequest,
           maxStreamBuffer: this.config.maxStreamBuffer,
+          maxRequestElements: this.config.maxRequestElements,
         },
         maxResponseSize: this.config.maxResponseSize,
         onnxBytes: artifact.onnxBytes,
