@@ -14,6 +14,7 @@
  */
 import { MmeError } from '../../errors';
 import { MessageKind, type Frame, type ResultMessage, type StartedMessage } from '../../protocol/frames';
+import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../workers/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../workers/framed-process';
 import type { InFlightBatch } from '../workers/model-worker';
@@ -30,7 +31,8 @@ export class HostProcess extends FramedProcess<HostedModel> {
   /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
   sessionBytes = 0;
   readonly #slots = new Map<number, HostedModel>();
-  #nextSlot = 1;
+  /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
+  readonly slotIds = new IdAllocator(MAX_U32);
 
   constructor(opts: SpawnOptions, id: string, private readonly events: { started(host: HostProcess): void; unloaded(host: HostProcess): void }) {
     super(opts, id);
@@ -78,7 +80,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
 
   /** Takes a model in: a slot now; the model sends its Load once the host has started. */
   admit(model: HostedModel, maxFrameBytes: number): number {
-    const slot = this.#nextSlot++;
+    const slot = this.slotIds.next((s) => this.#slots.has(s));
     this.#slots.set(slot, model);
     this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
     return slot;

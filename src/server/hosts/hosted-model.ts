@@ -95,9 +95,10 @@ export class HostedModel implements ModelWorker {
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
-    this.#inFlight++;
     msg.slot = this.slot;
     this.hostProcess.runFor(this, { msg, jobs });
+    // Counted once sent: a batch that could not be written leaves the model idle.
+    this.#inFlight++;
   }
 
   holds(job: Job): boolean {
