@@ -3,8 +3,9 @@
  * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
  * model readiness. Each model has one version, "1"; an unversioned request means it.
  */
-import { MmeError } from '../errors';
+import { isMmeError, MmeError, quote } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
+import type { Model } from '../server/models/model';
 import type { ModelManager } from '../server/models/model-manager';
 import { v2Datatype } from './datatypes';
 
@@ -43,19 +44,28 @@ function tensorMetadata(info: TensorInfo): TensorMetadata {
 /** An empty version means the model's only one. */
 export function checkVersion(name: string, version: string | undefined): void {
   if (version && version !== MODEL_VERSION) {
-    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${name} has no version ${JSON.stringify(version.slice(0, 32))}; its only version is ${MODEL_VERSION} (or leave the version out).`);
+    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${quote(name)} has no version ${quote(version)}; its only version is ${MODEL_VERSION} (or leave the version out).`);
   }
 }
 
 /** Metadata of a loaded model; 404 for one that is not loaded (an infer loads a model_store one on demand). */
 export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
   checkVersion(name, version);
-  const model = manager.get(name);
+  const model = registered(manager, name);
   return { name, versions: [MODEL_VERSION], platform: kPlatform, inputs: model.inputs.map(tensorMetadata), outputs: model.outputs.map(tensorMetadata) };
 }
 
 export function modelNotFound(name: string): MmeError {
-  return new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
+  return new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${quote(name)}`);
+}
+
+/** The manager's own 404 shows the name as it came, however long: this one quotes it. */
+function registered(manager: ModelManager, name: string): Model {
+  try {
+    return manager.get(name);
+  } catch (err) {
+    throw isMmeError(err) && err.code === 'MME_ERR_MODEL_NOT_FOUND' ? modelNotFound(name) : err;
+  }
 }
 
 /** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
