@@ -80,12 +80,19 @@ function typedToRaw(t: InferInputTensor, shape: readonly number[]): Buffer {
   return t.datatype === 'BYTES' ? toRaw(values as Buffer[]) : toRaw(toArray(t.datatype, values, what));
 }
 
+function hasTypedContents(t: InferInputTensor): boolean {
+  return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
+}
+
 /** The request as a JSON header plus one binary tensor per input. */
 export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength: number } {
   const raw = req.raw_input_contents;
   if (raw.length > 0 && raw.length !== req.inputs.length) {
     throw invalid(`raw_input_contents has ${raw.length} entries but there are ${req.inputs.length} inputs; send one per input, in the order of inputs`);
   }
+  // As in Triton: with both, which one the model should see is anyone's guess.
+  const typed = raw.length > 0 ? req.inputs.find(hasTypedContents) : undefined;
+  if (typed) throw invalid(`input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`);
   const shapes = req.inputs.map(checkedShape);
   const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t, shapes[i]!)));
   const header: V2InferRequest = {

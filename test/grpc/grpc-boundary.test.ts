@@ -103,6 +103,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       ['FP16 in typed contents', input({ datatype: 'FP16', shape: [1], contents: { fp32_contents: [1] } }), /FP16 has no typed contents; send it in raw_input_contents/],
       ['raw contents that do not match the shape', { ...input({}), raw_input_contents: [f32([1, 2, 3])] }, /12 bytes/],
       ['more raw contents than inputs', { ...input({}), raw_input_contents: [f32([1, 2, 3, 4]), f32([1])] }, /raw_input_contents has 2 entries but there are 1 inputs/],
+      ['typed contents beside raw_input_contents', { ...input({ contents: { fp32_contents: [1, 2, 3, 4] } }), raw_input_contents: [f32([1, 2, 3, 4])] }, /input "input" has typed contents, but the request sends raw_input_contents/],
       ['an unknown input name', { inputs: [{ name: 'zzz', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] }, /zzz/],
       ['no inputs', { inputs: [] }, /./],
     ];
