@@ -41,11 +41,20 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       if (mod.initialize) await mod.initialize(ctx);
     },
     async handle(requests, ctx) {
-      const out = await handle(requests, ctx);
+      let out: unknown;
+      try {
+        out = await handle(requests, ctx);
+      } catch (err) {
+        // A head set wrong before the throw must not ride on the error answers either.
+        ctx.checkResponses();
+        throw err;
+      }
+      const mistakes = ctx.checkResponses();
       if (!Array.isArray(out) || out.length !== requests.length) {
         throw new MmeError('MME_ERR_MODEL_ERROR', `the handler returned ${Array.isArray(out) ? `${out.length} results` : typeof out} for a batch of ${requests.length}; it must return one result per request`);
       }
-      return out;
+      // A request whose head is faulty gets the error saying so, in place of its result.
+      return out.map((result, i) => mistakes[i] ?? result);
     },
   };
 }

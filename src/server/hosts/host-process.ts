@@ -141,9 +141,21 @@ export class HostProcess extends FramedProcess<HostedModel> {
   protected ended(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>): void {
     const models = [...this.#slots.values()];
     this.#slots.clear();
+    const suspect = suspectLoad(exit, lost, models);
     for (const m of models) {
       const mine = lost.filter((l) => l.owner === m);
-      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch));
+      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), exit.reason !== 'stopped' && m !== suspect);
     }
   }
+}
+
+/**
+ * The load a host's death may be the doing of: the one the host was running (it runs loads one at
+ * a time, in the order sent), unless a batch was running, which its failure then answers for. None
+ * for a kill at a timeout: a load that ran out of time has failed already, and a batch answers for
+ * its own. Every other model loading there is displaced: its load starts again in another host.
+ */
+function suspectLoad(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>, models: readonly HostedModel[]): HostedModel | null {
+  if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
+  return models.find((m) => m.loadPending) ?? null;
 }
