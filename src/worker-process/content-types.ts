@@ -8,11 +8,11 @@ import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
 import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
-import { checkShape, decodeJson, describeInput, emptyFeeds, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
+import { checkShape, decodeJson, describeInput, emptyFeeds, encodeJson, type DecodedRequest, type JsonFormat, type OutputSelection } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
 import { OIP_MEDIA_TYPE } from '../oip/binary-body';
-import { decodeOip, encodeOip, type EncodedBody, type OutputSelection } from './oip-codec';
+import { decodeOip, encodeOip, type EncodedBody } from './oip-codec';
 import { castTo } from './nested-arrays';
 import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
@@ -38,7 +38,7 @@ interface Codec {
 const json: Codec = {
   mediaType: 'application/json',
   decode: (req, inputs, budget) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs, budget),
-  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id),
+  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id, meta.selection),
 };
 
 const csv: Codec = {

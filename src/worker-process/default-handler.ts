@@ -10,8 +10,7 @@ import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
 import { decoderFor, encodeAnswer, encoderFor } from './content-types';
-import { emptyFeeds, type Feeds, type JsonFormat } from './json-codec';
-import type { OutputSelection } from './oip-codec';
+import { emptyFeeds, type Feeds, type JsonFormat, type OutputSelection } from './json-codec';
 import { RequestBudget, Tensor, type PlainTensor } from './tensor';
 
 export type Slot<T> = T | Error;

@@ -7,10 +7,9 @@
  */
 import { MmeError, quote, quoteValue } from '../errors';
 import { ortTypeOf, rawStrings, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
-import type { V2Tensor } from '../oip/types';
+import type { V2Parameters, V2Tensor } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import { probabilityRows } from './classifier-answers';
-import type { OutputSelection } from './oip-codec';
 import { fromNested, jsonElements, nest, shapeOf } from './nested-arrays';
 import { countElements, Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
@@ -21,6 +20,12 @@ export type Feeds = Record<string, Tensor>;
 
 export function emptyFeeds(): Feeds {
   return Object.create(null) as Feeds;
+}
+
+/** What a v2 request asked of the answer: which outputs (all when it lists none), and which in binary. */
+export interface OutputSelection {
+  outputs?: Array<{ name: string; parameters?: V2Parameters }>;
+  binaryAll: boolean;
 }
 
 export interface DecodedRequest {
@@ -50,9 +55,31 @@ export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budge
   if (Array.isArray(instances)) return { format: 'instances', feeds: single(instances, inputs, '"instances"', budget) };
   const given = own(body, 'inputs');
   const id = own(body, 'id');
-  if (Array.isArray(given)) return { format: 'v2', feeds: decodeV2(given, inputs, budget), id: typeof id === 'string' ? id : undefined };
+  if (Array.isArray(given)) return { format: 'v2', feeds: decodeV2(given, inputs, budget), id: typeof id === 'string' ? id : undefined, selection: outputSelection(body) };
   if (given && typeof given === 'object') return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
   throw invalid(`the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`);
+}
+
+/** The `outputs` and `parameters.binary_data_output` of a v2 request body or inference header. */
+export function outputSelection(header: object): OutputSelection {
+  const outputs = own(header, 'outputs');
+  if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))) {
+    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
+  }
+  const parameters = own(header, 'parameters');
+  return { outputs, binaryAll: !!parameters && typeof parameters === 'object' && own(parameters, 'binary_data_output') === true };
+}
+
+/**
+ * The outputs a v2 answer holds, in the order asked. The names are the client's: "__proto__" or
+ * "toString" must find nothing, not Object's members.
+ */
+export function selectedOutputs(outputs: Record<string, PlainTensor>, selection: OutputSelection | undefined): Array<[string, PlainTensor]> {
+  if (!selection?.outputs) return Object.entries(outputs);
+  return selection.outputs.map(({ name }) => {
+    if (!Object.hasOwn(outputs, name)) throw invalid(`requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+    return [name, outputs[name]!];
+  });
 }
 
 /** A field of a client's object, never one inherited from Object.prototype. */
@@ -94,6 +121,7 @@ export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], budget:
   for (const item of list) {
     const name = item && typeof item === 'object' ? own(item, 'name') : undefined;
     if (typeof name !== 'string') throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
+    if (byName.has(name)) throw invalid(`v2 input ${quote(name)} is listed twice; send each input once`);
     byName.set(name, item as Record<string, unknown>);
   }
   checkNames([...byName.keys()], inputs);
@@ -144,7 +172,8 @@ export function checkShape(info: TensorInfo, dims: readonly number[]): void {
   }
 }
 
-export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string): string {
+/** `selection` applies to v2 answers, which list only the outputs the request named (in JSON whatever their binary_data). */
+export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string, selection?: OutputSelection): string {
   const names = Object.keys(outputs);
   const value = (n: string) => jsonValue(outputs[n]!, infos.find((info) => info.name === n));
   switch (format) {
@@ -154,7 +183,7 @@ export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTens
       return JSON.stringify({
         model_name: modelName,
         ...(id === undefined ? {} : { id }),
-        outputs: names.map((n) => v2Output(n, outputs[n]!, infos, true)),
+        outputs: selectedOutputs(outputs, selection).map(([n, t]) => v2Output(n, t, infos, true)),
       });
     case 'instances':
     case 'bare': {

@@ -9,17 +9,11 @@
 import { MmeError, quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw, type NumericArray } from '../oip/datatypes';
-import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
+import type { V2InferRequest, V2InferResponse } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
-import { decodeV2, v2Output, type DecodedRequest } from './json-codec';
+import { decodeV2, outputSelection, selectedOutputs, v2Output, type DecodedRequest, type OutputSelection } from './json-codec';
 import type { PlainTensor, RequestBudget } from './tensor';
-
-/** What the request asked of the answer. */
-export interface OutputSelection {
-  outputs?: Array<{ name: string; parameters?: V2Parameters }>;
-  binaryAll: boolean;
-}
 
 export interface EncodedBody {
   body: Buffer;
@@ -33,9 +27,7 @@ function invalid(message: string): MmeError {
 export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
   if (!Array.isArray(header.inputs)) throw invalid('the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}');
-  if (header.outputs !== undefined && !(Array.isArray(header.outputs) && header.outputs.every((o) => typeof o?.name === 'string'))) {
-    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
-  }
+  const selection = outputSelection(header);
   const inBinary = header.inputs.filter((item) => item?.parameters?.binary_data_size !== undefined);
   const sizes = inBinary.map((item) => {
     const n = item.parameters!.binary_data_size;
@@ -47,17 +39,13 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
     format: 'v2',
     feeds: decodeV2(header.inputs, inputs, budget, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
     id: typeof header.id === 'string' ? header.id : undefined,
-    selection: { outputs: header.outputs, binaryAll: header.parameters?.binary_data_output === true },
+    selection,
   };
 }
 
 export function encodeOip(outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id: string | undefined, selection: OutputSelection | undefined): EncodedBody {
-  const names = selection?.outputs?.map((o) => o.name) ?? Object.keys(outputs);
   const binaries: Buffer[] = [];
-  const tensors = names.map((name) => {
-    // The name is the client's: "__proto__" or "toString" must not find Object's members.
-    const t = Object.hasOwn(outputs, name) ? outputs[name] : undefined;
-    if (!t) throw invalid(`requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+  const tensors = selectedOutputs(outputs, selection).map(([name, t]) => {
     const binary = selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
     const tensor = v2Output(name, t, infos, !binary);
     if (binary) {

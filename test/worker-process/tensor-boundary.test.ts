@@ -217,6 +217,30 @@ describe('the worker\'s tensor boundary (one validated Tensor, batches that keep
     assert.match((dt as Error).message, /datatype "constructor" is not one of BOOL/);
   });
 
+  it('a v2 body answers only the outputs it names, whichever content type carried it and whatever the Accept; an unknown or prototype name is 400', async () => {
+    const input = { name: 'input', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] };
+    const header = (outputs: unknown) => Buffer.from(JSON.stringify({ inputs: [input], outputs }));
+    for (const name of ['__proto__', 'toString', 'nope']) {
+      for (const req of [request(header([{ name }]), 'application/json'), request(header([{ name }]), `${OIP_MEDIA_TYPE};json-header-size=${header([{ name }]).length}`)]) {
+        const [answer] = await answers(mlp, [req]);
+        assertBounded400(answer);
+        assert.match((answer as Error).message, /is not one of the model's outputs: output/);
+      }
+    }
+    const [named] = await answers(mlp, [request(header([{ name: 'output' }]), 'application/json')]);
+    assert.deepEqual(JSON.parse(named as string).outputs.map((o: { name: string }) => o.name), ['output']);
+    const [bad] = await answers(mlp, [request(header('output'), 'application/json')]);
+    assertBounded400(bad);
+    assert.match((bad as Error).message, /"outputs" must be a list/);
+  });
+
+  it('a v2 input named twice is 400, not one of them silently dropped', async () => {
+    const input = { name: 'input', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] };
+    const [answer] = await answers(mlp, [request(JSON.stringify({ inputs: [input, { ...input, data: [5, 6, 7, 8] }] }), 'application/json')]);
+    assertBounded400(answer);
+    assert.match((answer as Error).message, /v2 input "input" is listed twice/);
+  });
+
   it('raw BYTES of empty elements past the shape are refused at the shape, not read into an element each', () => {
     const empties = Buffer.alloc(4 * 1_600_000);
     const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'x', shape: [1, 1], datatype: 'BYTES', parameters: { binary_data_size: empties.length } }] }));
