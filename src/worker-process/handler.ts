@@ -38,7 +38,11 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
   return {
     streaming: mod.streaming === true,
     async initialize(ctx) {
-      if (mod.initialize) await mod.initialize(ctx);
+      try {
+        if (mod.initialize) await mod.initialize(ctx);
+      } catch (err) {
+        throw withoutRequireStack(err);
+      }
     },
     async handle(requests, ctx) {
       let out: unknown;
@@ -47,7 +51,7 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       } catch (err) {
         // A head set wrong before the throw must not ride on the error answers either.
         ctx.checkResponses();
-        throw err;
+        throw withoutRequireStack(err);
       }
       const mistakes = ctx.checkResponses();
       if (!Array.isArray(out) || out.length !== requests.length) {
@@ -57,6 +61,12 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       return out.map((result, i) => mistakes[i] ?? result);
     },
   };
+}
+
+/** A failed require's message, without the require stack of server paths Node appends to it: clients read it. */
+function withoutRequireStack(err: unknown): unknown {
+  if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') err.message = err.message.split('\n')[0]!;
+  return err;
 }
 
 /** Drops the handler module from require's cache: a shared host that unloads a model must not keep its code and state. */

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { FramedProcess } from '../../src/server/workers/framed-process';
 import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { addModel, externalDataModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor, workerPidsOf } from '../helpers/processes';
 import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
 
@@ -99,12 +99,16 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     fs.mkdirSync(path.join(store, 'empty'));
     writeModelDir(store, 'garbage', Buffer.from('not an onnx model at all'));
     writeModelDir(store, 'badconfig', addModel(), { 'model-config.json': `{"${'k'.repeat(5000)}": 1}` });
+    writeModelDir(store, 'noweights', externalDataModel('w.bin'));
+    writeModelDir(store, 'badrequire', addModel(), { 'handler.js': 'exports.initialize = (ctx) => require(ctx.modelDir + \'/nope\');\n' });
     const long = `x${'y'.repeat(5000)}`;
     const cases: Array<[string, () => Promise<JsonResponse>, number, RegExp]> = [
       ['a missing relative url', () => loadModel(t, 'e1', 'elsewhere'), 404, /^Model not found in model store: "elsewhere"$/],
       ['a directory without a model', () => loadModel(t, 'e2', 'empty'), 400, /"empty" must hold a \.onnx file/],
       ['a file onnxruntime cannot load', () => loadModel(t, 'e3', 'garbage'), 400, /model\.onnx/],
       ['a bad model-config.json key', () => loadModel(t, 'e4', 'badconfig'), 400, /unknown field "kkk.*… \(5000 characters\)/],
+      ['external data that is missing (onnxruntime names the file)', () => loadModel(t, 'e4b', 'noweights'), 400, /"noweights"\/w\.bin/],
+      ['a handler whose initialize fails a require (Node appends a require stack)', () => loadModel(t, 'e4c', 'badrequire'), 400, /Cannot find module '"badrequire"\/nope'$/],
       ['a 5000-character url', () => loadModel(t, 'e5', long), 404, /"xyyy.*… \(5001 characters\)$/],
       ['a 5000-character remote url', () => loadModel(t, 'e6', `s3://${long}`), 400, /… \(5006 characters\)$/],
       ['a 5000-character parameter', () => loadModel(t, 'e7', 'garbage', { batch_size: long }), 400, /batch_size must be an integer >= 1; got "xyyy.*… \(5001 characters\)/],
@@ -112,7 +116,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
       ['a 5000-character name to unload', () => request(`${t.managementUrl}/models/${long}`, { method: 'DELETE' }), 404, /^Model not found: "xyyy.*… \(5001 characters\)$/],
       ['a 5000-character name to describe', () => request(`${t.managementUrl}/models/${long}`), 404, /^Model not found: "xyyy.*… \(5001 characters\)$/],
     ];
-    const serverPaths = [store, fs.realpathSync(store), t.server.cacheDir, os.tmpdir()];
+    const serverPaths = [store, fs.realpathSync(store), t.server.cacheDir, os.tmpdir(), path.resolve(__dirname, '..', '..', '..')];
     for (const [what, send, status, message] of cases) {
       const res = await send();
       assert.equal(res.status, status, `${what}: ${res.text}`);
