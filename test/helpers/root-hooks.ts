@@ -11,6 +11,14 @@ process.on('unhandledRejection', (reason) => {
   unhandled.push(reason instanceof Error ? reason.stack ?? reason.message : String(reason));
 });
 
+/** What servers started as processes of their own (test/helpers/cli.ts) logged about one, theirs or their workers'. */
+const spawnedReports: string[] = [];
+
+/** A spawned server has exited: `lines` is all it logged, its workers' lines included. */
+export function checkSpawnedServerLog(lines: readonly string[]): void {
+  for (const line of lines) if (line.includes('unhandled promise rejection')) spawnedReports.push(line);
+}
+
 /** Worker exits on an unhandled rejection that a test caused on purpose. */
 let expectedWorkerExits = 0;
 
@@ -25,6 +33,7 @@ export const mochaHooks = {
     await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(() => undefined);
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
     assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
+    assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
     assert.equal(FramedProcess.unhandledRejectionExits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
   },
 };
