@@ -10,11 +10,10 @@ import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall,
 import { MmeError, isMmeError } from '../errors';
 import { isLoopback } from '../http/guards';
 import type { MetricsRecorder } from '../metrics';
-import { modelNotFound } from '../oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
 import { CancelToken } from '../server/models/cancel-token';
 import type { InvokeResult, JobOptions } from '../server/models/job';
-import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
 import { decoded } from './lenient-decoding';
 import { toServiceError } from './status';
 

@@ -3,10 +3,9 @@
  * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
  * model readiness. Each model has one version, "1"; an unversioned request means it.
  */
-import { isMmeError, MmeError, quote } from '../errors';
+import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
-import type { Model } from '../server/models/model';
-import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
 import { v2Datatype } from './datatypes';
 
 export const SERVER_NAME = 'sagemaker-mme-node';
@@ -51,22 +50,10 @@ export function checkVersion(name: string, version: string | undefined): void {
 /** Metadata of a loaded model; 404 for one that is not loaded (an infer loads a model_store one on demand). */
 export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
   checkVersion(name, version);
-  const model = registered(manager, name);
+  const model = manager.get(name);
   return { name, versions: [MODEL_VERSION], platform: kPlatform, inputs: model.inputs.map(tensorMetadata), outputs: model.outputs.map(tensorMetadata) };
 }
 
-export function modelNotFound(name: string): MmeError {
-  return new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${quote(name)}`);
-}
-
-/** The manager's own 404 shows the name as it came, however long: this one quotes it. */
-function registered(manager: ModelManager, name: string): Model {
-  try {
-    return manager.get(name);
-  } catch (err) {
-    throw isMmeError(err) && err.code === 'MME_ERR_MODEL_NOT_FOUND' ? modelNotFound(name) : err;
-  }
-}
 
 /** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
 export function modelReady(manager: ModelManager, name: string, version?: string): boolean {

@@ -50,7 +50,7 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
     const missing = await request(`${t.url}/v2/models/nope`);
     assert.equal(missing.status, 404);
     assert.deepEqual(Object.keys(missing.body), ['error']);
-    assert.match(missing.body.error, /Model not found: "nope"/);
+    assert.match(missing.body.error, /Model not found: nope/);
     const version = await request(`${t.url}/v2/models/mlp/versions/7/ready`);
     assert.equal(version.status, 404);
     assert.match(version.body.error, /only version is 1/);
