@@ -7,7 +7,7 @@
 import { MmeError } from '../errors';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
-import { envOverrideName, KEYS, keySpec, type KeyName, type KindOf } from './keys';
+import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
 import type { ListenAddress, ServerConfig } from './types';
 import { invalidValue, readValue, type KindValue, type Setting } from './values';
@@ -281,8 +281,8 @@ function maxPayloadFromEnv(env: Env): number | null {
   const raw = env.SAGEMAKER_MAX_PAYLOAD_IN_MB;
   if (raw === undefined || raw === '') return null;
   const mb = Number(raw.trim());
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0)) {
-    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number', 'megabytes > 0', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0) || mb * 1024 * 1024 > MAX_BODY_BYTES) {
+    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number of at most 1024', 'megabytes > 0, at most 1024', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
   }
   return Math.floor(mb * 1024 * 1024);
 }

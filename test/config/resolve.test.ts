@@ -266,6 +266,7 @@ describe('resolveConfig', () => {
       ['default_workers_per_model=-1', /default_workers_per_model: "-1" is out of range \(expected a whole number >= 0/],
       ['batch_size=1.5', /batch_size: "1.5" is not an integer/],
       ['max_request_size=99999999999999999999', /max_request_size: "99999999999999999999" is too large/],
+      ['max_response_size=1073741825', /max_response_size: "1073741825" is out of range \(expected a whole number 1 to 1073741824 \(1 GiB\)/],
       ['max_batch_delay=', /max_batch_delay: "" is not an integer/],
       ['metric_time_interval=0x10', /metric_time_interval: "0x10" is not an integer/],
       ['model_load_timeout=0', /model_load_timeout: "0" is out of range \(expected a number > 0, e.g. model_load_timeout=120\)/],
@@ -522,7 +523,7 @@ describe('resolveConfig', () => {
       assert.equal(resolve('max_request_size=10', { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxRequestSize, 6 * 1024 * 1024);
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '0.5' }).maxRequestSize, 524288);
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxResponseSize, 6553500);
-      for (const bad of ['six', '0', '-1']) {
+      for (const bad of ['six', '0', '-1', '1025']) {
         assertConfigError(() => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }), `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`);
       }
     });
