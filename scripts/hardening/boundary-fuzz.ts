@@ -306,7 +306,10 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
       }
     };
     await Promise.all(Array.from({ length: opts.concurrency }, loop));
-    for (const detail of await retainedRssProblems(srv, opts.concurrency)) findings.set(detail.replace(/\d+ MiB/g, 'N MiB'), { first: { signature: 'retained RSS', detail }, roundSeed: opts.seed, count: 1 });
+    for (const detail of await retainedRssProblems(srv, opts.concurrency)) {
+      const signature = `${detail.split(' kept ')[0]} kept more RSS than its bound after the rounds`;
+      findings.set(signature, { first: { signature, detail }, roundSeed: opts.seed, count: 1 });
+    }
     const pids = await readyPids(srv.cli);
     return {
       mode: opts.mode, operations, rounds, findings,
