@@ -1,7 +1,7 @@
 /**
  * Trace-driven comparison of the model cache's eviction policies: `npm run cache-sim` prints the
- * README's cache-sim section, table included. Everything is seeded, so the numbers only change
- * when a policy or a trace does (test/cache/cache-sim.test.ts keeps the README in step).
+ * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
+ * when a policy or a trace does (test/cache/cache-sim.test.ts keeps it in step).
  */
 import { createPolicy } from '../src/server/cache/eviction-policy';
 import { belady } from './cache-sim/belady';
@@ -33,7 +33,7 @@ export function runCacheSim(seed = SEED): SimRow[] {
   return traces(seed).flatMap((trace) => POLICIES.map(({ label, factory }) => ({ trace: trace.name, policy: label, result: simulate(trace, factory, CAPACITY) })));
 }
 
-/** README style: a space between thousands. */
+/** The docs' style: a space between thousands. */
 const grouped = (n: number) => Math.round(n).toLocaleString('en-US').replace(/,/g, ' ');
 const percent = (x: number, digits = 1) => `${(x * 100).toFixed(digits)} %`;
 const hitRatio = (r: SimResult) => r.hits / r.requests;
@@ -54,7 +54,7 @@ export function renderTable(rows: readonly SimRow[]): string {
   return ['| trace | policy | hit ratio | loads | GiB loaded | load time (min) | load time vs LRU |', '|---|---|---|---|---|---|---|', ...lines].join('\n');
 }
 
-/** The README section: what was run, why GDSF is the default, and the table. */
+/** The docs/cache.md section: what was run, why GDSF is the default, and the table. */
 export function renderCacheSimMarkdown(rows: readonly SimRow[] = runCacheSim()): string {
   const gdsf = rows.filter((r) => r.policy === 'GDSF');
   const savings = gdsf.map((r) => saving(r.result, lruOf(rows, r.trace)));

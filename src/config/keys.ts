@@ -1,6 +1,6 @@
 /**
  * Every config.properties key this server understands: the single source for validation
- * (resolve.ts reads each key through its kind and range) and for the README's config table
+ * (resolve.ts reads each key through its kind and range) and for the config table in docs/configuration.md
  * (renderKeysMarkdown). Defaults are written as they would be in the file, so they go through the
  * same parser as user values.
  */
@@ -160,7 +160,7 @@ export const KEYS = [
   },
   {
     name: 'eviction_policy', kind: 'string', default: 'gdsf', example: 'lru',
-    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in the README.',
+    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in docs/cache.md.',
   },
   {
     name: 'eviction_drain_timeout', kind: 'number', default: '10', range: atLeast(0),
@@ -274,7 +274,7 @@ export function envOverrideName(key: KeyName): string {
   return `MMS_${key.toUpperCase()}`;
 }
 
-/** The README's config table (key | default | meaning). */
+/** docs/configuration.md's config table (key | default | meaning). */
 export function renderKeysMarkdown(): string {
   // Escaped so that MMS_<KEY> is not swallowed as an HTML tag and '|' does not split the cell.
   const escape = (doc: string) => doc.replace(/[<>|]/g, (c) => `\\${c}`);

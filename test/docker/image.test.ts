@@ -3,7 +3,7 @@
  * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
  *
  * No Docker engine or registry is assumed: ../shared/tools/container-base.sh (next to the repository,
- * as in CI) installs podman and a local node:20-bookworm-slim stand-in when we are root. The suite is
+ * as in CI) installs podman and local node:24-bookworm-slim (the Dockerfile's default NODE_IMAGE) stand-ins when we are root. The suite is
  * skipped, with the reason printed, only where podman cannot be set up that way.
  */
 import assert from 'node:assert/strict';
@@ -18,7 +18,7 @@ import { waitFor } from '../helpers/processes';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseScript = path.resolve(kRepoRoot, '..', 'shared', 'tools', 'container-base.sh');
-const kBaseImage = 'docker.io/library/node:20-bookworm-slim';
+const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
 const kRunId = `${process.pid}-${Date.now().toString(36)}`;
 const kImage = `localhost/sagemaker-mme-node-test:${kRunId}`;
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
@@ -158,7 +158,7 @@ describe('docker image (podman)', function () {
     writeModelDir(modelRoot, 'slow', mlpModel(kMlp), { 'handler.js': behaviourHandler });
 
     const t0 = Date.now();
-    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
+    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '--build-arg', `NODE_IMAGE=${kBaseImage}`, '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
     if (r.code !== 0) throw new Error(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 60)}`);
     built = true;
     const size = Number(await podman(['image', 'inspect', '--format', '{{.Size}}', kImage]));
