@@ -8,15 +8,20 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { MmeServer } from './server/mme-server';
 
+// Compiled to dist/src/, beside which the package's package.json sits two levels up (also in the image).
+const { version: kVersion } = require('../../package.json') as { version: string };
+
 async function main(): Promise<void> {
+  const started = performance.now();
   const argv = process.argv.slice(2);
-  if (parseArgs(argv).help) {
-    process.stdout.write(`${USAGE}\n`);
+  const args = parseArgs(argv);
+  if (args.help || args.version) {
+    process.stdout.write(args.help ? `${USAGE}\n` : `${kVersion}\n`);
     return;
   }
   const config = loadConfig(process.env, argv);
   const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-  log(`config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
+  log(`sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
   const server = new MmeServer(config, { log });
   let stopping = false;
   const stop = (signal: string) => {
@@ -26,7 +31,10 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
-    server.close(config.shutdownTimeoutSeconds * 1000).then(() => process.exit(0), (err) => {
+    server.close(config.shutdownTimeoutSeconds * 1000).then(() => {
+      log('stopped');
+      process.exit(0);
+    }, (err) => {
       log(`shutdown failed: ${(err as Error).message}`);
       process.exit(1);
     });
@@ -34,6 +42,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await server.start();
+  const mode = config.modelCache ? 'self-managed cache (model_cache on)' : 'SageMaker mode (model_cache off: the platform loads and unloads)';
+  const budget = `${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
+  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${budget}, ${server.manager.list().length} models loaded`);
 }
 
 main().catch((err) => {
