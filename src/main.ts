@@ -6,6 +6,7 @@
 import { parseArgs, USAGE } from './config/cli';
 import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
+import { createLog } from './logger';
 import { MmeServer } from './server/mme-server';
 
 // Compiled to dist/src/, beside which the package's package.json sits two levels up (also in the image).
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env, argv);
-  const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+  const log = createLog({ format: config.logFormat, level: config.logLevel });
   log(`sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
   const server = new MmeServer(config, { log });
   let stopping = false;
@@ -31,11 +32,11 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
-    server.close(config.shutdownTimeoutSeconds * 1000).then(() => {
-      log('stopped');
+    server.close(config.shutdownTimeoutSeconds * 1000).then(({ drained, cutOff }) => {
+      log(`stopped: ${drained} requests finished in the drain, ${cutOff} cut off when their workers were killed`, { level: 'info' });
       process.exit(0);
     }, (err) => {
-      log(`shutdown failed: ${(err as Error).message}`);
+      log(`shutdown failed: ${(err as Error).message}`, { level: 'error' });
       process.exit(1);
     });
   };

@@ -91,6 +91,14 @@ export const KEYS = [
     doc: 'true = one line per request in the server log, as MMS\'s access log: client address, method and path, status, milliseconds and the x-request-id.',
   },
   {
+    name: 'log_format', kind: 'string', default: 'text', example: 'json',
+    doc: 'text = one line per event: ISO time, level, message; json = one JSON object per line (ts, level, msg, and model, requestId, worker, pid where the event has them) for log collectors. Worker processes\' output goes through the same log in either format.',
+  },
+  {
+    name: 'log_level', kind: 'string', default: 'info', example: 'warn',
+    doc: 'Least severe level written: info (everything: start-up, loads, evictions, access log, client errors), warn (workers restarted or killed, timeouts, dropped metrics) or error (failed loads, server faults, 5xx answers).',
+  },
+  {
     name: 'decode_input_request', kind: 'bool', default: 'true',
     doc: 'true = handlers get application/json bodies parsed and text/* bodies as strings; false = raw bytes (what the SageMaker MMS configs use).',
   },
