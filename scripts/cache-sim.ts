@@ -5,6 +5,7 @@
  */
 import { createPolicy } from '../src/server/cache/eviction-policy';
 import { belady } from './cache-sim/belady';
+import { printedHelp } from './cli-flags';
 import { simulate, type Capacity, type PolicyFactory, type SimResult } from './cache-sim/simulate';
 import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from './cache-sim/traces';
 
@@ -81,4 +82,7 @@ can out-hit it.
 ${renderTable(rows)}`;
 }
 
-if (require.main === module) console.log(renderCacheSimMarkdown());
+const USAGE = `Usage: npm run cache-sim
+  Replays the seeded traces against every eviction policy and prints the cache-sim section of docs/cache.md.`;
+
+if (require.main === module && !printedHelp(USAGE)) console.log(renderCacheSimMarkdown());

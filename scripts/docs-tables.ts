@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { renderKeysMarkdown } from '../src/config/keys';
 import { ERRORS } from '../src/errors';
+import { printedHelp } from './cli-flags';
 
 // Compiled to dist/scripts/, so the repository root is two levels up.
 export const ROOT = path.join(__dirname, '..', '..');
@@ -34,6 +35,9 @@ export function renderDoc(file: string, text: string): string {
   return out;
 }
 
-if (require.main === module) {
+const USAGE = `Usage: node dist/scripts/docs-tables.js
+  Rewrites the generated tables of docs/ (config keys, error codes) from the code that enforces them.`;
+
+if (require.main === module && !printedHelp(USAGE)) {
   for (const file of new Set(SECTIONS.map((s) => s.file))) fs.writeFileSync(file, renderDoc(file, fs.readFileSync(file, 'utf8')));
 }
