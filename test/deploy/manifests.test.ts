@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -60,6 +61,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.equal(c.livenessProbe.httpGet.path, '/ping');
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
     for (const name of Object.keys(env)) {
+      if (name === 'TMPDIR') continue; // where archives are extracted: see the read-only root test
       assert.ok(keySpec(name.replace(/^MMS_/, '').toLowerCase()), `${name} is MMS_<a config key>`);
     }
     const [cmd, seconds] = c.lifecycle.preStop.exec.command;
@@ -83,7 +85,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const [ingress] = ofKind('Ingress');
     assert.equal(ingress.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'], '$mme_model');
     const paths = ingress.spec.rules.flatMap((r: Doc) => r.http.paths);
-    assert.deepEqual(paths.map((p: Doc) => p.path).sort(), ['/invocations', '/models/[^/]+/invoke', '/predictions/[^/]+']);
+    assert.deepEqual(paths.map((p: Doc) => p.path).sort(), ['/invocations', '/models/[^/]+/invoke', '/predictions/[^/]+', '/v2/models/[^/]+/.*']);
     for (const p of paths) assert.equal(p.backend.service.name, service.metadata.name);
   });
 
@@ -91,6 +93,67 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const [cm] = ofKind('ConfigMap');
     assert.equal(cm.data['http-snippet'], fs.readFileSync(MODEL_KEY_CONF, 'utf8'));
     assert.equal(cm.data['enable-underscores-in-headers'], 'true');
+  });
+
+  it('Deployment: non-root, read-only root file system, no privilege escalation, no capabilities, RuntimeDefault seccomp; TMPDIR on a size-limited emptyDir', () => {
+    const [deployment] = ofKind('Deployment');
+    const pod = deployment.spec.template.spec;
+    const [c] = pod.containers;
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.ok(pod.securityContext.runAsUser > 0, 'a non-root uid');
+    assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(c.securityContext.capabilities.drop, ['ALL']);
+    const tmpdir = c.env.find((e: Doc) => e.name === 'TMPDIR').value;
+    const mount = c.volumeMounts.find((m: Doc) => m.mountPath === tmpdir);
+    assert.ok(mount, `a volume at TMPDIR ${tmpdir}`);
+    const volume = pod.volumes.find((v: Doc) => v.name === mount.name);
+    assert.ok(volume.emptyDir?.sizeLimit, 'an emptyDir with a sizeLimit');
+    assert.ok(c.resources.requests['ephemeral-storage'] && c.resources.limits['ephemeral-storage'], 'ephemeral-storage requested and limited');
+  });
+
+  it('a PodDisruptionBudget, topology spread over nodes and zones, and Prometheus scrape annotations on the metrics port', () => {
+    const [deployment] = ofKind('Deployment');
+    const labels = deployment.spec.template.metadata.labels;
+    const [pdb] = ofKind('PodDisruptionBudget');
+    assert.equal(pdb.spec.maxUnavailable, 1);
+    for (const [k, v] of Object.entries(pdb.spec.selector.matchLabels)) assert.equal(labels[k], v, `PDB selector ${k}`);
+    const pod = deployment.spec.template.spec;
+    assert.deepEqual(pod.topologySpreadConstraints.map((t: Doc) => t.topologyKey), ['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+    const annotations = deployment.spec.template.metadata.annotations;
+    assert.equal(annotations['prometheus.io/scrape'], 'true');
+    const metricsPort = pod.containers[0].ports.find((p: Doc) => p.name === 'metrics').containerPort;
+    assert.equal(Number(annotations['prometheus.io/port']), metricsPort);
+  });
+
+  it('kubectl kustomize renders the base and every overlay: app.kubernetes.io labels everywhere, the image from images:, a ServiceMonitor on the metrics port', function () {
+    const kubectl = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p));
+    if (!kubectl) {
+      console.log('      (skipped: kubectl is not installed; install it to render the overlays)');
+      this.skip();
+    }
+    const overlays = path.join(kDeploy, 'k8s-overlays');
+    const roots = [path.join(kDeploy, 'k8s'), ...fs.readdirSync(overlays).map((d) => path.join(overlays, d))];
+    const [kustomization] = ofKind('Kustomization');
+    const [image] = kustomization.images;
+    for (const root of roots) {
+      const rendered: Doc[] = parseAllDocuments(execFileSync(kubectl!, ['kustomize', root], { encoding: 'utf8' })).map((d) => d.toJS());
+      const name = path.relative(kDeploy, root);
+      for (const o of rendered) {
+        assert.equal(o.metadata.labels?.['app.kubernetes.io/name'], 'sagemaker-mme-node', `${name}: ${o.kind} app.kubernetes.io/name`);
+      }
+      const deployment = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === 'sagemaker-mme-node');
+      assert.equal(deployment.spec.template.spec.containers[0].image, `${image.newName}:${image.newTag}`, `${name}: image from images:`);
+      assert.equal(deployment.spec.template.metadata.labels['app.kubernetes.io/version'], image.newTag, `${name}: version label is the image tag`);
+      assert.ok(rendered.some((o) => o.kind === 'PodDisruptionBudget'), `${name}: PodDisruptionBudget`);
+    }
+    const monitored: Doc[] = parseAllDocuments(execFileSync(kubectl!, ['kustomize', path.join(overlays, 'prometheus-operator')], { encoding: 'utf8' })).map((d) => d.toJS());
+    const [monitor] = monitored.filter((o) => o.kind === 'ServiceMonitor');
+    const service = monitored.find((o) => o.kind === 'Service');
+    assert.deepEqual(monitor.spec.endpoints.map((e: Doc) => e.port), ['metrics']);
+    assert.ok(service.spec.ports.some((p: Doc) => p.name === 'metrics'));
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(service.metadata.labels[k], v, `ServiceMonitor selector ${k}`);
   });
 
   it('kustomization lists files that exist', () => {

@@ -23,7 +23,7 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
   const bin = findNginx();
   before(function () {
     if (!bin) {
-      console.log('    (skipped: nginx is not installed; `npm run bench:fleet` installs it)');
+      console.log('    (skipped: nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test)');
       this.skip();
     }
   });
@@ -62,6 +62,10 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
       assert.equal(await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': m }), viaPath, `${m}: TargetModel name`);
       assert.equal(await replicaFor('/invocations', { serve_multiplexed_model_id: m }), viaPath, `${m}: Ray header`);
       assert.equal(await replicaFor(`/predictions/${m}`), viaPath, `${m}: /predictions`);
+      assert.equal(await replicaFor(`/v2/models/${m}/infer`), viaPath, `${m}: OIP v2 infer`);
+      assert.equal(await replicaFor(`/v2/models/${m}/versions/1/infer`), viaPath, `${m}: OIP v2 infer of a version`);
+      // gRPC's model is inside the message; its target-model metadata is an HTTP/2 header nginx reads like any other.
+      assert.equal(await replicaFor('/inference.GRPCInferenceService/ModelInfer', { 'target-model': m }), viaPath, `${m}: gRPC target-model`);
       owners.add(viaPath);
     }
     assert.deepEqual([...owners].sort(), ['0', '1', '2']);
