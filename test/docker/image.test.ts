@@ -12,6 +12,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { connect, modelInferRequest, unaryCall, v2Response } from '../../scripts/grpc-calls';
+import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor } from '../helpers/processes';
@@ -188,18 +190,24 @@ describe('docker image (podman)', function () {
   describe('run as SageMaker runs it (SAGEMAKER_MULTI_MODEL=true)', function () {
     let name = '';
     let base = '';
+    let grpcPort = 0;
 
     before(async function () {
       this.timeout(60_000);
       if (skipped) this.skip();
       const port = await freePort();
+      grpcPort = await freePort();
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('sm', [
         '-p', `127.0.0.1:${port}:8080`,
+        '-p', `127.0.0.1:${grpcPort}:7070`,
         '-v', `${modelRoot}:/opt/ml/models:ro`,
         '-v', `${signalDir}:/signal`,
         '-e', 'SAGEMAKER_MULTI_MODEL=true',
+        // gRPC as the Kubernetes manifests set it: published, so bound to every interface in the container.
+        '-e', 'MMS_GRPC_INFERENCE_PORT=7070',
+        '-e', 'MMS_GRPC_INFERENCE_ADDRESS=0.0.0.0',
       ]);
       const ms = await waitReady(base, name, t0);
       console.log(`      /ping answered 200 ${ms} ms after podman run`);
@@ -238,6 +246,30 @@ describe('docker image (podman)', function () {
       assert.deepEqual((await http(`${base}/models`)).body.models, []);
       // model_cache is off under SageMaker: an unloaded model is not loaded again behind its back.
       assert.equal((await http(`${base}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: rows } } })).status, 404);
+    });
+
+    it('answers Open Inference Protocol v2 over REST and over gRPC (KServe ModelInfer)', async function () {
+      this.timeout(60_000);
+      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } });
+      assert.equal(load.status, 200, load.text);
+      const rows = [[1, 2, 3, 4], [0, -1, 0.5, 2]];
+      const request: V2InferRequest = { inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4], data: rows.flat() }] };
+      const expected = mlpForward(kMlp, rows);
+      const asRows = (data: unknown[]) => [data.slice(0, 3), data.slice(3)] as number[][];
+
+      const rest = await http(`${base}/v2/models/mlp/infer`, { method: 'POST', json: request });
+      assert.equal(rest.status, 200, rest.text);
+      assertClose(asRows(rest.body.outputs[0].data), expected);
+
+      const clients = connect(`127.0.0.1:${grpcPort}`);
+      try {
+        const reply = v2Response(await unaryCall(clients.kserve, 'ModelInfer', modelInferRequest('mlp', request)));
+        assert.deepEqual(reply.outputs[0]!.shape, [2, 3]);
+        assertClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
+      } finally {
+        clients.close();
+      }
+      assert.equal((await http(`${base}/models/mlp`, { method: 'DELETE' })).status, 200);
     });
 
     it('on `podman stop -t 30` (SIGTERM) answers the requests in flight, then exits 0 well inside 30 s', async function () {
