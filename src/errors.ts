@@ -1,7 +1,7 @@
 /**
  * Every error the server reports, in one place: a stable code (what scripts match on), the HTTP
  * status it maps to, and the MMS exception type that goes in the `type` field of the MMS error body
- * `{"code": <status>, "type": "...", "message": "..."}`. The README's error table is this table.
+ * `{"code": <status>, "type": "...", "message": "..."}`. docs/api.md's error table is this table.
  */
 export const ERRORS = {
   MME_ERR_BAD_REQUEST: { status: 400, type: 'BadRequestException', when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value' },

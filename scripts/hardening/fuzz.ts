@@ -132,9 +132,12 @@ export function runFuzz(opts: FuzzOptions): Promise<FuzzResult> {
   });
 }
 
+const USAGE = `Usage: npm run fuzz -- [RUNS]
+  T-H4 http_fuzz: RUNS generated raw HTTP requests (default 50000) against a CLI server; every answer must be valid HTTP below 500.`;
+
 if (require.main === module) {
   const runs = Number(process.argv[2] ?? 50_000);
-  void CaseReport.run(async (report) => {
+  void CaseReport.run(USAGE, async (report) => {
     const t0 = Date.now();
     const r = await runFuzz({ runs, progress: (l) => console.log(`  ${l}`) });
     report.add(`T-H4 http_fuzz, ${runs} cases`, [], `${((Date.now() - t0) / 1000).toFixed(0)} s, seed ${r.seed}, statuses ${JSON.stringify(r.statuses)}`);

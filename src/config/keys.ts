@@ -1,6 +1,6 @@
 /**
  * Every config.properties key this server understands: the single source for validation
- * (resolve.ts reads each key through its kind and range) and for the README's config table
+ * (resolve.ts reads each key through its kind and range) and for the config table in docs/configuration.md
  * (renderKeysMarkdown). Defaults are written as they would be in the file, so they go through the
  * same parser as user values.
  */
@@ -101,6 +101,14 @@ export const KEYS = [
     doc: 'true = one line per request in the server log, as MMS\'s access log: client address, method and path, status, milliseconds and the x-request-id.',
   },
   {
+    name: 'log_format', kind: 'string', default: 'text', example: 'json',
+    doc: 'text = one line per event: ISO time, level, message; json = one JSON object per line (ts, level, msg, and model, requestId, worker, pid where the event has them) for log collectors. Worker processes\' output goes through the same log in either format.',
+  },
+  {
+    name: 'log_level', kind: 'string', default: 'info', example: 'warn',
+    doc: 'Least severe level written: info (everything: start-up, loads, evictions, access log, client errors), warn (workers restarted or killed, timeouts, dropped metrics) or error (failed loads, server faults, 5xx answers).',
+  },
+  {
     name: 'decode_input_request', kind: 'bool', default: 'true',
     doc: 'true = handlers get application/json bodies parsed and text/* bodies as strings; false = raw bytes (what the SageMaker MMS configs use).',
   },
@@ -170,7 +178,7 @@ export const KEYS = [
   },
   {
     name: 'eviction_policy', kind: 'string', default: 'gdsf', example: 'lru',
-    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in the README.',
+    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in docs/cache.md.',
   },
   {
     name: 'eviction_drain_timeout', kind: 'number', default: '10', range: atLeast(0),
@@ -284,7 +292,7 @@ export function envOverrideName(key: KeyName): string {
   return `MMS_${key.toUpperCase()}`;
 }
 
-/** The README's config table (key | default | meaning). */
+/** docs/configuration.md's config table (key | default | meaning). */
 export function renderKeysMarkdown(): string {
   // Escaped so that MMS_<KEY> is not swallowed as an HTML tag and '|' does not split the cell.
   const escape = (doc: string) => doc.replace(/[<>|]/g, (c) => `\\${c}`);

@@ -5,6 +5,7 @@
  * here is testable with plain objects.
  */
 import { MmeError } from '../errors';
+import { kLogFormats, kLogLevels } from '../logger';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
 import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, type KeyName, type KindOf } from './keys';
@@ -80,6 +81,8 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxRequestElements: read('max_request_elements'),
     decodeInputRequest: read('decode_input_request'),
     accessLog: read('access_log'),
+    logFormat: oneOf(read('log_format') ?? 'text', 'log_format', kLogFormats, settings),
+    logLevel: oneOf(read('log_level') ?? 'info', 'log_level', kLogLevels, settings),
     maxStreamBuffer: read('max_stream_buffer'),
     numberOfGpu,
     metricTimeIntervalSeconds: read('metric_time_interval'),

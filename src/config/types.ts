@@ -1,4 +1,5 @@
 /** The resolved, frozen configuration every other module reads. Built only by resolveConfig(). */
+import type { LogFormat, LogLevel } from '../logger';
 
 export interface ListenAddress {
   /** The address as written in the config (after $$VAR$$ substitution; port rewritten by SAGEMAKER_BIND_TO_PORT), for logs. */
@@ -47,6 +48,9 @@ export interface ServerConfig {
   readonly maxRequestElements: number;
   readonly decodeInputRequest: boolean;
   readonly accessLog: boolean;
+  readonly logFormat: LogFormat;
+  /** Least severe level written (log_level). */
+  readonly logLevel: LogLevel;
   readonly maxStreamBuffer: number;
   readonly numberOfGpu: number;
   readonly metricTimeIntervalSeconds: number;

@@ -37,6 +37,12 @@ import { Semaphore } from './semaphore';
 
 export type { LoadRequest } from './model-settings';
 
+/** What a shutdown did to the requests it found admitted. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
+
 export interface CacheStats {
   hits: number;
   misses: number;
@@ -542,14 +548,16 @@ export class ModelManager {
   /**
    * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
    * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so this
-   * resolves within drainMs plus the time to reap the processes.
+   * resolves within drainMs plus the time to reap the processes. Counts the admitted requests that
+   * finished in the drain and those cut off when their model's workers were stopped.
    */
-  async close(drainMs: number): Promise<void> {
+  async close(drainMs: number): Promise<ShutdownCounts> {
+    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     this.closing = true;
     const deadline = performance.now() + drainMs;
     for (const e of this.#live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
     const spares = this.#spares?.close();
-    const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline)));
+    const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
       this.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
       for (const w of FramedProcess.live) w.kill('stopped');
@@ -557,14 +565,18 @@ export class ModelManager {
     }
     await spares;
     await this.#hosts?.close();
+    return counts;
   }
 
-  async #shutdownEntry(entry: ModelEntry, deadline: number): Promise<void> {
+  async #shutdownEntry(entry: ModelEntry, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
+      const admitted = entry.active;
       await entry.whenIdle(deadline - performance.now());
+      counts.cutOff += entry.active;
+      counts.drained += admitted - entry.active;
       entry.to('stopping');
       await this.#release(entry, shuttingDown());
     } finally {
