@@ -71,13 +71,17 @@ export class DiskCache {
     return path.join(this.dir, name, m.kind === 'dir' ? 'model' : path.posix.basename(m.key));
   }
 
-  /** Marks `name` as in use (never evicted) until the returned function is called. */
+  /**
+   * Marks `name` as in use (never evicted) until the returned function is called, which also counts
+   * as its most recent use: a model served until its unload is fresher than one unloaded long ago.
+   */
   pin(name: string): () => void {
     this.#pins.set(name, (this.#pins.get(name) ?? 0) + 1);
     let done = false;
     return () => {
       if (done) return;
       done = true;
+      this.touch(name);
       const n = this.#pins.get(name)! - 1;
       if (n === 0) this.#pins.delete(name);
       else this.#pins.set(name, n);
