@@ -81,7 +81,21 @@ export class ModelRepository {
   /** True when the cached copy serves (fresh, or confirmed unchanged); false after a download. */
   async #ensure(name: string, signal: AbortSignal): Promise<boolean> {
     const cached = this.cache.get(name);
-    if (cached && Date.now() - cached.validatedAt < this.config.ttlSeconds * 1000) return true;
+    if (!cached) return this.#refresh(name, undefined, signal);
+    if (Date.now() - cached.validatedAt < this.config.ttlSeconds * 1000) return true;
+    try {
+      return await this.#refresh(name, cached, signal);
+    } catch (err) {
+      if (err instanceof MmeError && err.code !== 'MME_ERR_REPOSITORY_UNAVAILABLE' && err.code !== 'MME_ERR_REPOSITORY_TIMEOUT') throw err;
+      // The store is down, not the model: the copy it last confirmed is better than no model.
+      storeFailure(err, name, 'revalidation (serving the copy on disk)', this.log);
+      this.events.repositoryError?.(name);
+      return true;
+    }
+  }
+
+  /** Asks the repository for `name`: confirms `cached`, or downloads what it has now. */
+  async #refresh(name: string, cached: CachedModel | undefined, signal: AbortSignal): Promise<boolean> {
     const dirPrefix = `${this.#key(name)}/`;
     const files = await this.#store.list(dirPrefix);
     if (files.length > 0) {

@@ -138,6 +138,22 @@ describe('model_repository: on-demand loads from S3', function () {
     }
   });
 
+  it('serves the copy on disk when revalidation cannot reach the store', async () => {
+    const own = await LocalS3.start();
+    const server = await startServer(own.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}\nmodel_repository_ttl=0\nmodel_repository_timeout=2`));
+    try {
+      await own.putModelDir('repo', 'kept', addModel());
+      assert.equal((await invoke(server, 'kept', kInput)).status, 200);
+      assert.equal((await request(`${server.managementUrl}/models/kept`, { method: 'DELETE' })).status, 200);
+      await own.close();
+      const res = await invoke(server, 'kept', kInput);
+      assert.equal(res.status, 200, res.text);
+      assert.ok(server.logs.some((l) => l.includes('revalidation (serving the copy on disk)')), server.logs.join('\n'));
+    } finally {
+      await server.close();
+    }
+  });
+
   it('evicts the least recently used model that is not loaded when the disk cache is at its limit', async () => {
     const dir = tempDir('mme-disk-cache-');
     const small = await startServer(s3.properties('lru', `model_cache_dir=${dir}\nmodel_cache_disk_mb=1\nload_failure_cache_seconds=0`));
