@@ -45,11 +45,11 @@ export class ObjectStore {
   }
 
   /** The objects under `prefix` (which ends with '/'), folder markers left out. */
-  async list(prefix: string): Promise<StoredObject[]> {
+  async list(prefix: string, signal: AbortSignal): Promise<StoredObject[]> {
     const out: StoredObject[] = [];
     let token: string | undefined;
     do {
-      const page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }));
+      const page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
       for (const o of page.Contents ?? []) {
         if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
       }
@@ -62,9 +62,9 @@ export class ObjectStore {
   }
 
   /** GetObject, conditional on the ETag we hold when one is given. */
-  async get(key: string, ifNoneMatch: string | null): Promise<GetResult> {
+  async get(key: string, ifNoneMatch: string | null, signal: AbortSignal): Promise<GetResult> {
     try {
-      const r = await this.#client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }));
+      const r = await this.#client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
       return { kind: 'body', body: r.Body as Readable, size: r.ContentLength ?? -1, etag: r.ETag ?? '' };
     } catch (err) {
       const status = statusOf(err);

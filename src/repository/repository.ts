@@ -97,7 +97,7 @@ export class ModelRepository {
   /** Asks the repository for `name`: confirms `cached`, or downloads what it has now. */
   async #refresh(name: string, cached: CachedModel | undefined, signal: AbortSignal): Promise<boolean> {
     const dirPrefix = `${this.#key(name)}/`;
-    const files = await this.#store.list(dirPrefix);
+    const files = await this.#store.list(dirPrefix, signal);
     if (files.length > 0) {
       const version = files.map((f) => `${f.key} ${f.etag}`).join('\n');
       if (cached?.kind === 'dir' && cached.version === version) return this.#confirmed(name);
@@ -109,7 +109,7 @@ export class ModelRepository {
       const held = cached?.kind === 'archive' && cached.key === key ? cached.version : null;
       const release = await this.#slots.acquire();
       try {
-        const got = await this.#store.get(key, held);
+        const got = await this.#store.get(key, held, signal);
         if (got.kind === 'missing') continue;
         if (got.kind === 'not-modified') return this.#confirmed(name);
         await this.#install(name, { kind: 'archive', key, version: got.etag, bytes: got.size },
@@ -138,7 +138,7 @@ export class ModelRepository {
         for (const [i, f] of files.entries()) {
           const file = path.join(tmp, 'model', rel[i]!);
           await mkdir(path.dirname(file), { recursive: true });
-          const got = await this.#store.get(f.key, null);
+          const got = await this.#store.get(f.key, null, signal);
           // Listed a moment ago: gone now means the model is being replaced; the next load sees the new one.
           if (got.kind !== 'body') throw new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE', `Model ${name} changed in model_repository during its download; retry.`);
           total += await downloadTo(file, got.body, { size: f.size, etag: f.etag }, this.#idleMs, signal);
