@@ -120,7 +120,7 @@ export class ModelRepository {
         release();
       }
     }
-    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name} (not in the model store, nor in model_repository as ${name}/, ${name}.tar.gz or ${name}.tgz)`);
+    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name} (not in the model store, nor in model_repository as a directory, .tar.gz or .tgz)`);
   }
 
   async #confirmed(name: string): Promise<true> {

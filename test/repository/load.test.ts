@@ -90,7 +90,7 @@ describe('model_repository: on-demand loads from S3', function () {
     const res = await invoke(t, 'not-there', kInput);
     assert.equal(res.status, 404, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_MODEL_NOT_FOUND');
-    assert.match(res.body.message, /not-there\.tar\.gz/);
+    assert.match(res.body.message, /not-there \(not in the model store, nor in model_repository as a directory, \.tar\.gz or \.tgz\)/);
     await s3.putModelDir('repo', 'not-there', addModel());
     assert.equal((await invoke(t, 'not-there', kInput)).status, 404, 'the negative cache answers without asking the store');
   });
