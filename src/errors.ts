@@ -58,7 +58,7 @@ export class MmeError extends Error {
   readonly headers: Readonly<Record<string, string>>;
 
   constructor(code: ErrorCode, message: string, opts: { status?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(capMessage(message), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'MmeError';
     this.code = code;
     this.status = opts.status ?? ERRORS[code].status;
@@ -77,7 +77,7 @@ export class MmeError extends Error {
   }
 
   static fromWire(w: WireError): MmeError {
-    const code = (w.code in ERRORS ? w.code : 'MME_ERR_INTERNAL') as ErrorCode;
+    const code = (Object.hasOwn(ERRORS, w.code) ? w.code : 'MME_ERR_INTERNAL') as ErrorCode;
     return new MmeError(code, w.message, { status: w.status });
   }
 }
@@ -86,6 +86,35 @@ export interface WireError {
   code: string;
   status: number;
   message: string;
+}
+
+/** Most characters of client input an error message quotes. */
+export const QUOTE_LIMIT = 100;
+/**
+ * The backstop for a whole message: a handler's own error or a long list of a model's inputs can
+ * be long, but no error body may approach max_response_size or the frame limit.
+ */
+export const MESSAGE_LIMIT = 8192;
+
+/**
+ * Client text as an error message may show it: JSON-quoted, at most QUOTE_LIMIT characters of it,
+ * and how much was left out. Only the head is read, so a 6 MB string costs no more than a short one.
+ */
+export function quote(text: string): string {
+  if (text.length <= QUOTE_LIMIT) return JSON.stringify(text);
+  return `${JSON.stringify(text.slice(0, QUOTE_LIMIT))}… (${text.length} characters)`;
+}
+
+/** A client value (an element, a field) for an error message: strings quoted, scalars as JSON, containers by kind. */
+export function quoteValue(value: unknown): string {
+  if (typeof value === 'string') return quote(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (value === null || typeof value !== 'object') return typeof value === 'bigint' ? `${value}` : String(JSON.stringify(value) ?? typeof value);
+  return 'an object';
+}
+
+function capMessage(message: string): string {
+  return message.length <= MESSAGE_LIMIT ? message : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
 }
 
 export function isMmeError(err: unknown): err is MmeError {

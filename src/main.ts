@@ -7,6 +7,10 @@ import { parseArgs, USAGE } from './config/cli';
 import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { MmeServer } from './server/mme-server';
+import { exitOnUnhandledRejection } from './unhandled-rejection';
+
+const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+exitOnUnhandledRejection(log);
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -15,7 +19,6 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env, argv);
-  const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
   log(`config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
   const server = new MmeServer(config, { log });
   let stopping = false;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import * as tar from 'tar';
-import { isMmeError, MmeError } from '../errors';
+import { isMmeError, MmeError, quote } from '../errors';
 import { diskFullError, errnoOf, fsFailure, isDiskFull } from './fs-errors';
 
 export interface ArchiveLimits {
@@ -109,9 +109,9 @@ export function extractArchive(archive: string, dest: string, limits: Required<A
       zstd: false,
       filter: (p, entry) => {
         const e = entry as tar.ReadEntry;
-        if (!ALLOWED_TYPES.has(e.type)) return refuse(`archive entry ${JSON.stringify(p)} is a ${e.type}; only files and directories are allowed`);
+        if (!ALLOWED_TYPES.has(e.type)) return refuse(`archive entry ${quote(p)} is a ${e.type}; only files and directories are allowed`);
         if (p.includes('\0') || p.startsWith('/') || p.split(/[\\/]/).includes('..')) {
-          return refuse(`archive entry ${JSON.stringify(p)} is an absolute path or leads outside the archive`);
+          return refuse(`archive entry ${quote(p)} is an absolute path or leads outside the archive`);
         }
         if (++entries > limits.maxEntries) return refuse(`archive holds more than ${limits.maxEntries} entries`);
         declaredBytes += e.size ?? 0;
@@ -147,6 +147,6 @@ async function verifyTree(dir: string): Promise<void> {
     const p = path.join(dir, entry.name);
     const st = await lstat(p);
     if (st.isDirectory()) await verifyTree(p);
-    else if (!st.isFile() || st.nlink !== 1) throw invalid(`archive produced ${JSON.stringify(entry.name)}, which is not a plain file or directory`);
+    else if (!st.isFile() || st.nlink !== 1) throw invalid(`archive produced ${quote(entry.name)}, which is not a plain file or directory`);
   }
 }

@@ -62,6 +62,10 @@ function childMain(): void {
     ).then((reply) => {
       // Exiting at once also cancels whatever writes an aborted extraction still had queued.
       process.send!(reply, () => process.exit(0));
+    }).catch((err: unknown) => {
+      // No reply could be sent: the parent reports the exit, and stderr (the server's) says why.
+      process.stderr.write(`archive extractor: ${String(err)}\n`);
+      process.exit(1);
     });
   });
 }

@@ -5,7 +5,7 @@
  */
 import { mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { isMmeError, MmeError } from '../errors';
+import { isMmeError, MmeError, quote } from '../errors';
 import { ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from './extract-archive';
 import { extractInChild } from './extract-child';
 import { errnoOf, fsFailure } from './fs-errors';
@@ -22,6 +22,7 @@ export interface ModelArtifact {
   dir: string;
   onnxPath: string;
   onnxBytes: number;
+  /** The load request's handler, else model-config.json's, else handler.js beside the model; null for none. */
   handlerPath: string | null;
   modelConfig: ModelDirConfig;
   /** Where an archive was extracted (removed by dispose()); null for a plain directory. */
@@ -29,8 +30,8 @@ export interface ModelArtifact {
   /** Removes the extraction directory; a no-op for a plain directory. Safe to call more than once. */
   dispose(): Promise<void>;
   /**
-   * `err` with the extraction directory shown as the url (a worker's load error names the files it
-   * read): a client sees the paths it sent, never the server's own.
+   * `err` with the model's directory (or the extraction directory) shown as the url (a worker's load
+   * error names the files it read): a client sees the paths it sent, never the server's own.
    */
   hidePaths(err: unknown): unknown;
 }
@@ -40,6 +41,10 @@ export interface ResolveArtifactOptions {
   cacheDir: string;
   /** Directories the url must resolve into, links followed; omitted = anywhere. */
   roots?: readonly string[];
+  /** What a relative url is resolved against (model_store, as MMS does); omitted = the working directory. */
+  store?: string | null;
+  /** The load request's handler: a path inside the model directory, checked as model-config.json's is. */
+  handler?: string;
   limits?: ArchiveLimits;
 }
 
@@ -49,13 +54,8 @@ const REMOTE_URL = /^(?:[a-z][a-z0-9+.-]*:\/\/|(?:https?|s3|file):)/i;
 const SYSTEM_ROOTS = ['/dev', '/proc', '/sys'];
 const ARCHIVE_NAME = /\.(?:tar\.gz|tgz)$/i;
 
-/** True for a url with a scheme (http://, s3://, file:, …): never fetched, always refused with 400. */
-export function isRemoteUrl(url: string): boolean {
-  return REMOTE_URL.test(url);
-}
-
 function badUrl(url: string): MmeError {
-  return new MmeError('MME_ERR_BAD_REQUEST', `only local directories or .tar.gz files are accepted as a model url, got ${JSON.stringify(url)}`);
+  return new MmeError('MME_ERR_BAD_REQUEST', `only local directories or .tar.gz files are accepted as a model url, got ${quote(url)}`);
 }
 
 function underSystemRoot(p: string): boolean {
@@ -68,38 +68,40 @@ function insideAny(p: string, roots: readonly string[]): boolean {
   return roots.some((root) => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
 }
 
-function outsideRoots(url: string, roots: readonly string[]): MmeError {
-  return new MmeError('MME_ERR_BAD_REQUEST', `url ${JSON.stringify(url)} is outside the model roots (${roots.join(', ')}); put the model under one of them, or add its directory to model_roots`);
+/** The roots are the server's own paths: the message names the key that sets them, not them. */
+function outsideRoots(url: string): MmeError {
+  return new MmeError('MME_ERR_BAD_REQUEST', `url ${quote(url)} is outside the model roots; put the model under one of them, or add its directory to model_roots`);
 }
 
 /**
  * Validates the url and finds what it names. The url itself may be a symbolic link (model stores are
  * often mounted that way); its realpath is checked again, and nothing inside it is ever followed.
+ * Every message names the url as the client sent it, never the path it resolved to.
  */
-async function locate(url: string, roots: readonly string[] | undefined): Promise<Target> {
+async function locate(url: string, roots: readonly string[] | undefined, store: string | null | undefined): Promise<Target> {
   if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
-  const resolved = path.resolve(url);
+  const resolved = path.resolve(store ?? '', url);
   if (underSystemRoot(resolved)) throw badUrl(url);
   // Checked on the path as written before anything is read, and again after links are followed.
   const realRoots = roots ? await Promise.all(roots.map((r) => realpath(r).catch(() => path.resolve(r)))) : null;
-  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url, roots!);
+  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url);
   let real: string;
   try {
     real = await realpath(resolved);
   } catch (err) {
     const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') {
-      throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found in model store: ${url}`);
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG') {
+      throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found in model store: ${quote(url)}`);
     }
-    throw fsFailure(`reading ${url}`, err);
+    throw fsFailure(`reading ${quote(url)}`, err);
   }
   if (underSystemRoot(real)) throw badUrl(url);
-  if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
+  if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url);
   let st;
   try {
     st = await stat(real);
   } catch (err) {
-    throw fsFailure(`reading ${url}`, err);
+    throw fsFailure(`reading ${quote(url)}`, err);
   }
   if (st.isDirectory()) return { kind: 'dir', path: real };
   // The name the client gave decides, not the link target's: a store may link to content-addressed blobs.
@@ -122,9 +124,14 @@ async function makeExtractionDir(cacheDir: string): Promise<string> {
   }
 }
 
-function hideExtractionDir(err: unknown, dest: string, url: string): unknown {
+/** `err` with the directory the model was read from (and its parent, unless that is /) shown as the url, quoted. */
+function hideDir(err: unknown, dir: string, url: string): unknown {
   if (!isMmeError(err)) return err;
-  const message = err.message.split(dest).join(url).split(path.dirname(dest)).join(`${url}/..`);
+  const parent = path.dirname(dir);
+  const shown = quote(url);
+  // One pass: a url that is itself the path (an absolute url) must not be replaced again.
+  const pieces = err.message.split(dir);
+  const message = (parent === path.parse(dir).root ? pieces : pieces.map((p) => p.split(parent).join(`${shown}/..`))).join(shown);
   return message === err.message ? err : new MmeError(err.code, message, { status: err.status, headers: { ...err.headers }, cause: err });
 }
 
@@ -132,12 +139,12 @@ async function extractModel(url: string, archive: string, opts: ResolveArtifactO
   const dest = await makeExtractionDir(opts.cacheDir);
   try {
     await extractInChild(archive, dest, effectiveLimits(opts.limits));
-    const model = await resolveModelDir(dest, url);
+    const model = await resolveModelDir(dest, quote(url), opts.handler);
     let removal: Promise<void> | undefined;
     return {
       url, ...model, extractedTo: dest,
       dispose: () => (removal ??= rm(dest, { recursive: true, force: true })),
-      hidePaths: (err) => hideExtractionDir(err, dest, url),
+      hidePaths: (err) => hideDir(err, dest, url),
     };
   } catch (err) {
     // The load error is what the client needs; a failed cleanup must not replace it.
@@ -146,10 +153,13 @@ async function extractModel(url: string, archive: string, opts: ResolveArtifactO
   }
 }
 
-/** Rejects with an MmeError: 400 for a bad url or model, 404 when the path does not exist, 507 for a full disk. */
+/**
+ * `url` is the load request's, as the client sent it (relative to `store`, or absolute). Rejects
+ * with an MmeError: 400 for a bad url or model, 404 when the path does not exist, 507 for a full disk.
+ */
 export async function resolveArtifact(url: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
-  const target = await locate(url, opts.roots);
+  const target = await locate(url, opts.roots, opts.store);
   if (target.kind === 'archive') return extractModel(url, target.path, opts);
-  const model = await resolveModelDir(target.path, url);
-  return { url, ...model, extractedTo: null, dispose: async () => {}, hidePaths: (err) => err };
+  const model = await resolveModelDir(target.path, quote(url), opts.handler);
+  return { url, ...model, extractedTo: null, dispose: async () => {}, hidePaths: (err) => hideDir(err, target.path, url) };
 }

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import { errnoOf, fsFailure } from './fs-errors';
 
 export const MODEL_CONFIG_FILE = 'model-config.json';
@@ -37,7 +37,8 @@ type Check = (value: unknown) => string | null;
 
 const intAtLeast = (min: number): Check => (v) => (Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`);
 
-function isSafeRelativePath(p: string): boolean {
+/** The rule for a handler path, wherever it is named: relative, no '..' component, no NUL. */
+export function isSafeRelativePath(p: string): boolean {
   return p.length > 0 && !p.includes('\0') && !path.isAbsolute(p) && !p.split(/[\\/]/).includes('..');
 }
 
@@ -77,7 +78,7 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
   const config: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const check = Object.hasOwn(FIELDS, key) ? FIELDS[key as keyof ModelDirConfig] : undefined;
-    if (!check) throw invalid(`${where}: unknown field "${key}" (known fields: ${Object.keys(FIELDS).join(', ')})`);
+    if (!check) throw invalid(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
     const need = check(value);
     if (need) throw invalid(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
     config[key] = Array.isArray(value) ? Object.freeze([...value]) : value;

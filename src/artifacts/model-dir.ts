@@ -1,9 +1,9 @@
 import type { Dirent } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import { errnoOf, fsFailure } from './fs-errors';
-import { MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
+import { isSafeRelativePath, MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
 
 const DEFAULT_HANDLER = 'handler.js';
 const PREFERRED_MODEL = 'model.onnx';
@@ -14,6 +14,7 @@ export interface ModelDir {
   dir: string;
   onnxPath: string;
   onnxBytes: number;
+  /** The load request's handler, else model-config.json's, else handler.js beside the model; null for none. */
   handlerPath: string | null;
   modelConfig: ModelDirConfig;
 }
@@ -102,22 +103,42 @@ async function lstatInside(dir: string, rel: string, where: (rel: string) => str
   return null;
 }
 
-async function findHandler(dir: string, configured: string | undefined, where: (rel: string) => string): Promise<string | null> {
-  const rel = configured ?? DEFAULT_HANDLER;
+/** A handler path and who named it (for messages): the load request, or model-config.json. */
+interface NamedHandler {
+  rel: string;
+  namedIn: string;
+}
+
+/**
+ * The handler file, by one rule whoever names it: a regular file inside the model directory, with
+ * no symbolic link on the way. handler.js beside the model is used when nothing names one.
+ */
+async function findHandler(dir: string, named: NamedHandler | null, where: (rel: string) => string): Promise<string | null> {
+  const rel = named?.rel ?? DEFAULT_HANDLER;
   const st = await lstatInside(dir, rel, where);
   if (!st) {
-    if (configured === undefined) return null;
-    throw invalid(`handler "${configured}" named in ${where(MODEL_CONFIG_FILE)} does not exist`);
+    if (!named) return null;
+    throw invalid(`handler ${quote(named.rel)} named in ${named.namedIn} does not exist`);
   }
   if (!st.isFile()) throw invalid(`handler ${where(rel)} is not a regular file`);
   return path.join(dir, rel);
 }
 
+/** The load request's handler, checked as model-config.json's "handler" field is; it takes precedence over that field. */
+function namedHandler(requested: string | undefined, config: ModelDirConfig, configFile: string): NamedHandler | null {
+  if (requested === undefined) return config.handler === undefined ? null : { rel: config.handler, namedIn: configFile };
+  if (!isSafeRelativePath(requested)) {
+    throw new MmeError('MME_ERR_BAD_REQUEST', `handler ${quote(requested)} must be a relative path inside the model directory`);
+  }
+  return { rel: requested, namedIn: 'the load request' };
+}
+
 /**
  * Picks the .onnx file in a model directory and reads the handler and model-config.json beside it.
- * `label` names the directory in messages (the url the client sent, never an internal path).
+ * `label` names the directory in messages (the url the client sent, never an internal path);
+ * `requestedHandler` is the load request's handler, relative to the directory holding the .onnx file.
  */
-export async function resolveModelDir(root: string, label: string): Promise<ModelDir> {
+export async function resolveModelDir(root: string, label: string, requestedHandler?: string): Promise<ModelDir> {
   const at = (base: string) => (rel: string) => `${path.posix.join(base, rel)} in ${label}`;
   const onnxRel = await findOnnx(root, label, at(''));
   const onnxPath = path.join(root, onnxRel);
@@ -133,6 +154,6 @@ export async function resolveModelDir(root: string, label: string): Promise<Mode
   if (onnxBytes === 0) throw invalid(`${whereInDir(path.basename(onnxPath))} is empty`);
 
   const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE));
-  const handlerPath = await findHandler(dir, modelConfig.handler, whereInDir);
+  const handlerPath = await findHandler(dir, namedHandler(requestedHandler, modelConfig, whereInDir(MODEL_CONFIG_FILE)), whereInDir);
   return { dir, onnxPath, onnxBytes, handlerPath, modelConfig };
 }

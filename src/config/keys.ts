@@ -27,6 +27,12 @@ export interface KeySpec {
 
 const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
 const aboveZero: Range = { allows: (n) => n > 0, text: '> 0' };
+/**
+ * The largest body either way: one Buffer, and a batch's frame (several of them) must stay within
+ * what the frame protocol's u32 lengths and a worker's read buffer can hold.
+ */
+export const MAX_BODY_BYTES = 1024 * 1024 * 1024;
+const bodyBytes: Range = { allows: (n) => n >= 1 && n <= MAX_BODY_BYTES, text: `1 to ${MAX_BODY_BYTES} (1 GiB)` };
 
 export const KEYS = [
   {
@@ -75,12 +81,16 @@ export const KEYS = [
     doc: 'Seconds an unload may take in all: waiting for a load in progress, draining admitted requests, and the workers\' exit. Past it the model is unloaded anyway (running requests get 503, workers are killed) and the answer is 408.',
   },
   {
-    name: 'max_request_size', kind: 'int', default: '6553500', range: atLeast(1),
-    doc: 'Largest request body in bytes (larger gets 413). SAGEMAKER_MAX_PAYLOAD_IN_MB overrides it.',
+    name: 'max_request_size', kind: 'int', default: '6553500', range: bodyBytes,
+    doc: 'Largest request body in bytes (larger gets 413), at most 1 GiB. SAGEMAKER_MAX_PAYLOAD_IN_MB overrides it.',
   },
   {
-    name: 'max_response_size', kind: 'int', default: '6553500', range: atLeast(1),
-    doc: 'Largest response a worker may return, in bytes (larger fails the request with 500).',
+    name: 'max_request_elements', kind: 'int', default: '8388608', range: atLeast(1),
+    doc: 'Most tensor elements one request may decode into, over all its inputs (more gets 400, before any tensor is allocated). Every element also needs at least one byte of body, so the default binds only once max_request_size is raised above 8 MiB.',
+  },
+  {
+    name: 'max_response_size', kind: 'int', default: '6553500', range: bodyBytes,
+    doc: 'Largest response a worker may return, in bytes (larger fails the request with 500), at most 1 GiB.',
   },
   {
     name: 'max_stream_buffer', kind: 'int', default: '8388608', range: atLeast(65536),

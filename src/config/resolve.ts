@@ -7,7 +7,7 @@
 import { MmeError } from '../errors';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
-import { envOverrideName, KEYS, keySpec, type KeyName, type KindOf } from './keys';
+import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
 import { repositoryConfig } from './repository';
 import type { ListenAddress, ServerConfig } from './types';
@@ -79,6 +79,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     unregisterModelTimeoutSeconds: read('unregister_model_timeout'),
     maxRequestSize: maxPayloadBytes ?? read('max_request_size'),
     maxResponseSize: read('max_response_size'),
+    maxRequestElements: read('max_request_elements'),
     decodeInputRequest: read('decode_input_request'),
     accessLog: read('access_log'),
     maxStreamBuffer: read('max_stream_buffer'),
@@ -291,8 +292,8 @@ function maxPayloadFromEnv(env: Env): number | null {
   const raw = env.SAGEMAKER_MAX_PAYLOAD_IN_MB;
   if (raw === undefined || raw === '') return null;
   const mb = Number(raw.trim());
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0)) {
-    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number', 'megabytes > 0', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0) || mb * 1024 * 1024 > MAX_BODY_BYTES) {
+    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number of at most 1024', 'megabytes > 0, at most 1024', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
   }
   return Math.floor(mb * 1024 * 1024);
 }

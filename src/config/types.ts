@@ -60,6 +60,7 @@ export interface ServerConfig {
   readonly unregisterModelTimeoutSeconds: number;
   readonly maxRequestSize: number;
   readonly maxResponseSize: number;
+  readonly maxRequestElements: number;
   readonly decodeInputRequest: boolean;
   readonly accessLog: boolean;
   readonly maxStreamBuffer: number;

@@ -10,11 +10,11 @@ import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall,
 import { MmeError, isMmeError } from '../errors';
 import { isLoopback } from '../http/guards';
 import type { MetricsRecorder } from '../metrics';
-import { modelNotFound } from '../oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
 import { CancelToken } from '../server/models/cancel-token';
 import type { InvokeResult, JobOptions } from '../server/models/job';
-import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import { decoded } from './lenient-decoding';
 import { toServiceError } from './status';
 
 export interface GrpcDeps {
@@ -64,15 +64,22 @@ export class GrpcCall {
     }
   }
 
-  /** The client's metadata as the handler's request headers (binary -bin entries left out). */
+  /**
+   * The client's metadata as the handler's request headers (binary -bin entries left out). Without
+   * a prototype: a client's "__proto__" or "toString" is a header like any other.
+   */
   headers(): Record<string, string> {
-    const out: Record<string, string> = {};
+    const out: Record<string, string> = Object.create(null);
     for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') out[k] = v;
     return out;
   }
 
-  /** Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is. */
-  async invoke(name: string, request: WireRequest, onChunk?: JobOptions['onChunk']): Promise<InvokeResult> {
+  /**
+   * Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is.
+   * It is cancelled with the call unless `opts` brings its own token (one of a stream's requests).
+   */
+  async invoke(name: string, request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+    const cancel = opts.cancel ?? this.cancel;
     const t0 = performance.now();
     const { manager, metrics } = this.deps;
     // Metrics name only models the server knows: any other name is unbounded client text.
@@ -81,11 +88,11 @@ export class GrpcCall {
     let status = 200;
     try {
       if (!known) throw modelNotFound(name);
-      result = await manager.invoke(name, request, { cancel: this.cancel, onChunk });
+      result = await manager.invoke(name, request, { ...opts, cancel });
       if (result.status >= 400) throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, { status: result.status });
       return result;
     } catch (err) {
-      status = this.cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
+      status = cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
       throw err;
     } finally {
       metrics.invocation({
@@ -123,7 +130,7 @@ export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Re
     Promise.resolve()
       .then(() => {
         scope.guard();
-        return fn(call.request, scope);
+        return fn(decoded(call.request), scope);
       })
       .then((res) => {
         scope.answered();

@@ -6,6 +6,8 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { GrpcDeps } from './call';
 import { kserveService } from './kserve-service';
+import { lenientDecoding } from './lenient-decoding';
+import { StreamLoad } from './ordered-stream';
 import { serviceDefinitions } from './protos';
 import { torchserveService } from './torchserve-service';
 
@@ -17,18 +19,19 @@ export interface GrpcListenOptions {
 }
 
 export class GrpcListener {
-  private constructor(private readonly server: Server, readonly address: string, readonly port: number) {}
+  private constructor(private readonly server: Server, readonly address: string, readonly port: number, readonly streams: StreamLoad) {}
 
   static async listen(opts: GrpcListenOptions, deps: GrpcDeps): Promise<GrpcListener> {
     const server = new Server({ 'grpc.max_receive_message_length': opts.maxRequestSize });
     const defs = serviceDefinitions();
-    server.addService(defs.kserve.service, kserveService(deps));
-    server.addService(defs.torchserve.service, torchserveService(deps));
+    const streams = new StreamLoad();
+    server.addService(lenientDecoding(defs.kserve.service), kserveService(deps));
+    server.addService(lenientDecoding(defs.torchserve.service), torchserveService(deps, streams));
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     const port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
     });
-    return new GrpcListener(server, `${host}:${port}`, port);
+    return new GrpcListener(server, `${host}:${port}`, port, streams);
   }
 
   /** Takes no new calls; resolves once the calls in progress have finished. */

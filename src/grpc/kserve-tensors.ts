@@ -4,9 +4,9 @@
  * layout here; the worker answers every output in binary, which goes back as raw_output_contents
  * when the request used raw contents, else as typed contents. No tensor passes through JSON.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote, quoteValue } from '../errors';
 import { joinBody, sliceBinary, type SplitBody } from '../oip/binary-body';
-import { fromRaw, toArray, toRaw } from '../oip/datatypes';
+import { fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
 import { MODEL_VERSION } from '../oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 
@@ -37,22 +37,51 @@ export interface ModelInferResponse {
   raw_output_contents: Buffer[];
 }
 
-/** InferTensorContents' field for each datatype (FP16 has none: it travels raw only). */
-const kContentsField: Readonly<Record<string, string>> = {
-  BOOL: 'bool_contents', INT8: 'int_contents', INT16: 'int_contents', INT32: 'int_contents', INT64: 'int64_contents',
-  UINT8: 'uint_contents', UINT16: 'uint_contents', UINT32: 'uint_contents', UINT64: 'uint64_contents',
-  FP32: 'fp32_contents', FP64: 'fp64_contents', BYTES: 'bytes_contents',
-};
+/**
+ * InferTensorContents' field for each datatype (FP16 has none: it travels raw only). A Map: the
+ * datatype is client text, and "constructor" must find nothing.
+ */
+const kContentsField: ReadonlyMap<string, string> = new Map([
+  ['BOOL', 'bool_contents'], ['INT8', 'int_contents'], ['INT16', 'int_contents'], ['INT32', 'int_contents'], ['INT64', 'int64_contents'],
+  ['UINT8', 'uint_contents'], ['UINT16', 'uint_contents'], ['UINT32', 'uint_contents'], ['UINT64', 'uint64_contents'],
+  ['FP32', 'fp32_contents'], ['FP64', 'fp64_contents'], ['BYTES', 'bytes_contents'],
+]);
+
+/** Dimensions an error message lists; a shape's length is the client's to choose. */
+const kShownDims = 8;
 
 function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
-function typedToRaw(t: InferInputTensor): Buffer {
-  const field = kContentsField[t.datatype];
-  if (!field) throw invalid(`input ${t.name}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
+function shapeText(shape: readonly number[]): string {
+  const shown = shape.slice(0, kShownDims).join(', ');
+  return shape.length <= kShownDims ? `[${shown}]` : `[${shown}, …] (${shape.length} dimensions)`;
+}
+
+/** The input's datatype and shape, checked before anything is built from them. */
+function checkedShape(t: InferInputTensor): number[] {
+  const what = `input ${quote(t.name)}`;
+  if (ortTypeOf(t.datatype) === undefined) throw invalid(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+  return t.shape.map((d) => {
+    const n = Number(d);
+    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
+    return n;
+  });
+}
+
+function typedToRaw(t: InferInputTensor, shape: readonly number[]): Buffer {
+  const what = `input ${quote(t.name)}`;
+  const field = kContentsField.get(t.datatype);
+  if (!field) throw invalid(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
   const values = t.contents?.[field] ?? [];
-  return t.datatype === 'BYTES' ? toRaw(values as Buffer[]) : toRaw(toArray(t.datatype, values, `input ${t.name}`));
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (values.length !== count) throw invalid(`${what}: contents.${field} holds ${values.length} elements, but shape ${shapeText(shape)} needs ${count}`);
+  return t.datatype === 'BYTES' ? toRaw(values as Buffer[]) : toRaw(toArray(t.datatype, values, what));
+}
+
+function hasTypedContents(t: InferInputTensor): boolean {
+  return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
 }
 
 /** The request as a JSON header plus one binary tensor per input. */
@@ -61,26 +90,32 @@ export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength:
   if (raw.length > 0 && raw.length !== req.inputs.length) {
     throw invalid(`raw_input_contents has ${raw.length} entries but there are ${req.inputs.length} inputs; send one per input, in the order of inputs`);
   }
-  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t)));
+  // As in Triton: with both, which one the model should see is anyone's guess.
+  const typed = raw.length > 0 ? req.inputs.find(hasTypedContents) : undefined;
+  if (typed) throw invalid(`input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`);
+  const shapes = req.inputs.map(checkedShape);
+  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t, shapes[i]!)));
   const header: V2InferRequest = {
     ...(req.id ? { id: req.id } : {}),
-    inputs: req.inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number), parameters: { binary_data_size: binaries[i]!.length } })),
+    inputs: req.inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: shapes[i]!, parameters: { binary_data_size: binaries[i]!.length } })),
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
     parameters: { binary_data_output: true },
   };
   return joinBody(header, binaries);
 }
 
-/** Output parameters other than the binary framing, as InferParameters (lists, e.g. class_labels, as JSON text). */
+function inferParameter(v: unknown): InferParameter {
+  if (typeof v === 'boolean') return { bool_param: v };
+  if (Number.isSafeInteger(v)) return { int64_param: String(v) };
+  return { string_param: typeof v === 'string' ? v : JSON.stringify(v) };
+}
+
+/**
+ * Output parameters other than the binary framing, as InferParameters (lists, e.g. class_labels,
+ * as JSON text). A handler names them: Object.fromEntries keeps "__proto__" an entry like any other.
+ */
 function inferParameters(params: V2Parameters | undefined): Record<string, InferParameter> {
-  const out: Record<string, InferParameter> = {};
-  for (const [k, v] of Object.entries(params ?? {})) {
-    if (k === 'binary_data_size') continue;
-    if (typeof v === 'boolean') out[k] = { bool_param: v };
-    else if (Number.isSafeInteger(v)) out[k] = { int64_param: String(v) };
-    else out[k] = { string_param: typeof v === 'string' ? v : JSON.stringify(v) };
-  }
-  return out;
+  return Object.fromEntries(Object.entries(params ?? {}).filter(([k]) => k !== 'binary_data_size').map(([k, v]) => [k, inferParameter(v)]));
 }
 
 function typedContents(datatype: string, bytes: Buffer, count: number): Contents {
@@ -90,14 +125,14 @@ function typedContents(datatype: string, bytes: Buffer, count: number): Contents
   else if (datatype === 'BOOL') values = Array.from(elements as Uint8Array, (x) => x !== 0);
   else if (elements instanceof BigInt64Array || elements instanceof BigUint64Array) values = Array.from(elements as ArrayLike<bigint>, String);
   else values = Array.from(elements as ArrayLike<number>);
-  return { [kContentsField[datatype]!]: values };
+  return { [kContentsField.get(datatype)!]: values };
 }
 
 /** The worker's answer as a ModelInferResponse; `raw` = answer in raw_output_contents (FP16 outputs force it). */
 export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean): ModelInferResponse {
   const { header } = answer;
   const pieces = sliceBinary(answer.binary, header.outputs.map((o) => o.parameters?.binary_data_size ?? 0));
-  const asRaw = raw || header.outputs.some((o) => !kContentsField[o.datatype]);
+  const asRaw = raw || header.outputs.some((o) => !kContentsField.has(o.datatype));
   return {
     model_name: header.model_name,
     model_version: MODEL_VERSION,

@@ -6,33 +6,49 @@ import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import type { ErrorCode, MmeError } from '../errors';
 
 /** Codes whose HTTP status does not say which gRPC status they are. */
-const kByCode: Partial<Record<ErrorCode, Status>> = {
-  MME_ERR_QUEUE_FULL: Status.RESOURCE_EXHAUSTED,
-  MME_ERR_PAYLOAD_TOO_LARGE: Status.RESOURCE_EXHAUSTED,
-  MME_ERR_INSUFFICIENT_MEMORY: Status.RESOURCE_EXHAUSTED,
-  MME_ERR_CLIENT_CLOSED: Status.CANCELLED,
-};
+const kByCode: ReadonlyMap<ErrorCode, Status> = new Map([
+  ['MME_ERR_QUEUE_FULL', Status.RESOURCE_EXHAUSTED],
+  ['MME_ERR_PAYLOAD_TOO_LARGE', Status.RESOURCE_EXHAUSTED],
+  ['MME_ERR_INSUFFICIENT_MEMORY', Status.RESOURCE_EXHAUSTED],
+  ['MME_ERR_CLIENT_CLOSED', Status.CANCELLED],
+]);
 
-const kByHttpStatus: Record<number, Status> = {
-  401: Status.UNAUTHENTICATED,
-  403: Status.PERMISSION_DENIED,
-  404: Status.NOT_FOUND,
-  409: Status.ALREADY_EXISTS,
-  429: Status.RESOURCE_EXHAUSTED,
-  501: Status.UNIMPLEMENTED,
-  503: Status.UNAVAILABLE,
-  504: Status.DEADLINE_EXCEEDED,
-};
+/** A handler may raise any status, so this is keyed by what it chose. */
+const kByHttpStatus: ReadonlyMap<number, Status> = new Map([
+  [401, Status.UNAUTHENTICATED],
+  [403, Status.PERMISSION_DENIED],
+  [404, Status.NOT_FOUND],
+  [409, Status.ALREADY_EXISTS],
+  [429, Status.RESOURCE_EXHAUSTED],
+  [501, Status.UNIMPLEMENTED],
+  [503, Status.UNAVAILABLE],
+  [504, Status.DEADLINE_EXCEEDED],
+  [507, Status.RESOURCE_EXHAUSTED],
+]);
+
+/**
+ * Most characters of a status's details. They travel percent-encoded in the grpc-message trailer
+ * (up to 9 bytes a character), and gRPC C++ clients refuse metadata over 8 KiB by default, which
+ * turns the status into INTERNAL at their end.
+ */
+export const DETAILS_LIMIT = 1024;
 
 export function grpcStatusOf(e: MmeError): Status {
-  const mapped = kByCode[e.code] ?? kByHttpStatus[e.status];
+  const mapped = kByCode.get(e.code) ?? kByHttpStatus.get(e.status);
   if (mapped !== undefined) return mapped;
   // A handler may raise any 4xx: each is something wrong with the request.
   return e.status >= 400 && e.status < 500 ? Status.INVALID_ARGUMENT : Status.INTERNAL;
 }
 
+/** Well-formed as well as short: grpc-js percent-encodes details with encodeURI, which throws on a lone surrogate. */
+function capDetails(message: string): string {
+  const head = message.length <= DETAILS_LIMIT ? message : `${message.slice(0, DETAILS_LIMIT)}… (${message.length - DETAILS_LIMIT} more characters)`;
+  // UTF-8 encoding replaces a lone surrogate with U+FFFD.
+  return Buffer.from(head, 'utf8').toString('utf8');
+}
+
 export function toServiceError(e: MmeError): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set('mme-error-code', e.code);
-  return { code: grpcStatusOf(e), details: e.message, metadata };
+  return { code: grpcStatusOf(e), details: capDetails(e.message), metadata };
 }

@@ -1,7 +1,8 @@
 /**
  * TorchServe's InferenceAPIsService: Ping, Predictions, StreamPredictions (a streaming handler's
  * intermediate chunks, then its final answer, one message each) and StreamPredictions2 (a stream
- * of requests, answered in order, each failure as that answer's status).
+ * of requests, answered in order, each failure as that answer's status; ordered-stream.ts bounds
+ * what it holds by the model's job_queue_size).
  *
  * The `input` map's "data" or "body" entry is the request body; its other entries are request
  * headers, so {"content-type": "text/csv"} picks the default handler's decoder (JSON without one).
@@ -11,7 +12,11 @@ import { MmeError } from '../errors';
 import { checkVersion } from '../oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
 import { acceptOrDefault } from '../http/client-request';
+import type { CancelToken } from '../server/models/cancel-token';
+import type { ModelManager } from '../server/models/model-manager';
 import { GrpcCall, unary, type GrpcDeps } from './call';
+import { decoded } from './lenient-decoding';
+import { answerInOrder, type StreamLoad } from './ordered-stream';
 
 interface PredictionsRequest {
   model_name: string;
@@ -30,7 +35,8 @@ const kBodyKeys = ['data', 'body'];
 
 function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): WireRequest {
   checkVersion(req.model_name, req.model_version);
-  const key = kBodyKeys.find((k) => req.input[k] !== undefined);
+  // The map's keys are client text: only its own entries count.
+  const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
   if (!key) throw new MmeError('MME_ERR_INVALID_INPUT', 'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}');
   const headers = call.headers();
   for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
@@ -38,12 +44,21 @@ function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): 
   return { id: 0, requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
 }
 
-async function predict(req: PredictionsRequest, call: GrpcCall): Promise<PredictionResponse> {
-  const result = await call.invoke(req.model_name, wireRequest(req, call, false));
+async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
+  const result = await call.invoke(req.model_name, wireRequest(req, call, false), { cancel });
   return { prediction: result.body };
 }
 
-export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation {
+/** How many of a stream's requests may be held: the model's job_queue_size, or 1 until it is loaded (its settings are not known yet). */
+function streamLimit(manager: ModelManager, name: string): number {
+  try {
+    return manager.get(name).settings.jobQueueSize;
+  } catch {
+    return 1;
+  }
+}
+
+export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServiceImplementation {
   return {
     Ping: unary(deps, 'Ping', () => ({ health: JSON.stringify({ status: deps.manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' }, null, 2) })),
     Predictions: unary(deps, 'Predictions', predict),
@@ -52,9 +67,12 @@ export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation 
       Promise.resolve()
         .then(() => {
           call.guard();
-          return call.invoke(stream.request.model_name, wireRequest(stream.request, call, true), (chunk, delivered) => {
-            // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
-            stream.write({ prediction: chunk.body! }, () => delivered());
+          const req = decoded(stream.request);
+          return call.invoke(req.model_name, wireRequest(req, call, true), {
+            onChunk: (chunk, delivered) => {
+              // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
+              stream.write({ prediction: chunk.body! }, () => delivered());
+            },
           });
         })
         .then((result) => {
@@ -68,23 +86,25 @@ export function torchserveService(deps: GrpcDeps): UntypedServiceImplementation 
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
-      let answered = Promise.resolve();
-      stream.on('data', (req: PredictionsRequest) => {
-        answered = answered.then(async () => {
+      answerInOrder(stream, {
+        limit: (req) => streamLimit(deps.manager, req.model_name),
+        answer: async (req, cancel) => {
           const sequenceId = req.sequenceId ?? '';
           try {
             call.guard();
-            stream.write({ ...(await predict(req, call)), sequenceId });
+            return { ...(await predict(decoded(req), call, cancel)), sequenceId };
           } catch (err) {
             const status = call.fail(err);
-            stream.write({ prediction: Buffer.alloc(0), sequenceId, status: { code: status.code!, message: status.details! } });
+            return { prediction: Buffer.alloc(0), sequenceId, status: { code: status.code!, message: status.details! } };
           }
-        });
+        },
+        cancel: call.cancel,
+        load,
+        finished: () => {
+          call.answered();
+          stream.end();
+        },
       });
-      stream.on('end', () => void answered.then(() => {
-        call.answered();
-        stream.end();
-      }));
     },
   };
 }

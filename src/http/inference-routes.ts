@@ -9,7 +9,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
-import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
 import { readBodyChunks } from './body';
 import { acceptOrDefault, cancelOnClientClose } from './client-request';
 
@@ -35,7 +35,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     // in length and number, and must not become a metric dimension.
     ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
-    if (!known) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${target}`);
+    if (!known) throw modelNotFound(target);
     const body = await readBodyChunks(ctx, maxRequestSize);
     // Node's own header object: copied into the frame only for a custom handler, which may read it.
     const headers = ctx.req.headers;

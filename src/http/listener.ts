@@ -44,6 +44,15 @@ export interface Listener {
   close(): Promise<void>;
 }
 
+/**
+ * Koa's request callback as node:http's listener. Its promise never rejects (Koa sends any error
+ * through ctx.onerror and the app's 'error' event), so nothing is left to handle here.
+ */
+export function koaListener(app: Koa): http.RequestListener {
+  const handle = app.callback();
+  return (req, res) => void handle(req, res);
+}
+
 export async function listen(app: Koa, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {
   if (addr.scheme === 'https') throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
   const l = { ...kDefaultLimits, ...limits };
@@ -52,7 +61,7 @@ export async function listen(app: Koa, addr: ListenAddress, limits: Partial<List
     headersTimeout: l.headersTimeoutMs,
     requestTimeout: l.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
-  }, app.callback());
+  }, koaListener(app));
   // Node drops headers past this count silently; one more than allowed lets the app refuse "too many" (431).
   server.maxHeadersCount = kMaxHeadersCount + 1;
   server.maxConnections = l.maxConnections;

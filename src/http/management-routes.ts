@@ -5,9 +5,9 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { MmeError } from '../errors';
+import { MmeError, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
-import type { LoadRequest, ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type LoadRequest, type ModelManager } from '../server/models/model-manager';
 import type { Model } from '../server/models/model';
 import { readBody } from './body';
 
@@ -50,18 +50,17 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
 
   router.put('/models/:name', guard, async (ctx) => {
     const name = ctx.params.name;
-    // A model whose load is in progress is registered (POST answers 409 for it): it is scaled once loaded.
-    if (!manager.registered(name)) throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
+    // A model whose load is in progress is registered (POST answers 409 for it): it is scaled, and answered, once loaded.
+    if (!manager.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
     if (max < min) throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
-    const scaling = manager.scale(name, min, max, synchronous);
+    // Awaited either way: a scale the memory budget refuses is 507, not 202.
+    await manager.scale(name, min, max, synchronous);
     if (synchronous) {
-      await scaling;
       ctx.body = { status: 'Workers scaled' };
     } else {
-      scaling.catch(() => undefined);
       ctx.status = 202;
       ctx.body = { status: 'Processing worker updates...' };
     }
@@ -162,7 +161,7 @@ function nameFromUrl(url: string): string {
 function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
   if (v === 'dedicated' || v === 'shared') return v;
-  throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${JSON.stringify(String(v).slice(0, 32))}`);
+  throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
 }
 
 function optString(v: unknown, key: string): string | undefined {
@@ -174,7 +173,7 @@ function optString(v: unknown, key: string): string | undefined {
 function optInt(v: unknown, key: string, min: number): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}; got ${JSON.stringify(v)}.`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}; got ${quoteValue(v)}.`);
   return n;
 }
 
@@ -182,13 +181,13 @@ function optBool(v: unknown, key: string): boolean | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v === 'boolean') return v;
   if (v === 'true' || v === 'false') return v === 'true';
-  throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be true or false; got ${JSON.stringify(v)}.`);
+  throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be true or false; got ${quoteValue(v)}.`);
 }
 
 function optIntList(v: unknown, key: string): number[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const list = Array.isArray(v) ? v : String(v).split(',').map((s) => Number(s.trim()));
-  if (!list.every((n) => Number.isInteger(n) && n >= 0)) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a list of GPU ids (non-negative integers); got ${JSON.stringify(v)}.`);
+  if (!list.every((n) => Number.isInteger(n) && n >= 0)) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`);
   return list as number[];
 }
 

@@ -10,8 +10,8 @@ import type { Context } from 'koa';
 import type { MmeError } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { oipWireRequest } from '../oip/infer-request';
-import { checkVersion, modelMetadata, modelNotFound, modelReady, serverMetadata } from '../oip/model-metadata';
-import type { ModelManager } from '../server/models/model-manager';
+import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../oip/model-metadata';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
 import { readBody } from './body';
 import { cancelOnClientClose } from './client-request';
 

@@ -6,19 +6,30 @@
  * bytes. Used by both processes: the server converts gRPC's typed contents, the worker decodes
  * tensors.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote, quoteValue } from '../errors';
 
-/** OIP datatype → onnxruntime-node tensor type. */
-export const V2_TO_ORT: Readonly<Record<string, string>> = {
-  BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',
-  INT8: 'int8', INT16: 'int16', INT32: 'int32', INT64: 'int64',
-  FP16: 'float16', FP32: 'float32', FP64: 'float64', BYTES: 'string',
-};
-const kOrtToV2: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(V2_TO_ORT).map(([k, v]) => [v, k]));
+/**
+ * OIP datatype → onnxruntime-node tensor type. A Map, as every table here: datatypes arrive as
+ * client text, and "constructor" or "__proto__" must find nothing rather than Object's members.
+ */
+const kV2ToOrt: ReadonlyMap<string, string> = new Map([
+  ['BOOL', 'bool'], ['UINT8', 'uint8'], ['UINT16', 'uint16'], ['UINT32', 'uint32'], ['UINT64', 'uint64'],
+  ['INT8', 'int8'], ['INT16', 'int16'], ['INT32', 'int32'], ['INT64', 'int64'],
+  ['FP16', 'float16'], ['FP32', 'float32'], ['FP64', 'float64'], ['BYTES', 'string'],
+]);
+const kOrtToV2: ReadonlyMap<string, string> = new Map([...kV2ToOrt].map(([k, v]) => [v, k]));
+
+/** Every OIP datatype name, for error messages. */
+export const V2_DATATYPES: readonly string[] = [...kV2ToOrt.keys()];
+
+/** The onnxruntime type of an OIP datatype the client named; undefined for anything else. */
+export function ortTypeOf(datatype: unknown): string | undefined {
+  return typeof datatype === 'string' ? kV2ToOrt.get(datatype) : undefined;
+}
 
 /** The OIP datatype of an onnxruntime type; unknown types keep their own name. */
 export function v2Datatype(ortType: string): string {
-  return kOrtToV2[ortType] ?? ortType;
+  return kOrtToV2.get(ortType) ?? ortType;
 }
 
 export type NumericArray =
@@ -27,11 +38,11 @@ export type NumericArray =
 type NumericCtor = { new (n: number): NumericArray; BYTES_PER_ELEMENT: number };
 
 /** The element array of each fixed-size datatype (BOOL as 0/1 bytes, FP16 as its bits), as onnxruntime takes it. */
-const kArrays: Readonly<Record<string, NumericCtor>> = {
-  BOOL: Uint8Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, UINT64: BigUint64Array,
-  INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array,
-  FP16: Uint16Array, FP32: Float32Array, FP64: Float64Array,
-};
+const kArrays: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
+  ['BOOL', Uint8Array], ['UINT8', Uint8Array], ['UINT16', Uint16Array], ['UINT32', Uint32Array], ['UINT64', BigUint64Array],
+  ['INT8', Int8Array], ['INT16', Int16Array], ['INT32', Int32Array], ['INT64', BigInt64Array],
+  ['FP16', Uint16Array], ['FP32', Float32Array], ['FP64', Float64Array],
+]);
 
 /** Raw elements: a typed array for fixed-size datatypes, one Buffer per element for BYTES. */
 export type RawElements = NumericArray | Buffer[];
@@ -42,9 +53,13 @@ function invalid(message: string): MmeError {
 
 /** Reads `count` elements of `datatype` from raw bytes (copied, so the array is aligned and owns its memory). */
 export function fromRaw(datatype: string, bytes: Buffer, count: number, what: string): RawElements {
-  if (datatype === 'BYTES') return readBytesElements(bytes, count, what);
-  const Ctor = kArrays[datatype];
-  if (!Ctor) throw invalid(`${what}: datatype ${datatype} is not one of ${Object.keys(V2_TO_ORT).join(', ')}`);
+  if (datatype === 'BYTES') {
+    const out: Buffer[] = [];
+    walkBytesElements(bytes, count, what, (start, end) => out.push(bytes.subarray(start, end)));
+    return out;
+  }
+  const Ctor = kArrays.get(datatype);
+  if (!Ctor) throw invalid(`${what}: datatype ${quote(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   if (bytes.length !== count * Ctor.BYTES_PER_ELEMENT) {
     throw invalid(`${what}: ${bytes.length} bytes of raw ${datatype} data, but its shape needs ${count} elements of ${Ctor.BYTES_PER_ELEMENT} bytes (${count * Ctor.BYTES_PER_ELEMENT})`);
   }
@@ -53,18 +68,30 @@ export function fromRaw(datatype: string, bytes: Buffer, count: number, what: st
   return out;
 }
 
-function readBytesElements(bytes: Buffer, count: number, what: string): Buffer[] {
-  const out: Buffer[] = [];
-  let offset = 0;
-  while (offset < bytes.length) {
-    if (offset + 4 > bytes.length) throw invalid(`${what}: raw BYTES data ends inside an element's 4-byte length`);
-    const n = bytes.readUInt32LE(offset);
-    if (offset + 4 + n > bytes.length) throw invalid(`${what}: a raw BYTES element says ${n} bytes but the data ends first`);
-    out.push(bytes.subarray(offset + 4, offset + 4 + n));
-    offset += 4 + n;
-  }
-  if (out.length !== count) throw invalid(`${what}: ${out.length} BYTES elements in the raw data, but its shape needs ${count}`);
+/** Raw BYTES elements as UTF-8 strings, decoded straight from the body: no Buffer object per element. */
+export function rawStrings(bytes: Buffer, count: number, what: string): string[] {
+  const out: string[] = [];
+  walkBytesElements(bytes, count, what, (start, end) => out.push(bytes.toString('utf8', start, end)));
   return out;
+}
+
+/**
+ * Calls `take` with the bounds of each length-prefixed element. It stops at `count`: a body of
+ * empty elements cannot make more work than its shape declares.
+ */
+function walkBytesElements(bytes: Buffer, count: number, what: string, take: (start: number, end: number) => void): void {
+  let offset = 0;
+  let n = 0;
+  while (offset < bytes.length) {
+    if (n === count) throw invalid(`${what}: the raw BYTES data holds more than the ${count} elements its shape needs`);
+    if (offset + 4 > bytes.length) throw invalid(`${what}: raw BYTES data ends inside an element's 4-byte length`);
+    const length = bytes.readUInt32LE(offset);
+    if (offset + 4 + length > bytes.length) throw invalid(`${what}: a raw BYTES element says ${length} bytes but the data ends first`);
+    take(offset + 4, offset + 4 + length);
+    offset += 4 + length;
+    n++;
+  }
+  if (n !== count) throw invalid(`${what}: ${n} BYTES elements in the raw data, but its shape needs ${count}`);
 }
 
 /** The raw bytes of elements already held in their datatype's array (or, for BYTES, as strings or Buffers). */
@@ -83,15 +110,27 @@ export function toRaw(data: NumericArray | ReadonlyArray<string | Buffer>): Buff
   return out;
 }
 
+/** A 64-bit element: a bigint, an integral number, or a decimal string no longer than UINT64's 20 digits (BigInt() of a longer one costs more). */
+function bigElement(v: unknown): bigint | undefined {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
+  return typeof v === 'string' && /^-?\d{1,20}$/.test(v) ? BigInt(v) : undefined;
+}
+
 /** A new array of `datatype` filled from plain values (numbers, decimal strings or bigints for 64-bit integers, booleans). */
 export function toArray(datatype: string, values: ArrayLike<unknown>, what: string): NumericArray {
-  const Ctor = kArrays[datatype];
-  if (!Ctor) throw invalid(`${what}: datatype ${datatype} has no typed contents; send it in raw contents`);
+  const Ctor = kArrays.get(datatype);
+  if (!Ctor) throw invalid(`${what}: datatype ${quote(datatype)} has no typed contents; send it in raw contents`);
   const out = new Ctor(values.length);
   const big = out instanceof BigInt64Array || out instanceof BigUint64Array;
+  const integral = big || !(out instanceof Float32Array || out instanceof Float64Array);
+  const slots = out as unknown as unknown[];
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    (out as unknown as unknown[])[i] = big ? BigInt(v as string | number | bigint) : typeof v === 'boolean' ? Number(v) : v;
+    const element = big ? bigElement(v) : typeof v === 'boolean' ? Number(v) : typeof v === 'number' ? v : undefined;
+    if (element !== undefined) slots[i] = element;
+    // An integer array wraps or truncates what does not fit: an element that reads back changed was out of range.
+    if (element === undefined || (integral && slots[i] !== element)) throw invalid(`${what}: element ${i}, ${quoteValue(v)}, is not a ${datatype} value`);
   }
   return out;
 }

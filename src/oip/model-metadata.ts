@@ -3,9 +3,9 @@
  * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
  * model readiness. Each model has one version, "1"; an unversioned request means it.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
-import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound, type ModelManager } from '../server/models/model-manager';
 import { v2Datatype } from './datatypes';
 
 export const SERVER_NAME = 'sagemaker-mme-node';
@@ -43,7 +43,7 @@ function tensorMetadata(info: TensorInfo): TensorMetadata {
 /** An empty version means the model's only one. */
 export function checkVersion(name: string, version: string | undefined): void {
   if (version && version !== MODEL_VERSION) {
-    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${name} has no version ${JSON.stringify(version.slice(0, 32))}; its only version is ${MODEL_VERSION} (or leave the version out).`);
+    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${quote(name)} has no version ${quote(version)}; its only version is ${MODEL_VERSION} (or leave the version out).`);
   }
 }
 
@@ -54,9 +54,6 @@ export function modelMetadata(manager: ModelManager, name: string, version?: str
   return { name, versions: [MODEL_VERSION], platform: kPlatform, inputs: model.inputs.map(tensorMetadata), outputs: model.outputs.map(tensorMetadata) };
 }
 
-export function modelNotFound(name: string): MmeError {
-  return new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
-}
 
 /** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
 export function modelReady(manager: ModelManager, name: string, version?: string): boolean {

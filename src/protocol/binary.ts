@@ -4,6 +4,11 @@
  * per-request messages are small and hot: no JSON, no replacer, no schema walk.
  */
 
+/** 2^32: an id's high word counts these. */
+const kWord = 0x1_0000_0000;
+/** The high word of 2^53 − 1. */
+const kMaxHighWord = 0x1f_ffff;
+
 /** A shared scratch buffer: a header is built here, then copied out once (headers are small). */
 let scratch = Buffer.allocUnsafe(64 * 1024);
 
@@ -42,6 +47,14 @@ export class BinaryWriter {
   f64(v: number): void {
     this.#room(8);
     this.#pos = this.#buf.writeDoubleBE(v, this.#pos);
+  }
+
+  /** A job or batch id (protocol/ids.ts): 8 bytes, high word first; any safe integer ≥ 0. */
+  id(v: number): void {
+    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`an id must be an integer from 0 to 2^53 − 1, not ${v}`);
+    this.#room(8);
+    this.#buf.writeUInt32BE(Math.floor(v / kWord), this.#pos);
+    this.#pos = this.#buf.writeUInt32BE(v >>> 0, this.#pos + 4);
   }
 
   str(v: string): void {
@@ -127,6 +140,15 @@ export class BinaryReader {
   f64(): number {
     this.#need(8);
     const v = this.buf.readDoubleBE(this.#pos);
+    this.#pos += 8;
+    return v;
+  }
+
+  id(): number {
+    this.#need(8);
+    const high = this.buf.readUInt32BE(this.#pos);
+    if (high > kMaxHighWord) throw new RangeError(`frame header holds an id past 2^53 − 1 at ${this.#pos}`);
+    const v = high * kWord + this.buf.readUInt32BE(this.#pos + 4);
     this.#pos += 8;
     return v;
   }

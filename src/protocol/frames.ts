@@ -13,13 +13,15 @@
  *
  * A process holds one model (a dedicated worker) or many (a shared host): each model it holds has a
  * slot number, which Load, Infer, Unload and the answers to them carry. Request and batch ids are
- * unique across the server, so Cancel, ChunkAck and Result need no slot.
+ * unique across the server, so Cancel, ChunkAck and Result need no slot. Ids are 64-bit fields and
+ * slots u32: protocol/ids.ts says why neither runs out.
  *
  * Bodies are never serialised: a frame is written as its header followed by the body buffers
  * themselves (one writev), and read back as slices of the frame buffer.
  */
 import type { Socket } from 'node:net';
 import { BinaryReader, BinaryWriter } from './binary';
+import { MAX_U32 } from './ids';
 import type { WireError } from '../errors';
 
 export const enum MessageKind {
@@ -88,6 +90,8 @@ export interface LoadMessage {
   maxResponseSize: number;
   /** Most bytes of one stream's chunks on their way to its client before the handler must wait (max_stream_buffer). */
   maxStreamBuffer: number;
+  /** Most tensor elements one request may decode into (max_request_elements). */
+  maxRequestElements: number;
   workerId: string;
   /** Which of the process's models this is (0 in a dedicated worker). */
   slot: number;
@@ -231,14 +235,16 @@ export function encodeFrame(frame: Frame): Buffer[] {
     case MessageKind.Infer: writeInfer(w, frame.msg, bodies); break;
     case MessageKind.Result: writeResult(w, frame.msg, bodies); break;
     case MessageKind.Chunk: writeChunk(w, frame.msg, bodies); break;
-    case MessageKind.Cancel: w.u32(frame.msg.id); break;
-    case MessageKind.ChunkAck: w.u32(frame.msg.id); w.u32(frame.msg.bytes); break;
+    case MessageKind.Cancel: w.id(frame.msg.id); break;
+    case MessageKind.ChunkAck: w.id(frame.msg.id); w.u32(frame.msg.bytes); break;
     default: w.raw(Buffer.from(JSON.stringify(frame.msg)));
   }
   const head = w.finish();
   let payload = 0;
   for (const b of bodies) payload += b.length;
-  head.writeUInt32BE(head.length - 4 + payload, 0);
+  const length = head.length - 4 + payload;
+  if (length > MAX_U32) throw new FrameTooLargeError(length, MAX_U32);
+  head.writeUInt32BE(length, 0);
   head.writeUInt8(frame.kind, 4);
   head.writeUInt32BE(head.length - kPrefix, 5);
   return bodies.length === 0 ? [head] : [head, ...bodies];
@@ -279,8 +285,8 @@ export function decodeFrame(buf: Buffer): Frame {
     case MessageKind.Infer: return { kind, msg: readInfer(r) };
     case MessageKind.Result: return { kind, msg: readResult(r) };
     case MessageKind.Chunk: return { kind, msg: readChunk(r) };
-    case MessageKind.Cancel: return { kind, msg: { id: r.u32() } };
-    case MessageKind.ChunkAck: return { kind, msg: { id: r.u32(), bytes: r.u32() } };
+    case MessageKind.Cancel: return { kind, msg: { id: r.id() } };
+    case MessageKind.ChunkAck: return { kind, msg: { id: r.id(), bytes: r.u32() } };
     default: return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) } as Frame;
   }
 }
@@ -291,13 +297,13 @@ const kStream = 1;
 const kHasHeaders = 2;
 
 function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
-  w.u32(m.batchId);
+  w.id(m.batchId);
   w.u32(m.slot ?? 0);
   w.u8((m.independent ? kIndependent : 0) | (m.withHeaders ? kWithHeaders : 0));
   w.u32(m.requests.length);
   for (const r of m.requests) {
     const headers = m.withHeaders ? r.headers : undefined;
-    w.u32(r.id);
+    w.id(r.id);
     w.u8((r.stream ? kStream : 0) | (headers ? kHasHeaders : 0));
     w.str(r.requestId);
     w.str(r.contentType);
@@ -308,13 +314,13 @@ function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
 }
 
 function readInfer(r: BinaryReader): InferMessage {
-  const batchId = r.u32();
+  const batchId = r.id();
   const slot = r.u32();
   const flags = r.u8();
   const n = r.u32();
   const requests: WireRequest[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const id = r.u32();
+    const id = r.id();
     const f = r.u8();
     const req: WireRequest = { id, requestId: r.str(), contentType: r.str(), accept: r.str() };
     if (f & kStream) req.stream = true;
@@ -326,11 +332,11 @@ function readInfer(r: BinaryReader): InferMessage {
 }
 
 function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void {
-  w.u32(m.batchId);
+  w.id(m.batchId);
   w.f64(m.modelMicros);
   w.u32(m.responses.length);
   for (const x of m.responses) {
-    w.u32(x.id);
+    w.id(x.id);
     writeHead(w, x);
     w.u8(x.error ? 1 : 0);
     if (x.error) {
@@ -343,12 +349,12 @@ function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void 
 }
 
 function readResult(r: BinaryReader): ResultMessage {
-  const batchId = r.u32();
+  const batchId = r.id();
   const modelMicros = r.f64();
   const n = r.u32();
   const responses: WireResponse[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const x: WireResponse = { id: r.u32(), ...readHead(r) };
+    const x: WireResponse = { id: r.id(), ...readHead(r) };
     if (r.u8() === 1) x.error = { code: r.str(), status: r.u16(), message: r.str() };
     x.body = r.body();
     responses[i] = x;
@@ -368,7 +374,7 @@ function readHead(r: BinaryReader): ResponseHead {
 
 function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
   w.u32(m.slot);
-  w.u32(m.id);
+  w.id(m.id);
   w.u8(m.head ? 1 : 0);
   if (m.head) writeHead(w, m.head);
   w.body(m.body, bodies);
@@ -376,7 +382,7 @@ function writeChunk(w: BinaryWriter, m: ChunkMessage, bodies: Buffer[]): void {
 
 function readChunk(r: BinaryReader): ChunkMessage {
   const slot = r.u32();
-  const id = r.u32();
+  const id = r.id();
   const msg: ChunkMessage = { slot, id };
   if (r.u8() === 1) msg.head = readHead(r);
   msg.body = r.body();

@@ -9,7 +9,7 @@
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import { acceptParameter } from './media-types';
-import type { PlainTensor } from './tensors';
+import type { PlainTensor } from './tensor';
 
 export const kCsvOutputParameter = 'output';
 const kCsvOutputs = ['label', 'probabilities', 'probability'] as const;

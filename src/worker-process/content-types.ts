@@ -3,17 +3,18 @@
  * which writes its response (by Accept, else 406). JSON feeds any model; CSV and .npy carry one
  * array, so they feed single-input models and answer for single-output models.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
 import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
-import { checkShape, decodeJson, describeInput, encodeJson, type DecodedRequest, type JsonFormat } from './json-codec';
+import { checkShape, decodeJson, describeInput, emptyFeeds, encodeJson, type DecodedRequest, type JsonFormat, type OutputSelection } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
 import { OIP_MEDIA_TYPE } from '../oip/binary-body';
-import { decodeOip, encodeOip, type EncodedBody, type OutputSelection } from './oip-codec';
-import { castTo, type PlainTensor } from './tensors';
+import { decodeOip, encodeOip, type EncodedBody } from './oip-codec';
+import { castTo } from './nested-arrays';
+import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
 export interface EncodeMeta {
   /** The JSON shape the request came in, mirrored in a JSON response. */
@@ -28,27 +29,28 @@ export interface EncodeMeta {
 
 interface Codec {
   mediaType: string;
-  decode(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest;
+  /** `budget` bounds what this one request may decode into (tensor.ts). */
+  decode(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest;
   /** A body, or a body with a content type of its own (when it carries parameters). */
   encode(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string | Buffer | EncodedBody;
 }
 
 const json: Codec = {
   mediaType: 'application/json',
-  decode: (req, inputs) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs),
-  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id),
+  decode: (req, inputs, budget) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs, budget),
+  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id, meta.selection),
 };
 
 const csv: Codec = {
   mediaType: 'text/csv',
-  decode: (req, inputs) => single(inputs, 'text/csv', (info) => decodeCsv(req.body, info)),
+  decode: (req, inputs, budget) => single(inputs, 'text/csv', (info) => decodeCsv(req.body, info, budget)),
   encode: (outputs, meta) => encodeCsv(classifierCsvColumns(outputs, meta.outputs, meta.accept) ?? onlyOutput(outputs, 'text/csv')),
 };
 
 const npy: Codec = {
   mediaType: 'application/x-npy',
-  decode: (req, inputs) => single(inputs, 'application/x-npy', (info) => {
-    const t = castTo(parseNpy(req.body), info.type, `input ${info.name}`);
+  decode: (req, inputs, budget) => single(inputs, 'application/x-npy', (info) => {
+    const t = castTo(parseNpy(req.body, budget), info.type, `input ${info.name}`);
     checkShape(info, t.dims);
     return t;
   }),
@@ -71,7 +73,7 @@ export function decoderFor(contentType: string): Codec {
   // The OIP type ends in +json but is not plain JSON: it is matched first.
   const codec = kCodecs.find((c) => c.mediaType === type) ?? (isJson(type) ? json : undefined);
   if (!codec) {
-    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${contentType} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`);
+    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${quote(contentType)} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`);
   }
   return codec;
 }
@@ -79,7 +81,7 @@ export function decoderFor(contentType: string): Codec {
 export function encoderFor(accept: string): Codec {
   const type = negotiate(accept, kMediaTypes);
   if (!type) {
-    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `Accept ${accept} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`);
+    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `Accept ${quote(accept)} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`);
   }
   return kCodecs.find((c) => c.mediaType === type)!;
 }
@@ -94,16 +96,18 @@ function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));
   } catch (err) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `the request body is not valid JSON: ${(err as Error).message}`);
+    throw new MmeError('MME_ERR_INVALID_INPUT', `the request body is not valid JSON: ${quote((err as Error).message)}`);
   }
 }
 
 /** A CSV or .npy body is one array: it feeds the model's only input, and answers as a bare JSON array. */
-function single(inputs: readonly TensorInfo[], mediaType: string, decode: (info: TensorInfo) => PlainTensor): DecodedRequest {
+function single(inputs: readonly TensorInfo[], mediaType: string, decode: (info: TensorInfo) => Tensor): DecodedRequest {
   if (inputs.length !== 1) {
     throw new MmeError('MME_ERR_INVALID_INPUT', `a ${mediaType} body is one array, so it can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send application/json {"inputs": {"<input name>": [...]}} instead`);
   }
-  return { format: 'bare', feeds: { [inputs[0].name]: decode(inputs[0]) } };
+  const feeds = emptyFeeds();
+  feeds[inputs[0].name] = decode(inputs[0]);
+  return { format: 'bare', feeds };
 }
 
 function onlyOutput(outputs: Record<string, PlainTensor>, mediaType: string): PlainTensor {

@@ -3,9 +3,10 @@
  * session, the requests' headers, and per-request response setters.
  */
 import * as ort from 'onnxruntime-node';
+import { MmeError, quote, quoteValue } from '../errors';
 import { SERVER_NAME, SERVER_VERSION } from '../oip/model-metadata';
 import type { ResponseHead, TensorInfo } from '../protocol/frames';
-import type { PlainTensor } from './tensors';
+import type { PlainTensor } from './tensor';
 
 export interface HandlerRequest {
   /** Raw request body as received by the server. */
@@ -42,10 +43,51 @@ export interface ModelInfo {
   streaming: boolean;
   /** Most bytes of a stream's chunks that may be on their way to a client (max_stream_buffer). */
   maxStreamBuffer: number;
+  /** Most tensor elements one request may decode into (max_request_elements). */
+  maxRequestElements: number;
 }
 
 /** Sends one chunk of request `index`; `head` rides along with that request's first chunk. */
 export type SendChunk = (index: number, chunk: Buffer, head?: ResponseHead) => void;
+
+/** Most characters a response's content type and headers may hold together: they travel in a frame's header. */
+const kMaxHeadChars = 64 * 1024;
+/** What Node's http module accepts in a header value: no control character but tab, nothing past U+00FF. */
+const kHeaderValue = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** An HTTP token (RFC 9110): what a header name must be. */
+const kHeaderName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Headers that frame the response: the server sets them, and a handler's would contradict its own. */
+const kFramingHeaders = new Set(['content-length', 'transfer-encoding', 'connection']);
+const kVisible = 'a string of visible characters, spaces and tabs (no control characters)';
+
+const defaultHead = (): ResponseHead => ({ status: 200, contentType: '', headers: {} });
+
+/**
+ * What is wrong with a response head a handler set, or null. Every head is checked before a frame
+ * carries it: a wrong type or value fails its own request with a 500 that says what, instead of
+ * throwing in the frame encoder, outside any request, where it would take the process down.
+ */
+export function headFault(head: unknown): string | null {
+  if (typeof head !== 'object' || head === null) return `the response of this request to ${quoteValue(head)}: leave context.responses as the context made them`;
+  const { status, contentType, headers } = head as Partial<ResponseHead>;
+  if (!Number.isInteger(status) || status! < 200 || status! > 599) return `status ${quoteValue(status)}: it must be an integer from 200 to 599`;
+  if (typeof contentType !== 'string' || !kHeaderValue.test(contentType)) return `the content type to ${quoteValue(contentType)}: it must be ${kVisible}`;
+  if (typeof headers !== 'object' || headers === null) return `the response headers to ${quoteValue(headers)}: they must be an object of names to values`;
+  let chars = contentType.length;
+  // for-in, as the frame encoder walks them: inherited enumerable names included.
+  for (const name in headers) {
+    const value: unknown = headers[name];
+    const set = `response header ${quote(name)} to ${quoteValue(value)}`;
+    if (!kHeaderName.test(name)) return `${set}: a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`;
+    if (kFramingHeaders.has(name.toLowerCase())) return `${set}: the server sets ${name.toLowerCase()} itself`;
+    if (typeof value !== 'string' || !kHeaderValue.test(value)) return `${set}: a header value must be ${kVisible}`;
+    chars += name.length + value.length;
+    if (chars > kMaxHeadChars) return `${set}: the content type and headers of a response may hold at most ${kMaxHeadChars} characters in all`;
+  }
+  return null;
+}
+
+const handlerMistake = (fault: string) => new MmeError('MME_ERR_MODEL_ERROR', `the handler set ${fault}`);
 
 /**
  * One context per batch (a preload_model process runs several batches at once), built on the
@@ -60,10 +102,12 @@ export class HandlerContext {
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
   readonly streaming: boolean;
+  readonly maxRequestElements: number;
   readonly systemProperties: SystemProperties;
   /** Per-request scratch space handlers can use to pass data between preprocess and postprocess. */
   readonly state: Array<Record<string, unknown>>;
-  readonly responses: ResponseHead[];
+  /** Behind a getter: a handler may change a head, never replace the array the worker reads them from. */
+  readonly #responses: ResponseHead[];
   readonly #cancelled = new Set<number>();
   readonly #streamed = new Set<number>();
   /** Streamed bytes per request not yet acknowledged by the server. */
@@ -80,10 +124,29 @@ export class HandlerContext {
     this.inputs = model.inputs;
     this.outputs = model.outputs;
     this.streaming = model.streaming;
+    this.maxRequestElements = model.maxRequestElements;
     this.#streamLimit = model.maxStreamBuffer;
     this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: SERVER_NAME, server_version: SERVER_VERSION };
     this.state = requests.map(() => ({}));
-    this.responses = requests.map(() => ({ status: 200, contentType: '', headers: {} }));
+    this.#responses = requests.map(defaultHead);
+  }
+
+  /** Each request's response head (status, content type, headers), as the setters below leave them. */
+  get responses(): ResponseHead[] {
+    return this.#responses;
+  }
+
+  /**
+   * Checks every request's head once the handler is done with the batch. A faulty one is replaced
+   * by the defaults, so its error answer carries nothing of it; its request gets that error.
+   */
+  checkResponses(): Array<MmeError | null> {
+    return this.requests.map((_, i) => {
+      const fault = headFault(this.#responses[i]);
+      if (!fault) return null;
+      this.#responses[i] = defaultHead();
+      return handlerMistake(fault);
+    });
   }
 
   /**
@@ -119,7 +182,8 @@ export class HandlerContext {
   }
 
   setResponseHeader(index: number, name: string, value: string): void {
-    this.responses[index].headers[name.toLowerCase()] = value;
+    // Whatever a handler passes: headFault says what is wrong with it.
+    this.responses[index].headers[String(name).toLowerCase()] = value;
   }
 
   /**
@@ -138,10 +202,12 @@ export class HandlerContext {
     if (pending > 0 && pending + body.length > this.#streamLimit) {
       throw new Error(`the client of this stream is not reading: ${pending} bytes of chunks are still waiting to reach it, and max_stream_buffer is ${this.#streamLimit}; await context.drained(${index}) before sending more`);
     }
-    this.#unacked[index] = pending + body.length;
     const first = !this.#streamed.has(index);
+    const fault = first ? headFault(this.#responses[index]) : null;
+    if (fault) throw handlerMistake(fault);
+    this.#unacked[index] = pending + body.length;
     this.#streamed.add(index);
-    this.sendChunk(index, body, first ? this.responses[index] : undefined);
+    this.sendChunk(index, body, first ? this.#responses[index] : undefined);
     return true;
   }
 

@@ -10,17 +10,16 @@ import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerContext, HandlerRequest } from './context';
 import { decoderFor, encodeAnswer, encoderFor } from './content-types';
-import type { JsonFormat } from './json-codec';
-import type { OutputSelection } from './oip-codec';
-import { concat, split, type PlainTensor } from './tensors';
+import { emptyFeeds, type Feeds, type JsonFormat, type OutputSelection } from './json-codec';
+import { RequestBudget, Tensor, type PlainTensor } from './tensor';
 
 export type Slot<T> = T | Error;
-export type Feeds = Record<string, PlainTensor>;
 
 export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
   return requests.map((req, i) => {
     try {
-      const decoded = decoderFor(req.contentType).decode(req, ctx.inputs);
+      const budget = new RequestBudget(ctx.maxRequestElements, req.body.length);
+      const decoded = decoderFor(req.contentType).decode(req, ctx.inputs, budget);
       ctx.state[i].format = decoded.format;
       ctx.state[i].id = decoded.id;
       ctx.state[i].selection = decoded.selection;
@@ -31,8 +30,11 @@ export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext
   });
 }
 
-export async function inference(inputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<Feeds>>> {
-  const results: Array<Slot<Feeds>> = inputs.slice();
+/** Feeds as this module's preprocess makes them, or a custom preprocess's plain tensors. */
+type AnyFeeds = Record<string, PlainTensor>;
+
+export async function inference(inputs: Array<Slot<AnyFeeds>>, ctx: HandlerContext): Promise<Array<Slot<AnyFeeds>>> {
+  const results: Array<Slot<AnyFeeds>> = inputs.slice();
   const groups = new Map<string, number[]>();
   inputs.forEach((feeds, i) => {
     if (feeds instanceof Error) return;
@@ -43,12 +45,12 @@ export async function inference(inputs: Array<Slot<Feeds>>, ctx: HandlerContext)
   });
   for (const members of groups.values()) {
     if (members.length === 1) {
-      results[members[0]] = await runSafely(ctx, inputs[members[0]] as Feeds);
+      results[members[0]] = await runSafely(ctx, inputs[members[0]] as AnyFeeds);
       continue;
     }
-    const merged = await runMerged(ctx, members.map((i) => inputs[i] as Feeds));
+    const merged = await runMerged(ctx, members.map((i) => inputs[i] as AnyFeeds));
     if (merged) members.forEach((i, k) => (results[i] = merged[k]));
-    else for (const i of members) results[i] = await runSafely(ctx, inputs[i] as Feeds);
+    else for (const i of members) results[i] = await runSafely(ctx, inputs[i] as AnyFeeds);
   }
   return results;
 }
@@ -57,11 +59,11 @@ export async function inference(inputs: Array<Slot<Feeds>>, ctx: HandlerContext)
  * Requests can share a run when every input has the same type and trailing dims and the model's
  * first dimension is free. Returns null when this request must run alone.
  */
-function batchKey(feeds: Feeds, infos: readonly TensorInfo[]): string | null {
+function batchKey(feeds: AnyFeeds, infos: readonly TensorInfo[]): string | null {
   let key = '';
   let rows = -1;
   for (const info of infos) {
-    const t = feeds[info.name];
+    const t = Object.hasOwn(feeds, info.name) ? feeds[info.name] : undefined;
     if (!t || t.dims.length === 0 || (typeof info.shape[0] === 'number' && info.shape[0] >= 0)) return null;
     if (rows >= 0 && t.dims[0] !== rows) return null;
     rows = t.dims[0];
@@ -70,20 +72,52 @@ function batchKey(feeds: Feeds, infos: readonly TensorInfo[]): string | null {
   return key;
 }
 
-async function runMerged(ctx: HandlerContext, members: Feeds[]): Promise<Feeds[] | null> {
-  const rows = members.map((f) => f[ctx.inputs[0].name].dims[0]);
-  const total = rows.reduce((a, b) => a + b, 0);
-  const feeds: Feeds = {};
-  for (const info of ctx.inputs) feeds[info.name] = concat(members.map((f) => f[info.name]));
+/**
+ * One run for several requests. Only checked Tensors are joined, and the outputs are split by the
+ * rows each request brought: any disagreement (a custom preprocess's malformed tensor, an output
+ * that is not per row) runs the requests one by one instead, so a bad request fails alone.
+ */
+async function runMerged(ctx: HandlerContext, members: AnyFeeds[]): Promise<Feeds[] | null> {
+  const tensors = members.map((f) => asTensors(f, ctx.inputs));
+  if (tensors.some((t) => t === null)) return null;
+  const checked = tensors as Feeds[];
+  const rows = checked.map((f) => f[ctx.inputs[0].name].dims[0]);
+  const feeds = emptyFeeds();
+  for (const info of ctx.inputs) feeds[info.name] = Tensor.concat(checked.map((f) => f[info.name]));
   const out = await runSafely(ctx, feeds);
   if (out instanceof Error) return null; // retried one by one, so only the culprit fails
-  const names = Object.keys(out);
-  if (!names.every((n) => out[n].dims[0] === total)) return null;
-  const pieces = names.map((n) => split(out[n], rows));
-  return members.map((_, k) => Object.fromEntries(names.map((n, j) => [n, pieces[j][k]])));
+  const pieces = new Map<string, Tensor[]>();
+  for (const name of Object.keys(out)) {
+    const t = asTensor(out[name]);
+    if (!t || t.dims[0] !== rows.reduce((a, b) => a + b, 0)) return null;
+    pieces.set(name, t.split(rows));
+  }
+  return checked.map((_, k) => {
+    const answer = emptyFeeds();
+    for (const [name, split] of pieces) answer[name] = split[k];
+    return answer;
+  });
 }
 
-async function runSafely(ctx: HandlerContext, feeds: Feeds): Promise<Slot<Feeds>> {
+function asTensors(feeds: AnyFeeds, infos: readonly TensorInfo[]): Feeds | null {
+  const out = emptyFeeds();
+  for (const info of infos) {
+    const t = asTensor(feeds[info.name]);
+    if (!t) return null;
+    out[info.name] = t;
+  }
+  return out;
+}
+
+function asTensor(t: PlainTensor | undefined): Tensor | null {
+  try {
+    return t ? Tensor.of(t) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function runSafely(ctx: HandlerContext, feeds: AnyFeeds): Promise<Slot<AnyFeeds>> {
   try {
     return await ctx.run(feeds);
   } catch (err) {
@@ -101,7 +135,7 @@ function classifyRunError(err: Error): MmeError {
 }
 
 /** Accept is negotiated here, not in preprocess: a custom postprocess may produce types this one cannot. */
-export async function postprocess(outputs: Array<Slot<Feeds>>, ctx: HandlerContext): Promise<Array<Slot<string | Buffer>>> {
+export async function postprocess(outputs: Array<Slot<AnyFeeds>>, ctx: HandlerContext): Promise<Array<Slot<string | Buffer>>> {
   return outputs.map((out, i) => {
     if (out instanceof Error) return out;
     try {

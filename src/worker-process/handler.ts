@@ -38,16 +38,35 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
   return {
     streaming: mod.streaming === true,
     async initialize(ctx) {
-      if (mod.initialize) await mod.initialize(ctx);
+      try {
+        if (mod.initialize) await mod.initialize(ctx);
+      } catch (err) {
+        throw withoutRequireStack(err);
+      }
     },
     async handle(requests, ctx) {
-      const out = await handle(requests, ctx);
+      let out: unknown;
+      try {
+        out = await handle(requests, ctx);
+      } catch (err) {
+        // A head set wrong before the throw must not ride on the error answers either.
+        ctx.checkResponses();
+        throw withoutRequireStack(err);
+      }
+      const mistakes = ctx.checkResponses();
       if (!Array.isArray(out) || out.length !== requests.length) {
         throw new MmeError('MME_ERR_MODEL_ERROR', `the handler returned ${Array.isArray(out) ? `${out.length} results` : typeof out} for a batch of ${requests.length}; it must return one result per request`);
       }
-      return out;
+      // A request whose head is faulty gets the error saying so, in place of its result.
+      return out.map((result, i) => mistakes[i] ?? result);
     },
   };
+}
+
+/** A failed require's message, without the require stack of server paths Node appends to it: clients read it. */
+function withoutRequireStack(err: unknown): unknown {
+  if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') err.message = err.message.split('\n')[0]!;
+  return err;
 }
 
 /** Drops the handler module from require's cache: a shared host that unloads a model must not keep its code and state. */

@@ -5,19 +5,32 @@
  *   {"inputs": [{"name","shape","datatype","data"}]} (Open Inference Protocol v2) → v2 response
  *   [[...], ...]  bare array (SageMaker SDK JSONSerializer of an ndarray) → bare array
  */
-import { MmeError } from '../errors';
-import { V2_TO_ORT, v2Datatype, fromRaw } from '../oip/datatypes';
-import type { V2Tensor } from '../oip/types';
+import { MmeError, quote, quoteValue } from '../errors';
+import { ortTypeOf, rawStrings, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
+import type { V2Parameters, V2Tensor } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import { probabilityRows } from './classifier-answers';
-import type { OutputSelection } from './oip-codec';
-import { elementCount, fromNested, jsonElements, nest, shapeOf, type PlainTensor, type TensorData } from './tensors';
+import { fromNested, jsonElements, nest, shapeOf } from './nested-arrays';
+import { countElements, Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
 export type JsonFormat = 'named' | 'instances' | 'v2' | 'bare';
 
+/** Decoded inputs by the model's input names; no prototype, since a model may name an input "__proto__". */
+export type Feeds = Record<string, Tensor>;
+
+export function emptyFeeds(): Feeds {
+  return Object.create(null) as Feeds;
+}
+
+/** What a v2 request asked of the answer: which outputs (all when it lists none), and which in binary. */
+export interface OutputSelection {
+  outputs?: Array<{ name: string; parameters?: V2Parameters }>;
+  binaryAll: boolean;
+}
+
 export interface DecodedRequest {
   format: JsonFormat;
-  feeds: Record<string, PlainTensor>;
+  feeds: Feeds;
   /** v2 request id, echoed in the response. */
   id?: string;
   /** OIP requests: which outputs to answer, and which in binary (oip-codec.ts). */
@@ -32,90 +45,124 @@ function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
-export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[]): DecodedRequest {
-  if (Array.isArray(parsed)) return { format: 'bare', feeds: single(parsed, inputs, 'the request body') };
+export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
+  if (Array.isArray(parsed)) return { format: 'bare', feeds: single(parsed, inputs, 'the request body', budget) };
   if (parsed === null || typeof parsed !== 'object') {
     throw invalid('the JSON body must be an object like {"inputs": {"<input name>": [[...]]}}, {"instances": [...]}, a v2 {"inputs": [{"name","shape","datatype","data"}]} body, or a bare nested array');
   }
   const body = parsed as Record<string, unknown>;
-  if (Array.isArray(body.instances)) return { format: 'instances', feeds: single(body.instances, inputs, '"instances"') };
-  if (Array.isArray(body.inputs)) return { format: 'v2', feeds: decodeV2(body.inputs, inputs), id: typeof body.id === 'string' ? body.id : undefined };
-  if (body.inputs && typeof body.inputs === 'object') return { format: 'named', feeds: decodeNamed(body.inputs as Record<string, unknown>, inputs) };
+  const instances = own(body, 'instances');
+  if (Array.isArray(instances)) return { format: 'instances', feeds: single(instances, inputs, '"instances"', budget) };
+  const given = own(body, 'inputs');
+  const id = own(body, 'id');
+  if (Array.isArray(given)) return { format: 'v2', feeds: decodeV2(given, inputs, budget), id: typeof id === 'string' ? id : undefined, selection: outputSelection(body) };
+  if (given && typeof given === 'object') return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
   throw invalid(`the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`);
 }
 
-function single(value: unknown[], inputs: readonly TensorInfo[], what: string): Record<string, PlainTensor> {
+/** The `outputs` and `parameters.binary_data_output` of a v2 request body or inference header. */
+export function outputSelection(header: object): OutputSelection {
+  const outputs = own(header, 'outputs');
+  if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))) {
+    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
+  }
+  const parameters = own(header, 'parameters');
+  return { outputs, binaryAll: !!parameters && typeof parameters === 'object' && own(parameters, 'binary_data_output') === true };
+}
+
+/**
+ * The outputs a v2 answer holds, in the order asked. The names are the client's: "__proto__" or
+ * "toString" must find nothing, not Object's members.
+ */
+export function selectedOutputs(outputs: Record<string, PlainTensor>, selection: OutputSelection | undefined): Array<[string, PlainTensor]> {
+  if (!selection?.outputs) return Object.entries(outputs);
+  return selection.outputs.map(({ name }) => {
+    if (!Object.hasOwn(outputs, name)) throw invalid(`requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+    return [name, outputs[name]!];
+  });
+}
+
+/** A field of a client's object, never one inherited from Object.prototype. */
+function own(o: object, key: string): unknown {
+  return Object.hasOwn(o, key) ? (o as Record<string, unknown>)[key] : undefined;
+}
+
+function single(value: unknown[], inputs: readonly TensorInfo[], what: string, budget: RequestBudget): Feeds {
   if (inputs.length !== 1) {
     throw invalid(`${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send {"inputs": {"<input name>": [...]}} instead`);
   }
   const info = inputs[0];
-  return { [info.name]: toTensor(info, value, shapeOf(value, `input ${info.name}`)) };
+  const feeds = emptyFeeds();
+  feeds[info.name] = nestedTensor(info, value, budget);
+  return feeds;
 }
 
-function decodeNamed(given: Record<string, unknown>, inputs: readonly TensorInfo[]): Record<string, PlainTensor> {
+function decodeNamed(given: Record<string, unknown>, inputs: readonly TensorInfo[], budget: RequestBudget): Feeds {
   checkNames(Object.keys(given), inputs);
-  const feeds: Record<string, PlainTensor> = {};
-  for (const info of inputs) {
-    const value = given[info.name];
-    feeds[info.name] = toTensor(info, value, shapeOf(value, `input ${info.name}`));
-  }
+  const feeds = emptyFeeds();
+  for (const info of inputs) feeds[info.name] = nestedTensor(info, own(given, info.name), budget);
   return feeds;
+}
+
+/** A nested JSON array as the input's tensor: its nesting is its shape. */
+function nestedTensor(info: TensorInfo, value: unknown, budget: RequestBudget): Tensor {
+  const what = `input ${info.name}`;
+  const dims = shapeOf(value, what);
+  checkShape(info, dims);
+  return Tensor.build(info.type, dims, budget, what, () => fromNested(info.type, value, dims, what));
 }
 
 /**
  * v2 input tensors → feeds. `raw` holds the bytes of inputs sent in binary (the binary tensor
- * extension, or gRPC raw contents); the others carry JSON `data`.
+ * extension, or gRPC raw contents); the others carry JSON `data`, flat or nested in row-major order.
  */
-export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], raw?: ReadonlyMap<unknown, Buffer>): Record<string, PlainTensor> {
+export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], budget: RequestBudget, raw?: ReadonlyMap<unknown, Buffer>): Feeds {
   const byName = new Map<string, Record<string, unknown>>();
   for (const item of list) {
-    if (!item || typeof item !== 'object' || typeof (item as { name?: unknown }).name !== 'string') {
-      throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
-    }
-    byName.set((item as { name: string }).name, item as Record<string, unknown>);
+    const name = item && typeof item === 'object' ? own(item, 'name') : undefined;
+    if (typeof name !== 'string') throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
+    if (byName.has(name)) throw invalid(`v2 input ${quote(name)} is listed twice; send each input once`);
+    byName.set(name, item as Record<string, unknown>);
   }
   checkNames([...byName.keys()], inputs);
-  const feeds: Record<string, PlainTensor> = {};
+  const feeds = emptyFeeds();
   for (const info of inputs) {
     const item = byName.get(info.name)!;
-    const { shape, datatype, data } = item;
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
-      throw invalid(`v2 input ${info.name}: "shape" must be a list of non-negative integers`);
-    }
-    const type = typeof datatype === 'string' ? V2_TO_ORT[datatype] : undefined;
-    if (type === undefined) throw invalid(`v2 input ${info.name}: datatype ${JSON.stringify(datatype)} is not one of ${Object.keys(V2_TO_ORT).join(', ')}`);
-    if (type !== info.type) throw invalid(`v2 input ${info.name}: datatype ${datatype} does not match the model's ${v2Datatype(info.type)} (${info.type})`);
+    const what = `v2 input ${info.name}`;
+    const shape = own(item, 'shape');
+    const datatype = own(item, 'datatype');
+    if (!Array.isArray(shape)) throw invalid(`${what}: "shape" must be a list of non-negative integers`);
+    countElements(shape, what);
+    const type = ortTypeOf(datatype);
+    if (type === undefined) throw invalid(`${what}: datatype ${quoteValue(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+    if (type !== info.type) throw invalid(`${what}: datatype ${datatype as string} does not match the model's ${v2Datatype(info.type)} (${info.type})`);
+    checkShape(info, shape as number[]);
     const bytes = raw?.get(item);
-    if (bytes) {
-      checkShape(info, shape);
-      const elements = fromRaw(datatype as string, bytes, elementCount(shape), `v2 input ${info.name}`);
-      const data = Array.isArray(elements) ? elements.map((b) => b.toString('utf8')) : elements;
-      feeds[info.name] = { type, dims: shape, data: data as TensorData };
-      continue;
-    }
-    const flat = Array.isArray(data) ? (data as unknown[]).flat(Infinity) : [data];
-    if (flat.length !== elementCount(shape)) {
-      throw invalid(`v2 input ${info.name}: "data" has ${flat.length} elements but shape [${shape.join(', ')}] needs ${elementCount(shape)}`);
-    }
-    feeds[info.name] = toTensor(info, flat, shape, [flat.length]);
+    if (bytes) feeds[info.name] = type === 'string' ? Tensor.build(type, shape, budget, what, (n) => rawStrings(bytes, n, what)) : Tensor.fromBytes(type, shape, bytes, false, budget, what, datatype as string);
+    else feeds[info.name] = v2DataTensor(info, shape as number[], own(item, 'data'), budget, what);
   }
   return feeds;
+}
+
+/** JSON `data` of a v2 input: a flat list, or nested in any rectangular way with the shape's element count. */
+function v2DataTensor(info: TensorInfo, shape: number[], data: unknown, budget: RequestBudget, what: string): Tensor {
+  const dataDims = Array.isArray(data) ? shapeOf(data, `${what} "data"`) : [];
+  return Tensor.build(info.type, shape, budget, what, (n) => {
+    const given = dataDims.reduce((a, b) => a * b, 1);
+    if (given !== n) throw invalid(`${what}: "data" has ${given} elements but shape [${shape.join(', ')}] needs ${n}`);
+    return fromNested(info.type, data, dataDims, what);
+  });
 }
 
 function checkNames(given: string[], inputs: readonly TensorInfo[]): void {
   const expected = new Set(inputs.map((i) => i.name));
   for (const name of given) {
-    if (!expected.has(name)) throw invalid(`unknown input "${name}"; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
+    if (!expected.has(name)) throw invalid(`unknown input ${quote(name)}; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
   }
+  const present = new Set(given);
   for (const info of inputs) {
-    if (!given.includes(info.name)) throw invalid(`missing input ${describeInput(info)}`);
+    if (!present.has(info.name)) throw invalid(`missing input ${describeInput(info)}`);
   }
-}
-
-/** `flatDims` describes `value`'s own nesting when it differs from the tensor's shape (v2 flat data). */
-function toTensor(info: TensorInfo, value: unknown, dims: number[], flatDims = dims): PlainTensor {
-  checkShape(info, dims);
-  return { type: info.type, dims, data: fromNested(info.type, value, flatDims, `input ${info.name}`) };
 }
 
 export function checkShape(info: TensorInfo, dims: readonly number[]): void {
@@ -125,7 +172,8 @@ export function checkShape(info: TensorInfo, dims: readonly number[]): void {
   }
 }
 
-export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string): string {
+/** `selection` applies to v2 answers, which list only the outputs the request named (in JSON whatever their binary_data). */
+export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string, selection?: OutputSelection): string {
   const names = Object.keys(outputs);
   const value = (n: string) => jsonValue(outputs[n]!, infos.find((info) => info.name === n));
   switch (format) {
@@ -135,7 +183,7 @@ export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTens
       return JSON.stringify({
         model_name: modelName,
         ...(id === undefined ? {} : { id }),
-        outputs: names.map((n) => v2Output(n, outputs[n]!, infos, true)),
+        outputs: selectedOutputs(outputs, selection).map(([n, t]) => v2Output(n, t, infos, true)),
       });
     case 'instances':
     case 'bare': {

@@ -8,7 +8,8 @@
  * Loads run one after another too, so each one's memory growth is its own.
  */
 import net from 'node:net';
-import { MessageKind, FrameReader, writeFrame, type Frame, type LoadMessage } from '../protocol/frames';
+import { MessageKind, FrameReader, writeFrame, type Frame, type InferMessage, type LoadMessage } from '../protocol/frames';
+import { exitOnUnhandledRejection, forRequest } from '../unhandled-rejection';
 import { loadError, ModelRuntime, type RunningRequests, type RuntimeIo } from './model-runtime';
 import { measureSessionBytes, warmUpRuntime } from './warmup';
 
@@ -30,6 +31,15 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
+exitOnUnhandledRejection(log);
+
+/** Runs a batch; a failure that escapes it (a bug) names the batch's requests if nobody handles it. */
+function run(runtime: ModelRuntime, batch: InferMessage): Promise<void> {
+  return runtime.runBatch(batch).catch((err: unknown) => {
+    throw forRequest(err, batch.requests.map((r) => r.requestId).join(', '));
+  });
+}
+
 function io(slot: number): RuntimeIo {
   return {
     result: (msg) => send({ kind: MessageKind.Result, msg }),
@@ -47,8 +57,9 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
     case MessageKind.Infer: {
       const runtime = models.get(frame.msg.slot ?? 0);
       if (!runtime) break; // the parent never sends a batch for a slot it has not seen loaded
-      if (runtime.load.concurrentBatches) void runtime.runBatch(frame.msg);
-      else serial = serial.then(() => runtime.runBatch(frame.msg));
+      // runBatch answers every request itself: what escapes it is a bug, left to exitOnUnhandledRejection.
+      if (runtime.load.concurrentBatches) void run(runtime, frame.msg);
+      else serial = serial.then(() => run(runtime, frame.msg));
       break;
     }
     case MessageKind.Unload: {

@@ -43,6 +43,7 @@ export class ModelRuntime {
         // The parent sends a streaming handler one request per batch, whatever batch_size says.
         modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
         session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming, maxStreamBuffer: msg.maxStreamBuffer,
+        maxRequestElements: msg.maxRequestElements,
       };
       await handler.initialize(new HandlerContext(model, [], () => undefined));
       const runtime = new ModelRuntime(msg, handler, model, io);

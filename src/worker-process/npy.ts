@@ -10,8 +10,8 @@
  * Fortran-ordered data nor swaps big-endian data nor checks the data length against the shape, and
  * it pulls in a fetch polyfill. Object (pickled) arrays are refused, as np.load(allow_pickle=False) does.
  */
-import { MmeError } from '../errors';
-import { allocate, elementCount, type PlainTensor, type TensorData } from './tensors';
+import { MmeError, quote } from '../errors';
+import { RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
 
 const kMagic = Buffer.from('\x93NUMPY', 'latin1');
 const kAlign = 64;
@@ -19,11 +19,13 @@ const kAlign = 64;
 const kGrowthAxisDigits = 21;
 
 /** descr type code (without byte order) ⇄ onnxruntime tensor type. */
-const kTypeByCode: Record<string, string> = {
-  b1: 'bool', i1: 'int8', u1: 'uint8', i2: 'int16', u2: 'uint16', i4: 'int32', u4: 'uint32',
-  i8: 'int64', u8: 'uint64', f2: 'float16', f4: 'float32', f8: 'float64',
-};
-const kCodeByType = Object.fromEntries(Object.entries(kTypeByCode).map(([code, type]) => [type, code]));
+const kTypeByCode: ReadonlyMap<string, string> = new Map([
+  ['b1', 'bool'], ['i1', 'int8'], ['u1', 'uint8'], ['i2', 'int16'], ['u2', 'uint16'], ['i4', 'int32'], ['u4', 'uint32'],
+  ['i8', 'int64'], ['u8', 'uint64'], ['f2', 'float16'], ['f4', 'float32'], ['f8', 'float64'],
+]);
+const kCodeByType: ReadonlyMap<string, string> = new Map([...kTypeByCode].map(([code, type]) => [type, code]));
+/** The largest Unicode code point: a U<n> element holding more is not text. */
+const kMaxCodePoint = 0x10ffff;
 
 function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', `the application/x-npy body ${message}`);
@@ -36,19 +38,26 @@ interface Header {
   dataOffset: number;
 }
 
-export function parseNpy(buf: Buffer): PlainTensor {
+export function parseNpy(buf: Buffer, budget: RequestBudget): Tensor {
   const header = readHeader(buf);
   const { byteOrder, code, width } = splitDescr(header.descr);
-  const n = elementCount(header.shape);
-  const type = code === 'U' ? 'string' : kTypeByCode[`${code}${width}`];
-  if (!type) throw invalid(`has dtype '${header.descr}'; supported: ${Object.keys(kTypeByCode).join(', ')} and U<n> (unicode strings)`);
-  const itemSize = code === 'U' ? 4 * width : width;
+  const bigEndian = byteOrder === '>';
+  const what = 'the application/x-npy body';
   const bytes = buf.subarray(header.dataOffset);
-  if (bytes.length !== n * itemSize) {
-    throw invalid(`has ${bytes.length} bytes of data, but shape (${header.shape.join(', ')}) of '${header.descr}' needs ${n * itemSize}`);
+  let t: Tensor;
+  if (code === 'U') {
+    // U0 holds nothing per element: any shape would pass a length check, so it is refused.
+    if (width === 0) throw invalid(`has dtype '${header.descr}', a string of no characters; use U1 or wider`);
+    t = Tensor.build('string', header.shape, budget, what, (n) => {
+      if (bytes.length !== n * 4 * width) throw invalid(`has ${bytes.length} bytes of '${header.descr}' data, but its shape [${header.shape.join(', ')}] needs ${n} elements of ${4 * width} bytes (${n * 4 * width})`);
+      return readStrings(bytes, width, bigEndian);
+    });
+  } else {
+    const type = kTypeByCode.get(`${code}${width}`);
+    if (!type) throw invalid(`has dtype '${header.descr}'; supported: ${[...kTypeByCode.keys()].join(', ')} and U<n> (unicode strings)`);
+    t = Tensor.fromBytes(type, header.shape, bytes, bigEndian, budget, what, `'${header.descr}'`);
   }
-  const data = code === 'U' ? readStrings(bytes, width, byteOrder === '>') : readNumbers(type, bytes, n, itemSize, byteOrder === '>');
-  return { type, dims: header.shape, data: header.fortranOrder ? toCOrder(data, header.shape) : data };
+  return header.fortranOrder ? toCOrder(t) : t;
 }
 
 function readHeader(buf: Buffer): Header {
@@ -64,61 +73,59 @@ function readHeader(buf: Buffer): Header {
   const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(text)?.[1];
   const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(text)?.[1];
   if (!text.startsWith('{') || !text.endsWith('}') || descr === undefined || fortran === undefined || shape === undefined) {
-    throw invalid(`has a header that is not a plain {'descr', 'fortran_order', 'shape'} dict (structured dtypes are not supported): ${text.slice(0, 120)}`);
+    throw invalid(`has a header that is not a plain {'descr', 'fortran_order', 'shape'} dict (structured dtypes are not supported): ${quote(text)}`);
   }
   const dims = shape.split(',').map((d) => d.trim()).filter((d) => d !== '');
-  if (!dims.every((d) => /^\d+$/.test(d))) throw invalid(`has shape (${shape}); dimensions must be non-negative integers`);
+  if (!dims.every((d) => /^\d{1,16}$/.test(d))) throw invalid(`has shape (${quote(shape)}); dimensions must be non-negative integers`);
   return { descr, fortranOrder: fortran === 'True', shape: dims.map(Number), dataOffset: prefix + length };
 }
 
 function splitDescr(descr: string): { byteOrder: string; code: string; width: number } {
   const m = /^([<>|=]?)([a-zA-Z])(\d+)$/.exec(descr);
-  if (!m) throw invalid(`has dtype '${descr}', which is not a simple numeric or unicode type (object arrays need pickle, which is refused)`);
+  if (!m) throw invalid(`has dtype ${quote(descr)}, which is not a simple numeric or unicode type (object arrays need pickle, which is refused)`);
   return { byteOrder: m[1], code: m[2], width: Number(m[3]) };
 }
 
-function readNumbers(type: string, bytes: Buffer, n: number, itemSize: number, bigEndian: boolean): TensorData {
-  const out = allocate(type, n) as Exclude<TensorData, string[]>;
-  // A copy, not a view: the body's offset inside its buffer need not be aligned for the element type.
-  const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-  raw.set(bytes);
-  if (bigEndian && itemSize > 1) for (let i = 0; i < raw.length; i += itemSize) raw.subarray(i, i + itemSize).reverse();
-  return out;
-}
-
-/** U<width>: UTF-32 code points, NUL-padded to `width` per element. */
+/**
+ * U<width>: UTF-32 code points, NUL-padded to `width` per element. Built a code point at a time:
+ * spreading a row of them into one call would let the dtype's width choose the argument count.
+ */
 function readStrings(bytes: Buffer, width: number, bigEndian: boolean): string[] {
   const out: string[] = [];
   for (let off = 0; off < bytes.length; off += 4 * width) {
-    const points: number[] = [];
+    let s = '';
     for (let k = 0; k < width; k++) {
       const cp = bigEndian ? bytes.readUInt32BE(off + 4 * k) : bytes.readUInt32LE(off + 4 * k);
       if (cp === 0) break;
-      points.push(cp);
+      if (cp > kMaxCodePoint) throw invalid(`holds code point 0x${cp.toString(16)} in element ${out.length}; Unicode ends at 0x10ffff`);
+      s += String.fromCodePoint(cp);
     }
-    out.push(String.fromCodePoint(...points));
+    out.push(s);
   }
   return out;
 }
 
 /** Fortran (column-major) order → C (row-major) order, walking C indices with an odometer. */
-function toCOrder(src: TensorData, dims: readonly number[]): TensorData {
+function toCOrder(t: Tensor): Tensor {
+  const { dims, data: src } = t;
   const rank = dims.length;
-  const out = (Array.isArray(src) ? new Array<string>(src.length) : new (src.constructor as new (n: number) => typeof src)(src.length)) as TensorData;
-  const fStride: number[] = [];
-  for (let ax = 0, s = 1; ax < rank; s *= dims[ax], ax++) fStride.push(s);
-  const index = new Array<number>(rank).fill(0);
-  let f = 0;
-  for (let c = 0; c < src.length; c++) {
-    (out as unknown[])[c] = (src as ArrayLike<unknown>)[f];
-    for (let ax = rank - 1; ax >= 0; ax--) {
-      f += fStride[ax];
-      if (++index[ax] < dims[ax]) break;
-      f -= fStride[ax] * dims[ax];
-      index[ax] = 0;
+  return Tensor.build(t.type, dims, null, 'the application/x-npy body', () => {
+    const out = (Array.isArray(src) ? new Array<string>(src.length) : new (src.constructor as new (n: number) => NumericData)(src.length)) as unknown[];
+    const fStride: number[] = [];
+    for (let ax = 0, s = 1; ax < rank; s *= dims[ax], ax++) fStride.push(s);
+    const index = new Array<number>(rank).fill(0);
+    let f = 0;
+    for (let c = 0; c < src.length; c++) {
+      out[c] = (src as ArrayLike<unknown>)[f];
+      for (let ax = rank - 1; ax >= 0; ax--) {
+        f += fStride[ax];
+        if (++index[ax] < dims[ax]) break;
+        f -= fStride[ax] * dims[ax];
+        index[ax] = 0;
+      }
     }
-  }
-  return out;
+    return out as never;
+  });
 }
 
 /** The bytes np.save writes for the same array (C order, little-endian), header padding included. */
@@ -127,15 +134,16 @@ export function writeNpy(t: PlainTensor): Buffer {
   let data: Buffer;
   if (t.type === 'string') {
     const strings = t.data as string[];
-    const width = Math.max(1, ...strings.map((s) => [...s].length));
+    let width = 1;
+    for (const s of strings) width = Math.max(width, codePointLength(s));
     descr = `<U${width}`;
     data = Buffer.alloc(strings.length * width * 4);
     strings.forEach((s, i) => [...s].forEach((ch, k) => data.writeUInt32LE(ch.codePointAt(0)!, (i * width + k) * 4)));
   } else {
-    const code = kCodeByType[t.type];
+    const code = kCodeByType.get(t.type);
     if (!code) throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `tensor type ${t.type} has no .npy dtype`);
     descr = `${code.endsWith('1') ? '|' : '<'}${code}`;
-    const typed = t.data as Exclude<TensorData, string[]>;
+    const typed = t.data as NumericData;
     data = Buffer.from(typed.buffer, typed.byteOffset, typed.byteLength);
   }
   return Buffer.concat([npyHeader(descr, t.dims), data]);
@@ -164,4 +172,10 @@ function npyHeader(descr: string, dims: readonly number[]): Buffer {
 /** Header text plus its spaces and "\n", so that the data starts on a 64-byte boundary. */
 function paddedLength(prefix: number, textLength: number): number {
   return textLength + 1 + kAlign - ((prefix + textLength + 1) % kAlign);
+}
+
+function codePointLength(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
 }

@@ -6,20 +6,14 @@
  * and binary; the answer holds the outputs the request lists (all when it lists none), each in
  * binary when its binary_data or the request's binary_data_output says so.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw, type NumericArray } from '../oip/datatypes';
-import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
+import type { V2InferRequest, V2InferResponse } from '../oip/types';
 import type { TensorInfo } from '../protocol/frames';
 import type { HandlerRequest } from './context';
-import { decodeV2, v2Output, type DecodedRequest } from './json-codec';
-import type { PlainTensor } from './tensors';
-
-/** What the request asked of the answer. */
-export interface OutputSelection {
-  outputs?: Array<{ name: string; parameters?: V2Parameters }>;
-  binaryAll: boolean;
-}
+import { decodeV2, outputSelection, selectedOutputs, v2Output, type DecodedRequest, type OutputSelection } from './json-codec';
+import type { PlainTensor, RequestBudget } from './tensor';
 
 export interface EncodedBody {
   body: Buffer;
@@ -30,33 +24,28 @@ function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
-export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[]): DecodedRequest {
+export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
   if (!Array.isArray(header.inputs)) throw invalid('the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}');
-  if (header.outputs !== undefined && !(Array.isArray(header.outputs) && header.outputs.every((o) => typeof o?.name === 'string'))) {
-    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
-  }
+  const selection = outputSelection(header);
   const inBinary = header.inputs.filter((item) => item?.parameters?.binary_data_size !== undefined);
   const sizes = inBinary.map((item) => {
     const n = item.parameters!.binary_data_size;
-    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${String(item.name)}: binary_data_size must be a byte count`);
+    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${typeof item.name === 'string' ? quote(item.name) : 'without a name'}: binary_data_size must be a byte count`);
     return n!;
   });
   const pieces = sliceBinary(binary, sizes);
   return {
     format: 'v2',
-    feeds: decodeV2(header.inputs, inputs, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
+    feeds: decodeV2(header.inputs, inputs, budget, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
     id: typeof header.id === 'string' ? header.id : undefined,
-    selection: { outputs: header.outputs, binaryAll: header.parameters?.binary_data_output === true },
+    selection,
   };
 }
 
 export function encodeOip(outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id: string | undefined, selection: OutputSelection | undefined): EncodedBody {
-  const names = selection?.outputs?.map((o) => o.name) ?? Object.keys(outputs);
   const binaries: Buffer[] = [];
-  const tensors = names.map((name) => {
-    const t = outputs[name];
-    if (!t) throw invalid(`requested output "${name}" is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+  const tensors = selectedOutputs(outputs, selection).map(([name, t]) => {
     const binary = selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
     const tensor = v2Output(name, t, infos, !binary);
     if (binary) {

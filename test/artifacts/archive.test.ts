@@ -185,7 +185,7 @@ describe('resolveArtifact: .tar.gz archives', function () {
     const archive = writeArchive('model.tar.gz', tgz([{ path: 'model-config.json', data: '[]' }, { path: 'model.onnx', data: MODEL }]));
     await assert.rejects(resolveArtifact(archive, { cacheDir: cacheDir() }), (err: Error) => {
       assert.ok(!err.message.includes(cacheDir()), err.message);
-      assert.match(err.message, /model-config\.json in .*model\.tar\.gz must hold a JSON object/);
+      assert.match(err.message, /model-config\.json in ".*model\.tar\.gz" must hold a JSON object/);
       return true;
     });
   });

@@ -52,7 +52,7 @@ describe('resolveArtifact: urls and model directories', () => {
     it('answers 404 with MMS\'s message for a missing path', async () => {
       const url = path.join(tmp(), 'missing', 'model');
       await assertMmeError(resolve(url), 'MME_ERR_MODEL_NOT_FOUND');
-      await assert.rejects(resolve(url), { message: `Model not found in model store: ${url}`, status: 404 });
+      await assert.rejects(resolve(url), { message: `Model not found in model store: ${JSON.stringify(url)}`, status: 404 });
     });
 
     it('answers 404 when a path component is a file', () => {

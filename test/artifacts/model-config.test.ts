@@ -89,7 +89,7 @@ describe('model-config.json', () => {
     await assertMmeError(
       resolveArtifact(dir, { cacheDir: path.join(tmp(), 'cache') }),
       'MME_ERR_INVALID_MODEL',
-      new RegExp(`^model-config\\.json in ${dir}: "batchSize" must be an integer >= 1, got true$`),
+      new RegExp(`^model-config\\.json in "${dir}": "batchSize" must be an integer >= 1, got true$`),
     );
   });
 });

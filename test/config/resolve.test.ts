@@ -44,6 +44,7 @@ describe('resolveConfig', () => {
         unregisterModelTimeoutSeconds: 120,
         maxRequestSize: 6553500,
         maxResponseSize: 6553500,
+        maxRequestElements: 8388608,
         decodeInputRequest: true,
         accessLog: false,
         maxStreamBuffer: 8388608,
@@ -115,6 +116,7 @@ describe('resolveConfig', () => {
         'unregister_model_timeout=5.5',
         'max_request_size=1000',
         'max_response_size=2000',
+        'max_request_elements=5000',
         'decode_input_request=false',
         'access_log=true',
         'max_stream_buffer=1048576',
@@ -176,6 +178,7 @@ describe('resolveConfig', () => {
         unregisterModelTimeoutSeconds: 5.5,
         maxRequestSize: 1000,
         maxResponseSize: 2000,
+        maxRequestElements: 5000,
         decodeInputRequest: false,
         accessLog: true,
         maxStreamBuffer: 1048576,
@@ -265,6 +268,7 @@ describe('resolveConfig', () => {
       ['default_workers_per_model=-1', /default_workers_per_model: "-1" is out of range \(expected a whole number >= 0/],
       ['batch_size=1.5', /batch_size: "1.5" is not an integer/],
       ['max_request_size=99999999999999999999', /max_request_size: "99999999999999999999" is too large/],
+      ['max_response_size=1073741825', /max_response_size: "1073741825" is out of range \(expected a whole number 1 to 1073741824 \(1 GiB\)/],
       ['max_batch_delay=', /max_batch_delay: "" is not an integer/],
       ['metric_time_interval=0x10', /metric_time_interval: "0x10" is not an integer/],
       ['model_load_timeout=0', /model_load_timeout: "0" is out of range \(expected a number > 0, e.g. model_load_timeout=120\)/],
@@ -521,7 +525,7 @@ describe('resolveConfig', () => {
       assert.equal(resolve('max_request_size=10', { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxRequestSize, 6 * 1024 * 1024);
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '0.5' }).maxRequestSize, 524288);
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxResponseSize, 6553500);
-      for (const bad of ['six', '0', '-1']) {
+      for (const bad of ['six', '0', '-1', '1025']) {
         assertConfigError(() => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }), `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`);
       }
     });

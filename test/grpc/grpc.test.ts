@@ -103,7 +103,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
     assert.equal((await failure(unary(c.torchserve, 'Predictions', { model_name: 'nope', input: { data: json({}) } }))).code, Status.NOT_FOUND);
     const bad = await failure(unary(c.kserve, 'ModelInfer', { model_name: 'mlp', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 4] }], raw_input_contents: [f32([1, 2, 3])] }));
     assert.equal(bad.code, Status.INVALID_ARGUMENT);
-    assert.match(bad.details, /12 bytes of raw FP32 data, but its shape needs 4 elements/);
+    assert.match(bad.details, /12 bytes of FP32 data, but its shape \[1, 4\] needs 4 elements/);
     assert.equal((await failure(unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: {} }))).code, Status.INVALID_ARGUMENT);
     const loading = await failure(unary(c.torchserve, 'Predictions', { model_name: 'slow', input: { data: json({}) } }));
     assert.equal(loading.code, Status.UNAVAILABLE);

@@ -22,6 +22,18 @@ export interface AwsRequest {
 /** Answers one request; returning without ending `res` leaves the client hanging (a fault to inject). */
 export type AwsHandler = (req: AwsRequest, res: http.ServerResponse) => void;
 
+async function record(req: http.IncomingMessage): Promise<AwsRequest> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return {
+    method: req.method ?? '',
+    url: req.url ?? '',
+    headers: req.headers,
+    body: Buffer.concat(chunks),
+    accessKeyId: /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(String(req.headers.authorization))?.[1] ?? '',
+  };
+}
+
 export class LocalAwsEndpoint {
   readonly requests: AwsRequest[] = [];
   readonly #sockets = new Set<Socket>();
@@ -35,18 +47,11 @@ export class LocalAwsEndpoint {
 
   static async start(handle: AwsHandler): Promise<LocalAwsEndpoint> {
     let endpoint: LocalAwsEndpoint | undefined;
-    const server = http.createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const recorded: AwsRequest = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks),
-        accessKeyId: /^AWS4-HMAC-SHA256 Credential=([^/]+)\//.exec(String(req.headers.authorization))?.[1] ?? '',
-      };
-      endpoint!.requests.push(recorded);
-      handle(recorded, res);
+    const server = http.createServer((req, res) => {
+      record(req).then((recorded) => {
+        endpoint!.requests.push(recorded);
+        handle(recorded, res);
+      }).catch((err: Error) => res.destroy(err));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     endpoint = new LocalAwsEndpoint(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { checkSpawnedServerLog } from './root-hooks';
 import { tempDir, testProperties } from './server';
 
 export const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
@@ -37,6 +38,8 @@ export async function startCli(args: string[], env: Record<string, string> = {},
   const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   const lines: string[] = [];
+  // 'close' comes once its output has been read to the end.
+  child.once('close', () => checkSpawnedServerLog(lines));
   readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {

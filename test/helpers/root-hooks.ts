@@ -1,10 +1,39 @@
 import assert from 'node:assert/strict';
+import { FramedProcess } from '../../src/server/workers/framed-process';
 import { waitFor, workerPidsOf } from './processes';
 
-/** Whatever a test did, no worker process may outlive the suite. */
+/**
+ * Promise rejections nobody handled in this process: in-process servers, helpers, tests. Mocha's own
+ * listener keeps them from ending the run, so without this they would pass unseen.
+ */
+const unhandled: string[] = [];
+process.on('unhandledRejection', (reason) => {
+  unhandled.push(reason instanceof Error ? reason.stack ?? reason.message : String(reason));
+});
+
+/** What servers started as processes of their own (test/helpers/cli.ts) logged about one, theirs or their workers'. */
+const spawnedReports: string[] = [];
+
+/** A spawned server has exited: `lines` is all it logged, its workers' lines included. */
+export function checkSpawnedServerLog(lines: readonly string[]): void {
+  for (const line of lines) if (line.includes('unhandled promise rejection')) spawnedReports.push(line);
+}
+
+/** Worker exits on an unhandled rejection that a test caused on purpose. */
+let expectedWorkerExits = 0;
+
+/** A test is about to make a worker exit on an unhandled rejection: the suite's check allows for it. */
+export function expectUnhandledRejectionExit(): void {
+  expectedWorkerExits++;
+}
+
 export const mochaHooks = {
   async afterAll(): Promise<void> {
+    // Whatever a test did, no worker process may outlive the suite.
     await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(() => undefined);
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
+    assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
+    assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
+    assert.equal(FramedProcess.unhandledRejectionExits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
   },
 };

@@ -3,7 +3,8 @@ import { identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, writ
 import { loadModel, startServer, type TestServer } from '../helpers/server';
 import { npyFile } from '../worker-process/npy-fixtures';
 import { parseNpy } from '../../src/worker-process/npy';
-import { jsonElements, nest } from '../../src/worker-process/tensors';
+import { RequestBudget } from '../../src/worker-process/tensor';
+import { jsonElements, nest } from '../../src/worker-process/nested-arrays';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kRows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
@@ -66,7 +67,7 @@ describe('content types of the default handler (Content-Type in, Accept out)', (
     it('casts the SDK\'s float64 arrays to the model\'s float32 input and answers .npy float32', async () => {
       const res = await post(t, 'mlp', npyFile('mlp-rows-float64.npy'), { 'content-type': 'application/x-npy', accept: 'application/x-npy' });
       assert.equal(res.status, 200, res.bytes.toString());
-      const out = parseNpy(res.bytes);
+      const out = parseNpy(res.bytes, new RequestBudget(Number.MAX_SAFE_INTEGER, res.bytes.length));
       assert.deepEqual([out.type, out.dims], ['float32', [2, 3]]);
       assertClose(nest(jsonElements(out), out.dims) as number[][], mlpForward(kMlp, kRows));
     });
@@ -85,7 +86,7 @@ describe('content types of the default handler (Content-Type in, Accept out)', (
     it('refuses a malformed file (400) and values the input type cannot hold', async () => {
       const truncated = await post(t, 'id-float32', npyFile('float32.npy').subarray(0, 140), { 'content-type': 'application/x-npy' });
       assert.equal(truncated.status, 400);
-      assert.match(truncated.json().message, /application\/x-npy body has 12 bytes of data, but shape \(2, 3\) of '<f4' needs 24/);
+      assert.match(truncated.json().message, /application\/x-npy body has 12 bytes of '<f4' data, but its shape \[2, 3\] needs 6 elements of 4 bytes \(24\)/);
       const fractional = await post(t, 'id-int32', npyFile('float32.npy'), { 'content-type': 'application/x-npy' });
       assert.equal(fractional.status, 400);
       assert.match(fractional.json().message, /input x has element 1.5, but the model expects integers/);

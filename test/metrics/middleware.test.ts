@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { MmeError } from '../../src/errors';
 import { errorResponse } from '../../src/http/error-response';
+import { koaListener } from '../../src/http/listener';
 import { invocationMetrics } from '../../src/metrics';
 import type { ManagerEvents } from '../../src/server/models/model-manager';
 import { recorder } from './helpers';
@@ -31,7 +32,7 @@ describe('metrics: server glue', () => {
       ctx.state.result = { status: 200, contentType: 'text/plain', headers: {}, body: Buffer.from('ok'), modelMicros: 1000, queueMicros: 300, batchSize: 2 };
       ctx.body = 'ok';
     });
-    const server = http.createServer(app.callback());
+    const server = http.createServer(koaListener(app));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {

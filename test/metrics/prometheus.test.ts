@@ -3,12 +3,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import parsePrometheusTextFormat, { type MetricFamily } from 'parse-prometheus-text-format';
+import { koaListener } from '../../src/http/listener';
 import { createMetrics, metricsApp, metricsRoute, type MetricsRecorder } from '../../src/metrics';
 import { METRICS } from '../../src/metrics/catalog';
 import { configWith, request } from './helpers';
 
 async function serve(app: Koa): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer(app.callback());
+  const server = http.createServer(koaListener(app));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

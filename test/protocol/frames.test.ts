@@ -1,7 +1,8 @@
-/** The frame codec both processes share: fuzzed round trips, body sizes from 0 B to 64 MiB, no copies, limits. */
+/** The frame codec both processes share: fuzzed round trips, body sizes from 0 B to 64 MiB, no copies, limits, ids past 2^32. */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { FrameReader, FrameTooLargeError, MessageKind, encodeFrame, type Frame } from '../../src/protocol/frames';
+import { MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
 
 /** Feeds `bytes` to a reader in pieces cut at `cuts`, as a socket would deliver them. */
 function readBack(bytes: Buffer, cuts: number[] = [], limit = 2 ** 31 - 1): Frame[] {
@@ -20,27 +21,29 @@ const text = fc.string({ unit: 'binary', maxLength: 40 });
 const body = fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a));
 const headers = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), text, { maxKeys: 5 });
 const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });
+/** Job and batch ids: any safe integer, the u32 boundary and the wrap point among them. */
+const wireId = fc.oneof(u32, fc.constantFrom(2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, MAX_WIRE_ID), fc.maxSafeNat());
 
 const infer = fc.record({
-  batchId: u32,
+  batchId: wireId,
   slot: u32,
   independent: fc.boolean(),
   withHeaders: fc.boolean(),
-  requests: fc.array(fc.record({ id: u32, requestId: text, contentType: text, accept: text, headers, body, stream: fc.boolean() }), { maxLength: 8 }),
+  requests: fc.array(fc.record({ id: wireId, requestId: text, contentType: text, accept: text, headers, body, stream: fc.boolean() }), { maxLength: 8 }),
 }).map((m): Frame => ({ kind: MessageKind.Infer, msg: m }));
 const result = fc.record({
-  batchId: u32,
+  batchId: wireId,
   modelMicros: fc.nat(),
   responses: fc.array(fc.record({
-    id: u32, status: fc.integer({ min: 100, max: 599 }), contentType: text, headers, body,
+    id: wireId, status: fc.integer({ min: 100, max: 599 }), contentType: text, headers, body,
     error: fc.option(fc.record({ code: text, status: fc.integer({ min: 400, max: 599 }), message: text }), { nil: undefined }),
   }, { requiredKeys: ['id', 'status', 'contentType', 'headers', 'body'] }), { maxLength: 8 }),
 }).map((m): Frame => ({ kind: MessageKind.Result, msg: m }));
-const chunk = fc.record({ slot: u32, id: u32, head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), { nil: undefined }), body }, { requiredKeys: ['slot', 'id', 'body'] })
+const chunk = fc.record({ slot: u32, id: wireId, head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), { nil: undefined }), body }, { requiredKeys: ['slot', 'id', 'body'] })
   .map((m): Frame => ({ kind: MessageKind.Chunk, msg: m }));
 const small = fc.oneof(
-  u32.map((id): Frame => ({ kind: MessageKind.Cancel, msg: { id } })),
-  fc.record({ id: u32, bytes: u32 }).map((m): Frame => ({ kind: MessageKind.ChunkAck, msg: m })),
+  wireId.map((id): Frame => ({ kind: MessageKind.Cancel, msg: { id } })),
+  fc.record({ id: wireId, bytes: u32 }).map((m): Frame => ({ kind: MessageKind.ChunkAck, msg: m })),
   fc.record({ pid: fc.nat(), sessionBytes: fc.nat() }).map((m): Frame => ({ kind: MessageKind.Started, msg: m })),
 );
 
@@ -88,6 +91,53 @@ describe('frames (the parent ⇄ worker protocol)', () => {
     const back = (f.msg as { head: { headers: Record<string, string> } }).head.headers;
     assert.deepEqual(Object.keys(back), ['__proto__', 'a']);
     assert.equal(Object.getPrototypeOf(back), Object.prototype);
+  });
+
+  describe('after 2^32 requests every invoke fails, then the server exits (issue 21): ids are 64-bit on the wire', () => {
+    /** One frame of each kind that carries a job or batch id, with `id` in every such field. */
+    const withId = (id: number, slot = 1): Frame[] => {
+      const body = Buffer.from('x');
+      return [
+        { kind: MessageKind.Infer, msg: { batchId: id, slot, requests: [{ id, requestId: 'r', contentType: 'application/json', accept: '', body }] } },
+        { kind: MessageKind.Result, msg: { batchId: id, modelMicros: 5, responses: [{ id, status: 200, contentType: 'text/plain', headers: {}, body }] } },
+        { kind: MessageKind.Chunk, msg: { slot, id, body } },
+        { kind: MessageKind.Cancel, msg: { id } },
+        { kind: MessageKind.ChunkAck, msg: { id, bytes: 7 } },
+      ];
+    };
+
+    for (const id of [2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, MAX_WIRE_ID]) {
+      it(`carries job and batch id ${id} through Infer, Result, Chunk, Cancel and ChunkAck`, () => {
+        const frames = withId(id);
+        const back = readBack(Buffer.concat(frames.flatMap((f) => encodeFrame(f))));
+        assert.deepEqual(JSON.parse(JSON.stringify(back)), JSON.parse(JSON.stringify(frames)));
+      });
+    }
+
+    it('carries slot 2^32 − 1 and refuses to write slot 2^32 (slots are u32: a host wraps them)', () => {
+      const [infer, , chunk] = withId(1, MAX_U32);
+      assert.equal((readBack(Buffer.concat(encodeFrame(infer)))[0].msg as { slot: number }).slot, MAX_U32);
+      assert.equal((readBack(Buffer.concat(encodeFrame(chunk)))[0].msg as { slot: number }).slot, MAX_U32);
+      for (const f of withId(1, MAX_U32 + 1).filter((x) => x.kind === MessageKind.Infer || x.kind === MessageKind.Chunk)) {
+        assert.throws(() => encodeFrame(f), RangeError);
+      }
+    });
+
+    it('refuses to write an id past 2^53 − 1, negative or fractional, and to read one past 2^53 − 1', () => {
+      for (const id of [MAX_WIRE_ID + 1, -1, 1.5]) for (const f of withId(id)) assert.throws(() => encodeFrame(f), /an id must be an integer/);
+      const [cancel] = encodeFrame({ kind: MessageKind.Cancel, msg: { id: MAX_WIRE_ID } });
+      const past = Buffer.from(cancel);
+      past.writeUInt32BE(0x20_0000, 9); // the high word of 2^53
+      assert.throws(() => readBack(past), /past 2\^53/);
+    });
+
+    it('refuses to write a frame longer than a u32 can say, however its bodies are split', () => {
+      // Two requests of 2 GiB + 1 MiB each, made of one 1 MiB buffer: each length fits a u32, the frame does not.
+      const piece = Buffer.alloc(2 ** 20);
+      const pieces = Array.from({ length: 2 ** 11 + 1 }, () => piece);
+      const request = (id: number) => ({ id, requestId: 'r', contentType: '', accept: '', body: pieces });
+      assert.throws(() => encodeFrame({ kind: MessageKind.Infer, msg: { batchId: 1, requests: [request(1), request(2)] } }), FrameTooLargeError);
+    });
   });
 
   it('refuses a frame over the limit before buffering it, and a truncated header', () => {

@@ -217,3 +217,73 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assertRowsClose(res.body.outputs.output, mlpForward(spec(9), rows), 'own');
   });
 });
+
+describe('shared worker hosts contain faults: one model\'s mistakes never fail another model\'s request in the same host', function () {
+  this.timeout(120_000);
+  let t: TestServer;
+  afterEach(async () => t?.close());
+
+  /** Throws, or sets one response field wrong (issue 21's handler garbage), as the request says; else answers. */
+  const faultyHandler = `
+exports.handle = async (requests, ctx) => {
+  const cmd = JSON.parse(requests[0].body.toString() || '{}');
+  if (cmd.throw) throw new Error('the handler broke');
+  if (cmd.header) ctx.setResponseHeader(0, 'x-n', 42);
+  if (cmd.contentType) ctx.setResponseContentType(0, 7);
+  if (cmd.status) ctx.setResponseStatus(0, 70000);
+  return requests.map(() => JSON.stringify({ ok: true }));
+};
+`;
+
+  it('bad input, a handler that throws, a handler that returns garbage and a failed load beside it leave the other model\'s requests and the host untouched', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    const x = Array.from({ length: 16 }, (_, i) => i / 4);
+    const canary = { inputs: { x: [x] } };
+    const expected = [x.map((v) => v + 1)];
+    for (const [name, extra] of [['steady', {}], ['plain', {}], ['faulty', { 'handler.js': faultyHandler }]] as const) {
+      assert.equal((await loadModel(t, name, writeModelDir(t.store, name, addModel(), extra))).status, 200);
+    }
+    const hosts = workerPidsOf(process.pid);
+    assert.equal(hosts.length, 1, 'one host holds all three models');
+    let stop = false;
+    let answered = 0;
+    const failures: string[] = [];
+    const traffic = Promise.all(Array.from({ length: 3 }, async () => {
+      while (!stop) {
+        const res = await invoke(t, 'steady', canary);
+        if (res.status !== 200) failures.push(`${res.status} ${res.text}`);
+        else assertRowsClose(res.body.outputs.y, expected, 'steady');
+        answered++;
+      }
+    }));
+    const faults: Array<[string, () => Promise<{ status: number; text: string; body: any }>, number, string]> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
+      ['invalid JSON', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: '{"inputs":', headers: { 'content-type': 'application/json' } }), 400, 'MME_ERR_INVALID_INPUT'],
+      ['a wrong shape', () => invoke(t, 'plain', { inputs: { x: [[1, 2, 3]] } }), 400, 'MME_ERR_INVALID_INPUT'],
+      ['an input named __proto__', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: '{"inputs": {"__proto__": [[1]]}}', headers: { 'content-type': 'application/json' } }), 400, 'MME_ERR_INVALID_INPUT'],
+      ['a CSV body of 0x01 bytes', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: Buffer.alloc(1 << 20, 1), headers: { 'content-type': 'text/csv' } }), 400, 'MME_ERR_INVALID_INPUT'],
+      ['a handler that throws', () => invoke(t, 'faulty', { throw: true }), 500, 'MME_ERR_MODEL_ERROR'],
+      ['a handler that sets a number as a header value', () => invoke(t, 'faulty', { header: true }), 500, 'MME_ERR_MODEL_ERROR'],
+      ['a handler that sets a number as the content type', () => invoke(t, 'faulty', { contentType: true }), 500, 'MME_ERR_MODEL_ERROR'],
+      ['a handler that sets status 70000', () => invoke(t, 'faulty', { status: true }), 500, 'MME_ERR_MODEL_ERROR'],
+      ['a load whose handler fails to initialise', () => loadModel(t, 'broken', writeModelDir(t.store, 'broken', addModel(), { 'handler.js': 'exports.initialize = () => { throw new Error(\'no\'); };\n' })), 400, 'MME_ERR_INVALID_MODEL'],
+      ['a load of a file that is not a model', () => loadModel(t, 'corrupt', writeModelDir(t.store, 'corrupt', Buffer.from('garbage'))), 400, 'MME_ERR_INVALID_MODEL'],
+    ];
+    for (const [what, send, status, code] of faults) {
+      // Each fault lands while the other model is being served.
+      const before = answered;
+      await waitFor(() => answered > before, `canary traffic before ${what}`);
+      const res = await send();
+      assert.equal(res.status, status, `${what}: ${res.text.slice(0, 300)}`);
+      assert.equal(res.body.errorCode, code, what);
+    }
+    const after = answered;
+    await waitFor(() => answered > after + 10, 'canary traffic after the faults');
+    stop = true;
+    await traffic;
+    assert.deepEqual(failures, [], 'a request of another model failed');
+    assert.deepEqual(workerPidsOf(process.pid), hosts, 'the host was never replaced');
+    assert.deepEqual((await invoke(t, 'faulty', {})).body, { ok: true }, 'the faulty model itself serves on');
+    assert.equal((await invoke(t, 'plain', canary)).status, 200);
+    assert.ok(!t.logs.some((l) => /shared host .* (exited|was killed)/.test(l)), 'no host died');
+  });
+});

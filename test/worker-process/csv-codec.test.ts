@@ -2,35 +2,38 @@ import assert from 'node:assert/strict';
 import { isMmeError } from '../../src/errors';
 import type { TensorInfo } from '../../src/protocol/frames';
 import { decodeCsv, encodeCsv } from '../../src/worker-process/csv-codec';
-import { jsonElements } from '../../src/worker-process/tensors';
+import { jsonElements } from '../../src/worker-process/nested-arrays';
+import { RequestBudget } from '../../src/worker-process/tensor';
 import { npyFile } from './npy-fixtures';
 
 const floats: TensorInfo = { name: 'x', type: 'float32', shape: ['batch', 4] };
 const int32s: TensorInfo = { name: 'x', type: 'int32', shape: ['batch', 'n'] };
 
+const decode = (b: Buffer, info: TensorInfo) => decodeCsv(b, info, new RequestBudget(Number.MAX_SAFE_INTEGER, b.length));
+
 function refused(body: string, info: TensorInfo, message: RegExp): void {
-  assert.throws(() => decodeCsv(Buffer.from(body), info), (err: unknown) => isMmeError(err) && err.status === 400 && message.test(err.message));
+  assert.throws(() => decode(Buffer.from(body), info), (err: unknown) => isMmeError(err) && err.status === 400 && message.test(err.message));
 }
 
 describe('text/csv codec', () => {
   it('reads rows as np.savetxt writes them into a [rows, columns] tensor of the input type', () => {
-    const t = decodeCsv(npyFile('mlp-rows.csv'), floats);
+    const t = decode(npyFile('mlp-rows.csv'), floats);
     assert.deepEqual([t.type, t.dims, jsonElements(t)], ['float32', [2, 4], [1, 2, 3, 4, -1, 0.5, 0, 2]]);
-    const ints = decodeCsv(npyFile('int32.csv'), int32s);
+    const ints = decode(npyFile('int32.csv'), int32s);
     assert.deepEqual([ints.type, jsonElements(ints)], ['int32', [-2147483648, 7, 2147483647]]);
   });
 
   it('writes integers byte for byte as np.savetxt(fmt="%d") does', () => {
-    assert.equal(encodeCsv(decodeCsv(npyFile('int32.csv'), int32s)), npyFile('int32.csv').toString());
+    assert.equal(encodeCsv(decode(npyFile('int32.csv'), int32s)), npyFile('int32.csv').toString());
   });
 
   it('accepts CRLF, blank lines, spaces, quotes and NumPy\'s nan / inf', () => {
-    const t = decodeCsv(Buffer.from('1, "2" ,nan,-inf\r\n\r\n5,6,Infinity,8\r\n'), floats);
+    const t = decode(Buffer.from('1, "2" ,nan,-inf\r\n\r\n5,6,Infinity,8\r\n'), floats);
     assert.deepEqual(jsonElements(t), [1, 2, NaN, -Infinity, 5, 6, Infinity, 8]);
   });
 
   it('keeps int64 values beyond 2^53 exact', () => {
-    const t = decodeCsv(Buffer.from('9007199254740993,-1\n'), { name: 'x', type: 'int64', shape: ['b', 2] });
+    const t = decode(Buffer.from('9007199254740993,-1\n'), { name: 'x', type: 'int64', shape: ['b', 2] });
     assert.deepEqual(jsonElements(t), ['9007199254740993', -1]);
     assert.equal(encodeCsv(t), '9007199254740993,-1\n');
   });

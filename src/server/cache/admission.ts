@@ -1,7 +1,8 @@
 /**
- * Memory admission: a load reserves its estimated memory before any process starts, or gets 507.
- * With the self-managed cache on, it first evicts idle models in policy order. Reservations are
- * serialised, so two concurrent loads cannot both take the last free megabytes.
+ * Memory admission: a load, or a scale-up, reserves its estimated memory before any process
+ * starts, or gets 507. With the self-managed cache on, it first evicts idle models in policy
+ * order. Reservations are serialised, so two concurrent loads cannot both take the last free
+ * megabytes.
  *
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
  * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
@@ -35,19 +36,25 @@ export interface AdmissionDeps {
 }
 
 
+/** What a reservation is for, as its 507 says. */
+export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number };
+
 export class Admission {
   readonly #lock = new Semaphore(1);
 
   constructor(private readonly deps: AdmissionDeps) {}
 
-  /** Makes room for `needBytes` and reserves it for `entry`, or throws 507. */
-  async reserve(entry: ModelEntry, needBytes: number, abort: AbortSignal): Promise<void> {
+  /**
+   * Makes room for `needBytes` more than `entry` holds now and adds it to its reservation, or throws
+   * 507. `purpose` says what the memory is for in that error ("load", or a scale to N workers).
+   */
+  async reserve(entry: ModelEntry, needBytes: number, abort: AbortSignal, purpose: Purpose = { kind: 'load' }): Promise<void> {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
       let used = 0;
       let count = 0;
-      const fits = () => used + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+      const fits = () => used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
       // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
         used = await this.#usedBytes(entry);
@@ -62,8 +69,8 @@ export class Admission {
         }
       }
       abort.throwIfAborted();
-      if (!fits()) throw this.#noRoom(entry.name, needBytes, used, count);
-      entry.reservedBytes = needBytes;
+      if (!fits()) throw this.#noRoom(entry, needBytes, used, count, purpose);
+      entry.reservedBytes += needBytes;
     } finally {
       release();
     }
@@ -82,15 +89,17 @@ export class Admission {
     return null;
   }
 
-  #noRoom(name: string, needBytes: number, used: number, count: number): MmeError {
+  #noRoom(entry: ModelEntry, needBytes: number, used: number, count: number, purpose: Purpose): MmeError {
     const { maxLoadedModels, evicts, budgetBytes } = this.deps;
+    const scaling = purpose.kind === 'scale';
     const what = maxLoadedModels > 0 && count >= maxLoadedModels
       ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
-      : `it needs about ${mb(needBytes)} and ${mb(used)} of the ${mb(budgetBytes)} model memory budget is in use`;
+      : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
     const fix = evicts
       ? 'every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models'
       : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `Model ${name} does not fit: ${what}. ${fix}.`);
+    const subject = scaling ? `Model ${entry.name} cannot scale to ${purpose.workers} workers` : `Model ${entry.name} does not fit`;
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`);
   }
 
   /** Memory every other registration holds, serving ones re-measured when their figure is stale. */

@@ -159,11 +159,19 @@ export class HostPool {
     if (exit.reason === 'stopped') return;
     const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
     this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      if (this.#closed) return;
+    const restart = () => {
       this.#hosts.push(this.#start());
       this.opts.restarted();
+    };
+    // At once when there is no back-off: the models that were loading in the dead host are placed
+    // again as soon as its exit is handled, and with one host there must be one to go to.
+    if (delay === 0) {
+      restart();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (!this.#closed) restart();
     }, delay * 1000);
     this.#timers.add(timer);
   }

@@ -14,6 +14,7 @@
  */
 import { MmeError } from '../../errors';
 import { MessageKind, type Frame, type ResultMessage, type StartedMessage } from '../../protocol/frames';
+import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../workers/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../workers/framed-process';
 import type { InFlightBatch } from '../workers/model-worker';
@@ -30,7 +31,8 @@ export class HostProcess extends FramedProcess<HostedModel> {
   /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
   sessionBytes = 0;
   readonly #slots = new Map<number, HostedModel>();
-  #nextSlot = 1;
+  /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
+  readonly slotIds = new IdAllocator(MAX_U32);
 
   constructor(opts: SpawnOptions, id: string, private readonly events: { started(host: HostProcess): void; unloaded(host: HostProcess): void }) {
     super(opts, id);
@@ -78,7 +80,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
 
   /** Takes a model in: a slot now; the model sends its Load once the host has started. */
   admit(model: HostedModel, maxFrameBytes: number): number {
-    const slot = this.#nextSlot++;
+    const slot = this.slotIds.next((s) => this.#slots.has(s));
     this.#slots.set(slot, model);
     this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
     return slot;
@@ -139,9 +141,21 @@ export class HostProcess extends FramedProcess<HostedModel> {
   protected ended(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>): void {
     const models = [...this.#slots.values()];
     this.#slots.clear();
+    const suspect = suspectLoad(exit, lost, models);
     for (const m of models) {
       const mine = lost.filter((l) => l.owner === m);
-      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch));
+      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), exit.reason !== 'stopped' && m !== suspect);
     }
   }
+}
+
+/**
+ * The load a host's death may be the doing of: the one the host was running (it runs loads one at
+ * a time, in the order sent), unless a batch was running, which its failure then answers for. None
+ * for a kill at a timeout: a load that ran out of time has failed already, and a batch answers for
+ * its own. Every other model loading there is displaced: its load starts again in another host.
+ */
+function suspectLoad(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>, models: readonly HostedModel[]): HostedModel | null {
+  if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
+  return models.find((m) => m.loadPending) ?? null;
 }

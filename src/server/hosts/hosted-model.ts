@@ -22,6 +22,7 @@ export class HostedModel implements ModelWorker {
   memoryBytes = 0;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
+  displaced = false;
   spawnMicros = 0;
   readonly ready: Promise<LoadedMessage>;
   readonly exited: Promise<WorkerExit>;
@@ -30,6 +31,7 @@ export class HostedModel implements ModelWorker {
   #listener: WorkerListener | null = null;
   #loadTimer: NodeJS.Timeout | null = null;
   #unloadTimer: NodeJS.Timeout | null = null;
+  #loadSent = false;
   #loadSettled = false;
   #exitInfo: WorkerExit | null = null;
   readonly #t0 = performance.now();
@@ -83,9 +85,15 @@ export class HostedModel implements ModelWorker {
     return this.isIdle && this.#inFlight === 0;
   }
 
+  /** Its Load is in the host's one-at-a-time chain of loads, not yet answered. */
+  get loadPending(): boolean {
+    return this.#loadSent && !this.#loadSettled;
+  }
+
   /** The host has started (or had): send the Load. */
   sendLoad(): void {
     if (this.#loadSettled) return;
+    this.#loadSent = true;
     this.spawnMicros = Math.round((performance.now() - this.#t0) * 1000);
     this.hostProcess.control({ kind: MessageKind.Load, msg: { ...this.assignment.load, slot: this.slot, shared: true } });
   }
@@ -95,9 +103,10 @@ export class HostedModel implements ModelWorker {
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
-    this.#inFlight++;
     msg.slot = this.slot;
     this.hostProcess.runFor(this, { msg, jobs });
+    // Counted once sent: a batch that could not be written leaves the model idle.
+    this.#inFlight++;
   }
 
   holds(job: Job): boolean {
@@ -174,8 +183,12 @@ export class HostedModel implements ModelWorker {
     this.#end({ code: 0, signal: null, reason: 'stopped' }, [], []);
   }
 
-  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    if (!this.#loadSettled) this.#failLoad(loadExitError(this.id, exit));
+  /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
+  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
+    if (!this.#loadSettled) {
+      this.displaced = displaced;
+      this.#failLoad(loadExitError(this.id, exit));
+    }
     this.#end(exit, running, waiting);
   }
 

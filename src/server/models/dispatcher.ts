@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
+import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../workers/exit-reason';
 import type { InFlightBatch, ModelWorker } from '../workers/model-worker';
 import type { WorkerSet } from '../workers/worker-set';
@@ -17,7 +18,8 @@ import type { ModelSettings } from './model-settings';
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 export const kCoalesce = 8;
 
-let nextBatchId = 1;
+/** Batch ids on the wire: a worker's answers find their batch by it. */
+export const batchIds = new IdAllocator(MAX_WIRE_ID);
 
 export interface DispatcherDeps {
   name: string;
@@ -112,7 +114,11 @@ export class Dispatcher {
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
-      worker.run({ batchId: nextBatchId++, requests: jobs.map((j) => j.request), independent: independent && jobs.length > 1, withHeaders: this.deps.withHeaders }, jobs);
+      try {
+        worker.run({ batchId: batchIds.next(), requests: jobs.map((j) => j.request), independent: independent && jobs.length > 1, withHeaders: this.deps.withHeaders }, jobs);
+      } catch (err) {
+        this.#unsent(jobs, err);
+      }
     }
   }
 
@@ -178,6 +184,20 @@ export class Dispatcher {
       }
     }
     if (requeue.length > 0) this.#queue.unshift(requeue);
+  }
+
+  /**
+   * A batch whose frame could not be written (a bug: nothing a client sends should get here). The
+   * worker holds nothing of it, so its jobs fail now rather than wait for a timeout, and the worker
+   * serves the next batch.
+   */
+  #unsent(jobs: readonly Job[], err: unknown): void {
+    this.deps.log(`[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`);
+    const error = new MmeError('MME_ERR_INTERNAL', `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`);
+    for (const job of jobs) {
+      this.#running.delete(job.id);
+      job.reject(error);
+    }
   }
 
   #armDeadline(): void {

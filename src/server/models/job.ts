@@ -1,6 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, WireRequest } from '../../protocol/frames';
+import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
+import { forRequest } from '../../unhandled-rejection';
 import type { CancelToken } from './cancel-token';
 
 export interface InvokeResult {
@@ -25,11 +27,12 @@ export interface JobOptions {
   onChunk?: (chunk: ChunkMessage, delivered: () => void) => void;
 }
 
-let nextJobId = 1;
+/** Request ids on the wire: Cancel, ChunkAck and the answers find their request by it. */
+export const jobIds = new IdAllocator(MAX_WIRE_ID);
 
 /** One admitted request: settles exactly once, whatever happens to its worker. */
 export class Job {
-  readonly id = nextJobId++;
+  readonly id = jobIds.next();
   readonly admittedAt = performance.now();
   dispatchedAt = 0;
   settled = false;
@@ -43,10 +46,11 @@ export class Job {
 
   constructor(readonly request: WireRequest, readonly opts: JobOptions) {
     request.id = this.id;
-    this.promise = new Promise((resolve, reject) => {
+    // Named should its failure ever reach nobody: the bug that ended a server after 2^32 requests left one so.
+    this.promise = forRequest(new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
-    });
+    }), request.requestId);
   }
 
   get cancelled(): boolean {

@@ -82,7 +82,8 @@ export class ModelEntry implements ModelHealth {
   }
 
   markFailed(err: MmeError): void {
-    this.lastError = err;
+    // Describe and invokes show it: a worker's load error may name the server's copy of the files.
+    this.lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
     if (this.phase === 'ready') this.to('failed');
   }
 

@@ -15,9 +15,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { isRemoteUrl, resolveArtifact } from '../../artifacts/model-artifact';
+import { resolveArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
-import { MmeError, isMmeError } from '../../errors';
+import { MmeError, isMmeError, quote } from '../../errors';
 import { repositoryArtifact } from '../../repository/artifact';
 import { ModelRepository } from '../../repository/repository';
 import type { WireRequest } from '../../protocol/frames';
@@ -77,15 +77,18 @@ const kEvictedAgesKept = 1000;
 /** After a bounded shutdown's drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
 
+const isModelName = (name: string) => kModelName.test(name) && !name.includes('..');
+
 export function checkModelName(name: unknown): string {
   if (typeof name !== 'string' || name.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter model_name is required.');
-  if (!kModelName.test(name) || name.includes('..')) {
-    throw new MmeError('MME_ERR_BAD_REQUEST', `model_name ${JSON.stringify(name.slice(0, 64))} is not valid: use 1-255 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  if (!isModelName(name)) {
+    throw new MmeError('MME_ERR_BAD_REQUEST', `model_name ${quote(name)} is not valid: use 1-255 letters, digits, '.', '_' or '-', starting with a letter or digit`);
   }
   return name;
 }
 
-const notFound = (name: string) => new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name}`);
+/** A name that could be a model's is shown as MMS shows it; any other is client text, quoted. */
+export const modelNotFound = (name: string) => new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${isModelName(name) ? name : quote(name)}`);
 const shuttingDown = () => new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down.');
 
 export class ModelManager {
@@ -206,7 +209,7 @@ export class ModelManager {
       entry.artifact = await this.#resolve(entry, req, abort);
       abort.throwIfAborted();
       const settings = resolveSettings(req, entry.artifact, this.config);
-      const handlerPath = resolveHandlerPath(req, entry.artifact, this.config);
+      const handlerPath = resolveHandlerPath(entry.artifact, this.config);
       const processes = processCount(settings);
       await this.#admission.reserve(entry, this.#estimator.estimate(entry.artifact.onnxBytes, processes, settings.workerMode), abort);
       const artifact = entry.artifact;
@@ -220,6 +223,7 @@ export class ModelManager {
           interOpThreads: this.config.interOpThreads,
           decodeInputRequest: this.config.decodeInputRequest,
           maxStreamBuffer: this.config.maxStreamBuffer,
+          maxRequestElements: this.config.maxRequestElements,
         },
         maxResponseSize: this.config.maxResponseSize,
         onnxBytes: artifact.onnxBytes,
@@ -263,13 +267,11 @@ export class ModelManager {
 
   /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
   #resolve(entry: ModelEntry, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
-    const opts = { cacheDir: this.cacheDir, roots: this.config.modelRoots };
+    const opts = { cacheDir: this.cacheDir, roots: this.config.modelRoots, handler: req.handler };
     // Only #loadOnDemand makes this url: a client's s3:// url (POST /models) is never fetched.
     if (entry.onDemand && this.repository && req.url === this.repository.urlOf(entry.name)) return repositoryArtifact(this.repository, entry.name, opts, abort);
-    // MMS resolves a relative url against model_store; a remote url is passed on as given, to be refused.
-    const store = this.config.modelStore;
-    const url = path.isAbsolute(req.url) || !store || isRemoteUrl(req.url) ? req.url : path.join(store, req.url);
-    return resolveArtifact(url, opts);
+    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+    return resolveArtifact(req.url, { ...opts, store: this.config.modelStore });
   }
 
   /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
@@ -322,13 +324,13 @@ export class ModelManager {
    * model_repository any valid name may be there: only the load can tell, and a 404 is cached.
    */
   knows(name: string): boolean {
-    return this.#entries.has(name) || (this.config.modelCache && kModelName.test(name) && !name.includes('..') && (this.repository !== null || this.#findInStore(name) !== null));
+    return this.#entries.has(name) || (this.config.modelCache && isModelName(name) && (this.repository !== null || this.#findInStore(name) !== null));
   }
 
   /** The model if registered (ready or failed); 404 otherwise. For describe. */
   get(name: string): Model {
     const e = this.#entries.get(name);
-    if (!e?.model || !e.registered) throw notFound(name);
+    if (!e?.model || !e.registered) throw modelNotFound(name);
     return e.model;
   }
 
@@ -358,7 +360,7 @@ export class ModelManager {
       return first;
     }
     if (this.closing) throw shuttingDown();
-    if (!first && !this.config.modelCache) throw notFound(name);
+    if (!first && !this.config.modelCache) throw modelNotFound(name);
     checkModelName(name);
     this.stats.misses++;
     this.events.cacheLookup?.(name, false);
@@ -375,10 +377,10 @@ export class ModelManager {
       }
       if (this.closing) throw shuttingDown();
       if (!e) {
-        if (!this.config.modelCache || !this.#loadOnDemand(name)) throw notFound(name);
+        if (!this.config.modelCache || !this.#loadOnDemand(name)) throw modelNotFound(name);
         continue;
       }
-      if (e.phase !== 'loading' && !this.config.modelCache) throw notFound(name);
+      if (e.phase !== 'loading' && !this.config.modelCache) throw modelNotFound(name);
       // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
       const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
       const outcome = await within(settled, deadline - performance.now(), 'timeout' as const);
@@ -415,13 +417,15 @@ export class ModelManager {
     return true;
   }
 
-  /** `<model_store>/<name>/` or `<model_store>/<name>.tar.gz` (the name was checked to be one safe path segment). */
+  /**
+   * `<name>/`, `<name>.tar.gz` or `<name>.tgz` in model_store, as a url relative to it (the name was
+   * checked to be one safe path segment): what a load error shows, never the store's own path.
+   */
   #findInStore(name: string): string | null {
     const store = this.config.modelStore;
     if (!store) return null;
-    // Absolute: a relative model_store (npm start's) must not be joined to the url a second time.
-    for (const candidate of [path.resolve(store, name), path.resolve(store, `${name}.tar.gz`), path.resolve(store, `${name}.tgz`)]) {
-      if (fs.existsSync(candidate)) return candidate;
+    for (const file of [name, `${name}.tar.gz`, `${name}.tgz`]) {
+      if (fs.existsSync(path.resolve(store, file))) return file;
     }
     return null;
   }
@@ -435,7 +439,7 @@ export class ModelManager {
     const boundMs = this.config.unregisterModelTimeoutSeconds * 1000;
     const deadline = performance.now() + boundMs;
     const entry = this.#entries.get(name);
-    if (!entry || !(entry.registered || entry.phase === 'loading')) throw notFound(name);
+    if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
@@ -449,7 +453,7 @@ export class ModelManager {
     try {
       if (this.#entries.get(name) !== entry || !entry.registered) {
         if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
-        throw notFound(name);
+        throw modelNotFound(name);
       }
       entry.to('draining');
       if (!(await entry.whenIdle(deadline - performance.now()))) {
@@ -477,16 +481,42 @@ export class ModelManager {
     return e !== undefined && (e.registered || e.phase === 'loading');
   }
 
-  /** Scales a loaded model; one still loading is scaled once its load is over (it holds the lock until then). */
+  /**
+   * Scales a loaded model; one still loading is scaled once its load is over (it holds the lock
+   * until then). Workers it adds must fit the memory budget first: 507 otherwise, with its workers
+   * as they were. Resolves once the scale is admitted and under way; `synchronous` waits for the
+   * new workers to load and the retired ones to exit.
+   */
   async scale(name: string, min: number, max: number, synchronous: boolean): Promise<void> {
     const unlock = await this.#locks.acquire(name);
+    let scaling: Promise<void>;
     try {
       const e = this.#entries.get(name);
-      if (!e?.model || !e.registered) throw notFound(name);
-      await e.model.scale(min, max, synchronous);
+      if (!e?.model || !e.registered) throw modelNotFound(name);
+      const model = e.model;
+      const added = processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
+      const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
+      // The reservation stands until the new workers are measured.
+      scaling = model.scale(min, max).finally(async () => {
+        await model.refreshMemory();
+        e.reservedBytes = Math.max(0, e.reservedBytes - reserved);
+      });
+      if (synchronous) await scaling;
     } finally {
       unlock();
     }
+    if (!synchronous) scaling.catch((err: MmeError) => this.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
+  }
+
+  /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
+  async #reserveWorkers(e: ModelEntry, added: number, workers: number): Promise<number> {
+    const model = e.model!;
+    const measured = await model.refreshMemory();
+    const live = model.workers.length;
+    const perWorker = live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
+    const need = Math.ceil(added * perWorker);
+    await this.#admission.reserve(e, need, e.abortLoad.signal, { kind: 'scale', workers });
+    return need;
   }
 
   /** How many models serve (ready or failed): counted, not listed and sorted. */

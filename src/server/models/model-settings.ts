@@ -5,7 +5,6 @@
 import path from 'node:path';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
-import { MmeError } from '../../errors';
 
 export interface LoadRequest {
   modelName: string;
@@ -69,19 +68,11 @@ export function processCount(s: Pick<ModelSettings, 'preloadModel' | 'minWorkers
 }
 
 /**
- * A handler named by the request or the model directory must lie inside that directory: a load
- * request must not be able to run any .js file on the server. default_service_handler is the
- * operator's own choice and may live anywhere.
+ * The handler module: the one the artifact found (the load request's, model-config.json's or
+ * handler.js, each checked to be a regular file inside the model directory, reached through no
+ * link), else default_service_handler, which is the operator's own choice and may live anywhere.
  */
-export function resolveHandlerPath(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): string | null {
-  if (req.handler !== undefined) {
-    const file = path.resolve(artifact.dir, req.handler);
-    const rel = path.relative(artifact.dir, file);
-    if (rel.startsWith('..') || path.isAbsolute(rel)) {
-      throw new MmeError('MME_ERR_BAD_REQUEST', `handler ${JSON.stringify(req.handler)} must be a file inside the model directory`);
-    }
-    return file;
-  }
-  if (artifact.handlerPath) return path.resolve(artifact.dir, artifact.handlerPath);
+export function resolveHandlerPath(artifact: ModelArtifact, c: ServerConfig): string | null {
+  if (artifact.handlerPath) return artifact.handlerPath;
   return c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null;
 }

@@ -100,6 +100,8 @@ export class Model implements WorkerListener {
   }
 
   submit(request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
+    // Its client left while it waited (for an on-demand load): it is answered here, never queued.
+    if (opts?.cancel?.cancelled) return Promise.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection while the request waited for the model; it was not run.'));
     if (this.deps.health.failed) return Promise.reject(this.#failedError());
     this.lastUsedAt = Date.now();
     return this.#dispatcher.submit(request, opts);
@@ -147,16 +149,18 @@ export class Model implements WorkerListener {
     this.#dispatcher.dispatch();
   }
 
-  /** MMS scale API: run `min` workers (max is recorded; workers are not autoscaled). */
-  async scale(min: number, max: number, synchronous: boolean): Promise<void> {
+  /**
+   * MMS scale API: run `min` workers (max is recorded; workers are not autoscaled). Applied at once;
+   * resolves when the started workers have loaded and the retired ones have exited.
+   */
+  scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
     if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
-    const scaling = this.#set.scale(processCount(this.settings), synchronous);
+    const scaling = this.#set.scale(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes.
     if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
     this.#dispatcher.dispatch();
-    await scaling;
-    if (synchronous) await this.refreshMemory();
+    return scaling;
   }
 
   /** Stops every worker and waits until each process has exited; queued jobs fail with `err`, running ones by their workers' exit. */

@@ -5,14 +5,23 @@
 import { MmeError } from '../../errors';
 
 /**
+ * What a process (a worker, a shared host, the server itself) exits with after a promise rejection
+ * nobody handled: a bug that left something undone. Its own code, so the exit names its cause
+ * (src/unhandled-rejection.ts); 70 is a worker whose onnxruntime failed to start, 1 Node's own.
+ */
+export const UNHANDLED_REJECTION_EXIT_CODE = 71;
+
+/**
  * - stopped: the server stopped it (unload, eviction, scale-down, shutdown, a failed load);
  * - timeout-kill: the server killed it for running past the response or load timeout;
  * - protocol-error: the server killed it for sending a malformed or oversized frame;
  * - oom: memory evidence — a SIGKILL the server did not send (the kernel's OOM killer), or V8
  *   aborting on an exhausted heap;
+ * - unhandled-rejection: it reported a promise rejection nobody handled, and exited with
+ *   UNHANDLED_REJECTION_EXIT_CODE;
  * - crashed: any other exit the server did not ask for.
  */
-export type ExitReason = 'stopped' | 'timeout-kill' | 'protocol-error' | 'oom' | 'crashed';
+export type ExitReason = 'stopped' | 'timeout-kill' | 'protocol-error' | 'oom' | 'unhandled-rejection' | 'crashed';
 
 /** What the server did to a worker; set before the signal is sent, so the exit finds it. */
 export type KillReason = Extract<ExitReason, 'stopped' | 'timeout-kill' | 'protocol-error'>;
@@ -36,11 +45,14 @@ export function exitReason(e: ExitEvidence): ExitReason {
   if (e.killedBy) return e.killedBy;
   // 137 = 128 + SIGKILL, as a wrapper that did not exec reports it.
   if (e.signal === 'SIGKILL' || e.code === 137 || e.heapExhausted) return 'oom';
+  if (e.code === UNHANDLED_REJECTION_EXIT_CODE) return 'unhandled-rejection';
   return 'crashed';
 }
 
 export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string {
-  return exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+  if (exit.signal) return `was killed by ${exit.signal}`;
+  if (exit.code === UNHANDLED_REJECTION_EXIT_CODE) return `exited on a promise rejection nobody handled (code ${exit.code}; its log has the report)`;
+  return `exited with code ${exit.code}`;
 }
 
 /** The error a request that was running on the worker gets. */

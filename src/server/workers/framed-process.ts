@@ -54,6 +54,8 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   static spawned = 0;
   /** Every process not yet exited: a bounded shutdown kills what is left. */
   static readonly live = new Set<FramedProcess<unknown>>();
+  /** Processes that exited on a promise rejection nobody handled (a bug): the test suite checks there were none. */
+  static unhandledRejectionExits = 0;
   id: string;
   readonly gpuId: number;
   pid = 0;
@@ -167,8 +169,9 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
 
   /** Sends a batch on `owner`'s behalf; the process owns it until it is answered or ends. */
   protected sendBatch(owner: Owner, msg: InferMessage, jobs: readonly Job[]): void {
-    this.#batches.set(msg.batchId, { batch: { msg, jobs }, owner, left: jobs.length });
+    // Written first: a frame that cannot be encoded throws before the process is said to hold it.
     this.send({ kind: MessageKind.Infer, msg });
+    this.#batches.set(msg.batchId, { batch: { msg, jobs }, owner, left: jobs.length });
   }
 
   /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
@@ -233,6 +236,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     FramedProcess.live.delete(this);
     const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted }) };
     this.exitInfo = exit;
+    if (exit.reason === 'unhandled-rejection') FramedProcess.unhandledRejectionExits++;
     this.#channel?.destroy();
     // Batches run one after another, so only the oldest was running; a preload_model process runs
     // all of its slots at once.

@@ -52,6 +52,8 @@ export interface ModelWorker {
   memoryBytes: number;
   readonly loaded: LoadedMessage | null;
   readonly loadError: MmeError | null;
+  /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
+  readonly displaced?: boolean;
   /** Process start-up this load waited for, µs. */
   readonly spawnMicros: number;
   /** Settles once: Loaded, or why the load failed. */

@@ -85,8 +85,8 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
-    this.#inFlight++;
     this.sendBatch(this, msg, jobs);
+    this.#inFlight++;
   }
 
   holds(job: Job): boolean {

@@ -67,17 +67,30 @@ export class WorkerSet {
       else abort.addEventListener('abort', onAbort, { once: true });
     });
     aborted.catch(() => undefined);
-    const results = await Promise.race([Promise.allSettled(started.map((w) => w.ready)), aborted]);
+    const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
     const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason as MmeError;
     this.#running = true;
   }
 
-  /** Sets the target and reconciles; `synchronous` waits for started workers to load and retired ones to exit. */
-  async scale(target: number, synchronous: boolean): Promise<void> {
+  /**
+   * `worker`'s load; if its shared host died of another model's doing meanwhile, the load of a
+   * successor started in its place (once: a second such death fails the load).
+   */
+  async #loadedOrMoved(worker: ModelWorker): Promise<LoadedMessage> {
+    try {
+      return await worker.ready;
+    } catch (err) {
+      if (!worker.displaced || this.#stopped) throw err;
+      this.deps.log(`[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`);
+      return this.#spawn().ready;
+    }
+  }
+
+  /** Sets the target and reconciles at once; resolves when the started workers have loaded and the retired ones exited. */
+  async scale(target: number): Promise<void> {
     this.#target = target;
     const { started, retired } = this.reconcile();
-    if (!synchronous) return;
     await Promise.all(retired.map((w) => w.exited));
     const results = await Promise.allSettled(started.map((w) => w.ready));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -1,0 +1,39 @@
+/**
+ * A request message that does not decode is the client's mistake, but grpc-js answers it with
+ * INTERNAL ("Error deserializing request") before any handler runs. The server's methods decode
+ * leniently instead: an undecodable message reaches the handler as a marker, and decoded() turns
+ * it into the INVALID_ARGUMENT any other bad request gets.
+ */
+import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import { MmeError } from '../errors';
+
+class Undecodable {
+  constructor(readonly path: string, readonly reason: string) {}
+}
+
+/** `service` with each method's request decoder returning an Undecodable instead of throwing. */
+export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
+  const out: Record<string, MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(service as Record<string, MethodDefinition<unknown, unknown>>)) {
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return method.requestDeserialize(bytes);
+        } catch (err) {
+          // protobufjs's reason names offsets and wire types, never the message's bytes.
+          return new Undecodable(method.path, String((err as Error)?.message ?? err).slice(0, 200));
+        }
+      },
+    };
+  }
+  return out;
+}
+
+/** The request message, or INVALID_ARGUMENT when it did not decode. */
+export function decoded<T>(message: T): T {
+  if (message instanceof Undecodable) {
+    throw new MmeError('MME_ERR_INVALID_INPUT', `The request message is not a valid protobuf message for ${message.path} (${message.reason}); encode it with that method's request type from the .proto files.`);
+  }
+  return message;
+}

@@ -1,0 +1,195 @@
+/**
+ * The one tensor type every codec produces (JSON, CSV, .npy, OIP v2 JSON and binary, and through
+ * them both gRPC services), and the only one batching accepts.
+ *
+ * A Tensor is made only by `Tensor.build`, which checks, before the data exists:
+ *   - the type is one onnxruntime-node takes;
+ *   - every dim is a non-negative safe integer, the rank at most MAX_RANK;
+ *   - a request's elements fit its RequestBudget: max_request_elements, and its body, since every
+ *     element costs at least one byte of body in every codec;
+ * and after the codec produced the data: it is an array of the type's kind holding exactly one
+ * element per element of `dims`. Batching relies on that last rule: a tensor whose data and dims
+ * disagree would shift every later request's rows in a merged batch into another caller's answer.
+ */
+import { MmeError } from '../errors';
+
+export type NumericData =
+  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
+  | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+export type TensorData = NumericData | string[];
+
+/** The shape handlers build for context.run: any object of this form, or a Tensor. */
+export interface PlainTensor {
+  type: string;
+  dims: number[];
+  data: TensorData;
+}
+
+type NumericCtor = { new (n: number): NumericData; BYTES_PER_ELEMENT: number };
+
+const kCtors: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
+  ['float32', Float32Array], ['float64', Float64Array], ['int8', Int8Array], ['uint8', Uint8Array],
+  ['int16', Int16Array], ['uint16', Uint16Array], ['int32', Int32Array], ['uint32', Uint32Array],
+  ['int64', BigInt64Array], ['uint64', BigUint64Array], ['bool', Uint8Array], ['float16', Uint16Array],
+]);
+
+export const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
+
+/** numpy's limit on dimensions (NPY_MAXDIMS); no ONNX model comes near it. */
+export const MAX_RANK = 64;
+
+function invalid(message: string): MmeError {
+  return new MmeError('MME_ERR_INVALID_INPUT', message);
+}
+
+function isTensorType(type: string): boolean {
+  return type === 'string' || kCtors.has(type);
+}
+
+/** Bytes per element of a fixed-size type; never 0. */
+export function itemSize(type: string): number {
+  const Ctor = kCtors.get(type);
+  if (!Ctor) throw invalid(`tensor type ${type} has no fixed element size`);
+  return Ctor.BYTES_PER_ELEMENT;
+}
+
+export function allocate(type: string, n: number): TensorData {
+  if (type === 'string') return new Array<string>(n).fill('');
+  const Ctor = kCtors.get(type);
+  if (!Ctor) throw invalid(`tensor type ${type} is not supported; supported: ${TENSOR_TYPES.join(', ')}`);
+  return new Ctor(n);
+}
+
+/**
+ * The element count of `dims`, each checked. A product past max safe integer is refused as it
+ * grows, so no declared shape can make the count itself inexact.
+ */
+export function countElements(dims: readonly unknown[], what: string): number {
+  if (dims.length > MAX_RANK) throw invalid(`${what} has ${dims.length} dimensions; at most ${MAX_RANK} are supported`);
+  let n = 1;
+  for (const d of dims) {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
+      throw invalid(`${what} has shape dimension ${typeof d === 'number' ? d : typeof d}; every dimension must be a non-negative integer`);
+    }
+    n *= d;
+    if (!Number.isSafeInteger(n)) throw invalid(`${what} declares more than 2^53 elements`);
+  }
+  return n;
+}
+
+/**
+ * What one request may decode into: at most max_request_elements over all its tensors, and no more
+ * elements than its body has bytes. Taken before any data is allocated.
+ */
+export class RequestBudget {
+  #elements = 0;
+
+  constructor(readonly maxElements: number, readonly bodyBytes: number) {}
+
+  take(n: number, what: string): void {
+    const total = this.#elements + n;
+    if (total > this.maxElements) {
+      throw invalid(`${what} has ${n} elements, and the request ${total} in all, over max_request_elements (${this.maxElements}); send fewer rows per request`);
+    }
+    if (total > this.bodyBytes) {
+      throw invalid(`${what} declares ${n} elements, more than the ${this.bodyBytes}-byte body can hold; check its shape`);
+    }
+    this.#elements = total;
+  }
+}
+
+export class Tensor implements PlainTensor {
+  private constructor(readonly type: string, readonly dims: number[], readonly data: TensorData) {
+    Object.freeze(dims);
+  }
+
+  /**
+   * The one way to make a Tensor. `produce` makes the data for the checked count; it runs only
+   * once the budget (when a request's) has room for it.
+   */
+  static build(type: string, dims: readonly unknown[], budget: RequestBudget | null, what: string, produce: (count: number) => TensorData): Tensor {
+    if (!isTensorType(type)) throw invalid(`${what} has tensor type ${type}; supported: ${TENSOR_TYPES.join(', ')}`);
+    const n = countElements(dims, what);
+    budget?.take(n, what);
+    const data = produce(n);
+    const Ctor = kCtors.get(type);
+    const kindOk = Ctor ? data instanceof Ctor : Array.isArray(data);
+    if (!kindOk || data.length !== n) {
+      throw invalid(`${what} holds ${data.length} ${kindOk ? '' : `${data.constructor?.name ?? typeof data} `}elements, but a ${type} tensor of shape [${dims.join(', ')}] needs ${n}`);
+    }
+    return new Tensor(type, [...(dims as number[])], data);
+  }
+
+  /** A tensor from elements already in their array (a session's output, a handler's feed): checked, not copied. */
+  static of(t: PlainTensor, what = 'tensor'): Tensor {
+    return t instanceof Tensor ? t : Tensor.build(t.type, t.dims, null, what, () => t.data);
+  }
+
+  /**
+   * Fixed-size elements from raw bytes, little-endian unless `bigEndian`. The bytes must be exactly
+   * count × item size; they are copied, so the array is aligned and owns its memory. `typeName` is
+   * the type as the client named it (a .npy descr, an OIP datatype), for the message.
+   */
+  static fromBytes(type: string, dims: readonly unknown[], bytes: Uint8Array, bigEndian: boolean, budget: RequestBudget, what: string, typeName = type): Tensor {
+    const size = itemSize(type);
+    return Tensor.build(type, dims, budget, what, (n) => {
+      if (bytes.length !== n * size) {
+        throw invalid(`${what} has ${bytes.length} bytes of ${typeName} data, but its shape [${dims.join(', ')}] needs ${n} elements of ${size} bytes (${n * size})`);
+      }
+      const out = allocate(type, n) as NumericData;
+      const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+      raw.set(bytes);
+      if (bigEndian && size > 1) for (let i = 0; i < raw.length; i += size) raw.subarray(i, i + size).reverse();
+      return out;
+    });
+  }
+
+  /**
+   * Tensors of one type and trailing dims, joined along axis 0. Every offset is derived from dims
+   * and checked against the data it copies.
+   */
+  static concat(parts: readonly Tensor[]): Tensor {
+    const first = parts[0];
+    const trailing = first.dims.slice(1);
+    const rowSize = trailing.reduce((a, b) => a * b, 1);
+    let rows = 0;
+    for (const p of parts) {
+      if (!(p instanceof Tensor)) throw new TypeError('Tensor.concat takes Tensors only');
+      if (p.type !== first.type || p.dims.length !== first.dims.length || p.dims.some((d, i) => i > 0 && d !== first.dims[i])) {
+        throw new TypeError(`Tensor.concat: ${p.type} [${p.dims.join(', ')}] does not join ${first.type} [${first.dims.join(', ')}] along axis 0`);
+      }
+      rows += p.dims[0];
+    }
+    return Tensor.build(first.type, [rows, ...trailing], null, 'batch', (n) => {
+      const data = allocate(first.type, n);
+      let offset = 0;
+      for (const p of parts) {
+        const length = p.dims[0] * rowSize;
+        if (p.data.length !== length) throw new TypeError(`Tensor.concat: a part holds ${p.data.length} elements for ${length}`);
+        if (Array.isArray(data)) for (let i = 0; i < length; i++) data[offset + i] = (p.data as string[])[i];
+        else (data as NumericData).set(p.data as never, offset);
+        offset += length;
+      }
+      if (offset !== n) throw new TypeError(`Tensor.concat filled ${offset} of ${n} elements`);
+      return data;
+    });
+  }
+
+  /** Pieces of `rows[i]` rows along axis 0, which must add up to this tensor's rows; views for typed arrays. */
+  split(rows: readonly number[]): Tensor[] {
+    const total = rows.reduce((a, b) => a + b, 0);
+    if (this.dims.length === 0 || total !== this.dims[0]) {
+      throw new TypeError(`Tensor.split: ${rows.length} pieces of ${total} rows from a tensor of shape [${this.dims.join(', ')}]`);
+    }
+    const rowSize = this.dims.slice(1).reduce((a, b) => a * b, 1);
+    const out: Tensor[] = [];
+    let start = 0;
+    for (const r of rows) {
+      const end = start + r * rowSize;
+      const data = Array.isArray(this.data) ? this.data.slice(start, end) : (this.data as NumericData).subarray(start, end);
+      out.push(Tensor.build(this.type, [r, ...this.dims.slice(1)], null, 'batch piece', () => data as TensorData));
+      start = end;
+    }
+    return out;
+  }
+}
