@@ -22,6 +22,22 @@ export interface ModelToLoad {
 /** dedicated: processes of the model's own; shared: a slot in a host process holding many models. */
 export type WorkerMode = 'dedicated' | 'shared';
 
+/** model_repository and its disk cache (self-managed mode only). */
+export interface RepositoryConfig {
+  /** The key as written, for logs and the url of models loaded from it. */
+  readonly url: string;
+  readonly bucket: string;
+  /** '' or a key prefix without a trailing '/'. */
+  readonly prefix: string;
+  /** null = the SDK's default endpoint. */
+  readonly endpoint: string | null;
+  readonly ttlSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly maxConcurrentDownloads: number;
+  readonly cacheDir: string;
+  readonly cacheDiskBytes: number;
+}
+
 export interface ServerConfig {
   /** Which file was read, or null when built-in defaults apply. */
   readonly configFile: string | null;
@@ -93,6 +109,8 @@ export interface ServerConfig {
   readonly maxModelsPerWorker: number;
   /** Waste (bytes) past which a shared host is recycled; 0 = never. */
   readonly sharedWorkerRecycleBytes: number;
+  /** null = no model_repository: on-demand loads read model_store only. */
+  readonly repository: RepositoryConfig | null;
   /** SAGEMAKER_MULTI_MODEL=true. */
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */

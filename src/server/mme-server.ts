@@ -42,6 +42,7 @@ export class MmeServer {
     this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
+    if (this.manager.repository) this.manager.repository.events = this.metrics;
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */

@@ -100,6 +100,24 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.notEqual(env.MMS_MANAGEMENT_ADDRESS?.includes('0.0.0.0'), true, 'management is not exposed');
   });
 
+  it('StatefulSet: models come from model_repository into a size-limited emptyDir, with no PersistentVolumeClaim', () => {
+    assert.deepEqual(k8s().filter((d) => d.kind === 'PersistentVolumeClaim'), [], 'no PVC: the common storage classes cannot give ReadOnlyMany');
+    const deployment = replicas();
+    const pod = deployment.spec.template.spec;
+    const [c] = pod.containers;
+    const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
+    assert.match(env.MMS_MODEL_REPOSITORY, /^s3:\/\/[a-z0-9.-]+\//);
+    const mount = c.volumeMounts.find((m: Doc) => m.mountPath === env.MMS_MODEL_CACHE_DIR);
+    assert.ok(mount, 'the disk cache is a mounted volume');
+    const volume = pod.volumes.find((v: Doc) => v.name === mount.name);
+    assert.ok(volume.emptyDir, 'an emptyDir');
+    assert.ok(Number(env.MMS_MODEL_CACHE_DISK_MB) < mibOf(volume.emptyDir.sizeLimit), 'model_cache_disk_mb below the sizeLimit: the kubelet evicts pods past it');
+    assert.ok(pod.volumes.every((v: Doc) => !v.persistentVolumeClaim));
+    const [account] = ofKind('ServiceAccount');
+    assert.equal(pod.serviceAccountName, account.metadata.name);
+    assert.match(account.metadata.annotations['eks.amazonaws.com/role-arn'], /^arn:aws:iam::\d{12}:role\//, 'IRSA: the role the SDK default chain assumes');
+  });
+
   it('Services, HPA and Ingress point at the StatefulSet, whose pods the headless Service names; the Ingress hashes on the model name', () => {
     const deployment = replicas();
     const labels = deployment.spec.template.metadata.labels;
