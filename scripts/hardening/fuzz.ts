@@ -5,6 +5,9 @@
  * (503 allowed); afterwards the server must answer /ping, hold no more file descriptors than before
  * and run exactly the workers its models need. `npm run fuzz` runs 50 000 cases (Triton's
  * L0_http_fuzz size); the test suite runs a short version.
+ *
+ * `npm run fuzz` then runs issue 21's boundary fuzz (./boundary-fuzz.ts) for a fixed number of
+ * operations, in dedicated and shared worker mode: `--help` lists the options.
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -13,6 +16,8 @@ import { withCliServer } from '../../test/helpers/cli';
 import { descendantsOf, fdCount, isAlive, waitFor } from '../../test/helpers/processes';
 import { rawExchange } from '../../test/helpers/raw-http';
 import { loadModel, request } from '../../test/helpers/server';
+import { Flags, runCli, UsageError } from '../cli-flags';
+import { fuzzBoundary, type FuzzReport, type WorkerMode } from './boundary-fuzz';
 import { CaseReport } from './report';
 
 export interface FuzzOptions {
@@ -132,14 +137,57 @@ export function runFuzz(opts: FuzzOptions): Promise<FuzzResult> {
   });
 }
 
-const USAGE = `Usage: npm run fuzz -- [RUNS]
-  T-H4 http_fuzz: RUNS generated raw HTTP requests (default 50000) against a CLI server; every answer must be valid HTTP below 500.`;
+const kUsage = `Usage: npm run fuzz -- [options]
+
+Two fuzzers against live CLI servers (127.0.0.1 only):
+  T-H4 http_fuzz   generated raw HTTP/1.x requests over every route; every answer valid HTTP below 500.
+  boundary         issue 21's rounds (test/helpers/boundary-requests.ts): canaries of known answer and
+                   malformed requests over every codec and route (HTTP JSON/CSV/.npy, /v2 JSON and
+                   binary, KServe and TorchServe gRPC), sent at once to a batching model. Reports
+                   operations, distinct failures and server RSS start -> end.
+
+Options:
+  --ops N           boundary requests in all, split over the modes (default 100000)
+  --mode M          dedicated, shared or both (default both)
+  --concurrency N   boundary rounds in flight at once (default 1; the RSS bounds scale with it)
+  --seed S          first round's seed; round i uses S + i (default: time-based)
+  --http-cases N    T-H4 cases (default 50000; 0 skips it)
+  --help            this text
+
+Replay one boundary round: --ops 1 --concurrency 1 --http-cases 0 --mode <mode> --seed <round seed>`;
+
+const kFlags = { 'ops': 'string', 'mode': 'string', 'concurrency': 'string', 'seed': 'string', 'http-cases': 'string' } as const;
+
+function printBoundary(report: CaseReport, r: FuzzReport): void {
+  const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+  const problems = [...r.findings.entries()].map(([signature, f]) => `${signature} (×${f.count}; round seed ${f.roundSeed}: ${f.first.detail.slice(0, 240)})`);
+  report.add(`boundary fuzz, worker_mode=${r.mode}`, problems,
+    `${r.operations} operations in ${r.rounds} rounds, ${r.seconds.toFixed(0)} s; ${r.findings.size} distinct failures; `
+    + `server RSS ${mib(r.serverRss.start)} -> ${mib(r.serverRss.end)} (peak ${mib(r.serverRss.peak)}); `
+    + `${r.mode === 'shared' ? 'host' : 'workers'} RSS ${mib(r.workerRss.start)} -> ${mib(r.workerRss.end)} (peak ${mib(r.workerRss.peak)})`);
+}
 
 if (require.main === module) {
-  const runs = Number(process.argv[2] ?? 50_000);
-  void CaseReport.run(USAGE, async (report) => {
-    const t0 = Date.now();
-    const r = await runFuzz({ runs, progress: (l) => console.log(`  ${l}`) });
-    report.add(`T-H4 http_fuzz, ${runs} cases`, [], `${((Date.now() - t0) / 1000).toFixed(0)} s, seed ${r.seed}, statuses ${JSON.stringify(r.statuses)}`);
+  runCli(kUsage, async (argv) => {
+    const flags = Flags.parse(argv, kFlags);
+    if (flags.positionals.length) throw new UsageError(`unexpected argument ${flags.positionals[0]}`);
+    const ops = flags.int('ops', 100_000, 1);
+    const httpCases = flags.int('http-cases', 50_000, 0);
+    const concurrency = flags.int('concurrency', 1, 1);
+    const seed = flags.int('seed', Date.now() % 2 ** 31, 0);
+    const mode = flags.string('mode') ?? 'both';
+    if (!['dedicated', 'shared', 'both'].includes(mode)) throw new UsageError(`--mode must be dedicated, shared or both, got ${JSON.stringify(mode)}`);
+    const modes: WorkerMode[] = mode === 'both' ? ['dedicated', 'shared'] : [mode as WorkerMode];
+    await CaseReport.run(kUsage, async (report) => {
+      if (httpCases > 0) {
+        const t0 = Date.now();
+        const r = await runFuzz({ runs: httpCases, progress: (l) => console.log(`  ${l}`) });
+        report.add(`T-H4 http_fuzz, ${httpCases} cases`, [], `${((Date.now() - t0) / 1000).toFixed(0)} s, seed ${r.seed}, statuses ${JSON.stringify(r.statuses)}`);
+      }
+      for (const m of modes) {
+        console.log(`boundary fuzz, worker_mode=${m}: ${Math.ceil(ops / modes.length)} operations from seed ${seed}`);
+        printBoundary(report, await fuzzBoundary({ mode: m, operations: Math.ceil(ops / modes.length), seed, concurrency, progress: (l) => console.log(`  ${l}`) }));
+      }
+    });
   });
 }

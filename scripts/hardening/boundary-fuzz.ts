@@ -1,0 +1,320 @@
+/**
+ * The boundary's invariants against a live server (issue 21), shared by the property test
+ * (test/hardening/boundary-property.test.ts) and `npm run fuzz`: rounds of canaries and malformed
+ * requests (test/helpers/boundary-requests.ts) sent at once to a batching model, so that attacks
+ * share batches with the canaries. After each round:
+ *
+ * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
+ *   (batch_size 1), asked first, which must itself be the known answer x + 1;
+ * - every malformed request got a 4xx (INVALID_ARGUMENT over gRPC) whose body is at most 64 KiB;
+ * - no worker or shared host process was replaced;
+ * - the server's RSS, sampled through the round, grew by at most kServerRssGrowth over its RSS at
+ *   the round's start, and the workers' (or host's) by at most kWorkerRssGrowth (growth within a
+ *   round, so a failing round fails alone and shrinks; what stays is checked against the warm
+ *   baseline by retainedRssProblems once the rounds are done);
+ * - nothing answered 5xx (implied by the first two).
+ */
+import fc from 'fast-check';
+import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
+import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../test/helpers/boundary-requests';
+import { startCliServer, type CliServer } from '../../test/helpers/cli';
+import { grpcClients } from '../../test/helpers/grpc';
+import { rssBytes, waitFor } from '../../test/helpers/processes';
+import { loadModel, request, tempDir } from '../../test/helpers/server';
+
+export type WorkerMode = 'dedicated' | 'shared';
+
+/** The batching model: large enough batches and a delay long enough that a round's requests share them. */
+export const kBatched = 'boundary-batched';
+/** Its twin, same weights, one request per run: the solo answers. */
+export const kSolo = 'boundary-solo';
+/** A round fills exactly one batch; the delay only matters when a request of the round is refused before it queues. */
+export const kBatching = { batch_size: kRoundSize, max_batch_delay: 500 };
+
+/**
+ * RSS growth over the warm baseline that fails a round. The server never parses a payload, so
+ * it holds at most a round's bodies (≤ 4 × 6 MB) plus their frames; the worker decodes them, and a
+ * request that cannot run must cost it no more than its own bytes a few times over.
+ */
+export const kServerRssGrowth = 200 * 2 ** 20;
+export const kWorkerRssGrowth = 256 * 2 ** 20;
+
+export interface Failure {
+  /** Stable across runs (no counts or ids): what "distinct failures" counts. */
+  signature: string;
+  detail: string;
+  case?: BoundaryCase;
+}
+
+export interface BoundaryServer {
+  mode: WorkerMode;
+  cli: CliServer;
+  grpcPort: number;
+  /** Warm RSS, bytes: the server process, and its workers (or shared host) together. */
+  baseline: { server: number; workers: number };
+  close(): Promise<void>;
+}
+
+interface Worker {
+  pid: number;
+  status: string;
+}
+
+async function workersOf(cli: CliServer, model: string): Promise<Worker[]> {
+  const res = await request(`${cli.managementUrl}/models/${model}`);
+  return res.status === 200 ? (res.body.workers as Worker[]) : [];
+}
+
+/** Pids serving the two models, once each has a ready worker (after a crash, its replacement). */
+async function readyPids(cli: CliServer): Promise<number[]> {
+  let pids: number[] = [];
+  await waitFor(async () => {
+    const workers = [...await workersOf(cli, kBatched), ...await workersOf(cli, kSolo)];
+    pids = [...new Set(workers.map((w) => w.pid))].sort((a, b) => a - b);
+    return workers.length === 2 && workers.every((w) => w.status === 'READY');
+  }, 'both models to have a ready worker', 60_000, 50);
+  return pids;
+}
+
+const workerRss = (pids: readonly number[]) => pids.reduce((n, pid) => n + rssBytes(pid), 0);
+
+export async function startBoundaryServer(mode: WorkerMode): Promise<BoundaryServer> {
+  const store = tempDir('mme-boundary-');
+  const cli = await startCliServer([
+    'grpc_inference_port=0',
+    'model_cache=off',
+    'metrics_per_model_dimension=true',
+    ...(mode === 'shared' ? ['worker_mode=shared', 'shared_workers=1'] : []),
+  ].join('\n'), { store });
+  try {
+    await waitFor(() => cli.lines.some((l) => /gRPC inference API .* listening on /.test(l)), 'the gRPC listener', 30_000);
+    const grpcAddress = /gRPC inference API .* listening on (\S+)/.exec(cli.lines.find((l) => /gRPC inference API .* listening on /.test(l))!)![1]!;
+    const loads = await Promise.all([
+      // A hung batch shows as a 504 within the round rather than a test timeout.
+      loadModel(cli, kBatched, writeModelDir(store, kBatched, addModel()), { ...kBatching, response_timeout: 30 }),
+      loadModel(cli, kSolo, writeModelDir(store, kSolo, addModel()), { batch_size: 1, response_timeout: 30 }),
+    ]);
+    for (const r of loads) if (r.status !== 200) throw new Error(`load failed: ${r.status} ${r.text}`);
+    const srv: BoundaryServer = {
+      mode, cli, grpcPort: Number(grpcAddress.split(':').pop()), baseline: { server: 0, workers: 0 },
+      close: async () => {
+        await cli.stop();
+      },
+    };
+    // Warm-up: every codec once, so the baseline holds what serving costs when nothing is wrong.
+    const warm = fc.sample(fc.array(roundArb.map((r) => r.cases.filter((c) => c.kind === 'valid')), { minLength: 4, maxLength: 4 }), { seed: 1, numRuns: 1 })[0]!;
+    for (const cases of warm) await runRound(srv, { cases });
+    const pids = await readyPids(cli);
+    srv.baseline = { server: rssBytes(cli.pid), workers: workerRss(pids) };
+    return srv;
+  } catch (err) {
+    await cli.stop();
+    throw err;
+  }
+}
+
+/** Samples the server's and the workers' RSS while a round runs. */
+class Monitor {
+  peakServer = 0;
+  peakWorkers = 0;
+  readonly startServer: number;
+  readonly startWorkers: number;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(private readonly serverPid: number, private readonly pids: readonly number[]) {
+    this.#sample();
+    this.startServer = this.peakServer;
+    this.startWorkers = this.peakWorkers;
+    this.#timer = setInterval(() => this.#sample(), 25);
+  }
+
+  #sample(): void {
+    this.peakServer = Math.max(this.peakServer, rssBytes(this.serverPid));
+    this.peakWorkers = Math.max(this.peakWorkers, workerRss(this.pids));
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#sample();
+  }
+}
+
+export interface RoundReport {
+  failures: Failure[];
+  /** Requests sent: the solo answers and the round itself. */
+  operations: number;
+  peakServerRss: number;
+  peakWorkerRss: number;
+}
+
+const MiB = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+const sameRows = (a: number[][], b: number[][]) => a.length === b.length && a.every((r, i) => r.length === b[i]!.length && r.every((v, j) => Object.is(v, b[i]![j])));
+
+/**
+ * Runs one round (solo answers first, then every case at once) and returns what broke the
+ * invariants. `inFlight` rounds running at once share the server, so the RSS bounds are that many
+ * times the bound of one.
+ */
+export async function runRound(srv: BoundaryServer, round: Round, inFlight = 1): Promise<RoundReport> {
+  const { cli } = srv;
+  // A connection of its own (grpc-js otherwise shares one per target): a round that breaks its
+  // connection fails alone, and the next round starts clean.
+  const grpc = grpcClients(srv.grpcPort, { 'grpc.use_local_subchannel_pool': 1 });
+  try {
+    return await runRoundOn(srv, round, { url: cli.url, grpc }, inFlight);
+  } finally {
+    grpc.close();
+  }
+}
+
+async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoints, inFlight: number): Promise<RoundReport> {
+  const { cli } = srv;
+  const failures: Failure[] = [];
+  const pidsBefore = await readyPids(cli);
+  const valid = round.cases.filter((c): c is ValidCase => c.kind === 'valid');
+  const attacks = round.cases.filter((c) => c.kind === 'malformed').map(caseLabel).join(', ') || 'none';
+
+  const solo = await Promise.all(valid.map(async (c) => {
+    const o = await send(validCall(c, kSolo), endpoints);
+    try {
+      const rows = answerRows(c, o);
+      if (!sameRows(rows, knownAnswer(c))) failures.push({ signature: `${caseLabel(c)}: the solo answer is not x + 1`, detail: `got ${JSON.stringify(rows).slice(0, 200)}`, case: c });
+      return rows;
+    } catch (err) {
+      failures.push({ signature: `${caseLabel(c)}: no solo answer: ${describeOutcome(o)}`, detail: (err as Error).message.slice(0, 300), case: c });
+      return null;
+    }
+  }));
+
+  const monitor = new Monitor(cli.pid, pidsBefore);
+  let outcomes: Outcome[];
+  try {
+    outcomes = await Promise.all(round.cases.map((c) => send(callOf(c, kBatched), endpoints)));
+  } finally {
+    monitor.stop();
+  }
+
+  let k = 0;
+  round.cases.forEach((c, i) => {
+    const o = outcomes[i]!;
+    if (c.kind === 'malformed') {
+      const problem = refusalProblem(o);
+      if (problem) failures.push({ signature: `${caseLabel(c)}: ${problem.what}`, detail: `${problem.detail}: ${o.body.toString('utf8').slice(0, 200)}`, case: c });
+      return;
+    }
+    const expected = solo[k++];
+    let rows: number[][];
+    try {
+      rows = answerRows(c, o);
+    } catch (err) {
+      failures.push({ signature: `canary: ${describeOutcome(o)}`, detail: `${caseLabel(c)} beside [${attacks}]: ${(err as Error).message.slice(0, 300)}`, case: c });
+      return;
+    }
+    if (expected && !sameRows(rows, expected)) {
+      failures.push({ signature: 'canary: the answer differs from its solo answer', detail: `${caseLabel(c)} beside [${attacks}]: got ${JSON.stringify(rows).slice(0, 160)}, alone ${JSON.stringify(expected).slice(0, 160)}`, case: c });
+    }
+  });
+
+  const pidsAfter = await readyPids(cli);
+  if (pidsAfter.join() !== pidsBefore.join()) {
+    failures.push({ signature: `a ${srv.mode === 'shared' ? 'shared host' : 'worker'} process was replaced`, detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]` });
+  }
+  if (monitor.peakServer > monitor.startServer + inFlight * kServerRssGrowth) {
+    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.startServer)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
+  }
+  if (monitor.peakWorkers > monitor.startWorkers + inFlight * kWorkerRssGrowth) {
+    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.startWorkers)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
+  }
+  return { failures, operations: valid.length + round.cases.length, peakServerRss: monitor.peakServer, peakWorkerRss: monitor.peakWorkers };
+}
+
+/** What the rounds left behind: RSS the server or its workers kept past the same bounds over their warm baseline. */
+export async function retainedRssProblems(srv: BoundaryServer, inFlight = 1): Promise<string[]> {
+  const server = rssBytes(srv.cli.pid);
+  const workers = workerRss(await readyPids(srv.cli));
+  const problems: string[] = [];
+  const bound = { server: inFlight * kServerRssGrowth, workers: inFlight * kWorkerRssGrowth };
+  if (server > srv.baseline.server + bound.server) problems.push(`the server kept ${MiB(server)} after the rounds, warm ${MiB(srv.baseline.server)} (bound: + ${MiB(bound.server)})`);
+  if (workers > srv.baseline.workers + bound.workers) problems.push(`the ${srv.mode === 'shared' ? 'host' : 'workers'} kept ${MiB(workers)} after the rounds, warm ${MiB(srv.baseline.workers)} (bound: + ${MiB(bound.workers)})`);
+  return problems;
+}
+
+/** A failing round as an assertion message: each failure with its case. */
+export function formatFailures(failures: readonly Failure[]): string {
+  return failures.map((f) => `- ${f.signature}\n    ${f.detail}${f.case ? `\n    case: ${JSON.stringify(f.case).slice(0, 400)}` : ''}`).join('\n');
+}
+
+export interface FuzzOptions {
+  mode: WorkerMode;
+  /** Requests to send in all (solo answers included); the last rounds may go a few over. */
+  operations: number;
+  /** Round i is fc.sample(roundArb, { seed: seed + i }): any failing round can be replayed alone. */
+  seed: number;
+  /** Rounds in flight at once: their requests meet in the same batches too. */
+  concurrency: number;
+  progress?: (line: string) => void;
+}
+
+export interface FuzzFinding {
+  first: Failure;
+  /** Seed of the first round that showed it. */
+  roundSeed: number;
+  count: number;
+}
+
+export interface FuzzReport {
+  mode: WorkerMode;
+  operations: number;
+  rounds: number;
+  /** By signature: the distinct failures. */
+  findings: Map<string, FuzzFinding>;
+  serverRss: { start: number; end: number; peak: number };
+  workerRss: { start: number; end: number; peak: number };
+  seconds: number;
+}
+
+/** `npm run fuzz`'s boundary part: rounds against a fresh server until `operations` requests have gone out. */
+export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
+  const t0 = Date.now();
+  const srv = await startBoundaryServer(opts.mode);
+  try {
+    const findings = new Map<string, FuzzFinding>();
+    const peaks = { server: 0, workers: 0 };
+    let operations = 0;
+    let rounds = 0;
+    let reported = 0;
+    const loop = async () => {
+      while (operations < opts.operations) {
+        const roundSeed = opts.seed + rounds++;
+        const round = fc.sample(roundArb, { seed: roundSeed, numRuns: 1 })[0]!;
+        const report = await runRound(srv, round, opts.concurrency);
+        operations += report.operations;
+        peaks.server = Math.max(peaks.server, report.peakServerRss);
+        peaks.workers = Math.max(peaks.workers, report.peakWorkerRss);
+        for (const f of report.failures) {
+          const seen = findings.get(f.signature);
+          if (seen) seen.count++;
+          else {
+            findings.set(f.signature, { first: f, roundSeed, count: 1 });
+            opts.progress?.(`new failure (round seed ${roundSeed}): ${f.signature}`);
+          }
+        }
+        if (operations - reported >= 10_000) {
+          reported = operations;
+          opts.progress?.(`${operations}/${opts.operations} operations, ${findings.size} distinct failures, server RSS ${MiB(rssBytes(srv.cli.pid))}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: opts.concurrency }, loop));
+    for (const detail of await retainedRssProblems(srv, opts.concurrency)) findings.set(detail.replace(/\d+ MiB/g, 'N MiB'), { first: { signature: 'retained RSS', detail }, roundSeed: opts.seed, count: 1 });
+    const pids = await readyPids(srv.cli);
+    return {
+      mode: opts.mode, operations, rounds, findings,
+      serverRss: { start: srv.baseline.server, end: rssBytes(srv.cli.pid), peak: peaks.server },
+      workerRss: { start: srv.baseline.workers, end: workerRss(pids), peak: peaks.workers },
+      seconds: (Date.now() - t0) / 1000,
+    };
+  } finally {
+    await srv.close();
+  }
+}
