@@ -1,10 +1,11 @@
 /**
  * Trace-driven comparison of the model cache's eviction policies: `npm run cache-sim` prints the
- * README's cache-sim section, table included. Everything is seeded, so the numbers only change
- * when a policy or a trace does (test/cache/cache-sim.test.ts keeps the README in step).
+ * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
+ * when a policy or a trace does (test/cache/cache-sim.test.ts keeps it in step).
  */
 import { createPolicy } from '../src/server/cache/eviction-policy';
 import { belady } from './cache-sim/belady';
+import { printedHelp } from './cli-flags';
 import { simulate, type Capacity, type PolicyFactory, type SimResult } from './cache-sim/simulate';
 import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from './cache-sim/traces';
 
@@ -33,7 +34,7 @@ export function runCacheSim(seed = SEED): SimRow[] {
   return traces(seed).flatMap((trace) => POLICIES.map(({ label, factory }) => ({ trace: trace.name, policy: label, result: simulate(trace, factory, CAPACITY) })));
 }
 
-/** README style: a space between thousands. */
+/** The docs' style: a space between thousands. */
 const grouped = (n: number) => Math.round(n).toLocaleString('en-US').replace(/,/g, ' ');
 const percent = (x: number, digits = 1) => `${(x * 100).toFixed(digits)} %`;
 const hitRatio = (r: SimResult) => r.hits / r.requests;
@@ -54,7 +55,7 @@ export function renderTable(rows: readonly SimRow[]): string {
   return ['| trace | policy | hit ratio | loads | GiB loaded | load time (min) | load time vs LRU |', '|---|---|---|---|---|---|---|', ...lines].join('\n');
 }
 
-/** The README section: what was run, why GDSF is the default, and the table. */
+/** The docs/cache.md section: what was run, why GDSF is the default, and the table. */
 export function renderCacheSimMarkdown(rows: readonly SimRow[] = runCacheSim()): string {
   const gdsf = rows.filter((r) => r.policy === 'GDSF');
   const savings = gdsf.map((r) => saving(r.result, lruOf(rows, r.trace)));
@@ -81,4 +82,7 @@ can out-hit it.
 ${renderTable(rows)}`;
 }
 
-if (require.main === module) console.log(renderCacheSimMarkdown());
+const USAGE = `Usage: npm run cache-sim
+  Replays the seeded traces against every eviction policy and prints the cache-sim section of docs/cache.md.`;
+
+if (require.main === module && !printedHelp(USAGE)) console.log(renderCacheSimMarkdown());

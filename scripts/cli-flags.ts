@@ -76,15 +76,22 @@ export class Flags {
 }
 
 /**
+ * `--help` or `-h` among the arguments: prints `usage` on stdout and answers true, so the script
+ * returns before it starts a server, writes a file or spends minutes measuring.
+ */
+export function printedHelp(usage: string, argv: readonly string[] = process.argv.slice(2)): boolean {
+  if (!argv.includes('--help') && !argv.includes('-h')) return false;
+  process.stdout.write(`${usage}\n`);
+  return true;
+}
+
+/**
  * Runs a script's main: a UsageError prints the message and the usage and exits 2; any other error
  * prints its name and message (no stack: these are messages for the person at the terminal) and exits 1.
  */
 export function runCli(usage: string, main: (argv: string[]) => Promise<void>): void {
   const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`${usage}\n`);
-    return;
-  }
+  if (printedHelp(usage, argv)) return;
   main(argv).then(
     () => undefined,
     (err: unknown) => {

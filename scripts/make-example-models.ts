@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { addModel, MlpSpec, mlpForward, mlpModel, writeModelDir } from '../test/fixtures/onnx-models';
+import { printedHelp } from './cli-flags';
 
 export const EXAMPLE_MLP: MlpSpec = { sizes: [4, 8, 3], seed: 1 };
 /** text-generator's model: one-hot-ish context over ' a-z' → next-character scores (its handler.js is checked in). */
@@ -117,4 +118,7 @@ function main(): void {
 }
 
 // Imported by the test that checks the committed store is current; run as a script otherwise.
-if (require.main === module) main();
+const USAGE = `Usage: node dist/scripts/make-example-models.js [OUT_DIR]
+  Writes the example models (byte-identical on every run) into OUT_DIR, default the repository's model-store/.`;
+
+if (require.main === module && !printedHelp(USAGE)) main();

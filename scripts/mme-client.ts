@@ -3,6 +3,8 @@
  * A small client for the SageMaker MME container API (what SageMaker itself calls), for trying a running
  * server or image by hand:
  *
+ * Installed as the package bin `mme-client`, and `npm run -s mme-client -- ARGS` in this repository.
+ *
  *   node dist/scripts/mme-client.js [--url URL] load NAME PATH [--workers N]
  *   node dist/scripts/mme-client.js [--url URL] list
  *   node dist/scripts/mme-client.js [--url URL] describe NAME
@@ -79,7 +81,9 @@ function parse(argv: readonly string[]): Options {
         break;
       case '-h':
       case '--help':
-        throw new UsageError('');
+        // Asked for, so it is the answer: stdout and success, unlike a usage error.
+        process.stdout.write(`${USAGE}\n`);
+        process.exit(0);
       default:
         if (arg.startsWith('--')) throw new UsageError(`unknown option ${arg}`);
         opts.words.push(arg);

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { Flags, runCli, UsageError } from './cli-flags';
 import { ASSUMPTIONS, MiB, MODES, type WorkerMode } from './plan/assumptions';
+import { downloadLines, type DownloadOptions } from './plan/download';
 import { MAX_INSTANCES, predict, smallestFleet, type Prediction, type Routing } from './plan/planner';
 import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from './plan/workload';
 
@@ -19,17 +20,20 @@ export const USAGE = `Usage:
   --instance-memory-gib  memory of one instance (ml.m5.xlarge: 16, ml.c5.2xlarge: 16, ml.r5.xlarge: 32)
   --instances   predict one instance and fleets of N (hash-routed and round-robin)
   --target-hit-ratio  find the smallest hash-routed fleet reaching R (0..1), per worker mode
-  --requests    length of the stream drawn from an inventory (default 100000); --seed its seed (1)`;
+  --requests    length of the stream drawn from an inventory (default 100000); --seed its seed (1)
+  --repository-mbps  with model_repository: MB/s from the store, to add each load's download time
+  --cold-start-ms    the measured first-request latency of a cold model from disk (npm run bench:repository)`;
 
 const FLAGS = {
   inventory: 'string', trace: 'string', 'instance-memory-gib': 'string', instances: 'string',
-  'target-hit-ratio': 'string', requests: 'string', seed: 'string',
+  'target-hit-ratio': 'string', requests: 'string', seed: 'string', 'repository-mbps': 'string', 'cold-start-ms': 'string',
 } as const;
 
 export interface PlanOptions {
   instanceBytes: number;
   instances?: number;
   targetHitRatio?: number;
+  download?: DownloadOptions;
 }
 
 const ROUTING_LABEL: Record<Routing, string> = { one: 'one instance', hash: 'consistent hash', 'round-robin': 'round robin' };
@@ -82,6 +86,7 @@ export function renderPlan(workload: Workload, opts: PlanOptions): string {
     '|---|---|---|---|---|---|---|',
     ...rows.map(row),
     ...(notes.length ? ['', ...notes] : []),
+    ...(opts.download ? ['', ...downloadLines(workload, rows, opts.download)] : []),
     '',
     'Assumptions:',
     ...assumptionLines(),
@@ -112,7 +117,9 @@ async function main(argv: string[]): Promise<void> {
   if (Number.isNaN(gib)) throw new UsageError('--instance-memory-gib is required: the memory of one instance in GiB');
   const target = flags.has('target-hit-ratio') ? flags.number('target-hit-ratio', 0, 0) : undefined;
   if (target !== undefined && target >= 1) throw new UsageError('--target-hit-ratio is a fraction below 1, e.g. 0.95');
-  const opts: PlanOptions = { instanceBytes: gib * 1024 * MiB, instances: flags.has('instances') ? flags.int('instances', 1, 1) : undefined, targetHitRatio: target };
+  if (flags.has('cold-start-ms') && !flags.has('repository-mbps')) throw new UsageError('--cold-start-ms goes with --repository-mbps, the bandwidth from model_repository');
+  const download = flags.has('repository-mbps') ? { mbps: flags.number('repository-mbps', 0, 0.001), coldStartMs: flags.number('cold-start-ms', 0, 0) } : undefined;
+  const opts: PlanOptions = { instanceBytes: gib * 1024 * MiB, instances: flags.has('instances') ? flags.int('instances', 1, 1) : undefined, targetHitRatio: target, download };
   console.log(renderPlan(readInput(flags), opts));
 }
 

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { printedHelp } from './cli-flags';
 
 interface ProfileNode {
   id: number;
@@ -32,10 +33,13 @@ export function topFrames(profile: Profile, n: number): { totalMs: number; frame
   return { totalMs: total / 1000, frames };
 }
 
-if (require.main === module) {
+const USAGE = `Usage: node dist/scripts/profile-top.js DIR [N]
+  The top N (default 12) self-time frames of every .cpuprofile in DIR, one table per process.`;
+
+if (require.main === module && !printedHelp(USAGE)) {
   const [dir, count] = process.argv.slice(2);
   if (!dir) {
-    console.error('usage: node dist/scripts/profile-top.js DIR [N]');
+    console.error(USAGE);
     process.exit(2);
   }
   for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {

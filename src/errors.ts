@@ -1,7 +1,7 @@
 /**
  * Every error the server reports, in one place: a stable code (what scripts match on), the HTTP
  * status it maps to, and the MMS exception type that goes in the `type` field of the MMS error body
- * `{"code": <status>, "type": "...", "message": "..."}`. The README's error table is this table.
+ * `{"code": <status>, "type": "...", "message": "..."}`. docs/api.md's error table is this table.
  */
 export const ERRORS = {
   MME_ERR_BAD_REQUEST: { status: 400, type: 'BadRequestException', when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value' },
@@ -31,6 +31,8 @@ export const ERRORS = {
   MME_ERR_MODEL_LOADING: { status: 503, type: 'ServiceUnavailableException', when: 'the model is still loading; retry after Retry-After seconds' },
   MME_ERR_MODEL_FAILED: { status: 503, type: 'ServiceUnavailableException', when: "the model's workers keep failing to start; describe shows the cause" },
   MME_ERR_SHUTTING_DOWN: { status: 503, type: 'ServiceUnavailableException', when: 'the server is shutting down' },
+  MME_ERR_REPOSITORY_UNAVAILABLE: { status: 503, type: 'ServiceUnavailableException', when: 'model_repository refused the download (credentials, permissions: the store\'s error code is in the server log), kept failing after retries, or the disk cache has no room that is not held by loaded models' },
+  MME_ERR_REPOSITORY_TIMEOUT: { status: 504, type: 'RepositoryTimeoutException', when: 'model_repository stayed silent longer than model_repository_timeout (no answer, or a download that stalled)' },
   MME_ERR_WORKER_TIMEOUT: { status: 504, type: 'WorkerTimeoutException', when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced' },
   MME_ERR_INSUFFICIENT_MEMORY: { status: 507, type: 'InsufficientMemoryException', when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)' },
   MME_ERR_CONFIG: { status: 500, type: 'ConfigurationException', when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)' },

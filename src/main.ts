@@ -6,20 +6,28 @@
 import { parseArgs, USAGE } from './config/cli';
 import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
+import { createLog } from './logger';
 import { MmeServer } from './server/mme-server';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
 
-const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-exitOnUnhandledRejection(log);
+/** Text at info until the config names the log's format and level. */
+let log = createLog({ format: 'text', level: 'info' });
+exitOnUnhandledRejection((line) => log(line, { level: 'error' }));
+
+// Compiled to dist/src/, beside which the package's package.json sits two levels up (also in the image).
+const { version: kVersion } = require('../../package.json') as { version: string };
 
 async function main(): Promise<void> {
+  const started = performance.now();
   const argv = process.argv.slice(2);
-  if (parseArgs(argv).help) {
-    process.stdout.write(`${USAGE}\n`);
+  const args = parseArgs(argv);
+  if (args.help || args.version) {
+    process.stdout.write(args.help ? `${USAGE}\n` : `${kVersion}\n`);
     return;
   }
   const config = loadConfig(process.env, argv);
-  log(`config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
+  log = createLog({ format: config.logFormat, level: config.logLevel });
+  log(`sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
   const server = new MmeServer(config, { log });
   let stopping = false;
   const stop = (signal: string) => {
@@ -29,14 +37,20 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
-    server.close(config.shutdownTimeoutSeconds * 1000).then(() => process.exit(0), (err) => {
-      log(`shutdown failed: ${(err as Error).message}`);
+    server.close(config.shutdownTimeoutSeconds * 1000).then(({ drained, cutOff }) => {
+      log(`stopped: ${drained} requests finished in the drain, ${cutOff} cut off when their workers were killed`, { level: 'info' });
+      process.exit(0);
+    }, (err) => {
+      log(`shutdown failed: ${(err as Error).message}`, { level: 'error' });
       process.exit(1);
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await server.start();
+  const mode = config.modelCache ? 'self-managed cache (model_cache on)' : 'SageMaker mode (model_cache off: the platform loads and unloads)';
+  const budget = `${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
+  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${budget}, ${server.manager.list().length} models loaded`);
 }
 
 main().catch((err) => {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, measure, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, measure, postJson, runScript, startServer } from './harness';
 
 export async function benchBatching(): Promise<{ rps1: number; rps16: number; ratio: number; p99_1: number; p99_16: number }> {
   const server = await startServer();
@@ -29,8 +29,10 @@ export async function benchBatching(): Promise<{ rps1: number; rps16: number; ra
   }
 }
 
+const USAGE = benchUsage('npm run bench:batching', 'batch_size 16 against batch_size 1 on a 512→4096→512 MLP at concurrency 32.');
+
 if (require.main === module) {
-  runScript(benchBatching, (r) => {
+  runScript(USAGE, benchBatching, (r) => {
     console.log('| mid MLP 512→4096→512, concurrency 32 | req/s | p99 ms |');
     console.log('|---|---|---|');
     console.log(`| batch_size 1 | ${r.rps1.toFixed(0)} | ${r.p99_1} |`);

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { resolveConfig } from '../../src/config/resolve';
 import { MmeServer } from '../../src/server/mme-server';
 import { seededRandom, zipfSampler } from '../cache-sim/random';
-import { runScript } from './harness';
+import { benchUsage, runScript } from './harness';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -90,6 +90,8 @@ export async function benchCacheLiveModes(): Promise<CacheLive[]> {
   return [await benchCacheLive({ policy: 'gdsf', workerMode: 'dedicated', models, room }), await benchCacheLive({ policy: 'gdsf', workerMode: 'shared', models, room })];
 }
 
+const USAGE = benchUsage('npm run bench:cache-live', 'A Zipf stream of invokes through a real server with on-demand loading: hit ratio and latency per eviction policy.');
+
 if (require.main === module) {
-  runScript(async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
+  runScript(USAGE, async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mlpModel, paddleOcrClsPath } from '../../test/fixtures/onnx-models';
-import { median, postJson, runScript, startServer } from './harness';
+import { benchUsage, median, postJson, runScript, startServer } from './harness';
 
 export interface ColdStart {
   model: string;
@@ -57,4 +57,6 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
   return out;
 }
 
-if (require.main === module) runScript(async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));
+const USAGE = benchUsage('npm run bench:cold-start', 'POST /models → 200 for a small model, p50 over load/unload cycles, without and with a spare worker.');
+
+if (require.main === module) runScript(USAGE, async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));

@@ -15,7 +15,7 @@ import { writeNpy } from '../../src/worker-process/npy';
 import { behaviourHandler } from '../../test/fixtures/fault-handlers';
 import { imageClassifierModel, writeModelDir } from '../../test/fixtures/onnx-models';
 import { seededRandom } from '../cache-sim/random';
-import { benchDurations, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, benchUsage, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
 import { percentiles } from './latency';
 
 export interface DataPlaneResult {
@@ -98,4 +98,6 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
   }
 }
 
-if (require.main === module) runScript(benchDataPlane);
+const USAGE = benchUsage('npm run bench:data-plane', 'Image-sized JSON and .npy requests and large responses against the in-process limit.');
+
+if (require.main === module) runScript(USAGE, benchDataPlane);

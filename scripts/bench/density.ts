@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { median, postJson, runScript, startServer } from './harness';
+import { benchUsage, median, postJson, runScript, startServer } from './harness';
 
 export interface Density {
   budgetMB: number;
@@ -33,4 +33,6 @@ export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 40
   }
 }
 
-if (require.main === module) runScript(benchDensity, (r) => console.log(r));
+const USAGE = benchUsage('node dist/scripts/bench/density.js', 'How many tiny models fit a 4 GiB model memory budget, and what one costs.');
+
+if (require.main === module) runScript(USAGE, benchDensity, (r) => console.log(r));

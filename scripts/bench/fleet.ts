@@ -14,8 +14,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../../test/helpers/cli';
 import { seededRandom, shuffled, zipfSampler } from '../cache-sim/random';
-import { ensureNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
-import { runScript, startServer, type BenchServer } from './harness';
+import { requireNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
+import { benchUsage, runScript, startServer, type BenchServer } from './harness';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -174,7 +174,7 @@ async function leaveAndReturn(fleet: Fleet, steady: Map<string, string>, gone: s
 }
 
 async function main(): Promise<void> {
-  const bin = ensureNginx(log);
+  const bin = requireNginx();
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-store-'));
   writeMlpStore(store, MODELS);
   const stream = zipfStream();
@@ -213,4 +213,6 @@ async function main(): Promise<void> {
   if (!ratioMet || !nearMet) process.exitCode = 1;
 }
 
-if (require.main === module) runScript(main, () => undefined);
+const USAGE = benchUsage('npm run bench:fleet', 'Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance.');
+
+if (require.main === module) runScript(USAGE, main, () => undefined);

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { mlpModel } from '../../test/fixtures/onnx-models';
 import { streamInvoke } from '../../test/http/stream-client';
 import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, measure, median, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, measure, median, postJson, runScript, startServer } from './harness';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -103,4 +103,6 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
   }
 }
 
-if (require.main === module) runScript(benchGrpc, (r) => console.log(r));
+const USAGE = benchUsage('npm run bench:grpc', 'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.');
+
+if (require.main === module) runScript(USAGE, benchGrpc, (r) => console.log(r));

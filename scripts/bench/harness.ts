@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
+import { printedHelp } from '../cli-flags';
 
 const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
 
@@ -109,11 +110,20 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; st
 }
 
 /** A bench run as its own script: `print` its result, or print the error and exit 1. */
-export function runScript<T>(work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+export function runScript<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+  if (printedHelp(usage)) return;
   work().then(print, (err) => {
     console.error(err);
     process.exit(1);
   });
+}
+
+/** The usage of a bench script: its command, what it measures, and the environment every bench reads. */
+export function benchUsage(command: string, what: string): string {
+  return `Usage: ${command}
+  ${what}
+  BENCH_QUICK=1        short runs that only check the harness works
+  MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)`;
 }
 
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */

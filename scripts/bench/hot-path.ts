@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, benchUsage, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
@@ -58,4 +58,6 @@ export async function benchHotPath(): Promise<HotPathResult> {
   }
 }
 
-if (require.main === module) runScript(benchHotPath);
+const USAGE = benchUsage('npm run bench:hot-path', 'Tiny-model throughput and p50 server overhead against the in-process limit.');
+
+if (require.main === module) runScript(USAGE, benchHotPath);

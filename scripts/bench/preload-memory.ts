@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { postJson, runScript, startServer } from './harness';
+import { benchUsage, postJson, runScript, startServer } from './harness';
 
 const kWorkers = 4;
 
@@ -38,8 +38,10 @@ export async function benchPreloadMemory(): Promise<Array<{ model: string; weigh
   return rows;
 }
 
+const USAGE = benchUsage('npm run bench:preload-memory', 'Memory of a model\'s workers with preload_model off and on.');
+
 if (require.main === module) {
-  runScript(benchPreloadMemory, (rows) => {
+  runScript(USAGE, benchPreloadMemory, (rows) => {
     console.log(`| model (${kWorkers} workers) | weights MB | preload_model=false MB | preload_model=true MB |`);
     console.log('|---|---|---|---|');
     for (const r of rows) console.log(`| ${r.model} | ${r.weightsMB.toFixed(1)} | ${r.offMB.toFixed(1)} | ${r.onMB.toFixed(1)} |`);

@@ -13,7 +13,7 @@ import { benchColdStart } from './cold-start';
 import { benchDataPlane } from './data-plane';
 import { benchDensity } from './density';
 import { benchGrpc } from './grpc';
-import { runScript } from './harness';
+import { benchUsage, runScript } from './harness';
 import { benchHotPath } from './hot-path';
 import { benchPreloadMemory } from './preload-memory';
 import { benchSharedHosts } from './shared-hosts';
@@ -73,4 +73,6 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, plane, batching, cold, density, sim, live, shared, liveModes, preload, streaming, grpc }, null, 2)}\n`);
 }
 
-runScript(main, () => undefined);
+const USAGE = benchUsage('npm run bench', 'Every benchmark, one after another; prints one markdown table and writes bench-results/latest.{md,json}.');
+
+runScript(USAGE, main, () => undefined);

@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { processMemoryBytes } from '../../src/server/workers/process-memory';
 import { descendantsOf } from '../../test/helpers/processes';
-import { benchDurations, measure, median, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, measure, median, postJson, runScript, startServer } from './harness';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -79,4 +79,6 @@ export async function benchSharedHosts(models = process.env.BENCH_QUICK ? 200 : 
   }
 }
 
-if (require.main === module) runScript(() => benchSharedHosts(), (r) => console.log(r));
+const USAGE = benchUsage('npm run bench:shared-hosts', '1000 tiny models in worker_mode=shared: memory and load latency.');
+
+if (require.main === module) runScript(USAGE, () => benchSharedHosts(), (r) => console.log(r));

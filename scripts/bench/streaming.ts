@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { streamInvoke } from '../../test/http/stream-client';
-import { median, postJson, runScript, startServer } from './harness';
+import { benchUsage, median, postJson, runScript, startServer } from './harness';
 
 export interface StreamingResult {
   tokens: number;
@@ -37,4 +37,6 @@ export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 5
   }
 }
 
-if (require.main === module) runScript(benchStreaming, (r) => console.log(r));
+const USAGE = benchUsage('node dist/scripts/bench/streaming.js', 'Time to first chunk against the whole response for the example text-generator.');
+
+if (require.main === module) runScript(USAGE, benchStreaming, (r) => console.log(r));

@@ -69,20 +69,13 @@ export function findNginx(): string | null {
 }
 
 /**
- * The nginx binary, installing Debian's package first when it is missing (the fleet bench only; needs
- * root). apt-get's output goes to stderr, because stdout is the bench's report.
+ * The nginx binary, or an error saying how to get it. Installing system packages is the user's call,
+ * never a side effect of running a bench.
  */
-export function ensureNginx(log: (line: string) => void): string {
+export function requireNginx(): string {
   const found = findNginx();
   if (found) return found;
-  log('nginx is not installed: apt-get install -y nginx');
-  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'nginx']]) {
-    const r = spawnSync('apt-get', args, { stdio: ['ignore', 2, 2], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-    if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.status ?? r.error?.message}); install nginx yourself (it must be on PATH or in /usr/sbin) and run again`);
-  }
-  const installed = findNginx();
-  if (!installed) throw new Error('apt-get installed nginx but no nginx binary was found in /usr/sbin or on PATH');
-  return installed;
+  throw new Error('nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again');
 }
 
 /** `nginx -t` on a configuration: null when valid, else nginx's complaint. */

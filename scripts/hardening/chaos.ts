@@ -113,11 +113,14 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   });
 }
 
+const USAGE = `Usage: npm run chaos -- [MINUTES] [SECONDS_BETWEEN_KILLS]
+  T-P5 mixed traffic while a random worker is SIGKILLed every SECONDS_BETWEEN_KILLS (default 300) for MINUTES (default 60).`;
+
 if (require.main === module) {
   // node dist/scripts/hardening/chaos.js [minutes = 60] [seconds between kills = 300]
   const minutes = Number(process.argv[2] ?? 60);
   const killEverySeconds = Number(process.argv[3] ?? 300);
-  void CaseReport.run(async (report) => {
+  void CaseReport.run(USAGE, async (report) => {
     const r = await runChaos({ durationMs: minutes * 60_000, killEveryMs: killEverySeconds * 1000, progress: (l) => console.log(`  ${l}`) });
     report.add(`T-P5 mixed_soak_with_chaos, ${minutes} min`, r.problems,
       `${r.operations} operations, ${r.kills} kills, ${r.injected} failures from them, ${r.errors.length} other errors, server RSS ${(r.rssGrowthBytes / 2 ** 20).toFixed(1)} MiB from the middle, fds ${r.fdGrowth}`);

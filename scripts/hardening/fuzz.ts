@@ -137,7 +137,7 @@ export function runFuzz(opts: FuzzOptions): Promise<FuzzResult> {
   });
 }
 
-const kUsage = `npm run fuzz -- [options]
+const kUsage = `Usage: npm run fuzz -- [options]
 
 Two fuzzers against live CLI servers (127.0.0.1 only):
   T-H4 http_fuzz   generated raw HTTP/1.x requests over every route; every answer valid HTTP below 500.
@@ -178,7 +178,7 @@ if (require.main === module) {
     const mode = flags.string('mode') ?? 'both';
     if (!['dedicated', 'shared', 'both'].includes(mode)) throw new UsageError(`--mode must be dedicated, shared or both, got ${JSON.stringify(mode)}`);
     const modes: WorkerMode[] = mode === 'both' ? ['dedicated', 'shared'] : [mode as WorkerMode];
-    await CaseReport.run(async (report) => {
+    await CaseReport.run(kUsage, async (report) => {
       if (httpCases > 0) {
         const t0 = Date.now();
         const r = await runFuzz({ runs: httpCases, progress: (l) => console.log(`  ${l}`) });

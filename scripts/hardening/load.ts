@@ -137,8 +137,11 @@ export function readBaseline(): Baseline | null {
   return fs.existsSync(kBaselineFile) ? JSON.parse(fs.readFileSync(kBaselineFile, 'utf8')) as Baseline : null;
 }
 
+const USAGE = `Usage: npm run load
+  T-P1 queue overflow, T-P2 /ping under a 1 GiB archive load, T-P3 latency baseline (rewrites scripts/hardening/baseline.json when clean).`;
+
 if (require.main === module) {
-  void CaseReport.run(async (report) => {
+  void CaseReport.run(USAGE, async (report) => {
     const p1 = await runQueueOverflow(30);
     report.add('T-P1 queue_overflow_503, c 100 for 30 s', queueOverflowProblems(p1), JSON.stringify(p1.run.statuses));
     const p2 = await runPingUnderPressure(1024, 60);

@@ -1,3 +1,5 @@
+import { printedHelp } from '../cli-flags';
+
 /** What the long-run scripts print: one line per case, its problems or "ok", and a failing exit code if any case failed. */
 export class CaseReport {
   readonly failures: string[] = [];
@@ -8,7 +10,8 @@ export class CaseReport {
   }
 
   /** Exits 1 when a case failed; an exception that ended the run early does the same. */
-  static async run(cases: (report: CaseReport) => Promise<void>): Promise<void> {
+  static async run(usage: string, cases: (report: CaseReport) => Promise<void>): Promise<void> {
+    if (printedHelp(usage)) return;
     const report = new CaseReport();
     try {
       await cases(report);

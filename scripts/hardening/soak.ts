@@ -15,7 +15,10 @@ import { runLeakSoak } from './leak-soak';
 import { CaseReport } from './report';
 import { runSlowClients, slowClientProblems } from './slow-clients';
 
-void CaseReport.run(async (report) => {
+const USAGE = `Usage: npm run soak
+  The long reliability cases at full size (load/unload cycles, leak checks, eviction cycles, slow clients), each against its own CLI server, with a 10-minute keep-alive case alongside; takes tens of minutes or more.`;
+
+void CaseReport.run(USAGE, async (report) => {
   const progress = (what: string) => (line: string) => console.log(`  ${what} ${line}`);
   const keepAliveMs = kDefaultLimits.keepAliveTimeoutMs;
   const keepAlive = withCliServer('', (s) => keepAliveProblems(s.url, keepAliveMs, Math.ceil(600_000 / keepAliveMs) + 1))

@@ -8,6 +8,7 @@ export interface CliArgs {
   /** `--models` entries, already split at commas; null when the flag is absent. */
   readonly models: readonly string[] | null;
   readonly help: boolean;
+  readonly version?: boolean;
 }
 
 export const USAGE = `Usage: mme-server [serve] [options]
@@ -20,9 +21,10 @@ Options:
   --model-store DIR           overrides model_store
   --models [NAME=]URL ...     overrides load_models: ALL, or entries separated by commas or spaces
   --help, -h                  print this text and exit
+  --version                   print the version and exit
 `;
 
-const kAccepted = 'serve, --mms-config FILE (-f FILE), --model-store DIR, --models [NAME=]URL..., --help (-h)';
+const kAccepted = 'serve, --mms-config FILE (-f FILE), --model-store DIR, --models [NAME=]URL..., --help (-h), --version';
 
 export function parseArgs(argv: readonly string[]): CliArgs {
   let command: CliArgs['command'] = null;
@@ -30,6 +32,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   let modelStore: string | null = null;
   let models: string[] | null = null;
   let help = false;
+  let version = false;
 
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -39,6 +42,10 @@ export function parseArgs(argv: readonly string[]): CliArgs {
     }
     if (arg === '--help' || arg === '-h') {
       help = true;
+      continue;
+    }
+    if (arg === '--version') {
+      version = true;
       continue;
     }
     if (!arg.startsWith('-')) {
@@ -72,7 +79,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
         throw new MmeError('MME_ERR_CONFIG', `unknown option "${arg}" (accepted: ${kAccepted})`);
     }
   }
-  return { command, mmsConfig, modelStore, models, help };
+  return { command, mmsConfig, modelStore, models, help, ...(version ? { version } : {}) };
 }
 
 /**

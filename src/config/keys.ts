@@ -1,6 +1,6 @@
 /**
  * Every config.properties key this server understands: the single source for validation
- * (resolve.ts reads each key through its kind and range) and for the README's config table
+ * (resolve.ts reads each key through its kind and range) and for the config table in docs/configuration.md
  * (renderKeysMarkdown). Defaults are written as they would be in the file, so they go through the
  * same parser as user values.
  */
@@ -101,6 +101,14 @@ export const KEYS = [
     doc: 'true = one line per request in the server log, as MMS\'s access log: client address, method and path, status, milliseconds and the x-request-id.',
   },
   {
+    name: 'log_format', kind: 'string', default: 'text', example: 'json',
+    doc: 'text = one line per event: ISO time, level, message; json = one JSON object per line (ts, level, msg, and model, requestId, worker, pid where the event has them) for log collectors. Worker processes\' output goes through the same log in either format.',
+  },
+  {
+    name: 'log_level', kind: 'string', default: 'info', example: 'warn',
+    doc: 'Least severe level written: info (everything: start-up, loads, evictions, access log, client errors), warn (workers restarted or killed, timeouts, dropped metrics) or error (failed loads, server faults, 5xx answers).',
+  },
+  {
     name: 'decode_input_request', kind: 'bool', default: 'true',
     doc: 'true = handlers get application/json bodies parsed and text/* bodies as strings; false = raw bytes (what the SageMaker MMS configs use).',
   },
@@ -169,8 +177,36 @@ export const KEYS = [
     doc: 'Seconds a model whose on-demand load failed is not retried; invokes get the original error at once. 0 = retry on every request.',
   },
   {
+    name: 'model_repository', kind: 'string', default: null, example: 's3://my-bucket/models',
+    doc: 'Self-managed mode only: s3://bucket[/prefix] that an on-demand load of model X reads when X is not in model_store: <prefix>/X/ (a model directory), else <prefix>/X.tar.gz or X.tgz, downloaded into the disk cache (model_cache_dir). Credentials, region and endpoint come from the AWS SDK\'s default chain (env, IRSA / web identity, instance profile). Refused with SAGEMAKER_MULTI_MODEL=true, where the platform downloads. See docs/model-repository.md.',
+  },
+  {
+    name: 'model_repository_endpoint', kind: 'string', default: null, example: 'http://minio:9000',
+    doc: 'Endpoint URL of an S3-compatible store (MinIO, Ceph, R2), addressed path-style; unset = AWS S3 (or AWS_ENDPOINT_URL_S3).',
+  },
+  {
+    name: 'model_repository_ttl', kind: 'number', default: '300', range: atLeast(0),
+    doc: 'Seconds a model in the disk cache is used without asking the repository whether it changed; after that its next load revalidates it (If-None-Match, or a listing for a directory) and downloads it again if it did. A loaded model keeps serving until it is unloaded. 0 = revalidate on every load.',
+  },
+  {
+    name: 'model_repository_timeout', kind: 'number', default: '30', range: aboveZero,
+    doc: 'Seconds the repository may stay silent (no answer, or no bytes of a download in progress) before the load fails with 504.',
+  },
+  {
+    name: 'max_concurrent_downloads', kind: 'int', default: '2', range: atLeast(1),
+    doc: 'Repository downloads that may run at once; more wait their turn. Each streams to disk, so memory does not grow with model size.',
+  },
+  {
+    name: 'model_cache_dir', kind: 'string', default: null, example: '/var/cache/mme-models',
+    doc: 'Disk cache of models downloaded from model_repository; survives restarts (a half-finished download never does). Unset = mme-model-cache under the temp directory.',
+  },
+  {
+    name: 'model_cache_disk_mb', kind: 'int', default: '10240', range: atLeast(1),
+    doc: 'MiB the disk cache may hold; a download that needs room evicts the least recently used models that are not loaded (independently of memory eviction). Keep it below the volume\'s size limit (the emptyDir sizeLimit in deploy/k8s).',
+  },
+  {
     name: 'eviction_policy', kind: 'string', default: 'gdsf', example: 'lru',
-    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in the README.',
+    doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in docs/cache.md.',
   },
   {
     name: 'eviction_drain_timeout', kind: 'number', default: '10', range: atLeast(0),
@@ -284,7 +320,7 @@ export function envOverrideName(key: KeyName): string {
   return `MMS_${key.toUpperCase()}`;
 }
 
-/** The README's config table (key | default | meaning). */
+/** docs/configuration.md's config table (key | default | meaning). */
 export function renderKeysMarkdown(): string {
   // Escaped so that MMS_<KEY> is not swallowed as an HTML tag and '|' does not split the cell.
   const escape = (doc: string) => doc.replace(/[<>|]/g, (c) => `\\${c}`);

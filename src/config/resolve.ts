@@ -5,10 +5,12 @@
  * here is testable with plain objects.
  */
 import { MmeError } from '../errors';
+import { kLogFormats, kLogLevels } from '../logger';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
 import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
+import { repositoryConfig } from './repository';
 import type { ListenAddress, ServerConfig } from './types';
 import { invalidValue, readValue, type KindValue, type Setting } from './values';
 
@@ -55,6 +57,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const maxPayloadBytes = maxPayloadFromEnv(input.env);
   const multiModel = multiModelFromEnv(input.env);
   const modelCache = oneOf(read('model_cache') ?? 'auto', 'model_cache', ['auto', 'on', 'off'] as const, settings);
+  const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
   const evictionPolicy = oneOf(read('eviction_policy') ?? 'gdsf', 'eviction_policy', ['gdsf', 'lru'] as const, settings);
 
   return deepFreeze({
@@ -80,6 +83,8 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxRequestElements: read('max_request_elements'),
     decodeInputRequest: read('decode_input_request'),
     accessLog: read('access_log'),
+    logFormat: oneOf(read('log_format') ?? 'text', 'log_format', kLogFormats, settings),
+    logLevel: oneOf(read('log_level') ?? 'info', 'log_level', kLogLevels, settings),
     maxStreamBuffer: read('max_stream_buffer'),
     numberOfGpu,
     metricTimeIntervalSeconds: read('metric_time_interval'),
@@ -90,7 +95,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     intraOpThreads: read('onnx_intra_op_threads'),
     interOpThreads: read('onnx_inter_op_threads'),
     // SageMaker decides what to unload in MME mode; elsewhere nobody does, so the server must.
-    modelCache: modelCache === 'auto' ? !multiModel : modelCache === 'on',
+    modelCache: modelCacheOn,
     maxLoadedModels: read('max_loaded_models'),
     modelMemoryBudgetBytes: read('model_memory_budget_mb') * 2 ** 20,
     modelMemoryReserveBytes: read('model_memory_reserve_mb') * 2 ** 20,
@@ -110,6 +115,15 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxConnections: read('max_connections'),
     grpcInferenceAddress: read('grpc_inference_address') ?? '127.0.0.1',
     grpcInferencePort: grpcPort(read('grpc_inference_port'), settings),
+    repository: repositoryConfig({
+      url: read('model_repository'),
+      endpoint: read('model_repository_endpoint'),
+      ttlSeconds: read('model_repository_ttl'),
+      timeoutSeconds: read('model_repository_timeout'),
+      maxConcurrentDownloads: read('max_concurrent_downloads'),
+      cacheDir: read('model_cache_dir'),
+      cacheDiskMb: read('model_cache_disk_mb'),
+    }, settings, multiModel, modelCacheOn),
     multiModel,
     unknownKeys,
     ...metricsConfig(read, settings, inferenceAddress, managementAddress),

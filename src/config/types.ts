@@ -1,4 +1,5 @@
 /** The resolved, frozen configuration every other module reads. Built only by resolveConfig(). */
+import type { LogFormat, LogLevel } from '../logger';
 
 export interface ListenAddress {
   /** The address as written in the config (after $$VAR$$ substitution; port rewritten by SAGEMAKER_BIND_TO_PORT), for logs. */
@@ -20,6 +21,22 @@ export interface ModelToLoad {
 
 /** dedicated: processes of the model's own; shared: a slot in a host process holding many models. */
 export type WorkerMode = 'dedicated' | 'shared';
+
+/** model_repository and its disk cache (self-managed mode only). */
+export interface RepositoryConfig {
+  /** The key as written, for logs and the url of models loaded from it. */
+  readonly url: string;
+  readonly bucket: string;
+  /** '' or a key prefix without a trailing '/'. */
+  readonly prefix: string;
+  /** null = the SDK's default endpoint. */
+  readonly endpoint: string | null;
+  readonly ttlSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly maxConcurrentDownloads: number;
+  readonly cacheDir: string;
+  readonly cacheDiskBytes: number;
+}
 
 export interface ServerConfig {
   /** Which file was read, or null when built-in defaults apply. */
@@ -47,6 +64,9 @@ export interface ServerConfig {
   readonly maxRequestElements: number;
   readonly decodeInputRequest: boolean;
   readonly accessLog: boolean;
+  readonly logFormat: LogFormat;
+  /** Least severe level written (log_level). */
+  readonly logLevel: LogLevel;
   readonly maxStreamBuffer: number;
   readonly numberOfGpu: number;
   readonly metricTimeIntervalSeconds: number;
@@ -89,6 +109,8 @@ export interface ServerConfig {
   readonly maxModelsPerWorker: number;
   /** Waste (bytes) past which a shared host is recycled; 0 = never. */
   readonly sharedWorkerRecycleBytes: number;
+  /** null = no model_repository: on-demand loads read model_store only. */
+  readonly repository: RepositoryConfig | null;
   /** SAGEMAKER_MULTI_MODEL=true. */
   readonly multiModel: boolean;
   /** Keys present in the file that this server does not know (logged at start-up, not fatal). */

@@ -2,22 +2,41 @@
  * A request message that does not decode is the client's mistake, but grpc-js answers it with
  * INTERNAL ("Error deserializing request") before any handler runs. The server's methods decode
  * leniently instead: an undecodable message reaches the handler as a marker, and decoded() turns
- * it into the INVALID_ARGUMENT any other bad request gets.
+ * it into the INVALID_ARGUMENT any other bad request gets. A message whose repeated fields would
+ * cost far more to decode than it weighs (message-limits.ts) is refused the same way, undecoded.
  */
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
+import { inferRequestProblem, predictionsRequestProblem } from './message-limits';
 
 class Undecodable {
   constructor(readonly path: string, readonly reason: string) {}
+}
+
+class OverLimits {
+  constructor(readonly problem: string) {}
+}
+
+/** The wire-level check of each request type that carries client-sized repeated fields. */
+const kLimits: ReadonlyMap<string, (bytes: Buffer) => string | null> = new Map([
+  ['ModelInferRequest', inferRequestProblem],
+  ['PredictionsRequest', predictionsRequestProblem],
+]);
+
+function requestTypeName(method: MethodDefinition<unknown, unknown>): string | undefined {
+  return (method as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
 }
 
 /** `service` with each method's request decoder returning an Undecodable instead of throwing. */
 export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
   const out: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(service as Record<string, MethodDefinition<unknown, unknown>>)) {
+    const limits = kLimits.get(requestTypeName(method) ?? '');
     out[name] = {
       ...method,
       requestDeserialize: (bytes: Buffer) => {
+        const problem = limits?.(bytes);
+        if (problem) return new OverLimits(problem);
         try {
           return method.requestDeserialize(bytes);
         } catch (err) {
@@ -35,5 +54,6 @@ export function decoded<T>(message: T): T {
   if (message instanceof Undecodable) {
     throw new MmeError('MME_ERR_INVALID_INPUT', `The request message is not a valid protobuf message for ${message.path} (${message.reason}); encode it with that method's request type from the .proto files.`);
   }
+  if (message instanceof OverLimits) throw new MmeError('MME_ERR_INVALID_INPUT', `Refused before decoding: ${message.problem}.`);
   return message;
 }

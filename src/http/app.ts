@@ -49,7 +49,7 @@ export function createApp(opts: AppOptions): Koa {
   app.use(router.routes());
   app.use(router.allowedMethods({
     throw: true,
-    methodNotAllowed: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see the API in the README.'),
+    methodNotAllowed: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see docs/api.md.'),
     notImplemented: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not implemented.'),
   }));
   return app;

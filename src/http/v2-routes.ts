@@ -7,7 +7,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { oipWireRequest } from '../oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../oip/model-metadata';
@@ -62,6 +62,10 @@ async function infer(ctx: Context, manager: ModelManager, maxRequestSize: number
   if (!known) throw modelNotFound(name);
   const body = await readBody(ctx, maxRequestSize);
   const declared = ctx.get(HEADER_LENGTH_HEADER);
+  // A value that is not a byte count must not fall back to "the whole body is the header".
+  if (declared && !/^\d{1,15}$/.test(declared)) {
+    throw new MmeError('MME_ERR_INVALID_INPUT', `${HEADER_LENGTH_HEADER} is ${quote(declared)}; set it to the byte length of the JSON inference header (a decimal number), or leave it out when the body is JSON only`);
+  }
   const headerLength = declared ? Number(declared) : headerLengthOf(ctx.get('content-type')) ?? body.length;
   const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel: cancelOnClientClose(ctx) });
   ctx.state.result = result;

@@ -5,7 +5,7 @@
  */
 
 /** CloudWatch units used here (a subset of MetricDatum's StandardUnit). */
-export type Unit = 'None' | 'Percent' | 'Megabytes' | 'Microseconds' | 'Seconds';
+export type Unit = 'None' | 'Percent' | 'Bytes' | 'Megabytes' | 'Microseconds' | 'Seconds';
 
 export interface MetricDef {
   /** Index into per-interval arrays (the hot path indexes, never looks up by name). */
@@ -55,6 +55,11 @@ const defs = [
   { name: 'WorkerRestarts', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_worker_restarts_total' }, help: 'Worker processes started to replace one that died (crashed, killed, or hung past the response timeout).' },
   { name: 'SharedHostRestarts', unit: 'None', reduce: 'sum', scope: 'host', prometheus: { type: 'counter', name: 'mme_shared_host_restarts_total' }, help: 'Shared hosts (worker_mode=shared) started to replace one that died; every model in it reloaded elsewhere.' },
   { name: 'SharedHostRecycles', unit: 'None', reduce: 'sum', scope: 'host', prometheus: { type: 'counter', name: 'mme_shared_host_recycles_total' }, help: 'Shared hosts replaced because they kept more freed memory than shared_worker_recycle_mb.' },
+  { name: 'RepositoryDownloads', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_repository_downloads_total' }, help: 'Models downloaded from model_repository into the disk cache (first use, or changed in the repository).' },
+  { name: 'RepositoryDownloadBytes', unit: 'Bytes', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_repository_download_bytes_total' }, help: 'Bytes downloaded from model_repository.' },
+  { name: 'RepositoryDownloadTime', unit: 'Microseconds', reduce: 'avg', scope: 'model', prometheus: { type: 'histogram', name: 'mme_repository_download_time_seconds', buckets: kLoadSeconds }, help: 'Time one model\'s download from model_repository took (part of its ModelLoadingTime).' },
+  { name: 'RepositoryErrors', unit: 'None', reduce: 'sum', scope: 'model', prometheus: { type: 'counter', name: 'mme_repository_errors_total' }, help: 'Fetches from model_repository that failed after retries (refused credentials, timeout, store errors, no disk room); a missing model is not counted.' },
+  { name: 'ModelDiskCacheHit', unit: 'None', reduce: 'avg', scope: 'model', prometheus: { type: 'counter', name: 'mme_model_disk_cache_hits_total' }, help: 'Loads from model_repository served by the disk cache without a download (1 per hit, 0 per download: the average is the disk cache hit ratio).' },
   { name: 'LoadedModelCount', unit: 'None', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_loaded_model_count' }, help: 'Models loaded in this container.' },
   { name: 'CPUUtilization', unit: 'Percent', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_cpu_utilization_percent' }, help: 'CPU used by the container (its cgroup; the machine outside one), summed over cores: 0-100 x cores, as SageMaker reports it.' },
   { name: 'MemoryUtilization', unit: 'Percent', reduce: 'avg', scope: 'host', prometheus: { type: 'gauge', name: 'mme_memory_utilization_percent' }, help: 'Memory used, as a percentage of the container\'s limit (or of the machine\'s memory without one).' },

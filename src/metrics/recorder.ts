@@ -132,6 +132,24 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.SharedHostRecycles, '', 1));
   }
 
+  /** A model was downloaded from model_repository. */
+  repositoryDownload(model: string, bytes: number, micros: number): void {
+    this.#safely(() => {
+      this.#add(M.RepositoryDownloads, model, 1);
+      this.#add(M.RepositoryDownloadBytes, model, bytes);
+      this.#add(M.RepositoryDownloadTime, model, micros);
+    });
+  }
+
+  repositoryError(model: string): void {
+    this.#safely(() => this.#add(M.RepositoryErrors, model, 1));
+  }
+
+  /** A load from model_repository found its model on disk (hit) or downloaded it (miss). */
+  diskCacheLookup(model: string, hit: boolean): void {
+    this.#safely(() => this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0));
+  }
+
   loadedModelCount(n: number): void {
     this.#loadedModels = n;
     this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));

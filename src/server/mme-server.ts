@@ -10,8 +10,9 @@ import { GrpcListener } from '../grpc/grpc-server';
 import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
+import { createLog } from '../logger';
 import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager, type ManagerOptions } from './models/model-manager';
+import { ModelManager, type ManagerOptions, type ShutdownCounts } from './models/model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
@@ -35,12 +36,13 @@ export class MmeServer {
   readonly #limits: Partial<ListenerLimits>;
 
   constructor(readonly config: ServerConfig, opts: MmeServerOptions = {}) {
-    this.#log = opts.log ?? ((line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`));
+    this.#log = opts.log ?? createLog({ format: config.logFormat, level: config.logLevel });
     this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
     this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
+    if (this.manager.repository) this.manager.repository.events = this.metrics;
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -104,14 +106,15 @@ export class MmeServer {
   }
 
   /** Stops accepting, lets admitted requests finish (up to drainMs), stops every worker. */
-  async close(drainMs = 0): Promise<void> {
+  async close(drainMs = 0): Promise<ShutdownCounts> {
     const closing = [...this.listeners.map((l) => l.close()), this.grpc?.close()];
-    await this.manager.close(drainMs);
+    const counts = await this.manager.close(drainMs);
     this.grpc?.kill();
     // After the drain, so the last interval includes the requests it let finish.
     await this.metrics.close();
     for (const l of this.listeners) l.server.closeAllConnections();
     await Promise.all([...closing, this.#metricsListener?.close()]);
     fs.rmSync(this.cacheDir, { recursive: true, force: true });
+    return counts;
   }
 }

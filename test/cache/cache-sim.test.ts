@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { renderCacheSimMarkdown, runCacheSim, type SimRow } from '../../scripts/cache-sim';
-import { README } from '../../scripts/readme-tables';
+import { DOCS } from '../../scripts/docs-tables';
 
-describe('cache-sim: the README table and the eviction_policy default', function () {
+describe('cache-sim: the docs/cache.md table and the eviction_policy default', function () {
   let rows: SimRow[];
 
   before(function () {
@@ -20,9 +21,9 @@ describe('cache-sim: the README table and the eviction_policy default', function
     }
   });
 
-  it('README.md has the current section (regenerate: node dist/scripts/cache-sim.js, between the cache-sim markers)', () => {
-    const section = /<!-- cache-sim:start -->\n([\s\S]*?)\n<!-- cache-sim:end -->/.exec(fs.readFileSync(README, 'utf8'));
-    assert.ok(section, 'README.md has no <!-- cache-sim:start --> … <!-- cache-sim:end --> section');
+  it('docs/cache.md has the current section (regenerate: node dist/scripts/cache-sim.js, between the cache-sim markers)', () => {
+    const section = /<!-- cache-sim:start -->\n([\s\S]*?)\n<!-- cache-sim:end -->/.exec(fs.readFileSync(path.join(DOCS, 'cache.md'), 'utf8'));
+    assert.ok(section, 'docs/cache.md has no <!-- cache-sim:start --> … <!-- cache-sim:end --> section');
     assert.equal(section[1], renderCacheSimMarkdown(rows));
   });
 });

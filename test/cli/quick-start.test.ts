@@ -1,8 +1,11 @@
 /**
- * The README's first command, `npm ci && npm start`: the repository's own config.properties (with
- * its relative model_store) from the repository root, only on port 0 instead of 8080.
+ * The README's two commands and its quick tour, as written: `npm start`'s server (the repository's
+ * own config.properties, from the repository root, with its relative model_store), only on free
+ * ports instead of 8080 and 7070; then every command of the tour through bash, its output compared
+ * with the `# ...` line the README shows under it.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCli, type CliServer } from '../helpers/cli';
@@ -12,22 +15,64 @@ import { request, tempDir } from '../helpers/server';
 // Compiled to dist/test/cli/, so the repo root is three levels up.
 const kRoot = path.resolve(__dirname, '../../..');
 
-describe('npm start (the repository config.properties, from the repository root)', () => {
+/** The README's quick tour: each command (continuation lines joined) with the output shown under it, if any. */
+function tourCommands(): Array<{ command: string; shown: string | null }> {
+  const readme = fs.readFileSync(path.join(kRoot, 'README.md'), 'utf8');
+  const block = /## Quick tour[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme);
+  assert.ok(block, 'README.md has a "Quick tour" section with a sh block');
+  const commands: Array<{ command: string; shown: string | null }> = [];
+  for (const line of block[1]!.replace(/\\\n/g, '').split('\n')) {
+    if (line.trim() === '') continue;
+    if (line.startsWith('# ')) {
+      const last = commands.at(-1);
+      // A comment right under a command is its output; others introduce the next commands.
+      if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
+      continue;
+    }
+    commands.push({ command: line, shown: null });
+  }
+  return commands;
+}
+
+function bash(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', command], { cwd: kRoot, timeout: 120_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('README quick start (npm start with the repository config.properties, from the repository root)', () => {
   let s: CliServer;
   after(() => s?.stop());
 
-  it('loads every example model from the relative model_store and answers the README example', async () => {
+  before(async () => {
     const config = fs.readFileSync(path.join(kRoot, 'config.properties'), 'utf8').replace(/:8080\b/g, ':0');
     assert.match(config, /^model_store=model-store$/m, 'the repository config serves the relative model-store/');
+    assert.match(config, /^grpc_inference_port=7070$/m, 'the repository config turns gRPC on, as the tour uses it');
     const file = path.join(tempDir('mme-quick-start-'), 'config.properties');
-    fs.writeFileSync(file, config);
+    fs.writeFileSync(file, config.replace(/^grpc_inference_port=7070$/m, 'grpc_inference_port=0'));
     s = await startCli(['--mms-config', file], {}, [], kRoot);
+  });
+
+  it('loads the four example models of model-store/ from the relative model_store', async () => {
     const examples = fs.readdirSync(path.join(kRoot, 'model-store'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    assert.equal(examples.length, 4, 'the README says four example models load');
     await waitFor(async () => (await request(`${s.url}/models`)).body.models.length === examples.length, `the ${examples.length} example models to load`, 60_000, 100);
     assert.deepEqual((await request(`${s.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), examples);
     assert.ok(!s.lines.some((l) => /failed to load/.test(l)), s.lines.join('\n'));
-    const res = await request(`${s.url}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: [[1, 2, 3, 4]] } } });
-    assert.equal(res.status, 200, res.text);
-    assert.equal(res.body.outputs.output[0].length, 3);
+  });
+
+  it('answers every command of the quick tour as the README shows', async () => {
+    const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
+    assert.ok(grpc, `the server reports its gRPC listener:\n${s.lines.join('\n')}`);
+    const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
+    const commands = tourCommands();
+    assert.ok(commands.length >= 8, `the tour has its commands (found ${commands.length})`);
+    for (const { command, shown } of commands) {
+      const run = await bash(command.replaceAll('127.0.0.1:8080', http).replaceAll('127.0.0.1:7070', grpc!).replace(/^curl /, 'curl -sS --fail-with-body '));
+      assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
+      if (shown !== null) assert.deepEqual(JSON.parse(run.stdout), JSON.parse(shown), command);
+    }
   });
 });

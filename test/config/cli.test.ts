@@ -55,8 +55,12 @@ describe('parseArgs', () => {
     assert.equal(parseArgs(['serve', '-h']).help, true);
   });
 
+  it('accepts --version', () => {
+    assert.deepEqual(parseArgs(['--version']), { ...kNone, version: true });
+  });
+
   it('rejects unknown flags, listing the accepted ones', () => {
-    assertCliError(['--start'], /unknown option "--start" \(accepted: serve, --mms-config FILE \(-f FILE\), --model-store DIR, --models \[NAME=\]URL\.\.\., --help \(-h\)\)/);
+    assertCliError(['--start'], /unknown option "--start" \(accepted: serve, --mms-config FILE \(-f FILE\), --model-store DIR, --models \[NAME=\]URL\.\.\., --help \(-h\), --version\)/);
     assertCliError(['--help=1'], /unknown option "--help=1"/);
   });
 

@@ -3,11 +3,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { checkConfig, findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../scripts/fleet/nginx';
+import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
+import { findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../scripts/fleet/nginx';
+import { connect, type GrpcClients } from '../../scripts/grpc-calls';
+import { serviceDefinitions } from '../../src/grpc/protos';
 import { freePort } from '../helpers/cli';
 import { tempDir } from '../helpers/server';
 
-const kNginxConf = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx', 'nginx.conf');
+const kNginxDir = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx');
 
 /** Replicas that answer with their own index. */
 async function replicas(n: number): Promise<{ servers: http.Server[]; upstreams: string[] }> {
@@ -19,11 +22,57 @@ async function replicas(n: number): Promise<{ servers: http.Server[]; upstreams:
   return { servers, upstreams: servers.map((s) => `127.0.0.1:${(s.address() as AddressInfo).port}`) };
 }
 
+/** gRPC replicas (KServe's service) whose ModelMetadata answers with the replica's index as the name. */
+async function grpcReplicas(n: number): Promise<{ stop(): void; upstreams: string[] }> {
+  // One grpc-js Server can bind several ports, but each call must know its replica: one Server each.
+  const servers = Array.from({ length: n }, (_, i) => {
+    const s = new Server();
+    s.addService(serviceDefinitions().kserve.service, {
+      ModelMetadata: (_call: unknown, cb: (err: null, res: object) => void) => cb(null, { name: String(i), platform: 'replica' }),
+    });
+    return s;
+  });
+  const ports = await Promise.all(servers.map((s) => new Promise<number>((resolve, reject) => {
+    s.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+  })));
+  return {
+    stop: () => servers.forEach((s) => s.forceShutdown()),
+    upstreams: ports.map((p) => `127.0.0.1:${p}`),
+  };
+}
+
+/** The replica a gRPC call for `model` reached, naming the model in `target-model` as a client behind a router does. */
+function grpcReplicaFor(clients: GrpcClients, model: string): Promise<string> {
+  const metadata = new Metadata();
+  metadata.set('target-model', model);
+  return new Promise((resolve, reject) => {
+    clients.kserve.ModelMetadata({ name: model }, metadata, (err: ServiceError | null, res: { name: string }) => (err ? reject(err) : resolve(res.name)));
+  });
+}
+
+/**
+ * deploy/nginx/nginx.conf as shipped, run in the foreground on loopback: only its listen ports,
+ * the /etc/nginx/mme/ include directory and the replica lists (replicas-*.conf) are local.
+ */
+function deployedConfig(dir: string, httpPort: number, grpcPort: number, http: readonly string[], grpc: readonly string[]): string {
+  fs.mkdirSync(path.join(dir, 'logs'));
+  fs.copyFileSync(MODEL_KEY_CONF, path.join(dir, 'model-key.conf'));
+  fs.writeFileSync(path.join(dir, 'replicas-http.conf'), http.map((u) => `server ${u};\n`).join(''));
+  fs.writeFileSync(path.join(dir, 'replicas-grpc.conf'), grpc.map((u) => `server ${u};\n`).join(''));
+  const conf = fs.readFileSync(path.join(kNginxDir, 'nginx.conf'), 'utf8');
+  const local = conf
+    .replaceAll('/etc/nginx/mme/', `${dir}/`)
+    .replace(/^(\s*)listen 8080;$/m, `$1listen 127.0.0.1:${httpPort};`)
+    .replace(/^(\s*)listen 7070 http2;$/m, `$1listen 127.0.0.1:${grpcPort} http2;`);
+  assert.notEqual(local.includes('listen 8080') || local.includes('listen 7070'), true, 'both listeners made local');
+  return `daemon off;\npid ${path.join(dir, 'nginx.pid')};\nerror_log stderr notice;\n${local}`;
+}
+
 describe('deploy/nginx: model-name routing through real nginx', function () {
   const bin = findNginx();
   before(function () {
     if (!bin) {
-      console.log('    (skipped: nginx is not installed; `npm run bench:fleet` installs it)');
+      console.log('    (skipped: nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test)');
       this.skip();
     }
   });
@@ -47,8 +96,8 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
   }
 
   async function replicaFor(urlPath: string, headers: Record<string, string> = {}): Promise<string> {
+    // Each replica answers with its index.
     const res = await fetch(`${base}${urlPath}`, { method: 'POST', body: '[]', headers });
-    assert.equal(res.headers.get('x-upstream') !== null, true);
     return res.text();
   }
 
@@ -62,6 +111,10 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
       assert.equal(await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': m }), viaPath, `${m}: TargetModel name`);
       assert.equal(await replicaFor('/invocations', { serve_multiplexed_model_id: m }), viaPath, `${m}: Ray header`);
       assert.equal(await replicaFor(`/predictions/${m}`), viaPath, `${m}: /predictions`);
+      assert.equal(await replicaFor(`/v2/models/${m}/infer`), viaPath, `${m}: OIP v2 infer`);
+      assert.equal(await replicaFor(`/v2/models/${m}/versions/1/infer`), viaPath, `${m}: OIP v2 infer of a version`);
+      // gRPC's model is inside the message; its target-model metadata is an HTTP/2 header nginx reads like any other.
+      assert.equal(await replicaFor('/inference.GRPCInferenceService/ModelInfer', { 'target-model': m }), viaPath, `${m}: gRPC target-model`);
       owners.add(viaPath);
     }
     assert.deepEqual([...owners].sort(), ['0', '1', '2']);
@@ -74,14 +127,30 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
     assert.equal(seen.size, 3);
   });
 
-  it('nginx -t accepts deploy/nginx/nginx.conf (with the compose host names made local)', () => {
-    const dir = tempDir('mme-nginx-');
-    const file = path.join(dir, 'nginx.conf');
-    const conf = fs.readFileSync(kNginxConf, 'utf8')
-      .replace('/etc/nginx/mme/model-key.conf', MODEL_KEY_CONF)
-      .replace(/server mme-(\d):8080/g, (_, n: string) => `server 127.0.0.1:${18080 + Number(n)}`)
-      .replace('listen 8080;', 'listen 127.0.0.1:18080;');
-    fs.writeFileSync(file, `pid ${path.join(dir, 'nginx.pid')};\n${conf}`);
-    assert.equal(checkConfig(bin!, file, dir), null);
+  it('deploy/nginx/nginx.conf itself, on local replicas: HTTP and gRPC (target-model metadata) each keep a model on one replica', async () => {
+    const grpcFleet = await grpcReplicas(3);
+    try {
+      const dir = tempDir('mme-nginx-');
+      const [httpPort, grpcPort] = [await freePort(), await freePort()];
+      nginx = await Nginx.start(bin!, dir, httpPort, deployedConfig(dir, httpPort, grpcPort, fleet.upstreams, grpcFleet.upstreams));
+      base = `http://127.0.0.1:${httpPort}`;
+      const clients = connect(`127.0.0.1:${grpcPort}`);
+      try {
+        const grpcOwners = new Set<string>();
+        for (let i = 0; i < 30; i++) {
+          const m = `model-${i}`;
+          const viaPath = await replicaFor(`/models/${m}/invoke`);
+          assert.equal(await replicaFor(`/v2/models/${m}/infer`), viaPath, `${m}: OIP v2 infer`);
+          const viaGrpc = await grpcReplicaFor(clients, m);
+          assert.equal(await grpcReplicaFor(clients, m), viaGrpc, `${m}: gRPC, twice`);
+          grpcOwners.add(viaGrpc);
+        }
+        assert.deepEqual([...grpcOwners].sort(), ['0', '1', '2'], 'gRPC models spread over every replica');
+      } finally {
+        clients.close();
+      }
+    } finally {
+      grpcFleet.stop();
+    }
   });
 });

@@ -2,9 +2,9 @@
  * The Docker image (docker/Dockerfile), built and run with podman as SageMaker runs it: `IMAGE serve`,
  * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
  *
- * No Docker engine or registry is assumed: ../shared/tools/container-base.sh (next to the repository,
- * as in CI) installs podman and a local node:20-bookworm-slim stand-in when we are root. The suite is
- * skipped, with the reason printed, only where podman cannot be set up that way.
+ * It runs wherever podman works and the Dockerfile's base image (node:24-bookworm-slim, the default
+ * NODE_IMAGE) is present, and is skipped otherwise with a message saying how to enable it. Nothing
+ * here installs or fetches anything: CI's .ci/run prepares podman and the base image first.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -12,13 +12,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { connect, modelInferRequest, unaryCall, v2Response } from '../../scripts/grpc-calls';
+import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor } from '../helpers/processes';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
-const kBaseScript = path.resolve(kRepoRoot, '..', 'shared', 'tools', 'container-base.sh');
-const kBaseImage = 'docker.io/library/node:20-bookworm-slim';
+const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
 const kRunId = `${process.pid}-${Date.now().toString(36)}`;
 const kImage = `localhost/sagemaker-mme-node-test:${kRunId}`;
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
@@ -56,21 +57,12 @@ async function podmanProblem(): Promise<string | null> {
   return /ENOENT/.test(r.stderr) ? 'podman is not installed' : `podman does not work here (${tail(r.stderr, 3).trim()})`;
 }
 
-/** Null when podman and the base image are ready, else why the suite cannot run here. */
-async function setUpPodman(): Promise<string | null> {
-  const isRoot = process.getuid?.() === 0;
-  if (isRoot && fs.existsSync(kBaseScript)) {
-    // Idempotent: a few seconds when everything is already there.
-    const r = await run('bash', [kBaseScript], 240_000);
-    if (r.code !== 0) return `${kBaseScript} failed (exit ${r.code}):\n${tail(r.stderr, 20)}`;
-    return null;
-  }
+/** Null when podman and the base image are ready, else why the suite cannot run here and how to enable it. */
+async function podmanUnready(): Promise<string | null> {
   const problem = await podmanProblem();
-  if (problem !== null) {
-    return isRoot ? `${problem} and ${kBaseScript} does not exist` : `${problem}, and setting it up with ${kBaseScript} needs root`;
-  }
+  if (problem !== null) return `${problem}; install podman (apt-get install podman) to run the image tests`;
   if ((await run('podman', ['image', 'exists', kBaseImage], 30_000)).code !== 0) {
-    return `the base image ${kBaseImage} is missing and ${isRoot ? `${kBaseScript} does not exist` : `making it (${kBaseScript}) needs root`}`;
+    return `the base image ${kBaseImage} is not present; \`podman pull ${kBaseImage}\` (or build with --build-arg NODE_IMAGE=<an image you have>) to run the image tests`;
   }
   return null;
 }
@@ -145,7 +137,7 @@ describe('docker image (podman)', function () {
 
   before(async function () {
     this.timeout(300_000);
-    const reason = await setUpPodman();
+    const reason = await podmanUnready();
     if (reason !== null) {
       skipped = true;
       console.log(`      skipping the Docker image tests: ${reason}`);
@@ -158,7 +150,7 @@ describe('docker image (podman)', function () {
     writeModelDir(modelRoot, 'slow', mlpModel(kMlp), { 'handler.js': behaviourHandler });
 
     const t0 = Date.now();
-    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
+    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '--build-arg', `NODE_IMAGE=${kBaseImage}`, '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
     if (r.code !== 0) throw new Error(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 60)}`);
     built = true;
     const size = Number(await podman(['image', 'inspect', '--format', '{{.Size}}', kImage]));
@@ -188,18 +180,24 @@ describe('docker image (podman)', function () {
   describe('run as SageMaker runs it (SAGEMAKER_MULTI_MODEL=true)', function () {
     let name = '';
     let base = '';
+    let grpcPort = 0;
 
     before(async function () {
       this.timeout(60_000);
       if (skipped) this.skip();
       const port = await freePort();
+      grpcPort = await freePort();
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('sm', [
         '-p', `127.0.0.1:${port}:8080`,
+        '-p', `127.0.0.1:${grpcPort}:7070`,
         '-v', `${modelRoot}:/opt/ml/models:ro`,
         '-v', `${signalDir}:/signal`,
         '-e', 'SAGEMAKER_MULTI_MODEL=true',
+        // gRPC as the Kubernetes manifests set it: published, so bound to every interface in the container.
+        '-e', 'MMS_GRPC_INFERENCE_PORT=7070',
+        '-e', 'MMS_GRPC_INFERENCE_ADDRESS=0.0.0.0',
       ]);
       const ms = await waitReady(base, name, t0);
       console.log(`      /ping answered 200 ${ms} ms after podman run`);
@@ -240,7 +238,31 @@ describe('docker image (podman)', function () {
       assert.equal((await http(`${base}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: rows } } })).status, 404);
     });
 
-    it('on `podman stop -t 30` (SIGTERM) answers the requests in flight, then exits 0 well inside 30 s', async function () {
+    it('answers Open Inference Protocol v2 over REST and over gRPC (KServe ModelInfer)', async function () {
+      this.timeout(60_000);
+      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } });
+      assert.equal(load.status, 200, load.text);
+      const rows = [[1, 2, 3, 4], [0, -1, 0.5, 2]];
+      const request: V2InferRequest = { inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4], data: rows.flat() }] };
+      const expected = mlpForward(kMlp, rows);
+      const asRows = (data: unknown[]) => [data.slice(0, 3), data.slice(3)] as number[][];
+
+      const rest = await http(`${base}/v2/models/mlp/infer`, { method: 'POST', json: request });
+      assert.equal(rest.status, 200, rest.text);
+      assertClose(asRows(rest.body.outputs[0].data), expected);
+
+      const clients = connect(`127.0.0.1:${grpcPort}`);
+      try {
+        const reply = v2Response(await unaryCall(clients.kserve, 'ModelInfer', modelInferRequest('mlp', request)));
+        assert.deepEqual(reply.outputs[0]!.shape, [2, 3]);
+        assertClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
+      } finally {
+        clients.close();
+      }
+      assert.equal((await http(`${base}/models/mlp`, { method: 'DELETE' })).status, 200);
+    });
+
+    it('on `podman stop -t 30` (SIGTERM) answers the requests in flight, then exits 0 by itself (podman would SIGKILL it at 30 s: exit 137)', async function () {
       this.timeout(90_000);
       const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'slow', url: '/opt/ml/models/slow', initial_workers: 2 } });
       assert.equal(load.status, 200, load.text);
@@ -264,7 +286,6 @@ describe('docker image (podman)', function () {
       const exitCode = Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name]));
       const logs = await run('podman', ['logs', name], 10_000);
       assert.equal(exitCode, 0, `container exit code ${exitCode}; log:\n${tail(logs.stdout + logs.stderr, 20)}`);
-      assert.ok(stopMs < 15_000, `podman stop took ${stopMs} ms (SageMaker kills at 30 s)`);
       assert.match(logs.stdout, /SIGTERM: draining/);
       console.log(`      podman stop returned in ${stopMs} ms with two 3 s requests in flight`);
     });
@@ -329,7 +350,6 @@ describe('docker image (podman)', function () {
       assert.equal(reply.status, 503, reply.text);
       assert.equal(JSON.parse(reply.text).errorCode, 'MME_ERR_SHUTTING_DOWN');
       assert.equal(Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name])), 0);
-      assert.ok(stopMs >= 1_500 && stopMs < 10_000, `podman stop took ${stopMs} ms with shutdown_timeout=2`);
       console.log(`      podman stop returned in ${stopMs} ms (shutdown_timeout=2) with a hung request, answered ${reply.status}`);
     });
   });

@@ -45,6 +45,19 @@ function rawUnary(port: number, method: string, bytes: Buffer): Promise<ServiceE
   });
 }
 
+/** Protobuf by hand, so a test can send a million elements without building a million objects itself. */
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) out.push((n % 0x80) | 0x80);
+  out.push(n);
+  return Buffer.from(out);
+}
+const field = (number: number, payload: Buffer) => Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
+const text = (number: number, value: string) => field(number, Buffer.from(value));
+/** A ModelInferRequest for model `mlp` with the given InferInputTensor payloads. */
+const inferRequest = (...inputs: Buffer[]) => Buffer.concat([text(1, 'mlp'), ...inputs.map((i) => field(5, i))]);
+const input = (shape: number[], contents: Buffer) => Buffer.concat([text(1, 'input'), text(2, 'BYTES'), field(3, Buffer.concat(shape.map(varint))), field(5, contents)]);
+
 /** Field 1, a string whose length varint never ends: protobuf no decoder reads. */
 const kUndecodable = Buffer.from([0x0a, 0xff]);
 
@@ -139,6 +152,40 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       assertClientError(err, Status.INVALID_ARGUMENT, method);
       assert.match(err.details, /not a valid protobuf message for \/.*; encode it with that method's request type/);
     }
+  });
+
+  it('gRPC typed BYTES of 1 000 000 empty elements (2 MB on the wire) is INVALID_ARGUMENT before decoding, and costs the server no memory', async () => {
+    const port = t.server.grpc!.port;
+    const empties = Buffer.alloc(2 * 1_000_000);
+    for (let i = 0; i < empties.length; i += 2) empties[i] = 8 * 8 + 2; // bytes_contents, length 0
+    const message = inferRequest(input([1_000_000], empties));
+    const rss0 = rssBytes(process.pid);
+    const err = await rawUnary(port, '/inference.GRPCInferenceService/ModelInfer', message);
+    assertClientError(err, Status.INVALID_ARGUMENT, 'a million empty bytes_contents');
+    assert.match(err.details, /more than 65536 bytes_contents elements; send large BYTES tensors in raw_input_contents/);
+    // Decoded, these were +268 MiB in the server process, kept after the answer.
+    assert.ok(rssBytes(process.pid) - rss0 < 64 * MiB, `RSS grew ${((rssBytes(process.pid) - rss0) / MiB).toFixed(0)} MiB`);
+  });
+
+  it('gRPC: every repeated field a client sizes is bounded before decoding (inputs, raw contents, shape dims, typed elements, TorchServe input entries)', async () => {
+    const port = t.server.grpc!.port;
+    const infer = '/inference.GRPCInferenceService/ModelInfer';
+    const cases: Array<[string, string, Buffer, RegExp]> = [
+      ['1025 inputs', infer, inferRequest(...Array.from({ length: 1025 }, () => Buffer.alloc(0))), /more than 1024 inputs/],
+      ['1025 raw_input_contents', infer, Buffer.concat([text(1, 'mlp'), ...Array.from({ length: 1025 }, () => field(7, Buffer.alloc(0)))]), /more than 1024 raw_input_contents entries/],
+      ['a 65-dimension shape', infer, inferRequest(input(new Array(65).fill(1), Buffer.alloc(0))), /more than 64 dimensions in one input's shape/],
+      ['2^20 + 1 packed int32 contents', infer, inferRequest(input([1], field(2, Buffer.alloc((1 << 20) + 1)))), /more than 1048576 elements in typed contents/],
+      ['1025 TorchServe input entries', '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions',
+        Buffer.concat([text(1, 'mlp'), ...Array.from({ length: 1025 }, (_, i) => field(3, Buffer.concat([text(1, `h${i}`), text(2, '')])))]), /more than 1024 input entries/],
+    ];
+    for (const [what, method, message, pattern] of cases) {
+      const err = await rawUnary(port, method, message);
+      assertClientError(err, Status.INVALID_ARGUMENT, what);
+      assert.match(err.details, pattern, what);
+    }
+    // At the limits, the same messages decode and fail (or not) on their own merits.
+    const atLimit = await rawUnary(port, infer, inferRequest(input(new Array(64).fill(1), Buffer.alloc(0))));
+    assert.doesNotMatch(atLimit.details, /Refused before decoding/);
   });
 
   it('gRPC StreamPredictions and StreamPredictions2: an undecodable message is INVALID_ARGUMENT, and the stream of requests goes on', async () => {

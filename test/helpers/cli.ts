@@ -44,7 +44,7 @@ export async function startCli(args: string[], env: Record<string, string> = {},
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
       lines.push(l);
-      const m = /API listening on (http:\/\/\S+)/.exec(l);
+      const m = /API listening on (http:\/\/[^\s"]+)/.exec(l);
       if (m) resolve(m[1]);
     });
     void exited.then(({ code }) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));

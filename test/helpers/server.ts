@@ -55,7 +55,9 @@ export async function startServer(properties = '', opts: StartOptions = {}): Pro
     managementUrl: server.url('management'),
     store,
     logs,
-    close: () => server.close(0),
+    close: async () => {
+      await server.close(0);
+    },
   };
 }
 

@@ -57,7 +57,7 @@ async function run(h: Harness, commands: Command[], shutdownAt: number | null): 
     }));
   };
   for (const [i, c] of commands.entries()) {
-    if (i === shutdownAt) pending.push(h.manager.close(2000));
+    if (i === shutdownAt) pending.push(h.manager.close(2000).then(() => undefined));
     const live = h.fleet.live();
     const w = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
     switch (c.kind) {

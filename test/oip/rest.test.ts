@@ -63,6 +63,12 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
     const short = await inferBinary(t, 'mlp', { inputs: [{ name: 'input', shape: [1, 4], datatype: 'FP32', parameters: { binary_data_size: 16 } }] }, f32(1, 2, 3));
     assert.equal(short.status, 400);
     assert.match(short.header.error, /add up to 16 bytes, but 12 bytes follow/);
+    // Found by the boundary property test: "abc" read as "the whole body is the header" answered 200.
+    for (const declared of ['abc', '+7', '1e3', '-1']) {
+      const lying = await request(`${t.url}/v2/models/mlp/infer`, { method: 'POST', json: { inputs: [{ name: 'input', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] }, headers: { 'inference-header-content-length': declared } });
+      assert.equal(lying.status, 400, `${declared}: ${lying.text}`);
+      assert.match(lying.body.error, /inference-header-content-length is ".+"; set it to the byte length of the JSON inference header/);
+    }
     const large = await request(`${t.url}/v2/models/mlp/infer`, { method: 'POST', body: Buffer.alloc(5000) });
     assert.equal(large.status, 413);
     assert.match(large.body.error, /max_request_size/);

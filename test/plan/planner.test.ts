@@ -121,14 +121,14 @@ describe('npm run plan', () => {
     assert.match(run.stdout, /dedicated workers: \d+ instances? reach 90\.0 % with model-name hashing/);
   });
 
-  it('prints what the README shows for the example inventory', async () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+  it('prints what docs/deploy.md shows for the example inventory', async () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'deploy.md'), 'utf8');
     const runs = [...readme.matchAll(/```\n\$ npm run -s plan -- (.*)\n([^`]*)```/g)];
     assert.equal(runs.length, 2);
     for (const [, args, shown] of runs) {
       const run = await runScript('plan', args!.split(' '));
       assert.equal(run.code, 0, run.stderr);
-      assert.ok(run.stdout.startsWith(shown!), `README's output of plan ${args} is current (regenerate it with that command)`);
+      assert.ok(run.stdout.startsWith(shown!), `docs/deploy.md's output of plan ${args} is current (regenerate it with that command)`);
     }
   });
 

@@ -11,6 +11,7 @@
  *   and the old host stops once empty.
  */
 import { MmeError } from '../../errors';
+import type { Log } from '../../logger';
 import { mb } from '../cache/memory-budget';
 import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../workers/backoff';
 import { describeExit } from '../workers/exit-reason';
@@ -26,7 +27,7 @@ export interface HostPoolOptions {
   /** Waste past which a host is recycled (bytes); 0 = never. */
   recycleWasteBytes: number;
   spawn: SpawnOptions;
-  log: (line: string) => void;
+  log: Log;
   /** A host that died was replaced (SharedHostRestarts). */
   restarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
@@ -104,7 +105,7 @@ export class HostPool {
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: HostProcess): void {
     if (host.state === 'draining' || this.#closed) return;
-    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`);
+    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
     host.state = 'draining';
     this.recycles++;
     this.opts.recycled();
@@ -158,7 +159,7 @@ export class HostPool {
     const exit = host.exitInfo!;
     if (exit.reason === 'stopped') return;
     const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
-    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
+    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`, { worker: host.id, pid: host.pid });
     const restart = () => {
       this.#hosts.push(this.#start());
       this.opts.restarted();

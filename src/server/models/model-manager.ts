@@ -8,7 +8,8 @@
  *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
  * - A load that would not fit the memory budget (or max_loaded_models) answers 507 before any
  *   process starts, unless the self-managed cache (model_cache) may evict something first.
- * - With the cache on, an invoke for a model that is not loaded but sits in model_store loads it.
+ * - With the cache on, an invoke for a model that is not loaded but sits in model_store (or in
+ *   model_repository) loads it.
  * - Unload and shutdown are bounded (unregister_model_timeout, shutdown_timeout), loads included.
  */
 import fs from 'node:fs';
@@ -17,6 +18,8 @@ import { performance } from 'node:perf_hooks';
 import { resolveArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, isMmeError, quote } from '../../errors';
+import { repositoryArtifact } from '../../repository/artifact';
+import { ModelRepository } from '../../repository/repository';
 import type { WireRequest } from '../../protocol/frames';
 import { within } from '../../within';
 import { Admission } from '../cache/admission';
@@ -36,6 +39,12 @@ import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } f
 import { Semaphore } from './semaphore';
 
 export type { LoadRequest } from './model-settings';
+
+/** What a shutdown did to the requests it found admitted. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
 
 export interface CacheStats {
   hits: number;
@@ -110,6 +119,8 @@ export class ModelManager {
   closing = false;
   readonly stats: CacheStats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0, evictedIdleMs: [], loadWaits: 0, loadWaitMicros: 0 };
   events: ManagerEvents = {};
+  /** model_repository, where on-demand loads look after model_store; null when not configured. */
+  readonly repository: ModelRepository | null;
 
   constructor(private readonly config: ServerConfig, private readonly cacheDir: string, private readonly log: (line: string) => void, opts: ManagerOptions = {}) {
     const env = opts.env ?? process.env;
@@ -121,6 +132,7 @@ export class ModelManager {
     // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
     this.#spares = config.spareWorkers > 0 && !opts.startWorker && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, { env: this.#workerEnv, gpuId: -1, log }) : null;
     this.#startWorker = opts.startWorker ?? null;
+    this.repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.#admission = new Admission({
       budgetBytes: this.budgetBytes,
       maxLoadedModels: config.maxLoadedModels,
@@ -200,8 +212,7 @@ export class ModelManager {
     const t0 = performance.now();
     try {
       abort.throwIfAborted();
-      // MMS resolves a relative url against model_store; errors name the url as the client sent it.
-      entry.artifact = await resolveArtifact(req.url, { cacheDir: this.cacheDir, roots: this.config.modelRoots, store: this.config.modelStore, handler: req.handler });
+      entry.artifact = await this.#resolve(entry, req, abort);
       abort.throwIfAborted();
       const settings = resolveSettings(req, entry.artifact, this.config);
       const handlerPath = resolveHandlerPath(entry.artifact, this.config);
@@ -260,6 +271,15 @@ export class ModelManager {
     }
   }
 
+  /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
+  #resolve(entry: ModelEntry, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
+    const opts = { cacheDir: this.cacheDir, roots: this.config.modelRoots, handler: req.handler };
+    // Only #loadOnDemand makes this url: a client's s3:// url (POST /models) is never fetched.
+    if (entry.onDemand && this.repository && req.url === this.repository.urlOf(entry.name)) return repositoryArtifact(this.repository, entry.name, opts, abort);
+    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+    return resolveArtifact(req.url, { ...opts, store: this.config.modelStore });
+  }
+
   /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
   #loadFailure(entry: ModelEntry, thrown: unknown): MmeError {
     const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
@@ -305,9 +325,12 @@ export class ModelManager {
     this.log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
-  /** Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. */
+  /**
+   * Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. With
+   * model_repository any valid name may be there: only the load can tell, and a 404 is cached.
+   */
   knows(name: string): boolean {
-    return this.#entries.has(name) || (this.config.modelCache && isModelName(name) && this.#findInStore(name) !== null);
+    return this.#entries.has(name) || (this.config.modelCache && isModelName(name) && (this.repository !== null || this.#findInStore(name) !== null));
   }
 
   /** The model if registered (ready or failed); 404 otherwise. For describe. */
@@ -384,7 +407,8 @@ export class ModelManager {
   }
 
   /**
-   * Starts loading `name` from model_store if it is there; false when it is not. A model whose
+   * Starts loading `name` from model_store if it is there, else from model_repository (which
+   * answers 404 when it has none); false when neither can have it. A model whose
    * on-demand load failed recently answers with that failure instead of loading again.
    */
   #loadOnDemand(name: string): boolean {
@@ -393,7 +417,7 @@ export class ModelManager {
       if (failed.until >= Date.now()) throw failed.error;
       this.#failedLoads.delete(name);
     }
-    const url = this.#findInStore(name);
+    const url = this.#findInStore(name) ?? this.repository?.urlOf(name);
     if (!url) return false;
     this.#startLoad(name, { modelName: name, url }, true).catch((err: MmeError) => this.log(`[${name}] on-demand load from ${url} failed: ${err.message}`));
     return true;
@@ -542,14 +566,16 @@ export class ModelManager {
   /**
    * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
    * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so this
-   * resolves within drainMs plus the time to reap the processes.
+   * resolves within drainMs plus the time to reap the processes. Counts the admitted requests that
+   * finished in the drain and those cut off when their model's workers were stopped.
    */
-  async close(drainMs: number): Promise<void> {
+  async close(drainMs: number): Promise<ShutdownCounts> {
+    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     this.closing = true;
     const deadline = performance.now() + drainMs;
     for (const e of this.#live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
     const spares = this.#spares?.close();
-    const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline)));
+    const stopping = Promise.all([...this.#live].map((e) => this.#shutdownEntry(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
       this.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
       for (const w of FramedProcess.live) w.kill('stopped');
@@ -557,14 +583,19 @@ export class ModelManager {
     }
     await spares;
     await this.#hosts?.close();
+    this.repository?.close();
+    return counts;
   }
 
-  async #shutdownEntry(entry: ModelEntry, deadline: number): Promise<void> {
+  async #shutdownEntry(entry: ModelEntry, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
+      const admitted = entry.active;
       await entry.whenIdle(deadline - performance.now());
+      counts.cutOff += entry.active;
+      counts.drained += admitted - entry.active;
       entry.to('stopping');
       await this.#release(entry, shuttingDown());
     } finally {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
+import type { Log } from '../../logger';
 import { within } from '../../within';
 import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
 import type { Job } from '../models/job';
@@ -22,7 +23,7 @@ export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
   gpuId: number;
-  log: (line: string) => void;
+  log: Log;
 }
 
 /** A batch at exit, with who sent it and whether it was the one running. */
@@ -97,7 +98,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     for (const stream of [child.stdout!, child.stderr!]) {
       readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
         if (kHeapExhausted.test(line)) this.#heapExhausted = true;
-        this.opts.log(`[${this.id}] ${line}`);
+        this.opts.log(`[${this.id}] ${line}`, { worker: this.id, pid: this.pid });
       });
     }
     const channel = child.stdio[3] as Socket;

@@ -1,0 +1,138 @@
+/**
+ * What decoding a request message would build, counted from its wire bytes before protobufjs
+ * builds any of it. protobufjs makes one object per repeated element: an empty `bytes_contents`
+ * element is 2 bytes on the wire and ~270 bytes in the heap, an empty InferInputTensor more, so a
+ * message within max_request_size could still cost the server hundreds of MB. Each repeated field a
+ * client controls has a count limit here; the limits are far above what a model's request needs.
+ *
+ * A message that is not valid protobuf is left to the decoder, which reports it: this walk only
+ * stops early.
+ */
+
+/** Inputs, outputs and raw_input_contents of one ModelInferRequest; entries of a parameters or input map. */
+export const MAX_ENTRIES = 1024;
+/** Dimensions of one tensor's shape (numpy's NPY_MAXDIMS). */
+export const MAX_DIMS = 64;
+/** Typed-contents elements of one message, all inputs together (each becomes a JS value). */
+export const MAX_TYPED_ELEMENTS = 1 << 20;
+/** bytes_contents elements of one message (each becomes a Buffer object): larger BYTES go raw. */
+export const MAX_TYPED_BYTES_ELEMENTS = 1 << 16;
+
+const enum Wire { Varint = 0, Fixed64 = 1, Len = 2, Fixed32 = 5 }
+
+interface Field {
+  number: number;
+  wire: number;
+  /** Start and end of a length-delimited payload. */
+  start: number;
+  end: number;
+}
+
+/** The fields of bytes[start, end), or null at the first thing that is not well-formed protobuf. */
+function* fields(bytes: Buffer, start: number, end: number): Generator<Field, void, void> {
+  let at = start;
+  while (at < end) {
+    const tag = varint(bytes, at, end);
+    if (!tag) return;
+    at = tag.next;
+    const wire = tag.value % 8;
+    const number = Math.floor(tag.value / 8);
+    if (wire === Wire.Varint) {
+      const v = varint(bytes, at, end);
+      if (!v) return;
+      yield { number, wire, start: at, end: v.next };
+      at = v.next;
+    } else if (wire === Wire.Fixed64 || wire === Wire.Fixed32) {
+      const next = at + (wire === Wire.Fixed64 ? 8 : 4);
+      if (next > end) return;
+      yield { number, wire, start: at, end: next };
+      at = next;
+    } else if (wire === Wire.Len) {
+      const n = varint(bytes, at, end);
+      if (!n || n.next + n.value > end) return;
+      yield { number, wire, start: n.next, end: n.next + n.value };
+      at = n.next + n.value;
+    } else {
+      return; // groups, or not protobuf: the decoder says which
+    }
+  }
+}
+
+function varint(bytes: Buffer, at: number, end: number): { value: number; next: number } | null {
+  let value = 0;
+  for (let shift = 0, i = at; i < end && shift < 64; shift += 7, i++) {
+    const b = bytes[i]!;
+    // Past 2^53 the value is only a length or a tag we compare, and either is then out of range anyway.
+    value += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) return { value, next: i + 1 };
+  }
+  return null;
+}
+
+/** Elements of a repeated scalar field occurrence: one unpacked value, or a packed run. */
+function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
+  if (f.wire !== Wire.Len) return 1;
+  if (fixedSize > 0) return Math.floor((f.end - f.start) / fixedSize);
+  let n = 0;
+  for (let i = f.start; i < f.end; i++) if (bytes[i]! < 0x80) n++;
+  return n;
+}
+
+/** InferTensorContents field number → fixed element size (0 = varint, -1 = bytes). */
+const kContents: ReadonlyMap<number, number> = new Map([[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 4], [7, 8], [8, -1]]);
+
+function over(count: number, limit: number, message: string, field: string, advice: string): string | null {
+  return count > limit ? `the ${message} has more than ${limit} ${field}; ${advice}` : null;
+}
+
+/** Why a KServe ModelInferRequest is refused before decoding, or null. */
+export function inferRequestProblem(bytes: Buffer): string | null {
+  const m = 'ModelInferRequest';
+  const typed = { elements: 0, bytes: 0 };
+  const counts = new Map<number, number>();
+  for (const f of fields(bytes, 0, bytes.length)) {
+    const n = (counts.get(f.number) ?? 0) + 1;
+    counts.set(f.number, n);
+    const problem = f.number === 5 ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(bytes, f, typed))
+      : f.number === 6 ? over(n, MAX_ENTRIES, m, 'outputs', 'no model answers that many')
+      : f.number === 7 ? over(n, MAX_ENTRIES, m, 'raw_input_contents entries', 'send one per input')
+      : f.number === 4 ? over(n, MAX_ENTRIES, m, 'parameters', 'send fewer')
+      : null;
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/** One InferInputTensor's shape and parameters, and its typed contents added to the message's. */
+function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; bytes: number }): string | null {
+  const m = 'ModelInferRequest';
+  let dims = 0;
+  let parameters = 0;
+  for (const f of fields(bytes, input.start, input.end)) {
+    if (f.number === 3) dims += scalarCount(f, bytes, 0);
+    else if (f.number === 4) parameters++;
+    else if (f.number === 5) {
+      for (const c of fields(bytes, f.start, f.end)) {
+        const size = kContents.get(c.number);
+        if (size === undefined) continue;
+        if (size < 0) typed.bytes++;
+        else typed.elements += scalarCount(c, bytes, size);
+      }
+    }
+    const problem = over(dims, MAX_DIMS, m, 'dimensions in one input\'s shape', 'no tensor has that many')
+      ?? over(parameters, MAX_ENTRIES, m, 'parameters in one input', 'send fewer')
+      ?? over(typed.elements, MAX_TYPED_ELEMENTS, m, 'elements in typed contents', 'send large tensors in raw_input_contents')
+      ?? over(typed.bytes, MAX_TYPED_BYTES_ELEMENTS, m, 'bytes_contents elements', 'send large BYTES tensors in raw_input_contents');
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/** Why a TorchServe PredictionsRequest is refused before decoding, or null. */
+export function predictionsRequestProblem(bytes: Buffer): string | null {
+  let entries = 0;
+  for (const f of fields(bytes, 0, bytes.length)) {
+    if (f.number === 3 && ++entries > MAX_ENTRIES) return over(entries, MAX_ENTRIES, 'PredictionsRequest', 'input entries', 'send the body as "data" and at most a few headers');
+  }
+  return null;
+}

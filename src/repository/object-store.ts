@@ -1,0 +1,108 @@
+/**
+ * The S3 side of model_repository: listing a model directory and getting one object, with the
+ * store's failures turned into the few answers a client may see. Credentials, region and endpoint
+ * come from the AWS SDK's default chain; the SDK retries 5xx, throttling and dropped connections
+ * with exponential back-off (maxAttempts), so what reaches the caller has already been retried.
+ */
+import type { Readable } from 'node:stream';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { RepositoryConfig } from '../config/types';
+import { MmeError } from '../errors';
+
+export interface StoredObject {
+  readonly key: string;
+  readonly size: number;
+  readonly etag: string;
+}
+
+export type GetResult =
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'not-modified' }
+  | { readonly kind: 'body'; readonly body: Readable; readonly size: number; readonly etag: string };
+
+/** One request plus three retries: a store that is down for longer is reported, not waited out. */
+const kMaxAttempts = 4;
+/** A model directory is a handful of files; a prefix holding more is a mistake, not a model. */
+export const kMaxObjects = 1000;
+
+const kRefused = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'CredentialsProviderError', 'AllAccessDisabled', 'NoSuchBucket']);
+const kTimeouts = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'ETIMEDOUT']);
+
+export class ObjectStore {
+  readonly #client: S3Client;
+
+  constructor(private readonly config: RepositoryConfig, env: NodeJS.ProcessEnv = process.env) {
+    const timeoutMs = config.timeoutSeconds * 1000;
+    this.#client = new S3Client({
+      // S3-compatible stores rarely serve virtual-host style (bucket.host) names.
+      ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+      // A local store has no region, but SigV4 needs one; otherwise the default chain decides.
+      ...(config.endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION ? { region: 'us-east-1' } : {}),
+      followRegionRedirects: true,
+      maxAttempts: kMaxAttempts,
+      requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs },
+    });
+  }
+
+  /** The objects under `prefix` (which ends with '/'), folder markers left out. */
+  async list(prefix: string, signal: AbortSignal): Promise<StoredObject[]> {
+    const out: StoredObject[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
+      for (const o of page.Contents ?? []) {
+        if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
+      }
+      if (out.length > kMaxObjects) {
+        throw new MmeError('MME_ERR_INVALID_MODEL', `the model directory in model_repository holds more than ${kMaxObjects} objects; a model is model.onnx with a few files beside it`);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  /** GetObject, conditional on the ETag we hold when one is given. */
+  async get(key: string, ifNoneMatch: string | null, signal: AbortSignal): Promise<GetResult> {
+    try {
+      const r = await this.#client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
+      return { kind: 'body', body: r.Body as Readable, size: r.ContentLength ?? -1, etag: r.ETag ?? '' };
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 304) return { kind: 'not-modified' };
+      if (status === 404 && nameOf(err) !== 'NoSuchBucket') return { kind: 'missing' };
+      throw err;
+    }
+  }
+
+  destroy(): void {
+    this.#client.destroy();
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+}
+
+function nameOf(err: unknown): string {
+  const e = err as { name?: string; Code?: string; code?: string } | null;
+  return e?.Code ?? e?.name ?? e?.code ?? 'Error';
+}
+
+/**
+ * What a client is told when the store failed: 503 for refused credentials or a store that kept
+ * failing, 504 for silence. The store's own error code goes to the log only: it can name the
+ * bucket, the account or the credential source.
+ */
+export function storeFailure(err: unknown, model: string, where: string, log: (line: string) => void): MmeError {
+  if (err instanceof MmeError) return err;
+  const name = nameOf(err);
+  const status = statusOf(err);
+  log(`[${model}] model_repository ${where}: ${name}${status ? ` (HTTP ${status})` : ''}: ${(err as Error)?.message ?? String(err)}`);
+  if (kTimeouts.has(name)) {
+    return new MmeError('MME_ERR_REPOSITORY_TIMEOUT', `Model ${model}: model_repository did not answer within model_repository_timeout; retry later.`);
+  }
+  const refused = kRefused.has(name) || status === 401 || status === 403;
+  return new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE',
+    `Model ${model}: model_repository ${refused ? 'refused the server\'s credentials' : 'is unavailable'}; the server log has the store's answer.`,
+    { headers: { 'Retry-After': '5' } });
+}

@@ -1,0 +1,16 @@
+// s3rver ships no types; the tests use only this much of it.
+declare module 's3rver' {
+  import type { AddressInfo } from 'node:net';
+  interface S3rverOptions {
+    address?: string;
+    port?: number;
+    silent?: boolean;
+    directory: string;
+    configureBuckets?: Array<{ name: string }>;
+  }
+  export default class S3rver {
+    constructor(options: S3rverOptions);
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+  }
+}
