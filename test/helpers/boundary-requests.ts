@@ -34,8 +34,8 @@ const kProtoNames: readonly ProtoName[] = ['__proto__', 'constructor', 'toString
 
 /** A request with a known answer: rows of float32 values whose answer is each value + 1. */
 export type ValidCase =
-  | { kind: 'valid'; via: 'http'; route: HttpRoute; codec: BodyCodec; npy: NpyLayout; accept: AcceptKind; contentType: 'exact' | 'absent' | 'params'; rows: number[][] }
-  | { kind: 'valid'; via: 'v2'; binaryIn: 'none' | 'header' | 'content-type'; binaryOut: boolean; nested: boolean; rows: number[][] }
+  | { kind: 'valid'; via: 'http'; route: HttpRoute; codec: BodyCodec; npy: NpyLayout; accept: AcceptKind; contentType: 'exact' | 'absent' | 'params'; rows: number[][]; pieces?: number }
+  | { kind: 'valid'; via: 'v2'; binaryIn: 'none' | 'header' | 'content-type'; binaryOut: boolean; nested: boolean; rows: number[][]; pieces?: number }
   | { kind: 'valid'; via: 'kserve'; raw: boolean; namedOutput: boolean; rows: number[][] }
   | { kind: 'valid'; via: 'torchserve'; codec: BodyCodec; key: 'data' | 'body'; extraKeys: ProtoName[]; rows: number[][] };
 
@@ -61,7 +61,8 @@ export type MalformedCase = { kind: 'malformed' } & (
   | { attack: 'lying-binary-size'; carrier: 'v2' | 'invoke-oip'; size: 'minus4' | 'plus4' | 'zero' | 'negative' | 'fraction' | 'string' | 'huge' | 'null' | 'bool' }
   | { attack: 'lying-shape'; carrier: OipCarrier | 'invoke-json'; shape: Array<number | string> }
   | { attack: 'bytes-empty'; carrier: OipCarrier; count: number; rows16: boolean }
-  | { attack: 'bad-values'; carrier: Carrier; codec: JsonShape | 'csv'; variant: 'string' | 'null' | 'bool' | 'object' | 'ragged' | 'columns4' | 'rank3' | 'empty' | 'word' }
+  | { attack: 'duplicate-input'; carrier: OipCarrier | 'invoke-json'; second: 'same' | 'other-shape' }
+  | { attack: 'bad-values'; carrier: Carrier; codec: JsonShape | 'csv'; variant: 'string' | 'null' | 'bool' | 'object' | 'ragged' | 'columns4' | 'rank3' | 'empty' | 'word' | 'wide' }
   | { attack: 'json-syntax'; carrier: Carrier; body: string }
   | { attack: 'kserve-contents'; variant: 'raw-count' | 'typed-field' | 'typed-count' | 'raw-for-no-input' }
   | { attack: 'torchserve-no-body'; keys: string[] }
@@ -187,7 +188,11 @@ function deep(depth: number, open: '[' | '{"a":'): string {
 
 /** Values exact in float32 (multiples of 1/8 below 2^14), so every codec carries them unchanged. */
 const value = fc.integer({ min: -100_000, max: 100_000 }).map((v) => v / 8);
-const rows = fc.array(fc.array(value, { minLength: kColumns, maxLength: kColumns }), { minLength: 1, maxLength: 3 });
+const row = fc.array(value, { minLength: kColumns, maxLength: kColumns });
+/** Mostly a few rows; sometimes enough that a batch's offsets run long. */
+const rows = fc.oneof({ weight: 4, arbitrary: fc.array(row, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(row, { minLength: 20, maxLength: 64 }) });
+/** An HTTP body sent whole, or chunked in pieces (the server then holds it as several buffers). */
+const pieces = fc.constantFrom(1, 1, 2, 7);
 const protoName = fc.constantFrom(...kProtoNames);
 const carrier = fc.constantFrom<Carrier>('invoke', 'invocations', 'predictions', 'torchserve');
 const oipCarrier = fc.constantFrom<OipCarrier>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw');
@@ -201,11 +206,11 @@ export const validArb: fc.Arbitrary<ValidCase> = fc.oneof(
     route: fc.constantFrom<HttpRoute>('invoke', 'invocations', 'predictions'), codec: bodyCodec,
     npy: fc.constantFrom<NpyLayout>('<f4', '>f4', '<f8', '<i4', 'fortran', 'v2', 'v3'),
     accept: fc.constantFrom<AcceptKind>('none', '*/*', 'json', 'csv', 'npy', 'json-proto-params'),
-    contentType: fc.constantFrom('exact' as const, 'absent' as const, 'params' as const), rows,
+    contentType: fc.constantFrom('exact' as const, 'absent' as const, 'params' as const), rows, pieces,
   }) },
   { weight: 2, arbitrary: fc.record({
     kind: fc.constant('valid' as const), via: fc.constant('v2' as const),
-    binaryIn: fc.constantFrom('none' as const, 'header' as const, 'content-type' as const), binaryOut: fc.boolean(), nested: fc.boolean(), rows,
+    binaryIn: fc.constantFrom('none' as const, 'header' as const, 'content-type' as const), binaryOut: fc.boolean(), nested: fc.boolean(), rows, pieces,
   }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('valid' as const), via: fc.constant('kserve' as const), raw: fc.boolean(), namedOutput: fc.boolean(), rows }) },
   { weight: 2, arbitrary: fc.record({
@@ -234,8 +239,9 @@ export const malformedArb: fc.Arbitrary<MalformedCase> = fc.oneof(
   { weight: 3, arbitrary: m({ attack: lit('lying-shape'), carrier: fc.constantFrom<OipCarrier | 'invoke-json'>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw', 'invoke-json'), shape: fc.constantFrom<Array<number | string>>([1_000_000, 16], [4294967296, 16], [2 ** 53, 16], [-1, 16], [1.5, 16], ['1', '16'], [16], [1, 16, 1], [0, 16], [4, 4], [], [2, 16], [1e300, 16]) })
     // gRPC shapes are int64: a client cannot even send a fraction, and "1", "16" is the true shape there.
     .filter((c) => !(c.attack === 'lying-shape' && c.carrier.startsWith('kserve') && (!c.shape.every((d) => Number.isSafeInteger(Number(d))) || c.shape.map(Number).join() === `1,${kColumns}`))) },
+  { weight: 1, arbitrary: m({ attack: lit('duplicate-input'), carrier: fc.constantFrom<OipCarrier | 'invoke-json'>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw', 'invoke-json'), second: fc.constantFrom('same' as const, 'other-shape' as const) }) },
   { weight: 2, arbitrary: m({ attack: lit('bytes-empty'), carrier: oipCarrier, count: big([16, 100_000, 1_000_000]), rows16: fc.boolean() }) },
-  { weight: 2, arbitrary: m({ attack: lit('bad-values'), carrier, codec: fc.constantFrom<JsonShape | 'csv'>('named', 'instances', 'v2', 'bare', 'csv'), variant: fc.constantFrom('string', 'null', 'bool', 'object', 'ragged', 'columns4', 'rank3', 'empty', 'word') })
+  { weight: 2, arbitrary: m({ attack: lit('bad-values'), carrier, codec: fc.constantFrom<JsonShape | 'csv'>('named', 'instances', 'v2', 'bare', 'csv'), variant: fc.constantFrom('string', 'null', 'bool', 'object', 'ragged', 'columns4', 'rank3', 'empty', 'word', 'wide') })
     // v2 data may be nested any way its shape allows, and [0, 16] with no data is a request of no rows.
     .filter((c) => !(c.attack === 'bad-values' && c.codec === 'v2' && (c.variant === 'rank3' || c.variant === 'empty'))) },
   { weight: 1, arbitrary: m({ attack: lit('json-syntax'), carrier, body: fc.constantFrom('', 'null', '1', '"x"', '{}', '{"inputs":', '{"inputs": null}', '{"inputs": 5}', '{"inputs": {}}', '{"instances": {}}', '[]', '[[]]', '{"inputs": [{}]}', '{"inputs": [null]}') }) },
@@ -305,7 +311,7 @@ function isLie(c: MalformedCase): boolean {
 
 /** A request as it goes on the wire. */
 export type Call =
-  | { transport: 'http'; path: string; headers: Record<string, string>; body: Buffer }
+  | { transport: 'http'; path: string; headers: Record<string, string>; body: Buffer; pieces?: number }
   | { transport: 'kserve'; request: Record<string, unknown> }
   | { transport: 'torchserve'; request: Record<string, unknown> };
 
@@ -374,18 +380,18 @@ export function validCall(c: ValidCase, model: string): Call {
       const media = kMediaType[c.codec];
       const contentType = c.contentType === 'exact' ? media : c.contentType === 'params' ? `${media.toUpperCase()}; charset=utf-8` : media === 'application/json' ? null : media;
       const accept = kAccept[c.accept];
-      return carry(c.route, model, { contentType, body: codecBody(c.codec, c.rows, c.npy), headers: accept === null ? {} : { accept } });
+      return { ...carry(c.route, model, { contentType, body: codecBody(c.codec, c.rows, c.npy), headers: accept === null ? {} : { accept } }), pieces: c.pieces } as Call;
     }
     case 'v2': {
       const binary = c.binaryIn !== 'none';
       const input = binary ? { name: kInput, shape: [c.rows.length, kColumns], datatype: 'FP32', parameters: { binary_data_size: c.rows.length * kColumns * 4 } } : v2Tensor(c.rows, c.nested);
       const header = { id: 'canary', inputs: [input], ...(c.binaryOut ? { outputs: [{ name: kOutput, parameters: { binary_data: true } }] } : {}) };
       const json = Buffer.from(JSON.stringify(header));
-      if (!binary) return { transport: 'http', path: `/v2/models/${model}/infer`, headers: { 'content-type': 'application/json' }, body: json };
+      if (!binary) return { transport: 'http', path: `/v2/models/${model}/infer`, headers: { 'content-type': 'application/json' }, body: json, pieces: c.pieces };
       const headers: Record<string, string> = c.binaryIn === 'header'
         ? { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) }
         : { 'content-type': `${OIP_TYPE};json-header-size=${json.length}` };
-      return { transport: 'http', path: `/v2/models/${model}/infer`, headers, body: Buffer.concat([json, f32le(flat(c.rows))]) };
+      return { transport: 'http', path: `/v2/models/${model}/infer`, headers, body: Buffer.concat([json, f32le(flat(c.rows))]), pieces: c.pieces };
     }
     case 'kserve':
       return kserve(model, c.raw, [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32le(flat(c.rows)) }], c.namedOutput ? [kOutput] : []);
@@ -474,6 +480,14 @@ export function malformedCall(c: MalformedCase, model: string): Call {
       const shape = c.rows16 && c.count % kColumns === 0 ? [c.count / kColumns, kColumns] : [c.count];
       return oipCase(c.carrier, model, { datatype: 'BYTES', shape, bytes: Buffer.alloc(4 * c.count), typed: { bytes_contents: new Array<Buffer>(c.count).fill(kEmpty) } });
     }
+    case 'duplicate-input': {
+      const second = c.second === 'same' ? oneRow : rowsOf(2);
+      if (c.carrier === 'invoke-json') return carry('invoke', model, { contentType: 'application/json', body: Buffer.from(JSON.stringify({ inputs: [v2Tensor(oneRow), v2Tensor(second)] })) });
+      const inputs = [oneRow, second].map((r) => ({ name: kInput, datatype: 'FP32', shape: [r.length, kColumns], bytes: f32le(flat(r)) }));
+      if (c.carrier.startsWith('kserve')) return kserve(model, c.carrier === 'kserve-raw', inputs);
+      const header = { inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: t.bytes.length } })) };
+      return oipHttp(c.carrier as 'v2' | 'invoke-oip', model, header, Buffer.concat(inputs.map((t) => t.bytes)));
+    }
     case 'bad-values': {
       const bad = badRows(c.variant);
       if (c.codec === 'csv') return carry(c.carrier, model, { contentType: 'text/csv', body: Buffer.from(kBadCsv[c.variant]) });
@@ -510,6 +524,7 @@ const kBadCsv: Record<Extract<MalformedCase, { attack: 'bad-values' }>['variant'
   rank3: `${flat(oneRow).join(',')},${flat(oneRow).join(',')}\n`,
   empty: '\n\n',
   word: `${flat(oneRow).slice(1).join(',')},abc\n`,
+  wide: `${'1,'.repeat(299_999)}1\n`,
 };
 
 /** JSON rows that are not float32 [n, 16] numbers. */
@@ -525,6 +540,7 @@ function badRows(variant: Extract<MalformedCase, { attack: 'bad-values' }>['vari
     case 'rank3': return [[row]];
     case 'empty': return [];
     case 'word': return [[...row.slice(1), 'abc']];
+    case 'wide': return [new Array<number>(300_000).fill(1)];
   }
 }
 
@@ -597,9 +613,23 @@ export async function send(call: Call, to: Endpoints): Promise<Outcome> {
   });
 }
 
+/** The body whole, or as a stream of `n` pieces that goes out chunked. */
+function inPieces(body: Buffer, n: number): Buffer | ReadableStream<Uint8Array> {
+  if (n <= 1 || body.length < n) return body;
+  const size = Math.ceil(body.length / n);
+  let at = 0;
+  return new ReadableStream({
+    pull(controller) {
+      controller.enqueue(body.subarray(at, at + size));
+      at += size;
+      if (at >= body.length) controller.close();
+    },
+  });
+}
+
 async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string): Promise<Outcome> {
   try {
-    const res = await fetch(`${url}${call.path}`, { method: 'POST', headers: call.headers, body: call.body, signal: AbortSignal.timeout(kAnswerTimeoutMs) });
+    const res = await fetch(`${url}${call.path}`, { method: 'POST', headers: call.headers, body: inPieces(call.body, call.pieces ?? 1), signal: AbortSignal.timeout(kAnswerTimeoutMs), duplex: 'half' } as RequestInit);
     const body = Buffer.from(await res.arrayBuffer());
     let errorCode = '';
     if (res.status >= 400) {
