@@ -49,12 +49,3 @@ export async function statusOf(p: Promise<unknown>): Promise<{ status: number; c
     return { status: err.status, code: err.code, error: err };
   }
 }
-
-/** Yields to the event loop until `cond` holds; fails after a generous bound (a busy machine is slow, never stuck). */
-export async function until(cond: () => boolean, what: string, boundMs = 20_000): Promise<void> {
-  const deadline = Date.now() + boundMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}

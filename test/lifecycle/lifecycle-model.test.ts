@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MmeError } from '../../src/errors';
-import { harness, statusOf, until, wireRequest, type Harness } from './harness';
+import { harness, statusOf, wireRequest, type Harness } from './harness';
+import { waitFor } from '../helpers/processes';
 
 const names = ['m0', 'm1', 'm2'];
 
@@ -79,13 +80,14 @@ async function run(h: Harness, commands: Command[], shutdownAt: number | null): 
 async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void> {
   let done = false;
   void Promise.all(pending).then(() => (done = true));
-  await until(() => {
+  await waitFor(() => {
     for (const w of h.fleet.live()) {
       if (!w.loaded && !w.loadError) w.load();
       if (w.batches.length > 0) w.answer();
     }
     return done;
-  }, 'every request and operation to settle');
+    // Each step settles within a few ticks (the fakes act on the next one): look again soon.
+  }, 'every request and operation to settle', 10_000, 1);
 }
 
 function checkInvariants(h: Harness, outcomes: Outcome[], invokes: number, shutDown: boolean, evicts: boolean): void {
@@ -126,7 +128,7 @@ describe('lifecycle model-based property (fast-check, fake workers)', function (
       const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
       const { outcomes, pending, invokes } = await run(h, commands, at);
       await quiesce(h, pending);
-      await until(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit');
+      await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
       checkInvariants(h, outcomes, invokes, at !== null, false);
       await h.manager.close(0);
       assert.equal(h.fleet.live().length, 0);
@@ -139,7 +141,7 @@ describe('lifecycle model-based property (fast-check, fake workers)', function (
       for (const n of names) h.model(n);
       const { outcomes, pending, invokes } = await run(h, commands, null);
       await quiesce(h, pending);
-      await until(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit');
+      await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
       assert.ok(h.manager.list().length <= 2);
       checkInvariants(h, outcomes, invokes, false, true);
       await h.manager.close(0);
