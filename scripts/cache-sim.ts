@@ -3,7 +3,7 @@
  * README's cache-sim section, table included. Everything is seeded, so the numbers only change
  * when a policy or a trace does (test/cache/cache-sim.test.ts keeps the README in step).
  */
-import { createPolicy } from '../src/server/cache/eviction-policy';
+import { createPolicy } from '../src/server/cache/policies';
 import { belady } from './cache-sim/belady';
 import { simulate, type Capacity, type PolicyFactory, type SimResult } from './cache-sim/simulate';
 import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from './cache-sim/traces';

@@ -7,7 +7,7 @@
  * stalls only loses its own data.
  */
 import { ERRORS } from '../errors';
-import { within } from '../within';
+import { within } from '../util/within';
 import { realClock, type Timer, type Timers } from '../util/clock';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';

@@ -4,9 +4,9 @@
  */
 import { MmeError } from '../../src/errors';
 import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
-import type { Job } from '../../src/server/models/job';
-import { exitReason, type KillReason, type WorkerExit } from '../../src/server/workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../../src/server/workers/model-worker';
+import type { Job } from '../../src/server/jobs/job';
+import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../../src/server/processes/model-worker';
 
 export interface FakeOptions {
   /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */

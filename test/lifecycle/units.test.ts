@@ -1,9 +1,9 @@
 /** The small pieces of the lifecycle core: the per-name lock, exit reasons, the transition table. */
 import assert from 'node:assert/strict';
-import { Fifo } from '../../src/server/models/fifo';
+import { Fifo } from '../../src/util/fifo';
 import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
-import { KeyedLock } from '../../src/server/models/keyed-lock';
-import { exitReason, runningRequestError } from '../../src/server/workers/exit-reason';
+import { KeyedLock } from '../../src/util/keyed-lock';
+import { exitReason, runningRequestError } from '../../src/server/processes/exit-reason';
 
 describe('lifecycle pieces', () => {
   it('KeyedLock serves waiters in order, per key, and tryAcquire never jumps the queue', async () => {

@@ -11,11 +11,11 @@
  *   and the old host stops once empty.
  */
 import { MmeError } from '../../errors';
-import { mb } from '../cache/memory-budget';
-import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../workers/backoff';
-import { describeExit } from '../workers/exit-reason';
-import type { SpawnOptions } from '../workers/framed-process';
-import type { Assignment } from '../workers/model-worker';
+import { mb } from '../../util/mb';
+import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../processes/backoff';
+import { describeExit } from '../processes/exit-reason';
+import type { SpawnOptions } from '../processes/framed-process';
+import type { Assignment } from '../processes/model-worker';
 import { HostedModel } from './hosted-model';
 import { HostProcess } from './host-process';
 

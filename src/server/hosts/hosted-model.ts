@@ -8,9 +8,9 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
-import { loadExitError, type KillReason, type WorkerExit } from '../workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../workers/model-worker';
+import type { Job } from '../jobs/job';
+import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../processes/model-worker';
 import type { HostProcess } from './host-process';
 
 export class HostedModel implements ModelWorker {

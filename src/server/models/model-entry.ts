@@ -14,6 +14,7 @@
  */
 import type { MmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { Resident } from '../cache/admission';
 import type { Model, ModelHealth } from './model';
 
 export type Phase = 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
@@ -33,7 +34,7 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-export class ModelEntry implements ModelHealth {
+export class ModelEntry implements ModelHealth, Resident {
   phase: Phase = 'loading';
   model: Model | null = null;
   artifact: ModelArtifact | null = null;
@@ -57,6 +58,10 @@ export class ModelEntry implements ModelHealth {
   constructor(readonly name: string, readonly url: string, readonly onDemand: boolean, readonly loadedAtStartup: boolean) {
     this.loadSettled = new Promise((r) => (this.#settleLoad = r));
     this.gone = new Promise((r) => (this.#settleGone = r));
+  }
+
+  reserve(bytes: number): void {
+    this.reservedBytes += bytes;
   }
 
   get failed(): boolean {

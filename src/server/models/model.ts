@@ -5,11 +5,11 @@
  */
 import { MmeError } from '../../errors';
 import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
-import type { WorkerExit } from '../workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../workers/model-worker';
+import type { WorkerExit } from '../processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
-import type { InvokeResult, JobOptions } from './job';
+import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, type ModelSettings } from './model-settings';
 
 /** The lifecycle the model reports its workers' health to (its registry entry). */

@@ -11,12 +11,12 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type Frame, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
-import { loadExitError, type KillReason, type WorkerExit } from './exit-reason';
-import { FramedProcess, type LostBatch, type SpawnOptions } from './framed-process';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from './model-worker';
+import type { Job } from '../jobs/job';
+import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../processes/model-worker';
 
-export type { SpawnOptions } from './framed-process';
+export type { SpawnOptions } from '../processes/framed-process';
 
 export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
   state: WorkerState = 'starting';

@@ -1,6 +1,8 @@
 /**
- * A model's worker processes, kept at their target count by one reconcile (MMS's
- * WorkLoadManager.modelChanged): start, scale, restart after a death and stop all go through it.
+ * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
+ * Scale and restart after a death go through reconcile(); start() spawns the first workers itself
+ * (its caller waits for their loads), replace() spawns a successor for a worker being moved out of
+ * a recycled host, and stop() stops every worker directly.
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -10,9 +12,9 @@
  */
 import { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/frames';
-import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from './backoff';
-import { describeExit, type WorkerExit } from './exit-reason';
-import type { ModelWorker } from './model-worker';
+import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../processes/backoff';
+import { describeExit, type WorkerExit } from '../processes/exit-reason';
+import type { ModelWorker } from '../processes/model-worker';
 
 export interface WorkerSetDeps {
   name: string;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { restartDelaySeconds } from '../../../src/server/workers/backoff';
+import { restartDelaySeconds } from '../../../src/server/processes/backoff';
 
 describe('worker restart back-off', () => {
   it('follows MMS\'s Fibonacci sequence in seconds', () => {

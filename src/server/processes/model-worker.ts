@@ -5,7 +5,7 @@
  */
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
+import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
 
 export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
@@ -48,7 +48,11 @@ export interface ModelWorker {
   readonly state: WorkerState;
   /** Batches it may hold at once: the pipeline depth, or a preload_model process's slot count. */
   capacity: number;
-  /** PSS after load, refreshed on describe (bytes). */
+  /**
+   * What it costs (bytes). A dedicated worker: its process's PSS, refreshed on describe and before
+   * admission decides. A model in a shared host: the cost measured at its load (the host's growth,
+   * at least file size plus the smallest session), fixed from then on.
+   */
   memoryBytes: number;
   readonly loaded: LoadedMessage | null;
   readonly loadError: MmeError | null;

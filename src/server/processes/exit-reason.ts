@@ -3,13 +3,7 @@
  * follows from the reason alone: 507 only on memory evidence, never for a kill the server made.
  */
 import { MmeError } from '../../errors';
-
-/**
- * What a process (a worker, a shared host, the server itself) exits with after a promise rejection
- * nobody handled: a bug that left something undone. Its own code, so the exit names its cause
- * (src/unhandled-rejection.ts); 70 is a worker whose onnxruntime failed to start, 1 Node's own.
- */
-export const UNHANDLED_REJECTION_EXIT_CODE = 71;
+import { UNHANDLED_REJECTION_EXIT_CODE } from '../../unhandled-rejection';
 
 /**
  * - stopped: the server stopped it (unload, eviction, scale-down, shutdown, a failed load);
