@@ -13,7 +13,8 @@ import type { MetricsRecorder } from '../metrics';
 import type { WireRequest } from '../protocol/frames';
 import { CancelToken } from '../util/cancel-token';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
 import { decoded } from './lenient-decoding';
 import { toServiceError } from './status';
 

@@ -11,7 +11,8 @@ import type { MmeError } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { oipWireRequest } from '../server/oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../server/oip/model-metadata';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
 import { readBody } from './body';
 import { cancelOnClientClose } from './client-request';
 
