@@ -64,7 +64,7 @@ export class HostPool {
   place(assignment: Assignment): HostedModel {
     const name = assignment.load.modelName;
     const { maxModelsPerHost } = this.opts;
-    const open = this.#hosts.filter((h) => h.state !== 'draining' && !h.killed && h.exitInfo === null && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
+    const open = this.#hosts.filter((h) => h.open && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
     const candidates = elsewhere.length > 0 ? elsewhere : open;
@@ -103,9 +103,9 @@ export class HostPool {
 
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: HostProcess): void {
-    if (host.state === 'draining' || this.#closed) return;
+    if (host.processState !== 'serving' || this.#closed) return;
     this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`);
-    host.state = 'draining';
+    host.drain();
     this.recycles++;
     this.opts.recycled();
     this.#hosts.push(this.#start());
@@ -136,7 +136,7 @@ export class HostPool {
   }
 
   async #afterUnload(host: HostProcess): Promise<void> {
-    if (host.state === 'draining') {
+    if (host.processState === 'draining') {
       if (host.modelCount === 0) await this.#retire(host);
       return;
     }
@@ -158,7 +158,7 @@ export class HostPool {
     const exit = host.exitInfo!;
     if (exit.reason === 'stopped') return;
     const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
-    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
+    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
     const restart = () => {
       this.#hosts.push(this.#start());
       this.opts.restarted();

@@ -3,10 +3,9 @@
  * multiplexing). Each model in it is a HostedModel; the host routes frames to them by slot and
  * batch id, and at its exit hands each one back the batches it held.
  *
- *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out──▶ stop()
+ *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out, stop()──▶ exited
  *
- * `state` has no value for the end: a host whose process has ended has its `exitInfo` set, and the
- * pool has dropped it.
+ * (the process table of processes/worker-state.ts, which dedicated workers share).
  *
  * Memory: `baseBytes` is the host's PSS once started, before any model; each model's cost is the
  * growth of the host's resident memory across its load (loads run one at a time in the host), and
@@ -21,8 +20,6 @@ import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
 import type { InFlightBatch } from '../processes/model-worker';
-
-export type HostState = 'starting' | 'serving' | 'draining';
 
 /** What the host needs of a model in one of its slots (HostedModel): where it routes that slot's frames. */
 export interface HostSlot {
@@ -44,7 +41,6 @@ export interface HostSlot {
 }
 
 export class HostProcess extends FramedProcess<HostSlot> {
-  state: HostState = 'starting';
   /** PSS once started, before any model (bytes); 0 until measured. */
   baseBytes = 0;
   /** PSS at the last measurement (bytes). */
@@ -126,7 +122,6 @@ export class HostProcess extends FramedProcess<HostSlot> {
   }
 
   protected started(msg: StartedMessage): void {
-    this.state = 'serving';
     this.sessionBytes = msg.sessionBytes;
     this.events.started(this);
     for (const m of this.#slots.values()) m.sendLoad();

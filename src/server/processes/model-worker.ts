@@ -7,8 +7,8 @@ import type { MmeError } from '../../errors';
 import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
+import type { WorkerState } from './worker-state';
 
-export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
 
 export interface Assignment {
   id: string;
@@ -45,6 +45,7 @@ export interface ModelWorker {
   readonly pid: number;
   readonly gpuId: number;
   readonly startTime: Date;
+  /** The worker table (worker-state.ts); only the worker itself moves it. */
   readonly state: WorkerState;
   /** Batches it may hold at once: the pipeline depth, or a preload_model process's slot count. */
   capacity: number;
