@@ -12,7 +12,8 @@
  */
 import { MmeError } from '../../errors';
 import { mb } from '../../util/mb';
-import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../processes/backoff';
+import type { Clock } from '../../util/clock';
+import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import type { SpawnOptions } from '../processes/framed-process';
 import type { Assignment } from '../processes/model-worker';
@@ -31,6 +32,8 @@ export interface HostPoolOptions {
   restarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
   recycled: () => void;
+  /** Restart back-off timers (tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 /** What placement assumes a model costs before any has been measured. */
@@ -40,12 +43,12 @@ export class HostPool {
   readonly #hosts: HostProcess[] = [];
   #seq = 0;
   #closed = false;
-  #restartAttempt = 0;
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #backoff: Backoff;
   /** Recycles done so far (SharedHostRecycles counts them per interval). */
   recycles = 0;
 
   constructor(private readonly opts: HostPoolOptions) {
+    this.#backoff = new Backoff(opts.clock);
     for (let i = 0; i < opts.size; i++) this.#hosts.push(this.#start());
   }
 
@@ -121,12 +124,7 @@ export class HostPool {
           h.baseBytes = bytes;
           h.measuredBytes = Math.max(h.measuredBytes, bytes);
         });
-        const timer = setTimeout(() => {
-          this.#timers.delete(timer);
-          if (h.exitInfo === null) this.#restartAttempt = 0;
-        }, kStableMs);
-        timer.unref();
-        this.#timers.add(timer);
+        this.#backoff.watch(() => h.exitInfo === null);
       },
       unloaded: (h) => void this.#afterUnload(h),
     });
@@ -157,29 +155,28 @@ export class HostPool {
     this.#hosts.splice(i, 1);
     const exit = host.exitInfo!;
     if (exit.reason === 'stopped') return;
-    const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
+    const delay = this.#backoff.delaySeconds;
+    this.#backoff.failed();
     this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`);
-    const restart = () => {
-      this.#hosts.push(this.#start());
-      this.opts.restarted();
-    };
     // At once when there is no back-off: the models that were loading in the dead host are placed
     // again as soon as its exit is handled, and with one host there must be one to go to.
-    if (delay === 0) {
-      restart();
-      return;
+    if (delay === 0) this.#refill();
+    else this.#backoff.wait(() => this.#refill());
+  }
+
+  /** Starts the hosts missing from the pool's size (a recycled host's successor is already counted). */
+  #refill(): void {
+    if (this.#closed) return;
+    const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
+    for (let n = serving; n < this.opts.size; n++) {
+      this.#hosts.push(this.#start());
+      this.opts.restarted();
     }
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      if (!this.#closed) restart();
-    }, delay * 1000);
-    this.#timers.add(timer);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const t of this.#timers) clearTimeout(t);
-    this.#timers.clear();
+    this.#backoff.close();
     await Promise.all(this.#hosts.map((h) => h.stop()));
   }
 }

@@ -36,5 +36,6 @@ export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerF
     log,
     health: p.health,
     restarted: () => events.workerRestarted(name),
+    clock: workers.clock,
   });
 }

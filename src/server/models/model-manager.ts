@@ -12,6 +12,7 @@
 import type { ServerConfig } from '../../config/types';
 import type { MmeError } from '../../errors';
 import type { WireRequest } from '../../protocol/frames';
+import type { Clock } from '../../util/clock';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
@@ -30,6 +31,8 @@ export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
   startWorker?: (assignment: Assignment) => ModelWorker;
+  /** What the restart back-offs of worker sets and shared hosts wait on (tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 export class ModelManager {
@@ -47,6 +50,7 @@ export class ModelManager {
       env: opts.env ?? process.env,
       log,
       startWorker: opts.startWorker,
+      clock: opts.clock,
       sharedHostRestarted: () => events.sharedHostRestarted(),
       sharedHostRecycled: () => events.sharedHostRecycled(),
     });

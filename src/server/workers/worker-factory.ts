@@ -4,6 +4,7 @@
  * hosts (started with the first worker_mode=shared model) and the GPU round-robin.
  */
 import type { ServerConfig, WorkerMode } from '../../config/types';
+import type { Clock } from '../../util/clock';
 import { HostPool } from '../hosts/host-pool';
 import type { Assignment, ModelWorker } from '../processes/model-worker';
 import { GpuAssigner } from './gpu-assignment';
@@ -20,6 +21,8 @@ export interface WorkerFactoryOptions {
   sharedHostRestarted: () => void;
   /** A shared host was recycled. */
   sharedHostRecycled: () => void;
+  /** What restart back-offs wait on. */
+  clock?: Clock;
 }
 
 export class WorkerFactory {
@@ -36,6 +39,11 @@ export class WorkerFactory {
     // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
     this.#spares = config.spareWorkers > 0 && !opts.startWorker && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, { env: this.#env, gpuId: -1, log: opts.log }) : null;
     this.#fake = opts.startWorker ?? null;
+  }
+
+  /** What restart back-offs wait on. */
+  get clock(): Clock | undefined {
+    return this.opts.clock;
   }
 
   /** Spare workers started and waiting for a model. */
@@ -65,6 +73,7 @@ export class WorkerFactory {
       log: this.opts.log,
       restarted: this.opts.sharedHostRestarted,
       recycled: this.opts.sharedHostRecycled,
+      clock: this.opts.clock,
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);
