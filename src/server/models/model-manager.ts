@@ -17,6 +17,7 @@ import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
+import type { Launch } from '../processes/framed-process';
 import type { Assignment, ModelWorker } from '../processes/model-worker';
 import { WorkerFactory } from '../workers/worker-factory';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
@@ -31,6 +32,8 @@ export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
   startWorker?: (assignment: Assignment) => ModelWorker;
+  /** What starts a worker process (lifecycle tests start fake processes that speak frames). */
+  launch?: Launch;
   /** What the restart back-offs of worker sets and shared hosts wait on (tests pass a virtual clock). */
   clock?: Clock;
 }
@@ -51,6 +54,7 @@ export class ModelManager {
       log,
       startWorker: opts.startWorker,
       clock: opts.clock,
+      launch: opts.launch,
       sharedHostRestarted: () => events.sharedHostRestarted(),
       sharedHostRecycled: () => events.sharedHostRecycled(),
     });

@@ -19,11 +19,19 @@ import { processMemoryBytes } from './process-memory';
 import type { InFlightBatch } from './model-worker';
 import { processStates, type ProcessState } from './worker-state';
 
+/**
+ * What starts the process: child_process.spawn, or in lifecycle tests a fake process that speaks
+ * the frames over fd 3 itself (test/lifecycle/fake-process.ts), so everything above it runs as is.
+ */
+export type Launch = (cmd: string, args: readonly string[], options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv }) => ChildProcess;
+
 export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
   gpuId: number;
   log: (line: string) => void;
+  /** Default: child_process.spawn. */
+  launch?: Launch;
 }
 
 /** A batch at exit, with who sent it and whether it was the one running. */
@@ -94,7 +102,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
     FramedProcess.spawned++;
     FramedProcess.live.add(this);
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
+    const child = (this.opts.launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
     this.#child = child;
     this.pid = child.pid ?? 0;
     if (this.pid) fs.writeFile(`/proc/${this.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);

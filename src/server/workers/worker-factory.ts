@@ -6,6 +6,7 @@
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { HostPool } from '../hosts/host-pool';
+import type { Launch, SpawnOptions } from '../processes/framed-process';
 import type { Assignment, ModelWorker } from '../processes/model-worker';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
@@ -17,6 +18,8 @@ export interface WorkerFactoryOptions {
   log: (line: string) => void;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
   startWorker?: (assignment: Assignment) => ModelWorker;
+  /** The seam below the processes: what starts one (lifecycle tests start fake processes that speak frames). */
+  launch?: Launch;
   /** A shared host that died was replaced. */
   sharedHostRestarted: () => void;
   /** A shared host was recycled. */
@@ -37,7 +40,7 @@ export class WorkerFactory {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
-    this.#spares = config.spareWorkers > 0 && !opts.startWorker && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, { env: this.#env, gpuId: -1, log: opts.log }) : null;
+    this.#spares = config.spareWorkers > 0 && !opts.startWorker && !opts.launch && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, this.#spawnOptions(-1)) : null;
     this.#fake = opts.startWorker ?? null;
   }
 
@@ -69,7 +72,7 @@ export class WorkerFactory {
       size: this.config.sharedWorkers,
       maxModelsPerHost: this.config.maxModelsPerWorker,
       recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
-      spawn: { env: this.#env, gpuId: -1, log: this.opts.log },
+      spawn: this.#spawnOptions(-1),
       log: this.opts.log,
       restarted: this.opts.sharedHostRestarted,
       recycled: this.opts.sharedHostRecycled,
@@ -92,7 +95,11 @@ export class WorkerFactory {
   #startProcess(assignment: Assignment): WorkerHandle {
     const gpuId = assignment.load.gpuId;
     const spare = gpuId < 0 ? this.#spares?.take() : null;
-    return (spare ?? new WorkerHandle({ env: this.#env, gpuId, log: this.opts.log }, assignment.id).start()).assign(assignment);
+    return (spare ?? new WorkerHandle(this.#spawnOptions(gpuId), assignment.id).start()).assign(assignment);
+  }
+
+  #spawnOptions(gpuId: number): SpawnOptions {
+    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch };
   }
 
   async closeSpares(): Promise<void> {
