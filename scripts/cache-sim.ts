@@ -3,7 +3,7 @@
  * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
  * when a policy or a trace does (test/cache/cache-sim.test.ts keeps it in step).
  */
-import { createPolicy } from '../src/server/cache/eviction-policy';
+import { createPolicy } from '../src/server/cache/policies';
 import { belady } from './cache-sim/belady';
 import { printedHelp } from './cli-flags';
 import { simulate, type Capacity, type PolicyFactory, type SimResult } from './cache-sim/simulate';

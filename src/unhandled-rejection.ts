@@ -6,7 +6,13 @@
  * neither which request nor that this was the cause.
  */
 import { MESSAGE_LIMIT } from './errors';
-import { UNHANDLED_REJECTION_EXIT_CODE } from './server/workers/exit-reason';
+
+/**
+ * What a process (a worker, a shared host, the server itself) exits with after a promise rejection
+ * nobody handled: a bug that left something undone. Its own code, so the exit names its cause; 70
+ * is a worker whose onnxruntime failed to start, 1 Node's own.
+ */
+export const UNHANDLED_REJECTION_EXIT_CODE = 71;
 
 /** Errors and promises tied to the request(s) they are for. */
 const owners = new WeakMap<object, string>();

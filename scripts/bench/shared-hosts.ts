@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { processMemoryBytes } from '../../src/server/workers/process-memory';
+import { processMemoryBytes } from '../../src/server/processes/process-memory';
 import { descendantsOf } from '../../test/helpers/processes';
 import { benchDurations, benchUsage, measure, median, postJson, runScript, startServer } from './harness';
 import { percentiles } from './latency';

@@ -11,9 +11,10 @@ import { MmeError, isMmeError } from '../errors';
 import { isLoopback } from '../http/guards';
 import type { MetricsRecorder } from '../metrics';
 import type { WireRequest } from '../protocol/frames';
-import { CancelToken } from '../server/models/cancel-token';
-import type { InvokeResult, JobOptions } from '../server/models/job';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import { CancelToken } from '../util/cancel-token';
+import type { InvokeResult, JobOptions } from '../server/jobs/job';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
 import { decoded } from './lenient-decoding';
 import { toServiceError } from './status';
 

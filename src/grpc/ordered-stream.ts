@@ -9,8 +9,8 @@
  * queue unrun, a running one sees context.isCancelled.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { CancelToken } from '../server/models/cancel-token';
-import { Fifo } from '../server/models/fifo';
+import { CancelToken } from '../util/cancel-token';
+import { Fifo } from '../util/fifo';
 
 /** What the streams of one listener hold, for tests and diagnosis. */
 export class StreamLoad {

@@ -9,10 +9,10 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import { checkVersion } from '../oip/model-metadata';
+import { checkVersion } from '../server/oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
 import { acceptOrDefault } from '../http/client-request';
-import type { CancelToken } from '../server/models/cancel-token';
+import type { CancelToken } from '../util/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
 import { GrpcCall, unary, type GrpcDeps } from './call';
 import { decoded } from './lenient-decoding';

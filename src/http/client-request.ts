@@ -1,6 +1,6 @@
 /** What every transport does the same way with a client's request before it reaches a model. */
 import type { Context } from 'koa';
-import { CancelToken } from '../server/models/cancel-token';
+import { CancelToken } from '../util/cancel-token';
 
 /** The Accept a handler sees: the client's, or `defaultAccept` (SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT) when it accepts anything. */
 export function acceptOrDefault(accept: string | undefined, defaultAccept: string): string {

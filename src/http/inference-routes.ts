@@ -9,7 +9,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
 import { readBodyChunks } from './body';
 import { acceptOrDefault, cancelOnClientClose } from './client-request';
 

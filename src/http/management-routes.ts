@@ -7,7 +7,9 @@ import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
-import { modelNotFound, type LoadRequest, type ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
+import type { LoadRequest } from '../server/models/model-settings';
 import type { Model } from '../server/models/model';
 import { readBody } from './body';
 

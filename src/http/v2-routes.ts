@@ -9,9 +9,10 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError, quote } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
-import { oipWireRequest } from '../oip/infer-request';
-import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../oip/model-metadata';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
+import { oipWireRequest } from '../server/oip/infer-request';
+import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../server/oip/model-metadata';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
 import { readBody } from './body';
 import { cancelOnClientClose } from './client-request';
 

@@ -1,6 +1,6 @@
 /** Koa glue: the invocation timer around the invoke routes, and GET /metrics for Prometheus. */
 import Koa, { type Context, type Next } from 'koa';
-import type { InvokeResult } from '../server/models/job';
+import type { InvokeResult } from '../server/jobs/job';
 import type { MetricsRecorder } from './recorder';
 
 /**

@@ -7,7 +7,8 @@
  * stalls only loses its own data.
  */
 import { ERRORS } from '../errors';
-import { within } from '../within';
+import { within } from '../util/within';
+import { realClock, type Timer, type Timers } from '../util/clock';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, IntervalAggregator, type Series, type Snapshot } from './interval';
 import type { PrometheusMetrics } from './prometheus';
@@ -38,6 +39,8 @@ export interface RecorderParts {
   readonly log: (line: string) => void;
   /** Wall clock, ms since the epoch: the interval timestamps. */
   readonly now?: () => number;
+  /** What ticks the intervals (tests pass a virtual clock). */
+  readonly timers?: Timers;
 }
 
 /** A system reading slower than this is skipped for the interval rather than delaying its sinks. */
@@ -48,9 +51,10 @@ const kClientClosed = ERRORS.MME_ERR_CLIENT_CLOSED.status;
 export class MetricsRecorder {
   readonly #parts: RecorderParts;
   readonly #now: () => number;
+  readonly #timers: Timers;
   readonly #interval: IntervalAggregator;
   #loadedModels = 0;
-  #timer: NodeJS.Timeout | null = null;
+  #timer: Timer | null = null;
   /** Intervals are closed one after the other, so sinks see them in order. */
   #flushing: Promise<void> = Promise.resolve();
   #closed = false;
@@ -59,6 +63,7 @@ export class MetricsRecorder {
   constructor(parts: RecorderParts) {
     this.#parts = parts;
     this.#now = parts.now ?? Date.now;
+    this.#timers = parts.timers ?? realClock;
     this.#interval = new IntervalAggregator(parts.perModel);
   }
 
@@ -159,7 +164,15 @@ export class MetricsRecorder {
     if (this.#timer !== null || this.#closed) return;
     // The first CPU reading only starts the measurement; taking it now makes interval 1 count.
     void this.#sample();
-    this.#timer = setInterval(() => void this.flush(), this.#parts.intervalMs);
+    this.#tick();
+  }
+
+  /** Re-armed after each interval rather than an interval timer, so a virtual clock can drive it. */
+  #tick(): void {
+    this.#timer = this.#timers.setTimeout(() => {
+      this.#tick();
+      void this.flush();
+    }, this.#parts.intervalMs);
     this.#timer.unref();
   }
 
@@ -172,7 +185,8 @@ export class MetricsRecorder {
   async close(timeoutMs = 2000): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timers.clearTimeout(this.#timer);
+    this.#timer = null;
     await this.#flush();
     await Promise.all(this.#parts.sinks.map((s) => s.close(timeoutMs).catch((err) => this.#sinkError(s.name, err))));
   }

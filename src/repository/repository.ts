@@ -10,7 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RepositoryConfig } from '../config/types';
 import { MmeError } from '../errors';
-import { Semaphore } from '../server/models/semaphore';
+import { Semaphore } from '../util/semaphore';
 import { DiskCache, type CachedModel } from './disk-cache';
 import { downloadTo } from './download';
 import { ObjectStore, storeFailure, type StoredObject } from './object-store';

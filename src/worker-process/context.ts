@@ -4,7 +4,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { MmeError, quote, quoteValue } from '../errors';
-import { SERVER_NAME, SERVER_VERSION } from '../oip/model-metadata';
+import { SERVER_NAME, SERVER_VERSION } from '../oip/server-identity';
 import type { ResponseHead, TensorInfo } from '../protocol/frames';
 import type { PlainTensor } from './tensor';
 

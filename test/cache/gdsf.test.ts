@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../src/server/cache/eviction-policy';
+import { createPolicy } from '../../src/server/cache/policies';
 import { GdsfPolicy } from '../../src/server/cache/gdsf';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FramedProcess } from '../../src/server/workers/framed-process';
+import { FramedProcess } from '../../src/server/processes/framed-process';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { addModel, externalDataModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor, workerPidsOf } from '../helpers/processes';

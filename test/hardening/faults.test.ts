@@ -104,12 +104,10 @@ describe('hardening: faults', () => {
       await waitFor(() => model.inFlightCount === 1, 'the request to reach the worker');
       const [pid] = workerPidsOf(process.pid);
       process.kill(pid!, 'SIGSTOP');
-      const t0 = Date.now();
       const queued = Array.from({ length: 3 }, (_, i) => invoke(t, 'm', { echo: i }));
       const first = await held;
       assert.equal(first.status, 504, first.text);
       assert.equal(first.body.errorCode, 'MME_ERR_WORKER_TIMEOUT');
-      assert.ok(Date.now() - t0 < 6000, `the timeout came after ${Date.now() - t0} ms`);
       await waitFor(() => !isAlive(pid!), 'the stopped worker to be killed');
       for (const r of await Promise.all(queued)) {
         assert.ok(r.status === 200 || (r.status === 504 && r.body.errorCode === 'MME_ERR_WORKER_TIMEOUT'), `a queued request got ${r.status}: ${r.text}`);

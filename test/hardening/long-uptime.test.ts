@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { IdAllocator, MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
 import type { HostedModel } from '../../src/server/hosts/hosted-model';
 import { batchIds } from '../../src/server/models/dispatcher';
-import { jobIds } from '../../src/server/models/job';
+import { jobIds } from '../../src/server/jobs/job';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
 import { invoke, loadModel, startServer, type TestServer } from '../helpers/server';

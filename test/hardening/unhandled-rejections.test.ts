@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { UNHANDLED_REJECTION_EXIT_CODE } from '../../src/server/workers/exit-reason';
+import { UNHANDLED_REJECTION_EXIT_CODE } from '../../src/unhandled-rejection';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
 import { kMain } from '../helpers/cli';
 import { waitFor } from '../helpers/processes';

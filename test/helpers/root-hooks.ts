@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { FramedProcess } from '../../src/server/workers/framed-process';
+import { FramedProcess } from '../../src/server/processes/framed-process';
 import { waitFor, workerPidsOf } from './processes';
 
 /**

@@ -4,9 +4,10 @@
  */
 import { MmeError } from '../../src/errors';
 import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
-import type { Job } from '../../src/server/models/job';
-import { exitReason, type KillReason, type WorkerExit } from '../../src/server/workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../../src/server/workers/model-worker';
+import type { Job } from '../../src/server/jobs/job';
+import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../../src/server/processes/model-worker';
+import { workerStates, type WorkerState } from '../../src/server/processes/worker-state';
 
 export interface FakeOptions {
   /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */
@@ -32,7 +33,7 @@ export class FakeWorker implements ModelWorker {
   readonly gpuId = -1;
   readonly spawnMicros = 0;
   readonly host = null;
-  state: WorkerState = 'loading';
+  readonly #state = workerStates(() => `fake worker ${this.id}`, 'loading');
   capacity = 1;
   memoryBytes = 0;
   loaded: LoadedMessage | null = null;
@@ -56,6 +57,10 @@ export class FakeWorker implements ModelWorker {
     this.ready.catch(() => undefined);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     if (fleet.options.autoLoad) setImmediate(() => this.load());
+  }
+
+  get state(): WorkerState {
+    return this.#state.state;
   }
 
   get id(): string {
@@ -113,7 +118,7 @@ export class FakeWorker implements ModelWorker {
   }
 
   retire(): void {
-    if (this.state !== 'stopped' && this.state !== 'failed') this.state = 'stopping';
+    if (this.#state.can('stopping')) this.#state.to('stopping');
   }
 
   async stop(): Promise<WorkerExit> {
@@ -131,14 +136,14 @@ export class FakeWorker implements ModelWorker {
   load(): void {
     if (this.loaded || this.loadError || !this.alive) return;
     this.loaded = kLoaded;
-    if (this.state === 'loading') this.state = 'ready';
+    if (this.state === 'loading') this.#state.to('ready');
     this.#resolveReady(kLoaded);
   }
 
   failLoad(err: MmeError): void {
     if (this.loaded || this.loadError) return;
     this.loadError = err;
-    this.state = 'failed';
+    this.#state.to('failed');
     this.#rejectReady(err);
     this.kill('stopped');
   }
@@ -154,13 +159,13 @@ export class FakeWorker implements ModelWorker {
   /** The process ends: by the signal the server sent, or on its own. */
   exit(signal: NodeJS.Signals | null = null, code: number | null = signal ? null : 1): void {
     if (!this.alive) return;
-    const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }) };
+    const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }), causedBy: null };
     this.exitInfo = exit;
     if (!this.loaded && !this.loadError) {
       this.loadError = new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`);
       this.#rejectReady(this.loadError);
     }
-    this.state = exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed';
+    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
     const batches = this.batches.splice(0);
     const concurrent = this.assignment.load.concurrentBatches;
     this.#resolveExit(exit);

@@ -4,9 +4,11 @@ import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
 import { isMmeError, type MmeError } from '../../src/errors';
 import type { WireRequest } from '../../src/protocol/frames';
-import { ModelManager } from '../../src/server/models/model-manager';
+import { ModelManager, type ManagerOptions } from '../../src/server/models/model-manager';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
 import { tempDir, testProperties } from '../helpers/server';
+import { VirtualClock } from '../helpers/virtual-clock';
+import { FakeProcesses, type FakeProcessOptions } from './fake-process';
 import { FakeFleet, type FakeOptions } from './fake-worker';
 
 export interface Harness {
@@ -19,13 +21,29 @@ export interface Harness {
 }
 
 export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harness {
+  const fleet = new FakeFleet(fake);
+  return { ...managerOn(properties, { startWorker: fleet.startWorker }), fleet };
+}
+
+/** A ModelManager whose worker processes are fake processes speaking frames, its restart back-offs on virtual time. */
+export interface ProcessHarness extends Omit<Harness, 'fleet'> {
+  processes: FakeProcesses;
+  clock: VirtualClock;
+}
+
+export function processHarness(properties = '', fake: Partial<FakeProcessOptions> = {}): ProcessHarness {
+  const processes = new FakeProcesses(fake);
+  const clock = new VirtualClock();
+  return { ...managerOn(properties, { launch: processes.launch, clock }), processes, clock };
+}
+
+function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fleet'> {
   const store = tempDir('mme-lifecycle-store-');
   const config = resolveConfig({ fileText: testProperties(store, properties), configFile: 'test.properties', env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
-  const fleet = new FakeFleet(fake);
   const logs: string[] = [];
-  const manager = new ModelManager(config, tempDir('mme-lifecycle-cache-'), (l) => logs.push(l), { startWorker: fleet.startWorker });
+  const manager = new ModelManager(config, tempDir('mme-lifecycle-cache-'), (l) => logs.push(l), opts);
   return {
-    manager, fleet, store, logs,
+    manager, store, logs,
     model(name, onnxBytes) {
       const dir = writeModelDir(store, name, addModel());
       if (onnxBytes) fs.writeFileSync(path.join(dir, 'model.onnx'), Buffer.concat([Buffer.from(addModel()), Buffer.alloc(onnxBytes)]));
@@ -47,14 +65,5 @@ export async function statusOf(p: Promise<unknown>): Promise<{ status: number; c
   } catch (err) {
     if (!isMmeError(err)) throw err;
     return { status: err.status, code: err.code, error: err };
-  }
-}
-
-/** Yields to the event loop until `cond` holds; fails after a generous bound (a busy machine is slow, never stuck). */
-export async function until(cond: () => boolean, what: string, boundMs = 20_000): Promise<void> {
-  const deadline = Date.now() + boundMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
   }
 }

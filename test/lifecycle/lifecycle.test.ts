@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
-import { harness, statusOf, until, wireRequest } from './harness';
+import { harness, statusOf, wireRequest } from './harness';
+import { waitFor } from '../helpers/processes';
 
 describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {
@@ -12,16 +13,16 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w1] = h.fleet.live('a');
     const slow = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => w1.killedBy === 'timeout-kill', 'the timeout to kill the worker');
+    await waitFor(() => w1.killedBy === 'timeout-kill', 'the timeout to kill the worker');
     assert.deepEqual(await slow, { status: 504, code: 'MME_ERR_WORKER_TIMEOUT', error: (await slow).error });
     // The result arrives between the kill and the exit: nobody is answered twice.
     w1.answer();
     w1.exit('SIGKILL');
     assert.equal(w1.exitInfo!.reason, 'timeout-kill');
-    await until(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
+    await waitFor(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
     const next = h.manager.invoke('a', wireRequest());
     const [w2] = h.fleet.live('a');
-    await until(() => w2.batches.length === 1, 'the next request to reach the replacement');
+    await waitFor(() => w2.batches.length === 1, 'the next request to reach the replacement');
     w2.answer();
     assert.equal((await statusOf(next)).status, 200);
     await h.manager.close(0);
@@ -32,7 +33,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
     const p = h.manager.invoke('a', wireRequest());
-    await until(() => w.batches.length === 1, 'dispatch');
+    await waitFor(() => w.batches.length === 1, 'dispatch');
     w.answer();
     assert.equal((await statusOf(p)).status, 200);
     await h.manager.close(0);
@@ -44,7 +45,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.autoLoad = false;
     const scaling = statusOf(h.manager.scale('a', 2, 2, true));
-    await until(() => h.fleet.of('a').length === 2, 'the second worker');
+    await waitFor(() => h.fleet.of('a').length === 2, 'the second worker');
     h.fleet.of('a')[1].exit(null, 1);
     const scaled = await scaling;
     assert.equal(scaled.status, 500);
@@ -52,12 +53,12 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     assert.equal(h.manager.entry('a')!.phase, 'ready');
     const p = h.manager.invoke('a', wireRequest());
     const [w1] = h.fleet.of('a');
-    await until(() => w1.batches.length === 1, 'dispatch to the surviving worker');
+    await waitFor(() => w1.batches.length === 1, 'dispatch to the surviving worker');
     w1.answer();
     assert.equal((await statusOf(p)).status, 200);
-    await until(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
+    await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
-    await until(() => h.manager.get('a').workers.filter((w) => w.state === 'ready').length === 2, 'two ready workers');
+    await waitFor(() => h.manager.get('a').workers.filter((w) => w.state === 'ready').length === 2, 'two ready workers');
     await h.manager.close(0);
   });
 
@@ -67,10 +68,10 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.fleet.options.autoLoad = false;
     h.fleet.live('a')[0].exit(null, 1);
     for (let n = 2; n <= 4; n++) {
-      await until(() => h.fleet.of('a').length === n, `replacement ${n - 1}`);
+      await waitFor(() => h.fleet.of('a').length === n, `replacement ${n - 1}`);
       h.fleet.of('a')[n - 1].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model file is gone'));
     }
-    await until(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
+    await waitFor(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
     assert.match(h.manager.entry('a')!.lastError!.message, /the model file is gone/);
     assert.equal((await statusOf(h.manager.invoke('a', wireRequest()))).code, 'MME_ERR_MODEL_FAILED');
     await h.manager.close(0);
@@ -82,15 +83,15 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.fleet.options.startsLeft = 0;
     const queued = statusOf(h.manager.invoke('a', wireRequest()));
     const [w1] = h.fleet.live('a');
-    await until(() => w1.batches.length === 1, 'dispatch');
+    await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit(null, 1);
     assert.equal((await queued).status, 500);
     const waiting = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
+    await waitFor(() => h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
     h.fleet.options.startsLeft = 1;
-    await until(() => h.fleet.live('a').length === 1, 'the retry to start a worker', 10_000);
+    await waitFor(() => h.fleet.live('a').length === 1, 'the retry to start a worker', 10_000);
     const [w2] = h.fleet.live('a');
-    await until(() => w2.batches.length === 1, 'the waiting request to reach it');
+    await waitFor(() => w2.batches.length === 1, 'the waiting request to reach it');
     w2.answer();
     assert.equal((await waiting).status, 200);
     await h.manager.close(0);
@@ -105,14 +106,14 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     model.relocate(w1);
     assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
     const during = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');
+    await waitFor(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');
     w1.answer();
     assert.equal((await during).status, 200);
     const w2 = h.fleet.of('a')[1];
     w2.load();
-    await until(() => w1.killedBy === 'stopped', 'the old worker to go once the successor is ready');
+    await waitFor(() => w1.killedBy === 'stopped', 'the old worker to go once the successor is ready');
     const after = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => w2.batches.length === 1, 'the next request to reach the successor');
+    await waitFor(() => w2.batches.length === 1, 'the next request to reach the successor');
     w2.answer();
     assert.equal((await after).status, 200);
     assert.equal(h.fleet.live('a').length, 1);
@@ -123,7 +124,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const requests = [statusOf(h.manager.invoke('a', wireRequest())), statusOf(h.manager.invoke('a', wireRequest()))];
-    await until(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
+    await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
     await h.manager.scale('a', 1, 1, false);
     const retired = h.fleet.live('a').find((w) => w.state === 'stopping')!;
     const kept = h.fleet.live('a').find((w) => w.state === 'ready')!;
@@ -144,7 +145,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
       it(`${what}: ${status}, and nothing is left`, async () => {
         const h = harness('', { autoLoad: false });
         const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
-        await until(() => h.fleet.of('a').length === 1, 'the worker');
+        await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
         h.fleet.of('a')[0].exit(end === 'SIGKILL' ? 'SIGKILL' : null, end === 'SIGKILL' ? null : 1);
         const r = await load;
         assert.equal(r.status, status);
@@ -158,7 +159,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('shutdown during a load stops the load at once (503, never 507) and leaves no worker', async () => {
     const h = harness('', { autoLoad: false });
     const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
-    await until(() => h.fleet.of('a').length === 1, 'the worker');
+    await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
     await h.manager.close(60_000);
     const r = await load;
     assert.equal(r.status, 503);
@@ -175,20 +176,20 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.model('b');
     h.model('c', 20 * 2 ** 20);
     const held = h.manager.invoke('a', wireRequest());
-    await until(() => h.fleet.of('a')[0]?.batches.length === 1, 'a request running on a');
+    await waitFor(() => h.fleet.of('a')[0]?.batches.length === 1, 'a request running on a');
     const [wa] = h.fleet.of('a');
     const bHeld = h.manager.invoke('b', wireRequest());
-    await until(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
+    await waitFor(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
     const [wb] = h.fleet.of('b');
     const c = statusOf(h.manager.invoke('c', wireRequest()));
-    await until(() => h.manager.entry('a')?.phase === 'draining', 'a (least recently used) to drain for the eviction');
+    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'a (least recently used) to drain for the eviction');
     assert.equal((await statusOf(h.manager.unload('a'))).status, 404);
     wb.answer();
     assert.equal((await statusOf(bHeld)).status, 200);
     assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
     wa.answer();
     assert.equal((await statusOf(held)).status, 200);
-    await until(() => h.fleet.live('c').length === 1 && h.fleet.live('c')[0].batches.length === 1, 'c to load and take its request');
+    await waitFor(() => h.fleet.live('c').length === 1 && h.fleet.live('c')[0].batches.length === 1, 'c to load and take its request');
     h.fleet.live('c')[0].answer();
     assert.equal((await c).status, 200);
     assert.equal(h.manager.entry('a'), undefined);
@@ -203,9 +204,9 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url });
     const [w1] = h.fleet.live('a');
     const held = h.manager.invoke('a', wireRequest());
-    await until(() => w1.batches.length === 1, 'a request running');
+    await waitFor(() => w1.batches.length === 1, 'a request running');
     const unload = statusOf(h.manager.unload('a'));
-    await until(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
+    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
     const reload = statusOf(h.manager.load({ modelName: 'a', url }));
     assert.equal(h.manager.entry('a')!.phase, 'loading');
     assert.equal((await statusOf(h.manager.load({ modelName: 'a', url }))).status, 409);
@@ -224,7 +225,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
     const held = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => w.batches.length === 1, 'a request running');
+    await waitFor(() => w.batches.length === 1, 'a request running');
     const r = await statusOf(h.manager.unload('a'));
     assert.equal(r.status, 408);
     assert.equal(r.code, 'MME_ERR_UNLOAD_TIMEOUT');
@@ -238,7 +239,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('an unload that outlasts a load in progress stops the load: 408, then nothing is left of either', async () => {
     const h = harness('unregister_model_timeout=1', { autoLoad: false });
     const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
-    await until(() => h.fleet.of('a').length === 1, 'the worker');
+    await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
     const r = await statusOf(h.manager.unload('a'));
     assert.equal(r.status, 408);
     assert.equal((await load).status, 409);
@@ -250,7 +251,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('model_cache=on\nload_failure_cache_seconds=0', { autoLoad: false });
     h.model('broken');
     const invoke = statusOf(h.manager.invoke('broken', wireRequest()));
-    await until(() => h.fleet.of('broken').length === 1, 'the load');
+    await waitFor(() => h.fleet.of('broken').length === 1, 'the load');
     h.fleet.of('broken')[0].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model could not be loaded: bad graph'));
     const r = await invoke;
     assert.equal(r.status, 400);
@@ -264,16 +265,16 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const first = statusOf(h.manager.invoke('a', wireRequest()));
     const [w1] = h.fleet.live('a');
-    await until(() => w1.batches.length === 1, 'dispatch');
+    await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit('SIGKILL');
     assert.equal((await first).status, 507);
-    await until(() => h.fleet.live('a').length === 1, 'the replacement');
+    await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
-    await until(() => w2.state === 'ready', 'the replacement to load');
+    await waitFor(() => w2.state === 'ready', 'the replacement to load');
     const second = statusOf(h.manager.invoke('a', wireRequest()));
-    await until(() => w2.batches.length === 1, 'dispatch');
+    await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);
-    await until(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
+    await waitFor(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
     w2.exit('SIGKILL');
     await closing;
     assert.equal((await second).status, 503);

@@ -1,9 +1,10 @@
 /** The small pieces of the lifecycle core: the per-name lock, exit reasons, the transition table. */
 import assert from 'node:assert/strict';
-import { Fifo } from '../../src/server/models/fifo';
+import { Fifo } from '../../src/util/fifo';
 import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
-import { KeyedLock } from '../../src/server/models/keyed-lock';
-import { exitReason, runningRequestError } from '../../src/server/workers/exit-reason';
+import { KeyedLock } from '../../src/util/keyed-lock';
+import { exitReason, runningRequestError } from '../../src/server/processes/exit-reason';
+import { IllegalStateError, processStates, workerStates } from '../../src/server/processes/worker-state';
 
 describe('lifecycle pieces', () => {
   it('KeyedLock serves waiters in order, per key, and tryAcquire never jumps the queue', async () => {
@@ -55,8 +56,30 @@ describe('lifecycle pieces', () => {
     assert.equal(exitReason({ code: null, signal: 'SIGABRT', killedBy: null, heapExhausted: true }), 'oom');
     assert.equal(exitReason({ code: null, signal: 'SIGSEGV', killedBy: null, heapExhausted: false }), 'crashed');
     assert.equal(exitReason({ code: 1, signal: null, killedBy: null, heapExhausted: false }), 'crashed');
-    const status = (reason: Parameters<typeof runningRequestError>[1]['reason']) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason }, 60).status;
+    const status = (reason: Parameters<typeof runningRequestError>[1]['reason']) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason, causedBy: null }, 60).status;
     assert.deepEqual(['stopped', 'timeout-kill', 'protocol-error', 'oom', 'crashed'].map((r) => status(r as never)), [503, 504, 500, 507, 500]);
+    // A kill for one model's timeout names that model to the others it took down with it.
+    const killedFor = (causedBy: string) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason: 'timeout-kill', causedBy }, 60).message;
+    assert.match(killedFor('other'), /of model m was stopped because model other ran past its timeout/);
+    assert.match(killedFor('m'), /^Model m did not answer within 60 s/);
+  });
+
+  it('the process and worker tables refuse any move they do not list', () => {
+    const p = processStates(() => 'process p');
+    assert.throws(() => p.to('draining'), IllegalStateError);
+    p.to('serving');
+    p.to('draining');
+    assert.throws(() => p.to('serving'), /process p: illegal state transition draining → serving/);
+    p.to('exited');
+    assert.throws(() => p.to('exited'), IllegalStateError);
+    const w = workerStates(() => 'worker w', 'starting');
+    assert.throws(() => w.to('ready'), IllegalStateError);
+    w.to('loading');
+    w.to('ready');
+    assert.equal(w.can('loading'), false);
+    w.to('stopping');
+    w.to('stopped');
+    assert.throws(() => w.to('failed'), IllegalStateError);
   });
 
   it('the transition table refuses any move it does not list, and settles each promise once', async () => {

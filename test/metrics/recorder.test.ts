@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { PrometheusMetrics } from '../../src/metrics/prometheus';
 import type { IntervalSink } from '../../src/metrics/sink';
-import { CapturingSink, invoke, recorder, sleep } from './helpers';
-import { waitFor } from '../helpers/processes';
+import { CapturingSink, invoke, recorder } from './helpers';
+import { VirtualClock } from '../helpers/virtual-clock';
 
 describe('metrics: recorder', () => {
   it('closes intervals: each flush delivers what came since the last one, in order', async () => {
@@ -72,16 +72,20 @@ describe('metrics: recorder', () => {
   });
 
   it('publishes every intervalMs once started, and a last interval on close (once)', async () => {
-    const { r, sink } = recorder({ intervalMs: 30 });
+    const timers = new VirtualClock();
+    const { r, sink } = recorder({ intervalMs: 30, timers });
     r.start();
     r.invocation(invoke('a'));
-    await waitFor(() => sink.snapshots.length >= 2, 'two intervals');
-    const ticks = sink.snapshots.length;
+    timers.advance(60);
+    await r.flush();
+    assert.equal(sink.snapshots.length, 3, 'two intervals, then the flush');
     await r.close();
     await r.close();
     await r.flush();
-    assert.equal(sink.snapshots.length, ticks + 1);
-    await sleep(60);
-    assert.equal(sink.snapshots.length, ticks + 1, 'the timer is stopped');
+    assert.equal(sink.snapshots.length, 4);
+    assert.equal(timers.pending, 0, 'the timer is stopped');
+    timers.advance(60);
+    await r.flush();
+    assert.equal(sink.snapshots.length, 4);
   });
 });

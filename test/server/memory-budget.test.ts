@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { MemoryEstimator, mb, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
+import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
+import { mb } from '../../src/util/mb';
 
 const files = (map: Record<string, string>) => (p: string) => map[p] ?? null;
 const GiB = 2 ** 30;

@@ -112,6 +112,22 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
   });
 
+  it('a host killed for one model\'s timeout tells another model\'s running request which model it was', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    assert.equal((await loadModel(t, 'slow', behaviourModel('slow'), { response_timeout: 2 })).status, 200);
+    assert.equal((await loadModel(t, 'busy', behaviourModel('busy'))).status, 200);
+    const dir = tempDir();
+    // busy blocks the host; slow's request waits behind it in the host's pipe until slow's timeout kills the host.
+    const running = call('busy', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'never') });
+    await waitFor(() => fs.existsSync(path.join(dir, 'running')), 'busy\'s request to run');
+    const late = await call('slow', { echo: 'late' });
+    assert.equal(late.status, 504, late.text);
+    const victim = await running;
+    assert.equal(victim.status, 504, victim.text);
+    assert.match(victim.body.message, /^The shared host running this request of model busy was stopped because model slow ran past its timeout/);
+    assert.equal((await call('busy', { echo: 'after' })).status, 200);
+  });
+
   it('answers 507 when the memory budget is spent, starting nothing; with the cache on it evicts instead', async () => {
     const big = (seed: number) => mlpModel({ sizes: [4, 1024, 1024, 3], seed });
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nmodel_memory_budget_mb=120');

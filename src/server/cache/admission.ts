@@ -9,46 +9,60 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import type { ModelEntry } from '../models/model-entry';
-import { Semaphore } from '../models/semaphore';
+import { Semaphore } from '../../util/semaphore';
 import type { EvictionPolicy } from './eviction-policy';
-import { mb } from './memory-budget';
+import { mb } from '../../util/mb';
+
+/** What admission needs of a model's registration (models/model-entry.ts's ModelEntry). */
+export interface Resident {
+  readonly name: string;
+  readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
+  /** Serving: ready, or failed and retrying its workers. */
+  readonly registered: boolean;
+  /** Requests holding it. */
+  readonly active: number;
+  /** What the budget counts for it: its reservation plus what its workers measure. */
+  readonly heldBytes: number;
+  /** Adds to its reservation (bytes). */
+  reserve(bytes: number): void;
+  readonly model: { readonly memoryBytes: number; readonly memoryMeasuredAt: number; refreshMemory(): Promise<number> } | null;
+}
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
 
-export interface AdmissionDeps {
+export interface AdmissionDeps<Entry extends Resident> {
   budgetBytes: number;
   maxLoadedModels: number;
   /** The self-managed cache may evict to make room. */
   evicts: boolean;
   policy: EvictionPolicy;
   /** Every entry that holds or reserves memory, leaving ones included. */
-  entries(): Iterable<ModelEntry>;
+  entries(): Iterable<Entry>;
   /** Memory held whatever is loaded: the shared hosts' own (bytes). */
   fixedBytes(): number;
   /** The name's current entry. */
-  current(name: string): ModelEntry | undefined;
+  current(name: string): Entry | undefined;
   /** The name's lock if free now. */
   tryLock(name: string): (() => void) | null;
   /** Drains and stops `entry` (its lock is held). */
-  evict(entry: ModelEntry): Promise<void>;
+  evict(entry: Entry): Promise<void>;
 }
 
 
 /** What a reservation is for, as its 507 says. */
 export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number };
 
-export class Admission {
+export class Admission<Entry extends Resident> {
   readonly #lock = new Semaphore(1);
 
-  constructor(private readonly deps: AdmissionDeps) {}
+  constructor(private readonly deps: AdmissionDeps<Entry>) {}
 
   /**
    * Makes room for `needBytes` more than `entry` holds now and adds it to its reservation, or throws
    * 507. `purpose` says what the memory is for in that error ("load", or a scale to N workers).
    */
-  async reserve(entry: ModelEntry, needBytes: number, abort: AbortSignal, purpose: Purpose = { kind: 'load' }): Promise<void> {
+  async reserve(entry: Entry, needBytes: number, abort: AbortSignal, purpose: Purpose = { kind: 'load' }): Promise<void> {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
@@ -70,16 +84,16 @@ export class Admission {
       }
       abort.throwIfAborted();
       if (!fits()) throw this.#noRoom(entry, needBytes, used, count, purpose);
-      entry.reservedBytes += needBytes;
+      entry.reserve(needBytes);
     } finally {
       release();
     }
   }
 
   /** The best victim now, idle before busy, with its lock held; never the loading name, never one in transition. */
-  #nextVictim(loading: string): { entry: ModelEntry; release: () => void } | null {
+  #nextVictim(loading: string): { entry: Entry; release: () => void } | null {
     const order = this.deps.policy.victims(performance.now()).filter((n) => n !== loading);
-    const ready = order.map((n) => this.deps.current(n)).filter((e): e is ModelEntry => e?.phase === 'ready');
+    const ready = order.map((n) => this.deps.current(n)).filter((e): e is Entry => e?.phase === 'ready');
     for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
       const release = this.deps.tryLock(e.name);
       if (!release) continue;
@@ -89,7 +103,7 @@ export class Admission {
     return null;
   }
 
-  #noRoom(entry: ModelEntry, needBytes: number, used: number, count: number, purpose: Purpose): MmeError {
+  #noRoom(entry: Entry, needBytes: number, used: number, count: number, purpose: Purpose): MmeError {
     const { maxLoadedModels, evicts, budgetBytes } = this.deps;
     const scaling = purpose.kind === 'scale';
     const what = maxLoadedModels > 0 && count >= maxLoadedModels
@@ -103,7 +117,7 @@ export class Admission {
   }
 
   /** Memory every other registration holds, serving ones re-measured when their figure is stale. */
-  async #usedBytes(except: ModelEntry): Promise<number> {
+  async #usedBytes(except: Entry): Promise<number> {
     let used = this.deps.fixedBytes();
     const now = Date.now();
     for (const e of this.deps.entries()) {
@@ -117,7 +131,7 @@ export class Admission {
     return used;
   }
 
-  #countedModels(except: ModelEntry): number {
+  #countedModels(except: Entry): number {
     let n = 0;
     for (const e of this.deps.entries()) if (e !== except && (e.registered || e.phase === 'loading')) n++;
     return n;

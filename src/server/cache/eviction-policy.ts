@@ -3,9 +3,6 @@
  * manager owns loading, pinning and unloading, and tells the policy what happened. Time is always
  * passed in (ms) and never read here, so the simulator and the tests replay traces exactly.
  */
-import { GdsfPolicy } from './gdsf';
-import { LruPolicy } from './lru';
-
 export interface EvictionPolicy {
   readonly name: string;
   /**
@@ -21,10 +18,4 @@ export interface EvictionPolicy {
   resize(model: string, sizeBytes: number): void;
   /** Loaded models in eviction order, best victim first; the caller skips pinned ones (in flight, loading). */
   victims(now: number): string[];
-}
-
-export type PolicyName = 'lru' | 'gdsf';
-
-export function createPolicy(name: PolicyName): EvictionPolicy {
-  return name === 'lru' ? new LruPolicy() : new GdsfPolicy();
 }

@@ -12,11 +12,12 @@
  */
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
-import { mb } from '../cache/memory-budget';
-import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from '../workers/backoff';
-import { describeExit } from '../workers/exit-reason';
-import type { SpawnOptions } from '../workers/framed-process';
-import type { Assignment } from '../workers/model-worker';
+import { mb } from '../../util/mb';
+import type { Clock } from '../../util/clock';
+import { Backoff } from '../processes/backoff';
+import { describeExit } from '../processes/exit-reason';
+import type { SpawnOptions } from '../processes/framed-process';
+import type { Assignment } from '../processes/model-worker';
 import { HostedModel } from './hosted-model';
 import { HostProcess } from './host-process';
 
@@ -32,6 +33,8 @@ export interface HostPoolOptions {
   restarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
   recycled: () => void;
+  /** Restart back-off timers (tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 /** What placement assumes a model costs before any has been measured. */
@@ -41,12 +44,12 @@ export class HostPool {
   readonly #hosts: HostProcess[] = [];
   #seq = 0;
   #closed = false;
-  #restartAttempt = 0;
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #backoff: Backoff;
   /** Recycles done so far (SharedHostRecycles counts them per interval). */
   recycles = 0;
 
   constructor(private readonly opts: HostPoolOptions) {
+    this.#backoff = new Backoff(opts.clock);
     for (let i = 0; i < opts.size; i++) this.#hosts.push(this.#start());
   }
 
@@ -65,7 +68,7 @@ export class HostPool {
   place(assignment: Assignment): HostedModel {
     const name = assignment.load.modelName;
     const { maxModelsPerHost } = this.opts;
-    const open = this.#hosts.filter((h) => h.state !== 'draining' && !h.killed && h.exitInfo === null && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
+    const open = this.#hosts.filter((h) => h.open && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
     const candidates = elsewhere.length > 0 ? elsewhere : open;
@@ -104,9 +107,9 @@ export class HostPool {
 
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: HostProcess): void {
-    if (host.state === 'draining' || this.#closed) return;
+    if (host.processState !== 'serving' || this.#closed) return;
     this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
-    host.state = 'draining';
+    host.drain();
     this.recycles++;
     this.opts.recycled();
     this.#hosts.push(this.#start());
@@ -122,12 +125,7 @@ export class HostPool {
           h.baseBytes = bytes;
           h.measuredBytes = Math.max(h.measuredBytes, bytes);
         });
-        const timer = setTimeout(() => {
-          this.#timers.delete(timer);
-          if (h.exitInfo === null) this.#restartAttempt = 0;
-        }, kStableMs);
-        timer.unref();
-        this.#timers.add(timer);
+        this.#backoff.watch(() => h.exitInfo === null);
       },
       unloaded: (h) => void this.#afterUnload(h),
     });
@@ -137,7 +135,7 @@ export class HostPool {
   }
 
   async #afterUnload(host: HostProcess): Promise<void> {
-    if (host.state === 'draining') {
+    if (host.processState === 'draining') {
       if (host.modelCount === 0) await this.#retire(host);
       return;
     }
@@ -158,29 +156,28 @@ export class HostPool {
     this.#hosts.splice(i, 1);
     const exit = host.exitInfo!;
     if (exit.reason === 'stopped') return;
-    const delay = restartDelaySeconds(this.#restartAttempt++, kBackoffCapSeconds);
-    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`, { worker: host.id, pid: host.pid });
-    const restart = () => {
-      this.#hosts.push(this.#start());
-      this.opts.restarted();
-    };
+    const delay = this.#backoff.delaySeconds;
+    this.#backoff.failed();
+    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`, { worker: host.id, pid: host.pid });
     // At once when there is no back-off: the models that were loading in the dead host are placed
     // again as soon as its exit is handled, and with one host there must be one to go to.
-    if (delay === 0) {
-      restart();
-      return;
+    if (delay === 0) this.#refill();
+    else this.#backoff.wait(() => this.#refill());
+  }
+
+  /** Starts the hosts missing from the pool's size (a recycled host's successor is already counted). */
+  #refill(): void {
+    if (this.#closed) return;
+    const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
+    for (let n = serving; n < this.opts.size; n++) {
+      this.#hosts.push(this.#start());
+      this.opts.restarted();
     }
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      if (!this.#closed) restart();
-    }, delay * 1000);
-    this.#timers.add(timer);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const t of this.#timers) clearTimeout(t);
-    this.#timers.clear();
+    this.#backoff.close();
     await Promise.all(this.#hosts.map((h) => h.stop()));
   }
 }

@@ -3,7 +3,9 @@
  * multiplexing). Each model in it is a HostedModel; the host routes frames to them by slot and
  * batch id, and at its exit hands each one back the batches it held.
  *
- *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out──▶ (stopped)
+ *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out, stop()──▶ exited
+ *
+ * (the process table of processes/worker-state.ts, which dedicated workers share).
  *
  * Memory: `baseBytes` is the host's PSS once started, before any model; each model's cost is the
  * growth of the host's resident memory across its load (loads run one at a time in the host), and
@@ -13,24 +15,39 @@
  * allocator keep: the waste that recycling gives back.
  */
 import { MmeError } from '../../errors';
-import { MessageKind, type Frame, type ResultMessage, type StartedMessage } from '../../protocol/frames';
+import { MessageKind, type ChunkMessage, type Frame, type LoadedMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
-import type { WorkerExit } from '../workers/exit-reason';
-import { FramedProcess, type LostBatch, type SpawnOptions } from '../workers/framed-process';
-import type { InFlightBatch } from '../workers/model-worker';
-import type { HostedModel } from './hosted-model';
+import type { WorkerExit } from '../processes/exit-reason';
+import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
+import type { InFlightBatch } from '../processes/model-worker';
 
-export type HostState = 'starting' | 'serving' | 'draining';
+/** What the host needs of a model in one of its slots (HostedModel): where it routes that slot's frames. */
+export interface HostSlot {
+  readonly modelName: string;
+  /** Its Loaded arrived. */
+  readonly loaded: LoadedMessage | null;
+  /** What its load cost (bytes). */
+  readonly memoryBytes: number;
+  /** Its Load was sent and is not answered yet. */
+  readonly loadPending: boolean;
+  sendLoad(): void;
+  onLoaded(msg: LoadedMessage): void;
+  onLoadFailed(err: MmeError): void;
+  onChunk(msg: ChunkMessage): void;
+  onUnloaded(): void;
+  onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void;
+  relocate(): void;
+}
 
-export class HostProcess extends FramedProcess<HostedModel> {
-  state: HostState = 'starting';
+export class HostProcess extends FramedProcess<HostSlot> {
   /** PSS once started, before any model (bytes); 0 until measured. */
   baseBytes = 0;
   /** PSS at the last measurement (bytes). */
   measuredBytes = 0;
   /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
   sessionBytes = 0;
-  readonly #slots = new Map<number, HostedModel>();
+  readonly #slots = new Map<number, HostSlot>();
   /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
   readonly slotIds = new IdAllocator(MAX_U32);
 
@@ -38,7 +55,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
     super(opts, id);
   }
 
-  get models(): readonly HostedModel[] {
+  get models(): readonly HostSlot[] {
     return [...this.#slots.values()];
   }
 
@@ -79,7 +96,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
   }
 
   /** Takes a model in: a slot now; the model sends its Load once the host has started. */
-  admit(model: HostedModel, maxFrameBytes: number): number {
+  admit(model: HostSlot, maxFrameBytes: number): number {
     const slot = this.slotIds.next((s) => this.#slots.has(s));
     this.#slots.set(slot, model);
     this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
@@ -91,7 +108,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
     this.send(frame);
   }
 
-  runFor(model: HostedModel, batch: InFlightBatch): void {
+  runFor(model: HostSlot, batch: InFlightBatch): void {
     this.sendBatch(model, batch.msg, batch.jobs);
   }
 
@@ -105,7 +122,6 @@ export class HostProcess extends FramedProcess<HostedModel> {
   }
 
   protected started(msg: StartedMessage): void {
-    this.state = 'serving';
     this.sessionBytes = msg.sessionBytes;
     this.events.started(this);
     for (const m of this.#slots.values()) m.sendLoad();
@@ -134,11 +150,11 @@ export class HostProcess extends FramedProcess<HostedModel> {
     }
   }
 
-  protected answered(owner: HostedModel, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  protected answered(owner: HostSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     owner.onAnswered(batch, msg, done);
   }
 
-  protected ended(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>): void {
+  protected ended(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
     const models = [...this.#slots.values()];
     this.#slots.clear();
     const suspect = suspectLoad(exit, lost, models);
@@ -155,7 +171,7 @@ export class HostProcess extends FramedProcess<HostedModel> {
  * for a kill at a timeout: a load that ran out of time has failed already, and a batch answers for
  * its own. Every other model loading there is displaced: its load starts again in another host.
  */
-function suspectLoad(exit: WorkerExit, lost: Array<LostBatch<HostedModel>>, models: readonly HostedModel[]): HostedModel | null {
+function suspectLoad(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>, models: readonly HostSlot[]): HostSlot | null {
   if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
   return models.find((m) => m.loadPending) ?? null;
 }

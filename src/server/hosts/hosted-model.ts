@@ -4,20 +4,23 @@
  *
  *   loading ──Loaded──▶ ready ──retire()──▶ stopping ──Unloaded / host exit──▶ stopped
  *      └──── LoadFailed / load timeout / host exit ────────────────────────────▶ failed
+ *
+ * (the worker table of processes/worker-state.ts, entered at loading: the host is already running)
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
-import { loadExitError, type KillReason, type WorkerExit } from '../workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from '../workers/model-worker';
+import type { Job } from '../jobs/job';
+import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import { workerStates, type WorkerState } from '../processes/worker-state';
 import type { HostProcess } from './host-process';
 
 export class HostedModel implements ModelWorker {
   readonly id: string;
   readonly gpuId = -1;
   readonly startTime = new Date();
-  state: WorkerState = 'loading';
+  readonly #state = workerStates(() => `worker ${this.id}`, 'loading');
   capacity = 1;
   memoryBytes = 0;
   loaded: LoadedMessage | null = null;
@@ -51,10 +54,14 @@ export class HostedModel implements ModelWorker {
       // The host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
       this.log(`[${this.id}] load in shared host ${hostProcess.id} took over ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); killing the host`);
       this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${hostProcess.id} within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); the host was stopped`));
-      hostProcess.kill('timeout-kill');
+      hostProcess.kill('timeout-kill', this.modelName);
     }, assignment.loadTimeoutMs);
     this.slot = hostProcess.admit(this, assignment.maxFrameBytes);
     if (hostProcess.hasStarted) this.sendLoad();
+  }
+
+  get state(): WorkerState {
+    return this.#state.state;
   }
 
   get modelName(): string {
@@ -123,11 +130,11 @@ export class HostedModel implements ModelWorker {
 
   /** A run cannot be stopped inside a shared host either: the host goes, with every model in it (they reload elsewhere). */
   kill(reason: KillReason): void {
-    this.hostProcess.kill(reason);
+    this.hostProcess.kill(reason, this.modelName);
   }
 
   retire(): void {
-    if (this.state !== 'stopped' && this.state !== 'failed') this.state = 'stopping';
+    if (this.#state.can('stopping')) this.#state.to('stopping');
   }
 
   /**
@@ -140,7 +147,7 @@ export class HostedModel implements ModelWorker {
       this.hostProcess.control({ kind: MessageKind.Unload, msg: { slot: this.slot } });
       this.#unloadTimer = setTimeout(() => {
         this.log(`[${this.id}] shared host ${this.host} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
-        this.hostProcess.kill('timeout-kill');
+        this.hostProcess.kill('timeout-kill', this.modelName);
       }, this.assignment.loadTimeoutMs);
     }
     return this.exited;
@@ -157,17 +164,17 @@ export class HostedModel implements ModelWorker {
     this.loaded = msg;
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
     this.memoryBytes = Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes);
-    if (this.state === 'loading') this.state = 'ready';
+    if (this.state === 'loading') this.#state.to('ready');
     this.#resolveLoad(msg);
     // Loaded into a host that began recycling meanwhile: move on with the others.
-    if (this.hostProcess.state === 'draining') queueMicrotask(() => this.relocate());
+    if (this.hostProcess.processState === 'draining') queueMicrotask(() => this.relocate());
   }
 
   onLoadFailed(err: MmeError): void {
     this.#failLoad(err);
     // Its slot is empty in the host; nothing is left to release.
     this.hostProcess.forget(this.slot);
-    this.#end({ code: null, signal: null, reason: 'stopped' }, [], []);
+    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
@@ -180,7 +187,7 @@ export class HostedModel implements ModelWorker {
   }
 
   onUnloaded(): void {
-    this.#end({ code: 0, signal: null, reason: 'stopped' }, [], []);
+    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
@@ -202,7 +209,7 @@ export class HostedModel implements ModelWorker {
     this.#loadSettled = true;
     this.loadError = err;
     clearTimeout(this.#loadTimer!);
-    this.state = 'failed';
+    this.#state.to('failed');
     this.#rejectLoad(err);
   }
 
@@ -211,7 +218,7 @@ export class HostedModel implements ModelWorker {
     this.#exitInfo = exit;
     clearTimeout(this.#loadTimer!);
     clearTimeout(this.#unloadTimer!);
-    if (this.state !== 'failed') this.state = exit.reason === 'stopped' ? 'stopped' : 'failed';
+    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
     this.#inFlight = 0;
     this.#resolveExit(exit);
     this.#listener?.exit(this, exit, running, waiting);

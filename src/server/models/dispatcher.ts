@@ -7,12 +7,12 @@ import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
-import { runningRequestError, type WorkerExit } from '../workers/exit-reason';
-import type { InFlightBatch, ModelWorker } from '../workers/model-worker';
+import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
+import type { InFlightBatch, ModelWorker } from '../processes/model-worker';
 import type { WorkerSet } from '../workers/worker-set';
-import { Fifo } from './fifo';
-import { Job, type InvokeResult, type JobOptions } from './job';
-import { JobQueue } from './job-queue';
+import { Fifo } from '../../util/fifo';
+import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
+import { JobQueue } from '../jobs/job-queue';
 import type { ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */

@@ -14,6 +14,7 @@
  */
 import type { MmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { Resident } from '../cache/admission';
 import type { Model, ModelHealth } from './model';
 
 export type Phase = 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
@@ -33,18 +34,18 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-export class ModelEntry implements ModelHealth {
-  phase: Phase = 'loading';
-  model: Model | null = null;
-  artifact: ModelArtifact | null = null;
-  /** Memory reserved while loading (the estimate); 0 once the model is measured. */
-  reservedBytes = 0;
+export class ModelEntry implements ModelHealth, Resident {
+  #phase: Phase = 'loading';
+  #model: Model | null = null;
+  #artifact: ModelArtifact | null = null;
+  /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
+  #reservedBytes = 0;
   /** Why the load failed, for every request that waited for it. */
-  loadError: MmeError | null = null;
+  #loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
-  lastError: MmeError | null = null;
+  #lastError: MmeError | null = null;
   /** Requests holding the model: from acquire to their answer, queued and running included. */
-  active = 0;
+  #active = 0;
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
   /** Resolves true when the load succeeded, false when it failed; once. */
@@ -59,45 +60,93 @@ export class ModelEntry implements ModelHealth {
     this.gone = new Promise((r) => (this.#settleGone = r));
   }
 
+  get lastError(): MmeError | null {
+    return this.#lastError;
+  }
+
+  get active(): number {
+    return this.#active;
+  }
+
+  get phase(): Phase {
+    return this.#phase;
+  }
+
+  get model(): Model | null {
+    return this.#model;
+  }
+
+  get artifact(): ModelArtifact | null {
+    return this.#artifact;
+  }
+
+  get loadError(): MmeError | null {
+    return this.#loadError;
+  }
+
+  /** Its files are in place (the load resolved its url). */
+  resolved(artifact: ModelArtifact): void {
+    this.#artifact = artifact;
+  }
+
+  /** Its model is built: its workers start next. */
+  built(model: Model): void {
+    this.#model = model;
+  }
+
+  /** Its load failed: what every request that waited for it gets. */
+  loadFailed(err: MmeError): void {
+    this.#loadError = err;
+  }
+
+  reserve(bytes: number): void {
+    this.#reservedBytes += bytes;
+  }
+
+  /** Gives back up to `bytes` of the reservation (what it stood for is measured now); all of it when omitted. */
+  unreserve(bytes = this.#reservedBytes): void {
+    this.#reservedBytes = Math.max(0, this.#reservedBytes - bytes);
+  }
+
   get failed(): boolean {
-    return this.phase === 'failed';
+    return this.#phase === 'failed';
   }
 
   /** What the memory budget counts for it: its reservation while loading, then what its workers measure. */
   get heldBytes(): number {
-    return this.reservedBytes + (this.model?.memoryBytes ?? 0);
+    return this.#reservedBytes + (this.#model?.memoryBytes ?? 0);
   }
 
   /** Serving or able to serve: ready, or failed and retrying its workers. */
   get registered(): boolean {
-    return this.phase === 'ready' || this.phase === 'failed';
+    return this.#phase === 'ready' || this.#phase === 'failed';
   }
 
   to(next: Phase): void {
-    if (!kNext[this.phase].includes(next)) throw new IllegalTransitionError(this.name, this.phase, next);
-    const from = this.phase;
-    this.phase = next;
+    if (!kNext[this.#phase].includes(next)) throw new IllegalTransitionError(this.name, this.#phase, next);
+    const from = this.#phase;
+    this.#phase = next;
     if (from === 'loading') this.#settleLoad(next === 'ready');
     if (next === 'gone') this.#settleGone();
   }
 
   markFailed(err: MmeError): void {
     // Describe and invokes show it: a worker's load error may name the server's copy of the files.
-    this.lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
-    if (this.phase === 'ready') this.to('failed');
+    this.#lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
+    if (this.#phase === 'ready') this.to('failed');
   }
 
   markRecovered(): void {
-    if (this.phase === 'failed') this.to('ready');
+    if (this.#phase === 'failed') this.to('ready');
   }
 
   hold(): void {
-    this.active++;
+    this.#active++;
   }
 
   release(): void {
-    this.active--;
-    if (this.active === 0 && this.#idleWaiters.length > 0) {
+    this.#active--;
+    if (this.#active === 0 && this.#idleWaiters.length > 0) {
       const waiters = this.#idleWaiters;
       this.#idleWaiters = [];
       for (const w of waiters) w();
@@ -106,7 +155,7 @@ export class ModelEntry implements ModelHealth {
 
   /** Resolves true once no request holds the model, or false after `boundMs`. */
   whenIdle(boundMs: number): Promise<boolean> {
-    if (this.active === 0) return Promise.resolve(true);
+    if (this.#active === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -4,12 +4,13 @@
  * what the worker held), then to the worker set (to replace it), then work is dispatched again.
  */
 import { MmeError } from '../../errors';
+import type { Clock } from '../../util/clock';
 import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
-import type { WorkerExit } from '../workers/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../workers/model-worker';
+import type { WorkerExit } from '../processes/exit-reason';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
-import type { InvokeResult, JobOptions } from './job';
+import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, type ModelSettings } from './model-settings';
 
 /** The lifecycle the model reports its workers' health to (its registry entry). */
@@ -33,6 +34,8 @@ export interface ModelDeps {
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
   restarted?: () => void;
+  /** What its restart back-off waits on. */
+  clock?: Clock;
 }
 
 /**
@@ -73,6 +76,7 @@ export class Model implements WorkerListener {
         this.#dispatcher.failQueued(this.#failedError());
       },
       recovered: () => deps.health.markRecovered(),
+      clock: deps.clock,
     });
     this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log });
   }

@@ -1,6 +1,6 @@
 /**
- * The server's handle on a dedicated worker: one process, one model. Lifecycle (every transition
- * goes through #setState):
+ * The server's handle on a dedicated worker: one process, one model. Its process moves through
+ * the process table and its model through the worker table (processes/worker-state.ts):
  *
  *   starting ──Started + assign()──▶ loading ──Loaded──▶ ready ──retire()/stop()──▶ stopping ──exit──▶ stopped
  *       └──────────────── exit / LoadFailed / load timeout ───────────────────────────────▶ failed
@@ -11,15 +11,16 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type Frame, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
-import { loadExitError, type KillReason, type WorkerExit } from './exit-reason';
-import { FramedProcess, type LostBatch, type SpawnOptions } from './framed-process';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener, WorkerState } from './model-worker';
+import type { Job } from '../jobs/job';
+import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
+import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import { workerStates, type WorkerState } from '../processes/worker-state';
 
-export type { SpawnOptions } from './framed-process';
+export type { SpawnOptions } from '../processes/framed-process';
 
 export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
-  state: WorkerState = 'starting';
+  readonly #state = workerStates(() => `worker ${this.id}`, 'starting');
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
   spawnMicros = 0;
@@ -59,12 +60,17 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
     return this;
   }
 
+  get state(): WorkerState {
+    return this.#state.state;
+  }
+
   listen(listener: WorkerListener): void {
     this.#listener = listener;
   }
 
   #sendLoad(): void {
-    this.#setState('loading');
+    // A worker retired while it started stays stopping: it loads, but serves nothing.
+    if (this.#state.state === 'starting') this.#state.to('loading');
     this.send({ kind: MessageKind.Load, msg: { ...this.#assignment!.load, slot: 0, shared: false } });
   }
 
@@ -102,7 +108,7 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   }
 
   retire(): void {
-    if (this.state !== 'stopped' && this.state !== 'failed') this.#setState('stopping');
+    if (this.#state.can('stopping')) this.#state.to('stopping');
   }
 
   /** Stops the process and resolves once it has exited and its memory is released. */
@@ -113,10 +119,6 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
 
   protected override get concurrent(): boolean {
     return this.#assignment?.load.concurrentBatches ?? false;
-  }
-
-  #setState(state: WorkerState): void {
-    this.state = state;
   }
 
   protected started(): void {
@@ -133,7 +135,7 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
         this.#loadSettled = true;
         clearTimeout(this.#loadTimer!);
         this.loaded = frame.msg;
-        if (this.state === 'loading') this.#setState('ready');
+        if (this.state === 'loading') this.#state.to('ready');
         this.#resolveLoad(frame.msg);
         break;
       case MessageKind.LoadFailed:
@@ -157,7 +159,7 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
     this.#loadSettled = true;
     this.loadError = err;
     clearTimeout(this.#loadTimer!);
-    this.#setState('failed');
+    this.#state.to('failed');
     this.kill(kill);
     this.#rejectLoad(err);
   }
@@ -165,7 +167,7 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   protected ended(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
     clearTimeout(this.#loadTimer!);
     if (!this.#loadSettled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
-    this.#setState(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
+    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
     this.#inFlight = 0;
     this.#listener?.exit(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
   }

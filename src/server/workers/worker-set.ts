@@ -1,6 +1,9 @@
 /**
- * A model's worker processes, kept at their target count by one reconcile (MMS's
- * WorkLoadManager.modelChanged): start, scale, restart after a death and stop all go through it.
+ * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
+ * Start, scale and restart after a death go through reconcile(). Two paths do not: replace()
+ * starts a successor for a worker being moved out of a recycled host (the worker it replaces still
+ * serves, so the count alone would not start one), and stop() ends every worker at once rather than
+ * letting busy ones finish as a scale-down does. Restarts wait on one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -10,9 +13,10 @@
  */
 import { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/frames';
-import { kBackoffCapSeconds, kStableMs, restartDelaySeconds } from './backoff';
-import { describeExit, type WorkerExit } from './exit-reason';
-import type { ModelWorker } from './model-worker';
+import type { Clock } from '../../util/clock';
+import { Backoff } from '../processes/backoff';
+import { describeExit, type WorkerExit } from '../processes/exit-reason';
+import type { ModelWorker } from '../processes/model-worker';
 
 export interface WorkerSetDeps {
   name: string;
@@ -25,6 +29,8 @@ export interface WorkerSetDeps {
   restarted(): void;
   failed(err: MmeError): void;
   recovered(): void;
+  /** Restart back-off timers (tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 /** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
@@ -36,8 +42,7 @@ export class WorkerSet {
   /** start() has returned: deaths are replaced from now on (a death during start fails the load). */
   #running = false;
   #stopped = false;
-  #restartAttempt = 0;
-  #restartTimer: NodeJS.Timeout | null = null;
+  readonly #backoff: Backoff;
   /** Workers whose successor is loading (replace()). */
   readonly #replacing = new Set<ModelWorker>();
   /** Replacements not yet stable: their death is a failed restart. */
@@ -47,6 +52,7 @@ export class WorkerSet {
 
   constructor(target: number, private readonly deps: WorkerSetDeps) {
     this.#target = target;
+    this.#backoff = new Backoff(deps.clock);
   }
 
   get target(): number {
@@ -55,12 +61,12 @@ export class WorkerSet {
 
   /** A death is being waited out before its replacement starts. */
   get restarting(): boolean {
-    return this.#restartTimer !== null;
+    return this.#backoff.waiting;
   }
 
   /** Starts the target count and resolves once all have loaded; rejects with the first failure. */
   async start(abort: AbortSignal): Promise<void> {
-    const started = Array.from({ length: this.#target }, () => this.#spawn());
+    const { started } = this.reconcile();
     const aborted = new Promise<never>((_, reject) => {
       const onAbort = () => reject(abort.reason);
       if (abort.aborted) onAbort();
@@ -104,7 +110,7 @@ export class WorkerSet {
     if (this.#stopped) return { started, retired };
     // A worker being moved is counted by its successor.
     const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#replacing.has(w));
-    if (live.length < this.#target && !this.#restartTimer) {
+    if (live.length < this.#target && !this.#backoff.waiting) {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
@@ -194,24 +200,22 @@ export class WorkerSet {
   }
 
   #restartFailed(worker: ModelWorker, how: string): void {
-    this.#restartAttempt++;
+    this.#backoff.failed();
     const err = worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
-    this.deps.log(`[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#restartAttempt}): ${err.message}`);
-    if (this.#restartAttempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.state === 'ready')) {
+    this.deps.log(`[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
+    if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.state === 'ready')) {
       this.#failed = true;
       this.deps.failed(err);
     }
   }
 
   #scheduleRestart(): void {
-    if (this.#restartTimer || this.#stopped) return;
-    const delay = restartDelaySeconds(this.#restartAttempt, kBackoffCapSeconds);
-    this.#restartTimer = setTimeout(() => {
-      this.#restartTimer = null;
+    if (this.#stopped) return;
+    this.#backoff.wait(() => {
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
       if (started.length > 0) this.deps.restarted();
-    }, delay * 1000);
+    });
   }
 
   /** reconcile(), or, when there is nowhere to start a worker now (no shared host has room), a retry after a back-off. */
@@ -219,7 +223,7 @@ export class WorkerSet {
     try {
       return this.reconcile().started;
     } catch (err) {
-      this.#restartAttempt++;
+      this.#backoff.failed();
       this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
       this.#scheduleRestart();
       return [];
@@ -231,11 +235,7 @@ export class WorkerSet {
     this.workers.push(worker);
     worker.ready.then(
       (loaded) => {
-        if (this.#onProbation.has(worker)) {
-          setTimeout(() => {
-            if (this.#onProbation.delete(worker)) this.#restartAttempt = 0;
-          }, kStableMs).unref();
-        }
+        if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
         if (this.#failed) {
           this.#failed = false;
           this.deps.recovered();
@@ -250,8 +250,7 @@ export class WorkerSet {
   /** Stops every worker, replaces none, and resolves once each process has exited. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#restartTimer) clearTimeout(this.#restartTimer);
-    this.#restartTimer = null;
+    this.#backoff.close();
     await Promise.all(this.workers.slice().map((w) => w.stop()));
   }
 }

@@ -12,18 +12,27 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import type { Log } from '../../logger';
-import { within } from '../../within';
+import { within } from '../../util/within';
 import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
+import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from './exit-reason';
 import { processMemoryBytes } from './process-memory';
 import type { InFlightBatch } from './model-worker';
+import { processStates, type ProcessState } from './worker-state';
+
+/**
+ * What starts the process: child_process.spawn, or in lifecycle tests a fake process that speaks
+ * the frames over fd 3 itself (test/lifecycle/fake-process.ts), so everything above it runs as is.
+ */
+export type Launch = (cmd: string, args: readonly string[], options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv }) => ChildProcess;
 
 export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
   gpuId: number;
   log: Log;
+  /** Default: child_process.spawn. */
+  launch?: Launch;
 }
 
 /** A batch at exit, with who sent it and whether it was the one running. */
@@ -61,9 +70,10 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   readonly gpuId: number;
   pid = 0;
   readonly startTime = new Date();
-  exitInfo: WorkerExit | null = null;
+  #exitInfo: WorkerExit | null = null;
   /** Started arrived: the process is up and its runtime warm. */
-  hasStarted = false;
+  #hasStarted = false;
+  readonly #state = processStates(() => `process ${this.id}`);
 
   protected readonly opts: SpawnOptions;
   readonly #batches = new Map<number, { batch: InFlightBatch; owner: Owner; left: number }>();
@@ -73,6 +83,8 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #killedBy: KillReason | null = null;
+  /** The model whose action the kill was for, if one's. */
+  #causedBy: string | null = null;
   #heapExhausted = false;
 
   constructor(opts: SpawnOptions, id: string) {
@@ -91,7 +103,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
     FramedProcess.spawned++;
     FramedProcess.live.add(this);
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
+    const child = (this.opts.launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
     this.#child = child;
     this.pid = child.pid ?? 0;
     if (this.pid) fs.writeFile(`/proc/${this.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
@@ -135,6 +147,31 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     return this;
   }
 
+  /** starting → serving → draining → exited (worker-state.ts). */
+  get processState(): ProcessState {
+    return this.#state.state;
+  }
+
+  /** It takes new work: not draining or gone, and not being killed. */
+  get open(): boolean {
+    const s = this.#state.state;
+    return (s === 'starting' || s === 'serving') && this.#killedBy === null;
+  }
+
+  get hasStarted(): boolean {
+    return this.#hasStarted;
+  }
+
+  /** How it ended; null while it runs. */
+  get exitInfo(): WorkerExit | null {
+    return this.#exitInfo;
+  }
+
+  /** It takes no new work from now on (a shared host being recycled): it finishes what it holds, then the server stops it. */
+  drain(): void {
+    this.#state.to('draining');
+  }
+
   /** The largest frame accepted from the process: what its models may answer with. */
   set maxFrameBytes(n: number) {
     this.#reader!.maxFrameBytes = n;
@@ -175,10 +212,16 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     this.#batches.set(msg.batchId, { batch: { msg, jobs }, owner, left: jobs.length });
   }
 
-  /** SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes back with the process. */
-  kill(reason: KillReason): void {
+  /**
+   * SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes
+   * back with the process. `causedBy`: the model the kill is for, when it is one model's doing.
+   */
+  kill(reason: KillReason, causedBy: string | null = null): void {
     // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
-    this.#killedBy ??= reason;
+    if (this.#killedBy === null) {
+      this.#killedBy = reason;
+      this.#causedBy = causedBy;
+    }
     if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
   }
 
@@ -215,7 +258,8 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   #onFrame(frame: Frame): void {
     switch (frame.kind) {
       case MessageKind.Started:
-        this.hasStarted = true;
+        this.#hasStarted = true;
+        if (this.#state.state === 'starting') this.#state.to('serving');
         this.started(frame.msg);
         break;
       case MessageKind.Result: {
@@ -235,8 +279,10 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
 
   #onExit(code: number | null, signal: NodeJS.Signals | null): void {
     FramedProcess.live.delete(this);
-    const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted }) };
-    this.exitInfo = exit;
+    const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted });
+    const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
+    this.#exitInfo = exit;
+    this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') FramedProcess.unhandledRejectionExits++;
     this.#channel?.destroy();
     // Batches run one after another, so only the oldest was running; a preload_model process runs

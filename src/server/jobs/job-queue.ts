@@ -1,4 +1,4 @@
-import { Fifo } from './fifo';
+import { Fifo } from '../../util/fifo';
 import type { Job } from './job';
 
 /**

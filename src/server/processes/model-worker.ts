@@ -5,10 +5,10 @@
  */
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
-import type { Job } from '../models/job';
+import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
+import type { WorkerState } from './worker-state';
 
-export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
 
 export interface Assignment {
   id: string;
@@ -45,10 +45,15 @@ export interface ModelWorker {
   readonly pid: number;
   readonly gpuId: number;
   readonly startTime: Date;
+  /** The worker table (worker-state.ts); only the worker itself moves it. */
   readonly state: WorkerState;
   /** Batches it may hold at once: the pipeline depth, or a preload_model process's slot count. */
   capacity: number;
-  /** PSS after load, refreshed on describe (bytes). */
+  /**
+   * What it costs (bytes). A dedicated worker: its process's PSS, refreshed on describe and before
+   * admission decides. A model in a shared host: the cost measured at its load (the host's growth,
+   * at least file size plus the smallest session), fixed from then on.
+   */
   memoryBytes: number;
   readonly loaded: LoadedMessage | null;
   readonly loadError: MmeError | null;

@@ -2,11 +2,11 @@
  * A v2 inference as the worker's OIP codec takes it (src/worker-process/oip-codec.ts), and its
  * answer taken apart again, for the server-side front ends (REST /v2 and gRPC ModelInfer).
  */
-import { MmeError } from '../errors';
-import type { WireRequest } from '../protocol/frames';
-import type { InvokeResult } from '../server/models/job';
-import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from './binary-body';
-import type { V2InferResponse } from './types';
+import { MmeError } from '../../errors';
+import type { WireRequest } from '../../protocol/frames';
+import type { InvokeResult } from '../jobs/job';
+import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
+import type { V2InferResponse } from '../../oip/types';
 
 /** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
 export function oipWireRequest(requestId: string, body: Buffer, headerLength: number, headers: WireRequest['headers']): WireRequest {

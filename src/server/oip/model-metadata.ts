@@ -3,13 +3,13 @@
  * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
  * model readiness. Each model has one version, "1"; an unversioned request means it.
  */
-import { MmeError, quote } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
-import { modelNotFound, type ModelManager } from '../server/models/model-manager';
-import { v2Datatype } from './datatypes';
+import { MmeError, quote } from '../../errors';
+import type { TensorInfo } from '../../protocol/frames';
+import type { ModelManager } from '../models/model-manager';
+import { modelNotFound } from '../models/model-names';
+import { v2Datatype } from '../../oip/datatypes';
+import { SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
 
-export const SERVER_NAME = 'sagemaker-mme-node';
-export const SERVER_VERSION = '0.1.0';
 /** Triton's name for the binary tensor extension, which /v2/models/{name}/infer speaks. */
 export const SERVER_EXTENSIONS: readonly string[] = ['binary_tensor_data'];
 export const MODEL_VERSION = '1';

@@ -3,7 +3,7 @@ import type { MmeError } from '../../errors';
 import type { ChunkMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { forRequest } from '../../unhandled-rejection';
-import type { CancelToken } from './cancel-token';
+import type { CancelToken } from '../../util/cancel-token';
 
 export interface InvokeResult {
   status: number;

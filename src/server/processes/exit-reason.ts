@@ -3,13 +3,7 @@
  * follows from the reason alone: 507 only on memory evidence, never for a kill the server made.
  */
 import { MmeError } from '../../errors';
-
-/**
- * What a process (a worker, a shared host, the server itself) exits with after a promise rejection
- * nobody handled: a bug that left something undone. Its own code, so the exit names its cause
- * (src/unhandled-rejection.ts); 70 is a worker whose onnxruntime failed to start, 1 Node's own.
- */
-export const UNHANDLED_REJECTION_EXIT_CODE = 71;
+import { UNHANDLED_REJECTION_EXIT_CODE } from '../../unhandled-rejection';
 
 /**
  * - stopped: the server stopped it (unload, eviction, scale-down, shutdown, a failed load);
@@ -30,6 +24,11 @@ export interface WorkerExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   reason: ExitReason;
+  /**
+   * The model whose action made the server kill the process (a run or a load past its timeout),
+   * when it was one model's: in a shared host it may not be the model a request was for.
+   */
+  causedBy: string | null;
 }
 
 export interface ExitEvidence {
@@ -62,6 +61,9 @@ export function runningRequestError(model: string, exit: WorkerExit, timeoutSeco
     case 'oom':
       return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).`);
     case 'timeout-kill':
+      if (exit.causedBy !== null && exit.causedBy !== model) {
+        return new MmeError('MME_ERR_WORKER_TIMEOUT', `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`);
+      }
       return new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`);
     case 'protocol-error':
       return new MmeError('MME_ERR_WORKER_PROTOCOL', `The worker of model ${model} sent a malformed or oversized frame; it was stopped and is being replaced. The server log has the details.`);

@@ -1,0 +1,41 @@
+/** A registration's Model: its settings, what each worker loads, and where its workers start. */
+import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { ServerConfig } from '../../config/types';
+import type { WorkerFactory } from '../workers/worker-factory';
+import type { LifecycleEvents } from './lifecycle-events';
+import { Model, type ModelHealth } from './model';
+import type { ModelSettings } from './model-settings';
+
+export interface ModelParts {
+  name: string;
+  url: string;
+  settings: ModelSettings;
+  artifact: ModelArtifact;
+  handlerPath: string | null;
+  health: ModelHealth;
+}
+
+export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerFactory, events: LifecycleEvents, log: (line: string) => void): Model {
+  const { name, settings, artifact } = p;
+  return new Model(name, p.url, settings, {
+    load: {
+      modelName: name,
+      modelDir: artifact.dir,
+      onnxPath: artifact.onnxPath,
+      handlerPath: p.handlerPath,
+      intraOpThreads: config.intraOpThreads,
+      interOpThreads: config.interOpThreads,
+      decodeInputRequest: config.decodeInputRequest,
+      maxStreamBuffer: config.maxStreamBuffer,
+      maxRequestElements: config.maxRequestElements,
+    },
+    maxResponseSize: config.maxResponseSize,
+    onnxBytes: artifact.onnxBytes,
+    assignGpu: workers.gpuFor(settings.workerMode, name, settings.deviceIds),
+    startWorker: workers.starter(settings.workerMode),
+    log,
+    health: p.health,
+    restarted: () => events.workerRestarted(name),
+    clock: workers.clock,
+  });
+}

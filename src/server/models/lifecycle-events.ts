@@ -1,0 +1,95 @@
+/**
+ * What the lifecycle reports: the cache counters the manager keeps (stats) and the hooks the
+ * metrics module listens on (ManagerEvents). One method per thing that happened, so each is
+ * counted and announced the same way wherever it happens.
+ */
+
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  loads: number;
+  loadFailures: number;
+  evictions: number;
+  /** Idle age of each evicted model at eviction, ms (most recent last, bounded). */
+  evictedIdleMs: number[];
+  loadWaits: number;
+  loadWaitMicros: number;
+}
+
+/** Hooks the metrics module listens on; every call is synchronous and must not throw. */
+export interface ManagerEvents {
+  cacheLookup?(model: string, hit: boolean): void;
+  modelLoaded?(model: string, micros: number, ok: boolean): void;
+  modelUnloaded?(model: string, micros: number): void;
+  loadWait?(model: string, micros: number): void;
+  evicted?(model: string, idleMs: number): void;
+  workerRestarted?(model: string): void;
+  sharedHostRestarted?(): void;
+  sharedHostRecycled?(): void;
+  loadedModelCount?(n: number): void;
+}
+
+const kEvictedAgesKept = 1000;
+
+export class LifecycleEvents {
+  readonly stats: CacheStats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0, evictedIdleMs: [], loadWaits: 0, loadWaitMicros: 0 };
+  /** Where the hooks go (the metrics recorder), set once the server has built it. */
+  sink: ManagerEvents = {};
+
+  /** `servingCount`: how many models serve now, reported after every change. */
+  constructor(private readonly servingCount: () => number) {}
+
+  lookup(name: string, hit: boolean): void {
+    if (hit) this.stats.hits++;
+    else this.stats.misses++;
+    this.sink.cacheLookup?.(name, hit);
+  }
+
+  loaded(name: string, micros: number): void {
+    this.stats.loads++;
+    this.sink.modelLoaded?.(name, micros, true);
+    this.sink.loadedModelCount?.(this.servingCount());
+  }
+
+  /** Counted when it fails, before its release: whoever waited for it reads the count on its answer. */
+  loadFailed(): void {
+    this.stats.loadFailures++;
+  }
+
+  /** A failed load has left nothing behind; `micros` covers the cleanup too. */
+  failedLoadReleased(name: string, micros: number): void {
+    this.sink.modelLoaded?.(name, micros, false);
+  }
+
+  unloaded(name: string, micros: number): void {
+    this.sink.modelUnloaded?.(name, micros);
+    this.sink.loadedModelCount?.(this.servingCount());
+  }
+
+  evicted(name: string, idleMs: number, micros: number): void {
+    this.stats.evictions++;
+    this.stats.evictedIdleMs.push(idleMs);
+    if (this.stats.evictedIdleMs.length > kEvictedAgesKept) this.stats.evictedIdleMs.shift();
+    this.sink.evicted?.(name, idleMs);
+    this.unloaded(name, micros);
+  }
+
+  /** A request waited `micros` for its model to load. */
+  waited(name: string, micros: number): void {
+    this.stats.loadWaits++;
+    this.stats.loadWaitMicros += micros;
+    this.sink.loadWait?.(name, micros);
+  }
+
+  workerRestarted(name: string): void {
+    this.sink.workerRestarted?.(name);
+  }
+
+  sharedHostRestarted(): void {
+    this.sink.sharedHostRestarted?.();
+  }
+
+  sharedHostRecycled(): void {
+    this.sink.sharedHostRecycled?.();
+  }
+}

@@ -1,0 +1,320 @@
+/**
+ * The five operations that change a registration: load, unload, scale, eviction and shutdown. Each
+ * holds the name's lock, so none acts on a state another is halfway through changing, and moves
+ * the entry only through its transition table (model-entry.ts).
+ *
+ * - A name is claimed synchronously before any work starts, so of 20 concurrent loads of one name
+ *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
+ * - A load that would not fit the memory budget (or max_loaded_models) answers 507 before any
+ *   process starts, unless the self-managed cache (model_cache) may evict something first.
+ * - Unload and shutdown are bounded (unregister_model_timeout, shutdown_timeout), loads included.
+ */
+import { performance } from 'node:perf_hooks';
+import { resolveArtifact } from '../../artifacts/model-artifact';
+import { repositoryArtifact } from '../../repository/artifact';
+import type { ModelRepository } from '../../repository/repository';
+import type { ServerConfig } from '../../config/types';
+import { MmeError, isMmeError } from '../../errors';
+import { KeyedLock } from '../../util/keyed-lock';
+import { mb } from '../../util/mb';
+import { Semaphore } from '../../util/semaphore';
+import { within } from '../../util/within';
+import { Admission } from '../cache/admission';
+import type { EvictionPolicy } from '../cache/eviction-policy';
+import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
+import { FramedProcess } from '../processes/framed-process';
+import type { WorkerFactory } from '../workers/worker-factory';
+import { buildModel } from './build-model';
+import type { LifecycleEvents } from './lifecycle-events';
+import { ModelEntry } from './model-entry';
+import { checkModelName, modelNotFound, shuttingDown } from './model-names';
+import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
+import type { OnDemandLoader } from './on-demand';
+import type { ModelRegistry } from './registry';
+
+export interface OperationsDeps {
+  config: ServerConfig;
+  cacheDir: string;
+  registry: ModelRegistry;
+  workers: WorkerFactory;
+  policy: EvictionPolicy;
+  events: LifecycleEvents;
+  onDemand: OnDemandLoader;
+  /** model_repository, where on-demand loads look after model_store; null when not configured. */
+  repository: ModelRepository | null;
+  log: (line: string) => void;
+}
+
+/** What a shutdown did to the requests it found admitted. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
+
+/** After a bounded shutdown's drain, how long killed processes get to be reaped. */
+const kReapBoundMs = 5000;
+
+export class LifecycleOperations {
+  readonly #locks = new KeyedLock();
+  readonly #loadSlots: Semaphore;
+  readonly #admission: Admission<ModelEntry>;
+  readonly #estimator = new MemoryEstimator();
+  readonly budgetBytes: number;
+  /** close() has begun: new requests are refused while admitted ones finish. */
+  closing = false;
+
+  constructor(private readonly deps: OperationsDeps) {
+    const { config, registry } = deps;
+    this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
+    this.budgetBytes = memoryBudgetBytes(config.modelMemoryBudgetBytes, config.modelMemoryReserveBytes, memoryLimitBytes());
+    this.#admission = new Admission({
+      budgetBytes: this.budgetBytes,
+      maxLoadedModels: config.maxLoadedModels,
+      evicts: config.modelCache,
+      policy: deps.policy,
+      entries: () => registry.live,
+      fixedBytes: () => deps.workers.hostBaseBytes,
+      current: (name) => registry.current(name),
+      tryLock: (name) => this.#locks.tryAcquire(name),
+      evict: (entry) => this.#evict(entry),
+    });
+  }
+
+  /** Explicit load (POST /models): resolves when every worker has loaded, or at once with synchronous=false. */
+  async load(req: LoadRequest): Promise<'loaded' | 'accepted'> {
+    const name = checkModelName(req.modelName);
+    if (typeof req.url !== 'string' || req.url.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
+    if (this.closing) throw shuttingDown();
+    const existing = this.deps.registry.current(name);
+    if (existing && (existing.registered || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
+    this.deps.onDemand.forgetFailure(name);
+    const work = this.startLoad(name, req, false);
+    if (req.synchronous === false) {
+      work.catch((err: MmeError) => this.deps.log(`[${name}] asynchronous load failed: ${err.message}`));
+      return 'accepted';
+    }
+    await work;
+    return 'loaded';
+  }
+
+  /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
+  startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
+    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false);
+    this.deps.registry.claim(entry);
+    return this.#runLoad(entry, req);
+  }
+
+  /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
+  #resolve(entry: ModelEntry, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
+    const { config, repository } = this.deps;
+    const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
+    // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
+    if (entry.onDemand && repository && req.url === repository.urlOf(entry.name)) return repositoryArtifact(repository, entry.name, opts, abort);
+    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+    return resolveArtifact(req.url, { ...opts, store: config.modelStore });
+  }
+
+  async #runLoad(entry: ModelEntry, req: LoadRequest): Promise<void> {
+    const { name } = entry;
+    const { config, events, log } = this.deps;
+    const abort = entry.abortLoad.signal;
+    const unlock = await this.#locks.acquire(name);
+    const releaseSlot = await this.#loadSlots.acquire();
+    const t0 = performance.now();
+    try {
+      abort.throwIfAborted();
+      const artifact = await this.#resolve(entry, req, abort);
+      entry.resolved(artifact);
+      abort.throwIfAborted();
+      const settings = resolveSettings(req, artifact, config);
+      const processes = processCount(settings);
+      await this.#admission.reserve(entry, this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode), abort);
+      const model = buildModel({ name, url: req.url, settings, artifact, handlerPath: resolveHandlerPath(artifact, config), health: entry }, config, this.deps.workers, events, log);
+      entry.built(model);
+      await model.start(abort);
+      const loadMicros = Math.round((performance.now() - t0) * 1000);
+      entry.unreserve();
+      entry.to('ready');
+      this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, performance.now());
+      events.loaded(name, loadMicros);
+      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
+      log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
+    } catch (thrown) {
+      const err = this.#loadFailure(entry, thrown);
+      entry.loadFailed(err);
+      events.loadFailed();
+      // A failed load leaves nothing behind: no entry, no process, no extracted files.
+      entry.to('stopping');
+      await this.#release(entry, err);
+      if (entry.onDemand) this.deps.onDemand.rememberFailure(name, err);
+      events.failedLoadReleased(name, Math.round((performance.now() - t0) * 1000));
+      throw err;
+    } finally {
+      releaseSlot();
+      unlock();
+    }
+  }
+
+  /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
+  #loadFailure(entry: ModelEntry, thrown: unknown): MmeError {
+    const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
+    const err = entry.artifact?.hidePaths(reason) ?? reason;
+    if (isMmeError(err)) return err;
+    this.deps.log(`[${entry.name}] load failed: ${(err as Error)?.stack ?? String(err)}`);
+    return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+  }
+
+  /** Stops the entry's workers, frees its files and GPU slot, and retires it (phase stopping → gone). */
+  async #release(entry: ModelEntry, err: MmeError): Promise<void> {
+    this.deps.policy.remove(entry.name);
+    await entry.model?.stop(err);
+    if (this.deps.registry.release(entry)) this.deps.workers.forgetGpus(entry.name);
+    await entry.artifact?.dispose();
+    entry.unreserve();
+    entry.to('gone');
+    this.deps.registry.forget(entry);
+  }
+
+  /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
+  async #evict(entry: ModelEntry): Promise<void> {
+    const { name } = entry;
+    const { config, log } = this.deps;
+    const model = entry.model!;
+    const freed = model.memoryBytes;
+    const idleMs = Date.now() - model.lastUsedAt;
+    const t0 = performance.now();
+    entry.to('draining');
+    if (!(await entry.whenIdle(config.evictionDrainTimeoutSeconds * 1000))) {
+      log(`[${name}] eviction: requests still running after ${config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`);
+    }
+    entry.to('stopping');
+    await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`));
+    this.deps.events.evicted(name, idleMs, Math.round((performance.now() - t0) * 1000));
+    log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
+  }
+
+  /**
+   * DELETE /models/{name}, bounded by unregister_model_timeout: waits for a load in progress (and
+   * stops it when the bound is reached), drains admitted requests, kills the workers and waits for
+   * them to exit. When the bound was reached the model is gone all the same, and the answer is 408.
+   */
+  async unload(name: string): Promise<void> {
+    const { config, registry, log } = this.deps;
+    const boundMs = config.unregisterModelTimeoutSeconds * 1000;
+    const deadline = performance.now() + boundMs;
+    const entry = registry.current(name);
+    if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
+    let late = false;
+    const t0 = performance.now();
+    const locking = this.#locks.acquire(name);
+    let unlock = await within(locking, boundMs, null);
+    if (!unlock) {
+      late = true;
+      // Still loading at the bound: stop the load, which then gives the lock up at once.
+      entry.abortLoad.abort(new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`));
+      unlock = await locking;
+    }
+    try {
+      if (registry.current(name) !== entry || !entry.registered) {
+        if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
+        throw modelNotFound(name);
+      }
+      entry.to('draining');
+      if (!(await entry.whenIdle(deadline - performance.now()))) {
+        late = true;
+        log(`[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`);
+      }
+      entry.to('stopping');
+      await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was unloaded before this request finished.`));
+    } finally {
+      unlock();
+    }
+    this.deps.events.unloaded(name, Math.round((performance.now() - t0) * 1000));
+    log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
+    if (late) throw this.#unloadTimeout(name, 'requests were still running; they were stopped, its workers killed and its files removed');
+  }
+
+  #unloadTimeout(name: string, what: string): MmeError {
+    return new MmeError('MME_ERR_UNLOAD_TIMEOUT', `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${this.deps.config.unregisterModelTimeoutSeconds} s): ${what}. The model is unloaded.`);
+  }
+
+  /**
+   * Scales a loaded model; one still loading is scaled once its load is over (it holds the lock
+   * until then). Workers it adds must fit the memory budget first: 507 otherwise, with its workers
+   * as they were. Resolves once the scale is admitted and under way; `synchronous` waits for the
+   * new workers to load and the retired ones to exit.
+   */
+  async scale(name: string, min: number, max: number, synchronous: boolean): Promise<void> {
+    const unlock = await this.#locks.acquire(name);
+    let scaling: Promise<void>;
+    try {
+      const e = this.deps.registry.current(name);
+      if (!e?.model || !e.registered) throw modelNotFound(name);
+      const model = e.model;
+      const added = processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
+      const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
+      // The reservation stands until the new workers are measured.
+      scaling = model.scale(min, max).finally(async () => {
+        await model.refreshMemory();
+        e.unreserve(reserved);
+      });
+      if (synchronous) await scaling;
+    } finally {
+      unlock();
+    }
+    if (!synchronous) scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
+  }
+
+  /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
+  async #reserveWorkers(e: ModelEntry, added: number, workers: number): Promise<number> {
+    const model = e.model!;
+    const measured = await model.refreshMemory();
+    const live = model.workers.length;
+    const perWorker = live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
+    const need = Math.ceil(added * perWorker);
+    await this.#admission.reserve(e, need, e.abortLoad.signal, { kind: 'scale', workers });
+    return need;
+  }
+
+  /**
+   * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
+   * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so this
+   * resolves within drainMs plus the time to reap the processes. Counts the admitted requests that
+   * finished in the drain and those cut off when their model's workers were stopped.
+   */
+  async close(drainMs: number): Promise<ShutdownCounts> {
+    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
+    this.closing = true;
+    const deadline = performance.now() + drainMs;
+    const live = this.deps.registry.live;
+    for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
+    const spares = this.deps.workers.closeSpares();
+    const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
+      this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
+      for (const w of FramedProcess.live) w.kill('stopped');
+      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null);
+    }
+    await spares;
+    await this.deps.workers.closeHosts();
+    this.deps.repository?.close();
+    return counts;
+  }
+
+  async #shutdownEntry(entry: ModelEntry, deadline: number, counts: ShutdownCounts): Promise<void> {
+    const unlock = await this.#locks.acquire(entry.name);
+    try {
+      if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
+      entry.to('draining');
+      const admitted = entry.active;
+      await entry.whenIdle(deadline - performance.now());
+      counts.cutOff += entry.active;
+      counts.drained += admitted - entry.active;
+      entry.to('stopping');
+      await this.#release(entry, shuttingDown());
+    } finally {
+      unlock();
+    }
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The route from an invoke to a loaded model (Triton's repository manager role): a hit, a wait for
+ * a load in progress, or, with the self-managed cache on, a load from model_store (or
+ * model_repository) started for it.
+ * Concurrent invokes share one load; a model whose on-demand load failed recently answers with that
+ * failure instead of loading again (ModelMesh's lesson: a broken model must not be reloaded on
+ * every request).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { ServerConfig } from '../../config/types';
+import { MmeError } from '../../errors';
+import { within } from '../../util/within';
+import type { ModelRepository } from '../../repository/repository';
+import type { EvictionPolicy } from '../cache/eviction-policy';
+import type { LifecycleEvents } from './lifecycle-events';
+import type { ModelEntry } from './model-entry';
+import { checkModelName, isModelName, modelNotFound, shuttingDown } from './model-names';
+import type { ModelRegistry } from './registry';
+
+export interface OnDemandDeps {
+  config: ServerConfig;
+  registry: ModelRegistry;
+  policy: EvictionPolicy;
+  events: LifecycleEvents;
+  /** model_repository, where on-demand loads look after model_store; null when not configured. */
+  repository: ModelRepository | null;
+  /** Shutdown has begun. */
+  closing(): boolean;
+  /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
+  startLoad(name: string, url: string): Promise<void>;
+  log(line: string): void;
+}
+
+export class OnDemandLoader {
+  readonly #failedLoads = new Map<string, { error: MmeError; until: number }>();
+
+  constructor(private readonly deps: OnDemandDeps) {}
+
+  /**
+   * Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. With
+   * model_repository any valid name may be there: only the load can tell, and a 404 is cached.
+   */
+  knows(name: string): boolean {
+    const { registry, config, repository } = this.deps;
+    return registry.current(name) !== undefined || (config.modelCache && isModelName(name) && (repository !== null || this.#findInStore(name) !== null));
+  }
+
+  /** An explicit load of `name` starts afresh: a failure remembered for it no longer answers. */
+  forgetFailure(name: string): void {
+    this.#failedLoads.delete(name);
+  }
+
+  /** An on-demand load of `name` failed with `err`: invokes get it for load_failure_cache_seconds. */
+  rememberFailure(name: string, err: MmeError): void {
+    const seconds = this.deps.config.loadFailureCacheSeconds;
+    if (seconds > 0 && err.code !== 'MME_ERR_SHUTTING_DOWN') this.#failedLoads.set(name, { error: err, until: Date.now() + seconds * 1000 });
+  }
+
+  /**
+   * The registration serving `name`, held (release() it): at once when loaded (a cache hit); after
+   * waiting for a load in progress; or, with the cache on, after loading it from model_store
+   * (single-flight: concurrent invokes share one load). A request that waited for a load that
+   * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
+   */
+  async acquire(name: string): Promise<ModelEntry> {
+    const { config, registry, events } = this.deps;
+    const first = registry.current(name);
+    if (first?.registered) {
+      events.lookup(name, true);
+      this.deps.policy.touch(name, performance.now());
+      first.hold();
+      return first;
+    }
+    if (this.deps.closing()) throw shuttingDown();
+    if (!first && !config.modelCache) throw modelNotFound(name);
+    checkModelName(name);
+    events.lookup(name, false);
+    const t0 = performance.now();
+    const boundMs = config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
+    const deadline = t0 + boundMs;
+    for (;;) {
+      const e = registry.current(name);
+      if (e?.registered) {
+        // No touch: the policy counts the load itself as the first use.
+        this.#recordWait(name, t0);
+        e.hold();
+        return e;
+      }
+      if (this.deps.closing()) throw shuttingDown();
+      if (!e) {
+        if (!config.modelCache || !this.#loadOnDemand(name)) throw modelNotFound(name);
+        continue;
+      }
+      if (e.phase !== 'loading' && !config.modelCache) throw modelNotFound(name);
+      // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
+      const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
+      const outcome = await within(settled, deadline - performance.now(), 'timeout' as const);
+      if (outcome === 'timeout') {
+        this.#recordWait(name, t0);
+        const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
+        throw new MmeError('MME_ERR_MODEL_LOADING', `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`, { headers: { 'Retry-After': String(retryAfter) } });
+      }
+      if (outcome === false && e.loadError) throw e.loadError;
+    }
+  }
+
+  #recordWait(name: string, t0: number): void {
+    this.deps.events.waited(name, Math.round((performance.now() - t0) * 1000));
+  }
+
+  /**
+   * Starts loading `name` from model_store if it is there, else from model_repository (which
+   * answers 404 when it has none); false when neither can have it. A model whose on-demand load
+   * failed recently answers with that failure instead of loading again.
+   */
+  #loadOnDemand(name: string): boolean {
+    const failed = this.#failedLoads.get(name);
+    if (failed) {
+      if (failed.until >= Date.now()) throw failed.error;
+      this.#failedLoads.delete(name);
+    }
+    const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
+    if (!url) return false;
+    this.deps.startLoad(name, url).catch((err: MmeError) => this.deps.log(`[${name}] on-demand load from ${url} failed: ${err.message}`));
+    return true;
+  }
+
+  /**
+   * `<name>/`, `<name>.tar.gz` or `<name>.tgz` in model_store, as a url relative to it (the name was
+   * checked to be one safe path segment): what a load error shows, never the store's own path.
+   */
+  #findInStore(name: string): string | null {
+    const store = this.deps.config.modelStore;
+    if (!store) return null;
+    for (const file of [name, `${name}.tar.gz`, `${name}.tgz`]) {
+      if (fs.existsSync(path.resolve(store, file))) return file;
+    }
+    return null;
+  }
+}

@@ -1,0 +1,80 @@
+import { realClock, type Clock, type Timer } from '../../util/clock';
+
+/**
+ * MMS's worker restart back-off (WorkerThread.BACK_OFF): Fibonacci seconds 0, 1, 1, 2, 3, 5, …,
+ * capped. The attempt counter resets after a successful load.
+ */
+export const kBackoffCapSeconds = 60;
+/**
+ * A restart has worked once what it started (a worker that loaded its model, a shared host that
+ * started) has stayed up this long: one that dies sooner is a crash loop, and backs off like one
+ * that cannot start at all.
+ */
+export const kStableMs = 10_000;
+
+export function restartDelaySeconds(attempt: number, capSeconds: number): number {
+  let a = 0;
+  let b = 1;
+  for (let i = 0; i < attempt; i++) [a, b] = [b, a + b];
+  return Math.min(a, capSeconds);
+}
+
+/**
+ * One restart loop's back-off: the attempt count, the timer a restart waits on, and the watch that
+ * resets the count once what a restart started has stayed up kStableMs. A model's worker set and
+ * the shared host pool each hold one; time comes from the injected clock.
+ */
+export class Backoff {
+  #attempt = 0;
+  #waiting: Timer | null = null;
+  readonly #watches = new Set<Timer>();
+
+  constructor(private readonly clock: Clock = realClock) {}
+
+  /** Restarts counted as failed since the count last started again. */
+  get attempt(): number {
+    return this.#attempt;
+  }
+
+  /** What the next restart waits, in seconds. */
+  get delaySeconds(): number {
+    return restartDelaySeconds(this.#attempt, kBackoffCapSeconds);
+  }
+
+  /** A restart is waiting out its delay. */
+  get waiting(): boolean {
+    return this.#waiting !== null;
+  }
+
+  /** A restart failed (or a death counts as one): the next one waits longer. */
+  failed(): void {
+    this.#attempt++;
+  }
+
+  /** Runs `restart` once the current delay has passed; a restart already waiting makes this a no-op. */
+  wait(restart: () => void): void {
+    if (this.#waiting) return;
+    this.#waiting = this.clock.setTimeout(() => {
+      this.#waiting = null;
+      restart();
+    }, this.delaySeconds * 1000);
+  }
+
+  /** What a restart started has worked if `stillUp()` after kStableMs: the count starts again. */
+  watch(stillUp: () => boolean): void {
+    const timer = this.clock.setTimeout(() => {
+      this.#watches.delete(timer);
+      if (stillUp()) this.#attempt = 0;
+    }, kStableMs);
+    timer.unref();
+    this.#watches.add(timer);
+  }
+
+  /** No more restarts: every timer is cleared. */
+  close(): void {
+    this.clock.clearTimeout(this.#waiting);
+    this.#waiting = null;
+    for (const t of this.#watches) this.clock.clearTimeout(t);
+    this.#watches.clear();
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The two transition tables below the registration (model-entry.ts has the one above): a worker
+ * process's, and a model's worker's (a dedicated process, or a slot in a shared host). Each state
+ * is private to its owner and changes only through `to()`, which refuses any move its table does
+ * not list: a move the code did not expect is a bug, and surfaces as one.
+ *
+ * A process:
+ *
+ *   starting ──Started──▶ serving ──recycle──▶ draining ──exit──▶ exited
+ *
+ * Any live process may exit (killed, stopped, crashed): starting or serving go to exited directly.
+ * A kill does not change the state; `killed` says the server has begun to end it.
+ *
+ * A model's worker (describe shows these, upper-cased):
+ *
+ *   starting ──assigned, started──▶ loading ──Loaded──▶ ready ──retire──▶ stopping ──exit/Unloaded──▶ stopped
+ *      └──── load failed, load timeout, death ─────────────────────────────────────────────────────▶ failed
+ *
+ * A worker retired before it loaded goes to stopping from starting or loading; one that dies or is
+ * killed in any live state is failed, unless it was stopping or ready and the server stopped it.
+ */
+export type ProcessState = 'starting' | 'serving' | 'draining' | 'exited';
+export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
+
+const kProcessNext: Readonly<Record<ProcessState, readonly ProcessState[]>> = {
+  starting: ['serving', 'exited'],
+  serving: ['draining', 'exited'],
+  draining: ['exited'],
+  exited: [],
+};
+
+const kWorkerNext: Readonly<Record<WorkerState, readonly WorkerState[]>> = {
+  starting: ['loading', 'stopping', 'failed'],
+  loading: ['ready', 'stopping', 'failed'],
+  ready: ['stopping', 'stopped', 'failed'],
+  stopping: ['stopped', 'failed'],
+  stopped: [],
+  failed: [],
+};
+
+export class IllegalStateError extends Error {
+  constructor(what: string, from: string, to: string) {
+    super(`${what}: illegal state transition ${from} → ${to}`);
+  }
+}
+
+/** One owner's state under one table. */
+export class StateMachine<S extends string> {
+  #state: S;
+
+  constructor(private readonly what: () => string, initial: S, private readonly table: Readonly<Record<S, readonly S[]>>) {
+    this.#state = initial;
+  }
+
+  get state(): S {
+    return this.#state;
+  }
+
+  to(next: S): void {
+    if (!this.table[this.#state].includes(next)) throw new IllegalStateError(this.what(), this.#state, next);
+    this.#state = next;
+  }
+
+  /** Whether `next` is a move the table allows from here. */
+  can(next: S): boolean {
+    return this.table[this.#state].includes(next);
+  }
+}
+
+export const processStates = (what: () => string) => new StateMachine<ProcessState>(what, 'starting', kProcessNext);
+export const workerStates = (what: () => string, initial: WorkerState) => new StateMachine<WorkerState>(what, initial, kWorkerNext);

@@ -1,0 +1,112 @@
+/**
+ * Where a model's workers come from: a process of its own (a warm spare when one is free, on its
+ * GPU), a slot in a shared host, or, in lifecycle tests, a fake. It owns the spares, the shared
+ * hosts (started with the first worker_mode=shared model) and the GPU round-robin.
+ */
+import type { ServerConfig, WorkerMode } from '../../config/types';
+import type { Clock } from '../../util/clock';
+import { HostPool } from '../hosts/host-pool';
+import type { Launch, SpawnOptions } from '../processes/framed-process';
+import type { Assignment, ModelWorker } from '../processes/model-worker';
+import { GpuAssigner } from './gpu-assignment';
+import { SparePool } from './spare-pool';
+import { WorkerHandle } from './worker-handle';
+
+export interface WorkerFactoryOptions {
+  /** The environment workers start with, before blacklist_env_vars filters it. */
+  env: NodeJS.ProcessEnv;
+  log: (line: string) => void;
+  /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
+  startWorker?: (assignment: Assignment) => ModelWorker;
+  /** The seam below the processes: what starts one (lifecycle tests start fake processes that speak frames). */
+  launch?: Launch;
+  /** A shared host that died was replaced. */
+  sharedHostRestarted: () => void;
+  /** A shared host was recycled. */
+  sharedHostRecycled: () => void;
+  /** What restart back-offs wait on. */
+  clock?: Clock;
+}
+
+export class WorkerFactory {
+  readonly #gpus: GpuAssigner;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #spares: SparePool | null;
+  readonly #fake: ((assignment: Assignment) => ModelWorker) | null;
+  /** The shared hosts, started with the first worker_mode=shared model. */
+  #hosts: HostPool | null = null;
+
+  constructor(private readonly config: ServerConfig, private readonly opts: WorkerFactoryOptions) {
+    this.#gpus = new GpuAssigner(config.numberOfGpu);
+    this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
+    // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
+    this.#spares = config.spareWorkers > 0 && !opts.startWorker && !opts.launch && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, this.#spawnOptions(-1)) : null;
+    this.#fake = opts.startWorker ?? null;
+  }
+
+  /** What restart back-offs wait on. */
+  get clock(): Clock | undefined {
+    return this.opts.clock;
+  }
+
+  /** Spare workers started and waiting for a model. */
+  get sparesReady(): number {
+    return this.#spares?.ready ?? 0;
+  }
+
+  /** The shared hosts, if any model has used them. */
+  get hosts(): HostPool | null {
+    return this.#hosts;
+  }
+
+  /** What the shared hosts cost with no model in them (bytes): counted by the memory budget. */
+  get hostBaseBytes(): number {
+    return this.#hosts?.baseBytes ?? 0;
+  }
+
+  /** Where a model's workers start: the test seam, a shared host, or a process of its own. */
+  starter(mode: WorkerMode): (assignment: Assignment) => ModelWorker {
+    if (this.#fake) return this.#fake;
+    if (mode === 'dedicated') return (a) => this.#startProcess(a);
+    this.#hosts ??= new HostPool({
+      size: this.config.sharedWorkers,
+      maxModelsPerHost: this.config.maxModelsPerWorker,
+      recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
+      spawn: this.#spawnOptions(-1),
+      log: this.opts.log,
+      restarted: this.opts.sharedHostRestarted,
+      recycled: this.opts.sharedHostRecycled,
+      clock: this.opts.clock,
+    });
+    const hosts = this.#hosts;
+    return (a) => hosts.place(a);
+  }
+
+  /** The GPU each new worker of the model gets. Hosts run on CPU: one CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs. */
+  gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
+    return mode === 'shared' ? () => -1 : () => this.#gpus.assign(name, deviceIds);
+  }
+
+  /** The model's name no longer holds GPUs. */
+  forgetGpus(name: string): void {
+    this.#gpus.forget(name);
+  }
+
+  #startProcess(assignment: Assignment): WorkerHandle {
+    const gpuId = assignment.load.gpuId;
+    const spare = gpuId < 0 ? this.#spares?.take() : null;
+    return (spare ?? new WorkerHandle(this.#spawnOptions(gpuId), assignment.id).start()).assign(assignment);
+  }
+
+  #spawnOptions(gpuId: number): SpawnOptions {
+    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch };
+  }
+
+  async closeSpares(): Promise<void> {
+    await this.#spares?.close();
+  }
+
+  async closeHosts(): Promise<void> {
+    await this.#hosts?.close();
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * A worker process with no process behind it, below the server's process class: it speaks the
+ * frames over its fd 3 as the real worker does, so FramedProcess, WorkerHandle, HostProcess,
+ * HostedModel and HostPool all run as they are. The test decides when a load finishes, when a
+ * batch is answered and when the process dies, so interleavings in shared hosts are replayed in a
+ * chosen order, without sleeps.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { Duplex, PassThrough } from 'node:stream';
+import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadMessage, type LoadedMessage } from '../../src/protocol/frames';
+import type { Launch } from '../../src/server/processes/framed-process';
+
+export interface FakeProcessOptions {
+  /** Answer each Load with Loaded at once (default false: the test calls load()). */
+  autoLoad: boolean;
+}
+
+const kMetadata: LoadedMessage['metadata'] = { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} };
+
+/** Two ends of one in-memory socket: what one writes, the other reads. */
+function socketPair(): [Duplex, Duplex] {
+  const there = new PassThrough();
+  const back = new PassThrough();
+  return [Duplex.from({ readable: back, writable: there }), Duplex.from({ readable: there, writable: back })];
+}
+
+export class FakeProcess extends EventEmitter {
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  readonly stdio: [null, PassThrough, PassThrough, Duplex];
+  readonly pid = 0;
+  /** Loads sent and not answered yet, oldest first (a host runs them one at a time, in order). */
+  readonly loads: LoadMessage[] = [];
+  /** Batches sent and not answered yet, oldest first. */
+  readonly batches: InferMessage[] = [];
+  /** Slots loaded and not released. */
+  readonly slots = new Set<number>();
+  alive = true;
+  readonly #mine: Duplex;
+  #loadsReceived = 0;
+  #loadsDone = 0;
+  /** Unloads wait for every load sent before them, as the real worker's do. */
+  readonly #unloads: Array<{ slot: number; afterLoads: number }> = [];
+
+  constructor(private readonly fleet: FakeProcesses) {
+    super();
+    const [theirs, mine] = socketPair();
+    this.#mine = mine;
+    this.stdio = [null, this.stdout, this.stderr, theirs];
+    const reader = new FrameReader(1 << 30, (f) => this.#onFrame(f));
+    mine.on('data', (chunk: Buffer) => reader.push(chunk));
+    mine.on('error', () => undefined);
+    setImmediate(() => this.#send({ kind: MessageKind.Started, msg: { pid: 0, sessionBytes: 1000 } }));
+  }
+
+  /** The server's SIGKILL: the process ends on the next tick, as a killed one does. */
+  kill(signal: NodeJS.Signals): boolean {
+    if (this.alive) setImmediate(() => this.exit(null, signal));
+    return true;
+  }
+
+  /** Answers the oldest pending load: Loaded, or LoadFailed with `error`. */
+  load(error?: string): void {
+    const load = this.loads.shift();
+    if (!load || !this.alive) return;
+    if (error) {
+      this.#send({ kind: MessageKind.LoadFailed, msg: { slot: load.slot, error: { code: 'MME_ERR_INVALID_MODEL', status: 400, message: error } } });
+    } else {
+      this.slots.add(load.slot);
+      this.#send({ kind: MessageKind.Loaded, msg: { slot: load.slot, rssGrowthBytes: 1, pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false, metadata: kMetadata } });
+    }
+    this.#loadsDone++;
+    this.#unloadReady();
+  }
+
+  #unloadReady(): void {
+    while (this.#unloads.length > 0 && this.#unloads[0]!.afterLoads <= this.#loadsDone) {
+      const { slot } = this.#unloads.shift()!;
+      this.slots.delete(slot);
+      this.#send({ kind: MessageKind.Unloaded, msg: { slot } });
+    }
+  }
+
+  /** Answers the oldest batch: every request 200 with its id. */
+  answer(): void {
+    const batch = this.batches.shift();
+    if (!batch || !this.alive) return;
+    const responses = batch.requests.map((r) => ({ id: r.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: r.id })) }));
+    this.#send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: 1, responses } });
+  }
+
+  /** The process ends: by a signal, or on its own with a code. */
+  exit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.#mine.destroy();
+    this.stdout.end();
+    this.stderr.end();
+    this.emit('exit', code, signal);
+  }
+
+  #send(frame: Frame): void {
+    if (this.alive) writeFrame(this.#mine as unknown as Socket, frame, 'now');
+  }
+
+  #onFrame(frame: Frame): void {
+    switch (frame.kind) {
+      case MessageKind.Load:
+        this.#loadsReceived++;
+        this.loads.push(frame.msg);
+        if (this.fleet.options.autoLoad) this.load();
+        break;
+      case MessageKind.Infer:
+        this.batches.push(frame.msg);
+        break;
+      case MessageKind.Unload:
+        this.#unloads.push({ slot: frame.msg.slot, afterLoads: this.#loadsReceived });
+        this.#unloadReady();
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** Every fake process a server started, for the test to find and drive. */
+export class FakeProcesses {
+  readonly all: FakeProcess[] = [];
+  readonly options: FakeProcessOptions;
+
+  constructor(options: Partial<FakeProcessOptions> = {}) {
+    this.options = { autoLoad: false, ...options };
+  }
+
+  readonly launch: Launch = () => {
+    const p = new FakeProcess(this);
+    this.all.push(p);
+    return p as unknown as ChildProcess;
+  };
+
+  live(): FakeProcess[] {
+    return this.all.filter((p) => p.alive);
+  }
+}

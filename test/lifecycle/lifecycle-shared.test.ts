@@ -1,0 +1,114 @@
+/**
+ * The model-based property test in shared mode, with the fake below the process class: fast-check
+ * draws interleavings of load, unload, invoke, scale, loads finishing or failing in the host,
+ * batches answered, host crashes, recycling and a load beside a host crash. HostPool, placement,
+ * HostProcess and HostedModel run as they are, over fake processes that speak frames; restart
+ * back-offs run on virtual time. Then everything is let finish and the invariants are checked.
+ */
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { HostedModel } from '../../src/server/hosts/hosted-model';
+import { waitFor } from '../helpers/processes';
+import { processHarness, type ProcessHarness } from './harness';
+import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, runCommands, type Outcomes, type RegistryCommand } from './property';
+
+type Command =
+  | RegistryCommand
+  | { kind: 'answer'; pick: number }
+  | { kind: 'finishLoad'; pick: number; ok: boolean }
+  | { kind: 'hostCrash'; pick: number; signal: boolean }
+  | { kind: 'recycle'; pick: number }
+  | { kind: 'loadBesideCrash'; name: string; pick: number }
+  | { kind: 'tick' };
+
+const command: fc.Arbitrary<Command> = fc.oneof(
+  ...registryCommands,
+  fc.record({ kind: fc.constant('answer' as const), pick }),
+  fc.record({ kind: fc.constant('answer' as const), pick }),
+  fc.record({ kind: fc.constant('finishLoad' as const), pick, ok: fc.boolean() }),
+  fc.record({ kind: fc.constant('finishLoad' as const), pick, ok: fc.constant(true) }),
+  fc.record({ kind: fc.constant('hostCrash' as const), pick, signal: fc.boolean() }),
+  fc.record({ kind: fc.constant('recycle' as const), pick }),
+  fc.record({ kind: fc.constant('loadBesideCrash' as const), name, pick }),
+  fc.record({ kind: fc.constant('tick' as const) }),
+);
+
+function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null): Promise<Outcomes> {
+  return runCommands(h.manager, h.store, commands, shutdownAt, (c, outcomes) => {
+    const live = h.processes.live();
+    const p = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
+    const hosts = h.manager.hosts?.hosts ?? [];
+    switch (c.kind) {
+      case 'answer': p?.answer(); return true;
+      case 'finishLoad': p?.load(c.ok ? undefined : 'bad graph'); return true;
+      case 'hostCrash': p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null); return true;
+      case 'recycle': if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]!); return true;
+      case 'loadBesideCrash':
+        outcomes.start({ kind: 'load', name: c.name });
+        p?.exit(null, 'SIGKILL');
+        return true;
+      case 'tick': h.clock.advance(1000); return true;
+      default: return false;
+    }
+  });
+}
+
+/** Lets everything finish: every load succeeds, every batch is answered, back-offs pass, until all promises settled. */
+async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDown: boolean): Promise<void> {
+  let done = false;
+  void Promise.all(pending).then(() => (done = true));
+  await waitFor(() => {
+    for (const p of h.processes.live()) {
+      while (p.loads.length > 0) p.load();
+      while (p.batches.length > 0) p.answer();
+    }
+    h.clock.advance(60_000);
+    return done;
+    // Each step settles within a few ticks: look again soon.
+  }, 'every request and operation to settle', 20_000, 1);
+  // A scale-down or a move is admitted before it is done: retired slots are released, retired and
+  // killed hosts exit, on the next ticks.
+  const hosts = () => h.manager.hosts?.hosts ?? [];
+  await waitFor(() => {
+    h.clock.advance(60_000);
+    const released = hosts().every((host) => host.models.every((m) => (m as HostedModel).state !== 'stopping'));
+    return released && h.processes.live().length === (shutDown ? 0 : hosts().length);
+  }, 'retired slots to be released and retired and killed hosts to exit', 20_000, 1);
+}
+
+function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolean): void {
+  // The registry's placements: every worker of every registered model, a slot in a live host.
+  const placed = new Set<HostedModel>();
+  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) placed.add(w as HostedModel);
+  if (shutDown) {
+    assert.equal(h.processes.live().length, 0);
+    return;
+  }
+  const hosts = h.manager.hosts?.hosts ?? [];
+  for (const w of placed) assert.ok(hosts.includes(w.hostProcess) && w.hostProcess.exitInfo === null, `${w.id} is placed in ${w.host}, which is gone`);
+  for (const host of hosts) {
+    // A host's slots are exactly the registry's placements in it…
+    assert.deepEqual(new Set(host.models), new Set([...placed].filter((w) => w.hostProcess === host)), `${host.id}: its slots and the registry's placements differ`);
+    // …and exactly what its process holds loaded.
+    const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
+    assert.deepEqual([...fake.slots].sort(), host.models.map((m) => (m as HostedModel).slot).sort(), `${host.id}: the process holds other slots than the server thinks`);
+  }
+  checkNamesNeverTakenOver(h.manager, outcomes);
+}
+
+describe('lifecycle model-based property in shared hosts (fast-check, fake processes below HostPool)', function () {
+  this.timeout(240_000);
+
+  it('every request answered once, no internal 500, nothing stuck, each host\'s slots equal the registry\'s placements and what its process holds', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), fc.option(fc.nat(40), { nil: null }), async (commands, shutdownAt) => {
+      const h = processHarness('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nunregister_model_timeout=2');
+      for (const n of names) h.model(n);
+      const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
+      const outcomes = await run(h, commands, at);
+      await quiesce(h, outcomes.pending, at !== null);
+      checkInvariants(h, outcomes, at !== null);
+      await h.manager.close(0);
+      await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
+    }), { numRuns: 500 });
+  });
+});
