@@ -100,21 +100,21 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     inputs: model.inputs,
     outputs: model.outputs,
     // What the model file says about itself (producer, opsets, metadata_props); every worker reads the same file.
-    metadata: model.workers.find((w) => w.loaded)?.loaded?.metadata ?? null,
+    metadata: model.workers.find((w) => w.lifecycle.loaded)?.lifecycle.loaded?.metadata ?? null,
     workers: model.workers.map((w) => ({
       id: w.id,
       pid: w.pid,
       // The shared host holding it (worker_mode=shared), or null for a process of its own.
       host: w.host,
       startTime: w.startTime.toISOString(),
-      status: w.state.toUpperCase(),
+      status: w.lifecycle.state.toUpperCase(),
       gpu: w.gpuId >= 0,
       gpuId: w.gpuId,
-      memoryUsage: w.memoryBytes,
-      executionProvider: w.loaded?.executionProvider ?? null,
+      memoryUsage: w.lifecycle.memoryBytes,
+      executionProvider: w.lifecycle.loaded?.executionProvider ?? null,
       // Cold-start split: process + runtime start, then handler init + session creation.
-      startupMicros: w.loaded ? { spawn: w.spawnMicros, session: w.loaded.sessionMicros, load: w.loaded.loadMicros } : null,
-      concurrency: w.capacity,
+      startupMicros: w.lifecycle.loaded ? { spawn: w.spawnMicros, session: w.lifecycle.loaded.sessionMicros, load: w.lifecycle.loaded.loadMicros } : null,
+      concurrency: w.lifecycle.capacity,
     })),
   };
 }

@@ -7,7 +7,7 @@ import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protoc
 import type { Job } from '../../src/server/jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../../src/server/processes/model-worker';
-import { workerStates, type WorkerState } from '../../src/server/processes/worker-state';
+import { SlotLifecycle, type SlotView } from '../../src/server/processes/slot-lifecycle';
 
 export interface FakeOptions {
   /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */
@@ -33,34 +33,23 @@ export class FakeWorker implements ModelWorker {
   readonly gpuId = -1;
   readonly spawnMicros = 0;
   readonly host = null;
-  readonly #state = workerStates(() => `fake worker ${this.id}`, 'loading');
-  capacity = 1;
-  memoryBytes = 0;
-  loaded: LoadedMessage | null = null;
-  loadError: MmeError | null = null;
+  readonly #slot: SlotLifecycle;
   killedBy: KillReason | null = null;
   exitInfo: WorkerExit | null = null;
   readonly batches: InFlightBatch[] = [];
   readonly cancelled: number[] = [];
-  readonly ready: Promise<LoadedMessage>;
   readonly exited: Promise<WorkerExit>;
   #listener: WorkerListener | null = null;
-  #resolveReady!: (m: LoadedMessage) => void;
-  #rejectReady!: (e: MmeError) => void;
   #resolveExit!: (e: WorkerExit) => void;
 
   constructor(readonly assignment: Assignment, private readonly fleet: FakeFleet) {
-    this.ready = new Promise((resolve, reject) => {
-      this.#resolveReady = resolve;
-      this.#rejectReady = reject;
-    });
-    this.ready.catch(() => undefined);
+    this.#slot = new SlotLifecycle(() => `fake worker ${this.id}`, 'loading', assignment.capacity);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     if (fleet.options.autoLoad) setImmediate(() => this.load());
   }
 
-  get state(): WorkerState {
-    return this.#state.state;
+  get lifecycle(): SlotView {
+    return this.#slot;
   }
 
   get id(): string {
@@ -80,7 +69,7 @@ export class FakeWorker implements ModelWorker {
   }
 
   get isIdle(): boolean {
-    return this.state === 'ready' && this.killedBy === null && this.batches.length < this.capacity;
+    return this.killedBy === null && this.#slot.idle(this.batches.length);
   }
 
   get isVacant(): boolean {
@@ -118,7 +107,11 @@ export class FakeWorker implements ModelWorker {
   }
 
   retire(): void {
-    if (this.#state.can('stopping')) this.#state.to('stopping');
+    this.#slot.retire();
+  }
+
+  resize(capacity: number): void {
+    this.#slot.resize(capacity);
   }
 
   async stop(): Promise<WorkerExit> {
@@ -128,24 +121,18 @@ export class FakeWorker implements ModelWorker {
   }
 
   async measureMemory(): Promise<number> {
-    return this.alive ? this.fleet.options.memoryBytes(this.model) : 0;
+    this.#slot.measured(this.alive ? this.fleet.options.memoryBytes(this.model) : 0);
+    return this.#slot.memoryBytes;
   }
 
   // ---- what the test drives ----
 
   load(): void {
-    if (this.loaded || this.loadError || !this.alive) return;
-    this.loaded = kLoaded;
-    if (this.state === 'loading') this.#state.to('ready');
-    this.#resolveReady(kLoaded);
+    if (this.alive) this.#slot.succeed(kLoaded);
   }
 
   failLoad(err: MmeError): void {
-    if (this.loaded || this.loadError) return;
-    this.loadError = err;
-    this.#state.to('failed');
-    this.#rejectReady(err);
-    this.kill('stopped');
+    if (this.#slot.fail(err)) this.kill('stopped');
   }
 
   /** Answers the oldest batch (or batch `index`): every request 200 with its job id, unless `respond` says otherwise. */
@@ -161,11 +148,8 @@ export class FakeWorker implements ModelWorker {
     if (!this.alive) return;
     const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }), causedBy: null };
     this.exitInfo = exit;
-    if (!this.loaded && !this.loadError) {
-      this.loadError = new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`);
-      this.#rejectReady(this.loadError);
-    }
-    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
+    this.#slot.fail(new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`));
+    this.#slot.end(exit);
     const batches = this.batches.splice(0);
     const concurrent = this.assignment.load.concurrentBatches;
     this.#resolveExit(exit);

@@ -35,7 +35,7 @@ function run(h: Harness, commands: Command[], shutdownAt: number | null): Promis
     switch (c.kind) {
       case 'answer': if (w && w.batches.length > 0) w.answer(); return true;
       case 'crash': w?.exit(c.signal ? 'SIGKILL' : null, c.signal ? null : 1); return true;
-      case 'finishLoad': if (w && !w.loaded) { if (c.ok) w.load(); else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph')); } return true;
+      case 'finishLoad': if (w && !w.lifecycle.loaded) { if (c.ok) w.load(); else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph')); } return true;
       case 'tick': await new Promise((r) => setImmediate(r)); return true;
       default: return false;
     }
@@ -48,7 +48,7 @@ async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void>
   void Promise.all(pending).then(() => (done = true));
   await waitFor(() => {
     for (const w of h.fleet.live()) {
-      if (!w.loaded && !w.loadError) w.load();
+      if (!w.lifecycle.loaded && !w.lifecycle.loadError) w.load();
       if (w.batches.length > 0) w.answer();
     }
     return done;

@@ -71,7 +71,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
   const hosts = () => h.manager.hosts?.hosts ?? [];
   await waitFor(() => {
     h.clock.advance(60_000);
-    const released = hosts().every((host) => host.models.every((m) => (m as HostedModel).state !== 'stopping'));
+    const released = hosts().every((host) => host.models.every((m) => (m as HostedModel).lifecycle.state !== 'stopping'));
     return released && h.processes.live().length === (shutDown ? 0 : hosts().length);
   }, 'retired slots to be released and retired and killed hosts to exit', 20_000, 1);
 }

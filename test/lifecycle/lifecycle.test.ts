@@ -58,7 +58,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     assert.equal((await statusOf(p)).status, 200);
     await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
-    await waitFor(() => h.manager.get('a').workers.filter((w) => w.state === 'ready').length === 2, 'two ready workers');
+    await waitFor(() => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2, 'two ready workers');
     await h.manager.close(0);
   });
 
@@ -126,8 +126,8 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const requests = [statusOf(h.manager.invoke('a', wireRequest())), statusOf(h.manager.invoke('a', wireRequest()))];
     await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
     await h.manager.scale('a', 1, 1, false);
-    const retired = h.fleet.live('a').find((w) => w.state === 'stopping')!;
-    const kept = h.fleet.live('a').find((w) => w.state === 'ready')!;
+    const retired = h.fleet.live('a').find((w) => w.lifecycle.state === 'stopping')!;
+    const kept = h.fleet.live('a').find((w) => w.lifecycle.state === 'ready')!;
     retired.exit(null, 1);
     kept.answer();
     const outcomes = await Promise.all(requests);
@@ -270,7 +270,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     assert.equal((await first).status, 507);
     await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
-    await waitFor(() => w2.state === 'ready', 'the replacement to load');
+    await waitFor(() => w2.lifecycle.state === 'ready', 'the replacement to load');
     const second = statusOf(h.manager.invoke('a', wireRequest()));
     await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);

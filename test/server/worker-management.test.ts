@@ -40,7 +40,7 @@ describe('worker management', () => {
    */
   async function hold(name: string): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
     const model = t.server.manager.get(name);
-    const slots = model.workers[0].capacity;
+    const slots = model.workers[0].lifecycle.capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
     await waitFor(() => model.inFlightCount === 1, 'the held request to reach the worker');
     const fillers = Array.from({ length: slots - 1 }, (_, i) => invoke(t, name, { barrier, echo: `filler${i}` }));
@@ -119,7 +119,7 @@ describe('worker management', () => {
   it('counts queue wait against the response timeout', async () => {
     const name = await loadBehaviour({ response_timeout: 1 });
     const model = t.server.manager.get(name);
-    const slots = model.workers[0].capacity;
+    const slots = model.workers[0].lifecycle.capacity;
     const held = invoke(t, name, { sleepMs: 3000 });
     const fillers = Array.from({ length: slots - 1 }, () => invoke(t, name, { sleepMs: 3000 }));
     await waitFor(() => model.inFlightCount === slots, 'the slow requests to fill the worker');
@@ -208,7 +208,7 @@ describe('worker management', () => {
     assert.equal(workerPidsOf(process.pid).length, 1);
     const async = await request(`${t.url}/models/${name}?min_worker=2&max_worker=2`, { method: 'PUT' });
     assert.equal(async.status, 202);
-    await waitFor(() => t.server.manager.get(name).workers.filter((w) => w.state === 'ready').length === 2, 'the second worker to load');
+    await waitFor(() => t.server.manager.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2, 'the second worker to load');
     assert.equal(workerPidsOf(process.pid).length, 2);
     assert.equal((await request(`${t.url}/models/${name}?min_worker=3&max_worker=2`, { method: 'PUT' })).status, 400);
     assert.equal((await request(`${t.url}/models/ghost?min_worker=1`, { method: 'PUT' })).status, 404);

@@ -97,8 +97,8 @@ export class HostPool {
     let n = 0;
     for (const h of this.#hosts) {
       for (const m of h.models) {
-        if (!m.loaded) continue;
-        bytes += m.memoryBytes;
+        if (!m.lifecycle.loaded) continue;
+        bytes += m.lifecycle.memoryBytes;
         n++;
       }
     }

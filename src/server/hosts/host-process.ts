@@ -20,14 +20,13 @@ import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
 import type { InFlightBatch } from '../processes/model-worker';
+import type { SlotView } from '../processes/slot-lifecycle';
 
 /** What the host needs of a model in one of its slots (HostedModel): where it routes that slot's frames. */
 export interface HostSlot {
   readonly modelName: string;
-  /** Its Loaded arrived. */
-  readonly loaded: LoadedMessage | null;
-  /** What its load cost (bytes). */
-  readonly memoryBytes: number;
+  /** Whether its Loaded arrived, and what its load cost (bytes). */
+  readonly lifecycle: Pick<SlotView, 'loaded' | 'memoryBytes'>;
   /** Its Load was sent and is not answered yet. */
   readonly loadPending: boolean;
   sendLoad(): void;
@@ -66,7 +65,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
   /** What its models cost, as measured at their loads (bytes). */
   get modelBytes(): number {
     let n = 0;
-    for (const m of this.#slots.values()) n += m.memoryBytes;
+    for (const m of this.#slots.values()) n += m.lifecycle.memoryBytes;
     return n;
   }
 
@@ -76,7 +75,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
    */
   placementBytes(loadingBytes: number): number {
     let n = 0;
-    for (const m of this.#slots.values()) n += m.loaded ? m.memoryBytes : loadingBytes;
+    for (const m of this.#slots.values()) n += m.lifecycle.loaded ? m.lifecycle.memoryBytes : loadingBytes;
     return n;
   }
 

@@ -13,55 +13,41 @@ import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, 
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
-import { workerStates, type WorkerState } from '../processes/worker-state';
+import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 import type { HostProcess } from './host-process';
 
 export class HostedModel implements ModelWorker {
   readonly id: string;
   readonly gpuId = -1;
   readonly startTime = new Date();
-  readonly #state = workerStates(() => `worker ${this.id}`, 'loading');
-  capacity = 1;
-  memoryBytes = 0;
-  loaded: LoadedMessage | null = null;
-  loadError: MmeError | null = null;
+  readonly #slot: SlotLifecycle;
   displaced = false;
   spawnMicros = 0;
-  readonly ready: Promise<LoadedMessage>;
   readonly exited: Promise<WorkerExit>;
   readonly slot: number;
-  #inFlight = 0;
   #listener: WorkerListener | null = null;
-  #loadTimer: NodeJS.Timeout | null = null;
   #unloadTimer: NodeJS.Timeout | null = null;
   #loadSent = false;
-  #loadSettled = false;
   #exitInfo: WorkerExit | null = null;
   readonly #t0 = performance.now();
-  #resolveLoad!: (m: LoadedMessage) => void;
-  #rejectLoad!: (e: MmeError) => void;
   #resolveExit!: (e: WorkerExit) => void;
 
   constructor(private readonly assignment: Assignment, readonly hostProcess: HostProcess, private readonly log: (line: string) => void) {
     this.id = assignment.id;
-    this.ready = new Promise((resolve, reject) => {
-      this.#resolveLoad = resolve;
-      this.#rejectLoad = reject;
-    });
-    this.ready.catch(() => undefined);
+    this.#slot = new SlotLifecycle(() => `worker ${this.id}`, 'loading', assignment.capacity);
     this.exited = new Promise((r) => (this.#resolveExit = r));
-    this.#loadTimer = setTimeout(() => {
+    this.#slot.bound(assignment.loadTimeoutMs, () => {
       // The host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
       this.log(`[${this.id}] load in shared host ${hostProcess.id} took over ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); killing the host`);
-      this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${hostProcess.id} within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); the host was stopped`));
+      this.#slot.fail(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${hostProcess.id} within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); the host was stopped`));
       hostProcess.kill('timeout-kill', this.modelName);
-    }, assignment.loadTimeoutMs);
+    });
     this.slot = hostProcess.admit(this, assignment.maxFrameBytes);
     if (hostProcess.hasStarted) this.sendLoad();
   }
 
-  get state(): WorkerState {
-    return this.#state.state;
+  get lifecycle(): SlotView {
+    return this.#slot;
   }
 
   get modelName(): string {
@@ -77,7 +63,7 @@ export class HostedModel implements ModelWorker {
   }
 
   get inFlightCount(): number {
-    return this.#inFlight;
+    return this.hostProcess.heldFor(this);
   }
 
   get backlog(): number {
@@ -85,21 +71,21 @@ export class HostedModel implements ModelWorker {
   }
 
   get isIdle(): boolean {
-    return this.state === 'ready' && !this.hostProcess.killed && this.#inFlight < this.capacity;
+    return !this.hostProcess.killed && this.#slot.idle(this.inFlightCount);
   }
 
   get isVacant(): boolean {
-    return this.isIdle && this.#inFlight === 0;
+    return this.isIdle && this.inFlightCount === 0;
   }
 
   /** Its Load is in the host's one-at-a-time chain of loads, not yet answered. */
   get loadPending(): boolean {
-    return this.#loadSent && !this.#loadSettled;
+    return this.#loadSent && !this.#slot.settled;
   }
 
   /** The host has started (or had): send the Load. */
   sendLoad(): void {
-    if (this.#loadSettled) return;
+    if (this.#slot.settled) return;
     this.#loadSent = true;
     this.spawnMicros = Math.round((performance.now() - this.#t0) * 1000);
     this.hostProcess.control({ kind: MessageKind.Load, msg: { ...this.assignment.load, slot: this.slot, shared: true } });
@@ -109,11 +95,13 @@ export class HostedModel implements ModelWorker {
     this.#listener = listener;
   }
 
+  resize(capacity: number): void {
+    this.#slot.resize(capacity);
+  }
+
   run(msg: InferMessage, jobs: readonly Job[]): void {
     msg.slot = this.slot;
     this.hostProcess.runFor(this, { msg, jobs });
-    // Counted once sent: a batch that could not be written leaves the model idle.
-    this.#inFlight++;
   }
 
   holds(job: Job): boolean {
@@ -134,7 +122,7 @@ export class HostedModel implements ModelWorker {
   }
 
   retire(): void {
-    if (this.#state.can('stopping')) this.#state.to('stopping');
+    this.#slot.retire();
   }
 
   /**
@@ -154,31 +142,25 @@ export class HostedModel implements ModelWorker {
   }
 
   async measureMemory(): Promise<number> {
-    return this.#exitInfo ? 0 : this.memoryBytes;
+    return this.#exitInfo ? 0 : this.#slot.memoryBytes;
   }
 
   onLoaded(msg: LoadedMessage): void {
-    if (this.#loadSettled) return;
-    this.#loadSettled = true;
-    clearTimeout(this.#loadTimer!);
-    this.loaded = msg;
+    if (!this.#slot.succeed(msg)) return;
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
-    this.memoryBytes = Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes);
-    if (this.state === 'loading') this.#state.to('ready');
-    this.#resolveLoad(msg);
+    this.#slot.measured(Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes));
     // Loaded into a host that began recycling meanwhile: move on with the others.
     if (this.hostProcess.processState === 'draining') queueMicrotask(() => this.relocate());
   }
 
   onLoadFailed(err: MmeError): void {
-    this.#failLoad(err);
+    this.#slot.fail(err);
     // Its slot is empty in the host; nothing is left to release.
     this.hostProcess.forget(this.slot);
     this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    if (done) this.#inFlight--;
     this.#listener?.result(this, batch, msg, done);
   }
 
@@ -192,34 +174,23 @@ export class HostedModel implements ModelWorker {
 
   /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
-    if (!this.#loadSettled) {
+    if (!this.#slot.settled) {
       this.displaced = displaced;
-      this.#failLoad(loadExitError(this.id, exit));
+      this.#slot.fail(loadExitError(this.id, exit));
     }
     this.#end(exit, running, waiting);
   }
 
   /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
   relocate(): void {
-    if (this.state === 'ready') this.#listener?.relocate(this);
-  }
-
-  #failLoad(err: MmeError): void {
-    if (this.#loadSettled) return;
-    this.#loadSettled = true;
-    this.loadError = err;
-    clearTimeout(this.#loadTimer!);
-    this.#state.to('failed');
-    this.#rejectLoad(err);
+    if (this.#slot.state === 'ready') this.#listener?.relocate(this);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
-    clearTimeout(this.#loadTimer!);
     clearTimeout(this.#unloadTimer!);
-    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
-    this.#inFlight = 0;
+    this.#slot.end(exit);
     this.#resolveExit(exit);
     this.#listener?.exit(this, exit, running, waiting);
   }

@@ -126,8 +126,8 @@ export class Model implements WorkerListener {
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
+      capacity: preloadModel ? minWorkers : kPipelineDepth,
     });
-    worker.capacity = preloadModel ? minWorkers : kPipelineDepth;
     worker.listen(this);
     return worker;
   }
@@ -159,7 +159,7 @@ export class Model implements WorkerListener {
    */
   scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
-    if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
+    if (this.settings.preloadModel) for (const w of this.#set.workers) w.resize(min);
     const scaling = this.#set.scale(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes.
     if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
@@ -174,9 +174,8 @@ export class Model implements WorkerListener {
   }
 
   async refreshMemory(): Promise<number> {
-    const sizes = await Promise.all(this.#set.workers.map(async (w) => [w, await w.measureMemory()] as const));
-    for (const [w, bytes] of sizes) w.memoryBytes = bytes;
-    this.memoryBytes = sizes.reduce((s, [, b]) => s + b, 0);
+    const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
+    this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = Date.now();
     return this.memoryBytes;
   }

@@ -76,7 +76,10 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   readonly #state = processStates(() => `process ${this.id}`);
 
   protected readonly opts: SpawnOptions;
+  /** The one record of work in flight: every batch sent and not answered in full, with its owner. */
   readonly #batches = new Map<number, { batch: InFlightBatch; owner: Owner; left: number }>();
+  /** How many of those each owner has: what its idleness is decided by. */
+  readonly #perOwner = new Map<Owner, number>();
   #reader: FrameReader | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
@@ -186,6 +189,11 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     return this.#batches.size;
   }
 
+  /** Batches sent on `owner`'s behalf and not yet answered in full. */
+  heldFor(owner: Owner): number {
+    return this.#perOwner.get(owner) ?? 0;
+  }
+
   /** Whether `job` is in one of the batches sent on `owner`'s behalf (a timeout or cancel asks: rare). */
   holdsFor(owner: Owner, job: Job): boolean {
     for (const held of this.#batches.values()) if (held.owner === owner && held.batch.jobs.includes(job)) return true;
@@ -210,6 +218,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
     this.send({ kind: MessageKind.Infer, msg });
     this.#batches.set(msg.batchId, { batch: { msg, jobs }, owner, left: jobs.length });
+    this.#perOwner.set(owner, this.heldFor(owner) + 1);
   }
 
   /**
@@ -268,7 +277,12 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
         // An independent batch is answered one request at a time; the batch is held until the last.
         held.left -= frame.msg.responses.length;
         const done = held.left <= 0;
-        if (done) this.#batches.delete(frame.msg.batchId);
+        if (done) {
+          this.#batches.delete(frame.msg.batchId);
+          const left = this.heldFor(held.owner) - 1;
+          if (left > 0) this.#perOwner.set(held.owner, left);
+          else this.#perOwner.delete(held.owner);
+        }
         this.answered(held.owner, held.batch, frame.msg, done);
         break;
       }
@@ -290,6 +304,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     const concurrent = this.concurrent;
     const lost = [...this.#batches.values()].map(({ batch, owner }, i) => ({ batch, owner, running: concurrent || i === 0 }));
     this.#batches.clear();
+    this.#perOwner.clear();
     this.#resolveExit(exit);
     this.emit('exit', exit);
     this.ended(exit, lost);

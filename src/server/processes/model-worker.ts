@@ -3,11 +3,10 @@
  * and where the model runs — a dedicated process (WorkerHandle) or a slot in a shared host
  * (HostedModel). Tests put a fake behind it to interleave events by hand.
  */
-import type { MmeError } from '../../errors';
-import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
+import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
-import type { WorkerState } from './worker-state';
+import type { SlotView } from './slot-lifecycle';
 
 
 export interface Assignment {
@@ -16,6 +15,8 @@ export interface Assignment {
   load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
+  capacity: number;
   /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
 }
@@ -45,24 +46,12 @@ export interface ModelWorker {
   readonly pid: number;
   readonly gpuId: number;
   readonly startTime: Date;
-  /** The worker table (worker-state.ts); only the worker itself moves it. */
-  readonly state: WorkerState;
-  /** Batches it may hold at once: the pipeline depth, or a preload_model process's slot count. */
-  capacity: number;
-  /**
-   * What it costs (bytes). A dedicated worker: its process's PSS, refreshed on describe and before
-   * admission decides. A model in a shared host: the cost measured at its load (the host's growth,
-   * at least file size plus the smallest session), fixed from then on.
-   */
-  memoryBytes: number;
-  readonly loaded: LoadedMessage | null;
-  readonly loadError: MmeError | null;
+  /** Its state (worker-state.ts), load, capacity and memory figure: only the worker itself changes them. */
+  readonly lifecycle: SlotView;
   /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
   readonly displaced?: boolean;
   /** Process start-up this load waited for, µs. */
   readonly spawnMicros: number;
-  /** Settles once: Loaded, or why the load failed. */
-  readonly ready: Promise<LoadedMessage>;
   /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
   readonly inFlightCount: number;
@@ -81,11 +70,13 @@ export interface ModelWorker {
   cancel(job: Job): void;
   /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
   acknowledge(job: Job, bytes: number): void;
+  /** A scaled preload_model process holds up to `capacity` batches from now on. */
+  resize(capacity: number): void;
   /** Ends the process now; `reason` is what its exit will report. */
   kill(reason: KillReason): void;
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void;
   stop(): Promise<WorkerExit>;
-  /** What the process costs now (PSS), bytes; 0 once it is gone. */
+  /** What it costs now (bytes; 0 once it is gone), kept as its lifecycle's memoryBytes. */
   measureMemory(): Promise<number>;
 }

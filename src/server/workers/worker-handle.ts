@@ -10,58 +10,44 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import { MessageKind, type Frame, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
+import { MessageKind, type Frame, type InferMessage, type ResultMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
-import { workerStates, type WorkerState } from '../processes/worker-state';
+import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 
 export type { SpawnOptions } from '../processes/framed-process';
 
 export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
-  readonly #state = workerStates(() => `worker ${this.id}`, 'starting');
-  loaded: LoadedMessage | null = null;
-  loadError: MmeError | null = null;
+  readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1);
   spawnMicros = 0;
-  capacity = 1;
-  memoryBytes = 0;
   readonly host = null;
-  #inFlight = 0;
   #listener: WorkerListener | null = null;
   #assignment: Assignment | null = null;
-  #loadTimer: NodeJS.Timeout | null = null;
   readonly #t0 = performance.now();
   #assignedAt = 0;
-  #loadSettled = false;
-  #resolveLoad!: (m: LoadedMessage) => void;
-  #rejectLoad!: (e: MmeError) => void;
-  readonly ready: Promise<LoadedMessage>;
 
   constructor(opts: SpawnOptions, id = `spare-${FramedProcess.spawned + 1}`) {
     super(opts, id);
-    this.ready = new Promise((resolve, reject) => {
-      this.#resolveLoad = resolve;
-      this.#rejectLoad = reject;
-    });
-    this.ready.catch(() => undefined);
   }
 
   /** Gives the worker its model; `ready` settles when it is loaded or failed. */
   assign(assignment: Assignment): this {
     this.#assignment = assignment;
     this.#assignedAt = performance.now();
+    this.#slot.resize(assignment.capacity);
     this.id = assignment.id;
     this.maxFrameBytes = assignment.maxFrameBytes;
-    this.#loadTimer = setTimeout(() => {
+    this.#slot.bound(assignment.loadTimeoutMs, () => {
       this.#failLoad(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${assignment.loadTimeoutMs / 1000} s (model_load_timeout); it was stopped`), 'timeout-kill');
-    }, assignment.loadTimeoutMs);
+    });
     if (this.hasStarted) this.#sendLoad();
     return this;
   }
 
-  get state(): WorkerState {
-    return this.#state.state;
+  get lifecycle(): SlotView {
+    return this.#slot;
   }
 
   listen(listener: WorkerListener): void {
@@ -69,30 +55,33 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   }
 
   #sendLoad(): void {
-    // A worker retired while it started stays stopping: it loads, but serves nothing.
-    if (this.#state.state === 'starting') this.#state.to('loading');
+    this.#slot.loading();
     this.send({ kind: MessageKind.Load, msg: { ...this.#assignment!.load, slot: 0, shared: false } });
   }
 
   get inFlightCount(): number {
-    return this.#inFlight;
+    return this.heldFor(this);
   }
 
   get backlog(): number {
-    return this.#inFlight;
+    return this.heldFor(this);
   }
 
   get isIdle(): boolean {
-    return this.state === 'ready' && !this.killed && this.#inFlight < this.capacity;
+    return !this.killed && this.#slot.idle(this.heldFor(this));
   }
 
   get isVacant(): boolean {
-    return this.isIdle && this.#inFlight === 0;
+    return this.isIdle && this.heldFor(this) === 0;
+  }
+
+  /** A preload_model process runs up to `capacity` batches at once; scaling it changes that. */
+  resize(capacity: number): void {
+    this.#slot.resize(capacity);
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
     this.sendBatch(this, msg, jobs);
-    this.#inFlight++;
   }
 
   holds(job: Job): boolean {
@@ -108,13 +97,19 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   }
 
   retire(): void {
-    if (this.#state.can('stopping')) this.#state.to('stopping');
+    this.#slot.retire();
   }
 
   /** Stops the process and resolves once it has exited and its memory is released. */
   stop(): Promise<WorkerExit> {
     this.retire();
     return this.endProcess();
+  }
+
+  override async measureMemory(): Promise<number> {
+    const bytes = await super.measureMemory();
+    this.#slot.measured(bytes);
+    return bytes;
   }
 
   protected override get concurrent(): boolean {
@@ -131,12 +126,7 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   protected frame(frame: Frame): void {
     switch (frame.kind) {
       case MessageKind.Loaded:
-        if (this.#loadSettled) return;
-        this.#loadSettled = true;
-        clearTimeout(this.#loadTimer!);
-        this.loaded = frame.msg;
-        if (this.state === 'loading') this.#state.to('ready');
-        this.#resolveLoad(frame.msg);
+        this.#slot.succeed(frame.msg);
         break;
       case MessageKind.LoadFailed:
         this.#failLoad(MmeError.fromWire(frame.msg.error), 'stopped');
@@ -150,25 +140,16 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
   }
 
   protected answered(_owner: WorkerHandle, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    if (done) this.#inFlight--;
     this.#listener?.result(this, batch, msg, done);
   }
 
   #failLoad(err: MmeError, kill: KillReason): void {
-    if (this.#loadSettled) return;
-    this.#loadSettled = true;
-    this.loadError = err;
-    clearTimeout(this.#loadTimer!);
-    this.#state.to('failed');
-    this.kill(kill);
-    this.#rejectLoad(err);
+    if (this.#slot.fail(err)) this.kill(kill);
   }
 
   protected ended(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
-    clearTimeout(this.#loadTimer!);
-    if (!this.#loadSettled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
-    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' && this.state === 'stopping' ? 'stopped' : 'failed');
-    this.#inFlight = 0;
+    if (!this.#slot.settled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
+    this.#slot.end(exit);
     this.#listener?.exit(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
   }
 }

@@ -85,11 +85,11 @@ export class WorkerSet {
    */
   async #loadedOrMoved(worker: ModelWorker): Promise<LoadedMessage> {
     try {
-      return await worker.ready;
+      return await worker.lifecycle.ready;
     } catch (err) {
       if (!worker.displaced || this.#stopped) throw err;
       this.deps.log(`[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`);
-      return this.#spawn().ready;
+      return this.#spawn().lifecycle.ready;
     }
   }
 
@@ -98,7 +98,7 @@ export class WorkerSet {
     this.#target = target;
     const { started, retired } = this.reconcile();
     await Promise.all(retired.map((w) => w.exited));
-    const results = await Promise.allSettled(started.map((w) => w.ready));
+    const results = await Promise.allSettled(started.map((w) => w.lifecycle.ready));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason as MmeError;
   }
@@ -109,12 +109,12 @@ export class WorkerSet {
     const retired: ModelWorker[] = [];
     if (this.#stopped) return { started, retired };
     // A worker being moved is counted by its successor.
-    const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#replacing.has(w));
+    const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#replacing.has(w));
     if (live.length < this.#target && !this.#backoff.waiting) {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
-      const rank = (w: ModelWorker) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: ModelWorker) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
@@ -146,7 +146,7 @@ export class WorkerSet {
       this.#scheduleRestart();
       return;
     }
-    successor.ready.then(handOver, () => {
+    successor.lifecycle.ready.then(handOver, () => {
       // The successor could not load: the move goes on as a restart would.
       handOver();
       this.#reconcileOrRetry();
@@ -159,7 +159,7 @@ export class WorkerSet {
   }
 
   #stopIfDone(worker: ModelWorker): void {
-    if (worker.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
+    if (worker.lifecycle.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
@@ -191,7 +191,7 @@ export class WorkerSet {
     const onProbation = this.#onProbation.delete(worker);
     if (this.#stopped || !this.#running) return;
     // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
-    const loadFailed = onProbation && worker.loadError !== null && worker.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
+    const loadFailed = onProbation && worker.lifecycle.loadError !== null && worker.lifecycle.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
     if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
     this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`);
@@ -201,9 +201,9 @@ export class WorkerSet {
 
   #restartFailed(worker: ModelWorker, how: string): void {
     this.#backoff.failed();
-    const err = worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
-    this.deps.log(`[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
-    if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.state === 'ready')) {
+    const err = worker.lifecycle.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
+    this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
+    if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.lifecycle.state === 'ready')) {
       this.#failed = true;
       this.deps.failed(err);
     }
@@ -233,7 +233,7 @@ export class WorkerSet {
   #spawn(): ModelWorker {
     const worker = this.deps.spawn();
     this.workers.push(worker);
-    worker.ready.then(
+    worker.lifecycle.ready.then(
       (loaded) => {
         if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
         if (this.#failed) {
