@@ -17,8 +17,9 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { formatFailures, kBatched, retainedRssProblems, runRound, startBoundaryServer, type BoundaryServer, type WorkerMode } from '../../scripts/hardening/boundary-fuzz';
+import { formatFailures, kBatched, kServerRssGrowth, retainedRssProblems, runRound, startBoundaryServer, type BoundaryServer, type WorkerMode } from '../../scripts/hardening/boundary-fuzz';
 import { kRoundSize, roundArb, type Round, type ValidCase } from '../helpers/boundary-requests';
+import { rssBytes } from '../helpers/processes';
 import { request } from '../helpers/server';
 
 /** Generated rounds per worker mode: a round (one full batch, its solo answers first) takes ~0.15 s. */
@@ -40,6 +41,10 @@ const canary = {
   kserveTyped: (k: number, namedOutput = false): ValidCase => ({ kind: 'valid', via: 'kserve', raw: false, namedOutput, rows: rowsOf(k) }),
   torchserveNamed: (k: number): ValidCase => ({ kind: 'valid', via: 'torchserve', codec: 'named', key: 'data', extraKeys: [], rows: rowsOf(k) }),
 };
+
+const kCsv6MB = { kind: 'malformed', attack: 'oversized', carrier: 'invoke', where: 'csv-0x01', bytes: 6_000_000 } as const;
+/** Rounds of the two-CSV round that would keep 25 × 12 MB if each body stayed: past kServerRssGrowth. */
+const kPairRounds = 25;
 
 interface Regression {
   /** What the server does now. */
@@ -134,7 +139,7 @@ const kRegressions: Regression[] = [
     name: 'two 6 MB text/csv bodies of 0x01 in one batch: each a small 400, the worker or host kept',
     was: 'errors past the frame limit, the worker (shared: the host) killed, 500 for the whole batch',
     found: 'issue 21\'s report, reproduced at 4c7446b; generated as a repeated attack',
-    round: { cases: [canary.invokeNamed(0), { kind: 'malformed', attack: 'oversized', carrier: 'invoke', where: 'csv-0x01', bytes: 6_000_000 }, canary.invokeNamed(1), { kind: 'malformed', attack: 'oversized', carrier: 'invoke', where: 'csv-0x01', bytes: 6_000_000 }, canary.invokeNamed(2), canary.invokeNamed(3), canary.invokeNamed(4), canary.invokeNamed(5)] },
+    round: { cases: [canary.invokeNamed(0), kCsv6MB, canary.invokeNamed(1), kCsv6MB, canary.invokeNamed(2), canary.invokeNamed(3), canary.invokeNamed(4), canary.invokeNamed(5)] },
   },
   {
     name: 'KServe typed BYTES of 1 000 000 empty elements (2 MB): INVALID_ARGUMENT, server RSS within its bound',
@@ -187,6 +192,13 @@ for (const mode of ['dedicated', 'shared'] as WorkerMode[]) {
       await assertRound(srv, { cases: Array.from({ length: kRoundSize }, (_, i) => ({ kind: 'valid', via: 'http', route: 'invoke', codec: 'bare', npy: '<f4', accept: 'none', contentType: 'exact', rows: [row(i)] })) });
       const mean = await meanBatchSize(srv);
       assert.ok(mean > 1, `mean batch size ${mean}`);
+    });
+
+    it(`regression: ${kPairRounds} rounds of two 6 MB text/csv bodies refused by the worker leave the server's RSS within its bound (was: both bodies kept every round, +11.5 MiB a round up to ~2.2 GiB; found by npm run fuzz, seed 20241201)`, async () => {
+      const before = rssBytes(srv.cli.pid);
+      for (let i = 0; i < kPairRounds; i++) await assertRound(srv, { cases: [canary.invokeNamed(0), kCsv6MB, canary.invokeNamed(1), kCsv6MB, canary.invokeNamed(2), canary.invokeNamed(3), canary.invokeNamed(4), canary.invokeNamed(5)] });
+      const growth = rssBytes(srv.cli.pid) - before;
+      assert.ok(growth <= kServerRssGrowth, `the server's RSS grew ${(growth / 2 ** 20).toFixed(0)} MiB over ${kPairRounds} rounds (bound ${kServerRssGrowth / 2 ** 20} MiB)`);
     });
 
     it('after the rounds, the server and its workers hold no more than the RSS bounds over their warm baseline', async () => {
