@@ -82,6 +82,7 @@ async function runMerged(ctx: HandlerContext, members: AnyFeeds[]): Promise<Feed
   if (tensors.some((t) => t === null)) return null;
   const checked = tensors as Feeds[];
   const rows = checked.map((f) => f[ctx.inputs[0].name].dims[0]);
+  const total = rows.reduce((a, b) => a + b, 0);
   const feeds = emptyFeeds();
   for (const info of ctx.inputs) feeds[info.name] = Tensor.concat(checked.map((f) => f[info.name]));
   const out = await runSafely(ctx, feeds);
@@ -89,7 +90,7 @@ async function runMerged(ctx: HandlerContext, members: AnyFeeds[]): Promise<Feed
   const pieces = new Map<string, Tensor[]>();
   for (const name of Object.keys(out)) {
     const t = asTensor(out[name]);
-    if (!t || t.dims[0] !== rows.reduce((a, b) => a + b, 0)) return null;
+    if (!t || t.dims[0] !== total) return null;
     pieces.set(name, t.split(rows));
   }
   return checked.map((_, k) => {
