@@ -149,8 +149,9 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   });
 }
 
-const USAGE = `Usage: npm run chaos -- [MINUTES] [SECONDS_BETWEEN_KILLS]
-  T-P5 mixed traffic while a random worker is SIGKILLed every SECONDS_BETWEEN_KILLS (default 300) for MINUTES (default 60).`;
+const USAGE = `Usage: npm run chaos -- [MINUTES] [SECONDS_BETWEEN_KILLS] [shared]
+  T-P5 mixed traffic while a random worker is SIGKILLed every SECONDS_BETWEEN_KILLS (default 300) for MINUTES (default 60).
+  shared: 2 shared hosts and a self-managed cache holding 6 of the 12 models (it evicts); a host is what gets killed.`;
 
 if (require.main === module) {
   // node dist/scripts/hardening/chaos.js [minutes = 60] [seconds between kills = 300] [shared]
