@@ -68,6 +68,10 @@ export class Job {
   #settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
+    // The dispatcher's deadline list may hold a settled job until the response timeout: it must not
+    // hold the client's body and headers with it (two 6 MB bodies a round grew the server to 2 GiB).
+    this.request.body = undefined;
+    this.request.headers = undefined;
     return true;
   }
 }
