@@ -32,9 +32,10 @@ export const kSolo = 'boundary-solo';
 export const kBatching = { batch_size: kRoundSize, max_batch_delay: 500 };
 
 /**
- * RSS growth over the warm baseline that fails a round. The server never parses a payload, so
- * it holds at most a round's bodies (≤ 4 × 6 MB) plus their frames; the worker decodes them, and a
- * request that cannot run must cost it no more than its own bytes a few times over.
+ * RSS growth that fails a round (and, once the rounds are done, what may stay over the warm
+ * baseline). The server never parses a payload, so it holds at most a round's bodies (≤ 4 × 6 MB)
+ * a few times over (gRPC decodes a message into a copy); the worker decodes them, and a request
+ * that cannot run must cost it no more than its own bytes a few times over.
  */
 export const kServerRssGrowth = 200 * 2 ** 20;
 export const kWorkerRssGrowth = 256 * 2 ** 20;
@@ -101,7 +102,7 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
         await cli.stop();
       },
     };
-    // Warm-up: every codec once, so the baseline holds what serving costs when nothing is wrong.
+    // Warm-up: four rounds of canaries, so the baseline holds what serving costs when nothing is wrong.
     const warm = fc.sample(fc.array(roundArb.map((r) => r.cases.filter((c) => c.kind === 'valid')), { minLength: 4, maxLength: 4 }), { seed: 1, numRuns: 1 })[0]!;
     for (const cases of warm) await runRound(srv, { cases });
     const pids = await readyPids(cli);
