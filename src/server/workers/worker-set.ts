@@ -1,11 +1,13 @@
 /**
  * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
  * Start, scale, restart after a death, move and stop each set what is wanted (the target count,
- * the workers being moved, stopped) and call reconcile(), the one place that starts and ends
- * workers. A worker being moved out of a recycled host still serves, so it is not counted: its
- * successor starts at once (no back-off: nothing died), and it retires once that one has loaded.
- * Stopped means a target of 0 with every worker ended at once rather than let finish as a
- * scale-down does. Restarts wait on one Backoff (processes/backoff.ts).
+ * the workers being moved, stopped) and call reconcile(), which starts and retires workers. A
+ * worker being moved out of a recycled host still serves, so it is not counted: its successor
+ * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
+ * means a target of 0 with every worker ended at once rather than let finish as a scale-down does.
+ * One start stays outside: start() waits for the loads it began, so the one second try of a load
+ * whose shared host died of another model's doing is its own (#loadedOrMoved). Restarts wait on
+ * one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
