@@ -136,7 +136,7 @@ describe('hardening: faults', () => {
     });
   });
 
-  it('T-F6 sigterm_drain: under steady load, SIGTERM refuses new work, finishes what is in flight, flushes metrics within its bound and exits 0 well inside 30 s', async () => {
+  it('T-F6 sigterm_drain: under steady load, SIGTERM refuses new work, finishes what is in flight, flushes metrics within its bound and exits 0 once the drain has finished, before shutdown_timeout cuts anything off', async () => {
     const fake = await FakeCloudWatch.start();
     fake.mode = 'hang';
     const emf = path.join(tempDir('mme-emf-'), 'emf.log');
@@ -153,13 +153,15 @@ describe('hardening: faults', () => {
       const timer = setInterval(send, 50);
       await new Promise((r) => setTimeout(r, 1000));
       const inFlight = sent.length;
-      const t0 = Date.now();
       s.child.kill('SIGTERM');
-      const { code } = await s.exited;
-      const ms = Date.now() - t0;
+      const { code, signal } = await s.exited;
       clearInterval(timer);
-      assert.equal(code, 0);
-      assert.ok(ms < 30_000, `exit took ${ms} ms`);
+      // It exited on its own, and because the drain finished rather than because shutdown_timeout
+      // (inside SageMaker's 30 s) cut it off: no request was cut off.
+      assert.deepEqual({ code, signal }, { code: 0, signal: null });
+      await waitFor(() => s.lines.some((l) => /stopped: \d+ requests finished in the drain/.test(l)), 'the drain\'s closing log line');
+      const drained = s.lines.find((l) => /stopped: \d+ requests finished in the drain/.test(l))!;
+      assert.match(drained, /, 0 cut off when their workers were killed/);
       const outcomes = await Promise.all(sent);
       outcomes.slice(0, inFlight).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200, `request ${i}, sent before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
       for (const r of outcomes.slice(inFlight)) {

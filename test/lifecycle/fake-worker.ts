@@ -68,6 +68,12 @@ export class FakeWorker implements ModelWorker {
     return this.batches.length;
   }
 
+  get requestsInFlight(): number {
+    let n = 0;
+    for (const b of this.batches) n += b.jobs.length;
+    return n;
+  }
+
   get isIdle(): boolean {
     return this.killedBy === null && this.#slot.idle(this.batches.length);
   }
@@ -90,7 +96,15 @@ export class FakeWorker implements ModelWorker {
   }
 
   holds(job: Job): boolean {
-    return this.batches.some((b) => b.jobs.includes(job));
+    return this.heldJob(job.id) === job;
+  }
+
+  heldJob(id: number): Job | undefined {
+    for (const b of this.batches) {
+      const job = b.jobs.find((j) => j.id === id);
+      if (job) return job;
+    }
+    return undefined;
   }
 
   cancel(job: Job): void {

@@ -5,6 +5,8 @@
  *   measured costs) that does not hold it already and has room under max_models_per_worker.
  * - A host that dies unasked is replaced at once (its models reload through their own worker sets,
  *   into whichever host has room); one that keeps dying is replaced after a Fibonacci back-off.
+ *   A worker set that found no room waits on its own back-off, and is woken sooner when a host
+ *   starts or a slot frees (whenRoom).
  * - Recycling: after each unload the host's PSS is measured; memory beyond base + models' costs is
  *   what unloads freed and the process kept. Past shared_worker_recycle_mb a replacement host is
  *   started, every model moves to it (started there before it leaves here, so no request is lost),
@@ -45,12 +47,29 @@ export class HostPool {
   #seq = 0;
   #closed = false;
   readonly #backoff: Backoff;
+  /** Worker sets that found no host with room, woken (once) when a host starts or a slot frees. */
+  readonly #waitingForRoom = new Set<() => void>();
   /** Recycles done so far (SharedHostRecycles counts them per interval). */
   recycles = 0;
 
   constructor(private readonly opts: HostPoolOptions) {
     this.#backoff = new Backoff(opts.clock);
-    for (let i = 0; i < opts.size; i++) this.#hosts.push(this.#start());
+    for (let i = 0; i < opts.size; i++) this.#addHost();
+  }
+
+  /** Calls `wake` once, when a host starts or a slot frees: a place() that threw may work then. */
+  whenRoom(wake: () => void): void {
+    if (!this.#closed) this.#waitingForRoom.add(wake);
+  }
+
+  #roomMade(): void {
+    if (this.#waitingForRoom.size === 0) return;
+    const waiting = [...this.#waitingForRoom];
+    this.#waitingForRoom.clear();
+    // After the pool's own bookkeeping: the woken sets place() into it.
+    queueMicrotask(() => {
+      for (const wake of waiting) wake();
+    });
   }
 
   get hosts(): readonly HostProcess[] {
@@ -112,9 +131,14 @@ export class HostPool {
     host.drain();
     this.recycles++;
     this.opts.recycled();
-    this.#hosts.push(this.#start());
+    this.#addHost();
     if (host.modelCount === 0) void this.#retire(host);
     else for (const m of host.models) m.relocate();
+  }
+
+  #addHost(): void {
+    this.#hosts.push(this.#start());
+    this.#roomMade();
   }
 
   #start(): HostProcess {
@@ -127,7 +151,10 @@ export class HostPool {
         });
         this.#backoff.watch(() => h.exitInfo === null);
       },
-      unloaded: (h) => void this.#afterUnload(h),
+      unloaded: (h) => {
+        if (h.open) this.#roomMade();
+        void this.#afterUnload(h);
+      },
     });
     host.start();
     host.once('exit', () => this.#exited(host));
@@ -170,13 +197,14 @@ export class HostPool {
     if (this.#closed) return;
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
     for (let n = serving; n < this.opts.size; n++) {
-      this.#hosts.push(this.#start());
+      this.#addHost();
       this.opts.restarted();
     }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#waitingForRoom.clear();
     this.#backoff.close();
     await Promise.all(this.#hosts.map((h) => h.stop()));
   }

@@ -66,6 +66,10 @@ export class HostedModel implements ModelWorker {
     return this.hostProcess.heldFor(this);
   }
 
+  get requestsInFlight(): number {
+    return this.hostProcess.requestsHeldFor(this);
+  }
+
   get backlog(): number {
     return this.hostProcess.batchCount;
   }
@@ -106,6 +110,10 @@ export class HostedModel implements ModelWorker {
 
   holds(job: Job): boolean {
     return this.hostProcess.holdsFor(this, job);
+  }
+
+  heldJob(id: number): Job | undefined {
+    return this.hostProcess.jobFor(this, id);
   }
 
   cancel(job: Job): void {

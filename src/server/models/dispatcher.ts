@@ -35,7 +35,6 @@ export interface DispatcherDeps {
 export class Dispatcher {
   readonly #queue: JobQueue;
   /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
-  readonly #running = new Map<number, Job>();
   #batchTimer: NodeJS.Timeout | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
@@ -56,8 +55,11 @@ export class Dispatcher {
     return this.#queue.length;
   }
 
+  /** Requests its workers hold: each process records what it was sent until it is answered. */
   get runningCount(): number {
-    return this.#running.size;
+    let n = 0;
+    for (const w of this.deps.workers.workers) n += w.requestsInFlight;
+    return n;
   }
 
   submit(request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
@@ -108,10 +110,7 @@ export class Dispatcher {
         this.#batchTimer = null;
       }
       const now = performance.now();
-      for (const job of jobs) {
-        job.dispatchedAt = now;
-        this.#running.set(job.id, job);
-      }
+      for (const job of jobs) job.dispatchedAt = now;
       this.stats.batches++;
       this.stats.requests += jobs.length;
       try {
@@ -128,7 +127,6 @@ export class Dispatcher {
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
       if (!job) continue;
-      this.#running.delete(job.id);
       if (r.error) {
         job.reject(MmeError.fromWire(r.error));
       } else {
@@ -146,12 +144,12 @@ export class Dispatcher {
     // A response the worker did not send back (never expected) must not leave its caller waiting.
     if (!done) return;
     for (const job of batch.jobs) {
-      if (this.#running.delete(job.id)) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
+      if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
     }
   }
 
   chunk(worker: ModelWorker, msg: ChunkMessage): void {
-    const job = this.#running.get(msg.id);
+    const job = worker.heldJob(msg.id);
     if (!job) return;
     const bytes = msg.body?.length ?? 0;
     if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
@@ -166,15 +164,11 @@ export class Dispatcher {
   exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
     for (const batch of running) {
-      for (const job of batch.jobs) {
-        this.#running.delete(job.id);
-        job.reject(err);
-      }
+      for (const job of batch.jobs) job.reject(err);
     }
     const requeue: Job[] = [];
     for (const batch of waiting) {
       for (const job of batch.jobs) {
-        this.#running.delete(job.id);
         if (job.settled) continue;
         if (job.requeued || this.#closed) job.reject(this.#closed ?? err);
         else {
@@ -194,10 +188,7 @@ export class Dispatcher {
   #unsent(jobs: readonly Job[], err: unknown): void {
     this.deps.log(`[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`);
     const error = new MmeError('MME_ERR_INTERNAL', `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`);
-    for (const job of jobs) {
-      this.#running.delete(job.id);
-      job.reject(error);
-    }
+    for (const job of jobs) job.reject(error);
   }
 
   #armDeadline(): void {
@@ -242,7 +233,7 @@ export class Dispatcher {
   }
 
   #holder(job: Job): ModelWorker | undefined {
-    return this.#running.has(job.id) ? this.deps.workers.workers.find((w) => w.holds(job)) : undefined;
+    return this.deps.workers.workers.find((w) => w.holds(job));
   }
 
   noWorker(): MmeError {

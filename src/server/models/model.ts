@@ -34,6 +34,8 @@ export interface ModelDeps {
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
   restarted?: () => void;
+  /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
+  waitForRoom?: (wake: () => void) => void;
   /** What its restart back-off waits on. */
   clock?: Clock;
 }
@@ -76,6 +78,7 @@ export class Model implements WorkerListener {
         this.#dispatcher.failQueued(this.#failedError());
       },
       recovered: () => deps.health.markRecovered(),
+      waitForRoom: deps.waitForRoom,
       clock: deps.clock,
     });
     this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log });

@@ -27,6 +27,7 @@ export function restartDelaySeconds(attempt: number, capSeconds: number): number
 export class Backoff {
   #attempt = 0;
   #waiting: Timer | null = null;
+  #restart: (() => void) | null = null;
   readonly #watches = new Set<Timer>();
 
   constructor(private readonly clock: Clock = realClock) {}
@@ -54,10 +55,22 @@ export class Backoff {
   /** Runs `restart` once the current delay has passed; a restart already waiting makes this a no-op. */
   wait(restart: () => void): void {
     if (this.#waiting) return;
-    this.#waiting = this.clock.setTimeout(() => {
-      this.#waiting = null;
-      restart();
-    }, this.delaySeconds * 1000);
+    this.#restart = restart;
+    this.#waiting = this.clock.setTimeout(() => this.#run(), this.delaySeconds * 1000);
+  }
+
+  /** What the waiting restart waits for has come (a shared host has room): it runs now. */
+  cutShort(): void {
+    if (!this.#waiting) return;
+    this.clock.clearTimeout(this.#waiting);
+    this.#run();
+  }
+
+  #run(): void {
+    const restart = this.#restart!;
+    this.#waiting = null;
+    this.#restart = null;
+    restart();
   }
 
   /** What a restart started has worked if `stillUp()` after kStableMs: the count starts again. */
@@ -74,6 +87,7 @@ export class Backoff {
   close(): void {
     this.clock.clearTimeout(this.#waiting);
     this.#waiting = null;
+    this.#restart = null;
     for (const t of this.#watches) this.clock.clearTimeout(t);
     this.#watches.clear();
   }

@@ -196,8 +196,24 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
 
   /** Whether `job` is in one of the batches sent on `owner`'s behalf (a timeout or cancel asks: rare). */
   holdsFor(owner: Owner, job: Job): boolean {
-    for (const held of this.#batches.values()) if (held.owner === owner && held.batch.jobs.includes(job)) return true;
-    return false;
+    return this.jobFor(owner, job.id) === job;
+  }
+
+  /** The request `id` of a batch sent on `owner`'s behalf and not answered in full (a streamed chunk's). */
+  jobFor(owner: Owner, id: number): Job | undefined {
+    for (const held of this.#batches.values()) {
+      if (held.owner !== owner) continue;
+      const job = held.batch.jobs.find((j) => j.id === id);
+      if (job) return job;
+    }
+    return undefined;
+  }
+
+  /** Requests sent on `owner`'s behalf and not answered yet (an independent batch's are answered one by one). */
+  requestsHeldFor(owner: Owner): number {
+    let n = 0;
+    for (const held of this.#batches.values()) if (held.owner === owner) n += held.left;
+    return n;
   }
 
   /** The server has killed it (or begun to): it takes no more work. */

@@ -54,7 +54,10 @@ export interface ModelWorker {
   readonly spawnMicros: number;
   /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
+  /** Batches sent and not answered in full. */
   readonly inFlightCount: number;
+  /** Requests sent and not answered yet: what the model's in-flight count adds up. */
+  readonly requestsInFlight: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
   /** The shared host it is in, or null for a process of its own. */
@@ -67,6 +70,8 @@ export interface ModelWorker {
   run(msg: InferMessage, jobs: readonly Job[]): void;
   /** Whether `job` is in one of its batches. */
   holds(job: Job): boolean;
+  /** The request `id` it holds, if it is not answered yet. */
+  heldJob(id: number): Job | undefined;
   cancel(job: Job): void;
   /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
   acknowledge(job: Job, bytes: number): void;

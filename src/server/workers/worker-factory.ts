@@ -82,6 +82,12 @@ export class WorkerFactory {
     return (a) => hosts.place(a);
   }
 
+  /** Where a model with nowhere to start a worker waits for room: the shared hosts (dedicated workers start anywhere). */
+  roomWaiter(mode: WorkerMode): ((wake: () => void) => void) | undefined {
+    if (this.#fake || mode === 'dedicated') return undefined;
+    return (wake) => this.#hosts?.whenRoom(wake);
+  }
+
   /** The GPU each new worker of the model gets. Hosts run on CPU: one CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs. */
   gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
     return mode === 'shared' ? () => -1 : () => this.#gpus.assign(name, deviceIds);

@@ -63,6 +63,10 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
     return this.heldFor(this);
   }
 
+  get requestsInFlight(): number {
+    return this.requestsHeldFor(this);
+  }
+
   get backlog(): number {
     return this.heldFor(this);
   }
@@ -86,6 +90,10 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
 
   holds(job: Job): boolean {
     return this.holdsFor(this, job);
+  }
+
+  heldJob(id: number): Job | undefined {
+    return this.jobFor(this, id);
   }
 
   cancel(job: Job): void {

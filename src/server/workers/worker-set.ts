@@ -1,9 +1,13 @@
 /**
  * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
- * Start, scale and restart after a death go through reconcile(). Two paths do not: replace()
- * starts a successor for a worker being moved out of a recycled host (the worker it replaces still
- * serves, so the count alone would not start one), and stop() ends every worker at once rather than
- * letting busy ones finish as a scale-down does. Restarts wait on one Backoff (processes/backoff.ts).
+ * Start, scale, restart after a death, move and stop each set what is wanted (the target count,
+ * the workers being moved, stopped) and call reconcile(), which starts and retires workers. A
+ * worker being moved out of a recycled host still serves, so it is not counted: its successor
+ * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
+ * means a target of 0 with every worker ended at once rather than let finish as a scale-down does.
+ * One start stays outside: start() waits for the loads it began, so the one second try of a load
+ * whose shared host died of another model's doing is its own (#loadedOrMoved). Restarts wait on
+ * one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -29,6 +33,8 @@ export interface WorkerSetDeps {
   restarted(): void;
   failed(err: MmeError): void;
   recovered(): void;
+  /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
+  waitForRoom?(wake: () => void): void;
   /** Restart back-off timers (tests pass a virtual clock). */
   clock?: Clock;
 }
@@ -43,11 +49,13 @@ export class WorkerSet {
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
-  /** Workers whose successor is loading (replace()). */
-  readonly #replacing = new Set<ModelWorker>();
+  /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
+  readonly #moving = new Map<ModelWorker, ModelWorker | null>();
   /** Replacements not yet stable: their death is a failed restart. */
   readonly #onProbation = new Set<ModelWorker>();
   #failed = false;
+  /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
+  #roomWanted = false;
   #rr = 0;
 
   constructor(target: number, private readonly deps: WorkerSetDeps) {
@@ -103,13 +111,25 @@ export class WorkerSet {
     if (failed) throw failed.reason as MmeError;
   }
 
-  /** Brings the live worker count to the target: starts the missing ones (unless a back-off is pending), retires extras. */
-  reconcile(): { started: ModelWorker[]; retired: ModelWorker[] } {
+  /**
+   * Brings the workers to what is wanted: a successor for each worker being moved, the live count
+   * to the target (starting none while a back-off is pending), extras retired; once stopped, every
+   * worker ended at once (`ended` settles when they have).
+   */
+  reconcile(): { started: ModelWorker[]; retired: ModelWorker[]; ended: Array<Promise<WorkerExit>> } {
     const started: ModelWorker[] = [];
     const retired: ModelWorker[] = [];
-    if (this.#stopped) return { started, retired };
+    const ended: Array<Promise<WorkerExit>> = [];
+    if (this.#stopped) {
+      for (const w of this.workers.slice()) {
+        retired.push(w);
+        ended.push(w.stop());
+      }
+      return { started, retired, ended };
+    }
+    for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
-    const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#replacing.has(w));
+    const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
     if (live.length < this.#target && !this.#backoff.waiting) {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
@@ -121,7 +141,7 @@ export class WorkerSet {
         this.#stopIfDone(w);
       }
     }
-    return { started, retired };
+    return { started, retired, ended };
   }
 
   /**
@@ -130,10 +150,14 @@ export class WorkerSet {
    * wait for the move.
    */
   replace(worker: ModelWorker): void {
-    if (this.#stopped || this.#replacing.has(worker) || !this.workers.includes(worker)) return;
-    this.#replacing.add(worker);
+    if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
+    this.#moving.set(worker, null);
+    this.#reconcileOrRetry();
+  }
+
+  #startSuccessor(worker: ModelWorker, started: ModelWorker[]): void {
     const handOver = () => {
-      this.#replacing.delete(worker);
+      this.#moving.delete(worker);
       worker.retire();
       this.#stopIfDone(worker);
     };
@@ -143,9 +167,11 @@ export class WorkerSet {
     } catch (err) {
       handOver();
       this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
-      this.#scheduleRestart();
+      this.#retryWhenRoom();
       return;
     }
+    this.#moving.set(worker, successor);
+    started.push(successor);
     successor.lifecycle.ready.then(handOver, () => {
       // The successor could not load: the move goes on as a restart would.
       handOver();
@@ -187,7 +213,7 @@ export class WorkerSet {
   exited(worker: ModelWorker, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
-    this.#replacing.delete(worker);
+    this.#moving.delete(worker);
     const onProbation = this.#onProbation.delete(worker);
     if (this.#stopped || !this.#running) return;
     // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
@@ -212,6 +238,8 @@ export class WorkerSet {
   #scheduleRestart(): void {
     if (this.#stopped) return;
     this.#backoff.wait(() => {
+      // The restart runs: a wake for room from now on is for a later one that asks again.
+      this.#roomWanted = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
       if (started.length > 0) this.deps.restarted();
@@ -225,10 +253,23 @@ export class WorkerSet {
     } catch (err) {
       this.#backoff.failed();
       this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
-      this.#scheduleRestart();
+      this.#retryWhenRoom();
       return [];
     }
   }
+
+  /** A restart after the back-off, or sooner if the room that was missing comes first. */
+  #retryWhenRoom(): void {
+    this.#scheduleRestart();
+    if (!this.deps.waitForRoom) return;
+    this.#roomWanted = true;
+    this.deps.waitForRoom(this.#roomMade);
+  }
+
+  /** One function, so the pool holds it once however often this set asks. */
+  readonly #roomMade = () => {
+    if (this.#roomWanted) this.#backoff.cutShort();
+  };
 
   #spawn(): ModelWorker {
     const worker = this.deps.spawn();
@@ -250,7 +291,8 @@ export class WorkerSet {
   /** Stops every worker, replaces none, and resolves once each process has exited. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#target = 0;
     this.#backoff.close();
-    await Promise.all(this.workers.slice().map((w) => w.stop()));
+    await Promise.all(this.reconcile().ended);
   }
 }
