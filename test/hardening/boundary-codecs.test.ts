@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { OIP_MEDIA_TYPE } from '../../src/oip/binary-body';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { deep, npyBody as npy } from '../helpers/boundary-requests';
 import { workerPidsOf } from '../helpers/processes';
 import { loadModel, request, startServer, type JsonResponse, type TestServer } from '../helpers/server';
 
@@ -13,15 +14,6 @@ const kMlp = { sizes: [4, 8, 3], seed: 5 };
 const kHonest = JSON.stringify({ inputs: { input: [[1, 2, 3, 4], [0.5, -1, 0, 2]] } });
 const kBodyLimit = 64 * 1024;
 
-function npy(descr: string, shape: string, data: Buffer): Buffer {
-  let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape}), }`;
-  dict += ' '.repeat(63 - ((10 + dict.length) % 64)) + '\n';
-  const head = Buffer.from('\x93NUMPY\x01\x00\x00\x00', 'latin1');
-  head.writeUInt16LE(dict.length, 8);
-  return Buffer.concat([head, Buffer.from(dict, 'latin1'), data]);
-}
-
-const deep = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
 
 for (const mode of ['dedicated', 'shared'] as const) {
   describe(`the boundary's codec findings, ${mode} workers, batch_size=2`, function () {

@@ -100,7 +100,11 @@ export function npyFile(dict: string, data: Buffer, major = 1): Buffer {
   return Buffer.concat([head, data]);
 }
 
-const npyDict = (descr: string, shape: string, fortran = false) => `{'descr': '${descr}', 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shape}, }`;
+/** The header dict np.save writes; `shape` as Python spells it, e.g. '(2, 3)' or '(1,)'. */
+export const npyDict = (descr: string, shape: string, fortran = false) => `{'descr': '${descr}', 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shape}, }`;
+
+/** A .npy body whose descr, shape (Python's spelling without the parentheses) and data need not agree. */
+export const npyBody = (descr: string, shape: string, data: Buffer) => npyFile(npyDict(descr, `(${shape})`), data);
 
 /** The rows as a .npy body, in one of the layouts NumPy writes (all cast or reordered back to these float32 values). */
 function npyRows(r: number[][], layout: NpyLayout): Buffer {
@@ -179,7 +183,7 @@ const kBrokenNpy: ReadonlyArray<() => Buffer> = [
 ];
 
 /** '[' × depth, a number, then the closers: built as one string, never by recursion. */
-function deep(depth: number, open: '[' | '{"a":'): string {
+export function deep(depth: number, open: '[' | '{"a":' = '['): string {
   return `${open.repeat(depth)}1${(open === '[' ? ']' : '}').repeat(depth)}`;
 }
 

@@ -14,21 +14,11 @@ import * as handler from '../../src/worker-process/default-handler';
 import { openSession, type OpenedSession } from '../../src/worker-process/session';
 import { RequestBudget, Tensor } from '../../src/worker-process/tensor';
 import { identityModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { deep, npyBody as npy } from '../helpers/boundary-requests';
 import { tempDir } from '../helpers/server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kMaxElements = 100_000;
-
-/** A .npy body with any header: the descr, shape and data length are the client's to lie about. */
-function npy(descr: string, shape: string, data: Buffer): Buffer {
-  let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape}), }`;
-  dict += ' '.repeat(63 - ((10 + dict.length) % 64)) + '\n';
-  const head = Buffer.alloc(10);
-  Buffer.from('\x93NUMPY', 'latin1').copy(head);
-  head[6] = 1;
-  head.writeUInt16LE(dict.length, 8);
-  return Buffer.concat([head, Buffer.from(dict, 'latin1'), data]);
-}
 
 function f32(values: number[]): Buffer {
   return Buffer.from(new Float32Array(values).buffer);
@@ -55,7 +45,6 @@ const honest = rows.chain((r) => fc.constantFrom(
 ));
 
 /** The attacks the issue found, and their neighbours. */
-const deep = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
 const hostile = fc.oneof(
   fc.record({ descr: fc.constantFrom('<U0', '<f0', '<f4', '<U1', '|b1', '<i8', '>f4', '<c8', '|O8'), shape: fc.array(fc.constantFrom(0, 1, 4, 1_000_000, 2 ** 40), { maxLength: 3 }), size: fc.nat(256) })
     .map(({ descr, shape, size }) => request(npy(descr, shape.join(', ') + (shape.length === 1 ? ',' : ''), Buffer.alloc(size, 1)), 'application/x-npy')),
