@@ -35,9 +35,8 @@ export interface ChaosOptions {
 export interface ChaosResult extends LeakVerdict {
   operations: number;
   kills: number;
-  /** Failed operations that overlapped a kill, or got the remembered error of a load one ended (`remembered` of them). */
+  /** Failed operations that overlapped a kill. */
   injected: number;
-  remembered: number;
   /** Failed operations that did not: what the error budget counts. */
   errors: string[];
   errorRate: number;
@@ -64,12 +63,6 @@ const kRow = { inputs: { x: [Array(16).fill(1)] } };
  * not instant, and on a loaded 2-core machine the replacement's load can take a second or more.
  */
 const kKillSlackMs = 2000;
-/**
- * With the cache on, an on-demand load that a kill ended is remembered for load_failure_cache_seconds
- * (60 s by default): the invokes of that model get its error that long after the kill.
- */
-const kRememberedMs = 60_000;
-const kKilledWhileLoading = /killed by SIGKILL while loading/;
 
 /**
  * One lane: its own models, one operation at a time, until `done`; `afterOp` runs after each.
@@ -134,16 +127,15 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const cacheAnswer = (op: Op) => o.shared !== undefined && ((op.what.startsWith('load') && op.status === 409) || (!op.what.startsWith('load') && !op.what.startsWith('invoke') && op.status === 404));
     const cacheAnswers = ops.filter(cacheAnswer).length;
     const failed = ops.filter((op) => op.status !== 200 && !cacheAnswer(op));
-    const overlaps = (op: Op, before: number) => kills.some((k) => k >= op.start - before - kKillSlackMs && k <= op.end + kKillSlackMs);
-    const remembered = failed.filter((op) => kKilledWhileLoading.test(op.text) && !overlaps(op, 0) && overlaps(op, kRememberedMs));
-    const injected = failed.filter((op) => overlaps(op, 0) || remembered.includes(op));
+    const overlaps = (op: Op) => kills.some((k) => k >= op.start - kKillSlackMs && k <= op.end + kKillSlackMs);
+    const injected = failed.filter(overlaps);
     const errors = failed.filter((op) => !injected.includes(op)).map((op) => `${op.what}: ${op.status} ${op.text.replace(/\s+/g, ' ').slice(0, 200)}`);
     // Shared hosts stay up with no model in them.
     const verdict = leakVerdict(samples, { rssGrowthBytes: 100 * 2 ** 20, fdSlack: 5, processes: o.shared?.hosts ?? 0 });
     const errorRate = errors.length / Math.max(1, ops.length);
     if (errorRate >= 0.001) verdict.problems.push(`${errors.length} errors in ${ops.length} operations outside the injected faults: ${errors.slice(0, 5).join(' | ')}`);
     return {
-      ...verdict, ok: verdict.problems.length === 0, operations: ops.length, kills: kills.length, injected: injected.length, remembered: remembered.length, errors, errorRate, cacheAnswers,
+      ...verdict, ok: verdict.problems.length === 0, operations: ops.length, kills: kills.length, injected: injected.length, errors, errorRate, cacheAnswers,
       rssStartBytes: samples[0]!.rssBytes, rssEndBytes: end.rssBytes, fdsStart: samples[0]!.fds, fdsEnd: end.fds,
     };
   });
@@ -162,6 +154,6 @@ if (require.main === module) {
   void CaseReport.run(USAGE, async (report) => {
     const r = await runChaos({ durationMs: minutes * 60_000, killEveryMs: killEverySeconds * 1000, shared, progress: (l) => console.log(`  ${l}`) });
     report.add(`T-P5 mixed_soak_with_chaos${shared ? ', shared hosts, cache evicting' : ''}, ${minutes} min`, r.problems,
-      `${r.operations} operations, ${r.kills} kills, ${r.injected} failures from them (${r.remembered} of them the remembered error of a load a kill ended), ${r.errors.length} other errors${shared ? `, ${r.cacheAnswers} answers the cache explains` : ''}, server RSS ${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)} (${mib(r.rssGrowthBytes)} from the middle), fds ${r.fdsStart} → ${r.fdsEnd}`);
+      `${r.operations} operations, ${r.kills} kills, ${r.injected} failures from them, ${r.errors.length} other errors${shared ? `, ${r.cacheAnswers} answers the cache explains` : ''}, server RSS ${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)} (${mib(r.rssGrowthBytes)} from the middle), fds ${r.fdsStart} → ${r.fdsEnd}`);
   });
 }

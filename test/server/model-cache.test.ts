@@ -107,6 +107,23 @@ describe('self-managed model cache', () => {
     assert.equal(t.server.manager.stats.loads, 0);
   });
 
+  it('does not remember a load that a SIGKILL ended: the next invoke loads the model again', async () => {
+    const store = tempDir('mme-store-');
+    // SIGKILLs its own process on the first load only (the marker file says it has), as the OOM killer would.
+    const killedOnce = `const fs = require('node:fs');
+const marker = require('node:path').join(__dirname, 'killed-once');
+exports.initialize = () => { if (!fs.existsSync(marker)) { fs.writeFileSync(marker, ''); process.kill(process.pid, 'SIGKILL'); } };
+exports.handle = async (requests) => requests.map(() => '{"ok":true}');
+`;
+    writeModelDir(store, 'victim', addModel(), { 'handler.js': killedOnce });
+    t = await startServer('model_cache=on\nload_failure_cache_seconds=600', { store });
+    const first = await invoke(t, 'victim', { echo: 1 });
+    assert.equal(first.status, 507, first.text);
+    const again = await invoke(t, 'victim', { echo: 2 });
+    assert.equal(again.status, 200, 'a failure of the instance is not the model\'s: it is tried again at once');
+    assert.equal(t.server.manager.stats.loadFailures, 1);
+  });
+
   it('answers 503 with Retry-After when a load outlasts load_wait_timeout, and the load goes on', async () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'slow', addModel(), { 'handler.js': slowLoading });

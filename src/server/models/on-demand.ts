@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ServerConfig } from '../../config/types';
-import { MmeError } from '../../errors';
+import { MmeError, type ErrorCode } from '../../errors';
 import { within } from '../../util/within';
 import type { ModelRepository } from '../../repository/repository';
 import type { EvictionPolicy } from '../cache/eviction-policy';
@@ -33,6 +33,15 @@ export interface OnDemandDeps {
   log(line: string): void;
 }
 
+/**
+ * Failures that a retry in a minute would meet again: the artifact is unusable, not there, makes its
+ * worker exit or hang while loading, or its store is down (a retry per invoke would hammer it).
+ */
+const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'MME_ERR_INVALID_MODEL', 'MME_ERR_MODEL_NOT_FOUND', 'MME_ERR_LOAD_FAILED', 'MME_ERR_LOAD_TIMEOUT',
+  'MME_ERR_REPOSITORY_UNAVAILABLE', 'MME_ERR_REPOSITORY_TIMEOUT',
+]);
+
 export class OnDemandLoader {
   readonly #failedLoads = new Map<string, { error: MmeError; until: number }>();
 
@@ -52,10 +61,14 @@ export class OnDemandLoader {
     this.#failedLoads.delete(name);
   }
 
-  /** An on-demand load of `name` failed with `err`: invokes get it for load_failure_cache_seconds. */
+  /**
+   * An on-demand load of `name` failed with `err`: invokes get it for load_failure_cache_seconds,
+   * when the failure is the model's own or its store's. A failure of the instance (memory short now,
+   * a worker killed by someone else, shutdown) may be gone on the next try, so it is not remembered.
+   */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
-    if (seconds > 0 && err.code !== 'MME_ERR_SHUTTING_DOWN') this.#failedLoads.set(name, { error: err, until: Date.now() + seconds * 1000 });
+    if (seconds > 0 && kModelFailures.has(err.code)) this.#failedLoads.set(name, { error: err, until: Date.now() + seconds * 1000 });
   }
 
   /**
