@@ -92,6 +92,11 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
     // …and exactly what its process holds loaded.
     const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
     assert.deepEqual([...fake.slots].sort(), host.models.map((m) => (m as HostedModel).slot).sort(), `${host.id}: the process holds other slots than the server thinks`);
+    // The tallies placement reads instead of walking every slot agree with the slots themselves.
+    const loaded = host.models.filter((m) => m.lifecycle.loaded);
+    assert.equal(host.loadedCount, loaded.length, `${host.id}: loadedCount`);
+    assert.equal(host.modelBytes, loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0), `${host.id}: modelBytes`);
+    for (const m of host.models) assert.ok(host.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
   }
   checkNamesNeverTakenOver(h.manager, outcomes);
 }

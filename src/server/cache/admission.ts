@@ -25,7 +25,7 @@ export interface Resident {
   readonly heldBytes: number;
   /** Adds to its reservation (bytes). */
   reserve(bytes: number): void;
-  readonly model: { readonly memoryBytes: number; readonly memoryMeasuredAt: number; refreshMemory(): Promise<number> } | null;
+  readonly model: { readonly memoryBytes: number; readonly memoryMeasuredAt: number; readonly memoryMoves: boolean; refreshMemory(): Promise<number> } | null;
 }
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
@@ -116,18 +116,25 @@ export class Admission<Entry extends Resident> {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`);
   }
 
-  /** Memory every other registration holds, serving ones re-measured when their figure is stale. */
+  /**
+   * Memory every other registration holds, serving ones re-measured (all at once) when their figure
+   * is stale and can move. With thousands of models in shared hosts, whose figures never move, this
+   * is one pass with no await: every load takes it under the admission lock.
+   */
   async #usedBytes(except: Entry): Promise<number> {
-    let used = this.deps.fixedBytes();
     const now = Date.now();
+    const stale: Entry[] = [];
     for (const e of this.deps.entries()) {
-      if (e === except) continue;
-      if (e.model && e.registered && now - e.model.memoryMeasuredAt > kMemoryFreshMs) {
-        await e.model.refreshMemory();
-        this.deps.policy.resize(e.name, e.model.memoryBytes);
-      }
-      used += e.heldBytes;
+      if (e !== except && e.model?.memoryMoves && e.registered && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
     }
+    if (stale.length > 0) {
+      await Promise.all(stale.map(async (e) => {
+        await e.model!.refreshMemory();
+        this.deps.policy.resize(e.name, e.model!.memoryBytes);
+      }));
+    }
+    let used = this.deps.fixedBytes();
+    for (const e of this.deps.entries()) if (e !== except) used += e.heldBytes;
     return used;
   }
 

@@ -115,11 +115,8 @@ export class HostPool {
     let bytes = 0;
     let n = 0;
     for (const h of this.#hosts) {
-      for (const m of h.models) {
-        if (!m.lifecycle.loaded) continue;
-        bytes += m.lifecycle.memoryBytes;
-        n++;
-      }
+      bytes += h.modelBytes;
+      n += h.loadedCount;
     }
     return n === 0 ? kFirstModelBytes : bytes / n;
   }

@@ -47,6 +47,13 @@ export class HostProcess extends FramedProcess<HostSlot> {
   /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
   sessionBytes = 0;
   readonly #slots = new Map<number, HostSlot>();
+  /**
+   * Tallies kept as slots come and go, so placement costs the same with ten thousand models as with
+   * ten: how many slots each model name holds, and each loaded slot's cost (fixed at its load).
+   */
+  readonly #names = new Map<string, number>();
+  readonly #charged = new Map<number, number>();
+  #loadedBytes = 0;
   /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
   readonly slotIds = new IdAllocator(MAX_U32);
 
@@ -62,11 +69,14 @@ export class HostProcess extends FramedProcess<HostSlot> {
     return this.#slots.size;
   }
 
-  /** What its models cost, as measured at their loads (bytes). */
+  /** What its loaded models cost, as measured at their loads (bytes). */
   get modelBytes(): number {
-    let n = 0;
-    for (const m of this.#slots.values()) n += m.lifecycle.memoryBytes;
-    return n;
+    return this.#loadedBytes;
+  }
+
+  /** How many of its models have loaded (modelBytes is theirs). */
+  get loadedCount(): number {
+    return this.#charged.size;
   }
 
   /**
@@ -74,9 +84,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
    * `loadingBytes`. Bases are left out: every host is the same process.
    */
   placementBytes(loadingBytes: number): number {
-    let n = 0;
-    for (const m of this.#slots.values()) n += m.lifecycle.loaded ? m.lifecycle.memoryBytes : loadingBytes;
-    return n;
+    return this.#loadedBytes + (this.#slots.size - this.#charged.size) * loadingBytes;
   }
 
   /** Base plus its models (bytes). */
@@ -90,14 +98,14 @@ export class HostProcess extends FramedProcess<HostSlot> {
   }
 
   holdsModel(name: string): boolean {
-    for (const m of this.#slots.values()) if (m.modelName === name) return true;
-    return false;
+    return this.#names.has(name);
   }
 
   /** Takes a model in: a slot now; the model sends its Load once the host has started. */
   admit(model: HostSlot, maxFrameBytes: number): number {
     const slot = this.slotIds.next((s) => this.#slots.has(s));
     this.#slots.set(slot, model);
+    this.#names.set(model.modelName, (this.#names.get(model.modelName) ?? 0) + 1);
     this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
     return slot;
   }
@@ -113,7 +121,14 @@ export class HostProcess extends FramedProcess<HostSlot> {
 
   /** The model's slot is released, or was never loaded: forget it. */
   forget(slot: number): void {
+    const model = this.#slots.get(slot);
+    if (!model) return;
     this.#slots.delete(slot);
+    const held = this.#names.get(model.modelName)!;
+    if (held > 1) this.#names.set(model.modelName, held - 1);
+    else this.#names.delete(model.modelName);
+    this.#loadedBytes -= this.#charged.get(slot) ?? 0;
+    this.#charged.delete(slot);
   }
 
   stop(): Promise<WorkerExit> {
@@ -128,9 +143,15 @@ export class HostProcess extends FramedProcess<HostSlot> {
 
   protected frame(frame: Frame): void {
     switch (frame.kind) {
-      case MessageKind.Loaded:
-        this.#slots.get(frame.msg.slot)?.onLoaded(frame.msg);
+      case MessageKind.Loaded: {
+        const model = this.#slots.get(frame.msg.slot);
+        model?.onLoaded(frame.msg);
+        if (model?.lifecycle.loaded && !this.#charged.has(frame.msg.slot)) {
+          this.#charged.set(frame.msg.slot, model.lifecycle.memoryBytes);
+          this.#loadedBytes += model.lifecycle.memoryBytes;
+        }
         break;
+      }
       case MessageKind.LoadFailed:
         this.#slots.get(frame.msg.slot)?.onLoadFailed(MmeError.fromWire(frame.msg.error));
         break;
@@ -139,7 +160,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
         break;
       case MessageKind.Unloaded: {
         const model = this.#slots.get(frame.msg.slot);
-        this.#slots.delete(frame.msg.slot);
+        this.forget(frame.msg.slot);
         model?.onUnloaded();
         this.events.unloaded(this);
         break;
@@ -155,7 +176,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
 
   protected ended(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
     const models = [...this.#slots.values()];
-    this.#slots.clear();
+    for (const slot of [...this.#slots.keys()]) this.forget(slot);
     const suspect = suspectLoad(exit, lost, models);
     for (const m of models) {
       const mine = lost.filter((l) => l.owner === m);

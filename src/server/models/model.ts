@@ -55,6 +55,11 @@ export class Model implements WorkerListener {
   streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
+  /**
+   * Whether memoryBytes can change after the load: a dedicated worker's PSS moves with its use; a
+   * model in a shared host costs what its load measured, for good.
+   */
+  readonly memoryMoves: boolean;
   /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
   lastUsedAt = Date.now();
   readonly #set: WorkerSet;
@@ -62,6 +67,7 @@ export class Model implements WorkerListener {
   #workerSeq = 0;
 
   constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
+    this.memoryMoves = settings.workerMode !== 'shared';
     this.#set = new WorkerSet(processCount(settings), {
       name,
       spawn: () => this.#spawn(),
