@@ -184,8 +184,8 @@ export interface ResultMessage {
   /** Model time (handler + session.run) behind each answer of this frame, µs: a batch's one run, or an independent request's own. */
   modelMicros: number;
   /**
-   * The model's session runs in this process since its load, µs, in total (the latest answer has
-   * the newest figure): how much of a shared host's thread the model takes.
+   * The model's session runs in this shared host since its load, µs, in total (the latest answer
+   * has the newest figure): how much of the host's thread the model takes. 0 in a dedicated worker.
    */
   runMicros: number;
   responses: WireResponse[];

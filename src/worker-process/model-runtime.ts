@@ -42,7 +42,8 @@ export class ModelRuntime {
     const opened = await openSession(msg, io.log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     const clock = new RunClock();
-    clock.watch(opened.session, io.turns);
+    // Only a shared host's models share a thread: a dedicated worker's runs go straight to onnxruntime.
+    if (io.turns) clock.watch(opened.session, io.turns);
     let handler: Handler;
     try {
       handler = loadHandler(msg.handlerPath, msg.modelDir);

@@ -22,8 +22,8 @@ export class RunClock {
   /** Runs waiting for their turn. */
   readonly waiting: Array<() => void> = [];
 
-  /** Times every run of `session` (a handler's own calls of context.session.run included), in `turns` when given. */
-  watch(session: InferenceSession, turns: FairTurns | null): void {
+  /** Times every run of `session` (a handler's own calls of context.session.run included) and takes it in `turns`. */
+  watch(session: InferenceSession, turns: FairTurns): void {
     const run = session.run.bind(session) as Run;
     const timed: Run = (...args) => {
       let t0 = -1;
@@ -40,7 +40,7 @@ export class RunClock {
       running.then(stop, stop);
       return running;
     };
-    session.run = (turns ? (...args: unknown[]) => turns.take(this, () => timed(...args)) : timed) as InferenceSession['run'];
+    session.run = ((...args: unknown[]) => turns.take(this, () => timed(...args))) as InferenceSession['run'];
   }
 }
 
