@@ -183,6 +183,11 @@ export interface ResultMessage {
   batchId: number;
   /** Model time (handler + session.run) behind each answer of this frame, µs: a batch's one run, or an independent request's own. */
   modelMicros: number;
+  /**
+   * The model's session runs in this shared host since its load, µs, in total (the latest answer
+   * has the newest figure): how much of the host's thread the model takes. 0 in a dedicated worker.
+   */
+  runMicros: number;
   responses: WireResponse[];
 }
 
@@ -334,6 +339,7 @@ function readInfer(r: BinaryReader): InferMessage {
 function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void {
   w.id(m.batchId);
   w.f64(m.modelMicros);
+  w.f64(m.runMicros);
   w.u32(m.responses.length);
   for (const x of m.responses) {
     w.id(x.id);
@@ -351,6 +357,7 @@ function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void 
 function readResult(r: BinaryReader): ResultMessage {
   const batchId = r.id();
   const modelMicros = r.f64();
+  const runMicros = r.f64();
   const n = r.u32();
   const responses: WireResponse[] = new Array(n);
   for (let i = 0; i < n; i++) {
@@ -359,7 +366,7 @@ function readResult(r: BinaryReader): ResultMessage {
     x.body = r.body();
     responses[i] = x;
   }
-  return { batchId, modelMicros, responses };
+  return { batchId, modelMicros, runMicros, responses };
 }
 
 function writeHead(w: BinaryWriter, h: ResponseHead): void {

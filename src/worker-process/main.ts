@@ -3,25 +3,34 @@
  * one per slot). Talks to the parent over fd 3 (a socketpair the parent created) with the frames
  * of src/protocol/frames.ts; stdout/stderr are free for logs, which the parent prefixes and forwards.
  *
- * Batches run one after another, whichever model they are for, so the parent can tell which one
- * was running when the process died; a dedicated preload_model worker runs its batches at once.
- * Loads run one after another too, so each one's memory growth is its own.
+ * Each model's batches run one after another, in the order sent (the parent counts each model's
+ * oldest batch as the one running when the process dies); different models' batches run side by
+ * side, so in a shared host a model never waits behind a slow neighbour's queue, at most behind the
+ * one run it has on the thread (onnxruntime-node's run holds the event loop while it computes). A
+ * dedicated preload_model worker runs its batches at once. Loads run one after another, so each
+ * one's memory growth is its own.
  */
+// First: the compile cache covers only what is required after it.
+import './compile-cache';
 import net from 'node:net';
 import { MessageKind, FrameReader, writeFrame, type Frame, type InferMessage, type LoadMessage } from '../protocol/frames';
 import { exitOnUnhandledRejection, forRequest } from '../unhandled-rejection';
 import { loadError, ModelRuntime, type RunningRequests, type RuntimeIo } from './model-runtime';
+import { FairTurns } from './run-clock';
 import { measureSessionBytes, warmUpRuntime } from './warmup';
 
 const kMaxFrame = 2 ** 31 - 1;
 const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 
 const models = new Map<number, ModelRuntime>();
-/** Tail of the one-at-a-time chain of batches (and unloads, which wait for their model's batches). */
-let serial: Promise<void> = Promise.resolve();
+/** Tail of each model's chain of batches (and its unload, which waits for them), by slot. */
+const chains = new Map<number, Promise<void>>();
 /** Tail of the one-at-a-time chain of loads. */
 let loading: Promise<void> = Promise.resolve();
 const running: RunningRequests = new Map();
+// A shared host (MME_SHARED_HOST is set by the server) gives its models' session runs fair turns.
+const shared = process.env.MME_SHARED_HOST === '1';
+const turns = shared ? new FairTurns() : null;
 
 function send(frame: Frame): void {
   writeFrame(channel, frame, 'now');
@@ -40,12 +49,23 @@ function run(runtime: ModelRuntime, batch: InferMessage): Promise<void> {
   });
 }
 
+/** Runs `work` after everything already chained for `slot`. */
+function chain(slot: number, work: () => Promise<void>): void {
+  const tail = (chains.get(slot) ?? Promise.resolve()).then(work);
+  chains.set(slot, tail);
+  // A rejection here is a bug escaping run(): it stays unhandled, and exitOnUnhandledRejection reports it.
+  void tail.then(() => {
+    if (chains.get(slot) === tail) chains.delete(slot);
+  });
+}
+
 function io(slot: number): RuntimeIo {
   return {
     result: (msg) => send({ kind: MessageKind.Result, msg }),
     chunk: (id, body, head) => send({ kind: MessageKind.Chunk, msg: { slot, id, head, body } }),
     running,
     log,
+    turns,
   };
 }
 
@@ -55,19 +75,18 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
       loading = loading.then(() => load(frame.msg));
       break;
     case MessageKind.Infer: {
-      const runtime = models.get(frame.msg.slot ?? 0);
+      const slot = frame.msg.slot ?? 0;
+      const runtime = models.get(slot);
       if (!runtime) break; // the parent never sends a batch for a slot it has not seen loaded
       // runBatch answers every request itself: what escapes it is a bug, left to exitOnUnhandledRejection.
       if (runtime.load.concurrentBatches) void run(runtime, frame.msg);
-      else serial = serial.then(() => run(runtime, frame.msg));
+      else chain(slot, () => run(runtime, frame.msg));
       break;
     }
     case MessageKind.Unload: {
       // After a load of it still in progress (the parent gave up waiting), and after its batches.
       const { slot } = frame.msg;
-      void loading.then(() => {
-        serial = serial.then(() => unload(slot));
-      });
+      void loading.then(() => chain(slot, () => unload(slot)));
       break;
     }
     case MessageKind.Cancel: {
@@ -87,8 +106,7 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
 
 channel.on('data', (chunk: Buffer) => reader.push(chunk));
 // Started goes out once the runtime is warm: a spare worker then loads a model in milliseconds.
-// A shared host also measures what a session costs (MME_SHARED_HOST is set by the server).
-const shared = process.env.MME_SHARED_HOST === '1';
+// A shared host also measures what a session costs.
 warmUpRuntime().then(() => (shared ? measureSessionBytes() : 0)).then(
   (sessionBytes) => send({ kind: MessageKind.Started, msg: { pid: process.pid, sessionBytes } }),
   (err) => {

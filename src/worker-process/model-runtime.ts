@@ -8,6 +8,7 @@ import type { InferMessage, LoadedMessage, LoadMessage, ResultMessage, WireReque
 import { HandlerContext, toBuffer, type ModelInfo, type SendChunk } from './context';
 import { loadHandler, unloadHandler, type Handler } from './handler';
 import { toHandlerRequest } from './handler-request';
+import { RunClock, type FairTurns } from './run-clock';
 import { openSession } from './session';
 
 /** Where a running request's context is found by id, so a Cancel or ChunkAck frame can reach its handler. */
@@ -20,15 +21,19 @@ export interface RuntimeIo {
   chunk(id: number, body: Buffer, head: Parameters<SendChunk>[2]): void;
   running: RunningRequests;
   log(line: string): void;
+  /** A shared host's: its models' session runs take turns (run-clock.ts). */
+  turns: FairTurns | null;
 }
 
 export class ModelRuntime {
   readonly #handler: Handler;
   readonly #model: ModelInfo;
+  readonly #clock: RunClock;
 
-  private constructor(readonly load: LoadMessage, handler: Handler, model: ModelInfo, private readonly io: RuntimeIo) {
+  private constructor(readonly load: LoadMessage, handler: Handler, model: ModelInfo, clock: RunClock, private readonly io: RuntimeIo) {
     this.#handler = handler;
     this.#model = model;
+    this.#clock = clock;
   }
 
   /** Opens the session and initialises the handler; `Loaded` describes it. */
@@ -36,6 +41,9 @@ export class ModelRuntime {
     const t0 = performance.now();
     const opened = await openSession(msg, io.log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
+    const clock = new RunClock();
+    // Only a shared host's models share a thread: a dedicated worker's runs go straight to onnxruntime.
+    if (io.turns) clock.watch(opened.session, io.turns);
     let handler: Handler;
     try {
       handler = loadHandler(msg.handlerPath, msg.modelDir);
@@ -46,7 +54,7 @@ export class ModelRuntime {
         maxRequestElements: msg.maxRequestElements,
       };
       await handler.initialize(new HandlerContext(model, [], () => undefined));
-      const runtime = new ModelRuntime(msg, handler, model, io);
+      const runtime = new ModelRuntime(msg, handler, model, clock, io);
       return {
         runtime,
         loaded: {
@@ -81,7 +89,7 @@ export class ModelRuntime {
     for (const group of groups) {
       const t0 = performance.now();
       const responses = await this.#runGroup(group);
-      this.io.result({ batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), responses });
+      this.io.result({ batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), runMicros: this.#clock.micros, responses });
     }
   }
 

@@ -88,7 +88,7 @@ export class FakeProcess extends EventEmitter {
     const batch = this.batches.shift();
     if (!batch || !this.alive) return;
     const responses = batch.requests.map((r) => ({ id: r.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: r.id })) }));
-    this.#send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: 1, responses } });
+    this.#send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: 1, runMicros: 1, responses } });
   }
 
   /** The process ends: by a signal, or on its own with a code. */

@@ -154,7 +154,7 @@ export class FakeWorker implements ModelWorker {
     const [batch] = this.batches.splice(index, 1);
     if (!batch) throw new Error(`worker ${this.id} holds no batch ${index}`);
     const responses = batch.jobs.map((j) => ({ id: j.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: j.id })), ...respond(j) }));
-    this.#listener?.result(this, batch, { batchId: batch.msg.batchId, modelMicros: 1, responses }, true);
+    this.#listener?.result(this, batch, { batchId: batch.msg.batchId, modelMicros: 1, runMicros: 1, responses }, true);
   }
 
   /** The process ends: by the signal the server sent, or on its own. */

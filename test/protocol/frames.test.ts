@@ -34,6 +34,7 @@ const infer = fc.record({
 const result = fc.record({
   batchId: wireId,
   modelMicros: fc.nat(),
+  runMicros: fc.nat(),
   responses: fc.array(fc.record({
     id: wireId, status: fc.integer({ min: 100, max: 599 }), contentType: text, headers, body,
     error: fc.option(fc.record({ code: text, status: fc.integer({ min: 400, max: 599 }), message: text }), { nil: undefined }),
@@ -99,7 +100,7 @@ describe('frames (the parent ⇄ worker protocol)', () => {
       const body = Buffer.from('x');
       return [
         { kind: MessageKind.Infer, msg: { batchId: id, slot, requests: [{ id, requestId: 'r', contentType: 'application/json', accept: '', body }] } },
-        { kind: MessageKind.Result, msg: { batchId: id, modelMicros: 5, responses: [{ id, status: 200, contentType: 'text/plain', headers: {}, body }] } },
+        { kind: MessageKind.Result, msg: { batchId: id, modelMicros: 5, runMicros: 3, responses: [{ id, status: 200, contentType: 'text/plain', headers: {}, body }] } },
         { kind: MessageKind.Chunk, msg: { slot, id, body } },
         { kind: MessageKind.Cancel, msg: { id } },
         { kind: MessageKind.ChunkAck, msg: { id, bytes: 7 } },

@@ -77,6 +77,41 @@ describe('shared worker hosts (worker_mode=shared)', function () {
   });
 });
 
+describe('shared worker hosts run their models side by side: a slow model never holds back its neighbours', function () {
+  this.timeout(120_000);
+  let t: TestServer;
+  afterEach(async () => t?.close());
+
+  it('answers a tiny model\'s requests while a slow neighbour\'s batch is held in the same host, then the slow one; describe shows each model\'s share of the host', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    assert.equal((await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': behaviourHandler }))).status, 200);
+    await loadMlps(t, ['tiny']);
+    const [hostPid] = workerPidsOf(process.pid);
+    const go = path.join(tempDir(), 'go');
+    const order: string[] = [];
+    const slow = invoke(t, 'slow', { awaitFile: go, echo: 'slow' }).then((res) => {
+      order.push('slow');
+      return res;
+    });
+    await waitFor(() => t.server.manager.get('slow').inFlightCount === 1, 'the slow request to reach the host');
+    for (let i = 0; i < 8; i++) {
+      const res = await invoke(t, 'tiny', { inputs: { input: rows } });
+      assert.equal(res.status, 200, res.text);
+      assertRowsClose(res.body.outputs.output, mlpForward(spec(1), rows), 'tiny');
+      order.push('tiny');
+    }
+    fs.writeFileSync(go, '');
+    const res = await slow;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.pid, hostPid, 'one host ran both');
+    assert.deepEqual(order, [...Array(8).fill('tiny'), 'slow']);
+    const share = async (name: string) => (await request(`${t.managementUrl}/models/${name}`)).body.workers[0].cpuShare;
+    const tiny = await share('tiny');
+    assert.ok(tiny > 0 && tiny <= 1, `tiny's session runs took a share of the host: ${tiny}`);
+    assert.equal(await share('slow'), 0, 'slow\'s handler never ran its session');
+  });
+});
+
 describe('shared worker hosts: faults, memory and recycling', function () {
   this.timeout(120_000);
   let t: TestServer;
@@ -88,27 +123,56 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   for (const death of [
     { how: 'exits', cmd: { exit: 3 }, status: 500, code: 'MME_ERR_WORKER_DIED', log: /shared host .* exited with code 3/ },
     { how: 'is SIGKILLed (the OOM killer\'s signature)', cmd: { kill: true }, status: 507, code: 'MME_ERR_INSUFFICIENT_MEMORY', log: /shared host .* was killed by SIGKILL \(exit reason: oom\)/ },
-  ]) it(`a host that ${death.how} fails only its running request (${death.status}); queued ones, of that model and of the others in the host, are answered after the models reload`, async () => {
+  ]) it(`a host that ${death.how} fails only its running request (${death.status}); the other model's requests are answered meanwhile, and the ones queued behind it after the model reloads`, async () => {
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);
-    const dir = tempDir();
-    const running = call('a', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'go'), ...death.cmd });
-    await waitFor(() => fs.existsSync(path.join(dir, 'running')), 'the crashing request to run');
-    const queued = [...Array.from({ length: 4 }, (_, i) => call('a', { echo: i })), ...Array.from({ length: 4 }, (_, i) => call('b', { echo: i }))];
+    const go = path.join(tempDir(), 'go');
     const { manager } = t.server;
-    await waitFor(() => manager.get('a').queueLength + manager.get('a').inFlightCount >= 4 && manager.get('b').queueLength + manager.get('b').inFlightCount >= 4, 'the requests to be admitted');
-    fs.writeFileSync(path.join(dir, 'go'), '');
+    // Waits without blocking the host: its other models' batches run meanwhile.
+    const running = call('a', { awaitFile: go, ...death.cmd });
+    await waitFor(() => manager.get('a').inFlightCount === 1, 'the crashing request to reach the host');
+    const queued = Array.from({ length: 4 }, (_, i) => call('a', { echo: i }));
+    const beside = await Promise.all(Array.from({ length: 4 }, (_, i) => call('b', { echo: i })));
+    for (const res of beside) assert.equal(res.body.pid, hostPid, `b is answered by the host a's request holds: ${res.text}`);
+    await waitFor(() => manager.get('a').queueLength + manager.get('a').inFlightCount >= 5, 'a\'s requests to be admitted');
+    fs.writeFileSync(go, '');
     const crashed = await running;
     assert.equal(crashed.status, death.status, crashed.text);
     assert.equal(crashed.body.errorCode, death.code);
+    assert.doesNotMatch(crashed.body.message, /also running/, 'nothing else was running beside it');
     const answers = await Promise.all(queued);
     for (const res of answers) {
       assert.equal(res.status, 200, res.text);
       assert.notEqual(res.body.pid, hostPid, 'answered by the new host');
     }
-    assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3, 0, 1, 2, 3]);
+    assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3]);
     assert.ok(t.logs.some((l) => death.log.test(l)), 'the death is logged with its exit and reason');
+    assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
+  });
+
+  it('a host that dies while two models run fails the running request of each, names the other model in each error, and requeues what waited behind them', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
+    const [hostPid] = workerPidsOf(process.pid);
+    const dir = tempDir();
+    const { manager } = t.server;
+    const runningB = call('b', { awaitFile: path.join(dir, 'never') });
+    await waitFor(() => manager.get('b').inFlightCount === 1, 'b\'s request to reach the host');
+    const waitingB = call('b', { echo: 'after' });
+    const runningA = call('a', { awaitFile: path.join(dir, 'go'), exit: 3 });
+    await waitFor(() => manager.get('a').inFlightCount === 1 && manager.get('b').queueLength + manager.get('b').inFlightCount === 2, 'both models\' requests to be admitted');
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    const [a, b] = await Promise.all([runningA, runningB]);
+    for (const [res, own, other] of [[a, 'a', 'b'], [b, 'b', 'a']] as const) {
+      assert.equal(res.status, 500, res.text);
+      assert.equal(res.body.errorCode, 'MME_ERR_WORKER_DIED');
+      assert.match(res.body.message, new RegExp(`^The worker of model ${own} exited with code 3 while running this request\\. It was a shared host, also running requests of model ${other}; which of them caused it is not known\\.$`));
+    }
+    const after = await waitingB;
+    assert.equal(after.status, 200, after.text);
+    assert.notEqual(after.body.pid, hostPid, 'what waited behind b\'s running request is answered by the new host');
+    assert.equal((await call('a', { echo: 'again' })).status, 200);
     assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
   });
 
@@ -116,11 +180,11 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'slow', behaviourModel('slow'), { response_timeout: 2 })).status, 200);
     assert.equal((await loadModel(t, 'busy', behaviourModel('busy'))).status, 200);
-    const dir = tempDir();
-    // busy blocks the host; slow's request waits behind it in the host's pipe until slow's timeout kills the host.
-    const running = call('busy', { touch: path.join(dir, 'running'), barrier: path.join(dir, 'never') });
-    await waitFor(() => fs.existsSync(path.join(dir, 'running')), 'busy\'s request to run');
-    const late = await call('slow', { echo: 'late' });
+    const never = path.join(tempDir(), 'never');
+    // Both run side by side in the host until slow's timeout kills it.
+    const running = call('busy', { awaitFile: never });
+    await waitFor(() => t.server.manager.get('busy').inFlightCount === 1, 'busy\'s request to reach the host');
+    const late = await call('slow', { awaitFile: never });
     assert.equal(late.status, 504, late.text);
     const victim = await running;
     assert.equal(victim.status, 504, victim.text);

@@ -178,16 +178,19 @@ export class HostProcess extends FramedProcess<HostSlot> {
     const models = [...this.#slots.values()];
     for (const slot of [...this.#slots.keys()]) this.forget(slot);
     const suspect = suspectLoad(exit, lost, models);
+    // Its models' batches run side by side: each running request is told who else was running.
+    const told: WorkerExit = { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.owner.modelName))] };
     for (const m of models) {
       const mine = lost.filter((l) => l.owner === m);
-      m.onHostExit(exit, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), exit.reason !== 'stopped' && m !== suspect);
+      m.onHostExit(told, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), exit.reason !== 'stopped' && m !== suspect);
     }
   }
 }
 
 /**
  * The load a host's death may be the doing of: the one the host was running (it runs loads one at
- * a time, in the order sent), unless a batch was running, which its failure then answers for. None
+ * a time, in the order sent), unless a batch was running (any model's: they run beside the loads),
+ * which its failure then answers for. None
  * for a kill at a timeout: a load that ran out of time has failed already, and a batch answers for
  * its own. Every other model loading there is displaced: its load starts again in another host.
  */

@@ -30,6 +30,9 @@ export class HostedModel implements ModelWorker {
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
   readonly #t0 = performance.now();
+  /** When its Loaded arrived (performance.now()), and what its session runs have taken since, µs (the host's latest figure). */
+  #loadedAt = 0;
+  #runMicros = 0;
   #resolveExit!: (e: WorkerExit) => void;
 
   constructor(private readonly assignment: Assignment, readonly hostProcess: HostProcess, private readonly log: (line: string) => void) {
@@ -72,6 +75,12 @@ export class HostedModel implements ModelWorker {
 
   get backlog(): number {
     return this.hostProcess.batchCount;
+  }
+
+  /** The fraction of its host's thread its session runs have taken since its load (0–1): how much of the host it uses. */
+  get cpuShare(): number {
+    const elapsedMicros = (performance.now() - this.#loadedAt) * 1000;
+    return this.#loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, this.#runMicros / elapsedMicros) : 0;
   }
 
   get isIdle(): boolean {
@@ -155,6 +164,7 @@ export class HostedModel implements ModelWorker {
 
   onLoaded(msg: LoadedMessage): void {
     if (!this.#slot.succeed(msg)) return;
+    this.#loadedAt = performance.now();
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
     this.#slot.measured(Math.max(msg.rssGrowthBytes, this.hostProcess.sessionBytes + this.assignment.onnxBytes));
     // Loaded into a host that began recycling meanwhile: move on with the others.
@@ -169,6 +179,7 @@ export class HostedModel implements ModelWorker {
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    this.#runMicros = msg.runMicros;
     this.#listener?.result(this, batch, msg, done);
   }
 

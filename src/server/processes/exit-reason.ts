@@ -29,6 +29,11 @@ export interface WorkerExit {
    * when it was one model's: in a shared host it may not be the model a request was for.
    */
   causedBy: string | null;
+  /**
+   * A shared host's: every model that had a batch running in it when it ended (its models run side
+   * by side, so a crash may be any one's doing). Absent for a process of one model.
+   */
+  runningModels?: readonly string[];
 }
 
 export interface ExitEvidence {
@@ -59,7 +64,7 @@ export function runningRequestError(model: string, exit: WorkerExit, timeoutSeco
   const how = describeExit(exit);
   switch (exit.reason) {
     case 'oom':
-      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).`);
+      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${alsoRunning(model, exit)}`);
     case 'timeout-kill':
       if (exit.causedBy !== null && exit.causedBy !== model) {
         return new MmeError('MME_ERR_WORKER_TIMEOUT', `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`);
@@ -70,8 +75,16 @@ export function runningRequestError(model: string, exit: WorkerExit, timeoutSeco
     case 'stopped':
       return new MmeError('MME_ERR_SHUTTING_DOWN', `The worker of model ${model} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`);
     default:
-      return new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${model} ${how} while running this request.`);
+      return new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${model} ${how} while running this request.${alsoRunning(model, exit)}`);
   }
+}
+
+/** Who else had a request running in the same shared host: the exit may be their doing. */
+function alsoRunning(model: string, exit: WorkerExit): string {
+  const others = (exit.runningModels ?? []).filter((m) => m !== model);
+  if (others.length === 0) return '';
+  const named = others.slice(0, 5).join(', ') + (others.length > 5 ? ` and ${others.length - 5} more` : '');
+  return ` It was a shared host, also running requests of ${others.length === 1 ? 'model' : 'models'} ${named}; which of them caused it is not known.`;
 }
 
 /** The error a load gets when its worker ends before reporting Loaded. */

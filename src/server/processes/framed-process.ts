@@ -1,9 +1,9 @@
 /**
  * A worker process as the server sees it: spawned, spoken to in frames over fd 3, killed, reaped.
  * It owns the batches sent to it until each is answered or the process ends; at exit it hands them
- * back with the exit's reason (exit-reason.ts), split into the one running and the ones still
- * waiting in its pipe. What the process holds — one model (WorkerHandle) or many (HostProcess) — is
- * the subclass's business: each batch is tagged with the owner its answers go to.
+ * back with the exit's reason (exit-reason.ts), split into the ones running (each owner's oldest)
+ * and the ones still waiting in its pipe. What the process holds — one model (WorkerHandle) or many
+ * (HostProcess) — is the subclass's business: each batch is tagged with the owner its answers go to.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -315,10 +315,15 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') FramedProcess.unhandledRejectionExits++;
     this.#channel?.destroy();
-    // Batches run one after another, so only the oldest was running; a preload_model process runs
-    // all of its slots at once.
+    // Each owner's batches run one after another (different owners' side by side, in a shared
+    // host), so each owner's oldest was running; a preload_model process runs all of its slots at once.
     const concurrent = this.concurrent;
-    const lost = [...this.#batches.values()].map(({ batch, owner }, i) => ({ batch, owner, running: concurrent || i === 0 }));
+    const seen = new Set<Owner>();
+    const lost = [...this.#batches.values()].map(({ batch, owner }) => {
+      const oldest = !seen.has(owner);
+      seen.add(owner);
+      return { batch, owner, running: concurrent || oldest };
+    });
     this.#batches.clear();
     this.#perOwner.clear();
     this.#resolveExit(exit);

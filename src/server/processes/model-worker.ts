@@ -62,6 +62,8 @@ export interface ModelWorker {
   readonly backlog: number;
   /** The shared host it is in, or null for a process of its own. */
   readonly host: string | null;
+  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
+  readonly cpuShare?: number;
   /** Ready, not being killed, and with a free slot. */
   readonly isIdle: boolean;
   /** Idle with nothing in flight (what job tickets need). */
