@@ -19,11 +19,16 @@ export async function sequentialLatency(url: string, body: string, requests: num
   return percentiles(await sequentialSamples(url, body, requests, warmup));
 }
 
-/** Each request's latency (ms), in order: one round of an interleaved comparison. */
-export async function sequentialSamples(url: string, body: string, requests: number, warmup = 200): Promise<number[]> {
+/**
+ * Each request's latency (ms), in order: one round of an interleaved comparison. Several URLs (one
+ * server) are taken in turn, on the same keep-alive connection.
+ */
+export async function sequentialSamples(url: string | readonly string[], body: string, requests: number, warmup = 200): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const target = new URL(url);
+  const targets = (typeof url === 'string' ? [url] : url).map((u) => new URL(u));
+  let turn = 0;
   const once = () => new Promise<number>((resolve, reject) => {
+    const target = targets[turn++ % targets.length]!;
     const t0 = performance.now();
     const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       res.resume();
