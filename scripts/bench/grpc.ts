@@ -11,13 +11,18 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mlpModel } from '../../test/fixtures/onnx-models';
 import { streamInvoke } from '../../test/http/stream-client';
+import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
 import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, benchUsage, measure, median, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, load, measure, median, postJson, runScript, startServer } from './harness';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
   grpcRawRps: number;
   ratio: number;
+  /** CPU of the server and its workers per request, µs (from /proc): the client's own cost left out. */
+  httpJsonCpuMicros: number;
+  grpcRawCpuMicros: number;
+  cpuRatio: number;
   tokens: number;
   grpcFirstMessageMs: number;
   httpFirstChunkMs: number;
@@ -44,6 +49,14 @@ async function grpcRps(client: ServiceClient, request: unknown, seconds: number)
     }
   }));
   return done / seconds;
+}
+
+/** Server-side CPU per request (µs) over one run of `run`, which returns the requests it made. */
+async function cpuPerRequest(root: number, run: () => Promise<number>): Promise<number> {
+  const tree = () => [root, ...descendantsOf(root)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  const before = tree();
+  const requests = await run();
+  return (tree() - before) / requests;
 }
 
 function firstMessage(client: ServiceClient, request: unknown): Promise<number> {
@@ -74,13 +87,17 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
 
     const row = Array.from({ length: 16 }, (_, i) => i / 16);
     const d = benchDurations();
-    const http = await measure(`${server.url}/models/tiny/invoke`, JSON.stringify({ inputs: { input: [row] } }), kConcurrency, d);
+    const httpBody = JSON.stringify({ inputs: { input: [row] } });
+    const http = await measure(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d);
     if (http.errors + http.non2xx > 0) throw new Error(`HTTP invoke failed ${http.errors + http.non2xx} times`);
     const infer = { model_name: 'tiny', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }], raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)] };
     await grpcRps(clients.kserve, infer, d.warmupSeconds);
     const runs: number[] = [];
     for (let i = 0; i < d.reps; i++) runs.push(await grpcRps(clients.kserve, infer, d.seconds));
     const grpcRawRps = median(runs);
+    const pid = server.child.pid!;
+    const httpJsonCpuMicros = await cpuPerRequest(pid, async () => (await load(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d.seconds)).rps * d.seconds);
+    const grpcRawCpuMicros = await cpuPerRequest(pid, async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds);
 
     const tokens = 32;
     const body = JSON.stringify({ prompt: 'hello', max_tokens: tokens });
@@ -96,7 +113,11 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
       grpcFirst.push(g);
       httpFirst.push(h.firstChunkMs);
     }
-    return { httpJsonRps: http.rps, grpcRawRps, ratio: grpcRawRps / http.rps, tokens, grpcFirstMessageMs: median(grpcFirst), httpFirstChunkMs: median(httpFirst) };
+    return {
+      httpJsonRps: http.rps, grpcRawRps, ratio: grpcRawRps / http.rps,
+      httpJsonCpuMicros, grpcRawCpuMicros, cpuRatio: grpcRawCpuMicros / httpJsonCpuMicros,
+      tokens, grpcFirstMessageMs: median(grpcFirst), httpFirstChunkMs: median(httpFirst),
+    };
   } finally {
     clients.close();
     await server.stop();

@@ -11,7 +11,8 @@ import readline from 'node:readline';
 import autocannon from 'autocannon';
 import { printedHelp } from '../cli-flags';
 
-const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
+// MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
+const kMain = process.env.MME_BENCH_MAIN ?? path.join(__dirname, '..', '..', 'src', 'main.js');
 
 export interface BenchServer {
   url: string;
@@ -123,7 +124,8 @@ export function benchUsage(command: string, what: string): string {
   return `Usage: ${command}
   ${what}
   BENCH_QUICK=1        short runs that only check the harness works
-  MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)`;
+  MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)
+  MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)`;
 }
 
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */

@@ -6,18 +6,29 @@ import * as ort from 'onnxruntime-node';
 export interface Percentiles {
   p50: number;
   p99: number;
+  p999: number;
 }
 
 export function percentiles(samplesMs: number[]): Percentiles {
   const s = [...samplesMs].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
-  return { p50: at(0.5), p99: at(0.99) };
+  return { p50: at(0.5), p99: at(0.99), p999: at(0.999) };
 }
 
 export async function sequentialLatency(url: string, body: string, requests: number, warmup = 200): Promise<Percentiles> {
+  return percentiles(await sequentialSamples(url, body, requests, warmup));
+}
+
+/**
+ * Each request's latency (ms), in order: one round of an interleaved comparison. Several URLs (one
+ * server) are taken in turn, on the same keep-alive connection.
+ */
+export async function sequentialSamples(url: string | readonly string[], body: string, requests: number, warmup = 200): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const target = new URL(url);
+  const targets = (typeof url === 'string' ? [url] : url).map((u) => new URL(u));
+  let turn = 0;
   const once = () => new Promise<number>((resolve, reject) => {
+    const target = targets[turn++ % targets.length]!;
     const t0 = performance.now();
     const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       res.resume();
@@ -30,7 +41,7 @@ export async function sequentialLatency(url: string, body: string, requests: num
   const samples: number[] = [];
   for (let i = 0; i < requests; i++) samples.push(await once());
   agent.destroy();
-  return percentiles(samples);
+  return samples;
 }
 
 /** The compute limit: `await session.run()` in a loop, same thread settings as a worker. */

@@ -3,7 +3,8 @@
  * copy, and the dead prefix is dropped once it is most of the array.
  */
 export class Fifo<T> {
-  #items: T[] = [];
+  /** Slots before #head are cleared as they are taken, so the array keeps no taken item alive; from #head on, every slot holds one. */
+  #items: (T | undefined)[] = [];
   #head = 0;
 
   get length(): number {
@@ -26,7 +27,8 @@ export class Fifo<T> {
 
   shift(): T | undefined {
     if (this.#head >= this.#items.length) return undefined;
-    const item = this.#items[this.#head++];
+    const item = this.#items[this.#head];
+    this.#items[this.#head++] = undefined;
     if (this.#head === this.#items.length) this.drainAll();
     else if (this.#head > 1024 && this.#head * 2 > this.#items.length) this.#compact();
     return item;
@@ -39,11 +41,21 @@ export class Fifo<T> {
     return true;
   }
 
+  /** Drops every item `dead` says is dead, keeping the others in order. */
+  prune(dead: (item: T) => boolean): void {
+    this.#items = this.#live().filter((item) => !dead(item));
+    this.#head = 0;
+  }
+
   drainAll(): T[] {
-    const out = this.#items.slice(this.#head);
+    const out = this.#live();
     this.#items = [];
     this.#head = 0;
     return out;
+  }
+
+  #live(): T[] {
+    return this.#items.slice(this.#head) as T[];
   }
 
   #compact(): void {

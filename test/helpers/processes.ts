@@ -87,6 +87,15 @@ export function orphansOf(ppid: number, marker: string): number[] {
 }
 
 /** Resident set size in bytes (0 once the process is gone). */
+/** CPU time (user + system) a process has used, µs; 0 once it is gone. */
+export function cpuMicros(pid: number): number {
+  const f = statFields(pid);
+  return f ? ((Number(f[11]) + Number(f[12])) * 1e6) / kClockTicks : 0;
+}
+
+/** USER_HZ: /proc/<pid>/stat counts CPU time in these ticks, 100 a second on every Linux we run on. */
+const kClockTicks = 100;
+
 export function rssBytes(pid: number): number {
   try {
     const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));

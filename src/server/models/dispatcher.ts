@@ -32,6 +32,9 @@ export interface DispatcherDeps {
   log(line: string): void;
 }
 
+/** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
+const kPruneAtLeast = 1024;
+
 export class Dispatcher {
   readonly #queue: JobQueue;
   /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
@@ -41,6 +44,7 @@ export class Dispatcher {
    * are in the same order: one timer, for the oldest unsettled job, serves them all.
    */
   readonly #deadlines = new Fifo<Job>();
+  #pruneAt = kPruneAtLeast;
   #deadlineTimer: NodeJS.Timeout | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
@@ -192,8 +196,16 @@ export class Dispatcher {
   }
 
   #armDeadline(): void {
-    if (this.#deadlineTimer) return;
+    // Settled jobs leave on every admission, not only when the timer fires: through its options each
+    // holds its request's context (ServerResponse, IncomingMessage, closures), and kept for the whole
+    // response timeout they made every scavenge copy and promote megabytes: the p99.9 stall
+    // (docs/performance.md). Those behind an unsettled head go once the list doubles.
     while (this.#deadlines.peek()?.settled) this.#deadlines.shift();
+    if (this.#deadlines.length > this.#pruneAt) {
+      this.#deadlines.prune((job) => job.settled);
+      this.#pruneAt = Math.max(kPruneAtLeast, 2 * this.#deadlines.length);
+    }
+    if (this.#deadlineTimer) return;
     const head = this.#deadlines.peek();
     if (head) this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
   }
