@@ -8,6 +8,7 @@ import type { Job } from '../../src/server/jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../../src/server/processes/model-worker';
 import { SlotLifecycle, type SlotView } from '../../src/server/processes/slot-lifecycle';
+import { VirtualClock } from '../helpers/virtual-clock';
 
 export interface FakeOptions {
   /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */
@@ -43,7 +44,7 @@ export class FakeWorker implements ModelWorker {
   #resolveExit!: (e: WorkerExit) => void;
 
   constructor(readonly assignment: Assignment, private readonly fleet: FakeFleet) {
-    this.#slot = new SlotLifecycle(() => `fake worker ${this.id}`, 'loading', assignment.capacity);
+    this.#slot = new SlotLifecycle(() => `fake worker ${this.id}`, 'loading', assignment.capacity, fleet.clock);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     if (fleet.options.autoLoad) setImmediate(() => this.load());
   }
@@ -175,6 +176,8 @@ export class FakeWorker implements ModelWorker {
 export class FakeFleet {
   readonly workers: FakeWorker[] = [];
   readonly options: FakeOptions;
+  /** The server's clock, which the workers' load timers run on too. */
+  readonly clock = new VirtualClock();
 
   constructor(options: Partial<FakeOptions> = {}) {
     this.options = { autoLoad: true, autoExit: true, autoAnswer: false, memoryBytes: () => 10 * 2 ** 20, startsLeft: Infinity, ...options };

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { HostedModel } from '../../src/server/hosts/hosted-model';
 import { waitFor } from '../helpers/processes';
 import { processHarness, type ProcessHarness } from './harness';
-import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, runCommands, type Outcomes, type RegistryCommand } from './property';
+import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 
 type Command =
   | RegistryCommand
@@ -63,7 +63,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
       while (p.batches.length > 0) p.answer();
     }
     h.clock.advance(60_000);
-    return done;
+    return done && registrySettled(h.manager);
     // Each step settles within a few ticks: look again soon.
   }, 'every request and operation to settle', 20_000, 1);
   // A scale-down or a move is admitted before it is done: retired slots are released, retired and

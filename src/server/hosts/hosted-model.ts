@@ -10,6 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
+import type { Timer } from '../../util/clock';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
@@ -26,7 +27,7 @@ export class HostedModel implements ModelWorker {
   readonly exited: Promise<WorkerExit>;
   readonly slot: number;
   #listener: WorkerListener | null = null;
-  #unloadTimer: NodeJS.Timeout | null = null;
+  #unloadTimer: Timer | null = null;
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
   readonly #t0 = performance.now();
@@ -34,7 +35,7 @@ export class HostedModel implements ModelWorker {
 
   constructor(private readonly assignment: Assignment, readonly hostProcess: HostProcess, private readonly log: (line: string) => void) {
     this.id = assignment.id;
-    this.#slot = new SlotLifecycle(() => `worker ${this.id}`, 'loading', assignment.capacity);
+    this.#slot = new SlotLifecycle(() => `worker ${this.id}`, 'loading', assignment.capacity, hostProcess.clock);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#slot.bound(assignment.loadTimeoutMs, () => {
       // The host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
@@ -141,7 +142,7 @@ export class HostedModel implements ModelWorker {
     this.retire();
     if (!this.#exitInfo && !this.#unloadTimer) {
       this.hostProcess.control({ kind: MessageKind.Unload, msg: { slot: this.slot } });
-      this.#unloadTimer = setTimeout(() => {
+      this.#unloadTimer = this.hostProcess.clock.setTimeout(() => {
         this.log(`[${this.id}] shared host ${this.host} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
         this.hostProcess.kill('timeout-kill', this.modelName);
       }, this.assignment.loadTimeoutMs);
@@ -197,7 +198,7 @@ export class HostedModel implements ModelWorker {
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
-    clearTimeout(this.#unloadTimer!);
+    this.hostProcess.clock.clearTimeout(this.#unloadTimer);
     this.#slot.end(exit);
     this.#resolveExit(exit);
     this.#listener?.exit(this, exit, running, waiting);

@@ -3,8 +3,8 @@
  * cancellation. It hands batches to idle workers and settles each job from what the worker hands
  * back: a result, or its exit with the batches it held. It never reaches into a worker.
  */
-import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
+import type { Clock, Timer } from '../../util/clock';
 import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
@@ -30,18 +30,20 @@ export interface DispatcherDeps {
   /** The model's handler is a custom one: requests carry their headers to it. */
   withHeaders: boolean;
   log(line: string): void;
+  /** What the response timeout and the batch window run on: the server's clock. */
+  clock: Clock;
 }
 
 export class Dispatcher {
   readonly #queue: JobQueue;
   /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
-  #batchTimer: NodeJS.Timeout | null = null;
+  #batchTimer: Timer | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
    * are in the same order: one timer, for the oldest unsettled job, serves them all.
    */
   readonly #deadlines = new Fifo<Job>();
-  #deadlineTimer: NodeJS.Timeout | null = null;
+  #deadlineTimer: Timer | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
@@ -73,7 +75,7 @@ export class Dispatcher {
     if (this.#queue.isFull) {
       return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
     }
-    const job = new Job(request, opts);
+    const job = new Job(request, opts, this.deps.clock.now());
     job.deadline = job.admittedAt + settings.responseTimeoutMs;
     this.#deadlines.push(job);
     this.#armDeadline();
@@ -92,7 +94,7 @@ export class Dispatcher {
       const batchSize = streaming ? 1 : configured;
       if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
         // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
-        this.#batchTimer ??= setTimeout(() => {
+        this.#batchTimer ??= this.deps.clock.setTimeout(() => {
           this.#batchTimer = null;
           this.#batchWindowOver = true;
           this.dispatch();
@@ -106,10 +108,10 @@ export class Dispatcher {
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
       if (this.#batchTimer) {
-        clearTimeout(this.#batchTimer);
+        this.deps.clock.clearTimeout(this.#batchTimer);
         this.#batchTimer = null;
       }
-      const now = performance.now();
+      const now = this.deps.clock.now();
       for (const job of jobs) job.dispatchedAt = now;
       this.stats.batches++;
       this.stats.requests += jobs.length;
@@ -195,12 +197,12 @@ export class Dispatcher {
     if (this.#deadlineTimer) return;
     while (this.#deadlines.peek()?.settled) this.#deadlines.shift();
     const head = this.#deadlines.peek();
-    if (head) this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
+    if (head) this.#deadlineTimer = this.deps.clock.setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - this.deps.clock.now()));
   }
 
   #onDeadline(): void {
     this.#deadlineTimer = null;
-    const now = performance.now();
+    const now = this.deps.clock.now();
     for (let job = this.#deadlines.peek(); job && (job.settled || job.deadline <= now); job = this.#deadlines.peek()) {
       this.#deadlines.shift();
       if (!job.settled) this.#onTimeout(job);
@@ -249,11 +251,11 @@ export class Dispatcher {
   /** No more work: queued jobs fail with `err`; running ones are settled by their workers' exits. */
   close(err: MmeError): void {
     this.#closed = err;
-    if (this.#batchTimer) clearTimeout(this.#batchTimer);
+    this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
     // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.deps.clock.clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = null;
     this.#deadlines.drainAll();
   }

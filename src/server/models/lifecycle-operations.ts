@@ -15,6 +15,7 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
+import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { Semaphore } from '../../util/semaphore';
@@ -43,6 +44,8 @@ export interface OperationsDeps {
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   repository: ModelRepository | null;
   log: (line: string) => void;
+  /** What every bound of the operations runs on: the server's clock. */
+  clock: Clock;
 }
 
 /** What a shutdown did to the requests it found admitted. */
@@ -72,6 +75,7 @@ export class LifecycleOperations {
       maxLoadedModels: config.maxLoadedModels,
       evicts: config.modelCache,
       policy: deps.policy,
+      clock: deps.clock,
       entries: () => registry.live,
       fixedBytes: () => deps.workers.hostBaseBytes,
       current: (name) => registry.current(name),
@@ -99,7 +103,7 @@ export class LifecycleOperations {
 
   /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
   startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
-    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false);
+    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
     this.deps.registry.claim(entry);
     return this.#runLoad(entry, req);
   }
@@ -136,7 +140,7 @@ export class LifecycleOperations {
       entry.unreserve();
       entry.to('ready');
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
-      this.deps.policy.admit(name, model.memoryBytes, loadMicros, performance.now());
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
       const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
@@ -182,7 +186,7 @@ export class LifecycleOperations {
     const { config, log } = this.deps;
     const model = entry.model!;
     const freed = model.memoryBytes;
-    const idleMs = Date.now() - model.lastUsedAt;
+    const idleMs = this.deps.clock.now() - model.lastUsedAt;
     const t0 = performance.now();
     entry.to('draining');
     if (!(await entry.whenIdle(config.evictionDrainTimeoutSeconds * 1000))) {
@@ -201,14 +205,15 @@ export class LifecycleOperations {
    */
   async unload(name: string): Promise<void> {
     const { config, registry, log } = this.deps;
+    const { clock } = this.deps;
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
-    const deadline = performance.now() + boundMs;
+    const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
     if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
-    let unlock = await within(locking, boundMs, null);
+    let unlock = await within(locking, boundMs, null, clock);
     if (!unlock) {
       late = true;
       // Still loading at the bound: stop the load, which then gives the lock up at once.
@@ -221,7 +226,7 @@ export class LifecycleOperations {
         throw modelNotFound(name);
       }
       entry.to('draining');
-      if (!(await entry.whenIdle(deadline - performance.now()))) {
+      if (!(await entry.whenIdle(deadline - clock.now()))) {
         late = true;
         log(`[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`);
       }
@@ -286,15 +291,16 @@ export class LifecycleOperations {
   async close(drainMs: number): Promise<ShutdownCounts> {
     const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     this.closing = true;
-    const deadline = performance.now() + drainMs;
+    const { clock } = this.deps;
+    const deadline = clock.now() + drainMs;
     const live = this.deps.registry.live;
     for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
     const spares = this.deps.workers.closeSpares();
     const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
-    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
       for (const w of FramedProcess.live) w.kill('stopped');
-      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null);
+      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null, clock);
     }
     await spares;
     await this.deps.workers.closeHosts();
@@ -308,7 +314,7 @@ export class LifecycleOperations {
       if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
       const admitted = entry.active;
-      await entry.whenIdle(deadline - performance.now());
+      await entry.whenIdle(deadline - this.deps.clock.now());
       counts.cutOff += entry.active;
       counts.drained += admitted - entry.active;
       entry.to('stopping');

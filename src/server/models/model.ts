@@ -36,8 +36,8 @@ export interface ModelDeps {
   restarted?: () => void;
   /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
   waitForRoom?: (wake: () => void) => void;
-  /** What its restart back-off waits on. */
-  clock?: Clock;
+  /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
+  clock: Clock;
 }
 
 /**
@@ -55,13 +55,14 @@ export class Model implements WorkerListener {
   streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
-  /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
-  lastUsedAt = Date.now();
+  /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
+  lastUsedAt: number;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
 
   constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
+    this.lastUsedAt = deps.clock.now();
     this.#set = new WorkerSet(processCount(settings), {
       name,
       spawn: () => this.#spawn(),
@@ -81,7 +82,7 @@ export class Model implements WorkerListener {
       waitForRoom: deps.waitForRoom,
       clock: deps.clock,
     });
-    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log });
+    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log, clock: deps.clock });
   }
 
   get workers(): readonly ModelWorker[] {
@@ -110,7 +111,7 @@ export class Model implements WorkerListener {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
     if (opts?.cancel?.cancelled) return Promise.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection while the request waited for the model; it was not run.'));
     if (this.deps.health.failed) return Promise.reject(this.#failedError());
-    this.lastUsedAt = Date.now();
+    this.lastUsedAt = this.deps.clock.now();
     return this.#dispatcher.submit(request, opts);
   }
 
@@ -179,7 +180,7 @@ export class Model implements WorkerListener {
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
-    this.memoryMeasuredAt = Date.now();
+    this.memoryMeasuredAt = this.deps.clock.now();
     return this.memoryBytes;
   }
 }

@@ -12,6 +12,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import type { Log } from '../../logger';
+import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
@@ -33,6 +34,8 @@ export interface SpawnOptions {
   log: Log;
   /** Default: child_process.spawn. */
   launch?: Launch;
+  /** What its timers (and those of the slots in it) run on: the server's clock. */
+  clock: Clock;
 }
 
 /** A batch at exit, with who sent it and whether it was the one running. */
@@ -141,13 +144,18 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
       const settle = () => {
         if (settled) return;
         settled = true;
-        clearTimeout(bound);
+        this.clock.clearTimeout(bound);
         this.#onExit(code, signal);
       };
-      const bound = setTimeout(settle, kAbortReasonWaitMs);
+      const bound = this.clock.setTimeout(settle, kAbortReasonWaitMs);
       child.stderr!.once('end', settle);
     });
     return this;
+  }
+
+  /** What its timers run on (the server's clock), and those of the slots it holds. */
+  get clock(): Clock {
+    return this.opts.clock;
   }
 
   /** starting → serving → draining → exited (worker-state.ts). */
@@ -256,7 +264,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
       this.#killedBy ??= 'stopped';
       this.#channel.end();
-      await within(this.#exited, kProfileExitMs, null);
+      await within(this.#exited, kProfileExitMs, null, this.clock);
     }
     this.kill('stopped');
     return this.#exited;

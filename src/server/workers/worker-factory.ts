@@ -24,8 +24,8 @@ export interface WorkerFactoryOptions {
   sharedHostRestarted: () => void;
   /** A shared host was recycled. */
   sharedHostRecycled: () => void;
-  /** What restart back-offs wait on. */
-  clock?: Clock;
+  /** What every timer of the workers, hosts and models waits on: the server's clock. */
+  clock: Clock;
 }
 
 export class WorkerFactory {
@@ -44,8 +44,8 @@ export class WorkerFactory {
     this.#fake = opts.startWorker ?? null;
   }
 
-  /** What restart back-offs wait on. */
-  get clock(): Clock | undefined {
+  /** What every timer of the workers, hosts and models waits on: the server's clock. */
+  get clock(): Clock {
     return this.opts.clock;
   }
 
@@ -76,7 +76,6 @@ export class WorkerFactory {
       log: this.opts.log,
       restarted: this.opts.sharedHostRestarted,
       recycled: this.opts.sharedHostRecycled,
-      clock: this.opts.clock,
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);
@@ -105,7 +104,7 @@ export class WorkerFactory {
   }
 
   #spawnOptions(gpuId: number): SpawnOptions {
-    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch };
+    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch, clock: this.opts.clock };
   }
 
   async closeSpares(): Promise<void> {

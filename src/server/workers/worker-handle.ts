@@ -20,7 +20,7 @@ import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 export type { SpawnOptions } from '../processes/framed-process';
 
 export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
-  readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1);
+  readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1, this.clock);
   spawnMicros = 0;
   readonly host = null;
   #listener: WorkerListener | null = null;

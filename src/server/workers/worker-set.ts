@@ -35,8 +35,8 @@ export interface WorkerSetDeps {
   recovered(): void;
   /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
   waitForRoom?(wake: () => void): void;
-  /** Restart back-off timers (tests pass a virtual clock). */
-  clock?: Clock;
+  /** What the restart back-off waits on: the server's clock. */
+  clock: Clock;
 }
 
 /** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
