@@ -5,9 +5,9 @@
  * worker being moved out of a recycled host still serves, so it is not counted: its successor
  * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
  * means a target of 0 with every worker ended at once rather than let finish as a scale-down does.
- * One start stays outside: start() waits for the loads it began, so the one second try of a load
- * whose shared host died of another model's doing is its own (#loadedOrMoved). Restarts wait on
- * one Backoff (processes/backoff.ts).
+ * reconcile() is the only place a worker starts or is told to go: start()'s one second try of a
+ * load whose shared host died of another model's doing is a reconcile() too (the displaced worker
+ * has ended, so the count is short by it). Restarts wait on one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -56,6 +56,8 @@ export class WorkerSet {
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
   #roomWanted = false;
+  /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
+  readonly #secondTries = new Set<ModelWorker>();
   #rr = 0;
 
   constructor(target: number, private readonly deps: WorkerSetDeps) {
@@ -81,23 +83,30 @@ export class WorkerSet {
       else abort.addEventListener('abort', onAbort, { once: true });
     });
     aborted.catch(() => undefined);
-    const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason as MmeError;
+    try {
+      const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
+      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason as MmeError;
+    } finally {
+      this.#secondTries.clear();
+    }
     this.#running = true;
   }
 
   /**
-   * `worker`'s load; if its shared host died of another model's doing meanwhile, the load of a
-   * successor started in its place (once: a second such death fails the load).
+   * `worker`'s load; if its shared host died of another model's doing meanwhile, the loads of the
+   * successors reconcile() starts for it (once: a second such death fails the load). Workers
+   * displaced together get their successors from the first of them to ask.
    */
-  async #loadedOrMoved(worker: ModelWorker): Promise<LoadedMessage> {
+  async #loadedOrMoved(worker: ModelWorker): Promise<void> {
     try {
-      return await worker.lifecycle.ready;
+      await worker.lifecycle.ready;
     } catch (err) {
-      if (!worker.displaced || this.#stopped) throw err;
+      if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
       this.deps.log(`[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`);
-      return this.#spawn().lifecycle.ready;
+      const { started } = this.reconcile();
+      for (const w of started) this.#secondTries.add(w);
+      await Promise.all(started.map((w) => this.#loadedOrMoved(w)));
     }
   }
 
