@@ -164,11 +164,11 @@ export class FakeWorker implements ModelWorker {
     const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }), causedBy: null };
     this.exitInfo = exit;
     this.#slot.fail(new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`));
-    this.#slot.end(exit);
+    this.#slot.exited(exit);
     const batches = this.batches.splice(0);
     const concurrent = this.assignment.load.concurrentBatches;
     this.#resolveExit(exit);
-    this.#listener?.exit(this, exit, concurrent ? batches : batches.slice(0, 1), concurrent ? [] : batches.slice(1));
+    this.#listener?.exited(this, exit, concurrent ? batches : batches.slice(0, 1), concurrent ? [] : batches.slice(1));
   }
 }
 

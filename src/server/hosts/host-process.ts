@@ -153,7 +153,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
     owner.onAnswered(batch, msg, done);
   }
 
-  protected ended(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
+  protected onExit(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
     const models = [...this.#slots.values()];
     this.#slots.clear();
     const suspect = suspectLoad(exit, lost, models);

@@ -166,7 +166,7 @@ export class HostedModel implements ModelWorker {
     this.#slot.fail(err);
     // Its slot is empty in the host; nothing is left to release.
     this.hostProcess.forget(this.slot);
-    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#exited({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
@@ -178,7 +178,7 @@ export class HostedModel implements ModelWorker {
   }
 
   onUnloaded(): void {
-    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#exited({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
@@ -187,7 +187,7 @@ export class HostedModel implements ModelWorker {
       this.displaced = displaced;
       this.#slot.fail(loadExitError(this.id, exit));
     }
-    this.#end(exit, running, waiting);
+    this.#exited(exit, running, waiting);
   }
 
   /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
@@ -195,12 +195,12 @@ export class HostedModel implements ModelWorker {
     if (this.#slot.state === 'ready') this.#listener?.relocate(this);
   }
 
-  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  #exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
     this.hostProcess.clock.clearTimeout(this.#unloadTimer);
-    this.#slot.end(exit);
+    this.#slot.exited(exit);
     this.#resolveExit(exit);
-    this.#listener?.exit(this, exit, running, waiting);
+    this.#listener?.exited(this, exit, running, waiting);
   }
 }

@@ -151,7 +151,7 @@ export class Model implements WorkerListener {
     this.#dispatcher.dispatch();
   }
 
-  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  exited(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     this.#dispatcher.exited(exit, running, waiting);
     this.#set.exited(worker, exit);
     this.#dispatcher.dispatch();

@@ -139,13 +139,13 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     child.on('error', (err) => this.opts.log(`[${this.id}] spawn failed: ${err.message}`));
     child.on('exit', (code, signal) => {
       // 'exit' can come before the last stderr lines: an abort waits (briefly) for V8's reason.
-      if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return this.#onExit(code, signal);
+      if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return this.#reap(code, signal);
       let settled = false;
       const settle = () => {
         if (settled) return;
         settled = true;
         this.clock.clearTimeout(bound);
-        this.#onExit(code, signal);
+        this.#reap(code, signal);
       };
       const bound = this.clock.setTimeout(settle, kAbortReasonWaitMs);
       child.stderr!.once('end', settle);
@@ -282,7 +282,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   /** Answers to some or all (`done`) of a batch. */
   protected abstract answered(owner: Owner, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
   /** The process is gone; `lost` is every batch it held. */
-  protected abstract ended(exit: WorkerExit, lost: Array<LostBatch<Owner>>): void;
+  protected abstract onExit(exit: WorkerExit, lost: Array<LostBatch<Owner>>): void;
   /** It runs its batches at once (a preload_model worker), not one after another. */
   protected get concurrent(): boolean {
     return false;
@@ -315,7 +315,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     }
   }
 
-  #onExit(code: number | null, signal: NodeJS.Signals | null): void {
+  #reap(code: number | null, signal: NodeJS.Signals | null): void {
     FramedProcess.live.delete(this);
     const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted });
     const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
@@ -331,6 +331,6 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     this.#perOwner.clear();
     this.#resolveExit(exit);
     this.emit('exit', exit);
-    this.ended(exit, lost);
+    this.onExit(exit, lost);
   }
 }

@@ -36,7 +36,7 @@ export interface WorkerListener {
    * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
    * (they may run elsewhere). The worker has forgotten both.
    */
-  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  exited(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
   relocate(worker: ModelWorker): void;
 }

@@ -114,8 +114,8 @@ export class SlotLifecycle {
     return this.state === 'ready' && inFlight < this.#capacity;
   }
 
-  /** It is gone: stopped when the server ended it, failed otherwise (a failed load stays failed). */
-  end(exit: WorkerExit): void {
+  /** Its process exited (or its slot was released): stopped when the server stopped it, failed otherwise (a failed load stays failed). */
+  exited(exit: WorkerExit): void {
     this.#settle();
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
   }

@@ -155,9 +155,9 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
     if (this.#slot.fail(err)) this.kill(kill);
   }
 
-  protected ended(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
+  protected onExit(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
     if (!this.#slot.settled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
-    this.#slot.end(exit);
-    this.#listener?.exit(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
+    this.#slot.exited(exit);
+    this.#listener?.exited(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
   }
 }

@@ -4,10 +4,10 @@
  * the workers being moved, stopped) and call reconcile(), which starts and retires workers. A
  * worker being moved out of a recycled host still serves, so it is not counted: its successor
  * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
- * means a target of 0 with every worker ended at once rather than let finish as a scale-down does.
+ * means a target of 0 with every worker stopped at once rather than let finish as a scale-down does.
  * reconcile() is the only place a worker starts or is told to go: start()'s one second try of a
  * load whose shared host died of another model's doing is a reconcile() too (the displaced worker
- * has ended, so the count is short by it). Restarts wait on one Backoff (processes/backoff.ts).
+ * has exited, so the count is short by it). Restarts wait on one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -123,18 +123,18 @@ export class WorkerSet {
   /**
    * Brings the workers to what is wanted: a successor for each worker being moved, the live count
    * to the target (starting none while a back-off is pending), extras retired; once stopped, every
-   * worker ended at once (`ended` settles when they have).
+   * worker stopped at once (`exited` settles when they have).
    */
-  reconcile(): { started: ModelWorker[]; retired: ModelWorker[]; ended: Array<Promise<WorkerExit>> } {
+  reconcile(): { started: ModelWorker[]; retired: ModelWorker[]; exited: Array<Promise<WorkerExit>> } {
     const started: ModelWorker[] = [];
     const retired: ModelWorker[] = [];
-    const ended: Array<Promise<WorkerExit>> = [];
+    const exited: Array<Promise<WorkerExit>> = [];
     if (this.#stopped) {
       for (const w of this.workers.slice()) {
         retired.push(w);
-        ended.push(w.stop());
+        exited.push(w.stop());
       }
-      return { started, retired, ended };
+      return { started, retired, exited };
     }
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
@@ -150,7 +150,7 @@ export class WorkerSet {
         this.#stopIfDone(w);
       }
     }
-    return { started, retired, ended };
+    return { started, retired, exited };
   }
 
   /**
@@ -218,7 +218,7 @@ export class WorkerSet {
     return this.workers.some((w) => w.isVacant);
   }
 
-  /** A worker's process ended: forget it, and replace it if the server did not mean it to end. */
+  /** A worker exited: forget it, and replace it if the server did not mean it to end. */
   exited(worker: ModelWorker, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
@@ -302,6 +302,6 @@ export class WorkerSet {
     this.#stopped = true;
     this.#target = 0;
     this.#backoff.close();
-    await Promise.all(this.reconcile().ended);
+    await Promise.all(this.reconcile().exited);
   }
 }
