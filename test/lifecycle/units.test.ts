@@ -1,7 +1,7 @@
 /** The small pieces of the lifecycle core: the per-name lock, exit reasons, the transition table. */
 import assert from 'node:assert/strict';
 import { Fifo } from '../../src/util/fifo';
-import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
+import { IllegalTransitionError, Registration } from '../../src/server/models/registration';
 import { KeyedLock } from '../../src/util/keyed-lock';
 import { VirtualClock } from '../helpers/virtual-clock';
 import { exitReason, runningRequestError } from '../../src/server/processes/exit-reason';
@@ -84,7 +84,7 @@ describe('lifecycle pieces', () => {
   });
 
   it('the transition table refuses any move it does not list, and settles each promise once', async () => {
-    const e = new ModelEntry('m', '/m', false, false, new VirtualClock());
+    const e = new Registration('m', '/m', false, false, new VirtualClock());
     assert.throws(() => e.to('draining'), IllegalTransitionError);
     e.to('ready');
     assert.equal(await e.loadSettled, true);
@@ -97,7 +97,7 @@ describe('lifecycle pieces', () => {
     e.to('gone');
     await e.gone;
     assert.throws(() => e.to('stopping'), IllegalTransitionError);
-    const failedLoad = new ModelEntry('n', '/n', true, false, new VirtualClock());
+    const failedLoad = new Registration('n', '/n', true, false, new VirtualClock());
     failedLoad.to('stopping');
     assert.equal(await failedLoad.loadSettled, false);
   });

@@ -13,7 +13,7 @@ import { Semaphore } from '../../util/semaphore';
 import type { EvictionPolicy } from './eviction-policy';
 import { mb } from '../../util/mb';
 
-/** What admission needs of a model's registration (models/model-entry.ts's ModelEntry). */
+/** What admission needs of a model's registration (models/registration.ts's Registration). */
 export interface Resident {
   readonly name: string;
   readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';

@@ -1,7 +1,7 @@
 /**
  * The five operations that change a registration: load, unload, scale, eviction and shutdown. Each
  * holds the name's lock, so none acts on a state another is halfway through changing, and moves
- * the entry only through its transition table (model-entry.ts).
+ * the entry only through its transition table (registration.ts).
  *
  * - A name is claimed synchronously before any work starts, so of 20 concurrent loads of one name
  *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
@@ -27,7 +27,7 @@ import { FramedProcess } from '../processes/framed-process';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
-import { ModelEntry } from './model-entry';
+import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
 import type { OnDemandLoader } from './on-demand';
@@ -60,7 +60,7 @@ const kReapBoundMs = 5000;
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #loadSlots: Semaphore;
-  readonly #admission: Admission<ModelEntry>;
+  readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   readonly budgetBytes: number;
   /** close() has begun: new requests are refused while admitted ones finish. */
@@ -103,13 +103,13 @@ export class LifecycleOperations {
 
   /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
   startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
-    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
+    const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
     this.deps.registry.claim(entry);
     return this.#runLoad(entry, req);
   }
 
   /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
-  #resolve(entry: ModelEntry, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
+  #resolve(entry: Registration, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
     const { config, repository } = this.deps;
     const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
     // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
@@ -118,7 +118,7 @@ export class LifecycleOperations {
     return resolveArtifact(req.url, { ...opts, store: config.modelStore });
   }
 
-  async #runLoad(entry: ModelEntry, req: LoadRequest): Promise<void> {
+  async #runLoad(entry: Registration, req: LoadRequest): Promise<void> {
     const { name } = entry;
     const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
@@ -161,7 +161,7 @@ export class LifecycleOperations {
   }
 
   /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
-  #loadFailure(entry: ModelEntry, thrown: unknown): MmeError {
+  #loadFailure(entry: Registration, thrown: unknown): MmeError {
     const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
     const err = entry.artifact?.hidePaths(reason) ?? reason;
     if (isMmeError(err)) return err;
@@ -170,7 +170,7 @@ export class LifecycleOperations {
   }
 
   /** Stops the entry's workers, frees its files and GPU slot, and retires it (phase stopping → gone). */
-  async #release(entry: ModelEntry, err: MmeError): Promise<void> {
+  async #release(entry: Registration, err: MmeError): Promise<void> {
     this.deps.policy.remove(entry.name);
     await entry.model?.stop(err);
     if (this.deps.registry.release(entry)) this.deps.workers.forgetGpus(entry.name);
@@ -181,7 +181,7 @@ export class LifecycleOperations {
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
-  async #evict(entry: ModelEntry): Promise<void> {
+  async #evict(entry: Registration): Promise<void> {
     const { name } = entry;
     const { config, log } = this.deps;
     const model = entry.model!;
@@ -272,7 +272,7 @@ export class LifecycleOperations {
   }
 
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
-  async #reserveWorkers(e: ModelEntry, added: number, workers: number): Promise<number> {
+  async #reserveWorkers(e: Registration, added: number, workers: number): Promise<number> {
     const model = e.model!;
     const measured = await model.refreshMemory();
     const live = model.workers.length;
@@ -308,7 +308,7 @@ export class LifecycleOperations {
     return counts;
   }
 
-  async #shutdownEntry(entry: ModelEntry, deadline: number, counts: ShutdownCounts): Promise<void> {
+  async #shutdownEntry(entry: Registration, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first

@@ -24,7 +24,7 @@ import { WorkerFactory } from '../workers/worker-factory';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Model } from './model';
-import type { ModelEntry, Phase } from './model-entry';
+import type { Registration, Phase } from './registration';
 import type { LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import { ModelRegistry, type ListedModel } from './registry';
@@ -128,7 +128,7 @@ export class ModelManager {
     return this.#onDemand.knows(name);
   }
 
-  acquire(name: string): Promise<ModelEntry> {
+  acquire(name: string): Promise<Registration> {
     return this.#onDemand.acquire(name);
   }
 

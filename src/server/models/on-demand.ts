@@ -16,7 +16,7 @@ import { within } from '../../util/within';
 import type { ModelRepository } from '../../repository/repository';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import type { LifecycleEvents } from './lifecycle-events';
-import type { ModelEntry } from './model-entry';
+import type { Registration } from './registration';
 import { checkModelName, isModelName, modelNotFound, shuttingDown } from './model-names';
 import type { ModelRegistry } from './registry';
 
@@ -80,7 +80,7 @@ export class OnDemandLoader {
    * (single-flight: concurrent invokes share one load). A request that waited for a load that
    * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
    */
-  async acquire(name: string): Promise<ModelEntry> {
+  async acquire(name: string): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.registered) {

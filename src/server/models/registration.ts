@@ -35,7 +35,7 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-export class ModelEntry implements ModelHealth, Resident {
+export class Registration implements ModelHealth, Resident {
   #phase: Phase = 'loading';
   #model: Model | null = null;
   #artifact: ModelArtifact | null = null;
