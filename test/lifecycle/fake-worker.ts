@@ -1,12 +1,12 @@
 /**
- * A worker with no process behind the ModelWorker seam: the test decides when it loads, answers,
+ * A worker with no process behind the WorkerSlot seam: the test decides when it loads, answers,
  * dies or exits after a kill, so lifecycle races are replayed in a chosen order, without sleeps.
  */
 import { MmeError } from '../../src/errors';
 import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
 import type { Job } from '../../src/server/jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../../src/server/processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../../src/server/processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../../src/server/processes/slot-lifecycle';
 import { VirtualClock } from '../helpers/virtual-clock';
 
@@ -28,7 +28,7 @@ const kLoaded: LoadedMessage = {
   metadata: { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} },
 };
 
-export class FakeWorker implements ModelWorker {
+export class FakeWorker implements WorkerSlot {
   readonly startTime = new Date();
   readonly pid = 0;
   readonly gpuId = -1;

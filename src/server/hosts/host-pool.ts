@@ -18,7 +18,7 @@ import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import type { SpawnOptions } from '../processes/framed-process';
-import type { Assignment } from '../processes/model-worker';
+import type { Assignment } from '../processes/worker-slot';
 import { HostedModel } from './hosted-model';
 import { HostProcess } from './host-process';
 

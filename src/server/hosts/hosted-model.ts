@@ -13,11 +13,11 @@ import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, 
 import type { Timer } from '../../util/clock';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 import type { HostProcess } from './host-process';
 
-export class HostedModel implements ModelWorker {
+export class HostedModel implements WorkerSlot {
   readonly id: string;
   readonly gpuId = -1;
   readonly startTime = new Date();

@@ -8,7 +8,7 @@ import type { Clock, Timer } from '../../util/clock';
 import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
-import type { InFlightBatch, ModelWorker } from '../processes/model-worker';
+import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Fifo } from '../../util/fifo';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
@@ -150,7 +150,7 @@ export class Dispatcher {
     }
   }
 
-  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
     const job = worker.heldJob(msg.id);
     if (!job) return;
     const bytes = msg.body?.length ?? 0;
@@ -234,7 +234,7 @@ export class Dispatcher {
     this.#holder(job)?.cancel(job);
   }
 
-  #holder(job: Job): ModelWorker | undefined {
+  #holder(job: Job): WorkerSlot | undefined {
     return this.deps.workers.workers.find((w) => w.holds(job));
   }
 

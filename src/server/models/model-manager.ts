@@ -19,7 +19,7 @@ import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import type { Launch } from '../processes/framed-process';
-import type { Assignment, ModelWorker } from '../processes/model-worker';
+import type { Assignment, WorkerSlot } from '../processes/worker-slot';
 import { WorkerFactory } from '../workers/worker-factory';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
@@ -34,7 +34,7 @@ export type { ShutdownCounts } from './lifecycle-operations';
 export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
-  startWorker?: (assignment: Assignment) => ModelWorker;
+  startWorker?: (assignment: Assignment) => WorkerSlot;
   /** What starts a worker process (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
   /** What every timer and `now` of the lifecycle core runs on; default the real clock (tests pass a virtual one). */

@@ -7,7 +7,7 @@ import { MmeError } from '../../errors';
 import type { Clock } from '../../util/clock';
 import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
 import type { WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -29,7 +29,7 @@ export interface ModelDeps {
   onnxBytes: number;
   assignGpu: () => number;
   /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
-  startWorker: (assignment: Assignment) => ModelWorker;
+  startWorker: (assignment: Assignment) => WorkerSlot;
   log: (line: string) => void;
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
@@ -85,7 +85,7 @@ export class Model implements WorkerListener {
     this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log, clock: deps.clock });
   }
 
-  get workers(): readonly ModelWorker[] {
+  get workers(): readonly WorkerSlot[] {
     return this.#set.workers;
   }
 
@@ -119,7 +119,7 @@ export class Model implements WorkerListener {
     return new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`);
   }
 
-  #spawn(): ModelWorker {
+  #spawn(): WorkerSlot {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const worker = this.deps.startWorker({
@@ -136,22 +136,22 @@ export class Model implements WorkerListener {
     return worker;
   }
 
-  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     this.#dispatcher.result(batch, msg, done);
     this.#set.answered(worker);
     this.#dispatcher.dispatch();
   }
 
-  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
     this.#dispatcher.chunk(worker, msg);
   }
 
-  relocate(worker: ModelWorker): void {
+  relocate(worker: WorkerSlot): void {
     this.#set.replace(worker);
     this.#dispatcher.dispatch();
   }
 
-  exited(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     this.#dispatcher.exited(exit, running, waiting);
     this.#set.exited(worker, exit);
     this.#dispatcher.dispatch();

@@ -18,7 +18,7 @@ import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, ty
 import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from './exit-reason';
 import { processMemoryBytes } from './process-memory';
-import type { InFlightBatch } from './model-worker';
+import type { InFlightBatch } from './worker-slot';
 import { processStates, type ProcessState } from './worker-state';
 
 /**

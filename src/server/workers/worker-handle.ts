@@ -14,12 +14,12 @@ import { MessageKind, type Frame, type InferMessage, type ResultMessage } from '
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 
 export type { SpawnOptions } from '../processes/framed-process';
 
-export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
+export class WorkerHandle extends FramedProcess<WorkerHandle> implements WorkerSlot {
   readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1, this.clock);
   spawnMicros = 0;
   readonly host = null;

@@ -20,15 +20,15 @@ import type { LoadedMessage } from '../../protocol/frames';
 import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit, type WorkerExit } from '../processes/exit-reason';
-import type { ModelWorker } from '../processes/model-worker';
+import type { WorkerSlot } from '../processes/worker-slot';
 
 export interface WorkerSetDeps {
   name: string;
   /** A new worker, assigned this model and listened to. */
-  spawn(): ModelWorker;
+  spawn(): WorkerSlot;
   log(line: string): void;
   /** A worker reported Loaded. */
-  loaded(worker: ModelWorker, msg: LoadedMessage): void;
+  loaded(worker: WorkerSlot, msg: LoadedMessage): void;
   /** A replacement was started. */
   restarted(): void;
   failed(err: MmeError): void;
@@ -43,21 +43,21 @@ export interface WorkerSetDeps {
 const kFailedAfter = 3;
 
 export class WorkerSet {
-  readonly workers: ModelWorker[] = [];
+  readonly workers: WorkerSlot[] = [];
   #target: number;
   /** start() has returned: deaths are replaced from now on (a death during start fails the load). */
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
   /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
-  readonly #moving = new Map<ModelWorker, ModelWorker | null>();
+  readonly #moving = new Map<WorkerSlot, WorkerSlot | null>();
   /** Replacements not yet stable: their death is a failed restart. */
-  readonly #onProbation = new Set<ModelWorker>();
+  readonly #onProbation = new Set<WorkerSlot>();
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
   #roomWanted = false;
   /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
-  readonly #secondTries = new Set<ModelWorker>();
+  readonly #secondTries = new Set<WorkerSlot>();
   #rr = 0;
 
   constructor(target: number, private readonly deps: WorkerSetDeps) {
@@ -98,7 +98,7 @@ export class WorkerSet {
    * successors reconcile() starts for it (once: a second such death fails the load). Workers
    * displaced together get their successors from the first of them to ask.
    */
-  async #loadedOrMoved(worker: ModelWorker): Promise<void> {
+  async #loadedOrMoved(worker: WorkerSlot): Promise<void> {
     try {
       await worker.lifecycle.ready;
     } catch (err) {
@@ -125,9 +125,9 @@ export class WorkerSet {
    * to the target (starting none while a back-off is pending), extras retired; once stopped, every
    * worker stopped at once (`exited` settles when they have).
    */
-  reconcile(): { started: ModelWorker[]; retired: ModelWorker[]; exited: Array<Promise<WorkerExit>> } {
-    const started: ModelWorker[] = [];
-    const retired: ModelWorker[] = [];
+  reconcile(): { started: WorkerSlot[]; retired: WorkerSlot[]; exited: Array<Promise<WorkerExit>> } {
+    const started: WorkerSlot[] = [];
+    const retired: WorkerSlot[] = [];
     const exited: Array<Promise<WorkerExit>> = [];
     if (this.#stopped) {
       for (const w of this.workers.slice()) {
@@ -143,7 +143,7 @@ export class WorkerSet {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
-      const rank = (w: ModelWorker) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: WorkerSlot) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
@@ -158,19 +158,19 @@ export class WorkerSet {
    * serves until the successor has loaded, then finishes what it holds and goes. Requests never
    * wait for the move.
    */
-  replace(worker: ModelWorker): void {
+  replace(worker: WorkerSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
     this.#reconcileOrRetry();
   }
 
-  #startSuccessor(worker: ModelWorker, started: ModelWorker[]): void {
+  #startSuccessor(worker: WorkerSlot, started: WorkerSlot[]): void {
     const handOver = () => {
       this.#moving.delete(worker);
       worker.retire();
       this.#stopIfDone(worker);
     };
-    let successor: ModelWorker;
+    let successor: WorkerSlot;
     try {
       successor = this.#spawn();
     } catch (err) {
@@ -189,18 +189,18 @@ export class WorkerSet {
   }
 
   /** A batch came back: a retired worker that holds nothing more can go. */
-  answered(worker: ModelWorker): void {
+  answered(worker: WorkerSlot): void {
     this.#stopIfDone(worker);
   }
 
-  #stopIfDone(worker: ModelWorker): void {
+  #stopIfDone(worker: WorkerSlot): void {
     if (worker.lifecycle.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
-  pickIdle(): ModelWorker | null {
+  pickIdle(): WorkerSlot | null {
     const n = this.workers.length;
-    let best: ModelWorker | null = null;
+    let best: WorkerSlot | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
@@ -219,7 +219,7 @@ export class WorkerSet {
   }
 
   /** A worker exited: forget it, and replace it if the server did not mean it to end. */
-  exited(worker: ModelWorker, exit: WorkerExit): void {
+  exited(worker: WorkerSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -234,7 +234,7 @@ export class WorkerSet {
     this.#scheduleRestart();
   }
 
-  #restartFailed(worker: ModelWorker, how: string): void {
+  #restartFailed(worker: WorkerSlot, how: string): void {
     this.#backoff.failed();
     const err = worker.lifecycle.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
@@ -256,7 +256,7 @@ export class WorkerSet {
   }
 
   /** reconcile(), or, when there is nowhere to start a worker now (no shared host has room), a retry after a back-off. */
-  #reconcileOrRetry(): ModelWorker[] {
+  #reconcileOrRetry(): WorkerSlot[] {
     try {
       return this.reconcile().started;
     } catch (err) {
@@ -280,7 +280,7 @@ export class WorkerSet {
     if (this.#roomWanted) this.#backoff.cutShort();
   };
 
-  #spawn(): ModelWorker {
+  #spawn(): WorkerSlot {
     const worker = this.deps.spawn();
     this.workers.push(worker);
     worker.lifecycle.ready.then(
