@@ -11,6 +11,7 @@ import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
 import { createLog } from '../logger';
+import { realClock, type Clock } from '../util/clock';
 import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
 import { ModelManager, type ManagerOptions, type ShutdownCounts } from './models/model-manager';
 
@@ -21,6 +22,8 @@ export interface MmeServerOptions {
   listenerLimits?: Omit<Partial<ListenerLimits>, 'maxConnections'>;
   /** Replaces worker processes (the lifecycle tests' fake workers). */
   startWorker?: ManagerOptions['startWorker'];
+  /** What every timer and `now` of the lifecycle core runs on (the real clock but in tests). */
+  clock?: Clock;
 }
 
 export class MmeServer {
@@ -39,7 +42,7 @@ export class MmeServer {
     this.#log = opts.log ?? createLog({ format: config.logFormat, level: config.logLevel });
     this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
-    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker });
+    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker, clock: opts.clock ?? realClock });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;

@@ -1,13 +1,14 @@
 /**
- * A worker with no process behind the ModelWorker seam: the test decides when it loads, answers,
+ * A worker with no process behind the WorkerSlot seam: the test decides when it loads, answers,
  * dies or exits after a kill, so lifecycle races are replayed in a chosen order, without sleeps.
  */
 import { MmeError } from '../../src/errors';
 import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
 import type { Job } from '../../src/server/jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../../src/server/processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../../src/server/processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../../src/server/processes/slot-lifecycle';
+import { VirtualClock } from '../helpers/virtual-clock';
 
 export interface FakeOptions {
   /** Report Loaded on the next tick (default); false: the test calls loaded() or failLoad(). */
@@ -27,7 +28,7 @@ const kLoaded: LoadedMessage = {
   metadata: { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} },
 };
 
-export class FakeWorker implements ModelWorker {
+export class FakeWorker implements WorkerSlot {
   readonly startTime = new Date();
   readonly pid = 0;
   readonly gpuId = -1;
@@ -43,7 +44,7 @@ export class FakeWorker implements ModelWorker {
   #resolveExit!: (e: WorkerExit) => void;
 
   constructor(readonly assignment: Assignment, private readonly fleet: FakeFleet) {
-    this.#slot = new SlotLifecycle(() => `fake worker ${this.id}`, 'loading', assignment.capacity);
+    this.#slot = new SlotLifecycle(() => `fake worker ${this.id}`, 'loading', assignment.capacity, fleet.clock);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     if (fleet.options.autoLoad) setImmediate(() => this.load());
   }
@@ -163,11 +164,11 @@ export class FakeWorker implements ModelWorker {
     const exit: WorkerExit = { code, signal, reason: exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: false }), causedBy: null };
     this.exitInfo = exit;
     this.#slot.fail(new MmeError(exit.reason === 'oom' ? 'MME_ERR_INSUFFICIENT_MEMORY' : exit.reason === 'stopped' ? 'MME_ERR_SHUTTING_DOWN' : 'MME_ERR_LOAD_FAILED', `fake worker ${this.id} ended while loading (${exit.reason})`));
-    this.#slot.end(exit);
+    this.#slot.exited(exit);
     const batches = this.batches.splice(0);
     const concurrent = this.assignment.load.concurrentBatches;
     this.#resolveExit(exit);
-    this.#listener?.exit(this, exit, concurrent ? batches : batches.slice(0, 1), concurrent ? [] : batches.slice(1));
+    this.#listener?.exited(this, exit, concurrent ? batches : batches.slice(0, 1), concurrent ? [] : batches.slice(1));
   }
 }
 
@@ -175,6 +176,8 @@ export class FakeWorker implements ModelWorker {
 export class FakeFleet {
   readonly workers: FakeWorker[] = [];
   readonly options: FakeOptions;
+  /** The server's clock, which the workers' load timers run on too. */
+  readonly clock = new VirtualClock();
 
   constructor(options: Partial<FakeOptions> = {}) {
     this.options = { autoLoad: true, autoExit: true, autoAnswer: false, memoryBytes: () => 10 * 2 ** 20, startsLeft: Infinity, ...options };

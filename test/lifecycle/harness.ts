@@ -1,4 +1,4 @@
-/** A ModelManager on fake workers, with a model store, for lifecycle tests that order events by hand. */
+/** A ModelManager on fake workers, with a model store and a virtual clock, for lifecycle tests that order events by hand. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
@@ -14,6 +14,8 @@ import { FakeFleet, type FakeOptions } from './fake-worker';
 export interface Harness {
   manager: ModelManager;
   fleet: FakeFleet;
+  /** Every timer and `now` of the core: time passes only when the test advances it. */
+  clock: VirtualClock;
   store: string;
   logs: string[];
   /** Writes a model directory named `name` into the store (with `onnxBytes` of weights when given); returns its path. */
@@ -22,13 +24,12 @@ export interface Harness {
 
 export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harness {
   const fleet = new FakeFleet(fake);
-  return { ...managerOn(properties, { startWorker: fleet.startWorker }), fleet };
+  return { ...managerOn(properties, { startWorker: fleet.startWorker, clock: fleet.clock }), fleet, clock: fleet.clock };
 }
 
-/** A ModelManager whose worker processes are fake processes speaking frames, its restart back-offs on virtual time. */
+/** A ModelManager whose worker processes are fake processes speaking frames, on virtual time. */
 export interface ProcessHarness extends Omit<Harness, 'fleet'> {
   processes: FakeProcesses;
-  clock: VirtualClock;
 }
 
 export function processHarness(properties = '', fake: Partial<FakeProcessOptions> = {}): ProcessHarness {
@@ -37,7 +38,7 @@ export function processHarness(properties = '', fake: Partial<FakeProcessOptions
   return { ...managerOn(properties, { launch: processes.launch, clock }), processes, clock };
 }
 
-function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fleet'> {
+function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fleet' | 'clock'> {
   const store = tempDir('mme-lifecycle-store-');
   const config = resolveConfig({ fileText: testProperties(store, properties), configFile: 'test.properties', env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
   const logs: string[] = [];

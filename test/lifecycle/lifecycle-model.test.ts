@@ -1,7 +1,7 @@
 /**
  * Model-based property test of the lifecycle: fast-check draws interleavings of load, unload,
- * invoke, on-demand load, eviction, scale, worker answers, worker crashes, load failures and
- * shutdown, runs them against the manager on fake workers, then lets everything finish and checks
+ * invoke, on-demand load, eviction, scale, worker answers, worker crashes, load failures, time
+ * passing (on a virtual clock: timeouts and back-offs) and shutdown, runs them against the manager on fake workers, then lets everything finish and checks
  * the invariants against a small reference model of what must be true.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { MmeError } from '../../src/errors';
 import { waitFor } from '../helpers/processes';
 import { harness, type Harness } from './harness';
-import { checkNamesNeverTakenOver, checkRequestsAndRegistry, names, pick, registryCommands, runCommands, type Outcomes, type RegistryCommand } from './property';
+import { checkNamesNeverTakenOver, checkRequestsAndRegistry, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 
 type Command =
   | RegistryCommand
@@ -36,13 +36,13 @@ function run(h: Harness, commands: Command[], shutdownAt: number | null): Promis
       case 'answer': if (w && w.batches.length > 0) w.answer(); return true;
       case 'crash': w?.exit(c.signal ? 'SIGKILL' : null, c.signal ? null : 1); return true;
       case 'finishLoad': if (w && !w.lifecycle.loaded) { if (c.ok) w.load(); else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph')); } return true;
-      case 'tick': await new Promise((r) => setImmediate(r)); return true;
+      case 'tick': h.clock.advance(1000); return true;
       default: return false;
     }
   });
 }
 
-/** Lets everything finish: every worker loads, every batch is answered, until all promises settled. */
+/** Lets everything finish: every worker loads, every batch is answered, back-offs pass, until all promises settled. */
 async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void> {
   let done = false;
   void Promise.all(pending).then(() => (done = true));
@@ -51,7 +51,9 @@ async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void>
       if (!w.lifecycle.loaded && !w.lifecycle.loadError) w.load();
       if (w.batches.length > 0) w.answer();
     }
-    return done;
+    // A second at a time: the answers above go out before any response timeout is met.
+    h.clock.advance(1000);
+    return done && registrySettled(h.manager);
     // Each step settles within a few ticks (the fakes act on the next one): look again soon.
   }, 'every request and operation to settle', 10_000, 1);
 }

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { HostedModel } from '../../src/server/hosts/hosted-model';
 import { waitFor } from '../helpers/processes';
 import { processHarness, type ProcessHarness } from './harness';
-import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, runCommands, type Outcomes, type RegistryCommand } from './property';
+import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 
 type Command =
   | RegistryCommand
@@ -57,23 +57,28 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
 async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDown: boolean): Promise<void> {
   let done = false;
   void Promise.all(pending).then(() => (done = true));
-  await waitFor(() => {
+  // One step: what the processes were sent is answered, then a second passes; a frame still on
+  // its way would need 120 steps to meet model_load_timeout (or 60 the response timeout).
+  const step = () => {
     for (const p of h.processes.live()) {
       while (p.loads.length > 0) p.load();
       while (p.batches.length > 0) p.answer();
     }
-    h.clock.advance(60_000);
-    return done;
+    h.clock.advance(1000);
+  };
+  await waitFor(() => {
+    step();
+    return done && registrySettled(h.manager);
     // Each step settles within a few ticks: look again soon.
   }, 'every request and operation to settle', 20_000, 1);
-  // A scale-down or a move is admitted before it is done: retired slots are released, retired and
-  // killed hosts exit, on the next ticks.
+  // A scale-down or a move is admitted before it is done: retired slots are released, their
+  // successors load, retired and killed hosts exit, on the next ticks.
   const hosts = () => h.manager.hosts?.hosts ?? [];
   await waitFor(() => {
-    h.clock.advance(60_000);
-    const released = hosts().every((host) => host.models.every((m) => (m as HostedModel).lifecycle.state !== 'stopping'));
-    return released && h.processes.live().length === (shutDown ? 0 : hosts().length);
-  }, 'retired slots to be released and retired and killed hosts to exit', 20_000, 1);
+    step();
+    const settled = hosts().every((host) => (!host.killed || host.exitInfo !== null) && host.models.every((m) => !['loading', 'stopping'].includes((m as HostedModel).lifecycle.state)));
+    return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);
+  }, 'retired slots to be released, loads to finish and retired and killed hosts to exit', 20_000, 1);
 }
 
 function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolean): void {

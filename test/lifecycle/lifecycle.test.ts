@@ -1,6 +1,7 @@
 /**
  * The lifecycle core with fake workers: each race is replayed in a fixed order of events, with no
- * processes and no sleeps. The same paths run against real processes in test/server and test/hardening.
+ * processes and no sleeps. Time is virtual: a timeout or back-off passes when the test advances the
+ * clock, never by waiting. The same paths run against real processes in test/server and test/hardening.
  */
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
@@ -13,19 +14,28 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w1] = h.fleet.live('a');
     const slow = statusOf(h.manager.invoke('a', wireRequest()));
-    await waitFor(() => w1.killedBy === 'timeout-kill', 'the timeout to kill the worker');
+    await waitFor(() => w1.batches.length === 1, 'dispatch');
+    h.clock.advance(999);
+    assert.equal(w1.killedBy, null, 'nothing happens before the response timeout');
+    h.clock.advance(1);
+    assert.equal(w1.killedBy, 'timeout-kill');
     assert.deepEqual(await slow, { status: 504, code: 'MME_ERR_WORKER_TIMEOUT', error: (await slow).error });
     // The result arrives between the kill and the exit: nobody is answered twice.
     w1.answer();
     w1.exit('SIGKILL');
     assert.equal(w1.exitInfo!.reason, 'timeout-kill');
+    // The first restart's back-off is 0 s: it runs once the clock ticks.
+    h.clock.advance(0);
     await waitFor(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
     const next = h.manager.invoke('a', wireRequest());
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.batches.length === 1, 'the next request to reach the replacement');
     w2.answer();
     assert.equal((await statusOf(next)).status, 200);
-    await h.manager.close(0);
+    const closing = h.manager.close(0);
+    await waitFor(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
+    w2.exit('SIGKILL');
+    await closing;
   });
 
   it('a result that arrives first settles the request; its timer never kills the worker', async () => {
@@ -56,6 +66,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await waitFor(() => w1.batches.length === 1, 'dispatch to the surviving worker');
     w1.answer();
     assert.equal((await statusOf(p)).status, 200);
+    h.clock.advance(0);
     await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
     await waitFor(() => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2, 'two ready workers');
@@ -67,9 +78,17 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.autoLoad = false;
     h.fleet.live('a')[0].exit(null, 1);
-    for (let n = 2; n <= 4; n++) {
+    // Fibonacci back-off: the first restart at once, each after a failed one 1 s later.
+    for (const [n, delayMs] of [[2, 0], [3, 1000], [4, 1000]]) {
+      if (delayMs > 0) {
+        h.clock.advance(delayMs - 1);
+        assert.equal(h.fleet.of('a').length, n - 1, `replacement ${n - 1} waits out its back-off`);
+      }
+      h.clock.advance(delayMs > 0 ? 1 : 0);
       await waitFor(() => h.fleet.of('a').length === n, `replacement ${n - 1}`);
-      h.fleet.of('a')[n - 1].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model file is gone'));
+      const w = h.fleet.of('a')[n - 1];
+      w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model file is gone'));
+      await waitFor(() => !w.alive, `replacement ${n - 1} to exit`);
     }
     await waitFor(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
     assert.match(h.manager.entry('a')!.lastError!.message, /the model file is gone/);
@@ -87,9 +106,13 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     w1.exit(null, 1);
     assert.equal((await queued).status, 500);
     const waiting = statusOf(h.manager.invoke('a', wireRequest()));
-    await waitFor(() => h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
+    h.clock.advance(0);
+    assert.ok(h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
     h.fleet.options.startsLeft = 1;
-    await waitFor(() => h.fleet.live('a').length === 1, 'the retry to start a worker', 10_000);
+    h.clock.advance(999);
+    assert.equal(h.fleet.live('a').length, 0, 'the retry waits out its back-off');
+    h.clock.advance(1);
+    await waitFor(() => h.fleet.live('a').length === 1, 'the retry to start a worker');
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.batches.length === 1, 'the waiting request to reach it');
     w2.answer();
@@ -226,7 +249,10 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const [w] = h.fleet.live('a');
     const held = statusOf(h.manager.invoke('a', wireRequest()));
     await waitFor(() => w.batches.length === 1, 'a request running');
-    const r = await statusOf(h.manager.unload('a'));
+    const unloading = statusOf(h.manager.unload('a'));
+    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
+    h.clock.advance(1000);
+    const r = await unloading;
     assert.equal(r.status, 408);
     assert.equal(r.code, 'MME_ERR_UNLOAD_TIMEOUT');
     assert.match(r.error!.message, /unregister_model_timeout \(1 s\).*The model is unloaded/);
@@ -240,7 +266,9 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('unregister_model_timeout=1', { autoLoad: false });
     const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
-    const r = await statusOf(h.manager.unload('a'));
+    const unloading = statusOf(h.manager.unload('a'));
+    h.clock.advance(1000);
+    const r = await unloading;
     assert.equal(r.status, 408);
     assert.equal((await load).status, 409);
     assert.equal(h.fleet.live().length, 0);
@@ -268,12 +296,16 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit('SIGKILL');
     assert.equal((await first).status, 507);
+    h.clock.advance(0);
     await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.lifecycle.state === 'ready', 'the replacement to load');
     const second = statusOf(h.manager.invoke('a', wireRequest()));
     await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);
+    // A drain bounded by 0 s ends when the clock next ticks.
+    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'shutdown to drain the model');
+    h.clock.advance(0);
     await waitFor(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
     w2.exit('SIGKILL');
     await closing;

@@ -74,6 +74,14 @@ export async function runCommands<C extends { kind: string }>(manager: ModelMana
 }
 
 /**
+ * No registration between phases. On virtual time an invoke may give up waiting for a load
+ * (load_wait_timeout) that goes on: the test lets that load settle too before it checks.
+ */
+export function registrySettled(manager: ModelManager): boolean {
+  return names.every((n) => ['ready', 'failed', undefined].includes(manager.entry(n)?.phase));
+}
+
+/**
  * Every request answered exactly once; no internal error (each failure has a reason the table
  * names); no illegal transition logged; no registration stuck between phases. Returns the models
  * registered, whose workers the caller checks against what runs.

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Fifo } from '../../src/util/fifo';
-import { IllegalTransitionError, ModelEntry } from '../../src/server/models/model-entry';
+import { IllegalTransitionError, Registration } from '../../src/server/models/registration';
 import { KeyedLock } from '../../src/util/keyed-lock';
+import { VirtualClock } from '../helpers/virtual-clock';
 import { exitReason, runningRequestError } from '../../src/server/processes/exit-reason';
 import { IllegalStateError, processStates, workerStates } from '../../src/server/processes/worker-state';
 
@@ -104,7 +105,7 @@ describe('lifecycle pieces', () => {
   });
 
   it('the transition table refuses any move it does not list, and settles each promise once', async () => {
-    const e = new ModelEntry('m', '/m', false, false);
+    const e = new Registration('m', '/m', false, false, new VirtualClock());
     assert.throws(() => e.to('draining'), IllegalTransitionError);
     e.to('ready');
     assert.equal(await e.loadSettled, true);
@@ -117,7 +118,7 @@ describe('lifecycle pieces', () => {
     e.to('gone');
     await e.gone;
     assert.throws(() => e.to('stopping'), IllegalTransitionError);
-    const failedLoad = new ModelEntry('n', '/n', true, false);
+    const failedLoad = new Registration('n', '/n', true, false, new VirtualClock());
     failedLoad.to('stopping');
     assert.equal(await failedLoad.loadSettled, false);
   });

@@ -7,13 +7,13 @@
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
  * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
  */
-import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
+import type { Clock } from '../../util/clock';
 import { Semaphore } from '../../util/semaphore';
 import type { EvictionPolicy } from './eviction-policy';
 import { mb } from '../../util/mb';
 
-/** What admission needs of a model's registration (models/model-entry.ts's ModelEntry). */
+/** What admission needs of a model's registration (models/registration.ts's Registration). */
 export interface Resident {
   readonly name: string;
   readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
@@ -37,6 +37,8 @@ export interface AdmissionDeps<Entry extends Resident> {
   /** The self-managed cache may evict to make room. */
   evicts: boolean;
   policy: EvictionPolicy;
+  /** The server's clock: the policy's time and the age of memory measurements. */
+  clock: Clock;
   /** Every entry that holds or reserves memory, leaving ones included. */
   entries(): Iterable<Entry>;
   /** Memory held whatever is loaded: the shared hosts' own (bytes). */
@@ -92,7 +94,7 @@ export class Admission<Entry extends Resident> {
 
   /** The best victim now, idle before busy, with its lock held; never the loading name, never one in transition. */
   #nextVictim(loading: string): { entry: Entry; release: () => void } | null {
-    const order = this.deps.policy.victims(performance.now()).filter((n) => n !== loading);
+    const order = this.deps.policy.victims(this.deps.clock.now()).filter((n) => n !== loading);
     const ready = order.map((n) => this.deps.current(n)).filter((e): e is Entry => e?.phase === 'ready');
     for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
       const release = this.deps.tryLock(e.name);
@@ -122,7 +124,7 @@ export class Admission<Entry extends Resident> {
    * is one pass with no await: every load takes it under the admission lock.
    */
   async #usedBytes(except: Entry): Promise<number> {
-    const now = Date.now();
+    const now = this.deps.clock.now();
     const stale: Entry[] = [];
     for (const e of this.deps.entries()) {
       if (e !== except && e.model?.memoryMoves && e.registered && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);

@@ -15,11 +15,10 @@
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
-import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import type { SpawnOptions } from '../processes/framed-process';
-import type { Assignment } from '../processes/model-worker';
+import type { Assignment } from '../processes/worker-slot';
 import { HostedModel } from './hosted-model';
 import { HostProcess } from './host-process';
 
@@ -35,8 +34,6 @@ export interface HostPoolOptions {
   restarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
   recycled: () => void;
-  /** Restart back-off timers (tests pass a virtual clock). */
-  clock?: Clock;
 }
 
 /** What placement assumes a model costs before any has been measured. */
@@ -53,7 +50,7 @@ export class HostPool {
   recycles = 0;
 
   constructor(private readonly opts: HostPoolOptions) {
-    this.#backoff = new Backoff(opts.clock);
+    this.#backoff = new Backoff(opts.spawn.clock);
     for (let i = 0; i < opts.size; i++) this.#addHost();
   }
 

@@ -19,7 +19,7 @@ import { MessageKind, type ChunkMessage, type Frame, type LoadedMessage, type Re
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
-import type { InFlightBatch } from '../processes/model-worker';
+import type { InFlightBatch } from '../processes/worker-slot';
 import type { SlotView } from '../processes/slot-lifecycle';
 
 /** What the host needs of a model in one of its slots (HostedModel): where it routes that slot's frames. */
@@ -174,7 +174,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
     owner.onAnswered(batch, msg, done);
   }
 
-  protected ended(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
+  protected onExit(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
     const models = [...this.#slots.values()];
     for (const slot of [...this.#slots.keys()]) this.forget(slot);
     const suspect = suspectLoad(exit, lost, models);

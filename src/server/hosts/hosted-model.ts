@@ -10,13 +10,14 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
+import type { Timer } from '../../util/clock';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 import type { HostProcess } from './host-process';
 
-export class HostedModel implements ModelWorker {
+export class HostedModel implements WorkerSlot {
   readonly id: string;
   readonly gpuId = -1;
   readonly startTime = new Date();
@@ -26,7 +27,7 @@ export class HostedModel implements ModelWorker {
   readonly exited: Promise<WorkerExit>;
   readonly slot: number;
   #listener: WorkerListener | null = null;
-  #unloadTimer: NodeJS.Timeout | null = null;
+  #unloadTimer: Timer | null = null;
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
   readonly #t0 = performance.now();
@@ -37,7 +38,7 @@ export class HostedModel implements ModelWorker {
 
   constructor(private readonly assignment: Assignment, readonly hostProcess: HostProcess, private readonly log: (line: string) => void) {
     this.id = assignment.id;
-    this.#slot = new SlotLifecycle(() => `worker ${this.id}`, 'loading', assignment.capacity);
+    this.#slot = new SlotLifecycle(() => `worker ${this.id}`, 'loading', assignment.capacity, hostProcess.clock);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#slot.bound(assignment.loadTimeoutMs, () => {
       // The host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
@@ -150,7 +151,7 @@ export class HostedModel implements ModelWorker {
     this.retire();
     if (!this.#exitInfo && !this.#unloadTimer) {
       this.hostProcess.control({ kind: MessageKind.Unload, msg: { slot: this.slot } });
-      this.#unloadTimer = setTimeout(() => {
+      this.#unloadTimer = this.hostProcess.clock.setTimeout(() => {
         this.log(`[${this.id}] shared host ${this.host} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
         this.hostProcess.kill('timeout-kill', this.modelName);
       }, this.assignment.loadTimeoutMs);
@@ -175,7 +176,7 @@ export class HostedModel implements ModelWorker {
     this.#slot.fail(err);
     // Its slot is empty in the host; nothing is left to release.
     this.hostProcess.forget(this.slot);
-    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#exited({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
@@ -188,7 +189,7 @@ export class HostedModel implements ModelWorker {
   }
 
   onUnloaded(): void {
-    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#exited({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
@@ -197,7 +198,7 @@ export class HostedModel implements ModelWorker {
       this.displaced = displaced;
       this.#slot.fail(loadExitError(this.id, exit));
     }
-    this.#end(exit, running, waiting);
+    this.#exited(exit, running, waiting);
   }
 
   /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
@@ -205,12 +206,12 @@ export class HostedModel implements ModelWorker {
     if (this.#slot.state === 'ready') this.#listener?.relocate(this);
   }
 
-  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  #exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
-    clearTimeout(this.#unloadTimer!);
-    this.#slot.end(exit);
+    this.hostProcess.clock.clearTimeout(this.#unloadTimer);
+    this.#slot.exited(exit);
     this.#resolveExit(exit);
-    this.#listener?.exit(this, exit, running, waiting);
+    this.#listener?.exited(this, exit, running, waiting);
   }
 }

@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
@@ -33,18 +32,18 @@ export const jobIds = new IdAllocator(MAX_WIRE_ID);
 /** One admitted request: settles exactly once, whatever happens to its worker. */
 export class Job {
   readonly id = jobIds.next();
-  readonly admittedAt = performance.now();
   dispatchedAt = 0;
   settled = false;
   /** Put back in the queue once already, after a worker died with it waiting in its pipe. */
   requeued = false;
-  /** performance.now() past which it fails with 504 (the response timeout counts from admission). */
+  /** The clock's now() past which it fails with 504 (the response timeout counts from admission). */
   deadline = 0;
   readonly promise: Promise<InvokeResult>;
   #resolve!: (r: InvokeResult) => void;
   #reject!: (e: MmeError) => void;
 
-  constructor(readonly request: WireRequest, readonly opts: JobOptions) {
+  /** `admittedAt`: the dispatcher's clock.now() at admission (the server's clock). */
+  constructor(readonly request: WireRequest, readonly opts: JobOptions, readonly admittedAt: number) {
     request.id = this.id;
     // Named should its failure ever reach nobody: the bug that ended a server after 2^32 requests left one so.
     this.promise = forRequest(new Promise((resolve, reject) => {
@@ -68,8 +67,9 @@ export class Job {
   #settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
-    // The dispatcher's deadline list may hold a settled job until the response timeout: it must not
-    // hold the client's body and headers with it (two 6 MB bodies a round grew the server to 2 GiB).
+    // A settled job may stay in the dispatcher's deadline list behind a long-running one until the
+    // list is pruned: it must not hold the client's body and headers meanwhile (two 6 MB bodies a
+    // round once grew the server to 2 GiB).
     this.request.body = undefined;
     this.request.headers = undefined;
     return true;

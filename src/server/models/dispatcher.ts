@@ -3,12 +3,12 @@
  * cancellation. It hands batches to idle workers and settles each job from what the worker hands
  * back: a result, or its exit with the batches it held. It never reaches into a worker.
  */
-import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
+import type { Clock, Timer } from '../../util/clock';
 import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
-import type { InFlightBatch, ModelWorker } from '../processes/model-worker';
+import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Fifo } from '../../util/fifo';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
@@ -30,6 +30,8 @@ export interface DispatcherDeps {
   /** The model's handler is a custom one: requests carry their headers to it. */
   withHeaders: boolean;
   log(line: string): void;
+  /** What the response timeout and the batch window run on: the server's clock. */
+  clock: Clock;
 }
 
 /** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
@@ -38,14 +40,14 @@ const kPruneAtLeast = 1024;
 export class Dispatcher {
   readonly #queue: JobQueue;
   /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
-  #batchTimer: NodeJS.Timeout | null = null;
+  #batchTimer: Timer | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
    * are in the same order: one timer, for the oldest unsettled job, serves them all.
    */
   readonly #deadlines = new Fifo<Job>();
   #pruneAt = kPruneAtLeast;
-  #deadlineTimer: NodeJS.Timeout | null = null;
+  #deadlineTimer: Timer | null = null;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
@@ -77,7 +79,7 @@ export class Dispatcher {
     if (this.#queue.isFull) {
       return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
     }
-    const job = new Job(request, opts);
+    const job = new Job(request, opts, this.deps.clock.now());
     job.deadline = job.admittedAt + settings.responseTimeoutMs;
     this.#deadlines.push(job);
     this.#armDeadline();
@@ -96,7 +98,7 @@ export class Dispatcher {
       const batchSize = streaming ? 1 : configured;
       if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
         // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
-        this.#batchTimer ??= setTimeout(() => {
+        this.#batchTimer ??= this.deps.clock.setTimeout(() => {
           this.#batchTimer = null;
           this.#batchWindowOver = true;
           this.dispatch();
@@ -110,10 +112,10 @@ export class Dispatcher {
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
       if (this.#batchTimer) {
-        clearTimeout(this.#batchTimer);
+        this.deps.clock.clearTimeout(this.#batchTimer);
         this.#batchTimer = null;
       }
-      const now = performance.now();
+      const now = this.deps.clock.now();
       for (const job of jobs) job.dispatchedAt = now;
       this.stats.batches++;
       this.stats.requests += jobs.length;
@@ -152,7 +154,7 @@ export class Dispatcher {
     }
   }
 
-  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
     const job = worker.heldJob(msg.id);
     if (!job) return;
     const bytes = msg.body?.length ?? 0;
@@ -207,12 +209,12 @@ export class Dispatcher {
     }
     if (this.#deadlineTimer) return;
     const head = this.#deadlines.peek();
-    if (head) this.#deadlineTimer = setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - performance.now()));
+    if (head) this.#deadlineTimer = this.deps.clock.setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - this.deps.clock.now()));
   }
 
   #onDeadline(): void {
     this.#deadlineTimer = null;
-    const now = performance.now();
+    const now = this.deps.clock.now();
     for (let job = this.#deadlines.peek(); job && (job.settled || job.deadline <= now); job = this.#deadlines.peek()) {
       this.#deadlines.shift();
       if (!job.settled) this.#onTimeout(job);
@@ -244,7 +246,7 @@ export class Dispatcher {
     this.#holder(job)?.cancel(job);
   }
 
-  #holder(job: Job): ModelWorker | undefined {
+  #holder(job: Job): WorkerSlot | undefined {
     return this.deps.workers.workers.find((w) => w.holds(job));
   }
 
@@ -261,11 +263,11 @@ export class Dispatcher {
   /** No more work: queued jobs fail with `err`; running ones are settled by their workers' exits. */
   close(err: MmeError): void {
     this.#closed = err;
-    if (this.#batchTimer) clearTimeout(this.#batchTimer);
+    this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
     // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.deps.clock.clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = null;
     this.#deadlines.drainAll();
   }

@@ -1,7 +1,7 @@
 /**
  * The five operations that change a registration: load, unload, scale, eviction and shutdown. Each
  * holds the name's lock, so none acts on a state another is halfway through changing, and moves
- * the entry only through its transition table (model-entry.ts).
+ * the entry only through its transition table (registration.ts).
  *
  * - A name is claimed synchronously before any work starts, so of 20 concurrent loads of one name
  *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
@@ -15,6 +15,7 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
+import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { Semaphore } from '../../util/semaphore';
@@ -26,7 +27,7 @@ import { FramedProcess } from '../processes/framed-process';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
-import { ModelEntry } from './model-entry';
+import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
 import type { OnDemandLoader } from './on-demand';
@@ -43,6 +44,8 @@ export interface OperationsDeps {
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   repository: ModelRepository | null;
   log: (line: string) => void;
+  /** What every bound of the operations runs on: the server's clock. */
+  clock: Clock;
 }
 
 /** What a shutdown did to the requests it found admitted. */
@@ -57,7 +60,7 @@ const kReapBoundMs = 5000;
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #loadSlots: Semaphore;
-  readonly #admission: Admission<ModelEntry>;
+  readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   readonly budgetBytes: number;
   /** close() has begun: new requests are refused while admitted ones finish. */
@@ -72,6 +75,7 @@ export class LifecycleOperations {
       maxLoadedModels: config.maxLoadedModels,
       evicts: config.modelCache,
       policy: deps.policy,
+      clock: deps.clock,
       entries: () => registry.live,
       fixedBytes: () => deps.workers.hostBaseBytes,
       current: (name) => registry.current(name),
@@ -99,13 +103,13 @@ export class LifecycleOperations {
 
   /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
   startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
-    const entry = new ModelEntry(name, req.url, onDemand, req.loadedAtStartup ?? false);
+    const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
     this.deps.registry.claim(entry);
     return this.#runLoad(entry, req);
   }
 
   /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
-  #resolve(entry: ModelEntry, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
+  #resolve(entry: Registration, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
     const { config, repository } = this.deps;
     const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
     // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
@@ -114,7 +118,7 @@ export class LifecycleOperations {
     return resolveArtifact(req.url, { ...opts, store: config.modelStore });
   }
 
-  async #runLoad(entry: ModelEntry, req: LoadRequest): Promise<void> {
+  async #runLoad(entry: Registration, req: LoadRequest): Promise<void> {
     const { name } = entry;
     const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
@@ -136,7 +140,7 @@ export class LifecycleOperations {
       entry.unreserve();
       entry.to('ready');
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
-      this.deps.policy.admit(name, model.memoryBytes, loadMicros, performance.now());
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
       const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
@@ -157,7 +161,7 @@ export class LifecycleOperations {
   }
 
   /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
-  #loadFailure(entry: ModelEntry, thrown: unknown): MmeError {
+  #loadFailure(entry: Registration, thrown: unknown): MmeError {
     const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
     const err = entry.artifact?.hidePaths(reason) ?? reason;
     if (isMmeError(err)) return err;
@@ -166,7 +170,7 @@ export class LifecycleOperations {
   }
 
   /** Stops the entry's workers, frees its files and GPU slot, and retires it (phase stopping → gone). */
-  async #release(entry: ModelEntry, err: MmeError): Promise<void> {
+  async #release(entry: Registration, err: MmeError): Promise<void> {
     this.deps.policy.remove(entry.name);
     await entry.model?.stop(err);
     if (this.deps.registry.release(entry)) this.deps.workers.forgetGpus(entry.name);
@@ -177,12 +181,12 @@ export class LifecycleOperations {
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
-  async #evict(entry: ModelEntry): Promise<void> {
+  async #evict(entry: Registration): Promise<void> {
     const { name } = entry;
     const { config, log } = this.deps;
     const model = entry.model!;
     const freed = model.memoryBytes;
-    const idleMs = Date.now() - model.lastUsedAt;
+    const idleMs = this.deps.clock.now() - model.lastUsedAt;
     const t0 = performance.now();
     entry.to('draining');
     if (!(await entry.whenIdle(config.evictionDrainTimeoutSeconds * 1000))) {
@@ -201,14 +205,15 @@ export class LifecycleOperations {
    */
   async unload(name: string): Promise<void> {
     const { config, registry, log } = this.deps;
+    const { clock } = this.deps;
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
-    const deadline = performance.now() + boundMs;
+    const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
     if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
-    let unlock = await within(locking, boundMs, null);
+    let unlock = await within(locking, boundMs, null, clock);
     if (!unlock) {
       late = true;
       // Still loading at the bound: stop the load, which then gives the lock up at once.
@@ -221,7 +226,7 @@ export class LifecycleOperations {
         throw modelNotFound(name);
       }
       entry.to('draining');
-      if (!(await entry.whenIdle(deadline - performance.now()))) {
+      if (!(await entry.whenIdle(deadline - clock.now()))) {
         late = true;
         log(`[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`);
       }
@@ -267,7 +272,7 @@ export class LifecycleOperations {
   }
 
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
-  async #reserveWorkers(e: ModelEntry, added: number, workers: number): Promise<number> {
+  async #reserveWorkers(e: Registration, added: number, workers: number): Promise<number> {
     const model = e.model!;
     const measured = await model.refreshMemory();
     const live = model.workers.length;
@@ -286,15 +291,16 @@ export class LifecycleOperations {
   async close(drainMs: number): Promise<ShutdownCounts> {
     const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     this.closing = true;
-    const deadline = performance.now() + drainMs;
+    const { clock } = this.deps;
+    const deadline = clock.now() + drainMs;
     const live = this.deps.registry.live;
     for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
     const spares = this.deps.workers.closeSpares();
     const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
-    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const)) === 'late') {
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
       for (const w of FramedProcess.live) w.kill('stopped');
-      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null);
+      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null, clock);
     }
     await spares;
     await this.deps.workers.closeHosts();
@@ -302,13 +308,13 @@ export class LifecycleOperations {
     return counts;
   }
 
-  async #shutdownEntry(entry: ModelEntry, deadline: number, counts: ShutdownCounts): Promise<void> {
+  async #shutdownEntry(entry: Registration, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
       const admitted = entry.active;
-      await entry.whenIdle(deadline - performance.now());
+      await entry.whenIdle(deadline - this.deps.clock.now());
       counts.cutOff += entry.active;
       counts.drained += admitted - entry.active;
       entry.to('stopping');

@@ -13,18 +13,18 @@ import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import type { MmeError } from '../../errors';
 import type { WireRequest } from '../../protocol/frames';
-import type { Clock } from '../../util/clock';
+import { realClock, type Clock } from '../../util/clock';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import type { Launch } from '../processes/framed-process';
-import type { Assignment, ModelWorker } from '../processes/model-worker';
+import type { Assignment, WorkerSlot } from '../processes/worker-slot';
 import { WorkerFactory } from '../workers/worker-factory';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Model } from './model';
-import type { ModelEntry, Phase } from './model-entry';
+import type { Registration, Phase } from './registration';
 import type { LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import { ModelRegistry, type ListedModel } from './registry';
@@ -34,10 +34,10 @@ export type { ShutdownCounts } from './lifecycle-operations';
 export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
-  startWorker?: (assignment: Assignment) => ModelWorker;
+  startWorker?: (assignment: Assignment) => WorkerSlot;
   /** What starts a worker process (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
-  /** What the restart back-offs of worker sets and shared hosts wait on (tests pass a virtual clock). */
+  /** What every timer and `now` of the lifecycle core runs on; default the real clock (tests pass a virtual one). */
   clock?: Clock;
 }
 
@@ -52,13 +52,14 @@ export class ModelManager {
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
     const registry = this.#registry;
+    const clock = opts.clock ?? realClock;
     const events = new LifecycleEvents(() => registry.servingCount());
     this.#events = events;
     this.#workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,
       startWorker: opts.startWorker,
-      clock: opts.clock,
+      clock,
       launch: opts.launch,
       sharedHostRestarted: () => events.sharedHostRestarted(),
       sharedHostRecycled: () => events.sharedHostRecycled(),
@@ -67,11 +68,11 @@ export class ModelManager {
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({
-      config, registry, policy, events, log, repository,
+      config, registry, policy, events, log, repository, clock,
       closing: () => this.#ops.closing,
       startLoad: (name, url) => this.#ops.startLoad(name, { modelName: name, url }, true),
     });
-    this.#ops = new LifecycleOperations({ config, cacheDir, registry, workers: this.#workers, policy, events, onDemand: this.#onDemand, repository, log });
+    this.#ops = new LifecycleOperations({ config, cacheDir, registry, workers: this.#workers, policy, events, onDemand: this.#onDemand, repository, log, clock });
   }
 
   get stats(): CacheStats {
@@ -127,7 +128,7 @@ export class ModelManager {
     return this.#onDemand.knows(name);
   }
 
-  acquire(name: string): Promise<ModelEntry> {
+  acquire(name: string): Promise<Registration> {
     return this.#onDemand.acquire(name);
   }
 

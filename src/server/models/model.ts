@@ -7,7 +7,7 @@ import { MmeError } from '../../errors';
 import type { Clock } from '../../util/clock';
 import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
 import type { WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -29,15 +29,15 @@ export interface ModelDeps {
   onnxBytes: number;
   assignGpu: () => number;
   /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
-  startWorker: (assignment: Assignment) => ModelWorker;
+  startWorker: (assignment: Assignment) => WorkerSlot;
   log: (line: string) => void;
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
   restarted?: () => void;
   /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
   waitForRoom?: (wake: () => void) => void;
-  /** What its restart back-off waits on. */
-  clock?: Clock;
+  /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
+  clock: Clock;
 }
 
 /**
@@ -60,14 +60,15 @@ export class Model implements WorkerListener {
    * model in a shared host costs what its load measured, for good.
    */
   readonly memoryMoves: boolean;
-  /** Date.now() of the last admitted request (or of the load): the idle age eviction reports. */
-  lastUsedAt = Date.now();
+  /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
+  lastUsedAt: number;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
 
   constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
     this.memoryMoves = settings.workerMode !== 'shared';
+    this.lastUsedAt = deps.clock.now();
     this.#set = new WorkerSet(processCount(settings), {
       name,
       spawn: () => this.#spawn(),
@@ -87,10 +88,10 @@ export class Model implements WorkerListener {
       waitForRoom: deps.waitForRoom,
       clock: deps.clock,
     });
-    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log });
+    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log, clock: deps.clock });
   }
 
-  get workers(): readonly ModelWorker[] {
+  get workers(): readonly WorkerSlot[] {
     return this.#set.workers;
   }
 
@@ -116,7 +117,7 @@ export class Model implements WorkerListener {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
     if (opts?.cancel?.cancelled) return Promise.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection while the request waited for the model; it was not run.'));
     if (this.deps.health.failed) return Promise.reject(this.#failedError());
-    this.lastUsedAt = Date.now();
+    this.lastUsedAt = this.deps.clock.now();
     return this.#dispatcher.submit(request, opts);
   }
 
@@ -124,7 +125,7 @@ export class Model implements WorkerListener {
     return new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`);
   }
 
-  #spawn(): ModelWorker {
+  #spawn(): WorkerSlot {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const worker = this.deps.startWorker({
@@ -141,22 +142,22 @@ export class Model implements WorkerListener {
     return worker;
   }
 
-  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     this.#dispatcher.result(batch, msg, done);
     this.#set.answered(worker);
     this.#dispatcher.dispatch();
   }
 
-  chunk(worker: ModelWorker, msg: ChunkMessage): void {
+  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
     this.#dispatcher.chunk(worker, msg);
   }
 
-  relocate(worker: ModelWorker): void {
+  relocate(worker: WorkerSlot): void {
     this.#set.replace(worker);
     this.#dispatcher.dispatch();
   }
 
-  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     this.#dispatcher.exited(exit, running, waiting);
     this.#set.exited(worker, exit);
     this.#dispatcher.dispatch();
@@ -185,7 +186,7 @@ export class Model implements WorkerListener {
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
-    this.memoryMeasuredAt = Date.now();
+    this.memoryMeasuredAt = this.deps.clock.now();
     return this.memoryBytes;
   }
 }

@@ -11,11 +11,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, type ErrorCode } from '../../errors';
+import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import type { ModelRepository } from '../../repository/repository';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import type { LifecycleEvents } from './lifecycle-events';
-import type { ModelEntry } from './model-entry';
+import type { Registration } from './registration';
 import { checkModelName, isModelName, modelNotFound, shuttingDown } from './model-names';
 import type { ModelRegistry } from './registry';
 
@@ -31,6 +32,8 @@ export interface OnDemandDeps {
   /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
   startLoad(name: string, url: string): Promise<void>;
   log(line: string): void;
+  /** What the negative cache's expiry, the policy's time and load_wait_timeout run on: the server's clock. */
+  clock: Clock;
 }
 
 /**
@@ -68,7 +71,7 @@ export class OnDemandLoader {
    */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
-    if (seconds > 0 && kModelFailures.has(err.code)) this.#failedLoads.set(name, { error: err, until: Date.now() + seconds * 1000 });
+    if (seconds > 0 && kModelFailures.has(err.code)) this.#failedLoads.set(name, { error: err, until: this.deps.clock.now() + seconds * 1000 });
   }
 
   /**
@@ -77,12 +80,12 @@ export class OnDemandLoader {
    * (single-flight: concurrent invokes share one load). A request that waited for a load that
    * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
    */
-  async acquire(name: string): Promise<ModelEntry> {
+  async acquire(name: string): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.registered) {
       events.lookup(name, true);
-      this.deps.policy.touch(name, performance.now());
+      this.deps.policy.touch(name, this.deps.clock.now());
       first.hold();
       return first;
     }
@@ -92,7 +95,7 @@ export class OnDemandLoader {
     events.lookup(name, false);
     const t0 = performance.now();
     const boundMs = config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
-    const deadline = t0 + boundMs;
+    const deadline = this.deps.clock.now() + boundMs;
     for (;;) {
       const e = registry.current(name);
       if (e?.registered) {
@@ -109,7 +112,7 @@ export class OnDemandLoader {
       if (e.phase !== 'loading' && !config.modelCache) throw modelNotFound(name);
       // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
       const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
-      const outcome = await within(settled, deadline - performance.now(), 'timeout' as const);
+      const outcome = await within(settled, deadline - this.deps.clock.now(), 'timeout' as const, this.deps.clock);
       if (outcome === 'timeout') {
         this.#recordWait(name, t0);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
@@ -131,7 +134,7 @@ export class OnDemandLoader {
   #loadOnDemand(name: string): boolean {
     const failed = this.#failedLoads.get(name);
     if (failed) {
-      if (failed.until >= Date.now()) throw failed.error;
+      if (failed.until >= this.deps.clock.now()) throw failed.error;
       this.#failedLoads.delete(name);
     }
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);

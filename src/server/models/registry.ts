@@ -3,7 +3,7 @@
  * lifecycle operations (lifecycle-operations.ts) are the only ones that add or remove entries.
  */
 import type { Model } from './model';
-import type { ModelEntry } from './model-entry';
+import type { Registration } from './registration';
 import { modelNotFound } from './model-names';
 
 export interface ListedModel {
@@ -16,35 +16,35 @@ export interface ListedModel {
 
 export class ModelRegistry {
   /** The current registration of each name. */
-  readonly #entries = new Map<string, ModelEntry>();
+  readonly #entries = new Map<string, Registration>();
   /** Every registration not yet gone, current or leaving: what holds memory. */
-  readonly #live = new Set<ModelEntry>();
+  readonly #live = new Set<Registration>();
 
   /** The name's current registration, in any phase. */
-  current(name: string): ModelEntry | undefined {
+  current(name: string): Registration | undefined {
     return this.#entries.get(name);
   }
 
   /** Registrations that hold memory, leaving ones included. */
-  get live(): ReadonlySet<ModelEntry> {
+  get live(): ReadonlySet<Registration> {
     return this.#live;
   }
 
   /** `entry` takes its name over (a leaving registration of the name stays live until it is gone). */
-  claim(entry: ModelEntry): void {
+  claim(entry: Registration): void {
     this.#entries.set(entry.name, entry);
     this.#live.add(entry);
   }
 
   /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry); returns whether it did. */
-  release(entry: ModelEntry): boolean {
+  release(entry: Registration): boolean {
     if (this.#entries.get(entry.name) !== entry) return false;
     this.#entries.delete(entry.name);
     return true;
   }
 
   /** `entry` is gone and holds no memory. */
-  forget(entry: ModelEntry): void {
+  forget(entry: Registration): void {
     this.#live.delete(entry);
   }
 

@@ -1,4 +1,4 @@
-import { realClock, type Clock, type Timer } from '../../util/clock';
+import type { Clock, Timer } from '../../util/clock';
 
 /**
  * MMS's worker restart back-off (WorkerThread.BACK_OFF): Fibonacci seconds 0, 1, 1, 2, 3, 5, …,
@@ -30,7 +30,7 @@ export class Backoff {
   #restart: (() => void) | null = null;
   readonly #watches = new Set<Timer>();
 
-  constructor(private readonly clock: Clock = realClock) {}
+  constructor(private readonly clock: Clock) {}
 
   /** Restarts counted as failed since the count last started again. */
   get attempt(): number {

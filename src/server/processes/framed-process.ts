@@ -12,12 +12,13 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import type { Log } from '../../logger';
+import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from './exit-reason';
 import { processMemoryBytes } from './process-memory';
-import type { InFlightBatch } from './model-worker';
+import type { InFlightBatch } from './worker-slot';
 import { processStates, type ProcessState } from './worker-state';
 
 /**
@@ -33,6 +34,8 @@ export interface SpawnOptions {
   log: Log;
   /** Default: child_process.spawn. */
   launch?: Launch;
+  /** What its timers (and those of the slots in it) run on: the server's clock. */
+  clock: Clock;
 }
 
 /** A batch at exit, with who sent it and whether it was the one running. */
@@ -136,18 +139,23 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     child.on('error', (err) => this.opts.log(`[${this.id}] spawn failed: ${err.message}`));
     child.on('exit', (code, signal) => {
       // 'exit' can come before the last stderr lines: an abort waits (briefly) for V8's reason.
-      if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return this.#onExit(code, signal);
+      if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return this.#reap(code, signal);
       let settled = false;
       const settle = () => {
         if (settled) return;
         settled = true;
-        clearTimeout(bound);
-        this.#onExit(code, signal);
+        this.clock.clearTimeout(bound);
+        this.#reap(code, signal);
       };
-      const bound = setTimeout(settle, kAbortReasonWaitMs);
+      const bound = this.clock.setTimeout(settle, kAbortReasonWaitMs);
       child.stderr!.once('end', settle);
     });
     return this;
+  }
+
+  /** What its timers run on (the server's clock), and those of the slots it holds. */
+  get clock(): Clock {
+    return this.opts.clock;
   }
 
   /** starting → serving → draining → exited (worker-state.ts). */
@@ -256,7 +264,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
       this.#killedBy ??= 'stopped';
       this.#channel.end();
-      await within(this.#exited, kProfileExitMs, null);
+      await within(this.#exited, kProfileExitMs, null, this.clock);
     }
     this.kill('stopped');
     return this.#exited;
@@ -274,7 +282,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
   /** Answers to some or all (`done`) of a batch. */
   protected abstract answered(owner: Owner, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
   /** The process is gone; `lost` is every batch it held. */
-  protected abstract ended(exit: WorkerExit, lost: Array<LostBatch<Owner>>): void;
+  protected abstract onExit(exit: WorkerExit, lost: Array<LostBatch<Owner>>): void;
   /** It runs its batches at once (a preload_model worker), not one after another. */
   protected get concurrent(): boolean {
     return false;
@@ -307,7 +315,7 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     }
   }
 
-  #onExit(code: number | null, signal: NodeJS.Signals | null): void {
+  #reap(code: number | null, signal: NodeJS.Signals | null): void {
     FramedProcess.live.delete(this);
     const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted });
     const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
@@ -328,6 +336,6 @@ export abstract class FramedProcess<Owner> extends EventEmitter {
     this.#perOwner.clear();
     this.#resolveExit(exit);
     this.emit('exit', exit);
-    this.ended(exit, lost);
+    this.onExit(exit, lost);
   }
 }

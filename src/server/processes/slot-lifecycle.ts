@@ -6,8 +6,7 @@
  */
 import type { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/frames';
-import type { Timer } from '../../util/clock';
-import { realClock, type Clock } from '../../util/clock';
+import type { Clock, Timer } from '../../util/clock';
 import type { WorkerExit } from './exit-reason';
 import { workerStates, type WorkerState } from './worker-state';
 
@@ -26,7 +25,7 @@ export class SlotLifecycle {
   #resolve!: (m: LoadedMessage) => void;
   #reject!: (e: MmeError) => void;
 
-  constructor(what: () => string, initial: WorkerState, capacity: number, private readonly clock: Clock = realClock) {
+  constructor(what: () => string, initial: WorkerState, capacity: number, private readonly clock: Clock) {
     this.#state = workerStates(what, initial);
     this.#capacity = capacity;
     this.ready = new Promise((resolve, reject) => {
@@ -115,8 +114,8 @@ export class SlotLifecycle {
     return this.state === 'ready' && inFlight < this.#capacity;
   }
 
-  /** It is gone: stopped when the server ended it, failed otherwise (a failed load stays failed). */
-  end(exit: WorkerExit): void {
+  /** Its process exited (or its slot was released): stopped when the server stopped it, failed otherwise (a failed load stays failed). */
+  exited(exit: WorkerExit): void {
     this.#settle();
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
   }

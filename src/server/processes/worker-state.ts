@@ -1,5 +1,5 @@
 /**
- * The two transition tables below the registration (model-entry.ts has the one above): a worker
+ * The two transition tables below the registration (registration.ts has the one above): a worker
  * process's, and a model's worker's (a dedicated process, or a slot in a shared host). Each state
  * is private to its owner and changes only through `to()`, which refuses any move its table does
  * not list: a move the code did not expect is a bug, and surfaces as one.

@@ -7,7 +7,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { HostPool } from '../hosts/host-pool';
 import type { Launch, SpawnOptions } from '../processes/framed-process';
-import type { Assignment, ModelWorker } from '../processes/model-worker';
+import type { Assignment, WorkerSlot } from '../processes/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 import { WorkerHandle } from './worker-handle';
@@ -17,22 +17,22 @@ export interface WorkerFactoryOptions {
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
   /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
-  startWorker?: (assignment: Assignment) => ModelWorker;
+  startWorker?: (assignment: Assignment) => WorkerSlot;
   /** The seam below the processes: what starts one (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
   /** A shared host that died was replaced. */
   sharedHostRestarted: () => void;
   /** A shared host was recycled. */
   sharedHostRecycled: () => void;
-  /** What restart back-offs wait on. */
-  clock?: Clock;
+  /** What every timer of the workers, hosts and models waits on: the server's clock. */
+  clock: Clock;
 }
 
 export class WorkerFactory {
   readonly #gpus: GpuAssigner;
   readonly #env: NodeJS.ProcessEnv;
   readonly #spares: SparePool | null;
-  readonly #fake: ((assignment: Assignment) => ModelWorker) | null;
+  readonly #fake: ((assignment: Assignment) => WorkerSlot) | null;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
 
@@ -44,8 +44,8 @@ export class WorkerFactory {
     this.#fake = opts.startWorker ?? null;
   }
 
-  /** What restart back-offs wait on. */
-  get clock(): Clock | undefined {
+  /** What every timer of the workers, hosts and models waits on: the server's clock. */
+  get clock(): Clock {
     return this.opts.clock;
   }
 
@@ -65,7 +65,7 @@ export class WorkerFactory {
   }
 
   /** Where a model's workers start: the test seam, a shared host, or a process of its own. */
-  starter(mode: WorkerMode): (assignment: Assignment) => ModelWorker {
+  starter(mode: WorkerMode): (assignment: Assignment) => WorkerSlot {
     if (this.#fake) return this.#fake;
     if (mode === 'dedicated') return (a) => this.#startProcess(a);
     this.#hosts ??= new HostPool({
@@ -76,7 +76,6 @@ export class WorkerFactory {
       log: this.opts.log,
       restarted: this.opts.sharedHostRestarted,
       recycled: this.opts.sharedHostRecycled,
-      clock: this.opts.clock,
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);
@@ -105,7 +104,7 @@ export class WorkerFactory {
   }
 
   #spawnOptions(gpuId: number): SpawnOptions {
-    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch };
+    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch, clock: this.opts.clock };
   }
 
   async closeSpares(): Promise<void> {

@@ -14,13 +14,13 @@ import { MessageKind, type Frame, type InferMessage, type ResultMessage } from '
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
-import type { Assignment, InFlightBatch, ModelWorker, WorkerListener } from '../processes/model-worker';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 
 export type { SpawnOptions } from '../processes/framed-process';
 
-export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWorker {
-  readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1);
+export class WorkerHandle extends FramedProcess<WorkerHandle> implements WorkerSlot {
+  readonly #slot = new SlotLifecycle(() => `worker ${this.id}`, 'starting', 1, this.clock);
   spawnMicros = 0;
   readonly host = null;
   #listener: WorkerListener | null = null;
@@ -155,9 +155,9 @@ export class WorkerHandle extends FramedProcess<WorkerHandle> implements ModelWo
     if (this.#slot.fail(err)) this.kill(kill);
   }
 
-  protected ended(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
+  protected onExit(exit: WorkerExit, lost: Array<LostBatch<WorkerHandle>>): void {
     if (!this.#slot.settled) this.#failLoad(loadExitError(this.id, exit), 'stopped');
-    this.#slot.end(exit);
-    this.#listener?.exit(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
+    this.#slot.exited(exit);
+    this.#listener?.exited(this, exit, lost.filter((l) => l.running).map((l) => l.batch), lost.filter((l) => !l.running).map((l) => l.batch));
   }
 }

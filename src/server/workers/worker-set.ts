@@ -4,10 +4,10 @@
  * the workers being moved, stopped) and call reconcile(), which starts and retires workers. A
  * worker being moved out of a recycled host still serves, so it is not counted: its successor
  * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
- * means a target of 0 with every worker ended at once rather than let finish as a scale-down does.
- * One start stays outside: start() waits for the loads it began, so the one second try of a load
- * whose shared host died of another model's doing is its own (#loadedOrMoved). Restarts wait on
- * one Backoff (processes/backoff.ts).
+ * means a target of 0 with every worker stopped at once rather than let finish as a scale-down does.
+ * reconcile() is the only place a worker starts or is told to go: start()'s one second try of a
+ * load whose shared host died of another model's doing is a reconcile() too (the displaced worker
+ * has exited, so the count is short by it). Restarts wait on one Backoff (processes/backoff.ts).
  *
  * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
  *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
@@ -20,42 +20,44 @@ import type { LoadedMessage } from '../../protocol/frames';
 import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit, type WorkerExit } from '../processes/exit-reason';
-import type { ModelWorker } from '../processes/model-worker';
+import type { WorkerSlot } from '../processes/worker-slot';
 
 export interface WorkerSetDeps {
   name: string;
   /** A new worker, assigned this model and listened to. */
-  spawn(): ModelWorker;
+  spawn(): WorkerSlot;
   log(line: string): void;
   /** A worker reported Loaded. */
-  loaded(worker: ModelWorker, msg: LoadedMessage): void;
+  loaded(worker: WorkerSlot, msg: LoadedMessage): void;
   /** A replacement was started. */
   restarted(): void;
   failed(err: MmeError): void;
   recovered(): void;
   /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
   waitForRoom?(wake: () => void): void;
-  /** Restart back-off timers (tests pass a virtual clock). */
-  clock?: Clock;
+  /** What the restart back-off waits on: the server's clock. */
+  clock: Clock;
 }
 
 /** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
 const kFailedAfter = 3;
 
 export class WorkerSet {
-  readonly workers: ModelWorker[] = [];
+  readonly workers: WorkerSlot[] = [];
   #target: number;
   /** start() has returned: deaths are replaced from now on (a death during start fails the load). */
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
   /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
-  readonly #moving = new Map<ModelWorker, ModelWorker | null>();
+  readonly #moving = new Map<WorkerSlot, WorkerSlot | null>();
   /** Replacements not yet stable: their death is a failed restart. */
-  readonly #onProbation = new Set<ModelWorker>();
+  readonly #onProbation = new Set<WorkerSlot>();
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
   #roomWanted = false;
+  /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
+  readonly #secondTries = new Set<WorkerSlot>();
   #rr = 0;
 
   constructor(target: number, private readonly deps: WorkerSetDeps) {
@@ -81,23 +83,30 @@ export class WorkerSet {
       else abort.addEventListener('abort', onAbort, { once: true });
     });
     aborted.catch(() => undefined);
-    const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason as MmeError;
+    try {
+      const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
+      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason as MmeError;
+    } finally {
+      this.#secondTries.clear();
+    }
     this.#running = true;
   }
 
   /**
-   * `worker`'s load; if its shared host died of another model's doing meanwhile, the load of a
-   * successor started in its place (once: a second such death fails the load).
+   * `worker`'s load; if its shared host died of another model's doing meanwhile, the loads of the
+   * successors reconcile() starts for it (once: a second such death fails the load). Workers
+   * displaced together get their successors from the first of them to ask.
    */
-  async #loadedOrMoved(worker: ModelWorker): Promise<LoadedMessage> {
+  async #loadedOrMoved(worker: WorkerSlot): Promise<void> {
     try {
-      return await worker.lifecycle.ready;
+      await worker.lifecycle.ready;
     } catch (err) {
-      if (!worker.displaced || this.#stopped) throw err;
+      if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
       this.deps.log(`[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`);
-      return this.#spawn().lifecycle.ready;
+      const { started } = this.reconcile();
+      for (const w of started) this.#secondTries.add(w);
+      await Promise.all(started.map((w) => this.#loadedOrMoved(w)));
     }
   }
 
@@ -114,18 +123,18 @@ export class WorkerSet {
   /**
    * Brings the workers to what is wanted: a successor for each worker being moved, the live count
    * to the target (starting none while a back-off is pending), extras retired; once stopped, every
-   * worker ended at once (`ended` settles when they have).
+   * worker stopped at once (`exited` settles when they have).
    */
-  reconcile(): { started: ModelWorker[]; retired: ModelWorker[]; ended: Array<Promise<WorkerExit>> } {
-    const started: ModelWorker[] = [];
-    const retired: ModelWorker[] = [];
-    const ended: Array<Promise<WorkerExit>> = [];
+  reconcile(): { started: WorkerSlot[]; retired: WorkerSlot[]; exited: Array<Promise<WorkerExit>> } {
+    const started: WorkerSlot[] = [];
+    const retired: WorkerSlot[] = [];
+    const exited: Array<Promise<WorkerExit>> = [];
     if (this.#stopped) {
       for (const w of this.workers.slice()) {
         retired.push(w);
-        ended.push(w.stop());
+        exited.push(w.stop());
       }
-      return { started, retired, ended };
+      return { started, retired, exited };
     }
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
@@ -134,14 +143,14 @@ export class WorkerSet {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
-      const rank = (w: ModelWorker) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: WorkerSlot) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
         this.#stopIfDone(w);
       }
     }
-    return { started, retired, ended };
+    return { started, retired, exited };
   }
 
   /**
@@ -149,19 +158,19 @@ export class WorkerSet {
    * serves until the successor has loaded, then finishes what it holds and goes. Requests never
    * wait for the move.
    */
-  replace(worker: ModelWorker): void {
+  replace(worker: WorkerSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
     this.#reconcileOrRetry();
   }
 
-  #startSuccessor(worker: ModelWorker, started: ModelWorker[]): void {
+  #startSuccessor(worker: WorkerSlot, started: WorkerSlot[]): void {
     const handOver = () => {
       this.#moving.delete(worker);
       worker.retire();
       this.#stopIfDone(worker);
     };
-    let successor: ModelWorker;
+    let successor: WorkerSlot;
     try {
       successor = this.#spawn();
     } catch (err) {
@@ -180,18 +189,18 @@ export class WorkerSet {
   }
 
   /** A batch came back: a retired worker that holds nothing more can go. */
-  answered(worker: ModelWorker): void {
+  answered(worker: WorkerSlot): void {
     this.#stopIfDone(worker);
   }
 
-  #stopIfDone(worker: ModelWorker): void {
+  #stopIfDone(worker: WorkerSlot): void {
     if (worker.lifecycle.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
-  pickIdle(): ModelWorker | null {
+  pickIdle(): WorkerSlot | null {
     const n = this.workers.length;
-    let best: ModelWorker | null = null;
+    let best: WorkerSlot | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
@@ -209,8 +218,8 @@ export class WorkerSet {
     return this.workers.some((w) => w.isVacant);
   }
 
-  /** A worker's process ended: forget it, and replace it if the server did not mean it to end. */
-  exited(worker: ModelWorker, exit: WorkerExit): void {
+  /** A worker exited: forget it, and replace it if the server did not mean it to end. */
+  exited(worker: WorkerSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -225,7 +234,7 @@ export class WorkerSet {
     this.#scheduleRestart();
   }
 
-  #restartFailed(worker: ModelWorker, how: string): void {
+  #restartFailed(worker: WorkerSlot, how: string): void {
     this.#backoff.failed();
     const err = worker.lifecycle.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
@@ -247,7 +256,7 @@ export class WorkerSet {
   }
 
   /** reconcile(), or, when there is nowhere to start a worker now (no shared host has room), a retry after a back-off. */
-  #reconcileOrRetry(): ModelWorker[] {
+  #reconcileOrRetry(): WorkerSlot[] {
     try {
       return this.reconcile().started;
     } catch (err) {
@@ -271,7 +280,7 @@ export class WorkerSet {
     if (this.#roomWanted) this.#backoff.cutShort();
   };
 
-  #spawn(): ModelWorker {
+  #spawn(): WorkerSlot {
     const worker = this.deps.spawn();
     this.workers.push(worker);
     worker.lifecycle.ready.then(
@@ -293,6 +302,6 @@ export class WorkerSet {
     this.#stopped = true;
     this.#target = 0;
     this.#backoff.close();
-    await Promise.all(this.reconcile().ended);
+    await Promise.all(this.reconcile().exited);
   }
 }

@@ -14,6 +14,7 @@
  */
 import type { MmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { Timers } from '../../util/clock';
 import type { Resident } from '../cache/admission';
 import type { Model, ModelHealth } from './model';
 
@@ -34,7 +35,7 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-export class ModelEntry implements ModelHealth, Resident {
+export class Registration implements ModelHealth, Resident {
   #phase: Phase = 'loading';
   #model: Model | null = null;
   #artifact: ModelArtifact | null = null;
@@ -55,7 +56,8 @@ export class ModelEntry implements ModelHealth, Resident {
   #settleGone!: () => void;
   #idleWaiters: Array<() => void> = [];
 
-  constructor(readonly name: string, readonly url: string, readonly onDemand: boolean, readonly loadedAtStartup: boolean) {
+  /** `timers`: what whenIdle's bound runs on (the server's clock). */
+  constructor(readonly name: string, readonly url: string, readonly onDemand: boolean, readonly loadedAtStartup: boolean, private readonly timers: Timers) {
     this.loadSettled = new Promise((r) => (this.#settleLoad = r));
     this.gone = new Promise((r) => (this.#settleGone = r));
   }
@@ -158,10 +160,10 @@ export class ModelEntry implements ModelHealth, Resident {
     if (this.#active === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.timers.clearTimeout(timer);
         resolve(true);
       };
-      const timer = setTimeout(() => {
+      const timer = this.timers.setTimeout(() => {
         this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
         resolve(false);
       }, boundMs);

@@ -30,18 +30,18 @@ export interface InFlightBatch {
 /** Who hears from a worker once it has a model. Called synchronously; must not throw. */
 export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
-  result(worker: ModelWorker, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  chunk(worker: ModelWorker, msg: ChunkMessage): void;
+  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  chunk(worker: WorkerSlot, msg: ChunkMessage): void;
   /**
    * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
    * (they may run elsewhere). The worker has forgotten both.
    */
-  exit(worker: ModelWorker, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
-  relocate(worker: ModelWorker): void;
+  relocate(worker: WorkerSlot): void;
 }
 
-export interface ModelWorker {
+export interface WorkerSlot {
   readonly id: string;
   readonly pid: number;
   readonly gpuId: number;
