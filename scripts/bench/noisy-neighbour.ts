@@ -1,14 +1,13 @@
 /**
- * The noisy neighbour, in one server: six tiny models and one slow model (slow-model.ts, tens of
+ * The noisy neighbour, in one server: six tiny models and one slow model (slowMatmulModel, tens of
  * ms a row) with 4 connections on the slow one while tiny requests go one at a time, in turn over
  * the six. Once with all seven in shared hosts, once with all seven dedicated (one process each);
  * the figure is shared over dedicated: tiny req/s and tiny p99.
  */
-import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
+import { mlpModel, slowMatmulModel, writeModelDir } from '../../test/fixtures/onnx-models';
 import { benchDurations, benchUsage, load, postJson, runScript, startServer, type LoadResult } from './harness';
 import { percentiles, sequentialSamples, type Percentiles } from './latency';
 import { MLP_STORE_BODY } from './mlp-store';
-import { slowMatmulModel } from './slow-model';
 
 /** The slow model's row width: n³ multiply-adds, ~35 ms on the 2-vCPU bench machine when it is quiet. */
 const kSlowN = 1280;

@@ -26,6 +26,7 @@ export interface KeySpec {
 }
 
 const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
+const between = (min: number, max: number): Range => ({ allows: (n) => n >= min && n <= max, text: `${min} to ${max}` });
 const aboveZero: Range = { allows: (n) => n > 0, text: '> 0' };
 /**
  * The largest body either way: one Buffer, and a batch's frame (several of them) must stay within
@@ -222,11 +223,15 @@ export const KEYS = [
   },
   {
     name: 'shared_workers', kind: 'int', default: '0', range: atLeast(0),
-    doc: 'Host processes for worker_mode=shared models, started with the first such model. 0 = one per CPU. Each host runs its models\' batches one after another, so more hosts means more models computing at once.',
+    doc: 'Host processes for worker_mode=shared models, started with the first such model. 0 = one per CPU. A host computes one session run at a time (its models take turns), so more hosts means more models computing at once.',
   },
   {
     name: 'max_models_per_worker', kind: 'int', default: '0', range: atLeast(0),
     doc: 'Most models one shared host holds (Ray Serve\'s max_num_models_per_replica). 0 = no cap: the memory budget decides. A load that finds every host full gets 503.',
+  },
+  {
+    name: 'shared_host_heavy_share', kind: 'number', default: '0.5', range: between(0, 1),
+    doc: 'Share of a shared host\'s thread (0-1, measured every 2 s) past which a model is heavy: its host takes no new model while it is, and the neighbours that ran beside it move to a host without a heavy model (started there before they leave, so no request is lost). 0 = never move.',
   },
   {
     name: 'shared_worker_recycle_mb', kind: 'int', default: '256', range: atLeast(0),

@@ -110,6 +110,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     sharedWorkers: read('shared_workers') || (input.cpuCount ?? 1),
     maxModelsPerWorker: read('max_models_per_worker'),
     sharedWorkerRecycleBytes: read('shared_worker_recycle_mb') * 2 ** 20,
+    sharedHostHeavyShare: read('shared_host_heavy_share'),
     modelRoots: modelRoots(read('model_roots'), modelStore),
     managementToken: read('management_token'),
     maxConnections: read('max_connections'),

@@ -109,6 +109,8 @@ export interface ServerConfig {
   readonly maxModelsPerWorker: number;
   /** Waste (bytes) past which a shared host is recycled; 0 = never. */
   readonly sharedWorkerRecycleBytes: number;
+  /** shared_host_heavy_share: a model's share of its host past which its neighbours move away; 0 = never. */
+  readonly sharedHostHeavyShare: number;
   /** null = no model_repository: on-demand loads read model_store only. */
   readonly repository: RepositoryConfig | null;
   /** SAGEMAKER_MULTI_MODEL=true. */

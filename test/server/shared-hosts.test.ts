@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { addModel, mlpForward, mlpModel, slowMatmulModel, writeModelDir } from '../fixtures/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
 import { waitFor, workerPidsOf } from '../helpers/processes';
 import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
@@ -109,6 +109,45 @@ describe('shared worker hosts run their models side by side: a slow model never 
     const tiny = await share('tiny');
     assert.ok(tiny > 0 && tiny <= 1, `tiny's session runs took a share of the host: ${tiny}`);
     assert.equal(await share('slow'), 0, 'slow\'s handler never ran its session');
+  });
+});
+
+describe('shared worker hosts move the neighbours of a heavy model away (shared_host_heavy_share)', function () {
+  this.timeout(180_000);
+  let t: TestServer;
+  afterEach(async () => t?.close());
+
+  it('moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, and places new models elsewhere', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3');
+    const tinies = ['tiny0', 'tiny1', 'tiny2', 'tiny3'];
+    // Tiny ones first, spread over both hosts by memory; the heavy one then joins one of them.
+    await loadMlps(t, tinies);
+    assert.equal((await loadModel(t, 'heavy', writeModelDir(t.store, 'heavy', slowMatmulModel(640)))).status, 200);
+    const hostOf = async (name: string): Promise<string> => (await request(`${t.managementUrl}/models/${name}`)).body.workers[0].host;
+    const heavyHost = await hostOf('heavy');
+    const besideAtFirst = (await Promise.all(tinies.map(hostOf))).filter((h) => h === heavyHost).length;
+    assert.ok(besideAtFirst > 0, 'placement by memory put some tiny model beside the heavy one');
+    let done = false;
+    const failures: string[] = [];
+    const heavyRow = { inputs: { input: [Array.from({ length: 640 }, (_, i) => (i % 5) / 5)] } };
+    const drive = async (name: string, body: unknown) => {
+      while (!done) {
+        const res = await invoke(t, name, body);
+        if (res.status !== 200) failures.push(`${name}: ${res.status} ${res.text.slice(0, 200)}`);
+      }
+    };
+    const traffic = [drive('heavy', heavyRow), drive('heavy', heavyRow), ...tinies.map((n) => drive(n, { inputs: { input: rows } }))];
+    try {
+      await waitFor(async () => (await Promise.all(tinies.map(hostOf))).every((h) => h !== heavyHost), 'every tiny model to leave the heavy model\'s host', 120_000, 200);
+    } finally {
+      done = true;
+      await Promise.all(traffic);
+    }
+    assert.deepEqual(failures, [], 'no request failed while the models moved');
+    assert.equal(await hostOf('heavy'), heavyHost, 'the heavy model stays where it is');
+    await loadMlps(t, ['late']);
+    assert.notEqual(await hostOf('late'), heavyHost, 'a host busy with a heavy model is the last choice for a new one');
+    for (const n of [...tinies, 'late']) assertRowsClose((await invoke(t, n, { inputs: { input: rows } })).body.outputs.output, mlpForward(spec(tinies.includes(n) ? tinies.indexOf(n) + 1 : 1), rows), n);
   });
 });
 

@@ -2,7 +2,8 @@
  * The shared hosts (worker_mode=shared): `shared_workers` processes, each holding many models.
  *
  * - Placement: a model goes to the serving host with the least memory in use (base + its models'
- *   measured costs) that does not hold it already and has room under max_models_per_worker.
+ *   measured costs) that does not hold it already, has room under max_models_per_worker and is not
+ *   busy with a heavy model (host-balance.ts, which also moves the neighbours of one away).
  * - A host that dies unasked is replaced at once (its models reload through their own worker sets,
  *   into whichever host has room); one that keeps dying is replaced after a Fibonacci back-off.
  *   A worker set that found no room waits on its own back-off, and is woken sooner when a host
@@ -19,6 +20,7 @@ import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import type { SpawnOptions } from '../processes/framed-process';
 import type { Assignment } from '../processes/worker-slot';
+import { HostBalance } from './host-balance';
 import { HostedModel } from './hosted-model';
 import { HostProcess } from './host-process';
 
@@ -28,6 +30,8 @@ export interface HostPoolOptions {
   maxModelsPerHost: number;
   /** Waste past which a host is recycled (bytes); 0 = never. */
   recycleWasteBytes: number;
+  /** shared_host_heavy_share: past it a model's neighbours move away (host-balance.ts); 0 = never. */
+  heavyShare: number;
   spawn: SpawnOptions;
   log: Log;
   /** A host that died was replaced (SharedHostRestarts). */
@@ -48,10 +52,14 @@ export class HostPool {
   readonly #waitingForRoom = new Set<() => void>();
   /** Recycles done so far (SharedHostRecycles counts them per interval). */
   recycles = 0;
+  readonly #balance: HostBalance | null;
 
   constructor(private readonly opts: HostPoolOptions) {
     this.#backoff = new Backoff(opts.spawn.clock);
     for (let i = 0; i < opts.size; i++) this.#addHost();
+    this.#balance = opts.heavyShare > 0 && opts.size > 1
+      ? new HostBalance({ hosts: () => this.#hosts, canTake: (h) => this.#canTake(h), clock: opts.spawn.clock, heavyShare: opts.heavyShare, log: (line) => opts.log(line) })
+      : null;
   }
 
   /** Calls `wake` once, when a host starts or a slot frees: a place() that threw may work then. */
@@ -84,10 +92,13 @@ export class HostPool {
   place(assignment: Assignment): HostedModel {
     const name = assignment.load.modelName;
     const { maxModelsPerHost } = this.opts;
-    const open = this.#hosts.filter((h) => h.open && (maxModelsPerHost === 0 || h.modelCount < maxModelsPerHost));
-    // A second copy of a model (min_workers > 1) goes to another host when there is one.
+    const open = this.#hosts.filter((h) => this.#canTake(h));
+    // A second copy of a model (min_workers > 1) goes to another host when there is one, and a host
+    // busy with a heavy model is the last choice.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
-    const candidates = elsewhere.length > 0 ? elsewhere : open;
+    const near = elsewhere.length > 0 ? elsewhere : open;
+    const light = near.filter((h) => h.heavyModel === null);
+    const candidates = light.length > 0 ? light : near;
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
     let best: HostProcess | null = null;
@@ -106,6 +117,10 @@ export class HostPool {
       throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`);
     }
     return new HostedModel(assignment, best, this.opts.log);
+  }
+
+  #canTake(host: HostProcess): boolean {
+    return host.open && (this.opts.maxModelsPerHost === 0 || host.modelCount < this.opts.maxModelsPerHost);
   }
 
   #meanModelBytes(): number {
@@ -198,6 +213,7 @@ export class HostPool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#balance?.close();
     this.#waitingForRoom.clear();
     this.#backoff.close();
     await Promise.all(this.#hosts.map((h) => h.stop()));

@@ -29,6 +29,8 @@ export interface HostSlot {
   readonly lifecycle: Pick<SlotView, 'loaded' | 'memoryBytes'>;
   /** Its Load was sent and is not answered yet. */
   readonly loadPending: boolean;
+  /** What its session runs have taken since its load (µs), as the host last reported. */
+  readonly runMicros: number;
   sendLoad(): void;
   onLoaded(msg: LoadedMessage): void;
   onLoadFailed(err: MmeError): void;
@@ -54,6 +56,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
   readonly #names = new Map<string, number>();
   readonly #charged = new Map<number, number>();
   #loadedBytes = 0;
+  #heavyModel: string | null = null;
   /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
   readonly slotIds = new IdAllocator(MAX_U32);
 
@@ -95,6 +98,15 @@ export class HostProcess extends FramedProcess<HostSlot> {
   /** Memory held beyond base + models at the last measurement: freed by unloads, not given back (bytes). */
   get wasteBytes(): number {
     return Math.max(0, this.measuredBytes - this.usedBytes);
+  }
+
+  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
+  get heavyModel(): string | null {
+    return this.#heavyModel;
+  }
+
+  markHeavy(model: string | null): void {
+    this.#heavyModel = model;
   }
 
   holdsModel(name: string): boolean {

@@ -78,6 +78,10 @@ export class HostedModel implements WorkerSlot {
     return this.hostProcess.batchCount;
   }
 
+  get runMicros(): number {
+    return this.#runMicros;
+  }
+
   /** The fraction of its host's thread its session runs have taken since its load (0–1): how much of the host it uses. */
   get cpuShare(): number {
     const elapsedMicros = (performance.now() - this.#loadedAt) * 1000;

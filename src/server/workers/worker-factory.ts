@@ -72,6 +72,7 @@ export class WorkerFactory {
       size: this.config.sharedWorkers,
       maxModelsPerHost: this.config.maxModelsPerWorker,
       recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
+      heavyShare: this.config.sharedHostHeavyShare,
       spawn: this.#spawnOptions(-1),
       log: this.opts.log,
       restarted: this.opts.sharedHostRestarted,

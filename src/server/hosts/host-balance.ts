@@ -1,0 +1,102 @@
+/**
+ * Keeps a heavy model from slowing its neighbours in a shared host. A host computes one session run
+ * at a time (onnxruntime-node runs on the host's thread), so a model that runs for tens of ms makes
+ * every model beside it wait up to that long, whatever the fair turns do.
+ *
+ * Every kRoundMs, each model's share of its host's thread over the round is read (the run time the
+ * host reports in its answers, over the round's length). A model over `heavyShare` is heavy: its
+ * host takes no new model while another host can (placement reads `heavyModel`), and the
+ * neighbours that ran beside it in the round move to a host without a heavy model — started there
+ * before they leave the old one (the same move as recycling), so no request is lost. The mark stays
+ * until the model's share falls under half the threshold, so a model near it does not flap; a model
+ * moves at most once per kMoveCooldownMs, and a round moves at most kMovesPerRound of them.
+ */
+import type { Clock, Timer } from '../../util/clock';
+import type { HostProcess, HostSlot } from './host-process';
+
+const kRoundMs = 2000;
+const kMoveCooldownMs = 60_000;
+const kMovesPerRound = 16;
+
+export interface HostBalanceDeps {
+  hosts(): readonly HostProcess[];
+  /** Whether placement could put a model in `host` now (open, under max_models_per_worker). */
+  canTake(host: HostProcess): boolean;
+  clock: Clock;
+  /** shared_host_heavy_share, > 0. */
+  heavyShare: number;
+  log(line: string): void;
+}
+
+export class HostBalance {
+  /** Each model's run time at the previous round (µs), and when that was. */
+  #previous = new Map<HostSlot, number>();
+  #previousAt: number;
+  readonly #movedAt = new Map<string, number>();
+  #timer: Timer | null = null;
+
+  constructor(private readonly deps: HostBalanceDeps) {
+    this.#previousAt = deps.clock.now();
+    this.#schedule();
+  }
+
+  close(): void {
+    this.deps.clock.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #schedule(): void {
+    this.#timer = this.deps.clock.setTimeout(() => {
+      this.#round();
+      this.#schedule();
+    }, kRoundMs);
+    this.#timer.unref();
+  }
+
+  #round(): void {
+    const { clock, heavyShare } = this.deps;
+    const now = clock.now();
+    const elapsedMicros = (now - this.#previousAt) * 1000;
+    const shares = new Map<HostSlot, number>();
+    const current = new Map<HostSlot, number>();
+    for (const host of this.deps.hosts()) {
+      for (const m of host.models) {
+        current.set(m, m.runMicros);
+        const before = this.#previous.get(m);
+        if (before !== undefined && elapsedMicros > 0) shares.set(m, Math.max(0, m.runMicros - before) / elapsedMicros);
+      }
+    }
+    this.#previous = current;
+    this.#previousAt = now;
+    for (const [name, at] of this.#movedAt) if (now - at >= kMoveCooldownMs) this.#movedAt.delete(name);
+    for (const host of this.deps.hosts()) {
+      const heavy = this.#heaviest(host, shares);
+      const stays = heavy !== null && heavy.model.modelName === host.heavyModel && heavy.share >= heavyShare / 2;
+      host.markHeavy(heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null);
+      if (host.heavyModel !== null) this.#moveNeighbours(host, heavy!.model, shares, now);
+    }
+  }
+
+  #heaviest(host: HostProcess, shares: Map<HostSlot, number>): { model: HostSlot; share: number } | null {
+    let best: { model: HostSlot; share: number } | null = null;
+    for (const m of host.models) {
+      const share = shares.get(m) ?? 0;
+      if (share > 0 && (best === null || share > best.share)) best = { model: m, share };
+    }
+    return best;
+  }
+
+  #moveNeighbours(host: HostProcess, heavy: HostSlot, shares: Map<HostSlot, number>, now: number): void {
+    const refuge = this.deps.hosts().some((h) => h !== host && h.heavyModel === null && this.deps.canTake(h));
+    if (!refuge) return;
+    let moved = 0;
+    for (const m of host.models) {
+      if (moved >= kMovesPerRound) return;
+      if (m === heavy || !((shares.get(m) ?? 0) > 0) || this.#movedAt.has(m.modelName)) continue;
+      this.deps.log(`[${host.id}] model ${heavy.modelName} takes ${Math.round((shares.get(heavy) ?? 0) * 100)} % of the host (shared_host_heavy_share ${this.deps.heavyShare}): moving its neighbour ${m.modelName} to a host without a heavy model`);
+      this.#movedAt.set(m.modelName, now);
+      m.relocate();
+      moved++;
+    }
+  }
+}
