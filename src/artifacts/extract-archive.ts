@@ -9,7 +9,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import * as tar from 'tar';
+import type { ReadEntry } from 'tar';
 import { isMmeError, MmeError, quote } from '../errors';
 import { diskFullError, errnoOf, fsFailure, isDiskFull } from './fs-errors';
 
@@ -56,7 +56,9 @@ function classify(err: unknown, dest: string): MmeError {
 }
 
 /** Extracts `archive` into the existing, empty directory `dest`. Rejects with an MmeError. */
-export function extractArchive(archive: string, dest: string, limits: Required<ArchiveLimits>): Promise<void> {
+export async function extractArchive(archive: string, dest: string, limits: Required<ArchiveLimits>): Promise<void> {
+  // Loaded with the first archive: a server fed directories never holds node-tar.
+  const { Unpack } = await import('tar');
   return new Promise<void>((resolve, reject) => {
     let settled = false;
     let entries = 0;
@@ -96,7 +98,7 @@ export function extractArchive(archive: string, dest: string, limits: Required<A
       fail(invalid(message));
       return false;
     };
-    const unpack = new tar.Unpack({
+    const unpack = new Unpack({
       cwd: dest,
       strict: true, // every recoverable warning ('..', stripped absolute path, too deep) becomes an error
       preservePaths: false,
@@ -108,7 +110,7 @@ export function extractArchive(archive: string, dest: string, limits: Required<A
       brotli: false,
       zstd: false,
       filter: (p, entry) => {
-        const e = entry as tar.ReadEntry;
+        const e = entry as ReadEntry;
         if (!ALLOWED_TYPES.has(e.type)) return refuse(`archive entry ${quote(p)} is a ${e.type}; only files and directories are allowed`);
         if (p.includes('\0') || p.startsWith('/') || p.split(/[\\/]/).includes('..')) {
           return refuse(`archive entry ${quote(p)} is an absolute path or leads outside the archive`);

@@ -4,7 +4,7 @@
  * exponential back-off; past the bound the oldest are dropped and counted. Nothing here is awaited
  * by the server except close().
  */
-import { CloudWatchClient, PutMetricDataCommand, type MetricDatum } from '@aws-sdk/client-cloudwatch';
+import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
 import { batchLength, toDatums } from './cloudwatch-data';
 import type { Dimension } from './dimensions';
 import type { Snapshot } from './interval';
@@ -29,7 +29,11 @@ export class CloudWatchSink implements IntervalSink {
   readonly name = 'cloudwatch';
   dropped = 0;
   sent = 0;
-  readonly #client: CloudWatchClient;
+  /**
+   * Made at the first send: the SDK is megabytes of heap that every mark-compact of the server walks,
+   * and a server that never sends need not hold it.
+   */
+  #client: Promise<CloudWatchClient> | null = null;
   readonly #queue: MetricDatum[] = [];
   readonly #abort = new AbortController();
   #loop: Promise<void> | null = null;
@@ -37,14 +41,18 @@ export class CloudWatchSink implements IntervalSink {
   #wake: (() => void) | null = null;
   #closing = false;
 
-  constructor(readonly opts: CloudWatchSinkOptions) {
-    this.#client = new CloudWatchClient({
+  constructor(readonly opts: CloudWatchSinkOptions) {}
+
+  #clientNow(): Promise<CloudWatchClient> {
+    const { opts } = this;
+    this.#client ??= import('@aws-sdk/client-cloudwatch').then(({ CloudWatchClient }) => new CloudWatchClient({
       ...(opts.region === null ? {} : { region: opts.region }),
       ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
       // This loop retries with its own back-off and bound; SDK retries would hide both.
       maxAttempts: 1,
       requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 10_000, throwOnRequestTimeout: true, connectionTimeout: 5_000 },
-    });
+    }));
+    return this.#client;
   }
 
   get queued(): number {
@@ -67,7 +75,7 @@ export class CloudWatchSink implements IntervalSink {
     await this.#loop;
     clearTimeout(timer);
     this.dropped += this.#queue.splice(0).length;
-    this.#client.destroy();
+    (await this.#client)?.destroy();
   }
 
   /** Sends until the queue is empty; while closing, gives up at the first failure. */
@@ -96,7 +104,8 @@ export class CloudWatchSink implements IntervalSink {
 
   async #send(batch: MetricDatum[]): Promise<unknown> {
     try {
-      await this.#client.send(new PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
+      const [client, { PutMetricDataCommand }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-cloudwatch')]);
+      await client.send(new PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
       return null;
     } catch (err) {
       return err ?? new Error('unknown error');

@@ -6,7 +6,6 @@
 import { readFileSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import os from 'node:os';
-import si from 'systeminformation';
 import { cgroupCpuMicros, cgroupMemory, type MemoryReading, type ReadFile } from './cgroup';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, type Series } from './interval';
@@ -60,7 +59,7 @@ export class SystemSampler {
   async #cpuPercent(): Promise<number | null> {
     const micros = cgroupCpuMicros(this.#read);
     if (micros === null) {
-      const load = await si.currentLoad();
+      const load = await (await systemInformation()).currentLoad();
       return load.currentLoad * Math.max(1, load.cpus.length);
     }
     const atMs = this.#clockMs();
@@ -73,7 +72,7 @@ export class SystemSampler {
   async #memory(): Promise<MemoryReading> {
     const container = cgroupMemory(this.#read, this.#machineBytes);
     if (container !== null) return container;
-    const mem = await si.mem();
+    const mem = await (await systemInformation()).mem();
     // "available" counts reclaimable cache as free, so used + available = total, as MMS's psutil.
     return { usedBytes: mem.total - mem.available, limitBytes: mem.total };
   }
@@ -89,3 +88,8 @@ export class SystemSampler {
 const readOrNull: ReadFile = (path) => {
   try { return readFileSync(path, 'utf8'); } catch { return null; }
 };
+
+/** Only a server outside a cgroup limit reads the machine's figures: the library loads then. */
+async function systemInformation(): Promise<typeof import('systeminformation')> {
+  return (await import('systeminformation')).default;
+}

@@ -5,7 +5,7 @@
  * with exponential back-off (maxAttempts), so what reaches the caller has already been retried.
  */
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { RepositoryConfig } from '../config/types';
 import { MmeError } from '../errors';
 
@@ -29,11 +29,15 @@ const kRefused = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNo
 const kTimeouts = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'ETIMEDOUT']);
 
 export class ObjectStore {
-  readonly #client: S3Client;
+  /** Made at the first request: the SDK stays out of a server's heap until a model comes from the store. */
+  #client: Promise<S3Client> | null = null;
 
-  constructor(private readonly config: RepositoryConfig, env: NodeJS.ProcessEnv = process.env) {
+  constructor(private readonly config: RepositoryConfig, private readonly env: NodeJS.ProcessEnv = process.env) {}
+
+  #clientNow(): Promise<S3Client> {
+    const { config, env } = this;
     const timeoutMs = config.timeoutSeconds * 1000;
-    this.#client = new S3Client({
+    this.#client ??= import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({
       // S3-compatible stores rarely serve virtual-host style (bucket.host) names.
       ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
       // A local store has no region, but SigV4 needs one; otherwise the default chain decides.
@@ -41,15 +45,17 @@ export class ObjectStore {
       followRegionRedirects: true,
       maxAttempts: kMaxAttempts,
       requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs },
-    });
+    }));
+    return this.#client;
   }
 
   /** The objects under `prefix` (which ends with '/'), folder markers left out. */
   async list(prefix: string, signal: AbortSignal): Promise<StoredObject[]> {
     const out: StoredObject[] = [];
     let token: string | undefined;
+    const [client, { ListObjectsV2Command }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-s3')]);
     do {
-      const page = await this.#client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
+      const page = await client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
       for (const o of page.Contents ?? []) {
         if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
       }
@@ -63,8 +69,9 @@ export class ObjectStore {
 
   /** GetObject, conditional on the ETag we hold when one is given. */
   async get(key: string, ifNoneMatch: string | null, signal: AbortSignal): Promise<GetResult> {
+    const [client, { GetObjectCommand }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-s3')]);
     try {
-      const r = await this.#client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
+      const r = await client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
       return { kind: 'body', body: r.Body as Readable, size: r.ContentLength ?? -1, etag: r.ETag ?? '' };
     } catch (err) {
       const status = statusOf(err);
@@ -75,7 +82,7 @@ export class ObjectStore {
   }
 
   destroy(): void {
-    this.#client.destroy();
+    void this.#client?.then((c) => c.destroy());
   }
 }
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from '../config/types';
-import { GrpcListener } from '../grpc/grpc-server';
+import type { GrpcListener } from '../grpc/grpc-server';
 import { createApp, type ListenerRole } from '../http/app';
 import { isLoopback } from '../http/guards';
 import { listen, type Listener, type ListenerLimits } from '../http/listener';
@@ -68,6 +68,8 @@ export class MmeServer {
       this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
     }
     if (c.grpcInferencePort !== null) {
+      // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
+      const { GrpcListener } = await import('../grpc/grpc-server');
       this.grpc = await GrpcListener.listen({ host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize }, {
         manager: this.manager, metrics: this.metrics, log: this.#log, loopbackOnly: isLoopback(c.grpcInferenceAddress),
         defaultAccept: process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json',
