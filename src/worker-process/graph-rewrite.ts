@@ -7,7 +7,7 @@
  * piecewise), so the weights are copied as bytes, never decoded.
  */
 import { readFileSync } from 'node:fs';
-import { onnx } from 'onnx-proto';
+import { onnxProto } from './onnx-detail';
 import type { FieldSpan, OnnxFile } from './onnx-file';
 import type { ZipMapOutput } from './served-outputs';
 
@@ -18,19 +18,20 @@ const kLengthDelimited = 2;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
   const bytes = readFileSync(path);
+  const onnx = onnxProto();
   const replacements = new Map<FieldSpan, Buffer>();
   for (const z of zipMaps) {
     const node = model.nodes[z.node]!;
     const identity = onnx.NodeProto.encode({ name: node.name, opType: 'Identity', domain: '', input: node.input, output: node.output }).finish();
-    replacements.set(model.layout.nodes[z.node]!, field(kNodeField, identity));
+    replacements.set(node.field, field(kNodeField, identity));
     const out = model.outputs[z.output]!;
     const tensor = onnx.ValueInfoProto.encode({
       name: out.name,
       type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimParam: 'N' }, { dimValue: z.classLabels.length }] } } },
     }).finish();
-    replacements.set(model.layout.outputs[z.output]!, field(kOutputField, tensor));
+    replacements.set(out.field, field(kOutputField, tensor));
   }
-  const { graph } = model.layout;
+  const { graph } = model;
   const parts: Buffer[] = [];
   let pos = graph.payload;
   for (const [span, replacement] of [...replacements].sort((a, b) => a[0].start - b[0].start)) {

@@ -9,11 +9,12 @@
  * load, with its name and type, rather than failing at every invoke.
  */
 import type Long from 'long';
-import { onnx } from 'onnx-proto';
+import type { onnx } from 'onnx-proto';
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
-import type { OnnxFile } from './onnx-file';
-import { isTensor, typeNotation } from './onnx-types';
+import { decodeNode, decodeValue } from './onnx-detail';
+import type { GraphValue, OnnxFile } from './onnx-file';
+import { typeNotation } from './onnx-types';
 
 export interface ZipMapOutput {
   /** Index in the graph's outputs. */
@@ -22,6 +23,8 @@ export interface ZipMapOutput {
   node: number;
   /** Class labels in column order, JSON-safe (int64 beyond 2^53 as decimal strings). */
   classLabels: Array<number | string>;
+  /** The output's ONNX type, e.g. seq(map(int64,tensor(float))). */
+  type: string;
 }
 
 export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
@@ -30,22 +33,27 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
   model.nodes.forEach((node, i) => node.output.forEach((name) => producers.set(name, i)));
   const served: ZipMapOutput[] = [];
   model.outputs.forEach((out, i) => {
-    if (isTensor(out.type)) return;
+    if (out.tensor) return;
     const nodeIndex = producers.get(out.name);
     const node = nodeIndex === undefined ? undefined : model.nodes[nodeIndex];
     if (!node || node.opType !== 'ZipMap' || node.domain !== 'ai.onnx.ml') {
-      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${out.name} is a ${typeNotation(out.type)}${node ? ` made by ${node.opType}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
+      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${out.name} is a ${notation(model, out)}${node ? ` made by ${node.opType}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
     }
-    served.push({ output: i, node: nodeIndex!, classLabels: zipMapLabels(node) });
+    served.push({ output: i, node: nodeIndex!, classLabels: zipMapLabels(decodeNode(model, node)), type: notation(model, out) });
   });
   return served;
 }
 
 function refuseNonTensorInputs(model: OnnxFile): void {
-  const bad = model.inputs.find((input) => !isTensor(input.type));
+  const bad = model.inputs.find((input) => !input.tensor);
   if (bad) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${bad.name} is a ${typeNotation(bad.type)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
+    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${bad.name} is a ${notation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
   }
+}
+
+/** A non-tensor value's type, which only onnx-proto's whole decode spells out. */
+function notation(model: OnnxFile, value: GraphValue): string {
+  return typeNotation(decodeValue(model, value).type);
 }
 
 function zipMapLabels(node: onnx.INodeProto): Array<number | string> {
@@ -70,6 +78,6 @@ export function describeOutputs(sessionOutputs: TensorInfo[], model: OnnxFile, z
   return sessionOutputs.map((info) => {
     const z = zipMaps.find((zm) => model.outputs[zm.output]!.name === info.name);
     if (!z) return info;
-    return { name: info.name, type: typeNotation(model.outputs[z.output]!.type), shape: [], classLabels: z.classLabels, tensor: { type: info.type, shape: info.shape } };
+    return { name: info.name, type: z.type, shape: [], classLabels: z.classLabels, tensor: { type: info.type, shape: info.shape } };
   });
 }
