@@ -3,27 +3,20 @@
  * and value names, each graph input's and output's name and whether it is a tensor — straight from
  * the protobuf wire format, and skips the weights.
  *
- * By hand, not with onnx-proto: requiring onnx-proto costs a worker 11–24 ms, and most models need
- * nothing more than these few fields. The rare model that does (a ZipMap output to rewrite, a
- * non-tensor value to name in an error) has its whole message decoded by onnx-proto on demand
- * (onnx-detail.ts), from the spans recorded here.
+ * By hand, not with onnx-proto: requiring onnx-proto costs a worker 11–24 ms, and serving needs only
+ * these few fields. What a ZipMap output or a non-tensor value needs besides (class labels, a type's
+ * notation) is read on demand from the spans recorded here (served-outputs.ts, onnx-types.ts).
  *
- * The file is untrusted input: every length is checked against its message before it is followed,
- * and the walk is a fixed set of nested loops (ModelProto → GraphProto → NodeProto / ValueInfoProto
- * → TypeProto), never a recursion whose depth the file chooses. Every level is read through one
- * small window on the file, so a node holding a large Constant costs no more memory than its name. Where a message repeats a singular
- * field the last one wins, and a field of an unexpected wire type is skipped, as protobuf parsers do.
- * Models of up to 2 GB keep their weights in `graph.initializer`: those are stepped over, never read.
+ * The file is untrusted input: every length is checked against its message before it is followed
+ * (protobuf-file.ts), and the walk is a fixed set of nested loops (ModelProto → GraphProto →
+ * NodeProto / ValueInfoProto → TypeProto), never a recursion whose depth the file chooses. Every
+ * level is read through one small window on the file, so a node holding a large Constant costs no
+ * more memory than its name, and the weights in `graph.initializer` are stepped over, never read.
+ * Where a message repeats a singular field the last one wins (as onnx-proto decodes it), and a field
+ * of an unexpected wire type is skipped (as onnxruntime's parser does).
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { ModelMetadata } from '../protocol/frames';
-
-/** A field's bytes, tag and length prefix included: [start, end); a length-delimited field's payload starts at `payload`. */
-export interface FieldSpan {
-  start: number;
-  end: number;
-  payload: number;
-}
+import { fields, span, withFile, WireType, type Field, type FieldSpan, type FileWindow } from './protobuf-file';
 
 export interface GraphNode {
   name: string;
@@ -61,26 +54,10 @@ const enum NodeField { Input = 1, Output = 2, Name = 3, OpType = 4, Domain = 7 }
 /** ValueInfoProto; OperatorSetIdProto and StringStringEntryProto number their two fields the same way. */
 const enum PairField { First = 1, Second = 2 }
 const enum TypeField { TensorType = 1 }
-const enum WireType { Varint = 0, Fixed64 = 1, Bytes = 2, Fixed32 = 5 }
 
 /** Reads `path`; throws a plain Error naming the offset when the file is not a protobuf ModelProto. */
 export function readOnnxFile(path: string): OnnxFile {
-  const file = new FileWindow(path);
-  try {
-    return readModel(file, path);
-  } finally {
-    file.close();
-  }
-}
-
-/** The bytes of `span` in the model file (a message onnx-proto decodes whole). */
-export function readSpan(path: string, span: FieldSpan): Buffer {
-  const file = new FileWindow(path);
-  try {
-    return file.bytes(span);
-  } finally {
-    file.close();
-  }
+  return withFile(path, (file) => readModel(file, path));
 }
 
 function readModel(file: FileWindow, path: string): OnnxFile {
@@ -176,98 +153,3 @@ function readPair(file: FileWindow, field: Field): { text: string; varint: numbe
   return pair;
 }
 
-function span(f: Field): FieldSpan {
-  return { start: f.start, end: f.end, payload: f.payload };
-}
-
-interface Field extends FieldSpan {
-  field: number;
-  wire: number;
-  varint: number;
-}
-
-function* fields(file: FileWindow, from: number, to: number): Generator<Field> {
-  let pos = from;
-  while (pos < to) {
-    const start = pos;
-    const [tag, afterTag] = file.varint(pos);
-    const field = Math.floor(tag / 8);
-    const wire = tag % 8;
-    let varint = 0;
-    let payload = afterTag;
-    switch (wire) {
-      case WireType.Varint: [varint, pos] = file.varint(afterTag); break;
-      case WireType.Fixed64: pos = afterTag + 8; break;
-      case WireType.Fixed32: pos = afterTag + 4; break;
-      case WireType.Bytes: {
-        const [length, afterLength] = file.varint(afterTag);
-        payload = afterLength;
-        pos = afterLength + length;
-        break;
-      }
-      default:
-        throw new Error(`not an ONNX model: unexpected protobuf wire type ${wire} at byte ${start}`);
-    }
-    if (field === 0 || pos > to) throw new Error(`not an ONNX model: a protobuf field at byte ${start} runs past its message`);
-    yield { field, wire, start, end: pos, payload, varint };
-  }
-}
-
-const kWindowBytes = 1 << 16;
-
-/** Positional reads through a small window, so walking many small fields costs few syscalls. */
-class FileWindow {
-  readonly size: number;
-  readonly #fd: number;
-  #window = Buffer.alloc(kWindowBytes);
-  #windowStart = 0;
-  #windowEnd = 0;
-
-  constructor(path: string) {
-    this.#fd = openSync(path, 'r');
-    this.size = fstatSync(this.#fd).size;
-  }
-
-  close(): void {
-    closeSync(this.#fd);
-  }
-
-  /**
-   * A varint at `pos` and the offset after it. Values past 2^53 lose precision; sizes and versions
-   * never get there.
-   */
-  varint(pos: number): [number, number] {
-    const bytes = this.#slice(pos, Math.min(10, this.size - pos));
-    let value = 0;
-    for (let i = 0; i < bytes.length; i++) {
-      value += (bytes[i]! & 0x7f) * 2 ** (7 * i);
-      if (bytes[i]! < 0x80) return [value, pos + i + 1];
-    }
-    throw new Error(`not an ONNX model: bad protobuf varint at byte ${pos}`);
-  }
-
-  /** A field's payload as its own buffer (decoders may keep references into it). */
-  bytes(f: FieldSpan): Buffer {
-    return Buffer.from(this.#slice(f.payload, f.end - f.payload));
-  }
-
-  text(f: FieldSpan): string {
-    return this.#slice(f.payload, f.end - f.payload).toString('utf8');
-  }
-
-  #slice(pos: number, length: number): Buffer {
-    if (pos >= this.#windowStart && pos + length <= this.#windowEnd) {
-      return this.#window.subarray(pos - this.#windowStart, pos - this.#windowStart + length);
-    }
-    if (length > kWindowBytes) {
-      const big = Buffer.alloc(length);
-      if (readSync(this.#fd, big, 0, length, pos) < length) throw new Error(`not an ONNX model: the file ends inside a protobuf field at byte ${pos}`);
-      return big;
-    }
-    const n = readSync(this.#fd, this.#window, 0, kWindowBytes, pos);
-    this.#windowStart = pos;
-    this.#windowEnd = pos + n;
-    if (n < length) throw new Error(`not an ONNX model: the file ends inside a protobuf field at byte ${pos}`);
-    return this.#window.subarray(0, length);
-  }
-}
