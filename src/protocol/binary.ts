@@ -9,6 +9,17 @@ const kWord = 0x1_0000_0000;
 /** The high word of 2^53 − 1. */
 const kMaxHighWord = 0x1f_ffff;
 
+/**
+ * Bodies start on this boundary of their frame (the header and each body are padded to it), so a
+ * body's typed data (a .npy image's float32s, at a 64-byte offset of its body) can be viewed in place.
+ */
+export const BODY_ALIGN = 8;
+const kPadding = Buffer.alloc(BODY_ALIGN);
+
+function padding(n: number): number {
+  return -n & (BODY_ALIGN - 1);
+}
+
 /** A shared scratch buffer: a header is built here, then copied out once (headers are small). */
 let scratch = Buffer.allocUnsafe(64 * 1024);
 
@@ -64,6 +75,13 @@ export class BinaryWriter {
     this.#pos += this.#buf.write(v, this.#pos, n, 'utf8');
   }
 
+  /** Zeros up to the next body boundary: the payload that follows starts aligned. */
+  align(): void {
+    const n = padding(this.#pos);
+    this.#room(n);
+    this.#pos += kPadding.copy(this.#buf, this.#pos, 0, n);
+  }
+
   raw(v: Buffer): void {
     this.#room(v.length);
     this.#pos += v.copy(this.#buf, this.#pos);
@@ -84,19 +102,23 @@ export class BinaryWriter {
     this.#buf.writeUInt32BE(n, at);
   }
 
-  /** The body's length here; the body itself (or its pieces) goes to `bodies`, written after the header as it is. */
+  /**
+   * The body's length here; the body itself (or its pieces) goes to `bodies`, written after the
+   * header as it is, then the zeros that bring the next body to its boundary.
+   */
   body(b: Buffer | readonly Buffer[] | undefined, bodies: Buffer[]): void {
-    if (b === undefined || Buffer.isBuffer(b)) {
-      this.u32(b ? b.length : 0);
-      if (b && b.length > 0) bodies.push(b);
-      return;
-    }
     let n = 0;
-    for (const piece of b) {
-      n += piece.length;
-      if (piece.length > 0) bodies.push(piece);
+    if (b === undefined || Buffer.isBuffer(b)) {
+      n = b ? b.length : 0;
+      if (n > 0) bodies.push(b!);
+    } else {
+      for (const piece of b) {
+        n += piece.length;
+        if (piece.length > 0) bodies.push(piece);
+      }
     }
     this.u32(n);
+    if (padding(n) > 0) bodies.push(kPadding.subarray(0, padding(n)));
   }
 
   finish(): Buffer {
@@ -179,7 +201,7 @@ export class BinaryReader {
     const n = this.u32();
     if (this.#bodyAt + n > this.buf.length) throw new RangeError(`frame payload truncated: a body of ${n} bytes at ${this.#bodyAt}, frame ends at ${this.buf.length}`);
     const b = this.buf.subarray(this.#bodyAt, this.#bodyAt + n);
-    this.#bodyAt += n;
+    this.#bodyAt += n + padding(n);
     return b;
   }
 }

@@ -9,7 +9,8 @@
  *           ChunkAck, Cancel: see the codecs below), JSON for the rare control messages (Load,
  *           Unload, Started, Loaded, LoadFailed, Unloaded), which carry no bodies
  *   ...     payload: raw bytes (request/response bodies, tensor data) back to back, sliced by the
- *           lengths the header lists
+ *           lengths the header lists; the header's end and each body are padded with zeros to
+ *           BODY_ALIGN bytes of the frame, so typed data in a body can be read in place
  *
  * A process holds one model (a dedicated worker) or many (a shared host): each model it holds has a
  * slot number, which Load, Infer, Unload and the answers to them carry. Request and batch ids are
@@ -244,6 +245,7 @@ export function encodeFrame(frame: Frame): Buffer[] {
     case MessageKind.ChunkAck: w.id(frame.msg.id); w.u32(frame.msg.bytes); break;
     default: w.raw(Buffer.from(JSON.stringify(frame.msg)));
   }
+  if (bodies.length > 0) w.align();
   const head = w.finish();
   let payload = 0;
   for (const b of bodies) payload += b.length;
@@ -402,63 +404,102 @@ export class FrameTooLargeError extends Error {
   }
 }
 
+/** The largest read into the reader's own buffer (readTarget): frames that fit arrive many to a read. */
+const kScratchBytes = 64 * 1024;
+
 /**
- * Incremental decoder for a byte stream. Chunks are kept in a list and joined once per frame, so a
- * multi-megabyte body arriving in 64 KB pieces is copied once, not once per piece.
+ * Incremental decoder for a byte stream, fed in one of two ways:
+ * - push(chunk): buffers the socket allocated (a 'data' listener). A frame that arrives whole in a
+ *   chunk is decoded in place; one cut across chunks is copied once into a buffer of its own size.
+ * - readTarget() / wrote(): the socket reads straight into memory the reader hands it (net.Socket's
+ *   `onread`), so a large frame lands in its own buffer with no copy and no buffer per read: the
+ *   external-memory churn that made V8 run back-to-back collections on large bodies.
+ * Either way a decoded frame's bodies are slices of memory nothing writes to again; in the second way
+ * each frame starts on an 8-byte boundary of its own buffer, so its bodies keep their alignment.
  */
 export class FrameReader {
-  #chunks: Buffer[] = [];
-  #buffered = 0;
-  #need = 4;
-  #frameLength = -1;
+  /** The frame being filled, allocated once its length is known, and how much of it has arrived. */
+  #frame: Buffer | null = null;
+  #filled = 0;
+  /** A length prefix cut across reads. */
+  readonly #prefix = Buffer.alloc(4);
+  #prefixFilled = 0;
+  #scratch: Buffer | null = null;
 
   /** Mutable: a spare worker's limit is only known once a model is assigned to it. */
   constructor(public maxFrameBytes: number, private readonly onFrame: (frame: Frame) => void) {}
 
   push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
-    while (this.#buffered >= this.#need) {
-      const head = this.#take(this.#need);
-      if (this.#frameLength < 0) {
-        this.#frameLength = head.readUInt32BE(0);
-        if (this.#frameLength > this.maxFrameBytes) throw new FrameTooLargeError(this.#frameLength, this.maxFrameBytes);
-        this.#chunks.unshift(head);
-        this.#buffered += 4;
-        this.#need = 4 + this.#frameLength;
-      } else {
-        this.#frameLength = -1;
-        this.#need = 4;
-        this.onFrame(decodeFrame(head));
+    this.#consume(chunk, false);
+  }
+
+  /** Where the next read should land: the rest of the frame being filled, or the reader's reused buffer. */
+  readTarget(): Buffer {
+    if (this.#frame) return this.#frame.subarray(this.#filled);
+    this.#scratch ??= Buffer.allocUnsafeSlow(kScratchBytes);
+    return this.#scratch;
+  }
+
+  /** `n` bytes were read into `target`, the buffer readTarget() last returned. */
+  wrote(n: number, target: Uint8Array): void {
+    if (target === this.#scratch) this.#consume(this.#scratch.subarray(0, n), true);
+    else this.#fill(target as Buffer, 0, n);
+  }
+
+  /** `reused`: `chunk` is overwritten by the next read, so nothing decoded may point into it. */
+  #consume(chunk: Buffer, reused: boolean): void {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.#frame) {
+        at = this.#fill(chunk, at, chunk.length);
+        continue;
+      }
+      if (this.#prefixFilled === 0 && chunk.length - at >= 4) {
+        const total = this.#frameBytes(chunk.readUInt32BE(at));
+        if (chunk.length - at >= total) {
+          const whole = chunk.subarray(at, at + total);
+          this.onFrame(decodeFrame(reused ? Buffer.from(whole) : whole));
+          at += total;
+          continue;
+        }
+        this.#begin(total);
+        continue;
+      }
+      const n = Math.min(4 - this.#prefixFilled, chunk.length - at);
+      chunk.copy(this.#prefix, this.#prefixFilled, at, at + n);
+      this.#prefixFilled += n;
+      at += n;
+      if (this.#prefixFilled === 4) {
+        this.#begin(this.#frameBytes(this.#prefix.readUInt32BE(0)));
+        this.#prefix.copy(this.#frame!, 0);
+        this.#filled = 4;
+        this.#prefixFilled = 0;
       }
     }
   }
 
-  #take(n: number): Buffer {
-    let out: Buffer;
-    const first = this.#chunks[0];
-    if (first.length >= n) {
-      out = first.subarray(0, n);
-      if (first.length === n) this.#chunks.shift();
-      else this.#chunks[0] = first.subarray(n);
-    } else {
-      out = Buffer.allocUnsafe(n);
-      let filled = 0;
-      while (filled < n) {
-        const c = this.#chunks[0];
-        const want = n - filled;
-        if (c.length <= want) {
-          c.copy(out, filled);
-          filled += c.length;
-          this.#chunks.shift();
-        } else {
-          c.copy(out, filled, 0, want);
-          filled += want;
-          this.#chunks[0] = c.subarray(want);
-        }
-      }
+  /** The whole frame's size from its length prefix, checked against the limit before any of it is buffered. */
+  #frameBytes(length: number): number {
+    if (length > this.maxFrameBytes) throw new FrameTooLargeError(length, this.maxFrameBytes);
+    return 4 + length;
+  }
+
+  #begin(total: number): void {
+    // Its own ArrayBuffer: offset 0, so the frame's 8-byte alignment is the memory's.
+    this.#frame = Buffer.allocUnsafeSlow(total);
+    this.#filled = 0;
+  }
+
+  /** Appends `src[from, to)` (or what of it the frame still needs) to the frame being filled; returns where it stopped. */
+  #fill(src: Buffer, from: number, to: number): number {
+    const frame = this.#frame!;
+    const n = Math.min(frame.length - this.#filled, to - from);
+    if (src.buffer !== frame.buffer || src.byteOffset !== frame.byteOffset + this.#filled) src.copy(frame, this.#filled, from, from + n);
+    this.#filled += n;
+    if (this.#filled === frame.length) {
+      this.#frame = null;
+      this.onFrame(decodeFrame(frame));
     }
-    this.#buffered -= n;
-    return out;
+    return from + n;
   }
 }

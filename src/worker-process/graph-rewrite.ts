@@ -4,33 +4,44 @@
  * tensor(float) [rows, classes]. Names, order and everything else stay as they are.
  *
  * The new file is spliced from the old one's bytes (protobuf allows re-emitting a message's fields
- * piecewise), so the weights are copied as bytes, never decoded.
+ * piecewise), so the weights are copied as bytes, never decoded; the two new messages are written
+ * here field by field (no protobuf library to load for them).
  */
 import { readFileSync } from 'node:fs';
-import { onnx } from 'onnx-proto';
-import type { FieldSpan, OnnxFile } from './onnx-file';
+import type { OnnxFile } from './onnx-file';
+import type { FieldSpan } from './protobuf-file';
 import type { ZipMapOutput } from './served-outputs';
 
 const kNodeField = 1;
 const kOutputField = 12;
 const kGraphField = 7;
+const kVarint = 0;
 const kLengthDelimited = 2;
+const enum NodeField { Input = 1, Output = 2, Name = 3, OpType = 4, Domain = 7 }
+/** ValueInfoProto.name / .type; TypeProto.tensor_type; Tensor.elem_type / .shape; TensorShapeProto.dim; Dimension.dim_value / .dim_param. */
+const enum TypeFields { Name = 1, Type = 2, TensorType = 1, ElemType = 1, Shape = 2, Dim = 1, DimValue = 1, DimParam = 2 }
+const kFloat = 1;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
   const bytes = readFileSync(path);
   const replacements = new Map<FieldSpan, Buffer>();
   for (const z of zipMaps) {
     const node = model.nodes[z.node]!;
-    const identity = onnx.NodeProto.encode({ name: node.name, opType: 'Identity', domain: '', input: node.input, output: node.output }).finish();
-    replacements.set(model.layout.nodes[z.node]!, field(kNodeField, identity));
+    const identity = [
+      ...node.input.map((name) => text(NodeField.Input, name)),
+      ...node.output.map((name) => text(NodeField.Output, name)),
+      text(NodeField.Name, node.name), text(NodeField.OpType, 'Identity'), text(NodeField.Domain, ''),
+    ];
+    replacements.set(node.field, field(kNodeField, Buffer.concat(identity)));
     const out = model.outputs[z.output]!;
-    const tensor = onnx.ValueInfoProto.encode({
-      name: out.name,
-      type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimParam: 'N' }, { dimValue: z.classLabels.length }] } } },
-    }).finish();
-    replacements.set(model.layout.outputs[z.output]!, field(kOutputField, tensor));
+    const shape = Buffer.concat([
+      field(TypeFields.Dim, text(TypeFields.DimParam, 'N')),
+      field(TypeFields.Dim, number(TypeFields.DimValue, z.classLabels.length)),
+    ]);
+    const tensor = field(TypeFields.TensorType, Buffer.concat([number(TypeFields.ElemType, kFloat), field(TypeFields.Shape, shape)]));
+    replacements.set(out.field, field(kOutputField, Buffer.concat([text(TypeFields.Name, out.name), field(TypeFields.Type, tensor)])));
   }
-  const { graph } = model.layout;
+  const { graph } = model;
   const parts: Buffer[] = [];
   let pos = graph.payload;
   for (const [span, replacement] of [...replacements].sort((a, b) => a[0].start - b[0].start)) {
@@ -40,6 +51,14 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
   parts.push(bytes.subarray(pos, graph.end));
   const newGraph = Buffer.concat(parts);
   return Buffer.concat([bytes.subarray(0, graph.start), field(kGraphField, newGraph), bytes.subarray(graph.end)]);
+}
+
+function text(fieldNumber: number, value: string): Buffer {
+  return field(fieldNumber, Buffer.from(value, 'utf8'));
+}
+
+function number(fieldNumber: number, value: number): Buffer {
+  return Buffer.concat([varint(fieldNumber * 8 + kVarint), varint(value)]);
 }
 
 /** A length-delimited field: tag, length, payload. */

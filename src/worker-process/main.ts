@@ -20,7 +20,6 @@ import { FairTurns } from './run-clock';
 import { measureSessionBytes, warmUpRuntime } from './warmup';
 
 const kMaxFrame = 2 ** 31 - 1;
-const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 
 const models = new Map<number, ModelRuntime>();
 /** Tail of each model's chain of batches (and its unload, which waits for them), by slot. */
@@ -104,7 +103,23 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
   }
 });
 
-channel.on('data', (chunk: Buffer) => reader.push(chunk));
+// Reads land where the reader says (its own buffer, or straight into a large frame's): no buffer
+// allocated per read, and a frame's bytes are copied at most once on their way in.
+// (Node's Socket constructor takes `onread`; its typings list it only for connect.)
+const channelOptions: net.SocketConstructorOpts & net.ConnectOpts = {
+  fd: 3,
+  readable: true,
+  writable: true,
+  onread: {
+    buffer: () => reader.readTarget(),
+    callback: (n, target) => {
+      reader.wrote(n, target);
+      return true;
+    },
+  },
+};
+// Declared after the reader: the socket asks for its first read target as it is made.
+const channel = new net.Socket(channelOptions);
 // Started goes out once the runtime is warm: a spare worker then loads a model in milliseconds.
 // A shared host also measures what a session costs.
 warmUpRuntime().then(() => (shared ? measureSessionBytes() : 0)).then(

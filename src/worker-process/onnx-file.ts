@@ -1,81 +1,99 @@
 /**
- * Reads what serving needs from a model.onnx — metadata, opset imports, nodes, graph inputs and
- * outputs — with onnx-proto's protobuf decoders, and skips the weights.
+ * Reads what serving needs from a model.onnx — metadata, opset imports, each node's name, operator
+ * and value names, each graph input's and output's name and whether it is a tensor — straight from
+ * the protobuf wire format, and skips the weights.
  *
- * The top two levels (ModelProto, GraphProto) are walked by position in the file rather than
- * decoded whole: a model of up to 2 GB keeps its weights in `graph.initializer`, and decoding
- * those into the worker's heap next to onnxruntime's own copy would double its memory at load.
+ * By hand, not with onnx-proto: requiring onnx-proto costs a worker 11–24 ms, and serving needs only
+ * these few fields. What a ZipMap output or a non-tensor value needs besides (class labels, a type's
+ * notation) is read on demand from the spans recorded here (served-outputs.ts, onnx-types.ts).
+ *
+ * The file is untrusted input: every length is checked against its message before it is followed
+ * (protobuf-file.ts), and the walk is a fixed set of nested loops (ModelProto → GraphProto →
+ * NodeProto / ValueInfoProto → TypeProto), never a recursion whose depth the file chooses. Every
+ * level is read through one small window on the file, so a node holding a large Constant costs no
+ * more memory than its name, and the weights in `graph.initializer` are stepped over, never read.
+ * Where a message repeats a singular field the last one wins (as onnx-proto decodes it), and a field
+ * of an unexpected wire type is skipped (as onnxruntime's parser does).
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { onnx } from 'onnx-proto';
 import type { ModelMetadata } from '../protocol/frames';
+import { fields, span, withFile, WireType, type Field, type FieldSpan, type FileWindow } from './protobuf-file';
+
+export interface GraphNode {
+  name: string;
+  opType: string;
+  domain: string;
+  input: string[];
+  output: string[];
+  /** Where the NodeProto sits in the file. */
+  field: FieldSpan;
+}
+
+export interface GraphValue {
+  name: string;
+  /** Its type is a tensor (TypeProto.tensor_type); anything else (a sequence, a map, no type) is not. */
+  tensor: boolean;
+  /** Where the ValueInfoProto sits in the file. */
+  field: FieldSpan;
+}
 
 /** The model's own fields, as describe shows them, but opsets keyed by the domain as the file spells it. */
 export interface OnnxFile extends Omit<ModelMetadata, 'opsets'> {
+  path: string;
   /** Domain ('' is ai.onnx) → imported version. */
   opsets: Map<string, number>;
-  nodes: onnx.NodeProto[];
-  inputs: onnx.ValueInfoProto[];
-  outputs: onnx.ValueInfoProto[];
-  /** Where each graph field sits in the file, for splicing a rewritten graph (graph-rewrite.ts). */
-  layout: GraphLayout;
-}
-
-/** A field's bytes, tag and length prefix included: [start, end). */
-export interface FieldSpan {
-  start: number;
-  end: number;
-}
-
-export interface GraphLayout {
-  /** The ModelProto.graph field; its payload (the GraphProto) starts at `payload`. */
-  graph: FieldSpan & { payload: number };
-  /** GraphProto.node fields, in file order (parallel to OnnxFile.nodes). */
-  nodes: FieldSpan[];
-  /** GraphProto.output fields (parallel to OnnxFile.outputs). */
-  outputs: FieldSpan[];
+  nodes: GraphNode[];
+  inputs: GraphValue[];
+  outputs: GraphValue[];
+  /** The ModelProto.graph field, for splicing a rewritten graph (graph-rewrite.ts). */
+  graph: FieldSpan;
 }
 
 const enum ModelField { IrVersion = 1, ProducerName = 2, ProducerVersion = 3, Domain = 4, ModelVersion = 5, DocString = 6, Graph = 7, OpsetImport = 8, MetadataProps = 14 }
 const enum GraphField { Node = 1, Input = 11, Output = 12 }
-const enum WireType { Varint = 0, Fixed64 = 1, Bytes = 2, Fixed32 = 5 }
+const enum NodeField { Input = 1, Output = 2, Name = 3, OpType = 4, Domain = 7 }
+/** ValueInfoProto; OperatorSetIdProto and StringStringEntryProto number their two fields the same way. */
+const enum PairField { First = 1, Second = 2 }
+const enum TypeField { TensorType = 1 }
 
 /** Reads `path`; throws a plain Error naming the offset when the file is not a protobuf ModelProto. */
 export function readOnnxFile(path: string): OnnxFile {
-  const file = new FileWindow(path);
-  try {
-    return readModel(file);
-  } finally {
-    file.close();
-  }
+  return withFile(path, (file) => readModel(file, path));
 }
 
-function readModel(file: FileWindow): OnnxFile {
+function readModel(file: FileWindow, path: string): OnnxFile {
   const model: OnnxFile = {
-    irVersion: 0, producerName: '', producerVersion: '', domain: '', modelVersion: 0, docString: '',
-    opsets: new Map(), metadataProps: {}, nodes: [], inputs: [], outputs: [],
-    layout: { graph: { start: 0, end: 0, payload: 0 }, nodes: [], outputs: [] },
+    path, irVersion: 0, producerName: '', producerVersion: '', domain: '', modelVersion: 0, docString: '',
+    // Keys are the file's text: no prototype for a metadata key named __proto__ to reach.
+    opsets: new Map(), metadataProps: Object.create(null) as Record<string, string>, nodes: [], inputs: [], outputs: [],
+    graph: { start: 0, end: 0, payload: 0 },
   };
   for (const f of fields(file, 0, file.size)) {
+    if (f.wire === WireType.Varint) {
+      if (f.field === ModelField.IrVersion) model.irVersion = f.varint;
+      else if (f.field === ModelField.ModelVersion) model.modelVersion = f.varint;
+      continue;
+    }
+    if (f.wire !== WireType.Bytes) continue;
     switch (f.field) {
-      case ModelField.IrVersion: model.irVersion = f.varint; break;
-      case ModelField.ModelVersion: model.modelVersion = f.varint; break;
       case ModelField.ProducerName: model.producerName = file.text(f); break;
       case ModelField.ProducerVersion: model.producerVersion = file.text(f); break;
       case ModelField.Domain: model.domain = file.text(f); break;
       case ModelField.DocString: model.docString = file.text(f); break;
       case ModelField.OpsetImport: {
-        const op = onnx.OperatorSetIdProto.decode(file.bytes(f));
-        model.opsets.set(op.domain === 'ai.onnx' ? '' : op.domain, Number(op.version));
+        const op = readPair(file, f);
+        model.opsets.set(op.text === 'ai.onnx' ? '' : op.text, op.varint);
         break;
       }
       case ModelField.MetadataProps: {
-        const entry = onnx.StringStringEntryProto.decode(file.bytes(f));
-        model.metadataProps[entry.key] = entry.value;
+        const entry = readPair(file, f);
+        model.metadataProps[entry.text] = entry.second;
         break;
       }
       case ModelField.Graph:
-        model.layout.graph = { start: f.start, end: f.end, payload: f.payload };
+        model.graph = { start: f.start, end: f.end, payload: f.payload };
+        model.nodes = [];
+        model.inputs = [];
+        model.outputs = [];
         readGraph(file, f, model);
         break;
       default:
@@ -87,104 +105,51 @@ function readModel(file: FileWindow): OnnxFile {
 
 function readGraph(file: FileWindow, graph: Field, model: OnnxFile): void {
   for (const f of fields(file, graph.payload, graph.end)) {
-    if (f.field === GraphField.Node) {
-      model.nodes.push(onnx.NodeProto.decode(file.bytes(f)));
-      model.layout.nodes.push({ start: f.start, end: f.end });
-    } else if (f.field === GraphField.Input) {
-      model.inputs.push(onnx.ValueInfoProto.decode(file.bytes(f)));
-    } else if (f.field === GraphField.Output) {
-      model.outputs.push(onnx.ValueInfoProto.decode(file.bytes(f)));
-      model.layout.outputs.push({ start: f.start, end: f.end });
-    }
+    if (f.wire !== WireType.Bytes) continue;
+    if (f.field === GraphField.Node) model.nodes.push(readNode(file, f));
+    else if (f.field === GraphField.Input) model.inputs.push(readValue(file, f));
+    else if (f.field === GraphField.Output) model.outputs.push(readValue(file, f));
   }
 }
 
-interface Field extends FieldSpan {
-  field: number;
-  /** Offset of a length-delimited field's payload. */
-  payload: number;
-  varint: number;
+function readNode(file: FileWindow, field: Field): GraphNode {
+  const node: GraphNode = { name: '', opType: '', domain: '', input: [], output: [], field: span(field) };
+  for (const f of fields(file, field.payload, field.end)) {
+    if (f.wire !== WireType.Bytes) continue;
+    switch (f.field) {
+      case NodeField.Input: node.input.push(file.text(f)); break;
+      case NodeField.Output: node.output.push(file.text(f)); break;
+      case NodeField.Name: node.name = file.text(f); break;
+      case NodeField.OpType: node.opType = file.text(f); break;
+      case NodeField.Domain: node.domain = file.text(f); break;
+      default: break;
+    }
+  }
+  return node;
 }
 
-function* fields(file: FileWindow, from: number, to: number): Generator<Field> {
-  let pos = from;
-  while (pos < to) {
-    const start = pos;
-    const [tag, afterTag] = file.varint(pos);
-    const field = Math.floor(tag / 8);
-    const wire = tag % 8;
-    let varint = 0;
-    let payload = afterTag;
-    switch (wire) {
-      case WireType.Varint: [varint, pos] = file.varint(afterTag); break;
-      case WireType.Fixed64: pos = afterTag + 8; break;
-      case WireType.Fixed32: pos = afterTag + 4; break;
-      case WireType.Bytes: {
-        const [length, afterLength] = file.varint(afterTag);
-        payload = afterLength;
-        pos = afterLength + length;
-        break;
-      }
-      default:
-        throw new Error(`not an ONNX model: unexpected protobuf wire type ${wire} at byte ${start}`);
-    }
-    if (field === 0 || pos > to) throw new Error(`not an ONNX model: a protobuf field at byte ${start} runs past its message`);
-    yield { field, start, end: pos, payload, varint };
+/** A ValueInfoProto: its name (field 1) and whether its last TypeProto (field 2) holds a tensor_type. */
+function readValue(file: FileWindow, field: Field): GraphValue {
+  let name = '';
+  let type: Field | null = null;
+  for (const f of fields(file, field.payload, field.end)) {
+    if (f.wire !== WireType.Bytes) continue;
+    if (f.field === PairField.First) name = file.text(f);
+    else if (f.field === PairField.Second) type = f;
   }
+  let tensor = false;
+  if (type) for (const f of fields(file, type.payload, type.end)) if (f.field === TypeField.TensorType && f.wire === WireType.Bytes) tensor = true;
+  return { name, tensor, field: span(field) };
 }
 
-const kWindowBytes = 1 << 16;
-
-/** Positional reads through a small window, so walking many small fields costs few syscalls. */
-class FileWindow {
-  readonly size: number;
-  readonly #fd: number;
-  #window = Buffer.alloc(kWindowBytes);
-  #windowStart = 0;
-  #windowEnd = 0;
-
-  constructor(path: string) {
-    this.#fd = openSync(path, 'r');
-    this.size = fstatSync(this.#fd).size;
+/** OperatorSetIdProto (domain, version) or StringStringEntryProto (key, value): field 1 text, field 2 a varint or text. */
+function readPair(file: FileWindow, field: Field): { text: string; varint: number; second: string } {
+  const pair = { text: '', varint: 0, second: '' };
+  for (const f of fields(file, field.payload, field.end)) {
+    if (f.field === PairField.First && f.wire === WireType.Bytes) pair.text = file.text(f);
+    else if (f.field === PairField.Second && f.wire === WireType.Varint) pair.varint = f.varint;
+    else if (f.field === PairField.Second && f.wire === WireType.Bytes) pair.second = file.text(f);
   }
-
-  close(): void {
-    closeSync(this.#fd);
-  }
-
-  /** A varint at `pos` and the offset after it. Values past 2^53 lose precision; sizes never get there. */
-  varint(pos: number): [number, number] {
-    const bytes = this.#slice(pos, Math.min(10, this.size - pos));
-    let value = 0;
-    for (let i = 0; i < bytes.length; i++) {
-      value += (bytes[i]! & 0x7f) * 2 ** (7 * i);
-      if (bytes[i]! < 0x80) return [value, pos + i + 1];
-    }
-    throw new Error(`not an ONNX model: bad protobuf varint at byte ${pos}`);
-  }
-
-  /** A length-delimited field's payload, as its own buffer (decoders may keep references into it). */
-  bytes(f: Field): Buffer {
-    return Buffer.from(this.#slice(f.payload, f.end - f.payload));
-  }
-
-  text(f: Field): string {
-    return this.#slice(f.payload, f.end - f.payload).toString('utf8');
-  }
-
-  #slice(pos: number, length: number): Buffer {
-    if (pos >= this.#windowStart && pos + length <= this.#windowEnd) {
-      return this.#window.subarray(pos - this.#windowStart, pos - this.#windowStart + length);
-    }
-    if (length > kWindowBytes) {
-      const big = Buffer.alloc(length);
-      readSync(this.#fd, big, 0, length, pos);
-      return big;
-    }
-    const n = readSync(this.#fd, this.#window, 0, kWindowBytes, pos);
-    this.#windowStart = pos;
-    this.#windowEnd = pos + n;
-    if (n < length) throw new Error(`not an ONNX model: the file ends inside a protobuf field at byte ${pos}`);
-    return this.#window.subarray(0, length);
-  }
+  return pair;
 }
+

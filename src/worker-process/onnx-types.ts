@@ -1,41 +1,64 @@
 /**
- * ONNX value types as text: onnxruntime's tensor type names for tensors (float32, int64, ...) and
- * ONNX's own notation for everything else — `seq(map(int64,tensor(float)))`, as onnxruntime's
- * Python API prints a ZipMap output — so describe shows what a model really produces.
+ * ONNX's own notation for a value's type — `seq(map(int64,tensor(float)))`, as onnxruntime's Python
+ * API prints a ZipMap output — so describe and errors show what a model really takes or produces.
+ * Read from the ValueInfoProto's bytes: a TypeProto nests at most one TypeProto per level, so the
+ * walk is a loop down that chain, cut off at kMaxDepth, never a recursion the file's nesting decides.
  */
-import { onnx } from 'onnx-proto';
+import type { GraphValue, OnnxFile } from './onnx-file';
+import { fields, lastField, lastVarint, withFile, WireType, type Field, type FileWindow } from './protobuf-file';
 
-const DataType = onnx.TensorProto.DataType;
+/** onnx.TensorProto.DataType, by number. */
+const kElementNames = ['undefined', 'float', 'uint8', 'int8', 'uint16', 'int16', 'int32', 'int64', 'string', 'bool', 'float16', 'double', 'uint32', 'uint64', 'complex64', 'complex128', 'bfloat16'];
+/** Deeper types are shown cut short: no real model nests this far, and an error must stay short. */
+const kMaxDepth = 8;
 
-/** ONNX element type → onnxruntime-node's tensor type name. */
-const kOrtNames: Record<number, string> = {
-  [DataType.FLOAT]: 'float32', [DataType.DOUBLE]: 'float64', [DataType.FLOAT16]: 'float16',
-  [DataType.INT8]: 'int8', [DataType.INT16]: 'int16', [DataType.INT32]: 'int32', [DataType.INT64]: 'int64',
-  [DataType.UINT8]: 'uint8', [DataType.UINT16]: 'uint16', [DataType.UINT32]: 'uint32', [DataType.UINT64]: 'uint64',
-  [DataType.BOOL]: 'bool', [DataType.STRING]: 'string',
-};
+const enum TypeField { Tensor = 1, Sequence = 4, Map = 5, SparseTensor = 8, Optional = 9 }
+/** Tensor, SparseTensor, Sequence and Optional: elem_type; Map: key_type, then value_type (2). */
+const kElemType = 1;
+const kMapValueType = 2;
+const kValueInfoType = 2;
 
-/** ONNX element type → its name in ONNX's type notation (tensor(float), map(int64, ...)). */
-function onnxElementName(elemType: number): string {
-  const name = DataType[elemType] as string | undefined;
-  return name ? name.toLowerCase() : `type${elemType}`;
+function elementName(elemType: number): string {
+  return kElementNames[elemType] ?? `type${elemType}`;
 }
 
-export function ortTensorType(elemType: number): string {
-  return kOrtNames[elemType] ?? onnxElementName(elemType);
+/** The notation of `value`'s type, read from the model file. */
+export function valueTypeNotation(model: OnnxFile, value: GraphValue): string {
+  return withFile(model.path, (file) => typeNotation(file, lastField(file, value.field, kValueInfoType)));
 }
 
-export function isTensor(type: onnx.ITypeProto | null | undefined): boolean {
-  return !!type?.tensorType;
-}
-
-/** `tensor(float)`, `seq(map(string,tensor(float)))`, `optional(tensor(int64))`, ... */
-export function typeNotation(type: onnx.ITypeProto | null | undefined): string {
-  if (!type) return 'unknown';
-  if (type.tensorType) return `tensor(${onnxElementName(type.tensorType.elemType ?? 0)})`;
-  if (type.sparseTensorType) return `sparse_tensor(${onnxElementName(type.sparseTensorType.elemType ?? 0)})`;
-  if (type.sequenceType) return `seq(${typeNotation(type.sequenceType.elemType)})`;
-  if (type.mapType) return `map(${onnxElementName(type.mapType.keyType ?? 0)},${typeNotation(type.mapType.valueType)})`;
-  if (type.optionalType) return `optional(${typeNotation(type.optionalType.elemType)})`;
-  return 'unknown';
+/**
+ * `tensor(float)`, `seq(map(string,tensor(float)))`, `optional(tensor(int64))`, ... of the
+ * TypeProto in `type`. Where a TypeProto holds several of its oneof's members (or one twice), the
+ * last of each counts, and the first present of tensor, sparse tensor, sequence, map, optional.
+ */
+function typeNotation(file: FileWindow, type: Field | null): string {
+  let open = '';
+  let close = '';
+  let at = type;
+  for (let depth = 0; at; depth++) {
+    if (depth === kMaxDepth) return `${open}...${close}`;
+    const members = new Map<number, Field>();
+    for (const f of fields(file, at.payload, at.end)) if (f.wire === WireType.Bytes) members.set(f.field, f);
+    const tensor = members.get(TypeField.Tensor) ?? null;
+    const sparse = members.get(TypeField.SparseTensor) ?? null;
+    if (tensor || sparse) return `${open}${tensor ? 'tensor' : 'sparse_tensor'}(${elementName(lastVarint(file, (tensor ?? sparse)!, kElemType))})${close}`;
+    const sequence = members.get(TypeField.Sequence);
+    const map = members.get(TypeField.Map);
+    const optional = members.get(TypeField.Optional);
+    if (sequence) {
+      open += 'seq(';
+      at = lastField(file, sequence, kElemType);
+    } else if (map) {
+      open += `map(${elementName(lastVarint(file, map, kElemType))},`;
+      at = lastField(file, map, kMapValueType);
+    } else if (optional) {
+      open += 'optional(';
+      at = lastField(file, optional, kElemType);
+    } else {
+      break;
+    }
+    close = `)${close}`;
+  }
+  return `${open}unknown${close}`;
 }

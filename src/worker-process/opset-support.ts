@@ -4,7 +4,7 @@
  * exactly when v is supported. Only load failures ask, so a good model's load pays nothing.
  */
 import * as ort from 'onnxruntime-node';
-import { onnx } from 'onnx-proto';
+import type * as OnnxProto from 'onnx-proto';
 
 /** The domains onnxruntime's CPU build implements with versioned opsets ('' is ai.onnx). */
 export const kKnownDomains = ['', 'ai.onnx.ml'] as const;
@@ -40,6 +40,8 @@ async function highestLoading(domain: string): Promise<number> {
 }
 
 async function loads(domain: string, version: number): Promise<boolean> {
+  // Required here, on a load failure's path only: a worker whose loads succeed never pays for onnx-proto.
+  const { onnx } = require('onnx-proto') as typeof OnnxProto;
   const opsets = domain === '' ? [{ domain, version }] : [{ domain: '', version: kDefaultDomainVersion }, { domain, version }];
   const floatInfo = (name: string) => ({ name, type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT } } });
   const bytes = onnx.ModelProto.encode({

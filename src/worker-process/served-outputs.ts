@@ -8,12 +8,14 @@
  * {label: probability} object per row. Any other non-tensor input or output is refused here, at
  * load, with its name and type, rather than failing at every invoke.
  */
-import type Long from 'long';
-import { onnx } from 'onnx-proto';
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
-import type { OnnxFile } from './onnx-file';
-import { isTensor, typeNotation } from './onnx-types';
+import type { GraphNode, OnnxFile } from './onnx-file';
+import { valueTypeNotation } from './onnx-types';
+import { fields, withFile, WireType, type FileWindow } from './protobuf-file';
+
+const kNodeAttribute = 5;
+const enum AttributeField { Name = 1, Ints = 8, Strings = 9 }
 
 export interface ZipMapOutput {
   /** Index in the graph's outputs. */
@@ -22,6 +24,8 @@ export interface ZipMapOutput {
   node: number;
   /** Class labels in column order, JSON-safe (int64 beyond 2^53 as decimal strings). */
   classLabels: Array<number | string>;
+  /** The output's ONNX type, e.g. seq(map(int64,tensor(float))). */
+  type: string;
 }
 
 export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
@@ -30,36 +34,62 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
   model.nodes.forEach((node, i) => node.output.forEach((name) => producers.set(name, i)));
   const served: ZipMapOutput[] = [];
   model.outputs.forEach((out, i) => {
-    if (isTensor(out.type)) return;
+    if (out.tensor) return;
     const nodeIndex = producers.get(out.name);
     const node = nodeIndex === undefined ? undefined : model.nodes[nodeIndex];
     if (!node || node.opType !== 'ZipMap' || node.domain !== 'ai.onnx.ml') {
-      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${out.name} is a ${typeNotation(out.type)}${node ? ` made by ${node.opType}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
+      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${out.name} is a ${valueTypeNotation(model, out)}${node ? ` made by ${node.opType}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
     }
-    served.push({ output: i, node: nodeIndex!, classLabels: zipMapLabels(node) });
+    served.push({ output: i, node: nodeIndex!, classLabels: withFile(model.path, (file) => zipMapLabels(file, node)), type: valueTypeNotation(model, out) });
   });
   return served;
 }
 
 function refuseNonTensorInputs(model: OnnxFile): void {
-  const bad = model.inputs.find((input) => !isTensor(input.type));
+  const bad = model.inputs.find((input) => !input.tensor);
   if (bad) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${bad.name} is a ${typeNotation(bad.type)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
+    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${bad.name} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
   }
 }
 
-function zipMapLabels(node: onnx.INodeProto): Array<number | string> {
-  const attr = (name: string) => node.attribute?.find((a) => a.name === name);
-  const ints = attr('classlabels_int64s')?.ints;
-  if (ints?.length) return ints.map(exactInteger);
-  const strings = attr('classlabels_strings')?.strings;
-  if (strings?.length) return strings.map((s) => Buffer.from(s).toString('utf8'));
-  throw new MmeError('MME_ERR_INVALID_MODEL', `ZipMap node ${node.name || node.output?.[0]} has neither classlabels_int64s nor classlabels_strings`);
+/**
+ * The first classlabels_int64s attribute's labels if it has any, else the first
+ * classlabels_strings attribute's, read from the node's bytes (int64s exactly, packed or not).
+ */
+function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string> {
+  const found = new Map<string, Array<number | string>>();
+  for (const a of fields(file, node.field.payload, node.field.end)) {
+    if (a.field !== kNodeAttribute || a.wire !== WireType.Bytes) continue;
+    let name = '';
+    const ints: Array<number | string> = [];
+    const strings: string[] = [];
+    for (const f of fields(file, a.payload, a.end)) {
+      if (f.field === AttributeField.Name && f.wire === WireType.Bytes) name = file.text(f);
+      // One varint (its bytes are the field's payload), or a packed run of them.
+      else if (f.field === AttributeField.Ints && (f.wire === WireType.Varint || f.wire === WireType.Bytes)) readInt64s(file.bytes(f), ints);
+      else if (f.field === AttributeField.Strings && f.wire === WireType.Bytes) strings.push(file.text(f));
+    }
+    if (!found.has(name)) found.set(name, name === 'classlabels_int64s' ? ints : strings);
+  }
+  const labels = [found.get('classlabels_int64s'), found.get('classlabels_strings')].find((l) => l && l.length > 0);
+  if (labels) return labels;
+  throw new MmeError('MME_ERR_INVALID_MODEL', `ZipMap node ${node.name || node.output[0]} has neither classlabels_int64s nor classlabels_strings`);
 }
 
-function exactInteger(value: number | Long): number | string {
-  if (typeof value === 'number') return value;
-  return Number.isSafeInteger(value.toNumber()) ? value.toNumber() : value.toString();
+/** Appends each int64 varint of `bytes` to `out`: a safe integer as a number, any other as its decimal string. */
+function readInt64s(bytes: Buffer, out: Array<number | string>): void {
+  let value = 0n;
+  let shift = 0n;
+  for (let i = 0; i < bytes.length; i++) {
+    value |= BigInt(bytes[i]! & 0x7f) << shift;
+    shift += 7n;
+    if (bytes[i]! >= 0x80) continue;
+    const exact = BigInt.asIntN(64, value);
+    out.push(Number.isSafeInteger(Number(exact)) ? Number(exact) : exact.toString());
+    value = 0n;
+    shift = 0n;
+  }
+  if (shift !== 0n) throw new MmeError('MME_ERR_INVALID_MODEL', 'a ZipMap class label is not a whole protobuf varint');
 }
 
 /**
@@ -70,6 +100,6 @@ export function describeOutputs(sessionOutputs: TensorInfo[], model: OnnxFile, z
   return sessionOutputs.map((info) => {
     const z = zipMaps.find((zm) => model.outputs[zm.output]!.name === info.name);
     if (!z) return info;
-    return { name: info.name, type: typeNotation(model.outputs[z.output]!.type), shape: [], classLabels: z.classLabels, tensor: { type: info.type, shape: info.shape } };
+    return { name: info.name, type: z.type, shape: [], classLabels: z.classLabels, tensor: { type: info.type, shape: info.shape } };
   });
 }

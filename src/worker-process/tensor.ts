@@ -25,7 +25,7 @@ export interface PlainTensor {
   data: TensorData;
 }
 
-type NumericCtor = { new (n: number): NumericData; BYTES_PER_ELEMENT: number };
+type NumericCtor = { new (n: number): NumericData; new (buffer: ArrayBufferLike, byteOffset: number, length: number): NumericData; BYTES_PER_ELEMENT: number };
 
 const kCtors: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
   ['float32', Float32Array], ['float64', Float64Array], ['int8', Int8Array], ['uint8', Uint8Array],
@@ -127,8 +127,9 @@ export class Tensor implements PlainTensor {
 
   /**
    * Fixed-size elements from raw bytes, little-endian unless `bigEndian`. The bytes must be exactly
-   * count × item size; they are copied, so the array is aligned and owns its memory. `typeName` is
-   * the type as the client named it (a .npy descr, an OIP datatype), for the message.
+   * count × item size. Little-endian bytes on an element boundary are viewed in place (a request
+   * body: its frame's memory is never reused); others are copied into an aligned array. `typeName`
+   * is the type as the client named it (a .npy descr, an OIP datatype), for the message.
    */
   static fromBytes(type: string, dims: readonly unknown[], bytes: Uint8Array, bigEndian: boolean, budget: RequestBudget, what: string, typeName = type): Tensor {
     const size = itemSize(type);
@@ -136,6 +137,7 @@ export class Tensor implements PlainTensor {
       if (bytes.length !== n * size) {
         throw invalid(`${what} has ${bytes.length} bytes of ${typeName} data, but its shape [${dims.join(', ')}] needs ${n} elements of ${size} bytes (${n * size})`);
       }
+      if ((!bigEndian || size === 1) && bytes.byteOffset % size === 0) return new (kCtors.get(type)!)(bytes.buffer, bytes.byteOffset, n);
       const out = allocate(type, n) as NumericData;
       const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
       raw.set(bytes);

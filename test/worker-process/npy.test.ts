@@ -29,6 +29,20 @@ describe('.npy reader and writer, against files NumPy wrote', () => {
     assert.deepEqual(parse(npyFile('float32-empty.npy')).dims, [0, 3]);
   });
 
+  it('views aligned little-endian data in the body itself, and copies data off its element boundary or big-endian', () => {
+    const file = npyFile('float32.npy');
+    const aligned = Buffer.from(file);
+    const viewed = parse(aligned);
+    assert.equal((viewed.data as Float32Array).buffer, aligned.buffer);
+    const shifted = Buffer.alloc(file.length + 1);
+    file.copy(shifted, 1);
+    const copied = parse(shifted.subarray(1));
+    assert.notEqual((copied.data as Float32Array).buffer, shifted.buffer);
+    assert.equal((copied.data as Float32Array).byteOffset % 4, 0);
+    const big = parse(npyFile('float32-big-endian.npy'));
+    assert.deepEqual([jsonElements(viewed), jsonElements(copied), jsonElements(big)], Array(3).fill([1.5, -2, 3, 4, 5.25, -6]));
+  });
+
   it('puts Fortran-ordered data in C order', () => {
     const t = parse(npyFile('float32-fortran-3d.npy'));
     assert.deepEqual(t.dims, [2, 3, 4]);
