@@ -50,7 +50,8 @@ export class PrometheusMetrics {
     switch (p.type) {
       case 'counter': {
         const c = new Counter({ ...common, name: p.name });
-        return byModel ? (model, v) => (model ? c.inc({ model }, v) : c.inc(v)) : (_model, v) => c.inc(v);
+        const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
+        return byModel ? (model, v) => (model ? c.inc({ model }, v * scale) : c.inc(v * scale)) : (_model, v) => c.inc(v * scale);
       }
       case 'histogram': {
         const h = new Histogram({ ...common, name: p.name, buckets: [...p.buckets] });

@@ -132,6 +132,11 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.SharedHostRestarts, '', 1));
   }
 
+  /** `model`'s session runs in its shared host took `micros` more. */
+  sharedHostRunTime(model: string, micros: number): void {
+    this.#safely(() => this.#add(M.SharedHostRunTime, model, micros));
+  }
+
   /** A shared host was recycled for the memory it kept. */
   sharedHostRecycled(): void {
     this.#safely(() => this.#add(M.SharedHostRecycles, '', 1));

@@ -117,8 +117,8 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
   let t: TestServer;
   afterEach(async () => t?.close());
 
-  it('moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, and places new models elsewhere', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3');
+  it('moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, places new models elsewhere, and reports each model\'s run time', async () => {
+    t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true');
     const tinies = ['tiny0', 'tiny1', 'tiny2', 'tiny3'];
     // Tiny ones first, spread over both hosts by memory; the heavy one then joins one of them.
     await loadMlps(t, tinies);
@@ -144,6 +144,10 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
       await Promise.all(traffic);
     }
     assert.deepEqual(failures, [], 'no request failed while the models moved');
+    // Its run time is what made it heavy, and the metrics show it: far above any tiny model's.
+    const metrics = (await request(`${t.managementUrl}/metrics`)).text;
+    const runSeconds = (name: string) => Number(new RegExp(`^mme_shared_host_run_seconds_total\\{model="${name}"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    assert.ok(runSeconds('heavy') > 10 * runSeconds('tiny0'), `run time heavy ${runSeconds('heavy')} s, tiny0 ${runSeconds('tiny0')} s`);
     assert.equal(await hostOf('heavy'), heavyHost, 'the heavy model stays where it is');
     await loadMlps(t, ['late']);
     assert.notEqual(await hostOf('late'), heavyHost, 'a host busy with a heavy model is the last choice for a new one');

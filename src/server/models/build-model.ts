@@ -37,6 +37,7 @@ export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerF
     log,
     health: p.health,
     restarted: () => events.workerRestarted(name),
+    ran: (micros) => events.sharedHostRunTime(name, micros),
     clock: workers.clock,
   });
 }

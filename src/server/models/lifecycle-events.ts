@@ -26,6 +26,7 @@ export interface ManagerEvents {
   workerRestarted?(model: string): void;
   sharedHostRestarted?(): void;
   sharedHostRecycled?(): void;
+  sharedHostRunTime?(model: string, micros: number): void;
   loadedModelCount?(n: number): void;
 }
 
@@ -91,5 +92,9 @@ export class LifecycleEvents {
 
   sharedHostRecycled(): void {
     this.sink.sharedHostRecycled?.();
+  }
+
+  sharedHostRunTime(name: string, micros: number): void {
+    this.sink.sharedHostRunTime?.(name, micros);
   }
 }

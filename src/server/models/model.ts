@@ -34,6 +34,8 @@ export interface ModelDeps {
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
   restarted?: () => void;
+  /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
+  ran?: (micros: number) => void;
   /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
   waitForRoom?: (wake: () => void) => void;
   /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
@@ -65,6 +67,7 @@ export class Model implements WorkerListener {
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
+  readonly #runReported = new WeakMap<WorkerSlot, number>();
 
   constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
     this.memoryMoves = settings.workerMode !== 'shared';
@@ -143,6 +146,12 @@ export class Model implements WorkerListener {
   }
 
   result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    // A host reports each model's run time since its load (0 in a dedicated worker): the metric takes the growth.
+    const ran = msg.runMicros - (this.#runReported.get(worker) ?? 0);
+    if (ran > 0) {
+      this.#runReported.set(worker, msg.runMicros);
+      this.deps.ran?.(ran);
+    }
     this.#dispatcher.result(batch, msg, done);
     this.#set.answered(worker);
     this.#dispatcher.dispatch();
