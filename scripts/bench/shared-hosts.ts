@@ -45,17 +45,21 @@ async function randomModels(url: string, models: number, connections: number, se
   return r.requests.average;
 }
 
-export async function benchSharedHosts(models = process.env.BENCH_QUICK ? 200 : 1000): Promise<SharedHosts> {
+/** `models` tiny models loaded through POST /models, `inFlight` at a time (SageMaker sends loads under traffic). */
+export async function benchSharedHosts(models = process.env.BENCH_QUICK ? 200 : 1000, inFlight = 1): Promise<SharedHosts> {
   const server = await startServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
   try {
     writeMlpStore(server.store, models);
     const loads: number[] = [];
-    for (let i = 0; i < models; i++) {
-      const t0 = performance.now();
-      const res = await postJson(`${server.url}/models`, { model_name: `m${i}`, url: path.join(server.store, `m${i}`) });
-      if (res.status !== 200) throw new Error(`load m${i}: ${res.status} ${JSON.stringify(res.body)}`);
-      loads.push(performance.now() - t0);
-    }
+    let next = 0;
+    await Promise.all(Array.from({ length: inFlight }, async () => {
+      for (let i = next++; i < models; i = next++) {
+        const t0 = performance.now();
+        const res = await postJson(`${server.url}/models`, { model_name: `m${i}`, url: path.join(server.store, `m${i}`) });
+        if (res.status !== 200) throw new Error(`load m${i}: ${res.status} ${JSON.stringify(res.body)}`);
+        loads.push(performance.now() - t0);
+      }
+    }));
     const cold = percentiles(loads.slice(1)); // the first load also waits for the hosts to start
     const pss = await treePssBytes(server.child.pid!);
     const hosts = descendantsOf(server.child.pid!).length;
@@ -79,6 +83,9 @@ export async function benchSharedHosts(models = process.env.BENCH_QUICK ? 200 : 
   }
 }
 
-const USAGE = benchUsage('npm run bench:shared-hosts', '1000 tiny models in worker_mode=shared: memory and load latency.');
+const USAGE = benchUsage('npm run bench:shared-hosts [-- MODELS [IN_FLIGHT]]', 'MODELS (1000) tiny models in worker_mode=shared, loaded IN_FLIGHT (1) at a time: memory, load latency, and random traffic over them against one dedicated model.');
 
-if (require.main === module) runScript(USAGE, () => benchSharedHosts(), (r) => console.log(r));
+if (require.main === module) {
+  const [models, inFlight] = process.argv.slice(2).map(Number);
+  runScript(USAGE, () => benchSharedHosts(models || undefined, inFlight || 1), (r) => console.log(r));
+}
