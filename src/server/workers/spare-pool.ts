@@ -1,6 +1,8 @@
 /**
  * Worker processes started ahead of need. Starting Node and onnxruntime costs 100+ ms — most of a
- * small model's cold start — so a load takes a started spare and a new spare starts behind it.
+ * small model's cold start — so a load takes a started spare and a new spare starts behind it,
+ * once that load is over: a process starting up takes a core for ~100 ms, which on a small machine
+ * would slow the very load the spare was for.
  * Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is fixed at spawn.
  */
 import { WorkerHandle, type SpawnOptions } from './worker-handle';
@@ -30,7 +32,8 @@ export class SparePool {
     if (!w) return null;
     this.#spares.delete(w);
     w.removeAllListeners('exit');
-    this.#fill();
+    const refill = () => this.#fill();
+    void Promise.race([w.lifecycle.ready, w.exited]).then(refill, refill);
     return w;
   }
 
