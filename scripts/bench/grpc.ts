@@ -6,14 +6,14 @@
  *     chunk, example text-generator, 32 tokens, one request at a time.
  */
 import fs from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mlpModel } from '../../test/fixtures/onnx-models';
 import { streamInvoke } from '../../test/http/stream-client';
-import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
 import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, benchUsage, load, measure, median, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, cpuPerRequest, load, measure, median, postJson, runScript, startServer } from './harness';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -23,6 +23,17 @@ export interface GrpcBenchResult {
   httpJsonCpuMicros: number;
   grpcRawCpuMicros: number;
   cpuRatio: number;
+  /**
+   * The same at one offered rate for both (`pacedRate` req/s, below what the gRPC client reaches):
+   * at full speed HTTP's clients send 4× more requests a second, so more of them share each
+   * wake-up, read and write, and the per-request figures above compare two different loads.
+   */
+  pacedRate: number;
+  /** The server's CPU with no requests, µs a second, taken off the paced figures. */
+  idleMicrosPerSecond: number;
+  pacedHttpJsonCpuMicros: number;
+  pacedGrpcRawCpuMicros: number;
+  pacedCpuRatio: number;
   tokens: number;
   grpcFirstMessageMs: number;
   httpFirstChunkMs: number;
@@ -51,12 +62,44 @@ async function grpcRps(client: ServiceClient, request: unknown, seconds: number)
   return done / seconds;
 }
 
-/** Server-side CPU per request (µs) over one run of `run`, which returns the requests it made. */
-async function cpuPerRequest(root: number, run: () => Promise<number>): Promise<number> {
-  const tree = () => [root, ...descendantsOf(root)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
-  const before = tree();
-  const requests = await run();
-  return (tree() - before) / requests;
+/** `rate` calls of `one` a second for `seconds`, at most kConcurrency in flight; resolves with the calls made. */
+async function paced(rate: number, seconds: number, one: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  const total = Math.round(rate * seconds);
+  let sent = 0;
+  let inFlight = 0;
+  let done = 0;
+  await new Promise<void>((resolve, reject) => {
+    const tick = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate));
+      for (; sent < due && inFlight < kConcurrency; sent++) {
+        inFlight++;
+        one().then(() => {
+          inFlight--;
+          if (++done === total) {
+            clearInterval(tick);
+            resolve();
+          }
+        }, (err: unknown) => {
+          clearInterval(tick);
+          reject(err as Error);
+        });
+      }
+    }, 5);
+  });
+  return done;
+}
+
+/** One keep-alive HTTP POST, its answer read to the end; rejects on a non-200. */
+function httpPost(url: string, body: string, agent: Agent): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP invoke answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 function firstMessage(client: ServiceClient, request: unknown): Promise<number> {
@@ -98,6 +141,22 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     const pid = server.child.pid!;
     const httpJsonCpuMicros = await cpuPerRequest(pid, async () => (await load(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d.seconds)).rps * d.seconds);
     const grpcRawCpuMicros = await cpuPerRequest(pid, async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds);
+    // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
+    const idleMicrosPerSecond = await cpuPerRequest(pid, async () => {
+      await new Promise((r) => setTimeout(r, d.seconds * 1000));
+      return d.seconds;
+    });
+    const pacedRate = Math.max(100, Math.round((grpcRawRps * 0.6) / 100) * 100);
+    const httpAgent = new Agent({ keepAlive: true, maxSockets: kConcurrency });
+    const post = () => httpPost(`${server.url}/models/tiny/invoke`, httpBody, httpAgent);
+    const pacedHttp: number[] = [];
+    const pacedGrpc: number[] = [];
+    // Alternating, so both see the same machine load.
+    for (let i = 0; i < d.reps; i++) {
+      pacedHttp.push(await cpuPerRequest(pid, () => paced(pacedRate, d.seconds, post), idleMicrosPerSecond));
+      pacedGrpc.push(await cpuPerRequest(pid, () => paced(pacedRate, d.seconds, () => unaryCall(clients.kserve, 'ModelInfer', infer)), idleMicrosPerSecond));
+    }
+    httpAgent.destroy();
 
     const tokens = 32;
     const body = JSON.stringify({ prompt: 'hello', max_tokens: tokens });
@@ -116,6 +175,7 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     return {
       httpJsonRps: http.rps, grpcRawRps, ratio: grpcRawRps / http.rps,
       httpJsonCpuMicros, grpcRawCpuMicros, cpuRatio: grpcRawCpuMicros / httpJsonCpuMicros,
+      pacedRate, idleMicrosPerSecond, pacedHttpJsonCpuMicros: median(pacedHttp), pacedGrpcRawCpuMicros: median(pacedGrpc), pacedCpuRatio: median(pacedGrpc) / median(pacedHttp),
       tokens, grpcFirstMessageMs: median(grpcFirst), httpFirstChunkMs: median(httpFirst),
     };
   } finally {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
+import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
 import { printedHelp } from '../cli-flags';
 
 // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
@@ -74,6 +75,19 @@ export async function load(url: string, body: string | Buffer, connections: numb
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
+/**
+ * CPU of `root` and its descendants (a server and its workers) per request, µs, from /proc, over
+ * one run of `run`, which returns the requests it made; less sensitive to a busy machine than
+ * req/s. `idleMicrosPerSecond` (the server's own timers) is taken off when given.
+ */
+export async function cpuPerRequest(root: number, run: () => Promise<number>, idleMicrosPerSecond = 0): Promise<number> {
+  const tree = () => [root, ...descendantsOf(root)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  const before = tree();
+  const t0 = performance.now();
+  const requests = await run();
+  return (tree() - before - (idleMicrosPerSecond * (performance.now() - t0)) / 1000) / requests;
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -98,7 +112,7 @@ export async function measure(url: string, body: string | Buffer, connections: n
  * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
  * codecs as the workers.
  */
-export async function startBaseline(onnxPath: string): Promise<{ url: string; stop: () => void }> {
+export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
@@ -107,7 +121,7 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; st
     });
     child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
   });
-  return { url, stop: () => child.kill('SIGKILL') };
+  return { url, pid: child.pid!, stop: () => child.kill('SIGKILL') };
 }
 
 /** A bench run as its own script: `print` its result, or print the error and exit 1. */

@@ -7,13 +7,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, benchUsage, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, benchUsage, cpuPerRequest, load, median, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
   ours: LoadResult;
   baseline: LoadResult;
   throughputRatio: number;
+  /** CPU per request at 16 connections, µs from /proc: the server and its workers, and the in-process baseline. */
+  oursCpuMicros: number;
+  baselineCpuMicros: number;
   latencyOurs: Percentiles;
   latencyBaseline: Percentiles;
   rawRun: Percentiles;
@@ -37,9 +40,22 @@ export async function benchHotPath(): Promise<HotPathResult> {
     // Interleaved so drift on a shared machine hits both sides alike.
     const oursRuns: LoadResult[] = [];
     const baseRuns: LoadResult[] = [];
+    const oursCpu: number[] = [];
+    const baseCpu: number[] = [];
+    await load(oursUrl, body, 16, d.warmupSeconds);
+    await load(baseline.url, body, 16, d.warmupSeconds);
+    /** One measured run, its server-side CPU per request pushed to `cpu`. */
+    const run = async (url: string, pid: number, runs: LoadResult[], cpu: number[]) => {
+      let r: LoadResult | undefined;
+      cpu.push(await cpuPerRequest(pid, async () => {
+        r = await load(url, body, 16, d.seconds);
+        return r.rps * d.seconds;
+      }));
+      runs.push(r!);
+    };
     for (let i = 0; i < d.reps; i++) {
-      oursRuns.push(await measure(oursUrl, body, 16, { ...d, reps: 1 }));
-      baseRuns.push(await measure(baseline.url, body, 16, { ...d, reps: 1 }));
+      await run(oursUrl, server.child.pid!, oursRuns, oursCpu);
+      await run(baseline.url, baseline.pid, baseRuns, baseCpu);
     }
     const med = (runs: LoadResult[]) => runs.sort((a, b) => a.rps - b.rps)[runs.length >> 1];
     const ours = med(oursRuns);
@@ -49,7 +65,7 @@ export async function benchHotPath(): Promise<HotPathResult> {
     const latencyBaseline = await sequentialLatency(baseline.url, body, n);
     const rawRun = await rawRunLatency(onnxPath, { input: new ort.Tensor('float32', Float32Array.from(row), [1, 16]) }, n);
     return {
-      ours, baseline: base, throughputRatio: ours.rps / base.rps,
+      ours, baseline: base, throughputRatio: ours.rps / base.rps, oursCpuMicros: median(oursCpu), baselineCpuMicros: median(baseCpu),
       latencyOurs, latencyBaseline, rawRun, overheadMs: latencyOurs.p50 - rawRun.p50,
     };
   } finally {

@@ -41,19 +41,32 @@ export class GrpcCall {
   readonly requestId = randomUUID();
   readonly cancel = new CancelToken();
   #answered = false;
+  #metadataPending = true;
 
-  constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string) {
+  /**
+   * A stream's metadata goes out at once, before its first message. A unary call's waits for the
+   * answer (`metadataAtAnswer`): its HEADERS frame then leaves in the same write as the message and
+   * the status, one socket write and one client wake-up per call instead of two.
+   */
+  constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string, metadataAtAnswer = false) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
       if (!this.#answered) this.cancel.cancel();
     });
+    if (!metadataAtAnswer) this.#sendMetadata();
+  }
+
+  #sendMetadata(): void {
+    if (!this.#metadataPending) return;
+    this.#metadataPending = false;
     const metadata = new Metadata();
     metadata.set('x-request-id', this.requestId);
-    call.sendMetadata(metadata);
+    this.call.sendMetadata(metadata);
   }
 
   /** The answer (or error) is on its way: a close from now on is no cancel. */
   answered(): void {
+    this.#sendMetadata();
     this.#answered = true;
   }
 
@@ -127,7 +140,7 @@ export class GrpcCall {
 /** A unary method: guarded, answered, and its failure mapped to a gRPC status. */
 export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Req, call: GrpcCall) => Res | Promise<Res>): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const scope = new GrpcCall(deps, call, method);
+    const scope = new GrpcCall(deps, call, method, true);
     Promise.resolve()
       .then(() => {
         scope.guard();

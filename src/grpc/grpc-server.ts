@@ -5,6 +5,7 @@
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { GrpcDeps } from './call';
+import { withInferCodec } from './infer-codec';
 import { kserveService } from './kserve-service';
 import { lenientDecoding } from './lenient-decoding';
 import { StreamLoad } from './ordered-stream';
@@ -22,10 +23,12 @@ export class GrpcListener {
   private constructor(private readonly server: Server, readonly address: string, readonly port: number, readonly streams: StreamLoad) {}
 
   static async listen(opts: GrpcListenOptions, deps: GrpcDeps): Promise<GrpcListener> {
-    const server = new Server({ 'grpc.max_receive_message_length': opts.maxRequestSize });
+    // Channelz (grpc-js's introspection service, which this server does not offer) would track
+    // every call: closures and timestamps per call for counters nobody reads.
+    const server = new Server({ 'grpc.max_receive_message_length': opts.maxRequestSize, 'grpc.enable_channelz': 0 });
     const defs = serviceDefinitions();
     const streams = new StreamLoad();
-    server.addService(lenientDecoding(defs.kserve.service), kserveService(deps));
+    server.addService(withInferCodec(lenientDecoding(defs.kserve.service)), kserveService(deps));
     server.addService(lenientDecoding(defs.torchserve.service), torchserveService(deps, streams));
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     const port = await new Promise<number>((resolve, reject) => {

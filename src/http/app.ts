@@ -6,8 +6,9 @@ import type { ModelManager } from '../server/models/model-manager';
 import { errorResponse } from './error-response';
 import { requestId } from './request-id';
 import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
-import { mountInferenceRoutes } from './inference-routes';
-import { kMaxHeadersCount } from './listener';
+import { defaultInvocationsAccept, mountInferenceRoutes } from './inference-routes';
+import { leanInvokeRoute } from './lean-invoke';
+import { kMaxHeadersCount, setLeanRoute } from './listener';
 import { mountManagementRoutes } from './management-routes';
 import { mountV2Routes } from './v2-routes';
 
@@ -47,6 +48,12 @@ export function createApp(opts: AppOptions): Koa {
   if (opts.loopbackOnly) app.use(loopbackHostGuard());
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
+  if (opts.role !== 'management') {
+    setLeanRoute(app, leanInvokeRoute({
+      manager: opts.manager, metrics: opts.metrics, maxRequestSize: opts.maxRequestSize, maxHeaders: kMaxHeadersCount,
+      loopbackOnly: opts.loopbackOnly, accessLog: opts.accessLog ? opts.log : null, log: opts.log, defaultAccept: defaultInvocationsAccept(),
+    }));
+  }
   app.use(router.allowedMethods({
     throw: true,
     methodNotAllowed: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see docs/api.md.'),

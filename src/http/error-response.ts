@@ -15,12 +15,12 @@ export function errorResponse(log: (line: string) => void) {
         throw new MmeError('MME_ERR_RESOURCE_NOT_FOUND', `Requested resource is not found, please refer to API document: ${ctx.method} ${ctx.path}`);
       }
     } catch (err) {
-      const e = isMmeError(err) ? err : asMmeError(err, log);
-      log(errorLine(ctx, e));
+      const e = asMmeError(err, log);
+      log(errorLine(ctx.state.requestId as string | undefined, ctx.method, (ctx as Context & { _matchedRoute?: string })._matchedRoute, e));
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';
-      ctx.body = JSON.stringify(isOipPath(ctx.path) ? oipErrorBody(e) : e.toBody(), null, 2);
+      ctx.body = errorBodyText(e, ctx.path);
     }
   };
 }
@@ -30,12 +30,18 @@ export function errorResponse(log: (line: string) => void) {
  * text never reaches the log (names, paths and 4xx messages may echo it): the route pattern and,
  * for server faults only, the message, which the server wrote about names it has validated.
  */
-function errorLine(ctx: Context, e: MmeError): string {
-  const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-';
-  return `request ${ctx.state.requestId ?? '-'} ${ctx.method} ${route}: ${e.status} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`;
+export function errorLine(requestId: string | undefined, method: string, route: string | undefined, e: MmeError): string {
+  return `request ${requestId ?? '-'} ${method} ${route ?? '-'}: ${e.status} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`;
 }
 
-function asMmeError(err: unknown, log: (line: string) => void): MmeError {
+/** The error body a client gets for `path`: OIP's under /v2, MMS's elsewhere. */
+export function errorBodyText(e: MmeError, path: string): string {
+  return JSON.stringify(isOipPath(path) ? oipErrorBody(e) : e.toBody(), null, 2);
+}
+
+/** `err` as the MmeError the client is answered with; anything unexpected is logged and becomes a generic 500. */
+export function asMmeError(err: unknown, log: (line: string) => void): MmeError {
+  if (isMmeError(err)) return err;
   const status = (err as { status?: number }).status;
   if (status === 413) return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', 'The request body is too large.');
   if (status === 405) return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', (err as Error).message);

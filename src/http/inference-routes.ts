@@ -5,25 +5,31 @@
  * A response whose handler sends intermediate chunks is streamed with HTTP/1.1 chunked encoding:
  * the first chunk sends the status and headers, the final response is the last chunk.
  */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
 import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
+import type { InvokeResult } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import { readBodyChunks } from './body';
 import { acceptOrDefault, cancelOnClientClose } from './client-request';
 
-const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
+export const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
 const kTargetModel = 'x-amzn-sagemaker-target-model';
 /** Ray Serve's model-multiplexing header. */
 const kMultiplexedModel = 'serve_multiplexed_model_id';
+
+export function defaultInvocationsAccept(): string {
+  return process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
+}
 
 /**
  * `defaultAccept` answers requests that accept any type, as SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT
  * does in SageMaker's inference toolkit, which reads the variable itself.
  */
-export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number, defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json'): void {
+export function mountInferenceRoutes(router: Router, manager: ModelManager, maxRequestSize: number, defaultAccept = defaultInvocationsAccept()): void {
   router.get('/ping', (ctx) => {
     const failed = manager.list().some((m) => m.failed);
     ctx.body = { status: failed ? 'Partial Healthy' : 'Healthy' };
@@ -37,30 +43,11 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
     ctx.state.model = known ? target : '';
     // 404 before reading a body that would be thrown away.
     if (!known) throw modelNotFound(target);
-    const body = await readBodyChunks(ctx, maxRequestSize);
-    // Node's own header object: copied into the frame only for a custom handler, which may read it.
-    const headers = ctx.req.headers;
-    const accept = acceptOrDefault(headers.accept, defaultAccept);
     const customAttributes = ctx.req.headers[kCustomAttributes] as string | undefined;
-    const request: WireRequest = { id: 0, requestId: ctx.state.requestId as string, contentType: headers['content-type'] ?? '', accept, headers, body };
-    const cancel = cancelOnClientClose(ctx);
-    // Back-pressure: a chunk is acknowledged to the worker only once the client's socket took it,
-    // so a client that stops reading stops the handler (context.drained) instead of filling this process.
-    const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
-      if (chunk.head) {
-        ctx.respond = false; // the body goes out piece by piece below, not through Koa
-        setHead(ctx, chunk.head, customAttributes);
-      }
-      ctx.res.write(chunk.body!, delivered);
-    };
-    let result;
-    try {
-      result = await manager.invoke(target, request, { cancel, onChunk });
-    } catch (err) {
-      // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
-      if (ctx.res.headersSent) ctx.res.destroy();
-      throw err;
-    }
+    const result = await invokeModel(ctx, target, { manager, maxRequestSize, defaultAccept, requestId: ctx.state.requestId as string }, (head) => {
+      ctx.respond = false; // the body goes out piece by piece, not through Koa
+      setHead(ctx, head, customAttributes);
+    });
     ctx.state.result = result; // read by the metrics middleware (model time, queue time, batch size)
     if (ctx.res.headersSent) {
       ctx.res.end(result.body);
@@ -72,7 +59,7 @@ export function mountInferenceRoutes(router: Router, manager: ModelManager, maxR
 
   router.post('/models/:name/invoke', invoke((ctx) => ctx.params.name));
   router.post('/predictions/:name', invoke((ctx) => ctx.params.name));
-  router.post('/invocations', invoke((ctx) => invocationsTarget(ctx, manager)));
+  router.post('/invocations', invoke((ctx) => invocationsTarget(ctx.req.headers, typeof ctx.query.model_name === 'string' ? ctx.query.model_name : '', manager)));
 }
 
 /** Status and headers; the request's custom attributes are echoed unless the handler set its own. */
@@ -83,14 +70,44 @@ function setHead(ctx: Context, head: ResponseHead, customAttributes: string | un
   ctx.type = head.contentType || 'application/octet-stream';
 }
 
+export interface InvokeOptions {
+  manager: ModelManager;
+  maxRequestSize: number;
+  defaultAccept: string;
+  requestId: string;
+}
+
+/**
+ * Reads the body and runs it on `target` (Koa's route and the lean route alike). A streaming
+ * handler's chunks go out as they come: `onHead` sets the status and headers before the first, and
+ * a chunk is acknowledged to the worker only once the client's socket took it (back-pressure: a
+ * client that stops reading stops the handler, context.drained, instead of filling this process).
+ */
+export async function invokeModel(http: { req: IncomingMessage; res: ServerResponse }, target: string, opts: InvokeOptions, onHead: (head: ResponseHead) => void): Promise<InvokeResult> {
+  const body = await readBodyChunks(http, opts.maxRequestSize);
+  // Node's own header object: copied into the frame only for a custom handler, which may read it.
+  const headers = http.req.headers;
+  const request: WireRequest = { id: 0, requestId: opts.requestId, contentType: headers['content-type'] ?? '', accept: acceptOrDefault(headers.accept, opts.defaultAccept), headers, body };
+  const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
+    if (chunk.head) onHead(chunk.head);
+    http.res.write(chunk.body!, delivered);
+  };
+  try {
+    return await opts.manager.invoke(target, request, { cancel: cancelOnClientClose(http.res), onChunk });
+  } catch (err) {
+    // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
+    if (http.res.headersSent) http.res.destroy();
+    throw err;
+  }
+}
+
 /**
  * SageMaker sends the TargetModel (e.g. "path/model-a.tar.gz") in a header; locally that header,
  * Ray Serve's serve_multiplexed_model_id or ?model_name= names the model. With neither, the only loaded model serves, as in single-model mode.
  */
-function invocationsTarget(ctx: Context, manager: ModelManager): string {
-  const header = ctx.get(kMultiplexedModel) || ctx.get(kTargetModel);
-  const query = typeof ctx.query.model_name === 'string' ? ctx.query.model_name : '';
-  const wanted = header || query;
+export function invocationsTarget(headers: IncomingHttpHeaders, queryModel: string, manager: ModelManager): string {
+  const header = (headers[kMultiplexedModel] as string | undefined) || (headers[kTargetModel] as string | undefined) || '';
+  const wanted = header || queryModel;
   if (wanted) {
     if (manager.registered(wanted)) return wanted;
     return wanted.split('/').pop()!.replace(/\.(tar\.gz|tgz)$/, '');

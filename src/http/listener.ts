@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
 import { MmeError } from '../errors';
+import type { LeanRoute } from './lean-invoke';
 
 export interface ListenerLimits {
   /** Most open client connections; more are refused at once. */
@@ -50,7 +51,18 @@ export interface Listener {
  */
 export function koaListener(app: Koa): http.RequestListener {
   const handle = app.callback();
-  return (req, res) => void handle(req, res);
+  const lean = kLeanRoutes.get(app);
+  return (req, res) => {
+    if (lean?.(req, res)) return;
+    void handle(req, res);
+  };
+}
+
+/** A route served before Koa (lean-invoke.ts), declining what Koa is to serve. */
+const kLeanRoutes = new WeakMap<Koa, LeanRoute>();
+
+export function setLeanRoute(app: Koa, route: LeanRoute): void {
+  kLeanRoutes.set(app, route);
 }
 
 export async function listen(app: Koa, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {

@@ -3,6 +3,7 @@
  * handed to the model's handler, and written in the access log line when access_log is on.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 
 export function requestId(accessLog: ((line: string) => void) | null) {
@@ -15,11 +16,14 @@ export function requestId(accessLog: ((line: string) => void) | null) {
     try {
       await next();
     } finally {
-      // MMS's access log shape: /<client>:<port> "<METHOD> <uri> HTTP/<v>" <status> <ms>
-      const ms = Math.round(performance.now() - t0);
-      accessLog(`ACCESS /${ctx.req.socket.remoteAddress ?? '-'}:${ctx.req.socket.remotePort ?? '-'} "${ctx.method} ${printable(ctx.url)} HTTP/${ctx.req.httpVersion}" ${ctx.status} ${ms} request-id=${id}`);
+      accessLog(accessLine(ctx.req, ctx.status, performance.now() - t0, id));
     }
   };
+}
+
+/** MMS's access log shape: /<client>:<port> "<METHOD> <uri> HTTP/<v>" <status> <ms> */
+export function accessLine(req: IncomingMessage, status: number, ms: number, id: string): string {
+  return `ACCESS /${req.socket.remoteAddress ?? '-'}:${req.socket.remotePort ?? '-'} "${req.method} ${printable(req.url ?? '')} HTTP/${req.httpVersion}" ${status} ${Math.round(ms)} request-id=${id}`;
 }
 
 /** A url is client text: control characters escaped and the length capped, so it cannot forge log lines. */
