@@ -62,15 +62,22 @@ function hitRatioBetween(before: Counters[], after: Counters[]): number {
   return (sum(after, 'hits') - sum(before, 'hits')) / (sum(after, 'invocations') - sum(before, 'invocations'));
 }
 
-/** One POST over `agent`; resolves with the status, body and the replica nginx chose (X-Upstream). */
-function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string; replica: string }> {
+/**
+ * One POST over `agent`; resolves with the status, body and the replica nginx chose (X-Upstream).
+ * A kept-alive connection that nginx closed as the request went out (an old worker retiring after a
+ * reload) is tried again once on a new one, as Node's docs advise: nothing reached an instance.
+ */
+function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string, retried = false): Promise<{ status: number; text: string; replica: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { agent, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), replica: String(res.headers['x-upstream'] ?? '') }));
     });
-    req.on('error', reject);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (req.reusedSocket && err.code === 'ECONNRESET' && !retried) post(agent, url, headers, body, true).then(resolve, reject);
+      else reject(err);
+    });
     req.end(body);
   });
 }
