@@ -70,6 +70,8 @@ export class HostBalance {
     this.#previousAt = now;
     for (const [name, at] of this.#movedAt) if (now - at >= kMoveCooldownMs) this.#movedAt.delete(name);
     for (const host of this.deps.hosts()) {
+      // A host being recycled is moving all of its models already.
+      if (!host.open) continue;
       const heavy = this.#heaviest(host, shares);
       const stays = heavy !== null && heavy.model.modelName === host.heavyModel && heavy.share >= heavyShare / 2;
       host.markHeavy(heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null);
