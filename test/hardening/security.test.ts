@@ -323,8 +323,9 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
         const configured = s.lines.flatMap((l) => /listening on http:\/\/(\S+)/.exec(l)?.[1] ?? []).map((a) => `tcp ${a}`).sort();
         const managementUrl = s.lines.flatMap((l) => /management API listening on (\S+)/.exec(l)?.[1] ?? [])[0]!;
         assert.equal((await loadModel({ managementUrl }, 'm', writeModelDir(store, 'm', addModel()), { initial_workers: 2 })).status, 200);
+        // Two workers, and the spare that replaces the one the load took (it starts once the load is over).
+        await waitFor(() => descendantsOf(s.pid).length === 3, 'two workers and a spare');
         const workers = descendantsOf(s.pid);
-        assert.equal(workers.length, 3, 'two workers and a spare');
         assert.deepEqual(listeningSockets(s.pid), configured);
         for (const pid of workers) assert.deepEqual(listeningSockets(pid), [], `worker ${pid} listens`);
         for (const address of configured) {

@@ -1,11 +1,17 @@
 /**
  * Worker processes started ahead of need. Starting Node and onnxruntime costs 100+ ms — most of a
  * small model's cold start — so a load takes a started spare and a new spare starts behind it,
- * once that load is over: a process starting up takes a core for ~100 ms, which on a small machine
- * would slow the very load the spare was for.
+ * once that load is over (kRefillAfterMs).
  * Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is fixed at spawn.
  */
 import { WorkerHandle, type SpawnOptions } from './worker-handle';
+
+/**
+ * How long after the taken worker's Loaded its replacement starts: the load still reads the worker's
+ * PSS and answers (a few ms), and a spawn (~3 ms of this thread, then a core for ~100 ms) would slow
+ * it. A spare needs ~100 ms to start anyway, so back-to-back loads lose little.
+ */
+const kRefillAfterMs = 50;
 
 export class SparePool {
   readonly #spares = new Set<WorkerHandle>();
@@ -32,7 +38,7 @@ export class SparePool {
     if (!w) return null;
     this.#spares.delete(w);
     w.removeAllListeners('exit');
-    const refill = () => this.#fill();
+    const refill = () => this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
     void Promise.race([w.lifecycle.ready, w.exited]).then(refill, refill);
     return w;
   }
