@@ -8,7 +8,7 @@
  * {label: probability} object per row. Any other non-tensor input or output is refused here, at
  * load, with its name and type, rather than failing at every invoke.
  */
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../protocol/frames';
 import type { GraphNode, OnnxFile } from './onnx-file';
 import { valueTypeNotation } from './onnx-types';
@@ -38,7 +38,7 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
     const nodeIndex = producers.get(out.name);
     const node = nodeIndex === undefined ? undefined : model.nodes[nodeIndex];
     if (!node || node.opType !== 'ZipMap' || node.domain !== 'ai.onnx.ml') {
-      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${out.name} is a ${valueTypeNotation(model, out)}${node ? ` made by ${node.opType}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
+      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${quote(out.name)} is a ${valueTypeNotation(model, out)}${node ? ` made by ${quote(node.opType)}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
     }
     served.push({ output: i, node: nodeIndex!, classLabels: withFile(model.path, (file) => zipMapLabels(file, node)), type: valueTypeNotation(model, out) });
   });
@@ -48,7 +48,7 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
 function refuseNonTensorInputs(model: OnnxFile): void {
   const bad = model.inputs.find((input) => !input.tensor);
   if (bad) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${bad.name} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
+    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${quote(bad.name)} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
   }
 }
 
@@ -73,7 +73,7 @@ function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string>
   }
   const labels = [found.get('classlabels_int64s'), found.get('classlabels_strings')].find((l) => l && l.length > 0);
   if (labels) return labels;
-  throw new MmeError('MME_ERR_INVALID_MODEL', `ZipMap node ${node.name || node.output[0]} has neither classlabels_int64s nor classlabels_strings`);
+  throw new MmeError('MME_ERR_INVALID_MODEL', `ZipMap node ${quote(node.name || node.output[0] || '')} has neither classlabels_int64s nor classlabels_strings`);
 }
 
 /** Appends each int64 varint of `bytes` to `out`: a safe integer as a number, any other as its decimal string. */
