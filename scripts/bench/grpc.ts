@@ -10,10 +10,9 @@ import { Agent, request as httpRequest } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { mlpModel } from '../../test/fixtures/onnx-models';
 import { streamInvoke } from '../../test/http/stream-client';
 import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, benchUsage, cpuPerRequest, load, measure, median, postJson, runScript, startServer } from './harness';
+import { benchDurations, benchUsage, cpuPerRequest, load, measure, median, postJson, runScript, startServer, writeTinyMlp } from './harness';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -118,9 +117,7 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
   const server = await startServer([`grpc_inference_port=${port}`]);
   const clients = connect(`127.0.0.1:${port}`);
   try {
-    const dir = path.join(server.store, 'tiny');
-    fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4], seed: 9 }));
+    const dir = writeTinyMlp(server.store);
     const gen = path.join(server.store, 'text-generator');
     fs.cpSync(path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator'), gen, { recursive: true });
     for (const [name, url] of [['tiny', dir], ['gen', gen]]) {

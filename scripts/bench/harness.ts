@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import autocannon from 'autocannon';
+import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
 import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
 import { printedHelp } from '../cli-flags';
 
@@ -112,6 +113,11 @@ export async function measure(url: string, body: string | Buffer, connections: n
  * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
  * codecs as the workers.
  */
+/** The tiny MLP (16→32→4) of the latency and hot-path figures, as model directory `tiny` in `store`; returns its path. */
+export function writeTinyMlp(store: string): string {
+  return writeModelDir(store, 'tiny', mlpModel({ sizes: [16, 32, 4], seed: 9 }));
+}
+
 export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {

@@ -3,11 +3,9 @@
  * limit measured in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
  * p50 server overhead at concurrency 1 (our p50 − raw session.run p50; target ≤ 0.5 ms).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, benchUsage, cpuPerRequest, load, median, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
+import { benchDurations, benchUsage, cpuPerRequest, load, median, postJson, runScript, startBaseline, startServer, writeTinyMlp, type LoadResult } from './harness';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
@@ -25,10 +23,8 @@ export interface HotPathResult {
 
 export async function benchHotPath(): Promise<HotPathResult> {
   const server = await startServer();
-  const dir = path.join(server.store, 'tiny');
-  fs.mkdirSync(dir);
+  const dir = writeTinyMlp(server.store);
   const onnxPath = path.join(dir, 'model.onnx');
-  fs.writeFileSync(onnxPath, mlpModel({ sizes: [16, 32, 4], seed: 9 }));
   const baseline = await startBaseline(onnxPath);
   try {
     const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });

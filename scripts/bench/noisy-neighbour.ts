@@ -4,8 +4,8 @@
  * the six. Once with all seven in shared hosts, once with all seven dedicated (one process each);
  * the figure is shared over dedicated: tiny req/s and tiny p99.
  */
-import { mlpModel, slowMatmulModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { benchDurations, benchUsage, load, postJson, runScript, startServer, type LoadResult } from './harness';
+import { slowMatmulModel, writeModelDir } from '../../test/fixtures/onnx-models';
+import { benchDurations, benchUsage, load, postJson, runScript, startServer, writeTinyMlp, type LoadResult } from './harness';
 import { percentiles, sequentialSamples, type Percentiles } from './latency';
 import { MLP_STORE_BODY } from './mlp-store';
 
@@ -29,7 +29,7 @@ export interface NoisyNeighbourResult {
 export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
   const server = await startServer(['spare_workers=0']);
   try {
-    const tinyDir = writeModelDir(server.store, 'tiny', mlpModel({ sizes: [16, 32, 4], seed: 9 }));
+    const tinyDir = writeTinyMlp(server.store);
     const slowDir = writeModelDir(server.store, 'slow', slowMatmulModel(kSlowN));
     const slowBody = JSON.stringify({ inputs: { input: [Array.from({ length: kSlowN }, (_, i) => (i % 7) / 7)] } });
     const d = benchDurations();

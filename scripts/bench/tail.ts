@@ -6,10 +6,8 @@
  * mean pause, from prom-client's GC histogram on /metrics): the p99.9 stall was slow scavenges
  * (docs/performance.md).
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchUsage, postJson, runScript, startBaseline, startServer } from './harness';
+import { benchUsage, postJson, runScript, startBaseline, startServer, writeTinyMlp } from './harness';
 import { percentiles, sequentialSamples, type Percentiles } from './latency';
 
 export interface TailResult {
@@ -37,11 +35,8 @@ async function scavengeTotals(url: string): Promise<{ count: number; seconds: nu
 
 export async function benchTail(): Promise<TailResult> {
   const server = await startServer();
-  const dir = path.join(server.store, 'tiny');
-  fs.mkdirSync(dir);
-  const onnxPath = path.join(dir, 'model.onnx');
-  fs.writeFileSync(onnxPath, mlpModel({ sizes: [16, 32, 4], seed: 9 }));
-  const baseline = await startBaseline(onnxPath);
+  const dir = writeTinyMlp(server.store);
+  const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
     for (const [name, workerMode] of [['tiny', 'dedicated'], ['tiny-shared', 'shared']]) {
       const res = await postJson(`${server.url}/models`, { model_name: name, url: dir, initial_workers: 1, worker_mode: workerMode });
