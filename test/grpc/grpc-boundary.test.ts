@@ -15,6 +15,7 @@ import { behaviourHandler } from '../fixtures/fault-handlers';
 import { addModel, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
 import { failure, grpcClients, unary, type GrpcClients } from '../helpers/grpc';
 import { rssBytes, waitFor } from '../helpers/processes';
+import { field, text, varint } from '../helpers/protobuf-wire';
 import { loadModel, startServer, tempDir, type TestServer } from '../helpers/server';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -45,15 +46,6 @@ function rawUnary(port: number, method: string, bytes: Buffer): Promise<ServiceE
   });
 }
 
-/** Protobuf by hand, so a test can send a million elements without building a million objects itself. */
-function varint(n: number): Buffer {
-  const out: number[] = [];
-  for (; n >= 0x80; n = Math.floor(n / 0x80)) out.push((n % 0x80) | 0x80);
-  out.push(n);
-  return Buffer.from(out);
-}
-const field = (number: number, payload: Buffer) => Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
-const text = (number: number, value: string) => field(number, Buffer.from(value));
 /** A ModelInferRequest for model `mlp` with the given InferInputTensor payloads. */
 const inferRequest = (...inputs: Buffer[]) => Buffer.concat([text(1, 'mlp'), ...inputs.map((i) => field(5, i))]);
 const input = (shape: number[], contents: Buffer) => Buffer.concat([text(1, 'input'), text(2, 'BYTES'), field(3, Buffer.concat(shape.map(varint))), field(5, contents)]);

@@ -8,20 +8,12 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { decodeInferRequest, encodeInferResponse } from '../../src/grpc/infer-codec';
 import type { ModelInferResponse } from '../../src/grpc/kserve-tensors';
 import { serviceDefinitions } from '../../src/grpc/protos';
+import { field, text, varint } from '../helpers/protobuf-wire';
 
 const method = (serviceDefinitions().kserve.service as unknown as Record<string, MethodDefinition<unknown, unknown>>).ModelInfer!;
 const encodeRequest = (req: object) => method.requestSerialize(req);
 const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 
-/** Protobuf by hand, for what no encoder writes: unpacked shapes, unknown fields, cut-off messages. */
-function varint(n: number): Buffer {
-  const out: number[] = [];
-  for (; n >= 0x80; n = Math.floor(n / 0x80)) out.push((n % 0x80) | 0x80);
-  out.push(n);
-  return Buffer.from(out);
-}
-const field = (number: number, payload: Buffer) => Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
-const text = (number: number, value: string) => field(number, Buffer.from(value));
 
 describe('gRPC ModelInfer codecs (fast path beside proto-loader)', () => {
   it('a raw-contents request decodes to exactly what proto-loader builds', () => {
