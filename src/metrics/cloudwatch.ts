@@ -5,6 +5,8 @@
  * by the server except close().
  */
 import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
+
+type Sdk = typeof import('@aws-sdk/client-cloudwatch');
 import { batchLength, toDatums } from './cloudwatch-data';
 import type { Dimension } from './dimensions';
 import type { Snapshot } from './interval';
@@ -33,7 +35,7 @@ export class CloudWatchSink implements IntervalSink {
    * Made at the first send: the SDK is megabytes of heap that every mark-compact of the server walks,
    * and a server that never sends need not hold it.
    */
-  #client: Promise<CloudWatchClient> | null = null;
+  #sdk: Promise<{ client: CloudWatchClient; sdk: Sdk }> | null = null;
   readonly #queue: MetricDatum[] = [];
   readonly #abort = new AbortController();
   #loop: Promise<void> | null = null;
@@ -43,16 +45,16 @@ export class CloudWatchSink implements IntervalSink {
 
   constructor(readonly opts: CloudWatchSinkOptions) {}
 
-  #clientNow(): Promise<CloudWatchClient> {
+  #connect(): Promise<{ client: CloudWatchClient; sdk: Sdk }> {
     const { opts } = this;
-    this.#client ??= import('@aws-sdk/client-cloudwatch').then(({ CloudWatchClient }) => new CloudWatchClient({
+    this.#sdk ??= import('@aws-sdk/client-cloudwatch').then((sdk) => ({ sdk, client: new sdk.CloudWatchClient({
       ...(opts.region === null ? {} : { region: opts.region }),
       ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
       // This loop retries with its own back-off and bound; SDK retries would hide both.
       maxAttempts: 1,
       requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 10_000, throwOnRequestTimeout: true, connectionTimeout: 5_000 },
-    }));
-    return this.#client;
+    }) }));
+    return this.#sdk;
   }
 
   get queued(): number {
@@ -75,7 +77,7 @@ export class CloudWatchSink implements IntervalSink {
     await this.#loop;
     clearTimeout(timer);
     this.dropped += this.#queue.splice(0).length;
-    (await this.#client)?.destroy();
+    (await this.#sdk)?.client.destroy();
   }
 
   /** Sends until the queue is empty; while closing, gives up at the first failure. */
@@ -104,8 +106,8 @@ export class CloudWatchSink implements IntervalSink {
 
   async #send(batch: MetricDatum[]): Promise<unknown> {
     try {
-      const [client, { PutMetricDataCommand }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-cloudwatch')]);
-      await client.send(new PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
+      const { client, sdk } = await this.#connect();
+      await client.send(new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
       return null;
     } catch (err) {
       return err ?? new Error('unknown error');

@@ -6,6 +6,8 @@
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
+
+type Sdk = typeof import('@aws-sdk/client-s3');
 import type { RepositoryConfig } from '../config/types';
 import { MmeError } from '../errors';
 
@@ -30,14 +32,14 @@ const kTimeouts = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutExce
 
 export class ObjectStore {
   /** Made at the first request: the SDK stays out of a server's heap until a model comes from the store. */
-  #client: Promise<S3Client> | null = null;
+  #sdk: Promise<{ client: S3Client; sdk: Sdk }> | null = null;
 
   constructor(private readonly config: RepositoryConfig, private readonly env: NodeJS.ProcessEnv = process.env) {}
 
-  #clientNow(): Promise<S3Client> {
+  #connect(): Promise<{ client: S3Client; sdk: Sdk }> {
     const { config, env } = this;
     const timeoutMs = config.timeoutSeconds * 1000;
-    this.#client ??= import('@aws-sdk/client-s3').then(({ S3Client }) => new S3Client({
+    this.#sdk ??= import('@aws-sdk/client-s3').then((sdk) => ({ sdk, client: new sdk.S3Client({
       // S3-compatible stores rarely serve virtual-host style (bucket.host) names.
       ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
       // A local store has no region, but SigV4 needs one; otherwise the default chain decides.
@@ -45,17 +47,17 @@ export class ObjectStore {
       followRegionRedirects: true,
       maxAttempts: kMaxAttempts,
       requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs },
-    }));
-    return this.#client;
+    }) }));
+    return this.#sdk;
   }
 
   /** The objects under `prefix` (which ends with '/'), folder markers left out. */
   async list(prefix: string, signal: AbortSignal): Promise<StoredObject[]> {
     const out: StoredObject[] = [];
     let token: string | undefined;
-    const [client, { ListObjectsV2Command }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-s3')]);
+    const { client, sdk } = await this.#connect();
     do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
+      const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
       for (const o of page.Contents ?? []) {
         if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
       }
@@ -69,9 +71,9 @@ export class ObjectStore {
 
   /** GetObject, conditional on the ETag we hold when one is given. */
   async get(key: string, ifNoneMatch: string | null, signal: AbortSignal): Promise<GetResult> {
-    const [client, { GetObjectCommand }] = await Promise.all([this.#clientNow(), import('@aws-sdk/client-s3')]);
+    const { client, sdk } = await this.#connect();
     try {
-      const r = await client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
+      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
       return { kind: 'body', body: r.Body as Readable, size: r.ContentLength ?? -1, etag: r.ETag ?? '' };
     } catch (err) {
       const status = statusOf(err);
@@ -82,7 +84,7 @@ export class ObjectStore {
   }
 
   destroy(): void {
-    void this.#client?.then((c) => c.destroy());
+    void this.#sdk?.then(({ client }) => client.destroy());
   }
 }
 
