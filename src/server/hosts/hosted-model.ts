@@ -184,7 +184,12 @@ export class HostedModel implements WorkerSlot {
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    this.#runMicros = msg.runMicros;
+    // The host reports the model's run time since its load: the metric takes the growth.
+    const ran = msg.runMicros - this.#runMicros;
+    if (ran > 0) {
+      this.#runMicros = msg.runMicros;
+      this.assignment.ran?.(ran);
+    }
     this.#listener?.result(this, batch, msg, done);
   }
 

@@ -67,7 +67,6 @@ export class Model implements WorkerListener {
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
-  readonly #runReported = new WeakMap<WorkerSlot, number>();
 
   constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
     this.memoryMoves = settings.workerMode !== 'shared';
@@ -136,6 +135,7 @@ export class Model implements WorkerListener {
       load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize, concurrentBatches: preloadModel, maxResponseSize: this.deps.maxResponseSize },
       loadTimeoutMs,
       onnxBytes: this.deps.onnxBytes,
+      ran: this.deps.ran,
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
@@ -146,12 +146,6 @@ export class Model implements WorkerListener {
   }
 
   result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    // A host reports each model's run time since its load (0 in a dedicated worker): the metric takes the growth.
-    const ran = msg.runMicros - (this.#runReported.get(worker) ?? 0);
-    if (ran > 0) {
-      this.#runReported.set(worker, msg.runMicros);
-      this.deps.ran?.(ran);
-    }
     this.#dispatcher.result(batch, msg, done);
     this.#set.answered(worker);
     this.#dispatcher.dispatch();

@@ -19,6 +19,8 @@ export interface Assignment {
   capacity: number;
   /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
+  /** Its session runs in a shared host took `micros` more (SharedHostRunTime); a dedicated worker does not time them. */
+  ran?: (micros: number) => void;
 }
 
 /** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
