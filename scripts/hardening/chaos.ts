@@ -107,18 +107,22 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     };
     const killer = o.killEveryMs ? setInterval(kill, o.killEveryMs) : null;
     // The server alone: the workers' share depends on how many models happen to be loaded.
-    const sampler = setInterval(() => {
-      samples.push({ ...footprint(s), rssBytes: rssBytes(s.pid) });
+    const sample = () => samples.push({ ...footprint(s), rssBytes: rssBytes(s.pid) });
+    // A timed run samples every second; a run of N operations every N/20 of them, however fast they go.
+    const sampler = o.operations === undefined ? setInterval(() => {
+      sample();
       if (samples.length % 60 === 0) o.progress?.(`${Math.round(samples.length / 60)} min: ${ops.length} operations, ${kills.length} kills, server RSS ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB`);
-    }, 1000);
+    }, 1000) : null;
+    const sampleEveryOps = o.operations === undefined ? 0 : Math.max(1, Math.ceil(o.operations / 20));
     const deadline = Date.now() + (o.durationMs ?? Infinity);
     const done = () => (o.operations !== undefined ? ops.length >= o.operations : Date.now() >= deadline);
     const afterOp = () => {
       if (o.killEveryOps && ops.length % o.killEveryOps === 0) kill();
+      if (sampleEveryOps && ops.length % sampleEveryOps === 0) sample();
     };
     await Promise.all(lanes.map((dirs) => lane(s, dirs, done, ops, afterOp, o.shared !== undefined)));
     if (killer) clearInterval(killer);
-    clearInterval(sampler);
+    if (sampler) clearInterval(sampler);
     const models = (await request(`${s.url}/models`)).body.models as Array<{ modelName: string }>;
     for (const m of models) assert.equal((await request(`${s.url}/models/${m.modelName}`, { method: 'DELETE' })).status, 200, `unload ${m.modelName}`);
     const end = { rssBytes: rssBytes(s.pid), fds: footprint(s).fds };
