@@ -108,12 +108,13 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const killer = o.killEveryMs ? setInterval(kill, o.killEveryMs) : null;
     // The server alone: the workers' share depends on how many models happen to be loaded.
     const sample = () => samples.push({ ...footprint(s), rssBytes: rssBytes(s.pid) });
-    // A timed run samples every second; a run of N operations every N/20 of them, however fast they go.
+    // A timed run samples every second; a run of N operations every N/8 of them, however fast they go:
+    // with under 20 samples the leak verdict's end is the reading after the last unload alone.
     const sampler = o.operations === undefined ? setInterval(() => {
       sample();
       if (samples.length % 60 === 0) o.progress?.(`${Math.round(samples.length / 60)} min: ${ops.length} operations, ${kills.length} kills, server RSS ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB`);
     }, 1000) : null;
-    const sampleEveryOps = o.operations === undefined ? 0 : Math.max(1, Math.ceil(o.operations / 20));
+    const sampleEveryOps = o.operations === undefined ? 0 : Math.max(1, Math.ceil(o.operations / 8));
     const deadline = Date.now() + (o.durationMs ?? Infinity);
     const done = () => (o.operations !== undefined ? ops.length >= o.operations : Date.now() >= deadline);
     const afterOp = () => {
