@@ -10,7 +10,7 @@ import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall,
 import { MmeError, isMmeError } from '../errors';
 import { isLoopback } from '../http/guards';
 import type { MetricsRecorder } from '../metrics';
-import type { WireRequest } from '../protocol/frames';
+import type { InvokeRequest } from '../protocol/messages';
 import { CancelToken } from '../util/cancel-token';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
@@ -92,7 +92,7 @@ export class GrpcCall {
    * Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is.
    * It is cancelled with the call unless `opts` brings its own token (one of a stream's requests).
    */
-  async invoke(name: string, request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+  async invoke(name: string, request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const cancel = opts.cancel ?? this.cancel;
     const t0 = performance.now();
     const { manager, metrics } = this.deps;

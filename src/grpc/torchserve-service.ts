@@ -10,7 +10,7 @@
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
 import { checkVersion } from '../server/oip/model-metadata';
-import type { WireRequest } from '../protocol/frames';
+import type { InvokeRequest } from '../protocol/messages';
 import { acceptOrDefault } from '../http/client-request';
 import type { CancelToken } from '../util/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
@@ -33,7 +33,7 @@ interface PredictionResponse {
 
 const kBodyKeys = ['data', 'body'];
 
-function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): WireRequest {
+function invokeRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): InvokeRequest {
   checkVersion(req.model_name, req.model_version);
   // The map's keys are client text: only its own entries count.
   const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
@@ -45,7 +45,7 @@ function wireRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): 
 }
 
 async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
-  const result = await call.invoke(req.model_name, wireRequest(req, call, false), { cancel });
+  const result = await call.invoke(req.model_name, invokeRequest(req, call, false), { cancel });
   return { prediction: result.body };
 }
 
@@ -68,7 +68,7 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
         .then(() => {
           call.guard();
           const req = decoded(stream.request);
-          return call.invoke(req.model_name, wireRequest(req, call, true), {
+          return call.invoke(req.model_name, invokeRequest(req, call, true), {
             onChunk: (chunk, delivered) => {
               // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
               stream.write({ prediction: chunk.body! }, () => delivered());

@@ -9,7 +9,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError } from '../errors';
-import type { ChunkMessage, ResponseHead, WireRequest } from '../protocol/frames';
+import type { ChunkMessage, InvokeRequest } from '../protocol/messages';
+import type { ResponseHead } from '../model-types';
 import type { InvokeResult } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
@@ -87,7 +88,7 @@ export async function invokeModel(http: { req: IncomingMessage; res: ServerRespo
   const body = await readBodyChunks(http, opts.maxRequestSize);
   // Node's own header object: copied into the frame only for a custom handler, which may read it.
   const headers = http.req.headers;
-  const request: WireRequest = { id: 0, requestId: opts.requestId, contentType: headers['content-type'] ?? '', accept: acceptOrDefault(headers.accept, opts.defaultAccept), headers, body };
+  const request: InvokeRequest = { id: 0, requestId: opts.requestId, contentType: headers['content-type'] ?? '', accept: acceptOrDefault(headers.accept, opts.defaultAccept), headers, body };
   const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
     if (chunk.head) onHead(chunk.head);
     http.res.write(chunk.body!, delivered);

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { MetricsRecorder } from '../metrics';
-import type { ResponseHead } from '../protocol/frames';
+import type { ResponseHead } from '../model-types';
 import type { InvokeResult } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { asMmeError, errorBodyText, errorLine } from './error-response';

@@ -9,7 +9,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { MmeError, quote } from '../errors';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
-import { oipWireRequest } from '../server/oip/infer-request';
+import { oipInvokeRequest } from '../server/oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../server/oip/model-metadata';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
@@ -68,7 +68,7 @@ async function infer(ctx: Context, manager: ModelManager, maxRequestSize: number
     throw new MmeError('MME_ERR_INVALID_INPUT', `${HEADER_LENGTH_HEADER} is ${quote(declared)}; set it to the byte length of the JSON inference header (a decimal number), or leave it out when the body is JSON only`);
   }
   const headerLength = declared ? Number(declared) : headerLengthOf(ctx.get('content-type')) ?? body.length;
-  const result = await manager.invoke(name, oipWireRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel: cancelOnClientClose(ctx.res) });
+  const result = await manager.invoke(name, oipInvokeRequest(ctx.state.requestId as string, body, headerLength, ctx.req.headers), { cancel: cancelOnClientClose(ctx.res) });
   ctx.state.result = result;
   ctx.status = result.status;
   for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);

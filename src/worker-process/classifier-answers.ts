@@ -7,7 +7,7 @@
  *     what `Accept: text/csv;output=label|probabilities|probability` asks for.
  */
 import { MmeError } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import { acceptParameter } from './media-types';
 import type { PlainTensor } from './tensor';
 

@@ -4,7 +4,7 @@
  * array, so they feed single-input models and answer for single-output models.
  */
 import { MmeError, quote } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
 import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';

@@ -5,7 +5,7 @@
 import * as ort from 'onnxruntime-node';
 import { MmeError, quote, quoteValue } from '../errors';
 import { SERVER_NAME, SERVER_VERSION } from '../oip/server-identity';
-import type { ResponseHead, TensorInfo } from '../protocol/frames';
+import type { ResponseHead, TensorInfo } from '../model-types';
 import type { PlainTensor } from './tensor';
 
 export interface HandlerRequest {

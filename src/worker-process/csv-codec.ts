@@ -3,7 +3,7 @@
  * exchange them: one line per row, comma-separated numbers, no header row.
  */
 import { MmeError, quote } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import { checkShape } from './json-codec';
 import { fromNested, jsonElements } from './nested-arrays';
 import { Tensor, type PlainTensor, type RequestBudget } from './tensor';

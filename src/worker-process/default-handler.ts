@@ -7,7 +7,7 @@
  * its neighbours. Custom handlers may use the same convention.
  */
 import { MmeError, looksLikeOutOfMemory } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import type { HandlerContext, HandlerRequest } from './context';
 import { decoderFor, encodeAnswer, encoderFor } from './content-types';
 import { emptyFeeds, type Feeds, type JsonFormat, type OutputSelection } from './json-codec';

@@ -8,7 +8,7 @@
 import { MmeError, quote, quoteValue } from '../errors';
 import { ortTypeOf, rawStrings, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
 import type { V2Parameters, V2Tensor } from '../oip/types';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import { probabilityRows } from './classifier-answers';
 import { fromNested, jsonElements, nest, shapeOf } from './nested-arrays';
 import { countElements, Tensor, type PlainTensor, type RequestBudget } from './tensor';

@@ -1,7 +1,7 @@
 /**
  * Entry point of a worker process: a dedicated worker (one model) or a shared host (many models,
  * one per slot). Talks to the parent over fd 3 (a socketpair the parent created) with the frames
- * of src/protocol/frames.ts; stdout/stderr are free for logs, which the parent prefixes and forwards.
+ * of src/protocol/; stdout/stderr are free for logs, which the parent prefixes and forwards.
  *
  * Each model's batches run one after another, in the order sent (the parent counts each model's
  * oldest batch as the one running when the process dies); different models' batches run side by
@@ -13,7 +13,9 @@
 // First: the compile cache covers only what is required after it.
 import './compile-cache';
 import net from 'node:net';
-import { MessageKind, FrameReader, writeFrame, type Frame, type InferMessage, type LoadMessage } from '../protocol/frames';
+import { writeFrame } from '../protocol/frame-codec';
+import { FrameReader } from '../protocol/frame-reader';
+import { MessageKind, type Frame, type InferMessage, type LoadMessage } from '../protocol/messages';
 import { exitOnUnhandledRejection, forRequest } from '../unhandled-rejection';
 import { loadError, ModelRuntime, type RunningRequests, type RuntimeIo } from './model-runtime';
 import { FairTurns } from './run-clock';

@@ -4,7 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
-import type { InferMessage, LoadedMessage, LoadMessage, ResultMessage, WireRequest, WireResponse } from '../protocol/frames';
+import type { InferMessage, LoadedMessage, LoadMessage, ResultMessage, InvokeRequest, WireResponse } from '../protocol/messages';
 import { HandlerContext, toBuffer, type ModelInfo, type SendChunk } from './context';
 import { loadHandler, unloadHandler, type Handler } from './handler';
 import { toHandlerRequest } from './handler-request';
@@ -94,7 +94,7 @@ export class ModelRuntime {
   }
 
   /** One call of the handler for `wire` requests (one model batch). */
-  async #runGroup(wire: WireRequest[]): Promise<WireResponse[]> {
+  async #runGroup(wire: InvokeRequest[]): Promise<WireResponse[]> {
     const requests = wire.map((r) => toHandlerRequest(r, this.load.decodeInputRequest));
     const ctx = new HandlerContext(this.#model, requests, (index, body, head) => {
       this.#checkSize(body, 'streamed chunk');

@@ -10,7 +10,7 @@ import { MmeError, quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw, type NumericArray } from '../oip/datatypes';
 import type { V2InferRequest, V2InferResponse } from '../oip/types';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
 import { decodeV2, outputSelection, selectedOutputs, v2Output, type DecodedRequest, type OutputSelection } from './json-codec';
 import type { PlainTensor, RequestBudget } from './tensor';

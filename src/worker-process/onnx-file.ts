@@ -15,7 +15,7 @@
  * Where a message repeats a singular field the last one wins (as onnx-proto decodes it), and a field
  * of an unexpected wire type is skipped (as onnxruntime's parser does).
  */
-import type { ModelMetadata } from '../protocol/frames';
+import type { ModelMetadata } from '../model-types';
 import { fields, span, withFile, WireType, type Field, type FieldSpan, type FileWindow } from './protobuf-file';
 
 export interface GraphNode {

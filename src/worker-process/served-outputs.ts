@@ -9,7 +9,7 @@
  * load, with its name and type, rather than failing at every invoke.
  */
 import { MmeError, quote } from '../errors';
-import type { TensorInfo } from '../protocol/frames';
+import type { TensorInfo } from '../model-types';
 import type { GraphNode, OnnxFile } from './onnx-file';
 import { valueTypeNotation } from './onnx-types';
 import { fields, withFile, WireType, type FileWindow } from './protobuf-file';

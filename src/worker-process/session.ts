@@ -1,7 +1,8 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { MmeError } from '../errors';
-import type { LoadMessage, ModelMetadata, TensorInfo } from '../protocol/frames';
+import type { LoadMessage } from '../protocol/messages';
+import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
 import { explainLoadFailure } from './load-errors';
 import { readOnnxFile, type OnnxFile } from './onnx-file';

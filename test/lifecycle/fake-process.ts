@@ -9,7 +9,9 @@ import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
-import { FrameReader, MessageKind, writeFrame, type Frame, type InferMessage, type LoadMessage, type LoadedMessage } from '../../src/protocol/frames';
+import { writeFrame } from '../../src/protocol/frame-codec';
+import { FrameReader } from '../../src/protocol/frame-reader';
+import { MessageKind, type Frame, type InferMessage, type LoadMessage, type LoadedMessage } from '../../src/protocol/messages';
 import type { Launch } from '../../src/server/processes/framed-process';
 
 export interface FakeProcessOptions {

@@ -3,7 +3,7 @@
  * dies or exits after a kill, so lifecycle races are replayed in a chosen order, without sleeps.
  */
 import { MmeError } from '../../src/errors';
-import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/frames';
+import type { InferMessage, LoadedMessage, WireResponse } from '../../src/protocol/messages';
 import type { Job } from '../../src/server/jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../../src/server/processes/exit-reason';
 import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../../src/server/processes/worker-slot';

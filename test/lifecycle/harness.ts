@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
 import { isMmeError, type MmeError } from '../../src/errors';
-import type { WireRequest } from '../../src/protocol/frames';
+import type { InvokeRequest } from '../../src/protocol/messages';
 import { ModelManager, type ManagerOptions } from '../../src/server/models/model-manager';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
 import { tempDir, testProperties } from '../helpers/server';
@@ -54,7 +54,7 @@ function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fle
 }
 
 let nextId = 1;
-export function wireRequest(): WireRequest {
+export function invokeRequest(): InvokeRequest {
   return { id: 0, requestId: `req-${nextId++}`, contentType: 'application/json', accept: 'application/json', headers: {}, body: Buffer.from('{}') };
 }
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
-import { harness, statusOf, wireRequest } from './harness';
+import { harness, statusOf, invokeRequest } from './harness';
 import { waitFor } from '../helpers/processes';
 
 describe('lifecycle core (fake workers, events in a chosen order)', () => {
@@ -13,7 +13,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('default_response_timeout_seconds=1', { autoExit: false });
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w1] = h.fleet.live('a');
-    const slow = statusOf(h.manager.invoke('a', wireRequest()));
+    const slow = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     h.clock.advance(999);
     assert.equal(w1.killedBy, null, 'nothing happens before the response timeout');
@@ -27,7 +27,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     // The first restart's back-off is 0 s: it runs once the clock ticks.
     h.clock.advance(0);
     await waitFor(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
-    const next = h.manager.invoke('a', wireRequest());
+    const next = h.manager.invoke('a', invokeRequest());
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.batches.length === 1, 'the next request to reach the replacement');
     w2.answer();
@@ -42,7 +42,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('default_response_timeout_seconds=1');
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
-    const p = h.manager.invoke('a', wireRequest());
+    const p = h.manager.invoke('a', invokeRequest());
     await waitFor(() => w.batches.length === 1, 'dispatch');
     w.answer();
     assert.equal((await statusOf(p)).status, 200);
@@ -61,7 +61,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     assert.equal(scaled.status, 500);
     assert.equal(scaled.code, 'MME_ERR_LOAD_FAILED');
     assert.equal(h.manager.entry('a')!.phase, 'ready');
-    const p = h.manager.invoke('a', wireRequest());
+    const p = h.manager.invoke('a', invokeRequest());
     const [w1] = h.fleet.of('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch to the surviving worker');
     w1.answer();
@@ -92,7 +92,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     }
     await waitFor(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
     assert.match(h.manager.entry('a')!.lastError!.message, /the model file is gone/);
-    assert.equal((await statusOf(h.manager.invoke('a', wireRequest()))).code, 'MME_ERR_MODEL_FAILED');
+    assert.equal((await statusOf(h.manager.invoke('a', invokeRequest()))).code, 'MME_ERR_MODEL_FAILED');
     await h.manager.close(0);
   });
 
@@ -100,12 +100,12 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness();
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.startsLeft = 0;
-    const queued = statusOf(h.manager.invoke('a', wireRequest()));
+    const queued = statusOf(h.manager.invoke('a', invokeRequest()));
     const [w1] = h.fleet.live('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit(null, 1);
     assert.equal((await queued).status, 500);
-    const waiting = statusOf(h.manager.invoke('a', wireRequest()));
+    const waiting = statusOf(h.manager.invoke('a', invokeRequest()));
     h.clock.advance(0);
     assert.ok(h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
     h.fleet.options.startsLeft = 1;
@@ -128,14 +128,14 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const model = h.manager.get('a');
     model.relocate(w1);
     assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
-    const during = statusOf(h.manager.invoke('a', wireRequest()));
+    const during = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');
     w1.answer();
     assert.equal((await during).status, 200);
     const w2 = h.fleet.of('a')[1];
     w2.load();
     await waitFor(() => w1.killedBy === 'stopped', 'the old worker to go once the successor is ready');
-    const after = statusOf(h.manager.invoke('a', wireRequest()));
+    const after = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w2.batches.length === 1, 'the next request to reach the successor');
     w2.answer();
     assert.equal((await after).status, 200);
@@ -146,7 +146,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });
-    const requests = [statusOf(h.manager.invoke('a', wireRequest())), statusOf(h.manager.invoke('a', wireRequest()))];
+    const requests = [statusOf(h.manager.invoke('a', invokeRequest())), statusOf(h.manager.invoke('a', invokeRequest()))];
     await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
     await h.manager.scale('a', 1, 1, false);
     const retired = h.fleet.live('a').find((w) => w.lifecycle.state === 'stopping')!;
@@ -198,13 +198,13 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.model('a');
     h.model('b');
     h.model('c', 20 * 2 ** 20);
-    const held = h.manager.invoke('a', wireRequest());
+    const held = h.manager.invoke('a', invokeRequest());
     await waitFor(() => h.fleet.of('a')[0]?.batches.length === 1, 'a request running on a');
     const [wa] = h.fleet.of('a');
-    const bHeld = h.manager.invoke('b', wireRequest());
+    const bHeld = h.manager.invoke('b', invokeRequest());
     await waitFor(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
     const [wb] = h.fleet.of('b');
-    const c = statusOf(h.manager.invoke('c', wireRequest()));
+    const c = statusOf(h.manager.invoke('c', invokeRequest()));
     await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'a (least recently used) to drain for the eviction');
     assert.equal((await statusOf(h.manager.unload('a'))).status, 404);
     wb.answer();
@@ -226,7 +226,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const url = h.model('a');
     await h.manager.load({ modelName: 'a', url });
     const [w1] = h.fleet.live('a');
-    const held = h.manager.invoke('a', wireRequest());
+    const held = h.manager.invoke('a', invokeRequest());
     await waitFor(() => w1.batches.length === 1, 'a request running');
     const unload = statusOf(h.manager.unload('a'));
     await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
@@ -247,7 +247,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     const h = harness('unregister_model_timeout=1');
     await h.manager.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
-    const held = statusOf(h.manager.invoke('a', wireRequest()));
+    const held = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w.batches.length === 1, 'a request running');
     const unloading = statusOf(h.manager.unload('a'));
     await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
@@ -278,7 +278,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('with load_failure_cache_seconds=0, an invoke that waited for a failing load gets its error (400) after one load, not 503 after many', async () => {
     const h = harness('model_cache=on\nload_failure_cache_seconds=0', { autoLoad: false });
     h.model('broken');
-    const invoke = statusOf(h.manager.invoke('broken', wireRequest()));
+    const invoke = statusOf(h.manager.invoke('broken', invokeRequest()));
     await waitFor(() => h.fleet.of('broken').length === 1, 'the load');
     h.fleet.of('broken')[0].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model could not be loaded: bad graph'));
     const r = await invoke;
@@ -291,7 +291,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('a worker the server kills is never 507; one killed by someone else is', async () => {
     const h = harness('default_workers_per_model=1', { autoExit: false });
     await h.manager.load({ modelName: 'a', url: h.model('a') });
-    const first = statusOf(h.manager.invoke('a', wireRequest()));
+    const first = statusOf(h.manager.invoke('a', invokeRequest()));
     const [w1] = h.fleet.live('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit('SIGKILL');
@@ -300,7 +300,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.lifecycle.state === 'ready', 'the replacement to load');
-    const second = statusOf(h.manager.invoke('a', wireRequest()));
+    const second = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);
     // A drain bounded by 0 s ends when the clock next ticks.

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { ModelManager } from '../../src/server/models/model-manager';
 import type { Model } from '../../src/server/models/model';
-import { statusOf, wireRequest } from './harness';
+import { statusOf, invokeRequest } from './harness';
 
 export const names = ['m0', 'm1', 'm2'];
 export const name = fc.constantFrom(...names);
@@ -53,7 +53,7 @@ export class Outcomes {
     switch (c.kind) {
       case 'load': this.track('load', c.name, this.manager.load({ modelName: c.name, url: `${this.store}/${c.name}` })); break;
       case 'unload': this.track('unload', c.name, this.manager.unload(c.name)); break;
-      case 'invoke': this.invokes++; this.track('invoke', c.name, this.manager.invoke(c.name, wireRequest())); break;
+      case 'invoke': this.invokes++; this.track('invoke', c.name, this.manager.invoke(c.name, invokeRequest())); break;
       default: this.track('scale', c.name, this.manager.scale(c.name, c.workers, c.workers, false));
     }
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { isMmeError } from '../../src/errors';
-import type { TensorInfo } from '../../src/protocol/frames';
+import type { TensorInfo } from '../../src/model-types';
 import { decodeCsv, encodeCsv } from '../../src/worker-process/csv-codec';
 import { jsonElements } from '../../src/worker-process/nested-arrays';
 import { RequestBudget } from '../../src/worker-process/tensor';

@@ -15,7 +15,7 @@
  * allocator keep: the waste that recycling gives back.
  */
 import { MmeError } from '../../errors';
-import { MessageKind, type ChunkMessage, type Frame, type LoadedMessage, type ResultMessage, type StartedMessage } from '../../protocol/frames';
+import { MessageKind, type ChunkMessage, type Frame, type LoadedMessage, type ResultMessage, type StartedMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/frames';
+import { MessageKind, type ChunkMessage, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/messages';
 import type { Timer } from '../../util/clock';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';

@@ -1,5 +1,5 @@
 import type { MmeError } from '../../errors';
-import type { ChunkMessage, WireRequest } from '../../protocol/frames';
+import type { ChunkMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { forRequest } from '../../unhandled-rejection';
 import type { CancelToken } from '../../util/cancel-token';
@@ -43,7 +43,7 @@ export class Job {
   #reject!: (e: MmeError) => void;
 
   /** `admittedAt`: the dispatcher's clock.now() at admission (the server's clock). */
-  constructor(readonly request: WireRequest, readonly opts: JobOptions, readonly admittedAt: number) {
+  constructor(readonly request: InvokeRequest, readonly opts: JobOptions, readonly admittedAt: number) {
     request.id = this.id;
     // Named should its failure ever reach nobody: the bug that ended a server after 2^32 requests left one so.
     this.promise = forRequest(new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@
  */
 import { MmeError } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
-import type { ChunkMessage, ResultMessage, WireRequest } from '../../protocol/frames';
+import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
@@ -68,7 +68,7 @@ export class Dispatcher {
     return n;
   }
 
-  submit(request: WireRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+  submit(request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const { name } = this.deps;
     const settings = this.deps.settings();
     if (this.#closed) return Promise.reject(this.#closed);

@@ -12,7 +12,7 @@
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import type { MmeError } from '../../errors';
-import type { WireRequest } from '../../protocol/frames';
+import type { InvokeRequest } from '../../protocol/messages';
 import { realClock, type Clock } from '../../util/clock';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
@@ -133,7 +133,7 @@ export class ModelManager {
   }
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
-  async invoke(name: string, request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
+  async invoke(name: string, request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     const entry = await this.acquire(name);
     try {
       return await entry.model!.submit(request, opts);

@@ -5,7 +5,8 @@
  */
 import { MmeError } from '../../errors';
 import type { Clock } from '../../util/clock';
-import type { ChunkMessage, LoadMessage, ResultMessage, TensorInfo, WireRequest } from '../../protocol/frames';
+import type { ChunkMessage, LoadMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import { WorkerSet } from '../workers/worker-set';
@@ -115,7 +116,7 @@ export class Model implements WorkerListener {
     await this.refreshMemory();
   }
 
-  submit(request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
+  submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
     if (opts?.cancel?.cancelled) return Promise.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection while the request waited for the model; it was not run.'));
     if (this.deps.health.failed) return Promise.reject(this.#failedError());

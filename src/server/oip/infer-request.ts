@@ -3,13 +3,13 @@
  * answer taken apart again, for the server-side front ends (REST /v2 and gRPC ModelInfer).
  */
 import { MmeError } from '../../errors';
-import type { WireRequest } from '../../protocol/frames';
+import type { InvokeRequest } from '../../protocol/messages';
 import type { InvokeResult } from '../jobs/job';
 import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
 import type { V2InferResponse } from '../../oip/types';
 
 /** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
-export function oipWireRequest(requestId: string, body: Buffer, headerLength: number, headers: WireRequest['headers']): WireRequest {
+export function oipInvokeRequest(requestId: string, body: Buffer, headerLength: number, headers: InvokeRequest['headers']): InvokeRequest {
   return { id: 0, requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
 }
 

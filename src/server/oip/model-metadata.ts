@@ -4,7 +4,7 @@
  * model readiness. Each model has one version, "1"; an unversioned request means it.
  */
 import { MmeError, quote } from '../../errors';
-import type { TensorInfo } from '../../protocol/frames';
+import type { TensorInfo } from '../../model-types';
 import type { ModelManager } from '../models/model-manager';
 import { modelNotFound } from '../models/model-names';
 import { v2Datatype } from '../../oip/datatypes';

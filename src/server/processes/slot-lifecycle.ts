@@ -5,7 +5,7 @@
  * what memory means, what a load timeout kills) stays with them; this is the part they share.
  */
 import type { MmeError } from '../../errors';
-import type { LoadedMessage } from '../../protocol/frames';
+import type { LoadedMessage } from '../../protocol/messages';
 import type { Clock, Timer } from '../../util/clock';
 import type { WorkerExit } from './exit-reason';
 import { workerStates, type WorkerState } from './worker-state';

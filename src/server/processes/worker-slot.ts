@@ -3,7 +3,7 @@
  * and where the model runs — a dedicated process (WorkerHandle) or a slot in a shared host
  * (HostedModel). Tests put a fake behind it to interleave events by hand.
  */
-import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
+import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
 import type { SlotView } from './slot-lifecycle';

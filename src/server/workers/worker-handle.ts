@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import { MessageKind, type Frame, type InferMessage, type ResultMessage } from '../../protocol/frames';
+import { MessageKind, type Frame, type InferMessage, type ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';

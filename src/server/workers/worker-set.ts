@@ -16,7 +16,7 @@
  *   what it holds, then exits.
  */
 import { MmeError } from '../../errors';
-import type { LoadedMessage } from '../../protocol/frames';
+import type { LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit, type WorkerExit } from '../processes/exit-reason';
