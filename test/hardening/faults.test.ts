@@ -1,7 +1,7 @@
 /**
  * reliability-security.md §6 D, faults (T-F1 … T-F8), injected into real processes: signals to
  * workers and to the server, handlers that crash, hang or run out of memory, a full disk, a metrics
- * endpoint that fails or never answers. T-F5 is proven by test/cli/sagemaker-flow.test.ts (see
+ * endpoint that fails or never answers. T-F5 is proven by test/e2e/sagemaker-flow.test.ts (see
  * README.md here).
  */
 import assert from 'node:assert/strict';

@@ -22,7 +22,7 @@ import newman, { type NewmanRunSummary } from 'newman';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { startServer, type TestServer } from '../helpers/server';
 
-/** The repository root: the nearest ancestor of this file (test/peer or dist/test/peer) with a package.json. */
+/** The repository root: the nearest ancestor of this file (test/e2e or dist/test/e2e) with a package.json. */
 function repoRoot(): string {
   let dir = __dirname;
   while (!fs.existsSync(path.join(dir, 'package.json'))) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from '../../scripts/cache-sim/traces';
+import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from '../../../scripts/cache-sim/traces';
 
 const MiB = 1024 ** 2;
 const small = { seed: 3, requests: 20_000 };

@@ -12,7 +12,7 @@ import { startCli, type CliServer } from '../helpers/cli';
 import { waitFor } from '../helpers/processes';
 import { request, tempDir } from '../helpers/server';
 
-// Compiled to dist/test/cli/, so the repo root is three levels up.
+// Compiled to dist/test/e2e/, so the repo root is three levels up.
 const kRoot = path.resolve(__dirname, '../../..');
 
 /** The README's quick tour: each command (continuation lines joined) with the output shown under it, if any. */

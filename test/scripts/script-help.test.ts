@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-// Compiled to dist/test/cli/: dist is two levels up, the repository three.
+// Compiled to dist/test/scripts/: dist is two levels up, the repository three.
 const kDist = path.resolve(__dirname, '../..');
 const kRoot = path.resolve(kDist, '..');
 const kNoSpawn = path.join(kDist, 'test', 'helpers', 'no-spawn.js');

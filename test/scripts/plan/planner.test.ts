@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HashRing } from '../../scripts/fleet/hash-ring';
-import { ASSUMPTIONS, DEDICATED, MiB, SHARED } from '../../scripts/plan/assumptions';
-import { modelBudget, predict, smallestFleet } from '../../scripts/plan/planner';
-import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from '../../scripts/plan/workload';
-import { runScript } from '../helpers/run-script';
-import { tempDir } from '../helpers/server';
+import { HashRing } from '../../../scripts/fleet/hash-ring';
+import { ASSUMPTIONS, DEDICATED, MiB, SHARED } from '../../../scripts/plan/assumptions';
+import { modelBudget, predict, smallestFleet } from '../../../scripts/plan/planner';
+import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from '../../../scripts/plan/workload';
+import { runScript } from '../../helpers/run-script';
+import { tempDir } from '../../helpers/server';
 
-const kExample = path.join(__dirname, '..', '..', '..', 'scripts', 'plan', 'example-inventory.csv');
+const kExample = path.join(__dirname, '..', '..', '..', '..', 'scripts', 'plan', 'example-inventory.csv');
 const GiB = 1024 * MiB;
 
 /** n models of `sizeMiB` each, requested round and round: every model equally hot. */
@@ -122,7 +122,7 @@ describe('npm run plan', () => {
   });
 
   it('prints what docs/deploy.md shows for the example inventory', async () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'deploy.md'), 'utf8');
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'docs', 'deploy.md'), 'utf8');
     const runs = [...readme.matchAll(/```\n\$ npm run -s plan -- (.*)\n([^`]*)```/g)];
     assert.equal(runs.length, 2);
     for (const [, args, shown] of runs) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../src/server/cache/memory-budget';
-import { mb } from '../../src/util/mb';
+import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../../../src/server/cache/memory-budget';
+import { mb } from '../../../src/util/mb';
 
 const files = (map: Record<string, string>) => (p: string) => map[p] ?? null;
 const GiB = 2 ** 30;

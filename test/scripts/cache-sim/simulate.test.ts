@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../src/server/cache/policies';
-import { belady } from '../../scripts/cache-sim/belady';
-import { simulate } from '../../scripts/cache-sim/simulate';
-import { zipfTrace, type Trace } from '../../scripts/cache-sim/traces';
+import { createPolicy } from '../../../src/server/cache/policies';
+import { belady } from '../../../scripts/cache-sim/belady';
+import { simulate } from '../../../scripts/cache-sim/simulate';
+import { zipfTrace, type Trace } from '../../../scripts/cache-sim/traces';
 
 /** One request a ms, one letter a model: `models` maps each letter to [size bytes, load µs]. */
 function tinyTrace(models: Record<string, [number, number]>, sequence: string): Trace {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../src/server/cache/policies';
+import { createPolicy } from '../../../src/server/cache/policies';
 
 describe('LRU eviction policy', () => {
   it('offers the least recently used model first', () => {

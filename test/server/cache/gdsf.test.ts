@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../src/server/cache/policies';
-import { GdsfPolicy } from '../../src/server/cache/gdsf';
+import { createPolicy } from '../../../src/server/cache/policies';
+import { GdsfPolicy } from '../../../src/server/cache/gdsf';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */
 const classic = () => new GdsfPolicy(Infinity);

@@ -1,0 +1,174 @@
+/**
+ * Memory admission (cache/admission.ts): a reservation fits the budget and max_loaded_models to the
+ * byte, or is refused with a 507 that says what to change; with the cache on it first evicts, one
+ * victim at a time in policy order, idle before busy, never one whose lock is taken or that is not
+ * ready; stale measurements are refreshed first; two reservations never share the last bytes.
+ * Admission is a pure module: the registrations here are plain objects, the policy the real LRU,
+ * time a virtual clock.
+ */
+import assert from 'node:assert/strict';
+import { Admission, type AdmissionDeps, type Resident } from '../../../src/server/cache/admission';
+import { createPolicy } from '../../../src/server/cache/policies';
+import { isMmeError } from '../../../src/errors';
+import { VirtualClock } from '../../helpers/virtual-clock';
+
+const MiB = 2 ** 20;
+
+class Entry implements Resident {
+  phase: Resident['phase'] = 'ready';
+  active = 0;
+  held: number;
+  model: { memoryBytes: number; memoryMeasuredAt: number; memoryMoves: boolean; refreshMemory(): Promise<number> } | null = null;
+
+  constructor(readonly name: string, bytes: number) {
+    this.held = bytes;
+  }
+
+  get registered(): boolean {
+    return this.phase === 'ready' || this.phase === 'failed';
+  }
+
+  get heldBytes(): number {
+    return this.held + (this.model?.memoryBytes ?? 0);
+  }
+
+  reserve(bytes: number): void {
+    this.held += bytes;
+  }
+}
+
+interface Setup {
+  admission: Admission<Entry>;
+  entries: Map<string, Entry>;
+  evicted: string[];
+  locked: Set<string>;
+  clock: VirtualClock;
+}
+
+/** Admission over `resident` models (admitted to an LRU in the order given), with `deps` overriding the defaults. */
+function setup(resident: Entry[], deps: Partial<AdmissionDeps<Entry>> = {}): Setup {
+  const clock = new VirtualClock();
+  const policy = createPolicy('lru');
+  const entries = new Map(resident.map((e) => [e.name, e]));
+  resident.forEach((e, i) => policy.admit(e.name, e.heldBytes, 1000, i));
+  clock.advance(resident.length);
+  const evicted: string[] = [];
+  const locked = new Set<string>();
+  const admission = new Admission<Entry>({
+    budgetBytes: 1000 * MiB,
+    maxLoadedModels: 0,
+    evicts: true,
+    policy,
+    clock,
+    entries: () => entries.values(),
+    fixedBytes: () => 0,
+    current: (name) => entries.get(name),
+    tryLock: (name) => {
+      if (locked.has(name)) return null;
+      locked.add(name);
+      return () => locked.delete(name);
+    },
+    evict: async (e) => {
+      evicted.push(e.name);
+      e.phase = 'gone';
+      entries.delete(e.name);
+      policy.remove(e.name);
+    },
+    ...deps,
+  });
+  return { admission, entries, evicted, locked, clock };
+}
+
+/** Reserves `bytes` for a new entry `name`; returns the error message, or null when admitted. */
+async function reserve(s: Setup, name: string, bytes: number): Promise<string | null> {
+  const e = s.entries.get(name) ?? new Entry(name, 0);
+  e.phase = 'loading';
+  s.entries.set(name, e);
+  try {
+    await s.admission.reserve(e, bytes, new AbortController().signal);
+    return null;
+  } catch (err) {
+    assert.ok(isMmeError(err));
+    assert.equal(err.code, 'MME_ERR_INSUFFICIENT_MEMORY');
+    return err.message;
+  }
+}
+
+describe('memory admission (plain registrations, LRU, virtual clock)', () => {
+  it('admits a load that fills the budget to the byte and refuses one byte more, saying what to change', async () => {
+    const s = setup([new Entry('a', 600 * MiB)], { evicts: false });
+    assert.equal(await reserve(s, 'x', 400 * MiB + 1), 'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.');
+    assert.equal(s.entries.get('x')!.heldBytes, 0, 'a refused reservation holds nothing');
+    assert.equal(await reserve(s, 'x', 400 * MiB), null);
+    assert.equal(s.entries.get('x')!.heldBytes, 400 * MiB);
+  });
+
+  it('counts the hosts\' own memory and refuses past max_loaded_models, counting loading models too', async () => {
+    const s = setup([new Entry('a', 100 * MiB)], { evicts: false, maxLoadedModels: 2, fixedBytes: () => 500 * MiB });
+    assert.match((await reserve(s, 'x', 401 * MiB))!, /about 401 MB and 600 MB of the 1000 MB/);
+    assert.equal(await reserve(s, 'x', 10 * MiB), null);
+    assert.match((await reserve(s, 'y', 1))!, /^Model y does not fit: 2 models are loaded and max_loaded_models is 2\./);
+  });
+
+  it('evicts idle models in policy order, one at a time, until the load fits, and no more', async () => {
+    const s = setup([new Entry('a', 300 * MiB), new Entry('b', 300 * MiB), new Entry('c', 300 * MiB)]);
+    assert.equal(await reserve(s, 'x', 500 * MiB), null);
+    assert.deepEqual(s.evicted, ['a', 'b']);
+    assert.deepEqual([...s.entries.keys()], ['c', 'x']);
+    assert.equal(s.locked.size, 0, 'every victim\'s lock was given back');
+  });
+
+  it('evicts an idle model before a busy one the policy ranks first', async () => {
+    const busy = new Entry('a', 300 * MiB);
+    busy.active = 1;
+    const s = setup([busy, new Entry('b', 300 * MiB), new Entry('c', 300 * MiB)]);
+    assert.equal(await reserve(s, 'x', 300 * MiB), null);
+    assert.deepEqual(s.evicted, ['b']);
+  });
+
+  it('never evicts a model whose lock is taken or that is not ready, and then refuses with the busy-cache message', async () => {
+    const draining = new Entry('b', 300 * MiB);
+    draining.phase = 'draining';
+    const s = setup([new Entry('a', 300 * MiB), draining, new Entry('c', 300 * MiB)]);
+    s.locked.add('a');
+    const message = await reserve(s, 'x', 500 * MiB);
+    assert.deepEqual(s.evicted, ['c']);
+    assert.equal(message, 'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models.');
+  });
+
+  it('says the workers are unchanged when a scale-up is refused', async () => {
+    const s = setup([new Entry('a', 900 * MiB)], { evicts: false });
+    const a = s.entries.get('a')!;
+    await assert.rejects(s.admission.reserve(a, 200 * MiB, new AbortController().signal, { kind: 'scale', workers: 3 }), (err: Error) => {
+      assert.equal(err.message, 'Model a cannot scale to 3 workers: the new workers need about 200 MB and 900 MB of the 1000 MB model memory budget is in use. Its workers are unchanged; scale to fewer workers, or unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.');
+      return true;
+    });
+    assert.equal(a.heldBytes, 900 * MiB);
+  });
+
+  it('re-measures a model whose figure is older than 5 s before deciding, and admits what the fresh figure leaves room for', async () => {
+    const a = new Entry('a', 0);
+    let refreshed = 0;
+    a.model = {
+      memoryBytes: 800 * MiB, memoryMeasuredAt: 0, memoryMoves: true,
+      async refreshMemory() {
+        refreshed++;
+        this.memoryBytes = 300 * MiB;
+        return this.memoryBytes;
+      },
+    };
+    const s = setup([a], { evicts: false });
+    s.clock.advance(5000 - s.clock.now());
+    assert.notEqual(await reserve(s, 'x', 500 * MiB), null, 'a figure 5 s old is fresh: 800 MB leaves no room');
+    assert.equal(refreshed, 0);
+    s.clock.advance(1);
+    assert.equal(await reserve(s, 'x', 500 * MiB), null);
+    assert.equal(refreshed, 1);
+  });
+
+  it('serialises reservations: two loads never both take the last free megabytes', async () => {
+    const s = setup([new Entry('a', 100 * MiB)], { evicts: false });
+    const outcomes = await Promise.all([reserve(s, 'x', 500 * MiB), reserve(s, 'y', 500 * MiB)]);
+    assert.deepEqual(outcomes.map((o) => o === null), [true, false]);
+  });
+});

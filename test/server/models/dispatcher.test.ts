@@ -1,0 +1,161 @@
+/**
+ * The dispatcher (models/dispatcher.ts): the queue's order, the batch window, the job queue's
+ * bound, the response timeout and cancellation. Driven through the ModelManager on fake worker
+ * processes that speak frames, on a virtual clock: the batch window and the timeouts pass only when
+ * the test advances the clock, and what reaches the worker is read from the frames it was sent.
+ */
+import assert from 'node:assert/strict';
+import type { InferMessage } from '../../../src/protocol/frames';
+import type { LoadRequest } from '../../../src/server/models/model-settings';
+import { CancelToken } from '../../../src/util/cancel-token';
+import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import type { FakeProcess } from '../../lifecycle/fake-process';
+import { waitFor } from '../../helpers/processes';
+
+/** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
+async function loaded(settings: Partial<LoadRequest>, properties = ''): Promise<{ h: ProcessHarness; worker: FakeProcess }> {
+  const h = processHarness(properties, { autoLoad: true });
+  await h.manager.load({ modelName: 'a', url: h.model('a'), ...settings });
+  const [worker] = h.processes.live();
+  return { h, worker: worker! };
+}
+
+/** Submits a request with its own request id; returns the id and its outcome. */
+function submit(h: ProcessHarness, cancel?: CancelToken): { id: string; outcome: ReturnType<typeof statusOf> } {
+  const request = wireRequest();
+  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel })) };
+}
+
+const ids = (batch: InferMessage) => batch.requests.map((r) => r.requestId);
+
+/** Lets the invokes pass acquire() and reach submit(): a few turns of the event loop, no time. */
+const settle = () => new Promise((r) => setImmediate(r));
+
+async function close(h: ProcessHarness): Promise<void> {
+  await h.manager.close(0);
+}
+
+describe('dispatcher (fake processes, virtual clock)', () => {
+  it('holds a partial batch open for max_batch_delay and sends it the moment it fills, in arrival order', async () => {
+    const { h, worker } = await loaded({ batchSize: 3, maxBatchDelayMs: 100 });
+    const first = submit(h);
+    const second = submit(h);
+    await settle();
+    h.clock.advance(99);
+    await settle();
+    assert.equal(worker.batches.length, 0, 'a batch of 2 of 3 waits inside the window');
+    const third = submit(h);
+    await waitFor(() => worker.batches.length === 1, 'the full batch');
+    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id, third.id]);
+    assert.equal(worker.batches[0]!.independent ?? false, false);
+    worker.answer();
+    for (const r of [first, second, third]) assert.equal((await r.outcome).status, 200);
+    await close(h);
+  });
+
+  it('sends what it has when the batch window closes: 2 requests at exactly max_batch_delay', async () => {
+    const { h, worker } = await loaded({ batchSize: 4, maxBatchDelayMs: 100 });
+    const first = submit(h);
+    const second = submit(h);
+    await settle();
+    h.clock.advance(99);
+    await settle();
+    assert.equal(worker.batches.length, 0);
+    h.clock.advance(1);
+    await waitFor(() => worker.batches.length === 1, 'the batch at the end of the window');
+    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id]);
+    worker.answer();
+    assert.equal((await first.outcome).status, 200);
+    assert.equal((await second.outcome).status, 200);
+    await close(h);
+  });
+
+  it('refuses the request past job_queue_size with 503 MME_ERR_QUEUE_FULL, and sends the queued ones in one frame, oldest first', async () => {
+    const { h, worker } = await loaded({ jobQueueSize: 2 });
+    // A dedicated worker holds two batches at once (the pipeline depth): the next two wait in the queue.
+    const sent = [submit(h), submit(h)];
+    await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+    const queued = [submit(h), submit(h)];
+    await settle();
+    const refused = await submit(h).outcome;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.code, 'MME_ERR_QUEUE_FULL');
+    assert.match(refused.error!.message, /job queue of model a is full \(2 requests waiting\)/);
+    assert.equal(worker.batches.length, 2, 'nothing more reached the worker');
+    worker.answer();
+    assert.equal((await sent[0]!.outcome).status, 200);
+    // batch_size 1 with a backlog: the queued requests share one frame, each run on its own.
+    await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
+    assert.deepEqual(ids(worker.batches[1]!), queued.map((q) => q.id));
+    assert.equal(worker.batches[1]!.independent, true);
+    worker.answer();
+    worker.answer();
+    for (const r of [sent[1]!, ...queued]) assert.equal((await r.outcome).status, 200);
+    await close(h);
+  });
+
+  it('times out on the response timeout: a queued request 504 "waited in the queue", the running ones 504 and their worker killed, not a millisecond early', async () => {
+    const { h, worker } = await loaded({ responseTimeoutSeconds: 2 });
+    const running = [submit(h), submit(h)];
+    await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+    const queued = submit(h);
+    await settle();
+    h.clock.advance(1999);
+    await settle();
+    assert.equal(worker.alive, true);
+    h.clock.advance(1);
+    for (const r of running) {
+      const o = await r.outcome;
+      assert.equal(o.code, 'MME_ERR_WORKER_TIMEOUT');
+      assert.match(o.error!.message, /did not answer within 2 s/);
+    }
+    const q = await queued.outcome;
+    assert.equal(q.code, 'MME_ERR_WORKER_TIMEOUT');
+    assert.match(q.error!.message, /waited 2 s in the queue without reaching a worker/);
+    await waitFor(() => !worker.alive, 'the worker that ran over to be killed');
+    assert.equal(h.logs.filter((l) => l.includes('exceeded the 2 s response timeout; killing it')).length, 2, 'one line per request that ran over');
+    await close(h);
+  });
+
+  it('drops a cancelled request from the queue with 499 MME_ERR_CLIENT_CLOSED; it never reaches the worker', async () => {
+    const { h, worker } = await loaded({});
+    const sent = [submit(h), submit(h)];
+    await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+    const token = new CancelToken();
+    const cancelled = submit(h, token);
+    const kept = submit(h);
+    await settle();
+    token.cancel();
+    const c = await cancelled.outcome;
+    assert.equal(c.status, 499);
+    assert.equal(c.code, 'MME_ERR_CLIENT_CLOSED');
+    worker.answer();
+    assert.equal((await sent[0]!.outcome).status, 200);
+    await waitFor(() => worker.batches.length === 2, 'the next request to reach the worker');
+    assert.deepEqual(ids(worker.batches[1]!), [kept.id]);
+    worker.answer();
+    worker.answer();
+    assert.equal((await sent[1]!.outcome).status, 200);
+    assert.equal((await kept.outcome).status, 200);
+    await close(h);
+  });
+
+  it('fails every queued request with the shutdown error when the model closes; none reaches the worker', async () => {
+    const { h, worker } = await loaded({});
+    const running = [submit(h), submit(h)];
+    await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+    const queued = submit(h);
+    await settle();
+    const closing = h.manager.close(0);
+    // The drain of 0 ms is a timer on the virtual clock: it ends when the clock ticks.
+    await waitFor(() => {
+      h.clock.advance(0);
+      return !worker.alive;
+    }, 'shutdown to stop the worker');
+    const q = await queued.outcome;
+    assert.equal(q.code, 'MME_ERR_SHUTTING_DOWN');
+    assert.equal(worker.batches.length, 2, 'only the running batches were sent');
+    await closing;
+    for (const r of running) assert.equal((await r.outcome).code, 'MME_ERR_SHUTTING_DOWN');
+  });
+});
