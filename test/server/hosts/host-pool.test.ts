@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../helpers/processes';
 
 /** A few turns of the event loop, no virtual time: frames and exits are handled. */
@@ -91,7 +91,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
   it('recycles a host: its model loads in a new host before it leaves, a request it held is answered, and the old host stops once empty', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const [old] = await place(h, 'a');
-    const held = statusOf(h.manager.invoke('a', wireRequest()));
+    const held = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => old!.batches.length === 1, 'the request to reach the host');
     h.manager.hosts!.recycle(h.manager.hosts!.hosts[0]!);
     assert.equal(h.manager.hosts!.recycles, 1);
@@ -103,7 +103,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     assert.equal((await held).status, 200);
     await waitFor(() => !old!.alive, 'the old host to stop once empty');
     assert.deepEqual(h.processes.live(), [fresh]);
-    const next = statusOf(h.manager.invoke('a', wireRequest()));
+    const next = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => fresh.batches.length === 1, 'the next request to reach the new host');
     fresh.answer();
     assert.equal((await next).status, 200);

@@ -5,10 +5,10 @@
  * the test advances the clock, and what reaches the worker is read from the frames it was sent.
  */
 import assert from 'node:assert/strict';
-import type { InferMessage } from '../../../src/protocol/frames';
+import type { InferMessage } from '../../../src/protocol/messages';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
 import { CancelToken } from '../../../src/util/cancel-token';
-import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../helpers/processes';
 
@@ -22,7 +22,7 @@ async function loaded(settings: Partial<LoadRequest>, properties = ''): Promise<
 
 /** Submits a request with its own request id; returns the id and its outcome. */
 function submit(h: ProcessHarness, cancel?: CancelToken): { id: string; outcome: ReturnType<typeof statusOf> } {
-  const request = wireRequest();
+  const request = invokeRequest();
   return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel })) };
 }
 

@@ -7,7 +7,7 @@
  * Driven through the ModelManager on fake worker processes, on a virtual clock.
  */
 import assert from 'node:assert/strict';
-import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../helpers/processes';
 
 /** A few turns of the event loop, no virtual time. */
@@ -71,12 +71,12 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     const url = h.model('a');
     await h.manager.load({ modelName: 'a', url });
     const [worker] = h.processes.all;
-    const running = statusOf(h.manager.invoke('a', wireRequest()));
+    const running = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => worker!.batches.length === 1, 'the request to reach the worker');
     const unloading = statusOf(h.manager.unload('a'));
     assert.equal(await isSettled(unloading), false, 'the unload drains first');
     assert.equal(worker!.alive, true);
-    const refused = await statusOf(h.manager.invoke('a', wireRequest()));
+    const refused = await statusOf(h.manager.invoke('a', invokeRequest()));
     assert.equal(refused.code, 'MME_ERR_MODEL_NOT_FOUND', 'a draining model admits no new request');
     worker!.answer();
     assert.equal((await running).status, 200);
@@ -115,14 +115,14 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     await finishLoad(h, 1);
     assert.equal((await loadingA).status, 200);
     const [worker] = h.processes.all;
-    const requests = [statusOf(h.manager.invoke('a', wireRequest())), statusOf(h.manager.invoke('a', wireRequest()))];
+    const requests = [statusOf(h.manager.invoke('a', invokeRequest())), statusOf(h.manager.invoke('a', invokeRequest()))];
     await waitFor(() => worker!.batches.length === 2, 'both requests to reach the worker');
     const loadingB = statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
     await waitFor(() => h.processes.all.length === 2, 'b\'s load to start');
     const closing = h.manager.close(5000);
     const b = await loadingB;
     assert.equal(b.code, 'MME_ERR_SHUTTING_DOWN');
-    assert.equal((await statusOf(h.manager.invoke('a', wireRequest()))).code, 'MME_ERR_SHUTTING_DOWN');
+    assert.equal((await statusOf(h.manager.invoke('a', invokeRequest()))).code, 'MME_ERR_SHUTTING_DOWN');
     worker!.answer();
     assert.equal((await requests[0]!).status, 200);
     h.clock.advance(4999);

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../helpers/processes';
 
 /** A few turns of the event loop, no virtual time. */
@@ -19,7 +19,7 @@ function cache(properties = ''): ProcessHarness {
   return processHarness(`model_cache=on\n${properties}`);
 }
 
-const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.invoke(name, wireRequest()));
+const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.invoke(name, invokeRequest()));
 
 /** Waits for the `n`th worker process to receive its Load; returns it. */
 async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { kStableMs } from '../../../src/server/processes/backoff';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { processHarness, statusOf, wireRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../helpers/processes';
 
 /** A few turns of the event loop, no virtual time: frames and exits are handled. */
@@ -51,7 +51,7 @@ describe('worker set (fake processes, virtual clock)', () => {
     await h.manager.scale('a', 3, 3, true);
     assert.equal(h.processes.live().length, 3);
     assert.equal(h.manager.get('a').workers.length, 3);
-    const request = statusOf(h.manager.invoke('a', wireRequest()));
+    const request = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => h.processes.live().some((p) => p.batches.length === 1), 'the request to reach a worker');
     const busy = h.processes.live().find((p) => p.batches.length === 1)!;
     await h.manager.scale('a', 1, 1, true);
