@@ -1,79 +1,50 @@
 /**
- * Shared bench plumbing: a real server process started from the CLI, and autocannon runs with
- * warm-up and repetitions. Every figure is a median over repetitions, compared with a baseline
- * measured in the same run: this 2-core machine is shared and noisy.
+ * A bench run's plumbing: its server started from the CLI with the bench knobs, warm-up and
+ * repetitions over the load generator, the in-process baseline, and the script's entry point.
+ * Every figure is a median over repetitions, compared with a baseline measured in the same run:
+ * this 2-core machine is shared and noisy.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import autocannon from 'autocannon';
-import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
+import { type CliServer, startCliServer } from '../../harness/cli-server';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { cpuMicros, descendantsOf } from '../../harness/process-probes';
+import { median } from '../../harness/statistics';
+import { tempDir } from '../../harness/test-server';
+import { keySpec } from '../../src/config/keys';
 import { printedHelp } from '../cli-flags';
 
-// MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
-const kMain = process.env.MME_BENCH_MAIN ?? path.join(__dirname, '..', '..', 'src', 'main.js');
-
-export interface BenchServer {
-  url: string;
-  child: ChildProcess;
+export interface BenchServer extends CliServer {
+  /** The model store, removed once the server stops. */
   store: string;
-  stop(): Promise<void>;
 }
 
-/** Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs. */
-export async function startServer(properties: string[] = []): Promise<BenchServer> {
-  const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-bench-'));
-  const configFile = path.join(store, 'bench.properties');
-  fs.writeFileSync(configFile, [
-    'inference_address=http://127.0.0.1:0',
-    'management_address=http://127.0.0.1:0',
-    `model_store=${store}`,
-    'default_workers_per_model=1',
-    ...properties,
-  ].join('\n'));
-  // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
-  const profile = process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, kMain, '--mms-config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-      const m = /API listening on (http:\/\/\S+)/.exec(l);
-      if (m) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+/**
+ * Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs, and the
+ * spare workers a deployment has by default (the test base has none).
+ */
+export async function startBenchServer(properties: string[] = []): Promise<BenchServer> {
+  const store = tempDir('mme-bench-');
+  const server = await startCliServer([`spare_workers=${keySpec('spare_workers')!.default}`, ...properties].join('\n'), {
+    store,
+    // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
+    main: process.env.MME_BENCH_MAIN,
+    // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
+    nodeArgs: process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [],
   });
+  // What goes wrong in the server shows as the bench runs.
+  server.child.stderr!.pipe(process.stderr, { end: false });
   return {
-    url,
-    child,
+    ...server,
     store,
     stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      const code = await server.stop();
       fs.rmSync(store, { recursive: true, force: true });
+      return code;
     },
   };
-}
-
-export async function postJson(url: string, body: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-export interface LoadResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
-
-/** One autocannon run of `seconds` at `connections` concurrency, POSTing `body`. */
-export async function load(url: string, body: string | Buffer, connections: number, seconds: number, contentType = 'application/json'): Promise<LoadResult> {
-  const r = await autocannon({ url, method: 'POST', body, headers: { 'content-type': contentType }, connections, duration: seconds, pipelining: 1 });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
 /**
@@ -89,17 +60,14 @@ export async function cpuPerRequest(root: number, run: () => Promise<number>, id
   return (tree() - before - (idleMicrosPerSecond * (performance.now() - t0)) / 1000) / requests;
 }
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+/** The figures `measure` reports: medians over its repetitions, errors summed. */
+export type Measured = Pick<Hammered, 'rps' | 'p50' | 'p99' | 'errors' | 'non2xx'>;
 
 /** Warm-up once, then `reps` measured runs; returns the medians. */
-export async function measure(url: string, body: string | Buffer, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }, contentType?: string): Promise<LoadResult> {
-  await load(url, body, connections, opts.warmupSeconds, contentType);
-  const runs: LoadResult[] = [];
-  for (let i = 0; i < opts.reps; i++) runs.push(await load(url, body, connections, opts.seconds, contentType));
+export async function measure(url: string, body: string | Buffer, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }, contentType?: string): Promise<Measured> {
+  await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType });
+  const runs: Hammered[] = [];
+  for (let i = 0; i < opts.reps; i++) runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType }));
   return {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),
@@ -113,11 +81,6 @@ export async function measure(url: string, body: string | Buffer, connections: n
  * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
  * codecs as the workers.
  */
-/** The tiny MLP (16→32→4) of the latency and hot-path figures, as model directory `tiny` in `store`; returns its path. */
-export function writeTinyMlp(store: string): string {
-  return writeModelDir(store, 'tiny', mlpModel({ sizes: [16, 32, 4], seed: 9 }));
-}
-
 export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
@@ -131,7 +94,7 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
 }
 
 /** A bench run as its own script: `print` its result, or print the error and exit 1. */
-export function runScript<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+export function runBench<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
   if (printedHelp(usage)) return;
   work().then(print, (err) => {
     console.error(err);

@@ -1,7 +1,7 @@
 /**
  * The boundary's invariants against a live server (issue 21), shared by the property test
  * (test/hardening/boundary-property.test.ts) and `npm run fuzz`: rounds of canaries and malformed
- * requests (test/helpers/boundary-requests.ts) sent at once to a batching model, so that attacks
+ * requests (harness/boundary-requests.ts) sent at once to a batching model, so that attacks
  * share batches with the canaries. After each round:
  *
  * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
@@ -15,12 +15,13 @@
  * - nothing answered 5xx (implied by the first two).
  */
 import fc from 'fast-check';
-import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../test/helpers/boundary-requests';
-import { startCliServer, type CliServer } from '../../test/helpers/cli';
-import { grpcClients } from '../../test/helpers/grpc';
-import { rssBytes, waitFor } from '../../test/helpers/processes';
-import { loadModel, request, tempDir } from '../../test/helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../harness/boundary-requests';
+import { startCliServer, type CliServer } from '../../harness/cli-server';
+import { grpcClients } from '../../harness/grpc-clients';
+import { rssBytes, waitFor } from '../../harness/process-probes';
+import { loadModel, request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
 
 export type WorkerMode = 'dedicated' | 'shared';
 

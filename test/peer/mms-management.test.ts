@@ -19,8 +19,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import newman, { type NewmanRunSummary } from 'newman';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { startServer, type TestServer } from '../helpers/server';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 /** The repository root: the nearest ancestor of this file (test/peer or dist/test/peer) with a package.json. */
 function repoRoot(): string {
@@ -206,7 +206,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
         console.log(`      skipping: ${file} is missing (CI clones the repository next to shared/)`);
         this.skip();
       }
-      t = await startServer();
+      t = await startTestServer();
     });
     after(async () => {
       await t?.close();
@@ -242,7 +242,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
         console.log(`      skipping: ${dir}/management_data.json is missing (CI clones the repository next to shared/)`);
         this.skip();
       }
-      t = await startServer();
+      t = await startTestServer();
     });
     after(async () => {
       await t?.close();
