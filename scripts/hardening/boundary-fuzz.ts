@@ -119,14 +119,14 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
 class Monitor {
   peakServer = 0;
   peakWorkers = 0;
-  readonly startServer: number;
-  readonly startWorkers: number;
+  readonly serverRssAtStart: number;
+  readonly workersRssAtStart: number;
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly serverPid: number, private readonly pids: readonly number[]) {
     this.#sample();
-    this.startServer = this.peakServer;
-    this.startWorkers = this.peakWorkers;
+    this.serverRssAtStart = this.peakServer;
+    this.workersRssAtStart = this.peakWorkers;
     this.#timer = setInterval(() => this.#sample(), 25);
   }
 
@@ -221,11 +221,11 @@ async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoint
   if (pidsAfter.join() !== pidsBefore.join()) {
     failures.push({ signature: `a ${srv.mode === 'shared' ? 'shared host' : 'worker'} process was replaced`, detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]` });
   }
-  if (monitor.peakServer > monitor.startServer + inFlight * kServerRssGrowth) {
-    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.startServer)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
+  if (monitor.peakServer > monitor.serverRssAtStart + inFlight * kServerRssGrowth) {
+    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.serverRssAtStart)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
   }
-  if (monitor.peakWorkers > monitor.startWorkers + inFlight * kWorkerRssGrowth) {
-    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.startWorkers)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
+  if (monitor.peakWorkers > monitor.workersRssAtStart + inFlight * kWorkerRssGrowth) {
+    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.workersRssAtStart)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
   }
   return { failures, operations: valid.length + round.cases.length, peakServerRss: monitor.peakServer, peakWorkerRss: monitor.peakWorkers };
 }

@@ -52,7 +52,7 @@ function modelDir(t: TestServer, name: string): string {
 
 function environment(t: TestServer, extra: Record<string, string> = {}): Json {
   const port = new URL(t.managementUrl).port;
-  assert.equal(new URL(t.url).port, port, 'startServer serves both APIs on one listener');
+  assert.equal(new URL(t.url).port, port, 'startTestServer serves both APIs on one listener');
   // 127.0.0.1, not localhost: Node 20 may resolve localhost to ::1, and the server binds IPv4.
   const values: Record<string, string> = { protocol: 'http', hostname: '127.0.0.1', 'mgmt-port': port, 'pred-port': port, ...extra };
   return { name: 'mme-peer-tests', values: Object.entries(values).map(([key, value]) => ({ key, value, enabled: true })) };
