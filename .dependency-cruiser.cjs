@@ -34,6 +34,27 @@ module.exports = {
       from: { path: '^src/protocol/' },
       to: { path: '^src/(server|http|grpc|worker-process)/' },
     },
+    {
+      name: 'shipped-code-stands-alone',
+      comment: 'src/ is what the image and the package ship: it imports nothing of the harness, the tests or the scripts.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(harness|test|scripts)/' },
+    },
+    {
+      name: 'harness-is-below-its-users',
+      comment: 'harness/ is what tests, benches and long runs share: it may use src/, never the tests or the scripts that use it.',
+      severity: 'error',
+      from: { path: '^harness/' },
+      to: { path: '^(test|scripts)/' },
+    },
+    {
+      name: 'scripts-never-import-tests',
+      comment: 'A bench, long run or operator tool that needs a test helper takes it from harness/ (move the helper there).',
+      severity: 'error',
+      from: { path: '^scripts/' },
+      to: { path: '^test/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

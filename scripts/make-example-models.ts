@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { addModel, MlpSpec, mlpForward, mlpModel, writeModelDir } from '../test/fixtures/onnx-models';
+import { addModel, MlpSpec, mlpForward, mlpModel, writeModelDir } from '../harness/onnx-models';
 import { printedHelp } from './cli-flags';
 
 export const EXAMPLE_MLP: MlpSpec = { sizes: [4, 8, 3], seed: 1 };
@@ -29,7 +29,7 @@ function mlpReadme(): string {
   return `# mlp
 
 A two-layer perceptron, 4 → 8 (ReLU) → 3, with fixed pseudo-random float32 weights
-(\`mlpModel(${JSON.stringify(EXAMPLE_MLP)})\` in test/fixtures/onnx-models.ts; regenerate with
+(\`mlpModel(${JSON.stringify(EXAMPLE_MLP)})\` in harness/onnx-models.ts; regenerate with
 scripts/make-example-models.ts).
 
 | | name | type | shape |
@@ -57,7 +57,7 @@ The \`output\` tensor for that row is approximately \`${JSON.stringify(expected)
 const ADD_README = `# add
 
 The "tiny" model: \`y = x + 1\`, input \`x\` float32 \`[batch, 16]\` (batch is dynamic), output \`y\` float32
-\`[batch, 16]\` (\`addModel()\` in test/fixtures/onnx-models.ts).
+\`[batch, 16]\` (\`addModel()\` in harness/onnx-models.ts).
 
 Example request body: \`{"inputs":{"x":[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]]}}\`
 `;
@@ -67,7 +67,7 @@ const GENERATOR_README = `# text-generator
 A generator-style streaming example: [handler.js](handler.js) decodes text one character at a time,
 running the model once per character, and streams each character as soon as it exists, as an LLM
 server streams tokens. The model is an untrained MLP (\`mlpModel(${JSON.stringify(EXAMPLE_GENERATOR)})\` in
-test/fixtures/onnx-models.ts, input \`input\` float32 \`[batch, 27]\`, output \`output\` float32
+harness/onnx-models.ts, input \`input\` float32 \`[batch, 27]\`, output \`output\` float32
 \`[batch, 27]\`), so the text is gibberish: the decode loop, the streaming and the cancellation are
 what it shows.
 

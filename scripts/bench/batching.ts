@@ -4,11 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchDurations, benchUsage, measure, postJson, runScript, startServer } from './harness';
+import { mlpModel } from '../../harness/onnx-models';
+import { benchDurations, benchUsage, measure, runBench, startBenchServer } from './bench-run';
+import { postJson } from '../../harness/http-requests';
 
 export async function benchBatching(): Promise<{ rps1: number; rps16: number; ratio: number; p99_1: number; p99_16: number }> {
-  const server = await startServer();
+  const server = await startBenchServer();
   try {
     const bytes = mlpModel({ sizes: [512, 4096, 512], seed: 5 });
     for (const [name, batch] of [['b1', 1], ['b16', 16]] as const) {
@@ -32,7 +33,7 @@ export async function benchBatching(): Promise<{ rps1: number; rps16: number; ra
 const USAGE = benchUsage('npm run bench:batching', 'batch_size 16 against batch_size 1 on a 512→4096→512 MLP at concurrency 32.');
 
 if (require.main === module) {
-  runScript(USAGE, benchBatching, (r) => {
+  runBench(USAGE, benchBatching, (r) => {
     console.log('| mid MLP 512→4096→512, concurrency 32 | req/s | p99 ms |');
     console.log('|---|---|---|');
     console.log(`| batch_size 1 | ${r.rps1.toFixed(0)} | ${r.p99_1} |`);

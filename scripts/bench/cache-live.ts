@@ -12,8 +12,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolveConfig } from '../../src/config/resolve';
 import { MmeServer } from '../../src/server/mme-server';
-import { seededRandom, zipfSampler } from '../cache-sim/random';
-import { benchUsage, runScript } from './harness';
+import { seededRandom, zipfSampler } from '../../harness/random';
+import { benchUsage, runBench } from './bench-run';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -93,5 +93,5 @@ export async function benchCacheLiveModes(): Promise<CacheLive[]> {
 const USAGE = benchUsage('npm run bench:cache-live', 'A Zipf stream of invokes through a real server with on-demand loading: hit ratio and latency per eviction policy.');
 
 if (require.main === module) {
-  runScript(USAGE, async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
+  runBench(USAGE, async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
 }

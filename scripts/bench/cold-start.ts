@@ -6,8 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { mlpModel, paddleOcrClsPath } from '../../test/fixtures/onnx-models';
-import { benchUsage, median, postJson, runScript, startServer } from './harness';
+import { mlpModel, paddleOcrClsPath } from '../../harness/onnx-models';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
 
 export interface ColdStart {
   model: string;
@@ -22,7 +24,7 @@ export interface ColdStart {
  * Loads are 0.5 s apart so the replacement spare is warm again, as when loads are not back to back.
  */
 export async function benchColdStart(spareWorkers: number, cycles = process.env.BENCH_QUICK ? 5 : 20): Promise<ColdStart[]> {
-  const server = await startServer([`spare_workers=${spareWorkers}`]);
+  const server = await startBenchServer([`spare_workers=${spareWorkers}`]);
   const out: ColdStart[] = [];
   try {
     const models: Array<[string, Uint8Array]> = [
@@ -59,4 +61,4 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
 
 const USAGE = benchUsage('npm run bench:cold-start', 'POST /models → 200 for a small model, p50 over load/unload cycles, without and with a spare worker.');
 
-if (require.main === module) runScript(USAGE, async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));
+if (require.main === module) runBench(USAGE, async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));

@@ -12,17 +12,18 @@ import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { writeNpy } from '../../src/worker-process/npy';
-import { behaviourHandler } from '../../test/fixtures/fault-handlers';
-import { imageClassifierModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { seededRandom } from '../cache-sim/random';
-import { benchDurations, benchUsage, measure, postJson, runScript, startBaseline, startServer, type LoadResult } from './harness';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { imageClassifierModel, writeModelDir } from '../../harness/onnx-models';
+import { seededRandom } from '../../harness/random';
+import { benchDurations, benchUsage, measure, runBench, startBaseline, startBenchServer, type Measured } from './bench-run';
+import { postJson } from '../../harness/http-requests';
 import { percentiles } from './latency';
 
 export interface DataPlaneResult {
   jsonBytes: number;
   npyBytes: number;
-  json: { ours: LoadResult; baseline: LoadResult; ratio: number };
-  npy: { ours: LoadResult; baseline: LoadResult; ratio: number };
+  json: { ours: Measured; baseline: Measured; ratio: number };
+  npy: { ours: Measured; baseline: Measured; ratio: number };
   eventLoopDelayP99Ms: number;
   /** p99 over bursts of (answer of the first request of a coalesced frame − answer before it) / run time. */
   coalescedFirstAnswerRatio: number;
@@ -51,7 +52,7 @@ function burst(url: string, body: string, n: number): Promise<number[]> {
 }
 
 export async function benchDataPlane(): Promise<DataPlaneResult> {
-  const server = await startServer();
+  const server = await startBenchServer();
   const dir = writeModelDir(server.store, 'image', imageClassifierModel());
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
@@ -100,4 +101,4 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
 
 const USAGE = benchUsage('npm run bench:data-plane', 'Image-sized JSON and .npy requests and large responses against the in-process limit.');
 
-if (require.main === module) runScript(USAGE, benchDataPlane);
+if (require.main === module) runBench(USAGE, benchDataPlane);

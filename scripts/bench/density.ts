@@ -4,8 +4,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchUsage, median, postJson, runScript, startServer } from './harness';
+import { mlpModel } from '../../harness/onnx-models';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
 
 export interface Density {
   budgetMB: number;
@@ -14,7 +16,7 @@ export interface Density {
 }
 
 export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 4096): Promise<Density> {
-  const server = await startServer(['model_cache=off', `model_memory_budget_mb=${budgetMB}`, 'spare_workers=0']);
+  const server = await startBenchServer(['model_cache=off', `model_memory_budget_mb=${budgetMB}`, 'spare_workers=0']);
   try {
     const dir = path.join(server.store, 'tiny');
     fs.mkdirSync(dir);
@@ -35,4 +37,4 @@ export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 40
 
 const USAGE = benchUsage('node dist/scripts/bench/density.js', 'How many tiny models fit a 4 GiB model memory budget, and what one costs.');
 
-if (require.main === module) runScript(USAGE, benchDensity, (r) => console.log(r));
+if (require.main === module) runBench(USAGE, benchDensity, (r) => console.log(r));

@@ -12,10 +12,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { freePort } from '../../test/helpers/cli';
-import { seededRandom, shuffled, zipfSampler } from '../cache-sim/random';
+import { freePort } from '../../harness/cli-server';
+import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
 import { requireNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
-import { benchUsage, runScript, startServer, type BenchServer } from './harness';
+import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -45,7 +45,7 @@ function zipfStream(): string[] {
 
 function startInstance(store: string, port: number, room: number): Promise<BenchServer> {
   const address = `http://127.0.0.1:${port}`;
-  return startServer([`inference_address=${address}`, `management_address=${address}`, `model_store=${store}`, 'model_cache=on', `max_loaded_models=${room}`, `worker_mode=${WORKER_MODE}`]);
+  return startBenchServer([`inference_address=${address}`, `management_address=${address}`, `model_store=${store}`, 'model_cache=on', `max_loaded_models=${room}`, `worker_mode=${WORKER_MODE}`]);
 }
 
 interface Counters { hits: number; invocations: number }
@@ -144,9 +144,9 @@ async function startFleet(bin: string, store: string, rooms: number[], balancing
   return fleet;
 }
 
-interface Measured { hitRatio: number; p50: number; p99: number }
+interface HitWindow { hitRatio: number; p50: number; p99: number }
 
-async function measure(fleet: Fleet, models: readonly string[]): Promise<Measured & { replicaOf: Map<string, string> }> {
+async function measureHits(fleet: Fleet, models: readonly string[]): Promise<HitWindow & { replicaOf: Map<string, string> }> {
   const before = await Promise.all(fleet.servers.map(counters));
   const { latencies, replicaOf } = await drive(fleet.base, models);
   const after = await Promise.all(fleet.servers.map(counters));
@@ -165,17 +165,17 @@ async function leaveAndReturn(fleet: Fleet, steady: Map<string, string>, gone: s
   await reconfigure(upstreams.slice(0, -1));
   const departed = fleet.servers.pop()!;
   await departed.stop();
-  const during = await measure(fleet, gone);
+  const during = await measureHits(fleet, gone);
   const seenBoth = [...during.replicaOf.keys()].filter((m) => steady.has(m));
   const moved = seenBoth.filter((m) => steady.get(m) !== during.replicaOf.get(m));
   const notLeavers = moved.filter((m) => steady.get(m) !== leaving).length;
 
   fleet.servers.push(await startInstance(fleet.store, fleet.ports.at(-1)!, ROOM));
   await reconfigure(upstreams);
-  const after = await measure(fleet, back);
+  const after = await measureHits(fleet, back);
   const returned = [...after.replicaOf].filter(([m, r]) => r === leaving && during.replicaOf.has(m) && during.replicaOf.get(m) !== r).length;
   const elsewhere = [...after.replicaOf].filter(([m, r]) => steady.has(m) && steady.get(m) !== r).length;
-  const window = (w: Measured, n: number) => `hit ratio over the next ${n} requests ${pct(w.hitRatio)}, p50 ${w.p50.toFixed(2)} ms, p99 ${w.p99.toFixed(2)} ms`;
+  const window = (w: HitWindow, n: number) => `hit ratio over the next ${n} requests ${pct(w.hitRatio)}, p50 ${w.p50.toFixed(2)} ms, p99 ${w.p99.toFixed(2)} ms`;
   return [
     `instance leaves (router reload without it, then SIGTERM): ${moved.length} of the ${seenBoth.length} models requested before and during moved, `
       + `${notLeavers === 0 ? 'all of them the leaver\'s' : `${notLeavers} of them not the leaver's`}; ${window(during, gone.length)}`,
@@ -189,7 +189,7 @@ async function main(): Promise<void> {
   writeMlpStore(store, MODELS);
   const stream = zipfStream();
   const compared = stream.slice(0, REQUESTS);
-  const results: Record<string, Measured> = {};
+  const results: Record<string, HitWindow> = {};
   const extra: string[] = [];
   try {
     for (const [label, rooms, balancing] of [
@@ -200,7 +200,7 @@ async function main(): Promise<void> {
       log(`${label}: ${rooms.length} instance(s) with room for ${rooms[0]} models, ${compared.length} requests over ${MODELS} models (Zipf s=${ZIPF_S}) …`);
       const fleet = await startFleet(bin, store, [...rooms], balancing);
       try {
-        const m = await measure(fleet, compared);
+        const m = await measureHits(fleet, compared);
         results[label] = m;
         if (label === 'consistent-hash') {
           log('consistent-hash: an instance leaves and comes back …');
@@ -225,4 +225,4 @@ async function main(): Promise<void> {
 
 const USAGE = benchUsage('npm run bench:fleet [-- shared]', 'Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance; `shared` puts each instance\'s models in shared hosts (worker_mode=shared).');
 
-if (require.main === module) runScript(USAGE, main, () => undefined);
+if (require.main === module) runBench(USAGE, main, () => undefined);

@@ -10,9 +10,13 @@ import { Agent, request as httpRequest } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { streamInvoke } from '../../test/http/stream-client';
-import { connect, unaryCall, type ServiceClient } from '../grpc-calls';
-import { benchDurations, benchUsage, cpuPerRequest, load, measure, median, postJson, runScript, startServer, writeTinyMlp } from './harness';
+import { streamInvoke } from '../../harness/stream-client';
+import { connect, unaryCall, type ServiceClient } from '../../src/cli/grpc-calls';
+import { benchDurations, benchUsage, cpuPerRequest, measure, runBench, startBenchServer } from './bench-run';
+import { hammer } from '../../harness/load-generator';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
+import { writeTinyMlp } from '../../harness/onnx-models';
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -114,7 +118,7 @@ function firstMessage(client: ServiceClient, request: unknown): Promise<number> 
 
 export async function benchGrpc(): Promise<GrpcBenchResult> {
   const port = await freePort();
-  const server = await startServer([`grpc_inference_port=${port}`]);
+  const server = await startBenchServer([`grpc_inference_port=${port}`]);
   const clients = connect(`127.0.0.1:${port}`);
   try {
     const dir = writeTinyMlp(server.store);
@@ -136,7 +140,7 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     for (let i = 0; i < d.reps; i++) runs.push(await grpcRps(clients.kserve, infer, d.seconds));
     const grpcRawRps = median(runs);
     const pid = server.child.pid!;
-    const httpJsonCpuMicros = await cpuPerRequest(pid, async () => (await load(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d.seconds)).rps * d.seconds);
+    const httpJsonCpuMicros = await cpuPerRequest(pid, async () => (await hammer(`${server.url}/models/tiny/invoke`, httpBody, { connections: kConcurrency, seconds: d.seconds })).rps * d.seconds);
     const grpcRawCpuMicros = await cpuPerRequest(pid, async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds);
     // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
     const idleMicrosPerSecond = await cpuPerRequest(pid, async () => {
@@ -183,4 +187,4 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
 
 const USAGE = benchUsage('npm run bench:grpc', 'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.');
 
-if (require.main === module) runScript(USAGE, benchGrpc, (r) => console.log(r));
+if (require.main === module) runBench(USAGE, benchGrpc, (r) => console.log(r));

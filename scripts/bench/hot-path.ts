@@ -5,12 +5,16 @@
  */
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { benchDurations, benchUsage, cpuPerRequest, load, median, postJson, runScript, startBaseline, startServer, writeTinyMlp, type LoadResult } from './harness';
+import { benchDurations, benchUsage, cpuPerRequest, runBench, startBaseline, startBenchServer } from './bench-run';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
+import { writeTinyMlp } from '../../harness/onnx-models';
 import { rawRunLatency, sequentialLatency, type Percentiles } from './latency';
 
 export interface HotPathResult {
-  ours: LoadResult;
-  baseline: LoadResult;
+  ours: Hammered;
+  baseline: Hammered;
   throughputRatio: number;
   /** CPU per request at 16 connections, µs from /proc: the server and its workers, and the in-process baseline. */
   oursCpuMicros: number;
@@ -22,7 +26,7 @@ export interface HotPathResult {
 }
 
 export async function benchHotPath(): Promise<HotPathResult> {
-  const server = await startServer();
+  const server = await startBenchServer();
   const dir = writeTinyMlp(server.store);
   const onnxPath = path.join(dir, 'model.onnx');
   const baseline = await startBaseline(onnxPath);
@@ -34,17 +38,17 @@ export async function benchHotPath(): Promise<HotPathResult> {
     const d = benchDurations();
     const oursUrl = `${server.url}/models/tiny/invoke`;
     // Interleaved so drift on a shared machine hits both sides alike.
-    const oursRuns: LoadResult[] = [];
-    const baseRuns: LoadResult[] = [];
+    const oursRuns: Hammered[] = [];
+    const baseRuns: Hammered[] = [];
     const oursCpu: number[] = [];
     const baseCpu: number[] = [];
-    await load(oursUrl, body, 16, d.warmupSeconds);
-    await load(baseline.url, body, 16, d.warmupSeconds);
+    await hammer(oursUrl, body, { connections: 16, seconds: d.warmupSeconds });
+    await hammer(baseline.url, body, { connections: 16, seconds: d.warmupSeconds });
     /** One measured run, its server-side CPU per request pushed to `cpu`. */
-    const run = async (url: string, pid: number, runs: LoadResult[], cpu: number[]) => {
-      let r: LoadResult | undefined;
+    const run = async (url: string, pid: number, runs: Hammered[], cpu: number[]) => {
+      let r: Hammered | undefined;
       cpu.push(await cpuPerRequest(pid, async () => {
-        r = await load(url, body, 16, d.seconds);
+        r = await hammer(url, body, { connections: 16, seconds: d.seconds });
         return r.rps * d.seconds;
       }));
       runs.push(r!);
@@ -53,7 +57,7 @@ export async function benchHotPath(): Promise<HotPathResult> {
       await run(oursUrl, server.child.pid!, oursRuns, oursCpu);
       await run(baseline.url, baseline.pid, baseRuns, baseCpu);
     }
-    const med = (runs: LoadResult[]) => runs.sort((a, b) => a.rps - b.rps)[runs.length >> 1];
+    const med = (runs: Hammered[]) => runs.sort((a, b) => a.rps - b.rps)[runs.length >> 1];
     const ours = med(oursRuns);
     const base = med(baseRuns);
     const n = process.env.BENCH_QUICK ? 1000 : 5000;
@@ -72,4 +76,4 @@ export async function benchHotPath(): Promise<HotPathResult> {
 
 const USAGE = benchUsage('npm run bench:hot-path', 'Tiny-model throughput and p50 server overhead against the in-process limit.');
 
-if (require.main === module) runScript(USAGE, benchHotPath);
+if (require.main === module) runBench(USAGE, benchHotPath);

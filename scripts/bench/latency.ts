@@ -2,6 +2,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
+import { percentile } from '../../harness/statistics';
 
 export interface Percentiles {
   p50: number;
@@ -10,9 +11,7 @@ export interface Percentiles {
 }
 
 export function percentiles(samplesMs: number[]): Percentiles {
-  const s = [...samplesMs].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
-  return { p50: at(0.5), p99: at(0.99), p999: at(0.999) };
+  return { p50: percentile(samplesMs, 0.5), p99: percentile(samplesMs, 0.99), p999: percentile(samplesMs, 0.999) };
 }
 
 export async function sequentialLatency(url: string, body: string, requests: number, warmup = 200): Promise<Percentiles> {

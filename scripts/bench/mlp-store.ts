@@ -1,7 +1,7 @@
 /** A model store of many tiny MLPs (16 → 32 → 4), one directory per model, for the cache benches. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { mlpModel } from '../../test/fixtures/onnx-models';
+import { mlpModel } from '../../harness/onnx-models';
 
 /** The request body every model of the store accepts. */
 export const MLP_STORE_BODY = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i)] } });

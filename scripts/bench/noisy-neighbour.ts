@@ -4,8 +4,10 @@
  * the six. Once with all seven in shared hosts, once with all seven dedicated (one process each);
  * the figure is shared over dedicated: tiny req/s and tiny p99.
  */
-import { slowMatmulModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { benchDurations, benchUsage, load, postJson, runScript, startServer, writeTinyMlp, type LoadResult } from './harness';
+import { slowMatmulModel, writeModelDir, writeTinyMlp } from '../../harness/onnx-models';
+import { benchDurations, benchUsage, runBench, startBenchServer } from './bench-run';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { postJson } from '../../harness/http-requests';
 import { percentiles, sequentialSamples, type Percentiles } from './latency';
 import { MLP_STORE_BODY } from './mlp-store';
 
@@ -16,7 +18,7 @@ const kTiny = 6;
 export interface NeighbourMode {
   tinyRps: number;
   tiny: Percentiles;
-  slow: LoadResult;
+  slow: Hammered;
 }
 
 export interface NoisyNeighbourResult {
@@ -27,7 +29,7 @@ export interface NoisyNeighbourResult {
 }
 
 export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
-  const server = await startServer(['spare_workers=0']);
+  const server = await startBenchServer(['spare_workers=0']);
   try {
     const tinyDir = writeTinyMlp(server.store);
     const slowDir = writeModelDir(server.store, 'slow', slowMatmulModel(kSlowN));
@@ -42,7 +44,7 @@ export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
       const tinyUrls = names.map((n) => `${server.url}/models/${n}/invoke`);
       await sequentialSamples(tinyUrls, MLP_STORE_BODY, 200, 0);
       const seconds = d.seconds * d.reps;
-      const slowLoad = load(`${server.url}/models/${mode}-slow/invoke`, slowBody, 4, seconds);
+      const slowLoad = hammer(`${server.url}/models/${mode}-slow/invoke`, slowBody, { connections: 4, seconds });
       let slowDone = false;
       void slowLoad.finally(() => (slowDone = true));
       const started = performance.now();
@@ -64,4 +66,4 @@ export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
 
 const USAGE = benchUsage('npm run bench:noisy-neighbour', 'Six tiny models beside one slow model: shared hosts against dedicated processes.');
 
-if (require.main === module) runScript(USAGE, benchNoisyNeighbour);
+if (require.main === module) runBench(USAGE, benchNoisyNeighbour);

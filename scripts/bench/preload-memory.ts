@@ -4,13 +4,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { mlpModel } from '../../test/fixtures/onnx-models';
-import { benchUsage, postJson, runScript, startServer } from './harness';
+import { mlpModel } from '../../harness/onnx-models';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { postJson } from '../../harness/http-requests';
 
 const kWorkers = 4;
 
 export async function benchPreloadMemory(): Promise<Array<{ model: string; weightsMB: number; offMB: number; onMB: number }>> {
-  const server = await startServer();
+  const server = await startBenchServer();
   const rows: Array<{ model: string; weightsMB: number; offMB: number; onMB: number }> = [];
   try {
     const models: Array<[string, Uint8Array]> = [
@@ -41,7 +42,7 @@ export async function benchPreloadMemory(): Promise<Array<{ model: string; weigh
 const USAGE = benchUsage('npm run bench:preload-memory', 'Memory of a model\'s workers with preload_model off and on.');
 
 if (require.main === module) {
-  runScript(USAGE, benchPreloadMemory, (rows) => {
+  runBench(USAGE, benchPreloadMemory, (rows) => {
     console.log(`| model (${kWorkers} workers) | weights MB | preload_model=false MB | preload_model=true MB |`);
     console.log('|---|---|---|---|');
     for (const r of rows) console.log(`| ${r.model} | ${r.weightsMB.toFixed(1)} | ${r.offMB.toFixed(1)} | ${r.onMB.toFixed(1)} |`);

@@ -10,9 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { addModel } from '../../test/fixtures/onnx-models';
-import { kS3Env, LocalS3 } from '../../test/repository/local-s3';
-import { benchUsage, median, postJson, runScript, startServer } from './harness';
+import { addModel } from '../../harness/onnx-models';
+import { kS3Env, LocalS3 } from '../../harness/local-s3';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
 
 const kMiB = 2 ** 20;
 const kInput = { inputs: { x: [Array(16).fill(0)] } };
@@ -52,7 +54,7 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
   Object.assign(process.env, kS3Env);
   const s3 = await LocalS3.start();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-bench-repo-'));
-  const server = await startServer([s3.properties('bench'), `model_cache_dir=${path.join(work, 'cache')}`, 'load_wait_timeout=300', 'spare_workers=1']);
+  const server = await startBenchServer([s3.properties('bench'), `model_cache_dir=${path.join(work, 'cache')}`, 'load_wait_timeout=300', 'spare_workers=1']);
   const out: RepositoryFigure[] = [];
   try {
     // Untimed: the first load of each kind warms the server's code paths and the SDK's connection.
@@ -104,4 +106,4 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
 
 const USAGE = benchUsage('npm run bench:repository', 'Cold first request of a 1 MB and a 100 MB model from a local S3 server (s3rver) against local disk, and download throughput against cp.');
 
-if (require.main === module) runScript(USAGE, () => benchRepository(), (rows) => console.table(rows));
+if (require.main === module) runBench(USAGE, () => benchRepository(), (rows) => console.table(rows));

@@ -13,7 +13,7 @@ import { benchColdStart } from './cold-start';
 import { benchDataPlane } from './data-plane';
 import { benchDensity } from './density';
 import { benchGrpc } from './grpc';
-import { benchUsage, runScript } from './harness';
+import { benchUsage, runBench } from './bench-run';
 import { benchHotPath } from './hot-path';
 import { benchNoisyNeighbour } from './noisy-neighbour';
 import { benchPreloadMemory } from './preload-memory';
@@ -90,4 +90,4 @@ async function main(): Promise<void> {
 
 const USAGE = benchUsage('npm run bench', 'Every benchmark, one after another; prints one markdown table and writes bench-results/latest.{md,json}.');
 
-runScript(USAGE, main, () => undefined);
+runBench(USAGE, main, () => undefined);

@@ -8,10 +8,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import autocannon from 'autocannon';
-import { processMemoryBytes } from '../../src/server/processes/process-memory';
-import { descendantsOf } from '../../test/helpers/processes';
-import { benchDurations, benchUsage, measure, median, postJson, runScript, startServer } from './harness';
+import { descendantsOf, treePssBytes } from '../../harness/process-probes';
+import { hammer } from '../../harness/load-generator';
+import { benchDurations, benchUsage, measure, runBench, startBenchServer } from './bench-run';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -27,27 +28,16 @@ export interface SharedHosts {
   ratio: number;
 }
 
-async function treePssBytes(root: number): Promise<number> {
-  const sizes = await Promise.all([root, ...descendantsOf(root)].map((pid) => processMemoryBytes(pid)));
-  return sizes.reduce((a, b) => a + b, 0);
-}
-
-/** autocannon at `connections` for `seconds`, each request to a model drawn at random. */
+/** Load at `connections` for `seconds`, each request to a model drawn at random. */
 async function randomModels(url: string, models: number, connections: number, seconds: number): Promise<number> {
-  const r = await autocannon({
-    url, connections, duration: seconds, pipelining: 1,
-    requests: [{
-      method: 'POST', body: MLP_STORE_BODY, headers: { 'content-type': 'application/json' },
-      setupRequest: (req) => ({ ...req, path: `/models/m${Math.floor(Math.random() * models)}/invoke` }),
-    }],
-  });
+  const r = await hammer(url, MLP_STORE_BODY, { connections, seconds, pathOf: () => `/models/m${Math.floor(Math.random() * models)}/invoke` });
   if (r.errors + r.non2xx > 0) throw new Error(`random-model traffic: ${r.errors} errors, ${r.non2xx} non-2xx`);
-  return r.requests.average;
+  return r.rps;
 }
 
 /** `models` tiny models loaded through POST /models, `inFlight` at a time (SageMaker sends loads under traffic). */
 export async function benchSharedHosts(models = process.env.BENCH_QUICK ? 200 : 1000, inFlight = 1): Promise<SharedHosts> {
-  const server = await startServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
+  const server = await startBenchServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
   try {
     writeMlpStore(server.store, models);
     const loads: number[] = [];
@@ -87,5 +77,5 @@ const USAGE = benchUsage('npm run bench:shared-hosts [-- MODELS [IN_FLIGHT]]', '
 
 if (require.main === module) {
   const [models, inFlight] = process.argv.slice(2).map(Number);
-  runScript(USAGE, () => benchSharedHosts(models || undefined, inFlight || 1), (r) => console.log(r));
+  runBench(USAGE, () => benchSharedHosts(models || undefined, inFlight || 1), (r) => console.log(r));
 }

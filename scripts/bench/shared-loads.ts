@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { benchUsage, postJson, runScript, startServer } from './harness';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { postJson } from '../../harness/http-requests';
 import { percentiles, type Percentiles } from './latency';
 import { writeMlpStore } from './mlp-store';
 
@@ -17,7 +18,7 @@ export interface SharedLoadsResult {
 const kInFlight = 8;
 
 export async function benchSharedLoads(loads = process.env.BENCH_QUICK ? 32 : 160): Promise<SharedLoadsResult> {
-  const server = await startServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
+  const server = await startBenchServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
   try {
     writeMlpStore(server.store, 2 * loads + 1);
     let next = 0;
@@ -44,4 +45,4 @@ export async function benchSharedLoads(loads = process.env.BENCH_QUICK ? 32 : 16
 
 const USAGE = benchUsage('npm run bench:shared-loads', 'Shared-mode load latency, one at a time and with 8 loads in flight.');
 
-if (require.main === module) runScript(USAGE, () => benchSharedLoads());
+if (require.main === module) runBench(USAGE, () => benchSharedLoads());

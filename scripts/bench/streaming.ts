@@ -4,8 +4,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { streamInvoke } from '../../test/http/stream-client';
-import { benchUsage, median, postJson, runScript, startServer } from './harness';
+import { streamInvoke } from '../../harness/stream-client';
+import { benchUsage, runBench, startBenchServer } from './bench-run';
+import { median } from '../../harness/statistics';
+import { postJson } from '../../harness/http-requests';
 
 export interface StreamingResult {
   tokens: number;
@@ -14,7 +16,7 @@ export interface StreamingResult {
 }
 
 export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 50): Promise<StreamingResult> {
-  const server = await startServer();
+  const server = await startBenchServer();
   try {
     const source = path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator');
     const dir = path.join(server.store, 'text-generator');
@@ -39,4 +41,4 @@ export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 5
 
 const USAGE = benchUsage('node dist/scripts/bench/streaming.js', 'Time to first chunk against the whole response for the example text-generator.');
 
-if (require.main === module) runScript(USAGE, benchStreaming, (r) => console.log(r));
+if (require.main === module) runBench(USAGE, benchStreaming, (r) => console.log(r));

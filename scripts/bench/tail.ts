@@ -7,7 +7,9 @@
  * (docs/performance.md).
  */
 import path from 'node:path';
-import { benchUsage, postJson, runScript, startBaseline, startServer, writeTinyMlp } from './harness';
+import { benchUsage, runBench, startBaseline, startBenchServer } from './bench-run';
+import { postJson } from '../../harness/http-requests';
+import { writeTinyMlp } from '../../harness/onnx-models';
 import { percentiles, sequentialSamples, type Percentiles } from './latency';
 
 export interface TailResult {
@@ -34,7 +36,7 @@ async function scavengeTotals(url: string): Promise<{ count: number; seconds: nu
 }
 
 export async function benchTail(): Promise<TailResult> {
-  const server = await startServer();
+  const server = await startBenchServer();
   const dir = writeTinyMlp(server.store);
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
@@ -79,4 +81,4 @@ export async function benchTail(): Promise<TailResult> {
 
 const USAGE = benchUsage('npm run bench:tail', 'p50 / p99 / p99.9 at concurrency 1, dedicated and shared, against the in-process server, interleaved.');
 
-if (require.main === module) runScript(USAGE, benchTail);
+if (require.main === module) runBench(USAGE, benchTail);

@@ -3,7 +3,7 @@
  * overhead (worker process start, onnxruntime session creation) plus a part proportional to its
  * size, with some spread; popularity is independent of size.
  */
-import { seededRandom, shuffled, zipfSampler } from './random';
+import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
 
 export interface SimModel {
   readonly name: string;

@@ -1,7 +1,7 @@
 /**
  * The boundary's invariants against a live server (issue 21), shared by the property test
  * (test/hardening/boundary-property.test.ts) and `npm run fuzz`: rounds of canaries and malformed
- * requests (test/helpers/boundary-requests.ts) sent at once to a batching model, so that attacks
+ * requests (harness/boundary-requests.ts) sent at once to a batching model, so that attacks
  * share batches with the canaries. After each round:
  *
  * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
@@ -15,12 +15,13 @@
  * - nothing answered 5xx (implied by the first two).
  */
 import fc from 'fast-check';
-import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../test/helpers/boundary-requests';
-import { startCliServer, type CliServer } from '../../test/helpers/cli';
-import { grpcClients } from '../../test/helpers/grpc';
-import { rssBytes, waitFor } from '../../test/helpers/processes';
-import { loadModel, request, tempDir } from '../../test/helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../harness/boundary-requests';
+import { startCliServer, type CliServer } from '../../harness/cli-server';
+import { grpcClients } from '../../harness/grpc-clients';
+import { rssBytes, waitFor } from '../../harness/process-probes';
+import { loadModel, request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
 
 export type WorkerMode = 'dedicated' | 'shared';
 
@@ -118,14 +119,14 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
 class Monitor {
   peakServer = 0;
   peakWorkers = 0;
-  readonly startServer: number;
-  readonly startWorkers: number;
+  readonly serverRssAtStart: number;
+  readonly workersRssAtStart: number;
   readonly #timer: NodeJS.Timeout;
 
   constructor(private readonly serverPid: number, private readonly pids: readonly number[]) {
     this.#sample();
-    this.startServer = this.peakServer;
-    this.startWorkers = this.peakWorkers;
+    this.serverRssAtStart = this.peakServer;
+    this.workersRssAtStart = this.peakWorkers;
     this.#timer = setInterval(() => this.#sample(), 25);
   }
 
@@ -220,11 +221,11 @@ async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoint
   if (pidsAfter.join() !== pidsBefore.join()) {
     failures.push({ signature: `a ${srv.mode === 'shared' ? 'shared host' : 'worker'} process was replaced`, detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]` });
   }
-  if (monitor.peakServer > monitor.startServer + inFlight * kServerRssGrowth) {
-    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.startServer)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
+  if (monitor.peakServer > monitor.serverRssAtStart + inFlight * kServerRssGrowth) {
+    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.serverRssAtStart)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
   }
-  if (monitor.peakWorkers > monitor.startWorkers + inFlight * kWorkerRssGrowth) {
-    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.startWorkers)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
+  if (monitor.peakWorkers > monitor.workersRssAtStart + inFlight * kWorkerRssGrowth) {
+    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.workersRssAtStart)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
   }
   return { failures, operations: valid.length + round.cases.length, peakServerRss: monitor.peakServer, peakWorkerRss: monitor.peakWorkers };
 }

@@ -12,11 +12,11 @@
  * cache's doing (an invoke loaded the model on demand, or an eviction removed it), not an error.
  */
 import assert from 'node:assert/strict';
-import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { withCliServer, type CliServer } from '../../test/helpers/cli';
-import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../test/helpers/footprint';
-import { rssBytes, workerPidsOf } from '../../test/helpers/processes';
-import { invoke, loadModel, request } from '../../test/helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { withCliServer, type CliServer } from '../../harness/cli-server';
+import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../harness/footprint';
+import { rssBytes, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
 import { CaseReport } from './report';
 
 /** Runs for a time (the long CLI run) or for a number of operations (the test: no clock involved). */

@@ -5,11 +5,11 @@
  * server must say 507 itself, before any worker is killed, and leak nothing along the way.
  */
 import assert from 'node:assert/strict';
-import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { withCliServer } from '../../test/helpers/cli';
-import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../test/helpers/footprint';
-import { rssBytes } from '../../test/helpers/processes';
-import { invoke, loadModel, request } from '../../test/helpers/server';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { withCliServer } from '../../harness/cli-server';
+import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../harness/footprint';
+import { rssBytes } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
 
 export interface EvictionCycleResult extends LeakVerdict {
   /** Loads answered 507 (each then succeeded after an unload). */

@@ -11,11 +11,11 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { withCliServer } from '../../test/helpers/cli';
-import { descendantsOf, fdCount, isAlive, waitFor } from '../../test/helpers/processes';
-import { rawExchange } from '../../test/helpers/raw-http';
-import { loadModel, request } from '../../test/helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { withCliServer } from '../../harness/cli-server';
+import { descendantsOf, fdCount, isAlive, waitFor } from '../../harness/process-probes';
+import { rawExchange } from '../../harness/raw-http';
+import { loadModel, request } from '../../harness/http-requests';
 import { Flags, runCli, UsageError } from '../cli-flags';
 import { fuzzBoundary, type FuzzReport, type WorkerMode } from './boundary-fuzz';
 import { CaseReport } from './report';
@@ -141,7 +141,7 @@ const kUsage = `Usage: npm run fuzz -- [options]
 
 Two fuzzers against live CLI servers (127.0.0.1 only):
   T-H4 http_fuzz   generated raw HTTP/1.x requests over every route; every answer valid HTTP below 500.
-  boundary         issue 21's rounds (test/helpers/boundary-requests.ts): canaries of known answer and
+  boundary         issue 21's rounds (harness/boundary-requests.ts): canaries of known answer and
                    malformed requests over every codec and route (HTTP JSON/CSV/.npy, /v2 JSON and
                    binary, KServe and TorchServe gRPC), sent at once to a batching model. Reports
                    operations, distinct failures and server RSS start -> end.

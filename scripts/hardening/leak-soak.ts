@@ -7,12 +7,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { tgz } from '../../test/artifacts/helpers';
-import { keepsSessions } from '../../test/fixtures/fault-handlers';
-import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { startCliServer, type CliServer } from '../../test/helpers/cli';
-import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../test/helpers/footprint';
-import { invoke, loadModel, request, tempDir } from '../../test/helpers/server';
+import { tgz } from '../../harness/tar-archives';
+import { keepsSessions } from '../../harness/fault-handlers';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { startCliServer, type CliServer } from '../../harness/cli-server';
+import { footprint, leakVerdict, type Footprint, type LeakVerdict } from '../../harness/footprint';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
 
 export interface LeakSoakOptions {
   /** Cycles on one model. */

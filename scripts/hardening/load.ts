@@ -8,16 +8,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { tarHeader, writeTgz } from '../../test/artifacts/helpers';
-import { behaviourHandler } from '../../test/fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../../test/fixtures/onnx-models';
-import { hammer, type Hammered } from '../../test/helpers/autocannon';
-import { withCliServer, type CliServer } from '../../test/helpers/cli';
-import { rssBytes, waitFor } from '../../test/helpers/processes';
-import { timedPing, type TimedPing } from '../../test/helpers/raw-http';
+import { tarHeader, writeTgz } from '../../harness/tar-archives';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { withCliServer, type CliServer } from '../../harness/cli-server';
+import { rssBytes, waitFor } from '../../harness/process-probes';
+import { timedPing, type TimedPing } from '../../harness/raw-http';
 import { pingProblems } from './ping-bounds';
 import { CaseReport } from './report';
-import { loadModel, request } from '../../test/helpers/server';
+import { loadModel, request } from '../../harness/http-requests';
 
 export const kBaselineFile = path.join(__dirname, '..', '..', '..', 'scripts', 'hardening', 'baseline.json');
 const kRow = { inputs: { x: [Array(16).fill(1)] } };
@@ -39,7 +39,7 @@ export function runQueueOverflow(seconds: number): Promise<QueueOverflow> {
     await load(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }));
     const rss: number[] = [];
     const sampler = setInterval(() => rss.push(rssBytes(s.pid)), 250);
-    const run = await hammer(`${s.url}/models/m/invoke`, { sleepMs: 2 }, { connections: 100, seconds });
+    const run = await hammer(`${s.url}/models/m/invoke`, JSON.stringify({ sleepMs: 2 }), { connections: 100, seconds });
     clearInterval(sampler);
     await waitFor(async () => (await request(`${s.url}/models/m`)).body.queueLength === 0, 'the queue to drain');
     return { run, rssGrowthBytes: rss[rss.length - 1]! - rss[rss.length >> 1]! };
@@ -75,7 +75,7 @@ export function runPingUnderPressure(archiveMiB: number, seconds: number): Promi
       }
     })();
     const [run, loaded] = await Promise.all([
-      hammer(`${s.url}/models/m/invoke`, kRow, { connections: 16, seconds }),
+      hammer(`${s.url}/models/m/invoke`, JSON.stringify(kRow), { connections: 16, seconds }),
       loadModel(s, 'big', archive),
     ]);
     busy = false;
@@ -97,9 +97,9 @@ export function runBaseline(seconds: number, warmupSeconds: number, reps = 1): P
     const url = `${s.url}/models/m/invoke`;
     const out: Record<string, Hammered> = {};
     for (const c of [1, 8, 32]) {
-      await hammer(url, kRow, { connections: c, seconds: warmupSeconds });
+      await hammer(url, JSON.stringify(kRow), { connections: c, seconds: warmupSeconds });
       for (let i = 0; i < reps; i++) {
-        const r = await hammer(url, kRow, { connections: c, seconds });
+        const r = await hammer(url, JSON.stringify(kRow), { connections: c, seconds });
         if (!out[`c${c}`] || r.p99 < out[`c${c}`]!.p99) out[`c${c}`] = r;
       }
     }

@@ -3,16 +3,12 @@
  * T-P2): p99 under 200 ms, none over 2 s, connections accepted within 250 ms. The bounds here are
  * those, made generous for a shared 2-core machine (2.5× the p99 and connect, 2× the max).
  */
-import type { TimedPing } from '../../test/helpers/raw-http';
+import type { TimedPing } from '../../harness/raw-http';
+import { percentile } from '../../harness/statistics';
 
 const kP99Ms = 500;
 const kMaxMs = 4000;
 const kConnectMs = 625;
-
-function percentile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * q))] ?? NaN;
-}
 
 export function pingProblems(pings: readonly TimedPing[], atLeast = 10): string[] {
   const ok = pings.filter((p) => p.status === 200);

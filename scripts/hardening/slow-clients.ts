@@ -5,7 +5,7 @@
  * how long each probe took to connect and to be answered.
  */
 import net from 'node:net';
-import { parseResponses, timedPing, type TimedPing } from '../../test/helpers/raw-http';
+import { parseResponses, timedPing, type TimedPing } from '../../harness/raw-http';
 import { pingProblems } from './ping-bounds';
 
 export interface SlowClientsOptions {

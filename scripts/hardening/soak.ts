@@ -8,7 +8,7 @@
  * T-H5 runs alongside the others (it sends a request a minute); the rest run one after another.
  */
 import { kDefaultLimits } from '../../src/http/listener';
-import { withCliServer } from '../../test/helpers/cli';
+import { withCliServer } from '../../harness/cli-server';
 import { runEvictionCycle } from './eviction-cycle';
 import { keepAliveProblems } from './keepalive';
 import { runLeakSoak } from './leak-soak';

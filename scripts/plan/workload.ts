@@ -3,7 +3,7 @@
  * from an inventory CSV (`model,size_mb,requests_per_minute`, turned into a seeded Poisson stream)
  * or from a trace CSV of real requests (`time_ms,model,size_mb`).
  */
-import { seededRandom, weightedSampler } from '../cache-sim/random';
+import { seededRandom, weightedSampler } from '../../harness/random';
 import type { SimRequest } from '../cache-sim/traces';
 import { MiB } from './assumptions';
 

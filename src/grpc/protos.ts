@@ -1,7 +1,7 @@
 /**
  * The two gRPC services' definitions, loaded from the .proto files in proto/ (KServe's
  * inference.GRPCInferenceService and TorchServe's InferenceAPIsService). The server and every
- * client here (tests, scripts/mme-client, the bench) load them the same way.
+ * client here (tests, src/cli/mme-client, the bench) load them the same way.
  */
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';

@@ -9,8 +9,9 @@ import * as tar from 'tar';
 import { DEFAULT_ARCHIVE_LIMITS } from '../../src/artifacts/extract-archive';
 import { ArchiveLimits, resolveArtifact } from '../../src/artifacts/model-artifact';
 import { ErrorCode } from '../../src/errors';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { assertMmeError, TarEntrySpec, tgz, useTempDir } from './helpers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { assertMmeError, useTempDir } from './helpers';
+import { TarEntrySpec, tgz } from '../../harness/tar-archives';
 
 const MODEL = addModel();
 

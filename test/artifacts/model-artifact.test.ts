@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveArtifact } from '../../src/artifacts/model-artifact';
-import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { addModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { assertMmeError, useTempDir } from './helpers';
 
 const MODEL = addModel();

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseModelConfig, readModelConfig } from '../../src/artifacts/model-config';
 import { resolveArtifact } from '../../src/artifacts/model-artifact';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { assertMmeError, useTempDir } from './helpers';
 
 describe('model-config.json', () => {

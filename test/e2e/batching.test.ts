@@ -3,10 +3,11 @@
  * session.run, and each caller still gets exactly its own rows back.
  */
 import assert from 'node:assert/strict';
-import { behaviourHandler } from '../fixtures/fault-handlers';
+import { behaviourHandler } from '../../harness/fault-handlers';
 import { assertRowsClose } from '../helpers/assert-close';
-import { addModel, identityModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { invoke, loadModel, startServer, type TestServer } from '../helpers/server';
+import { addModel, identityModel, mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { invoke, loadModel } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 describe('dynamic batching', () => {
   let t: TestServer;
@@ -14,7 +15,7 @@ describe('dynamic batching', () => {
   const specB = { sizes: [4, 16, 3], seed: 12 };
 
   before(async () => {
-    t = await startServer();
+    t = await startTestServer();
     const batching = { batch_size: 8, max_batch_delay: 2000 };
     const loads = await Promise.all([
       loadModel(t, 'a', writeModelDir(t.store, 'a', mlpModel(specA)), batching),

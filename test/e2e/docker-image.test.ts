@@ -9,14 +9,15 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { connect, modelInferRequest, unaryCall, v2Response } from '../../scripts/grpc-calls';
+import { connect, modelInferRequest, unaryCall, v2Response } from '../../src/cli/grpc-calls';
 import type { V2InferRequest } from '../../src/oip/types';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor } from '../helpers/processes';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { freePort } from '../../harness/cli-server';
+import { request, type JsonResponse } from '../../harness/http-requests';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
@@ -67,38 +68,10 @@ async function podmanUnready(): Promise<string | null> {
   return null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Reply {
-  status: number;
-  text: string;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function http(url: string, init: RequestInit & { json?: unknown; timeoutMs?: number } = {}): Promise<Reply> {
-  const { json, timeoutMs = 10_000, ...rest } = init;
-  const res = await fetch(url, {
-    ...rest,
-    signal: AbortSignal.timeout(timeoutMs),
-    ...(json === undefined ? {} : { body: JSON.stringify(json), headers: { 'content-type': 'application/json', ...(rest.headers as Record<string, string>) } }),
-  });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, text, body };
+/** The harness's request, bounded by `timeoutMs` (default 10 s), so that a container that stops answering fails the test. */
+function http(url: string, init: RequestInit & { json?: unknown; timeoutMs?: number } = {}): Promise<JsonResponse> {
+  const { timeoutMs = 10_000, ...rest } = init;
+  return request(url, { ...rest, signal: AbortSignal.timeout(timeoutMs) });
 }
 
 /** Polls GET /ping until 200; returns ms from `since`. */

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { startCliServer, type CliServer } from '../helpers/cli';
-import { waitFor } from '../helpers/processes';
-import { request } from '../helpers/server';
+import { startCliServer, type CliServer } from '../../harness/cli-server';
+import { waitFor } from '../../harness/process-probes';
+import { request } from '../../harness/http-requests';
 
 const kRoot = path.resolve(__dirname, '../../..');
 

@@ -8,11 +8,12 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { freePort, kMain, withCliServer } from '../helpers/cli';
-import { waitFor } from '../helpers/processes';
-import { invoke, loadModel, request, tempDir, testProperties } from '../helpers/server';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { freePort, kMain, withCliServer } from '../../harness/cli-server';
+import { waitFor } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { tempDir, testProperties } from '../../harness/test-server';
 
 const kModel = mlpModel({ sizes: [2, 2, 1], seed: 1 });
 /** A handler that writes to its stdout while loading: a worker's output line. */

@@ -19,8 +19,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import newman, { type NewmanRunSummary } from 'newman';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { startServer, type TestServer } from '../helpers/server';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 /** The repository root: the nearest ancestor of this file (test/e2e or dist/test/e2e) with a package.json. */
 function repoRoot(): string {
@@ -52,7 +52,7 @@ function modelDir(t: TestServer, name: string): string {
 
 function environment(t: TestServer, extra: Record<string, string> = {}): Json {
   const port = new URL(t.managementUrl).port;
-  assert.equal(new URL(t.url).port, port, 'startServer serves both APIs on one listener');
+  assert.equal(new URL(t.url).port, port, 'startTestServer serves both APIs on one listener');
   // 127.0.0.1, not localhost: Node 20 may resolve localhost to ::1, and the server binds IPv4.
   const values: Record<string, string> = { protocol: 'http', hostname: '127.0.0.1', 'mgmt-port': port, 'pred-port': port, ...extra };
   return { name: 'mme-peer-tests', values: Object.entries(values).map(([key, value]) => ({ key, value, enabled: true })) };
@@ -206,7 +206,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
         console.log(`      skipping: ${file} is missing (CI clones the repository next to shared/)`);
         this.skip();
       }
-      t = await startServer();
+      t = await startTestServer();
     });
     after(async () => {
       await t?.close();
@@ -242,7 +242,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
         console.log(`      skipping: ${dir}/management_data.json is missing (CI clones the repository next to shared/)`);
         this.skip();
       }
-      t = await startServer();
+      t = await startTestServer();
     });
     after(async () => {
       await t?.close();

@@ -5,11 +5,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { behaviourHandler, slowLoading } from '../fixtures/fault-handlers';
+import { behaviourHandler, slowLoading } from '../../harness/fault-handlers';
 import { WorkerHandle } from '../../src/server/workers/worker-handle';
-import { addModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { addModel, mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
 const row = [[1, 2, 3, 4]];
@@ -33,7 +34,7 @@ describe('self-managed model cache', () => {
   it('loads a model from model_store on first invoke, by every route', async () => {
     const store = tempDir('mme-store-');
     fillStore(store, 3);
-    t = await startServer('model_cache=on', { store });
+    t = await startTestServer('model_cache=on', { store });
     assertMlp(await invoke(t, 'm0', row), 0);
     assertMlp(await request(`${t.url}/invocations`, { method: 'POST', json: row, headers: { 'X-Amzn-SageMaker-Target-Model': 'prefix/m1.tar.gz' } }), 1);
     assertMlp(await request(`${t.url}/invocations`, { method: 'POST', json: row, headers: { serve_multiplexed_model_id: 'm2' } }), 2);
@@ -51,7 +52,7 @@ describe('self-managed model cache', () => {
   it('serves 30 concurrent invokes of an unloaded model with exactly one load', async () => {
     const store = tempDir('mme-store-');
     fillStore(store, 1);
-    t = await startServer('model_cache=on', { store });
+    t = await startTestServer('model_cache=on', { store });
     const results = await Promise.all(Array.from({ length: 30 }, () => invoke(t, 'm0', row)));
     for (const r of results) assertMlp(r, 0);
     assert.equal(t.server.manager.stats.loads, 1);
@@ -62,7 +63,7 @@ describe('self-managed model cache', () => {
   it('evicts the least recently used model at max_loaded_models (lru)', async () => {
     const store = tempDir('mme-store-');
     fillStore(store, 4);
-    t = await startServer('model_cache=on\nmax_loaded_models=3\neviction_policy=lru', { store });
+    t = await startTestServer('model_cache=on\nmax_loaded_models=3\neviction_policy=lru', { store });
     for (const name of ['m0', 'm1', 'm2']) assert.equal((await invoke(t, name, row)).status, 200);
     assert.equal((await invoke(t, 'm0', row)).status, 200); // m0 is now the most recent; m1 the least
     assertMlp(await invoke(t, 'm3', row), 3);
@@ -78,7 +79,7 @@ describe('self-managed model cache', () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'busy', addModel(), { 'handler.js': behaviourHandler });
     fillStore(store, 1);
-    t = await startServer('model_cache=on\nmax_loaded_models=1', { store });
+    t = await startTestServer('model_cache=on\nmax_loaded_models=1', { store });
     const gate = path.join(tempDir('mme-gate-'), 'open');
     assert.equal((await invoke(t, 'busy', { echo: 'warm' })).status, 200);
     const model = t.server.manager.get('busy');
@@ -97,7 +98,7 @@ describe('self-managed model cache', () => {
   it('does not reload a broken model on every request', async () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'broken', Buffer.from('not onnx'));
-    t = await startServer('model_cache=on\nload_failure_cache_seconds=600', { store });
+    t = await startTestServer('model_cache=on\nload_failure_cache_seconds=600', { store });
     const first = await invoke(t, 'broken', row);
     assert.equal(first.status, 400);
     assert.equal(first.body.errorCode, 'MME_ERR_INVALID_MODEL');
@@ -116,7 +117,7 @@ exports.initialize = () => { if (!fs.existsSync(marker)) { fs.writeFileSync(mark
 exports.handle = async (requests) => requests.map(() => '{"ok":true}');
 `;
     writeModelDir(store, 'victim', addModel(), { 'handler.js': killedOnce });
-    t = await startServer('model_cache=on\nload_failure_cache_seconds=600', { store });
+    t = await startTestServer('model_cache=on\nload_failure_cache_seconds=600', { store });
     const first = await invoke(t, 'victim', { echo: 1 });
     assert.equal(first.status, 507, first.text);
     const again = await invoke(t, 'victim', { echo: 2 });
@@ -127,7 +128,7 @@ exports.handle = async (requests) => requests.map(() => '{"ok":true}');
   it('answers 503 with Retry-After when a load outlasts load_wait_timeout, and the load goes on', async () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'slow', addModel(), { 'handler.js': slowLoading });
-    t = await startServer('model_cache=on\nload_wait_timeout=0.2', { store });
+    t = await startTestServer('model_cache=on\nload_wait_timeout=0.2', { store });
     const res = await invoke(t, 'slow', { echo: 1 });
     assert.equal(res.status, 503);
     assert.equal(res.body.errorCode, 'MME_ERR_MODEL_LOADING');
@@ -144,7 +145,7 @@ describe('memory admission', () => {
   });
 
   it('answers 507 before starting any process when a model cannot fit (SageMaker mode: no eviction)', async () => {
-    t = await startServer('model_cache=off\nmodel_memory_budget_mb=1');
+    t = await startTestServer('model_cache=off\nmodel_memory_budget_mb=1');
     const dir = writeModelDir(t.store, 'm', mlpModel(spec(1)));
     const spawnedBefore = WorkerHandle.spawned;
     const res = await loadModel(t, 'm', dir);
@@ -155,7 +156,7 @@ describe('memory admission', () => {
   });
 
   it('answers 507 at max_loaded_models in SageMaker mode, and loads again after an unload', async () => {
-    t = await startServer('model_cache=off\nmax_loaded_models=1');
+    t = await startTestServer('model_cache=off\nmax_loaded_models=1');
     assert.equal((await loadModel(t, 'a', writeModelDir(t.store, 'a', mlpModel(spec(1))))).status, 200);
     const second = await loadModel(t, 'b', writeModelDir(t.store, 'b', mlpModel(spec(2))));
     assert.equal(second.status, 507);
@@ -167,7 +168,7 @@ describe('memory admission', () => {
   it('evicts to fit the memory budget when the cache is on, and reports memory per model', async () => {
     // Three workers of this model measure 85-100 MB of PSS together (shared pages split among them),
     // so 90 MB was a coin toss; 70 MB holds one or two, never three.
-    t = await startServer('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru');
+    t = await startTestServer('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru');
     for (const name of ['a', 'b', 'c']) {
       const res = await loadModel(t, name, writeModelDir(t.store, name, mlpModel(spec(3))));
       assert.equal(res.status, 200, res.text);

@@ -5,10 +5,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
 import { findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../scripts/fleet/nginx';
-import { connect, type GrpcClients } from '../../scripts/grpc-calls';
+import { connect, type GrpcClients } from '../../src/cli/grpc-calls';
 import { serviceDefinitions } from '../../src/grpc/protos';
-import { freePort } from '../helpers/cli';
-import { tempDir } from '../helpers/server';
+import { freePort } from '../../harness/cli-server';
+import { tempDir } from '../../harness/test-server';
 
 const kNginxDir = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx');
 

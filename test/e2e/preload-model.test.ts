@@ -5,10 +5,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 describe('preload_model', () => {
   let t: TestServer;
@@ -16,7 +17,7 @@ describe('preload_model', () => {
   const weights = mlpModel({ sizes: [256, 4096, 256] });
 
   beforeEach(async () => {
-    t = await startServer();
+    t = await startTestServer();
   });
   afterEach(async () => {
     await t.close();

@@ -8,9 +8,10 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startCli, type CliServer } from '../helpers/cli';
-import { waitFor } from '../helpers/processes';
-import { request, tempDir } from '../helpers/server';
+import { startCli, type CliServer } from '../../harness/cli-server';
+import { waitFor } from '../../harness/process-probes';
+import { request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
 
 // Compiled to dist/test/e2e/, so the repo root is three levels up.
 const kRoot = path.resolve(__dirname, '../../..');
@@ -52,7 +53,7 @@ describe('README quick start (npm start with the repository config.properties, f
     assert.match(config, /^grpc_inference_port=7070$/m, 'the repository config turns gRPC on, as the tour uses it');
     const file = path.join(tempDir('mme-quick-start-'), 'config.properties');
     fs.writeFileSync(file, config.replace(/^grpc_inference_port=7070$/m, 'grpc_inference_port=0'));
-    s = await startCli(['--mms-config', file], {}, [], kRoot);
+    s = await startCli(['--mms-config', file], { cwd: kRoot });
   });
 
   it('loads the four example models of model-store/ from the relative model_store', async () => {

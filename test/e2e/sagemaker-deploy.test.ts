@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { localAwsEnv } from '../helpers/aws-endpoint';
-import { runScript } from '../helpers/run-script';
+import { runNodeScript } from '../../harness/run-node-script';
 import { FakeSageMaker } from './fake-sagemaker';
 
 const kImage = '123456789012.dkr.ecr.us-east-1.amazonaws.com/sagemaker-mme-node:1';
@@ -12,7 +12,7 @@ describe('npm run deploy:sagemaker (real SDK against a local SageMaker API)', ()
   beforeEach(async () => { fake = await FakeSageMaker.start(); });
   afterEach(() => fake.close());
 
-  const deploy = (...args: string[]) => runScript('sagemaker/deploy', ['--endpoint', 'ep', '--poll-seconds', '0', ...args], localAwsEnv({ SAGEMAKER: fake.url }));
+  const deploy = (...args: string[]) => runNodeScript('sagemaker/deploy', ['--endpoint', 'ep', '--poll-seconds', '0', ...args], localAwsEnv({ SAGEMAKER: fake.url }));
   const fullArgs = ['--image', kImage, '--role', kRole, '--bucket', 'my-bucket', '--prefix', '/mme/models/', '--instance-type', 'ml.c5.xlarge', '--instance-count', '2'];
 
   it('creates a MultiModel model, its endpoint config and the endpoint, and waits for InService', async () => {

@@ -7,10 +7,11 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { freePort, kMain, startCli } from '../helpers/cli';
-import { isAlive, waitFor, workerPidsOf } from '../helpers/processes';
-import { request, tempDir } from '../helpers/server';
+import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { freePort, kMain, startCli } from '../../harness/cli-server';
+import { isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
+import { request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
 
 describe('the CLI server (npm start -- --mms-config FILE)', () => {
   const spec = { sizes: [4, 8, 3], seed: 3 };
@@ -29,7 +30,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('runs the SageMaker flow: load → list → invoke → unload → invoke is 404', async () => {
-    const s = await startCli(['--mms-config', configFile], { TEST_PORT: '0' });
+    const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
     try {
       const url = path.join(dir, 'tenant-a');
       const load = await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'a1b2c3', url }, headers: { 'X-Amzn-SageMaker-Target-Model': 'tenant-a.tar.gz' } });
@@ -48,7 +49,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
 
   it('overrides the port of both addresses with SAGEMAKER_BIND_TO_PORT', async () => {
     const port = await freePort();
-    const s = await startCli(['--mms-config', configFile], { TEST_PORT: '1', SAGEMAKER_BIND_TO_PORT: String(port) });
+    const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '1', SAGEMAKER_BIND_TO_PORT: String(port) } });
     try {
       assert.equal(s.url, `http://127.0.0.1:${port}`);
       assert.equal((await request(`${s.url}/ping`)).status, 200);
@@ -59,7 +60,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('loads --models at start-up from --model-store', async () => {
-    const s = await startCli(['--mms-config', configFile, '--model-store', dir, '--models', 'tenant-a'], { TEST_PORT: '0' });
+    const s = await startCli(['--mms-config', configFile, '--model-store', dir, '--models', 'tenant-a'], { env: { TEST_PORT: '0' } });
     try {
       await waitFor(async () => (await request(`${s.url}/models`)).body.models.length === 1, 'the startup model to load');
       const inv = await request(`${s.url}/models/tenant-a/invoke`, { method: 'POST', json: [[0, 0, 0, 0]] });
@@ -79,7 +80,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('T-F5 parent_sigkill_no_orphans: leaves no worker behind when the server itself is SIGKILLed', async () => {
-    const s = await startCli(['--mms-config', configFile], { TEST_PORT: '0' });
+    const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
     const load = await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a'), initial_workers: 2 } });
     assert.equal(load.status, 200);
     const pids = workerPidsOf(s.child.pid!);
@@ -90,7 +91,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('stops every worker and exits 0 on SIGTERM', async () => {
-    const s = await startCli(['--mms-config', configFile], { TEST_PORT: '0' });
+    const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
     assert.equal((await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a') } })).status, 200);
     const pids = workerPidsOf(s.child.pid!);
     s.child.kill('SIGTERM');

@@ -4,9 +4,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import * as tar from 'tar';
 import { LocalAwsEndpoint, localAwsEnv, replyAwsJson, type AwsRequest } from '../helpers/aws-endpoint';
-import { runScript } from '../helpers/run-script';
-import { tempDir } from '../helpers/server';
-import { mlpModel } from '../fixtures/onnx-models';
+import { runNodeScript } from '../../harness/run-node-script';
+import { tempDir } from '../../harness/test-server';
+import { mlpModel } from '../../harness/onnx-models';
 
 /** The entries of a .tar.gz: path → content. */
 function untar(gz: Buffer): Map<string, Buffer> {
@@ -29,7 +29,7 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
     });
   });
   afterEach(() => s3.close());
-  const upload = (...args: string[]) => runScript('sagemaker/upload-models', args, localAwsEnv({ S3: s3.url }));
+  const upload = (...args: string[]) => runNodeScript('sagemaker/upload-models', args, localAwsEnv({ S3: s3.url }));
 
   function store(): string {
     const dir = tempDir('mme-upload-');
@@ -93,7 +93,7 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
       res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-invoked-production-variant': 'AllTraffic' });
       res.end('{"outputs":{"output":[[0.1,0.2,0.3]]}}');
     });
-    const run = await runScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'nested/mlp.tar.gz', '--body', '{"inputs":{"input":[[1,2,3,4]]}}', '--accept', 'application/json'],
+    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'nested/mlp.tar.gz', '--body', '{"inputs":{"input":[[1,2,3,4]]}}', '--accept', 'application/json'],
       localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout, '{"outputs":{"output":[[0.1,0.2,0.3]]}}');
@@ -113,7 +113,7 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
       { 'x-amzn-errortype': 'ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/' }));
     const file = path.join(tempDir(), 'body.json');
     fs.writeFileSync(file, '[[1,2,3]]');
-    const run = await runScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'mlp.tar.gz', '--body', `@${file}`], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
+    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'mlp.tar.gz', '--body', `@${file}`], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
     assert.equal(run.code, 1);
     assert.equal(runtime.requests[0]!.body.toString(), '[[1,2,3]]');
     assert.match(run.stderr, /error: ModelError: Received client error \(400\) from model with message "input has shape \[1, 3\]"/);
@@ -121,7 +121,7 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
 
   it('gives a usage error for a missing target model', async () => {
     runtime = await LocalAwsEndpoint.start((_req, res) => res.end());
-    const run = await runScript('sagemaker/invoke', ['--endpoint', 'ep', '--body', '{}'], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
+    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--body', '{}'], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--target-model is required/);
     assert.equal(runtime.requests.length, 0);

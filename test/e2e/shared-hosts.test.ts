@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, mlpForward, mlpModel, slowMatmulModel, writeModelDir } from '../fixtures/onnx-models';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, mlpForward, mlpModel, slowMatmulModel, writeModelDir } from '../../harness/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
 const rows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
@@ -27,7 +28,7 @@ describe('shared worker hosts (worker_mode=shared)', function () {
     let t: TestServer;
     const names = Array.from({ length: 24 }, (_, i) => `m${i}`);
     before(async () => {
-      t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off');
+      t = await startTestServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off');
       await loadMlps(t, names);
     });
     after(async () => t.close());
@@ -83,7 +84,7 @@ describe('shared worker hosts run their models side by side: a slow model never 
   afterEach(async () => t?.close());
 
   it('answers a tiny model\'s requests while a slow neighbour\'s batch is held in the same host, then the slow one; describe shows each model\'s share of the host', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': behaviourHandler }))).status, 200);
     await loadMlps(t, ['tiny']);
     const [hostPid] = workerPidsOf(process.pid);
@@ -118,7 +119,7 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
   afterEach(async () => t?.close());
 
   it('moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, places new models elsewhere, and reports each model\'s run time', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true');
+    t = await startTestServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true');
     const tinies = ['tiny0', 'tiny1', 'tiny2', 'tiny3'];
     // Tiny ones first, spread over both hosts by memory; the heavy one then joins one of them.
     await loadMlps(t, tinies);
@@ -167,7 +168,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     { how: 'exits', cmd: { exit: 3 }, status: 500, code: 'MME_ERR_WORKER_DIED', log: /shared host .* exited with code 3/ },
     { how: 'is SIGKILLed (the OOM killer\'s signature)', cmd: { kill: true }, status: 507, code: 'MME_ERR_INSUFFICIENT_MEMORY', log: /shared host .* was killed by SIGKILL \(exit reason: oom\)/ },
   ]) it(`a host that ${death.how} fails only its running request (${death.status}); the other model's requests are answered meanwhile, and the ones queued behind it after the model reloads`, async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);
     const go = path.join(tempDir(), 'go');
@@ -195,7 +196,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 
   it('a host that dies while two models run fails the running request of each, names the other model in each error, and requeues what waited behind them', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);
     const dir = tempDir();
@@ -220,7 +221,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 
   it('a host killed for one model\'s timeout tells another model\'s running request which model it was', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'slow', behaviourModel('slow'), { response_timeout: 2 })).status, 200);
     assert.equal((await loadModel(t, 'busy', behaviourModel('busy'))).status, 200);
     const never = path.join(tempDir(), 'never');
@@ -237,7 +238,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
 
   it('answers 507 when the memory budget is spent, starting nothing; with the cache on it evicts instead', async () => {
     const big = (seed: number) => mlpModel({ sizes: [4, 1024, 1024, 3], seed });
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nmodel_memory_budget_mb=120');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nmodel_memory_budget_mb=120');
     const pids = () => workerPidsOf(process.pid).sort();
     let fitted = 0;
     let refused: Awaited<ReturnType<typeof loadModel>> | null = null;
@@ -257,7 +258,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assert.ok(fitted >= 2, `${fitted} models of ~6 MB fit next to the host`);
     await t.close();
 
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=on\nmodel_memory_budget_mb=120');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=on\nmodel_memory_budget_mb=120');
     // Twice what fitted before: a model's measured cost varies with what memory its load could reuse.
     const loads = fitted * 2 + 4;
     for (let i = 0; i < loads; i++) {
@@ -274,7 +275,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 
   it('recycles a host that keeps freed memory: models move to a new host under traffic and no request is lost', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nshared_worker_recycle_mb=1');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off\nshared_worker_recycle_mb=1');
     const names = Array.from({ length: 6 }, (_, i) => `k${i}`);
     await loadMlps(t, names);
     const [oldPid] = workerPidsOf(process.pid);
@@ -314,7 +315,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 
   it('caps each host at max_models_per_worker: a load that finds every host full is 503 with the fix, and leaves nothing behind', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmax_models_per_worker=2\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmax_models_per_worker=2\nmodel_cache=off');
     await loadMlps(t, ['c1', 'c2']);
     const res = await loadModel(t, 'c3', writeModelDir(t.store, 'c3', mlpModel(spec(3))));
     assert.equal(res.status, 503, res.text);
@@ -326,7 +327,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 
   it('runs a model whose model-config.json insists on dedicated mode in a process of its own, whatever the load asks', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     await loadMlps(t, ['s1']);
     const hosts = workerPidsOf(process.pid);
     const dir = writeModelDir(t.store, 'own', mlpModel(spec(9)), { 'model-config.json': JSON.stringify({ workerMode: 'dedicated' }) });
@@ -359,7 +360,7 @@ exports.handle = async (requests, ctx) => {
 `;
 
   it('bad input, a handler that throws, a handler that returns garbage and a failed load beside it leave the other model\'s requests and the host untouched', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const x = Array.from({ length: 16 }, (_, i) => i / 4);
     const canary = { inputs: { x: [x] } };
     const expected = [x.map((v) => v + 1)];

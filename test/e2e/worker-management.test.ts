@@ -1,16 +1,17 @@
 /**
  * MMS-grade worker management against real worker processes: bounded queues, job tickets,
- * timeouts, crash recovery with back-off, scaling. Fault fixtures (test/fixtures/fault-handlers.ts)
+ * timeouts, crash recovery with back-off, scaling. Fault fixtures (harness/fault-handlers.ts)
  * make workers slow, hang, crash or die on demand; a barrier file holds a worker busy until the
  * test releases it, so ordering never depends on timing.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { isAlive, waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 describe('worker management', () => {
   let t: TestServer;
@@ -18,7 +19,7 @@ describe('worker management', () => {
   let n = 0;
 
   beforeEach(async () => {
-    t = await startServer();
+    t = await startTestServer();
     barrier = path.join(tempDir('mme-barrier-'), 'open');
   });
   afterEach(async () => {

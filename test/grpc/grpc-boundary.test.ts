@@ -11,12 +11,13 @@ import { Client, credentials, Metadata, status as Status, type ClientDuplexStrea
 import { serviceDefinitions } from '../../src/grpc/protos';
 import { DETAILS_LIMIT, toServiceError } from '../../src/grpc/status';
 import { MmeError } from '../../src/errors';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
-import { failure, grpcClients, unary, type GrpcClients } from '../helpers/grpc';
-import { rssBytes, waitFor } from '../helpers/processes';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
+import { failure, grpcClients, unary, type GrpcClients } from '../../harness/grpc-clients';
+import { rssBytes, waitFor } from '../../harness/process-probes';
 import { field, text, varint } from '../helpers/protobuf-wire';
-import { loadModel, startServer, tempDir, type TestServer } from '../helpers/server';
+import { loadModel } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
@@ -57,7 +58,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
   let t: TestServer;
   let c: GrpcClients;
   before(async () => {
-    t = await startServer('grpc_inference_port=0');
+    t = await startTestServer('grpc_inference_port=0');
     const loads = [
       loadModel(t, 'multi', writeModelDir(t.store, 'multi', multiIoModel())),
       loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel({ sizes: [4, 8, 3] }))),
@@ -286,7 +287,7 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
   let c: GrpcClients;
   let log: string;
   before(async () => {
-    t = await startServer('grpc_inference_port=0');
+    t = await startTestServer('grpc_inference_port=0');
     log = path.join(tempDir('mme-stream-'), 'ran');
     const r = await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': countingSlowHandler }), { job_queue_size: kQueue });
     assert.equal(r.status, 200, r.text);

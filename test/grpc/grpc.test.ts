@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Metadata, status as Status, type ClientReadableStream, type ClientDuplexStream } from '@grpc/grpc-js';
-import { behaviourHandler, slowLoading } from '../fixtures/fault-handlers';
-import { addModel, identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
-import { failure, grpcClients, unary, type GrpcClients } from '../helpers/grpc';
-import { waitFor } from '../helpers/processes';
-import { loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { behaviourHandler, slowLoading } from '../../harness/fault-handlers';
+import { addModel, identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
+import { failure, grpcClients, unary, type GrpcClients } from '../../harness/grpc-clients';
+import { waitFor } from '../../harness/process-probes';
+import { loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 // Compiled to dist/test/grpc/, so the repo root is three levels up.
 const GENERATOR_DIR = path.resolve(__dirname, '../../../model-store/text-generator');
@@ -35,7 +36,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
   const barrier = path.join(tempDir('mme-grpc-'), 'release');
   before(async () => {
     const store = tempDir('mme-store-');
-    t = await startServer(`grpc_inference_port=0\nmax_request_size=4096\nload_wait_timeout=0.2\nmodel_roots=${path.dirname(GENERATOR_DIR)},${store}`, { store });
+    t = await startTestServer(`grpc_inference_port=0\nmax_request_size=4096\nload_wait_timeout=0.2\nmodel_roots=${path.dirname(GENERATOR_DIR)},${store}`, { store });
     writeModelDir(t.store, 'slow', addModel(), { 'handler.js': slowLoading });
     const loads = [
       loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel(kMlp))),

@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { OIP_MEDIA_TYPE } from '../../src/oip/binary-body';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { deep, npyBody as npy } from '../helpers/boundary-requests';
-import { workerPidsOf } from '../helpers/processes';
-import { loadModel, request, startServer, type JsonResponse, type TestServer } from '../helpers/server';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { deep, npyBody as npy } from '../../harness/boundary-requests';
+import { workerPidsOf } from '../../harness/process-probes';
+import { type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 5 };
 const kHonest = JSON.stringify({ inputs: { input: [[1, 2, 3, 4], [0.5, -1, 0, 2]] } });
@@ -43,7 +44,7 @@ for (const mode of ['dedicated', 'shared'] as const) {
     }
 
     before(async () => {
-      t = await startServer(mode === 'shared' ? 'worker_mode=shared\nshared_workers=1\nmodel_cache=off' : 'model_cache=off');
+      t = await startTestServer(mode === 'shared' ? 'worker_mode=shared\nshared_workers=1\nmodel_cache=off' : 'model_cache=off');
       const loaded = await loadModel(t, 'm', writeModelDir(t.store, 'm', mlpModel(kMlp)), { batch_size: 2, max_batch_delay: 30_000 });
       assert.equal(loaded.status, 200, loaded.text);
       // Solo: a batch of one fills only with a partner, so the solo answer comes from two honest requests.

@@ -1,7 +1,7 @@
 /**
  * Issue 21's property test: hostile input costs nothing and never reaches another caller's answer.
  *
- * fast-check generates rounds (test/helpers/boundary-requests.ts): 1–4 malformed requests and
+ * fast-check generates rounds (harness/boundary-requests.ts): 1–4 malformed requests and
  * canaries (valid requests of known answer) for the rest of 8, over every codec and route
  * (SageMaker invoke, /invocations and /predictions with JSON in all four shapes, CSV and .npy; /v2
  * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions). A round goes at
@@ -18,9 +18,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { formatFailures, kBatched, kServerRssGrowth, retainedRssProblems, runRound, startBoundaryServer, type BoundaryServer, type WorkerMode } from '../../scripts/hardening/boundary-fuzz';
-import { kRoundSize, roundArb, type Round, type ValidCase } from '../helpers/boundary-requests';
-import { rssBytes } from '../helpers/processes';
-import { request } from '../helpers/server';
+import { kRoundSize, roundArb, type Round, type ValidCase } from '../../harness/boundary-requests';
+import { rssBytes } from '../../harness/process-probes';
+import { request } from '../../harness/http-requests';
 
 /** Generated rounds per worker mode: a round (one full batch, its solo answers first) takes ~0.15 s. */
 const kRuns = Number(process.env.BOUNDARY_RUNS ?? 100);

@@ -7,10 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FramedProcess } from '../../src/server/processes/framed-process';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, externalDataModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, externalDataModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const row = { inputs: { x: [Array(16).fill(1)] } };
 
@@ -34,7 +35,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
   afterEach(async () => t?.close());
 
   it('PUT /models/{name}?min_worker=12 under a 150 MB budget answers 200 and starts 12 workers: scale() never asks admission', async () => {
-    t = await startServer('worker_mode=dedicated\nmodel_cache=off\nmodel_memory_budget_mb=150');
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=off\nmodel_memory_budget_mb=150');
     assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', mlpModel({ sizes: [4, 8, 3] })))).status, 200);
     const pids = workerPidsOf(process.pid);
     const spawned = FramedProcess.spawned;
@@ -54,7 +55,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
   });
 
   it('a load request\'s handler that is a symbolic link out of the model directory is followed and run; the same file named in model-config.json is refused', async () => {
-    t = await startServer('worker_mode=dedicated\nmodel_cache=off');
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     const outside = tempDir('mme-outside-');
     const marker = path.join(outside, 'ran');
     fs.writeFileSync(path.join(outside, 'evil.js'), evidenceHandler(marker));
@@ -94,7 +95,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
   });
 
   it('a management error shows the server\'s model_store path ("Model not found in model store: /…/elsewhere")', async () => {
-    t = await startServer('worker_mode=dedicated\nmodel_cache=off');
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     const store = t.store;
     fs.mkdirSync(path.join(store, 'empty'));
     writeModelDir(store, 'garbage', Buffer.from('not an onnx model at all'));
@@ -127,7 +128,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
   });
 
   it('a request whose client left while it waited for an on-demand load is queued and run anyway (onCancel registered before #queue.push)', async () => {
-    t = await startServer('worker_mode=dedicated\nmodel_cache=on\nunregister_model_timeout=5\ndefault_response_timeout_seconds=600');
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=on\nunregister_model_timeout=5\ndefault_response_timeout_seconds=600');
     const dir = tempDir();
     const go = path.join(dir, 'go');
     const loading = path.join(dir, 'loading');
@@ -157,7 +158,7 @@ exports.handle = async (requests) => requests.map((r) => { fs.writeFileSync(JSON
   });
 
   it('a custom handler that returns a non-string header value, a non-string content type or a status above 65535 throws outside the try in the worker', async () => {
-    t = await startServer('worker_mode=dedicated\nmodel_cache=off');
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     assert.equal((await loadModel(t, 'g', writeModelDir(t.store, 'g', addModel(), { 'handler.js': garbageHandler }))).status, 200);
     const [pid] = workerPidsOf(process.pid);
     const cases: Array<[unknown, RegExp]> = [
@@ -186,7 +187,7 @@ exports.handle = async (requests) => requests.map((r) => { fs.writeFileSync(JSON
   });
 
   it('a model loading in a shared host when another model crashes that host fails with 500 instead of being placed elsewhere', async () => {
-    t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'crasher', writeModelDir(t.store, 'crasher', addModel(), { 'handler.js': behaviourHandler }))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);
     const dir = tempDir();

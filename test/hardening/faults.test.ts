@@ -10,14 +10,15 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkerHandle } from '../../src/server/workers/worker-handle';
-import { tgz } from '../artifacts/helpers';
-import { allocatesThenKilled, behaviourHandler, exhaustsHeap, exitsAfterLoading } from '../fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { tgz } from '../../harness/tar-archives';
+import { allocatesThenKilled, behaviourHandler, exhaustsHeap, exitsAfterLoading } from '../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { FakeCloudWatch } from '../metrics/fake-cloudwatch';
-import { hammer, type Hammered } from '../helpers/autocannon';
-import { startCliServer } from '../helpers/cli';
-import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { startCliServer } from '../../harness/cli-server';
+import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const kFakeAws = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_REGION: 'us-east-1' };
 
@@ -50,7 +51,7 @@ describe('hardening: faults', () => {
     }
 
     it('T-F1 worker_sigkill_midrequest: the 8 requests a killed worker was running fail at once, not at their timeout; it restarts and serves; WorkerRestarts counts it', async () => {
-      t = await startServer();
+      t = await startTestServer();
       await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
       const model = t.server.manager.get('m');
       const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
@@ -72,7 +73,7 @@ describe('hardening: faults', () => {
     });
 
     it('T-F2 crash_loop_backoff: a worker that dies right after each successful load is restarted with growing back-off, the model turns FAILED with the reason, and /ping stays 200', async () => {
-      t = await startServer();
+      t = await startTestServer();
       const logs = timedLogs();
       await loadBehaviour('loop', {}, exitsAfterLoading);
       const spawned = WorkerHandle.spawned;
@@ -97,7 +98,7 @@ describe('hardening: faults', () => {
     });
 
     it('T-F3 hung_worker_timeout: a stopped worker fails its request at the response timeout and is killed and replaced; queued requests are answered, none dropped', async () => {
-      t = await startServer();
+      t = await startTestServer();
       await loadBehaviour('m', { response_timeout: 2 });
       const model = t.server.manager.get('m');
       const held = invoke(t, 'm', { barrier, echo: 'held' });
@@ -119,7 +120,7 @@ describe('hardening: faults', () => {
 
     it('T-F4 worker_oom_containment: a worker that exhausts its memory is killed, its request gets 507, the server and /ping carry on', async () => {
       // The memory limit applies to the workers only: the server (this process) started long before.
-      t = await startServer('', { workerEnv: { ...process.env, NODE_OPTIONS: '--max-old-space-size=64' } });
+      t = await startTestServer('', { workerEnv: { ...process.env, NODE_OPTIONS: '--max-old-space-size=64' } });
       await loadBehaviour('heap', {}, exhaustsHeap);
       await loadBehaviour('native', {}, allocatesThenKilled(128));
       for (const name of ['heap', 'native']) {
@@ -211,8 +212,8 @@ describe('hardening: faults', () => {
     process.on('unhandledRejection', onUnhandled);
     const saved = Object.fromEntries(Object.keys(kFakeAws).map((k) => [k, process.env[k]]));
     Object.assign(process.env, kFakeAws);
-    const baseline = await startServer();
-    const failing = await startServer([
+    const baseline = await startTestServer();
+    const failing = await startTestServer([
       'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`,
       'metric_time_interval=1', 'metrics_cloudwatch_max_buffered=20',
     ].join('\n'));
@@ -225,8 +226,8 @@ describe('hardening: faults', () => {
       const withSink: Hammered[] = [];
       for (const mode of ['fail', 'hang'] as const) {
         fake.mode = mode;
-        base.push(await hammer(`${baseline.url}/models/m/invoke`, row, { connections: 4, seconds: 1 }));
-        withSink.push(await hammer(`${failing.url}/models/m/invoke`, row, { connections: 4, seconds: 1 }));
+        base.push(await hammer(`${baseline.url}/models/m/invoke`, JSON.stringify(row), { connections: 4, seconds: 1 }));
+        withSink.push(await hammer(`${failing.url}/models/m/invoke`, JSON.stringify(row), { connections: 4, seconds: 1 }));
       }
       for (const r of [...base, ...withSink]) assert.equal(r.non2xx + r.errors, 0, JSON.stringify(r));
       const p99 = (rs: Hammered[]) => Math.min(...rs.map((r) => r.p99));

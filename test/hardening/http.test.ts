@@ -9,11 +9,12 @@ import { kDefaultLimits } from '../../src/http/listener';
 import { runFuzz } from '../../scripts/hardening/fuzz';
 import { keepAliveProblems } from '../../scripts/hardening/keepalive';
 import { runSlowClients, slowClientProblems } from '../../scripts/hardening/slow-clients';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { startCliServer } from '../helpers/cli';
-import { rssBytes } from '../helpers/processes';
-import { rawExchange, type RawExchange } from '../helpers/raw-http';
-import { loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { startCliServer } from '../../harness/cli-server';
+import { rssBytes } from '../../harness/process-probes';
+import { rawExchange, type RawExchange } from '../../harness/raw-http';
+import { loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const kMaxRequestSize = 6_553_500;
 
@@ -71,7 +72,7 @@ describe('hardening: HTTP layer', () => {
 
     it('T-H2 slowloris_headers_and_body: slow headers and bodies are cut off at their timeouts while /ping and new connections stay fast', async () => {
       const limits = { headersTimeoutMs: 2000, requestTimeoutMs: 3000 };
-      t = await startServer('', { listenerLimits: limits });
+      t = await startTestServer('', { listenerLimits: limits });
       const r = await runSlowClients({
         port: t.server.listeners[0]!.port, headerSockets: 300, bodySockets: 50, headerByteEveryMs: 500, bodyByteEveryMs: 100, durationMs: 9000, probeEveryMs: 50,
       });
@@ -80,7 +81,7 @@ describe('hardening: HTTP layer', () => {
     });
 
     it('T-H3 header_abuse: oversized or too many headers are 431, ambiguous framing is 400, and nothing is smuggled', async () => {
-      t = await startServer();
+      t = await startTestServer();
       assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', addModel()))).status, 200);
       const port = t.server.listeners[0]!.port;
       const ask = (text: string, responses?: number) => rawExchange(port, text, { timeoutMs: 5000, responses });
@@ -113,7 +114,7 @@ describe('hardening: HTTP layer', () => {
       assert.ok(kDefaultLimits.keepAliveTimeoutMs >= 65_000);
       assert.ok(kDefaultLimits.headersTimeoutMs <= kDefaultLimits.requestTimeoutMs);
       const keepAliveTimeoutMs = 2000;
-      t = await startServer('', { listenerLimits: { keepAliveTimeoutMs } });
+      t = await startTestServer('', { listenerLimits: { keepAliveTimeoutMs } });
       assert.deepEqual(await keepAliveProblems(t.url, keepAliveTimeoutMs, 5), []);
     });
   });

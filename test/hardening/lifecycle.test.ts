@@ -7,12 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runLeakSoak } from '../../scripts/hardening/leak-soak';
 import { WorkerHandle } from '../../src/server/workers/worker-handle';
-import { tgz } from '../artifacts/helpers';
-import { behaviourHandler } from '../fixtures/fault-handlers';
-import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { startCliServer } from '../helpers/cli';
-import { descendantsOf, isAlive, rssBytes, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { tgz } from '../../harness/tar-archives';
+import { behaviourHandler } from '../../harness/fault-handlers';
+import { addModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { startCliServer } from '../../harness/cli-server';
+import { descendantsOf, isAlive, rssBytes, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const row = { inputs: { x: [Array(16).fill(1)] } };
 
@@ -24,7 +25,7 @@ describe('hardening: MME contract and lifecycle', () => {
     });
 
     it('T-L1 mme_contract_codes: load, load again, list, get, invoke, unload, unload again, invoke, get', async () => {
-      t = await startServer('model_cache=off');
+      t = await startTestServer('model_cache=off');
       const url = path.join(writeModelDir(t.store, 'tenant-a', addModel()));
       const name = 'a1b2c3';
       const steps: Array<[string, () => Promise<{ status: number; body: any }>, number]> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -53,7 +54,7 @@ describe('hardening: MME contract and lifecycle', () => {
     it('T-L3 insufficient_memory_507: a load that does not fit the budget is 507 with nothing registered or started, and loads once another model is unloaded', async () => {
       // 64 MB of weights each: one worker measures about 117 MB and the next is estimated alike, so a
       // 150 MB budget holds one model, never two, however the shared pages of the moment split.
-      t = await startServer('model_cache=off\nmodel_memory_budget_mb=150');
+      t = await startTestServer('model_cache=off\nmodel_memory_budget_mb=150');
       const weights = mlpModel({ sizes: [1024, 8192, 1024], seed: 1 });
       assert.equal((await loadModel(t, 'first', writeModelDir(t.store, 'first', weights))).status, 200);
       const second = writeModelDir(t.store, 'second', weights);

@@ -9,10 +9,11 @@ import { IdAllocator, MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
 import type { HostedModel } from '../../src/server/hosts/hosted-model';
 import { batchIds } from '../../src/server/models/dispatcher';
 import { jobIds } from '../../src/server/jobs/job';
-import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
-import { invoke, loadModel, startServer, type TestServer } from '../helpers/server';
-import { streamInvoke } from '../http/stream-client';
+import { invoke, loadModel } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
+import { streamInvoke } from '../../harness/stream-client';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
 const rows = [[1, 2, 3, 4]];
@@ -52,7 +53,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     describe(`worker_mode=${mode}`, () => {
       let t: TestServer;
       before(async () => {
-        t = await startServer(`worker_mode=${mode}\nshared_workers=1\nmodel_cache=off`);
+        t = await startTestServer(`worker_mode=${mode}\nshared_workers=1\nmodel_cache=off`);
         await load(t, 'mlp', 1);
         const streamDir = writeModelDir(t.store, 'streams', mlpModel(spec(2)), { 'handler.js': streams });
         const res = await loadModel(t, 'streams', streamDir, { handler: 'handler.js' });
@@ -97,7 +98,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
   }
 
   it('a shared host\'s slots wrap after 2^32 − 1 and skip the slots its models still hold', async () => {
-    const t = await startServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+    const t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     try {
       await load(t, 'a', 1);
       const slotOf = (name: string) => (t.server.manager.get(name).workers[0] as HostedModel).slot;

@@ -13,12 +13,13 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { pingProblems } from '../../scripts/hardening/ping-bounds';
 import { WorkerHandle } from '../../src/server/workers/worker-handle';
-import { tarHeader, tgz, writeTgz, type TarEntrySpec } from '../artifacts/helpers';
-import { addModel, externalDataModel, writeModelDir } from '../fixtures/onnx-models';
-import { startCliServer } from '../helpers/cli';
-import { descendantsOf, listeningSockets, rssBytes, waitFor } from '../helpers/processes';
-import { rawExchange, timedPing, type TimedPing } from '../helpers/raw-http';
-import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { tarHeader, tgz, writeTgz, type TarEntrySpec } from '../../harness/tar-archives';
+import { addModel, externalDataModel, writeModelDir } from '../../harness/onnx-models';
+import { startCliServer } from '../../harness/cli-server';
+import { descendantsOf, listeningSockets, rssBytes, waitFor } from '../../harness/process-probes';
+import { rawExchange, timedPing, type TimedPing } from '../../harness/raw-http';
+import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 /** What a refused load must leave exactly as it was. */
 async function holdings(t: TestServer) {
@@ -50,7 +51,7 @@ describe('hardening: bad inputs and security', () => {
   let t: TestServer;
   let valid: string;
   beforeEach(async () => {
-    t = await startServer();
+    t = await startTestServer();
     valid = writeModelDir(t.store, 'valid', addModel());
   });
   afterEach(async () => {
@@ -393,7 +394,7 @@ describe('hardening: error hygiene', () => {
   const serverPaths = () => [path.resolve(__dirname, '..', '..', '..'), t.server.cacheDir, `${os.tmpdir()}/mme-artifacts-`];
   beforeEach(async () => {
     emf = path.join(tempDir('mme-emf-'), 'emf.log');
-    t = await startServer(`metrics_per_model_dimension=true\nmetrics_emf=${emf}`);
+    t = await startTestServer(`metrics_per_model_dimension=true\nmetrics_emf=${emf}`);
   });
   afterEach(async () => {
     await t.close();

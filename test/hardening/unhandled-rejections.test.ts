@@ -10,11 +10,12 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { UNHANDLED_REJECTION_EXIT_CODE } from '../../src/unhandled-rejection';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { kMain } from '../helpers/cli';
-import { waitFor } from '../helpers/processes';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { kMain } from '../../harness/cli-server';
+import { waitFor } from '../../harness/process-probes';
 import { expectUnhandledRejectionExit } from '../helpers/root-hooks';
-import { invoke, loadModel, startServer, tempDir, testProperties } from '../helpers/server';
+import { invoke, loadModel } from '../../harness/http-requests';
+import { startTestServer, tempDir, testProperties } from '../../harness/test-server';
 
 /** Body {"reject": true}: leaves a rejection unhandled that carries the request's id, and never answers. */
 const rejects = `exports.handle = async (requests, ctx) => {
@@ -36,7 +37,7 @@ describe('unhandled rejections: logged with the request id, a distinct exit code
   this.timeout(120_000);
 
   it('a worker that leaves a rejection unhandled exits with its own code; the server names it, fails the request it was running with 500, and restarts it', async () => {
-    const t = await startServer();
+    const t = await startTestServer();
     try {
       const dir = writeModelDir(t.store, 'rejects', addModel(), { 'handler.js': rejects });
       assert.equal((await loadModel(t, 'rejects', dir)).status, 200);

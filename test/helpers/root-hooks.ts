@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FramedProcess } from '../../src/server/processes/framed-process';
-import { waitFor, workerPidsOf } from './processes';
+import { checkEveryCliServerLog } from '../../harness/cli-server';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
 
 /**
  * Promise rejections nobody handled in this process: in-process servers, helpers, tests. Mocha's own
@@ -11,13 +12,12 @@ process.on('unhandledRejection', (reason) => {
   unhandled.push(reason instanceof Error ? reason.stack ?? reason.message : String(reason));
 });
 
-/** What servers started as processes of their own (test/helpers/cli.ts) logged about one, theirs or their workers'. */
+/** What servers started as processes of their own (harness/cli-server.ts) logged about one, theirs or their workers'. */
 const spawnedReports: string[] = [];
 
-/** A spawned server has exited: `lines` is all it logged, its workers' lines included. */
-export function checkSpawnedServerLog(lines: readonly string[]): void {
+checkEveryCliServerLog((lines) => {
   for (const line of lines) if (line.includes('unhandled promise rejection')) spawnedReports.push(line);
-}
+});
 
 /** Worker exits on an unhandled rejection that a test caused on purpose. */
 let expectedWorkerExits = 0;

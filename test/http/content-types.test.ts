@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
-import { loadModel, startServer, type TestServer } from '../helpers/server';
+import { identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
+import { loadModel } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 import { npyFile } from '../worker-process/npy-fixtures';
 import { parseNpy } from '../../src/worker-process/npy';
 import { RequestBudget } from '../../src/worker-process/tensor';
@@ -34,7 +35,7 @@ function csvRows(text: string): number[][] {
 describe('content types of the default handler (Content-Type in, Accept out)', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    t = await startTestServer();
     const loads = [
       loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel(kMlp))),
       loadModel(t, 'multi', writeModelDir(t.store, 'multi', multiIoModel())),
@@ -159,7 +160,7 @@ describe('SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT', () => {
     // The inference route reads it when it is mounted, as SageMaker's inference toolkit reads it at start-up.
     process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT = 'text/csv';
     try {
-      t = await startServer();
+      t = await startTestServer();
     } finally {
       delete process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT;
     }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { request, startServer, type TestServer } from '../helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 import { isLoopback } from '../../src/http/guards';
 
 /** fetch() will not send a forged Host header; node:http will. */
@@ -23,7 +24,7 @@ describe('listener guards', () => {
   describe('on a loopback listener', () => {
     let t: TestServer;
     before(async () => {
-      t = await startServer();
+      t = await startTestServer();
     });
     after(async () => {
       await t.close();
@@ -39,7 +40,7 @@ describe('listener guards', () => {
   describe('with management_token', () => {
     let t: TestServer;
     before(async () => {
-      t = await startServer('management_token=s3cret-token');
+      t = await startTestServer('management_token=s3cret-token');
     });
     after(async () => {
       await t.close();

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 3 };
 const kRows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
@@ -71,7 +72,7 @@ describe('custom handlers', () => {
   before(async () => {
     // The example model is loaded from the repository's model-store, a root besides the test store.
     const store = tempDir('mme-store-');
-    t = await startServer(`model_roots=${path.dirname(OCR_DIR)},${store}`, { store });
+    t = await startTestServer(`model_roots=${path.dirname(OCR_DIR)},${store}`, { store });
     const model = mlpModel(kMlp);
     const loads = [
       loadModel(t, 'labels', writeModelDir(t.store, 'labels', model, { 'handler.js': labelsHandler, 'labels.json': '["cat", "dog", "bird"]' })),
@@ -210,7 +211,7 @@ describe('default_service_handler and decode_input_request=false', () => {
   before(async () => {
     const shared = path.join(tempDir('mme-handler-'), 'shared.js');
     writeFileSync(shared, contextProbe);
-    t = await startServer(`default_service_handler=${shared}\ndecode_input_request=false`);
+    t = await startTestServer(`default_service_handler=${shared}\ndecode_input_request=false`);
     const model = mlpModel(kMlp);
     const loads = [
       loadModel(t, 'plain', writeModelDir(t.store, 'plain', model)),

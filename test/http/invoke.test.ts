@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import * as ort from 'onnxruntime-node';
-import { fixedShapeModel, identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, paddleOcrClsPath, writeModelDir } from '../fixtures/onnx-models';
-import { invoke, loadModel, loadModels, request, startServer, type TestServer } from '../helpers/server';
+import { fixedShapeModel, identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, paddleOcrClsPath, writeModelDir } from '../../harness/onnx-models';
+import { invoke, loadModel, loadModels, request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 
@@ -13,7 +14,7 @@ function assertClose(actual: number[][], expected: number[][]): void {
 describe('POST /models/{name}/invoke and /invocations', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer('max_request_size=4096');
+    t = await startTestServer('max_request_size=4096');
     await loadModels(t, { mlp: mlpModel(kMlp), multi: multiIoModel(), fixed: fixedShapeModel() });
   });
   after(async () => {
@@ -170,7 +171,7 @@ describe('POST /models/{name}/invoke and /invocations', () => {
 describe('tensor types over JSON', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    t = await startTestServer();
     const loads = IDENTITY_TYPES.map((type) => loadModel(t, `id-${type}`, writeModelDir(t.store, `id-${type}`, identityModel(type))));
     for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
   });
@@ -203,7 +204,7 @@ describe('tensor types over JSON', () => {
 describe('a real model nobody here wrote: PaddleOCR text-direction classifier', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    t = await startTestServer();
   });
   after(async () => {
     await t.close();

@@ -5,9 +5,10 @@
  * body, the error log line and the invocation metrics.
  */
 import assert from 'node:assert/strict';
-import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor } from '../helpers/processes';
-import { loadModel, startServer, type TestServer } from '../helpers/server';
+import { addModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { loadModel } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 /** Answers what the request asks for: status, content type, headers, body, or a failure. */
 const headHandler = `
@@ -42,7 +43,7 @@ async function ask(url: string, init: RequestInit): Promise<Answer> {
 describe('lean invoke route: the same answers as Koa\'s route', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer('max_request_size=4096');
+    t = await startTestServer('max_request_size=4096');
     const loads = [
       loadModel(t, 'mlp', writeModelDir(t.store, 'mlp', mlpModel({ sizes: [4, 8, 3] }))),
       loadModel(t, 'heads', writeModelDir(t.store, 'heads', addModel(), { 'handler.js': headHandler })),

@@ -2,15 +2,16 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as tar from 'tar';
 import path from 'node:path';
-import { allocationFailure, exitsWhileLoading, hangsWhileLoading, killedWhileLoading } from '../fixtures/fault-handlers';
-import { addModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { isAlive, workerPidsOf } from '../helpers/processes';
-import { loadModel, request, startServer, type TestServer } from '../helpers/server';
+import { allocationFailure, exitsWhileLoading, hangsWhileLoading, killedWhileLoading } from '../../harness/fault-handlers';
+import { addModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { isAlive, workerPidsOf } from '../../harness/process-probes';
+import { loadModel, request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 describe('POST /models and DELETE /models/{name}', () => {
   let t: TestServer;
   beforeEach(async () => {
-    t = await startServer();
+    t = await startTestServer();
   });
   afterEach(async () => {
     await t.close();

@@ -7,14 +7,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { tgz } from '../artifacts/helpers';
+import { tgz } from '../../harness/tar-archives';
 import {
   externalDataClassifier, externalLinearProbabilities, futureOpsetModel, labelEncoderModel, linearClassifierModel, linearProbabilities,
   sequenceOutputModel, treeClassifierModel, treeRegressorModel, unknownOperatorModel, type ClassLabels, type ExternalLinear, type LinearSpec,
 } from '../fixtures/onnx-ml-models';
-import { writeModelDir } from '../fixtures/onnx-models';
+import { writeModelDir } from '../../harness/onnx-models';
 import { classify, regress, type TreeEnsemble } from '../fixtures/tree-ensemble-reference';
-import { loadModel, request, startServer, type TestServer } from '../helpers/server';
+import { loadModel, request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 const kBeyond53 = 9007199254740993n; // 2^53 + 1: a float64 would read it as 2^53
 
@@ -105,7 +106,7 @@ async function post(t: TestServer, model: string, body: string, headers: Record<
 describe('scikit-learn, XGBoost and LightGBM models as skl2onnx / onnxmltools convert them', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer();
+    t = await startTestServer();
     const models: Record<string, Uint8Array> = {
       'rf-binary': treeClassifierModel({ ensemble: kForest, labels: kForestLabels, features: 3, metadataProps: { customer: 'acme', trained: '2026-11-30' } }),
       'xgb-binary': treeClassifierModel({ ensemble: kXgbBinary, labels: ['no', 'yes'], features: 2 }),

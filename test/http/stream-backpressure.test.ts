@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor } from '../helpers/processes';
-import { loadModel, startServer, tempDir, type TestServer } from '../helpers/server';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { loadModel } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 /** Streams `chunks` × `chunkBytes`; between chunks it awaits drained() (unless told not to) and reports how far it got. */
 const producer = `exports.streaming = true;
@@ -38,7 +39,7 @@ describe('streaming back-pressure', () => {
   let t: TestServer;
   let dir: string;
   before(async () => {
-    t = await startServer('max_stream_buffer=262144');
+    t = await startTestServer('max_stream_buffer=262144');
     assert.equal((await loadModel(t, 'producer', writeModelDir(t.store, 'producer', addModel(), { 'handler.js': producer }))).status, 200);
     dir = tempDir('mme-stream-');
   });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor } from '../helpers/processes';
-import { invoke, loadModel, startServer, tempDir, type TestServer } from '../helpers/server';
-import { streamInvoke } from './stream-client';
+import { mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { invoke, loadModel } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { streamInvoke } from '../../harness/stream-client';
 
 // Compiled to dist/test/http/, so the repo root is three levels up.
 const GENERATOR_DIR = path.resolve(__dirname, '../../../model-store/text-generator');
@@ -42,7 +43,7 @@ describe('streamed responses (a handler exporting streaming = true)', () => {
   before(async () => {
     // The example model is loaded from the repository's model-store, a root besides the test store.
     const store = tempDir('mme-store-');
-    t = await startServer(`model_roots=${path.dirname(GENERATOR_DIR)},${store}`, { store });
+    t = await startTestServer(`model_roots=${path.dirname(GENERATOR_DIR)},${store}`, { store });
     const model = mlpModel({ sizes: [2, 2] });
     const loads = [
       loadModel(t, 'text-generator', GENERATOR_DIR),

@@ -4,7 +4,7 @@
  * processes below HostPool, on a virtual clock.
  */
 import assert from 'node:assert/strict';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 import { processHarness, statusOf } from './harness';
 
 describe('lifecycle in shared hosts: a load displaced by a host death', () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MmeError } from '../../src/errors';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 import { harness, type Harness } from './harness';
 import { checkNamesNeverTakenOver, checkRequestsAndRegistry, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 

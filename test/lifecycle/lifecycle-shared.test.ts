@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { HostedModel } from '../../src/server/hosts/hosted-model';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 import { processHarness, type ProcessHarness } from './harness';
 import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
 import { harness, statusOf, invokeRequest } from './harness';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 
 describe('lifecycle core (fake workers, events in a chosen order)', () => {
   it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {

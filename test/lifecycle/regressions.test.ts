@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { behaviourHandler, hangsWhileLoading } from '../fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { behaviourHandler, hangsWhileLoading } from '../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { invoke, loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 describe('lifecycle regressions (real processes)', () => {
   let t: TestServer;
@@ -24,7 +25,7 @@ describe('lifecycle regressions (real processes)', () => {
   }
 
   it('ten concurrent ~1 MB answers under max_response_size=3 MB all succeed, coalesced or not, and the worker stays', async () => {
-    t = await startServer('max_response_size=3000000');
+    t = await startTestServer('max_response_size=3000000');
     await behaviour('big');
     const [pid] = workerPidsOf(process.pid);
     const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => invoke(t, 'big', { echo: i, pad: 1_000_000 })));
@@ -34,7 +35,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('requests that travel to the worker together are each answered as soon as they are ready, not with the others', async () => {
-    t = await startServer();
+    t = await startTestServer();
     await behaviour('slow');
     const model = t.server.manager.get('slow');
     const gates = tempDir('mme-gates-');
@@ -64,7 +65,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('one answer over max_response_size is 500 MME_ERR_RESPONSE_TOO_LARGE for that request alone, never 507, and the worker stays', async () => {
-    t = await startServer('max_response_size=3000000');
+    t = await startTestServer('max_response_size=3000000');
     await behaviour('big');
     const [pid] = workerPidsOf(process.pid);
     const [tooBig, fine] = await Promise.all([invoke(t, 'big', { pad: 4_000_000 }), invoke(t, 'big', { echo: 'ok' })]);
@@ -76,7 +77,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('a worker that breaks the frame protocol is stopped with the reason protocol-error: 500, not 507, and is replaced', async () => {
-    t = await startServer();
+    t = await startTestServer();
     // Writes a frame header claiming 4 GiB on the worker's channel (fd 3), past any frame limit.
     const garbler = `exports.handle = async (requests) => { require('node:fs').writeSync(3, Buffer.from([0xff, 0xff, 0xff, 0xff, 12])); await new Promise(() => undefined); };\n`;
     assert.equal((await loadModel(t, 'garbles', writeModelDir(t.store, 'garbles', addModel(), { 'handler.js': garbler }))).status, 200);
@@ -89,7 +90,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('a client that disconnects is a cancellation (499), not a 4xx in the metrics', async () => {
-    t = await startServer();
+    t = await startTestServer();
     await behaviour('held');
     const gate = path.join(tempDir('mme-gate-'), 'open');
     const statuses: number[] = [];
@@ -115,7 +116,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('the request id reaches the handler, every error log line and the access log', async () => {
-    t = await startServer('access_log=true');
+    t = await startTestServer('access_log=true');
     await behaviour('ids');
     const ok = await invoke(t, 'ids', { requestId: true });
     assert.equal(ok.body.requestId, ok.headers.get('x-request-id'));
@@ -129,7 +130,7 @@ describe('lifecycle regressions (real processes)', () => {
     const store = tempDir('mme-store-');
     fs.mkdirSync(path.join(store, 'broken'));
     fs.writeFileSync(path.join(store, 'broken', 'model.onnx'), 'not an onnx file');
-    t = await startServer('model_cache=on\nload_failure_cache_seconds=0', { store });
+    t = await startTestServer('model_cache=on\nload_failure_cache_seconds=0', { store });
     const res = await invoke(t, 'broken', {});
     assert.equal(res.status, 400, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
@@ -137,7 +138,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('unload answers 408 at unregister_model_timeout with the running request stopped and no process left', async () => {
-    t = await startServer('unregister_model_timeout=1');
+    t = await startTestServer('unregister_model_timeout=1');
     await behaviour('stuck');
     const busy = invoke(t, 'stuck', { hang: true });
     await waitFor(() => t.server.manager.get('stuck').inFlightCount === 1, 'the worker to be busy');
@@ -150,7 +151,7 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   it('shutdown during a load that would take model_load_timeout (120 s) ends at once: the load is 503, no process is left', async () => {
-    t = await startServer();
+    t = await startTestServer();
     const loading = loadModel(t, 'hangs', writeModelDir(t.store, 'hangs', addModel(), { 'handler.js': hangsWhileLoading }));
     await waitFor(() => workerPidsOf(process.pid).length === 1, 'the worker to start loading');
     await t.server.close(1000);

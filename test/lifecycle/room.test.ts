@@ -5,7 +5,7 @@
  * past the point where the room appears.
  */
 import assert from 'node:assert/strict';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 import { processHarness, statusOf } from './harness';
 import type { FakeProcess } from './fake-process';
 

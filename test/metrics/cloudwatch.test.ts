@@ -5,7 +5,7 @@ import { createMetrics, type MetricsRecorder } from '../../src/metrics';
 import { CloudWatchSink } from '../../src/metrics/cloudwatch';
 import { M, METRICS } from '../../src/metrics/catalog';
 import { gaugeSeries, type Snapshot } from '../../src/metrics/interval';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 import { FakeCloudWatch, type ReceivedDatum } from './fake-cloudwatch';
 import { configWith, invoke, request, sleep, useFakeAwsCredentials } from './helpers';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMetrics } from '../../src/metrics';
 import { configWith, invoke, request } from './helpers';
-import { waitFor } from '../helpers/processes';
+import { waitFor } from '../../harness/process-probes';
 
 /** The spec's units (CloudWatch_Embedded_Metric_Format_Specification, JSON schema's MetricUnit pattern). */
 const kUnits = new Set(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilobytes', 'Megabytes', 'Gigabytes', 'Terabytes',

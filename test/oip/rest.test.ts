@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../fixtures/onnx-models';
-import { loadModels, request, startServer, type TestServer } from '../helpers/server';
+import { identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
+import { loadModels, request } from '../../harness/http-requests';
+import { startTestServer, type TestServer } from '../../harness/test-server';
 
 const kMlp = { sizes: [4, 8, 3] };
 
@@ -25,7 +26,7 @@ const f32 = (...v: number[]) => Buffer.from(Float32Array.from(v).buffer);
 describe('Open Inference Protocol v2 over REST (/v2)', () => {
   let t: TestServer;
   before(async () => {
-    t = await startServer('max_request_size=4096');
+    t = await startTestServer('max_request_size=4096');
     await loadModels(t, { mlp: mlpModel(kMlp), multi: multiIoModel(), bytes: identityModel('string'), bool: identityModel('bool'), half: identityModel('float16') });
   });
   after(() => t.close());

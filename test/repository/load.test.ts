@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { tarBytes } from '../artifacts/helpers';
-import { addModel, identityModel } from '../fixtures/onnx-models';
-import { waitFor } from '../helpers/processes';
-import { invoke, request, startServer, tempDir, type TestServer } from '../helpers/server';
-import { kBucket, kS3Env, LocalS3, setEnv } from './local-s3';
+import { tarBytes } from '../../harness/tar-archives';
+import { addModel, identityModel } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { invoke, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { kBucket, kS3Env, LocalS3, setEnv } from '../../harness/local-s3';
 import { startStallingS3 } from './stalling-s3';
 
 const kInput = { inputs: { x: [Array(16).fill(0)] } };
@@ -26,7 +27,7 @@ describe('model_repository: on-demand loads from S3', function () {
     restoreEnv = setEnv(kS3Env);
     s3 = await LocalS3.start();
     cacheDir = tempDir('mme-disk-cache-');
-    t = await startServer(s3.properties('repo', `model_cache_dir=${cacheDir}\nmodel_repository_ttl=1\nload_failure_cache_seconds=60`));
+    t = await startTestServer(s3.properties('repo', `model_cache_dir=${cacheDir}\nmodel_repository_ttl=1\nload_failure_cache_seconds=60`));
   });
   after(async () => {
     await t?.close();
@@ -107,7 +108,7 @@ describe('model_repository: on-demand loads from S3', function () {
 
   it('answers 503 when the store refuses the credentials, with its error code only in the log', async () => {
     const restore = setEnv({ AWS_ACCESS_KEY_ID: 'WRONGKEY', AWS_SECRET_ACCESS_KEY: 'wrong' });
-    const refused = await startServer(s3.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}`));
+    const refused = await startTestServer(s3.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}`));
     try {
       await s3.putModelDir('repo', 'secret', addModel());
       const res = await invoke(refused, 'secret', kInput);
@@ -126,7 +127,7 @@ describe('model_repository: on-demand loads from S3', function () {
   it('answers 504 when the store stalls mid-body, and keeps no partial file', async () => {
     const stalling = await startStallingS3('repo/stuck.tar.gz', 1_000_000, 64 * 1024);
     const dir = tempDir('mme-disk-cache-');
-    const stuck = await startServer(`model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=1\nmodel_cache_dir=${dir}`);
+    const stuck = await startTestServer(`model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=1\nmodel_cache_dir=${dir}`);
     try {
       const res = await invoke(stuck, 'stuck', kInput);
       assert.equal(res.status, 504, res.text);
@@ -140,7 +141,7 @@ describe('model_repository: on-demand loads from S3', function () {
 
   it('serves the copy on disk when revalidation cannot reach the store', async () => {
     const own = await LocalS3.start();
-    const server = await startServer(own.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}\nmodel_repository_ttl=0\nmodel_repository_timeout=2`));
+    const server = await startTestServer(own.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}\nmodel_repository_ttl=0\nmodel_repository_timeout=2`));
     try {
       await own.putModelDir('repo', 'kept', addModel());
       assert.equal((await invoke(server, 'kept', kInput)).status, 200);
@@ -156,7 +157,7 @@ describe('model_repository: on-demand loads from S3', function () {
 
   it('evicts the least recently used model that is not loaded when the disk cache is at its limit', async () => {
     const dir = tempDir('mme-disk-cache-');
-    const small = await startServer(s3.properties('lru', `model_cache_dir=${dir}\nmodel_cache_disk_mb=1\nload_failure_cache_seconds=0`));
+    const small = await startTestServer(s3.properties('lru', `model_cache_dir=${dir}\nmodel_cache_disk_mb=1\nload_failure_cache_seconds=0`));
     const padding = Buffer.alloc(400 * 1024, 7);
     try {
       for (const name of ['a', 'b', 'c']) await s3.putModelDir('lru', name, addModel(), { 'padding.bin': padding });

@@ -16,7 +16,7 @@ import { valueTypeNotation } from '../../src/worker-process/onnx-types';
 import { zipMapOutputs } from '../../src/worker-process/served-outputs';
 import {
   addModel, externalDataModel, fixedShapeModel, IDENTITY_TYPES, identityModel, imageClassifierModel, mlpModel, multiIoModel, paddleOcrClsPath,
-} from '../fixtures/onnx-models';
+} from '../../harness/onnx-models';
 import {
   externalDataClassifier, futureOpsetModel, labelEncoderModel, linearClassifierModel, sequenceOutputModel, treeClassifierModel, treeRegressorModel, unknownOperatorModel,
 } from '../fixtures/onnx-ml-models';

@@ -13,9 +13,9 @@ import { decoderFor } from '../../src/worker-process/content-types';
 import * as handler from '../../src/worker-process/default-handler';
 import { openSession, type OpenedSession } from '../../src/worker-process/session';
 import { RequestBudget, Tensor } from '../../src/worker-process/tensor';
-import { identityModel, mlpModel, writeModelDir } from '../fixtures/onnx-models';
-import { deep, npyBody as npy } from '../helpers/boundary-requests';
-import { tempDir } from '../helpers/server';
+import { identityModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
+import { deep, npyBody as npy } from '../../harness/boundary-requests';
+import { tempDir } from '../../harness/test-server';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kMaxElements = 100_000;

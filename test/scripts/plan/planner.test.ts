@@ -5,8 +5,8 @@ import { HashRing } from '../../../scripts/fleet/hash-ring';
 import { ASSUMPTIONS, DEDICATED, MiB, SHARED } from '../../../scripts/plan/assumptions';
 import { modelBudget, predict, smallestFleet } from '../../../scripts/plan/planner';
 import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from '../../../scripts/plan/workload';
-import { runScript } from '../../helpers/run-script';
-import { tempDir } from '../../helpers/server';
+import { runNodeScript } from '../../../harness/run-node-script';
+import { tempDir } from '../../../harness/test-server';
 
 const kExample = path.join(__dirname, '..', '..', '..', '..', 'scripts', 'plan', 'example-inventory.csv');
 const GiB = 1024 * MiB;
@@ -103,7 +103,7 @@ describe('consistent-hash ring', () => {
 
 describe('npm run plan', () => {
   it('prints the table for both worker modes, one instance and a fleet, with its assumptions', async () => {
-    const run = await runScript('plan', ['--inventory', kExample, '--instance-memory-gib', '8', '--instances', '3', '--requests', '20000']);
+    const run = await runNodeScript('plan', ['--inventory', kExample, '--instance-memory-gib', '8', '--instances', '3', '--requests', '20000']);
     assert.equal(run.code, 0, run.stderr);
     for (const mode of ['dedicated', 'shared']) {
       for (const routing of ['one instance \\| 1', 'consistent hash \\| 3', 'round robin \\| 3']) {
@@ -116,7 +116,7 @@ describe('npm run plan', () => {
   it('plans from a trace toward a target hit ratio', async () => {
     const file = path.join(tempDir(), 'trace.csv');
     fs.writeFileSync(file, ['time_ms,model,size_mb', ...Array.from({ length: 400 }, (_, i) => `${i * 100},m${i % 7},50`)].join('\n'));
-    const run = await runScript('plan', ['--trace', file, '--instance-memory-gib', '1', '--target-hit-ratio', '0.9']);
+    const run = await runNodeScript('plan', ['--trace', file, '--instance-memory-gib', '1', '--target-hit-ratio', '0.9']);
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /dedicated workers: \d+ instances? reach 90\.0 % with model-name hashing/);
   });
@@ -126,7 +126,7 @@ describe('npm run plan', () => {
     const runs = [...readme.matchAll(/```\n\$ npm run -s plan -- (.*)\n([^`]*)```/g)];
     assert.equal(runs.length, 2);
     for (const [, args, shown] of runs) {
-      const run = await runScript('plan', args!.split(' '));
+      const run = await runNodeScript('plan', args!.split(' '));
       assert.equal(run.code, 0, run.stderr);
       assert.ok(run.stdout.startsWith(shown!), `docs/deploy.md's output of plan ${args} is current (regenerate it with that command)`);
     }
@@ -140,7 +140,7 @@ describe('npm run plan', () => {
       [['--inventory', kExample, '--instance-memory-gib', '8', '--target-hit-ratio', '95'], /--target-hit-ratio is a fraction below 1/],
     ];
     for (const [args, message] of cases) {
-      const run = await runScript('plan', args);
+      const run = await runNodeScript('plan', args);
       assert.equal(run.code, 2, run.stderr);
       assert.match(run.stderr, message);
     }

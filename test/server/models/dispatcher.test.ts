@@ -10,7 +10,7 @@ import type { LoadRequest } from '../../../src/server/models/model-settings';
 import { CancelToken } from '../../../src/util/cancel-token';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { waitFor } from '../../helpers/processes';
+import { waitFor } from '../../../harness/process-probes';
 
 /** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
 async function loaded(settings: Partial<LoadRequest>, properties = ''): Promise<{ h: ProcessHarness; worker: FakeProcess }> {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
-import { waitFor } from '../../helpers/processes';
+import { waitFor } from '../../../harness/process-probes';
 
 /** A few turns of the event loop, no virtual time. */
 async function settle(): Promise<void> {

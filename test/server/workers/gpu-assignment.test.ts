@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { behaviourHandler } from '../../fixtures/fault-handlers';
-import { addModel, writeModelDir } from '../../fixtures/onnx-models';
-import { invoke, loadModel, request, startServer } from '../../helpers/server';
+import { behaviourHandler } from '../../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../../harness/onnx-models';
+import { invoke, loadModel, request } from '../../../harness/http-requests';
+import { startTestServer } from '../../../harness/test-server';
 import { GpuAssigner } from '../../../src/server/workers/gpu-assignment';
 
 describe('GPU assignment', () => {
@@ -23,7 +24,7 @@ describe('GPU assignment', () => {
   });
 
   it('sets CUDA_VISIBLE_DEVICES per worker and falls back to CPU with a warning when CUDA is absent', async () => {
-    const t = await startServer('number_of_gpu=2');
+    const t = await startTestServer('number_of_gpu=2');
     try {
       const dir = writeModelDir(t.store, 'g', addModel(), { 'handler.js': behaviourHandler });
       assert.equal((await loadModel(t, 'g', dir, { initial_workers: 2 })).status, 200);

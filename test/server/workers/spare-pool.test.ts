@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { addModel, writeModelDir } from '../../fixtures/onnx-models';
-import { waitFor, workerPidsOf } from '../../helpers/processes';
-import { invoke, loadModel, request, startServer } from '../../helpers/server';
+import { addModel, writeModelDir } from '../../../harness/onnx-models';
+import { waitFor, workerPidsOf } from '../../../harness/process-probes';
+import { invoke, loadModel, request } from '../../../harness/http-requests';
+import { startTestServer } from '../../../harness/test-server';
 
 describe('spare workers', () => {
   it('keeps a started worker ready, hands it to the next load, and starts another', async () => {
-    const t = await startServer('spare_workers=1');
+    const t = await startTestServer('spare_workers=1');
     try {
       await waitFor(() => t.server.manager.sparesReady === 1, 'the spare worker to start');
       const [spare] = workerPidsOf(process.pid);

@@ -5,22 +5,22 @@
  *
  * Installed as the package bin `mme-client`, and `npm run -s mme-client -- ARGS` in this repository.
  *
- *   node dist/scripts/mme-client.js [--url URL] load NAME PATH [--workers N]
- *   node dist/scripts/mme-client.js [--url URL] list
- *   node dist/scripts/mme-client.js [--url URL] describe NAME
- *   node dist/scripts/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
- *   node dist/scripts/mme-client.js [--url URL] unload NAME
- *   node dist/scripts/mme-client.js [--url URL] ping
- *   node dist/scripts/mme-client.js [--url URL] v2-infer NAME JSON|@FILE
- *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-infer NAME JSON|@FILE
- *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-predict NAME JSON|@FILE [--stream]
- *   node dist/scripts/mme-client.js [--grpc HOST:PORT] grpc-ping
+ *   node dist/src/cli/mme-client.js [--url URL] load NAME PATH [--workers N]
+ *   node dist/src/cli/mme-client.js [--url URL] list
+ *   node dist/src/cli/mme-client.js [--url URL] describe NAME
+ *   node dist/src/cli/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
+ *   node dist/src/cli/mme-client.js [--url URL] unload NAME
+ *   node dist/src/cli/mme-client.js [--url URL] ping
+ *   node dist/src/cli/mme-client.js [--url URL] v2-infer NAME JSON|@FILE
+ *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-infer NAME JSON|@FILE
+ *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-predict NAME JSON|@FILE [--stream]
+ *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-ping
  *
  * PATH is as the container sees it: in the image, /opt/ml/models/NAME. The URL defaults to $MME_URL, else
  * http://127.0.0.1:8080; --grpc defaults to $MME_GRPC, else 127.0.0.1:7070 (grpc_inference_port). The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
  */
 import { readFileSync } from 'node:fs';
-import type { V2InferRequest } from '../src/oip/types';
+import type { V2InferRequest } from '../oip/types';
 import { connect, modelInferRequest, unaryCall, v2Response } from './grpc-calls';
 
 const USAGE = `Usage: mme-client [--url URL] COMMAND

@@ -1,11 +1,11 @@
 /**
- * Client-side helpers for the server's gRPC services, shared by scripts/mme-client and the bench:
+ * Client-side helpers for the server's gRPC services, shared by src/cli/mme-client and the bench:
  * promisified calls, and a v2 JSON request ⇄ ModelInfer with raw contents.
  */
 import { credentials, Metadata, type Client, type ClientOptions, type ServiceError } from '@grpc/grpc-js';
-import { fromRaw, toArray, toRaw } from '../src/oip/datatypes';
-import { serviceDefinitions } from '../src/grpc/protos';
-import type { V2InferRequest, V2InferResponse } from '../src/oip/types';
+import { fromRaw, toArray, toRaw } from '../oip/datatypes';
+import { serviceDefinitions } from '../grpc/protos';
+import type { V2InferRequest, V2InferResponse } from '../oip/types';
 
 export type ServiceClient = Client & Record<string, (...args: any[]) => any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

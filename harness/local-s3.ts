@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { tempDir } from '../helpers/server';
+import { tempDir } from './test-server';
 
 export const kBucket = 'models';
 

@@ -1,6 +1,6 @@
 /** Real @grpc/grpc-js clients of the server's two gRPC services, loaded from the same .proto files. */
 import { Metadata, type Client, type ClientOptions, type ServiceError } from '@grpc/grpc-js';
-import { connect, type GrpcClients } from '../../scripts/grpc-calls';
+import { connect, type GrpcClients } from '../src/cli/grpc-calls';
 
 export type { GrpcClients };
 

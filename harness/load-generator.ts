@@ -1,4 +1,7 @@
-/** autocannon against one invoke route, reduced to what the hardening cases assert on. */
+/**
+ * The load generator of the benches and the hardening runs: autocannon POSTing one body to one
+ * route, reduced to the figures they compare and assert on.
+ */
 import autocannon from 'autocannon';
 
 export interface Hammered {
@@ -21,13 +24,19 @@ export interface HammerOptions {
   seconds: number;
   /** A request not answered within this many seconds counts as a timeout (autocannon's default is 10). */
   timeoutSeconds?: number;
+  /** Of `body`; application/json unless given. */
+  contentType?: string;
+  /** Each request's path, drawn afresh (default: the path of `url`). */
+  pathOf?: () => string;
 }
 
-/** POSTs `body` as JSON to `url` from `connections` connections for `seconds`. */
-export async function hammer(url: string, body: unknown, o: HammerOptions): Promise<Hammered> {
+/** POSTs `body` to `url` from `connections` connections for `seconds`, one request at a time on each. */
+export async function hammer(url: string, body: string | Buffer, o: HammerOptions): Promise<Hammered> {
+  const pathOf = o.pathOf;
   const r = await autocannon({
-    url, method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' },
-    connections: o.connections, duration: o.seconds, timeout: o.timeoutSeconds ?? 10,
+    url, method: 'POST', body, headers: { 'content-type': o.contentType ?? 'application/json' },
+    connections: o.connections, duration: o.seconds, timeout: o.timeoutSeconds ?? 10, pipelining: 1,
+    ...(pathOf ? { requests: [{ setupRequest: (req) => ({ ...req, path: pathOf() }) }] } : {}),
   });
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
   return { p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, rps: r.requests.average, statuses, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts };

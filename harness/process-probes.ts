@@ -1,4 +1,6 @@
+/** What a process and its descendants hold and do, read from /proc (Linux only). */
 import fs from 'node:fs';
+import { processMemoryBytes } from '../src/server/processes/process-memory';
 
 /** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...]; null once the process is gone. */
 function statFields(pid: number): string[] | null {
@@ -86,7 +88,6 @@ export function orphansOf(ppid: number, marker: string): number[] {
   });
 }
 
-/** Resident set size in bytes (0 once the process is gone). */
 /** CPU time (user + system) a process has used, µs; 0 once it is gone. */
 export function cpuMicros(pid: number): number {
   const f = statFields(pid);
@@ -96,6 +97,13 @@ export function cpuMicros(pid: number): number {
 /** USER_HZ: /proc/<pid>/stat counts CPU time in these ticks, 100 a second on every Linux we run on. */
 const kClockTicks = 100;
 
+/** PSS of `root` and every descendant (a server and its workers), bytes: shared pages counted once. */
+export async function treePssBytes(root: number): Promise<number> {
+  const sizes = await Promise.all([root, ...descendantsOf(root)].map((pid) => processMemoryBytes(pid)));
+  return sizes.reduce((a, b) => a + b, 0);
+}
+
+/** Resident set size in bytes (0 once the process is gone). */
 export function rssBytes(pid: number): number {
   try {
     const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));

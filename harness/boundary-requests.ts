@@ -7,13 +7,13 @@
  * A case is plain data (what fast-check prints as a counterexample and a regression test keeps);
  * its bytes are built only when it is sent, so a 6 MB body or 300 000 levels of nesting cost a few
  * characters in a report. Every case targets a model with one input `x` (float32 [batch, 16]) and
- * one output `y`: y = x + 1 (test/fixtures/onnx-models.ts addModel), so a valid case has a known
+ * one output `y`: y = x + 1 (harness/onnx-models.ts addModel), so a valid case has a known
  * answer and anything else is malformed for it. Valid cases are the canaries of
  * scripts/hardening/boundary-fuzz.ts, malformed ones the attacks.
  */
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import fc from 'fast-check';
-import type { GrpcClients } from './grpc';
+import type { GrpcClients } from './grpc-clients';
 
 export const kInput = 'x';
 export const kOutput = 'y';

@@ -4,7 +4,8 @@
  * compares the end with the middle of the run, as Triton's memory-growth test does, so that
  * warm-up (JIT, arenas, the first workers) does not count as a leak.
  */
-import { descendantsOf, fdCount, orphansOf, rssBytes, zombiesOf } from './processes';
+import { descendantsOf, fdCount, orphansOf, rssBytes, zombiesOf } from './process-probes';
+import { median } from './statistics';
 
 export interface Footprint {
   /** RSS of the server and all its descendants. */
@@ -46,11 +47,6 @@ export interface LeakVerdict {
 }
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1]!;
-}
 
 /**
  * `samples` are taken after each cycle, all models unloaded; the middle and the end are each the

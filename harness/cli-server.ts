@@ -1,4 +1,7 @@
-/** The server as a process of its own, started from the CLI (`node dist/src/main.js serve …`) as SageMaker starts it. */
+/**
+ * The server as a process of its own, started from the CLI (`node dist/src/main.js serve …`) as
+ * SageMaker starts it (harness/test-server.ts runs it inside the calling process instead).
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -6,10 +9,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
-import { checkSpawnedServerLog } from './root-hooks';
-import { tempDir, testProperties } from './server';
+import { tempDir, testProperties } from './test-server';
 
-export const kMain = path.join(__dirname, '..', '..', 'src', 'main.js');
+export const kMain = path.join(__dirname, '..', 'src', 'main.js');
 
 export interface CliServer {
   child: ChildProcess;
@@ -27,19 +29,37 @@ export interface CliServer {
   stop(): Promise<number | null>;
 }
 
-/**
- * Starts `node dist/src/main.js serve ...args` and resolves with the URL it reports listening on.
- * `launcher` runs first and must exec the command it is given (e.g. unshare … sh -c '… exec "$@"').
- */
-export async function startCli(args: string[], env: Record<string, string> = {}, launcher: string[] = [], cwd?: string): Promise<CliServer> {
+/** What runs on everything a CLI server logged, once it has exited (the test suite's root hooks add a check). */
+const logChecks: ((lines: readonly string[]) => void)[] = [];
+
+export function checkEveryCliServerLog(check: (lines: readonly string[]) => void): void {
+  logChecks.push(check);
+}
+
+export interface CliOptions {
+  env?: Record<string, string>;
+  /** Runs first and must exec the command it is given (e.g. unshare … sh -c '… exec "$@"'). */
+  launcher?: string[];
+  cwd?: string;
+  /** The server's entry point (default: this build's dist/src/main.js). */
+  main?: string;
+  /** Options for node itself, before the entry point (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+}
+
+/** Starts `node dist/src/main.js serve ...args` and resolves with the URL it reports listening on. */
+export async function startCli(args: string[], opts: CliOptions = {}): Promise<CliServer> {
   const marker = `MME_TEST_SERVER=${randomUUID()}`;
   const [name, value] = marker.split('=');
-  const [cmd, ...argv] = [...launcher, process.execPath, kMain, 'serve', ...args];
+  const { env = {}, launcher = [], cwd } = opts;
+  const [cmd, ...argv] = [...launcher, process.execPath, ...(opts.nodeArgs ?? []), opts.main ?? kMain, 'serve', ...args];
   const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   const lines: string[] = [];
   // 'close' comes once its output has been read to the end.
-  child.once('close', () => checkSpawnedServerLog(lines));
+  child.once('close', () => {
+    for (const check of logChecks) check(lines);
+  });
   readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
@@ -59,11 +79,11 @@ export async function startCli(args: string[], env: Record<string, string> = {},
 }
 
 /** A CLI server whose config.properties is the test base (see testProperties) plus `properties`. */
-export function startCliServer(properties: string, opts: { store?: string; env?: Record<string, string>; launcher?: string[] } = {}): Promise<CliServer> {
+export function startCliServer(properties: string, opts: CliOptions & { store?: string } = {}): Promise<CliServer> {
   const store = opts.store ?? tempDir('mme-store-');
   const configFile = path.join(tempDir('mme-config-'), 'config.properties');
   fs.writeFileSync(configFile, testProperties(store, properties));
-  return startCli(['--mms-config', configFile], opts.env, opts.launcher);
+  return startCli(['--mms-config', configFile], opts);
 }
 
 /** Runs `run` against a fresh CLI server (see startCliServer) and stops the server whatever happens. */

@@ -8,13 +8,13 @@ export interface ScriptRun {
   stderr: string;
 }
 
-const kScripts = path.join(__dirname, '..', '..', 'scripts');
+const kScripts = path.join(__dirname, '..', 'scripts');
 
 /**
  * `script` is relative to scripts/ without extension, e.g. 'sagemaker/deploy'; an `undefined` in env
  * removes the variable. The exit code is returned, never thrown.
  */
-export function runScript(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<ScriptRun> {
+export function runNodeScript(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<ScriptRun> {
   const merged = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>;
   return new Promise((resolve) => {
     execFile(process.execPath, [path.join(kScripts, `${script}.js`), ...args], { env: merged }, (err, stdout, stderr) => {

@@ -1,0 +1,117 @@
+/**
+ * A bench run's plumbing: its server started from the CLI with the bench knobs, warm-up and
+ * repetitions over the load generator, the in-process baseline, and the script's entry point.
+ * Every figure is a median over repetitions, compared with a baseline measured in the same run:
+ * this 2-core machine is shared and noisy.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { type CliServer, startCliServer } from '../../harness/cli-server';
+import { hammer, type Hammered } from '../../harness/load-generator';
+import { cpuMicros, descendantsOf } from '../../harness/process-probes';
+import { median } from '../../harness/statistics';
+import { tempDir } from '../../harness/test-server';
+import { keySpec } from '../../src/config/keys';
+import { printedHelp } from '../cli-flags';
+
+export interface BenchServer extends CliServer {
+  /** The model store, removed once the server stops. */
+  store: string;
+}
+
+/**
+ * Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs, and the
+ * spare workers a deployment has by default (the test base has none).
+ */
+export async function startBenchServer(properties: string[] = []): Promise<BenchServer> {
+  const store = tempDir('mme-bench-');
+  const server = await startCliServer([`spare_workers=${keySpec('spare_workers')!.default}`, ...properties].join('\n'), {
+    store,
+    // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
+    main: process.env.MME_BENCH_MAIN,
+    // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
+    nodeArgs: process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [],
+  });
+  // What goes wrong in the server shows as the bench runs.
+  server.child.stderr!.pipe(process.stderr, { end: false });
+  return {
+    ...server,
+    store,
+    stop: async () => {
+      const code = await server.stop();
+      fs.rmSync(store, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+/**
+ * CPU of `root` and its descendants (a server and its workers) per request, µs, from /proc, over
+ * one run of `run`, which returns the requests it made; less sensitive to a busy machine than
+ * req/s. `idleMicrosPerSecond` (the server's own timers) is taken off when given.
+ */
+export async function cpuPerRequest(root: number, run: () => Promise<number>, idleMicrosPerSecond = 0): Promise<number> {
+  const tree = () => [root, ...descendantsOf(root)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  const before = tree();
+  const t0 = performance.now();
+  const requests = await run();
+  return (tree() - before - (idleMicrosPerSecond * (performance.now() - t0)) / 1000) / requests;
+}
+
+/** The figures `measure` reports: medians over its repetitions, errors summed. */
+export type Measured = Pick<Hammered, 'rps' | 'p50' | 'p99' | 'errors' | 'non2xx'>;
+
+/** Warm-up once, then `reps` measured runs; returns the medians. */
+export async function measure(url: string, body: string | Buffer, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }, contentType?: string): Promise<Measured> {
+  await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType });
+  const runs: Hammered[] = [];
+  for (let i = 0; i < opts.reps; i++) runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType }));
+  return {
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    errors: runs.reduce((s, r) => s + r.errors, 0),
+    non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
+  };
+}
+
+/**
+ * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
+ * codecs as the workers.
+ */
+export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+      const m = /listening on (\S+)/.exec(l);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { url, pid: child.pid!, stop: () => child.kill('SIGKILL') };
+}
+
+/** A bench run as its own script: `print` its result, or print the error and exit 1. */
+export function runBench<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+  if (printedHelp(usage)) return;
+  work().then(print, (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
+
+/** The usage of a bench script: its command, what it measures, and the environment every bench reads. */
+export function benchUsage(command: string, what: string): string {
+  return `Usage: ${command}
+  ${what}
+  BENCH_QUICK=1        short runs that only check the harness works
+  MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)
+  MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)`;
+}
+
+/** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */
+export function benchDurations(): { seconds: number; reps: number; warmupSeconds: number } {
+  return process.env.BENCH_QUICK ? { seconds: 2, reps: 1, warmupSeconds: 1 } : { seconds: 8, reps: 3, warmupSeconds: 3 };
+}
