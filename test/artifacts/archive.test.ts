@@ -10,6 +10,7 @@ import { DEFAULT_ARCHIVE_LIMITS } from '../../src/artifacts/extract-archive';
 import { ArchiveLimits, resolveArtifact } from '../../src/artifacts/model-artifact';
 import { ErrorCode } from '../../src/errors';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
+import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 import { assertMmeError, TarEntrySpec, tgz, useTempDir } from './helpers';
 
 const MODEL = addModel();
@@ -230,7 +231,8 @@ describe('resolveArtifact: .tar.gz archives', function () {
 
   it('maps a full disk to 507 and removes the partial extraction', function () {
     // Needs an unprivileged user+mount namespace to put the cache on a tiny tmpfs.
-    if (spawnSync('unshare', ['-Urm', 'true']).status !== 0) this.skip();
+    const noNamespaces = userNamespaceProblem();
+    if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
     const archive = writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'big.bin', data: randomBytes(1024 * 1024) }]));
     mkdirSync(cacheDir());
     const script = `

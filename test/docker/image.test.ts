@@ -3,7 +3,7 @@
  * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
  *
  * It runs wherever podman works and the Dockerfile's base image (node:24-bookworm-slim, the default
- * NODE_IMAGE) is present, and is skipped otherwise with a message saying how to enable it. Nothing
+ * NODE_IMAGE) is present, and is skipped otherwise (skip id podman) with a message saying how to enable it. Nothing
  * here installs or fetches anything: CI's .ci/run prepares podman and the base image first.
  */
 import assert from 'node:assert/strict';
@@ -17,6 +17,7 @@ import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor } from '../helpers/processes';
+import { skipBecause } from '../helpers/skip';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
@@ -140,8 +141,7 @@ describe('docker image (podman)', function () {
     const reason = await podmanUnready();
     if (reason !== null) {
       skipped = true;
-      console.log(`      skipping the Docker image tests: ${reason}`);
-      this.skip();
+      skipBecause(this, 'podman', `the Docker image tests cannot run: ${reason}`);
     }
     modelRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-models-'));
     signalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-signal-'));
@@ -184,7 +184,6 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      if (skipped) this.skip();
       const port = await freePort();
       grpcPort = await freePort();
       base = `http://127.0.0.1:${port}`;
@@ -297,7 +296,6 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      if (skipped) this.skip();
       const [port, port8080] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();

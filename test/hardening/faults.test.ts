@@ -5,7 +5,6 @@
  * README.md here).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +17,7 @@ import { hammer, type Hammered } from '../helpers/autocannon';
 import { startCliServer } from '../helpers/cli';
 import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../helpers/processes';
 import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 
 const kFakeAws = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_REGION: 'us-east-1' };
 
@@ -179,7 +179,8 @@ describe('hardening: faults', () => {
 
   it('T-F7 disk_full_extraction: a full disk is 507 with the partial files removed, and a small model loads next', async function () {
     // An unprivileged user and mount namespace puts a 2 MiB tmpfs where the server extracts archives.
-    if (spawnSync('unshare', ['-Urm', 'true']).status !== 0) this.skip();
+    const noNamespaces = userNamespaceProblem();
+    if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
     const store = tempDir('mme-store-');
     const tmp = tempDir('mme-tmpfs-');
     fs.writeFileSync(path.join(store, 'big.tar.gz'), tgz([{ path: 'model.onnx', data: addModel() }, { path: 'noise.bin', data: randomBytes(4 * 2 ** 20) }]));

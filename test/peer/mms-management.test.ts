@@ -21,6 +21,7 @@ import path from 'node:path';
 import newman, { type NewmanRunSummary } from 'newman';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { startServer, type TestServer } from '../helpers/server';
+import { skipBecause } from '../helpers/skip';
 
 /** The repository root: the nearest ancestor of this file (test/peer or dist/test/peer) with a package.json. */
 function repoRoot(): string {
@@ -202,10 +203,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
     let t: TestServer | undefined;
 
     before(async function () {
-      if (!fs.existsSync(file)) {
-        console.log(`      skipping: ${file} is missing (CI clones the repository next to shared/)`);
-        this.skip();
-      }
+      if (!fs.existsSync(file)) skipBecause(this, 'peer-tests', `${file} is missing (CI clones the repository next to shared/)`);
       t = await startServer();
     });
     after(async () => {
@@ -238,10 +236,7 @@ describe('peer suites: MMS and TorchServe management collections (newman)', func
     let t: TestServer | undefined;
 
     before(async function () {
-      if (!fs.existsSync(path.join(dir, 'management_data.json'))) {
-        console.log(`      skipping: ${dir}/management_data.json is missing (CI clones the repository next to shared/)`);
-        this.skip();
-      }
+      if (!fs.existsSync(path.join(dir, 'management_data.json'))) skipBecause(this, 'peer-tests', `${dir}/management_data.json is missing (CI clones the repository next to shared/)`);
       t = await startServer();
     });
     after(async () => {
