@@ -11,6 +11,7 @@ import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { freePort, kMain, startCli } from '../helpers/cli';
 import { isAlive, waitFor, workerPidsOf } from '../helpers/processes';
 import { request, tempDir } from '../helpers/server';
+import { assertRowsClose } from '../helpers/assert-close';
 
 describe('the CLI server (npm start -- --mms-config FILE)', () => {
   const spec = { sizes: [4, 8, 3], seed: 3 };
@@ -38,7 +39,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       const rows = [[1, 2, 3, 4]];
       const inv = await request(`${s.url}/models/a1b2c3/invoke`, { method: 'POST', json: rows });
       assert.equal(inv.status, 200);
-      inv.body[0].forEach((v: number, j: number) => assert.ok(Math.abs(v - mlpForward(spec, rows)[0][j]) < 1e-4));
+      assertRowsClose(inv.body, mlpForward(spec, rows));
       assert.equal((await request(`${s.url}/models/a1b2c3`, { method: 'DELETE' })).status, 200);
       assert.equal((await request(`${s.url}/models/a1b2c3/invoke`, { method: 'POST', json: rows })).status, 404);
     } finally {

@@ -18,6 +18,7 @@ import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor } from '../helpers/processes';
 import { skipBecause } from '../helpers/skip';
+import { assertRowsClose } from '../helpers/assert-close';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
@@ -115,11 +116,6 @@ async function waitReady(base: string, container: string, since: number, boundMs
     throw new Error(`${err.message}\ncontainer log:\n${tail(logs.stdout + logs.stderr, 30)}`);
   });
   return Date.now() - since;
-}
-
-function assertClose(actual: number[][], expected: number[][]): void {
-  assert.equal(actual.length, expected.length);
-  actual.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - expected[i]![j]!) < 1e-4, `output[${i}][${j}] = ${v}, expected ${expected[i]![j]}`)));
 }
 
 describe('docker image (podman)', function () {
@@ -220,7 +216,7 @@ describe('docker image (podman)', function () {
         headers: { 'x-amzn-sagemaker-target-model': 'a/b/mlp.tar.gz', 'x-amzn-sagemaker-custom-attributes': 'trace=1' },
       });
       assert.equal(invoke.status, 200, invoke.text);
-      assertClose(invoke.body.outputs.output, mlpForward(kMlp, rows));
+      assertRowsClose(invoke.body.outputs.output, mlpForward(kMlp, rows));
 
       const list = await http(`${base}/models`);
       assert.equal(list.status, 200);
@@ -248,13 +244,13 @@ describe('docker image (podman)', function () {
 
       const rest = await http(`${base}/v2/models/mlp/infer`, { method: 'POST', json: request });
       assert.equal(rest.status, 200, rest.text);
-      assertClose(asRows(rest.body.outputs[0].data), expected);
+      assertRowsClose(asRows(rest.body.outputs[0].data), expected);
 
       const clients = connect(`127.0.0.1:${grpcPort}`);
       try {
         const reply = v2Response(await unaryCall(clients.kserve, 'ModelInfer', modelInferRequest('mlp', request)));
         assert.deepEqual(reply.outputs[0]!.shape, [2, 3]);
-        assertClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
+        assertRowsClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
       } finally {
         clients.close();
       }
@@ -323,7 +319,7 @@ describe('docker image (podman)', function () {
       const rows = [[1, 2, 3, 4]];
       const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
       assert.equal(invoke.status, 200, invoke.text);
-      assertClose(invoke.body, mlpForward(kMlp, rows));
+      assertRowsClose(invoke.body, mlpForward(kMlp, rows));
     });
 
     it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {

@@ -7,6 +7,7 @@ import { addModel, identityModel, mlpForward, mlpModel, multiIoModel, writeModel
 import { failure, grpcClients, unary, type GrpcClients } from '../helpers/grpc';
 import { waitFor } from '../helpers/processes';
 import { loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { assertValuesClose } from '../helpers/assert-close';
 
 // Compiled to dist/test/grpc/, so the repo root is three levels up.
 const GENERATOR_DIR = path.resolve(__dirname, '../../../model-store/text-generator');
@@ -22,11 +23,6 @@ function collect<T>(stream: ClientReadableStream<T> | ClientDuplexStream<unknown
     stream.on('error', (error) => resolve({ messages, error }));
     stream.on('end', () => resolve({ messages, error: null }));
   });
-}
-
-function close(values: ArrayLike<number>, expected: number[]): void {
-  assert.equal(values.length, expected.length);
-  expected.forEach((v, i) => assert.ok(Math.abs(values[i]! - v) < 1e-4, `${values[i]} vs ${v}`));
 }
 
 describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService on grpc_inference_port', () => {
@@ -89,7 +85,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
     assert.equal(res.outputs.length, 1);
     assert.equal(res.outputs[0].contents, null);
     const raw: Buffer = res.raw_output_contents[0];
-    close(new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)), mlpForward(kMlp, rows).flat());
+    assertValuesClose(new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length)), mlpForward(kMlp, rows).flat());
     const half = Buffer.from(Uint16Array.of(0x3c00, 0xc000).buffer);
     const fp16 = await unary(c.kserve, 'ModelInfer', { model_name: 'half', inputs: [{ name: 'x', datatype: 'FP16', shape: [1, 2] }], raw_input_contents: [half] });
     assert.deepEqual(fp16.raw_output_contents, [half]);
@@ -140,9 +136,9 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
     const ping = await unary(c.torchserve, 'Ping', {});
     assert.deepEqual(JSON.parse(ping.health), { status: 'Healthy' });
     const res = await unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: json({ inputs: { input: rows } }) } });
-    close(JSON.parse(res.prediction.toString()).outputs.output.flat(), mlpForward(kMlp, rows).flat());
+    assertValuesClose(JSON.parse(res.prediction.toString()).outputs.output.flat(), mlpForward(kMlp, rows).flat());
     const csv = await unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { body: Buffer.from('1,2,3,4\n'), 'content-type': Buffer.from('text/csv'), accept: Buffer.from('text/csv') } });
-    close(csv.prediction.toString().trim().split(',').map(Number), mlpForward(kMlp, [rows[0]!]).flat());
+    assertValuesClose(csv.prediction.toString().trim().split(',').map(Number), mlpForward(kMlp, [rows[0]!]).flat());
   });
 
   it('StreamPredictions streams a streaming handler\'s chunks, then its final answer', async () => {

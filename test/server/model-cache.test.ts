@@ -10,6 +10,7 @@ import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { addModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor, workerPidsOf } from '../helpers/processes';
 import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
+import { assertRowsClose } from '../helpers/assert-close';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
 const row = [[1, 2, 3, 4]];
@@ -20,8 +21,7 @@ function fillStore(store: string, n: number): void {
 
 function assertMlp(res: { status: number; body: unknown; text: string }, seed: number): void {
   assert.equal(res.status, 200, res.text);
-  const got = res.body as number[][];
-  mlpForward(spec(seed), row)[0].forEach((v, j) => assert.ok(Math.abs(v - got[0][j]) < 1e-4));
+  assertRowsClose(res.body, mlpForward(spec(seed), row), `m${seed}`);
 }
 
 describe('self-managed model cache', () => {
