@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { connect, modelInferRequest, unaryCall, v2Response } from '../../scripts/grpc-calls';
+import { connect, unaryCall } from '../../scripts/grpc-calls';
 import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
@@ -248,9 +248,13 @@ describe('docker image (podman)', function () {
 
       const clients = connect(`127.0.0.1:${grpcPort}`);
       try {
-        const reply = v2Response(await unaryCall(clients.kserve, 'ModelInfer', modelInferRequest('mlp', request)));
-        assert.deepEqual(reply.outputs[0]!.shape, [2, 3]);
-        assertRowsClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
+        // The tensors as KServe's protocol defines raw contents, little-endian float32, written and read
+        // here rather than by the server's own codec.
+        const raw = Buffer.from(Float32Array.from(rows.flat()).buffer);
+        const reply = await unaryCall(clients.kserve, 'ModelInfer', { model_name: 'mlp', inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }], raw_input_contents: [raw] });
+        assert.deepEqual([reply.outputs[0].datatype, reply.outputs[0].shape.map(Number)], ['FP32', [2, 3]]);
+        const out: Buffer = reply.raw_output_contents[0];
+        assertRowsClose(asRows([...new Float32Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.length))]), expected);
       } finally {
         clients.close();
       }

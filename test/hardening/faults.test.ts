@@ -16,7 +16,7 @@ import { FakeCloudWatch } from '../metrics/fake-cloudwatch';
 import { hammer, type Hammered } from '../helpers/autocannon';
 import { startCliServer } from '../helpers/cli';
 import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../helpers/processes';
-import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, type TestServer } from '../helpers/server';
+import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
 import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 
 const kFakeAws = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_REGION: 'us-east-1' };
@@ -136,7 +136,7 @@ describe('hardening: faults', () => {
     });
   });
 
-  it('T-F6 sigterm_drain: under steady load, SIGTERM refuses new work, finishes what is in flight, flushes metrics within its bound and exits 0 once the drain has finished, before shutdown_timeout cuts anything off', async () => {
+  it('T-F6 sigterm_drain: with requests in flight, SIGTERM refuses a new request, finishes those in flight, flushes metrics within its bound and exits 0 once the drain has finished, before shutdown_timeout cuts anything off', async () => {
     const fake = await FakeCloudWatch.start();
     fake.mode = 'hang';
     const emf = path.join(tempDir('mme-emf-'), 'emf.log');
@@ -145,28 +145,29 @@ describe('hardening: faults', () => {
       'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`, `metrics_emf=${emf}`,
     ].join('\n'), { store, env: kFakeAws });
     try {
-      assert.equal((await loadModel(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }), { initial_workers: 2 })).status, 200);
+      assert.equal((await loadModel(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }), { initial_workers: 4 })).status, 200);
       const workers = descendantsOf(s.pid);
-      const sent: Array<Promise<JsonResponse | Error>> = [];
-      const send = () => sent.push(invoke(s, 'm', { sleepMs: 300 }).catch((err: Error) => err));
-      // 20 requests a second for a second, SIGTERM, then 20 a second on while the server drains.
-      const timer = setInterval(send, 50);
-      await new Promise((r) => setTimeout(r, 1000));
-      const inFlight = sent.length;
+      // One request at each worker, held there until the barrier opens: each one admitted before SIGTERM.
+      const dir = tempDir('mme-drain-');
+      const barrier = path.join(dir, 'open');
+      const reached = [0, 1, 2, 3].map((i) => path.join(dir, `reached-${i}`));
+      const admitted = reached.map((touch, i) => invoke(s, 'm', { touch, barrier, echo: i }).catch((err: Error) => err));
+      await waitFor(() => reached.every((f) => fs.existsSync(f)), 'every request to reach its worker');
       s.child.kill('SIGTERM');
+      await waitFor(() => s.lines.some((l) => /SIGTERM: draining/.test(l)), 'the drain to start');
+      // The listener closed as the drain began: a new connection is refused (one already open would get 503).
+      const late = await invoke(s, 'm', { echo: 'late' }).catch((err: Error) => err);
+      const refusedHow = late instanceof Error ? String((late.cause as NodeJS.ErrnoException | undefined)?.code) : `${late.status} ${late.body?.errorCode}`;
+      assert.ok(['ECONNREFUSED', '503 MME_ERR_SHUTTING_DOWN'].includes(refusedHow), `a request sent during the drain got ${late instanceof Error ? late.message : `${late.status} ${late.text}`}`);
+      fs.writeFileSync(barrier, '');
       const { code, signal } = await s.exited;
-      clearInterval(timer);
       // It exited on its own, and because the drain finished rather than because shutdown_timeout
       // (inside SageMaker's 30 s) cut it off: no request was cut off.
       assert.deepEqual({ code, signal }, { code: 0, signal: null });
       await waitFor(() => s.lines.some((l) => /stopped: \d+ requests finished in the drain/.test(l)), 'the drain\'s closing log line');
       const drained = s.lines.find((l) => /stopped: \d+ requests finished in the drain/.test(l))!;
-      assert.match(drained, /, 0 cut off when their workers were killed/);
-      const outcomes = await Promise.all(sent);
-      outcomes.slice(0, inFlight).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200, `request ${i}, sent before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
-      for (const r of outcomes.slice(inFlight)) {
-        assert.ok(r instanceof Error || r.status === 503 || r.status === 200, `a request sent during the drain got ${r instanceof Error ? r.message : r.status}`);
-      }
+      assert.match(drained, /stopped: 4 requests finished in the drain, 0 cut off when their workers were killed/);
+      (await Promise.all(admitted)).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200 && r.body.echo === i, `request ${i}, admitted before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
       assert.ok(workers.every((pid) => !isAlive(pid)), 'workers outlived the server');
       // The last interval went to the sinks: EMF wrote it, CloudWatch was tried (and hung, within the bound).
       assert.match(fs.readFileSync(emf, 'utf8'), /"Invocations"/);
