@@ -87,7 +87,8 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
     assert.ok(pids.length >= 2, `${pids.length} workers (two for the model, plus the spare)`);
     s.child.kill('SIGKILL');
     await once(s.child, 'exit');
-    await waitFor(() => pids.every((p) => !isAlive(p)), 'workers to exit after their parent was killed', 2_000);
+    // No bound in the spec beyond "no orphans": a generous wait, so a loaded machine does not fail it.
+    await waitFor(() => pids.every((p) => !isAlive(p)), 'workers to exit after their parent was killed', 30_000);
   });
 
   it('stops every worker and exits 0 on SIGTERM', async () => {
