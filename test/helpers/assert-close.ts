@@ -20,3 +20,23 @@ export function assertRowsClose(actual: unknown, expected: ReadonlyArray<ArrayLi
   assert.equal(actual.length, expected.length, `${what}: ${actual.length} rows, expected ${expected.length}`);
   expected.forEach((row, i) => assertValuesClose(actual[i], row, `${what} row ${i}`, tolerance));
 }
+
+/**
+ * JSON values equal in structure and in every string and boolean, with each number within `tolerance`
+ * of the expected one (relative beyond 1): what a CPU whose kernels round differently still prints.
+ */
+export function assertJsonClose(actual: unknown, expected: unknown, what = 'value', tolerance = 1e-6): void {
+  if (typeof expected === 'number') {
+    assert.ok(typeof actual === 'number' && Math.abs(actual - expected) <= tolerance * Math.max(1, Math.abs(expected)), `${what}: ${String(actual)} vs ${expected}`);
+  } else if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual) && actual.length === expected.length, `${what}: ${String(JSON.stringify(actual)).slice(0, 100)}, expected ${expected.length} elements`);
+    expected.forEach((e, i) => assertJsonClose(actual[i], e, `${what}[${i}]`, tolerance));
+  } else if (expected !== null && typeof expected === 'object') {
+    assert.ok(actual !== null && typeof actual === 'object' && !Array.isArray(actual), `${what}: ${String(JSON.stringify(actual)).slice(0, 100)}, expected an object`);
+    const got = actual as Record<string, unknown>;
+    assert.deepEqual(Object.keys(got).sort(), Object.keys(expected).sort(), `${what}: keys`);
+    for (const [k, e] of Object.entries(expected)) assertJsonClose(got[k], e, `${what}.${k}`, tolerance);
+  } else {
+    assert.equal(actual, expected, what);
+  }
+}
