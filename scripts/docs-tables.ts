@@ -1,6 +1,6 @@
 /**
  * The reference tables in docs/ are generated from the code that enforces them (config keys, error
- * codes), so they cannot drift: `node dist/scripts/docs-tables.js` rewrites them and
+ * codes, the planner's assumptions), so they cannot drift: `node dist/scripts/docs-tables.js` rewrites them and
  * test/docs/tables.test.ts fails when they are stale.
  */
 import fs from 'node:fs';
@@ -8,6 +8,7 @@ import path from 'node:path';
 import { renderKeysMarkdown } from '../src/config/keys';
 import { ERRORS } from '../src/errors';
 import { printedHelp } from './cli-flags';
+import { renderAssumptionsMarkdown } from './plan/assumptions';
 
 // Compiled to dist/scripts/, so the repository root is two levels up.
 export const ROOT = path.join(__dirname, '..', '..');
@@ -22,6 +23,7 @@ export function renderErrorsMarkdown(): string {
 export const SECTIONS: ReadonlyArray<{ name: string; file: string; render: () => string }> = [
   { name: 'config-keys', file: path.join(DOCS, 'configuration.md'), render: renderKeysMarkdown },
   { name: 'error-codes', file: path.join(DOCS, 'api.md'), render: renderErrorsMarkdown },
+  { name: 'plan-assumptions', file: path.join(DOCS, 'deploy.md'), render: renderAssumptionsMarkdown },
 ];
 
 /** `text` (the contents of `file`) with every section that lives in that file regenerated. */
@@ -36,7 +38,7 @@ export function renderDoc(file: string, text: string): string {
 }
 
 const USAGE = `Usage: node dist/scripts/docs-tables.js
-  Rewrites the generated tables of docs/ (config keys, error codes) from the code that enforces them.`;
+  Rewrites the generated tables of docs/ (config keys, error codes, planner assumptions) from the code that enforces them.`;
 
 if (require.main === module && !printedHelp(USAGE)) {
   for (const file of new Set(SECTIONS.map((s) => s.file))) fs.writeFileSync(file, renderDoc(file, fs.readFileSync(file, 'utf8')));

@@ -1,12 +1,37 @@
 /**
- * Every constant the sizing planner assumes, in one place, printed with each plan and quoted in the
- * README. Both worker modes are measured (`npm run bench`: density and cold start for dedicated
- * workers, figure 7 and the host's own figures for shared hosts).
+ * Every constant the sizing planner assumes, in one place, printed with each plan and in docs/deploy.md
+ * (a generated table). Both worker modes are measured: the figures `npm run bench` wrote to
+ * bench-results/latest.json (density, cold start and figure 7b) are read from it, so the plans and the
+ * docs follow the committed run; the shared hosts' own PSS figures are not in that run yet.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { keySpec } from '../../src/config/keys';
 import { TRACE_SHAPE } from '../cache-sim/traces';
 
 export const MiB = 1024 * 1024;
+
+/** Compiled to dist/scripts/plan/, so the repository root is three levels up. */
+export const BENCH_RESULTS = path.join(__dirname, '..', '..', '..', 'bench-results', 'latest.json');
+
+/** The fields of bench-results/latest.json the planner reads. */
+interface BenchRun {
+  density: { perModelMB: number };
+  cold: Array<{ model: string; p50Ms: number }>;
+  shared: { coldP50Ms: number };
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+/** The measured figures, rounded as the planner prints them. */
+export function measuredFigures(file = BENCH_RESULTS): { processMiB: number; coldLoadMs: number; sharedColdLoadMs: number } {
+  const run = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchRun;
+  const cold = run.cold.find((c) => /^tiny MLP .*spare_workers=0$/.test(c.model));
+  if (!cold) throw new Error(`${file} has no cold start of the tiny MLP with spare_workers=0; rerun npm run bench`);
+  return { processMiB: round1(run.density.perModelMB), coldLoadMs: Math.round(cold.p50Ms), sharedColdLoadMs: round1(run.shared.coldP50Ms) };
+}
+
+const measured = measuredFigures();
 
 export interface WorkerMode {
   readonly name: 'dedicated' | 'shared';
@@ -21,12 +46,12 @@ export interface WorkerMode {
 }
 
 export const ASSUMPTIONS = {
-  /** PSS of one loaded tiny model's worker process when hundreds are loaded (bench density: 17.6 MB). */
-  dedicatedProcessMiB: 17.6,
+  /** PSS of one loaded tiny model's worker process when hundreds are loaded (bench density). */
+  dedicatedProcessMiB: measured.processMiB,
   /** Cold load of a tiny model without a spare worker (bench cold start, spare_workers=0, p50). */
-  dedicatedColdLoadMs: 157,
+  dedicatedColdLoadMs: measured.coldLoadMs,
   /** Cold load into a running shared host (bench figure 7b, p50). */
-  sharedColdLoadMs: 2.8,
+  sharedColdLoadMs: measured.sharedColdLoadMs,
   /** What a tiny model's session adds to its host's PSS (400 tiny models loaded into 2 hosts: 123 KB each). */
   sharedSessionMiB: 0.12,
   /** One shared host with no model (its PSS once started: 44 MB). */
@@ -63,3 +88,14 @@ export const SHARED: WorkerMode = {
 };
 
 export const MODES: readonly WorkerMode[] = [DEDICATED, SHARED];
+
+/** docs/deploy.md's assumptions table (node dist/scripts/docs-tables.js writes it). */
+export function renderAssumptionsMarkdown(): string {
+  return [
+    '| | dedicated workers | shared workers |',
+    '|---|---|---|',
+    `| memory per loaded model | ${a.dedicatedProcessMiB} MiB (measured PSS of one tiny model's process, bench "density") + weights | ${a.sharedSessionMiB} MiB per session (measured growth of the hosts' PSS over 400 tiny models) + weights, plus ${a.sharedHosts} hosts of ${a.sharedProcessMiB} MiB per instance |`,
+    `| cold load | ${a.dedicatedColdLoadMs} ms (measured, \`spare_workers=0\`) + ${a.loadMsPerMiB} ms per MiB | ${a.sharedColdLoadMs} ms (measured, bench figure 7b) + ${a.loadMsPerMiB} ms per MiB |`,
+    `| both | weights resident ≈ the \`.onnx\` size; ${a.reserveMiB} MiB per instance kept for the server (\`model_memory_reserve_mb\`); eviction by ${a.policy.toUpperCase()}, the default | |`,
+  ].join('\n');
+}

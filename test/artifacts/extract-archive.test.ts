@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import * as ort from 'onnxruntime-node';
@@ -12,6 +13,8 @@ import { ErrorCode } from '../../src/errors';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { assertMmeError, useTempDir } from './helpers';
 import { TarEntrySpec, tgz } from '../../harness/tar-archives';
+import { waitFor } from '../../harness/process-probes';
+import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 
 const MODEL = addModel();
 
@@ -192,24 +195,57 @@ describe('resolveArtifact: .tar.gz archives', function () {
   });
 
   describe('an extractor that dies without answering', () => {
-    /** Polls /proc for our extraction child and sends it `signal` as soon as it appears. */
+    // Preloaded (NODE_OPTIONS, which the fork inherits) into the extraction child only: it stops itself
+    // (SIGSTOP) once its first write into the extraction is done, so the test finds it mid-file
+    // however busy the machine, instead of racing it with a poll.
+    const stopAfterFirstWrite = `
+      if ((process.argv[1] || '').endsWith('extract-child.js')) {
+        const fs = require('fs');
+        let stopped = false;
+        for (const name of ['write', 'writev']) {
+          const original = fs[name];
+          fs[name] = function (...args) {
+            const done = args[args.length - 1];
+            args[args.length - 1] = (...result) => {
+              if (!stopped) { stopped = true; process.kill(process.pid, 'SIGSTOP'); }
+              done(...result);
+            };
+            return original.apply(this, args);
+          };
+        }
+      }`;
+    let savedNodeOptions: string | undefined;
+    before(() => {
+      const preload = path.join(mkdtempSync(path.join(tmpdir(), 'mme-extract-preload-')), 'stop-after-first-write.js');
+      writeFileSync(preload, stopAfterFirstWrite);
+      savedNodeOptions = process.env.NODE_OPTIONS;
+      process.env.NODE_OPTIONS = `${savedNodeOptions ?? ''} --require ${preload}`.trim();
+    });
+    after(() => {
+      if (savedNodeOptions === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = savedNodeOptions;
+    });
+
+    /** Waits for our extraction child to stop itself mid-file, then sends it `signal` (and SIGCONT, so a catchable one lands). */
     async function killExtractor(signal: NodeJS.Signals): Promise<void> {
-      for (let i = 0; i < 2000; i++) {
+      let stoppedPid = 0;
+      await waitFor(() => {
         for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
           try {
             const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-            if (ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('extract-child.js')) {
-              process.kill(Number(pid), signal);
-              return;
+            const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+            if (Number(ppid) === process.pid && state === 'T' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('extract-child.js')) {
+              stoppedPid = Number(pid);
+              return true;
             }
           } catch {
             // the process ended while we looked
           }
         }
-        await new Promise((r) => setTimeout(r, 2));
-      }
-      throw new Error('no extraction child appeared');
+        return false;
+      }, 'the extraction child to stop itself after its first write', 30_000);
+      process.kill(stoppedPid, signal);
+      process.kill(stoppedPid, 'SIGCONT');
     }
 
     const big = () => writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'noise.bin', data: randomBytes(8 * 2 ** 20) }]));
@@ -231,7 +267,8 @@ describe('resolveArtifact: .tar.gz archives', function () {
 
   it('maps a full disk to 507 and removes the partial extraction', function () {
     // Needs an unprivileged user+mount namespace to put the cache on a tiny tmpfs.
-    if (spawnSync('unshare', ['-Urm', 'true']).status !== 0) this.skip();
+    const noNamespaces = userNamespaceProblem();
+    if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
     const archive = writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'big.bin', data: randomBytes(1024 * 1024) }]));
     mkdirSync(cacheDir());
     const script = `

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { keySpec } from '../../src/config/keys';
 import { MODEL_KEY_CONF } from '../../scripts/fleet/nginx';
+import { skipBecause } from '../helpers/skip';
 
 const kDeploy = path.join(__dirname, '..', '..', '..', 'deploy');
 const kDocker = path.join(__dirname, '..', '..', '..', 'docker');
@@ -178,10 +179,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
 
   it('kubectl kustomize renders the base and every overlay: app.kubernetes.io labels everywhere, the image from images:, the hashing each router is configured with', function () {
     const kubectl = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p));
-    if (!kubectl) {
-      console.log('      (skipped: kubectl is not installed; install it to render the overlays)');
-      this.skip();
-    }
+    if (!kubectl) skipBecause(this, 'kubectl', 'kubectl is not installed; install it to render the overlays');
     const dirs = ['k8s', ...fs.readdirSync(kOverlays).map((d) => `k8s-overlays/${d}`)];
     const [kustomization] = ofKind('Kustomization');
     const [image] = kustomization.images;

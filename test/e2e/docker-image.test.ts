@@ -3,7 +3,7 @@
  * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
  *
  * It runs wherever podman works and the Dockerfile's base image (node:24-bookworm-slim, the default
- * NODE_IMAGE) is present, and is skipped otherwise with a message saying how to enable it. Nothing
+ * NODE_IMAGE) is present, and is skipped otherwise (skip id podman) with a message saying how to enable it. Nothing
  * here installs or fetches anything: CI's .ci/run prepares podman and the base image first.
  */
 import assert from 'node:assert/strict';
@@ -11,13 +11,15 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { connect, modelInferRequest, unaryCall, v2Response } from '../../src/cli/grpc-calls';
+import { connect, unaryCall } from '../../src/cli/grpc-calls';
 import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
 import { freePort } from '../../harness/cli-server';
 import { request, type JsonResponse } from '../../harness/http-requests';
+import { skipBecause } from '../helpers/skip';
+import { assertRowsClose } from '../helpers/assert-close';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
@@ -89,11 +91,6 @@ async function waitReady(base: string, container: string, since: number, boundMs
   return Date.now() - since;
 }
 
-function assertClose(actual: number[][], expected: number[][]): void {
-  assert.equal(actual.length, expected.length);
-  actual.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - expected[i]![j]!) < 1e-4, `output[${i}][${j}] = ${v}, expected ${expected[i]![j]}`)));
-}
-
 describe('docker image (podman)', function () {
   const containers: string[] = [];
   let modelRoot = '';
@@ -113,8 +110,7 @@ describe('docker image (podman)', function () {
     const reason = await podmanUnready();
     if (reason !== null) {
       skipped = true;
-      console.log(`      skipping the Docker image tests: ${reason}`);
-      this.skip();
+      skipBecause(this, 'podman', `the Docker image tests cannot run: ${reason}`);
     }
     modelRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-models-'));
     signalDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-signal-'));
@@ -157,7 +153,6 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      if (skipped) this.skip();
       const port = await freePort();
       grpcPort = await freePort();
       base = `http://127.0.0.1:${port}`;
@@ -194,7 +189,7 @@ describe('docker image (podman)', function () {
         headers: { 'x-amzn-sagemaker-target-model': 'a/b/mlp.tar.gz', 'x-amzn-sagemaker-custom-attributes': 'trace=1' },
       });
       assert.equal(invoke.status, 200, invoke.text);
-      assertClose(invoke.body.outputs.output, mlpForward(kMlp, rows));
+      assertRowsClose(invoke.body.outputs.output, mlpForward(kMlp, rows));
 
       const list = await http(`${base}/models`);
       assert.equal(list.status, 200);
@@ -222,13 +217,17 @@ describe('docker image (podman)', function () {
 
       const rest = await http(`${base}/v2/models/mlp/infer`, { method: 'POST', json: request });
       assert.equal(rest.status, 200, rest.text);
-      assertClose(asRows(rest.body.outputs[0].data), expected);
+      assertRowsClose(asRows(rest.body.outputs[0].data), expected);
 
       const clients = connect(`127.0.0.1:${grpcPort}`);
       try {
-        const reply = v2Response(await unaryCall(clients.kserve, 'ModelInfer', modelInferRequest('mlp', request)));
-        assert.deepEqual(reply.outputs[0]!.shape, [2, 3]);
-        assertClose(asRows(reply.outputs[0]!.data as unknown[]), expected);
+        // The tensors as KServe's protocol defines raw contents, little-endian float32, written and read
+        // here rather than by the server's own codec.
+        const raw = Buffer.from(Float32Array.from(rows.flat()).buffer);
+        const reply = await unaryCall(clients.kserve, 'ModelInfer', { model_name: 'mlp', inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }], raw_input_contents: [raw] });
+        assert.deepEqual([reply.outputs[0].datatype, reply.outputs[0].shape.map(Number)], ['FP32', [2, 3]]);
+        const out: Buffer = reply.raw_output_contents[0];
+        assertRowsClose(asRows([...new Float32Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.length))]), expected);
       } finally {
         clients.close();
       }
@@ -270,7 +269,6 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      if (skipped) this.skip();
       const [port, port8080] = [await freePort(), await freePort()];
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
@@ -298,7 +296,7 @@ describe('docker image (podman)', function () {
       const rows = [[1, 2, 3, 4]];
       const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
       assert.equal(invoke.status, 200, invoke.text);
-      assertClose(invoke.body, mlpForward(kMlp, rows));
+      assertRowsClose(invoke.body, mlpForward(kMlp, rows));
     });
 
     it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {

@@ -11,6 +11,7 @@ import { addModel, mlpForward, mlpModel, writeModelDir } from '../../harness/onn
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
 import { invoke, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { assertRowsClose } from '../helpers/assert-close';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
 const row = [[1, 2, 3, 4]];
@@ -21,8 +22,7 @@ function fillStore(store: string, n: number): void {
 
 function assertMlp(res: { status: number; body: unknown; text: string }, seed: number): void {
   assert.equal(res.status, 200, res.text);
-  const got = res.body as number[][];
-  mlpForward(spec(seed), row)[0].forEach((v, j) => assert.ok(Math.abs(v - got[0][j]) < 1e-4));
+  assertRowsClose(res.body, mlpForward(spec(seed), row), `m${seed}`);
 }
 
 describe('self-managed model cache', () => {

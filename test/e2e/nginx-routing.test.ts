@@ -9,6 +9,7 @@ import { connect, type GrpcClients } from '../../src/cli/grpc-calls';
 import { serviceDefinitions } from '../../src/grpc/protos';
 import { freePort } from '../../harness/cli-server';
 import { tempDir } from '../../harness/test-server';
+import { skipBecause } from '../helpers/skip';
 
 const kNginxDir = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx');
 
@@ -71,10 +72,7 @@ function deployedConfig(dir: string, httpPort: number, grpcPort: number, http: r
 describe('deploy/nginx: model-name routing through real nginx', function () {
   const bin = findNginx();
   before(function () {
-    if (!bin) {
-      console.log('    (skipped: nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test)');
-      this.skip();
-    }
+    if (!bin) skipBecause(this, 'nginx', 'nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test');
   });
 
   let fleet: Awaited<ReturnType<typeof replicas>>;

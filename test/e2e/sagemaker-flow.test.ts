@@ -12,6 +12,7 @@ import { freePort, kMain, startCli } from '../../harness/cli-server';
 import { isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
+import { assertRowsClose } from '../helpers/assert-close';
 
 describe('the CLI server (npm start -- --mms-config FILE)', () => {
   const spec = { sizes: [4, 8, 3], seed: 3 };
@@ -39,7 +40,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       const rows = [[1, 2, 3, 4]];
       const inv = await request(`${s.url}/models/a1b2c3/invoke`, { method: 'POST', json: rows });
       assert.equal(inv.status, 200);
-      inv.body[0].forEach((v: number, j: number) => assert.ok(Math.abs(v - mlpForward(spec, rows)[0][j]) < 1e-4));
+      assertRowsClose(inv.body, mlpForward(spec, rows));
       assert.equal((await request(`${s.url}/models/a1b2c3`, { method: 'DELETE' })).status, 200);
       assert.equal((await request(`${s.url}/models/a1b2c3/invoke`, { method: 'POST', json: rows })).status, 404);
     } finally {
@@ -87,7 +88,8 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
     assert.ok(pids.length >= 2, `${pids.length} workers (two for the model, plus the spare)`);
     s.child.kill('SIGKILL');
     await once(s.child, 'exit');
-    await waitFor(() => pids.every((p) => !isAlive(p)), 'workers to exit after their parent was killed', 2_000);
+    // No bound in the spec beyond "no orphans": a generous wait, so a loaded machine does not fail it.
+    await waitFor(() => pids.every((p) => !isAlive(p)), 'workers to exit after their parent was killed', 30_000);
   });
 
   it('stops every worker and exits 0 on SIGTERM', async () => {

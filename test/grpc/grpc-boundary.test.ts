@@ -236,7 +236,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     assertClientError(await raise(507), Status.RESOURCE_EXHAUSTED, '507');
   });
 
-  it('gRPC: error messages echo client input without a cap (6 MB of 0x01 as text/csv) → INVALID_ARGUMENT, details under 64 KiB', async () => {
+  it('gRPC: an error about 6 MB of client input (0x01 as text/csv, unterminated JSON) is INVALID_ARGUMENT with details under 64 KiB', async () => {
     const body = Buffer.alloc(6 * MiB, 1);
     const err = await failure(unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: body, 'content-type': Buffer.from('text/csv') } }));
     assertClientError(err, Status.INVALID_ARGUMENT, 'csv of 0x01');
@@ -300,7 +300,7 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
 
   const ran = () => (fs.existsSync(log) ? fs.statSync(log).size : 0);
 
-  it('TorchServe StreamPredictions2 buffers without limit: a stream writing far faster than the model answers holds job_queue_size requests, RSS bounded; a cancel frees them and nothing more reaches the worker', async () => {
+  it('TorchServe StreamPredictions2 holds at most job_queue_size requests of a stream writing far faster than the model answers, RSS bounded; a cancel frees them and nothing more reaches the worker', async () => {
     const model = t.server.manager.get('slow');
     const streams = t.server.grpc!.streams;
     // One 1 MiB request, written 400 times without waiting: the client sends as fast as the server

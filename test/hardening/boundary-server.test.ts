@@ -34,7 +34,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
   let t: TestServer;
   afterEach(async () => t?.close());
 
-  it('PUT /models/{name}?min_worker=12 under a 150 MB budget answers 200 and starts 12 workers: scale() never asks admission', async () => {
+  it('PUT /models/{name}?min_worker=12 under a 150 MB budget answers 507 naming the memory needed and in use, and starts no process', async () => {
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=off\nmodel_memory_budget_mb=150');
     assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', mlpModel({ sizes: [4, 8, 3] })))).status, 200);
     const pids = workerPidsOf(process.pid);
@@ -54,7 +54,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     assert.equal((await invoke(t, 'm', { inputs: { input: [[1, 2, 3, 4]] } })).status, 200);
   });
 
-  it('a load request\'s handler that is a symbolic link out of the model directory is followed and run; the same file named in model-config.json is refused', async () => {
+  it('a handler reached through a symbolic link out of the model directory, named in the load request or in model-config.json, is refused with 400 and never runs; a handler must be a path inside the model directory', async () => {
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     const outside = tempDir('mme-outside-');
     const marker = path.join(outside, 'ran');
@@ -94,7 +94,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     assert.deepEqual((await invoke(t, 'fine', row)).body, { h: 1 });
   });
 
-  it('a management error shows the server\'s model_store path ("Model not found in model store: /…/elsewhere")', async () => {
+  it('management errors quote the client\'s input in at most ~100 characters and never show a server path (model_store, cache, tmp, install)', async () => {
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     const store = t.store;
     fs.mkdirSync(path.join(store, 'empty'));
@@ -127,7 +127,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     }
   });
 
-  it('a request whose client left while it waited for an on-demand load is queued and run anyway (onCancel registered before #queue.push)', async () => {
+  it('a request whose client left while it waited for an on-demand load never reaches the worker; the next request runs', async () => {
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=on\nunregister_model_timeout=5\ndefault_response_timeout_seconds=600');
     const dir = tempDir();
     const go = path.join(dir, 'go');
@@ -157,7 +157,7 @@ exports.handle = async (requests) => requests.map((r) => { fs.writeFileSync(JSON
     assert.equal(unload.status, 200, unload.text);
   });
 
-  it('a custom handler that returns a non-string header value, a non-string content type or a status above 65535 throws outside the try in the worker', async () => {
+  it('a custom handler that sets a bad header value, content type or status gets 500 MME_ERR_MODEL_ERROR naming it, nothing of it reaches the client, and its worker serves on', async () => {
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
     assert.equal((await loadModel(t, 'g', writeModelDir(t.store, 'g', addModel(), { 'handler.js': garbageHandler }))).status, 200);
     const [pid] = workerPidsOf(process.pid);
@@ -186,7 +186,7 @@ exports.handle = async (requests) => requests.map((r) => { fs.writeFileSync(JSON
     assert.deepEqual(workerPidsOf(process.pid), [pid]);
   });
 
-  it('a model loading in a shared host when another model crashes that host fails with 500 instead of being placed elsewhere', async () => {
+  it('a model loading in a shared host when another model crashes that host loads again in a new host (200) while the crashing batch fails with 500; a load that crashes the host itself fails', async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'crasher', writeModelDir(t.store, 'crasher', addModel(), { 'handler.js': behaviourHandler }))).status, 200);
     const [hostPid] = workerPidsOf(process.pid);

@@ -5,7 +5,6 @@
  * README.md here).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,6 +18,7 @@ import { startCliServer } from '../../harness/cli-server';
 import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
 import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 
 const kFakeAws = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret', AWS_REGION: 'us-east-1' };
 
@@ -77,7 +77,14 @@ describe('hardening: faults', () => {
       const logs = timedLogs();
       await loadBehaviour('loop', {}, exitsAfterLoading);
       const spawned = WorkerHandle.spawned;
-      await waitFor(() => t.server.manager.entry('loop')?.phase === 'failed', 'the model to be marked FAILED', 20_000);
+      // Counted when the model turns FAILED: the restarts go on after that, 2 s apart. The poll's short
+      // timer always fires before the back-off's, however busy the machine.
+      let spawnedAtFailed = -1;
+      await waitFor(() => {
+        if (t.server.manager.entry('loop')?.phase !== 'failed') return false;
+        spawnedAtFailed = WorkerHandle.spawned - spawned;
+        return true;
+      }, 'the model to be marked FAILED', 20_000);
       const failedAt = Date.now();
       const refused = await invoke(t, 'loop', {});
       assert.equal(refused.status, 503, refused.text);
@@ -87,10 +94,13 @@ describe('hardening: faults', () => {
       assert.equal(ping.status, 200);
       assert.equal(ping.body.status, 'Partial Healthy');
       assert.equal((await request(`${t.url}/models/loop`)).body.status, 'FAILED');
-      // The original worker and three replacements died; MMS's back-off put 0, 1 and 1 s before the replacements.
-      const crashes = logs.filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l.line)).map((l) => l.at);
+      // The original worker and three replacements died before the third failed restart marked the model
+      // FAILED; MMS's back-off put 0, 1 and 1 s before the replacements.
+      const failedAt3 = logs.findIndex((l) => /\[loop\] replacement worker died \(attempt 3\)/.test(l.line));
+      assert.ok(failedAt3 >= 0, logs.map((l) => l.line).join('\n'));
+      const crashes = logs.slice(0, failedAt3).filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l.line)).map((l) => l.at);
       assert.equal(crashes.length, 4, logs.map((l) => l.line).join('\n'));
-      assert.equal(WorkerHandle.spawned - spawned, 3);
+      assert.equal(spawnedAtFailed, 3);
       for (const k of [2, 3]) assert.ok(crashes[k]! - crashes[k - 1]! >= 900, `crash ${k} came ${crashes[k]! - crashes[k - 1]!} ms after crash ${k - 1}`);
       // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
       await waitFor(() => WorkerHandle.spawned - spawned === 4, 'the next restart', 10_000);
@@ -137,7 +147,7 @@ describe('hardening: faults', () => {
     });
   });
 
-  it('T-F6 sigterm_drain: under steady load, SIGTERM refuses new work, finishes what is in flight, flushes metrics within its bound and exits 0 once the drain has finished, before shutdown_timeout cuts anything off', async () => {
+  it('T-F6 sigterm_drain: with requests in flight, SIGTERM refuses a new request, finishes those in flight, flushes metrics within its bound and exits 0 once the drain has finished, before shutdown_timeout cuts anything off', async () => {
     const fake = await FakeCloudWatch.start();
     fake.mode = 'hang';
     const emf = path.join(tempDir('mme-emf-'), 'emf.log');
@@ -146,28 +156,29 @@ describe('hardening: faults', () => {
       'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`, `metrics_emf=${emf}`,
     ].join('\n'), { store, env: kFakeAws });
     try {
-      assert.equal((await loadModel(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }), { initial_workers: 2 })).status, 200);
+      assert.equal((await loadModel(s, 'm', writeModelDir(store, 'm', addModel(), { 'handler.js': behaviourHandler }), { initial_workers: 4 })).status, 200);
       const workers = descendantsOf(s.pid);
-      const sent: Array<Promise<JsonResponse | Error>> = [];
-      const send = () => sent.push(invoke(s, 'm', { sleepMs: 300 }).catch((err: Error) => err));
-      // 20 requests a second for a second, SIGTERM, then 20 a second on while the server drains.
-      const timer = setInterval(send, 50);
-      await new Promise((r) => setTimeout(r, 1000));
-      const inFlight = sent.length;
+      // One request at each worker, held there until the barrier opens: each one admitted before SIGTERM.
+      const dir = tempDir('mme-drain-');
+      const barrier = path.join(dir, 'open');
+      const reached = [0, 1, 2, 3].map((i) => path.join(dir, `reached-${i}`));
+      const admitted = reached.map((touch, i) => invoke(s, 'm', { touch, barrier, echo: i }).catch((err: Error) => err));
+      await waitFor(() => reached.every((f) => fs.existsSync(f)), 'every request to reach its worker');
       s.child.kill('SIGTERM');
+      await waitFor(() => s.lines.some((l) => /SIGTERM: draining/.test(l)), 'the drain to start');
+      // The listener closed as the drain began: a new connection is refused (one already open would get 503).
+      const late = await invoke(s, 'm', { echo: 'late' }).catch((err: Error) => err);
+      const refusedHow = late instanceof Error ? String((late.cause as NodeJS.ErrnoException | undefined)?.code) : `${late.status} ${late.body?.errorCode}`;
+      assert.ok(['ECONNREFUSED', '503 MME_ERR_SHUTTING_DOWN'].includes(refusedHow), `a request sent during the drain got ${late instanceof Error ? late.message : `${late.status} ${late.text}`}`);
+      fs.writeFileSync(barrier, '');
       const { code, signal } = await s.exited;
-      clearInterval(timer);
       // It exited on its own, and because the drain finished rather than because shutdown_timeout
       // (inside SageMaker's 30 s) cut it off: no request was cut off.
       assert.deepEqual({ code, signal }, { code: 0, signal: null });
       await waitFor(() => s.lines.some((l) => /stopped: \d+ requests finished in the drain/.test(l)), 'the drain\'s closing log line');
       const drained = s.lines.find((l) => /stopped: \d+ requests finished in the drain/.test(l))!;
-      assert.match(drained, /, 0 cut off when their workers were killed/);
-      const outcomes = await Promise.all(sent);
-      outcomes.slice(0, inFlight).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200, `request ${i}, sent before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
-      for (const r of outcomes.slice(inFlight)) {
-        assert.ok(r instanceof Error || r.status === 503 || r.status === 200, `a request sent during the drain got ${r instanceof Error ? r.message : r.status}`);
-      }
+      assert.match(drained, /stopped: 4 requests finished in the drain, 0 cut off when their workers were killed/);
+      (await Promise.all(admitted)).forEach((r, i) => assert.ok(!(r instanceof Error) && r.status === 200 && r.body.echo === i, `request ${i}, admitted before SIGTERM: ${r instanceof Error ? r.message : `${r.status} ${r.text}`}`));
       assert.ok(workers.every((pid) => !isAlive(pid)), 'workers outlived the server');
       // The last interval went to the sinks: EMF wrote it, CloudWatch was tried (and hung, within the bound).
       assert.match(fs.readFileSync(emf, 'utf8'), /"Invocations"/);
@@ -180,7 +191,8 @@ describe('hardening: faults', () => {
 
   it('T-F7 disk_full_extraction: a full disk is 507 with the partial files removed, and a small model loads next', async function () {
     // An unprivileged user and mount namespace puts a 2 MiB tmpfs where the server extracts archives.
-    if (spawnSync('unshare', ['-Urm', 'true']).status !== 0) this.skip();
+    const noNamespaces = userNamespaceProblem();
+    if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
     const store = tempDir('mme-store-');
     const tmp = tempDir('mme-tmpfs-');
     fs.writeFileSync(path.join(store, 'big.tar.gz'), tgz([{ path: 'model.onnx', data: addModel() }, { path: 'noise.bin', data: randomBytes(4 * 2 ** 20) }]));
@@ -231,8 +243,9 @@ describe('hardening: faults', () => {
       }
       for (const r of [...base, ...withSink]) assert.equal(r.non2xx + r.errors, 0, JSON.stringify(r));
       const p99 = (rs: Hammered[]) => Math.min(...rs.map((r) => r.p99));
-      // Plan: within 10 % of the baseline; generous (+50 % and 2 ms) for a shared 2-core machine.
-      // Generous on purpose: a sink that blocked serving would add its hang (seconds), not noise.
+      // The plan asks for within 10 % of the baseline; on a shared, loaded 2-core machine the bound is
+      // three times the baseline's p99 plus 20 ms, on purpose: a sink that blocked serving would add
+      // its hang (seconds), not noise.
       assert.ok(p99(withSink) <= p99(base) * 3 + 20, `p99 ${p99(withSink)} ms with CloudWatch failing vs ${p99(base)} ms without`);
       await waitFor(async () => /^mme_metrics_dropped_total\{sink="cloudwatch"\} [1-9]/m.test((await request(`${failing.url}/metrics`)).text), 'dropped metrics to be counted', 15_000);
       assert.deepEqual(unhandled, []);

@@ -47,8 +47,9 @@ describe('unhandled rejections: logged with the request id, a distinct exit code
       assert.equal(res.body.errorCode, 'MME_ERR_WORKER_DIED');
       assert.match(res.body.message, /exited on a promise rejection nobody handled \(code 71/);
       const requestId = res.headers.get('x-request-id')!;
-      assert.ok(t.logs.some((l) => l.includes(`unhandled promise rejection (request ${requestId}): Error: left unhandled on purpose`)), 'the worker logged it with the request id');
-      assert.ok(t.logs.some((l) => /restarting \(exit reason: unhandled-rejection\)/.test(l)), 'the server named the exit');
+      // The worker's stderr reaches the server's log through a pipe, maybe after the answer: waited for.
+      await waitFor(() => t.logs.some((l) => l.includes(`unhandled promise rejection (request ${requestId}): Error: left unhandled on purpose`)), 'the worker to log the rejection with the request id');
+      await waitFor(() => t.logs.some((l) => /restarting \(exit reason: unhandled-rejection\)/.test(l)), 'the server to name the exit');
       await waitFor(async () => (await invoke(t, 'rejects', {})).status === 200, 'the restarted worker to answer', 60_000);
     } finally {
       await t.close();
@@ -65,7 +66,8 @@ describe('unhandled rejections: logged with the request id, a distinct exit code
     let output = '';
     child.stdout.on('data', (b: Buffer) => (output += b.toString()));
     child.stderr.on('data', (b: Buffer) => (output += b.toString()));
-    const [code] = (await once(child, 'exit')) as [number | null];
+    // 'close', not 'exit': the exit can come before the last of stdout and stderr has been read.
+    const [code] = (await once(child, 'close')) as [number | null];
     assert.equal(code, UNHANDLED_REJECTION_EXIT_CODE, output);
     assert.match(output, /unhandled promise rejection \(request req-42\): Error: left unhandled on purpose/);
     assert.match(output, /exiting with code 71/);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { FramedProcess } from '../../src/server/processes/framed-process';
 import { checkEveryCliServerLog } from '../../harness/cli-server';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
+import { allowedSkips, pendingProblem } from './skip';
 
 /**
  * Promise rejections nobody handled in this process: in-process servers, helpers, tests. Mocha's own
@@ -28,12 +29,15 @@ export function expectUnhandledRejectionExit(): void {
 }
 
 export const mochaHooks = {
-  async afterAll(): Promise<void> {
+  async afterAll(this: Mocha.Context): Promise<void> {
     // Whatever a test did, no worker process may outlive the suite.
     await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(() => undefined);
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
     assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
     assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
     assert.equal(FramedProcess.unhandledRejectionExits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
+    // A test that did not run fails the run unless its reason is one MME_ALLOW_SKIP allows (.ci/run prints it).
+    const pending = pendingProblem(this.test!.parent!, allowedSkips());
+    if (pending) assert.fail(pending);
   },
 };

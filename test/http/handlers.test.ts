@@ -8,6 +8,7 @@ import path from 'node:path';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { invoke, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { assertValuesClose } from '../helpers/assert-close';
 
 const kMlp = { sizes: [4, 8, 3], seed: 3 };
 const kRows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
@@ -131,7 +132,7 @@ describe('custom handlers', () => {
       assert.deepEqual(b.sessionInputs, ['input']);
       assert.deepEqual([b.header, b.allHeaders], ['abc', true]);
       assert.deepEqual([b.data, b.contentType, b.accept], [{ hello: 'world' }, 'application/json', 'application/json']);
-      b.output.forEach((v: number, j: number) => assert.ok(Math.abs(v - mlpForward(kMlp, [[1, 2, 3, 4]])[0][j]) < 1e-4));
+      assertValuesClose(b.output, mlpForward(kMlp, [[1, 2, 3, 4]])[0]!);
     });
 
     it('decodes text bodies to strings and leaves other types as bytes (decode_input_request)', async () => {

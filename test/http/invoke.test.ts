@@ -3,13 +3,9 @@ import * as ort from 'onnxruntime-node';
 import { fixedShapeModel, identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, paddleOcrClsPath, writeModelDir } from '../../harness/onnx-models';
 import { invoke, loadModel, loadModels, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
+import { assertRowsClose, assertValuesClose } from '../helpers/assert-close';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
-
-function assertClose(actual: number[][], expected: number[][]): void {
-  assert.equal(actual.length, expected.length);
-  actual.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - expected[i][j]) < 1e-4, `[${i}][${j}] ${v} vs ${expected[i][j]}`)));
-}
 
 describe('POST /models/{name}/invoke and /invocations', () => {
   let t: TestServer;
@@ -27,19 +23,19 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     const res = await invoke(t, 'mlp', { inputs: { input: rows } });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type')!, /application\/json/);
-    assertClose(res.body.outputs.output, mlpForward(kMlp, rows));
+    assertRowsClose(res.body.outputs.output, mlpForward(kMlp, rows));
   });
 
   it('answers {"instances": [...]} with {"predictions": [...]}', async () => {
     const res = await invoke(t, 'mlp', { instances: rows });
     assert.equal(res.status, 200);
-    assertClose(res.body.predictions, mlpForward(kMlp, rows));
+    assertRowsClose(res.body.predictions, mlpForward(kMlp, rows));
   });
 
   it('answers a bare nested array (SageMaker JSONSerializer) with a bare array', async () => {
     const res = await invoke(t, 'mlp', rows);
     assert.equal(res.status, 200);
-    assertClose(res.body, mlpForward(kMlp, rows));
+    assertRowsClose(res.body, mlpForward(kMlp, rows));
   });
 
   it('answers an Open Inference Protocol v2 body with a v2 response', async () => {
@@ -49,7 +45,7 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     assert.equal(res.body.id, 'r1');
     const [out] = res.body.outputs;
     assert.deepEqual([out.name, out.shape, out.datatype], ['output', [2, 3], 'FP32']);
-    assertClose([out.data.slice(0, 3), out.data.slice(3)], mlpForward(kMlp, rows));
+    assertRowsClose([out.data.slice(0, 3), out.data.slice(3)], mlpForward(kMlp, rows));
   });
 
   it('feeds several named inputs of different types and returns every output by name', async () => {
@@ -124,7 +120,7 @@ describe('POST /models/{name}/invoke and /invocations', () => {
   it('routes /invocations by X-Amzn-SageMaker-Target-Model (name or TargetModel path)', async () => {
     const byName = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'mlp' } });
     assert.equal(byName.status, 200);
-    assertClose(byName.body, mlpForward(kMlp, rows));
+    assertRowsClose(byName.body, mlpForward(kMlp, rows));
     const byPath = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'tenants/mlp.tar.gz' } });
     assert.equal(byPath.status, 200);
     const unknown = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'ghost.tar.gz' } });
@@ -221,7 +217,7 @@ describe('a real model nobody here wrote: PaddleOCR text-direction classifier', 
     assert.equal(res.status, 200, res.text);
     const [out] = res.body.outputs;
     assert.deepEqual(out.shape, [1, 2]);
-    out.data.forEach((v: number, i: number) => assert.ok(Math.abs(v - expected[i]) < 1e-5, `${v} vs ${expected[i]}`));
+    assertValuesClose(out.data, expected, 'cls', 1e-5);
     await session.release();
   });
 });

@@ -16,6 +16,7 @@ import { writeModelDir } from '../../harness/onnx-models';
 import { classify, regress, type TreeEnsemble } from '../fixtures/tree-ensemble-reference';
 import { loadModel, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
+import { assertRowsClose } from '../helpers/assert-close';
 
 const kBeyond53 = 9007199254740993n; // 2^53 + 1: a float64 would read it as 2^53
 
@@ -91,10 +92,8 @@ function assertProbabilityObjects(actual: Array<Record<string, number>>, expecte
   });
 }
 
-function assertCloseRows(actual: number[][], expected: number[][]): void {
-  assert.equal(actual.length, expected.length);
-  actual.forEach((row, r) => row.forEach((v, c) => assert.ok(Math.abs(v - expected[r]![c]!) < 1e-6, `[${r}][${c}] ${v} vs ${expected[r]![c]}`)));
-}
+/** The converters' float32 arithmetic against the float64 references: tree and linear outputs agree to 1e-6. */
+const assertCloseRows = (actual: unknown, expected: number[][]) => assertRowsClose(actual, expected, 'output', 1e-6);
 
 const csv = (rows: number[][]) => rows.map((r) => r.join(',')).join('\n') + '\n';
 const csvNumbers = (text: string) => text.trim().split('\n').map((line) => line.split(',').map(Number));

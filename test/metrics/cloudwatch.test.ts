@@ -116,7 +116,8 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   it('splits a large interval into requests of at most 1000 data, gzip-compressed as the SDK does', async () => {
     const r = recorder('metrics_per_model_dimension=true');
     for (let i = 0; i < 300; i++) request(r, `model-${i}`);
-    await r.close(5000);
+    // Bounded by the test's own timeout, not a delivery deadline: a busy machine may need longer than usual.
+    await r.close(50_000);
 
     assert.deepEqual(fake.protocolErrors, []);
     const expected = 301 * 8; // 7 request metrics and ModelCacheHit, for the endpoint and for each model
@@ -142,7 +143,9 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       const s = sink(log);
       fake.script.push('fail', 'throttle', 'hang');
       s.write(snapshot(1));
-      await waitFor(() => fake.calls.length === 1, 'the retried request', 60_000);
+      // The sink counts the batch, and logs the recovery, once the answer is in: after the fake has it.
+      await waitFor(() => s.sent === 1, 'the sink to count the retried batch delivered', 60_000);
+      assert.equal(fake.calls.length, 1);
       assert.equal(fake.attempts, 4);
       assert.equal(fake.calls[0]!.data[0]!.StatisticValues!.Sum, 1);
       assert.equal(s.dropped, 0);
@@ -208,28 +211,19 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       assert.match(text, new RegExp(`^mme_metrics_dropped_total\\{sink="cloudwatch"\\} ${dropped}$`, 'm'));
     });
 
-    it('invocation() costs the same with CloudWatch hung as with no CloudWatch at all', async () => {
+    it('with CloudWatch hung, invocation() returns at once and calls nothing, and a flush does not wait for the hung request', async () => {
       fake.mode = 'hang';
       const hung = recorder('metrics_cloudwatch_max_buffered=50');
       hung.invocation(invoke('a'));
       await hung.flush(); // a request is now in flight and never answered
       await waitFor(() => fake.attempts === 1, 'the hung request');
-      const baseline = createMetrics(configWith(), { log: () => undefined });
-      recorders.push(baseline);
-
+      // Synchronous and free of I/O: no promise to wait on, no request per call.
       const event = invoke('a');
-      const time = (r: MetricsRecorder) => {
-        const t = process.hrtime.bigint();
-        for (let i = 0; i < 10_000; i++) assert.equal(r.invocation(event), undefined);
-        return Number(process.hrtime.bigint() - t) / 1e6;
-      };
-      let hungMs = Infinity;
-      let baselineMs = Infinity;
-      for (let round = 0; round < 5; round++) {
-        hungMs = Math.min(hungMs, time(hung));
-        baselineMs = Math.min(baselineMs, time(baseline));
-      }
-      assert.ok(hungMs < baselineMs * 3 + 5, `10k invocations: ${hungMs.toFixed(2)} ms with CloudWatch hung vs ${baselineMs.toFixed(2)} ms without`);
+      for (let i = 0; i < 10_000; i++) assert.equal(hung.invocation(event), undefined);
+      assert.equal(fake.attempts, 1, 'invocation() sent something to CloudWatch');
+      // The interval queues behind the hung request: the flush resolves while that request still hangs.
+      await hung.flush();
+      assert.equal(fake.attempts, 1);
     });
   });
 });

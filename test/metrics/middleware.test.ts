@@ -6,13 +6,19 @@ import { MmeError } from '../../src/errors';
 import { errorResponse } from '../../src/http/error-response';
 import { koaListener } from '../../src/http/listener';
 import { invocationMetrics } from '../../src/metrics';
-import type { ManagerEvents } from '../../src/server/models/lifecycle-events';
+import { LifecycleEvents } from '../../src/server/models/lifecycle-events';
 import { recorder } from './helpers';
 
 describe('metrics: server glue', () => {
-  it('the recorder is the model manager\'s events object as it is (manager.events = recorder)', () => {
-    const events: ManagerEvents = recorder().r;
-    assert.equal(typeof events.cacheLookup, 'function');
+  it('the recorder serves as the model manager\'s event sink: the manager\'s cache lookups reach the ModelCacheHit metric', async () => {
+    const { r, sink } = recorder();
+    const events = new LifecycleEvents(() => 1);
+    events.sink = r;
+    events.lookup('m', true);
+    events.lookup('m', true);
+    events.lookup('m', false);
+    await r.flush();
+    assert.deepEqual(sink.stats(0).ModelCacheHit, { count: 3, sum: 2, min: 0, max: 1 });
   });
 
   it('invocationMetrics times the invoke routes and reports the status the client got, errors included', async () => {

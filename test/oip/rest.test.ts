@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
 import { loadModels, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
+import { assertValuesClose } from '../helpers/assert-close';
 
 const kMlp = { sizes: [4, 8, 3] };
 
@@ -84,7 +85,7 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
     assert.equal(res.body.model_name, 'mlp');
     const [out] = res.body.outputs;
     assert.deepEqual([out.name, out.datatype, out.shape], ['output', 'FP32', [2, 3]]);
-    mlpForward(kMlp, rows).flat().forEach((v, i) => assert.ok(Math.abs(out.data[i] - v) < 1e-4));
+    assertValuesClose(out.data, mlpForward(kMlp, rows).flat());
   });
 
   it('speaks the binary tensor extension both ways, mixing binary and JSON tensors (binary_data_output, per-output binary_data)', async () => {

@@ -44,7 +44,9 @@ const honest = rows.chain((r) => fc.constantFrom(
   request(npy('<f8', `${r.length}, 4`, Buffer.from(new Float64Array(r.flat()).buffer)), 'application/x-npy'),
 ));
 
-/** The attacks the issue found, and their neighbours. */
+const kContentTypes = ['application/json', 'text/csv', 'application/x-npy', `${OIP_MEDIA_TYPE};json-header-size=8`];
+
+/** The attacks the issue found, their neighbours, and arbitrary input. */
 const hostile = fc.oneof(
   fc.record({ descr: fc.constantFrom('<U0', '<f0', '<f4', '<U1', '|b1', '<i8', '>f4', '<c8', '|O8'), shape: fc.array(fc.constantFrom(0, 1, 4, 1_000_000, 2 ** 40), { maxLength: 3 }), size: fc.nat(256) })
     .map(({ descr, shape, size }) => request(npy(descr, shape.join(', ') + (shape.length === 1 ? ',' : ''), Buffer.alloc(size, 1)), 'application/x-npy')),
@@ -61,8 +63,17 @@ const hostile = fc.oneof(
     const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'input', shape, datatype: 'FP32', parameters: { binary_data_size: declared } }] }));
     return request(Buffer.concat([header, Buffer.alloc(size)]), `${OIP_MEDIA_TYPE};json-header-size=${header.length}`);
   }),
-  fc.string({ maxLength: 40 }).map((s) => request(s, 'application/json')),
-  fc.string({ maxLength: 40 }).map((s) => request(s, 'text/csv')),
+  // Not only the constants above: arbitrary bytes, arbitrary unicode (lone surrogates included) and
+  // arbitrary JSON under every content type, and a .npy magic before an arbitrary header and data.
+  fc.tuple(fc.uint8Array({ maxLength: 512 }), fc.constantFrom(...kContentTypes)).map(([bytes, type]) => request(Buffer.from(bytes), type)),
+  fc.tuple(fc.string({ unit: 'binary', maxLength: 200 }), fc.constantFrom(...kContentTypes)).map(([text, type]) => request(text, type)),
+  fc.jsonValue({ maxDepth: 4 }).map((value) => request(JSON.stringify(value), 'application/json')),
+  fc.tuple(fc.string({ unit: 'binary', maxLength: 120 }), fc.uint8Array({ maxLength: 64 })).map(([header, data]) => {
+    const text = Buffer.from(header);
+    const length = Buffer.alloc(2);
+    length.writeUInt16LE(text.length);
+    return request(Buffer.concat([Buffer.from('\x93NUMPY\x01\x00', 'latin1'), length, text, data]), 'application/x-npy');
+  }),
 );
 
 function assertBounded400(err: unknown): void {

@@ -2,13 +2,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { HashRing } from '../../../scripts/fleet/hash-ring';
-import { ASSUMPTIONS, DEDICATED, MiB, SHARED } from '../../../scripts/plan/assumptions';
+import { DEDICATED, MiB, SHARED, type WorkerMode } from '../../../scripts/plan/assumptions';
 import { modelBudget, predict, smallestFleet } from '../../../scripts/plan/planner';
 import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from '../../../scripts/plan/workload';
+import { assertValuesClose } from '../../helpers/assert-close';
 import { runNodeScript } from '../../../harness/run-node-script';
 import { tempDir } from '../../../harness/test-server';
 
-const kExample = path.join(__dirname, '..', '..', '..', '..', 'scripts', 'plan', 'example-inventory.csv');
+const kRoot = path.join(__dirname, '..', '..', '..', '..');
+const kExample = path.join(kRoot, 'scripts', 'plan', 'example-inventory.csv');
 const GiB = 1024 * MiB;
 
 /** n models of `sizeMiB` each, requested round and round: every model equally hot. */
@@ -49,20 +51,25 @@ describe('sizing planner: inputs', () => {
 });
 
 describe('sizing planner: predictions', () => {
-  it('prices a model per worker mode from the one assumptions table', () => {
-    assert.equal(DEDICATED.footprintBytes(10 * MiB), (ASSUMPTIONS.dedicatedProcessMiB + 10) * MiB);
-    assert.equal(SHARED.footprintBytes(10 * MiB), (ASSUMPTIONS.sharedSessionMiB + 10) * MiB);
-    assert.equal(DEDICATED.coldLoadMicros(0), ASSUMPTIONS.dedicatedColdLoadMs * 1000);
-    assert.equal(SHARED.coldLoadMicros(0), ASSUMPTIONS.sharedColdLoadMs * 1000);
-    assert.equal(modelBudget(GiB, SHARED), GiB - ASSUMPTIONS.reserveMiB * MiB - ASSUMPTIONS.sharedHosts * ASSUMPTIONS.sharedProcessMiB * MiB);
+  it('prices both worker modes with the figures of the committed bench run (bench-results/latest.json), rounded as printed', () => {
+    const run = JSON.parse(fs.readFileSync(path.join(kRoot, 'bench-results', 'latest.json'), 'utf8'));
+    const tiny = run.cold.find((c: { model: string }) => c.model === 'tiny MLP 16→32→4, spare_workers=0');
+    assert.ok(tiny, 'latest.json has the tiny MLP\'s cold start without a spare worker');
+    // A 10 MiB model costs its weights plus the measured process (dedicated) or session (shared).
+    assertValuesClose([DEDICATED.footprintBytes(10 * MiB) / MiB], [Math.round(run.density.perModelMB * 10) / 10 + 10], 'dedicated MiB', 1e-9);
+    assertValuesClose([SHARED.footprintBytes(10 * MiB) / MiB], [0.12 + 10], 'shared MiB', 1e-9);
+    assert.equal(DEDICATED.coldLoadMicros(0), Math.round(tiny.p50Ms) * 1000);
+    assertValuesClose([SHARED.coldLoadMicros(0)], [Math.round(run.shared.coldP50Ms * 10) * 100], 'shared cold load µs', 1e-6);
   });
 
-  it('predicts every hit and the exact headroom when all models fit', () => {
-    const p = predict(uniform(10, 30), 2 * GiB, { mode: DEDICATED, routing: 'one', instances: 1 });
-    assert.equal(p.hitRatio, 1);
-    assert.equal(p.loadsPerMinute, 0);
-    assert.equal(p.waitingShare, 0);
-    assert.equal(p.headroomBytes, modelBudget(2 * GiB, DEDICATED) - 10 * DEDICATED.footprintBytes(30 * MiB));
+  it('predicts every hit and the headroom worked by hand when all models fit', () => {
+    // A mode priced by hand: 20 MiB a model plus its weights, 100 MiB fixed. 2 GiB less the 512 MiB
+    // reserve (model_memory_reserve_mb) and the 100 MiB leaves 1436 MiB for models; ten equally hot
+    // models of 30 MiB take 10 × (20 + 30) = 500 MiB of it, so all fit with 936 MiB to spare.
+    const mode: WorkerMode = { name: 'shared', footprintBytes: (w) => 20 * MiB + w, coldLoadMicros: () => 1000, fixedBytes: 100 * MiB, basis: 'by hand' };
+    assert.equal(modelBudget(2 * GiB, mode), 1436 * MiB);
+    const p = predict(uniform(10, 30), 2 * GiB, { mode, routing: 'one', instances: 1 });
+    assert.deepEqual([p.hitRatio, p.loadsPerMinute, p.waitingShare, p.headroomBytes], [1, 0, 0, 936 * MiB]);
   });
 
   it('shows a hash-routed fleet holding what one instance cannot, and round robin not', () => {
@@ -83,7 +90,7 @@ describe('sizing planner: predictions', () => {
     const fleet = smallestFleet(w, 3 * GiB, DEDICATED, 0.99);
     assert.ok(fleet && fleet.instances >= 2 && fleet.instances <= 4, `instances ${fleet?.instances}`);
     assert.equal(predict(w, 3 * GiB, { mode: DEDICATED, routing: 'hash', instances: fleet!.instances - 1 }).hitRatio < 0.99, true);
-    assert.throws(() => predict(uniform(2, 3000), 2 * GiB, { mode: DEDICATED, routing: 'one', instances: 1 }), /model m0 needs 3018 MiB with dedicated workers, more than the 1536 MiB .* choose a larger instance/);
+    assert.throws(() => predict(uniform(2, 3000), 2 * GiB, { mode: DEDICATED, routing: 'one', instances: 1 }), /model m0 needs 30\d\d MiB with dedicated workers, more than the 1536 MiB .* choose a larger instance/);
   });
 });
 
@@ -110,7 +117,7 @@ describe('npm run plan', () => {
         assert.match(run.stdout, new RegExp(`\\| ${mode} \\| ${routing} \\| \\d+\\.\\d % \\| \\d+\\.\\d \\| \\d+\\.\\d % \\| [\\d ]+ MiB of [\\d ]+ MiB \\|`));
       }
     }
-    assert.match(run.stdout, /Assumptions:\n- dedicated: .*17\.6 MiB/);
+    assert.match(run.stdout, new RegExp(`Assumptions:\\n- dedicated: .* ${DEDICATED.footprintBytes(0) / MiB} MiB`));
   });
 
   it('plans from a trace toward a target hit ratio', async () => {
