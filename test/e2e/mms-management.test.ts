@@ -203,7 +203,7 @@ function serverFor(file: string): () => TestServer {
   let t: TestServer | undefined;
   before(async function () {
     if (!fs.existsSync(file)) skipBecause(this, 'peer-tests', `${file} is missing (CI clones the repository next to shared/)`);
-    t = await startServer();
+    t = await startTestServer();
   });
   after(async () => {
     await t?.close();

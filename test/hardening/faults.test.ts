@@ -16,7 +16,7 @@ import { FakeCloudWatch } from '../metrics/fake-cloudwatch';
 import { hammer, type Hammered } from '../../harness/load-generator';
 import { startCliServer } from '../../harness/cli-server';
 import { descendantsOf, isAlive, waitFor, workerPidsOf } from '../../harness/process-probes';
-import { invoke, type JsonResponse, loadModel, request } from '../../harness/http-requests';
+import { invoke, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 

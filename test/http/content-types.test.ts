@@ -3,9 +3,6 @@ import { identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, writ
 import { loadModel } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
 import { npyFile, readFloat32Npy } from '../worker-process/npy-fixtures';
-import { parseNpy } from '../../src/worker-process/npy';
-import { RequestBudget } from '../../src/worker-process/tensor';
-import { jsonElements, nest } from '../../src/worker-process/nested-arrays';
 import { assertRowsClose } from '../helpers/assert-close';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
