@@ -9,7 +9,6 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { tgz } from '../artifacts/helpers';
 import { allocatesThenKilled, behaviourHandler, exhaustsHeap, exitsAfterLoading } from '../fixtures/fault-handlers';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
@@ -75,7 +74,7 @@ describe('hardening: faults', () => {
       t = await startServer();
       const logs = timedLogs();
       await loadBehaviour('loop', {}, exitsAfterLoading);
-      const spawned = WorkerHandle.spawned;
+      const spawned = t.server.processes.spawned;
       await waitFor(() => t.server.manager.entry('loop')?.phase === 'failed', 'the model to be marked FAILED', 20_000);
       const failedAt = Date.now();
       const refused = await invoke(t, 'loop', {});
@@ -89,10 +88,10 @@ describe('hardening: faults', () => {
       // The original worker and three replacements died; MMS's back-off put 0, 1 and 1 s before the replacements.
       const crashes = logs.filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l.line)).map((l) => l.at);
       assert.equal(crashes.length, 4, logs.map((l) => l.line).join('\n'));
-      assert.equal(WorkerHandle.spawned - spawned, 3);
+      assert.equal(t.server.processes.spawned - spawned, 3);
       for (const k of [2, 3]) assert.ok(crashes[k]! - crashes[k - 1]! >= 900, `crash ${k} came ${crashes[k]! - crashes[k - 1]!} ms after crash ${k - 1}`);
       // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
-      await waitFor(() => WorkerHandle.spawned - spawned === 4, 'the next restart', 10_000);
+      await waitFor(() => t.server.processes.spawned - spawned === 4, 'the next restart', 10_000);
       assert.ok(Date.now() - failedAt >= 1800, `the next restart came ${Date.now() - failedAt} ms after the model was marked failed`);
     });
 

@@ -12,7 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { pingProblems } from '../../scripts/hardening/ping-bounds';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { tarHeader, tgz, writeTgz, type TarEntrySpec } from '../artifacts/helpers';
 import { addModel, externalDataModel, writeModelDir } from '../fixtures/onnx-models';
 import { startCliServer } from '../helpers/cli';
@@ -24,7 +23,7 @@ import { invoke, loadModel, request, startServer, tempDir, type JsonResponse, ty
 async function holdings(t: TestServer) {
   return {
     models: (await request(`${t.url}/models`)).body,
-    spawned: WorkerHandle.spawned,
+    spawned: t.server.processes.spawned,
     store: fs.readdirSync(t.store).sort(),
     extracted: fs.readdirSync(t.server.cacheDir),
   };

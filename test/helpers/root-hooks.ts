@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { FramedProcess } from '../../src/server/processes/framed-process';
+import { watchedProcesses } from './watched-processes';
 import { waitFor, workerPidsOf } from './processes';
 
 /**
@@ -34,6 +34,8 @@ export const mochaHooks = {
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
     assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
     assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
-    assert.equal(FramedProcess.unhandledRejectionExits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
+    let exits = 0;
+    for (const r of watchedProcesses) exits += r.unhandledRejectionExits;
+    assert.equal(exits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
   },
 };

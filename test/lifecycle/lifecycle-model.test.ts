@@ -63,8 +63,8 @@ function checkInvariants(h: Harness, outcomes: Outcomes, shutDown: boolean, evic
   const registered = new Set<unknown>();
   for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) registered.add(w);
   const live = h.fleet.live();
-  for (const w of live) assert.ok(registered.has(w), `worker ${w.id} runs but no registered model holds it`);
-  for (const w of registered) assert.ok(live.includes(w as never), 'a registered model holds a worker that has exited');
+  for (const w of live) assert.ok(registered.has(w.slot), `worker ${w.id} runs but no registered model holds it`);
+  for (const w of registered) assert.ok(live.some((l) => l.slot === w), 'a registered model holds a worker that has exited');
   if (shutDown) assert.equal(live.length, 0);
   // SageMaker mode: nothing is evicted.
   if (!shutDown && !evicts) checkNamesNeverTakenOver(h.manager, outcomes);

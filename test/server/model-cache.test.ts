@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { behaviourHandler, slowLoading } from '../fixtures/fault-handlers';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { addModel, mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { waitFor, workerPidsOf } from '../helpers/processes';
 import { invoke, loadModel, request, startServer, tempDir, type TestServer } from '../helpers/server';
@@ -146,12 +145,12 @@ describe('memory admission', () => {
   it('answers 507 before starting any process when a model cannot fit (SageMaker mode: no eviction)', async () => {
     t = await startServer('model_cache=off\nmodel_memory_budget_mb=1');
     const dir = writeModelDir(t.store, 'm', mlpModel(spec(1)));
-    const spawnedBefore = WorkerHandle.spawned;
+    const spawnedBefore = t.server.processes.spawned;
     const res = await loadModel(t, 'm', dir);
     assert.equal(res.status, 507);
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.match(res.body.message, /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/);
-    assert.equal(WorkerHandle.spawned, spawnedBefore, 'a worker process was started');
+    assert.equal(t.server.processes.spawned, spawnedBefore, 'a worker process was started');
   });
 
   it('answers 507 at max_loaded_models in SageMaker mode, and loads again after an unload', async () => {

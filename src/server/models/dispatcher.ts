@@ -39,7 +39,6 @@ const kPruneAtLeast = 1024;
 
 export class Dispatcher {
   readonly #queue: JobQueue;
-  /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
   #batchTimer: Timer | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
@@ -64,7 +63,7 @@ export class Dispatcher {
   /** Requests its workers hold: each process records what it was sent until it is answered. */
   get runningCount(): number {
     let n = 0;
-    for (const w of this.deps.workers.workers) n += w.requestsInFlight;
+    for (const w of this.deps.workers.workers) n += w.inFlightRequests;
     return n;
   }
 

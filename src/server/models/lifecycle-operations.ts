@@ -23,7 +23,6 @@ import { within } from '../../util/within';
 import { Admission } from '../cache/admission';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
-import { FramedProcess } from '../processes/framed-process';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
@@ -142,7 +141,7 @@ export class LifecycleOperations {
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
-      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
+      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = this.#loadFailure(entry, thrown);
@@ -299,8 +298,9 @@ export class LifecycleOperations {
     const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
-      for (const w of FramedProcess.live) w.kill('stopped');
-      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null, clock);
+      const { live } = this.deps.workers.processes;
+      for (const h of live) h.kill('stopped');
+      await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
     }
     await spares;
     await this.deps.workers.closeHosts();

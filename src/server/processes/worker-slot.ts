@@ -1,7 +1,7 @@
 /**
  * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and where the model runs — a dedicated process (WorkerHandle) or a slot in a shared host
- * (HostedModel). Tests put a fake behind it to interleave events by hand.
+ * and where the model runs. Its one implementation is ModelSlot (hosts/host-process.ts), a model's slot in a
+ * worker process (a dedicated worker's one slot, or one of a shared host's).
  */
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/frames';
 import type { Job } from '../jobs/job';
@@ -11,7 +11,7 @@ import type { SlotView } from './slot-lifecycle';
 
 export interface Assignment {
   id: string;
-  /** The process fills in the slot, and whether it is shared. */
+  /** The slot fills in its slot id, and whether its host is shared. */
   load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
@@ -57,15 +57,15 @@ export interface WorkerSlot {
   /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
   /** Batches sent and not answered in full. */
-  readonly inFlightCount: number;
-  /** Requests sent and not answered yet: what the model's in-flight count adds up. */
-  readonly requestsInFlight: number;
+  readonly inFlightBatches: number;
+  /** Requests sent and not answered yet: what the model's inFlightRequests adds up. */
+  readonly inFlightRequests: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
   /** The shared host it is in, or null for a process of its own. */
-  readonly host: string | null;
+  readonly hostId: string | null;
   /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
-  readonly cpuShare?: number;
+  readonly cpuShare: number | undefined;
   /** Ready, not being killed, and with a free slot. */
   readonly isIdle: boolean;
   /** Idle with nothing in flight (what job tickets need). */

@@ -55,7 +55,7 @@ export class WorkerSet {
   readonly #onProbation = new Set<WorkerSlot>();
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
-  #roomWanted = false;
+  #waitingForRoom = false;
   /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
   readonly #secondTries = new Set<WorkerSlot>();
   #rr = 0;
@@ -176,7 +176,7 @@ export class WorkerSet {
     } catch (err) {
       handOver();
       this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
-      this.#retryWhenRoom();
+      this.#waitForRoom();
       return;
     }
     this.#moving.set(worker, successor);
@@ -194,7 +194,7 @@ export class WorkerSet {
   }
 
   #stopIfDone(worker: WorkerSlot): void {
-    if (worker.lifecycle.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
+    if (worker.lifecycle.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
@@ -248,7 +248,7 @@ export class WorkerSet {
     if (this.#stopped) return;
     this.#backoff.wait(() => {
       // The restart runs: a wake for room from now on is for a later one that asks again.
-      this.#roomWanted = false;
+      this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
       if (started.length > 0) this.deps.restarted();
@@ -262,22 +262,22 @@ export class WorkerSet {
     } catch (err) {
       this.#backoff.failed();
       this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
-      this.#retryWhenRoom();
+      this.#waitForRoom();
       return [];
     }
   }
 
   /** A restart after the back-off, or sooner if the room that was missing comes first. */
-  #retryWhenRoom(): void {
+  #waitForRoom(): void {
     this.#scheduleRestart();
     if (!this.deps.waitForRoom) return;
-    this.#roomWanted = true;
-    this.deps.waitForRoom(this.#roomMade);
+    this.#waitingForRoom = true;
+    this.deps.waitForRoom(this.#onRoom);
   }
 
   /** One function, so the pool holds it once however often this set asks. */
-  readonly #roomMade = () => {
-    if (this.#roomWanted) this.#backoff.cutShort();
+  readonly #onRoom = () => {
+    if (this.#waitingForRoom) this.#backoff.cutShort();
   };
 
   #spawn(): WorkerSlot {
