@@ -53,7 +53,7 @@ describe('hardening: faults', () => {
       await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
       const model = t.server.manager.get('m');
       const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
-      await waitFor(() => model.inFlightCount === 8, 'a batch of 8 running in the worker');
+      await waitFor(() => model.inFlightRequests === 8, 'a batch of 8 running in the worker');
       const [pid] = workerPidsOf(process.pid);
       process.kill(pid!, 'SIGKILL');
       const failed = await Promise.all(inFlight);
@@ -100,7 +100,7 @@ describe('hardening: faults', () => {
       await loadBehaviour('m', { response_timeout: 2 });
       const model = t.server.manager.get('m');
       const held = invoke(t, 'm', { barrier, echo: 'held' });
-      await waitFor(() => model.inFlightCount === 1, 'the request to reach the worker');
+      await waitFor(() => model.inFlightRequests === 1, 'the request to reach the worker');
       const [pid] = workerPidsOf(process.pid);
       process.kill(pid!, 'SIGSTOP');
       const queued = Array.from({ length: 3 }, (_, i) => invoke(t, 'm', { echo: i }));

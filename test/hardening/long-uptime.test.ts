@@ -89,7 +89,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
         assert.match(failed.body.message, /could not be sent to its worker/);
         assert.ok(t.logs.some((l) => /a batch of 1 could not be sent to its worker: RangeError: an id must be an integer/.test(l)), 'the log has the cause');
         const model = t.server.manager.get('mlp');
-        assert.equal(model.inFlightCount, 0, 'no job is left running');
+        assert.equal(model.inFlightRequests, 0, 'no job is left running');
         assert.deepEqual(model.workers.map((w) => w.inFlightBatches), [0], 'the worker holds nothing of it');
         await assertAnswers(t, 'mlp', 1);
       });

@@ -126,7 +126,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.fleet.options.autoLoad = false;
     const [w1] = h.fleet.live('a');
     const model = h.manager.get('a');
-    model.relocate(w1.slot);
+    model.onRelocate(w1.slot);
     assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
     const during = statusOf(h.manager.invoke('a', wireRequest()));
     await waitFor(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');

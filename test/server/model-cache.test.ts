@@ -82,7 +82,7 @@ describe('self-managed model cache', () => {
     assert.equal((await invoke(t, 'busy', { echo: 'warm' })).status, 200);
     const model = t.server.manager.get('busy');
     const held = invoke(t, 'busy', { barrier: gate, echo: 'held' });
-    await waitFor(() => model.inFlightCount === 1, 'the held request to run');
+    await waitFor(() => model.inFlightRequests === 1, 'the held request to run');
     const other = invoke(t, 'm0', row);
     await waitFor(() => t.server.manager.entry('busy')?.phase === 'draining', 'busy to be chosen for eviction');
     fs.writeFileSync(gate, '');

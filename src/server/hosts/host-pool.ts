@@ -33,9 +33,9 @@ export interface HostPoolOptions {
   spawn: SpawnOptions;
   log: Log;
   /** A host that died was replaced (SharedHostRestarts). */
-  restarted: () => void;
+  onRestarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
-  recycled: () => void;
+  onRecycled: () => void;
 }
 
 /** What placement assumes a model costs before any has been measured. */
@@ -134,7 +134,7 @@ export class HostPool {
     if (host.processState !== 'serving' || this.#closed) return;
     this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
     host.drain();
-    this.opts.recycled();
+    this.opts.onRecycled();
     this.#addHost();
     if (host.slotCount === 0) void this.#retire(host);
     else for (const s of host.slots) s.relocate();
@@ -158,7 +158,7 @@ export class HostPool {
         if (h.open) this.#wakeRoomWaiters();
         void this.#afterUnload(h);
       },
-      onExit: (h) => this.#exited(h),
+      onExit: (h) => this.#onHostExit(h),
     });
     return host.start();
   }
@@ -179,7 +179,7 @@ export class HostPool {
     await host.stop();
   }
 
-  #exited(host: HostProcess): void {
+  #onHostExit(host: HostProcess): void {
     const i = this.#hosts.indexOf(host);
     if (i < 0 || this.#closed) return;
     this.#hosts.splice(i, 1);
@@ -200,7 +200,7 @@ export class HostPool {
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
     for (let n = serving; n < this.opts.size; n++) {
       this.#addHost();
-      this.opts.restarted();
+      this.opts.onRestarted();
     }
   }
 

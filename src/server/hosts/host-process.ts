@@ -649,7 +649,7 @@ export class ModelSlot implements WorkerSlot {
     }
     // Its slot is empty in the host; nothing is left to release.
     this.host.forget(this.slotId);
-    this.#exited({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
@@ -657,17 +657,17 @@ export class ModelSlot implements WorkerSlot {
     const ran = msg.runMicros - this.#runMicros;
     if (ran > 0) {
       this.#runMicros = msg.runMicros;
-      this.assignment.ran?.(ran);
+      this.assignment.onRan?.(ran);
     }
-    this.#listener?.result(this, batch, msg, done);
+    this.#listener?.onResult(this, batch, msg, done);
   }
 
   onChunk(msg: ChunkMessage): void {
-    this.#listener?.chunk(this, msg);
+    this.#listener?.onChunk(this, msg);
   }
 
   onUnloaded(): void {
-    this.#exited({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
+    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
@@ -676,12 +676,12 @@ export class ModelSlot implements WorkerSlot {
       this.displaced = displaced;
       this.#life.fail(loadExitError(this.id, exit));
     }
-    this.#exited(exit, running, waiting);
+    this.#end(exit, running, waiting);
   }
 
   /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
   relocate(): void {
-    if (this.#life.state === 'ready') this.#listener?.relocate(this);
+    if (this.#life.state === 'ready') this.#listener?.onRelocate(this);
   }
 
   #loadTimedOut(): void {
@@ -696,12 +696,12 @@ export class ModelSlot implements WorkerSlot {
     this.host.kill('timeout-kill', this.modelName);
   }
 
-  #exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
     this.host.clock.clearTimeout(this.#unloadTimer);
-    this.#life.exited(exit);
+    this.#life.ended(exit);
     this.#resolveExit(exit);
-    this.#listener?.exited(this, exit, running, waiting);
+    this.#listener?.onExit(this, exit, running, waiting);
   }
 }

@@ -36,8 +36,8 @@ export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerF
     waitForRoom: workers.waitForRoom(settings.workerMode),
     log,
     health: p.health,
-    restarted: () => events.workerRestarted(name),
-    ran: (micros) => events.sharedHostRunTime(name, micros),
+    onRestarted: () => events.workerRestarted(name),
+    onRan: (micros) => events.sharedHostRunTime(name, micros),
     clock: workers.clock,
   });
 }

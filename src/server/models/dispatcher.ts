@@ -127,7 +127,7 @@ export class Dispatcher {
   }
 
   /** A worker answered some or (`done`) the rest of a batch. */
-  result(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -153,7 +153,7 @@ export class Dispatcher {
     }
   }
 
-  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
     const job = worker.heldJob(msg.id);
     if (!job) return;
     const bytes = msg.body?.length ?? 0;
@@ -166,7 +166,7 @@ export class Dispatcher {
    * waiting in its pipe go back to the head of the queue, once — a job put back a second time
    * fails too, so a poison request cannot crash worker after worker.
    */
-  exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  onExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
     for (const batch of running) {
       for (const job of batch.jobs) job.reject(err);

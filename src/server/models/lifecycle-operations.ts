@@ -89,7 +89,7 @@ export class LifecycleOperations {
     if (typeof req.url !== 'string' || req.url.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
     if (this.closing) throw shuttingDown();
     const existing = this.deps.registry.current(name);
-    if (existing && (existing.registered || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
+    if (existing && (existing.serving || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
     if (req.synchronous === false) {
@@ -208,7 +208,7 @@ export class LifecycleOperations {
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
     const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
-    if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
+    if (!entry || !(entry.serving || entry.phase === 'loading')) throw modelNotFound(name);
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
@@ -220,7 +220,7 @@ export class LifecycleOperations {
       unlock = await locking;
     }
     try {
-      if (registry.current(name) !== entry || !entry.registered) {
+      if (registry.current(name) !== entry || !entry.serving) {
         if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
         throw modelNotFound(name);
       }
@@ -254,7 +254,7 @@ export class LifecycleOperations {
     let scaling: Promise<void>;
     try {
       const e = this.deps.registry.current(name);
-      if (!e?.model || !e.registered) throw modelNotFound(name);
+      if (!e?.model || !e.serving) throw modelNotFound(name);
       const model = e.model;
       const added = processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
@@ -311,7 +311,7 @@ export class LifecycleOperations {
   async #shutdownEntry(entry: Registration, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
-      if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
+      if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
       const admitted = entry.active;
       await entry.whenIdle(deadline - this.deps.clock.now());

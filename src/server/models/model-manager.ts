@@ -64,8 +64,8 @@ export class ModelManager {
       launch: opts.launch,
       readMemory: opts.readMemory,
       processes: opts.processes ?? new ProcessRegistry(),
-      sharedHostRestarted: () => events.sharedHostRestarted(),
-      sharedHostRecycled: () => events.sharedHostRecycled(),
+      onSharedHostRestarted: () => events.sharedHostRestarted(),
+      onSharedHostRecycled: () => events.sharedHostRecycled(),
     });
     const policy: EvictionPolicy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;

@@ -20,7 +20,7 @@ export interface Assignment {
   /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
   /** Its session runs in a shared host took `micros` more (SharedHostRunTime); a dedicated worker does not time them. */
-  ran?: (micros: number) => void;
+  onRan?: (micros: number) => void;
 }
 
 /** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
@@ -32,15 +32,15 @@ export interface InFlightBatch {
 /** Who hears from a worker once it has a model. Called synchronously; must not throw. */
 export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
-  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  chunk(worker: WorkerSlot, msg: ChunkMessage): void;
+  onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void;
   /**
    * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
    * (they may run elsewhere). The worker has forgotten both.
    */
-  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
-  relocate(worker: WorkerSlot): void;
+  onRelocate(worker: WorkerSlot): void;
 }
 
 export interface WorkerSlot {

@@ -23,9 +23,9 @@ export interface WorkerFactoryOptions {
   /** The server's processes: what its shutdown kills. */
   processes: ProcessRegistry;
   /** A shared host that died was replaced. */
-  sharedHostRestarted: () => void;
+  onSharedHostRestarted: () => void;
   /** A shared host was recycled. */
-  sharedHostRecycled: () => void;
+  onSharedHostRecycled: () => void;
   /** What every timer of the workers, hosts and models waits on: the server's clock. */
   clock: Clock;
 }
@@ -79,8 +79,8 @@ export class WorkerFactory {
       heavyShare: this.config.sharedHostHeavyShare,
       spawn: this.#spawnOptions(),
       log: this.opts.log,
-      restarted: this.opts.sharedHostRestarted,
-      recycled: this.opts.sharedHostRecycled,
+      onRestarted: this.opts.onSharedHostRestarted,
+      onRecycled: this.opts.onSharedHostRecycled,
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);

@@ -28,11 +28,11 @@ export interface WorkerSetDeps {
   spawn(): WorkerSlot;
   log(line: string): void;
   /** A worker reported Loaded. */
-  loaded(worker: WorkerSlot, msg: LoadedMessage): void;
+  onLoaded(worker: WorkerSlot, msg: LoadedMessage): void;
   /** A replacement was started. */
-  restarted(): void;
-  failed(err: MmeError): void;
-  recovered(): void;
+  onRestarted(): void;
+  onFailed(err: MmeError): void;
+  onRecovered(): void;
   /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
   waitForRoom?(wake: () => void): void;
   /** What the restart back-off waits on: the server's clock. */
@@ -189,7 +189,7 @@ export class WorkerSet {
   }
 
   /** A batch came back: a retired worker that holds nothing more can go. */
-  answered(worker: WorkerSlot): void {
+  onAnswered(worker: WorkerSlot): void {
     this.#stopIfDone(worker);
   }
 
@@ -219,7 +219,7 @@ export class WorkerSet {
   }
 
   /** A worker exited: forget it, and replace it if the server did not mean it to end. */
-  exited(worker: WorkerSlot, exit: WorkerExit): void {
+  onExit(worker: WorkerSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -240,7 +240,7 @@ export class WorkerSet {
     this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
     if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.lifecycle.state === 'ready')) {
       this.#failed = true;
-      this.deps.failed(err);
+      this.deps.onFailed(err);
     }
   }
 
@@ -251,7 +251,7 @@ export class WorkerSet {
       this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
-      if (started.length > 0) this.deps.restarted();
+      if (started.length > 0) this.deps.onRestarted();
     });
   }
 
@@ -288,9 +288,9 @@ export class WorkerSet {
         if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
         if (this.#failed) {
           this.#failed = false;
-          this.deps.recovered();
+          this.deps.onRecovered();
         }
-        this.deps.loaded(worker, loaded);
+        this.deps.onLoaded(worker, loaded);
       },
       () => undefined,
     );
