@@ -1,5 +1,5 @@
 /**
- * The lifecycle core with fake workers: each race is replayed in a fixed order of events, with no
+ * The lifecycle core with dedicated workers on fake processes: each race is replayed in a fixed order of events, with no
  * processes and no sleeps. Time is virtual: a timeout or back-off passes when the test advances the
  * clock, never by waiting. The same paths run against real processes in test/server and test/hardening.
  */
@@ -8,7 +8,7 @@ import { MmeError } from '../../src/errors';
 import { harness, statusOf, wireRequest } from './harness';
 import { waitFor } from '../helpers/processes';
 
-describe('lifecycle core (fake workers, events in a chosen order)', () => {
+describe('lifecycle core (dedicated workers on fake processes, events in a chosen order)', () => {
   it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {
     const h = harness('default_response_timeout_seconds=1', { autoExit: false });
     await h.manager.load({ modelName: 'a', url: h.model('a') });
