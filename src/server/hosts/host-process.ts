@@ -455,12 +455,13 @@ function suspectLoad(exit: WorkerExit, lost: ReadonlyArray<{ slot: ModelSlot; ru
 }
 
 /**
- * A ModelSlot: one model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
+ * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
  * model): what the model's worker set sees as one of its workers, and the only WorkerSlot. It
  * shares its host's fate (a crash, a kill for a timeout). Its states are the worker table of
- * processes/worker-state.ts. What its host's policy decides (host-process.ts): a dedicated
- * worker's slot starts with its process and leaves with it, and costs the process's PSS; a shared
- * host's slot is loaded into a running host, released with Unload, and costs its load's growth.
+ * processes/worker-state.ts. What its host's policy decides: a dedicated worker's slot starts with
+ * its process and leaves with it, and costs the process's PSS; a shared host's slot is loaded into
+ * a running host, released with Unload, and costs its load's growth. It lives in this file beside
+ * HostProcess because the two call each other (a type cycle between two files is refused).
  */
 export class ModelSlot implements WorkerSlot {
   readonly id: string;
