@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../src/config/resolve';
 import { MmeServer, type MmeServerOptions } from '../src/server/mme-server';
+import { watchProcesses } from './watched-processes';
 
 export interface TestServer {
   server: MmeServer;
@@ -50,6 +51,7 @@ export async function startTestServer(properties = '', opts: TestServerOptions =
   const config = resolveConfig({ fileText, configFile: 'test.properties', env: opts.env ?? {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
   const logs: string[] = [];
   const server = new MmeServer(config, { log: (line) => logs.push(line), env: opts.workerEnv, listenerLimits: opts.listenerLimits });
+  watchProcesses(server.processes);
   await server.start();
   return {
     server,

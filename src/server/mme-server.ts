@@ -13,21 +13,22 @@ import { listen, type Listener, type ListenerLimits } from '../http/listener';
 import { createLog } from '../logger';
 import { realClock, type Clock } from '../util/clock';
 import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager, type ManagerOptions, type ShutdownCounts } from './models/model-manager';
+import { ModelManager, type ShutdownCounts } from './models/model-manager';
+import { ProcessRegistry } from './processes/process-registry';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
   /** Timeouts of every listener; max_connections still comes from the config. Tests shorten them. */
   listenerLimits?: Omit<Partial<ListenerLimits>, 'maxConnections'>;
-  /** Replaces worker processes (the lifecycle tests' fake workers). */
-  startWorker?: ManagerOptions['startWorker'];
   /** What every timer and `now` of the lifecycle core runs on (the real clock but in tests). */
   clock?: Clock;
 }
 
 export class MmeServer {
   readonly manager: ModelManager;
+  /** This server's worker processes: what its shutdown kills, what tests count. */
+  readonly processes = new ProcessRegistry();
   readonly metrics: MetricsRecorder;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
@@ -42,7 +43,7 @@ export class MmeServer {
     this.#log = opts.log ?? createLog({ format: config.logFormat, level: config.logLevel });
     this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
-    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, startWorker: opts.startWorker, clock: opts.clock ?? realClock });
+    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, clock: opts.clock ?? realClock, processes: this.processes });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { behaviourHandler, slowLoading } from '../../harness/fault-handlers';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { addModel, mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
 import { invoke, loadModel, request } from '../../harness/http-requests';
@@ -84,7 +83,7 @@ describe('self-managed model cache', () => {
     assert.equal((await invoke(t, 'busy', { echo: 'warm' })).status, 200);
     const model = t.server.manager.get('busy');
     const held = invoke(t, 'busy', { barrier: gate, echo: 'held' });
-    await waitFor(() => model.inFlightCount === 1, 'the held request to run');
+    await waitFor(() => model.inFlightRequests === 1, 'the held request to run');
     const other = invoke(t, 'm0', row);
     await waitFor(() => t.server.manager.entry('busy')?.phase === 'draining', 'busy to be chosen for eviction');
     fs.writeFileSync(gate, '');
@@ -147,12 +146,12 @@ describe('memory admission', () => {
   it('answers 507 before starting any process when a model cannot fit (SageMaker mode: no eviction)', async () => {
     t = await startTestServer('model_cache=off\nmodel_memory_budget_mb=1');
     const dir = writeModelDir(t.store, 'm', mlpModel(spec(1)));
-    const spawnedBefore = WorkerHandle.spawned;
+    const spawnedBefore = t.server.processes.spawned;
     const res = await loadModel(t, 'm', dir);
     assert.equal(res.status, 507);
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.match(res.body.message, /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/);
-    assert.equal(WorkerHandle.spawned, spawnedBefore, 'a worker process was started');
+    assert.equal(t.server.processes.spawned, spawnedBefore, 'a worker process was started');
   });
 
   it('answers 507 at max_loaded_models in SageMaker mode, and loads again after an unload', async () => {

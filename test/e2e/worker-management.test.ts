@@ -43,9 +43,9 @@ describe('worker management', () => {
     const model = t.server.manager.get(name);
     const slots = model.workers[0].lifecycle.capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
-    await waitFor(() => model.inFlightCount === 1, 'the held request to reach the worker');
+    await waitFor(() => model.inFlightRequests === 1, 'the held request to reach the worker');
     const fillers = Array.from({ length: slots - 1 }, (_, i) => invoke(t, name, { barrier, echo: `filler${i}` }));
-    await waitFor(() => model.inFlightCount === slots, 'the worker pipeline to fill');
+    await waitFor(() => model.inFlightRequests === slots, 'the worker pipeline to fill');
     return { response, fillers };
   }
 
@@ -78,7 +78,7 @@ describe('worker management', () => {
     const name = await loadBehaviour({ use_job_ticket: true });
     const model = t.server.manager.get(name);
     const held = invoke(t, name, { barrier, echo: 'held' });
-    await waitFor(() => model.inFlightCount === 1, 'the held request to reach the worker');
+    await waitFor(() => model.inFlightRequests === 1, 'the held request to reach the worker');
     const refused = await invoke(t, name, { echo: 1 });
     assert.equal(refused.status, 503);
     assert.equal(refused.body.errorCode, 'MME_ERR_NO_WORKER');
@@ -123,7 +123,7 @@ describe('worker management', () => {
     const slots = model.workers[0].lifecycle.capacity;
     const held = invoke(t, name, { sleepMs: 3000 });
     const fillers = Array.from({ length: slots - 1 }, () => invoke(t, name, { sleepMs: 3000 }));
-    await waitFor(() => model.inFlightCount === slots, 'the slow requests to fill the worker');
+    await waitFor(() => model.inFlightRequests === slots, 'the slow requests to fill the worker');
     const queued = await invoke(t, name, { echo: 'late' });
     await Promise.all(fillers);
     assert.equal(queued.status, 504);

@@ -338,7 +338,7 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
     await waitFor(() => streams.held === 0, 'the cancelled stream to drop what it held');
     const reached = model.stats.requests;
     const readAtCancel = streams.read;
-    await waitFor(() => model.queueLength === 0 && model.inFlightCount === 0, 'the model to go idle');
+    await waitFor(() => model.queueLength === 0 && model.inFlightRequests === 0, 'the model to go idle');
     // A request after the cancel runs after anything of the stream still queued (one worker, FIFO):
     // once it is answered, every request of the stream that was ever going to run has run.
     await unary(c.torchserve, 'Predictions', message);

@@ -118,7 +118,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
     const marker = path.join(path.dirname(barrier), 'ran');
     // One running (held), one in the worker's pipe, one queued over HTTP, one queued over gRPC with a deadline.
     const held = [predict({ barrier, echo: 'held' }), predict({ echo: 'piped' })];
-    await waitFor(() => model.inFlightCount === 2, 'two requests at the worker');
+    await waitFor(() => model.inFlightRequests === 2, 'two requests at the worker');
     const viaHttp = request(`${t.url}/models/busy/invoke`, { method: 'POST', json: { echo: 'http' } });
     const dropped = failure(predict({ touch: marker }, 300));
     await waitFor(() => model.queueLength === 2, 'the queue to fill');

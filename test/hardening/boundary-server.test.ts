@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FramedProcess } from '../../src/server/processes/framed-process';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { addModel, externalDataModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
@@ -38,14 +37,14 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     t = await startTestServer('worker_mode=dedicated\nmodel_cache=off\nmodel_memory_budget_mb=150');
     assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', mlpModel({ sizes: [4, 8, 3] })))).status, 200);
     const pids = workerPidsOf(process.pid);
-    const spawned = FramedProcess.spawned;
+    const spawned = t.server.processes.spawned;
     for (const query of ['min_worker=12', 'min_worker=12&max_worker=12&synchronous=true']) {
       const res = await request(`${t.managementUrl}/models/m?${query}`, { method: 'PUT' });
       assert.equal(res.status, 507, `${query}: ${res.text}`);
       assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
       assert.match(res.body.message, /Model m cannot scale to 12 workers: the new workers need about [\d.]+ MB and [\d.]+ MB of the 150 MB model memory budget is in use\. Its workers are unchanged/);
     }
-    assert.equal(FramedProcess.spawned, spawned, 'a refused scale starts no process');
+    assert.equal(t.server.processes.spawned, spawned, 'a refused scale starts no process');
     assert.deepEqual(workerPidsOf(process.pid), pids);
     const d = (await request(`${t.managementUrl}/models/m`)).body;
     assert.equal(d.minWorkers, 1, 'the old scale is kept');
@@ -65,7 +64,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
       fs.symlinkSync(outside, path.join(d, 'lib'));
       return d;
     };
-    const spawned = FramedProcess.spawned;
+    const spawned = t.server.processes.spawned;
     const refusals: Array<[string, JsonResponse]> = [
       ['model-config.json: link.js', await loadModel(t, 'c1', dir('c1', { 'model-config.json': '{"handler": "link.js"}' }))],
       ['model-config.json: lib/evil.js', await loadModel(t, 'c2', dir('c2', { 'model-config.json': '{"handler": "lib/evil.js"}' }))],
@@ -86,7 +85,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     assert.equal(missing.status, 400, missing.text);
     assert.match(missing.body.message, /handler "nope\.js" named in the load request does not exist/);
     assert.ok(!fs.existsSync(marker), 'the linked handler never ran');
-    assert.equal(FramedProcess.spawned, spawned, 'no worker was started for a refused handler');
+    assert.equal(t.server.processes.spawned, spawned, 'no worker was started for a refused handler');
     assert.deepEqual(t.server.manager.list(), []);
     // The rule is about links, not about the parameter: a real file inside the directory still loads.
     const ok = await loadModel(t, 'fine', writeModelDir(t.store, 'fine', addModel(), { 'code/h.js': 'exports.handle = async (r) => r.map(() => \'{"h":1}\');\n' }), { handler: 'code/h.js' });

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { tgz } from '../../harness/tar-archives';
 import { allocatesThenKilled, behaviourHandler, exhaustsHeap, exitsAfterLoading } from '../../harness/fault-handlers';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
@@ -55,7 +54,7 @@ describe('hardening: faults', () => {
       await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
       const model = t.server.manager.get('m');
       const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
-      await waitFor(() => model.inFlightCount === 8, 'a batch of 8 running in the worker');
+      await waitFor(() => model.inFlightRequests === 8, 'a batch of 8 running in the worker');
       const [pid] = workerPidsOf(process.pid);
       process.kill(pid!, 'SIGKILL');
       const failed = await Promise.all(inFlight);
@@ -76,13 +75,13 @@ describe('hardening: faults', () => {
       t = await startTestServer();
       const logs = timedLogs();
       await loadBehaviour('loop', {}, exitsAfterLoading);
-      const spawned = WorkerHandle.spawned;
+      const spawned = t.server.processes.spawned;
       // Counted when the model turns FAILED: the restarts go on after that, 2 s apart. The poll's short
       // timer always fires before the back-off's, however busy the machine.
       let spawnedAtFailed = -1;
       await waitFor(() => {
         if (t.server.manager.entry('loop')?.phase !== 'failed') return false;
-        spawnedAtFailed = WorkerHandle.spawned - spawned;
+        spawnedAtFailed = t.server.processes.spawned - spawned;
         return true;
       }, 'the model to be marked FAILED', 20_000);
       const failedAt = Date.now();
@@ -103,7 +102,7 @@ describe('hardening: faults', () => {
       assert.equal(spawnedAtFailed, 3);
       for (const k of [2, 3]) assert.ok(crashes[k]! - crashes[k - 1]! >= 900, `crash ${k} came ${crashes[k]! - crashes[k - 1]!} ms after crash ${k - 1}`);
       // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
-      await waitFor(() => WorkerHandle.spawned - spawned === 4, 'the next restart', 10_000);
+      await waitFor(() => t.server.processes.spawned - spawned === 4, 'the next restart', 10_000);
       assert.ok(Date.now() - failedAt >= 1800, `the next restart came ${Date.now() - failedAt} ms after the model was marked failed`);
     });
 
@@ -112,7 +111,7 @@ describe('hardening: faults', () => {
       await loadBehaviour('m', { response_timeout: 2 });
       const model = t.server.manager.get('m');
       const held = invoke(t, 'm', { barrier, echo: 'held' });
-      await waitFor(() => model.inFlightCount === 1, 'the request to reach the worker');
+      await waitFor(() => model.inFlightRequests === 1, 'the request to reach the worker');
       const [pid] = workerPidsOf(process.pid);
       process.kill(pid!, 'SIGSTOP');
       const queued = Array.from({ length: 3 }, (_, i) => invoke(t, 'm', { echo: i }));

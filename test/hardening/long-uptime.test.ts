@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { IdAllocator, MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
-import type { HostedModel } from '../../src/server/hosts/hosted-model';
+import type { ModelSlot } from '../../src/server/hosts/host-process';
 import { batchIds } from '../../src/server/models/dispatcher';
 import { jobIds } from '../../src/server/jobs/job';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
@@ -90,8 +90,8 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
         assert.match(failed.body.message, /could not be sent to its worker/);
         assert.ok(t.logs.some((l) => /a batch of 1 could not be sent to its worker: RangeError: an id must be an integer/.test(l)), 'the log has the cause');
         const model = t.server.manager.get('mlp');
-        assert.equal(model.inFlightCount, 0, 'no job is left running');
-        assert.deepEqual(model.workers.map((w) => w.inFlightCount), [0], 'the worker holds nothing of it');
+        assert.equal(model.inFlightRequests, 0, 'no job is left running');
+        assert.deepEqual(model.workers.map((w) => w.inFlightBatches), [0], 'the worker holds nothing of it');
         await assertAnswers(t, 'mlp', 1);
       });
     });
@@ -101,8 +101,8 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     const t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     try {
       await load(t, 'a', 1);
-      const slotOf = (name: string) => (t.server.manager.get(name).workers[0] as HostedModel).slot;
-      (t.server.manager.get('a').workers[0] as HostedModel).hostProcess.slotIds.skipTo(MAX_U32);
+      const slotOf = (name: string) => (t.server.manager.get(name).workers[0] as ModelSlot).slotId;
+      (t.server.manager.get('a').workers[0] as ModelSlot).host.slotIds.skipTo(MAX_U32);
       await load(t, 'b', 2);
       await load(t, 'c', 3);
       assert.deepEqual(['a', 'b', 'c'].map(slotOf), [1, MAX_U32, 2], 'c wrapped past the slot a holds');

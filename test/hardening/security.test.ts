@@ -12,7 +12,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { pingProblems } from '../../scripts/hardening/ping-bounds';
-import { WorkerHandle } from '../../src/server/workers/worker-handle';
 import { tarHeader, tgz, writeTgz, type TarEntrySpec } from '../../harness/tar-archives';
 import { addModel, externalDataModel, writeModelDir } from '../../harness/onnx-models';
 import { startCliServer } from '../../harness/cli-server';
@@ -25,7 +24,7 @@ import { startTestServer, tempDir, type TestServer } from '../../harness/test-se
 async function holdings(t: TestServer) {
   return {
     models: (await request(`${t.url}/models`)).body,
-    spawned: WorkerHandle.spawned,
+    spawned: t.server.processes.spawned,
     store: fs.readdirSync(t.store).sort(),
     extracted: fs.readdirSync(t.server.cacheDir),
   };

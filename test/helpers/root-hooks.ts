@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { FramedProcess } from '../../src/server/processes/framed-process';
 import { checkEveryCliServerLog } from '../../harness/cli-server';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
 import { allowedSkips, pendingProblem } from './skip';
+import { watchedProcesses } from '../../harness/watched-processes';
 
 /**
  * Promise rejections nobody handled in this process: in-process servers, helpers, tests. Mocha's own
@@ -35,7 +35,9 @@ export const mochaHooks = {
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
     assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
     assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
-    assert.equal(FramedProcess.unhandledRejectionExits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
+    let exits = 0;
+    for (const r of watchedProcesses) exits += r.unhandledRejectionExits;
+    assert.equal(exits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
     // A test that did not run fails the run unless its reason is one MME_ALLOW_SKIP allows (.ci/run prints it).
     const pending = pendingProblem(this.test!.parent!, allowedSkips());
     if (pending) assert.fail(pending);

@@ -1,7 +1,7 @@
 /**
  * A worker process with no process behind it, below the server's process class: it speaks the
- * frames over its fd 3 as the real worker does, so FramedProcess, WorkerHandle, HostProcess,
- * HostedModel and HostPool all run as they are. The test decides when a load finishes, when a
+ * frames over its fd 3 as the real worker does, so HostProcess, ModelSlot and HostPool
+ * all run as they are, in either worker mode. The test decides when a load finishes, when a
  * batch is answered and when the process dies, so interleavings in shared hosts are replayed in a
  * chosen order, without sleeps.
  */
@@ -12,12 +12,17 @@ import { Duplex, PassThrough } from 'node:stream';
 import { writeFrame } from '../../src/protocol/frame-codec';
 import { FrameReader } from '../../src/protocol/frame-reader';
 import { MessageKind, type Frame, type InferMessage, type LoadMessage, type LoadedMessage } from '../../src/protocol/messages';
-import type { Launch } from '../../src/server/processes/framed-process';
+import type { Launch } from '../../src/server/hosts/host-process';
 
 export interface FakeProcessOptions {
   /** Answer each Load with Loaded at once (default false: the test calls load()). */
   autoLoad: boolean;
+  /** Exit on the next tick after the server's SIGKILL (default true); false: the test calls exit(). */
+  autoExit: boolean;
 }
+
+/** Fake pids start above Linux's largest (2^22): no real process has one, and /proc has none of them. */
+const kFirstFakePid = 2 ** 23;
 
 const kMetadata: LoadedMessage['metadata'] = { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} };
 
@@ -32,7 +37,7 @@ export class FakeProcess extends EventEmitter {
   readonly stdout = new PassThrough();
   readonly stderr = new PassThrough();
   readonly stdio: [null, PassThrough, PassThrough, Duplex];
-  readonly pid = 0;
+  readonly pid: number;
   /** Loads sent and not answered yet, oldest first (a host runs them one at a time, in order). */
   readonly loads: LoadMessage[] = [];
   /** Batches sent and not answered yet, oldest first. */
@@ -43,11 +48,14 @@ export class FakeProcess extends EventEmitter {
   readonly #mine: Duplex;
   #loadsReceived = 0;
   #loadsDone = 0;
+  /** What to answer the next Load with as soon as it arrives (answerLoad() before the Load came). */
+  #nextLoad: { error?: string } | null = null;
   /** Unloads wait for every load sent before them, as the real worker's do. */
   readonly #unloads: Array<{ slot: number; afterLoads: number }> = [];
 
-  constructor(private readonly fleet: FakeProcesses) {
+  constructor(private readonly fleet: FakeProcesses, pid: number) {
     super();
+    this.pid = pid;
     const [theirs, mine] = socketPair();
     this.#mine = mine;
     this.stdio = [null, this.stdout, this.stderr, theirs];
@@ -57,13 +65,13 @@ export class FakeProcess extends EventEmitter {
     setImmediate(() => this.#send({ kind: MessageKind.Started, msg: { pid: 0, sessionBytes: 1000 } }));
   }
 
-  /** The server's SIGKILL: the process ends on the next tick, as a killed one does. */
+  /** The server's SIGKILL: the process ends on the next tick, as a killed one does (unless the test ends it). */
   kill(signal: NodeJS.Signals): boolean {
-    if (this.alive) setImmediate(() => this.exit(null, signal));
+    if (this.alive && this.fleet.options.autoExit) setImmediate(() => this.exit(null, signal));
     return true;
   }
 
-  /** Answers the oldest pending load: Loaded, or LoadFailed with `error`. */
+  /** Answers the oldest pending load: Loaded, or LoadFailed with `error` (a message, of MME_ERR_INVALID_MODEL). */
   load(error?: string): void {
     const load = this.loads.shift();
     if (!load || !this.alive) return;
@@ -75,6 +83,12 @@ export class FakeProcess extends EventEmitter {
     }
     this.#loadsDone++;
     this.#unloadReady();
+  }
+
+  /** Answers the oldest pending load, or the next one as soon as it arrives. */
+  answerLoad(error?: string): void {
+    if (this.loads.length > 0) this.load(error);
+    else this.#nextLoad = { error };
   }
 
   #unloadReady(): void {
@@ -112,7 +126,12 @@ export class FakeProcess extends EventEmitter {
       case MessageKind.Load:
         this.#loadsReceived++;
         this.loads.push(frame.msg);
-        if (this.fleet.options.autoLoad) this.load();
+        if (this.#nextLoad) {
+          this.load(this.#nextLoad.error);
+          this.#nextLoad = null;
+        } else if (this.fleet.options.autoLoad) {
+          this.load();
+        }
         break;
       case MessageKind.Infer:
         this.batches.push(frame.msg);
@@ -133,14 +152,19 @@ export class FakeProcesses {
   readonly options: FakeProcessOptions;
 
   constructor(options: Partial<FakeProcessOptions> = {}) {
-    this.options = { autoLoad: false, ...options };
+    this.options = { autoLoad: false, autoExit: true, ...options };
   }
 
   readonly launch: Launch = () => {
-    const p = new FakeProcess(this);
+    const p = new FakeProcess(this, kFirstFakePid + this.all.length);
     this.all.push(p);
     return p as unknown as ChildProcess;
   };
+
+  /** The process `pid`, if one of these. */
+  byPid(pid: number): FakeProcess | undefined {
+    return pid >= kFirstFakePid ? this.all[pid - kFirstFakePid] : undefined;
+  }
 
   live(): FakeProcess[] {
     return this.all.filter((p) => p.alive);

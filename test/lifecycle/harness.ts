@@ -1,4 +1,4 @@
-/** A ModelManager on fake workers, with a model store and a virtual clock, for lifecycle tests that order events by hand. */
+/** A ModelManager on fake worker processes, with a model store and a virtual clock, for lifecycle tests that order events by hand. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveConfig } from '../../src/config/resolve';
@@ -7,9 +7,11 @@ import type { InvokeRequest } from '../../src/protocol/messages';
 import { ModelManager, type ManagerOptions } from '../../src/server/models/model-manager';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { tempDir, testProperties } from '../../harness/test-server';
+import { ProcessRegistry } from '../../src/server/processes/process-registry';
 import { VirtualClock } from '../helpers/virtual-clock';
+import { watchProcesses } from '../../harness/watched-processes';
+import { FakeFleet, type FakeOptions } from './fake-fleet';
 import { FakeProcesses, type FakeProcessOptions } from './fake-process';
-import { FakeFleet, type FakeOptions } from './fake-worker';
 
 export interface Harness {
   manager: ModelManager;
@@ -22,9 +24,11 @@ export interface Harness {
   model(name: string, onnxBytes?: number): string;
 }
 
+/** A ModelManager whose dedicated workers run on fake processes, each driven through `fleet`. */
 export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harness {
-  const fleet = new FakeFleet(fake);
-  return { ...managerOn(properties, { startWorker: fleet.startWorker, clock: fleet.clock }), fleet, clock: fleet.clock };
+  const processes = new ProcessRegistry();
+  const fleet = new FakeFleet(processes, fake);
+  return { ...managerOn(properties, { launch: fleet.launch, readMemory: fleet.readMemory, clock: fleet.clock, processes }), fleet, clock: fleet.clock };
 }
 
 /** A ModelManager whose worker processes are fake processes speaking frames, on virtual time. */
@@ -35,13 +39,14 @@ export interface ProcessHarness extends Omit<Harness, 'fleet'> {
 export function processHarness(properties = '', fake: Partial<FakeProcessOptions> = {}): ProcessHarness {
   const processes = new FakeProcesses(fake);
   const clock = new VirtualClock();
-  return { ...managerOn(properties, { launch: processes.launch, clock }), processes, clock };
+  return { ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry() }), processes, clock };
 }
 
 function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fleet' | 'clock'> {
   const store = tempDir('mme-lifecycle-store-');
   const config = resolveConfig({ fileText: testProperties(store, properties), configFile: 'test.properties', env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
   const logs: string[] = [];
+  watchProcesses(opts.processes!);
   const manager = new ModelManager(config, tempDir('mme-lifecycle-cache-'), (l) => logs.push(l), opts);
   return {
     manager, store, logs,

@@ -2,13 +2,13 @@
  * The model-based property test in shared mode, with the fake below the process class: fast-check
  * draws interleavings of load, unload, invoke, scale, loads finishing or failing in the host,
  * batches answered, host crashes, recycling and a load beside a host crash. HostPool, placement,
- * HostProcess and HostedModel run as they are, over fake processes that speak frames; restart
+ * HostProcess and ModelSlot run as they are, over fake processes that speak frames; restart
  * back-offs run on virtual time. Then everything is let finish and the invariants are checked.
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { HostedModel } from '../../src/server/hosts/hosted-model';
 import { waitFor } from '../../harness/process-probes';
+import type { ModelSlot } from '../../src/server/hosts/host-process';
 import { processHarness, type ProcessHarness } from './harness';
 import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
 
@@ -76,32 +76,32 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
   const hosts = () => h.manager.hosts?.hosts ?? [];
   await waitFor(() => {
     step();
-    const settled = hosts().every((host) => (!host.killed || host.exitInfo !== null) && host.models.every((m) => !['loading', 'stopping'].includes((m as HostedModel).lifecycle.state)));
+    const settled = hosts().every((host) => (!host.killed || host.exitInfo !== null) && host.slots.every((s) => !['loading', 'stopping'].includes(s.lifecycle.state)));
     return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);
   }, 'retired slots to be released, loads to finish and retired and killed hosts to exit', 20_000, 1);
 }
 
 function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolean): void {
   // The registry's placements: every worker of every registered model, a slot in a live host.
-  const placed = new Set<HostedModel>();
-  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) placed.add(w as HostedModel);
+  const placed = new Set<ModelSlot>();
+  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) placed.add(w as ModelSlot);
   if (shutDown) {
     assert.equal(h.processes.live().length, 0);
     return;
   }
   const hosts = h.manager.hosts?.hosts ?? [];
-  for (const w of placed) assert.ok(hosts.includes(w.hostProcess) && w.hostProcess.exitInfo === null, `${w.id} is placed in ${w.host}, which is gone`);
+  for (const w of placed) assert.ok(hosts.includes(w.host) && w.host.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
   for (const host of hosts) {
     // A host's slots are exactly the registry's placements in it…
-    assert.deepEqual(new Set(host.models), new Set([...placed].filter((w) => w.hostProcess === host)), `${host.id}: its slots and the registry's placements differ`);
+    assert.deepEqual(new Set(host.slots), new Set([...placed].filter((w) => w.host === host)), `${host.id}: its slots and the registry's placements differ`);
     // …and exactly what its process holds loaded.
     const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
-    assert.deepEqual([...fake.slots].sort(), host.models.map((m) => (m as HostedModel).slot).sort(), `${host.id}: the process holds other slots than the server thinks`);
+    assert.deepEqual([...fake.slots].sort(), host.slots.map((s) => s.slotId).sort(), `${host.id}: the process holds other slots than the server thinks`);
     // The tallies placement reads instead of walking every slot agree with the slots themselves.
-    const loaded = host.models.filter((m) => m.lifecycle.loaded);
+    const loaded = host.slots.filter((m) => m.lifecycle.loaded);
     assert.equal(host.loadedCount, loaded.length, `${host.id}: loadedCount`);
     assert.equal(host.modelBytes, loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0), `${host.id}: modelBytes`);
-    for (const m of host.models) assert.ok(host.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
+    for (const m of host.slots) assert.ok(host.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
   }
   checkNamesNeverTakenOver(h.manager, outcomes);
 }

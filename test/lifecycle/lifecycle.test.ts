@@ -1,5 +1,5 @@
 /**
- * The lifecycle core with fake workers: each race is replayed in a fixed order of events, with no
+ * The lifecycle core with dedicated workers on fake processes: each race is replayed in a fixed order of events, with no
  * processes and no sleeps. Time is virtual: a timeout or back-off passes when the test advances the
  * clock, never by waiting. The same paths run against real processes in test/server and test/hardening.
  */
@@ -8,7 +8,7 @@ import { MmeError } from '../../src/errors';
 import { harness, statusOf, invokeRequest } from './harness';
 import { waitFor } from '../../harness/process-probes';
 
-describe('lifecycle core (fake workers, events in a chosen order)', () => {
+describe('lifecycle core (dedicated workers on fake processes, events in a chosen order)', () => {
   it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {
     const h = harness('default_response_timeout_seconds=1', { autoExit: false });
     await h.manager.load({ modelName: 'a', url: h.model('a') });
@@ -126,7 +126,7 @@ describe('lifecycle core (fake workers, events in a chosen order)', () => {
     h.fleet.options.autoLoad = false;
     const [w1] = h.fleet.live('a');
     const model = h.manager.get('a');
-    model.relocate(w1);
+    model.onRelocate(w1.slot);
     assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
     const during = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');

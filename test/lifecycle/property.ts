@@ -1,5 +1,5 @@
 /**
- * What the model-based property tests share, whatever runs below the registry (fake workers, or
+ * What the model-based property tests share, whatever runs below the registry (dedicated workers or
  * fake processes under shared hosts): the registry's commands, the record of their outcomes, and
  * the invariants about requests and registrations.
  */

@@ -47,7 +47,7 @@ describe('lifecycle regressions (real processes)', () => {
     });
     // r0 runs and r1 waits in the worker's pipe; r2…r9 queue, then travel in one frame.
     const first = [send(0), send(1)];
-    await waitFor(() => model.inFlightCount === 2, 'r0 running and r1 in the pipe');
+    await waitFor(() => model.inFlightRequests === 2, 'r0 running and r1 in the pipe');
     const batches = model.stats.batches;
     const rest = [2, 3, 4, 5, 6, 7, 8, 9].map(send);
     await waitFor(() => model.queueLength === 8, 'eight queued requests');
@@ -101,7 +101,7 @@ describe('lifecycle regressions (real processes)', () => {
     };
     // One request running and one waiting in the worker's pipe: the next one queues.
     const busy = [invoke(t, 'held', { barrier: gate }), invoke(t, 'held', { barrier: gate })];
-    await waitFor(() => t.server.manager.get('held').inFlightCount === 2, 'the worker and its pipe to be busy');
+    await waitFor(() => t.server.manager.get('held').inFlightRequests === 2, 'the worker and its pipe to be busy');
     const body = JSON.stringify({ echo: 'gone' });
     const req = http.request(`${t.url}/models/held/invoke`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } });
     req.on('error', () => undefined);
@@ -141,7 +141,7 @@ describe('lifecycle regressions (real processes)', () => {
     t = await startTestServer('unregister_model_timeout=1');
     await behaviour('stuck');
     const busy = invoke(t, 'stuck', { hang: true });
-    await waitFor(() => t.server.manager.get('stuck').inFlightCount === 1, 'the worker to be busy');
+    await waitFor(() => t.server.manager.get('stuck').inFlightRequests === 1, 'the worker to be busy');
     const res = await request(`${t.url}/models/stuck`, { method: 'DELETE' });
     assert.equal(res.status, 408, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_UNLOAD_TIMEOUT');

@@ -18,7 +18,7 @@ export interface Resident {
   readonly name: string;
   readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
   /** Serving: ready, or failed and retrying its workers. */
-  readonly registered: boolean;
+  readonly serving: boolean;
   /** Requests holding it. */
   readonly active: number;
   /** What the budget counts for it: its reservation plus what its workers measure. */
@@ -127,7 +127,7 @@ export class Admission<Entry extends Resident> {
     const now = this.deps.clock.now();
     const stale: Entry[] = [];
     for (const e of this.deps.entries()) {
-      if (e !== except && e.model?.memoryMoves && e.registered && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
+      if (e !== except && e.model?.memoryMoves && e.serving && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
     }
     if (stale.length > 0) {
       await Promise.all(stale.map(async (e) => {
@@ -142,7 +142,7 @@ export class Admission<Entry extends Resident> {
 
   #countedModels(except: Entry): number {
     let n = 0;
-    for (const e of this.deps.entries()) if (e !== except && (e.registered || e.phase === 'loading')) n++;
+    for (const e of this.deps.entries()) if (e !== except && (e.serving || e.phase === 'loading')) n++;
     return n;
   }
 }

@@ -12,7 +12,7 @@
  * moves at most once per kMoveCooldownMs, and a round moves at most kMovesPerRound of them.
  */
 import type { Clock, Timer } from '../../util/clock';
-import type { HostProcess, HostSlot } from './host-process';
+import type { HostProcess, ModelSlot } from './host-process';
 
 const kRoundMs = 2000;
 const kMoveCooldownMs = 60_000;
@@ -30,7 +30,7 @@ export interface HostBalanceDeps {
 
 export class HostBalance {
   /** Each model's run time at the previous round (µs), and when that was. */
-  #previous = new Map<HostSlot, number>();
+  #previous = new Map<ModelSlot, number>();
   #previousAt: number;
   readonly #movedAt = new Map<string, number>();
   #timer: Timer | null = null;
@@ -57,10 +57,10 @@ export class HostBalance {
     const { clock, heavyShare } = this.deps;
     const now = clock.now();
     const elapsedMicros = (now - this.#previousAt) * 1000;
-    const shares = new Map<HostSlot, number>();
-    const current = new Map<HostSlot, number>();
+    const shares = new Map<ModelSlot, number>();
+    const current = new Map<ModelSlot, number>();
     for (const host of this.deps.hosts()) {
-      for (const m of host.models) {
+      for (const m of host.slots) {
         current.set(m, m.runMicros);
         const before = this.#previous.get(m);
         if (before !== undefined && elapsedMicros > 0) shares.set(m, Math.max(0, m.runMicros - before) / elapsedMicros);
@@ -79,20 +79,20 @@ export class HostBalance {
     }
   }
 
-  #heaviest(host: HostProcess, shares: Map<HostSlot, number>): { model: HostSlot; share: number } | null {
-    let best: { model: HostSlot; share: number } | null = null;
-    for (const m of host.models) {
+  #heaviest(host: HostProcess, shares: Map<ModelSlot, number>): { model: ModelSlot; share: number } | null {
+    let best: { model: ModelSlot; share: number } | null = null;
+    for (const m of host.slots) {
       const share = shares.get(m) ?? 0;
       if (share > 0 && (best === null || share > best.share)) best = { model: m, share };
     }
     return best;
   }
 
-  #moveNeighbours(host: HostProcess, heavy: HostSlot, shares: Map<HostSlot, number>, now: number): void {
+  #moveNeighbours(host: HostProcess, heavy: ModelSlot, shares: Map<ModelSlot, number>, now: number): void {
     const refuge = this.deps.hosts().some((h) => h !== host && h.heavyModel === null && this.deps.canTake(h));
     if (!refuge) return;
     let moved = 0;
-    for (const m of host.models) {
+    for (const m of host.slots) {
       if (moved >= kMovesPerRound) return;
       if (m === heavy || !((shares.get(m) ?? 0) > 0) || this.#movedAt.has(m.modelName)) continue;
       this.deps.log(`[${host.id}] model ${heavy.modelName} takes ${Math.round((shares.get(heavy) ?? 0) * 100)} % of the host (shared_host_heavy_share ${this.deps.heavyShare}): moving its neighbour ${m.modelName} to a host without a heavy model`);

@@ -7,7 +7,7 @@
  * - A host that dies unasked is replaced at once (its models reload through their own worker sets,
  *   into whichever host has room); one that keeps dying is replaced after a Fibonacci back-off.
  *   A worker set that found no room waits on its own back-off, and is woken sooner when a host
- *   starts or a slot frees (whenRoom).
+ *   starts or a slot frees (waitForRoom).
  * - Recycling: after each unload the host's PSS is measured; memory beyond base + models' costs is
  *   what unloads freed and the process kept. Past shared_worker_recycle_mb a replacement host is
  *   started, every model moves to it (started there before it leaves here, so no request is lost),
@@ -18,11 +18,9 @@ import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
-import type { SpawnOptions } from '../processes/framed-process';
 import type { Assignment } from '../processes/worker-slot';
 import { HostBalance } from './host-balance';
-import { HostedModel } from './hosted-model';
-import { HostProcess } from './host-process';
+import { HostProcess, kSharedPolicy, ModelSlot, type SpawnOptions } from './host-process';
 
 export interface HostPoolOptions {
   size: number;
@@ -35,9 +33,9 @@ export interface HostPoolOptions {
   spawn: SpawnOptions;
   log: Log;
   /** A host that died was replaced (SharedHostRestarts). */
-  restarted: () => void;
+  onRestarted: () => void;
   /** A host was recycled (SharedHostRecycles). */
-  recycled: () => void;
+  onRecycled: () => void;
 }
 
 /** What placement assumes a model costs before any has been measured. */
@@ -50,8 +48,6 @@ export class HostPool {
   readonly #backoff: Backoff;
   /** Worker sets that found no host with room, woken (once) when a host starts or a slot frees. */
   readonly #waitingForRoom = new Set<() => void>();
-  /** Recycles done so far (SharedHostRecycles counts them per interval). */
-  recycles = 0;
   readonly #balance: HostBalance | null;
 
   constructor(private readonly opts: HostPoolOptions) {
@@ -63,11 +59,11 @@ export class HostPool {
   }
 
   /** Calls `wake` once, when a host starts or a slot frees: a place() that threw may work then. */
-  whenRoom(wake: () => void): void {
+  waitForRoom(wake: () => void): void {
     if (!this.#closed) this.#waitingForRoom.add(wake);
   }
 
-  #roomMade(): void {
+  #wakeRoomWaiters(): void {
     if (this.#waitingForRoom.size === 0) return;
     const waiting = [...this.#waitingForRoom];
     this.#waitingForRoom.clear();
@@ -89,7 +85,7 @@ export class HostPool {
   }
 
   /** Puts a model into the host with the most room; throws when every host is at max_models_per_worker. */
-  place(assignment: Assignment): HostedModel {
+  place(assignment: Assignment): ModelSlot {
     const name = assignment.load.modelName;
     const { maxModelsPerHost } = this.opts;
     const open = this.#hosts.filter((h) => this.#canTake(h));
@@ -105,22 +101,22 @@ export class HostPool {
     let bestBytes = Infinity;
     for (const h of candidates) {
       const bytes = h.placementBytes(loading);
-      if (bytes < bestBytes || (bytes === bestBytes && h.modelCount < best!.modelCount)) {
+      if (bytes < bestBytes || (bytes === bestBytes && h.slotCount < best!.slotCount)) {
         best = h;
         bestBytes = bytes;
       }
     }
-    if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.modelCount >= maxModelsPerHost)) {
+    if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost)) {
       throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`);
     }
     if (!best) {
       throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`);
     }
-    return new HostedModel(assignment, best, this.opts.log);
+    return new ModelSlot(assignment, best, this.opts.log);
   }
 
   #canTake(host: HostProcess): boolean {
-    return host.open && (this.opts.maxModelsPerHost === 0 || host.modelCount < this.opts.maxModelsPerHost);
+    return host.open && (this.opts.maxModelsPerHost === 0 || host.slotCount < this.opts.maxModelsPerHost);
   }
 
   #meanModelBytes(): number {
@@ -136,43 +132,40 @@ export class HostPool {
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: HostProcess): void {
     if (host.processState !== 'serving' || this.#closed) return;
-    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.modelCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
+    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
     host.drain();
-    this.recycles++;
-    this.opts.recycled();
+    this.opts.onRecycled();
     this.#addHost();
-    if (host.modelCount === 0) void this.#retire(host);
-    else for (const m of host.models) m.relocate();
+    if (host.slotCount === 0) void this.#retire(host);
+    else for (const s of host.slots) s.relocate();
   }
 
   #addHost(): void {
     this.#hosts.push(this.#start());
-    this.#roomMade();
+    this.#wakeRoomWaiters();
   }
 
   #start(): HostProcess {
-    const spawn = { ...this.opts.spawn, env: { ...this.opts.spawn.env, MME_SHARED_HOST: '1' }, gpuId: -1 };
-    const host = new HostProcess(spawn, `host-${++this.#seq}`, {
-      started: (h) => {
+    const host = new HostProcess(this.opts.spawn, `host-${++this.#seq}`, kSharedPolicy, {
+      onStarted: (h) => {
         void h.measureMemory().then((bytes) => {
           h.baseBytes = bytes;
           h.measuredBytes = Math.max(h.measuredBytes, bytes);
         });
         this.#backoff.watch(() => h.exitInfo === null);
       },
-      unloaded: (h) => {
-        if (h.open) this.#roomMade();
+      onUnloaded: (h) => {
+        if (h.open) this.#wakeRoomWaiters();
         void this.#afterUnload(h);
       },
+      onExit: (h) => this.#onHostExit(h),
     });
-    host.start();
-    host.once('exit', () => this.#exited(host));
-    return host;
+    return host.start();
   }
 
   async #afterUnload(host: HostProcess): Promise<void> {
     if (host.processState === 'draining') {
-      if (host.modelCount === 0) await this.#retire(host);
+      if (host.slotCount === 0) await this.#retire(host);
       return;
     }
     host.measuredBytes = await host.measureMemory();
@@ -186,7 +179,7 @@ export class HostPool {
     await host.stop();
   }
 
-  #exited(host: HostProcess): void {
+  #onHostExit(host: HostProcess): void {
     const i = this.#hosts.indexOf(host);
     if (i < 0 || this.#closed) return;
     this.#hosts.splice(i, 1);
@@ -207,7 +200,7 @@ export class HostPool {
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
     for (let n = serving; n < this.opts.size; n++) {
       this.#addHost();
-      this.opts.restarted();
+      this.opts.onRestarted();
     }
   }
 

@@ -1,54 +1,105 @@
 /**
- * A shared host: one worker process holding many models' sessions, one per slot (Ray Serve's model
- * multiplexing). Each model in it is a HostedModel; the host routes frames to them by slot and
- * batch id, and at its exit hands each one back the batches it held.
+ * A worker process as the server sees it (a TorchServe worker, a Ray Serve replica): spawned,
+ * spoken to in frames over fd 3, killed, reaped. It holds one model's session per slot
+ * (ModelSlot): many in a shared host (Ray Serve's model multiplexing), one in a dedicated worker,
+ * which is a one-slot host with its own policy (HostPolicy). It routes frames to its slots by slot
+ * id and batch id, and at its exit hands each slot back the batches it held, with the exit's
+ * reason (exit-reason.ts), split into the ones running and the ones still waiting in its pipe.
+ * Its states are the process table of processes/worker-state.ts.
  *
- *   starting ──Started──▶ serving ──recycle──▶ draining ──last model moved out, stop()──▶ exited
- *
- * (the process table of processes/worker-state.ts, which dedicated workers share).
- *
- * Memory: `baseBytes` is the host's PSS once started, before any model; each model's cost is the
- * growth of the host's resident memory across its load (loads run one at a time in the host), and
- * at least the smallest session's cost there plus the model file's size: a load that reuses memory
- * freed by an unload shows little growth, yet its session holds its weights all the same.
- * What the host holds beyond base + costs is memory freed by unloads that onnxruntime and the
- * allocator keep: the waste that recycling gives back.
+ * Memory, in a shared host: `baseBytes` is its PSS once started, before any model; each model's
+ * cost is the growth of its resident memory across the load (loads run one at a time in a host),
+ * and at least the smallest session's cost there plus the model file's size: a load that reuses
+ * memory freed by an unload shows little growth, yet its session holds its weights all the same.
+ * What it holds beyond base + costs is memory freed by unloads that onnxruntime and the allocator
+ * keep: the waste that recycling gives back. A dedicated worker's model costs its process's PSS.
  */
+import type { ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import type { Socket } from 'node:net';
 import { MmeError } from '../../errors';
-import { MessageKind, type ChunkMessage, type Frame, type LoadedMessage, type ResultMessage, type StartedMessage } from '../../protocol/messages';
+import type { Log } from '../../logger';
+import type { Clock, Timer } from '../../util/clock';
+import { within } from '../../util/within';
+import { writeFrame } from '../../protocol/frame-codec';
+import type { FrameReader } from '../../protocol/frame-reader';
+import { MessageKind, type ChunkMessage, type Frame, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
-import type { WorkerExit } from '../processes/exit-reason';
-import { FramedProcess, type LostBatch, type SpawnOptions } from '../processes/framed-process';
-import type { InFlightBatch } from '../processes/worker-slot';
-import type { SlotView } from '../processes/slot-lifecycle';
+import type { Job } from '../jobs/job';
+import { exitReason, loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import { processMemoryBytes } from '../processes/process-memory';
+import type { ProcessRegistry } from '../processes/process-registry';
+import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
+import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from '../processes/worker-slot';
+import { processStates, type ProcessState } from '../processes/worker-state';
+import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
 
-/** What the host needs of a model in one of its slots (HostedModel): where it routes that slot's frames. */
-export interface HostSlot {
-  readonly modelName: string;
-  /** Whether its Loaded arrived, and what its load cost (bytes). */
-  readonly lifecycle: Pick<SlotView, 'loaded' | 'memoryBytes'>;
-  /** Its Load was sent and is not answered yet. */
-  readonly loadPending: boolean;
-  /** What its session runs have taken since its load (µs), as the host last reported. */
-  readonly runMicros: number;
-  sendLoad(): void;
-  onLoaded(msg: LoadedMessage): void;
-  onLoadFailed(err: MmeError): void;
-  onChunk(msg: ChunkMessage): void;
-  onUnloaded(): void;
-  onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void;
-  relocate(): void;
+export type { Launch } from '../processes/worker-spawn';
+
+export interface SpawnOptions {
+  env: NodeJS.ProcessEnv;
+  log: Log;
+  /** Default: child_process.spawn. */
+  launch?: Launch;
+  /** What a process costs now (bytes; 0 once gone). Default: its PSS (process-memory.ts); fake processes have none. */
+  readMemory?: (pid: number) => Promise<number>;
+  /** What its timers (and those of its slots) run on: the server's clock. */
+  clock: Clock;
+  /** The server's processes, which this one joins while it lives. */
+  processes: ProcessRegistry;
 }
 
-export class HostProcess extends FramedProcess<HostSlot> {
+/**
+ * What differs between a dedicated worker and a shared host, fixed when the process starts.
+ *
+ * - dedicated: one slot (numbered 0), on its GPU; a slot leaves with its process (SIGKILL: onnxruntime-node
+ *   leaks on session release, so memory only comes back with the process); its memory is the
+ *   process's PSS; a preload_model worker runs its batches at once.
+ * - shared: many slots (numbered from 1), on CPU (one CUDA_VISIBLE_DEVICES cannot serve models on
+ *   different GPUs); a slot leaves with Unload and the host stays; a slot's memory is its load's cost.
+ */
+export interface HostPolicy {
+  readonly shared: boolean;
+  /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
+  readonly gpuId: number;
+}
+
+export const kSharedPolicy: HostPolicy = { shared: true, gpuId: -1 };
+export const dedicatedPolicy = (gpuId: number): HostPolicy => ({ shared: false, gpuId });
+
+/** What the process's owner (a host pool, a spare pool) hears of it. Called synchronously; must not throw. */
+export interface HostEvents {
+  /** Started arrived: it is up and its runtime warm. */
+  onStarted?(host: HostProcess): void;
+  /** A slot was released with Unload. */
+  onUnloaded?(host: HostProcess): void;
+  /** The process is gone; called before its slots hear of it. */
+  onExit?(host: HostProcess): void;
+}
+
+const kProfileExitMs = 5000;
+/** What V8 prints before it aborts on an exhausted heap (SIGABRT is otherwise any native crash). */
+const kHeapExhausted = /JavaScript heap out of memory/;
+
+export class HostProcess {
+  id: string;
+  pid = 0;
+  readonly startTime = new Date();
+  /** When it was spawned (performance.now()): a load's wait for process start-up counts from here or from the load's assignment. */
+  readonly spawnedAt = performance.now();
   /** PSS once started, before any model (bytes); 0 until measured. */
   baseBytes = 0;
   /** PSS at the last measurement (bytes). */
   measuredBytes = 0;
-  /** What the smallest session costs in it (bytes), measured by the host at start: the least a model is charged. */
+  /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
-  readonly #slots = new Map<number, HostSlot>();
+  /** Slot ids are u32 and a shared host may load and unload models for ever: they wrap, skipping the ones held. */
+  readonly slotIds = new IdAllocator(MAX_U32);
+  #exitInfo: WorkerExit | null = null;
+  /** Started arrived: the process is up and its runtime warm. */
+  #hasStarted = false;
+  readonly #state = processStates(() => `process ${this.id}`);
+  readonly #slots = new Map<number, ModelSlot>();
   /**
    * Tallies kept as slots come and go, so placement costs the same with ten thousand models as with
    * ten: how many slots each model name holds, and each loaded slot's cost (fixed at its load).
@@ -57,18 +108,106 @@ export class HostProcess extends FramedProcess<HostSlot> {
   readonly #charged = new Map<number, number>();
   #loadedBytes = 0;
   #heavyModel: string | null = null;
-  /** Slots are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
-  readonly slotIds = new IdAllocator(MAX_U32);
+  /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
+  readonly #batches = new Map<number, { batch: InFlightBatch; slot: ModelSlot; left: number }>();
+  /** How many of those each slot has: what its idleness is decided by. */
+  readonly #perSlot = new Map<ModelSlot, number>();
+  #reader: FrameReader | null = null;
+  #child: ChildProcess | null = null;
+  #channel: Socket | null = null;
+  readonly #exited: Promise<WorkerExit>;
+  #resolveExit!: (e: WorkerExit) => void;
+  #killedBy: KillReason | null = null;
+  /** The model whose action the kill was for, if one's. */
+  #causedBy: string | null = null;
+  #heapExhausted = false;
 
-  constructor(opts: SpawnOptions, id: string, private readonly events: { started(host: HostProcess): void; unloaded(host: HostProcess): void }) {
-    super(opts, id);
+  constructor(private readonly opts: SpawnOptions, id: string, readonly policy: HostPolicy, private readonly events: HostEvents = {}) {
+    this.id = id;
+    this.#exited = new Promise((r) => (this.#resolveExit = r));
   }
 
-  get models(): readonly HostSlot[] {
+  /** Spawns the process; it reports Started once its runtime is warm. */
+  start(): this {
+    const env = { ...this.opts.env };
+    if (this.policy.shared) env.MME_SHARED_HOST = '1';
+    if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
+    const spawned = spawnWorker(this.opts.launch, env, this.clock, {
+      onLine: (line) => {
+        if (kHeapExhausted.test(line)) this.#heapExhausted = true;
+        this.opts.log(`[${this.id}] ${line}`, { worker: this.id, pid: this.pid });
+      },
+      onFrame: (f) => this.#onFrame(f),
+      onProtocolError: (err) => {
+        this.opts.log(`[${this.id}] protocol error: ${err.message}; stopping the worker`);
+        this.kill('protocol-error');
+      },
+      onExit: (code, signal) => this.#reap(code, signal),
+    });
+    this.opts.processes.spawned++;
+    this.opts.processes.live.add(this);
+    this.#child = spawned.child;
+    this.#channel = spawned.channel;
+    this.#reader = spawned.reader;
+    this.pid = spawned.child.pid ?? 0;
+    spawned.child.on('error', (err) => this.opts.log(`[${this.id}] spawn failed: ${err.message}`));
+    return this;
+  }
+
+  /** What its timers run on (the server's clock), and those of the slots it holds. */
+  get clock(): Clock {
+    return this.opts.clock;
+  }
+
+  get gpuId(): number {
+    return this.policy.gpuId;
+  }
+
+  /** starting → serving → draining → exited (worker-state.ts). */
+  get processState(): ProcessState {
+    return this.#state.state;
+  }
+
+  /** It takes new work: not draining or gone, and not being killed. */
+  get open(): boolean {
+    const s = this.#state.state;
+    return (s === 'starting' || s === 'serving') && this.#killedBy === null;
+  }
+
+  get hasStarted(): boolean {
+    return this.#hasStarted;
+  }
+
+  /** How it ended; null while it runs. */
+  get exitInfo(): WorkerExit | null {
+    return this.#exitInfo;
+  }
+
+  /** The server has killed it (or begun to): it takes no more work. */
+  get killed(): boolean {
+    return this.#killedBy !== null;
+  }
+
+  /** Why the server killed it, if it did. */
+  get killedBy(): KillReason | null {
+    return this.#killedBy;
+  }
+
+  /** Settles once the process has exited. */
+  get exited(): Promise<WorkerExit> {
+    return this.#exited;
+  }
+
+  /** It takes no new work from now on (a shared host being recycled): it finishes what it holds, then the server stops it. */
+  drain(): void {
+    this.#state.to('draining');
+  }
+
+  get slots(): readonly ModelSlot[] {
     return [...this.#slots.values()];
   }
 
-  get modelCount(): number {
+  get slotCount(): number {
     return this.#slots.size;
   }
 
@@ -77,7 +216,7 @@ export class HostProcess extends FramedProcess<HostSlot> {
     return this.#loadedBytes;
   }
 
-  /** How many of its models have loaded (modelBytes is theirs). */
+  /** How many of its slots have loaded (modelBytes is theirs). */
   get loadedCount(): number {
     return this.#charged.size;
   }
@@ -113,54 +252,144 @@ export class HostProcess extends FramedProcess<HostSlot> {
     return this.#names.has(name);
   }
 
-  /** Takes a model in: a slot now; the model sends its Load once the host has started. */
-  admit(model: HostSlot, maxFrameBytes: number): number {
-    const slot = this.slotIds.next((s) => this.#slots.has(s));
-    this.#slots.set(slot, model);
-    this.#names.set(model.modelName, (this.#names.get(model.modelName) ?? 0) + 1);
-    this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
-    return slot;
+  /**
+   * Takes a model in: a slot id now; the slot sends its Load once the process has started. A
+   * dedicated worker's one slot is 0, and the worker goes by its model's worker id from then on.
+   */
+  admit(slot: ModelSlot, maxFrameBytes: number): number {
+    const slotId = this.policy.shared ? this.slotIds.next((s) => this.#slots.has(s)) : 0;
+    this.#slots.set(slotId, slot);
+    this.#names.set(slot.modelName, (this.#names.get(slot.modelName) ?? 0) + 1);
+    if (this.policy.shared) {
+      this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
+    } else {
+      this.id = slot.id;
+      this.maxFrameBytes = maxFrameBytes;
+    }
+    return slotId;
   }
 
-  /** A frame on a model's behalf (Load, Unload, Cancel, ChunkAck). */
-  control(frame: Frame): void {
-    this.send(frame);
+  /** The largest frame accepted from the process: what its models may answer with. */
+  set maxFrameBytes(n: number) {
+    this.#reader!.maxFrameBytes = n;
   }
 
-  runFor(model: HostSlot, batch: InFlightBatch): void {
-    this.sendBatch(model, batch.msg, batch.jobs);
+  get maxFrameBytes(): number {
+    return this.#reader!.maxFrameBytes;
   }
 
-  /** The model's slot is released, or was never loaded: forget it. */
-  forget(slot: number): void {
-    const model = this.#slots.get(slot);
-    if (!model) return;
-    this.#slots.delete(slot);
-    const held = this.#names.get(model.modelName)!;
-    if (held > 1) this.#names.set(model.modelName, held - 1);
-    else this.#names.delete(model.modelName);
-    this.#loadedBytes -= this.#charged.get(slot) ?? 0;
-    this.#charged.delete(slot);
+  /** Batches sent and not yet answered in full, all slots'. */
+  get batchCount(): number {
+    return this.#batches.size;
   }
 
-  stop(): Promise<WorkerExit> {
-    return this.endProcess();
+  /** Batches sent on `slot`'s behalf and not yet answered in full. */
+  batchesOf(slot: ModelSlot): number {
+    return this.#perSlot.get(slot) ?? 0;
   }
 
-  protected started(msg: StartedMessage): void {
-    this.sessionBytes = msg.sessionBytes;
-    this.events.started(this);
-    for (const m of this.#slots.values()) m.sendLoad();
+  /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
+  jobOf(slot: ModelSlot, id: number): Job | undefined {
+    for (const held of this.#batches.values()) {
+      if (held.slot !== slot) continue;
+      const job = held.batch.jobs.find((j) => j.id === id);
+      if (job) return job;
+    }
+    return undefined;
   }
 
-  protected frame(frame: Frame): void {
+  /** Requests sent on `slot`'s behalf and not answered yet (an independent batch's are answered one by one). */
+  requestsOf(slot: ModelSlot): number {
+    let n = 0;
+    for (const held of this.#batches.values()) if (held.slot === slot) n += held.left;
+    return n;
+  }
+
+  /** A frame on a slot's behalf (Load, Unload, Cancel, ChunkAck). */
+  send(frame: Frame): void {
+    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
+  }
+
+  /** Sends a batch on `slot`'s behalf; the process owns it until it is answered or ends. */
+  sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
+    // Written first: a frame that cannot be encoded throws before the process is said to hold it.
+    this.send({ kind: MessageKind.Infer, msg });
+    this.#batches.set(msg.batchId, { batch: { msg, jobs }, slot, left: jobs.length });
+    this.#perSlot.set(slot, this.batchesOf(slot) + 1);
+  }
+
+  /** The slot is released, or was never loaded: forget it. */
+  forget(slotId: number): void {
+    const slot = this.#slots.get(slotId);
+    if (!slot) return;
+    this.#slots.delete(slotId);
+    const held = this.#names.get(slot.modelName)!;
+    if (held > 1) this.#names.set(slot.modelName, held - 1);
+    else this.#names.delete(slot.modelName);
+    this.#loadedBytes -= this.#charged.get(slotId) ?? 0;
+    this.#charged.delete(slotId);
+  }
+
+  /**
+   * SIGKILL, not a polite request: onnxruntime-node leaks on session release, so memory only comes
+   * back with the process. `causedBy`: the model the kill is for, when it is one model's doing.
+   */
+  kill(reason: KillReason, causedBy: string | null = null): void {
+    // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
+    if (this.#killedBy === null) {
+      this.#killedBy = reason;
+      this.#causedBy = causedBy;
+    }
+    if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
+  }
+
+  /** Ends the process and resolves once it has exited and its memory is released. */
+  async stop(): Promise<WorkerExit> {
+    if (kWorkersProfiled && this.#channel && !this.exitInfo) {
+      // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
+      this.#killedBy ??= 'stopped';
+      this.#channel.end();
+      await within(this.#exited, kProfileExitMs, null, this.clock);
+    }
+    this.kill('stopped');
+    return this.#exited;
+  }
+
+  /** What the process costs now (PSS), bytes; 0 once it is gone. */
+  measureMemory(): Promise<number> {
+    return this.pid && !this.exitInfo ? (this.opts.readMemory ?? processMemoryBytes)(this.pid) : Promise.resolve(0);
+  }
+
+  #onFrame(frame: Frame): void {
     switch (frame.kind) {
+      case MessageKind.Started:
+        this.#hasStarted = true;
+        if (this.#state.state === 'starting') this.#state.to('serving');
+        this.sessionBytes = frame.msg.sessionBytes;
+        this.events.onStarted?.(this);
+        for (const s of this.#slots.values()) s.sendLoad();
+        break;
+      case MessageKind.Result: {
+        const held = this.#batches.get(frame.msg.batchId);
+        if (!held) break;
+        // An independent batch is answered one request at a time; the batch is held until the last.
+        held.left -= frame.msg.responses.length;
+        const done = held.left <= 0;
+        if (done) {
+          this.#batches.delete(frame.msg.batchId);
+          const left = this.batchesOf(held.slot) - 1;
+          if (left > 0) this.#perSlot.set(held.slot, left);
+          else this.#perSlot.delete(held.slot);
+        }
+        held.slot.onAnswered(held.batch, frame.msg, done);
+        break;
+      }
       case MessageKind.Loaded: {
-        const model = this.#slots.get(frame.msg.slot);
-        model?.onLoaded(frame.msg);
-        if (model?.lifecycle.loaded && !this.#charged.has(frame.msg.slot)) {
-          this.#charged.set(frame.msg.slot, model.lifecycle.memoryBytes);
-          this.#loadedBytes += model.lifecycle.memoryBytes;
+        const slot = this.#slots.get(frame.msg.slot);
+        slot?.onLoaded(frame.msg);
+        if (slot?.lifecycle.loaded && !this.#charged.has(frame.msg.slot)) {
+          this.#charged.set(frame.msg.slot, slot.lifecycle.memoryBytes);
+          this.#loadedBytes += slot.lifecycle.memoryBytes;
         }
         break;
       }
@@ -171,10 +400,10 @@ export class HostProcess extends FramedProcess<HostSlot> {
         this.#slots.get(frame.msg.slot)?.onChunk(frame.msg);
         break;
       case MessageKind.Unloaded: {
-        const model = this.#slots.get(frame.msg.slot);
+        const slot = this.#slots.get(frame.msg.slot);
         this.forget(frame.msg.slot);
-        model?.onUnloaded();
-        this.events.unloaded(this);
+        slot?.onUnloaded();
+        this.events.onUnloaded?.(this);
         break;
       }
       default:
@@ -182,31 +411,300 @@ export class HostProcess extends FramedProcess<HostSlot> {
     }
   }
 
-  protected answered(owner: HostSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    owner.onAnswered(batch, msg, done);
-  }
-
-  protected onExit(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>): void {
-    const models = [...this.#slots.values()];
-    for (const slot of [...this.#slots.keys()]) this.forget(slot);
-    const suspect = suspectLoad(exit, lost, models);
-    // Its models' batches run side by side: each running request is told who else was running.
-    const told: WorkerExit = { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.owner.modelName))] };
-    for (const m of models) {
-      const mine = lost.filter((l) => l.owner === m);
-      m.onHostExit(told, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), exit.reason !== 'stopped' && m !== suspect);
+  #reap(code: number | null, signal: NodeJS.Signals | null): void {
+    this.opts.processes.live.delete(this);
+    const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted });
+    const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
+    this.#exitInfo = exit;
+    this.#state.to('exited');
+    if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
+    this.#channel?.destroy();
+    // Each slot's batches run one after another (different slots' side by side, in a shared host),
+    // so each slot's oldest was running; a preload_model worker runs all of its batches at once.
+    const seen = new Set<ModelSlot>();
+    const lost = [...this.#batches.values()].map(({ batch, slot }) => {
+      const oldest = !seen.has(slot);
+      seen.add(slot);
+      return { batch, slot, running: slot.concurrentBatches || oldest };
+    });
+    this.#batches.clear();
+    this.#perSlot.clear();
+    const slots = [...this.#slots.values()];
+    for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
+    this.#resolveExit(exit);
+    this.events.onExit?.(this);
+    // A shared host's models run side by side: each running request is told who else was running.
+    const told: WorkerExit = this.policy.shared ? { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.slot.modelName))] } : exit;
+    const suspect = this.policy.shared ? suspectLoad(exit, lost, slots) : null;
+    for (const s of slots) {
+      const mine = lost.filter((l) => l.slot === s);
+      const displaced = this.policy.shared && exit.reason !== 'stopped' && s !== suspect;
+      s.onHostExit(told, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), displaced);
     }
   }
 }
 
 /**
- * The load a host's death may be the doing of: the one the host was running (it runs loads one at
- * a time, in the order sent), unless a batch was running (any model's: they run beside the loads),
- * which its failure then answers for. None
- * for a kill at a timeout: a load that ran out of time has failed already, and a batch answers for
- * its own. Every other model loading there is displaced: its load starts again in another host.
+ * The load a shared host's death may be the doing of: the one the host was running (it runs loads
+ * one at a time, in the order sent), unless a batch was running (any model's: they run beside the
+ * loads), which its failure then answers for. None for a kill at a timeout: a load that ran out of
+ * time has failed already, and a batch answers for its own. Every other model loading there is
+ * displaced: its load starts again in another host.
  */
-function suspectLoad(exit: WorkerExit, lost: Array<LostBatch<HostSlot>>, models: readonly HostSlot[]): HostSlot | null {
+function suspectLoad(exit: WorkerExit, lost: ReadonlyArray<{ slot: ModelSlot; running: boolean }>, slots: readonly ModelSlot[]): ModelSlot | null {
   if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
-  return models.find((m) => m.loadPending) ?? null;
+  return slots.find((s) => s.loadPending) ?? null;
+}
+
+/**
+ * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
+ * model): what the model's worker set sees as one of its workers, and the only WorkerSlot. It
+ * shares its host's fate (a crash, a kill for a timeout). Its states are the worker table of
+ * processes/worker-state.ts. What its host's policy decides: a dedicated worker's slot starts with
+ * its process and leaves with it, and costs the process's PSS; a shared host's slot is loaded into
+ * a running host, released with Unload, and costs its load's growth. It lives in this file beside
+ * HostProcess because the two call each other (a type cycle between two files is refused).
+ */
+export class ModelSlot implements WorkerSlot {
+  readonly id: string;
+  readonly startTime = new Date();
+  readonly #life: SlotLifecycle;
+  displaced = false;
+  spawnMicros = 0;
+  readonly exited: Promise<WorkerExit>;
+  readonly slotId: number;
+  #listener: WorkerListener | null = null;
+  #unloadTimer: Timer | null = null;
+  #loadSent = false;
+  #exitInfo: WorkerExit | null = null;
+  readonly #assignedAt = performance.now();
+  /** Its host had started when the slot was admitted: its load waited for no start-up. */
+  readonly #hostWasUp: boolean;
+  /** When its Loaded arrived (performance.now()), and what its session runs have taken since, µs (the host's latest figure). */
+  #loadedAt = 0;
+  #runMicros = 0;
+  #resolveExit!: (e: WorkerExit) => void;
+
+  constructor(private readonly assignment: Assignment, readonly host: HostProcess, private readonly log: (line: string) => void) {
+    this.id = assignment.id;
+    const shared = host.policy.shared;
+    // A dedicated worker's process may still be starting; a shared host's slot is loading from the start.
+    this.#life = new SlotLifecycle(() => `worker ${this.id}`, shared ? 'loading' : 'starting', assignment.capacity, host.clock);
+    this.exited = new Promise((r) => (this.#resolveExit = r));
+    this.#life.bound(assignment.loadTimeoutMs, () => this.#loadTimedOut());
+    this.slotId = host.admit(this, assignment.maxFrameBytes);
+    this.#hostWasUp = host.hasStarted;
+    if (host.hasStarted) this.sendLoad();
+  }
+
+  get lifecycle(): SlotView {
+    return this.#life;
+  }
+
+  get modelName(): string {
+    return this.assignment.load.modelName;
+  }
+
+  get pid(): number {
+    return this.host.pid;
+  }
+
+  get gpuId(): number {
+    return this.host.gpuId;
+  }
+
+  /** The shared host it is in, or null for a process of its own. */
+  get hostId(): string | null {
+    return this.host.policy.shared ? this.host.id : null;
+  }
+
+  /** Its batches run at once (a preload_model worker), not one after another. */
+  get concurrentBatches(): boolean {
+    return this.assignment.load.concurrentBatches;
+  }
+
+  get inFlightBatches(): number {
+    return this.host.batchesOf(this);
+  }
+
+  get inFlightRequests(): number {
+    return this.host.requestsOf(this);
+  }
+
+  get backlog(): number {
+    return this.host.batchCount;
+  }
+
+  get runMicros(): number {
+    return this.#runMicros;
+  }
+
+  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
+  get cpuShare(): number | undefined {
+    if (!this.host.policy.shared) return undefined;
+    const elapsedMicros = (performance.now() - this.#loadedAt) * 1000;
+    return this.#loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, this.#runMicros / elapsedMicros) : 0;
+  }
+
+  get isIdle(): boolean {
+    return !this.host.killed && this.#life.idle(this.inFlightBatches);
+  }
+
+  get isVacant(): boolean {
+    return this.isIdle && this.inFlightBatches === 0;
+  }
+
+  /** Its Load is in the host's one-at-a-time chain of loads, not yet answered. */
+  get loadPending(): boolean {
+    return this.#loadSent && !this.#life.settled;
+  }
+
+  /** The host has started (or had): send the Load. */
+  sendLoad(): void {
+    if (this.#life.settled) return;
+    this.#loadSent = true;
+    // Process start-up this load waited for: all of it for a fresh process, the rest of it for a spare still starting.
+    if (!this.#hostWasUp) this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
+    this.#life.loading();
+    this.host.send({ kind: MessageKind.Load, msg: { ...this.assignment.load, slot: this.slotId, shared: this.host.policy.shared } });
+  }
+
+  listen(listener: WorkerListener): void {
+    this.#listener = listener;
+  }
+
+  /** A preload_model worker runs up to `capacity` batches at once; scaling it changes that. */
+  resize(capacity: number): void {
+    this.#life.resize(capacity);
+  }
+
+  run(msg: InferMessage, jobs: readonly Job[]): void {
+    msg.slot = this.slotId;
+    this.host.sendBatch(this, msg, jobs);
+  }
+
+  holds(job: Job): boolean {
+    return this.host.jobOf(this, job.id) === job;
+  }
+
+  heldJob(id: number): Job | undefined {
+    return this.host.jobOf(this, id);
+  }
+
+  cancel(job: Job): void {
+    this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
+  }
+
+  acknowledge(job: Job, bytes: number): void {
+    this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
+  }
+
+  /** A run cannot be stopped inside a process: the process goes, with every model in it (they reload elsewhere). */
+  kill(reason: KillReason): void {
+    this.host.kill(reason, this.modelName);
+  }
+
+  retire(): void {
+    this.#life.retire();
+  }
+
+  /**
+   * Ends its part and resolves once that is done. A dedicated worker: its process is stopped. A
+   * shared host's slot: its session is released, after the batches it sent there, once the host
+   * confirms; a host that does not answer within the model's load timeout is stuck, and killed.
+   */
+  stop(): Promise<WorkerExit> {
+    this.retire();
+    if (!this.host.policy.shared) return this.host.stop();
+    if (!this.#exitInfo && !this.#unloadTimer) {
+      this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
+      this.#unloadTimer = this.host.clock.setTimeout(() => {
+        this.log(`[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
+        this.host.kill('timeout-kill', this.modelName);
+      }, this.assignment.loadTimeoutMs);
+    }
+    return this.exited;
+  }
+
+  /** A dedicated worker's process's PSS, read now; a shared host's slot: its load's cost. */
+  async measureMemory(): Promise<number> {
+    if (this.host.policy.shared) return this.#exitInfo ? 0 : this.#life.memoryBytes;
+    const bytes = await this.host.measureMemory();
+    this.#life.measured(bytes);
+    return bytes;
+  }
+
+  onLoaded(msg: LoadedMessage): void {
+    if (!this.#life.succeed(msg)) return;
+    this.#loadedAt = performance.now();
+    if (!this.host.policy.shared) return;
+    // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
+    this.#life.measured(Math.max(msg.rssGrowthBytes, this.host.sessionBytes + this.assignment.onnxBytes));
+    // Loaded into a host that began recycling meanwhile: move on with the others.
+    if (this.host.processState === 'draining') queueMicrotask(() => this.relocate());
+  }
+
+  onLoadFailed(err: MmeError): void {
+    const failed = this.#life.fail(err);
+    if (!this.host.policy.shared) {
+      if (failed) this.host.kill('stopped');
+      return;
+    }
+    // Its slot is empty in the host; nothing is left to release.
+    this.host.forget(this.slotId);
+    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
+  }
+
+  onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    // The host reports the model's run time since its load: the metric takes the growth.
+    const ran = msg.runMicros - this.#runMicros;
+    if (ran > 0) {
+      this.#runMicros = msg.runMicros;
+      this.assignment.onRan?.(ran);
+    }
+    this.#listener?.onResult(this, batch, msg, done);
+  }
+
+  onChunk(msg: ChunkMessage): void {
+    this.#listener?.onChunk(this, msg);
+  }
+
+  onUnloaded(): void {
+    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
+  }
+
+  /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
+  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
+    if (!this.#life.settled) {
+      this.displaced = displaced;
+      this.#life.fail(loadExitError(this.id, exit));
+    }
+    this.#end(exit, running, waiting);
+  }
+
+  /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
+  relocate(): void {
+    if (this.#life.state === 'ready') this.#listener?.onRelocate(this);
+  }
+
+  #loadTimedOut(): void {
+    const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
+    if (!this.host.policy.shared) {
+      if (this.#life.fail(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${limit}; it was stopped`))) this.host.kill('timeout-kill', this.modelName);
+      return;
+    }
+    // A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
+    this.log(`[${this.id}] load in shared host ${this.host.id} took over ${limit}; killing the host`);
+    this.#life.fail(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${this.host.id} within ${limit}; the host was stopped`));
+    this.host.kill('timeout-kill', this.modelName);
+  }
+
+  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    if (this.#exitInfo) return;
+    this.#exitInfo = exit;
+    this.host.clock.clearTimeout(this.#unloadTimer);
+    this.#life.ended(exit);
+    this.#resolveExit(exit);
+    this.#listener?.onExit(this, exit, running, waiting);
+  }
 }

@@ -33,11 +33,11 @@ export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerF
     onnxBytes: artifact.onnxBytes,
     assignGpu: workers.gpuFor(settings.workerMode, name, settings.deviceIds),
     startWorker: workers.starter(settings.workerMode),
-    waitForRoom: workers.roomWaiter(settings.workerMode),
+    waitForRoom: workers.waitForRoom(settings.workerMode),
     log,
     health: p.health,
-    restarted: () => events.workerRestarted(name),
-    ran: (micros) => events.sharedHostRunTime(name, micros),
+    onRestarted: () => events.workerRestarted(name),
+    onRan: (micros) => events.sharedHostRunTime(name, micros),
     clock: workers.clock,
   });
 }

@@ -39,7 +39,6 @@ const kPruneAtLeast = 1024;
 
 export class Dispatcher {
   readonly #queue: JobQueue;
-  /** Jobs handed to a worker and not yet settled, by id: for results, chunks, timeouts and cancels. */
   #batchTimer: Timer | null = null;
   /**
    * Every admitted job in admission order. All share the model's response timeout, so deadlines
@@ -64,7 +63,7 @@ export class Dispatcher {
   /** Requests its workers hold: each process records what it was sent until it is answered. */
   get runningCount(): number {
     let n = 0;
-    for (const w of this.deps.workers.workers) n += w.requestsInFlight;
+    for (const w of this.deps.workers.workers) n += w.inFlightRequests;
     return n;
   }
 
@@ -128,7 +127,7 @@ export class Dispatcher {
   }
 
   /** A worker answered some or (`done`) the rest of a batch. */
-  result(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -154,7 +153,7 @@ export class Dispatcher {
     }
   }
 
-  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
     const job = worker.heldJob(msg.id);
     if (!job) return;
     const bytes = msg.body?.length ?? 0;
@@ -167,7 +166,7 @@ export class Dispatcher {
    * waiting in its pipe go back to the head of the queue, once — a job put back a second time
    * fails too, so a poison request cannot crash worker after worker.
    */
-  exited(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+  onExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
     for (const batch of running) {
       for (const job of batch.jobs) job.reject(err);

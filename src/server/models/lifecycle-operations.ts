@@ -23,7 +23,6 @@ import { within } from '../../util/within';
 import { Admission } from '../cache/admission';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
-import { FramedProcess } from '../processes/framed-process';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
@@ -90,7 +89,7 @@ export class LifecycleOperations {
     if (typeof req.url !== 'string' || req.url.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
     if (this.closing) throw shuttingDown();
     const existing = this.deps.registry.current(name);
-    if (existing && (existing.registered || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
+    if (existing && (existing.serving || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
     if (req.synchronous === false) {
@@ -142,7 +141,7 @@ export class LifecycleOperations {
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
-      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
+      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = this.#loadFailure(entry, thrown);
@@ -209,7 +208,7 @@ export class LifecycleOperations {
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
     const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
-    if (!entry || !(entry.registered || entry.phase === 'loading')) throw modelNotFound(name);
+    if (!entry || !(entry.serving || entry.phase === 'loading')) throw modelNotFound(name);
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
@@ -221,7 +220,7 @@ export class LifecycleOperations {
       unlock = await locking;
     }
     try {
-      if (registry.current(name) !== entry || !entry.registered) {
+      if (registry.current(name) !== entry || !entry.serving) {
         if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
         throw modelNotFound(name);
       }
@@ -255,7 +254,7 @@ export class LifecycleOperations {
     let scaling: Promise<void>;
     try {
       const e = this.deps.registry.current(name);
-      if (!e?.model || !e.registered) throw modelNotFound(name);
+      if (!e?.model || !e.serving) throw modelNotFound(name);
       const model = e.model;
       const added = processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
@@ -299,8 +298,9 @@ export class LifecycleOperations {
     const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
-      for (const w of FramedProcess.live) w.kill('stopped');
-      await within(Promise.all([...FramedProcess.live].map((w) => w.exited)), kReapBoundMs, null, clock);
+      const { live } = this.deps.workers.processes;
+      for (const h of live) h.kill('stopped');
+      await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
     }
     await spares;
     await this.deps.workers.closeHosts();
@@ -311,7 +311,7 @@ export class LifecycleOperations {
   async #shutdownEntry(entry: Registration, deadline: number, counts: ShutdownCounts): Promise<void> {
     const unlock = await this.#locks.acquire(entry.name);
     try {
-      if (!entry.registered) return; // a load that was stopped, or an unload or eviction that finished first
+      if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
       entry.to('draining');
       const admitted = entry.active;
       await entry.whenIdle(deadline - this.deps.clock.now());

@@ -18,8 +18,8 @@ import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
-import type { Launch } from '../processes/framed-process';
-import type { Assignment, WorkerSlot } from '../processes/worker-slot';
+import type { Launch } from '../hosts/host-process';
+import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory } from '../workers/worker-factory';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
@@ -33,10 +33,12 @@ export type { ShutdownCounts } from './lifecycle-operations';
 
 export interface ManagerOptions {
   env?: NodeJS.ProcessEnv;
-  /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
-  startWorker?: (assignment: Assignment) => WorkerSlot;
   /** What starts a worker process (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
+  /** What a worker process costs now (bytes); default its PSS. Fake processes have none. */
+  readMemory?: (pid: number) => Promise<number>;
+  /** The server's worker processes (default: a record of this manager's own). */
+  processes?: ProcessRegistry;
   /** What every timer and `now` of the lifecycle core runs on; default the real clock (tests pass a virtual one). */
   clock?: Clock;
 }
@@ -58,11 +60,12 @@ export class ModelManager {
     this.#workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,
-      startWorker: opts.startWorker,
       clock,
       launch: opts.launch,
-      sharedHostRestarted: () => events.sharedHostRestarted(),
-      sharedHostRecycled: () => events.sharedHostRecycled(),
+      readMemory: opts.readMemory,
+      processes: opts.processes ?? new ProcessRegistry(),
+      onSharedHostRestarted: () => events.sharedHostRestarted(),
+      onSharedHostRecycled: () => events.sharedHostRecycled(),
     });
     const policy: EvictionPolicy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;

@@ -34,9 +34,9 @@ export interface ModelDeps {
   log: (line: string) => void;
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
-  restarted?: () => void;
+  onRestarted?: () => void;
   /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
-  ran?: (micros: number) => void;
+  onRan?: (micros: number) => void;
   /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
   waitForRoom?: (wake: () => void) => void;
   /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
@@ -76,18 +76,18 @@ export class Model implements WorkerListener {
       name,
       spawn: () => this.#spawn(),
       log: deps.log,
-      loaded: (_worker, loaded) => {
+      onLoaded: (_worker, loaded) => {
         this.inputs = loaded.inputs;
         this.outputs = loaded.outputs;
         this.streaming = loaded.streaming;
         this.#dispatcher.dispatch();
       },
-      restarted: () => deps.restarted?.(),
-      failed: (err) => {
+      onRestarted: () => deps.onRestarted?.(),
+      onFailed: (err) => {
         deps.health.markFailed(err);
         this.#dispatcher.failQueued(this.#failedError());
       },
-      recovered: () => deps.health.markRecovered(),
+      onRecovered: () => deps.health.markRecovered(),
       waitForRoom: deps.waitForRoom,
       clock: deps.clock,
     });
@@ -102,7 +102,8 @@ export class Model implements WorkerListener {
     return this.#dispatcher.queueLength;
   }
 
-  get inFlightCount(): number {
+  /** Requests handed to its workers and not answered yet. */
+  get inFlightRequests(): number {
     return this.#dispatcher.runningCount;
   }
 
@@ -136,7 +137,7 @@ export class Model implements WorkerListener {
       load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize, concurrentBatches: preloadModel, maxResponseSize: this.deps.maxResponseSize },
       loadTimeoutMs,
       onnxBytes: this.deps.onnxBytes,
-      ran: this.deps.ran,
+      onRan: this.deps.onRan,
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
@@ -146,24 +147,24 @@ export class Model implements WorkerListener {
     return worker;
   }
 
-  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    this.#dispatcher.result(batch, msg, done);
-    this.#set.answered(worker);
+  onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    this.#dispatcher.onResult(batch, msg, done);
+    this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
   }
 
-  chunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    this.#dispatcher.chunk(worker, msg);
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
+    this.#dispatcher.onChunk(worker, msg);
   }
 
-  relocate(worker: WorkerSlot): void {
+  onRelocate(worker: WorkerSlot): void {
     this.#set.replace(worker);
     this.#dispatcher.dispatch();
   }
 
-  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    this.#dispatcher.exited(exit, running, waiting);
-    this.#set.exited(worker, exit);
+  onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    this.#dispatcher.onExit(exit, running, waiting);
+    this.#set.onExit(worker, exit);
     this.#dispatcher.dispatch();
   }
 

@@ -83,7 +83,7 @@ export class OnDemandLoader {
   async acquire(name: string): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
-    if (first?.registered) {
+    if (first?.serving) {
       events.lookup(name, true);
       this.deps.policy.touch(name, this.deps.clock.now());
       first.hold();
@@ -98,7 +98,7 @@ export class OnDemandLoader {
     const deadline = this.deps.clock.now() + boundMs;
     for (;;) {
       const e = registry.current(name);
-      if (e?.registered) {
+      if (e?.serving) {
         // No touch: the policy counts the load itself as the first use.
         this.#recordWait(name, t0);
         e.hold();

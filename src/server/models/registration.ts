@@ -120,7 +120,7 @@ export class Registration implements ModelHealth, Resident {
   }
 
   /** Serving or able to serve: ready, or failed and retrying its workers. */
-  get registered(): boolean {
+  get serving(): boolean {
     return this.#phase === 'ready' || this.#phase === 'failed';
   }
 

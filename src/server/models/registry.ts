@@ -51,20 +51,20 @@ export class ModelRegistry {
   /** The model if registered (ready or failed); 404 otherwise. For describe. */
   get(name: string): Model {
     const e = this.#entries.get(name);
-    if (!e?.model || !e.registered) throw modelNotFound(name);
+    if (!e?.model || !e.serving) throw modelNotFound(name);
     return e.model;
   }
 
   /** Whether `name` is registered: loaded, or loading (a POST /models in progress, or one answered 202). */
   registered(name: string): boolean {
     const e = this.#entries.get(name);
-    return e !== undefined && (e.registered || e.phase === 'loading');
+    return e !== undefined && (e.serving || e.phase === 'loading');
   }
 
   /** How many models serve (ready or failed): counted, not listed and sorted. */
   servingCount(): number {
     let n = 0;
-    for (const e of this.#entries.values()) if (e.registered) n++;
+    for (const e of this.#entries.values()) if (e.serving) n++;
     return n;
   }
 
@@ -72,7 +72,7 @@ export class ModelRegistry {
   onlyModel(): string | null {
     let only: string | null = null;
     for (const [name, e] of this.#entries) {
-      if (!e.registered) continue;
+      if (!e.serving) continue;
       if (only !== null) return null;
       only = name;
     }
@@ -83,7 +83,7 @@ export class ModelRegistry {
   list(): ListedModel[] {
     const out: ListedModel[] = [];
     for (const [name, e] of this.#entries) {
-      if (e.model && e.registered) out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
+      if (e.model && e.serving) out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }

@@ -1,8 +1,8 @@
 /**
- * One model's life in a worker process, whether the process is its own (WorkerHandle) or a shared
- * host's slot (HostedModel): the worker table (worker-state.ts), the load — its `ready` promise,
- * settled once, and its timer — retirement, its capacity and its memory figure. What differs between the two (how a stop is done,
- * what memory means, what a load timeout kills) stays with them; this is the part they share.
+ * One model's life in a slot of a worker process (ModelSlot's state): the worker table
+ * (worker-state.ts), the load — its `ready` promise, settled once, and its timer — retirement,
+ * its capacity and its memory figure. What the host's policy decides (how a stop is done, what
+ * memory means) stays with ModelSlot.
  */
 import type { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/messages';
@@ -114,8 +114,8 @@ export class SlotLifecycle {
     return this.state === 'ready' && inFlight < this.#capacity;
   }
 
-  /** Its process exited (or its slot was released): stopped when the server stopped it, failed otherwise (a failed load stays failed). */
-  exited(exit: WorkerExit): void {
+  /** Its process exited, or its slot was released: stopped when the server stopped it, failed otherwise (a failed load stays failed). */
+  ended(exit: WorkerExit): void {
     this.#settle();
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
   }

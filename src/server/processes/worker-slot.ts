@@ -1,7 +1,7 @@
 /**
  * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and where the model runs — a dedicated process (WorkerHandle) or a slot in a shared host
- * (HostedModel). Tests put a fake behind it to interleave events by hand.
+ * and where the model runs. Its one implementation is ModelSlot (hosts/host-process.ts), a model's slot in a
+ * worker process (a dedicated worker's one slot, or one of a shared host's).
  */
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
@@ -11,7 +11,7 @@ import type { SlotView } from './slot-lifecycle';
 
 export interface Assignment {
   id: string;
-  /** The process fills in the slot, and whether it is shared. */
+  /** The slot fills in its slot id, and whether its host is shared. */
   load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
@@ -20,7 +20,7 @@ export interface Assignment {
   /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
   /** Its session runs in a shared host took `micros` more (SharedHostRunTime); a dedicated worker does not time them. */
-  ran?: (micros: number) => void;
+  onRan?: (micros: number) => void;
 }
 
 /** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
@@ -32,15 +32,15 @@ export interface InFlightBatch {
 /** Who hears from a worker once it has a model. Called synchronously; must not throw. */
 export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
-  result(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  chunk(worker: WorkerSlot, msg: ChunkMessage): void;
+  onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void;
   /**
    * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
    * (they may run elsewhere). The worker has forgotten both.
    */
-  exited(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
-  relocate(worker: WorkerSlot): void;
+  onRelocate(worker: WorkerSlot): void;
 }
 
 export interface WorkerSlot {
@@ -57,15 +57,15 @@ export interface WorkerSlot {
   /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
   /** Batches sent and not answered in full. */
-  readonly inFlightCount: number;
-  /** Requests sent and not answered yet: what the model's in-flight count adds up. */
-  readonly requestsInFlight: number;
+  readonly inFlightBatches: number;
+  /** Requests sent and not answered yet: what the model's inFlightRequests adds up. */
+  readonly inFlightRequests: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
   /** The shared host it is in, or null for a process of its own. */
-  readonly host: string | null;
+  readonly hostId: string | null;
   /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
-  readonly cpuShare?: number;
+  readonly cpuShare: number | undefined;
   /** Ready, not being killed, and with a free slot. */
   readonly isIdle: boolean;
   /** Idle with nothing in flight (what job tickets need). */

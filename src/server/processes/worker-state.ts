@@ -1,6 +1,7 @@
 /**
  * The two transition tables below the registration (registration.ts has the one above): a worker
- * process's, and a model's worker's (a dedicated process, or a slot in a shared host). Each state
+ * process's (HostProcess: a dedicated worker or a shared host), and a slot's (ModelSlot: a model's
+ * worker, the one slot of a dedicated worker or one of a shared host's). Each state
  * is private to its owner and changes only through `to()`, which refuses any move its table does
  * not list: a move the code did not expect is a bug, and surfaces as one.
  *

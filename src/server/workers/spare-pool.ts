@@ -1,10 +1,11 @@
 /**
- * Worker processes started ahead of need. Starting Node and onnxruntime costs 100+ ms — most of a
- * small model's cold start — so a load takes a started spare and a new spare starts behind it,
- * once that load is over (kRefillAfterMs).
- * Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is fixed at spawn.
+ * Empty dedicated workers started ahead of need (TorchServe has none; SageMaker's cold start is
+ * most of what they save). Starting Node and onnxruntime costs 100+ ms — most of a small model's
+ * cold start — so a load takes a started spare and a new spare starts behind it, once that load is
+ * over (kRefillAfterMs). Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is
+ * fixed at spawn.
  */
-import { WorkerHandle, type SpawnOptions } from './worker-handle';
+import { dedicatedPolicy, HostProcess, type ModelSlot, type SpawnOptions } from '../hosts/host-process';
 
 /**
  * How long after the taken worker's Loaded its replacement starts: the load still reads the worker's
@@ -14,7 +15,7 @@ import { WorkerHandle, type SpawnOptions } from './worker-handle';
 const kRefillAfterMs = 50;
 
 export class SparePool {
-  readonly #spares = new Set<WorkerHandle>();
+  readonly #spares = new Set<HostProcess>();
   #closed = false;
 
   constructor(private readonly size: number, private readonly spawnOptions: SpawnOptions) {
@@ -24,41 +25,43 @@ export class SparePool {
   /** Spares that have started and can take a model now. */
   get ready(): number {
     let n = 0;
-    for (const w of this.#spares) if (w.hasStarted && w.exitInfo === null) n++;
+    for (const h of this.#spares) if (h.hasStarted && h.exitInfo === null) n++;
     return n;
   }
 
   /**
-   * A spare, warm ones first, or null (the caller starts a fresh process). One still starting is
-   * worth taking too: it has a head start on any process spawned now.
+   * Puts a model into a spare, warm ones first, or returns null (the caller starts a fresh
+   * process). One still starting is worth taking too: it has a head start on any process spawned now.
    */
-  take(): WorkerHandle | null {
-    const live = [...this.#spares].filter((w) => w.exitInfo === null);
-    const w = live.find((x) => x.hasStarted) ?? live[0];
-    if (!w) return null;
-    this.#spares.delete(w);
-    w.removeAllListeners('exit');
+  take(admit: (host: HostProcess) => ModelSlot): ModelSlot | null {
+    const live = [...this.#spares].filter((h) => h.exitInfo === null);
+    const host = live.find((h) => h.hasStarted) ?? live[0];
+    if (!host) return null;
+    this.#spares.delete(host);
+    const slot = admit(host);
     const refill = () => this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
-    void Promise.race([w.lifecycle.ready, w.exited]).then(refill, refill);
-    return w;
+    void Promise.race([slot.lifecycle.ready, slot.exited]).then(refill, refill);
+    return slot;
   }
 
   #fill(): void {
     while (!this.#closed && this.#spares.size < this.size) {
-      const w = new WorkerHandle({ ...this.spawnOptions, gpuId: -1 }).start();
-      this.#spares.add(w);
-      w.once('exit', () => {
-        this.#spares.delete(w);
-        // One that died before it ever started would die again: stop refilling rather than loop.
-        if (w.hasStarted) this.#fill();
-        else this.spawnOptions.log(`spare worker exited before starting (${JSON.stringify(w.exitInfo)}); no more spares`);
+      const host = new HostProcess(this.spawnOptions, `spare-${this.spawnOptions.processes.spawned + 1}`, dedicatedPolicy(-1), {
+        onExit: (h) => {
+          if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now
+          // One that died before it ever started would die again: stop refilling rather than loop.
+          if (h.hasStarted) this.#fill();
+          else this.spawnOptions.log(`spare worker exited before starting (${JSON.stringify(h.exitInfo)}); no more spares`);
+        },
       });
+      this.#spares.add(host.start());
     }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#spares].map((w) => w.stop()));
+    const spares = [...this.#spares];
     this.#spares.clear();
+    await Promise.all(spares.map((h) => h.stop()));
   }
 }

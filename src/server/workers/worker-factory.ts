@@ -1,29 +1,31 @@
 /**
- * Where a model's workers come from: a process of its own (a warm spare when one is free, on its
- * GPU), a slot in a shared host, or, in lifecycle tests, a fake. It owns the spares, the shared
- * hosts (started with the first worker_mode=shared model) and the GPU round-robin.
+ * Where a model's workers come from: a one-slot host of its own (a warm spare when one is free, on
+ * its GPU), or a slot in a shared host. It owns the spares, the shared hosts (started with the first
+ * worker_mode=shared model), the GPU round-robin and the server's record of its processes.
  */
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { HostPool } from '../hosts/host-pool';
-import type { Launch, SpawnOptions } from '../processes/framed-process';
+import { dedicatedPolicy, HostProcess, ModelSlot, type Launch, type SpawnOptions } from '../hosts/host-process';
+import type { ProcessRegistry } from '../processes/process-registry';
 import type { Assignment, WorkerSlot } from '../processes/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
-import { WorkerHandle } from './worker-handle';
 
 export interface WorkerFactoryOptions {
   /** The environment workers start with, before blacklist_env_vars filters it. */
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
-  /** The seam lifecycle tests fake: a started worker given an assignment (in either worker mode). */
-  startWorker?: (assignment: Assignment) => WorkerSlot;
   /** The seam below the processes: what starts one (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
+  /** What a process costs now (bytes); default its PSS. Fake processes have none. */
+  readMemory?: (pid: number) => Promise<number>;
+  /** The server's processes: what its shutdown kills. */
+  processes: ProcessRegistry;
   /** A shared host that died was replaced. */
-  sharedHostRestarted: () => void;
+  onSharedHostRestarted: () => void;
   /** A shared host was recycled. */
-  sharedHostRecycled: () => void;
+  onSharedHostRecycled: () => void;
   /** What every timer of the workers, hosts and models waits on: the server's clock. */
   clock: Clock;
 }
@@ -32,7 +34,6 @@ export class WorkerFactory {
   readonly #gpus: GpuAssigner;
   readonly #env: NodeJS.ProcessEnv;
   readonly #spares: SparePool | null;
-  readonly #fake: ((assignment: Assignment) => WorkerSlot) | null;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
 
@@ -40,8 +41,12 @@ export class WorkerFactory {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
-    this.#spares = config.spareWorkers > 0 && !opts.startWorker && !opts.launch && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, this.#spawnOptions(-1)) : null;
-    this.#fake = opts.startWorker ?? null;
+    this.#spares = config.spareWorkers > 0 && !opts.launch && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, this.#spawnOptions()) : null;
+  }
+
+  /** The server's worker processes. */
+  get processes(): ProcessRegistry {
+    return this.opts.processes;
   }
 
   /** What every timer of the workers, hosts and models waits on: the server's clock. */
@@ -64,28 +69,27 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  /** Where a model's workers start: the test seam, a shared host, or a process of its own. */
+  /** Where a model's workers start: a shared host, or a process of its own. */
   starter(mode: WorkerMode): (assignment: Assignment) => WorkerSlot {
-    if (this.#fake) return this.#fake;
     if (mode === 'dedicated') return (a) => this.#startProcess(a);
     this.#hosts ??= new HostPool({
       size: this.config.sharedWorkers,
       maxModelsPerHost: this.config.maxModelsPerWorker,
       recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
       heavyShare: this.config.sharedHostHeavyShare,
-      spawn: this.#spawnOptions(-1),
+      spawn: this.#spawnOptions(),
       log: this.opts.log,
-      restarted: this.opts.sharedHostRestarted,
-      recycled: this.opts.sharedHostRecycled,
+      onRestarted: this.opts.onSharedHostRestarted,
+      onRecycled: this.opts.onSharedHostRecycled,
     });
     const hosts = this.#hosts;
     return (a) => hosts.place(a);
   }
 
   /** Where a model with nowhere to start a worker waits for room: the shared hosts (dedicated workers start anywhere). */
-  roomWaiter(mode: WorkerMode): ((wake: () => void) => void) | undefined {
-    if (this.#fake || mode === 'dedicated') return undefined;
-    return (wake) => this.#hosts?.whenRoom(wake);
+  waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
+    if (mode === 'dedicated') return undefined;
+    return (wake) => this.#hosts?.waitForRoom(wake);
   }
 
   /** The GPU each new worker of the model gets. Hosts run on CPU: one CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs. */
@@ -98,14 +102,16 @@ export class WorkerFactory {
     this.#gpus.forget(name);
   }
 
-  #startProcess(assignment: Assignment): WorkerHandle {
+  #startProcess(assignment: Assignment): ModelSlot {
     const gpuId = assignment.load.gpuId;
-    const spare = gpuId < 0 ? this.#spares?.take() : null;
-    return (spare ?? new WorkerHandle(this.#spawnOptions(gpuId), assignment.id).start()).assign(assignment);
+    const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
+    const spare = gpuId < 0 ? this.#spares?.take(admit) : null;
+    return spare ?? admit(new HostProcess(this.#spawnOptions(), assignment.id, dedicatedPolicy(gpuId)).start());
   }
 
-  #spawnOptions(gpuId: number): SpawnOptions {
-    return { env: this.#env, gpuId, log: this.opts.log, launch: this.opts.launch, clock: this.opts.clock };
+  #spawnOptions(): SpawnOptions {
+    const { log, launch, readMemory, clock, processes } = this.opts;
+    return { env: this.#env, log, launch, readMemory, clock, processes };
   }
 
   async closeSpares(): Promise<void> {

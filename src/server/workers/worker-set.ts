@@ -28,11 +28,11 @@ export interface WorkerSetDeps {
   spawn(): WorkerSlot;
   log(line: string): void;
   /** A worker reported Loaded. */
-  loaded(worker: WorkerSlot, msg: LoadedMessage): void;
+  onLoaded(worker: WorkerSlot, msg: LoadedMessage): void;
   /** A replacement was started. */
-  restarted(): void;
-  failed(err: MmeError): void;
-  recovered(): void;
+  onRestarted(): void;
+  onFailed(err: MmeError): void;
+  onRecovered(): void;
   /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
   waitForRoom?(wake: () => void): void;
   /** What the restart back-off waits on: the server's clock. */
@@ -55,7 +55,7 @@ export class WorkerSet {
   readonly #onProbation = new Set<WorkerSlot>();
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
-  #roomWanted = false;
+  #waitingForRoom = false;
   /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
   readonly #secondTries = new Set<WorkerSlot>();
   #rr = 0;
@@ -176,7 +176,7 @@ export class WorkerSet {
     } catch (err) {
       handOver();
       this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
-      this.#retryWhenRoom();
+      this.#waitForRoom();
       return;
     }
     this.#moving.set(worker, successor);
@@ -189,12 +189,12 @@ export class WorkerSet {
   }
 
   /** A batch came back: a retired worker that holds nothing more can go. */
-  answered(worker: WorkerSlot): void {
+  onAnswered(worker: WorkerSlot): void {
     this.#stopIfDone(worker);
   }
 
   #stopIfDone(worker: WorkerSlot): void {
-    if (worker.lifecycle.state === 'stopping' && worker.inFlightCount === 0) void worker.stop();
+    if (worker.lifecycle.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
@@ -219,7 +219,7 @@ export class WorkerSet {
   }
 
   /** A worker exited: forget it, and replace it if the server did not mean it to end. */
-  exited(worker: WorkerSlot, exit: WorkerExit): void {
+  onExit(worker: WorkerSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -240,7 +240,7 @@ export class WorkerSet {
     this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
     if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.lifecycle.state === 'ready')) {
       this.#failed = true;
-      this.deps.failed(err);
+      this.deps.onFailed(err);
     }
   }
 
@@ -248,10 +248,10 @@ export class WorkerSet {
     if (this.#stopped) return;
     this.#backoff.wait(() => {
       // The restart runs: a wake for room from now on is for a later one that asks again.
-      this.#roomWanted = false;
+      this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
-      if (started.length > 0) this.deps.restarted();
+      if (started.length > 0) this.deps.onRestarted();
     });
   }
 
@@ -262,22 +262,22 @@ export class WorkerSet {
     } catch (err) {
       this.#backoff.failed();
       this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
-      this.#retryWhenRoom();
+      this.#waitForRoom();
       return [];
     }
   }
 
   /** A restart after the back-off, or sooner if the room that was missing comes first. */
-  #retryWhenRoom(): void {
+  #waitForRoom(): void {
     this.#scheduleRestart();
     if (!this.deps.waitForRoom) return;
-    this.#roomWanted = true;
-    this.deps.waitForRoom(this.#roomMade);
+    this.#waitingForRoom = true;
+    this.deps.waitForRoom(this.#onRoom);
   }
 
   /** One function, so the pool holds it once however often this set asks. */
-  readonly #roomMade = () => {
-    if (this.#roomWanted) this.#backoff.cutShort();
+  readonly #onRoom = () => {
+    if (this.#waitingForRoom) this.#backoff.cutShort();
   };
 
   #spawn(): WorkerSlot {
@@ -288,9 +288,9 @@ export class WorkerSet {
         if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
         if (this.#failed) {
           this.#failed = false;
-          this.deps.recovered();
+          this.deps.onRecovered();
         }
-        this.deps.loaded(worker, loaded);
+        this.deps.onLoaded(worker, loaded);
       },
       () => undefined,
     );

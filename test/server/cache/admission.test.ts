@@ -24,7 +24,7 @@ class Entry implements Resident {
     this.held = bytes;
   }
 
-  get registered(): boolean {
+  get serving(): boolean {
     return this.phase === 'ready' || this.phase === 'failed';
   }
 

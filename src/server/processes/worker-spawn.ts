@@ -1,0 +1,87 @@
+/**
+ * Starts a worker process (src/worker-process/main.ts, TorchServe's model_service_worker.py) and
+ * wires its plumbing: the frame channel on fd 3, its stdout and stderr lines, its exit. What the
+ * process is for — its slots, its batches — is hosts/host-process.ts's business.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { Socket } from 'node:net';
+import type { Clock } from '../../util/clock';
+import { FrameReader } from '../../protocol/frame-reader';
+import type { Frame } from '../../protocol/messages';
+
+/**
+ * What starts the process: child_process.spawn, or in lifecycle tests a fake process that speaks
+ * the frames over fd 3 itself (test/lifecycle/fake-process.ts), so everything above it runs as is.
+ */
+export type Launch = (cmd: string, args: readonly string[], options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv }) => ChildProcess;
+
+export interface SpawnHooks {
+  /** A line the process wrote to stdout or stderr. */
+  onLine(line: string): void;
+  onFrame(frame: Frame): void;
+  /** A frame could not be read: the reader is out of step with the stream, and reads nothing more. */
+  onProtocolError(err: Error): void;
+  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+export interface SpawnedWorker {
+  readonly child: ChildProcess;
+  /** fd 3: frames both ways. */
+  readonly channel: Socket;
+  readonly reader: FrameReader;
+}
+
+/** Frame limit until a model (and its max_response_size) is assigned: Started/LoadFailed are tiny. */
+const kUnassignedFrameLimit = 1 << 20;
+const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
+/** `node --cpu-prof[-dir=…] dist/src/main.js` profiles the workers too: both sides of every request. */
+const kProfilerArgs = process.execArgv.filter((a) => /^--(cpu|heap)-prof/.test(a));
+/** The server runs under a profiler, and so do its workers: they write their profiles on a clean exit. */
+export const kWorkersProfiled = kProfilerArgs.length > 0;
+// PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
+// SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
+const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
+// Make the kernel's OOM killer choose a worker, never the server holding every other model.
+const kWorkerOomScoreAdj = '900';
+/** How long an aborted worker's last stderr lines may take to arrive after its exit. */
+const kAbortReasonWaitMs = 500;
+
+export function spawnWorker(launch: Launch | undefined, env: NodeJS.ProcessEnv, clock: Clock, hooks: SpawnHooks): SpawnedWorker {
+  const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
+  const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
+  const child = (launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
+  if (child.pid) fs.writeFile(`/proc/${child.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
+  for (const stream of [child.stdout!, child.stderr!]) {
+    readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', hooks.onLine);
+  }
+  const channel = child.stdio[3] as Socket;
+  const reader = new FrameReader(kUnassignedFrameLimit, hooks.onFrame);
+  const onData = (chunk: Buffer) => {
+    try {
+      reader.push(chunk);
+    } catch (err) {
+      channel.off('data', onData);
+      channel.pause();
+      hooks.onProtocolError(err as Error);
+    }
+  };
+  channel.on('data', onData);
+  channel.on('error', () => undefined);
+  child.on('exit', (code, signal) => {
+    // 'exit' can come before the last stderr lines: an abort waits (briefly) for V8's reason.
+    if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return hooks.onExit(code, signal);
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      clock.clearTimeout(bound);
+      hooks.onExit(code, signal);
+    };
+    const bound = clock.setTimeout(settle, kAbortReasonWaitMs);
+    child.stderr!.once('end', settle);
+  });
+  return { child, channel, reader };
+}
