@@ -1,7 +1,7 @@
 /** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { oipAnswer, oipWireRequest } from '../server/oip/infer-request';
-import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../server/oip/model-metadata';
+import { oipAnswer, oipWireRequest } from '../gateway/oip/infer-request';
+import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import { unary, type GrpcDeps } from './call';
 import { fromOipAnswer, toOipBody, type ModelInferRequest } from './kserve-tensors';
 

@@ -9,7 +9,7 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import { checkVersion } from '../server/oip/model-metadata';
+import { checkVersion } from '../gateway/oip/model-metadata';
 import type { WireRequest } from '../protocol/frames';
 import { acceptOrDefault } from '../http/client-request';
 import type { CancelToken } from '../util/cancel-token';

@@ -4,7 +4,7 @@
  */
 import { MmeError } from '../../errors';
 import type { WireRequest } from '../../protocol/frames';
-import type { InvokeResult } from '../jobs/job';
+import type { InvokeResult } from '../../server/jobs/job';
 import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
 import type { V2InferResponse } from '../../oip/types';
 

@@ -5,15 +5,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ServerConfig } from '../config/types';
-import type { GrpcListener } from '../grpc/grpc-server';
-import { createApp, type ListenerRole } from '../http/app';
-import { isLoopback } from '../http/guards';
-import { listen, type Listener, type ListenerLimits } from '../http/listener';
-import { createLog } from '../logger';
-import { realClock, type Clock } from '../util/clock';
-import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager, type ManagerOptions, type ShutdownCounts } from './models/model-manager';
+import type { ServerConfig } from './config/types';
+import type { GrpcListener } from './grpc/grpc-server';
+import { createApp, type ListenerRole } from './http/app';
+import { isLoopback } from './http/guards';
+import { listen, type Listener, type ListenerLimits } from './http/listener';
+import { createLog } from './logger';
+import { realClock, type Clock } from './util/clock';
+import { createMetrics, metricsApp, type MetricsRecorder } from './metrics';
+import { ModelManager, type ManagerOptions, type ShutdownCounts } from './server/models/model-manager';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
@@ -69,7 +69,7 @@ export class MmeServer {
     }
     if (c.grpcInferencePort !== null) {
       // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
-      const { GrpcListener } = await import('../grpc/grpc-server');
+      const { GrpcListener } = await import('./grpc/grpc-server');
       this.grpc = await GrpcListener.listen({ host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize }, {
         manager: this.manager, metrics: this.metrics, log: this.#log, loopbackOnly: isLoopback(c.grpcInferenceAddress),
         defaultAccept: process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json',
