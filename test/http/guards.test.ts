@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { addModel, writeModelDir } from '../fixtures/onnx-models';
 import { request, startServer, type TestServer } from '../helpers/server';
-import { isLoopback } from '../../src/http/guards';
+import { isLoopback } from '../../src/util/loopback';
 
 /** fetch() will not send a forged Host header; node:http will. */
 function getWithHost(url: string, host: string): Promise<number> {
