@@ -17,8 +17,8 @@ import { asMmeError, errorLine } from './error-line';
 
 /**
  * A client's request for a model, as both doors build it and the model's handler reads it
- * (context.requests[i]). On its way to a worker it becomes a frame's WireRequest, which adds the id
- * the job travels under.
+ * (context.requests[i]). On its way to a worker it becomes the frame's request, which adds the id
+ * its job travels under.
  */
 export interface ModelRequest {
   /** The x-request-id the client got back: handlers log it, so one request can be followed across processes. */

@@ -13,11 +13,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError, quote } from '../errors';
-import type { Gateway, Invocation } from '../gateway/gateway';
+import type { Gateway, Invocation, ModelRequest } from '../gateway/gateway';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import { oipRequest } from '../gateway/oip/infer-request';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
-import type { ChunkMessage } from '../protocol/frames';
+import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { CancelToken } from '../util/cancel-token';
 import { send, setAnswerHead, setErrorHead } from './answer';
@@ -74,12 +74,12 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
       setAnswerHead(res, head.status, head.headers, head.contentType);
       if (customAttributes !== undefined && head.headers[kCustomAttributes] === undefined) res.setHeader(kCustomAttributes, customAttributes);
     };
-    const onChunk = (chunk: ChunkMessage, delivered: () => void) => {
+    const onChunk: JobOptions['onChunk'] = (chunk, delivered) => {
       if (chunk.head) setHead(chunk.head);
       res.write(chunk.body!, delivered);
     };
-    const request = { requestId: inv.requestId, contentType: headers['content-type'] ?? '', accept: gateway.accept(headers.accept), headers, body };
-    let result;
+    const request: ModelRequest = { requestId: inv.requestId, contentType: headers['content-type'] ?? '', accept: gateway.accept(headers.accept), headers, body };
+    let result: InvokeResult;
     try {
       result = await inv.run(request, { cancel: cancelOnClientClose(res), onChunk });
     } catch (err) {
