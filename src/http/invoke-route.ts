@@ -126,6 +126,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     let answer: Answer;
     try {
       refuse(req, res, guards);
+      // OPTIONS asks which methods the path takes: an empty 200 with Allow, as the router answered it.
       if (req.method === 'OPTIONS') {
         res.setHeader('Allow', 'POST');
         res.setHeader('Content-Type', 'text/plain; charset=utf-8');
