@@ -3,6 +3,11 @@
  * (tsPreCompilationDeps): one vanishes from the JavaScript, yet it still puts a responsibility on
  * the wrong side of a boundary.
  */
+/** A layer (`from`) that must not import the layers above it (`above`). */
+function below(name, comment, from, above) {
+  return { name, comment, severity: 'error', from: { path: from }, to: { path: above } };
+}
+
 module.exports = {
   forbidden: [
     {
@@ -27,6 +32,30 @@ module.exports = {
       from: { path: '^src/worker-process/' },
       to: { path: '^src/(server|http|grpc)/', reachable: true },
     },
+    // The layers, top to bottom: the composition root (main.ts, mme-server.ts); the doors (http,
+    // grpc); the gateway every invoke goes through; the server core (server/**); the shared pieces
+    // (protocol, oip, errors, util, config, metrics, logger, artifacts, repository). Each imports
+    // only layers below it.
+    {
+      name: 'nothing-imports-the-composition-root',
+      comment: 'main.ts and mme-server.ts wire everything together: only main.ts may import mme-server.ts.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/main\\.ts$' },
+      to: { path: '^src/(main|mme-server)\\.ts$' },
+    },
+    {
+      name: 'doors-never-import-each-other',
+      comment: 'HTTP and gRPC are two doors to the same gateway: what both need lives in src/gateway or below.',
+      severity: 'error',
+      from: { path: '^src/(http|grpc)/' },
+      to: { path: '^src/(http|grpc)/', pathNot: '^src/$1/' },
+    },
+    below('gateway-is-below-the-doors', 'The gateway knows no transport: a door translates its requests into the gateway\'s and back.',
+      '^src/gateway/', '^src/(http|grpc)/'),
+    below('server-is-below-the-gateway', 'The server core (models, workers, hosts, processes, jobs, cache) knows nothing of how requests arrive.',
+      '^src/server/', '^src/(gateway|http|grpc)/'),
+    below('shared-pieces-are-below-the-server', 'Protocol, OIP codecs, errors, utilities, config, metrics, logging, artifacts and the repository serve every layer and import none above them.',
+      '^src/(protocol|oip|util|config|metrics|artifacts|repository)/|^src/(errors|logger|unhandled-rejection|model-types)\\.ts$', '^src/(server|gateway|http|grpc)/'),
     {
       name: 'protocol-takes-no-side',
       comment: 'The frame protocol is shared by both processes: it imports neither side.',

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '../src/config/resolve';
-import { MmeServer, type MmeServerOptions } from '../src/server/mme-server';
+import { MmeServer, type MmeServerOptions } from '../src/mme-server';
 import { watchProcesses } from './watched-processes';
 
 export interface TestServer {

@@ -7,7 +7,7 @@ import { parseArgs, USAGE } from './config/cli';
 import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { createLog } from './logger';
-import { MmeServer } from './server/mme-server';
+import { MmeServer } from './mme-server';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
 
 /** Text at info until the config names the log's format and level. */

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { resolveConfig } from '../../src/config/resolve';
-import { MmeServer } from '../../src/server/mme-server';
+import { MmeServer } from '../../src/mme-server';
 import { seededRandom, zipfSampler } from '../../harness/random';
 import { benchUsage, runBench } from './bench-run';
 import { percentiles } from './latency';

@@ -1,31 +1,25 @@
 /**
- * What every gRPC call gets, as an HTTP request does: a request id (sent back as x-request-id
- * metadata), the listener guards, a CancelToken that fires on the client's cancel or deadline
- * (queued work is dropped, a running streaming handler sees context.isCancelled), the invocation
- * metrics, and the error log line.
+ * What every gRPC call gets, as an HTTP request does, from the gateway: a request id (sent back as
+ * x-request-id metadata), the listener guards, a CancelToken that fires on the client's cancel or
+ * deadline (queued work is dropped, a running streaming handler sees context.isCancelled), the
+ * invocation metric, and the error log line.
  */
-import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { MmeError, isMmeError } from '../errors';
-import { isLoopback } from '../http/guards';
-import type { MetricsRecorder } from '../metrics';
-import type { InvokeRequest } from '../protocol/messages';
+import { newRequestId, type Gateway, type ModelRequest } from '../gateway/gateway';
 import { CancelToken } from '../util/cancel-token';
+import { isLoopback } from '../util/loopback';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
-import { modelNotFound } from '../server/models/model-names';
 import { decoded } from './lenient-decoding';
-import { toServiceError } from './status';
+import { grpcStatusOf, toServiceError } from './status';
 
 export interface GrpcDeps {
+  gateway: Gateway;
+  /** For the metadata, readiness and Ping calls, and a stream's bound. */
   manager: ModelManager;
-  metrics: MetricsRecorder;
-  log: (line: string) => void;
   /** The listener is on a loopback address: serve only calls whose :authority is a loopback name. */
   loopbackOnly: boolean;
-  /** The Accept handlers get (SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as for HTTP). */
-  defaultAccept: string;
 }
 
 /** What every kind of call (unary, server or bidirectional stream) offers. */
@@ -38,7 +32,7 @@ function authorityHost(authority: string): string {
 }
 
 export class GrpcCall {
-  readonly requestId = randomUUID();
+  readonly requestId = newRequestId();
   readonly cancel = new CancelToken();
   #answered = false;
   #metadataPending = true;
@@ -72,7 +66,7 @@ export class GrpcCall {
 
   /** Refused before any work, as the HTTP guards refuse: during shutdown, and a foreign :authority on a loopback listener. */
   guard(): void {
-    if (this.deps.manager.closing) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
+    this.deps.gateway.admit();
     if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
       throw new MmeError('MME_ERR_FORBIDDEN', 'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).');
     }
@@ -89,34 +83,24 @@ export class GrpcCall {
   }
 
   /**
-   * Runs one request on `name`, recorded in the invocation metrics exactly as an HTTP invoke is.
-   * It is cancelled with the call unless `opts` brings its own token (one of a stream's requests).
+   * Runs one request on `name` through the gateway. It is cancelled with the call unless `opts`
+   * brings its own token (one of a stream's requests). A handler's status from 400 up fails the
+   * call: gRPC has no error status with an answer.
    */
-  async invoke(name: string, request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+  async invoke(name: string, request: ModelRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const cancel = opts.cancel ?? this.cancel;
-    const t0 = performance.now();
-    const { manager, metrics } = this.deps;
-    // Metrics name only models the server knows: any other name is unbounded client text.
-    const known = manager.knows(name);
-    let result: InvokeResult | undefined;
+    const invocation = this.deps.gateway.invocation(this.requestId);
     let status = 200;
     try {
-      if (!known) throw modelNotFound(name);
-      result = await manager.invoke(name, request, { ...opts, cancel });
+      invocation.target(name);
+      const result = await invocation.run(request, { ...opts, cancel });
       if (result.status >= 400) throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, { status: result.status });
       return result;
     } catch (err) {
       status = cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
       throw err;
     } finally {
-      metrics.invocation({
-        model: known ? name : '',
-        status,
-        totalMicros: Math.round((performance.now() - t0) * 1000),
-        modelMicros: result?.modelMicros ?? 0,
-        queueMicros: result?.queueMicros ?? 0,
-        batchSize: result?.batchSize ?? 0,
-      });
+      invocation.finish(status);
     }
   }
 
@@ -125,15 +109,8 @@ export class GrpcCall {
    * and the message only for server faults (4xx messages may echo client text).
    */
   fail(err: unknown): Partial<ServiceError> {
-    let e: MmeError;
-    if (isMmeError(err)) e = err;
-    else {
-      this.deps.log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
-      e = new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
-    }
-    const status = toServiceError(e);
-    this.deps.log(`request ${this.requestId} grpc ${this.method}: ${Status[status.code!]} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`);
-    return status;
+    const e = this.deps.gateway.failure(err, this.requestId, `grpc ${this.method}`, (x) => Status[grpcStatusOf(x)]);
+    return toServiceError(e);
   }
 }
 

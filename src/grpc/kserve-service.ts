@@ -1,7 +1,7 @@
 /** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { oipAnswer, oipInvokeRequest } from '../server/oip/infer-request';
-import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../server/oip/model-metadata';
+import { oipAnswer, oipRequest } from '../gateway/oip/infer-request';
+import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import { unary, type GrpcDeps } from './call';
 import { fromOipAnswer, toOipBody, type ModelInferRequest } from './kserve-tensors';
 
@@ -22,7 +22,7 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
       checkVersion(req.model_name, req.model_version);
       const { body, headerLength } = toOipBody(req);
-      const result = await call.invoke(req.model_name, oipInvokeRequest(call.requestId, body, headerLength, call.headers()));
+      const result = await call.invoke(req.model_name, oipRequest(call.requestId, body, headerLength, call.headers()));
       return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
     }),
   };

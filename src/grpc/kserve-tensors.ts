@@ -7,7 +7,7 @@
 import { MmeError, quote, quoteValue } from '../errors';
 import { joinBody, sliceBinary, type SplitBody } from '../oip/binary-body';
 import { fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
-import { MODEL_VERSION } from '../server/oip/model-metadata';
+import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 
 type Contents = Record<string, unknown[]>;

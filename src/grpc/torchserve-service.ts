@@ -9,9 +9,8 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import { checkVersion } from '../server/oip/model-metadata';
-import type { InvokeRequest } from '../protocol/messages';
-import { acceptOrDefault } from '../http/client-request';
+import type { ModelRequest } from '../gateway/gateway';
+import { checkVersion } from '../gateway/oip/model-metadata';
 import type { CancelToken } from '../util/cancel-token';
 import type { ModelManager } from '../server/models/model-manager';
 import { GrpcCall, unary, type GrpcDeps } from './call';
@@ -33,19 +32,19 @@ interface PredictionResponse {
 
 const kBodyKeys = ['data', 'body'];
 
-function invokeRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): InvokeRequest {
+function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): ModelRequest {
   checkVersion(req.model_name, req.model_version);
   // The map's keys are client text: only its own entries count.
   const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
   if (!key) throw new MmeError('MME_ERR_INVALID_INPUT', 'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}');
   const headers = call.headers();
   for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
-  const accept = acceptOrDefault(headers.accept, call.deps.defaultAccept);
-  return { id: 0, requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
+  const accept = call.deps.gateway.accept(headers.accept);
+  return { requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
 }
 
 async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
-  const result = await call.invoke(req.model_name, invokeRequest(req, call, false), { cancel });
+  const result = await call.invoke(req.model_name, modelRequest(req, call, false), { cancel });
   return { prediction: result.body };
 }
 
@@ -68,7 +67,7 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
         .then(() => {
           call.guard();
           const req = decoded(stream.request);
-          return call.invoke(req.model_name, invokeRequest(req, call, true), {
+          return call.invoke(req.model_name, modelRequest(req, call, true), {
             onChunk: (chunk, delivered) => {
               // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
               stream.write({ prediction: chunk.body! }, () => delivered());

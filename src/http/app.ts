@@ -1,21 +1,24 @@
+import type http from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
-import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metrics';
+import type { Gateway } from '../gateway/gateway';
+import type { MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/models/model-manager';
-import { errorResponse } from './error-response';
-import { requestId } from './request-id';
-import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
-import { defaultInvocationsAccept, mountInferenceRoutes } from './inference-routes';
-import { leanInvokeRoute } from './lean-invoke';
-import { kMaxHeadersCount, setLeanRoute } from './listener';
+import { errorResponse, methodNotAllowed } from './error-response';
+import { bearerToken, listenerGuards, type ListenerGuards } from './guards';
+import { invokeRoute } from './invoke-route';
+import { kMaxHeadersCount, koaListener } from './listener';
 import { mountManagementRoutes } from './management-routes';
-import { mountV2Routes } from './v2-routes';
+import { metricsRoute } from './metrics-route';
+import { mountMetadataRoutes } from './metadata-routes';
+import { requestId } from './request-id';
 
 export type ListenerRole = 'inference' | 'management' | 'both';
 
 export interface AppOptions {
   role: ListenerRole;
+  gateway: Gateway;
   manager: ModelManager;
   metrics: MetricsRecorder;
   /** GET /metrics on this listener's management side (false when metrics_address has its own). */
@@ -29,34 +32,37 @@ export interface AppOptions {
   log: (line: string) => void;
 }
 
-/** One Koa app per listener: the SageMaker port (role both) serves the data plane and management alike. */
-export function createApp(opts: AppOptions): Koa {
+/**
+ * What one listener answers: the invoke routes (invoke-route.ts) on its inference side, and Koa
+ * everything else — health, OIP metadata and, on the management side, the management API and
+ * /metrics. The SageMaker port (role both) serves the two sides alike.
+ */
+export function requestListener(opts: AppOptions): http.RequestListener {
+  const guards: ListenerGuards = { maxHeaders: kMaxHeadersCount, loopbackOnly: opts.loopbackOnly, gateway: opts.gateway };
+  const koa = koaListener(koaApp(opts, guards));
+  if (opts.role === 'management') return koa;
+  const invoke = invokeRoute({
+    gateway: opts.gateway, manager: opts.manager, guards, maxRequestSize: opts.maxRequestSize, accessLog: opts.accessLog ? opts.log : null, log: opts.log,
+  });
+  return (req, res) => {
+    if (!invoke(req, res)) koa(req, res);
+  };
+}
+
+function koaApp(opts: AppOptions, guards: ListenerGuards): Koa {
   const app = new Koa();
   app.silent = true;
   const router = new Router();
-  if (opts.role !== 'management') {
-    mountInferenceRoutes(router, opts.manager, opts.maxRequestSize);
-    mountV2Routes(router, opts.manager, opts.maxRequestSize);
-  }
+  if (opts.role !== 'management') mountMetadataRoutes(router, opts.manager);
   if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next());
   app.use(requestId(opts.accessLog ? opts.log : null));
-  // Before errorResponse, so it sees the final status of failed requests too.
-  app.use(invocationMetrics(opts.metrics));
   app.use(errorResponse(opts.log));
-  app.use(headerCountGuard(kMaxHeadersCount));
-  app.use(refuseWhileClosing(() => opts.manager.closing));
-  if (opts.loopbackOnly) app.use(loopbackHostGuard());
+  app.use(listenerGuards(guards));
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
-  if (opts.role !== 'management') {
-    setLeanRoute(app, leanInvokeRoute({
-      manager: opts.manager, metrics: opts.metrics, maxRequestSize: opts.maxRequestSize, maxHeaders: kMaxHeadersCount,
-      loopbackOnly: opts.loopbackOnly, accessLog: opts.accessLog ? opts.log : null, log: opts.log, defaultAccept: defaultInvocationsAccept(),
-    }));
-  }
   app.use(router.allowedMethods({
     throw: true,
-    methodNotAllowed: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see docs/api.md.'),
+    methodNotAllowed,
     notImplemented: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not implemented.'),
   }));
   return app;

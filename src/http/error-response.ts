@@ -1,9 +1,9 @@
 import type { Context, Next } from 'koa';
 import { MmeError, isMmeError } from '../errors';
-import { isOipPath, oipErrorBody } from './v2-routes';
+import { asMmeError, errorLine } from '../gateway/error-line';
 
 /**
- * Turns every thrown error into MMS's body `{"code","type","message"}` (plus our stable
+ * Turns every error a Koa route throws into MMS's body `{"code","type","message"}` (plus our stable
  * `errorCode`), or under /v2 the Open Inference Protocol's `{"error"}`. Unknown errors become a
  * generic 500: stacks and paths stay in the server log.
  */
@@ -15,8 +15,8 @@ export function errorResponse(log: (line: string) => void) {
         throw new MmeError('MME_ERR_RESOURCE_NOT_FOUND', `Requested resource is not found, please refer to API document: ${ctx.method} ${ctx.path}`);
       }
     } catch (err) {
-      const e = asMmeError(err, log);
-      log(errorLine(ctx.state.requestId as string | undefined, ctx.method, (ctx as Context & { _matchedRoute?: string })._matchedRoute, e));
+      const e = koaError(err) ?? asMmeError(err, log);
+      log(errorLine(ctx.state.requestId as string | undefined, `${ctx.method} ${(ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-'}`, e.status, e));
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';
@@ -25,26 +25,24 @@ export function errorResponse(log: (line: string) => void) {
   };
 }
 
-/**
- * Every error is logged with its request id, so a client's report can be found in the log. Client
- * text never reaches the log (names, paths and 4xx messages may echo it): the route pattern and,
- * for server faults only, the message, which the server wrote about names it has validated.
- */
-export function errorLine(requestId: string | undefined, method: string, route: string | undefined, e: MmeError): string {
-  return `request ${requestId ?? '-'} ${method} ${route ?? '-'}: ${e.status} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`;
+/** The errors Koa and its router throw themselves (http-errors), as ours. */
+function koaError(err: unknown): MmeError | null {
+  if (isMmeError(err)) return null;
+  const status = (err as { status?: number } | null)?.status;
+  if (status === 413) return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', 'The request body is too large.');
+  if (status === 405) return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', (err as Error).message);
+  return null;
+}
+
+export function methodNotAllowed(): MmeError {
+  return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see docs/api.md.');
+}
+
+export function isOipPath(path: string): boolean {
+  return path === '/v2' || path.startsWith('/v2/');
 }
 
 /** The error body a client gets for `path`: OIP's under /v2, MMS's elsewhere. */
 export function errorBodyText(e: MmeError, path: string): string {
-  return JSON.stringify(isOipPath(path) ? oipErrorBody(e) : e.toBody(), null, 2);
-}
-
-/** `err` as the MmeError the client is answered with; anything unexpected is logged and becomes a generic 500. */
-export function asMmeError(err: unknown, log: (line: string) => void): MmeError {
-  if (isMmeError(err)) return err;
-  const status = (err as { status?: number }).status;
-  if (status === 413) return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', 'The request body is too large.');
-  if (status === 405) return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', (err as Error).message);
-  log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
-  return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+  return JSON.stringify(isOipPath(path) ? { error: e.message } : e.toBody(), null, 2);
 }

@@ -3,27 +3,63 @@
  * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
  * domain), and with management_token set the management API needs it as a bearer token (ShellTorch
  * and ShadowRay were open management APIs). Requests with too many headers, and requests arriving
- * during shutdown, are refused outright.
+ * during shutdown, are refused outright. Koa's routes and the invoke routes (invoke-route.ts) run
+ * the same refusals.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import net from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import { MmeError } from '../errors';
+import type { Gateway } from '../gateway/gateway';
+import { isLoopback } from '../util/loopback';
 import { closeAfterAnswer } from './body';
 
-const kLoopbackNames = new Set(['localhost', 'localhost.']);
-
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (kLoopbackNames.has(h) || h === '::1') return true;
-  return net.isIPv4(h) && h.startsWith('127.');
+export interface ListenerGuards {
+  /** More headers than this is 431 (the listener parses one header more than allowed, so this can tell). */
+  maxHeaders: number;
+  /** The listener is on a loopback address: refuse requests for other Host names. */
+  loopbackOnly: boolean;
+  gateway: Pick<Gateway, 'admit'>;
 }
 
-export function loopbackHostGuard() {
-  return async function loopbackHostGuardMiddleware(ctx: Context, next: Next): Promise<void> {
-    if (!isLoopback(ctx.hostname)) {
-      throw new MmeError('MME_ERR_FORBIDDEN', 'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).');
-    }
+/**
+ * The host name a request's Host header names: the first of a list, an IPv6 address with its
+ * brackets, '' for none.
+ */
+export function hostName(req: IncomingMessage): string {
+  const host = (req.headers.host ?? '').split(',', 1)[0]!.trim();
+  if (host[0] !== '[') return host.split(':', 1)[0]!;
+  try {
+    return new URL(`http://${host}`).hostname;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Throws what a request is refused with before any route: too many headers (431), shutdown (503),
+ * a foreign Host on a loopback listener (403). The first two end the connection once answered.
+ */
+export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards): void {
+  if (req.rawHeaders.length / 2 > guards.maxHeaders) {
+    closeAfterAnswer(req, res);
+    throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${guards.maxHeaders} headers.`);
+  }
+  try {
+    guards.gateway.admit();
+  } catch (err) {
+    closeAfterAnswer(req, res);
+    throw err;
+  }
+  if (guards.loopbackOnly && !isLoopback(hostName(req))) {
+    throw new MmeError('MME_ERR_FORBIDDEN', 'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).');
+  }
+}
+
+/** The refusals as Koa middleware, for the routes Koa serves. */
+export function listenerGuards(guards: ListenerGuards) {
+  return async function listenerGuardsMiddleware(ctx: Context, next: Next): Promise<void> {
+    refuse(ctx.req, ctx.res, guards);
     await next();
   };
 }
@@ -37,31 +73,6 @@ export function bearerToken(token: string) {
     const m = /^Bearer\s+(.+)$/i.exec(ctx.get('authorization'));
     if (!m || !timingSafeEqual(digest(m[1].trim()), expected)) {
       throw new MmeError('MME_ERR_UNAUTHORIZED', 'The management API needs Authorization: Bearer <management_token>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
-    }
-    await next();
-  };
-}
-
-/** More than `max` headers is 431 (the listener parses one header more than allowed, so this can tell). */
-export function headerCountGuard(max: number) {
-  return async function headerCountGuardMiddleware(ctx: Context, next: Next): Promise<void> {
-    if (ctx.req.rawHeaders.length / 2 > max) {
-      closeAfterAnswer(ctx.req, ctx.res);
-      throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${max} headers.`);
-    }
-    await next();
-  };
-}
-
-/**
- * During shutdown, requests that still arrive on open connections get 503 (and the connection is
- * closed) while admitted ones finish: a 404 would tell SageMaker the model is gone from this host.
- */
-export function refuseWhileClosing(isClosing: () => boolean) {
-  return async function refuseWhileClosingMiddleware(ctx: Context, next: Next): Promise<void> {
-    if (isClosing()) {
-      closeAfterAnswer(ctx.req, ctx.res);
-      throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
     }
     await next();
   };

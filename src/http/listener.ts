@@ -4,7 +4,6 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
 import { MmeError } from '../errors';
-import type { LeanRoute } from './lean-invoke';
 
 export interface ListenerLimits {
   /** Most open client connections; more are refused at once. */
@@ -51,21 +50,12 @@ export interface Listener {
  */
 export function koaListener(app: Koa): http.RequestListener {
   const handle = app.callback();
-  const lean = kLeanRoutes.get(app);
   return (req, res) => {
-    if (lean?.(req, res)) return;
     void handle(req, res);
   };
 }
 
-/** A route served before Koa (lean-invoke.ts), declining what Koa is to serve. */
-const kLeanRoutes = new WeakMap<Koa, LeanRoute>();
-
-export function setLeanRoute(app: Koa, route: LeanRoute): void {
-  kLeanRoutes.set(app, route);
-}
-
-export async function listen(app: Koa, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {
+export async function listen(handler: http.RequestListener, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {
   if (addr.scheme === 'https') throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
   const l = { ...kDefaultLimits, ...limits };
   const server = http.createServer({
@@ -73,7 +63,7 @@ export async function listen(app: Koa, addr: ListenAddress, limits: Partial<List
     headersTimeout: l.headersTimeoutMs,
     requestTimeout: l.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
-  }, koaListener(app));
+  }, handler);
   // Node drops headers past this count silently; one more than allowed lets the app refuse "too many" (431).
   server.maxHeadersCount = kMaxHeadersCount + 1;
   server.maxConnections = l.maxConnections;

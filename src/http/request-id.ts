@@ -1,14 +1,14 @@
 /**
- * Every request gets an x-request-id (MMS's UUID): it is answered with, logged with every error,
+ * Every request gets an x-request-id (newRequestId): it is answered with, logged with every error,
  * handed to the model's handler, and written in the access log line when access_log is on.
  */
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
+import { newRequestId } from '../gateway/gateway';
 
 export function requestId(accessLog: ((line: string) => void) | null) {
   return async function requestIdMiddleware(ctx: Context, next: Next): Promise<void> {
-    const id = randomUUID();
+    const id = newRequestId();
     ctx.state.requestId = id;
     ctx.set('x-request-id', id);
     if (!accessLog) return next();

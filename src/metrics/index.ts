@@ -1,7 +1,7 @@
 /**
  * Builds the metrics recorder and its sinks from the config. The server hands the recorder the
- * model manager's events, mounts invocationMetrics() and metricsRoute() (middleware.ts), calls
- * start() once listening and close() on shutdown.
+ * model manager's events and the gateway's invocations (src/gateway), serves it on GET /metrics
+ * (src/http/metrics-route.ts), calls start() once listening and close() on shutdown.
  */
 import os from 'node:os';
 import type { ServerConfig } from '../config/types';
@@ -16,7 +16,6 @@ import type { IntervalSink } from './sink';
 import { SystemSampler } from './system';
 
 export type { InvocationEvent, MetricsRecorder } from './recorder';
-export { invocationMetrics, metricsApp, metricsRoute } from './middleware';
 
 export interface MetricsOptions {
   readonly log: (line: string) => void;

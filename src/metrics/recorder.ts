@@ -1,8 +1,8 @@
 /**
  * The one object the server tells about events: its lifecycle methods match the model manager's
- * ManagerEvents (so `manager.events = recorder`), and invocation() is fed by invocationMetrics()
- * (middleware.ts). Event methods only add to in-memory statistic sets (and Prometheus's
- * counters): O(1), no I/O, no promise, and they never throw. Every metric_time_interval the
+ * ManagerEvents (so `manager.events = recorder`), and invocation() is fed by the gateway
+ * (src/gateway/gateway.ts) for every door alike. Event methods only add to in-memory statistic
+ * sets (and Prometheus's counters): O(1), no I/O, no promise, and they never throw. Every metric_time_interval the
  * interval is closed, the system is sampled and each sink gets the result; a sink that fails or
  * stalls only loses its own data.
  */

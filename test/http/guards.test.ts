@@ -3,7 +3,7 @@ import http from 'node:http';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
-import { isLoopback } from '../../src/http/guards';
+import { isLoopback } from '../../src/util/loopback';
 
 /** fetch() will not send a forged Host header; node:http will. */
 function getWithHost(url: string, host: string): Promise<number> {

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import parsePrometheusTextFormat, { type MetricFamily } from 'parse-prometheus-text-format';
 import { koaListener } from '../../src/http/listener';
-import { createMetrics, metricsApp, metricsRoute, type MetricsRecorder } from '../../src/metrics';
+import { metricsApp, metricsRoute } from '../../src/http/metrics-route';
+import { createMetrics, type MetricsRecorder } from '../../src/metrics';
 import { METRICS } from '../../src/metrics/catalog';
 import { configWith, request } from './helpers';
 

@@ -5,8 +5,8 @@
  */
 import { MmeError, quote } from '../../errors';
 import type { TensorInfo } from '../../model-types';
-import type { ModelManager } from '../models/model-manager';
-import { modelNotFound } from '../models/model-names';
+import type { ModelManager } from '../../server/models/model-manager';
+import { modelNotFound } from '../../server/models/model-names';
 import { v2Datatype } from '../../oip/datatypes';
 import { SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
 

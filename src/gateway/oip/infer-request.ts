@@ -1,16 +1,16 @@
 /**
  * A v2 inference as the worker's OIP codec takes it (src/worker-process/oip-codec.ts), and its
- * answer taken apart again, for the server-side front ends (REST /v2 and gRPC ModelInfer).
+ * answer taken apart again, for both doors (REST /v2/models/{name}/infer and gRPC ModelInfer).
  */
 import { MmeError } from '../../errors';
-import type { InvokeRequest } from '../../protocol/messages';
-import type { InvokeResult } from '../jobs/job';
+import type { InvokeResult } from '../../server/jobs/job';
 import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
 import type { V2InferResponse } from '../../oip/types';
+import type { ModelRequest } from '../gateway';
 
 /** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
-export function oipInvokeRequest(requestId: string, body: Buffer, headerLength: number, headers: InvokeRequest['headers']): InvokeRequest {
-  return { id: 0, requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
+export function oipRequest(requestId: string, body: ModelRequest['body'], headerLength: number, headers: ModelRequest['headers']): ModelRequest {
+  return { requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
 }
 
 /** The answer's header and binary part; a handler that answered something else is a model error. */

@@ -1,20 +1,22 @@
 /**
- * The composition root: config → model manager → listeners. Owns start-up (startup models) and
- * shutdown (stop accepting, drain, stop every worker).
+ * The composition root: config → model manager → gateway → listeners (the doors). Owns start-up
+ * (startup models) and shutdown (stop accepting, drain, stop every worker).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ServerConfig } from '../config/types';
-import type { GrpcListener } from '../grpc/grpc-server';
-import { createApp, type ListenerRole } from '../http/app';
-import { isLoopback } from '../http/guards';
-import { listen, type Listener, type ListenerLimits } from '../http/listener';
-import { createLog } from '../logger';
-import { realClock, type Clock } from '../util/clock';
-import { createMetrics, metricsApp, type MetricsRecorder } from '../metrics';
-import { ModelManager, type ShutdownCounts } from './models/model-manager';
-import { ProcessRegistry } from './processes/process-registry';
+import type { ServerConfig } from './config/types';
+import type { GrpcListener } from './grpc/grpc-server';
+import { Gateway } from './gateway/gateway';
+import { requestListener, type ListenerRole } from './http/app';
+import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
+import { metricsApp } from './http/metrics-route';
+import { createLog } from './logger';
+import { isLoopback } from './util/loopback';
+import { realClock, type Clock } from './util/clock';
+import { createMetrics, type MetricsRecorder } from './metrics';
+import { ModelManager, type ShutdownCounts } from './server/models/model-manager';
+import { ProcessRegistry } from './server/processes/process-registry';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;
@@ -30,6 +32,8 @@ export class MmeServer {
   /** This server's worker processes: what its shutdown kills, what tests count. */
   readonly processes = new ProcessRegistry();
   readonly metrics: MetricsRecorder;
+  /** What every invoke goes through, whichever listener it came in on. */
+  readonly gateway: Gateway;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
   /** The gRPC inference listener, when grpc_inference_port is set. */
@@ -47,6 +51,8 @@ export class MmeServer {
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
+    const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
+    this.gateway = new Gateway({ manager: this.manager, metrics: this.metrics, log: this.#log, defaultAccept });
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -56,24 +62,23 @@ export class MmeServer {
       ? [['both', c.inferenceAddress]]
       : [['inference', c.inferenceAddress], ['management', c.managementAddress]];
     for (const [role, addr] of roles) {
-      const app = createApp({
-        role, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
+      const handler = requestListener({
+        role, gateway: this.gateway, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
         loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, accessLog: c.accessLog, log: this.#log,
       });
-      const listener = await listen(app, addr, this.#limits);
+      const listener = await listen(handler, addr, this.#limits);
       this.listeners.push({ ...listener, role });
       this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
     }
     if (c.metricsAddress) {
-      this.#metricsListener = await listen(metricsApp(this.metrics), c.metricsAddress, this.#limits);
+      this.#metricsListener = await listen(koaListener(metricsApp(this.metrics)), c.metricsAddress, this.#limits);
       this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
     }
     if (c.grpcInferencePort !== null) {
       // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
-      const { GrpcListener } = await import('../grpc/grpc-server');
+      const { GrpcListener } = await import('./grpc/grpc-server');
       this.grpc = await GrpcListener.listen({ host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize }, {
-        manager: this.manager, metrics: this.metrics, log: this.#log, loopbackOnly: isLoopback(c.grpcInferenceAddress),
-        defaultAccept: process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json',
+        gateway: this.gateway, manager: this.manager, loopbackOnly: isLoopback(c.grpcInferenceAddress),
       });
       this.#log(`gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}`);
     }

@@ -1,0 +1,120 @@
+/**
+ * The one way to a model for every invoke, whichever door it came through (the HTTP invoke routes,
+ * gRPC's ModelInfer and Predictions): the request id, the refusal during shutdown, the known-model
+ * check, the default Accept, the run through the model manager with the client's cancellation, the
+ * invocation metric and the error line. A door only translates: its transport's request into a
+ * ModelRequest, and the InvokeResult or MmeError back into its transport's answer. KServe's
+ * counterpart is its DataPlane (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
+ */
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../errors';
+import type { MetricsRecorder } from '../metrics';
+import type { InvokeResult, JobOptions } from '../server/jobs/job';
+import type { ModelManager } from '../server/models/model-manager';
+import { modelNotFound } from '../server/models/model-names';
+import { asMmeError, errorLine } from './error-line';
+
+/**
+ * A client's request for a model, as both doors build it and the model's handler reads it
+ * (context.requests[i]). On its way to a worker it becomes the frame's request, which adds the id
+ * its job travels under.
+ */
+export interface ModelRequest {
+  /** The x-request-id the client got back: handlers log it, so one request can be followed across processes. */
+  requestId: string;
+  contentType: string;
+  /** The client's Accept, or the default one (Gateway.accept). */
+  accept: string;
+  /** The client's headers, lower-case names; a worker gets them only for a custom handler, which may read them. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** One buffer, or the pieces the client's socket delivered: they go to the worker back to back, never joined here. */
+  body: Buffer | readonly Buffer[];
+  /** The client takes a streamed answer (intermediate chunks). */
+  stream?: boolean;
+}
+
+export interface GatewayOptions {
+  manager: Pick<ModelManager, 'knows' | 'invoke' | 'closing'>;
+  metrics: Pick<MetricsRecorder, 'invocation'>;
+  log: (line: string) => void;
+  /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
+  defaultAccept: string;
+}
+
+/** MMS's request id: a UUID, answered as x-request-id, logged with every error, handed to the handler. */
+export function newRequestId(): string {
+  return randomUUID();
+}
+
+export class Gateway {
+  constructor(private readonly opts: GatewayOptions) {}
+
+  /**
+   * During shutdown every request is 503 while admitted ones finish: a 404 would tell SageMaker the
+   * model is gone from this host.
+   */
+  admit(): void {
+    if (this.opts.manager.closing) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
+  }
+
+  /** The Accept a handler sees: the client's, or the default when the client accepts anything. */
+  accept(accept: string | undefined): string {
+    return !accept || accept.trim() === '*/*' ? this.opts.defaultAccept : accept;
+  }
+
+  /** An invocation timed from now; a door's several requests may share one request id (a gRPC stream's). */
+  invocation(requestId = newRequestId()): Invocation {
+    return new Invocation(this.opts, requestId);
+  }
+
+  /** `err` as the MmeError a client gets for request `requestId`, logged (errorLine). */
+  failure(err: unknown, requestId: string | undefined, where: string, shown?: (e: MmeError) => string): MmeError {
+    const e = asMmeError(err, this.opts.log);
+    this.opts.log(errorLine(requestId, where, shown ? shown(e) : e.status, e));
+    return e;
+  }
+}
+
+/**
+ * One request for a model, timed from the moment its door took it to the answer the client got.
+ * It counts in the invocation metric once a door claimed it for a name (target()): requests refused
+ * before that (a guard, a route without a model, a wrong version) are no invocations.
+ */
+export class Invocation {
+  readonly #t0 = performance.now();
+  /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
+  #model: string | undefined;
+  #result: InvokeResult | undefined;
+
+  constructor(private readonly opts: GatewayOptions, readonly requestId: string) {}
+
+  /** Claims the invocation for `name`: 404 for a name the server does not know, before any body is read. */
+  target(name: string): void {
+    const known = this.opts.manager.knows(name);
+    this.#model = known ? name : '';
+    if (!known) throw modelNotFound(name);
+  }
+
+  /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
+  async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
+    this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    return this.#result;
+  }
+
+  /** Counts a claimed invocation, once, with the status the client got as an HTTP status (499: it went away). */
+  finish(status: number): void {
+    const model = this.#model;
+    if (model === undefined) return;
+    this.#model = undefined;
+    const r = this.#result;
+    this.opts.metrics.invocation({
+      model,
+      status,
+      totalMicros: Math.round((performance.now() - this.#t0) * 1000),
+      modelMicros: r?.modelMicros ?? 0,
+      queueMicros: r?.queueMicros ?? 0,
+      batchSize: r?.batchSize ?? 0,
+    });
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The data plane's health and metadata, served by Koa: SageMaker's /ping, and the Open Inference
+ * Protocol v2 over REST (KServe, Triton, MLServer clients): health, server and model metadata,
+ * model readiness. Its inference, /v2/models/{name}/infer, is an invoke route (invoke-route.ts).
+ * Errors under /v2 are OIP's {"error": "..."} (error-response.ts).
+ */
+import type Router from '@koa/router';
+import { modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
+import type { ModelManager } from '../server/models/model-manager';
+
+const kModel = '/v2/models/:name';
+const kVersioned = '/v2/models/:name/versions/:version';
+
+export function mountMetadataRoutes(router: Router, manager: ModelManager): void {
+  router.get('/ping', (ctx) => {
+    const failed = manager.list().some((m) => m.failed);
+    ctx.body = { status: failed ? 'Partial Healthy' : 'Healthy' };
+  });
+
+  router.get('/v2', (ctx) => {
+    ctx.body = serverMetadata();
+  });
+  router.get('/v2/health/live', (ctx) => {
+    ctx.body = { live: true };
+  });
+  // Shutdown answers 503 before any route (listenerGuards), so reaching here means ready.
+  router.get('/v2/health/ready', (ctx) => {
+    ctx.body = { ready: true };
+  });
+
+  for (const base of [kModel, kVersioned]) {
+    router.get(base, (ctx) => {
+      ctx.body = modelMetadata(manager, ctx.params.name!, ctx.params.version);
+    });
+    router.get(`${base}/ready`, (ctx) => {
+      const name = ctx.params.name!;
+      const ready = modelReady(manager, name, ctx.params.version);
+      // OIP: 200 means ready; not ready (loading, failing, or in model_store and not loaded yet) is 503 as in KServe.
+      ctx.status = ready ? 200 : 503;
+      ctx.body = { name, ready };
+    });
+  }
+}
