@@ -5,7 +5,7 @@ import { invocationMetrics, metricsRoute, type MetricsRecorder } from '../metric
 import type { ModelManager } from '../server/models/model-manager';
 import { errorResponse } from './error-response';
 import { requestId } from './request-id';
-import { bearerToken, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
+import { bearerToken, crossSiteGuard, headerCountGuard, loopbackHostGuard, refuseWhileClosing } from './guards';
 import { defaultInvocationsAccept, mountInferenceRoutes } from './inference-routes';
 import { leanInvokeRoute } from './lean-invoke';
 import { kMaxHeadersCount, setLeanRoute } from './listener';
@@ -46,6 +46,7 @@ export function createApp(opts: AppOptions): Koa {
   app.use(headerCountGuard(kMaxHeadersCount));
   app.use(refuseWhileClosing(() => opts.manager.closing));
   if (opts.loopbackOnly) app.use(loopbackHostGuard());
+  app.use(crossSiteGuard());
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
   if (opts.role !== 'management') {

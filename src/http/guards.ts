@@ -2,8 +2,9 @@
  * Who may call what, and what is refused before any route runs. A listener on a loopback address
  * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
  * domain), and with management_token set the management API needs it as a bearer token (ShellTorch
- * and ShadowRay were open management APIs). Requests with too many headers, and requests arriving
- * during shutdown, are refused outright.
+ * and ShadowRay were open management APIs). A request that changes state and carries a foreign
+ * Origin is refused on every listener (a cross-site page's "simple" POST needs no preflight).
+ * Requests with too many headers, and requests arriving during shutdown, are refused outright.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
@@ -23,6 +24,33 @@ export function loopbackHostGuard() {
   return async function loopbackHostGuardMiddleware(ctx: Context, next: Next): Promise<void> {
     if (!isLoopback(ctx.hostname)) {
       throw new MmeError('MME_ERR_FORBIDDEN', 'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).');
+    }
+    await next();
+  };
+}
+
+/** Methods a browser sends cross-site only after a preflight, or that change nothing. */
+const kSafeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a request may change state given its Origin: no Origin (curl, SDKs, SageMaker: nothing
+ * but a browser sends one), or the server's own (scheme://host:port equal to the request's Host).
+ * A page elsewhere can still send a CORS "simple" request (POST with text/plain or a form body)
+ * from a browser on this machine or network, and the Host guard alone does not see it.
+ */
+export function originAllowed(method: string | undefined, origin: string | undefined, host: string | undefined): boolean {
+  if (origin === undefined || kSafeMethods.has(method ?? '')) return true;
+  try {
+    return host !== undefined && new URL(origin).host === new URL(`http://${host}`).host;
+  } catch {
+    return false; // "null" (a sandboxed or file: page) or anything unparseable
+  }
+}
+
+export function crossSiteGuard() {
+  return async function crossSiteGuardMiddleware(ctx: Context, next: Next): Promise<void> {
+    if (!originAllowed(ctx.method, ctx.get('origin') || undefined, ctx.get('host') || undefined)) {
+      throw new MmeError('MME_ERR_FORBIDDEN', 'A request that changes state is not accepted from another site: its Origin header names a page that is not this server. Send it without an Origin (from a server, curl or an SDK), not from a browser page.');
     }
     await next();
   };

@@ -167,7 +167,8 @@ export function leanInvokeRoute(opts: LeanInvokeOptions): LeanRoute {
   };
 
   return (req, res) => {
-    if (req.method !== 'POST' || req.rawHeaders.length / 2 > opts.maxHeaders || manager.closing) return false;
+    // A request with an Origin is left to Koa's cross-site guard (no client but a browser sends one).
+    if (req.method !== 'POST' || req.rawHeaders.length / 2 > opts.maxHeaders || manager.closing || req.headers.origin !== undefined) return false;
     if (opts.loopbackOnly) {
       const host = plainHostname(req);
       if (host === null || !isLoopback(host)) return false;

@@ -5,14 +5,14 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { MmeError, quoteValue } from '../errors';
+import { MmeError, quote, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import type { LoadRequest } from '../server/models/model-settings';
 import type { Model } from '../server/models/model';
 import { timerLimit } from '../util/timer-limit';
-import { readBody } from './body';
+import { closeAfterAnswer, readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
 
@@ -125,7 +125,15 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
 async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const q = ctx.query;
   let fields: Record<string, unknown> = {};
-  if (ctx.is('application/json') || (ctx.get('content-length') !== '' && ctx.get('content-length') !== '0' && !ctx.is('application/x-www-form-urlencoded'))) {
+  // Fields come as a JSON body or, as MMS takes them, in the query string with no body. A body of
+  // any other type is refused unread: a form or text/plain body is what a page on another site can
+  // send without a CORS preflight (docs/security.md).
+  const hasBody = (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+  if (hasBody && !ctx.is('json')) {
+    closeAfterAnswer(ctx.req, ctx.res);
+    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `POST /models takes a JSON body sent with Content-Type: application/json (this one is ${quote(ctx.get('content-type') || 'untyped')}), or its fields in the query string with no body.`);
+  }
+  if (hasBody) {
     const raw = await readBody(ctx, kMaxManagementBody);
     if (raw.length > 0) {
       try {
