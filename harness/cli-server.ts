@@ -12,6 +12,12 @@ import readline from 'node:readline';
 import { tempDir, testProperties } from './test-server';
 
 export const kMain = path.join(__dirname, '..', 'src', 'main.js');
+/**
+ * PR_SET_PDEATHSIG through util-linux (as the server does for its workers): a server started here
+ * dies with the test run that started it, even one killed by SIGKILL or Ctrl-C, instead of
+ * holding its ports and workers on.
+ */
+const kDiesWithParent = ((setpriv) => (setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []))(['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)));
 
 export interface CliServer {
   child: ChildProcess;
@@ -52,7 +58,8 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
   const marker = `MME_TEST_SERVER=${randomUUID()}`;
   const [name, value] = marker.split('=');
   const { env = {}, launcher = [], cwd } = opts;
-  const [cmd, ...argv] = [...launcher, process.execPath, ...(opts.nodeArgs ?? []), opts.main ?? kMain, 'serve', ...args];
+  // Before a launcher and after it: a launcher that forks (unshare --fork) is the server's parent.
+  const [cmd, ...argv] = [...kDiesWithParent, ...launcher, ...(launcher.length > 0 ? kDiesWithParent : []), process.execPath, ...(opts.nodeArgs ?? []), opts.main ?? kMain, 'serve', ...args];
   const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   const lines: string[] = [];

@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { MmeError, quote } from '../errors';
 import { errnoOf, fsFailure } from './fs-errors';
+import { timerLimit } from '../util/timer-limit';
 
 export const MODEL_CONFIG_FILE = 'model-config.json';
 
@@ -36,6 +37,11 @@ const MAX_CONFIG_BYTES = 64 * 1024;
 type Check = (value: unknown) => string | null;
 
 const intAtLeast = (min: number): Check => (v) => (Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`);
+/** A duration: a timer's wait, so no longer than a timer holds. */
+const durationAtLeast = (min: number, unitMs: number, unit: string): Check => {
+  const limit = timerLimit(unitMs, unit);
+  return (v) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= limit.max ? null : `an integer >= ${min} and <= ${limit.text}`);
+};
 
 /** The rule for a handler path, wherever it is named: relative, no '..' component, no NUL. */
 export function isSafeRelativePath(p: string): boolean {
@@ -44,12 +50,12 @@ export function isSafeRelativePath(p: string): boolean {
 
 const FIELDS: Record<keyof ModelDirConfig, Check> = {
   batchSize: intAtLeast(1),
-  maxBatchDelay: intAtLeast(0),
+  maxBatchDelay: durationAtLeast(0, 1, 'ms'),
   minWorkers: intAtLeast(0),
   maxWorkers: intAtLeast(1),
   jobQueueSize: intAtLeast(1),
-  responseTimeout: intAtLeast(1),
-  loadTimeout: intAtLeast(1),
+  responseTimeout: durationAtLeast(1, 1000, 'seconds'),
+  loadTimeout: durationAtLeast(1, 1000, 'seconds'),
   useJobTicket: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   preloadModel: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   deviceIds: (v) => (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0'),

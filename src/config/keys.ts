@@ -5,6 +5,8 @@
  * same parser as user values.
  */
 
+import { timerLimit } from '../util/timer-limit';
+
 export type KeyKind = 'string' | 'int' | 'number' | 'bool' | 'address' | 'list' | 'regex';
 
 /** Allowed numeric values, with the wording used in error messages ("a whole number >= 1"). */
@@ -27,7 +29,13 @@ export interface KeySpec {
 
 const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
 const between = (min: number, max: number): Range => ({ allows: (n) => n >= min && n <= max, text: `${min} to ${max}` });
-const aboveZero: Range = { allows: (n) => n > 0, text: '> 0' };
+/** A duration in `unit`s: at least `min` (more than, when `above`), and no longer than a timer can wait. */
+function duration(min: number, unitMs: number, unit: string, above = false): Range {
+  const limit = timerLimit(unitMs, unit);
+  return { allows: (n) => (above ? n > min : n >= min) && n <= limit.max, text: `${above ? '>' : '>='} ${min} and <= ${limit.text}` };
+}
+const seconds = (min: number): Range => duration(min, 1000, 'seconds');
+const secondsAboveZero = duration(0, 1000, 'seconds', true);
 /**
  * The largest body either way: one Buffer, and a batch's frame (several of them) must stay within
  * what the frame protocol's u32 lengths and a worker's read buffer can hold.
@@ -65,20 +73,20 @@ export const KEYS = [
     doc: 'true = one process per model holds the ONNX session (weights in memory once) and runs up to default_workers_per_model batches concurrently; false = every worker is its own process with its own copy (parallel CPU, N× memory). Node cannot fork after loading as MMS does.',
   },
   {
-    name: 'default_response_timeout', kind: 'int', default: '120', range: atLeast(1),
+    name: 'default_response_timeout', kind: 'int', default: '120', range: duration(1, 60_000, 'minutes'),
     doc: 'MMS-compatible request deadline in MINUTES (an MMS quirk: 120 = 7200 s). Applies only when written in the file or env and default_response_timeout_seconds is unset; prefer default_response_timeout_seconds.',
   },
   {
     name: 'default_response_timeout_seconds', kind: 'number', default: '-1', example: '60',
-    range: { allows: (n) => n !== 0, text: '> 0, or negative for unset' },
+    range: { allows: (n) => n !== 0 && n <= timerLimit(1000, '').max, text: `> 0 and <= ${timerLimit(1000, 'seconds').text}, or negative for unset` },
     doc: 'Request deadline in seconds (preferred over default_response_timeout, which it overrides when set); negative = unset, as MMS\'s -1. With neither key set the deadline is 60 s, SageMaker\'s own invoke limit.',
   },
   {
-    name: 'model_load_timeout', kind: 'number', default: '120', range: aboveZero,
+    name: 'model_load_timeout', kind: 'number', default: '120', range: secondsAboveZero,
     doc: 'Seconds one worker may take to load a model before the load fails. Raise it for very large models (SageMaker waits up to 360 s for a load).',
   },
   {
-    name: 'unregister_model_timeout', kind: 'number', default: '120', range: aboveZero,
+    name: 'unregister_model_timeout', kind: 'number', default: '120', range: secondsAboveZero,
     doc: 'Seconds an unload may take in all: waiting for a load in progress, draining admitted requests, and the workers\' exit. Past it the model is unloaded anyway (running requests get 503, workers are killed) and the answer is 408.',
   },
   {
@@ -118,7 +126,7 @@ export const KEYS = [
     doc: 'GPUs to use, taken as configured (this server does not probe nvidia-smi). Only affects the worker count when default_workers_per_model=0.',
   },
   {
-    name: 'metric_time_interval', kind: 'int', default: '60', range: atLeast(1),
+    name: 'metric_time_interval', kind: 'int', default: '60', range: seconds(1),
     doc: 'Seconds between system metric collections (CPU, memory, disk).',
   },
   {
@@ -126,7 +134,7 @@ export const KEYS = [
     doc: 'Default per-model batch size: requests a worker receives at once. Raise it for models that batch efficiently.',
   },
   {
-    name: 'max_batch_delay', kind: 'int', default: '100', range: atLeast(0),
+    name: 'max_batch_delay', kind: 'int', default: '100', range: duration(0, 1, 'ms'),
     doc: 'Default per-model milliseconds to wait for a batch to fill before sending what has arrived.',
   },
   {
@@ -170,7 +178,7 @@ export const KEYS = [
     doc: 'Loads of different models that may run at the same time; more wait their turn.',
   },
   {
-    name: 'load_wait_timeout', kind: 'number', default: '30', range: aboveZero,
+    name: 'load_wait_timeout', kind: 'number', default: '30', range: secondsAboveZero,
     doc: 'Seconds an invoke waits for its model to load on demand (jittered between t and 2t against thundering herds) before 503 with Retry-After; the load itself goes on.',
   },
   {
@@ -190,7 +198,7 @@ export const KEYS = [
     doc: 'Seconds a model in the disk cache is used without asking the repository whether it changed; after that its next load revalidates it (If-None-Match, or a listing for a directory) and downloads it again if it did. A loaded model keeps serving until it is unloaded. 0 = revalidate on every load.',
   },
   {
-    name: 'model_repository_timeout', kind: 'number', default: '30', range: aboveZero,
+    name: 'model_repository_timeout', kind: 'number', default: '30', range: secondsAboveZero,
     doc: 'Seconds the repository may stay silent (no answer, or no bytes of a download in progress) before the load fails with 504.',
   },
   {
@@ -210,7 +218,7 @@ export const KEYS = [
     doc: 'Which loaded model to evict first when room is needed: gdsf (GreedyDual-Size-Frequency: weighs use frequency and load time against memory) or lru (least recently used). See the simulator table in docs/cache.md.',
   },
   {
-    name: 'eviction_drain_timeout', kind: 'number', default: '10', range: atLeast(0),
+    name: 'eviction_drain_timeout', kind: 'number', default: '10', range: seconds(0),
     doc: 'Seconds an evicted model may take to finish its queued and running requests before its workers are stopped.',
   },
   {
@@ -238,7 +246,7 @@ export const KEYS = [
     doc: 'Memory a shared host may keep after unloads (freed sessions that onnxruntime and the allocator do not give back), MB, before it is recycled: a new host starts, the models move to it, the old one exits. This much per host is outside the model memory budget. 0 = never recycle.',
   },
   {
-    name: 'shutdown_timeout', kind: 'number', default: '20', range: atLeast(0),
+    name: 'shutdown_timeout', kind: 'number', default: '20', range: seconds(0),
     doc: 'On SIGTERM, seconds to let admitted requests finish before every worker is stopped; SageMaker sends SIGKILL 30 s after SIGTERM.',
   },
   {

@@ -6,7 +6,8 @@
  * client controls has a count limit here; the limits are far above what a model's request needs.
  *
  * A message that is not valid protobuf is left to the decoder, which reports it: this walk only
- * stops early.
+ * stops early. Groups (wire types 3 and 4) are refused: no proto3 message has one, and protobufjs
+ * skips a group it does not know, so a walk that stopped there would let the rest through uncounted.
  */
 
 /** Inputs, outputs and raw_input_contents of one ModelInferRequest; entries of a parameters or input map. */
@@ -18,7 +19,7 @@ export const MAX_TYPED_ELEMENTS = 1 << 20;
 /** bytes_contents elements of one message (each becomes a Buffer object): larger BYTES go raw. */
 export const MAX_TYPED_BYTES_ELEMENTS = 1 << 16;
 
-const enum Wire { Varint = 0, Fixed64 = 1, Len = 2, Fixed32 = 5 }
+const enum Wire { Varint = 0, Fixed64 = 1, Len = 2, StartGroup = 3, EndGroup = 4, Fixed32 = 5 }
 
 interface Field {
   number: number;
@@ -28,7 +29,10 @@ interface Field {
   end: number;
 }
 
-/** The fields of bytes[start, end), or null at the first thing that is not well-formed protobuf. */
+/**
+ * The fields of bytes[start, end), ending at the first thing that is not well-formed protobuf. A
+ * group's tag is yielded as a field of its own (start = end) for the caller to refuse.
+ */
 function* fields(bytes: Buffer, start: number, end: number): Generator<Field, void, void> {
   let at = start;
   while (at < end) {
@@ -52,8 +56,11 @@ function* fields(bytes: Buffer, start: number, end: number): Generator<Field, vo
       if (!n || n.next + n.value > end) return;
       yield { number, wire, start: n.next, end: n.next + n.value };
       at = n.next + n.value;
+    } else if (wire === Wire.StartGroup || wire === Wire.EndGroup) {
+      yield { number, wire, start: at, end: at };
+      return;
     } else {
-      return; // groups, or not protobuf: the decoder says which
+      return; // not protobuf: the decoder says so
     }
   }
 }
@@ -81,6 +88,12 @@ function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
 /** InferTensorContents field number → fixed element size (0 = varint, -1 = bytes). */
 const kContents: ReadonlyMap<number, number> = new Map([[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 4], [7, 8], [8, -1]]);
 
+const isGroup = (f: Field): boolean => f.wire === Wire.StartGroup || f.wire === Wire.EndGroup;
+
+function groupProblem(message: string, f: Field): string {
+  return `the ${message} has a group (field ${f.number}, wire type ${f.wire}); proto3 messages have none, so send the fields its .proto declares`;
+}
+
 function over(count: number, limit: number, message: string, field: string, advice: string): string | null {
   return count > limit ? `the ${message} has more than ${limit} ${field}; ${advice}` : null;
 }
@@ -91,6 +104,7 @@ export function inferRequestProblem(bytes: Buffer): string | null {
   const typed = { elements: 0, bytes: 0 };
   const counts = new Map<number, number>();
   for (const f of fields(bytes, 0, bytes.length)) {
+    if (isGroup(f)) return groupProblem(m, f);
     const n = (counts.get(f.number) ?? 0) + 1;
     counts.set(f.number, n);
     const problem = f.number === 5 ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(bytes, f, typed))
@@ -109,10 +123,12 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
   let dims = 0;
   let parameters = 0;
   for (const f of fields(bytes, input.start, input.end)) {
+    if (isGroup(f)) return groupProblem(m, f);
     if (f.number === 3) dims += scalarCount(f, bytes, 0);
     else if (f.number === 4) parameters++;
     else if (f.number === 5) {
       for (const c of fields(bytes, f.start, f.end)) {
+        if (isGroup(c)) return groupProblem(m, c);
         const size = kContents.get(c.number);
         if (size === undefined) continue;
         if (size < 0) typed.bytes++;
@@ -132,6 +148,7 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
 export function predictionsRequestProblem(bytes: Buffer): string | null {
   let entries = 0;
   for (const f of fields(bytes, 0, bytes.length)) {
+    if (isGroup(f)) return groupProblem('PredictionsRequest', f);
     if (f.number === 3 && ++entries > MAX_ENTRIES) return over(entries, MAX_ENTRIES, 'PredictionsRequest', 'input entries', 'send the body as "data" and at most a few headers');
   }
   return null;

@@ -2,9 +2,10 @@
  * Who may call what, and what is refused before any route runs. A listener on a loopback address
  * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
  * domain), and with management_token set the management API needs it as a bearer token (ShellTorch
- * and ShadowRay were open management APIs). Requests with too many headers, and requests arriving
- * during shutdown, are refused outright. Koa's routes and the invoke routes (invoke-route.ts) run
- * the same refusals.
+ * and ShadowRay were open management APIs). A request that changes state and carries a foreign
+ * Origin is refused on every listener (a cross-site page's "simple" POST needs no preflight).
+ * Requests with too many headers, and requests arriving during shutdown, are refused outright.
+ * Koa's routes and the invoke routes (invoke-route.ts) run the same refusals (refuse()).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -38,7 +39,7 @@ export function hostName(req: IncomingMessage): string {
 
 /**
  * Throws what a request is refused with before any route: too many headers (431), shutdown (503),
- * a foreign Host on a loopback listener (403). The first two end the connection once answered.
+ * a foreign Host on a loopback listener (403), a foreign Origin on a request that changes state (403). The first two end the connection once answered.
  */
 export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards): void {
   if (req.rawHeaders.length / 2 > guards.maxHeaders) {
@@ -54,6 +55,9 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
   if (guards.loopbackOnly && !isLoopback(hostName(req))) {
     throw new MmeError('MME_ERR_FORBIDDEN', 'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).');
   }
+  if (!originAllowed(req.method, req.headers.origin, req.headers.host)) {
+    throw new MmeError('MME_ERR_FORBIDDEN', kCrossSite);
+  }
 }
 
 /** The refusals as Koa middleware, for the routes Koa serves. */
@@ -63,6 +67,27 @@ export function listenerGuards(guards: ListenerGuards) {
     await next();
   };
 }
+
+const kCrossSite = 'A request that changes state is not accepted from another site: its Origin header names a page that is not this server. Send it without an Origin (from a server, curl or an SDK), not from a browser page.';
+
+/** Methods a browser sends cross-site only after a preflight, or that change nothing. */
+const kSafeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a request may change state given its Origin: no Origin (curl, SDKs, SageMaker: nothing
+ * but a browser sends one), or the server's own (scheme://host:port equal to the request's Host).
+ * A page elsewhere can still send a CORS "simple" request (POST with text/plain or a form body)
+ * from a browser on this machine or network, and the Host guard alone does not see it.
+ */
+export function originAllowed(method: string | undefined, origin: string | undefined, host: string | undefined): boolean {
+  if (origin === undefined || kSafeMethods.has(method ?? '')) return true;
+  try {
+    return host !== undefined && new URL(origin).host === new URL(`http://${host}`).host;
+  } catch {
+    return false; // "null" (a sandboxed or file: page) or anything unparseable
+  }
+}
+
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

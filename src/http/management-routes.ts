@@ -5,13 +5,14 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { MmeError, quoteValue } from '../errors';
+import { MmeError, quote, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import type { LoadRequest } from '../server/models/model-settings';
 import type { Model } from '../server/models/model';
-import { readBody } from './body';
+import { timerLimit } from '../util/timer-limit';
+import { closeAfterAnswer, readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
 
@@ -124,7 +125,15 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
 async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const q = ctx.query;
   let fields: Record<string, unknown> = {};
-  if (ctx.is('application/json') || (ctx.get('content-length') !== '' && ctx.get('content-length') !== '0' && !ctx.is('application/x-www-form-urlencoded'))) {
+  // Fields come as a JSON body or, as MMS takes them, in the query string with no body. A body of
+  // any other type is refused unread: a form or text/plain body is what a page on another site can
+  // send without a CORS preflight (docs/security.md).
+  const hasBody = (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
+  if (hasBody && !ctx.is('json')) {
+    closeAfterAnswer(ctx.req, ctx.res);
+    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `POST /models takes a JSON body sent with Content-Type: application/json (this one is ${quote(ctx.get('content-type') || 'untyped')}), or its fields in the query string with no body.`);
+  }
+  if (hasBody) {
     const raw = await readBody(ctx, kMaxManagementBody);
     if (raw.length > 0) {
       try {
@@ -143,10 +152,10 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     url: url as string,
     handler: optString(get('handler'), 'handler'),
     batchSize: optInt(get('batch_size'), 'batch_size', 1),
-    maxBatchDelayMs: optInt(get('max_batch_delay'), 'max_batch_delay', 0),
+    maxBatchDelayMs: optInt(get('max_batch_delay'), 'max_batch_delay', 0, kMillis),
     initialWorkers: optInt(get('initial_workers'), 'initial_workers', 0),
-    responseTimeoutSeconds: optInt(get('response_timeout'), 'response_timeout', 1),
-    loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1),
+    responseTimeoutSeconds: optInt(get('response_timeout'), 'response_timeout', 1, kSeconds),
+    loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1, kSeconds),
     jobQueueSize: optInt(get('job_queue_size'), 'job_queue_size', 1),
     useJobTicket: optBool(get('use_job_ticket'), 'use_job_ticket'),
     preloadModel: optBool(get('preload_model'), 'preload_model'),
@@ -174,10 +183,16 @@ function optString(v: unknown, key: string): string | undefined {
   return v;
 }
 
-function optInt(v: unknown, key: string, min: number): number | undefined {
+/** The durations a load request sets: each is a timer's wait, which cannot be longer than a timer holds. */
+const kMillis = timerLimit(1, 'ms');
+const kSeconds = timerLimit(1000, 'seconds');
+
+function optInt(v: unknown, key: string, min: number, max?: { max: number; text: string }): number | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}; got ${quoteValue(v)}.`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || (max !== undefined && n > max.max)) {
+    throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}${max === undefined ? '' : ` and <= ${max.text}`}; got ${quoteValue(v)}.`);
+  }
   return n;
 }
 

@@ -66,6 +66,15 @@ export function outputSelection(header: object): OutputSelection {
   if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))) {
     throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
   }
+  // Each name once: the answer would build an output once per mention (a 13 KB request naming one
+  // output 1000 times cost a worker 2 GB). Every codec's request (v2 JSON, binary, gRPC) comes here.
+  if (outputs !== undefined) {
+    const seen = new Set<string>();
+    for (const o of outputs as Array<{ name: string }>) {
+      if (seen.has(o.name)) throw invalid(`requested output ${quote(o.name)} is listed twice; name each output once`);
+      seen.add(o.name);
+    }
+  }
   const parameters = own(header, 'parameters');
   return { outputs, binaryAll: !!parameters && typeof parameters === 'object' && own(parameters, 'binary_data_output') === true };
 }

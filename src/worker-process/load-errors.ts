@@ -4,7 +4,7 @@
  * message (source paths, C++ signatures) stays in the server log only.
  */
 import * as ort from 'onnxruntime-node';
-import { MmeError } from '../errors';
+import { MmeError, quote } from '../errors';
 import type { OnnxFile } from './onnx-file';
 import { domainName, kKnownDomains, maxSupportedOpset } from './opset-support';
 
@@ -17,8 +17,18 @@ const kOperatorFaults = [
   /[\w.]*:(\w+)\((-?\d+)\) is not a registered function\/op/,
 ];
 
+/**
+ * onnxruntime's refusal of external data outside the model directory, which goes on to show where
+ * the path resolved to (a link's target, a directory above the model's): a server path, not said.
+ */
+const kExternalDataEscape = /External data path validation failed for initializer: (.*?)\. Error: External data path escapes model directory\. External data path: "([^"]*)"/;
+
 /** An MmeError for a load failure this module recognises; null for anything else. */
 export async function explainLoadFailure(message: string, model: OnnxFile): Promise<MmeError | null> {
+  const escape = kExternalDataEscape.exec(message);
+  if (escape) {
+    return invalid(`initializer ${quote(escape[1]!)} keeps its data in ${quote(escape[2]!)}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`);
+  }
   const runtime = `onnxruntime ${ort.env.versions.node ?? ''}`.trim();
   const ir = kIrVersion.exec(message);
   if (ir) {

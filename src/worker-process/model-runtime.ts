@@ -116,17 +116,18 @@ export class ModelRuntime {
 
   #toResponse(id: number, result: unknown, ctx: HandlerContext, index: number): WireResponse {
     const slot = ctx.responses[index];
-    if (result instanceof Error) {
-      const error = requestError(result);
-      return { id, status: error.status, contentType: 'application/json', headers: slot.headers, error: error.toWire() };
-    }
     try {
+      // Inside the try: instanceof itself throws for a Proxy whose getPrototypeOf trap does.
+      if (result instanceof Error) {
+        const error = requestError(asError(result));
+        return { id, status: error.status, contentType: 'application/json', headers: slot.headers, error: error.toWire() };
+      }
       const body = toBuffer(result);
       this.#checkSize(body, 'response');
       const contentType = slot.contentType || (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
       return { id, status: slot.status, contentType, headers: slot.headers, body };
     } catch (err) {
-      const error = isMmeError(err) ? err : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${(err as Error).message}`);
+      const error = isMmeError(err) ? err : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${asError(err).message}`);
       return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
     }
   }
@@ -145,27 +146,57 @@ export class ModelRuntime {
 
 /** What a failed load reports: memory errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */
 export function loadError(err: unknown): WireError {
-  if (isMmeError(err)) return err.toWire();
-  const message = String((err as Error)?.message ?? err);
-  if (looksLikeOutOfMemory(message) || err instanceof RangeError) {
+  const error = asError(err);
+  if (isMmeError(error)) return error.toWire();
+  const { message } = error;
+  if (looksLikeOutOfMemory(message) || error instanceof RangeError) {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `not enough memory to load the model: ${message}`).toWire();
   }
   return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
 }
 
-/** What a handler threw, as an Error: a thrown string or object fails its requests too, never becomes a result. */
+/**
+ * What a handler threw (or returned as an Error), as a fresh Error holding only a string message
+ * and a numeric status: a thrown string or object fails its requests too, never becomes a result.
+ * Describing it cannot throw, whatever it is (a circular object, a BigInt, a Proxy, getters or a
+ * toString that throw): an exception here would be an unhandled rejection that ends the process,
+ * and with it every model a shared host holds. MmeError bounds the message's length.
+ */
 function asError(thrown: unknown): Error {
-  if (thrown instanceof Error) return thrown;
-  const o = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown; status?: unknown }) : null;
-  const error = new Error(o?.message !== undefined ? String(o.message) : typeof thrown === 'string' ? thrown : `threw ${JSON.stringify(thrown) ?? String(thrown)}`);
-  return o?.status === undefined ? error : Object.assign(error, { status: o.status });
+  try {
+    if (isMmeError(thrown)) return thrown;
+    const o = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown; status?: unknown; statusCode?: unknown }) : null;
+    const message = o !== null && o.message !== undefined ? describeThrown(o.message)
+      : typeof thrown === 'string' ? thrown
+      : thrown instanceof Error ? ''
+      : `threw ${describeThrown(thrown)}`;
+    const error = thrown instanceof RangeError ? new RangeError(message) : new Error(message);
+    const raw = o?.status ?? o?.statusCode;
+    const status = typeof raw === 'number' ? raw : typeof raw === 'string' ? Number(raw) : NaN;
+    return Number.isNaN(status) ? error : Object.assign(error, { status });
+  } catch {
+    return new Error('threw a value that could not be described');
+  }
+}
+
+/** A thrown value as text; may throw (a Proxy, a throwing toString), which asError catches. */
+function describeThrown(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || typeof value === 'symbol') return value.toString();
+  try {
+    const json = JSON.stringify(value);
+    if (json !== undefined) return json;
+  } catch {
+    return 'an object JSON cannot show (circular, or holding a BigInt)';
+  }
+  return String(value);
 }
 
 /** A handler-raised status is kept; memory errors are 507; anything else is 500 with its message. */
 function requestError(err: Error): MmeError {
   if (isMmeError(err)) return err;
-  const status = Number((err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode);
-  if (Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError('MME_ERR_MODEL_ERROR', err.message, { status });
+  const status = (err as { status?: number }).status;
+  if (status !== undefined && Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError('MME_ERR_MODEL_ERROR', err.message, { status });
   if (looksLikeOutOfMemory(err.message) || err instanceof RangeError && /allocation|memory/i.test(err.message)) {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
   }

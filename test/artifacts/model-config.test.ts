@@ -25,6 +25,9 @@ describe('model-config.json', () => {
 
   it('accepts an empty object', () => assert.deepEqual(parse({}), {}));
 
+  it('accepts durations up to the longest a timer can wait', () =>
+    assert.deepEqual(parse({ loadTimeout: 2_147_483, responseTimeout: 2_147_483, maxBatchDelay: 2 ** 31 - 1 }), { loadTimeout: 2_147_483, responseTimeout: 2_147_483, maxBatchDelay: 2 ** 31 - 1 }));
+
   const wrong: Array<[string, unknown, RegExp]> = [
     ['batchSize', '8', /an integer >= 1, got "8"/],
     ['batchSize', 0, /an integer >= 1, got 0/],
@@ -41,6 +44,9 @@ describe('model-config.json', () => {
     ['deviceIds', ['0'], /an array of integers >= 0/],
     ['handler', 7, /a relative path inside the model directory/],
     ['handler', '', /a relative path inside the model directory/],
+    ['loadTimeout', 2_147_484, /an integer >= 1 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), got 2147484/],
+    ['responseTimeout', 2_200_000, /an integer >= 1 and <= 2147483 seconds/],
+    ['maxBatchDelay', 2 ** 31, /an integer >= 0 and <= 2147483647 ms/],
   ];
   for (const [field, value, message] of wrong) {
     it(`refuses ${field}: ${JSON.stringify(value)}, naming the field and file`, () =>

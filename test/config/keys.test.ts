@@ -18,6 +18,20 @@ describe('config key table', () => {
     });
   }
 
+  it('bounds every duration key to what a timer can wait, naming the limit', () => {
+    const durations: Array<[string, number]> = [
+      ['default_response_timeout', 60_000], ['default_response_timeout_seconds', 1000], ['model_load_timeout', 1000],
+      ['unregister_model_timeout', 1000], ['metric_time_interval', 1000], ['max_batch_delay', 1], ['load_wait_timeout', 1000],
+      ['model_repository_timeout', 1000], ['eviction_drain_timeout', 1000], ['shutdown_timeout', 1000],
+    ];
+    for (const [name, unitMs] of durations) {
+      const spec = (KEYS as readonly KeySpec[]).find((k) => k.name === name)!;
+      const max = Math.floor((2 ** 31 - 1) / unitMs);
+      readValue(spec, { value: String(max), from: null });
+      assert.throws(() => readValue(spec, { value: String(max + 1), from: null }), /the longest a timer can wait/, name);
+    }
+  });
+
   it('derives MMS_<KEY> override names as MMS does', () => {
     assert.equal(envOverrideName('job_queue_size'), 'MMS_JOB_QUEUE_SIZE');
   });

@@ -99,6 +99,13 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     }
   });
 
+  it('gRPC ModelInfer naming an output more than once is INVALID_ARGUMENT, as in the HTTP codecs', async () => {
+    const inputs = [{ name: 'input', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }];
+    const err = await failure(unary(c.kserve, 'ModelInfer', { model_name: 'mlp', inputs, outputs: Array.from({ length: 100 }, () => ({ name: 'output' })) }));
+    assertClientError(err, Status.INVALID_ARGUMENT, 'duplicate outputs');
+    assert.match(err.details, /requested output "output" is listed twice; name each output once/);
+  });
+
   it('gRPC ModelInfer: every malformed tensor is INVALID_ARGUMENT with a message naming it', async () => {
     const input = (fields: Record<string, unknown>) => ({ inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 4], ...fields }] });
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as tar from 'tar';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { addModel, externalDataModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
@@ -91,6 +92,28 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     const ok = await loadModel(t, 'fine', writeModelDir(t.store, 'fine', addModel(), { 'code/h.js': 'exports.handle = async (r) => r.map(() => \'{"h":1}\');\n' }), { handler: 'code/h.js' });
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual((await invoke(t, 'fine', row)).body, { h: 1 });
+  });
+
+  it('an invoke-time error names a file of the model by the url the client sent, never the server path', async () => {
+    t = await startTestServer('worker_mode=dedicated\nmodel_cache=off');
+    const reader = `const fs = require('node:fs');
+const path = require('node:path');
+let dir;
+exports.initialize = (ctx) => { dir = ctx.modelDir; };
+exports.handle = async (requests) => requests.map(() => fs.readFileSync(path.join(dir, 'labels.json')));
+`;
+    const src = writeModelDir(tempDir(), 'reader', addModel(), { 'handler.js': reader });
+    await tar.c({ gzip: true, file: path.join(t.store, 'reader.tar.gz'), cwd: src }, fs.readdirSync(src));
+    writeModelDir(t.store, 'reader-dir', addModel(), { 'handler.js': reader });
+    const serverPaths = [t.store, fs.realpathSync(t.store), t.server.cacheDir, os.tmpdir()];
+    for (const [name, url] of [['from-archive', 'reader.tar.gz'], ['from-dir', 'reader-dir']]) {
+      const load = await loadModel(t, name, url);
+      assert.equal(load.status, 200, load.text);
+      const res = await invoke(t, name, row);
+      assert.equal(res.status, 500, res.text);
+      assert.match(res.body.message, new RegExp(`ENOENT.*"${url.replace('.', '\\.')}"/labels\\.json`), url);
+      for (const p of serverPaths) assert.ok(!res.text.includes(p), `${url}: the error shows the server path ${p}: ${res.text}`);
+    }
   });
 
   it('management errors quote the client\'s input in at most ~100 characters and never show a server path (model_store, cache, tmp, install)', async () => {

@@ -227,13 +227,14 @@ describe('hardening: bad inputs and security', () => {
       fs.writeFileSync(p, bytes);
       return p;
     }
-    const serverPaths = [t.server.cacheDir, path.resolve(__dirname, '..', '..'), `${os.tmpdir()}/mme-artifacts-`];
+    const serverPaths = [t.server.cacheDir, path.resolve(__dirname, '..', '..'), `${os.tmpdir()}/mme-artifacts-`, outside];
     for (const [what, make, message] of cases) {
       const name = `m${++n}`;
       const res = await loadModel(t, name, make());
       assertRefused(res, 400, 'MME_ERR_INVALID_MODEL', message, what);
       for (const p of serverPaths) assert.ok(!res.body.message.includes(p), `${what}: the message shows ${p}: ${res.body.message}`);
       assert.doesNotMatch(res.body.message, /\n\s+at |Require stack/, `${what}: a stack in the message`);
+      assert.doesNotMatch(res.body.message, /resolved path|allowed directory/, `${what}: onnxruntime's resolved paths in the message`);
       assert.equal((await loadModel(t, name, valid)).status, 200, `${what}: the name did not load afterwards`);
       assert.equal((await request(`${t.url}/models/${name}`, { method: 'DELETE' })).status, 200);
     }

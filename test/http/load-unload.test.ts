@@ -75,6 +75,21 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(badJson.status, 400);
   });
 
+  it('answers 400 for a duration longer than a timer can wait, in the body or the query string, and loads at the longest one', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    for (const [key, value] of [['load_timeout', 2_200_000], ['response_timeout', 2_147_484], ['max_batch_delay', 2 ** 31]] as const) {
+      const res = await loadModel(t, 'add', dir, { [key]: value });
+      assert.equal(res.status, 400, `${key}: ${res.text}`);
+      assert.match(res.body.message, new RegExp(`^${key} must be an integer >= [01] and <= \\d+ (seconds|ms) \\(about 24\\.8 days, the longest a timer can wait\\); got ${value}\\.$`));
+      const query = await request(`${t.url}/models?model_name=add&url=${encodeURIComponent(dir)}&${key}=${value}`, { method: 'POST' });
+      assert.equal(query.status, 400, `${key} in the query: ${query.text}`);
+    }
+    const longest = await loadModel(t, 'add', dir, { load_timeout: 2_147_483, response_timeout: 2_147_483, max_batch_delay: 2 ** 31 - 1 });
+    assert.equal(longest.status, 200, longest.text);
+    const answer = await request(`${t.url}/models/add/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(1)] } } });
+    assert.equal(answer.status, 200, `the longest deadline does not expire at once: ${answer.text}`);
+  });
+
   it('answers 507 when the worker is SIGKILLed while loading, and leaves nothing behind', async () => {
     const dir = writeModelDir(t.store, 'oom', addModel(), { 'handler.js': killedWhileLoading });
     const res = await loadModel(t, 'oom', dir);

@@ -234,6 +234,16 @@ describe('the worker\'s tensor boundary (one validated Tensor, batches that keep
     assert.match((bad as Error).message, /"outputs" must be a list/);
   });
 
+  it('a v2 output named more than once is 400 in JSON and binary bodies, before any output is built', async () => {
+    const input = { name: 'input', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] };
+    const header = Buffer.from(JSON.stringify({ inputs: [input], outputs: Array.from({ length: 1000 }, () => ({ name: 'output' })) }));
+    for (const req of [request(header, 'application/json'), request(header, `${OIP_MEDIA_TYPE};json-header-size=${header.length}`, OIP_MEDIA_TYPE)]) {
+      const [answer] = await answers(mlp, [req]);
+      assertBounded400(answer);
+      assert.match((answer as Error).message, /requested output "output" is listed twice; name each output once/);
+    }
+  });
+
   it('a v2 input named twice is 400, not one of them silently dropped', async () => {
     const input = { name: 'input', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] };
     const [answer] = await answers(mlp, [request(JSON.stringify({ inputs: [input, { ...input, data: [5, 6, 7, 8] }] }), 'application/json')]);

@@ -4,6 +4,10 @@
  * order. Reservations are serialised, so two concurrent loads cannot both take the last free
  * megabytes.
  *
+ * A request that would not fit with every evictable model gone (larger than the budget, or than
+ * what loading and leaving models leave of it) is refused before anything is evicted: a 507 that
+ * emptied the cache first would cost every model it evicted for nothing.
+ *
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
  * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
  */
@@ -71,6 +75,9 @@ export class Admission<Entry extends Resident> {
       let used = 0;
       let count = 0;
       const fits = () => used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+      if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes)) {
+        throw this.#noRoom(entry, needBytes, await this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
+      }
       // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
         used = await this.#usedBytes(entry);
@@ -105,7 +112,23 @@ export class Admission<Entry extends Resident> {
     return null;
   }
 
-  #noRoom(entry: Entry, needBytes: number, used: number, count: number, purpose: Purpose): MmeError {
+  /**
+   * Whether the request would fit once every model eviction can take (the ready ones) were gone:
+   * what stays is the fixed memory and the entries loading, failed or leaving.
+   */
+  #fitsWithoutEvictable(entry: Entry, needBytes: number): boolean {
+    const { budgetBytes, maxLoadedModels } = this.deps;
+    let stays = this.deps.fixedBytes();
+    let count = 0;
+    for (const e of this.deps.entries()) {
+      if (e === entry || e.phase === 'ready') continue;
+      stays += e.heldBytes;
+      if (e.serving || e.phase === 'loading') count++;
+    }
+    return stays + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+  }
+
+  #noRoom(entry: Entry, needBytes: number, used: number, count: number, purpose: Purpose, evictionWouldHelp = true): MmeError {
     const { maxLoadedModels, evicts, budgetBytes } = this.deps;
     const scaling = purpose.kind === 'scale';
     const what = maxLoadedModels > 0 && count >= maxLoadedModels
@@ -115,6 +138,9 @@ export class Admission<Entry extends Resident> {
       ? 'every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models'
       : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
     const subject = scaling ? `Model ${entry.name} cannot scale to ${purpose.workers} workers` : `Model ${entry.name} does not fit`;
+    if (!evictionWouldHelp) {
+      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`);
+    }
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`);
   }
 

@@ -7,6 +7,13 @@
  * of the hot set. It never refuses a model (an MME miss must load), unlike TinyLFU's admission
  * filter; a new model starts with one use (L + cost / size) and sinks unless it is used again.
  *
+ * The cost is not one load's own time but what loads of that size cost, fitted over every load
+ * seen: a fixed part (process start, session creation) plus a part per byte (LoadCostFit). One
+ * load's time is noisy (a busy machine, a cold page cache): ranked by its own, the victim among
+ * models of equal size and use was whichever load happened to measure slower, and a busy model could
+ * go before one used twice whose one load measured slow. Fitted, equal models cost the same, and
+ * decayed frequency and then recency (the tie-break) decide.
+ *
  * Frequency decays with a half-life, and the ranking applies the decay up to `now`: without it a
  * formerly hot model keeps a priority that L needs thousands of evictions to reach, and squats in
  * memory after the traffic moved on. Frequency is counted while cached only: carrying it across an
@@ -17,7 +24,6 @@ import type { EvictionPolicy } from './eviction-policy';
 
 interface Entry {
   sizeBytes: number;
-  loadMicros: number;
   /** Uses, decayed to `lastUse`. */
   frequency: number;
   lastUse: number;
@@ -33,9 +39,38 @@ interface Entry {
  */
 export const DEFAULT_HALF_LIFE_MS = 2 * 60_000;
 
+/**
+ * Load time as a fixed part plus a part per byte, by least squares over every load (Welford's
+ * running means and co-moments: sizes in bytes would lose the variance to rounding in plain sums).
+ * With one size seen, or a negative slope, the cost is the mean load time.
+ */
+export class LoadCostFit {
+  #n = 0;
+  #meanSize = 0;
+  #meanMicros = 0;
+  #sizeVar = 0;
+  #coVar = 0;
+
+  add(sizeBytes: number, loadMicros: number): void {
+    this.#n++;
+    const dSize = sizeBytes - this.#meanSize;
+    this.#meanSize += dSize / this.#n;
+    this.#meanMicros += (loadMicros - this.#meanMicros) / this.#n;
+    this.#sizeVar += dSize * (sizeBytes - this.#meanSize);
+    this.#coVar += dSize * (loadMicros - this.#meanMicros);
+  }
+
+  /** Microseconds a load of `sizeBytes` is expected to take (at least 1). */
+  estimate(sizeBytes: number): number {
+    const slope = this.#sizeVar > 0 ? Math.max(0, this.#coVar / this.#sizeVar) : 0;
+    return Math.max(1, this.#meanMicros + slope * (sizeBytes - this.#meanSize));
+  }
+}
+
 export class GdsfPolicy implements EvictionPolicy {
   readonly name = 'gdsf';
   readonly #entries = new Map<string, Entry>();
+  readonly #cost = new LoadCostFit();
   #aging = 0;
   /** remove() has no time of its own; the latest time the caller told us stands in for it. */
   #clock = 0;
@@ -44,7 +79,8 @@ export class GdsfPolicy implements EvictionPolicy {
 
   admit(model: string, sizeBytes: number, loadMicros: number, now: number): void {
     this.#clock = Math.max(this.#clock, now);
-    this.#entries.set(model, { sizeBytes, loadMicros, frequency: 1, lastUse: now, base: this.#aging });
+    this.#cost.add(sizeBytes, loadMicros);
+    this.#entries.set(model, { sizeBytes, frequency: 1, lastUse: now, base: this.#aging });
   }
 
   touch(model: string, now: number): void {
@@ -89,6 +125,6 @@ export class GdsfPolicy implements EvictionPolicy {
 
   #priority(e: Entry, now: number): number {
     // A size not measured yet (0) must not divide by zero.
-    return e.base + (this.#decayed(e, now) * e.loadMicros) / Math.max(e.sizeBytes, 1);
+    return e.base + (this.#decayed(e, now) * this.#cost.estimate(e.sizeBytes)) / Math.max(e.sizeBytes, 1);
   }
 }

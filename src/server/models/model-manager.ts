@@ -140,6 +140,9 @@ export class ModelManager {
     const entry = await this.acquire(name);
     try {
       return await entry.model!.submit(request, opts);
+    } catch (err) {
+      // A handler's error can name a file in the model's directory: shown as the url the client sent, as at load.
+      throw entry.artifact?.hidePaths(err) ?? err;
     } finally {
       entry.release();
     }

@@ -95,6 +95,23 @@ async function reserve(s: Setup, name: string, bytes: number): Promise<string | 
 }
 
 describe('memory admission (plain registrations, LRU, virtual clock)', () => {
+  it('refuses a request larger than the whole budget with 507 before evicting anything', async () => {
+    const s = setup(['a', 'b', 'c'].map((n) => new Entry(n, 300 * MiB)));
+    assert.match((await reserve(s, 'big', 1000 * MiB + 1))!, /would not fit with every other model evicted either, so none was/);
+    assert.deepEqual(s.evicted, []);
+    assert.equal(s.entries.get('big')!.heldBytes, 0);
+  });
+
+  it('refuses a scale beyond what loading models leave of the budget before evicting anything', async () => {
+    const loading = new Entry('loading', 600 * MiB);
+    loading.phase = 'loading';
+    const s = setup([new Entry('a', 300 * MiB), loading]);
+    const grow = new Entry('grow', 50 * MiB);
+    s.entries.set('grow', grow);
+    await assert.rejects(s.admission.reserve(grow, 400 * MiB, new AbortController().signal, { kind: 'scale', workers: 100_000 }), /cannot scale to 100000 workers.*Its workers are unchanged/);
+    assert.deepEqual(s.evicted, []);
+  });
+
   it('admits a load that fills the budget to the byte and refuses one byte more, saying what to change', async () => {
     const s = setup([new Entry('a', 600 * MiB)], { evicts: false });
     assert.equal(await reserve(s, 'x', 400 * MiB + 1), 'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createPolicy } from '../../../src/server/cache/policies';
-import { GdsfPolicy } from '../../../src/server/cache/gdsf';
+import { GdsfPolicy, LoadCostFit } from '../../../src/server/cache/gdsf';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */
 const classic = () => new GdsfPolicy(Infinity);
@@ -45,8 +45,30 @@ describe('GDSF eviction policy', () => {
     gdsf.admit('b', 10, 500, 1); // 50
     gdsf.admit('c', 1000, 2000, 2); // 2
     gdsf.remove('b'); // L = 2, not 50
-    gdsf.admit('d', 100, 100, 3); // 2 + 1 = 3
+    gdsf.admit('d', 1000, 2000, 3); // about 2 + 2 = 4 (50 + 2 had L risen to b's)
     assert.deepEqual(gdsf.victims(4), ['c', 'd', 'a']);
+  });
+
+  it('ranks models of equal size and use by recency, whatever their one load measured', () => {
+    // The issue's trace: m0, m1, m2 loaded, m1 used again, then room is needed; m2's load measured fastest.
+    const gdsf = new GdsfPolicy();
+    gdsf.admit('m0', 2 ** 20, 20_000, 0);
+    gdsf.admit('m1', 2 ** 20, 18_000, 100);
+    gdsf.admit('m2', 2 ** 20, 9_000, 200);
+    gdsf.touch('m1', 300);
+    assert.deepEqual(gdsf.victims(400), ['m0', 'm2', 'm1']);
+  });
+
+  it('fits load cost as a fixed part plus a part per byte over every load', () => {
+    const fit = new LoadCostFit();
+    for (const [size, micros] of [[1e6, 1_200], [1e6, 800], [3e6, 3_100], [3e6, 2_900]]) fit.add(size, micros);
+    assert.ok(Math.abs(fit.estimate(2e6) - 2_000) < 1e-6, `${fit.estimate(2e6)}`);
+    assert.ok(Math.abs(fit.estimate(1e6) - 1_000) < 1e-6);
+    const one = new LoadCostFit();
+    one.add(5e8, 10_000);
+    one.add(5e8, 30_000);
+    assert.equal(one.estimate(5e8), 20_000, 'one size seen: the mean');
+    assert.equal(new LoadCostFit().estimate(10), 1);
   });
 
   it('decays frequency, so a model hot long ago sinks below a newcomer', () => {
