@@ -353,7 +353,8 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'm', addModel());
     const properties = [
-      // A typo is reported at start-up, not fatal: MMS files carry keys of other servers (vmargs, netty_*).
+      // With allow_unknown_keys=true an unknown key is reported at start-up, not fatal: MMS files carry keys of other servers (vmargs, netty_*).
+      'allow_unknown_keys=true',
       'job_queue_sise=5',
       'job_queue_size=1\\',
       '    2',
