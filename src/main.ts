@@ -48,9 +48,14 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await server.start();
-  const mode = config.modelCache ? 'self-managed cache (model_cache on)' : 'SageMaker mode (model_cache off: the platform loads and unloads)';
-  const budget = `${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
-  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${budget}, ${server.manager.list().length} models loaded`);
+  // The limits in effect, so that a limit that did not take (a typo'd key, a wrong file) shows here.
+  const limits = `max_loaded_models=${config.maxLoadedModels || 'no limit'}, ${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
+  const mode = config.modelCache
+    ? `self-managed cache (model_cache on: invokes load models of model_store by name, eviction_policy=${config.evictionPolicy}, ${limits})`
+    : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
+  const failed = server.startupFailures;
+  const failures = failed.length ? `, ${failed.length} failed (${failed.join(', ')}: see their lines above)` : '';
+  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`);
 }
 
 main().catch((err) => {

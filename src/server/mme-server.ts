@@ -31,6 +31,8 @@ export class MmeServer {
   readonly metrics: MetricsRecorder;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
+  /** load_models that failed to load at start-up (each logged with its reason). */
+  readonly startupFailures: string[] = [];
   /** The gRPC inference listener, when grpc_inference_port is set. */
   grpc: GrpcListener | null = null;
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
@@ -104,8 +106,9 @@ export class MmeServer {
     await Promise.all(models.map(async (m) => {
       try {
         await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
-      } catch (err) {
-        this.#log(`[${m.name}] failed to load at start-up from ${m.url}: ${(err as Error).message}`);
+      } catch {
+        // The load has logged why; the ready line counts it.
+        this.startupFailures.push(m.name);
       }
     }));
   }

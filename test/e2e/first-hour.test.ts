@@ -4,8 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { runCliToExit } from '../helpers/cli';
-import { tempDir, testProperties } from '../helpers/server';
+import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { runCliToExit, startCliServer } from '../helpers/cli';
+import { waitFor } from '../helpers/processes';
+import { loadModel, tempDir, testProperties } from '../helpers/server';
+
+const kMlp = mlpModel({ sizes: [4, 8, 3], seed: 3 });
 
 /** A start-up error as a user should meet it: exit 1, one line on stderr, no stack, never "listening". */
 function assertOneLineStartError(run: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
@@ -24,4 +28,62 @@ describe('first hour: start-up mistakes', () => {
       assertOneLineStartError(run, new RegExp(`^config key model_store: ${missing} does not exist; create it, or point model_store`));
     });
   }
+});
+
+describe('first hour: why a load failed is in the server log', () => {
+  for (const format of ['text', 'json'] as const) {
+    it(`logs each failed load once, with the model name and the handler's file:line:column (log_format=${format})`, async () => {
+      const store = tempDir('mme-store-');
+      writeModelDir(store, 'good', kMlp);
+      writeModelDir(store, 'broken-at-start', kMlp, { 'handler.js': 'exports.handle = (;\n' });
+      const s = await startCliServer(`log_format=${format}\nload_models=good,broken-at-start`, { store });
+      try {
+        await waitFor(() => s.lines.some((l) => /ready in/.test(l)), 'the ready line');
+        const ready = s.lines.find((l) => /ready in/.test(l))!;
+        assert.match(ready, /SageMaker mode|self-managed cache \(model_cache on: .*max_loaded_models=no limit, \d+ MiB model memory budget\)/);
+        assert.match(ready, /1 models loaded, 1 failed \(broken-at-start: see their lines above\)/);
+
+        writeModelDir(store, 'init-fails', kMlp, { 'handler.js': "exports.initialize = () => {\n  null.vocabulary;\n};\n" });
+        const answer = await loadModel(s, 'init-fails', 'init-fails');
+        assert.equal(answer.status, 400);
+        assert.match(answer.body.message, /\(at handler\.js:2:8\)/);
+        assert.doesNotMatch(answer.body.message, new RegExp(store), 'no server path in the answer');
+
+        for (const [name, reason] of [['broken-at-start', /start-up load from \S+ failed: MME_ERR_INVALID_MODEL: the model's handler handler\.js failed to load: Unexpected token ';' \(at handler\.js:1:19\)/], ['init-fails', /load from init-fails failed: MME_ERR_INVALID_MODEL: .*Cannot read properties of null .*\(at handler\.js:2:8\)/]] as const) {
+          const lines = s.lines.filter((l) => l.includes(name) && / failed: /.test(l));
+          assert.equal(lines.length, 1, `one line for ${name}:\n${s.lines.join('\n')}`);
+          if (format === 'json') {
+            const entry = JSON.parse(lines[0]!) as { model: string; level: string; msg: string };
+            assert.equal(entry.model, name);
+            assert.equal(entry.level, 'error');
+            assert.match(entry.msg, reason);
+          } else {
+            assert.match(lines[0]!, /ERROR/);
+            assert.match(lines[0]!, reason);
+          }
+        }
+      } finally {
+        await s.stop();
+      }
+    });
+  }
+});
+
+describe('first hour: the first own model outside the model roots', () => {
+  it('answers 400 naming model_roots and no server path, and logs the roots in effect', async () => {
+    const store = tempDir('mme-store-');
+    const elsewhere = tempDir('mme-elsewhere-');
+    writeModelDir(elsewhere, 'mymodel', kMlp);
+    const s = await startCliServer('', { store });
+    try {
+      const answer = await loadModel(s, 'mymodel', path.join(elsewhere, 'mymodel'));
+      assert.equal(answer.status, 400);
+      assert.match(answer.body.message, /is outside the model roots \(config key model_roots; by default model_store and \/opt\/ml\/models\); give a url relative to model_store/);
+      assert.doesNotMatch(answer.body.message, new RegExp(store), 'the store path stays out of the answer');
+      await waitFor(() => s.lines.some((l) => /\[mymodel\] load from .* failed: /.test(l)), 'the failure line');
+      assert.match(s.lines.find((l) => /\[mymodel\] load from/.test(l))!, new RegExp(`model roots in effect: ${store}, /opt/ml/models`));
+    } finally {
+      await s.stop();
+    }
+  });
 });

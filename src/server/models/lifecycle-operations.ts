@@ -94,7 +94,8 @@ export class LifecycleOperations {
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
     if (req.synchronous === false) {
-      work.catch((err: MmeError) => this.deps.log(`[${name}] asynchronous load failed: ${err.message}`));
+      // #loadFailure has logged why; nobody else is waiting for this answer.
+      work.catch(() => {});
       return 'accepted';
     }
     await work;
@@ -145,7 +146,7 @@ export class LifecycleOperations {
       const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.host).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
-      const err = this.#loadFailure(entry, thrown);
+      const err = this.#loadFailure(entry, req, thrown);
       entry.loadFailed(err);
       events.loadFailed();
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
@@ -160,12 +161,18 @@ export class LifecycleOperations {
     }
   }
 
-  /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
-  #loadFailure(entry: Registration, thrown: unknown): MmeError {
+  /**
+   * What a load's callers are told: an abort's reason, or the failure with server paths hidden.
+   * Logged here, once for every kind of load, with its reason: on SageMaker the platform sends
+   * POST /models, so the server log (CloudWatch Logs) is the only place a user can read why.
+   */
+  #loadFailure(entry: Registration, req: LoadRequest, thrown: unknown): MmeError {
     const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
     const err = entry.artifact?.hidePaths(reason) ?? reason;
+    const kind = entry.onDemand ? 'on-demand load' : entry.loadedAtStartup ? 'start-up load' : 'load';
+    const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+    this.deps.log(`[${entry.name}] ${kind} from ${req.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : (err as Error)?.stack ?? String(err)}`);
     if (isMmeError(err)) return err;
-    this.deps.log(`[${entry.name}] load failed: ${(err as Error)?.stack ?? String(err)}`);
     return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
   }
 

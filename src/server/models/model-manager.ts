@@ -68,7 +68,7 @@ export class ModelManager {
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({
-      config, registry, policy, events, log, repository, clock,
+      config, registry, policy, events, repository, clock,
       closing: () => this.#ops.closing,
       startLoad: (name, url) => this.#ops.startLoad(name, { modelName: name, url }, true),
     });

@@ -31,7 +31,6 @@ export interface OnDemandDeps {
   closing(): boolean;
   /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
   startLoad(name: string, url: string): Promise<void>;
-  log(line: string): void;
   /** What the negative cache's expiry, the policy's time and load_wait_timeout run on: the server's clock. */
   clock: Clock;
 }
@@ -139,7 +138,8 @@ export class OnDemandLoader {
     }
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
     if (!url) return false;
-    this.deps.startLoad(name, url).catch((err: MmeError) => this.deps.log(`[${name}] on-demand load from ${url} failed: ${err.message}`));
+    // The load logs its own failure; the invokes waiting for it get the error from the registration.
+    this.deps.startLoad(name, url).catch(() => {});
     return true;
   }
 
