@@ -11,7 +11,7 @@ import readline from 'node:readline';
 import autocannon from 'autocannon';
 import { mlpModel, writeModelDir } from '../../test/fixtures/onnx-models';
 import { cpuMicros, descendantsOf } from '../../test/helpers/processes';
-import { printedHelp } from '../cli-flags';
+import { printedHelp, UsageError } from '../cli-flags';
 
 // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
 const kMain = process.env.MME_BENCH_MAIN ?? path.join(__dirname, '..', '..', 'src', 'main.js');
@@ -134,7 +134,8 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
 export function runScript<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
   if (printedHelp(usage)) return;
   work().then(print, (err) => {
-    console.error(err);
+    // A UsageError is the user's to fix (a flag, a missing tool): its message says how; a stack would bury it.
+    console.error(err instanceof UsageError ? err.message : err);
     process.exit(1);
   });
 }

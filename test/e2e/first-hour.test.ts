@@ -3,6 +3,8 @@
  * stderr is read, the ready line, and the refusals that must say what to change (issue 34).
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import path from 'node:path';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { runCliToExit, startCliServer } from '../helpers/cli';
@@ -21,6 +23,18 @@ function assertOneLineStartError(run: { code: number | null; stdout: string; std
 }
 
 describe('first hour: start-up mistakes', () => {
+  it('a port in use is one line naming SAGEMAKER_BIND_TO_PORT and the address keys, exit 1, no stack', async () => {
+    const holder = net.createServer().listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const { port } = holder.address() as net.AddressInfo;
+    try {
+      const run = await runCliToExit(testProperties(tempDir('mme-store-')).replace(/:0$/gm, `:${port}`));
+      assertOneLineStartError(run, new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use, .*\\(EADDRINUSE\\); stop the other process, or move this server: SAGEMAKER_BIND_TO_PORT=<port> moves both APIs, or set inference_address / management_address`));
+    } finally {
+      holder.close();
+    }
+  });
+
   for (const loadModels of ['load_models=ALL', '']) {
     it(`a model_store that does not exist is one line naming it${loadModels ? ` (${loadModels})` : ' (no load_models)'}`, async () => {
       const missing = path.join(tempDir('mme-store-'), 'no-such-dir');
