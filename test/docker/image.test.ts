@@ -16,6 +16,7 @@ import { connect, modelInferRequest, unaryCall, v2Response } from '../../scripts
 import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../fixtures/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../fixtures/onnx-models';
+import { codeBlocks, makeIrisExample } from '../helpers/docs-examples';
 import { waitFor } from '../helpers/processes';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -148,6 +149,9 @@ describe('docker image (podman)', function () {
     fs.chmodSync(modelRoot, 0o755);
     writeModelDir(modelRoot, 'mlp', mlpModel(kMlp));
     writeModelDir(modelRoot, 'slow', mlpModel(kMlp), { 'handler.js': behaviourHandler });
+    // docs/handlers.md's example, made as the page says: it must work with the image's decode_input_request=false.
+    const iris = path.join(await makeIrisExample(fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-iris-'))), 'iris');
+    fs.cpSync(iris, path.join(modelRoot, 'iris'), { recursive: true });
 
     const t0 = Date.now();
     const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '--build-arg', `NODE_IMAGE=${kBaseImage}`, '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
@@ -326,6 +330,14 @@ describe('docker image (podman)', function () {
       const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
       assert.equal(invoke.status, 200, invoke.text);
       assertClose(invoke.body, mlpForward(kMlp, rows));
+    });
+
+    it("answers docs/handlers.md's iris example as the page shows (the image's decode_input_request=false)", async function () {
+      this.timeout(60_000);
+      const body = /-d '(\{.*\})'/.exec(codeBlocks('docs/handlers.md', 'sh')[1]!)![1]!;
+      const answer = await http(`${base}/models/iris/invoke`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, timeoutMs: 50_000 });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.label, 'setosa');
     });
 
     it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {
