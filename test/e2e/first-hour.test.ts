@@ -9,7 +9,7 @@ import path from 'node:path';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { runCliToExit, startCliServer } from '../helpers/cli';
 import { waitFor } from '../helpers/processes';
-import { loadModel, tempDir, testProperties } from '../helpers/server';
+import { invoke, loadModel, request, tempDir, testProperties } from '../helpers/server';
 
 const kMlp = mlpModel({ sizes: [4, 8, 3], seed: 3 });
 
@@ -96,6 +96,27 @@ describe('first hour: the first own model outside the model roots', () => {
       assert.doesNotMatch(answer.body.message, new RegExp(store), 'the store path stays out of the answer');
       await waitFor(() => s.lines.some((l) => /\[mymodel\] load from .* failed: /.test(l)), 'the failure line');
       assert.match(s.lines.find((l) => /\[mymodel\] load from/.test(l))!, new RegExp(`model roots in effect: ${store}, /opt/ml/models`));
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe('first hour: self-managed mode (npm start\'s default)', () => {
+  it('logs why a model was chosen for eviction; a DELETEd model of model_store loads again on its next invoke, as docs/cache.md says', async () => {
+    const store = tempDir('mme-store-');
+    for (const name of ['a', 'b']) writeModelDir(store, name, kMlp);
+    const s = await startCliServer('max_loaded_models=1', { store });
+    try {
+      const row = [[1, 2, 3, 4]];
+      assert.equal((await invoke(s, 'a', row)).status, 200);
+      assert.equal((await invoke(s, 'b', row)).status, 200);
+      await waitFor(() => s.lines.some((l) => /\[a\] evicted /.test(l)), 'the eviction line');
+      assert.match(s.lines.find((l) => /\[a\] evicted /.test(l))!,
+        /\[a\] evicted to make room for b \(max_loaded_models=1 are loaded\): eviction_policy=gdsf ranks it 1 of 1, idle; eviction order a \(idle \d+ s, freed /);
+
+      assert.equal((await request(`${s.url}/models/b`, { method: 'DELETE' })).status, 200);
+      assert.equal((await invoke(s, 'b', row)).status, 200, 'the folder is still in model_store: the next invoke loads it again');
     } finally {
       await s.stop();
     }

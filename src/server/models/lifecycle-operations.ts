@@ -80,7 +80,7 @@ export class LifecycleOperations {
       fixedBytes: () => deps.workers.hostBaseBytes,
       current: (name) => registry.current(name),
       tryLock: (name) => this.#locks.tryAcquire(name),
-      evict: (entry) => this.#evict(entry),
+      evict: (entry, why) => this.#evict(entry, why),
     });
   }
 
@@ -188,7 +188,7 @@ export class LifecycleOperations {
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
-  async #evict(entry: Registration): Promise<void> {
+  async #evict(entry: Registration, why: string): Promise<void> {
     const { name } = entry;
     const { config, log } = this.deps;
     const model = entry.model!;
@@ -202,7 +202,7 @@ export class LifecycleOperations {
     entry.to('stopping');
     await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`));
     this.deps.events.evicted(name, idleMs, Math.round((performance.now() - t0) * 1000));
-    log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
+    log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
   /**
