@@ -116,6 +116,7 @@ export class GrpcCall {
         modelMicros: result?.modelMicros ?? 0,
         queueMicros: result?.queueMicros ?? 0,
         batchSize: result?.batchSize ?? 0,
+        loadWaitMicros: result?.loadWaitMicros,
       });
     }
   }

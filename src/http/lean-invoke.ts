@@ -160,6 +160,7 @@ export function leanInvokeRoute(opts: LeanInvokeOptions): LeanRoute {
       modelMicros: result?.modelMicros ?? 0,
       queueMicros: result?.queueMicros ?? 0,
       batchSize: result?.batchSize ?? 0,
+      loadWaitMicros: result?.loadWaitMicros,
     });
     accessLog?.(accessLine(req, res.statusCode, performance.now() - t0, requestId));
     // Streamed (Koa's ctx.respond = false): ended above, or destroyed when the stream broke off.

@@ -24,6 +24,7 @@ export function invocationMetrics(recorder: MetricsRecorder) {
           modelMicros: result?.modelMicros ?? 0,
           queueMicros: result?.queueMicros ?? 0,
           batchSize: result?.batchSize ?? 0,
+        loadWaitMicros: result?.loadWaitMicros,
         });
       }
     }

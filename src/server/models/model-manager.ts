@@ -128,15 +128,17 @@ export class ModelManager {
     return this.#onDemand.knows(name);
   }
 
-  acquire(name: string): Promise<Registration> {
-    return this.#onDemand.acquire(name);
+  acquire(name: string, wait?: { micros: number }): Promise<Registration> {
+    return this.#onDemand.acquire(name, wait);
   }
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
   async invoke(name: string, request: WireRequest, opts?: JobOptions): Promise<InvokeResult> {
-    const entry = await this.acquire(name);
+    const wait = { micros: 0 };
+    const entry = await this.acquire(name, wait);
     try {
-      return await entry.model!.submit(request, opts);
+      const result = await entry.model!.submit(request, opts);
+      return wait.micros === 0 ? result : { ...result, loadWaitMicros: wait.micros };
     } finally {
       entry.release();
     }

@@ -79,7 +79,7 @@ export class OnDemandLoader {
    * (single-flight: concurrent invokes share one load). A request that waited for a load that
    * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
    */
-  async acquire(name: string): Promise<Registration> {
+  async acquire(name: string, wait?: { micros: number }): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.registered) {
@@ -91,15 +91,15 @@ export class OnDemandLoader {
     if (this.deps.closing()) throw shuttingDown();
     if (!first && !config.modelCache) throw modelNotFound(name);
     checkModelName(name);
-    events.lookup(name, false);
     const t0 = performance.now();
+    let missed = false;
     const boundMs = config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
     const deadline = this.deps.clock.now() + boundMs;
     for (;;) {
       const e = registry.current(name);
       if (e?.registered) {
         // No touch: the policy counts the load itself as the first use.
-        this.#recordWait(name, t0);
+        this.#recordWait(name, t0, wait);
         e.hold();
         return e;
       }
@@ -109,11 +109,16 @@ export class OnDemandLoader {
         continue;
       }
       if (e.phase !== 'loading' && !config.modelCache) throw modelNotFound(name);
+      // A miss is an invoke that waits for a load, counted once; a name nobody has (404) is none.
+      if (!missed) {
+        missed = true;
+        events.lookup(name, false);
+      }
       // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
       const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
       const outcome = await within(settled, deadline - this.deps.clock.now(), 'timeout' as const, this.deps.clock);
       if (outcome === 'timeout') {
-        this.#recordWait(name, t0);
+        this.#recordWait(name, t0, wait);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
         throw new MmeError('MME_ERR_MODEL_LOADING', `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`, { headers: { 'Retry-After': String(retryAfter) } });
       }
@@ -121,8 +126,11 @@ export class OnDemandLoader {
     }
   }
 
-  #recordWait(name: string, t0: number): void {
-    this.deps.events.waited(name, Math.round((performance.now() - t0) * 1000));
+  /** `wait`, the caller's, gets the same figure: its request's overhead leaves it out. */
+  #recordWait(name: string, t0: number, wait: { micros: number } | undefined): void {
+    const micros = Math.round((performance.now() - t0) * 1000);
+    if (wait) wait.micros = micros;
+    this.deps.events.waited(name, micros);
   }
 
   /**
