@@ -90,6 +90,7 @@ export class MmeServer {
 
   async #loadStartupModels(): Promise<void> {
     const { loadModels, modelStore } = this.config;
+    // Urls as written, relative to model_store like an API load's: modelUrl and the log read the same either way.
     let models: Array<{ name: string; url: string }>;
     if (loadModels === 'ALL') {
       if (!modelStore) {
@@ -98,10 +99,9 @@ export class MmeServer {
       }
       models = fs.readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
-        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: path.resolve(modelStore, d.name) }));
+        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: d.name }));
     } else {
-      // Absolute, so the manager does not resolve it against model_store a second time.
-      models = loadModels.map((m) => ({ name: m.name, url: path.isAbsolute(m.url) || !modelStore ? m.url : path.resolve(modelStore, m.url) }));
+      models = loadModels.map((m) => ({ name: m.name, url: m.url }));
     }
     await Promise.all(models.map(async (m) => {
       try {

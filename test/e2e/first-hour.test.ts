@@ -9,6 +9,7 @@ import path from 'node:path';
 import { mlpModel, writeModelDir } from '../fixtures/onnx-models';
 import { runCliToExit, startCliServer } from '../helpers/cli';
 import { waitFor } from '../helpers/processes';
+import { runScript } from '../helpers/run-script';
 import { invoke, loadModel, request, tempDir, testProperties } from '../helpers/server';
 
 const kMlp = mlpModel({ sizes: [4, 8, 3], seed: 3 });
@@ -57,13 +58,16 @@ describe('first hour: why a load failed is in the server log', () => {
         assert.match(ready, /SageMaker mode|self-managed cache \(model_cache on: .*max_loaded_models=no limit, \d+ MiB model memory budget\)/);
         assert.match(ready, /1 models loaded, 1 failed \(broken-at-start: see their lines above\)/);
 
+        // modelUrl as an API load would show it: relative to model_store, not the server's absolute path.
+        assert.deepEqual((await request(`${s.url}/models`)).body.models, [{ modelName: 'good', modelUrl: 'good' }]);
+
         writeModelDir(store, 'init-fails', kMlp, { 'handler.js': "exports.initialize = () => {\n  null.vocabulary;\n};\n" });
         const answer = await loadModel(s, 'init-fails', 'init-fails');
         assert.equal(answer.status, 400);
         assert.match(answer.body.message, /\(at handler\.js:2:8\)/);
         assert.doesNotMatch(answer.body.message, new RegExp(store), 'no server path in the answer');
 
-        for (const [name, reason] of [['broken-at-start', /start-up load from \S+ failed: MME_ERR_INVALID_MODEL: the model's handler handler\.js failed to load: Unexpected token ';' \(at handler\.js:1:19\)/], ['init-fails', /load from init-fails failed: MME_ERR_INVALID_MODEL: .*Cannot read properties of null .*\(at handler\.js:2:8\)/]] as const) {
+        for (const [name, reason] of [['broken-at-start', /start-up load from broken-at-start failed: MME_ERR_INVALID_MODEL: the model's handler handler\.js failed to load: Unexpected token ';' \(at handler\.js:1:19\)/], ['init-fails', /load from init-fails failed: MME_ERR_INVALID_MODEL: .*Cannot read properties of null .*\(at handler\.js:2:8\)/]] as const) {
           const lines = s.lines.filter((l) => l.includes(name) && / failed: /.test(l));
           assert.equal(lines.length, 1, `one line for ${name}:\n${s.lines.join('\n')}`);
           if (format === 'json') {
@@ -117,6 +121,27 @@ describe('first hour: self-managed mode (npm start\'s default)', () => {
 
       assert.equal((await request(`${s.url}/models/b`, { method: 'DELETE' })).status, 200);
       assert.equal((await invoke(s, 'b', row)).status, 200, 'the folder is still in model_store: the next invoke loads it again');
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe('first hour: mme-client scale', () => {
+  it('scales a model\'s workers and answers once they run; a bad count is a usage error', async () => {
+    const store = tempDir('mme-store-');
+    writeModelDir(store, 'm', kMlp);
+    const s = await startCliServer('', { store });
+    try {
+      const url = s.url.replace(/\/$/, '');
+      assert.equal((await runScript('mme-client', ['--url', url, 'load', 'm', 'm'])).code, 0);
+      const scaled = await runScript('mme-client', ['--url', url, 'scale', 'm', '2']);
+      assert.equal(scaled.code, 0, scaled.stderr);
+      assert.match(scaled.stdout, /Workers scaled/);
+      assert.equal((await request(`${url}/models/m`)).body.workers.length, 2);
+      const bad = await runScript('mme-client', ['--url', url, 'scale', 'm', 'two']);
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, /^scale takes whole numbers of workers, e\.g\. scale m 2/);
     } finally {
       await s.stop();
     }
