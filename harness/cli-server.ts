@@ -112,3 +112,15 @@ export async function freePort(): Promise<number> {
   await new Promise((r) => srv.close(r));
   return port;
 }
+
+/** `node dist/src/main.js serve --mms-config FILE` (FILE holding `properties` as written) run to its exit, for start-up errors. */
+export function runCliToExit(properties: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const configFile = path.join(tempDir('mme-config-'), 'config.properties');
+  fs.writeFileSync(configFile, properties);
+  const child = spawn(process.execPath, [kMain, 'serve', '--mms-config', configFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+  return once(child, 'close').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+}

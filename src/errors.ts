@@ -5,7 +5,7 @@
  */
 export const ERRORS = {
   MME_ERR_BAD_REQUEST: { status: 400, type: 'BadRequestException', when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value' },
-  MME_ERR_INVALID_INPUT: { status: 400, type: 'BadRequestException', when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type' },
+  MME_ERR_INVALID_INPUT: { status: 400, type: 'BadRequestException', when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type; or a handler raised a 4xx (its status is kept)' },
   MME_ERR_INVALID_MODEL: { status: 400, type: 'InvalidModelException', when: 'the model artifact is unusable: no .onnx file, several without model.onnx, a bad archive or model-config.json, a file onnxruntime cannot load, a handler that fails to import' },
   MME_ERR_UNAUTHORIZED: { status: 401, type: 'UnauthorizedException', when: 'the management API needs a bearer token and the request has none or a wrong one' },
   MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException', when: 'the request was refused by a listener guard' },
@@ -24,7 +24,7 @@ export const ERRORS = {
   MME_ERR_WORKER_PROTOCOL: { status: 500, type: 'InternalServerException', when: 'the worker sent a malformed or oversized frame; it was stopped and is being replaced' },
   MME_ERR_LOAD_FAILED: { status: 500, type: 'InternalServerException', when: 'a worker exited while loading the model' },
   MME_ERR_LOAD_TIMEOUT: { status: 500, type: 'InternalServerException', when: 'a worker did not finish loading within model_load_timeout' },
-  MME_ERR_MODEL_ERROR: { status: 500, type: 'PredictionException', when: 'the model or its handler failed on this request (a handler may raise its own status)' },
+  MME_ERR_MODEL_ERROR: { status: 500, type: 'PredictionException', when: 'the model or its handler failed on this request (a handler may raise its own 5xx status)' },
   MME_ERR_RESPONSE_TOO_LARGE: { status: 500, type: 'InternalServerException', when: 'the response is over max_response_size' },
   MME_ERR_QUEUE_FULL: { status: 503, type: 'ServiceUnavailableException', when: "the model's job queue (job_queue_size) is full" },
   MME_ERR_NO_WORKER: { status: 503, type: 'ServiceUnavailableException', when: 'the model has no worker, or job tickets are on and every worker is busy' },

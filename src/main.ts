@@ -48,12 +48,35 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   await server.start();
-  const mode = config.modelCache ? 'self-managed cache (model_cache on)' : 'SageMaker mode (model_cache off: the platform loads and unloads)';
-  const budget = `${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
-  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${budget}, ${server.manager.list().length} models loaded`);
+  // The limits in effect, so that a limit that did not take (a typo'd key, a wrong file) shows here.
+  const limits = `max_loaded_models=${config.maxLoadedModels || 'no limit'}, ${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
+  const mode = config.modelCache
+    ? `self-managed cache (model_cache on: invokes load models of model_store by name, eviction_policy=${config.evictionPolicy}, ${limits})`
+    : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
+  const failed = server.startupFailures;
+  const failures = failed.length ? `, ${failed.length} failed (${failed.join(', ')}: see their lines above)` : '';
+  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`);
+}
+
+/** Listen errors a user causes and fixes: what to change, in one line (the stack says nothing to them). */
+const kListenProblems: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'is already in use, often by an earlier server still running',
+  EACCES: 'may not be used by this user (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'is not an address of this machine',
+};
+
+function startFailure(err: unknown): string {
+  if (isMmeError(err)) return err.message;
+  // Node's own listen error, or grpc-js's, which quotes Node's inside its message.
+  const listen = /listen (E[A-Z]+): .*? (\S+?)\]?$/.exec(String((err as Error)?.message));
+  const problem = listen ? kListenProblems[listen[1]!] : undefined;
+  if (problem !== undefined) {
+    return `cannot listen on ${listen![2]}: the address ${problem} (${listen![1]}); stop the other process, or move this server: SAGEMAKER_BIND_TO_PORT=<port> moves both APIs, or set inference_address / management_address (and grpc_inference_port) in config.properties`;
+  }
+  return (err as Error).stack ?? String(err);
 }
 
 main().catch((err) => {
-  process.stderr.write(`${isMmeError(err) ? err.message : (err as Error).stack ?? String(err)}\n`);
+  process.stderr.write(`${startFailure(err)}\n`);
   process.exit(1);
 });

@@ -36,6 +36,8 @@ export class MmeServer {
   readonly gateway: Gateway;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
+  /** load_models that failed to load at start-up (each logged with its reason). */
+  readonly startupFailures: string[] = [];
   /** The gRPC inference listener, when grpc_inference_port is set. */
   grpc: GrpcListener | null = null;
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
@@ -94,6 +96,7 @@ export class MmeServer {
 
   async #loadStartupModels(): Promise<void> {
     const { loadModels, modelStore } = this.config;
+    // Urls as written, relative to model_store like an API load's: modelUrl and the log read the same either way.
     let models: Array<{ name: string; url: string }>;
     if (loadModels === 'ALL') {
       if (!modelStore) {
@@ -102,16 +105,16 @@ export class MmeServer {
       }
       models = fs.readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
-        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: path.resolve(modelStore, d.name) }));
+        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: d.name }));
     } else {
-      // Absolute, so the manager does not resolve it against model_store a second time.
-      models = loadModels.map((m) => ({ name: m.name, url: path.isAbsolute(m.url) || !modelStore ? m.url : path.resolve(modelStore, m.url) }));
+      models = loadModels.map((m) => ({ name: m.name, url: m.url }));
     }
     await Promise.all(models.map(async (m) => {
       try {
         await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
-      } catch (err) {
-        this.#log(`[${m.name}] failed to load at start-up from ${m.url}: ${(err as Error).message}`);
+      } catch {
+        // The load has logged why; the ready line counts it.
+        this.startupFailures.push(m.name);
       }
     }));
   }

@@ -14,7 +14,7 @@ import { cpuMicros, descendantsOf } from '../../harness/process-probes';
 import { median } from '../../harness/statistics';
 import { tempDir } from '../../harness/test-server';
 import { keySpec } from '../../src/config/keys';
-import { printedHelp } from '../cli-flags';
+import { printedHelp, UsageError } from '../cli-flags';
 
 export interface BenchServer extends CliServer {
   /** The model store, removed once the server stops. */
@@ -97,7 +97,8 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
 export function runBench<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
   if (printedHelp(usage)) return;
   work().then(print, (err) => {
-    console.error(err);
+    // A UsageError is the user's to fix (a flag, a missing tool): its message says how; a stack would bury it.
+    console.error(err instanceof UsageError ? err.message : err);
     process.exit(1);
   });
 }

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { UsageError } from '../cli-flags';
 
 export const MODEL_KEY_CONF = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx', 'model-key.conf');
 
@@ -75,7 +76,7 @@ export function findNginx(): string | null {
 export function requireNginx(): string {
   const found = findNginx();
   if (found) return found;
-  throw new Error('nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again');
+  throw new UsageError('nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again');
 }
 
 /** `nginx -t` on a configuration: null when valid, else nginx's complaint. */

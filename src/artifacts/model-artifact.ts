@@ -68,9 +68,14 @@ function insideAny(p: string, roots: readonly string[]): boolean {
   return roots.some((root) => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
 }
 
-/** The roots are the server's own paths: the message names the key that sets them, not them. */
-function outsideRoots(url: string): MmeError {
-  return new MmeError('MME_ERR_BAD_REQUEST', `url ${quote(url)} is outside the model roots; put the model under one of them, or add its directory to model_roots`);
+/**
+ * The roots are the server's own paths: the answer names the key that sets them, not them; the
+ * cause (which the server log shows, the client never) lists the roots in effect.
+ */
+function outsideRoots(url: string, roots: readonly string[]): MmeError {
+  return new MmeError('MME_ERR_BAD_REQUEST',
+    `url ${quote(url)} is outside the model roots (config key model_roots; by default model_store and /opt/ml/models); give a url relative to model_store, put the model under a root, or add its directory to model_roots`,
+    { cause: new Error(`model roots in effect: ${roots.join(', ')}`) });
 }
 
 /**
@@ -84,7 +89,7 @@ async function locate(url: string, roots: readonly string[] | undefined, store: 
   if (underSystemRoot(resolved)) throw badUrl(url);
   // Checked on the path as written before anything is read, and again after links are followed.
   const realRoots = roots ? await Promise.all(roots.map((r) => realpath(r).catch(() => path.resolve(r)))) : null;
-  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url);
+  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url, roots!);
   let real: string;
   try {
     real = await realpath(resolved);
@@ -96,7 +101,7 @@ async function locate(url: string, roots: readonly string[] | undefined, store: 
     throw fsFailure(`reading ${quote(url)}`, err);
   }
   if (underSystemRoot(real)) throw badUrl(url);
-  if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url);
+  if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
   let st;
   try {
     st = await stat(real);

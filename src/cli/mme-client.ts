@@ -10,6 +10,7 @@
  *   node dist/src/cli/mme-client.js [--url URL] describe NAME
  *   node dist/src/cli/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
  *   node dist/src/cli/mme-client.js [--url URL] unload NAME
+ *   node dist/src/cli/mme-client.js [--url URL] scale NAME MIN [MAX]
  *   node dist/src/cli/mme-client.js [--url URL] ping
  *   node dist/src/cli/mme-client.js [--url URL] v2-infer NAME JSON|@FILE
  *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-infer NAME JSON|@FILE
@@ -29,6 +30,7 @@ const USAGE = `Usage: mme-client [--url URL] COMMAND
   describe NAME                  GET /models/NAME
   invoke NAME JSON|@FILE         POST /models/NAME/invoke  [--content-type TYPE] [--target-model T]
   unload NAME                    DELETE /models/NAME
+  scale NAME MIN [MAX]           PUT /models/NAME?min_worker=MIN&max_worker=MAX&synchronous=true (answers once scaled)
   ping                           GET /ping
   v2-infer NAME JSON|@FILE       POST /v2/models/NAME/infer (Open Inference Protocol v2 JSON)
   grpc-infer NAME JSON|@FILE     KServe gRPC ModelInfer of a v2 JSON request, tensors in raw contents
@@ -165,6 +167,12 @@ async function main(): Promise<void> {
     case 'unload': {
       const [model] = need(words, 1, 'NAME');
       out = await call('DELETE', `${url}/models/${name(model!)}`);
+      break;
+    }
+    case 'scale': {
+      const [model, min, max = min] = words.length === 3 ? need(words, 2, 'NAME MIN [MAX]') : need(words, 3, 'NAME MIN [MAX]');
+      if (![min, max].every((n) => /^\d+$/.test(n!))) throw new UsageError(`scale takes whole numbers of workers, e.g. scale ${model} 2`);
+      out = await call('PUT', `${url}/models/${name(model!)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
       break;
     }
     case 'ping':

@@ -317,6 +317,10 @@ export const KEYS = [
     name: 'grpc_inference_port', kind: 'string', default: null, example: '7070',
     doc: 'Port of the gRPC inference listener (TorchServe uses 7070; 0 = any free port); unset = no gRPC listener. max_request_size bounds each request message.',
   },
+  {
+    name: 'allow_unknown_keys', kind: 'bool', default: 'false',
+    doc: 'false = a key this server does not know stops start-up, naming the key it probably meant; true = such keys are logged at start-up and otherwise ignored, for config.properties files shared with MMS or TorchServe (vmargs, number_of_netty_threads, ...).',
+  },
 ] as const satisfies readonly KeySpec[];
 
 export type KeyName = (typeof KEYS)[number]['name'];
@@ -326,6 +330,30 @@ const kByName: ReadonlyMap<string, KeySpec> = new Map(KEYS.map((k) => [k.name, k
 
 export function keySpec(name: string): KeySpec | undefined {
   return kByName.get(name);
+}
+
+/** The known key nearest to `name` by edit distance, if it is close enough to be a typo of it. */
+export function nearestKey(name: string): KeyName | null {
+  let best: { name: KeyName; distance: number } | null = null;
+  for (const { name: known } of KEYS) {
+    const distance = editDistance(name.toLowerCase(), known);
+    if (best === null || distance < best.distance) best = { name: known, distance };
+  }
+  // A third of the name, at least 2: close enough for a typo, too far for an unrelated key.
+  return best !== null && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? best.name : null;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions of one character each count 1. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** The environment variable that overrides a key when enable_envvars_config=true (MMS naming). */

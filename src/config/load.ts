@@ -20,13 +20,36 @@ export function loadConfig(env: Env = process.env, argv: readonly string[] = pro
   const args = parseArgs(argv);
   const { file, namedBy } = chooseFile(env, args.mmsConfig, cwd);
   const fileText = readIfPresent(file, namedBy);
-  return resolveConfig({
+  const config = resolveConfig({
     fileText,
     configFile: fileText === null ? null : file,
     env,
     argv: args,
     cpuCount: os.availableParallelism(),
   });
+  checkModelStore(config, cwd);
+  return config;
+}
+
+/**
+ * A missing model_store otherwise shows up late and far from its cause: a raw scandir stack after
+ * "listening" (load_models=ALL), or a 404 for every invoke. Under SageMaker (SAGEMAKER_MULTI_MODEL)
+ * the platform owns the directory and passes absolute urls, so there it is not checked.
+ */
+function checkModelStore(config: ServerConfig, cwd: string): void {
+  if (config.modelStore === null || config.multiModel) return;
+  const dir = path.resolve(cwd, config.modelStore);
+  let problem: string | null = null;
+  try {
+    if (!fs.statSync(dir).isDirectory()) problem = 'is not a directory';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problem = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+  }
+  if (problem !== null) {
+    const relative = dir === config.modelStore ? '' : ` (${config.modelStore} from ${cwd})`;
+    throw new MmeError('MME_ERR_CONFIG', `config key model_store: ${dir}${relative} ${problem}; create it, or point model_store (or --model-store) at the directory that holds your model folders`);
+  }
 }
 
 /** `namedBy` is null for the implicit ./config.properties, which may be absent. */

@@ -8,7 +8,7 @@ import { MmeError } from '../errors';
 import { kLogFormats, kLogLevels } from '../logger';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
-import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, type KeyName, type KindOf } from './keys';
+import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, nearestKey, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
 import { repositoryConfig } from './repository';
 import type { ListenAddress, ServerConfig } from './types';
@@ -39,6 +39,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     const spec = keySpec(name)!;
     return readValue(spec, settings.get(name) ?? { value: spec.default ?? '', from: null }) as KindValue[KindOf<N>];
   };
+  if (unknownKeys.length > 0 && !read('allow_unknown_keys')) throw unknownKeysError(unknownKeys, input.configFile);
 
   const { inferenceAddress, managementAddress } = applyBindToPort(read('inference_address'), read('management_address'), input.env);
   if (portClash(inferenceAddress, managementAddress)) {
@@ -240,6 +241,16 @@ function collectSettings(input: ResolveInput): { settings: Map<string, Setting>;
     }
   }
   return { settings, unknownKeys: [...file.keys()].filter((key) => keySpec(key) === undefined) };
+}
+
+/** A typo'd key would otherwise leave its setting at the default without a word (max_loaded_model=2: no limit). */
+function unknownKeysError(unknownKeys: readonly string[], configFile: string | null): MmeError {
+  const described = unknownKeys.map((key) => {
+    const meant = nearestKey(key);
+    return `${key.slice(0, 100)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
+  });
+  return new MmeError('MME_ERR_CONFIG',
+    `unknown config key${unknownKeys.length > 1 ? 's' : ''} in ${configFile ?? 'the config file'}: ${described.join(', ')}; fix the name, or set allow_unknown_keys=true to keep keys meant for other servers (they are then logged and ignored)`);
 }
 
 /** Replaces every $$VAR$$ with the variable's value (literally: no `$` tricks as in Java's appendReplacement). */

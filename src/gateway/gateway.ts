@@ -115,6 +115,7 @@ export class Invocation {
       modelMicros: r?.modelMicros ?? 0,
       queueMicros: r?.queueMicros ?? 0,
       batchSize: r?.batchSize ?? 0,
+      loadWaitMicros: r?.loadWaitMicros,
     });
   }
 }

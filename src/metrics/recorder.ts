@@ -27,6 +27,8 @@ export interface InvocationEvent {
   readonly queueMicros: number;
   /** Requests in the batch it ran in; 0 = it never ran (404, queue full, timeout in the queue). */
   readonly batchSize: number;
+  /** Time it waited for an on-demand load, µs: ModelLoadingWaitTime's, so not overhead. */
+  readonly loadWaitMicros?: number;
 }
 
 export interface RecorderParts {
@@ -86,7 +88,7 @@ export class MetricsRecorder {
       // A request that never ran has no model time; zeros would drag the latency statistics down.
       if (e.batchSize > 0) {
         this.#add(M.ModelLatency, m, e.modelMicros);
-        this.#add(M.OverheadLatency, m, Math.max(0, e.totalMicros - e.modelMicros));
+        this.#add(M.OverheadLatency, m, Math.max(0, e.totalMicros - e.modelMicros - (e.loadWaitMicros ?? 0)));
         this.#add(M.QueueTime, m, e.queueMicros);
         this.#add(M.BatchSize, m, e.batchSize);
       }

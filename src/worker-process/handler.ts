@@ -41,6 +41,8 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       try {
         if (mod.initialize) await mod.initialize(ctx);
       } catch (err) {
+        const at = handlerPath && err instanceof Error ? sourcePosition(err, path.resolve(modelDir, handlerPath), modelDir) : null;
+        if (at !== null) (err as Error).message += ` (at ${at})`;
         throw withoutRequireStack(err);
       }
     },
@@ -83,6 +85,30 @@ function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
     // First line only: Node appends a require stack of server paths the client must not see.
     const e = err as NodeJS.ErrnoException;
     const reason = e.code === 'MODULE_NOT_FOUND' && e.message.includes(file) ? 'the file does not exist in the model directory' : String(e.message).split('\n')[0];
-    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${reason}`);
+    const at = err instanceof Error ? sourcePosition(err, file, modelDir) : null;
+    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${reason}${at === null ? '' : ` (at ${at})`}`);
   }
+}
+
+/**
+ * Where in the handler's own source `err` arose, as model-directory-relative file:line:column, so
+ * that "Unexpected token ';'" points at the line to fix; null when no frame is in that file.
+ * A SyntaxError from require has no frame there: V8 puts "file:line", the source line and a caret
+ * under the column at the top of its stack instead.
+ */
+function sourcePosition(err: Error, file: string, modelDir: string): string | null {
+  const stack = String(err.stack);
+  const relative = path.relative(modelDir, file);
+  const lines = stack.split('\n');
+  const head = lines[0]!.startsWith(`${file}:`) ? lines[0]!.slice(file.length + 1) : '';
+  if (err instanceof SyntaxError && /^\d+$/.test(head)) {
+    const caret = lines[2]?.indexOf('^') ?? -1;
+    return `${relative}:${head}${caret >= 0 ? `:${caret + 1}` : ''}`;
+  }
+  for (const line of lines) {
+    const i = line.indexOf(`${file}:`);
+    const m = i < 0 ? null : /^:(\d+):(\d+)/.exec(line.slice(i + file.length));
+    if (m) return `${relative}:${m[1]}:${m[2]}`;
+  }
+  return null;
 }

@@ -192,11 +192,14 @@ function describeThrown(value: unknown): string {
   return String(value);
 }
 
-/** A handler-raised status is kept; memory errors are 507; anything else is 500 with its message. */
+/**
+ * A handler-raised status is kept: a 4xx is the client's mistake (MME_ERR_INVALID_INPUT, as the
+ * server's own input errors), a 5xx the model's; memory errors are 507; anything else is 500.
+ */
 function requestError(err: Error): MmeError {
   if (isMmeError(err)) return err;
-  const status = (err as { status?: number }).status;
-  if (status !== undefined && Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError('MME_ERR_MODEL_ERROR', err.message, { status });
+  const status = Number((err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode);
+  if (Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
   if (looksLikeOutOfMemory(err.message) || err instanceof RangeError && /allocation|memory/i.test(err.message)) {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
   }

@@ -87,10 +87,10 @@ describe('loadConfig (file lookup)', () => {
 
   it('passes environment and command line through to resolution', () => {
     write('cwd/config.properties', 'inference_address=http://0.0.0.0:$$PORT_FOR_TEST$$\nmanagement_address=http://0.0.0.0:8081');
-    const config = loadConfig({ PORT_FOR_TEST: '8080', SAGEMAKER_BIND_TO_PORT: '9000' }, ['serve', '--model-store', '/m'], cwd);
+    const config = loadConfig({ PORT_FOR_TEST: '8080', SAGEMAKER_BIND_TO_PORT: '9000' }, ['serve', '--model-store', cwd], cwd);
     assert.equal(config.inferenceAddress.port, 9000);
     assert.equal(config.sharedListener, true);
-    assert.equal(config.modelStore, '/m');
+    assert.equal(config.modelStore, cwd);
   });
 
   it('reports errors in the file with its path', () => {

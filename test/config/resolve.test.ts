@@ -259,8 +259,8 @@ describe('resolveConfig', () => {
       assert.equal(config.blacklistEnvVars, null);
     });
 
-    it('collects unknown keys in file order without failing', () => {
-      const config = resolve('async_logging=true\njob_queue_size=5\nvmargs=-Xmx1g\nnumber_of_netty_threads=4');
+    it('with allow_unknown_keys=true, collects unknown keys in file order without failing (MMS files carry keys of other servers)', () => {
+      const config = resolve('async_logging=true\njob_queue_size=5\nvmargs=-Xmx1g\nnumber_of_netty_threads=4\nallow_unknown_keys=true');
       assert.deepEqual(config.unknownKeys, ['async_logging', 'vmargs', 'number_of_netty_threads']);
       assert.equal(config.jobQueueSize, 5);
     });
@@ -316,7 +316,7 @@ describe('resolveConfig', () => {
 
   describe('$$VAR$$ substitution', () => {
     it('replaces every placeholder in every value from the environment', () => {
-      const config = resolve('inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$',
+      const config = resolve('inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$\nallow_unknown_keys=true',
         { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/opt/ml', VM: '-Xmx1g' });
       assert.deepEqual(config.inferenceAddress, tcp('http://0.0.0.0:9090', 'http', '0.0.0.0', 9090));
       assert.equal(config.modelStore, '/opt/ml/models');
@@ -572,7 +572,7 @@ describe('resolveConfig', () => {
 
   describe('result', () => {
     it('is deeply frozen', () => {
-      const config = resolve('load_models=a=/a\nblacklist_env_vars=X.*\nasync_logging=true');
+      const config = resolve('load_models=a=/a\nblacklist_env_vars=X.*\nasync_logging=true\nallow_unknown_keys=true');
       const unfrozen: string[] = [];
       const visit = (value: unknown, where: string): void => {
         if (typeof value !== 'object' || value === null) return;

@@ -107,7 +107,8 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const pod = deployment.spec.template.spec;
     const [c] = pod.containers;
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
-    assert.match(env.MMS_MODEL_REPOSITORY, /^s3:\/\/[a-z0-9.-]+\//);
+    // Set from settings.env by kustomization.yaml's replacements (test/deploy/settings.test.ts).
+    assert.match(env.MMS_MODEL_REPOSITORY, /settings\.env/);
     const mount = c.volumeMounts.find((m: Doc) => m.mountPath === env.MMS_MODEL_CACHE_DIR);
     assert.ok(mount, 'the disk cache is a mounted volume');
     const volume = pod.volumes.find((v: Doc) => v.name === mount.name);
@@ -116,7 +117,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.ok(pod.volumes.every((v: Doc) => !v.persistentVolumeClaim));
     const [account] = ofKind('ServiceAccount');
     assert.equal(pod.serviceAccountName, account.metadata.name);
-    assert.match(account.metadata.annotations['eks.amazonaws.com/role-arn'], /^arn:aws:iam::\d{12}:role\//, 'IRSA: the role the SDK default chain assumes');
+    assert.match(account.metadata.annotations['eks.amazonaws.com/role-arn'], /settings\.env/, 'IRSA: the role the SDK default chain assumes, from settings.env');
   });
 
   it('Services, HPA and Ingress point at the StatefulSet, whose pods the headless Service names; the Ingress hashes on the model name', () => {

@@ -20,6 +20,7 @@ import { freePort } from '../../harness/cli-server';
 import { request, type JsonResponse } from '../../harness/http-requests';
 import { skipBecause } from '../helpers/skip';
 import { assertRowsClose } from '../helpers/assert-close';
+import { codeBlocks, makeIrisExample } from '../helpers/docs-examples';
 
 const kRepoRoot = path.resolve(__dirname, '..', '..', '..');
 const kBaseImage = 'docker.io/library/node:24-bookworm-slim';
@@ -117,6 +118,9 @@ describe('docker image (podman)', function () {
     fs.chmodSync(modelRoot, 0o755);
     writeModelDir(modelRoot, 'mlp', mlpModel(kMlp));
     writeModelDir(modelRoot, 'slow', mlpModel(kMlp), { 'handler.js': behaviourHandler });
+    // docs/handlers.md's example, made as the page says: it must work with the image's decode_input_request=false.
+    const iris = path.join(await makeIrisExample(fs.mkdtempSync(path.join(os.tmpdir(), 'mme-image-iris-'))), 'iris');
+    fs.cpSync(iris, path.join(modelRoot, 'iris'), { recursive: true });
 
     const t0 = Date.now();
     const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '--build-arg', `NODE_IMAGE=${kBaseImage}`, '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
@@ -297,6 +301,14 @@ describe('docker image (podman)', function () {
       const invoke = await http(`${base}/models/mlp/invoke`, { method: 'POST', json: rows, timeoutMs: 50_000 });
       assert.equal(invoke.status, 200, invoke.text);
       assertRowsClose(invoke.body, mlpForward(kMlp, rows));
+    });
+
+    it("answers docs/handlers.md's iris example as the page shows (the image's decode_input_request=false)", async function () {
+      this.timeout(60_000);
+      const body = /-d '(\{.*\})'/.exec(codeBlocks('docs/handlers.md', 'sh')[1]!)![1]!;
+      const answer = await http(`${base}/models/iris/invoke`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, timeoutMs: 50_000 });
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.label, 'setosa');
     });
 
     it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {

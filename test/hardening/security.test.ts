@@ -354,7 +354,8 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'm', addModel());
     const properties = [
-      // A typo is reported at start-up, not fatal: MMS files carry keys of other servers (vmargs, netty_*).
+      // With allow_unknown_keys=true an unknown key is reported at start-up, not fatal: MMS files carry keys of other servers (vmargs, netty_*).
+      'allow_unknown_keys=true',
       'job_queue_sise=5',
       'job_queue_size=1\\',
       '    2',
@@ -420,7 +421,7 @@ describe('hardening: error hygiene', () => {
     assertHygienic(await invoke(t, 'add', { inputs: { x: [[1, 2, 3]] } }), 400, 'MME_ERR_INVALID_INPUT', 'a wrong input shape');
     assertHygienic(await invoke(t, 'faulty', { badHeader: true }), 500, 'MME_ERR_MODEL_ERROR', 'a handler setting a header value with CR LF');
     assertHygienic(await invoke(t, 'faulty', { throwString: true }), 500, 'MME_ERR_MODEL_ERROR', 'a handler throwing a string');
-    assertHygienic(await invoke(t, 'faulty', { throwObject: true }), 429, 'MME_ERR_MODEL_ERROR', 'a handler throwing an object with a status');
+    assertHygienic(await invoke(t, 'faulty', { throwObject: true }), 429, 'MME_ERR_INVALID_INPUT', 'a handler throwing an object with a status');
     assertHygienic(await loadModel(t, 'broken', writeModelDir(t.store, 'broken', addModel(), { 'handler.js': "require('./missing-module');" })), 400, 'MME_ERR_INVALID_MODEL', 'a handler that fails to import');
 
     // Control characters cannot travel in a header value (Node's parser refuses them), but tabs,

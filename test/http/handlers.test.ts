@@ -148,6 +148,9 @@ describe('custom handlers', () => {
       const res = await request(`${t.url}/models/faulty/invoke`, { method: 'POST', body: 'status' });
       assert.equal(res.status, 422);
       assert.equal(res.body.message, 'no such customer');
+      // A 4xx is the client's mistake: not PredictionException, which the error table lists under 500.
+      assert.equal(res.body.errorCode, 'MME_ERR_INVALID_INPUT');
+      assert.equal(res.body.type, 'BadRequestException');
     });
 
     it('answers 507 for a memory error', async () => {

@@ -122,7 +122,7 @@ describe('lifecycle regressions (real processes)', () => {
     assert.equal(ok.body.requestId, ok.headers.get('x-request-id'));
     const failed = await invoke(t, 'ids', { fail: 'nope', status: 422 });
     const id = failed.headers.get('x-request-id')!;
-    assert.ok(t.logs.some((l) => l.includes(`request ${id} POST /models/:name/invoke: 422 MME_ERR_MODEL_ERROR`)), t.logs.join('\n'));
+    assert.ok(t.logs.some((l) => l.includes(`request ${id} POST /models/:name/invoke: 422 MME_ERR_INVALID_INPUT`)), t.logs.join('\n'));
     assert.ok(t.logs.some((l) => l.startsWith('ACCESS /') && l.includes('"POST /models/ids/invoke HTTP/1.1" 422') && l.endsWith(`request-id=${id}`)), t.logs.join('\n'));
   });
 

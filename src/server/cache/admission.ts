@@ -51,8 +51,8 @@ export interface AdmissionDeps<Entry extends Resident> {
   current(name: string): Entry | undefined;
   /** The name's lock if free now. */
   tryLock(name: string): (() => void) | null;
-  /** Drains and stops `entry` (its lock is held). */
-  evict(entry: Entry): Promise<void>;
+  /** Drains and stops `entry` (its lock is held); `why` says what it made room for and why this one, for the log. */
+  evict(entry: Entry, why: string): Promise<void>;
 }
 
 
@@ -85,8 +85,11 @@ export class Admission<Entry extends Resident> {
         if (fits() || !this.deps.evicts || abort.aborted) break;
         const victim = this.#nextVictim(entry.name);
         if (!victim) break;
+        const full = maxLoadedModels > 0 && count >= maxLoadedModels
+          ? `max_loaded_models=${maxLoadedModels} are loaded`
+          : `it needs about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
         try {
-          await this.deps.evict(victim.entry);
+          await this.deps.evict(victim.entry, `to make room for ${entry.name} (${full}): ${victim.why}`);
         } finally {
           victim.release();
         }
@@ -100,13 +103,13 @@ export class Admission<Entry extends Resident> {
   }
 
   /** The best victim now, idle before busy, with its lock held; never the loading name, never one in transition. */
-  #nextVictim(loading: string): { entry: Entry; release: () => void } | null {
+  #nextVictim(loading: string): { entry: Entry; release: () => void; why: string } | null {
     const order = this.deps.policy.victims(this.deps.clock.now()).filter((n) => n !== loading);
     const ready = order.map((n) => this.deps.current(n)).filter((e): e is Entry => e?.phase === 'ready');
     for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
       const release = this.deps.tryLock(e.name);
       if (!release) continue;
-      if (this.deps.current(e.name) === e && e.phase === 'ready') return { entry: e, release };
+      if (this.deps.current(e.name) === e && e.phase === 'ready') return { entry: e, release, why: this.#why(e, order) };
       release();
     }
     return null;
@@ -126,6 +129,14 @@ export class Admission<Entry extends Resident> {
       if (e.serving || e.phase === 'loading') count++;
     }
     return stays + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+  }
+
+  /** Why the policy's order put `victim` here: an eviction that surprises (the busiest model) can be read from the log. */
+  #why(victim: Entry, order: readonly string[]): string {
+    const rank = order.indexOf(victim.name) + 1;
+    const shown = order.slice(0, 5).join(', ') + (order.length > 5 ? `, … (${order.length})` : '');
+    const busy = victim.active > 0 ? ', busy: every model before it was busy or changing' : ', idle';
+    return `eviction_policy=${this.deps.policy.name} ranks it ${rank} of ${order.length}${busy}; eviction order ${shown}`;
   }
 
   #noRoom(entry: Entry, needBytes: number, used: number, count: number, purpose: Purpose, evictionWouldHelp = true): MmeError {

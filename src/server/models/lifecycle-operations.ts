@@ -79,7 +79,7 @@ export class LifecycleOperations {
       fixedBytes: () => deps.workers.hostBaseBytes,
       current: (name) => registry.current(name),
       tryLock: (name) => this.#locks.tryAcquire(name),
-      evict: (entry) => this.#evict(entry),
+      evict: (entry, why) => this.#evict(entry, why),
     });
   }
 
@@ -93,7 +93,8 @@ export class LifecycleOperations {
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
     if (req.synchronous === false) {
-      work.catch((err: MmeError) => this.deps.log(`[${name}] asynchronous load failed: ${err.message}`));
+      // #loadFailure has logged why; nobody else is waiting for this answer.
+      work.catch(() => {});
       return 'accepted';
     }
     await work;
@@ -144,7 +145,7 @@ export class LifecycleOperations {
       const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}` : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
-      const err = this.#loadFailure(entry, thrown);
+      const err = this.#loadFailure(entry, req, thrown);
       entry.loadFailed(err);
       events.loadFailed();
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
@@ -159,12 +160,18 @@ export class LifecycleOperations {
     }
   }
 
-  /** What a load's callers are told: an abort's reason, or the failure with server paths hidden. */
-  #loadFailure(entry: Registration, thrown: unknown): MmeError {
+  /**
+   * What a load's callers are told: an abort's reason, or the failure with server paths hidden.
+   * Logged here, once for every kind of load, with its reason: on SageMaker the platform sends
+   * POST /models, so the server log (CloudWatch Logs) is the only place a user can read why.
+   */
+  #loadFailure(entry: Registration, req: LoadRequest, thrown: unknown): MmeError {
     const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
     const err = entry.artifact?.hidePaths(reason) ?? reason;
+    const kind = entry.onDemand ? 'on-demand load' : entry.loadedAtStartup ? 'start-up load' : 'load';
+    const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+    this.deps.log(`[${entry.name}] ${kind} from ${req.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : (err as Error)?.stack ?? String(err)}`);
     if (isMmeError(err)) return err;
-    this.deps.log(`[${entry.name}] load failed: ${(err as Error)?.stack ?? String(err)}`);
     return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
   }
 
@@ -180,7 +187,7 @@ export class LifecycleOperations {
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
-  async #evict(entry: Registration): Promise<void> {
+  async #evict(entry: Registration, why: string): Promise<void> {
     const { name } = entry;
     const { config, log } = this.deps;
     const model = entry.model!;
@@ -194,7 +201,7 @@ export class LifecycleOperations {
     entry.to('stopping');
     await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`));
     this.deps.events.evicted(name, idleMs, Math.round((performance.now() - t0) * 1000));
-    log(`[${name}] evicted (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
+    log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
   /**

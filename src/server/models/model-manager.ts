@@ -71,7 +71,7 @@ export class ModelManager {
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({
-      config, registry, policy, events, log, repository, clock,
+      config, registry, policy, events, repository, clock,
       closing: () => this.#ops.closing,
       startLoad: (name, url) => this.#ops.startLoad(name, { modelName: name, url }, true),
     });
@@ -131,15 +131,17 @@ export class ModelManager {
     return this.#onDemand.knows(name);
   }
 
-  acquire(name: string): Promise<Registration> {
-    return this.#onDemand.acquire(name);
+  acquire(name: string, wait?: { micros: number }): Promise<Registration> {
+    return this.#onDemand.acquire(name, wait);
   }
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
   async invoke(name: string, request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
-    const entry = await this.acquire(name);
+    const wait = { micros: 0 };
+    const entry = await this.acquire(name, wait);
     try {
-      return await entry.model!.submit(request, opts);
+      const result = await entry.model!.submit(request, opts);
+      return wait.micros === 0 ? result : { ...result, loadWaitMicros: wait.micros };
     } catch (err) {
       // A handler's error can name a file in the model's directory: shown as the url the client sent, as at load.
       throw entry.artifact?.hidePaths(err) ?? err;

@@ -31,7 +31,6 @@ export interface OnDemandDeps {
   closing(): boolean;
   /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
   startLoad(name: string, url: string): Promise<void>;
-  log(line: string): void;
   /** What the negative cache's expiry, the policy's time and load_wait_timeout run on: the server's clock. */
   clock: Clock;
 }
@@ -80,7 +79,7 @@ export class OnDemandLoader {
    * (single-flight: concurrent invokes share one load). A request that waited for a load that
    * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
    */
-  async acquire(name: string): Promise<Registration> {
+  async acquire(name: string, wait?: { micros: number }): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.serving) {
@@ -92,15 +91,15 @@ export class OnDemandLoader {
     if (this.deps.closing()) throw shuttingDown();
     if (!first && !config.modelCache) throw modelNotFound(name);
     checkModelName(name);
-    events.lookup(name, false);
     const t0 = performance.now();
+    let missed = false;
     const boundMs = config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
     const deadline = this.deps.clock.now() + boundMs;
     for (;;) {
       const e = registry.current(name);
       if (e?.serving) {
         // No touch: the policy counts the load itself as the first use.
-        this.#recordWait(name, t0);
+        this.#recordWait(name, t0, wait);
         e.hold();
         return e;
       }
@@ -110,11 +109,16 @@ export class OnDemandLoader {
         continue;
       }
       if (e.phase !== 'loading' && !config.modelCache) throw modelNotFound(name);
+      // A miss is an invoke that waits for a load, counted once; a name nobody has (404) is none.
+      if (!missed) {
+        missed = true;
+        events.lookup(name, false);
+      }
       // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
       const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
       const outcome = await within(settled, deadline - this.deps.clock.now(), 'timeout' as const, this.deps.clock);
       if (outcome === 'timeout') {
-        this.#recordWait(name, t0);
+        this.#recordWait(name, t0, wait);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
         throw new MmeError('MME_ERR_MODEL_LOADING', `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`, { headers: { 'Retry-After': String(retryAfter) } });
       }
@@ -122,8 +126,11 @@ export class OnDemandLoader {
     }
   }
 
-  #recordWait(name: string, t0: number): void {
-    this.deps.events.waited(name, Math.round((performance.now() - t0) * 1000));
+  /** `wait`, the caller's, gets the same figure: its request's overhead leaves it out. */
+  #recordWait(name: string, t0: number, wait: { micros: number } | undefined): void {
+    const micros = Math.round((performance.now() - t0) * 1000);
+    if (wait) wait.micros = micros;
+    this.deps.events.waited(name, micros);
   }
 
   /**
@@ -139,7 +146,8 @@ export class OnDemandLoader {
     }
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
     if (!url) return false;
-    this.deps.startLoad(name, url).catch((err: MmeError) => this.deps.log(`[${name}] on-demand load from ${url} failed: ${err.message}`));
+    // The load logs its own failure; the invokes waiting for it get the error from the registration.
+    this.deps.startLoad(name, url).catch(() => {});
     return true;
   }
 

@@ -1,0 +1,74 @@
+/**
+ * docs/first-model.md as written: every `sh` block, in page order, run through bash from a copy of
+ * the repository's model store (so the page's mkdir and handler.js land in a scratch directory),
+ * against `npm start`'s configuration on free ports; each `# {…}` line is compared with the answer
+ * of the command above it. The page's `shell` blocks (image, SageMaker) are not run here.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startCli, type CliServer } from '../../harness/cli-server';
+import { bash, codeBlocks, kRepoRoot } from '../helpers/docs-examples';
+import { waitFor } from '../../harness/process-probes';
+import { request } from '../../harness/http-requests';
+import { tempDir } from '../../harness/test-server';
+
+/** The page's commands (continuation lines joined, here-documents kept whole) with the output shown under each. */
+function pageCommands(): Array<{ command: string; shown: string | null }> {
+  const commands: Array<{ command: string; shown: string | null }> = [];
+  for (const block of codeBlocks('docs/first-model.md', 'sh')) {
+    const lines = block.replace(/\\\n/g, '').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (line.trim() === '') continue;
+      if (line.startsWith('# ')) {
+        const last = commands.at(-1);
+        if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
+        continue;
+      }
+      const heredoc = /<<'(\w+)'$/.exec(line);
+      if (!heredoc) {
+        commands.push({ command: line, shown: null });
+        continue;
+      }
+      const end = lines.indexOf(heredoc[1]!, i + 1);
+      commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
+      i = end;
+    }
+  }
+  return commands;
+}
+
+describe('docs/first-model.md (npm start\'s configuration, every sh block as written)', () => {
+  let s: CliServer;
+  let root: string;
+  after(() => s?.stop());
+
+  before(async () => {
+    root = tempDir('mme-first-model-');
+    fs.cpSync(path.join(kRepoRoot, 'model-store', 'mlp'), path.join(root, 'model-store', 'mlp'), { recursive: true });
+    const config = fs.readFileSync(path.join(kRepoRoot, 'config.properties'), 'utf8').replace(/:8080\b/g, ':0').replace(/^grpc_inference_port=7070$/m, 'grpc_inference_port=0');
+    fs.writeFileSync(path.join(root, 'config.properties'), config);
+    // From the scratch root, as `npm start` runs from the repository root: the relative model_store is its model-store/.
+    s = await startCli(['--mms-config', path.join(root, 'config.properties')], { cwd: root });
+    await waitFor(async () => (await request(`${s.url}/models`)).body.models.length === 1, 'the start-up model mlp');
+  });
+
+  it('answers every command of the page as it shows', async function () {
+    this.timeout(180_000);
+    const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
+    assert.ok(grpc, s.lines.join('\n'));
+    const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
+    const commands = pageCommands();
+    assert.ok(commands.length >= 12, `the page has its commands (found ${commands.length})`);
+    for (const { command, shown } of commands) {
+      const line = command.replaceAll('127.0.0.1:8080', http).replaceAll('127.0.0.1:7070', grpc!)
+        .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/scripts/mme-client.js')}`)
+        .replace(/^curl /, 'curl -sS --fail-with-body ');
+      const run = await bash(line, root);
+      assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
+      if (shown !== null) assert.deepEqual(JSON.parse(run.stdout), JSON.parse(shown), command);
+    }
+    assert.match(fs.readFileSync(path.join(root, 'model-store', 'mymodel', 'handler.js'), 'utf8'), /exports\.postprocess/);
+  });
+});

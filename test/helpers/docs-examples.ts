@@ -1,0 +1,40 @@
+/** The examples of the docs pages, taken from the page as a user copies them, so a test runs what the page shows. */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+// Compiled to dist/test/helpers/, so the repo root is three levels up.
+export const kRepoRoot = path.resolve(__dirname, '../../..');
+
+/** The fenced blocks of `lang` in a docs page (path relative to the repository root), in page order. */
+export function codeBlocks(page: string, lang: string): string[] {
+  const text = fs.readFileSync(path.join(kRepoRoot, page), 'utf8');
+  return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!);
+}
+
+/** `bash -c command` in `cwd`; never rejects. */
+export function bash(command: string, cwd: string, env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', command], { cwd, timeout: 120_000, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * docs/handlers.md's `iris` example made as the page says, in `dir` standing for the repository
+ * root: its first sh block run there (it copies model-store/mlp, which is copied in first), its
+ * first js block saved as model-store/iris/handler.js. Returns dir/model-store.
+ */
+export async function makeIrisExample(dir: string): Promise<string> {
+  const store = path.join(dir, 'model-store');
+  fs.cpSync(path.join(kRepoRoot, 'model-store', 'mlp'), path.join(store, 'mlp'), { recursive: true });
+  const [setup] = codeBlocks('docs/handlers.md', 'sh');
+  const [handler] = codeBlocks('docs/handlers.md', 'js');
+  assert.ok(setup?.includes('model-store/iris') && handler?.includes('exports.preprocess'), 'docs/handlers.md still has the iris example');
+  const run = await bash(setup, dir);
+  assert.equal(run.code, 0, run.stderr);
+  fs.writeFileSync(path.join(store, 'iris', 'handler.js'), handler);
+  return store;
+}
