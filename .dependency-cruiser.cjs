@@ -12,7 +12,7 @@ module.exports = {
   forbidden: [
     {
       name: 'no-file-cycle',
-      comment: 'A cycle between files: one of them does the other\'s job, or both share one that belongs in a third.',
+      comment: "A cycle between files: one of them does the other's job, or both share one that belongs in a third.",
       severity: 'error',
       from: {},
       to: { circular: true },
@@ -27,7 +27,8 @@ module.exports = {
     },
     {
       name: 'worker-process-is-alone',
-      comment: 'The worker process runs models, never the server: it may use the protocol, the shared OIP code, errors and utilities, nothing of the server, HTTP or gRPC, even through another module.',
+      comment:
+        'The worker process runs models, never the server: it may use the protocol, the shared OIP code, errors and utilities, nothing of the server, HTTP or gRPC, even through another module.',
       severity: 'error',
       from: { path: '^src/worker-process/' },
       to: { path: '^src/(server|http|grpc)/', reachable: true },
@@ -50,12 +51,24 @@ module.exports = {
       from: { path: '^src/(http|grpc)/' },
       to: { path: '^src/(http|grpc)/', pathNot: '^src/$1/' },
     },
-    below('gateway-is-below-the-doors', 'The gateway knows no transport: a door translates its requests into the gateway\'s and back.',
-      '^src/gateway/', '^src/(http|grpc)/'),
-    below('server-is-below-the-gateway', 'The server core (models, workers, hosts, processes, jobs, cache) knows nothing of how requests arrive.',
-      '^src/server/', '^src/(gateway|http|grpc)/'),
-    below('shared-pieces-are-below-the-server', 'Protocol, OIP codecs, errors, utilities, config, metrics, logging, artifacts and the repository serve every layer and import none above them.',
-      '^src/(protocol|oip|util|config|metrics|artifacts|repository)/|^src/(errors|logger|unhandled-rejection|model-types)\\.ts$', '^src/(server|gateway|http|grpc)/'),
+    below(
+      'gateway-is-below-the-doors',
+      "The gateway knows no transport: a door translates its requests into the gateway's and back.",
+      '^src/gateway/',
+      '^src/(http|grpc)/',
+    ),
+    below(
+      'server-is-below-the-gateway',
+      'The server core (models, workers, hosts, processes, jobs, cache) knows nothing of how requests arrive.',
+      '^src/server/',
+      '^src/(gateway|http|grpc)/',
+    ),
+    below(
+      'shared-pieces-are-below-the-server',
+      'Protocol, OIP codecs, errors, utilities, config, metrics, logging, artifacts and the repository serve every layer and import none above them.',
+      '^src/(protocol|oip|util|config|metrics|artifacts|repository)/|^src/(errors|logger|unhandled-rejection|model-types)\\.ts$',
+      '^src/(server|gateway|http|grpc)/',
+    ),
     {
       name: 'protocol-takes-no-side',
       comment: 'The frame protocol is shared by both processes: it imports neither side.',
@@ -65,21 +78,24 @@ module.exports = {
     },
     {
       name: 'shipped-code-stands-alone',
-      comment: 'src/ is what the image and the package ship: it imports nothing of the harness, the tests or the scripts.',
+      comment:
+        'src/ is what the image and the package ship: it imports nothing of the harness, the tests or the scripts.',
       severity: 'error',
       from: { path: '^src/' },
       to: { path: '^(harness|test|scripts)/' },
     },
     {
       name: 'harness-is-below-its-users',
-      comment: 'harness/ is what tests, benches and long runs share: it may use src/, never the tests or the scripts that use it.',
+      comment:
+        'harness/ is what tests, benches and long runs share: it may use src/, never the tests or the scripts that use it.',
       severity: 'error',
       from: { path: '^harness/' },
       to: { path: '^(test|scripts)/' },
     },
     {
       name: 'scripts-never-import-tests',
-      comment: 'A bench, long run or operator tool that needs a test helper takes it from harness/ (move the helper there).',
+      comment:
+        'A bench, long run or operator tool that needs a test helper takes it from harness/ (move the helper there).',
       severity: 'error',
       from: { path: '^scripts/' },
       to: { path: '^test/' },

@@ -34,10 +34,35 @@ const kProtoNames: readonly ProtoName[] = ['__proto__', 'constructor', 'toString
 
 /** A request with a known answer: rows of float32 values whose answer is each value + 1. */
 export type ValidCase =
-  | { kind: 'valid'; via: 'http'; route: HttpRoute; codec: BodyCodec; npy: NpyLayout; accept: AcceptKind; contentType: 'exact' | 'absent' | 'params'; rows: number[][]; pieces?: number }
-  | { kind: 'valid'; via: 'v2'; binaryIn: 'none' | 'header' | 'content-type'; binaryOut: boolean; nested: boolean; rows: number[][]; pieces?: number }
+  | {
+      kind: 'valid';
+      via: 'http';
+      route: HttpRoute;
+      codec: BodyCodec;
+      npy: NpyLayout;
+      accept: AcceptKind;
+      contentType: 'exact' | 'absent' | 'params';
+      rows: number[][];
+      pieces?: number;
+    }
+  | {
+      kind: 'valid';
+      via: 'v2';
+      binaryIn: 'none' | 'header' | 'content-type';
+      binaryOut: boolean;
+      nested: boolean;
+      rows: number[][];
+      pieces?: number;
+    }
   | { kind: 'valid'; via: 'kserve'; raw: boolean; namedOutput: boolean; rows: number[][] }
-  | { kind: 'valid'; via: 'torchserve'; codec: BodyCodec; key: 'data' | 'body'; extraKeys: ProtoName[]; rows: number[][] };
+  | {
+      kind: 'valid';
+      via: 'torchserve';
+      codec: BodyCodec;
+      key: 'data' | 'body';
+      extraKeys: ProtoName[];
+      rows: number[][];
+    };
 
 /** Where a body-level attack travels: an HTTP invoke route, or TorchServe Predictions. */
 export type Carrier = HttpRoute | 'torchserve';
@@ -46,23 +71,54 @@ export type OipCarrier = 'v2' | 'invoke-oip' | 'kserve-typed' | 'kserve-raw';
 
 /** Requests no model can run: each must be refused alone with a small 4xx (INVALID_ARGUMENT over gRPC). */
 export type MalformedCase = { kind: 'malformed' } & (
-  | { attack: 'npy-zero-itemsize'; carrier: Carrier; descr: '<U0' | '>U0' | '<f0' | '<i0'; rows: number; dataBytes: number }
+  | {
+      attack: 'npy-zero-itemsize';
+      carrier: Carrier;
+      descr: '<U0' | '>U0' | '<f0' | '<i0';
+      rows: number;
+      dataBytes: number;
+    }
   | { attack: 'npy-huge-shape'; carrier: Carrier; descr: '<f4' | '<U1' | '|b1'; shape: string; dataBytes: number }
   | { attack: 'npy-code-point'; carrier: Carrier; points: number[]; bigEndian: boolean }
   | { attack: 'npy-long-string'; carrier: Carrier; width: number }
   | { attack: 'npy-broken'; carrier: Carrier; variant: number }
   | { attack: 'json-deep'; carrier: Carrier | 'v2'; shape: JsonShape; depth: number; open: '[' | '{"a":' }
-  | { attack: 'json-proto-name'; carrier: Carrier; where: 'named-input' | 'named-extra' | 'v2-input' | 'v2-datatype'; name: ProtoName }
+  | {
+      attack: 'json-proto-name';
+      carrier: Carrier;
+      where: 'named-input' | 'named-extra' | 'v2-input' | 'v2-datatype';
+      name: ProtoName;
+    }
   | { attack: 'oip-proto-name'; carrier: OipCarrier; where: 'output' | 'input' | 'datatype'; name: ProtoName }
-  | { attack: 'oversized'; carrier: Carrier; where: 'csv-0x01' | 'json-element' | 'json-input-name' | 'v2-datatype' | 'npy-header'; bytes: number }
+  | {
+      attack: 'oversized';
+      carrier: Carrier;
+      where: 'csv-0x01' | 'json-element' | 'json-input-name' | 'v2-datatype' | 'npy-header';
+      bytes: number;
+    }
   | { attack: 'oip-oversized'; carrier: OipCarrier; where: 'name' | 'datatype' | 'output'; bytes: number }
   | { attack: 'lying-content-type'; carrier: Carrier; actual: BodyCodec; declared: string }
-  | { attack: 'lying-header-length'; carrier: 'v2' | 'invoke-oip'; how: 'header' | 'content-type'; declared: string; binary: boolean }
-  | { attack: 'lying-binary-size'; carrier: 'v2' | 'invoke-oip'; size: 'minus4' | 'plus4' | 'zero' | 'negative' | 'fraction' | 'string' | 'huge' | 'null' | 'bool' }
+  | {
+      attack: 'lying-header-length';
+      carrier: 'v2' | 'invoke-oip';
+      how: 'header' | 'content-type';
+      declared: string;
+      binary: boolean;
+    }
+  | {
+      attack: 'lying-binary-size';
+      carrier: 'v2' | 'invoke-oip';
+      size: 'minus4' | 'plus4' | 'zero' | 'negative' | 'fraction' | 'string' | 'huge' | 'null' | 'bool';
+    }
   | { attack: 'lying-shape'; carrier: OipCarrier | 'invoke-json'; shape: Array<number | string> }
   | { attack: 'bytes-empty'; carrier: OipCarrier; count: number; rows16: boolean }
   | { attack: 'duplicate-input'; carrier: OipCarrier | 'invoke-json'; second: 'same' | 'other-shape' }
-  | { attack: 'bad-values'; carrier: Carrier; codec: JsonShape | 'csv'; variant: 'string' | 'null' | 'bool' | 'object' | 'ragged' | 'columns4' | 'rank3' | 'empty' | 'word' | 'wide' }
+  | {
+      attack: 'bad-values';
+      carrier: Carrier;
+      codec: JsonShape | 'csv';
+      variant: 'string' | 'null' | 'bool' | 'object' | 'ragged' | 'columns4' | 'rank3' | 'empty' | 'word' | 'wide';
+    }
   | { attack: 'json-syntax'; carrier: Carrier; body: string }
   | { attack: 'kserve-contents'; variant: 'raw-count' | 'typed-field' | 'typed-count' | 'raw-for-no-input' }
   | { attack: 'torchserve-no-body'; keys: string[] }
@@ -79,7 +135,8 @@ export interface Round {
 
 const f32le = (values: readonly number[]) => Buffer.from(Float32Array.from(values).buffer);
 const flat = (r: readonly number[][]) => r.flat();
-const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => Array.from({ length: kColumns }, (_, j) => i + j / 8));
+const rowsOf = (n: number) =>
+  Array.from({ length: n }, (_, i) => Array.from({ length: kColumns }, (_, j) => i + j / 8));
 const oneRow = rowsOf(1);
 
 const kEmpty = Buffer.alloc(0);
@@ -101,7 +158,8 @@ export function npyFile(dict: string, data: Buffer, major = 1): Buffer {
 }
 
 /** The header dict np.save writes; `shape` as Python spells it, e.g. '(2, 3)' or '(1,)'. */
-export const npyDict = (descr: string, shape: string, fortran = false) => `{'descr': '${descr}', 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shape}, }`;
+export const npyDict = (descr: string, shape: string, fortran = false) =>
+  `{'descr': '${descr}', 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shape}, }`;
 
 /** A .npy body whose descr, shape (Python's spelling without the parentheses) and data need not agree. */
 export const npyBody = (descr: string, shape: string, data: Buffer) => npyFile(npyDict(descr, `(${shape})`), data);
@@ -111,16 +169,21 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
   const shape = `(${r.length}, ${kColumns})`;
   const values = flat(r);
   switch (layout) {
-    case '<f4': return npyFile(npyDict('<f4', shape), f32le(values));
-    case 'v2': return npyFile(npyDict('<f4', shape), f32le(values), 2);
-    case 'v3': return npyFile(npyDict('<f4', shape), f32le(values), 3);
+    case '<f4':
+      return npyFile(npyDict('<f4', shape), f32le(values));
+    case 'v2':
+      return npyFile(npyDict('<f4', shape), f32le(values), 2);
+    case 'v3':
+      return npyFile(npyDict('<f4', shape), f32le(values), 3);
     case '>f4': {
       const b = f32le(values);
       b.swap32();
       return npyFile(npyDict('>f4', shape), b);
     }
-    case '<f8': return npyFile(npyDict('<f8', shape), Buffer.from(Float64Array.from(values).buffer));
-    case '<i4': return npyFile(npyDict('<i4', shape), Buffer.from(Int32Array.from(values, Math.trunc).buffer));
+    case '<f8':
+      return npyFile(npyDict('<f8', shape), Buffer.from(Float64Array.from(values).buffer));
+    case '<i4':
+      return npyFile(npyDict('<i4', shape), Buffer.from(Int32Array.from(values, Math.trunc).buffer));
     case 'fortran': {
       const columnMajor: number[] = [];
       for (let c = 0; c < kColumns; c++) for (const row of r) columnMajor.push(row[c]!);
@@ -145,14 +208,29 @@ function v2Tensor(r: number[][], nested = false): Record<string, unknown> {
 
 function jsonBody(shape: JsonShape, r: unknown): string {
   switch (shape) {
-    case 'named': return JSON.stringify({ inputs: { [kInput]: r } });
-    case 'instances': return JSON.stringify({ instances: r });
-    case 'v2': return JSON.stringify({ inputs: [{ name: kInput, shape: Array.isArray(r) ? [r.length, kColumns] : [1, kColumns], datatype: 'FP32', data: r }] });
-    case 'bare': return JSON.stringify(r);
+    case 'named':
+      return JSON.stringify({ inputs: { [kInput]: r } });
+    case 'instances':
+      return JSON.stringify({ instances: r });
+    case 'v2':
+      return JSON.stringify({
+        inputs: [
+          { name: kInput, shape: Array.isArray(r) ? [r.length, kColumns] : [1, kColumns], datatype: 'FP32', data: r },
+        ],
+      });
+    case 'bare':
+      return JSON.stringify(r);
   }
 }
 
-const kMediaType: Record<BodyCodec, string> = { named: 'application/json', instances: 'application/json', v2: 'application/json', bare: 'application/json', csv: 'text/csv', npy: 'application/x-npy' };
+const kMediaType: Record<BodyCodec, string> = {
+  named: 'application/json',
+  instances: 'application/json',
+  v2: 'application/json',
+  bare: 'application/json',
+  csv: 'text/csv',
+  npy: 'application/x-npy',
+};
 export const OIP_TYPE = 'application/vnd.sagemaker-triton.binary+json';
 
 /** The body of a valid request in `codec`. */
@@ -166,9 +244,21 @@ function codecBody(codec: BodyCodec, r: number[][], npy: NpyLayout = '<f4'): Buf
 const kBrokenNpy: ReadonlyArray<() => Buffer> = [
   () => Buffer.from('\x93NUMPZ\x01\x00', 'latin1'),
   () => Buffer.from('\x93NUMPY', 'latin1'),
-  () => { const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow))); b[6] = 9; return b; },
-  () => { const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow))); b.writeUInt16LE(0xffff, 8); return b; },
-  () => { const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)), 2); b.writeUInt32LE(0xffffffff, 8); return b; },
+  () => {
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    b[6] = 9;
+    return b;
+  },
+  () => {
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    b.writeUInt16LE(0xffff, 8);
+    return b;
+  },
+  () => {
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)), 2);
+    b.writeUInt32LE(0xffffffff, 8);
+    return b;
+  },
   () => npyFile("{'descr': '<f4', 'shape': (1, 16), }", f32le(flat(oneRow))),
   () => npyFile(npyDict('|O', '(1, 16)'), Buffer.alloc(128)),
   () => npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 16), }", f32le(flat(oneRow))),
@@ -194,7 +284,10 @@ export function deep(depth: number, open: '[' | '{"a":' = '['): string {
 const value = fc.integer({ min: -100_000, max: 100_000 }).map((v) => v / 8);
 const row = fc.array(value, { minLength: kColumns, maxLength: kColumns });
 /** Mostly a few rows; sometimes enough that a batch's offsets run long. */
-const rows = fc.oneof({ weight: 4, arbitrary: fc.array(row, { minLength: 1, maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(row, { minLength: 20, maxLength: 64 }) });
+const rows = fc.oneof(
+  { weight: 4, arbitrary: fc.array(row, { minLength: 1, maxLength: 3 }) },
+  { weight: 1, arbitrary: fc.array(row, { minLength: 20, maxLength: 64 }) },
+);
 /** An HTTP body sent whole, or chunked in pieces (the server then holds it as several buffers). */
 const pieces = fc.constantFrom(1, 1, 2, 7);
 const protoName = fc.constantFrom(...kProtoNames);
@@ -205,52 +298,311 @@ const bodyCodec = fc.constantFrom<BodyCodec>('named', 'instances', 'v2', 'bare',
 const big = (sizes: number[]) => fc.constantFrom(...sizes);
 
 export const validArb: fc.Arbitrary<ValidCase> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({
-    kind: fc.constant('valid' as const), via: fc.constant('http' as const),
-    route: fc.constantFrom<HttpRoute>('invoke', 'invocations', 'predictions'), codec: bodyCodec,
-    npy: fc.constantFrom<NpyLayout>('<f4', '>f4', '<f8', '<i4', 'fortran', 'v2', 'v3'),
-    accept: fc.constantFrom<AcceptKind>('none', '*/*', 'json', 'csv', 'npy', 'json-proto-params'),
-    contentType: fc.constantFrom('exact' as const, 'absent' as const, 'params' as const), rows, pieces,
-  }) },
-  { weight: 2, arbitrary: fc.record({
-    kind: fc.constant('valid' as const), via: fc.constant('v2' as const),
-    binaryIn: fc.constantFrom('none' as const, 'header' as const, 'content-type' as const), binaryOut: fc.boolean(), nested: fc.boolean(), rows, pieces,
-  }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('valid' as const), via: fc.constant('kserve' as const), raw: fc.boolean(), namedOutput: fc.boolean(), rows }) },
-  { weight: 2, arbitrary: fc.record({
-    kind: fc.constant('valid' as const), via: fc.constant('torchserve' as const), codec: bodyCodec,
-    key: fc.constantFrom('data' as const, 'body' as const), extraKeys: fc.subarray([...kProtoNames], { maxLength: 2 }), rows,
-  }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('valid' as const),
+      via: fc.constant('http' as const),
+      route: fc.constantFrom<HttpRoute>('invoke', 'invocations', 'predictions'),
+      codec: bodyCodec,
+      npy: fc.constantFrom<NpyLayout>('<f4', '>f4', '<f8', '<i4', 'fortran', 'v2', 'v3'),
+      accept: fc.constantFrom<AcceptKind>('none', '*/*', 'json', 'csv', 'npy', 'json-proto-params'),
+      contentType: fc.constantFrom('exact' as const, 'absent' as const, 'params' as const),
+      rows,
+      pieces,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('valid' as const),
+      via: fc.constant('v2' as const),
+      binaryIn: fc.constantFrom('none' as const, 'header' as const, 'content-type' as const),
+      binaryOut: fc.boolean(),
+      nested: fc.boolean(),
+      rows,
+      pieces,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('valid' as const),
+      via: fc.constant('kserve' as const),
+      raw: fc.boolean(),
+      namedOutput: fc.boolean(),
+      rows,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('valid' as const),
+      via: fc.constant('torchserve' as const),
+      codec: bodyCodec,
+      key: fc.constantFrom('data' as const, 'body' as const),
+      extraKeys: fc.subarray([...kProtoNames], { maxLength: 2 }),
+      rows,
+    }),
+  },
 );
 
-const m = <T extends object>(fields: { [K in keyof T]: fc.Arbitrary<T[K]> }) => fc.record({ kind: fc.constant('malformed' as const), ...fields } as never) as fc.Arbitrary<MalformedCase>;
+const m = <T extends object>(fields: { [K in keyof T]: fc.Arbitrary<T[K]> }) =>
+  fc.record({ kind: fc.constant('malformed' as const), ...fields } as never) as fc.Arbitrary<MalformedCase>;
 const lit = <T extends string>(s: T) => fc.constant(s);
 
 export const malformedArb: fc.Arbitrary<MalformedCase> = fc.oneof(
-  { weight: 3, arbitrary: m({ attack: lit('npy-zero-itemsize'), carrier, descr: fc.constantFrom('<U0', '>U0', '<f0', '<i0'), rows: big([1, 2, 1_000_000]), dataBytes: big([0, 64]) }) },
-  { weight: 2, arbitrary: m({ attack: lit('npy-huge-shape'), carrier, descr: fc.constantFrom('<f4', '<U1', '|b1'), shape: fc.constantFrom('(1000000, 16)', '(4294967296, 16)', '(9007199254740993, 16)', '(100000000000000000000, 16)', '(65536, 65536, 16)'), dataBytes: big([0, 128]) }) },
-  { weight: 2, arbitrary: m({ attack: lit('npy-code-point'), carrier, points: fc.array(fc.oneof(fc.constantFrom(0x110000, 0xffffffff, 0x7fffffff, 0xd800, 0xdfff), fc.integer({ min: 0x110000, max: 0xffffffff })), { minLength: 1, maxLength: 3 }), bigEndian: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: m({
+      attack: lit('npy-zero-itemsize'),
+      carrier,
+      descr: fc.constantFrom('<U0', '>U0', '<f0', '<i0'),
+      rows: big([1, 2, 1_000_000]),
+      dataBytes: big([0, 64]),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('npy-huge-shape'),
+      carrier,
+      descr: fc.constantFrom('<f4', '<U1', '|b1'),
+      shape: fc.constantFrom(
+        '(1000000, 16)',
+        '(4294967296, 16)',
+        '(9007199254740993, 16)',
+        '(100000000000000000000, 16)',
+        '(65536, 65536, 16)',
+      ),
+      dataBytes: big([0, 128]),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('npy-code-point'),
+      carrier,
+      points: fc.array(
+        fc.oneof(
+          fc.constantFrom(0x110000, 0xffffffff, 0x7fffffff, 0xd800, 0xdfff),
+          fc.integer({ min: 0x110000, max: 0xffffffff }),
+        ),
+        { minLength: 1, maxLength: 3 },
+      ),
+      bigEndian: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: m({ attack: lit('npy-long-string'), carrier, width: big([300_000, 1_000_000]) }) },
   { weight: 1, arbitrary: m({ attack: lit('npy-broken'), carrier, variant: fc.nat({ max: kBrokenNpy.length - 1 }) }) },
-  { weight: 3, arbitrary: m({ attack: lit('json-deep'), carrier: fc.constantFrom<Carrier | 'v2'>('invoke', 'invocations', 'predictions', 'torchserve', 'v2'), shape: jsonShape, depth: big([100_000, 200_000, 300_000]), open: fc.constantFrom('[' as const, '{"a":' as const) }) },
-  { weight: 2, arbitrary: m({ attack: lit('json-proto-name'), carrier, where: fc.constantFrom('named-input', 'named-extra', 'v2-input', 'v2-datatype'), name: protoName }) },
-  { weight: 3, arbitrary: m({ attack: lit('oip-proto-name'), carrier: oipCarrier, where: fc.constantFrom('output', 'input', 'datatype'), name: protoName }) },
-  { weight: 2, arbitrary: m({ attack: lit('oversized'), carrier, where: fc.constantFrom('csv-0x01', 'json-element', 'json-input-name', 'v2-datatype', 'npy-header'), bytes: big([100_000, 1_000_000, 6_000_000]) }) },
-  { weight: 1, arbitrary: m({ attack: lit('oip-oversized'), carrier: oipCarrier, where: fc.constantFrom('name', 'datatype', 'output'), bytes: big([100_000, 1_000_000, 5_000_000]) }) },
-  { weight: 3, arbitrary: m({ attack: lit('lying-content-type'), carrier, actual: bodyCodec, declared: fc.constantFrom('application/json', 'text/csv', 'application/x-npy', 'image/png', 'text/plain', 'application/xml', 'application/vnd.sagemaker-triton.binary+json') }).filter(isLie) },
-  { weight: 2, arbitrary: m({ attack: lit('lying-header-length'), carrier: fc.constantFrom('v2' as const, 'invoke-oip' as const), how: fc.constantFrom('header' as const, 'content-type' as const), declared: fc.oneof(fc.integer({ min: -9, max: 9 }).filter((d) => d !== 0).map((d) => `${d > 0 ? '+' : ''}${d}`), fc.constantFrom('abc', '-1', '1e9', '0x10', '99999999999999999999')), binary: fc.boolean() }).filter(isLie) },
-  { weight: 2, arbitrary: m({ attack: lit('lying-binary-size'), carrier: fc.constantFrom('v2' as const, 'invoke-oip' as const), size: fc.constantFrom('minus4', 'plus4', 'zero', 'negative', 'fraction', 'string', 'huge', 'null', 'bool') }) },
-  { weight: 3, arbitrary: m({ attack: lit('lying-shape'), carrier: fc.constantFrom<OipCarrier | 'invoke-json'>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw', 'invoke-json'), shape: fc.constantFrom<Array<number | string>>([1_000_000, 16], [4294967296, 16], [2 ** 53, 16], [-1, 16], [1.5, 16], ['1', '16'], [16], [1, 16, 1], [0, 16], [4, 4], [], [2, 16], [1e300, 16]) })
-    // gRPC shapes are int64: a client cannot even send a fraction, and "1", "16" is the true shape there.
-    .filter((c) => !(c.attack === 'lying-shape' && c.carrier.startsWith('kserve') && (!c.shape.every((d) => Number.isSafeInteger(Number(d))) || c.shape.map(Number).join() === `1,${kColumns}`))) },
-  { weight: 1, arbitrary: m({ attack: lit('duplicate-input'), carrier: fc.constantFrom<OipCarrier | 'invoke-json'>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw', 'invoke-json'), second: fc.constantFrom('same' as const, 'other-shape' as const) }) },
-  { weight: 2, arbitrary: m({ attack: lit('bytes-empty'), carrier: oipCarrier, count: big([16, 100_000, 1_000_000]), rows16: fc.boolean() }) },
-  { weight: 2, arbitrary: m({ attack: lit('bad-values'), carrier, codec: fc.constantFrom<JsonShape | 'csv'>('named', 'instances', 'v2', 'bare', 'csv'), variant: fc.constantFrom('string', 'null', 'bool', 'object', 'ragged', 'columns4', 'rank3', 'empty', 'word', 'wide') })
-    // v2 data may be nested any way its shape allows, and [0, 16] with no data is a request of no rows.
-    .filter((c) => !(c.attack === 'bad-values' && c.codec === 'v2' && (c.variant === 'rank3' || c.variant === 'empty'))) },
-  { weight: 1, arbitrary: m({ attack: lit('json-syntax'), carrier, body: fc.constantFrom('', 'null', '1', '"x"', '{}', '{"inputs":', '{"inputs": null}', '{"inputs": 5}', '{"inputs": {}}', '{"instances": {}}', '[]', '[[]]', '{"inputs": [{}]}', '{"inputs": [null]}') }) },
-  { weight: 1, arbitrary: m({ attack: lit('kserve-contents'), variant: fc.constantFrom('raw-count', 'typed-field', 'typed-count', 'raw-for-no-input') }) },
-  { weight: 1, arbitrary: m({ attack: lit('torchserve-no-body'), keys: fc.subarray(['content-type', 'accept', 'Data', 'BODY', ...kProtoNames], { maxLength: 3 }) }) },
+  {
+    weight: 3,
+    arbitrary: m({
+      attack: lit('json-deep'),
+      carrier: fc.constantFrom<Carrier | 'v2'>('invoke', 'invocations', 'predictions', 'torchserve', 'v2'),
+      shape: jsonShape,
+      depth: big([100_000, 200_000, 300_000]),
+      open: fc.constantFrom('[' as const, '{"a":' as const),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('json-proto-name'),
+      carrier,
+      where: fc.constantFrom('named-input', 'named-extra', 'v2-input', 'v2-datatype'),
+      name: protoName,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: m({
+      attack: lit('oip-proto-name'),
+      carrier: oipCarrier,
+      where: fc.constantFrom('output', 'input', 'datatype'),
+      name: protoName,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('oversized'),
+      carrier,
+      where: fc.constantFrom('csv-0x01', 'json-element', 'json-input-name', 'v2-datatype', 'npy-header'),
+      bytes: big([100_000, 1_000_000, 6_000_000]),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: m({
+      attack: lit('oip-oversized'),
+      carrier: oipCarrier,
+      where: fc.constantFrom('name', 'datatype', 'output'),
+      bytes: big([100_000, 1_000_000, 5_000_000]),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: m({
+      attack: lit('lying-content-type'),
+      carrier,
+      actual: bodyCodec,
+      declared: fc.constantFrom(
+        'application/json',
+        'text/csv',
+        'application/x-npy',
+        'image/png',
+        'text/plain',
+        'application/xml',
+        'application/vnd.sagemaker-triton.binary+json',
+      ),
+    }).filter(isLie),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('lying-header-length'),
+      carrier: fc.constantFrom('v2' as const, 'invoke-oip' as const),
+      how: fc.constantFrom('header' as const, 'content-type' as const),
+      declared: fc.oneof(
+        fc
+          .integer({ min: -9, max: 9 })
+          .filter((d) => d !== 0)
+          .map((d) => `${d > 0 ? '+' : ''}${d}`),
+        fc.constantFrom('abc', '-1', '1e9', '0x10', '99999999999999999999'),
+      ),
+      binary: fc.boolean(),
+    }).filter(isLie),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('lying-binary-size'),
+      carrier: fc.constantFrom('v2' as const, 'invoke-oip' as const),
+      size: fc.constantFrom('minus4', 'plus4', 'zero', 'negative', 'fraction', 'string', 'huge', 'null', 'bool'),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: m({
+      attack: lit('lying-shape'),
+      carrier: fc.constantFrom<OipCarrier | 'invoke-json'>(
+        'v2',
+        'invoke-oip',
+        'kserve-typed',
+        'kserve-raw',
+        'invoke-json',
+      ),
+      shape: fc.constantFrom<Array<number | string>>(
+        [1_000_000, 16],
+        [4294967296, 16],
+        [2 ** 53, 16],
+        [-1, 16],
+        [1.5, 16],
+        ['1', '16'],
+        [16],
+        [1, 16, 1],
+        [0, 16],
+        [4, 4],
+        [],
+        [2, 16],
+        [1e300, 16],
+      ),
+    })
+      // gRPC shapes are int64: a client cannot even send a fraction, and "1", "16" is the true shape there.
+      .filter(
+        (c) =>
+          !(
+            c.attack === 'lying-shape' &&
+            c.carrier.startsWith('kserve') &&
+            (!c.shape.every((d) => Number.isSafeInteger(Number(d))) || c.shape.map(Number).join() === `1,${kColumns}`)
+          ),
+      ),
+  },
+  {
+    weight: 1,
+    arbitrary: m({
+      attack: lit('duplicate-input'),
+      carrier: fc.constantFrom<OipCarrier | 'invoke-json'>(
+        'v2',
+        'invoke-oip',
+        'kserve-typed',
+        'kserve-raw',
+        'invoke-json',
+      ),
+      second: fc.constantFrom('same' as const, 'other-shape' as const),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('bytes-empty'),
+      carrier: oipCarrier,
+      count: big([16, 100_000, 1_000_000]),
+      rows16: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('bad-values'),
+      carrier,
+      codec: fc.constantFrom<JsonShape | 'csv'>('named', 'instances', 'v2', 'bare', 'csv'),
+      variant: fc.constantFrom(
+        'string',
+        'null',
+        'bool',
+        'object',
+        'ragged',
+        'columns4',
+        'rank3',
+        'empty',
+        'word',
+        'wide',
+      ),
+    })
+      // v2 data may be nested any way its shape allows, and [0, 16] with no data is a request of no rows.
+      .filter(
+        (c) => !(c.attack === 'bad-values' && c.codec === 'v2' && (c.variant === 'rank3' || c.variant === 'empty')),
+      ),
+  },
+  {
+    weight: 1,
+    arbitrary: m({
+      attack: lit('json-syntax'),
+      carrier,
+      body: fc.constantFrom(
+        '',
+        'null',
+        '1',
+        '"x"',
+        '{}',
+        '{"inputs":',
+        '{"inputs": null}',
+        '{"inputs": 5}',
+        '{"inputs": {}}',
+        '{"instances": {}}',
+        '[]',
+        '[[]]',
+        '{"inputs": [{}]}',
+        '{"inputs": [null]}',
+      ),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: m({
+      attack: lit('kserve-contents'),
+      variant: fc.constantFrom('raw-count', 'typed-field', 'typed-count', 'raw-for-no-input'),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: m({
+      attack: lit('torchserve-no-body'),
+      keys: fc.subarray(['content-type', 'accept', 'Data', 'BODY', ...kProtoNames], { maxLength: 3 }),
+    }),
+  },
 );
 
 /**
@@ -268,7 +620,12 @@ function distinct(c: ValidCase, k: number): ValidCase {
  */
 const attacksArb: fc.Arbitrary<MalformedCase[]> = fc.oneof(
   { weight: 3, arbitrary: fc.array(malformedArb, { minLength: 1, maxLength: 4 }) },
-  { weight: 1, arbitrary: fc.tuple(malformedArb, fc.integer({ min: 2, max: 4 })).map(([c, n]) => new Array<MalformedCase>(n).fill(c)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(malformedArb, fc.integer({ min: 2, max: 4 }))
+      .map(([c, n]) => new Array<MalformedCase>(n).fill(c)),
+  },
 );
 
 /** Requests in a round: the batching model's batch_size (scripts/hardening/boundary-fuzz.ts), so a round fills one batch at once. */
@@ -304,7 +661,12 @@ function isLie(c: MalformedCase): boolean {
   if (c.attack === 'lying-header-length') {
     // A length the codec cannot read (no digits in json-header-size; Inference-Header-Content-Length on
     // an invoke route, which only /v2 reads) means "the whole body is the header": a lie only with binary after it.
-    const readable = c.carrier === 'v2' && c.how === 'header' ? true : c.carrier === 'invoke-oip' && c.how === 'header' ? false : /^[+-]\d+$|^\d/.test(c.declared);
+    const readable =
+      c.carrier === 'v2' && c.how === 'header'
+        ? true
+        : c.carrier === 'invoke-oip' && c.how === 'header'
+          ? false
+          : /^[+-]\d+$|^\d/.test(c.declared);
     return readable || c.binary;
   }
   return true;
@@ -334,13 +696,24 @@ function carry(carrier: Carrier, model: string, p: Payload): Call {
   }
   const headers: Record<string, string> = { ...p.headers };
   if (p.contentType !== null) headers['content-type'] = p.contentType;
-  const path = carrier === 'invoke' ? `/models/${model}/invoke` : carrier === 'predictions' ? `/predictions/${model}` : '/invocations';
+  const path =
+    carrier === 'invoke'
+      ? `/models/${model}/invoke`
+      : carrier === 'predictions'
+        ? `/predictions/${model}`
+        : '/invocations';
   if (carrier === 'invocations') headers['x-amzn-sagemaker-target-model'] = model;
   return { transport: 'http', path, headers, body: p.body };
 }
 
 /** A v2 inference header (and its binary tensors) on /v2 infer or an invoke route with the OIP content type. */
-function oipHttp(carrier: 'v2' | 'invoke-oip', model: string, header: unknown, binary: Buffer | null, lie?: { how: 'header' | 'content-type'; declared: string }): Call {
+function oipHttp(
+  carrier: 'v2' | 'invoke-oip',
+  model: string,
+  header: unknown,
+  binary: Buffer | null,
+  lie?: { how: 'header' | 'content-type'; declared: string },
+): Call {
   const json = Buffer.from(JSON.stringify(header));
   const body = binary ? Buffer.concat([json, binary]) : json;
   const headers: Record<string, string> = {};
@@ -351,7 +724,7 @@ function oipHttp(carrier: 'v2' | 'invoke-oip', model: string, header: unknown, b
     if (how === 'header' && (binary || lie)) headers['inference-header-content-length'] = length;
     return { transport: 'http', path: `/v2/models/${model}/infer`, headers, body };
   }
-  headers['content-type'] = how === 'header' || !binary && !lie ? OIP_TYPE : `${OIP_TYPE};json-header-size=${length}`;
+  headers['content-type'] = how === 'header' || (!binary && !lie) ? OIP_TYPE : `${OIP_TYPE};json-header-size=${length}`;
   if (how === 'header' && lie) headers['inference-header-content-length'] = length;
   return { transport: 'http', path: `/models/${model}/invoke`, headers, body };
 }
@@ -361,12 +734,34 @@ function declaredLength(declared: string, actual: number): string {
 }
 
 /** A KServe ModelInferRequest for tensors given as v2 inputs with their bytes. */
-function kserve(model: string, raw: boolean, inputs: Array<{ name: string; datatype: string; shape: Array<number | string>; bytes: Buffer; typed?: Record<string, unknown[]> }>, outputs: string[] = []): Call {
+function kserve(
+  model: string,
+  raw: boolean,
+  inputs: Array<{
+    name: string;
+    datatype: string;
+    shape: Array<number | string>;
+    bytes: Buffer;
+    typed?: Record<string, unknown[]>;
+  }>,
+  outputs: string[] = [],
+): Call {
   return {
     transport: 'kserve',
     request: {
       model_name: model,
-      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map((d) => String(d)), ...(raw ? {} : { contents: t.typed ?? { fp32_contents: Array.from(new Float32Array(t.bytes.buffer, t.bytes.byteOffset, t.bytes.length / 4)) } }) })),
+      inputs: inputs.map((t) => ({
+        name: t.name,
+        datatype: t.datatype,
+        shape: t.shape.map((d) => String(d)),
+        ...(raw
+          ? {}
+          : {
+              contents: t.typed ?? {
+                fp32_contents: Array.from(new Float32Array(t.bytes.buffer, t.bytes.byteOffset, t.bytes.length / 4)),
+              },
+            }),
+      })),
       outputs: outputs.map((name) => ({ name })),
       raw_input_contents: raw ? inputs.map((t) => t.bytes) : [],
     },
@@ -374,7 +769,11 @@ function kserve(model: string, raw: boolean, inputs: Array<{ name: string; datat
 }
 
 const kAccept: Record<AcceptKind, string | null> = {
-  'none': null, '*/*': '*/*', 'json': 'application/json', 'csv': 'text/csv', 'npy': 'application/x-npy',
+  none: null,
+  '*/*': '*/*',
+  json: 'application/json',
+  csv: 'text/csv',
+  npy: 'application/x-npy',
   'json-proto-params': 'application/json;__proto__=1;constructor=2;q=1',
 };
 
@@ -382,23 +781,67 @@ export function validCall(c: ValidCase, model: string): Call {
   switch (c.via) {
     case 'http': {
       const media = kMediaType[c.codec];
-      const contentType = c.contentType === 'exact' ? media : c.contentType === 'params' ? `${media.toUpperCase()}; charset=utf-8` : media === 'application/json' ? null : media;
+      const contentType =
+        c.contentType === 'exact'
+          ? media
+          : c.contentType === 'params'
+            ? `${media.toUpperCase()}; charset=utf-8`
+            : media === 'application/json'
+              ? null
+              : media;
       const accept = kAccept[c.accept];
-      return { ...carry(c.route, model, { contentType, body: codecBody(c.codec, c.rows, c.npy), headers: accept === null ? {} : { accept } }), pieces: c.pieces } as Call;
+      return {
+        ...carry(c.route, model, {
+          contentType,
+          body: codecBody(c.codec, c.rows, c.npy),
+          headers: accept === null ? {} : { accept },
+        }),
+        pieces: c.pieces,
+      } as Call;
     }
     case 'v2': {
       const binary = c.binaryIn !== 'none';
-      const input = binary ? { name: kInput, shape: [c.rows.length, kColumns], datatype: 'FP32', parameters: { binary_data_size: c.rows.length * kColumns * 4 } } : v2Tensor(c.rows, c.nested);
-      const header = { id: 'canary', inputs: [input], ...(c.binaryOut ? { outputs: [{ name: kOutput, parameters: { binary_data: true } }] } : {}) };
+      const input = binary
+        ? {
+            name: kInput,
+            shape: [c.rows.length, kColumns],
+            datatype: 'FP32',
+            parameters: { binary_data_size: c.rows.length * kColumns * 4 },
+          }
+        : v2Tensor(c.rows, c.nested);
+      const header = {
+        id: 'canary',
+        inputs: [input],
+        ...(c.binaryOut ? { outputs: [{ name: kOutput, parameters: { binary_data: true } }] } : {}),
+      };
       const json = Buffer.from(JSON.stringify(header));
-      if (!binary) return { transport: 'http', path: `/v2/models/${model}/infer`, headers: { 'content-type': 'application/json' }, body: json, pieces: c.pieces };
-      const headers: Record<string, string> = c.binaryIn === 'header'
-        ? { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) }
-        : { 'content-type': `${OIP_TYPE};json-header-size=${json.length}` };
-      return { transport: 'http', path: `/v2/models/${model}/infer`, headers, body: Buffer.concat([json, f32le(flat(c.rows))]), pieces: c.pieces };
+      if (!binary)
+        return {
+          transport: 'http',
+          path: `/v2/models/${model}/infer`,
+          headers: { 'content-type': 'application/json' },
+          body: json,
+          pieces: c.pieces,
+        };
+      const headers: Record<string, string> =
+        c.binaryIn === 'header'
+          ? { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) }
+          : { 'content-type': `${OIP_TYPE};json-header-size=${json.length}` };
+      return {
+        transport: 'http',
+        path: `/v2/models/${model}/infer`,
+        headers,
+        body: Buffer.concat([json, f32le(flat(c.rows))]),
+        pieces: c.pieces,
+      };
     }
     case 'kserve':
-      return kserve(model, c.raw, [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32le(flat(c.rows)) }], c.namedOutput ? [kOutput] : []);
+      return kserve(
+        model,
+        c.raw,
+        [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32le(flat(c.rows)) }],
+        c.namedOutput ? [kOutput] : [],
+      );
     case 'torchserve': {
       // fromEntries makes "__proto__" an own key, as a map entry decoded off the wire is.
       const entries: Array<[string, Buffer]> = c.extraKeys.map((k) => [k, Buffer.from('x')]);
@@ -412,36 +855,66 @@ export function validCall(c: ValidCase, model: string): Call {
 export function malformedCall(c: MalformedCase, model: string): Call {
   switch (c.attack) {
     case 'npy-zero-itemsize':
-      return carry(c.carrier, model, { contentType: 'application/x-npy', body: npyFile(npyDict(c.descr, `(${c.rows}, ${kColumns})`), Buffer.alloc(c.dataBytes, 0x41)) });
+      return carry(c.carrier, model, {
+        contentType: 'application/x-npy',
+        body: npyFile(npyDict(c.descr, `(${c.rows}, ${kColumns})`), Buffer.alloc(c.dataBytes, 0x41)),
+      });
     case 'npy-huge-shape':
-      return carry(c.carrier, model, { contentType: 'application/x-npy', body: npyFile(npyDict(c.descr, c.shape), Buffer.alloc(c.dataBytes)) });
+      return carry(c.carrier, model, {
+        contentType: 'application/x-npy',
+        body: npyFile(npyDict(c.descr, c.shape), Buffer.alloc(c.dataBytes)),
+      });
     case 'npy-code-point': {
       const data = Buffer.alloc(4 * c.points.length);
       c.points.forEach((p, i) => (c.bigEndian ? data.writeUInt32BE(p, 4 * i) : data.writeUInt32LE(p, 4 * i)));
-      return carry(c.carrier, model, { contentType: 'application/x-npy', body: npyFile(npyDict(`${c.bigEndian ? '>' : '<'}U${c.points.length}`, '(1, 1)'), data) });
+      return carry(c.carrier, model, {
+        contentType: 'application/x-npy',
+        body: npyFile(npyDict(`${c.bigEndian ? '>' : '<'}U${c.points.length}`, '(1, 1)'), data),
+      });
     }
     case 'npy-long-string': {
       const data = Buffer.alloc(4 * c.width);
       for (let i = 0; i < c.width; i++) data.writeUInt32LE(0x61 + (i % 26), 4 * i);
-      return carry(c.carrier, model, { contentType: 'application/x-npy', body: npyFile(npyDict(`<U${c.width}`, '(1, 1)'), data) });
+      return carry(c.carrier, model, {
+        contentType: 'application/x-npy',
+        body: npyFile(npyDict(`<U${c.width}`, '(1, 1)'), data),
+      });
     }
     case 'npy-broken':
       return carry(c.carrier, model, { contentType: 'application/x-npy', body: kBrokenNpy[c.variant]!() });
     case 'json-deep': {
       const nest = deep(c.depth, c.open);
-      const text = c.shape === 'named' ? `{"inputs":{"${kInput}":${nest}}}`
-        : c.shape === 'instances' ? `{"instances":${nest}}`
-          : c.shape === 'v2' ? `{"inputs":[{"name":"${kInput}","shape":[1,${kColumns}],"datatype":"FP32","data":${nest}}]}`
-            : nest;
-      if (c.carrier === 'v2') return { transport: 'http', path: `/v2/models/${model}/infer`, headers: { 'content-type': 'application/json' }, body: Buffer.from(c.shape === 'v2' ? text : `{"inputs":[{"name":"${kInput}","shape":[1,${kColumns}],"datatype":"FP32","data":${nest}}]}`) };
+      const text =
+        c.shape === 'named'
+          ? `{"inputs":{"${kInput}":${nest}}}`
+          : c.shape === 'instances'
+            ? `{"instances":${nest}}`
+            : c.shape === 'v2'
+              ? `{"inputs":[{"name":"${kInput}","shape":[1,${kColumns}],"datatype":"FP32","data":${nest}}]}`
+              : nest;
+      if (c.carrier === 'v2')
+        return {
+          transport: 'http',
+          path: `/v2/models/${model}/infer`,
+          headers: { 'content-type': 'application/json' },
+          body: Buffer.from(
+            c.shape === 'v2'
+              ? text
+              : `{"inputs":[{"name":"${kInput}","shape":[1,${kColumns}],"datatype":"FP32","data":${nest}}]}`,
+          ),
+        };
       return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(text) });
     }
     case 'json-proto-name': {
       const r = oneRow;
-      const text = c.where === 'named-input' ? `{"inputs":{"${c.name}":${JSON.stringify(r)}}}`
-        : c.where === 'named-extra' ? `{"inputs":{"${kInput}":${JSON.stringify(r)},"${c.name}":${JSON.stringify(r)}}}`
-          : c.where === 'v2-input' ? JSON.stringify({ inputs: [{ ...v2Tensor(r), name: c.name }] })
-            : JSON.stringify({ inputs: [{ ...v2Tensor(r), datatype: c.name }] });
+      const text =
+        c.where === 'named-input'
+          ? `{"inputs":{"${c.name}":${JSON.stringify(r)}}}`
+          : c.where === 'named-extra'
+            ? `{"inputs":{"${kInput}":${JSON.stringify(r)},"${c.name}":${JSON.stringify(r)}}}`
+            : c.where === 'v2-input'
+              ? JSON.stringify({ inputs: [{ ...v2Tensor(r), name: c.name }] })
+              : JSON.stringify({ inputs: [{ ...v2Tensor(r), datatype: c.name }] });
       return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(text) });
     }
     case 'oip-proto-name':
@@ -453,48 +926,122 @@ export function malformedCall(c: MalformedCase, model: string): Call {
     case 'oversized': {
       const n = c.bytes;
       switch (c.where) {
-        case 'csv-0x01': return carry(c.carrier, model, { contentType: 'text/csv', body: Buffer.alloc(n, 0x01) });
-        case 'json-element': return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(`{"inputs":{"${kInput}":[["${'a'.repeat(n)}"]]}}`) });
-        case 'json-input-name': return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(`{"inputs":{"${'n'.repeat(n)}":[[1]]}}`) });
-        case 'v2-datatype': return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(JSON.stringify({ inputs: [{ ...v2Tensor(oneRow), datatype: 'F'.repeat(n) }] })) });
-        case 'npy-header': return carry(c.carrier, model, { contentType: 'application/x-npy', body: npyFile(`{'descr': '${'<'.repeat(n)}f4', 'fortran_order': False, 'shape': (1, 16), }`, f32le(flat(oneRow)), 2) });
+        case 'csv-0x01':
+          return carry(c.carrier, model, { contentType: 'text/csv', body: Buffer.alloc(n, 0x01) });
+        case 'json-element':
+          return carry(c.carrier, model, {
+            contentType: 'application/json',
+            body: Buffer.from(`{"inputs":{"${kInput}":[["${'a'.repeat(n)}"]]}}`),
+          });
+        case 'json-input-name':
+          return carry(c.carrier, model, {
+            contentType: 'application/json',
+            body: Buffer.from(`{"inputs":{"${'n'.repeat(n)}":[[1]]}}`),
+          });
+        case 'v2-datatype':
+          return carry(c.carrier, model, {
+            contentType: 'application/json',
+            body: Buffer.from(JSON.stringify({ inputs: [{ ...v2Tensor(oneRow), datatype: 'F'.repeat(n) }] })),
+          });
+        case 'npy-header':
+          return carry(c.carrier, model, {
+            contentType: 'application/x-npy',
+            body: npyFile(
+              `{'descr': '${'<'.repeat(n)}f4', 'fortran_order': False, 'shape': (1, 16), }`,
+              f32le(flat(oneRow)),
+              2,
+            ),
+          });
       }
       break;
     }
     case 'oip-oversized': {
       const long = 'z'.repeat(c.bytes);
-      return oipCase(c.carrier, model, { name: c.where === 'name' ? long : kInput, datatype: c.where === 'datatype' ? long : 'FP32', outputs: c.where === 'output' ? [long] : [] });
+      return oipCase(c.carrier, model, {
+        name: c.where === 'name' ? long : kInput,
+        datatype: c.where === 'datatype' ? long : 'FP32',
+        outputs: c.where === 'output' ? [long] : [],
+      });
     }
     case 'lying-content-type':
       return carry(c.carrier, model, { contentType: c.declared, body: codecBody(c.actual, oneRow) });
     case 'lying-header-length': {
-      const header = { inputs: [c.binary ? { name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: 64 } } : v2Tensor(oneRow)] };
-      return oipHttp(c.carrier, model, header, c.binary ? f32le(flat(oneRow)) : null, { how: c.how, declared: c.declared });
+      const header = {
+        inputs: [
+          c.binary
+            ? { name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: 64 } }
+            : v2Tensor(oneRow),
+        ],
+      };
+      return oipHttp(c.carrier, model, header, c.binary ? f32le(flat(oneRow)) : null, {
+        how: c.how,
+        declared: c.declared,
+      });
     }
     case 'lying-binary-size': {
-      const sizes: Record<typeof c.size, unknown> = { minus4: 60, plus4: 68, zero: 0, negative: -64, fraction: 63.5, string: '64', huge: 2 ** 53, null: null, bool: true };
-      const header = { inputs: [{ name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: sizes[c.size] } }] };
+      const sizes: Record<typeof c.size, unknown> = {
+        minus4: 60,
+        plus4: 68,
+        zero: 0,
+        negative: -64,
+        fraction: 63.5,
+        string: '64',
+        huge: 2 ** 53,
+        null: null,
+        bool: true,
+      };
+      const header = {
+        inputs: [
+          { name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: sizes[c.size] } },
+        ],
+      };
       return oipHttp(c.carrier, model, header, f32le(flat(oneRow)));
     }
     case 'lying-shape': {
-      if (c.carrier === 'invoke-json') return carry('invoke', model, { contentType: 'application/json', body: Buffer.from(JSON.stringify({ inputs: [{ ...v2Tensor(oneRow), shape: c.shape }] })) });
+      if (c.carrier === 'invoke-json')
+        return carry('invoke', model, {
+          contentType: 'application/json',
+          body: Buffer.from(JSON.stringify({ inputs: [{ ...v2Tensor(oneRow), shape: c.shape }] })),
+        });
       return oipCase(c.carrier, model, { shape: c.shape });
     }
     case 'bytes-empty': {
       const shape = c.rows16 && c.count % kColumns === 0 ? [c.count / kColumns, kColumns] : [c.count];
-      return oipCase(c.carrier, model, { datatype: 'BYTES', shape, bytes: Buffer.alloc(4 * c.count), typed: { bytes_contents: new Array<Buffer>(c.count).fill(kEmpty) } });
+      return oipCase(c.carrier, model, {
+        datatype: 'BYTES',
+        shape,
+        bytes: Buffer.alloc(4 * c.count),
+        typed: { bytes_contents: new Array<Buffer>(c.count).fill(kEmpty) },
+      });
     }
     case 'duplicate-input': {
       const second = c.second === 'same' ? oneRow : rowsOf(2);
-      if (c.carrier === 'invoke-json') return carry('invoke', model, { contentType: 'application/json', body: Buffer.from(JSON.stringify({ inputs: [v2Tensor(oneRow), v2Tensor(second)] })) });
-      const inputs = [oneRow, second].map((r) => ({ name: kInput, datatype: 'FP32', shape: [r.length, kColumns], bytes: f32le(flat(r)) }));
+      if (c.carrier === 'invoke-json')
+        return carry('invoke', model, {
+          contentType: 'application/json',
+          body: Buffer.from(JSON.stringify({ inputs: [v2Tensor(oneRow), v2Tensor(second)] })),
+        });
+      const inputs = [oneRow, second].map((r) => ({
+        name: kInput,
+        datatype: 'FP32',
+        shape: [r.length, kColumns],
+        bytes: f32le(flat(r)),
+      }));
       if (c.carrier.startsWith('kserve')) return kserve(model, c.carrier === 'kserve-raw', inputs);
-      const header = { inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: t.bytes.length } })) };
+      const header = {
+        inputs: inputs.map((t) => ({
+          name: t.name,
+          datatype: t.datatype,
+          shape: t.shape,
+          parameters: { binary_data_size: t.bytes.length },
+        })),
+      };
       return oipHttp(c.carrier as 'v2' | 'invoke-oip', model, header, Buffer.concat(inputs.map((t) => t.bytes)));
     }
     case 'bad-values': {
       const bad = badRows(c.variant);
-      if (c.codec === 'csv') return carry(c.carrier, model, { contentType: 'text/csv', body: Buffer.from(kBadCsv[c.variant]) });
+      if (c.codec === 'csv')
+        return carry(c.carrier, model, { contentType: 'text/csv', body: Buffer.from(kBadCsv[c.variant]) });
       return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(jsonBody(c.codec, bad)) });
     }
     case 'json-syntax':
@@ -502,10 +1049,17 @@ export function malformedCall(c: MalformedCase, model: string): Call {
     case 'kserve-contents': {
       const bytes = f32le(flat(oneRow));
       const input = { name: kInput, datatype: 'FP32', shape: ['1', String(kColumns)] };
-      const request: Record<string, unknown> = { model_name: model, inputs: [{ ...input, contents: { fp32_contents: flat(oneRow) } }], outputs: [], raw_input_contents: [] };
+      const request: Record<string, unknown> = {
+        model_name: model,
+        inputs: [{ ...input, contents: { fp32_contents: flat(oneRow) } }],
+        outputs: [],
+        raw_input_contents: [],
+      };
       if (c.variant === 'raw-count') Object.assign(request, { inputs: [input], raw_input_contents: [bytes, bytes] });
-      if (c.variant === 'typed-field') Object.assign(request, { inputs: [{ ...input, contents: { int_contents: flat(oneRow).map(Math.trunc) } }] });
-      if (c.variant === 'typed-count') Object.assign(request, { inputs: [{ ...input, contents: { fp32_contents: flat(oneRow).slice(1) } }] });
+      if (c.variant === 'typed-field')
+        Object.assign(request, { inputs: [{ ...input, contents: { int_contents: flat(oneRow).map(Math.trunc) } }] });
+      if (c.variant === 'typed-count')
+        Object.assign(request, { inputs: [{ ...input, contents: { fp32_contents: flat(oneRow).slice(1) } }] });
       if (c.variant === 'raw-for-no-input') Object.assign(request, { inputs: [], raw_input_contents: [bytes] });
       return { transport: 'kserve', request };
     }
@@ -535,21 +1089,42 @@ const kBadCsv: Record<Extract<MalformedCase, { attack: 'bad-values' }>['variant'
 function badRows(variant: Extract<MalformedCase, { attack: 'bad-values' }>['variant']): unknown[] {
   const row = flat(oneRow);
   switch (variant) {
-    case 'string': return [[...row.slice(1), 'x']];
-    case 'null': return [[...row.slice(1), null]];
-    case 'bool': return [[...row.slice(1), true]];
-    case 'object': return [[...row.slice(1), { v: 1 }]];
-    case 'ragged': return [row, row.slice(1)];
-    case 'columns4': return [[1, 2, 3, 4]];
-    case 'rank3': return [[row]];
-    case 'empty': return [];
-    case 'word': return [[...row.slice(1), 'abc']];
-    case 'wide': return [new Array<number>(300_000).fill(1)];
+    case 'string':
+      return [[...row.slice(1), 'x']];
+    case 'null':
+      return [[...row.slice(1), null]];
+    case 'bool':
+      return [[...row.slice(1), true]];
+    case 'object':
+      return [[...row.slice(1), { v: 1 }]];
+    case 'ragged':
+      return [row, row.slice(1)];
+    case 'columns4':
+      return [[1, 2, 3, 4]];
+    case 'rank3':
+      return [[row]];
+    case 'empty':
+      return [];
+    case 'word':
+      return [[...row.slice(1), 'abc']];
+    case 'wide':
+      return [new Array<number>(300_000).fill(1)];
   }
 }
 
 /** One OIP input (one row by default, as binary or JSON data), altered as the attack says, on any OIP carrier. */
-function oipCase(carrier: OipCarrier, model: string, o: { name?: string; datatype?: string; shape?: Array<number | string>; bytes?: Buffer; typed?: Record<string, unknown[]>; outputs?: string[] }): Call {
+function oipCase(
+  carrier: OipCarrier,
+  model: string,
+  o: {
+    name?: string;
+    datatype?: string;
+    shape?: Array<number | string>;
+    bytes?: Buffer;
+    typed?: Record<string, unknown[]>;
+    outputs?: string[];
+  },
+): Call {
   const name = o.name ?? kInput;
   const datatype = o.datatype ?? 'FP32';
   const shape = o.shape ?? [1, kColumns];
@@ -559,7 +1134,10 @@ function oipCase(carrier: OipCarrier, model: string, o: { name?: string; datatyp
     const typed = o.typed ?? (datatype === 'FP32' || !o.bytes ? { fp32_contents: flat(oneRow) } : undefined);
     return kserve(model, carrier === 'kserve-raw', [{ name, datatype, shape, bytes, typed }], outputs);
   }
-  const header = { inputs: [{ name, datatype, shape, parameters: { binary_data_size: bytes.length } }], ...(outputs.length ? { outputs: outputs.map((n) => ({ name: n })) } : {}) };
+  const header = {
+    inputs: [{ name, datatype, shape, parameters: { binary_data_size: bytes.length } }],
+    ...(outputs.length ? { outputs: outputs.map((n) => ({ name: n })) } : {}),
+  };
   return oipHttp(carrier, model, header, bytes);
 }
 
@@ -602,18 +1180,38 @@ export async function send(call: Call, to: Endpoints): Promise<Outcome> {
   const method = call.transport === 'kserve' ? 'ModelInfer' : 'Predictions';
   return new Promise((resolve) => {
     // A request the client library cannot encode throws here: a generator bug, not a server finding.
-    client[method]!(call.request, new Metadata(), { deadline: Date.now() + kAnswerTimeoutMs }, (err: ServiceError | null, res: Record<string, unknown>) => {
-      if (!err) {
-        resolve({ transport: call.transport, status: 0, errorCode: '', body: (res.prediction as Buffer | undefined) ?? Buffer.alloc(0), headers: {}, message: res, errorBytes: 0 });
-        return;
-      }
-      const metadata = err.metadata?.getMap() ?? {};
-      const metaBytes = Object.entries(metadata).reduce((n, [k, v]) => n + k.length + (Buffer.isBuffer(v) ? v.length : Buffer.byteLength(String(v))), 0);
-      resolve({
-        transport: call.transport, status: err.code, errorCode: String(metadata['mme-error-code'] ?? ''), body: Buffer.alloc(0), headers: {},
-        errorBytes: Buffer.byteLength(err.details ?? '') + metaBytes,
-      });
-    });
+    client[method]!(
+      call.request,
+      new Metadata(),
+      { deadline: Date.now() + kAnswerTimeoutMs },
+      (err: ServiceError | null, res: Record<string, unknown>) => {
+        if (!err) {
+          resolve({
+            transport: call.transport,
+            status: 0,
+            errorCode: '',
+            body: (res.prediction as Buffer | undefined) ?? Buffer.alloc(0),
+            headers: {},
+            message: res,
+            errorBytes: 0,
+          });
+          return;
+        }
+        const metadata = err.metadata?.getMap() ?? {};
+        const metaBytes = Object.entries(metadata).reduce(
+          (n, [k, v]) => n + k.length + (Buffer.isBuffer(v) ? v.length : Buffer.byteLength(String(v))),
+          0,
+        );
+        resolve({
+          transport: call.transport,
+          status: err.code,
+          errorCode: String(metadata['mme-error-code'] ?? ''),
+          body: Buffer.alloc(0),
+          headers: {},
+          errorBytes: Buffer.byteLength(err.details ?? '') + metaBytes,
+        });
+      },
+    );
   });
 }
 
@@ -633,7 +1231,13 @@ function inPieces(body: Buffer, n: number): Buffer | ReadableStream<Uint8Array> 
 
 async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string): Promise<Outcome> {
   try {
-    const res = await fetch(`${url}${call.path}`, { method: 'POST', headers: call.headers, body: inPieces(call.body, call.pieces ?? 1), signal: AbortSignal.timeout(kAnswerTimeoutMs), duplex: 'half' } as RequestInit);
+    const res = await fetch(`${url}${call.path}`, {
+      method: 'POST',
+      headers: call.headers,
+      body: inPieces(call.body, call.pieces ?? 1),
+      signal: AbortSignal.timeout(kAnswerTimeoutMs),
+      duplex: 'half',
+    } as RequestInit);
     const body = Buffer.from(await res.arrayBuffer());
     let errorCode = '';
     if (res.status >= 400) {
@@ -643,9 +1247,24 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
         errorCode = 'unparsable error body';
       }
     }
-    return { transport: 'http', status: res.status, errorCode, body, headers: Object.fromEntries(res.headers), errorBytes: res.status >= 400 ? body.length : 0 };
+    return {
+      transport: 'http',
+      status: res.status,
+      errorCode,
+      body,
+      headers: Object.fromEntries(res.headers),
+      errorBytes: res.status >= 400 ? body.length : 0,
+    };
   } catch (err) {
-    return { transport: 'http', status: 0, errorCode: '', body: Buffer.alloc(0), headers: {}, errorBytes: 0, transportError: `${(err as Error).name}: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}` };
+    return {
+      transport: 'http',
+      status: 0,
+      errorCode: '',
+      body: Buffer.alloc(0),
+      headers: {},
+      errorBytes: 0,
+      transportError: `${(err as Error).name}: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`,
+    };
   }
 }
 
@@ -654,7 +1273,25 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
 
 const kGrpcOk = 0;
 const kGrpcInvalidArgument = 3;
-const kGrpcNames = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
+const kGrpcNames = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+];
 
 /** "HTTP 500 MME_ERR_INTERNAL" or "gRPC INTERNAL MME_ERR_INTERNAL": what a failure report says came back. */
 export function describeOutcome(o: Outcome): string {
@@ -678,7 +1315,8 @@ export function refusalProblem(o: Outcome): { what: string; detail: string } | n
     const what = `${describeOutcome(o)} instead of ${o.transport === 'http' ? 'a 4xx' : 'INVALID_ARGUMENT'}`;
     return { what, detail: what };
   }
-  if (o.errorBytes > kMaxErrorBytes) return { what: `${describeOutcome(o)} over ${kMaxErrorBytes} bytes`, detail: `a ${o.errorBytes}-byte error` };
+  if (o.errorBytes > kMaxErrorBytes)
+    return { what: `${describeOutcome(o)} over ${kMaxErrorBytes} bytes`, detail: `a ${o.errorBytes}-byte error` };
   return null;
 }
 
@@ -703,17 +1341,25 @@ export function answerRows(c: ValidCase, o: Outcome): number[][] {
         return jsonRows('v2', JSON.parse(o.body.toString('utf8')) as Record<string, unknown>);
       }
       const n = Number(headerLength);
-      const header = JSON.parse(o.body.subarray(0, n).toString('utf8')) as { outputs: Array<{ name: string; shape: number[]; parameters?: { binary_data_size?: number } }> };
+      const header = JSON.parse(o.body.subarray(0, n).toString('utf8')) as {
+        outputs: Array<{ name: string; shape: number[]; parameters?: { binary_data_size?: number } }>;
+      };
       const out = header.outputs.find((t) => t.name === kOutput)!;
       const bin = o.body.subarray(n);
-      if (out.parameters?.binary_data_size !== bin.length) throw new Error(`binary_data_size ${out.parameters?.binary_data_size} but ${bin.length} bytes follow`);
+      if (out.parameters?.binary_data_size !== bin.length)
+        throw new Error(`binary_data_size ${out.parameters?.binary_data_size} but ${bin.length} bytes follow`);
       return reshape(Array.from(new Float32Array(Uint8Array.from(bin).buffer)), out.shape);
     }
     case 'kserve': {
-      const res = o.message as { outputs: Array<{ name: string; shape: string[]; contents?: { fp32_contents?: number[] } }>; raw_output_contents: Buffer[] };
+      const res = o.message as {
+        outputs: Array<{ name: string; shape: string[]; contents?: { fp32_contents?: number[] } }>;
+        raw_output_contents: Buffer[];
+      };
       const i = res.outputs.findIndex((t) => t.name === kOutput);
       const shape = res.outputs[i]!.shape.map(Number);
-      const values = c.raw ? Array.from(new Float32Array(Uint8Array.from(res.raw_output_contents[i]!).buffer)) : res.outputs[i]!.contents!.fp32_contents!;
+      const values = c.raw
+        ? Array.from(new Float32Array(Uint8Array.from(res.raw_output_contents[i]!).buffer))
+        : res.outputs[i]!.contents!.fp32_contents!;
       return reshape(values, shape);
     }
   }
@@ -721,23 +1367,32 @@ export function answerRows(c: ValidCase, o: Outcome): number[][] {
 
 function jsonRows(format: JsonShape, json: Record<string, unknown>): number[][] {
   switch (format) {
-    case 'named': return (json.outputs as Record<string, number[][]>)[kOutput]!;
-    case 'instances': return json.predictions as number[][];
-    case 'bare': return json as unknown as number[][];
+    case 'named':
+      return (json.outputs as Record<string, number[][]>)[kOutput]!;
+    case 'instances':
+      return json.predictions as number[][];
+    case 'bare':
+      return json as unknown as number[][];
     case 'v2': {
-      const out = (json.outputs as Array<{ name: string; shape: number[]; data: number[] }>).find((t) => t.name === kOutput)!;
+      const out = (json.outputs as Array<{ name: string; shape: number[]; data: number[] }>).find(
+        (t) => t.name === kOutput,
+      )!;
       return reshape(out.data, out.shape);
     }
   }
 }
 
 function reshape(values: readonly number[], shape: readonly number[]): number[][] {
-  if (shape.length !== 2 || shape[1] !== kColumns || values.length !== shape[0]! * kColumns) throw new Error(`answer shape [${shape.join(', ')}] with ${values.length} values`);
+  if (shape.length !== 2 || shape[1] !== kColumns || values.length !== shape[0]! * kColumns)
+    throw new Error(`answer shape [${shape.join(', ')}] with ${values.length} values`);
   return Array.from({ length: shape[0]! }, (_, r) => values.slice(r * kColumns, (r + 1) * kColumns));
 }
 
 function csvRows(text: string): number[][] {
-  return text.split('\n').filter((l) => l !== '').map((l) => l.split(',').map(Number));
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.split(',').map(Number));
 }
 
 /** A float32 .npy answer ('<f4', C order), read independently of the server's own codec. */
@@ -745,8 +1400,14 @@ function npyAnswerRows(b: Buffer): number[][] {
   const prefix = b[6] === 1 ? 10 : 12;
   const length = b[6] === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
   const text = b.toString('latin1', prefix, prefix + length);
-  if (!/'descr': '<f4'/.test(text) || !/'fortran_order': False/.test(text)) throw new Error(`.npy answer header ${text.trim()}`);
-  const shape = /'shape': \(([^)]*)\)/.exec(text)![1]!.split(',').map((d) => d.trim()).filter((d) => d !== '').map(Number);
+  if (!/'descr': '<f4'/.test(text) || !/'fortran_order': False/.test(text))
+    throw new Error(`.npy answer header ${text.trim()}`);
+  const shape = /'shape': \(([^)]*)\)/
+    .exec(text)![1]!
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '')
+    .map(Number);
   return reshape(Array.from(new Float32Array(Uint8Array.from(b.subarray(prefix + length)).buffer)), shape);
 }
 
@@ -754,10 +1415,14 @@ function npyAnswerRows(b: Buffer): number[][] {
 export function caseLabel(c: BoundaryCase): string {
   if (c.kind === 'valid') {
     switch (c.via) {
-      case 'http': return `canary ${c.route}/${c.codec === 'npy' ? `npy ${c.npy}` : c.codec}`;
-      case 'v2': return `canary v2/${c.binaryIn === 'none' ? 'json' : 'binary'}`;
-      case 'kserve': return `canary kserve/${c.raw ? 'raw' : 'typed'}`;
-      case 'torchserve': return `canary torchserve/${c.codec}`;
+      case 'http':
+        return `canary ${c.route}/${c.codec === 'npy' ? `npy ${c.npy}` : c.codec}`;
+      case 'v2':
+        return `canary v2/${c.binaryIn === 'none' ? 'json' : 'binary'}`;
+      case 'kserve':
+        return `canary kserve/${c.raw ? 'raw' : 'typed'}`;
+      case 'torchserve':
+        return `canary torchserve/${c.codec}`;
     }
   }
   const where = 'carrier' in c ? c.carrier : c.attack.startsWith('kserve') ? 'kserve' : 'torchserve';

@@ -17,7 +17,9 @@ export const kMain = path.join(__dirname, '..', 'src', 'main.js');
  * dies with the test run that started it, even one killed by SIGKILL or Ctrl-C, instead of
  * holding its ports and workers on.
  */
-const kDiesWithParent = ((setpriv) => (setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []))(['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)));
+const kDiesWithParent = ((setpriv) => (setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []))(
+  ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)),
+);
 
 export interface CliServer {
   child: ChildProcess;
@@ -59,9 +61,25 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
   const [name, value] = marker.split('=');
   const { env = {}, launcher = [], cwd } = opts;
   // Before a launcher and after it: a launcher that forks (unshare --fork) is the server's parent.
-  const [cmd, ...argv] = [...kDiesWithParent, ...launcher, ...(launcher.length > 0 ? kDiesWithParent : []), process.execPath, ...(opts.nodeArgs ?? []), opts.main ?? kMain, 'serve', ...args];
-  const child = spawn(cmd!, argv, { env: { ...process.env, ...env, [name]: value }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  const [cmd, ...argv] = [
+    ...kDiesWithParent,
+    ...launcher,
+    ...(launcher.length > 0 ? kDiesWithParent : []),
+    process.execPath,
+    ...(opts.nodeArgs ?? []),
+    opts.main ?? kMain,
+    'serve',
+    ...args,
+  ];
+  const child = spawn(cmd!, argv, {
+    env: { ...process.env, ...env, [name]: value },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
+  });
+  const exited = once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
   const lines: string[] = [];
   // 'close' comes once its output has been read to the end.
   child.once('close', () => {
@@ -77,7 +95,13 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
     void exited.then(({ code }) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));
   });
   return {
-    child, pid: child.pid!, url, managementUrl: url, lines, marker, exited,
+    child,
+    pid: child.pid!,
+    url,
+    managementUrl: url,
+    lines,
+    marker,
+    exited,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return (await exited).code;
@@ -94,7 +118,10 @@ export function startCliServer(properties: string, opts: CliOptions & { store?: 
 }
 
 /** Runs `run` against a fresh CLI server (see startCliServer) and stops the server whatever happens. */
-export async function withCliServer<T>(properties: string, run: (s: CliServer, store: string) => Promise<T>): Promise<T> {
+export async function withCliServer<T>(
+  properties: string,
+  run: (s: CliServer, store: string) => Promise<T>,
+): Promise<T> {
   const store = tempDir('mme-store-');
   const s = await startCliServer(properties, { store });
   try {
@@ -114,13 +141,25 @@ export async function freePort(): Promise<number> {
 }
 
 /** `node dist/src/main.js serve --mms-config FILE` (FILE holding `properties` as written) run to its exit, for start-up errors. */
-export function runCliToExit(properties: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCliToExit(
+  properties: string,
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const configFile = path.join(tempDir('mme-config-'), 'config.properties');
   fs.writeFileSync(configFile, properties);
-  const child = spawn(process.execPath, [kMain, 'serve', '--mms-config', configFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
+  const child = spawn(process.execPath, [kMain, 'serve', '--mms-config', configFile], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
+  });
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
   return once(child, 'close').then(([code]) => ({ code: code as number | null, stdout, stderr }));
 }

@@ -62,10 +62,15 @@ export function leakVerdict(samples: readonly Footprint[], limits: LeakLimits): 
   const rssGrowthBytes = median(end.map((s) => s.rssBytes)) - median(middle.map((s) => s.rssBytes));
   const fdGrowth = median(end.map((s) => s.fds)) - median(middle.map((s) => s.fds));
   const problems: string[] = [];
-  if (rssGrowthBytes > limits.rssGrowthBytes) problems.push(`RSS grew ${mib(rssGrowthBytes)} from the middle of the run to its end (limit ${mib(limits.rssGrowthBytes)})`);
-  if (fdGrowth > limits.fdSlack) problems.push(`${fdGrowth} more open file descriptors at the end than in the middle (limit ${limits.fdSlack})`);
+  if (rssGrowthBytes > limits.rssGrowthBytes)
+    problems.push(
+      `RSS grew ${mib(rssGrowthBytes)} from the middle of the run to its end (limit ${mib(limits.rssGrowthBytes)})`,
+    );
+  if (fdGrowth > limits.fdSlack)
+    problems.push(`${fdGrowth} more open file descriptors at the end than in the middle (limit ${limits.fdSlack})`);
   if (last.zombies > 0) problems.push(`${last.zombies} zombie processes`);
   if (last.orphans > 0) problems.push(`${last.orphans} orphaned processes`);
-  if (last.processes !== limits.processes) problems.push(`${last.processes} processes left under the server, expected ${limits.processes}`);
+  if (last.processes !== limits.processes)
+    problems.push(`${last.processes} processes left under the server, expected ${limits.processes}`);
   return { ok: problems.length === 0, problems, rssGrowthBytes, fdGrowth };
 }

@@ -8,13 +8,21 @@ export function grpcClients(port: number, options: ClientOptions = {}): GrpcClie
   return connect(`127.0.0.1:${port}`, options);
 }
 
-type Unary = (req: unknown, metadata: Metadata, options: { deadline?: number }, cb: (err: ServiceError | null, res: unknown) => void) => unknown;
+type Unary = (
+  req: unknown,
+  metadata: Metadata,
+  options: { deadline?: number },
+  cb: (err: ServiceError | null, res: unknown) => void,
+) => unknown;
 
 /** One unary call; rejects with the ServiceError (code, details, metadata). */
-export function unary<T = any>(client: Client, method: string, req: unknown = {}, deadlineMs?: number): Promise<T> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function unary<T = any>(client: Client, method: string, req: unknown = {}, deadlineMs?: number): Promise<T> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   const fn = (client as unknown as Record<string, Unary>)[method]!.bind(client);
   return new Promise((resolve, reject) => {
-    fn(req, new Metadata(), deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs }, (err, res) => (err ? reject(err) : resolve(res as T)));
+    fn(req, new Metadata(), deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs }, (err, res) =>
+      err ? reject(err) : resolve(res as T),
+    );
   });
 }
 

@@ -34,10 +34,25 @@ export interface HammerOptions {
 export async function hammer(url: string, body: string | Buffer, o: HammerOptions): Promise<Hammered> {
   const pathOf = o.pathOf;
   const r = await autocannon({
-    url, method: 'POST', body, headers: { 'content-type': o.contentType ?? 'application/json' },
-    connections: o.connections, duration: o.seconds, timeout: o.timeoutSeconds ?? 10, pipelining: 1,
+    url,
+    method: 'POST',
+    body,
+    headers: { 'content-type': o.contentType ?? 'application/json' },
+    connections: o.connections,
+    duration: o.seconds,
+    timeout: o.timeoutSeconds ?? 10,
+    pipelining: 1,
     ...(pathOf ? { requests: [{ setupRequest: (req) => ({ ...req, path: pathOf() }) }] } : {}),
   });
   const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count ?? 0]));
-  return { p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, rps: r.requests.average, statuses, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts };
+  return {
+    p50: r.latency.p50,
+    p97_5: r.latency.p97_5,
+    p99: r.latency.p99,
+    rps: r.requests.average,
+    statuses,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+  };
 }

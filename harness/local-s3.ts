@@ -21,13 +21,28 @@ export const kS3Env = {
 export class LocalS3 {
   readonly client: S3Client;
 
-  private constructor(private readonly server: S3rver, readonly url: string, readonly dir: string) {
-    this.client = new S3Client({ endpoint: url, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  private constructor(
+    private readonly server: S3rver,
+    readonly url: string,
+    readonly dir: string,
+  ) {
+    this.client = new S3Client({
+      endpoint: url,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
   }
 
   static async start(): Promise<LocalS3> {
     const dir = tempDir('mme-s3-');
-    const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: kBucket }] });
+    const server = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: kBucket }],
+    });
     const { port } = await server.run();
     return new LocalS3(server, `http://127.0.0.1:${port}`, dir);
   }
@@ -38,7 +53,14 @@ export class LocalS3 {
   }
 
   async put(key: string, body: Uint8Array | string | Readable, length?: number): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: kBucket, Key: key, Body: body, ...(length === undefined ? {} : { ContentLength: length }) }));
+    await this.client.send(
+      new PutObjectCommand({
+        Bucket: kBucket,
+        Key: key,
+        Body: body,
+        ...(length === undefined ? {} : { ContentLength: length }),
+      }),
+    );
   }
 
   async putFile(key: string, file: string): Promise<void> {
@@ -46,7 +68,12 @@ export class LocalS3 {
   }
 
   /** `<prefix>/<name>/model.onnx` and any extra files beside it. */
-  async putModelDir(prefix: string, name: string, onnx: Uint8Array, extra: Record<string, string | Uint8Array> = {}): Promise<void> {
+  async putModelDir(
+    prefix: string,
+    name: string,
+    onnx: Uint8Array,
+    extra: Record<string, string | Uint8Array> = {},
+  ): Promise<void> {
     await this.put(`${prefix}/${name}/model.onnx`, onnx);
     for (const [rel, body] of Object.entries(extra)) await this.put(`${prefix}/${name}/${rel}`, body);
   }

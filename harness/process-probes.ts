@@ -13,7 +13,10 @@ function statFields(pid: number): string[] | null {
 }
 
 function allPids(): number[] {
-  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number);
+  return fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number);
 }
 
 /** True while a process with this pid exists and is not a zombie. */
@@ -36,7 +39,12 @@ export function workerPidsOf(ppid: number): number[] {
 }
 
 /** Polls a condition until true or the bound passes; used where the event is another process's exit. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, boundMs = 10_000, everyMs = 20): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  what: string,
+  boundMs = 10_000,
+  everyMs = 20,
+): Promise<void> {
   const deadline = Date.now() + boundMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${boundMs} ms waiting for ${what}`);
@@ -134,8 +142,15 @@ function socketInodes(pid: number): Set<string> {
 /** /proc/net/tcp's hex address: IPv4 as one little-endian word, IPv6 as four. */
 function hexAddress(hex: string): string {
   const words = hex.match(/.{8}/g)!.map((w) => w.match(/../g)!.reverse().join(''));
-  if (words.length === 1) return words[0]!.match(/../g)!.map((b) => parseInt(b, 16)).join('.');
-  const groups = words.join('').match(/.{4}/g)!.map((g) => parseInt(g, 16).toString(16));
+  if (words.length === 1)
+    return words[0]!
+      .match(/../g)!
+      .map((b) => parseInt(b, 16))
+      .join('.');
+  const groups = words
+    .join('')
+    .match(/.{4}/g)!
+    .map((g) => parseInt(g, 16).toString(16));
   return `[${groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::')}]`;
 }
 
@@ -146,7 +161,12 @@ function hexAddress(hex: string): string {
 export function listeningSockets(pid: number): string[] {
   const inodes = socketInodes(pid);
   const out: string[] = [];
-  for (const [file, proto, state] of [['tcp', 'tcp', '0A'], ['tcp6', 'tcp', '0A'], ['udp', 'udp', '07'], ['udp6', 'udp', '07']] as const) {
+  for (const [file, proto, state] of [
+    ['tcp', 'tcp', '0A'],
+    ['tcp6', 'tcp', '0A'],
+    ['udp', 'udp', '07'],
+    ['udp6', 'udp', '07'],
+  ] as const) {
     for (const line of fs.readFileSync(`/proc/${pid}/net/${file}`, 'utf8').trim().split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
       if (f[3] !== state || !inodes.has(f[9]!)) continue;

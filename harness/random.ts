@@ -32,7 +32,10 @@ export function weightedSampler(weights: readonly number[], random: () => number
 
 /** Draws ranks 0..n-1 with P(rank k) ∝ 1 / (k + 1)^s. */
 export function zipfSampler(n: number, s: number, random: () => number): () => number {
-  return weightedSampler(Array.from({ length: n }, (_, k) => 1 / (k + 1) ** s), random);
+  return weightedSampler(
+    Array.from({ length: n }, (_, k) => 1 / (k + 1) ** s),
+    random,
+  );
 }
 
 /** Fisher–Yates: a random order of 0..n-1. */

@@ -59,7 +59,11 @@ export function rawExchange(port: number, request: string | Buffer, opts: Exchan
       received = Buffer.concat([received, chunk]);
       if (opts.responses === undefined) return;
       try {
-        if (parseResponses(received, false, opts.head ?? false).responses.filter((r) => r.status >= 200).length >= opts.responses) finish(false);
+        if (
+          parseResponses(received, false, opts.head ?? false).responses.filter((r) => r.status >= 200).length >=
+          opts.responses
+        )
+          finish(false);
       } catch {
         finish(false);
       }
@@ -85,7 +89,11 @@ export function rawExchange(port: number, request: string | Buffer, opts: Exchan
 }
 
 /** The complete responses at the start of `buf`; with `closed`, a body without a length ends at the end. */
-export function parseResponses(buf: Buffer, closed: boolean, head: boolean): { responses: RawResponse[]; rest: number } {
+export function parseResponses(
+  buf: Buffer,
+  closed: boolean,
+  head: boolean,
+): { responses: RawResponse[]; rest: number } {
   const responses: RawResponse[] = [];
   let at = 0;
   for (;;) {
@@ -109,7 +117,14 @@ export function parseResponses(buf: Buffer, closed: boolean, head: boolean): { r
   return { responses, rest: at };
 }
 
-function bodyOf(buf: Buffer, start: number, status: number, headers: Record<string, string>, closed: boolean, head: boolean): { bytes: Buffer; next: number } | null {
+function bodyOf(
+  buf: Buffer,
+  start: number,
+  status: number,
+  headers: Record<string, string>,
+  closed: boolean,
+  head: boolean,
+): { bytes: Buffer; next: number } | null {
   if (head || status < 200 || status === 204 || status === 304) return { bytes: Buffer.alloc(0), next: start };
   if (headers['transfer-encoding']?.toLowerCase() === 'chunked') return chunkedBody(buf, start);
   if (headers['content-length'] !== undefined) {

@@ -14,11 +14,22 @@ const kScripts = path.join(__dirname, '..', 'scripts');
  * `script` is relative to scripts/ without extension, e.g. 'sagemaker/deploy'; an `undefined` in env
  * removes the variable. The exit code is returned, never thrown.
  */
-export function runNodeScript(script: string, args: string[], env: Record<string, string | undefined> = {}): Promise<ScriptRun> {
-  const merged = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>;
+export function runNodeScript(
+  script: string,
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<ScriptRun> {
+  const merged = Object.fromEntries(
+    Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined),
+  ) as Record<string, string>;
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(kScripts, `${script}.js`), ...args], { env: merged }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [path.join(kScripts, `${script}.js`), ...args],
+      { env: merged },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }

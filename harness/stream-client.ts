@@ -29,32 +29,44 @@ export interface StreamOptions {
 export function streamInvoke(url: string, body: string | Buffer, opts: StreamOptions = {}): Promise<StreamedResponse> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...opts.headers } }, (res) => {
-      const out: StreamedResponse = { status: res.statusCode!, headers: res.headers, chunks: [], arrivals: [], firstChunkMs: NaN, totalMs: NaN, complete: false };
-      let done = false;
-      const finish = () => {
-        if (done) return;
-        done = true;
-        out.totalMs = performance.now() - t0;
-        out.firstChunkMs = out.arrivals[0] ?? out.totalMs;
-        resolve(out);
-      };
-      res.on('data', (chunk: Buffer) => {
-        out.chunks.push(chunk);
-        out.arrivals.push(performance.now() - t0);
-        if (out.chunks.length === opts.stopAfter) {
-          req.destroy();
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', ...opts.headers } },
+      (res) => {
+        const out: StreamedResponse = {
+          status: res.statusCode!,
+          headers: res.headers,
+          chunks: [],
+          arrivals: [],
+          firstChunkMs: NaN,
+          totalMs: NaN,
+          complete: false,
+        };
+        let done = false;
+        const finish = () => {
+          if (done) return;
+          done = true;
+          out.totalMs = performance.now() - t0;
+          out.firstChunkMs = out.arrivals[0] ?? out.totalMs;
+          resolve(out);
+        };
+        res.on('data', (chunk: Buffer) => {
+          out.chunks.push(chunk);
+          out.arrivals.push(performance.now() - t0);
+          if (out.chunks.length === opts.stopAfter) {
+            req.destroy();
+            finish();
+          }
+        });
+        res.on('end', () => {
+          out.complete = true;
           finish();
-        }
-      });
-      res.on('end', () => {
-        out.complete = true;
-        finish();
-      });
-      // A body cut short (the socket closed before the last chunk) ends here, not in 'end'.
-      res.on('error', finish);
-      res.on('aborted', finish);
-    });
+        });
+        // A body cut short (the socket closed before the last chunk) ends here, not in 'end'.
+        res.on('error', finish);
+        res.on('aborted', finish);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -33,7 +33,8 @@ export function tarHeader(e: TarEntrySpec, size: number): Buffer {
     mtime: new Date(0),
   });
   const block = Buffer.alloc(512);
-  if (header.encode(block, 0) && size < 8 * 2 ** 30) throw new Error(`entry ${e.path} needs a PAX header: give it a paxPath`);
+  if (header.encode(block, 0) && size < 8 * 2 ** 30)
+    throw new Error(`entry ${e.path} needs a PAX header: give it a paxPath`);
   return block;
 }
 

@@ -48,9 +48,18 @@ export interface TestServerOptions {
 export async function startTestServer(properties = '', opts: TestServerOptions = {}): Promise<TestServer> {
   const store = opts.store ?? tempDir('mme-store-');
   const fileText = testProperties(store, properties);
-  const config = resolveConfig({ fileText, configFile: 'test.properties', env: opts.env ?? {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
+  const config = resolveConfig({
+    fileText,
+    configFile: 'test.properties',
+    env: opts.env ?? {},
+    argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
+  });
   const logs: string[] = [];
-  const server = new MmeServer(config, { log: (line) => logs.push(line), env: opts.workerEnv, listenerLimits: opts.listenerLimits });
+  const server = new MmeServer(config, {
+    log: (line) => logs.push(line),
+    env: opts.workerEnv,
+    listenerLimits: opts.listenerLimits,
+  });
   watchProcesses(server.processes);
   await server.start();
   return {

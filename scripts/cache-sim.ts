@@ -31,7 +31,13 @@ function traces(seed: number): Trace[] {
 }
 
 export function runCacheSim(seed = SEED): SimRow[] {
-  return traces(seed).flatMap((trace) => POLICIES.map(({ label, factory }) => ({ trace: trace.name, policy: label, result: simulate(trace, factory, CAPACITY) })));
+  return traces(seed).flatMap((trace) =>
+    POLICIES.map(({ label, factory }) => ({
+      trace: trace.name,
+      policy: label,
+      result: simulate(trace, factory, CAPACITY),
+    })),
+  );
 }
 
 /** The docs' style: a space between thousands. */
@@ -52,7 +58,11 @@ export function renderTable(rows: readonly SimRow[]): string {
     const vsLru = policy === 'LRU' ? '—' : `−${percent(saving(r, lruOf(rows, trace)), 0)}`;
     return `| ${trace} | ${policy} | ${percent(hitRatio(r))} | ${grouped(r.loads)} | ${grouped(r.bytesLoaded / GiB)} | ${grouped(r.loadMicros / 60e6)} | ${vsLru} |`;
   });
-  return ['| trace | policy | hit ratio | loads | GiB loaded | load time (min) | load time vs LRU |', '|---|---|---|---|---|---|---|', ...lines].join('\n');
+  return [
+    '| trace | policy | hit ratio | loads | GiB loaded | load time (min) | load time vs LRU |',
+    '|---|---|---|---|---|---|---|',
+    ...lines,
+  ].join('\n');
 }
 
 /** The docs/cache.md section: what was run, why GDSF is the default, and the table. */

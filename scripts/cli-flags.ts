@@ -33,7 +33,8 @@ export class Flags {
         continue;
       }
       const value = inline ?? argv[++i];
-      if (value === undefined || (inline === undefined && value.startsWith('--'))) throw new UsageError(`--${name} needs a value`);
+      if (value === undefined || (inline === undefined && value.startsWith('--')))
+        throw new UsageError(`--${name} needs a value`);
       if (kind === 'string' && values.has(name)) throw new UsageError(`--${name} is given twice`);
       values.set(name, [...(values.get(name) ?? []), value]);
     }

@@ -31,7 +31,8 @@ export function renderDoc(file: string, text: string): string {
   let out = text;
   for (const { name, render } of SECTIONS.filter((s) => s.file === file)) {
     const re = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(<!-- ${name}:end -->)`);
-    if (!re.test(out)) throw new Error(`${path.relative(ROOT, file)} has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
+    if (!re.test(out))
+      throw new Error(`${path.relative(ROOT, file)} has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
     out = out.replace(re, (_, a: string, b: string) => `${a}${render()}\n${b}`);
   }
   return out;
@@ -41,5 +42,6 @@ const USAGE = `Usage: node dist/scripts/docs-tables.js
   Rewrites the generated tables of docs/ (config keys, error codes, planner assumptions) from the code that enforces them.`;
 
 if (require.main === module && !printedHelp(USAGE)) {
-  for (const file of new Set(SECTIONS.map((s) => s.file))) fs.writeFileSync(file, renderDoc(file, fs.readFileSync(file, 'utf8')));
+  for (const file of new Set(SECTIONS.map((s) => s.file)))
+    fs.writeFileSync(file, renderDoc(file, fs.readFileSync(file, 'utf8')));
 }

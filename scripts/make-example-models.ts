@@ -111,7 +111,8 @@ export function exampleModels(): Record<string, { model: Uint8Array; readme: str
 function main(): void {
   const store = path.resolve(process.argv[2] ?? path.join(repoRoot(), 'model-store'));
   for (const [name, { model, readme }] of Object.entries(exampleModels())) {
-    if (model.length > MAX_MODEL_BYTES) throw new Error(`${name}/model.onnx is ${model.length} bytes, over the ${MAX_MODEL_BYTES}-byte budget`);
+    if (model.length > MAX_MODEL_BYTES)
+      throw new Error(`${name}/model.onnx is ${model.length} bytes, over the ${MAX_MODEL_BYTES}-byte budget`);
     const dir = writeModelDir(store, name, model, { 'README.md': readme });
     console.log(`${path.relative(process.cwd(), dir)}/model.onnx (${model.length} bytes)`);
   }

@@ -25,8 +25,15 @@ export const USAGE = `Usage:
   --cold-start-ms    the measured first-request latency of a cold model from disk (npm run bench:repository)`;
 
 const FLAGS = {
-  inventory: 'string', trace: 'string', 'instance-memory-gib': 'string', instances: 'string',
-  'target-hit-ratio': 'string', requests: 'string', seed: 'string', 'repository-mbps': 'string', 'cold-start-ms': 'string',
+  inventory: 'string',
+  trace: 'string',
+  'instance-memory-gib': 'string',
+  instances: 'string',
+  'target-hit-ratio': 'string',
+  requests: 'string',
+  seed: 'string',
+  'repository-mbps': 'string',
+  'cold-start-ms': 'string',
 } as const;
 
 export interface PlanOptions {
@@ -36,9 +43,16 @@ export interface PlanOptions {
   download?: DownloadOptions;
 }
 
-const ROUTING_LABEL: Record<Routing, string> = { one: 'one instance', hash: 'consistent hash', 'round-robin': 'round robin' };
+const ROUTING_LABEL: Record<Routing, string> = {
+  one: 'one instance',
+  hash: 'consistent hash',
+  'round-robin': 'round robin',
+};
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-const mib = (bytes: number) => `${Math.round(bytes / MiB).toLocaleString('en-US').replace(/,/g, ' ')} MiB`;
+const mib = (bytes: number) =>
+  `${Math.round(bytes / MiB)
+    .toLocaleString('en-US')
+    .replace(/,/g, ' ')} MiB`;
 
 function row(p: Prediction): string {
   return `| ${p.mode.name} | ${ROUTING_LABEL[p.routing]} | ${p.instances} | ${pct(p.hitRatio)} | ${p.loadsPerMinute.toFixed(1)} | ${pct(p.waitingShare)} | ${mib(p.headroomBytes)} of ${mib(p.budgetBytes)} |`;
@@ -48,7 +62,12 @@ function predictions(workload: Workload, opts: PlanOptions): { rows: Prediction[
   if (opts.targetHitRatio === undefined) {
     const n = opts.instances ?? 1;
     const routings: Routing[] = n === 1 ? ['one'] : ['one', 'hash', 'round-robin'];
-    return { rows: MODES.flatMap((mode) => routings.map((routing) => predict(workload, opts.instanceBytes, { mode, routing, instances: n }))), notes: [] };
+    return {
+      rows: MODES.flatMap((mode) =>
+        routings.map((routing) => predict(workload, opts.instanceBytes, { mode, routing, instances: n })),
+      ),
+      notes: [],
+    };
   }
   const target = opts.targetHitRatio;
   const rows: Prediction[] = [];
@@ -57,10 +76,14 @@ function predictions(workload: Workload, opts: PlanOptions): { rows: Prediction[
     const found = smallestFleet(workload, opts.instanceBytes, mode, target);
     if (found) {
       rows.push(found);
-      notes.push(`${mode.name} workers: ${found.instances} instance${found.instances === 1 ? '' : 's'} reach ${pct(target)} with model-name hashing.`);
+      notes.push(
+        `${mode.name} workers: ${found.instances} instance${found.instances === 1 ? '' : 's'} reach ${pct(target)} with model-name hashing.`,
+      );
     } else {
       rows.push(predict(workload, opts.instanceBytes, { mode, routing: 'hash', instances: MAX_INSTANCES }));
-      notes.push(`${mode.name} workers: ${MAX_INSTANCES} instances do not reach ${pct(target)}; choose larger instances.`);
+      notes.push(
+        `${mode.name} workers: ${MAX_INSTANCES} instances do not reach ${pct(target)}; choose larger instances.`,
+      );
     }
   }
   return { rows, notes };
@@ -96,7 +119,8 @@ export function renderPlan(workload: Workload, opts: PlanOptions): string {
 function readInput(flags: Flags): Workload {
   const inventory = flags.string('inventory');
   const trace = flags.string('trace');
-  if ((inventory === undefined) === (trace === undefined)) throw new UsageError('give exactly one of --inventory and --trace');
+  if ((inventory === undefined) === (trace === undefined))
+    throw new UsageError('give exactly one of --inventory and --trace');
   const file = (inventory ?? trace)!;
   let text: string;
   try {
@@ -112,14 +136,23 @@ function readInput(flags: Flags): Workload {
 async function main(argv: string[]): Promise<void> {
   const flags = Flags.parse(argv, FLAGS);
   if (flags.positionals.length > 0) throw new UsageError(`unexpected argument ${flags.positionals[0]}`);
-  if (flags.has('instances') === flags.has('target-hit-ratio')) throw new UsageError('give exactly one of --instances and --target-hit-ratio');
+  if (flags.has('instances') === flags.has('target-hit-ratio'))
+    throw new UsageError('give exactly one of --instances and --target-hit-ratio');
   const gib = flags.number('instance-memory-gib', NaN, 0.5);
   if (Number.isNaN(gib)) throw new UsageError('--instance-memory-gib is required: the memory of one instance in GiB');
   const target = flags.has('target-hit-ratio') ? flags.number('target-hit-ratio', 0, 0) : undefined;
   if (target !== undefined && target >= 1) throw new UsageError('--target-hit-ratio is a fraction below 1, e.g. 0.95');
-  if (flags.has('cold-start-ms') && !flags.has('repository-mbps')) throw new UsageError('--cold-start-ms goes with --repository-mbps, the bandwidth from model_repository');
-  const download = flags.has('repository-mbps') ? { mbps: flags.number('repository-mbps', 0, 0.001), coldStartMs: flags.number('cold-start-ms', 0, 0) } : undefined;
-  const opts: PlanOptions = { instanceBytes: gib * 1024 * MiB, instances: flags.has('instances') ? flags.int('instances', 1, 1) : undefined, targetHitRatio: target, download };
+  if (flags.has('cold-start-ms') && !flags.has('repository-mbps'))
+    throw new UsageError('--cold-start-ms goes with --repository-mbps, the bandwidth from model_repository');
+  const download = flags.has('repository-mbps')
+    ? { mbps: flags.number('repository-mbps', 0, 0.001), coldStartMs: flags.number('cold-start-ms', 0, 0) }
+    : undefined;
+  const opts: PlanOptions = {
+    instanceBytes: gib * 1024 * MiB,
+    instances: flags.has('instances') ? flags.int('instances', 1, 1) : undefined,
+    targetHitRatio: target,
+    download,
+  };
   console.log(renderPlan(readInput(flags), opts));
 }
 

@@ -18,7 +18,10 @@ interface Profile {
   timeDeltas: number[];
 }
 
-export function topFrames(profile: Profile, n: number): { totalMs: number; frames: Array<{ frame: string; share: number }> } {
+export function topFrames(
+  profile: Profile,
+  n: number,
+): { totalMs: number; frames: Array<{ frame: string; share: number }> } {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<string, number>();
   let total = 0;
@@ -26,10 +29,14 @@ export function topFrames(profile: Profile, n: number): { totalMs: number; frame
     const dt = profile.timeDeltas[i] ?? 0;
     total += dt;
     const cf = byId.get(id)!.callFrame;
-    const frame = `${cf.functionName || '(anonymous)'} ${cf.url ? `${cf.url.split('/').slice(-2).join('/')}:${cf.lineNumber + 1}` : ''}`.trim();
+    const frame =
+      `${cf.functionName || '(anonymous)'} ${cf.url ? `${cf.url.split('/').slice(-2).join('/')}:${cf.lineNumber + 1}` : ''}`.trim();
     self.set(frame, (self.get(frame) ?? 0) + dt);
   });
-  const frames = [...self].sort((a, b) => b[1] - a[1]).slice(0, n).map(([frame, t]) => ({ frame, share: t / total }));
+  const frames = [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([frame, t]) => ({ frame, share: t / total }));
   return { totalMs: total / 1000, frames };
 }
 
@@ -42,8 +49,14 @@ if (require.main === module && !printedHelp(USAGE)) {
     console.error(USAGE);
     process.exit(2);
   }
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
-    const { totalMs, frames } = topFrames(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Profile, Number(count ?? 12));
+  for (const file of fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort()) {
+    const { totalMs, frames } = topFrames(
+      JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Profile,
+      Number(count ?? 12),
+    );
     console.log(`\n${file} (${totalMs.toFixed(0)} ms sampled)\n| self | frame |\n|---|---|`);
     for (const f of frames) console.log(`| ${(f.share * 100).toFixed(1)} % | \`${f.frame}\` |`);
   }

@@ -4,38 +4,150 @@
  * `{"code": <status>, "type": "...", "message": "..."}`. docs/api.md's error table is this table.
  */
 export const ERRORS = {
-  MME_ERR_BAD_REQUEST: { status: 400, type: 'BadRequestException', when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value' },
-  MME_ERR_INVALID_INPUT: { status: 400, type: 'BadRequestException', when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type; or a handler raised a 4xx (its status is kept)' },
-  MME_ERR_INVALID_MODEL: { status: 400, type: 'InvalidModelException', when: 'the model artifact is unusable: no .onnx file, several without model.onnx, a bad archive or model-config.json, a file onnxruntime cannot load, a handler that fails to import' },
-  MME_ERR_UNAUTHORIZED: { status: 401, type: 'UnauthorizedException', when: 'the management API needs a bearer token and the request has none or a wrong one' },
+  MME_ERR_BAD_REQUEST: {
+    status: 400,
+    type: 'BadRequestException',
+    when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value',
+  },
+  MME_ERR_INVALID_INPUT: {
+    status: 400,
+    type: 'BadRequestException',
+    when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type; or a handler raised a 4xx (its status is kept)',
+  },
+  MME_ERR_INVALID_MODEL: {
+    status: 400,
+    type: 'InvalidModelException',
+    when: 'the model artifact is unusable: no .onnx file, several without model.onnx, a bad archive or model-config.json, a file onnxruntime cannot load, a handler that fails to import',
+  },
+  MME_ERR_UNAUTHORIZED: {
+    status: 401,
+    type: 'UnauthorizedException',
+    when: 'the management API needs a bearer token and the request has none or a wrong one',
+  },
   MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException', when: 'the request was refused by a listener guard' },
-  MME_ERR_MODEL_NOT_FOUND: { status: 404, type: 'ModelNotFoundException', when: 'the model is not loaded, or the load url does not exist' },
+  MME_ERR_MODEL_NOT_FOUND: {
+    status: 404,
+    type: 'ModelNotFoundException',
+    when: 'the model is not loaded, or the load url does not exist',
+  },
   MME_ERR_RESOURCE_NOT_FOUND: { status: 404, type: 'ResourceNotFoundException', when: 'no such route' },
-  MME_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'MethodNotAllowedException', when: 'the route exists but not for this HTTP method' },
-  MME_ERR_NOT_ACCEPTABLE: { status: 406, type: 'NotAcceptableException', when: 'the Accept header asks for a response type the handler cannot produce' },
-  MME_ERR_UNLOAD_TIMEOUT: { status: 408, type: 'RequestTimeoutException', when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed' },
-  MME_ERR_MODEL_CONFLICT: { status: 409, type: 'ConflictStatusException', when: 'a model of that name is already loaded or loading' },
-  MME_ERR_PAYLOAD_TOO_LARGE: { status: 413, type: 'RequestEntityTooLargeException', when: 'the request body is over max_request_size' },
-  MME_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'UnsupportedMediaTypeException', when: 'the handler cannot read the request Content-Type' },
-  MME_ERR_CLIENT_CLOSED: { status: 499, type: 'ClientClosedRequestException', when: 'the client closed its connection before the answer (logged and in metrics as a cancellation, never as a 4xx or 5xx error)' },
-  MME_ERR_HEADERS_TOO_LARGE: { status: 431, type: 'RequestHeaderFieldsTooLargeException', when: 'request headers are too large or too many' },
+  MME_ERR_METHOD_NOT_ALLOWED: {
+    status: 405,
+    type: 'MethodNotAllowedException',
+    when: 'the route exists but not for this HTTP method',
+  },
+  MME_ERR_NOT_ACCEPTABLE: {
+    status: 406,
+    type: 'NotAcceptableException',
+    when: 'the Accept header asks for a response type the handler cannot produce',
+  },
+  MME_ERR_UNLOAD_TIMEOUT: {
+    status: 408,
+    type: 'RequestTimeoutException',
+    when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed',
+  },
+  MME_ERR_MODEL_CONFLICT: {
+    status: 409,
+    type: 'ConflictStatusException',
+    when: 'a model of that name is already loaded or loading',
+  },
+  MME_ERR_PAYLOAD_TOO_LARGE: {
+    status: 413,
+    type: 'RequestEntityTooLargeException',
+    when: 'the request body is over max_request_size',
+  },
+  MME_ERR_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    type: 'UnsupportedMediaTypeException',
+    when: 'the handler cannot read the request Content-Type',
+  },
+  MME_ERR_CLIENT_CLOSED: {
+    status: 499,
+    type: 'ClientClosedRequestException',
+    when: 'the client closed its connection before the answer (logged and in metrics as a cancellation, never as a 4xx or 5xx error)',
+  },
+  MME_ERR_HEADERS_TOO_LARGE: {
+    status: 431,
+    type: 'RequestHeaderFieldsTooLargeException',
+    when: 'request headers are too large or too many',
+  },
   MME_ERR_INTERNAL: { status: 500, type: 'InternalServerException', when: 'a bug: the server log has the details' },
-  MME_ERR_WORKER_DIED: { status: 500, type: 'InternalServerException', when: 'the worker process running this request crashed (it is restarted; queued requests are kept)' },
-  MME_ERR_WORKER_PROTOCOL: { status: 500, type: 'InternalServerException', when: 'the worker sent a malformed or oversized frame; it was stopped and is being replaced' },
-  MME_ERR_LOAD_FAILED: { status: 500, type: 'InternalServerException', when: 'a worker exited while loading the model' },
-  MME_ERR_LOAD_TIMEOUT: { status: 500, type: 'InternalServerException', when: 'a worker did not finish loading within model_load_timeout' },
-  MME_ERR_MODEL_ERROR: { status: 500, type: 'PredictionException', when: 'the model or its handler failed on this request (a handler may raise its own 5xx status)' },
-  MME_ERR_RESPONSE_TOO_LARGE: { status: 500, type: 'InternalServerException', when: 'the response is over max_response_size' },
-  MME_ERR_QUEUE_FULL: { status: 503, type: 'ServiceUnavailableException', when: "the model's job queue (job_queue_size) is full" },
-  MME_ERR_NO_WORKER: { status: 503, type: 'ServiceUnavailableException', when: 'the model has no worker, or job tickets are on and every worker is busy' },
-  MME_ERR_MODEL_LOADING: { status: 503, type: 'ServiceUnavailableException', when: 'the model is still loading; retry after Retry-After seconds' },
-  MME_ERR_MODEL_FAILED: { status: 503, type: 'ServiceUnavailableException', when: "the model's workers keep failing to start; describe shows the cause" },
+  MME_ERR_WORKER_DIED: {
+    status: 500,
+    type: 'InternalServerException',
+    when: 'the worker process running this request crashed (it is restarted; queued requests are kept)',
+  },
+  MME_ERR_WORKER_PROTOCOL: {
+    status: 500,
+    type: 'InternalServerException',
+    when: 'the worker sent a malformed or oversized frame; it was stopped and is being replaced',
+  },
+  MME_ERR_LOAD_FAILED: {
+    status: 500,
+    type: 'InternalServerException',
+    when: 'a worker exited while loading the model',
+  },
+  MME_ERR_LOAD_TIMEOUT: {
+    status: 500,
+    type: 'InternalServerException',
+    when: 'a worker did not finish loading within model_load_timeout',
+  },
+  MME_ERR_MODEL_ERROR: {
+    status: 500,
+    type: 'PredictionException',
+    when: 'the model or its handler failed on this request (a handler may raise its own 5xx status)',
+  },
+  MME_ERR_RESPONSE_TOO_LARGE: {
+    status: 500,
+    type: 'InternalServerException',
+    when: 'the response is over max_response_size',
+  },
+  MME_ERR_QUEUE_FULL: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: "the model's job queue (job_queue_size) is full",
+  },
+  MME_ERR_NO_WORKER: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: 'the model has no worker, or job tickets are on and every worker is busy',
+  },
+  MME_ERR_MODEL_LOADING: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: 'the model is still loading; retry after Retry-After seconds',
+  },
+  MME_ERR_MODEL_FAILED: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: "the model's workers keep failing to start; describe shows the cause",
+  },
   MME_ERR_SHUTTING_DOWN: { status: 503, type: 'ServiceUnavailableException', when: 'the server is shutting down' },
-  MME_ERR_REPOSITORY_UNAVAILABLE: { status: 503, type: 'ServiceUnavailableException', when: 'model_repository refused the download (credentials, permissions: the store\'s error code is in the server log), kept failing after retries, or the disk cache has no room that is not held by loaded models' },
-  MME_ERR_REPOSITORY_TIMEOUT: { status: 504, type: 'RepositoryTimeoutException', when: 'model_repository stayed silent longer than model_repository_timeout (no answer, or a download that stalled)' },
-  MME_ERR_WORKER_TIMEOUT: { status: 504, type: 'WorkerTimeoutException', when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced' },
-  MME_ERR_INSUFFICIENT_MEMORY: { status: 507, type: 'InsufficientMemoryException', when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)' },
-  MME_ERR_CONFIG: { status: 500, type: 'ConfigurationException', when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)' },
+  MME_ERR_REPOSITORY_UNAVAILABLE: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: "model_repository refused the download (credentials, permissions: the store's error code is in the server log), kept failing after retries, or the disk cache has no room that is not held by loaded models",
+  },
+  MME_ERR_REPOSITORY_TIMEOUT: {
+    status: 504,
+    type: 'RepositoryTimeoutException',
+    when: 'model_repository stayed silent longer than model_repository_timeout (no answer, or a download that stalled)',
+  },
+  MME_ERR_WORKER_TIMEOUT: {
+    status: 504,
+    type: 'WorkerTimeoutException',
+    when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced',
+  },
+  MME_ERR_INSUFFICIENT_MEMORY: {
+    status: 507,
+    type: 'InsufficientMemoryException',
+    when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)',
+  },
+  MME_ERR_CONFIG: {
+    status: 500,
+    type: 'ConfigurationException',
+    when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)',
+  },
 } as const satisfies Record<string, { status: number; type: string; when: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -57,7 +169,11 @@ export class MmeError extends Error {
   /** Extra response headers, e.g. Retry-After on 503. */
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: ErrorCode, message: string, opts: { status?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { status?: number; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
     super(capMessage(message), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'MmeError';
     this.code = code;
@@ -109,12 +225,15 @@ export function quote(text: string): string {
 export function quoteValue(value: unknown): string {
   if (typeof value === 'string') return quote(value);
   if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (value === null || typeof value !== 'object') return typeof value === 'bigint' ? `${value}` : String(JSON.stringify(value) ?? typeof value);
+  if (value === null || typeof value !== 'object')
+    return typeof value === 'bigint' ? `${value}` : String(JSON.stringify(value) ?? typeof value);
   return 'an object';
 }
 
 function capMessage(message: string): string {
-  return message.length <= MESSAGE_LIMIT ? message : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
+  return message.length <= MESSAGE_LIMIT
+    ? message
+    : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
 }
 
 export function isMmeError(err: unknown): err is MmeError {
@@ -126,9 +245,18 @@ export function isMmeError(err: unknown): err is MmeError {
  * server, which maps the same engine messages for the same contract.
  */
 const kOutOfMemoryMarkers = [
-  'out of memory', 'outofmemory', 'memoryerror', 'failed to allocate memory', 'bad_alloc',
-  'cannot allocate memory', 'enomem', 'no space left on device', 'cuda_out_of_memory',
-  'cublas_status_alloc_failed', 'array buffer allocation failed', 'allocation failed',
+  'out of memory',
+  'outofmemory',
+  'memoryerror',
+  'failed to allocate memory',
+  'bad_alloc',
+  'cannot allocate memory',
+  'enomem',
+  'no space left on device',
+  'cuda_out_of_memory',
+  'cublas_status_alloc_failed',
+  'array buffer allocation failed',
+  'allocation failed',
 ];
 
 export function looksLikeOutOfMemory(message: string): boolean {

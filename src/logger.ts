@@ -66,15 +66,19 @@ export function createLog(opts: { format: LogFormat; level: LogLevel }, fd = 1):
   if (opts.format === 'text') {
     return (line, given) => {
       const { level } = lineFields(line, given);
-      if (kLogLevels.indexOf(level) >= least) destination.write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${line}\n`);
+      if (kLogLevels.indexOf(level) >= least)
+        destination.write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${line}\n`);
     };
   }
-  const logger = pino({
-    level: opts.level,
-    base: null,
-    timestamp: () => `,"ts":"${new Date().toISOString()}"`,
-    formatters: { level: (label) => ({ level: label }) },
-  }, destination);
+  const logger = pino(
+    {
+      level: opts.level,
+      base: null,
+      timestamp: () => `,"ts":"${new Date().toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
   return (line, given) => {
     const { level, ...fields } = lineFields(line, given);
     logger[level](fields, line);

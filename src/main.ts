@@ -27,7 +27,9 @@ async function main(): Promise<void> {
   }
   const config = loadConfig(process.env, argv);
   log = createLog({ format: config.logFormat, level: config.logLevel });
-  log(`sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`);
+  log(
+    `sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`,
+  );
   const server = new MmeServer(config, { log });
   let stopping = false;
   const stop = (signal: string) => {
@@ -37,13 +39,18 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
-    server.close(config.shutdownTimeoutSeconds * 1000).then(({ drained, cutOff }) => {
-      log(`stopped: ${drained} requests finished in the drain, ${cutOff} cut off when their workers were killed`, { level: 'info' });
-      process.exit(0);
-    }, (err) => {
-      log(`shutdown failed: ${(err as Error).message}`, { level: 'error' });
-      process.exit(1);
-    });
+    server.close(config.shutdownTimeoutSeconds * 1000).then(
+      ({ drained, cutOff }) => {
+        log(`stopped: ${drained} requests finished in the drain, ${cutOff} cut off when their workers were killed`, {
+          level: 'info',
+        });
+        process.exit(0);
+      },
+      (err) => {
+        log(`shutdown failed: ${(err as Error).message}`, { level: 'error' });
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
@@ -55,7 +62,9 @@ async function main(): Promise<void> {
     : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
   const failed = server.startupFailures;
   const failures = failed.length ? `, ${failed.length} failed (${failed.join(', ')}: see their lines above)` : '';
-  log(`ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`);
+  log(
+    `ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`,
+  );
 }
 
 /** Listen errors a user causes and fixes: what to change, in one line (the stack says nothing to them). */

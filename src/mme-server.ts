@@ -45,11 +45,18 @@ export class MmeServer {
   readonly #log: (line: string) => void;
   readonly #limits: Partial<ListenerLimits>;
 
-  constructor(readonly config: ServerConfig, opts: MmeServerOptions = {}) {
+  constructor(
+    readonly config: ServerConfig,
+    opts: MmeServerOptions = {},
+  ) {
     this.#log = opts.log ?? createLog({ format: config.logFormat, level: config.logLevel });
     this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
-    this.manager = new ModelManager(config, this.cacheDir, this.#log, { env: opts.env, clock: opts.clock ?? realClock, processes: this.processes });
+    this.manager = new ModelManager(config, this.cacheDir, this.#log, {
+      env: opts.env,
+      clock: opts.clock ?? realClock,
+      processes: this.processes,
+    });
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
@@ -62,11 +69,22 @@ export class MmeServer {
     const c = this.config;
     const roles: Array<[ListenerRole, ServerConfig['inferenceAddress']]> = c.sharedListener
       ? [['both', c.inferenceAddress]]
-      : [['inference', c.inferenceAddress], ['management', c.managementAddress]];
+      : [
+          ['inference', c.inferenceAddress],
+          ['management', c.managementAddress],
+        ];
     for (const [role, addr] of roles) {
       const handler = requestListener({
-        role, gateway: this.gateway, manager: this.manager, metrics: this.metrics, serveMetrics: c.metricsAddress === null, maxRequestSize: c.maxRequestSize,
-        loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host), managementToken: c.managementToken, accessLog: c.accessLog, log: this.#log,
+        role,
+        gateway: this.gateway,
+        manager: this.manager,
+        metrics: this.metrics,
+        serveMetrics: c.metricsAddress === null,
+        maxRequestSize: c.maxRequestSize,
+        loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host),
+        managementToken: c.managementToken,
+        accessLog: c.accessLog,
+        log: this.#log,
       });
       const listener = await listen(handler, addr, this.#limits);
       this.listeners.push({ ...listener, role });
@@ -79,9 +97,14 @@ export class MmeServer {
     if (c.grpcInferencePort !== null) {
       // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
       const { GrpcListener } = await import('./grpc/grpc-server');
-      this.grpc = await GrpcListener.listen({ host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize }, {
-        gateway: this.gateway, manager: this.manager, loopbackOnly: isLoopback(c.grpcInferenceAddress),
-      });
+      this.grpc = await GrpcListener.listen(
+        { host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize },
+        {
+          gateway: this.gateway,
+          manager: this.manager,
+          loopbackOnly: isLoopback(c.grpcInferenceAddress),
+        },
+      );
       this.#log(`gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}`);
     }
     this.metrics.start();
@@ -103,20 +126,23 @@ export class MmeServer {
         this.#log('load_models=ALL but model_store is not set; no model loaded at start-up');
         return;
       }
-      models = fs.readdirSync(modelStore, { withFileTypes: true })
+      models = fs
+        .readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
         .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: d.name }));
     } else {
       models = loadModels.map((m) => ({ name: m.name, url: m.url }));
     }
-    await Promise.all(models.map(async (m) => {
-      try {
-        await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
-      } catch {
-        // The load has logged why; the ready line counts it.
-        this.startupFailures.push(m.name);
-      }
-    }));
+    await Promise.all(
+      models.map(async (m) => {
+        try {
+          await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
+        } catch {
+          // The load has logged why; the ready line counts it.
+          this.startupFailures.push(m.name);
+        }
+      }),
+    );
   }
 
   /** Stops accepting, lets admitted requests finish (up to drainMs), stops every worker. */

@@ -37,8 +37,10 @@ function requestIdsOf(reason: unknown, promise: Promise<unknown>): string | unde
 }
 
 function describe(reason: unknown): string {
-  const text = reason instanceof Error ? reason.stack ?? `${reason.name}: ${reason.message}` : String(reason);
-  return text.length <= MESSAGE_LIMIT ? text : `${text.slice(0, MESSAGE_LIMIT)}… (${text.length - MESSAGE_LIMIT} more characters)`;
+  const text = reason instanceof Error ? (reason.stack ?? `${reason.name}: ${reason.message}`) : String(reason);
+  return text.length <= MESSAGE_LIMIT
+    ? text
+    : `${text.slice(0, MESSAGE_LIMIT)}… (${text.length - MESSAGE_LIMIT} more characters)`;
 }
 
 /** From now on, a rejection nobody handles is logged and ends the process with UNHANDLED_REJECTION_EXIT_CODE. */

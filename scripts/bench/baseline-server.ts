@@ -13,20 +13,55 @@ import { RequestBudget } from '../../src/worker-process/tensor';
 
 async function main(): Promise<void> {
   const onnxPath = process.argv[2];
-  const opened = await openSession({ modelName: 'baseline', modelDir: '.', onnxPath, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, decodeInputRequest: false, concurrentBatches: false, maxResponseSize: Infinity, maxStreamBuffer: Infinity, maxRequestElements: Infinity, workerId: 'baseline', slot: 0, shared: false }, console.error);
+  const opened = await openSession(
+    {
+      modelName: 'baseline',
+      modelDir: '.',
+      onnxPath,
+      handlerPath: null,
+      batchSize: 1,
+      gpuId: -1,
+      intraOpThreads: 1,
+      interOpThreads: 1,
+      decodeInputRequest: false,
+      concurrentBatches: false,
+      maxResponseSize: Infinity,
+      maxStreamBuffer: Infinity,
+      maxRequestElements: Infinity,
+      workerId: 'baseline',
+      slot: 0,
+      shared: false,
+    },
+    console.error,
+  );
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     const respond = async () => {
       const body = Buffer.concat(chunks);
       const contentType = req.headers['content-type'] ?? 'application/json';
-      const decoded = decoderFor(contentType).decode({ body, contentType, accept: contentType, headers: {}, requestId: '' }, opened.inputs, new RequestBudget(Infinity, body.length));
+      const decoded = decoderFor(contentType).decode(
+        { body, contentType, accept: contentType, headers: {}, requestId: '' },
+        opened.inputs,
+        new RequestBudget(Infinity, body.length),
+      );
       const feeds: Record<string, ort.Tensor> = {};
-      for (const [name, t] of Object.entries(decoded.feeds)) feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
+      for (const [name, t] of Object.entries(decoded.feeds))
+        feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
       const out = await opened.session.run(feeds);
-      const outputs = Object.fromEntries(Object.entries(out).map(([n, t]) => [n, { type: t.type, dims: t.dims as number[], data: t.data as Float32Array }]));
+      const outputs = Object.fromEntries(
+        Object.entries(out).map(([n, t]) => [
+          n,
+          { type: t.type, dims: t.dims as number[], data: t.data as Float32Array },
+        ]),
+      );
       const codec = encoderFor(req.headers.accept || 'application/json');
-      const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, { format: decoded.format, modelName: 'baseline', accept: req.headers.accept || 'application/json', outputs: opened.outputs });
+      const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, {
+        format: decoded.format,
+        modelName: 'baseline',
+        accept: req.headers.accept || 'application/json',
+        outputs: opened.outputs,
+      });
       res.writeHead(200, { 'content-type': answerType, 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
     };
@@ -39,7 +74,9 @@ async function main(): Promise<void> {
     });
   });
   server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+  server.listen(0, '127.0.0.1', () =>
+    console.log(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+  );
 }
 
 main().catch((err: unknown) => {

@@ -27,13 +27,16 @@ export interface BenchServer extends CliServer {
  */
 export async function startBenchServer(properties: string[] = []): Promise<BenchServer> {
   const store = tempDir('mme-bench-');
-  const server = await startCliServer([`spare_workers=${keySpec('spare_workers')!.default}`, ...properties].join('\n'), {
-    store,
-    // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
-    main: process.env.MME_BENCH_MAIN,
-    // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
-    nodeArgs: process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [],
-  });
+  const server = await startCliServer(
+    [`spare_workers=${keySpec('spare_workers')!.default}`, ...properties].join('\n'),
+    {
+      store,
+      // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
+      main: process.env.MME_BENCH_MAIN,
+      // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
+      nodeArgs: process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [],
+    },
+  );
   // What goes wrong in the server shows as the bench runs.
   server.child.stderr!.pipe(process.stderr, { end: false });
   return {
@@ -52,7 +55,11 @@ export async function startBenchServer(properties: string[] = []): Promise<Bench
  * one run of `run`, which returns the requests it made; less sensitive to a busy machine than
  * req/s. `idleMicrosPerSecond` (the server's own timers) is taken off when given.
  */
-export async function cpuPerRequest(root: number, run: () => Promise<number>, idleMicrosPerSecond = 0): Promise<number> {
+export async function cpuPerRequest(
+  root: number,
+  run: () => Promise<number>,
+  idleMicrosPerSecond = 0,
+): Promise<number> {
   const tree = () => [root, ...descendantsOf(root)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
   const before = tree();
   const t0 = performance.now();
@@ -64,10 +71,17 @@ export async function cpuPerRequest(root: number, run: () => Promise<number>, id
 export type Measured = Pick<Hammered, 'rps' | 'p50' | 'p99' | 'errors' | 'non2xx'>;
 
 /** Warm-up once, then `reps` measured runs; returns the medians. */
-export async function measure(url: string, body: string | Buffer, connections: number, opts: { seconds: number; reps: number; warmupSeconds: number }, contentType?: string): Promise<Measured> {
+export async function measure(
+  url: string,
+  body: string | Buffer,
+  connections: number,
+  opts: { seconds: number; reps: number; warmupSeconds: number },
+  contentType?: string,
+): Promise<Measured> {
   await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType });
   const runs: Hammered[] = [];
-  for (let i = 0; i < opts.reps; i++) runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType }));
+  for (let i = 0; i < opts.reps; i++)
+    runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType }));
   return {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),
@@ -82,7 +96,9 @@ export async function measure(url: string, body: string | Buffer, connections: n
  * codecs as the workers.
  */
 export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
       const m = /listening on (\S+)/.exec(l);
@@ -94,7 +110,11 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
 }
 
 /** A bench run as its own script: `print` its result, or print the error and exit 1. */
-export function runBench<T>(usage: string, work: () => Promise<T>, print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2))): void {
+export function runBench<T>(
+  usage: string,
+  work: () => Promise<T>,
+  print: (result: T) => void = (r) => console.log(JSON.stringify(r, null, 2)),
+): void {
   if (printedHelp(usage)) return;
   work().then(print, (err) => {
     // A UsageError is the user's to fix (a flag, a missing tool): its message says how; a stack would bury it.
@@ -114,5 +134,7 @@ export function benchUsage(command: string, what: string): string {
 
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */
 export function benchDurations(): { seconds: number; reps: number; warmupSeconds: number } {
-  return process.env.BENCH_QUICK ? { seconds: 2, reps: 1, warmupSeconds: 1 } : { seconds: 8, reps: 3, warmupSeconds: 3 };
+  return process.env.BENCH_QUICK
+    ? { seconds: 2, reps: 1, warmupSeconds: 1 }
+    : { seconds: 8, reps: 3, warmupSeconds: 3 };
 }

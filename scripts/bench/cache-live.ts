@@ -48,9 +48,19 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
   writeMlpStore(store, models);
   const limit = 'maxLoaded' in room ? `max_loaded_models=${room.maxLoaded}` : `model_memory_budget_mb=${room.budgetMB}`;
   const config = resolveConfig({
-    fileText: ['inference_address=http://127.0.0.1:0', 'management_address=http://127.0.0.1:0', `model_store=${store}`,
-      'default_workers_per_model=1', 'model_cache=on', limit, `eviction_policy=${policy}`, `worker_mode=${workerMode}`].join('\n'),
-    configFile: null, env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
+    fileText: [
+      'inference_address=http://127.0.0.1:0',
+      'management_address=http://127.0.0.1:0',
+      `model_store=${store}`,
+      'default_workers_per_model=1',
+      'model_cache=on',
+      limit,
+      `eviction_policy=${policy}`,
+      `worker_mode=${workerMode}`,
+    ].join('\n'),
+    configFile: null,
+    env: {},
+    argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
   });
   const server = await new MmeServer(config, { log: () => undefined }).start();
   const url = server.url('inference');
@@ -64,7 +74,11 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
         sent++;
         const model = `m${next()}`;
         const t0 = performance.now();
-        const res = await fetch(`${url}/models/${model}/invoke`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+        const res = await fetch(`${url}/models/${model}/invoke`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json' },
+        });
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`${model}: ${res.status}`);
         samples.push(performance.now() - t0);
@@ -74,8 +88,16 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
     const { hits, misses, evictions } = server.manager.stats;
     const p = percentiles(samples);
     return {
-      policy, workerMode, models, room: 'maxLoaded' in room ? `room for ${room.maxLoaded}` : `${room.budgetMB} MiB`, requests,
-      hitRatio: hits / (hits + misses), p50Ms: p.p50, p99Ms: p.p99, evictions, loaded: server.manager.servingCount(),
+      policy,
+      workerMode,
+      models,
+      room: 'maxLoaded' in room ? `room for ${room.maxLoaded}` : `${room.budgetMB} MiB`,
+      requests,
+      hitRatio: hits / (hits + misses),
+      p50Ms: p.p50,
+      p99Ms: p.p99,
+      evictions,
+      loaded: server.manager.servingCount(),
     };
   } finally {
     await server.close(0);
@@ -87,11 +109,25 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
 export async function benchCacheLiveModes(): Promise<CacheLive[]> {
   const models = process.env.BENCH_QUICK ? 2000 : 10_000;
   const room = { budgetMB: 1024 };
-  return [await benchCacheLive({ policy: 'gdsf', workerMode: 'dedicated', models, room }), await benchCacheLive({ policy: 'gdsf', workerMode: 'shared', models, room })];
+  return [
+    await benchCacheLive({ policy: 'gdsf', workerMode: 'dedicated', models, room }),
+    await benchCacheLive({ policy: 'gdsf', workerMode: 'shared', models, room }),
+  ];
 }
 
-const USAGE = benchUsage('npm run bench:cache-live', 'A Zipf stream of invokes through a real server with on-demand loading: hit ratio and latency per eviction policy.');
+const USAGE = benchUsage(
+  'npm run bench:cache-live',
+  'A Zipf stream of invokes through a real server with on-demand loading: hit ratio and latency per eviction policy.',
+);
 
 if (require.main === module) {
-  runBench(USAGE, async () => [await benchCacheLive({ policy: 'lru' }), await benchCacheLive({ policy: 'gdsf' }), ...(await benchCacheLiveModes())], (r) => console.table(r));
+  runBench(
+    USAGE,
+    async () => [
+      await benchCacheLive({ policy: 'lru' }),
+      await benchCacheLive({ policy: 'gdsf' }),
+      ...(await benchCacheLiveModes()),
+    ],
+    (r) => console.table(r),
+  );
 }

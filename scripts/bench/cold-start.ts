@@ -23,7 +23,10 @@ export interface ColdStart {
  * `spareWorkers` 0 measures a load that starts its own process; 1 a load that takes the warm spare.
  * Loads are 0.5 s apart so the replacement spare is warm again, as when loads are not back to back.
  */
-export async function benchColdStart(spareWorkers: number, cycles = process.env.BENCH_QUICK ? 5 : 20): Promise<ColdStart[]> {
+export async function benchColdStart(
+  spareWorkers: number,
+  cycles = process.env.BENCH_QUICK ? 5 : 20,
+): Promise<ColdStart[]> {
   const server = await startBenchServer([`spare_workers=${spareWorkers}`]);
   const out: ColdStart[] = [];
   try {
@@ -43,7 +46,9 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
         const res = await postJson(`${server.url}/models`, { model_name: 'cold', url: dir, initial_workers: 1 });
         const ms = performance.now() - t0;
         if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-        const described = await (await fetch(`${server.url}/models/cold`)).json() as { workers: Array<{ startupMicros: { spawn: number; session: number } }> };
+        const described = (await (await fetch(`${server.url}/models/cold`)).json()) as {
+          workers: Array<{ startupMicros: { spawn: number; session: number } }>;
+        };
         await fetch(`${server.url}/models/cold`, { method: 'DELETE' });
         await new Promise((r) => setTimeout(r, 500));
         if (i < 2) continue; // warm the page cache and the server's own code paths
@@ -51,7 +56,13 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
         spawn.push(described.workers[0].startupMicros.spawn / 1000);
         session.push(described.workers[0].startupMicros.session / 1000);
       }
-      out.push({ model: `${label}, spare_workers=${spareWorkers}`, sizeKB: bytes.length / 1024, p50Ms: median(total), spawnMs: median(spawn), sessionMs: median(session) });
+      out.push({
+        model: `${label}, spare_workers=${spareWorkers}`,
+        sizeKB: bytes.length / 1024,
+        p50Ms: median(total),
+        spawnMs: median(spawn),
+        sessionMs: median(session),
+      });
     }
   } finally {
     await server.stop();
@@ -59,6 +70,14 @@ export async function benchColdStart(spareWorkers: number, cycles = process.env.
   return out;
 }
 
-const USAGE = benchUsage('npm run bench:cold-start', 'POST /models → 200 for a small model, p50 over load/unload cycles, without and with a spare worker.');
+const USAGE = benchUsage(
+  'npm run bench:cold-start',
+  'POST /models → 200 for a small model, p50 over load/unload cycles, without and with a spare worker.',
+);
 
-if (require.main === module) runBench(USAGE, async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))], (rows) => console.table(rows));
+if (require.main === module)
+  runBench(
+    USAGE,
+    async () => [...(await benchColdStart(0)), ...(await benchColdStart(1))],
+    (rows) => console.table(rows),
+  );

@@ -15,7 +15,15 @@ import { writeNpy } from '../../src/worker-process/npy';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { imageClassifierModel, writeModelDir } from '../../harness/onnx-models';
 import { seededRandom } from '../../harness/random';
-import { benchDurations, benchUsage, measure, runBench, startBaseline, startBenchServer, type Measured } from './bench-run';
+import {
+  benchDurations,
+  benchUsage,
+  measure,
+  runBench,
+  startBaseline,
+  startBenchServer,
+  type Measured,
+} from './bench-run';
 import { postJson } from '../../harness/http-requests';
 import { percentiles } from './latency';
 
@@ -41,14 +49,28 @@ async function scrapeEventLoopP99(url: string): Promise<number> {
 /** Sends `n` requests at once on their own connections; resolves with each answer's arrival time (ms), sorted. */
 function burst(url: string, body: string, n: number): Promise<number[]> {
   const t0 = performance.now();
-  return Promise.all(Array.from({ length: n }, () => new Promise<number>((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  }))).then((times) => times.sort((a, b) => a - b));
+  return Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const req = http.request(
+            url,
+            { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+            (res) => {
+              res.resume();
+              res.on('end', () =>
+                res.statusCode === 200
+                  ? resolve(performance.now() - t0)
+                  : reject(new Error(`status ${res.statusCode}`)),
+              );
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
+        }),
+    ),
+  ).then((times) => times.sort((a, b) => a - b));
 }
 
 export async function benchDataPlane(): Promise<DataPlaneResult> {
@@ -56,7 +78,10 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
   const dir = writeModelDir(server.store, 'image', imageClassifierModel());
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
-    for (const [name, url] of [['image', dir], ['slow', writeModelDir(server.store, 'slow', imageClassifierModel(), { 'handler.js': behaviourHandler })]]) {
+    for (const [name, url] of [
+      ['image', dir],
+      ['slow', writeModelDir(server.store, 'slow', imageClassifierModel(), { 'handler.js': behaviourHandler })],
+    ]) {
       const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
       if (res.status !== 200) throw new Error(JSON.stringify(res.body));
     }
@@ -64,7 +89,11 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
     // Four decimals, as a client serialising normalised pixels would send them: ~1.3 MB of JSON.
     const values = Array.from({ length: 3 * 224 * 224 }, () => Math.round(rand() * 1e4) / 1e4);
     const pixels = Float32Array.from(values);
-    const rows = [[0, 1, 2].map((c) => Array.from({ length: 224 }, (_, y) => values.slice((c * 224 + y) * 224, (c * 224 + y + 1) * 224)))];
+    const rows = [
+      [0, 1, 2].map((c) =>
+        Array.from({ length: 224 }, (_, y) => values.slice((c * 224 + y) * 224, (c * 224 + y + 1) * 224)),
+      ),
+    ];
     const json = JSON.stringify({ inputs: { input: rows } });
     const npy = writeNpy({ type: 'float32', dims: [1, 3, 224, 224], data: pixels });
     const d = benchDurations();
@@ -89,9 +118,13 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
       ratios.push((t[2] - t[1]) / kSlowMs);
     }
     return {
-      jsonBytes: Buffer.byteLength(json), npyBytes: npy.length,
-      json: jsonPair, npy: npyPair, eventLoopDelayP99Ms,
-      coalescedFirstAnswerRatio: percentiles(ratios).p99, slowRunMs: kSlowMs,
+      jsonBytes: Buffer.byteLength(json),
+      npyBytes: npy.length,
+      json: jsonPair,
+      npy: npyPair,
+      eventLoopDelayP99Ms,
+      coalescedFirstAnswerRatio: percentiles(ratios).p99,
+      slowRunMs: kSlowMs,
     };
   } finally {
     baseline.stop();
@@ -99,6 +132,9 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
   }
 }
 
-const USAGE = benchUsage('npm run bench:data-plane', 'Image-sized JSON and .npy requests and large responses against the in-process limit.');
+const USAGE = benchUsage(
+  'npm run bench:data-plane',
+  'Image-sized JSON and .npy requests and large responses against the in-process limit.',
+);
 
 if (require.main === module) runBench(USAGE, benchDataPlane);

@@ -28,13 +28,18 @@ export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 40
       if (res.status !== 200) throw new Error(JSON.stringify(res.body));
       loaded++;
     }
-    const list = await (await fetch(`${server.url}/models?memory=true`)).json() as { models: Array<{ memoryUsage: number }> };
+    const list = (await (await fetch(`${server.url}/models?memory=true`)).json()) as {
+      models: Array<{ memoryUsage: number }>;
+    };
     return { budgetMB, modelsLoaded: loaded, perModelMB: median(list.models.map((m) => m.memoryUsage)) / 2 ** 20 };
   } finally {
     await server.stop();
   }
 }
 
-const USAGE = benchUsage('node dist/scripts/bench/density.js', 'How many tiny models fit a 4 GiB model memory budget, and what one costs.');
+const USAGE = benchUsage(
+  'node dist/scripts/bench/density.js',
+  'How many tiny models fit a 4 GiB model memory budget, and what one costs.',
+);
 
 if (require.main === module) runBench(USAGE, benchDensity, (r) => console.log(r));

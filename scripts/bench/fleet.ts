@@ -45,10 +45,20 @@ function zipfStream(): string[] {
 
 function startInstance(store: string, port: number, room: number): Promise<BenchServer> {
   const address = `http://127.0.0.1:${port}`;
-  return startBenchServer([`inference_address=${address}`, `management_address=${address}`, `model_store=${store}`, 'model_cache=on', `max_loaded_models=${room}`, `worker_mode=${WORKER_MODE}`]);
+  return startBenchServer([
+    `inference_address=${address}`,
+    `management_address=${address}`,
+    `model_store=${store}`,
+    'model_cache=on',
+    `max_loaded_models=${room}`,
+    `worker_mode=${WORKER_MODE}`,
+  ]);
 }
 
-interface Counters { hits: number; invocations: number }
+interface Counters {
+  hits: number;
+  invocations: number;
+}
 
 async function counters(server: BenchServer): Promise<Counters> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
@@ -67,15 +77,36 @@ function hitRatioBetween(before: Counters[], after: Counters[]): number {
  * A kept-alive connection that nginx closed as the request went out (an old worker retiring after a
  * reload) is tried again once on a new one, as Node's docs advise: nothing reached an instance.
  */
-function post(agent: http.Agent, url: string, headers: Record<string, string>, body: string, retried = false): Promise<{ status: number; text: string; replica: string }> {
+function post(
+  agent: http.Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  retried = false,
+): Promise<{ status: number; text: string; replica: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { agent, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString(), replica: String(res.headers['x-upstream'] ?? '') }));
-    });
+    const req = http.request(
+      url,
+      {
+        agent,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString(),
+            replica: String(res.headers['x-upstream'] ?? ''),
+          }),
+        );
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
-      if (req.reusedSocket && err.code === 'ECONNRESET' && !retried) post(agent, url, headers, body, true).then(resolve, reject);
+      if (req.reusedSocket && err.code === 'ECONNRESET' && !retried)
+        post(agent, url, headers, body, true).then(resolve, reject);
       else reject(err);
     });
     req.end(body);
@@ -88,7 +119,10 @@ function post(agent: http.Agent, url: string, headers: Record<string, string>, b
  * Connections are kept alive within a call and closed after it: a router reload between calls retires
  * the nginx workers holding them.
  */
-async function drive(base: string, models: readonly string[]): Promise<{ latencies: number[]; replicaOf: Map<string, string> }> {
+async function drive(
+  base: string,
+  models: readonly string[],
+): Promise<{ latencies: number[]; replicaOf: Map<string, string> }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
   const latencies: number[] = [];
   const replicaOf = new Map<string, string>();
@@ -97,9 +131,12 @@ async function drive(base: string, models: readonly string[]): Promise<{ latenci
     while (next < models.length) {
       const i = next++;
       const model = models[i]!;
-      const [url, headers] = i % 3 === 0 ? [`${base}/models/${model}/invoke`, {}]
-        : i % 3 === 1 ? [`${base}/invocations`, { 'X-Amzn-SageMaker-Target-Model': `${model}.tar.gz` }]
-          : [`${base}/invocations`, { serve_multiplexed_model_id: model }];
+      const [url, headers] =
+        i % 3 === 0
+          ? [`${base}/models/${model}/invoke`, {}]
+          : i % 3 === 1
+            ? [`${base}/invocations`, { 'X-Amzn-SageMaker-Target-Model': `${model}.tar.gz` }]
+            : [`${base}/invocations`, { serve_multiplexed_model_id: model }];
       const t0 = performance.now();
       const res = await post(agent, url, headers, MLP_STORE_BODY);
       if (res.status !== 200) throw new Error(`${model}: ${res.status} ${res.text}`);
@@ -132,9 +169,21 @@ async function startFleet(bin: string, store: string, rooms: number[], balancing
   const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i]!, room)));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-nginx-'));
   const nginxPort = await freePort();
-  const nginx = await Nginx.start(bin, dir, nginxPort, routerConfig({ dir, port: nginxPort, upstreams: ports.map((p) => `127.0.0.1:${p}`), balancing }));
+  const nginx = await Nginx.start(
+    bin,
+    dir,
+    nginxPort,
+    routerConfig({ dir, port: nginxPort, upstreams: ports.map((p) => `127.0.0.1:${p}`), balancing }),
+  );
   const fleet: Fleet = {
-    store, servers, ports, nginx, dir, nginxPort, balancing, base: `http://127.0.0.1:${nginxPort}`,
+    store,
+    servers,
+    ports,
+    nginx,
+    dir,
+    nginxPort,
+    balancing,
+    base: `http://127.0.0.1:${nginxPort}`,
     stop: async () => {
       await nginx.stop();
       await Promise.all(fleet.servers.map((s) => s.stop()));
@@ -144,9 +193,16 @@ async function startFleet(bin: string, store: string, rooms: number[], balancing
   return fleet;
 }
 
-interface HitWindow { hitRatio: number; p50: number; p99: number }
+interface HitWindow {
+  hitRatio: number;
+  p50: number;
+  p99: number;
+}
 
-async function measureHits(fleet: Fleet, models: readonly string[]): Promise<HitWindow & { replicaOf: Map<string, string> }> {
+async function measureHits(
+  fleet: Fleet,
+  models: readonly string[],
+): Promise<HitWindow & { replicaOf: Map<string, string> }> {
   const before = await Promise.all(fleet.servers.map(counters));
   const { latencies, replicaOf } = await drive(fleet.base, models);
   const after = await Promise.all(fleet.servers.map(counters));
@@ -157,10 +213,18 @@ async function measureHits(fleet: Fleet, models: readonly string[]): Promise<Hit
  * The consistent-hash fleet loses its last instance the way Kubernetes removes a pod (the router's
  * upstream list drops it, then the process gets SIGTERM), and gets an empty one back on the same address.
  */
-async function leaveAndReturn(fleet: Fleet, steady: Map<string, string>, gone: string[], back: string[]): Promise<string[]> {
+async function leaveAndReturn(
+  fleet: Fleet,
+  steady: Map<string, string>,
+  gone: string[],
+  back: string[],
+): Promise<string[]> {
   const upstreams = fleet.ports.map((p) => `127.0.0.1:${p}`);
   const leaving = upstreams.at(-1)!;
-  const reconfigure = (list: string[]) => fleet.nginx.reload(routerConfig({ dir: fleet.dir, port: fleet.nginxPort, upstreams: list, balancing: fleet.balancing }));
+  const reconfigure = (list: string[]) =>
+    fleet.nginx.reload(
+      routerConfig({ dir: fleet.dir, port: fleet.nginxPort, upstreams: list, balancing: fleet.balancing }),
+    );
 
   await reconfigure(upstreams.slice(0, -1));
   const departed = fleet.servers.pop()!;
@@ -173,12 +237,15 @@ async function leaveAndReturn(fleet: Fleet, steady: Map<string, string>, gone: s
   fleet.servers.push(await startInstance(fleet.store, fleet.ports.at(-1)!, ROOM));
   await reconfigure(upstreams);
   const after = await measureHits(fleet, back);
-  const returned = [...after.replicaOf].filter(([m, r]) => r === leaving && during.replicaOf.has(m) && during.replicaOf.get(m) !== r).length;
+  const returned = [...after.replicaOf].filter(
+    ([m, r]) => r === leaving && during.replicaOf.has(m) && during.replicaOf.get(m) !== r,
+  ).length;
   const elsewhere = [...after.replicaOf].filter(([m, r]) => steady.has(m) && steady.get(m) !== r).length;
-  const window = (w: HitWindow, n: number) => `hit ratio over the next ${n} requests ${pct(w.hitRatio)}, p50 ${w.p50.toFixed(2)} ms, p99 ${w.p99.toFixed(2)} ms`;
+  const window = (w: HitWindow, n: number) =>
+    `hit ratio over the next ${n} requests ${pct(w.hitRatio)}, p50 ${w.p50.toFixed(2)} ms, p99 ${w.p99.toFixed(2)} ms`;
   return [
-    `instance leaves (router reload without it, then SIGTERM): ${moved.length} of the ${seenBoth.length} models requested before and during moved, `
-      + `${notLeavers === 0 ? 'all of them the leaver\'s' : `${notLeavers} of them not the leaver's`}; ${window(during, gone.length)}`,
+    `instance leaves (router reload without it, then SIGTERM): ${moved.length} of the ${seenBoth.length} models requested before and during moved, ` +
+      `${notLeavers === 0 ? "all of them the leaver's" : `${notLeavers} of them not the leaver's`}; ${window(during, gone.length)}`,
     `instance returns empty on the same address (router reload): ${returned} models moved back to it, ${elsewhere} sit elsewhere than before it left; ${window(after, back.length)}`,
   ];
 }
@@ -197,14 +264,23 @@ async function main(): Promise<void> {
       ['round-robin', Array(INSTANCES).fill(ROOM), 'round-robin'],
       ['one instance with 3x room', [INSTANCES * ROOM], 'round-robin'],
     ] as const) {
-      log(`${label}: ${rooms.length} instance(s) with room for ${rooms[0]} models, ${compared.length} requests over ${MODELS} models (Zipf s=${ZIPF_S}) …`);
+      log(
+        `${label}: ${rooms.length} instance(s) with room for ${rooms[0]} models, ${compared.length} requests over ${MODELS} models (Zipf s=${ZIPF_S}) …`,
+      );
       const fleet = await startFleet(bin, store, [...rooms], balancing);
       try {
         const m = await measureHits(fleet, compared);
         results[label] = m;
         if (label === 'consistent-hash') {
           log('consistent-hash: an instance leaves and comes back …');
-          extra.push(...await leaveAndReturn(fleet, m.replicaOf, stream.slice(REQUESTS, REQUESTS + CHANGE_REQUESTS), stream.slice(REQUESTS + CHANGE_REQUESTS)));
+          extra.push(
+            ...(await leaveAndReturn(
+              fleet,
+              m.replicaOf,
+              stream.slice(REQUESTS, REQUESTS + CHANGE_REQUESTS),
+              stream.slice(REQUESTS + CHANGE_REQUESTS),
+            )),
+          );
         }
       } finally {
         await fleet.stop();
@@ -214,15 +290,23 @@ async function main(): Promise<void> {
     fs.rmSync(store, { recursive: true, force: true });
   }
   const [x, y, z] = ['consistent-hash', 'round-robin', 'one instance with 3x room'].map((k) => results[k]!);
-  console.log(`fleet: consistent-hash hit ratio ${(x!.hitRatio * 100).toFixed(1)} %, round-robin ${(y!.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z!.hitRatio * 100).toFixed(1)} %`);
-  for (const [label, r] of Object.entries(results)) console.log(`  ${label}: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`);
+  console.log(
+    `fleet: consistent-hash hit ratio ${(x!.hitRatio * 100).toFixed(1)} %, round-robin ${(y!.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z!.hitRatio * 100).toFixed(1)} %`,
+  );
+  for (const [label, r] of Object.entries(results))
+    console.log(`  ${label}: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`);
   const ratioMet = x!.hitRatio >= 1.5 * y!.hitRatio;
   const nearMet = x!.hitRatio * 100 >= z!.hitRatio * 100 - 10;
-  console.log(`targets: X ≥ 1.5·Y (${(x!.hitRatio / y!.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x!.hitRatio - z!.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`);
+  console.log(
+    `targets: X ≥ 1.5·Y (${(x!.hitRatio / y!.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x!.hitRatio - z!.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`,
+  );
   for (const line of extra) console.log(line);
   if (!ratioMet || !nearMet) process.exitCode = 1;
 }
 
-const USAGE = benchUsage('npm run bench:fleet [-- shared]', 'Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance; `shared` puts each instance\'s models in shared hosts (worker_mode=shared).');
+const USAGE = benchUsage(
+  'npm run bench:fleet [-- shared]',
+  "Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared).",
+);
 
 if (require.main === module) runBench(USAGE, main, () => undefined);

@@ -56,12 +56,14 @@ async function freePort(): Promise<number> {
 async function grpcRps(client: ServiceClient, request: unknown, seconds: number): Promise<number> {
   const end = performance.now() + seconds * 1000;
   let done = 0;
-  await Promise.all(Array.from({ length: kConcurrency }, async () => {
-    while (performance.now() < end) {
-      await unaryCall(client, 'ModelInfer', request);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: kConcurrency }, async () => {
+      while (performance.now() < end) {
+        await unaryCall(client, 'ModelInfer', request);
+        done++;
+      }
+    }),
+  );
   return done / seconds;
 }
 
@@ -77,16 +79,19 @@ async function paced(rate: number, seconds: number, one: () => Promise<unknown>)
       const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate));
       for (; sent < due && inFlight < kConcurrency; sent++) {
         inFlight++;
-        one().then(() => {
-          inFlight--;
-          if (++done === total) {
+        one().then(
+          () => {
+            inFlight--;
+            if (++done === total) {
+              clearInterval(tick);
+              resolve();
+            }
+          },
+          (err: unknown) => {
             clearInterval(tick);
-            resolve();
-          }
-        }, (err: unknown) => {
-          clearInterval(tick);
-          reject(err as Error);
-        });
+            reject(err as Error);
+          },
+        );
       }
     }, 5);
   });
@@ -96,10 +101,20 @@ async function paced(rate: number, seconds: number, one: () => Promise<unknown>)
 /** One keep-alive HTTP POST, its answer read to the end; rejects on a non-200. */
 function httpPost(url: string, body: string, agent: Agent): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP invoke answered ${res.statusCode}`))));
-    });
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve() : reject(new Error(`HTTP invoke answered ${res.statusCode}`)),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -124,7 +139,10 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     const dir = writeTinyMlp(server.store);
     const gen = path.join(server.store, 'text-generator');
     fs.cpSync(path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator'), gen, { recursive: true });
-    for (const [name, url] of [['tiny', dir], ['gen', gen]]) {
+    for (const [name, url] of [
+      ['tiny', dir],
+      ['gen', gen],
+    ]) {
       const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
       if (res.status !== 200) throw new Error(JSON.stringify(res.body));
     }
@@ -134,14 +152,26 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     const httpBody = JSON.stringify({ inputs: { input: [row] } });
     const http = await measure(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d);
     if (http.errors + http.non2xx > 0) throw new Error(`HTTP invoke failed ${http.errors + http.non2xx} times`);
-    const infer = { model_name: 'tiny', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }], raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)] };
+    const infer = {
+      model_name: 'tiny',
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }],
+      raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)],
+    };
     await grpcRps(clients.kserve, infer, d.warmupSeconds);
     const runs: number[] = [];
     for (let i = 0; i < d.reps; i++) runs.push(await grpcRps(clients.kserve, infer, d.seconds));
     const grpcRawRps = median(runs);
     const pid = server.child.pid!;
-    const httpJsonCpuMicros = await cpuPerRequest(pid, async () => (await hammer(`${server.url}/models/tiny/invoke`, httpBody, { connections: kConcurrency, seconds: d.seconds })).rps * d.seconds);
-    const grpcRawCpuMicros = await cpuPerRequest(pid, async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds);
+    const httpJsonCpuMicros = await cpuPerRequest(
+      pid,
+      async () =>
+        (await hammer(`${server.url}/models/tiny/invoke`, httpBody, { connections: kConcurrency, seconds: d.seconds }))
+          .rps * d.seconds,
+    );
+    const grpcRawCpuMicros = await cpuPerRequest(
+      pid,
+      async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds,
+    );
     // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
     const idleMicrosPerSecond = await cpuPerRequest(pid, async () => {
       await new Promise((r) => setTimeout(r, d.seconds * 1000));
@@ -155,7 +185,13 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
     // Alternating, so both see the same machine load.
     for (let i = 0; i < d.reps; i++) {
       pacedHttp.push(await cpuPerRequest(pid, () => paced(pacedRate, d.seconds, post), idleMicrosPerSecond));
-      pacedGrpc.push(await cpuPerRequest(pid, () => paced(pacedRate, d.seconds, () => unaryCall(clients.kserve, 'ModelInfer', infer)), idleMicrosPerSecond));
+      pacedGrpc.push(
+        await cpuPerRequest(
+          pid,
+          () => paced(pacedRate, d.seconds, () => unaryCall(clients.kserve, 'ModelInfer', infer)),
+          idleMicrosPerSecond,
+        ),
+      );
     }
     httpAgent.destroy();
 
@@ -174,10 +210,20 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
       httpFirst.push(h.firstChunkMs);
     }
     return {
-      httpJsonRps: http.rps, grpcRawRps, ratio: grpcRawRps / http.rps,
-      httpJsonCpuMicros, grpcRawCpuMicros, cpuRatio: grpcRawCpuMicros / httpJsonCpuMicros,
-      pacedRate, idleMicrosPerSecond, pacedHttpJsonCpuMicros: median(pacedHttp), pacedGrpcRawCpuMicros: median(pacedGrpc), pacedCpuRatio: median(pacedGrpc) / median(pacedHttp),
-      tokens, grpcFirstMessageMs: median(grpcFirst), httpFirstChunkMs: median(httpFirst),
+      httpJsonRps: http.rps,
+      grpcRawRps,
+      ratio: grpcRawRps / http.rps,
+      httpJsonCpuMicros,
+      grpcRawCpuMicros,
+      cpuRatio: grpcRawCpuMicros / httpJsonCpuMicros,
+      pacedRate,
+      idleMicrosPerSecond,
+      pacedHttpJsonCpuMicros: median(pacedHttp),
+      pacedGrpcRawCpuMicros: median(pacedGrpc),
+      pacedCpuRatio: median(pacedGrpc) / median(pacedHttp),
+      tokens,
+      grpcFirstMessageMs: median(grpcFirst),
+      httpFirstChunkMs: median(httpFirst),
     };
   } finally {
     clients.close();
@@ -185,6 +231,9 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
   }
 }
 
-const USAGE = benchUsage('npm run bench:grpc', 'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.');
+const USAGE = benchUsage(
+  'npm run bench:grpc',
+  'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.',
+);
 
 if (require.main === module) runBench(USAGE, benchGrpc, (r) => console.log(r));

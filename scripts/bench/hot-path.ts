@@ -47,10 +47,12 @@ export async function benchHotPath(): Promise<HotPathResult> {
     /** One measured run, its server-side CPU per request pushed to `cpu`. */
     const run = async (url: string, pid: number, runs: Hammered[], cpu: number[]) => {
       let r: Hammered | undefined;
-      cpu.push(await cpuPerRequest(pid, async () => {
-        r = await hammer(url, body, { connections: 16, seconds: d.seconds });
-        return r.rps * d.seconds;
-      }));
+      cpu.push(
+        await cpuPerRequest(pid, async () => {
+          r = await hammer(url, body, { connections: 16, seconds: d.seconds });
+          return r.rps * d.seconds;
+        }),
+      );
       runs.push(r!);
     };
     for (let i = 0; i < d.reps; i++) {
@@ -63,10 +65,21 @@ export async function benchHotPath(): Promise<HotPathResult> {
     const n = process.env.BENCH_QUICK ? 1000 : 5000;
     const latencyOurs = await sequentialLatency(oursUrl, body, n);
     const latencyBaseline = await sequentialLatency(baseline.url, body, n);
-    const rawRun = await rawRunLatency(onnxPath, { input: new ort.Tensor('float32', Float32Array.from(row), [1, 16]) }, n);
+    const rawRun = await rawRunLatency(
+      onnxPath,
+      { input: new ort.Tensor('float32', Float32Array.from(row), [1, 16]) },
+      n,
+    );
     return {
-      ours, baseline: base, throughputRatio: ours.rps / base.rps, oursCpuMicros: median(oursCpu), baselineCpuMicros: median(baseCpu),
-      latencyOurs, latencyBaseline, rawRun, overheadMs: latencyOurs.p50 - rawRun.p50,
+      ours,
+      baseline: base,
+      throughputRatio: ours.rps / base.rps,
+      oursCpuMicros: median(oursCpu),
+      baselineCpuMicros: median(baseCpu),
+      latencyOurs,
+      latencyBaseline,
+      rawRun,
+      overheadMs: latencyOurs.p50 - rawRun.p50,
     };
   } finally {
     baseline.stop();
@@ -74,6 +87,9 @@ export async function benchHotPath(): Promise<HotPathResult> {
   }
 }
 
-const USAGE = benchUsage('npm run bench:hot-path', 'Tiny-model throughput and p50 server overhead against the in-process limit.');
+const USAGE = benchUsage(
+  'npm run bench:hot-path',
+  'Tiny-model throughput and p50 server overhead against the in-process limit.',
+);
 
 if (require.main === module) runBench(USAGE, benchHotPath);

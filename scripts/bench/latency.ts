@@ -14,7 +14,12 @@ export function percentiles(samplesMs: number[]): Percentiles {
   return { p50: percentile(samplesMs, 0.5), p99: percentile(samplesMs, 0.99), p999: percentile(samplesMs, 0.999) };
 }
 
-export async function sequentialLatency(url: string, body: string, requests: number, warmup = 200): Promise<Percentiles> {
+export async function sequentialLatency(
+  url: string,
+  body: string,
+  requests: number,
+  warmup = 200,
+): Promise<Percentiles> {
   return percentiles(await sequentialSamples(url, body, requests, warmup));
 }
 
@@ -22,20 +27,38 @@ export async function sequentialLatency(url: string, body: string, requests: num
  * Each request's latency (ms), in order: one round of an interleaved comparison. Several URLs (one
  * server) are taken in turn, on the same keep-alive connection.
  */
-export async function sequentialSamples(url: string | readonly string[], body: string, requests: number, warmup = 200): Promise<number[]> {
+export async function sequentialSamples(
+  url: string | readonly string[],
+  body: string,
+  requests: number,
+  warmup = 200,
+): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const targets = (typeof url === 'string' ? [url] : url).map((u) => new URL(u));
   let turn = 0;
-  const once = () => new Promise<number>((resolve, reject) => {
-    const target = targets[turn++ % targets.length]!;
-    const t0 = performance.now();
-    const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`))));
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const target = targets[turn++ % targets.length]!;
+      const t0 = performance.now();
+      const req = http.request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`)),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
   for (let i = 0; i < warmup; i++) await once();
   const samples: number[] = [];
   for (let i = 0; i < requests; i++) samples.push(await once());
@@ -44,7 +67,11 @@ export async function sequentialSamples(url: string | readonly string[], body: s
 }
 
 /** The compute limit: `await session.run()` in a loop, same thread settings as a worker. */
-export async function rawRunLatency(onnxPath: string, feeds: Record<string, ort.Tensor>, runs: number): Promise<Percentiles> {
+export async function rawRunLatency(
+  onnxPath: string,
+  feeds: Record<string, ort.Tensor>,
+  runs: number,
+): Promise<Percentiles> {
   const session = await ort.InferenceSession.create(onnxPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   for (let i = 0; i < 200; i++) await session.run(feeds);
   const samples: number[] = [];

@@ -38,7 +38,12 @@ export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
     const run = async (mode: 'shared' | 'dedicated'): Promise<NeighbourMode> => {
       const names = Array.from({ length: kTiny }, (_, i) => `${mode}-tiny${i}`);
       for (const [name, url] of [[`${mode}-slow`, slowDir], ...names.map((n) => [n, tinyDir])]) {
-        const res = await postJson(`${server.url}/models`, { model_name: name, url, worker_mode: mode, initial_workers: 1 });
+        const res = await postJson(`${server.url}/models`, {
+          model_name: name,
+          url,
+          worker_mode: mode,
+          initial_workers: 1,
+        });
         if (res.status !== 200) throw new Error(`load ${name}: ${res.status} ${JSON.stringify(res.body)}`);
       }
       const tinyUrls = names.map((n) => `${server.url}/models/${n}/invoke`);
@@ -49,21 +54,30 @@ export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
       void slowLoad.finally(() => (slowDone = true));
       const started = performance.now();
       const samples: number[] = [];
-      while (!slowDone) samples.push(...await sequentialSamples(tinyUrls, MLP_STORE_BODY, 12, 0));
+      while (!slowDone) samples.push(...(await sequentialSamples(tinyUrls, MLP_STORE_BODY, 12, 0)));
       const tinySeconds = (performance.now() - started) / 1000;
       const slow = await slowLoad;
-      if (slow.errors + slow.non2xx > 0) throw new Error(`slow model (${mode}): ${slow.errors} errors, ${slow.non2xx} non-2xx`);
+      if (slow.errors + slow.non2xx > 0)
+        throw new Error(`slow model (${mode}): ${slow.errors} errors, ${slow.non2xx} non-2xx`);
       for (const name of [`${mode}-slow`, ...names]) await fetch(`${server.url}/models/${name}`, { method: 'DELETE' });
       return { tinyRps: samples.length / tinySeconds, tiny: percentiles(samples), slow };
     };
     const dedicated = await run('dedicated');
     const shared = await run('shared');
-    return { shared, dedicated, rpsRatio: shared.tinyRps / dedicated.tinyRps, p99Ratio: shared.tiny.p99 / dedicated.tiny.p99 };
+    return {
+      shared,
+      dedicated,
+      rpsRatio: shared.tinyRps / dedicated.tinyRps,
+      p99Ratio: shared.tiny.p99 / dedicated.tiny.p99,
+    };
   } finally {
     await server.stop();
   }
 }
 
-const USAGE = benchUsage('npm run bench:noisy-neighbour', 'Six tiny models beside one slow model: shared hosts against dedicated processes.');
+const USAGE = benchUsage(
+  'npm run bench:noisy-neighbour',
+  'Six tiny models beside one slow model: shared hosts against dedicated processes.',
+);
 
 if (require.main === module) runBench(USAGE, benchNoisyNeighbour);

@@ -10,7 +10,9 @@ import { postJson } from '../../harness/http-requests';
 
 const kWorkers = 4;
 
-export async function benchPreloadMemory(): Promise<Array<{ model: string; weightsMB: number; offMB: number; onMB: number }>> {
+export async function benchPreloadMemory(): Promise<
+  Array<{ model: string; weightsMB: number; offMB: number; onMB: number }>
+> {
   const server = await startBenchServer();
   const rows: Array<{ model: string; weightsMB: number; offMB: number; onMB: number }> = [];
   try {
@@ -25,9 +27,14 @@ export async function benchPreloadMemory(): Promise<Array<{ model: string; weigh
         const dir = path.join(server.store, id);
         fs.mkdirSync(dir);
         fs.writeFileSync(path.join(dir, 'model.onnx'), bytes);
-        const res = await postJson(`${server.url}/models`, { model_name: id, url: dir, initial_workers: kWorkers, preload_model: preload });
+        const res = await postJson(`${server.url}/models`, {
+          model_name: id,
+          url: dir,
+          initial_workers: kWorkers,
+          preload_model: preload,
+        });
         if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-        const described = await (await fetch(`${server.url}/models/${id}`)).json() as { memoryUsage: number };
+        const described = (await (await fetch(`${server.url}/models/${id}`)).json()) as { memoryUsage: number };
         mb[String(preload)] = described.memoryUsage / 2 ** 20;
         await fetch(`${server.url}/models/${id}`, { method: 'DELETE' });
       }
@@ -39,12 +46,13 @@ export async function benchPreloadMemory(): Promise<Array<{ model: string; weigh
   return rows;
 }
 
-const USAGE = benchUsage('npm run bench:preload-memory', 'Memory of a model\'s workers with preload_model off and on.');
+const USAGE = benchUsage('npm run bench:preload-memory', "Memory of a model's workers with preload_model off and on.");
 
 if (require.main === module) {
   runBench(USAGE, benchPreloadMemory, (rows) => {
     console.log(`| model (${kWorkers} workers) | weights MB | preload_model=false MB | preload_model=true MB |`);
     console.log('|---|---|---|---|');
-    for (const r of rows) console.log(`| ${r.model} | ${r.weightsMB.toFixed(1)} | ${r.offMB.toFixed(1)} | ${r.onMB.toFixed(1)} |`);
+    for (const r of rows)
+      console.log(`| ${r.model} | ${r.weightsMB.toFixed(1)} | ${r.offMB.toFixed(1)} | ${r.onMB.toFixed(1)} |`);
   });
 }

@@ -54,7 +54,12 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
   Object.assign(process.env, kS3Env);
   const s3 = await LocalS3.start();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-bench-repo-'));
-  const server = await startBenchServer([s3.properties('bench'), `model_cache_dir=${path.join(work, 'cache')}`, 'load_wait_timeout=300', 'spare_workers=1']);
+  const server = await startBenchServer([
+    s3.properties('bench'),
+    `model_cache_dir=${path.join(work, 'cache')}`,
+    'load_wait_timeout=300',
+    'spare_workers=1',
+  ]);
   const out: RepositoryFigure[] = [];
   try {
     // Untimed: the first load of each kind warms the server's code paths and the SDK's connection.
@@ -82,8 +87,12 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
         const before = await (await fetch(`${server.url}/metrics`)).text();
         repo.push(await firstRequestMs(server.url, name));
         const after = await (await fetch(`${server.url}/metrics`)).text();
-        bytes += metric(after, 'mme_repository_download_bytes_total') - (metric(before, 'mme_repository_download_bytes_total') || 0);
-        seconds += metric(after, 'mme_repository_download_time_seconds_sum') - (metric(before, 'mme_repository_download_time_seconds_sum') || 0);
+        bytes +=
+          metric(after, 'mme_repository_download_bytes_total') -
+          (metric(before, 'mme_repository_download_bytes_total') || 0);
+        seconds +=
+          metric(after, 'mme_repository_download_time_seconds_sum') -
+          (metric(before, 'mme_repository_download_time_seconds_sum') || 0);
       }
       const diskMs = median(disk);
       const repositoryMs = median(repo);
@@ -104,6 +113,14 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
   return out;
 }
 
-const USAGE = benchUsage('npm run bench:repository', 'Cold first request of a 1 MB and a 100 MB model from a local S3 server (s3rver) against local disk, and download throughput against cp.');
+const USAGE = benchUsage(
+  'npm run bench:repository',
+  'Cold first request of a 1 MB and a 100 MB model from a local S3 server (s3rver) against local disk, and download throughput against cp.',
+);
 
-if (require.main === module) runBench(USAGE, () => benchRepository(), (rows) => console.table(rows));
+if (require.main === module)
+  runBench(
+    USAGE,
+    () => benchRepository(),
+    (rows) => console.table(rows),
+  );

@@ -65,29 +65,52 @@ async function main(): Promise<void> {
     `| 2e | server event-loop delay p99 under the JSON image load | **${ms(plane.eventLoopDelayP99Ms)}** | ≤ 2 ms ${check(plane.eventLoopDelayP99Ms <= 2)} |`,
     `| 2f | slow model (${plane.slowRunMs} ms a request), 8 requests in one frame: the first one's wait for its answer over its run time, p99 | **${plane.coalescedFirstAnswerRatio.toFixed(2)}×** | ≤ 1.2× ${check(plane.coalescedFirstAnswerRatio <= 1.2)} |`,
     `| 3 | batching: MLP 512→4096→512, 32 concurrent clients, batch_size 16 vs 1 | ${batching.rps16.toFixed(0)} vs ${batching.rps1.toFixed(0)} req/s = **${batching.ratio.toFixed(2)}×** (p99 ${batching.p99_16} vs ${batching.p99_1} ms) | ≥ 2.5× ${check(batching.ratio >= 2.5)} |`,
-    ...cold.map((c) => `| 4 | cold start, POST /models → 200, p50 of load/unload cycles: ${c.model} (${c.sizeKB.toFixed(0)} KB) | **${ms(c.p50Ms)}** (waiting for process start ${ms(c.spawnMs)}, session ${ms(c.sessionMs)}) | ≤ 150 ms ${check(c.p50Ms <= 150)} |`),
+    ...cold.map(
+      (c) =>
+        `| 4 | cold start, POST /models → 200, p50 of load/unload cycles: ${c.model} (${c.sizeKB.toFixed(0)} KB) | **${ms(c.p50Ms)}** (waiting for process start ${ms(c.spawnMs)}, session ${ms(c.sessionMs)}) | ≤ 150 ms ${check(c.p50Ms <= 150)} |`,
+    ),
     `| 5 | density: tiny models loaded before a ${density.budgetMB} MiB budget answers 507; PSS per loaded model | **${density.modelsLoaded} models**, ${density.perModelMB.toFixed(1)} MB each | — |`,
-    ...sim.filter((r) => r.trace === 'zipf').map((r) => `| 6 | cache simulator, Zipf trace, 2 GiB: ${r.policy} | hit ratio ${pct(r.result.hits / r.result.requests)}, load time ${(r.result.loadMicros / 6e7).toFixed(0)} min | — |`),
-    ...live.map((l) => `| 6 | cache live: Zipf over ${l.models} models, ${l.room}, ${l.requests} invokes, ${l.policy} | ModelCacheHit ${pct(l.hitRatio)}, p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, ${l.evictions} evictions | — |`),
+    ...sim
+      .filter((r) => r.trace === 'zipf')
+      .map(
+        (r) =>
+          `| 6 | cache simulator, Zipf trace, 2 GiB: ${r.policy} | hit ratio ${pct(r.result.hits / r.result.requests)}, load time ${(r.result.loadMicros / 6e7).toFixed(0)} min | — |`,
+      ),
+    ...live.map(
+      (l) =>
+        `| 6 | cache live: Zipf over ${l.models} models, ${l.room}, ${l.requests} invokes, ${l.policy} | ModelCacheHit ${pct(l.hitRatio)}, p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, ${l.evictions} evictions | — |`,
+    ),
     `| 7 | shared hosts: ${shared.models} distinct tiny models loaded through POST /models into ${shared.hosts} hosts: PSS of the whole server | **${shared.serverPssMB.toFixed(0)} MB**, ${shared.perModelMB.toFixed(2)} MB a model (dedicated: figure 5) | ≤ 1536 MB ${check(shared.serverPssMB <= 1536)} |`,
     `| 7b | shared hosts: cold load (POST /models → 200, no spare process), p50 / p99 | **${ms(shared.coldP50Ms)}** / ${ms(shared.coldP99Ms)} | p50 ≤ 20 ms ${check(shared.coldP50Ms <= 20)} |`,
     `| 7c | shared hosts: random-model traffic over the ${shared.models} models, 16 connections, vs one dedicated model (1 worker) in the same server | ${shared.randomRps.toFixed(0)} vs ${shared.dedicatedRps.toFixed(0)} req/s = **${shared.ratio.toFixed(2)}×** | ≥ 0.7× ${check(shared.ratio >= 0.7)} |`,
-    ...liveModes.map((l) => `| 7d | cache live: Zipf over ${l.models} models, ${l.room} budget, ${l.requests} invokes, ${l.workerMode} | ModelCacheHit **${pct(l.hitRatio)}**, p50 ${ms(l.p50Ms)}, p99 **${ms(l.p99Ms)}**, ${l.loaded} loaded at the end, ${l.evictions} evictions | — |`),
+    ...liveModes.map(
+      (l) =>
+        `| 7d | cache live: Zipf over ${l.models} models, ${l.room} budget, ${l.requests} invokes, ${l.workerMode} | ModelCacheHit **${pct(l.hitRatio)}**, p50 ${ms(l.p50Ms)}, p99 **${ms(l.p99Ms)}**, ${l.loaded} loaded at the end, ${l.evictions} evictions | — |`,
+    ),
     `| — | streaming: example text-generator, ${streaming.tokens} tokens, one run each, p50 | first chunk **${ms(streaming.firstChunkMs)}**, whole response ${ms(streaming.totalMs)} | — |`,
     `| — | gRPC ModelInfer, raw contents, vs HTTP JSON invoke: tiny MLP 16→32→4, 16 in flight, 1 worker | ${grpc.grpcRawRps.toFixed(0)} vs ${grpc.httpJsonRps.toFixed(0)} req/s = **${grpc.ratio.toFixed(2)}×** | ≥ 1× ${check(grpc.ratio >= 1)} |`,
     `| — | gRPC raw ModelInfer vs HTTP JSON: server + workers CPU per request (from /proc) | ${grpc.grpcRawCpuMicros.toFixed(0)} vs ${grpc.httpJsonCpuMicros.toFixed(0)} µs = **${grpc.cpuRatio.toFixed(2)}×** | ≤ 1× ${check(grpc.cpuRatio <= 1)} |`,
     `| — | the same at one offered rate for both, ${grpc.pacedRate} req/s | ${grpc.pacedGrpcRawCpuMicros.toFixed(0)} vs ${grpc.pacedHttpJsonCpuMicros.toFixed(0)} µs = **${grpc.pacedCpuRatio.toFixed(2)}×** | ≤ 1× ${check(grpc.pacedCpuRatio <= 1)} |`,
     `| — | gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc.tokens} tokens, first message p50 | **${ms(grpc.grpcFirstMessageMs)}** vs ${ms(grpc.httpFirstChunkMs)} | — |`,
-    ...preload.map((p) => `| — | preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights) | ${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off | — |`),
+    ...preload.map(
+      (p) =>
+        `| — | preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights) | ${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off | — |`,
+    ),
   ];
   const md = [`Measured ${started} on ${machine}.`, '', ...rows].join('\n');
   console.log(md);
   const out = path.join(__dirname, '..', '..', '..', 'bench-results');
   fs.mkdirSync(out, { recursive: true });
   fs.writeFileSync(path.join(out, 'latest.md'), `${md}\n`);
-  fs.writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ started, machine, hot, tail, noisy, sharedLoads, plane, batching, cold, density, sim, live, shared, liveModes, preload, streaming, grpc }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(out, 'latest.json'),
+    `${JSON.stringify({ started, machine, hot, tail, noisy, sharedLoads, plane, batching, cold, density, sim, live, shared, liveModes, preload, streaming, grpc }, null, 2)}\n`,
+  );
 }
 
-const USAGE = benchUsage('npm run bench', 'Every benchmark, one after another; prints one markdown table and writes bench-results/latest.{md,json}.');
+const USAGE = benchUsage(
+  'npm run bench',
+  'Every benchmark, one after another; prints one markdown table and writes bench-results/latest.{md,json}.',
+);
 
 runBench(USAGE, main, () => undefined);

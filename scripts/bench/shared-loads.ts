@@ -18,7 +18,12 @@ export interface SharedLoadsResult {
 const kInFlight = 8;
 
 export async function benchSharedLoads(loads = process.env.BENCH_QUICK ? 32 : 160): Promise<SharedLoadsResult> {
-  const server = await startBenchServer(['worker_mode=shared', 'model_cache=off', 'spare_workers=0', 'model_memory_budget_mb=8192']);
+  const server = await startBenchServer([
+    'worker_mode=shared',
+    'model_cache=off',
+    'spare_workers=0',
+    'model_memory_budget_mb=8192',
+  ]);
   try {
     writeMlpStore(server.store, 2 * loads + 1);
     let next = 0;
@@ -34,15 +39,20 @@ export async function benchSharedLoads(loads = process.env.BENCH_QUICK ? 32 : 16
     for (let i = 0; i < loads; i++) alone.push(await loadOne());
     const inFlight: number[] = [];
     let left = loads;
-    await Promise.all(Array.from({ length: kInFlight }, async () => {
-      while (left-- > 0) inFlight.push(await loadOne());
-    }));
+    await Promise.all(
+      Array.from({ length: kInFlight }, async () => {
+        while (left-- > 0) inFlight.push(await loadOne());
+      }),
+    );
     return { alone: percentiles(alone), inFlight8: percentiles(inFlight), loads };
   } finally {
     await server.stop();
   }
 }
 
-const USAGE = benchUsage('npm run bench:shared-loads', 'Shared-mode load latency, one at a time and with 8 loads in flight.');
+const USAGE = benchUsage(
+  'npm run bench:shared-loads',
+  'Shared-mode load latency, one at a time and with 8 loads in flight.',
+);
 
 if (require.main === module) runBench(USAGE, () => benchSharedLoads());

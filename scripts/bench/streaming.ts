@@ -39,6 +39,9 @@ export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 5
   }
 }
 
-const USAGE = benchUsage('node dist/scripts/bench/streaming.js', 'Time to first chunk against the whole response for the example text-generator.');
+const USAGE = benchUsage(
+  'node dist/scripts/bench/streaming.js',
+  'Time to first chunk against the whole response for the example text-generator.',
+);
 
 if (require.main === module) runBench(USAGE, benchStreaming, (r) => console.log(r));

@@ -31,7 +31,8 @@ export interface TailResult {
 /** Minor-GC count and total seconds of the server process, from its /metrics (none yet: zeros). */
 async function scavengeTotals(url: string): Promise<{ count: number; seconds: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const read = (suffix: string) => Number(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{kind="minor"\\}\\s+(\\S+)`, 'm').exec(text)?.[1] ?? 0);
+  const read = (suffix: string) =>
+    Number(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{kind="minor"\\}\\s+(\\S+)`, 'm').exec(text)?.[1] ?? 0);
   return { count: read('count'), seconds: read('sum') };
 }
 
@@ -40,12 +41,24 @@ export async function benchTail(): Promise<TailResult> {
   const dir = writeTinyMlp(server.store);
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
-    for (const [name, workerMode] of [['tiny', 'dedicated'], ['tiny-shared', 'shared']]) {
-      const res = await postJson(`${server.url}/models`, { model_name: name, url: dir, initial_workers: 1, worker_mode: workerMode });
+    for (const [name, workerMode] of [
+      ['tiny', 'dedicated'],
+      ['tiny-shared', 'shared'],
+    ]) {
+      const res = await postJson(`${server.url}/models`, {
+        model_name: name,
+        url: dir,
+        initial_workers: 1,
+        worker_mode: workerMode,
+      });
       if (res.status !== 200) throw new Error(JSON.stringify(res.body));
     }
     const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i / 16)] } });
-    const targets = { dedicated: `${server.url}/models/tiny/invoke`, shared: `${server.url}/models/tiny-shared/invoke`, inProcess: baseline.url };
+    const targets = {
+      dedicated: `${server.url}/models/tiny/invoke`,
+      shared: `${server.url}/models/tiny-shared/invoke`,
+      inProcess: baseline.url,
+    };
     const requests = process.env.BENCH_QUICK ? 1000 : 10_000;
     const rounds = process.env.BENCH_QUICK ? 1 : 3;
     const samples = { dedicated: [] as number[], shared: [] as number[], inProcess: [] as number[] };
@@ -55,7 +68,7 @@ export async function benchTail(): Promise<TailResult> {
       for (const key of ['dedicated', 'shared', 'inProcess'] as const) {
         const ours = key !== 'inProcess';
         const before = ours ? await scavengeTotals(server.url) : null;
-        samples[key].push(...await sequentialSamples(targets[key], body, requests, r === 0 ? 500 : 50));
+        samples[key].push(...(await sequentialSamples(targets[key], body, requests, r === 0 ? 500 : 50)));
         if (before) {
           const after = await scavengeTotals(server.url);
           scavenges += after.count - before.count;
@@ -65,7 +78,11 @@ export async function benchTail(): Promise<TailResult> {
     }
     const [dedicated, shared, inProcess] = [samples.dedicated, samples.shared, samples.inProcess].map(percentiles);
     return {
-      requests, rounds, dedicated, shared, inProcess,
+      requests,
+      rounds,
+      dedicated,
+      shared,
+      inProcess,
       p99Ratio: dedicated.p99 / inProcess.p99,
       p999Ratio: dedicated.p999 / inProcess.p999,
       p50OverheadMs: dedicated.p50 - inProcess.p50,
@@ -79,6 +96,9 @@ export async function benchTail(): Promise<TailResult> {
   }
 }
 
-const USAGE = benchUsage('npm run bench:tail', 'p50 / p99 / p99.9 at concurrency 1, dedicated and shared, against the in-process server, interleaved.');
+const USAGE = benchUsage(
+  'npm run bench:tail',
+  'p50 / p99 / p99.9 at concurrency 1, dedicated and shared, against the in-process server, interleaved.',
+);
 
 if (require.main === module) runBench(USAGE, benchTail);

@@ -26,7 +26,12 @@ export type PolicyFactory = (trace: Trace) => EvictionPolicy;
 /** Sees each request after the cache has served it: whether it hit, and the bytes loaded then. */
 export type RequestObserver = (request: SimRequest, hit: boolean, usedBytes: number) => void;
 
-export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Capacity, observe?: RequestObserver): SimResult {
+export function simulate(
+  trace: Trace,
+  createPolicy: PolicyFactory,
+  capacity: Capacity,
+  observe?: RequestObserver,
+): SimResult {
   const policy = createPolicy(trace);
   const loaded = new Map<string, SimModel>();
   const maxModels = capacity.models ?? Infinity;
@@ -42,7 +47,8 @@ export function simulate(trace: Trace, createPolicy: PolicyFactory, capacity: Ca
       observe?.(request, true, used);
       continue;
     }
-    if (model.sizeBytes > capacity.bytes) throw new Error(`${model.name} (${model.sizeBytes} bytes) can never fit in ${capacity.bytes} bytes`);
+    if (model.sizeBytes > capacity.bytes)
+      throw new Error(`${model.name} (${model.sizeBytes} bytes) can never fit in ${capacity.bytes} bytes`);
     while (used + model.sizeBytes > capacity.bytes || loaded.size >= maxModels) {
       const victim = loaded.get(policy.victims(request.at)[0]);
       if (!victim) throw new Error(`${policy.name} offered no loaded model to evict`);

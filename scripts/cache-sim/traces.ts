@@ -67,19 +67,31 @@ function trace(name: string, models: SimModel[], picks: number[]): Trace {
 }
 
 /** (a) Popularity follows Zipf: a few models take most requests, a long tail is rarely used. */
-export function zipfTrace({ seed, models = TRACE_SHAPE.models, requests = TRACE_SHAPE.requests, s = TRACE_SHAPE.s }: TraceOptions): Trace {
+export function zipfTrace({
+  seed,
+  models = TRACE_SHAPE.models,
+  requests = TRACE_SHAPE.requests,
+  s = TRACE_SHAPE.s,
+}: TraceOptions): Trace {
   const random = seededRandom(seed);
   const all = catalog(models, random, 'm');
   const byRank = shuffled(models, random);
   const rank = zipfSampler(models, s, random);
-  return trace('zipf', all, Array.from({ length: requests }, () => byRank[rank()]));
+  return trace(
+    'zipf',
+    all,
+    Array.from({ length: requests }, () => byRank[rank()]),
+  );
 }
 
 /**
  * (b) Zipf, and half-way through a batch job invokes each of `scanModels` cold models once, in one
  * burst before the regular traffic resumes.
  */
-export function scanTrace({ scanModels = TRACE_SHAPE.scanModels, ...options }: TraceOptions & { scanModels?: number }): Trace {
+export function scanTrace({
+  scanModels = TRACE_SHAPE.scanModels,
+  ...options
+}: TraceOptions & { scanModels?: number }): Trace {
   const base = zipfTrace(options);
   const cold = catalog(scanModels, seededRandom(options.seed + 1), 'scan');
   const picks = base.requests.map((r) => r.model);
@@ -88,7 +100,13 @@ export function scanTrace({ scanModels = TRACE_SHAPE.scanModels, ...options }: T
 }
 
 /** (c) Zipf whose ranking is reshuffled every `shiftEvery` requests: the hot set moves on. */
-export function shiftingTrace({ seed, models = TRACE_SHAPE.models, requests = TRACE_SHAPE.requests, s = TRACE_SHAPE.s, shiftEvery = TRACE_SHAPE.shiftEvery }: TraceOptions & { shiftEvery?: number }): Trace {
+export function shiftingTrace({
+  seed,
+  models = TRACE_SHAPE.models,
+  requests = TRACE_SHAPE.requests,
+  s = TRACE_SHAPE.s,
+  shiftEvery = TRACE_SHAPE.shiftEvery,
+}: TraceOptions & { shiftEvery?: number }): Trace {
   const random = seededRandom(seed);
   const all = catalog(models, random, 'm');
   const rank = zipfSampler(models, s, random);

@@ -15,7 +15,9 @@ export class HashRing {
   constructor(readonly servers: readonly string[]) {
     if (servers.length === 0) throw new Error('a hash ring needs at least one server');
     this.points = servers
-      .flatMap((server) => Array.from({ length: POINTS_PER_SERVER }, (_, i) => ({ hash: crc32(`${server}-${i}`), server })))
+      .flatMap((server) =>
+        Array.from({ length: POINTS_PER_SERVER }, (_, i) => ({ hash: crc32(`${server}-${i}`), server })),
+      )
       .sort((a, b) => a.hash - b.hash || (a.server < b.server ? -1 : 1));
   }
 

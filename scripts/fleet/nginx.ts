@@ -76,7 +76,9 @@ export function findNginx(): string | null {
 export function requireNginx(): string {
   const found = findNginx();
   if (found) return found;
-  throw new UsageError('nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again');
+  throw new UsageError(
+    'nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again',
+  );
 }
 
 /** `nginx -t` on a configuration: null when valid, else nginx's complaint. */
@@ -90,7 +92,10 @@ async function listening(port: number, child: ChildProcess): Promise<void> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}`);
     const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => { s.destroy(); resolve(true); });
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
       s.on('error', () => resolve(false));
     });
     if (ok) return;
@@ -99,7 +104,11 @@ async function listening(port: number, child: ChildProcess): Promise<void> {
 }
 
 export class Nginx {
-  private constructor(private readonly child: ChildProcess, private readonly file: string, private readonly log: string[]) {}
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly file: string,
+    private readonly log: string[],
+  ) {}
 
   /** Starts nginx in the foreground with `config` (see routerConfig), once `nginx -t` accepts it. */
   static async start(bin: string, dir: string, port: number, config: string): Promise<Nginx> {
@@ -123,7 +132,8 @@ export class Nginx {
     const seen = this.log.length;
     this.child.kill('SIGHUP');
     while (!this.log.slice(seen).some((l) => l.includes('start worker process'))) {
-      if (this.child.exitCode !== null) throw new Error(`nginx exited during reload: ${this.log.slice(seen).join('\n')}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`nginx exited during reload: ${this.log.slice(seen).join('\n')}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }

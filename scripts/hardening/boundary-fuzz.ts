@@ -16,7 +16,23 @@
  */
 import fc from 'fast-check';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
-import { answerRows, callOf, caseLabel, describeOutcome, kRoundSize, knownAnswer, refusalProblem, roundArb, send, validCall, type BoundaryCase, type Endpoints, type Outcome, type Round, type ValidCase } from '../../harness/boundary-requests';
+import {
+  answerRows,
+  callOf,
+  caseLabel,
+  describeOutcome,
+  kRoundSize,
+  knownAnswer,
+  refusalProblem,
+  roundArb,
+  send,
+  validCall,
+  type BoundaryCase,
+  type Endpoints,
+  type Outcome,
+  type Round,
+  type ValidCase,
+} from '../../harness/boundary-requests';
 import { startCliServer, type CliServer } from '../../harness/cli-server';
 import { grpcClients } from '../../harness/grpc-clients';
 import { rssBytes, waitFor } from '../../harness/process-probes';
@@ -70,11 +86,16 @@ async function workersOf(cli: CliServer, model: string): Promise<Worker[]> {
 /** Pids serving the two models, once each has a ready worker (after a crash, its replacement). */
 async function readyPids(cli: CliServer): Promise<number[]> {
   let pids: number[] = [];
-  await waitFor(async () => {
-    const workers = [...await workersOf(cli, kBatched), ...await workersOf(cli, kSolo)];
-    pids = [...new Set(workers.map((w) => w.pid))].sort((a, b) => a - b);
-    return workers.length === 2 && workers.every((w) => w.status === 'READY');
-  }, 'both models to have a ready worker', 60_000, 50);
+  await waitFor(
+    async () => {
+      const workers = [...(await workersOf(cli, kBatched)), ...(await workersOf(cli, kSolo))];
+      pids = [...new Set(workers.map((w) => w.pid))].sort((a, b) => a - b);
+      return workers.length === 2 && workers.every((w) => w.status === 'READY');
+    },
+    'both models to have a ready worker',
+    60_000,
+    50,
+  );
   return pids;
 }
 
@@ -82,15 +103,24 @@ const workerRss = (pids: readonly number[]) => pids.reduce((n, pid) => n + rssBy
 
 export async function startBoundaryServer(mode: WorkerMode): Promise<BoundaryServer> {
   const store = tempDir('mme-boundary-');
-  const cli = await startCliServer([
-    'grpc_inference_port=0',
-    'model_cache=off',
-    'metrics_per_model_dimension=true',
-    ...(mode === 'shared' ? ['worker_mode=shared', 'shared_workers=1'] : []),
-  ].join('\n'), { store });
+  const cli = await startCliServer(
+    [
+      'grpc_inference_port=0',
+      'model_cache=off',
+      'metrics_per_model_dimension=true',
+      ...(mode === 'shared' ? ['worker_mode=shared', 'shared_workers=1'] : []),
+    ].join('\n'),
+    { store },
+  );
   try {
-    await waitFor(() => cli.lines.some((l) => /gRPC inference API .* listening on /.test(l)), 'the gRPC listener', 30_000);
-    const grpcAddress = /gRPC inference API .* listening on (\S+)/.exec(cli.lines.find((l) => /gRPC inference API .* listening on /.test(l))!)![1]!;
+    await waitFor(
+      () => cli.lines.some((l) => /gRPC inference API .* listening on /.test(l)),
+      'the gRPC listener',
+      30_000,
+    );
+    const grpcAddress = /gRPC inference API .* listening on (\S+)/.exec(
+      cli.lines.find((l) => /gRPC inference API .* listening on /.test(l))!,
+    )![1]!;
     const loads = await Promise.all([
       // A hung batch shows as a 504 within the round rather than a test timeout.
       loadModel(cli, kBatched, writeModelDir(store, kBatched, addModel()), { ...kBatching, response_timeout: 30 }),
@@ -98,13 +128,22 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
     ]);
     for (const r of loads) if (r.status !== 200) throw new Error(`load failed: ${r.status} ${r.text}`);
     const srv: BoundaryServer = {
-      mode, cli, grpcPort: Number(grpcAddress.split(':').pop()), baseline: { server: 0, workers: 0 },
+      mode,
+      cli,
+      grpcPort: Number(grpcAddress.split(':').pop()),
+      baseline: { server: 0, workers: 0 },
       close: async () => {
         await cli.stop();
       },
     };
     // Warm-up: four rounds of canaries, so the baseline holds what serving costs when nothing is wrong.
-    const warm = fc.sample(fc.array(roundArb.map((r) => r.cases.filter((c) => c.kind === 'valid')), { minLength: 4, maxLength: 4 }), { seed: 1, numRuns: 1 })[0]!;
+    const warm = fc.sample(
+      fc.array(
+        roundArb.map((r) => r.cases.filter((c) => c.kind === 'valid')),
+        { minLength: 4, maxLength: 4 },
+      ),
+      { seed: 1, numRuns: 1 },
+    )[0]!;
     for (const cases of warm) await runRound(srv, { cases });
     const pids = await readyPids(cli);
     srv.baseline = { server: rssBytes(cli.pid), workers: workerRss(pids) };
@@ -123,7 +162,10 @@ class Monitor {
   readonly workersRssAtStart: number;
   readonly #timer: NodeJS.Timeout;
 
-  constructor(private readonly serverPid: number, private readonly pids: readonly number[]) {
+  constructor(
+    private readonly serverPid: number,
+    private readonly pids: readonly number[],
+  ) {
     this.#sample();
     this.serverRssAtStart = this.peakServer;
     this.workersRssAtStart = this.peakWorkers;
@@ -150,7 +192,8 @@ export interface RoundReport {
 }
 
 const MiB = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
-const sameRows = (a: number[][], b: number[][]) => a.length === b.length && a.every((r, i) => r.length === b[i]!.length && r.every((v, j) => Object.is(v, b[i]![j])));
+const sameRows = (a: number[][], b: number[][]) =>
+  a.length === b.length && a.every((r, i) => r.length === b[i]!.length && r.every((v, j) => Object.is(v, b[i]![j])));
 
 /**
  * Runs one round (solo answers first, then every case at once) and returns what broke the
@@ -169,24 +212,44 @@ export async function runRound(srv: BoundaryServer, round: Round, inFlight = 1):
   }
 }
 
-async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoints, inFlight: number): Promise<RoundReport> {
+async function runRoundOn(
+  srv: BoundaryServer,
+  round: Round,
+  endpoints: Endpoints,
+  inFlight: number,
+): Promise<RoundReport> {
   const { cli } = srv;
   const failures: Failure[] = [];
   const pidsBefore = await readyPids(cli);
   const valid = round.cases.filter((c): c is ValidCase => c.kind === 'valid');
-  const attacks = round.cases.filter((c) => c.kind === 'malformed').map(caseLabel).join(', ') || 'none';
+  const attacks =
+    round.cases
+      .filter((c) => c.kind === 'malformed')
+      .map(caseLabel)
+      .join(', ') || 'none';
 
-  const solo = await Promise.all(valid.map(async (c) => {
-    const o = await send(validCall(c, kSolo), endpoints);
-    try {
-      const rows = answerRows(c, o);
-      if (!sameRows(rows, knownAnswer(c))) failures.push({ signature: `${caseLabel(c)}: the solo answer is not x + 1`, detail: `got ${JSON.stringify(rows).slice(0, 200)}`, case: c });
-      return rows;
-    } catch (err) {
-      failures.push({ signature: `${caseLabel(c)}: no solo answer: ${describeOutcome(o)}`, detail: (err as Error).message.slice(0, 300), case: c });
-      return null;
-    }
-  }));
+  const solo = await Promise.all(
+    valid.map(async (c) => {
+      const o = await send(validCall(c, kSolo), endpoints);
+      try {
+        const rows = answerRows(c, o);
+        if (!sameRows(rows, knownAnswer(c)))
+          failures.push({
+            signature: `${caseLabel(c)}: the solo answer is not x + 1`,
+            detail: `got ${JSON.stringify(rows).slice(0, 200)}`,
+            case: c,
+          });
+        return rows;
+      } catch (err) {
+        failures.push({
+          signature: `${caseLabel(c)}: no solo answer: ${describeOutcome(o)}`,
+          detail: (err as Error).message.slice(0, 300),
+          case: c,
+        });
+        return null;
+      }
+    }),
+  );
 
   const monitor = new Monitor(cli.pid, pidsBefore);
   let outcomes: Outcome[];
@@ -201,7 +264,12 @@ async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoint
     const o = outcomes[i]!;
     if (c.kind === 'malformed') {
       const problem = refusalProblem(o);
-      if (problem) failures.push({ signature: `${caseLabel(c)}: ${problem.what}`, detail: `${problem.detail}: ${o.body.toString('utf8').slice(0, 200)}`, case: c });
+      if (problem)
+        failures.push({
+          signature: `${caseLabel(c)}: ${problem.what}`,
+          detail: `${problem.detail}: ${o.body.toString('utf8').slice(0, 200)}`,
+          case: c,
+        });
       return;
     }
     const expected = solo[k++];
@@ -209,25 +277,47 @@ async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoint
     try {
       rows = answerRows(c, o);
     } catch (err) {
-      failures.push({ signature: `canary: ${describeOutcome(o)}`, detail: `${caseLabel(c)} beside [${attacks}]: ${(err as Error).message.slice(0, 300)}`, case: c });
+      failures.push({
+        signature: `canary: ${describeOutcome(o)}`,
+        detail: `${caseLabel(c)} beside [${attacks}]: ${(err as Error).message.slice(0, 300)}`,
+        case: c,
+      });
       return;
     }
     if (expected && !sameRows(rows, expected)) {
-      failures.push({ signature: 'canary: the answer differs from its solo answer', detail: `${caseLabel(c)} beside [${attacks}]: got ${JSON.stringify(rows).slice(0, 160)}, alone ${JSON.stringify(expected).slice(0, 160)}`, case: c });
+      failures.push({
+        signature: 'canary: the answer differs from its solo answer',
+        detail: `${caseLabel(c)} beside [${attacks}]: got ${JSON.stringify(rows).slice(0, 160)}, alone ${JSON.stringify(expected).slice(0, 160)}`,
+        case: c,
+      });
     }
   });
 
   const pidsAfter = await readyPids(cli);
   if (pidsAfter.join() !== pidsBefore.join()) {
-    failures.push({ signature: `a ${srv.mode === 'shared' ? 'shared host' : 'worker'} process was replaced`, detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]` });
+    failures.push({
+      signature: `a ${srv.mode === 'shared' ? 'shared host' : 'worker'} process was replaced`,
+      detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]`,
+    });
   }
   if (monitor.peakServer > monitor.serverRssAtStart + inFlight * kServerRssGrowth) {
-    failures.push({ signature: 'server RSS over its bound', detail: `${MiB(monitor.serverRssAtStart)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]` });
+    failures.push({
+      signature: 'server RSS over its bound',
+      detail: `${MiB(monitor.serverRssAtStart)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]`,
+    });
   }
   if (monitor.peakWorkers > monitor.workersRssAtStart + inFlight * kWorkerRssGrowth) {
-    failures.push({ signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`, detail: `${MiB(monitor.workersRssAtStart)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]` });
+    failures.push({
+      signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`,
+      detail: `${MiB(monitor.workersRssAtStart)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]`,
+    });
   }
-  return { failures, operations: valid.length + round.cases.length, peakServerRss: monitor.peakServer, peakWorkerRss: monitor.peakWorkers };
+  return {
+    failures,
+    operations: valid.length + round.cases.length,
+    peakServerRss: monitor.peakServer,
+    peakWorkerRss: monitor.peakWorkers,
+  };
 }
 
 /** What the rounds left behind: RSS the server or its workers kept past the same bounds over their warm baseline. */
@@ -236,14 +326,24 @@ export async function retainedRssProblems(srv: BoundaryServer, inFlight = 1): Pr
   const workers = workerRss(await readyPids(srv.cli));
   const problems: string[] = [];
   const bound = { server: inFlight * kServerRssGrowth, workers: inFlight * kWorkerRssGrowth };
-  if (server > srv.baseline.server + bound.server) problems.push(`the server kept ${MiB(server)} after the rounds, warm ${MiB(srv.baseline.server)} (bound: + ${MiB(bound.server)})`);
-  if (workers > srv.baseline.workers + bound.workers) problems.push(`the ${srv.mode === 'shared' ? 'host' : 'workers'} kept ${MiB(workers)} after the rounds, warm ${MiB(srv.baseline.workers)} (bound: + ${MiB(bound.workers)})`);
+  if (server > srv.baseline.server + bound.server)
+    problems.push(
+      `the server kept ${MiB(server)} after the rounds, warm ${MiB(srv.baseline.server)} (bound: + ${MiB(bound.server)})`,
+    );
+  if (workers > srv.baseline.workers + bound.workers)
+    problems.push(
+      `the ${srv.mode === 'shared' ? 'host' : 'workers'} kept ${MiB(workers)} after the rounds, warm ${MiB(srv.baseline.workers)} (bound: + ${MiB(bound.workers)})`,
+    );
   return problems;
 }
 
 /** A failing round as an assertion message: each failure with its case. */
 export function formatFailures(failures: readonly Failure[]): string {
-  return failures.map((f) => `- ${f.signature}\n    ${f.detail}${f.case ? `\n    case: ${JSON.stringify(f.case).slice(0, 400)}` : ''}`).join('\n');
+  return failures
+    .map(
+      (f) => `- ${f.signature}\n    ${f.detail}${f.case ? `\n    case: ${JSON.stringify(f.case).slice(0, 400)}` : ''}`,
+    )
+    .join('\n');
 }
 
 export interface FuzzOptions {
@@ -303,7 +403,9 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
         }
         if (operations - reported >= 10_000) {
           reported = operations;
-          opts.progress?.(`${operations}/${opts.operations} operations, ${findings.size} distinct failures, server RSS ${MiB(rssBytes(srv.cli.pid))}`);
+          opts.progress?.(
+            `${operations}/${opts.operations} operations, ${findings.size} distinct failures, server RSS ${MiB(rssBytes(srv.cli.pid))}`,
+          );
         }
       }
     };
@@ -314,7 +416,10 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
     }
     const pids = await readyPids(srv.cli);
     return {
-      mode: opts.mode, operations, rounds, findings,
+      mode: opts.mode,
+      operations,
+      rounds,
+      findings,
       serverRss: { start: srv.baseline.server, end: rssBytes(srv.cli.pid), peak: peaks.server },
       workerRss: { start: srv.baseline.workers, end: workerRss(pids), peak: peaks.workers },
       seconds: (Date.now() - t0) / 1000,

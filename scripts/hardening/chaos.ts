@@ -68,20 +68,41 @@ const kKillSlackMs = 2000;
  * One lane: its own models, one operation at a time, until `done`; `afterOp` runs after each.
  * Invoke / load / unload at 70 / 20 / 10 %, or with `scales` 65 / 20 / 10 / 5 % scale.
  */
-async function lane(s: CliServer, dirs: Map<string, string>, done: () => boolean, ops: Op[], afterOp: () => void, scales: boolean): Promise<void> {
+async function lane(
+  s: CliServer,
+  dirs: Map<string, string>,
+  done: () => boolean,
+  ops: Op[],
+  afterOp: () => void,
+  scales: boolean,
+): Promise<void> {
   const loaded = new Set<string>();
   const names = [...dirs.keys()];
   const pick = (from: string[]) => from[Math.floor(Math.random() * from.length)]!;
   while (!done()) {
     const r = Math.random();
     const unloaded = names.filter((n) => !loaded.has(n));
-    const op = loaded.size === 0 || (r >= 0.7 && r < 0.9 && unloaded.length > 0) ? 'load' : r >= 0.9 ? 'unload' : scales && r >= 0.65 ? 'scale' : 'invoke';
+    const op =
+      loaded.size === 0 || (r >= 0.7 && r < 0.9 && unloaded.length > 0)
+        ? 'load'
+        : r >= 0.9
+          ? 'unload'
+          : scales && r >= 0.65
+            ? 'scale'
+            : 'invoke';
     const name = op === 'load' ? pick(unloaded) : pick([...loaded]);
     const start = Date.now();
-    const res = op === 'load' ? await loadModel(s, name, dirs.get(name)!)
-      : op === 'unload' ? await request(`${s.url}/models/${name}`, { method: 'DELETE' })
-        : op === 'scale' ? await request(`${s.url}/models/${name}?min_worker=${1 + Math.floor(Math.random() * 2)}&synchronous=true`, { method: 'PUT' })
-          : await invoke(s, name, kRow);
+    const res =
+      op === 'load'
+        ? await loadModel(s, name, dirs.get(name)!)
+        : op === 'unload'
+          ? await request(`${s.url}/models/${name}`, { method: 'DELETE' })
+          : op === 'scale'
+            ? await request(
+                `${s.url}/models/${name}?min_worker=${1 + Math.floor(Math.random() * 2)}&synchronous=true`,
+                { method: 'PUT' },
+              )
+            : await invoke(s, name, kRow);
     ops.push({ what: `${op} ${name}`, start, end: Date.now(), status: res.status, text: res.text });
     afterOp();
     if (op === 'load' && res.status === 200) loaded.add(name);
@@ -90,15 +111,23 @@ async function lane(s: CliServer, dirs: Map<string, string>, done: () => boolean
 }
 
 export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
-  const properties = o.shared ? `worker_mode=shared\nshared_workers=${o.shared.hosts}\nmodel_cache=on\nmax_loaded_models=${o.shared.maxLoaded}` : '';
+  const properties = o.shared
+    ? `worker_mode=shared\nshared_workers=${o.shared.hosts}\nmodel_cache=on\nmax_loaded_models=${o.shared.maxLoaded}`
+    : '';
   return withCliServer(properties, async (s, store) => {
     const ops: Op[] = [];
     const kills: number[] = [];
     const samples: Footprint[] = [];
-    const lanes = Array.from({ length: o.lanes ?? 4 }, (_, l) => new Map(Array.from({ length: o.modelsPerLane ?? 3 }, (_, j) => {
-      const name = `l${l}m${j}`;
-      return [name, writeModelDir(store, name, addModel())] as const;
-    })));
+    const lanes = Array.from(
+      { length: o.lanes ?? 4 },
+      (_, l) =>
+        new Map(
+          Array.from({ length: o.modelsPerLane ?? 3 }, (_, j) => {
+            const name = `l${l}m${j}`;
+            return [name, writeModelDir(store, name, addModel())] as const;
+          }),
+        ),
+    );
     const kill = () => {
       const pids = workerPidsOf(s.pid);
       if (pids.length === 0) return;
@@ -110,10 +139,16 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const sample = () => samples.push({ ...footprint(s), rssBytes: rssBytes(s.pid) });
     // A timed run samples every second; a run of N operations every N/8 of them, however fast they go:
     // with under 20 samples the leak verdict's end is the reading after the last unload alone.
-    const sampler = o.operations === undefined ? setInterval(() => {
-      sample();
-      if (samples.length % 60 === 0) o.progress?.(`${Math.round(samples.length / 60)} min: ${ops.length} operations, ${kills.length} kills, server RSS ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB`);
-    }, 1000) : null;
+    const sampler =
+      o.operations === undefined
+        ? setInterval(() => {
+            sample();
+            if (samples.length % 60 === 0)
+              o.progress?.(
+                `${Math.round(samples.length / 60)} min: ${ops.length} operations, ${kills.length} kills, server RSS ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB`,
+              );
+          }, 1000)
+        : null;
     const sampleEveryOps = o.operations === undefined ? 0 : Math.max(1, Math.ceil(o.operations / 8));
     const deadline = Date.now() + (o.durationMs ?? Infinity);
     const done = () => (o.operations !== undefined ? ops.length >= o.operations : Date.now() >= deadline);
@@ -125,23 +160,50 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     if (killer) clearInterval(killer);
     if (sampler) clearInterval(sampler);
     const models = (await request(`${s.url}/models`)).body.models as Array<{ modelName: string }>;
-    for (const m of models) assert.equal((await request(`${s.url}/models/${m.modelName}`, { method: 'DELETE' })).status, 200, `unload ${m.modelName}`);
+    for (const m of models)
+      assert.equal(
+        (await request(`${s.url}/models/${m.modelName}`, { method: 'DELETE' })).status,
+        200,
+        `unload ${m.modelName}`,
+      );
     const end = { rssBytes: rssBytes(s.pid), fds: footprint(s).fds };
     samples.push(footprint(s));
     // Shared mode with the cache: a 409 load or a 404 unload/scale is an on-demand load or an eviction that came first.
-    const cacheAnswer = (op: Op) => o.shared !== undefined && ((op.what.startsWith('load') && op.status === 409) || (!op.what.startsWith('load') && !op.what.startsWith('invoke') && op.status === 404));
+    const cacheAnswer = (op: Op) =>
+      o.shared !== undefined &&
+      ((op.what.startsWith('load') && op.status === 409) ||
+        (!op.what.startsWith('load') && !op.what.startsWith('invoke') && op.status === 404));
     const cacheAnswers = ops.filter(cacheAnswer).length;
     const failed = ops.filter((op) => op.status !== 200 && !cacheAnswer(op));
     const overlaps = (op: Op) => kills.some((k) => k >= op.start - kKillSlackMs && k <= op.end + kKillSlackMs);
     const injected = failed.filter(overlaps);
-    const errors = failed.filter((op) => !injected.includes(op)).map((op) => `${op.what}: ${op.status} ${op.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+    const errors = failed
+      .filter((op) => !injected.includes(op))
+      .map((op) => `${op.what}: ${op.status} ${op.text.replace(/\s+/g, ' ').slice(0, 200)}`);
     // Shared hosts stay up with no model in them.
-    const verdict = leakVerdict(samples, { rssGrowthBytes: 100 * 2 ** 20, fdSlack: 5, processes: o.shared?.hosts ?? 0 });
+    const verdict = leakVerdict(samples, {
+      rssGrowthBytes: 100 * 2 ** 20,
+      fdSlack: 5,
+      processes: o.shared?.hosts ?? 0,
+    });
     const errorRate = errors.length / Math.max(1, ops.length);
-    if (errorRate >= 0.001) verdict.problems.push(`${errors.length} errors in ${ops.length} operations outside the injected faults: ${errors.slice(0, 5).join(' | ')}`);
+    if (errorRate >= 0.001)
+      verdict.problems.push(
+        `${errors.length} errors in ${ops.length} operations outside the injected faults: ${errors.slice(0, 5).join(' | ')}`,
+      );
     return {
-      ...verdict, ok: verdict.problems.length === 0, operations: ops.length, kills: kills.length, injected: injected.length, errors, errorRate, cacheAnswers,
-      rssStartBytes: samples[0]!.rssBytes, rssEndBytes: end.rssBytes, fdsStart: samples[0]!.fds, fdsEnd: end.fds,
+      ...verdict,
+      ok: verdict.problems.length === 0,
+      operations: ops.length,
+      kills: kills.length,
+      injected: injected.length,
+      errors,
+      errorRate,
+      cacheAnswers,
+      rssStartBytes: samples[0]!.rssBytes,
+      rssEndBytes: end.rssBytes,
+      fdsStart: samples[0]!.fds,
+      fdsEnd: end.fds,
     };
   });
 }
@@ -157,8 +219,16 @@ if (require.main === module) {
   const shared = process.argv[4] === 'shared' ? { hosts: 2, maxLoaded: 6 } : undefined;
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
   void CaseReport.run(USAGE, async (report) => {
-    const r = await runChaos({ durationMs: minutes * 60_000, killEveryMs: killEverySeconds * 1000, shared, progress: (l) => console.log(`  ${l}`) });
-    report.add(`T-P5 mixed_soak_with_chaos${shared ? ', shared hosts, cache evicting' : ''}, ${minutes} min`, r.problems,
-      `${r.operations} operations, ${r.kills} kills, ${r.injected} failures from them, ${r.errors.length} other errors${shared ? `, ${r.cacheAnswers} answers the cache explains` : ''}, server RSS ${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)} (${mib(r.rssGrowthBytes)} from the middle), fds ${r.fdsStart} → ${r.fdsEnd}`);
+    const r = await runChaos({
+      durationMs: minutes * 60_000,
+      killEveryMs: killEverySeconds * 1000,
+      shared,
+      progress: (l) => console.log(`  ${l}`),
+    });
+    report.add(
+      `T-P5 mixed_soak_with_chaos${shared ? ', shared hosts, cache evicting' : ''}, ${minutes} min`,
+      r.problems,
+      `${r.operations} operations, ${r.kills} kills, ${r.injected} failures from them, ${r.errors.length} other errors${shared ? `, ${r.cacheAnswers} answers the cache explains` : ''}, server RSS ${mib(r.rssStartBytes)} → ${mib(r.rssEndBytes)} (${mib(r.rssGrowthBytes)} from the middle), fds ${r.fdsStart} → ${r.fdsEnd}`,
+    );
   });
 }

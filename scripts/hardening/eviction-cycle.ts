@@ -33,7 +33,11 @@ export function runEvictionCycle(loads: number, budgetMb: number): Promise<Evict
       if (res.status === 507) {
         refusals++;
         const victim = lru.shift()!;
-        assert.equal((await request(`${s.url}/models/${victim}`, { method: 'DELETE' })).status, 200, `unload ${victim}`);
+        assert.equal(
+          (await request(`${s.url}/models/${victim}`, { method: 'DELETE' })).status,
+          200,
+          `unload ${victim}`,
+        );
         res = await loadModel(s, name, dir);
       }
       assert.equal(res.status, 200, `${name} after unloading the least recently used model: ${res.text}`);
@@ -50,7 +54,8 @@ export function runEvictionCycle(loads: number, budgetMb: number): Promise<Evict
     const verdict = leakVerdict(samples, { rssGrowthBytes: 50 * 2 ** 20, fdSlack: 5, processes: lru.length });
     for (const name of lru) assert.equal((await request(`${s.url}/models/${name}`, { method: 'DELETE' })).status, 200);
     const after = footprint(s);
-    if (after.processes + after.zombies + after.orphans > 0) verdict.problems.push(`after unloading everything: ${JSON.stringify(after)}`);
+    if (after.processes + after.zombies + after.orphans > 0)
+      verdict.problems.push(`after unloading everything: ${JSON.stringify(after)}`);
     // The budget said no before memory ran out: no worker died on its own.
     const deaths = s.lines.filter((l) => /killed by SIGKILL|exited with code .*; restarting/.test(l));
     if (deaths.length > 0) verdict.problems.push(`workers died: ${deaths.join(' | ')}`);

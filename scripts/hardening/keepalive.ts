@@ -29,14 +29,22 @@ function get(url: string, agent: http.Agent): Promise<{ reused: boolean; error?:
   return new Promise((resolve) => {
     const req = http.get(`${url}/ping`, { agent }, (res) => {
       res.resume();
-      res.on('end', () => resolve({ reused: req.reusedSocket, ...(res.statusCode === 200 ? {} : { error: `status ${res.statusCode}` }) }));
+      res.on('end', () =>
+        resolve({ reused: req.reusedSocket, ...(res.statusCode === 200 ? {} : { error: `status ${res.statusCode}` }) }),
+      );
     });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ reused: req.reusedSocket, error: err.code ?? err.message }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ reused: req.reusedSocket, error: err.code ?? err.message }),
+    );
   });
 }
 
 export async function runKeepAlive(o: KeepAliveOptions): Promise<KeepAliveResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1, ...(o.clientIdleTimeoutMs === null ? {} : { timeout: o.clientIdleTimeoutMs }) });
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets: 1,
+    ...(o.clientIdleTimeoutMs === null ? {} : { timeout: o.clientIdleTimeoutMs }),
+  });
   const result: KeepAliveResult = { reused: 0, errors: [] };
   try {
     for (let i = 0; i < o.requests; i++) {
@@ -58,12 +66,19 @@ export async function runKeepAlive(o: KeepAliveOptions): Promise<KeepAliveResult
  */
 export async function keepAliveProblems(url: string, keepAliveTimeoutMs: number, requests: number): Promise<string[]> {
   const [hinted, balancer] = await Promise.all([
-    runKeepAlive({ url, gapsMs: [keepAliveTimeoutMs - 1000, keepAliveTimeoutMs + 1000], requests, clientIdleTimeoutMs: 10 * keepAliveTimeoutMs }),
+    runKeepAlive({
+      url,
+      gapsMs: [keepAliveTimeoutMs - 1000, keepAliveTimeoutMs + 1000],
+      requests,
+      clientIdleTimeoutMs: 10 * keepAliveTimeoutMs,
+    }),
     runKeepAlive({ url, gapsMs: [keepAliveTimeoutMs - 1000], requests, clientIdleTimeoutMs: null }),
   ]);
   return [
     ...hinted.errors.map((e) => `client honouring the hint, ${e}`),
     ...balancer.errors.map((e) => `load balancer, ${e}`),
-    ...(balancer.reused === requests - 1 ? [] : [`the load balancer reused its connection ${balancer.reused} times in ${requests - 1}`]),
+    ...(balancer.reused === requests - 1
+      ? []
+      : [`the load balancer reused its connection ${balancer.reused} times in ${requests - 1}`]),
   ];
 }

@@ -58,10 +58,16 @@ export async function runLeakSoak(opts: LeakSoakOptions): Promise<LeakSoakResult
   try {
     const sample = (i: number, total: number) => {
       samples.push(footprint(s));
-      if (i % 50 === 0 || i === total) opts.progress?.(`cycle ${i}/${total}: ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB, ${samples.at(-1)!.fds} fds`);
+      if (i % 50 === 0 || i === total)
+        opts.progress?.(
+          `cycle ${i}/${total}: ${(samples.at(-1)!.rssBytes / 2 ** 20).toFixed(0)} MiB, ${samples.at(-1)!.fds} fds`,
+        );
     };
     if (opts.leaky) {
-      await ok(loadModel(s, 'leaky', writeModelDir(store, 'leaky', mlpModel(kLeakySpec), { 'handler.js': keepsSessions })), 'load the leaking control');
+      await ok(
+        loadModel(s, 'leaky', writeModelDir(store, 'leaky', mlpModel(kLeakySpec), { 'handler.js': keepsSessions })),
+        'load the leaking control',
+      );
       for (let i = 1; i <= opts.cycles; i++) {
         for (let j = 0; j < invokes; j++) await ok(invoke(s, 'leaky', { open: j === 0 }), 'invoke the leaking control');
         sample(i, opts.cycles);
@@ -75,12 +81,24 @@ export async function runLeakSoak(opts: LeakSoakOptions): Promise<LeakSoakResult
         sample(i, total);
       }
       for (let i = 1; i <= opts.distinctModels; i++) {
-        await cycle(s, `distinct-${i}`, writeModelDir(store, `distinct-${i}`, mlpModel({ ...kSpec, seed: i })), invokes);
+        await cycle(
+          s,
+          `distinct-${i}`,
+          writeModelDir(store, `distinct-${i}`, mlpModel({ ...kSpec, seed: i })),
+          invokes,
+        );
         sample(opts.cycles + i, total);
       }
     }
-    const verdict = leakVerdict(samples, { rssGrowthBytes: kRssGrowthLimit, fdSlack: 5, processes: kSpares + (opts.leaky ? 1 : 0) });
-    const stray = fs.readdirSync(tmp).filter((d) => d.startsWith('mme-artifacts-')).flatMap((d) => fs.readdirSync(path.join(tmp, d)));
+    const verdict = leakVerdict(samples, {
+      rssGrowthBytes: kRssGrowthLimit,
+      fdSlack: 5,
+      processes: kSpares + (opts.leaky ? 1 : 0),
+    });
+    const stray = fs
+      .readdirSync(tmp)
+      .filter((d) => d.startsWith('mme-artifacts-'))
+      .flatMap((d) => fs.readdirSync(path.join(tmp, d)));
     if (stray.length > 0) verdict.problems.push(`extraction directories left behind: ${stray.join(', ')}`);
     return { ...verdict, ok: verdict.problems.length === 0, samples };
   } finally {

@@ -49,7 +49,12 @@ export function runQueueOverflow(seconds: number): Promise<QueueOverflow> {
 /** A model archive padded with `mib` MiB of stored (uncompressed) gzip: large, and no bomb. */
 function writePaddedArchive(file: string, mib: number): Promise<void> {
   const onnx = Buffer.from(addModel());
-  const head = [tarHeader({ path: 'model.onnx' }, onnx.length), onnx, Buffer.alloc((512 - (onnx.length % 512)) % 512), tarHeader({ path: 'weights.bin' }, mib * 2 ** 20)];
+  const head = [
+    tarHeader({ path: 'model.onnx' }, onnx.length),
+    onnx,
+    Buffer.alloc((512 - (onnx.length % 512)) % 512),
+    tarHeader({ path: 'weights.bin' }, mib * 2 ** 20),
+  ];
   return writeTgz(file, [...head, ...Array<Buffer>(mib).fill(Buffer.alloc(2 ** 20, 0x5a))], 0);
 }
 
@@ -114,7 +119,8 @@ const kRssGrowthBytes = 64 * 2 ** 20;
 export function queueOverflowProblems({ run, rssGrowthBytes }: QueueOverflow): string[] {
   const problems: string[] = [];
   const refused = run.statuses['503'] ?? 0;
-  if (Object.keys(run.statuses).some((c) => c !== '200' && c !== '503')) problems.push(`statuses other than 200 and 503: ${JSON.stringify(run.statuses)}`);
+  if (Object.keys(run.statuses).some((c) => c !== '200' && c !== '503'))
+    problems.push(`statuses other than 200 and 503: ${JSON.stringify(run.statuses)}`);
   if (!refused || !run.statuses['200']) problems.push(`expected both 200s and 503s: ${JSON.stringify(run.statuses)}`);
   if (run.non2xx !== refused) problems.push(`${run.non2xx} non-2xx answers but ${refused} 503s`);
   if (run.timeouts + run.errors > 0) problems.push(`${run.timeouts} timeouts and ${run.errors} errors`);
@@ -128,13 +134,14 @@ export function baselineProblems(runs: Record<string, Hammered>, baseline: Basel
   for (const [k, r] of Object.entries(runs)) {
     if (r.errors + r.non2xx > 0) problems.push(`${k}: ${r.errors} errors, ${r.non2xx} non-2xx`);
     const base = baseline?.[k];
-    if (base && r.p99 > kRegression * base.p99 + 5) problems.push(`${k}: p99 ${r.p99} ms against a baseline of ${base.p99} ms`);
+    if (base && r.p99 > kRegression * base.p99 + 5)
+      problems.push(`${k}: p99 ${r.p99} ms against a baseline of ${base.p99} ms`);
   }
   return problems;
 }
 
 export function readBaseline(): Baseline | null {
-  return fs.existsSync(kBaselineFile) ? JSON.parse(fs.readFileSync(kBaselineFile, 'utf8')) as Baseline : null;
+  return fs.existsSync(kBaselineFile) ? (JSON.parse(fs.readFileSync(kBaselineFile, 'utf8')) as Baseline) : null;
 }
 
 const USAGE = `Usage: npm run load
@@ -145,11 +152,21 @@ if (require.main === module) {
     const p1 = await runQueueOverflow(30);
     report.add('T-P1 queue_overflow_503, c 100 for 30 s', queueOverflowProblems(p1), JSON.stringify(p1.run.statuses));
     const p2 = await runPingUnderPressure(1024, 60);
-    report.add('T-P2 ping_under_pressure, 1 GiB archive under c 16', [...(p2.loadStatus === 200 ? [] : [`load ${p2.loadStatus}`]), ...pingProblems(p2.pings)], `${p2.pings.length} pings`);
+    report.add(
+      'T-P2 ping_under_pressure, 1 GiB archive under c 16',
+      [...(p2.loadStatus === 200 ? [] : [`load ${p2.loadStatus}`]), ...pingProblems(p2.pings)],
+      `${p2.pings.length} pings`,
+    );
     const p3 = await runBaseline(60, 5);
-    const baseline: Baseline = Object.fromEntries(Object.entries(p3).map(([k, r]) => [k, { p50: r.p50, p97_5: r.p97_5, p99: r.p99, rps: Math.round(r.rps) }]));
+    const baseline: Baseline = Object.fromEntries(
+      Object.entries(p3).map(([k, r]) => [k, { p50: r.p50, p97_5: r.p97_5, p99: r.p99, rps: Math.round(r.rps) }]),
+    );
     const problems = baselineProblems(p3, readBaseline());
-    report.add('T-P3 baseline_latency_throughput, 60 s each, against the previous baseline', problems, JSON.stringify(baseline));
+    report.add(
+      'T-P3 baseline_latency_throughput, 60 s each, against the previous baseline',
+      problems,
+      JSON.stringify(baseline),
+    );
     // A clean run becomes the new baseline; a regressed one is not allowed to lower the bar.
     if (problems.length === 0) fs.writeFileSync(kBaselineFile, `${JSON.stringify(baseline, null, 2)}\n`);
   });

@@ -14,10 +14,14 @@ export function pingProblems(pings: readonly TimedPing[], atLeast = 10): string[
   const ok = pings.filter((p) => p.status === 200);
   const answer = ok.map((p) => p.answerMs);
   const problems: string[] = [];
-  if (ok.length < pings.length) problems.push(`${pings.length - ok.length} of ${pings.length} pings failed: ${pings.find((p) => p.status !== 200)?.error ?? 'not 200'}`);
+  if (ok.length < pings.length)
+    problems.push(
+      `${pings.length - ok.length} of ${pings.length} pings failed: ${pings.find((p) => p.status !== 200)?.error ?? 'not 200'}`,
+    );
   if (ok.length < atLeast) problems.push(`only ${ok.length} pings answered`);
   if (percentile(answer, 0.99) > kP99Ms) problems.push(`/ping p99 ${percentile(answer, 0.99)} ms (bound ${kP99Ms})`);
   if (Math.max(...answer) > kMaxMs) problems.push(`/ping max ${Math.max(...answer)} ms (bound ${kMaxMs})`);
-  if (Math.max(...ok.map((p) => p.connectMs)) > kConnectMs) problems.push(`connect max ${Math.max(...ok.map((p) => p.connectMs))} ms (bound ${kConnectMs})`);
+  if (Math.max(...ok.map((p) => p.connectMs)) > kConnectMs)
+    problems.push(`connect max ${Math.max(...ok.map((p) => p.connectMs))} ms (bound ${kConnectMs})`);
   return problems;
 }

@@ -57,9 +57,21 @@ function slowSocket(port: number, head: string, text: string, everyMs: number): 
 export async function runSlowClients(o: SlowClientsOptions): Promise<SlowClientsResult> {
   // A header that never ends, and a POST whose declared body arrives a byte at a time.
   const headerSockets = Array.from({ length: o.headerSockets }, () =>
-    slowSocket(o.port, 'G', 'ET /ping HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', o.headerByteEveryMs));
+    slowSocket(
+      o.port,
+      'G',
+      'ET /ping HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      o.headerByteEveryMs,
+    ),
+  );
   const bodySockets = Array.from({ length: o.bodySockets }, () =>
-    slowSocket(o.port, 'POST /models HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n', ' ', o.bodyByteEveryMs));
+    slowSocket(
+      o.port,
+      'POST /models HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n',
+      ' ',
+      o.bodyByteEveryMs,
+    ),
+  );
   const result: SlowClientsResult = { headerClosedMs: [], bodyClosedMs: [], slowStatuses: [], probes: [] };
   const end = Date.now() + o.durationMs;
   while (Date.now() < end) {
@@ -88,8 +100,11 @@ export function slowClientProblems(r: SlowClientsResult, l: SlowClientLimits): s
   const late = (closed: Array<number | null>, bound: number) => closed.filter((ms) => ms === null || ms > bound).length;
   const headerBound = 2 * (l.headersTimeoutMs + l.checkMs);
   const bodyBound = 2 * (l.requestTimeoutMs + l.checkMs);
-  if (late(r.headerClosedMs, headerBound)) problems.push(`${late(r.headerClosedMs, headerBound)} header sockets not closed within ${headerBound} ms`);
-  if (late(r.bodyClosedMs, bodyBound)) problems.push(`${late(r.bodyClosedMs, bodyBound)} body sockets not closed within ${bodyBound} ms`);
-  if (r.slowStatuses.some((st) => st !== 408)) problems.push(`slow sockets got ${JSON.stringify([...new Set(r.slowStatuses)])}, not only 408`);
+  if (late(r.headerClosedMs, headerBound))
+    problems.push(`${late(r.headerClosedMs, headerBound)} header sockets not closed within ${headerBound} ms`);
+  if (late(r.bodyClosedMs, bodyBound))
+    problems.push(`${late(r.bodyClosedMs, bodyBound)} body sockets not closed within ${bodyBound} ms`);
+  if (r.slowStatuses.some((st) => st !== 408))
+    problems.push(`slow sockets got ${JSON.stringify([...new Set(r.slowStatuses)])}, not only 408`);
   return [...problems, ...pingProblems(r.probes, 50)];
 }

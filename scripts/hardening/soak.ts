@@ -21,23 +21,51 @@ const USAGE = `Usage: npm run soak
 void CaseReport.run(USAGE, async (report) => {
   const progress = (what: string) => (line: string) => console.log(`  ${what} ${line}`);
   const keepAliveMs = kDefaultLimits.keepAliveTimeoutMs;
-  const keepAlive = withCliServer('', (s) => keepAliveProblems(s.url, keepAliveMs, Math.ceil(600_000 / keepAliveMs) + 1))
-    .then((problems) => report.add('T-H5 keepalive_idle_race, 10 min', problems, `keepAliveTimeout ${keepAliveMs} ms`));
+  const keepAlive = withCliServer('', (s) =>
+    keepAliveProblems(s.url, keepAliveMs, Math.ceil(600_000 / keepAliveMs) + 1),
+  ).then((problems) => report.add('T-H5 keepalive_idle_race, 10 min', problems, `keepAliveTimeout ${keepAliveMs} ms`));
 
   const soak = await runLeakSoak({ cycles: 500, distinctModels: 50, progress: progress('T-L5') });
-  report.add('T-L5 load_unload_soak_leak, 500 cycles + 50 models', soak.problems, `RSS ${(soak.rssGrowthBytes / 2 ** 20).toFixed(1)} MiB from the middle, fds ${soak.fdGrowth}`);
+  report.add(
+    'T-L5 load_unload_soak_leak, 500 cycles + 50 models',
+    soak.problems,
+    `RSS ${(soak.rssGrowthBytes / 2 ** 20).toFixed(1)} MiB from the middle, fds ${soak.fdGrowth}`,
+  );
   const control = await runLeakSoak({ cycles: 60, distinctModels: 0, leaky: true });
-  report.add('T-L5 negative control (sessions kept in a kept worker)', control.ok ? ['the leak check passed a server that leaks'] : [], control.problems.join('; '));
+  report.add(
+    'T-L5 negative control (sessions kept in a kept worker)',
+    control.ok ? ['the leak check passed a server that leaks'] : [],
+    control.problems.join('; '),
+  );
 
   const eviction = await runEvictionCycle(300, 150);
-  report.add('T-P4 eviction_cycle, 300 loads', eviction.problems, `${eviction.refusals} refusals, at most ${eviction.mostLoaded} models loaded`);
+  report.add(
+    'T-P4 eviction_cycle, 300 loads',
+    eviction.problems,
+    `${eviction.refusals} refusals, at most ${eviction.mostLoaded} models loaded`,
+  );
 
-  const limits = { headersTimeoutMs: kDefaultLimits.headersTimeoutMs, requestTimeoutMs: kDefaultLimits.requestTimeoutMs, checkMs: Math.min(30_000, kDefaultLimits.headersTimeoutMs / 2) };
-  const slow = await withCliServer('', (s) => runSlowClients({
-    port: Number(new URL(s.url).port), headerSockets: 300, bodySockets: 50, headerByteEveryMs: 5000, bodyByteEveryMs: 100,
-    durationMs: 2 * (limits.requestTimeoutMs + limits.checkMs), probeEveryMs: 100,
-  }));
-  report.add('T-H2 slowloris_headers_and_body, real timeouts', slowClientProblems(slow, limits), `${slow.probes.length} probes`);
+  const limits = {
+    headersTimeoutMs: kDefaultLimits.headersTimeoutMs,
+    requestTimeoutMs: kDefaultLimits.requestTimeoutMs,
+    checkMs: Math.min(30_000, kDefaultLimits.headersTimeoutMs / 2),
+  };
+  const slow = await withCliServer('', (s) =>
+    runSlowClients({
+      port: Number(new URL(s.url).port),
+      headerSockets: 300,
+      bodySockets: 50,
+      headerByteEveryMs: 5000,
+      bodyByteEveryMs: 100,
+      durationMs: 2 * (limits.requestTimeoutMs + limits.checkMs),
+      probeEveryMs: 100,
+    }),
+  );
+  report.add(
+    'T-H2 slowloris_headers_and_body, real timeouts',
+    slowClientProblems(slow, limits),
+    `${slow.probes.length} probes`,
+  );
 
   await keepAlive;
 });

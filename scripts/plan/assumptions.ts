@@ -24,11 +24,19 @@ interface BenchRun {
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /** The measured figures, rounded as the planner prints them. */
-export function measuredFigures(file = BENCH_RESULTS): { processMiB: number; coldLoadMs: number; sharedColdLoadMs: number } {
+export function measuredFigures(file = BENCH_RESULTS): {
+  processMiB: number;
+  coldLoadMs: number;
+  sharedColdLoadMs: number;
+} {
   const run = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchRun;
   const cold = run.cold.find((c) => /^tiny MLP .*spare_workers=0$/.test(c.model));
   if (!cold) throw new Error(`${file} has no cold start of the tiny MLP with spare_workers=0; rerun npm run bench`);
-  return { processMiB: round1(run.density.perModelMB), coldLoadMs: Math.round(cold.p50Ms), sharedColdLoadMs: round1(run.shared.coldP50Ms) };
+  return {
+    processMiB: round1(run.density.perModelMB),
+    coldLoadMs: Math.round(cold.p50Ms),
+    sharedColdLoadMs: round1(run.shared.coldP50Ms),
+  };
 }
 
 const measured = measuredFigures();

@@ -24,6 +24,9 @@ export function downloadLines(workload: Workload, rows: readonly Prediction[], o
   const mb = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
   return [
     `With model_repository at ${opts.mbps} MB/s and a ${opts.coldStartMs} ms cold start from disk, a cold first request takes about ${firstRequest(median)} for the median model (${mb(median)}) and ${firstRequest(largest)} for the largest (${mb(largest)}).`,
-    ...rows.map((p) => `- ${p.mode.name}, ${p.instances} instance${p.instances === 1 ? '' : 's'} (${p.routing}): at most ${(p.loadsPerMinute * mean / 1e6).toFixed(0)} MB/min from the repository (${p.loadsPerMinute.toFixed(1)} loads/min × ${mb(mean)} mean size)`),
+    ...rows.map(
+      (p) =>
+        `- ${p.mode.name}, ${p.instances} instance${p.instances === 1 ? '' : 's'} (${p.routing}): at most ${((p.loadsPerMinute * mean) / 1e6).toFixed(0)} MB/min from the repository (${p.loadsPerMinute.toFixed(1)} loads/min × ${mb(mean)} mean size)`,
+    ),
   ];
 }

@@ -56,10 +56,16 @@ export function predict(workload: Workload, instanceBytes: number, scenario: Sce
   const { mode } = scenario;
   const instances = scenario.routing === 'one' ? 1 : scenario.instances;
   const budgetBytes = modelBudget(instanceBytes, mode);
-  const models = workload.models.map((m) => ({ name: m.name, sizeBytes: mode.footprintBytes(m.weightsBytes), loadMicros: mode.coldLoadMicros(m.weightsBytes) }));
+  const models = workload.models.map((m) => ({
+    name: m.name,
+    sizeBytes: mode.footprintBytes(m.weightsBytes),
+    loadMicros: mode.coldLoadMicros(m.weightsBytes),
+  }));
   const biggest = models.reduce((a, b) => (b.sizeBytes > a.sizeBytes ? b : a));
   if (biggest.sizeBytes > budgetBytes) {
-    throw new InputError(`model ${biggest.name} needs ${(biggest.sizeBytes / MiB).toFixed(0)} MiB with ${mode.name} workers, more than the ${(budgetBytes / MiB).toFixed(0)} MiB an instance of ${(instanceBytes / MiB / 1024).toFixed(1)} GiB leaves for models; choose a larger instance`);
+    throw new InputError(
+      `model ${biggest.name} needs ${(biggest.sizeBytes / MiB).toFixed(0)} MiB with ${mode.name} workers, more than the ${(budgetBytes / MiB).toFixed(0)} MiB an instance of ${(instanceBytes / MiB / 1024).toFixed(1)} GiB leaves for models; choose a larger instance`,
+    );
   }
   // Counted over the second half of the stream only: the first half warms the caches, so the figures
   // are the steady state, not the start-up where every model's first request must load.
@@ -73,24 +79,42 @@ export function predict(workload: Workload, instanceBytes: number, scenario: Sce
     const trace: Trace = { name: 'plan', models, requests: part.map((i) => workload.requests[i]!) };
     const loadingUntil = new Map<number, number>();
     let peak = 0;
-    simulate(trace, () => createPolicy(ASSUMPTIONS.policy), { bytes: budgetBytes }, (request, hit, used) => {
-      if (!hit) loadingUntil.set(request.model, request.at + models[request.model]!.loadMicros / 1000);
-      if (request.at < from) return;
-      measured++;
-      peak = Math.max(peak, used);
-      if (hit) hits++;
-      if (!hit || request.at < loadingUntil.get(request.model)!) waiting++;
-    });
+    simulate(
+      trace,
+      () => createPolicy(ASSUMPTIONS.policy),
+      { bytes: budgetBytes },
+      (request, hit, used) => {
+        if (!hit) loadingUntil.set(request.model, request.at + models[request.model]!.loadMicros / 1000);
+        if (request.at < from) return;
+        measured++;
+        peak = Math.max(peak, used);
+        if (hit) hits++;
+        if (!hit || request.at < loadingUntil.get(request.model)!) waiting++;
+      },
+    );
     headroomBytes = Math.min(headroomBytes, budgetBytes - peak);
   }
-  return { ...scenario, instances, hitRatio: hits / measured, loadsPerMinute: (measured - hits) / minutes, waitingShare: waiting / measured, budgetBytes, headroomBytes };
+  return {
+    ...scenario,
+    instances,
+    hitRatio: hits / measured,
+    loadsPerMinute: (measured - hits) / minutes,
+    waitingShare: waiting / measured,
+    budgetBytes,
+    headroomBytes,
+  };
 }
 
 /** The most instances the planner tries before saying a target cannot be met with this instance size. */
 export const MAX_INSTANCES = 64;
 
 /** The smallest hash-routed fleet reaching `target`, or null when even MAX_INSTANCES do not. */
-export function smallestFleet(workload: Workload, instanceBytes: number, mode: WorkerMode, target: number): Prediction | null {
+export function smallestFleet(
+  workload: Workload,
+  instanceBytes: number,
+  mode: WorkerMode,
+  target: number,
+): Prediction | null {
   for (let n = 1; n <= MAX_INSTANCES; n++) {
     const p = predict(workload, instanceBytes, { mode, routing: 'hash', instances: n });
     if (p.hitRatio >= target) return p;

@@ -5,9 +5,17 @@
  * deletes the ones it replaced, so nothing piles up.
  */
 import {
-  CreateEndpointCommand, CreateEndpointConfigCommand, CreateModelCommand, DeleteEndpointCommand,
-  DeleteEndpointConfigCommand, DeleteModelCommand, DescribeEndpointCommand, DescribeEndpointConfigCommand,
-  SageMakerClient, UpdateEndpointCommand, type DescribeEndpointCommandOutput,
+  CreateEndpointCommand,
+  CreateEndpointConfigCommand,
+  CreateModelCommand,
+  DeleteEndpointCommand,
+  DeleteEndpointConfigCommand,
+  DeleteModelCommand,
+  DescribeEndpointCommand,
+  DescribeEndpointConfigCommand,
+  SageMakerClient,
+  UpdateEndpointCommand,
+  type DescribeEndpointCommandOutput,
 } from '@aws-sdk/client-sagemaker';
 import { Flags, runCli, UsageError } from '../cli-flags';
 import { modelDataUrl } from './s3-location';
@@ -28,8 +36,16 @@ export const USAGE = `Usage:
 chain (AWS_REGION, AWS_PROFILE, ...) unless --region is given.`;
 
 const FLAGS = {
-  image: 'string', role: 'string', bucket: 'string', prefix: 'string', 'instance-type': 'string',
-  'instance-count': 'string', endpoint: 'string', env: 'list', region: 'string', 'poll-seconds': 'string',
+  image: 'string',
+  role: 'string',
+  bucket: 'string',
+  prefix: 'string',
+  'instance-type': 'string',
+  'instance-count': 'string',
+  endpoint: 'string',
+  env: 'list',
+  region: 'string',
+  'poll-seconds': 'string',
   delete: 'boolean',
 } as const;
 
@@ -52,30 +68,45 @@ type Say = (line: string) => void;
 
 /** Fresh Model and EndpointConfig names: the endpoint's (cut to leave room) plus the UTC time. */
 export function resourceName(endpoint: string, now: Date): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, STAMP_LENGTH - 1);
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace('T', '-')
+    .slice(0, STAMP_LENGTH - 1);
   return `${endpoint.slice(0, 63 - STAMP_LENGTH).replace(/-+$/, '')}-${stamp}`;
 }
 
 function endpointName(flags: Flags): string {
   const name = flags.string('endpoint') ?? DEFAULT_ENDPOINT;
-  if (!NAME.test(name)) throw new UsageError(`--endpoint ${JSON.stringify(name)} is not a SageMaker name: letters, digits and hyphens, at most 63, starting with a letter or digit`);
+  if (!NAME.test(name))
+    throw new UsageError(
+      `--endpoint ${JSON.stringify(name)} is not a SageMaker name: letters, digits and hyphens, at most 63, starting with a letter or digit`,
+    );
   return name;
 }
 
 function environment(pairs: string[]): Record<string, string> {
-  return Object.fromEntries(pairs.map((pair) => {
-    const eq = pair.indexOf('=');
-    if (eq < 1) throw new UsageError(`--env ${JSON.stringify(pair)} must be KEY=VALUE`);
-    return [pair.slice(0, eq), pair.slice(eq + 1)];
-  }));
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 1) throw new UsageError(`--env ${JSON.stringify(pair)} must be KEY=VALUE`);
+      return [pair.slice(0, eq), pair.slice(eq + 1)];
+    }),
+  );
 }
 
 export function deploySpec(flags: Flags): DeploySpec {
   return {
     endpoint: endpointName(flags),
-    image: flags.required('image', 'the ECR image URI, e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/sagemaker-mme-node:latest'),
+    image: flags.required(
+      'image',
+      'the ECR image URI, e.g. 123456789012.dkr.ecr.us-east-1.amazonaws.com/sagemaker-mme-node:latest',
+    ),
     role: flags.required('role', 'the execution role ARN SageMaker assumes (see the README for its permissions)'),
-    modelDataUrl: modelDataUrl(flags.required('bucket', 'the S3 bucket holding the models'), flags.required('prefix', 'the S3 prefix the model .tar.gz files are under')),
+    modelDataUrl: modelDataUrl(
+      flags.required('bucket', 'the S3 bucket holding the models'),
+      flags.required('prefix', 'the S3 prefix the model .tar.gz files are under'),
+    ),
     instanceType: flags.required('instance-type', 'e.g. ml.c5.xlarge'),
     instanceCount: flags.int('instance-count', 1, 1),
     environment: environment(flags.list('env')),
@@ -103,32 +134,58 @@ async function waitInService(sm: SageMakerClient, endpoint: string, pollMs: numb
     if (status !== last) say(`endpoint ${endpoint}: ${status} (${Math.round((Date.now() - start) / 1000)} s)`);
     last = status;
     if (status === 'InService') return;
-    if (status === 'Failed') throw new Error(`endpoint ${endpoint} failed: ${(d.FailureReason ?? 'no reason given').replace(/\.$/, '')}. Fix the cause, then delete it (--delete) and deploy again.`);
+    if (status === 'Failed')
+      throw new Error(
+        `endpoint ${endpoint} failed: ${(d.FailureReason ?? 'no reason given').replace(/\.$/, '')}. Fix the cause, then delete it (--delete) and deploy again.`,
+      );
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
 
 async function createModelAndConfig(sm: SageMakerClient, spec: DeploySpec, name: string, say: Say): Promise<void> {
-  await sm.send(new CreateModelCommand({
-    ModelName: name,
-    ExecutionRoleArn: spec.role,
-    PrimaryContainer: { Image: spec.image, Mode: 'MultiModel', ModelDataUrl: spec.modelDataUrl, Environment: spec.environment },
-  }));
+  await sm.send(
+    new CreateModelCommand({
+      ModelName: name,
+      ExecutionRoleArn: spec.role,
+      PrimaryContainer: {
+        Image: spec.image,
+        Mode: 'MultiModel',
+        ModelDataUrl: spec.modelDataUrl,
+        Environment: spec.environment,
+      },
+    }),
+  );
   say(`created model ${name} (MultiModel, ${spec.modelDataUrl})`);
-  await sm.send(new CreateEndpointConfigCommand({
-    EndpointConfigName: name,
-    ProductionVariants: [{ VariantName: 'AllTraffic', ModelName: name, InstanceType: spec.instanceType as never, InitialInstanceCount: spec.instanceCount }],
-  }));
+  await sm.send(
+    new CreateEndpointConfigCommand({
+      EndpointConfigName: name,
+      ProductionVariants: [
+        {
+          VariantName: 'AllTraffic',
+          ModelName: name,
+          InstanceType: spec.instanceType as never,
+          InitialInstanceCount: spec.instanceCount,
+        },
+      ],
+    }),
+  );
   say(`created endpoint config ${name} (${spec.instanceCount} × ${spec.instanceType})`);
 }
 
 /** The endpoint config an endpoint runs and the models its variants name. */
 async function resourcesOf(sm: SageMakerClient, configName: string): Promise<{ config: string; models: string[] }> {
   const config = await sm.send(new DescribeEndpointConfigCommand({ EndpointConfigName: configName }));
-  return { config: configName, models: (config.ProductionVariants ?? []).flatMap((v) => (v.ModelName ? [v.ModelName] : [])) };
+  return {
+    config: configName,
+    models: (config.ProductionVariants ?? []).flatMap((v) => (v.ModelName ? [v.ModelName] : [])),
+  };
 }
 
-async function deleteConfigAndModels(sm: SageMakerClient, old: { config: string; models: string[] }, say: Say): Promise<void> {
+async function deleteConfigAndModels(
+  sm: SageMakerClient,
+  old: { config: string; models: string[] },
+  say: Say,
+): Promise<void> {
   await sm.send(new DeleteEndpointConfigCommand({ EndpointConfigName: old.config }));
   say(`deleted endpoint config ${old.config}`);
   for (const model of old.models) {
@@ -138,12 +195,20 @@ async function deleteConfigAndModels(sm: SageMakerClient, old: { config: string;
 }
 
 /** Creates the endpoint, or moves an existing one to a new model and config. */
-export async function deploy(sm: SageMakerClient, spec: DeploySpec, opts: { pollMs: number; now: Date; say: Say }): Promise<void> {
+export async function deploy(
+  sm: SageMakerClient,
+  spec: DeploySpec,
+  opts: { pollMs: number; now: Date; say: Say },
+): Promise<void> {
   const { say } = opts;
   const existing = await describe(sm, spec.endpoint);
   if (existing && existing.EndpointStatus !== 'InService') {
-    throw new Error(`endpoint ${spec.endpoint} is ${existing.EndpointStatus}; SageMaker updates only an InService endpoint. `
-      + (existing.EndpointStatus === 'Failed' ? 'Delete it (--delete) and deploy again.' : 'Wait until it is InService and run this again.'));
+    throw new Error(
+      `endpoint ${spec.endpoint} is ${existing.EndpointStatus}; SageMaker updates only an InService endpoint. ` +
+        (existing.EndpointStatus === 'Failed'
+          ? 'Delete it (--delete) and deploy again.'
+          : 'Wait until it is InService and run this again.'),
+    );
   }
   const name = resourceName(spec.endpoint, opts.now);
   await createModelAndConfig(sm, spec, name, say);
@@ -163,7 +228,8 @@ export async function deploy(sm: SageMakerClient, spec: DeploySpec, opts: { poll
 /** Deletes the endpoint, then the endpoint config and models it ran. */
 export async function remove(sm: SageMakerClient, endpoint: string, say: Say): Promise<void> {
   const existing = await describe(sm, endpoint);
-  if (!existing) throw new Error(`endpoint ${endpoint} does not exist in this account and region (check --endpoint and --region)`);
+  if (!existing)
+    throw new Error(`endpoint ${endpoint} does not exist in this account and region (check --endpoint and --region)`);
   const old = await resourcesOf(sm, existing.EndpointConfigName!);
   await sm.send(new DeleteEndpointCommand({ EndpointName: endpoint }));
   say(`deleted endpoint ${endpoint}`);
@@ -178,7 +244,9 @@ async function main(argv: string[]): Promise<void> {
   if (flags.has('delete')) return remove(sm, endpointName(flags), say);
   const spec = deploySpec(flags);
   await deploy(sm, spec, { pollMs: flags.number('poll-seconds', 15, 0) * 1000, now: new Date(), say });
-  say(`endpoint ${spec.endpoint} is InService; invoke it with: npm run invoke:sagemaker -- --endpoint ${spec.endpoint} --target-model MODEL.tar.gz --body JSON`);
+  say(
+    `endpoint ${spec.endpoint} is InService; invoke it with: npm run invoke:sagemaker -- --endpoint ${spec.endpoint} --target-model MODEL.tar.gz --body JSON`,
+  );
 }
 
 if (require.main === module) runCli(USAGE, main);

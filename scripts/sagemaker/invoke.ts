@@ -13,7 +13,14 @@ export const USAGE = `Usage:
       TargetModel is the model's key relative to the endpoint's S3 prefix (what models:upload printed).
       --content-type defaults to application/json.`;
 
-const FLAGS = { endpoint: 'string', 'target-model': 'string', body: 'string', 'content-type': 'string', accept: 'string', region: 'string' } as const;
+const FLAGS = {
+  endpoint: 'string',
+  'target-model': 'string',
+  body: 'string',
+  'content-type': 'string',
+  accept: 'string',
+  region: 'string',
+} as const;
 
 /** `@file` reads the file, as curl's -d does; anything else is the body itself. */
 function body(flag: string): Buffer {
@@ -29,14 +36,18 @@ async function main(argv: string[]): Promise<void> {
   const flags = Flags.parse(argv, FLAGS);
   if (flags.positionals.length > 0) throw new UsageError(`unexpected argument ${flags.positionals[0]}`);
   const runtime = new SageMakerRuntimeClient({ region: flags.string('region') });
-  const res = await runtime.send(new InvokeEndpointCommand({
-    EndpointName: flags.required('endpoint', 'the endpoint\'s name'),
-    TargetModel: flags.required('target-model', 'the model to run, e.g. mlp.tar.gz'),
-    Body: body(flags.required('body', 'the request body, or @FILE')),
-    ContentType: flags.string('content-type') ?? 'application/json',
-    Accept: flags.string('accept'),
-  }));
-  process.stderr.write(`${res.InvokedProductionVariant ?? 'unknown variant'}: ${res.ContentType ?? 'no content type'}\n`);
+  const res = await runtime.send(
+    new InvokeEndpointCommand({
+      EndpointName: flags.required('endpoint', "the endpoint's name"),
+      TargetModel: flags.required('target-model', 'the model to run, e.g. mlp.tar.gz'),
+      Body: body(flags.required('body', 'the request body, or @FILE')),
+      ContentType: flags.string('content-type') ?? 'application/json',
+      Accept: flags.string('accept'),
+    }),
+  );
+  process.stderr.write(
+    `${res.InvokedProductionVariant ?? 'unknown variant'}: ${res.ContentType ?? 'no content type'}\n`,
+  );
   process.stdout.write(Buffer.from(res.Body ?? new Uint8Array()));
 }
 

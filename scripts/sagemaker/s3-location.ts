@@ -5,7 +5,10 @@ import { UsageError } from '../cli-flags';
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 export function checkBucket(bucket: string): string {
-  if (!BUCKET.test(bucket)) throw new UsageError(`--bucket ${JSON.stringify(bucket)} is not an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens; no s3:// prefix)`);
+  if (!BUCKET.test(bucket))
+    throw new UsageError(
+      `--bucket ${JSON.stringify(bucket)} is not an S3 bucket name (3–63 lower-case letters, digits, dots, hyphens; no s3:// prefix)`,
+    );
   return bucket;
 }
 

@@ -29,7 +29,9 @@ function regularFiles(dir: string, rel = ''): string[] {
     const child = path.posix.join(rel, e.name);
     if (e.isDirectory()) return regularFiles(dir, child);
     if (e.isFile()) return [child];
-    throw new Error(`${path.join(dir, child)} is a link or special file; the server accepts archives of plain files and directories only. Replace it with a copy.`);
+    throw new Error(
+      `${path.join(dir, child)} is a link or special file; the server accepts archives of plain files and directories only. Replace it with a copy.`,
+    );
   });
 }
 
@@ -38,24 +40,31 @@ export async function packModel(dir: string): Promise<Buffer> {
   if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
   await resolveModelDir(dir, dir);
   const chunks: Buffer[] = [];
-  for await (const chunk of tar.create({ gzip: true, cwd: dir, portable: true }, regularFiles(dir))) chunks.push(chunk as Buffer);
+  for await (const chunk of tar.create({ gzip: true, cwd: dir, portable: true }, regularFiles(dir)))
+    chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }
 
 /** The model directories of a store: every subdirectory (plain files beside them, e.g. a README, are skipped). */
 function storeDirs(store: string): string[] {
-  if (!fs.statSync(store, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--store ${store} is not a directory`);
-  const dirs = fs.readdirSync(store, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => path.join(store, e.name)).sort();
+  if (!fs.statSync(store, { throwIfNoEntry: false })?.isDirectory())
+    throw new UsageError(`--store ${store} is not a directory`);
+  const dirs = fs
+    .readdirSync(store, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => path.join(store, e.name))
+    .sort();
   if (dirs.length === 0) throw new UsageError(`--store ${store} holds no model directories`);
   return dirs;
 }
 
 async function main(argv: string[]): Promise<void> {
   const flags = Flags.parse(argv, FLAGS);
-  const bucket = checkBucket(flags.required('bucket', 'the S3 bucket of the endpoint\'s ModelDataUrl'));
-  const prefix = flags.required('prefix', 'the S3 prefix of the endpoint\'s ModelDataUrl');
+  const bucket = checkBucket(flags.required('bucket', "the S3 bucket of the endpoint's ModelDataUrl"));
+  const prefix = flags.required('prefix', "the S3 prefix of the endpoint's ModelDataUrl");
   const store = flags.string('store');
-  if (store !== undefined && flags.positionals.length > 0) throw new UsageError('give either --store or model directories, not both');
+  if (store !== undefined && flags.positionals.length > 0)
+    throw new UsageError('give either --store or model directories, not both');
   const dirs = store !== undefined ? storeDirs(store) : flags.positionals;
   if (dirs.length === 0) throw new UsageError('name at least one model directory (or --store DIR)');
   const names = dirs.map(modelName);

@@ -39,7 +39,11 @@ function invalid(message: string): MmeError {
 }
 
 function formatBytes(n: number): string {
-  return n >= 2 ** 30 ? `${+(n / 2 ** 30).toFixed(2)} GiB` : n >= 2 ** 20 ? `${+(n / 2 ** 20).toFixed(2)} MiB` : `${n} bytes`;
+  return n >= 2 ** 30
+    ? `${+(n / 2 ** 30).toFixed(2)} GiB`
+    : n >= 2 ** 20
+      ? `${+(n / 2 ** 20).toFixed(2)} MiB`
+      : `${n} bytes`;
 }
 
 /** Turns whatever the stream chain failed with into the client-facing error, hiding the extraction path. */
@@ -111,13 +115,15 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
       zstd: false,
       filter: (p, entry) => {
         const e = entry as ReadEntry;
-        if (!ALLOWED_TYPES.has(e.type)) return refuse(`archive entry ${quote(p)} is a ${e.type}; only files and directories are allowed`);
+        if (!ALLOWED_TYPES.has(e.type))
+          return refuse(`archive entry ${quote(p)} is a ${e.type}; only files and directories are allowed`);
         if (p.includes('\0') || p.startsWith('/') || p.split(/[\\/]/).includes('..')) {
           return refuse(`archive entry ${quote(p)} is an absolute path or leads outside the archive`);
         }
         if (++entries > limits.maxEntries) return refuse(`archive holds more than ${limits.maxEntries} entries`);
         declaredBytes += e.size ?? 0;
-        if (declaredBytes > limits.maxTotalBytes) return refuse(`archive expands beyond ${formatBytes(limits.maxTotalBytes)}`);
+        if (declaredBytes > limits.maxTotalBytes)
+          return refuse(`archive expands beyond ${formatBytes(limits.maxTotalBytes)}`);
         // Archive modes are not trusted (setuid bits, unreadable files): keep only "executable or not".
         e.mode = e.type === 'Directory' || (e.mode ?? 0) & 0o111 ? 0o755 : 0o644;
         return true;
@@ -136,7 +142,10 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
     gunzip.on('error', fail);
     meter.on('error', fail);
     // Unpack is node-tar's own writable (minipass-style), which pipe() drives like any Node writable.
-    source.pipe(gunzip).pipe(meter).pipe(unpack as unknown as NodeJS.WritableStream);
+    source
+      .pipe(gunzip)
+      .pipe(meter)
+      .pipe(unpack as unknown as NodeJS.WritableStream);
   });
 }
 
@@ -149,6 +158,7 @@ async function verifyTree(dir: string): Promise<void> {
     const p = path.join(dir, entry.name);
     const st = await lstat(p);
     if (st.isDirectory()) await verifyTree(p);
-    else if (!st.isFile() || st.nlink !== 1) throw invalid(`archive produced ${quote(entry.name)}, which is not a plain file or directory`);
+    else if (!st.isFile() || st.nlink !== 1)
+      throw invalid(`archive produced ${quote(entry.name)}, which is not a plain file or directory`);
   }
 }

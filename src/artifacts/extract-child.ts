@@ -35,14 +35,23 @@ export function extractInChild(archive: string, dest: string, limits: Required<A
     });
     child.on('error', (err) => {
       // Only a failed spawn leaves no exit event to settle on.
-      if (child.pid === undefined) reject(new MmeError('MME_ERR_LOAD_FAILED', `could not start the archive extractor: ${err.message}`, { cause: err }));
+      if (child.pid === undefined)
+        reject(
+          new MmeError('MME_ERR_LOAD_FAILED', `could not start the archive extractor: ${err.message}`, { cause: err }),
+        );
     });
     child.on('exit', (code, signal) => {
       if (reply?.ok) return resolve();
       if (reply) return reject(MmeError.fromWire(reply.error));
       // The kernel's OOM killer is what sends SIGKILL here; that is a resource problem, not a bad archive.
-      if (signal === 'SIGKILL') return reject(new MmeError('MME_ERR_INSUFFICIENT_MEMORY', 'the archive extractor was killed (out of memory?)'));
-      reject(new MmeError('MME_ERR_INVALID_MODEL', `the archive could not be extracted: the extractor ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
+      if (signal === 'SIGKILL')
+        return reject(new MmeError('MME_ERR_INSUFFICIENT_MEMORY', 'the archive extractor was killed (out of memory?)'));
+      reject(
+        new MmeError(
+          'MME_ERR_INVALID_MODEL',
+          `the archive could not be extracted: the extractor ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`,
+        ),
+      );
     });
     const request: ExtractRequest = { archive, dest, limits };
     child.send(request);
@@ -53,20 +62,25 @@ function childMain(): void {
   // An orphaned extraction would only fill the disk for nobody.
   process.once('disconnect', () => process.exit(1));
   process.once('message', (request: ExtractRequest) => {
-    extractArchive(request.archive, request.dest, request.limits).then(
-      (): ExtractReply => ({ ok: true }),
-      (err: unknown): ExtractReply => {
-        const error = isMmeError(err) ? err : new MmeError('MME_ERR_INTERNAL', `archive extraction failed: ${String(err)}`);
-        return { ok: false, error: error.toWire() };
-      },
-    ).then((reply) => {
-      // Exiting at once also cancels whatever writes an aborted extraction still had queued.
-      process.send!(reply, () => process.exit(0));
-    }).catch((err: unknown) => {
-      // No reply could be sent: the parent reports the exit, and stderr (the server's) says why.
-      process.stderr.write(`archive extractor: ${String(err)}\n`);
-      process.exit(1);
-    });
+    extractArchive(request.archive, request.dest, request.limits)
+      .then(
+        (): ExtractReply => ({ ok: true }),
+        (err: unknown): ExtractReply => {
+          const error = isMmeError(err)
+            ? err
+            : new MmeError('MME_ERR_INTERNAL', `archive extraction failed: ${String(err)}`);
+          return { ok: false, error: error.toWire() };
+        },
+      )
+      .then((reply) => {
+        // Exiting at once also cancels whatever writes an aborted extraction still had queued.
+        process.send!(reply, () => process.exit(0));
+      })
+      .catch((err: unknown) => {
+        // No reply could be sent: the parent reports the exit, and stderr (the server's) says why.
+        process.stderr.write(`archive extractor: ${String(err)}\n`);
+        process.exit(1);
+      });
   });
 }
 

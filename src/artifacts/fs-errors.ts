@@ -11,7 +11,9 @@ export function isDiskFull(err: unknown): boolean {
 }
 
 export function diskFullError(what: string, cause: unknown): MmeError {
-  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `No space left on device: the disk is full, so ${what} failed`, { cause });
+  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `No space left on device: the disk is full, so ${what} failed`, {
+    cause,
+  });
 }
 
 /**

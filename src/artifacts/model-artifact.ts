@@ -55,7 +55,10 @@ const SYSTEM_ROOTS = ['/dev', '/proc', '/sys'];
 const ARCHIVE_NAME = /\.(?:tar\.gz|tgz)$/i;
 
 function badUrl(url: string): MmeError {
-  return new MmeError('MME_ERR_BAD_REQUEST', `only local directories or .tar.gz files are accepted as a model url, got ${quote(url)}`);
+  return new MmeError(
+    'MME_ERR_BAD_REQUEST',
+    `only local directories or .tar.gz files are accepted as a model url, got ${quote(url)}`,
+  );
 }
 
 function underSystemRoot(p: string): boolean {
@@ -73,9 +76,11 @@ function insideAny(p: string, roots: readonly string[]): boolean {
  * cause (which the server log shows, the client never) lists the roots in effect.
  */
 function outsideRoots(url: string, roots: readonly string[]): MmeError {
-  return new MmeError('MME_ERR_BAD_REQUEST',
+  return new MmeError(
+    'MME_ERR_BAD_REQUEST',
     `url ${quote(url)} is outside the model roots (config key model_roots; by default model_store and /opt/ml/models); give a url relative to model_store, put the model under a root, or add its directory to model_roots`,
-    { cause: new Error(`model roots in effect: ${roots.join(', ')}`) });
+    { cause: new Error(`model roots in effect: ${roots.join(', ')}`) },
+  );
 }
 
 /**
@@ -83,13 +88,18 @@ function outsideRoots(url: string, roots: readonly string[]): MmeError {
  * often mounted that way); its realpath is checked again, and nothing inside it is ever followed.
  * Every message names the url as the client sent it, never the path it resolved to.
  */
-async function locate(url: string, roots: readonly string[] | undefined, store: string | null | undefined): Promise<Target> {
+async function locate(
+  url: string,
+  roots: readonly string[] | undefined,
+  store: string | null | undefined,
+): Promise<Target> {
   if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
   const resolved = path.resolve(store ?? '', url);
   if (underSystemRoot(resolved)) throw badUrl(url);
   // Checked on the path as written before anything is read, and again after links are followed.
   const realRoots = roots ? await Promise.all(roots.map((r) => realpath(r).catch(() => path.resolve(r)))) : null;
-  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots])) throw outsideRoots(url, roots!);
+  if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots]))
+    throw outsideRoots(url, roots!);
   let real: string;
   try {
     real = await realpath(resolved);
@@ -136,8 +146,12 @@ function hideDir(err: unknown, dir: string, url: string): unknown {
   const shown = quote(url);
   // One pass: a url that is itself the path (an absolute url) must not be replaced again.
   const pieces = err.message.split(dir);
-  const message = (parent === path.parse(dir).root ? pieces : pieces.map((p) => p.split(parent).join(`${shown}/..`))).join(shown);
-  return message === err.message ? err : new MmeError(err.code, message, { status: err.status, headers: { ...err.headers }, cause: err });
+  const message = (
+    parent === path.parse(dir).root ? pieces : pieces.map((p) => p.split(parent).join(`${shown}/..`))
+  ).join(shown);
+  return message === err.message
+    ? err
+    : new MmeError(err.code, message, { status: err.status, headers: { ...err.headers }, cause: err });
 }
 
 async function extractModel(url: string, archive: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
@@ -147,7 +161,9 @@ async function extractModel(url: string, archive: string, opts: ResolveArtifactO
     const model = await resolveModelDir(dest, quote(url), opts.handler);
     let removal: Promise<void> | undefined;
     return {
-      url, ...model, extractedTo: dest,
+      url,
+      ...model,
+      extractedTo: dest,
       dispose: () => (removal ??= rm(dest, { recursive: true, force: true })),
       hidePaths: (err) => hideDir(err, dest, url),
     };
@@ -166,5 +182,11 @@ export async function resolveArtifact(url: string, opts: ResolveArtifactOptions)
   const target = await locate(url, opts.roots, opts.store);
   if (target.kind === 'archive') return extractModel(url, target.path, opts);
   const model = await resolveModelDir(target.path, quote(url), opts.handler);
-  return { url, ...model, extractedTo: null, dispose: async () => {}, hidePaths: (err) => hideDir(err, target.path, url) };
+  return {
+    url,
+    ...model,
+    extractedTo: null,
+    dispose: async () => {},
+    hidePaths: (err) => hideDir(err, target.path, url),
+  };
 }

@@ -36,11 +36,17 @@ const MAX_CONFIG_BYTES = 64 * 1024;
 /** Returns what the value must be when it is invalid, else null. */
 type Check = (value: unknown) => string | null;
 
-const intAtLeast = (min: number): Check => (v) => (Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`);
+const intAtLeast =
+  (min: number): Check =>
+  (v) =>
+    Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`;
 /** A duration: a timer's wait, so no longer than a timer holds. */
 const durationAtLeast = (min: number, unitMs: number, unit: string): Check => {
   const limit = timerLimit(unitMs, unit);
-  return (v) => (Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= limit.max ? null : `an integer >= ${min} and <= ${limit.text}`);
+  return (v) =>
+    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= limit.max
+      ? null
+      : `an integer >= ${min} and <= ${limit.text}`;
 };
 
 /** The rule for a handler path, wherever it is named: relative, no '..' component, no NUL. */
@@ -58,8 +64,10 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   loadTimeout: durationAtLeast(1, 1000, 'seconds'),
   useJobTicket: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   preloadModel: (v) => (typeof v === 'boolean' ? null : 'true or false'),
-  deviceIds: (v) => (Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0'),
-  handler: (v) => (typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory'),
+  deviceIds: (v) =>
+    Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0',
+  handler: (v) =>
+    typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory',
   workerMode: (v) => (v === 'dedicated' || v === 'shared' ? null : '"dedicated" or "shared"'),
 };
 
@@ -84,7 +92,8 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
   const config: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const check = Object.hasOwn(FIELDS, key) ? FIELDS[key as keyof ModelDirConfig] : undefined;
-    if (!check) throw invalid(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
+    if (!check)
+      throw invalid(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
     const need = check(value);
     if (need) throw invalid(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
     config[key] = Array.isArray(value) ? Object.freeze([...value]) : value;

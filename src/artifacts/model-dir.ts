@@ -54,7 +54,8 @@ async function scan(root: string, rel: string, where: (rel: string) => string): 
   for (const e of entries) {
     if (e.name.startsWith('.')) continue;
     const relName = rel ? `${rel}/${e.name}` : e.name;
-    if (isOnnx(e.name) && e.isSymbolicLink()) throw invalid(`${where(relName)} is a symbolic link; links are not followed`);
+    if (isOnnx(e.name) && e.isSymbolicLink())
+      throw invalid(`${where(relName)} is a symbolic link; links are not followed`);
     if (isOnnx(e.name) && e.isFile()) result.onnx.push(relName);
     else if (e.isDirectory()) result.subdirs.push(relName);
   }
@@ -97,7 +98,8 @@ async function lstatInside(dir: string, rel: string, where: (rel: string) => str
       if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return null;
       throw fsFailure(`reading ${where(rel)}`, err);
     }
-    if (st.isSymbolicLink()) throw invalid(`${where(parts.slice(0, i + 1).join('/'))} is a symbolic link; links are not followed`);
+    if (st.isSymbolicLink())
+      throw invalid(`${where(parts.slice(0, i + 1).join('/'))} is a symbolic link; links are not followed`);
     if (i === parts.length - 1) return st;
   }
   return null;
@@ -113,7 +115,11 @@ interface NamedHandler {
  * The handler file, by one rule whoever names it: a regular file inside the model directory, with
  * no symbolic link on the way. handler.js beside the model is used when nothing names one.
  */
-async function findHandler(dir: string, named: NamedHandler | null, where: (rel: string) => string): Promise<string | null> {
+async function findHandler(
+  dir: string,
+  named: NamedHandler | null,
+  where: (rel: string) => string,
+): Promise<string | null> {
   const rel = named?.rel ?? DEFAULT_HANDLER;
   const st = await lstatInside(dir, rel, where);
   if (!st) {
@@ -126,9 +132,13 @@ async function findHandler(dir: string, named: NamedHandler | null, where: (rel:
 
 /** The load request's handler, checked as model-config.json's "handler" field is; it takes precedence over that field. */
 function namedHandler(requested: string | undefined, config: ModelDirConfig, configFile: string): NamedHandler | null {
-  if (requested === undefined) return config.handler === undefined ? null : { rel: config.handler, namedIn: configFile };
+  if (requested === undefined)
+    return config.handler === undefined ? null : { rel: config.handler, namedIn: configFile };
   if (!isSafeRelativePath(requested)) {
-    throw new MmeError('MME_ERR_BAD_REQUEST', `handler ${quote(requested)} must be a relative path inside the model directory`);
+    throw new MmeError(
+      'MME_ERR_BAD_REQUEST',
+      `handler ${quote(requested)} must be a relative path inside the model directory`,
+    );
   }
   return { rel: requested, namedIn: 'the load request' };
 }
@@ -154,6 +164,10 @@ export async function resolveModelDir(root: string, label: string, requestedHand
   if (onnxBytes === 0) throw invalid(`${whereInDir(path.basename(onnxPath))} is empty`);
 
   const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE));
-  const handlerPath = await findHandler(dir, namedHandler(requestedHandler, modelConfig, whereInDir(MODEL_CONFIG_FILE)), whereInDir);
+  const handlerPath = await findHandler(
+    dir,
+    namedHandler(requestedHandler, modelConfig, whereInDir(MODEL_CONFIG_FILE)),
+    whereInDir,
+  );
   return { dir, onnxPath, onnxBytes, handlerPath, modelConfig };
 }

@@ -19,12 +19,22 @@ export function connect(address: string, options: ClientOptions = {}): GrpcClien
   const defs = serviceDefinitions();
   const kserve = new defs.kserve(address, credentials.createInsecure(), options) as ServiceClient;
   const torchserve = new defs.torchserve(address, credentials.createInsecure(), options) as ServiceClient;
-  return { kserve, torchserve, close: () => { kserve.close(); torchserve.close(); } };
+  return {
+    kserve,
+    torchserve,
+    close: () => {
+      kserve.close();
+      torchserve.close();
+    },
+  };
 }
 
-export function unaryCall<T = any>(client: ServiceClient, method: string, request: unknown): Promise<T> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function unaryCall<T = any>(client: ServiceClient, method: string, request: unknown): Promise<T> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    client[method]!(request, new Metadata(), (err: ServiceError | null, res: T) => (err ? reject(new Error(`${method}: ${err.details} (gRPC status ${err.code})`)) : resolve(res)));
+    client[method]!(request, new Metadata(), (err: ServiceError | null, res: T) =>
+      err ? reject(new Error(`${method}: ${err.details} (gRPC status ${err.code})`)) : resolve(res),
+    );
   });
 }
 
@@ -56,8 +66,15 @@ export function v2Response(res: RawResponse): V2InferResponse {
     ...(res.id ? { id: res.id } : {}),
     outputs: res.outputs.map((o, i) => {
       const shape = o.shape.map(Number);
-      const elements = fromRaw(o.datatype, res.raw_output_contents[i]!, shape.reduce((a, b) => a * b, 1), o.name);
-      const data = Array.isArray(elements) ? elements.map((b) => b.toString('utf8')) : Array.from(elements as ArrayLike<number | bigint>, (x) => (typeof x === 'bigint' ? String(x) : x));
+      const elements = fromRaw(
+        o.datatype,
+        res.raw_output_contents[i]!,
+        shape.reduce((a, b) => a * b, 1),
+        o.name,
+      );
+      const data = Array.isArray(elements)
+        ? elements.map((b) => b.toString('utf8'))
+        : Array.from(elements as ArrayLike<number | bigint>, (x) => (typeof x === 'bigint' ? String(x) : x));
       return { name: o.name, datatype: o.datatype, shape, data };
     }),
   };

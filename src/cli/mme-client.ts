@@ -51,7 +51,15 @@ interface Options {
 }
 
 function parse(argv: readonly string[]): Options {
-  const opts: Options = { url: process.env.MME_URL || 'http://127.0.0.1:8080', workers: null, contentType: 'application/json', targetModel: null, grpc: process.env.MME_GRPC || '127.0.0.1:7070', stream: false, words: [] };
+  const opts: Options = {
+    url: process.env.MME_URL || 'http://127.0.0.1:8080',
+    workers: null,
+    contentType: 'application/json',
+    targetModel: null,
+    grpc: process.env.MME_GRPC || '127.0.0.1:7070',
+    stream: false,
+    words: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -95,12 +103,19 @@ function parse(argv: readonly string[]): Options {
   return opts;
 }
 
-async function call(method: string, url: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<string> {
+async function call(
+  method: string,
+  url: string,
+  body?: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<string> {
   let res: Response;
   try {
     res = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
   } catch (err) {
-    throw new Error(`${method} ${url} failed: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+    throw new Error(
+      `${method} ${url} failed: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
+    );
   }
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${url} → ${res.status}\n${text}`);
@@ -111,7 +126,10 @@ function bodyOf(payload: string): Buffer {
   return payload.startsWith('@') ? readFileSync(payload.slice(1)) : Buffer.from(payload);
 }
 
-async function withGrpc(address: string, fn: (clients: ReturnType<typeof connect>) => Promise<string>): Promise<string> {
+async function withGrpc(
+  address: string,
+  fn: (clients: ReturnType<typeof connect>) => Promise<string>,
+): Promise<string> {
   const clients = connect(address);
   try {
     return await fn(clients);
@@ -144,7 +162,9 @@ async function main(): Promise<void> {
       const models: unknown[] = [];
       let token: string | undefined;
       do {
-        const page = JSON.parse(await call('GET', `${url}/models${token ? `?next_page_token=${encodeURIComponent(token)}` : ''}`)) as { models: unknown[]; nextPageToken?: string };
+        const page = JSON.parse(
+          await call('GET', `${url}/models${token ? `?next_page_token=${encodeURIComponent(token)}` : ''}`),
+        ) as { models: unknown[]; nextPageToken?: string };
         models.push(...page.models);
         token = page.nextPageToken;
       } while (token);
@@ -170,8 +190,10 @@ async function main(): Promise<void> {
       break;
     }
     case 'scale': {
-      const [model, min, max = min] = words.length === 3 ? need(words, 2, 'NAME MIN [MAX]') : need(words, 3, 'NAME MIN [MAX]');
-      if (![min, max].every((n) => /^\d+$/.test(n!))) throw new UsageError(`scale takes whole numbers of workers, e.g. scale ${model} 2`);
+      const [model, min, max = min] =
+        words.length === 3 ? need(words, 2, 'NAME MIN [MAX]') : need(words, 3, 'NAME MIN [MAX]');
+      if (![min, max].every((n) => /^\d+$/.test(n!)))
+        throw new UsageError(`scale takes whole numbers of workers, e.g. scale ${model} 2`);
       out = await call('PUT', `${url}/models/${name(model!)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
       break;
     }
@@ -187,23 +209,30 @@ async function main(): Promise<void> {
     case 'grpc-infer': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
       const request = modelInferRequest(model!, JSON.parse(bodyOf(payload!).toString()) as V2InferRequest);
-      out = await withGrpc(opts.grpc, async (c) => JSON.stringify(v2Response(await unaryCall(c.kserve, 'ModelInfer', request))));
+      out = await withGrpc(opts.grpc, async (c) =>
+        JSON.stringify(v2Response(await unaryCall(c.kserve, 'ModelInfer', request))),
+      );
       break;
     }
     case 'grpc-predict': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
       const request = { model_name: model, input: { data: bodyOf(payload!) } };
       out = await withGrpc(opts.grpc, async (c) => {
-        if (!opts.stream) return (await unaryCall<{ prediction: Buffer }>(c.torchserve, 'Predictions', request)).prediction.toString();
+        if (!opts.stream)
+          return (await unaryCall<{ prediction: Buffer }>(c.torchserve, 'Predictions', request)).prediction.toString();
         // Each streamed message goes out as it arrives.
-        for await (const m of c.torchserve.StreamPredictions(request) as AsyncIterable<{ prediction: Buffer }>) process.stdout.write(m.prediction);
+        for await (const m of c.torchserve.StreamPredictions(request) as AsyncIterable<{ prediction: Buffer }>)
+          process.stdout.write(m.prediction);
         return '';
       });
       break;
     }
     case 'grpc-ping':
       need(words, 0, 'no arguments');
-      out = await withGrpc(opts.grpc, async (c) => (await unaryCall<{ health: string }>(c.torchserve, 'Ping', {})).health);
+      out = await withGrpc(
+        opts.grpc,
+        async (c) => (await unaryCall<{ health: string }>(c.torchserve, 'Ping', {})).health,
+      );
       break;
     default:
       throw new UsageError(words[0] === undefined ? '' : `unknown command ${words[0]}`);

@@ -27,7 +27,9 @@ export function withPort(address: ListenAddress, port: number): ListenAddress {
 }
 
 export function sameAddress(a: ListenAddress, b: ListenAddress): boolean {
-  return a.scheme === b.scheme && a.host.toLowerCase() === b.host.toLowerCase() && a.port === b.port && a.path === b.path;
+  return (
+    a.scheme === b.scheme && a.host.toLowerCase() === b.host.toLowerCase() && a.port === b.port && a.path === b.path
+  );
 }
 
 /** Two different TCP listeners on one fixed port cannot both bind (0.0.0.0:8080 vs 127.0.0.1:8080). */

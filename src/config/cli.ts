@@ -24,7 +24,8 @@ Options:
   --version                   print the version and exit
 `;
 
-const kAccepted = 'serve, --mms-config FILE (-f FILE), --model-store DIR, --models [NAME=]URL..., --help (-h), --version';
+const kAccepted =
+  'serve, --mms-config FILE (-f FILE), --model-store DIR, --models [NAME=]URL..., --help (-h), --version';
 
 export function parseArgs(argv: readonly string[]): CliArgs {
   let command: CliArgs['command'] = null;
@@ -71,8 +72,15 @@ export function parseArgs(argv: readonly string[]): CliArgs {
         // As MMS (argparse nargs='+'): every following word up to the next flag is a model.
         const words = inline === null ? [] : [inline];
         while (isValue(argv[i + 1])) words.push(argv[++i]!);
-        models = words.flatMap((w) => w.split(',')).map((m) => m.trim()).filter((m) => m !== '');
-        if (models.length === 0) throw new MmeError('MME_ERR_CONFIG', `--models needs at least one [NAME=]URL or ALL (accepted: ${kAccepted})`);
+        models = words
+          .flatMap((w) => w.split(','))
+          .map((m) => m.trim())
+          .filter((m) => m !== '');
+        if (models.length === 0)
+          throw new MmeError(
+            'MME_ERR_CONFIG',
+            `--models needs at least one [NAME=]URL or ALL (accepted: ${kAccepted})`,
+          );
         break;
       }
       default:

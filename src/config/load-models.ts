@@ -8,7 +8,10 @@ export function parseLoadModels(value: string): LoadModels | { problem: string }
   if (value.trim().toUpperCase() === 'ALL') return 'ALL';
   const models: ModelToLoad[] = [];
   // Empty entries (a trailing comma, an empty value) are skipped rather than treated as errors.
-  for (const entry of value.split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+  for (const entry of value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')) {
     const model = parseEntry(entry);
     if ('problem' in model) return model;
     if (models.some((m) => m.name === model.name)) return { problem: `model name "${model.name}" appears twice` };

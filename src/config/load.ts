@@ -16,7 +16,11 @@ import { parseArgs } from './cli';
 import { resolveConfig, type Env } from './resolve';
 import type { ServerConfig } from './types';
 
-export function loadConfig(env: Env = process.env, argv: readonly string[] = process.argv.slice(2), cwd: string = process.cwd()): ServerConfig {
+export function loadConfig(
+  env: Env = process.env,
+  argv: readonly string[] = process.argv.slice(2),
+  cwd: string = process.cwd(),
+): ServerConfig {
   const args = parseArgs(argv);
   const { file, namedBy } = chooseFile(env, args.mmsConfig, cwd);
   const fileText = readIfPresent(file, namedBy);
@@ -48,14 +52,18 @@ function checkModelStore(config: ServerConfig, cwd: string): void {
   }
   if (problem !== null) {
     const relative = dir === config.modelStore ? '' : ` (${config.modelStore} from ${cwd})`;
-    throw new MmeError('MME_ERR_CONFIG', `config key model_store: ${dir}${relative} ${problem}; create it, or point model_store (or --model-store) at the directory that holds your model folders`);
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key model_store: ${dir}${relative} ${problem}; create it, or point model_store (or --model-store) at the directory that holds your model folders`,
+    );
   }
 }
 
 /** `namedBy` is null for the implicit ./config.properties, which may be absent. */
 function chooseFile(env: Env, flagValue: string | null, cwd: string): { file: string; namedBy: string | null } {
   const fromEnv = env.MMS_CONFIG_FILE;
-  if (fromEnv !== undefined && fromEnv !== '') return { file: path.resolve(cwd, fromEnv), namedBy: 'environment variable MMS_CONFIG_FILE' };
+  if (fromEnv !== undefined && fromEnv !== '')
+    return { file: path.resolve(cwd, fromEnv), namedBy: 'environment variable MMS_CONFIG_FILE' };
   if (flagValue !== null) return { file: path.resolve(cwd, flagValue), namedBy: '--mms-config' };
   return { file: path.join(cwd, 'config.properties'), namedBy: null };
 }

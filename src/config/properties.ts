@@ -101,7 +101,10 @@ function unescape(s: string, where: string): string {
     if (next === 'u') {
       const hex = s.slice(i + 1, i + 5);
       if (!/^[0-9A-Fa-f]{4}$/.test(hex)) {
-        throw new MmeError('MME_ERR_CONFIG', `${where}: malformed \\uXXXX escape "\\u${hex}" (expected four hex digits, e.g. \\u00e9)`);
+        throw new MmeError(
+          'MME_ERR_CONFIG',
+          `${where}: malformed \\uXXXX escape "\\u${hex}" (expected four hex digits, e.g. \\u00e9)`,
+        );
       }
       out += String.fromCharCode(parseInt(hex, 16));
       i += 4;

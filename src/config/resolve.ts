@@ -41,16 +41,25 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   };
   if (unknownKeys.length > 0 && !read('allow_unknown_keys')) throw unknownKeysError(unknownKeys, input.configFile);
 
-  const { inferenceAddress, managementAddress } = applyBindToPort(read('inference_address'), read('management_address'), input.env);
+  const { inferenceAddress, managementAddress } = applyBindToPort(
+    read('inference_address'),
+    read('management_address'),
+    input.env,
+  );
   if (portClash(inferenceAddress, managementAddress)) {
-    throw new MmeError('MME_ERR_CONFIG',
-      `inference_address ${inferenceAddress.raw} and management_address ${managementAddress.raw} use the same port with different hosts or schemes, so they cannot both listen; make them identical to serve both APIs on one port, or use different ports`);
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `inference_address ${inferenceAddress.raw} and management_address ${managementAddress.raw} use the same port with different hosts or schemes, so they cannot both listen; make them identical to serve both APIs on one port, or use different ports`,
+    );
   }
 
   const modelStore = read('model_store');
   const loadModels = read('load_models');
   if (loadModels === 'ALL' && modelStore === null) {
-    throw new MmeError('MME_ERR_CONFIG', 'config key load_models is ALL but model_store is not set (expected model_store=DIR, e.g. model_store=/opt/ml/models, or --model-store DIR)');
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      'config key load_models is ALL but model_store is not set (expected model_store=DIR, e.g. model_store=/opt/ml/models, or --model-store DIR)',
+    );
   }
 
   const defaultWorkersPerModel = read('default_workers_per_model');
@@ -59,7 +68,12 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const multiModel = multiModelFromEnv(input.env);
   const modelCache = oneOf(read('model_cache') ?? 'auto', 'model_cache', ['auto', 'on', 'off'] as const, settings);
   const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
-  const evictionPolicy = oneOf(read('eviction_policy') ?? 'gdsf', 'eviction_policy', ['gdsf', 'lru'] as const, settings);
+  const evictionPolicy = oneOf(
+    read('eviction_policy') ?? 'gdsf',
+    'eviction_policy',
+    ['gdsf', 'lru'] as const,
+    settings,
+  );
 
   return deepFreeze({
     configFile: input.configFile,
@@ -117,15 +131,20 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxConnections: read('max_connections'),
     grpcInferenceAddress: read('grpc_inference_address') ?? '127.0.0.1',
     grpcInferencePort: grpcPort(read('grpc_inference_port'), settings),
-    repository: repositoryConfig({
-      url: read('model_repository'),
-      endpoint: read('model_repository_endpoint'),
-      ttlSeconds: read('model_repository_ttl'),
-      timeoutSeconds: read('model_repository_timeout'),
-      maxConcurrentDownloads: read('max_concurrent_downloads'),
-      cacheDir: read('model_cache_dir'),
-      cacheDiskMb: read('model_cache_disk_mb'),
-    }, settings, multiModel, modelCacheOn),
+    repository: repositoryConfig(
+      {
+        url: read('model_repository'),
+        endpoint: read('model_repository_endpoint'),
+        ttlSeconds: read('model_repository_ttl'),
+        timeoutSeconds: read('model_repository_timeout'),
+        maxConcurrentDownloads: read('max_concurrent_downloads'),
+        cacheDir: read('model_cache_dir'),
+        cacheDiskMb: read('model_cache_disk_mb'),
+      },
+      settings,
+      multiModel,
+      modelCacheOn,
+    ),
     multiModel,
     unknownKeys,
     ...metricsConfig(read, settings, inferenceAddress, managementAddress),
@@ -141,17 +160,34 @@ type MetricsConfig = Pick<ServerConfig, Extract<keyof ServerConfig, `metrics${st
 const kNamespace = /^[0-9A-Za-z.\-_/#: ]{1,255}$/;
 
 /** The metrics_* keys, checked here so that a mistake stops start-up instead of failing every interval. */
-function metricsConfig(read: Read, settings: Map<string, Setting>, inference: ListenAddress, management: ListenAddress): MetricsConfig {
+function metricsConfig(
+  read: Read,
+  settings: Map<string, Setting>,
+  inference: ListenAddress,
+  management: ListenAddress,
+): MetricsConfig {
   const fail: Fail = (key, raw, problem, expected, example) =>
     invalidValue(`config key ${key}`, raw, problem, expected, example, settings.get(key)?.from ?? null);
 
   const namespace = read('metrics_namespace') ?? 'SageMakerMME';
   if (!kNamespace.test(namespace) || /^AWS\//i.test(namespace)) {
-    throw fail('metrics_namespace', namespace, 'is not a namespace CloudWatch accepts', '1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/', 'metrics_namespace=SageMakerMME');
+    throw fail(
+      'metrics_namespace',
+      namespace,
+      'is not a namespace CloudWatch accepts',
+      '1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with AWS/',
+      'metrics_namespace=SageMakerMME',
+    );
   }
   const endpoint = read('metrics_cloudwatch_endpoint');
   if (endpoint !== null && !isHttpUrl(endpoint)) {
-    throw fail('metrics_cloudwatch_endpoint', endpoint, 'is not an http(s) URL', 'an http:// or https:// URL', 'metrics_cloudwatch_endpoint=https://monitoring.us-east-1.amazonaws.com');
+    throw fail(
+      'metrics_cloudwatch_endpoint',
+      endpoint,
+      'is not an http(s) URL',
+      'an http:// or https:// URL',
+      'metrics_cloudwatch_endpoint=https://monitoring.us-east-1.amazonaws.com',
+    );
   }
   return {
     metricsEndpointName: read('metrics_endpoint_name'),
@@ -185,14 +221,26 @@ function destination(value: string | null): string | null {
 }
 
 /** null when /metrics belongs on the management listener (unset, or the same address written out). */
-function metricsAddress(raw: string | null, inference: ListenAddress, management: ListenAddress, fail: Fail): ListenAddress | null {
+function metricsAddress(
+  raw: string | null,
+  inference: ListenAddress,
+  management: ListenAddress,
+  fail: Fail,
+): ListenAddress | null {
   if (raw === null) return null;
   const example = 'metrics_address=http://0.0.0.0:9100';
   const address = parseAddress(raw);
-  if ('problem' in address) throw fail('metrics_address', raw, `is not a valid address: ${address.problem}`, kAddressForms, example);
+  if ('problem' in address)
+    throw fail('metrics_address', raw, `is not a valid address: ${address.problem}`, kAddressForms, example);
   if (sameAddress(address, management)) return null;
   if (sameAddress(address, inference) || portClash(address, inference) || portClash(address, management)) {
-    throw fail('metrics_address', raw, 'collides with inference_address or management_address', 'unset (/metrics on the management listener) or a port of its own', example);
+    throw fail(
+      'metrics_address',
+      raw,
+      'collides with inference_address or management_address',
+      'unset (/metrics on the management listener) or a port of its own',
+      example,
+    );
   }
   return address;
 }
@@ -202,7 +250,14 @@ function grpcPort(raw: string | null, settings: Map<string, Setting>): number | 
   if (raw === null) return null;
   const port = Number(raw);
   if (!/^\d+$/.test(raw) || port > 65535) {
-    throw invalidValue('config key grpc_inference_port', raw, 'is not a TCP port', 'a whole number from 0 to 65535, or unset for no gRPC listener', 'grpc_inference_port=7070', settings.get('grpc_inference_port')?.from ?? null);
+    throw invalidValue(
+      'config key grpc_inference_port',
+      raw,
+      'is not a TCP port',
+      'a whole number from 0 to 65535, or unset for no gRPC listener',
+      'grpc_inference_port=7070',
+      settings.get('grpc_inference_port')?.from ?? null,
+    );
   }
   return port;
 }
@@ -216,7 +271,14 @@ function modelRoots(raw: string | null, modelStore: string | null): string[] {
 function oneOf<T extends string>(value: string, key: string, allowed: readonly T[], settings: Map<string, Setting>): T {
   const v = value.trim().toLowerCase();
   if (!(allowed as readonly string[]).includes(v)) {
-    throw invalidValue(`config key ${key}`, value, 'is not one of the allowed values', allowed.join(', '), `${key}=${allowed[0]}`, settings.get(key)?.from ?? null);
+    throw invalidValue(
+      `config key ${key}`,
+      value,
+      'is not one of the allowed values',
+      allowed.join(', '),
+      `${key}=${allowed[0]}`,
+      settings.get(key)?.from ?? null,
+    );
   }
   return v as T;
 }
@@ -226,10 +288,13 @@ function collectSettings(input: ResolveInput): { settings: Map<string, Setting>;
   const fileName = input.configFile ?? 'the config file';
   const file = input.fileText === null ? new Map<string, string>() : parseProperties(input.fileText, fileName);
   const settings = new Map<string, Setting>();
-  for (const [key, value] of file) settings.set(key, { value: substituteEnv(key, value, input.env), from: `in ${fileName}` });
+  for (const [key, value] of file)
+    settings.set(key, { value: substituteEnv(key, value, input.env), from: `in ${fileName}` });
 
-  if (input.argv.modelStore !== null) settings.set('model_store', { value: input.argv.modelStore, from: 'by --model-store' });
-  if (input.argv.models !== null) settings.set('load_models', { value: input.argv.models.join(','), from: 'by --models' });
+  if (input.argv.modelStore !== null)
+    settings.set('model_store', { value: input.argv.modelStore, from: 'by --model-store' });
+  if (input.argv.models !== null)
+    settings.set('load_models', { value: input.argv.models.join(','), from: 'by --models' });
 
   const enableSetting = settings.get('enable_envvars_config');
   if (enableSetting && readValue(keySpec('enable_envvars_config')!, enableSetting) === true) {
@@ -237,7 +302,8 @@ function collectSettings(input: ResolveInput): { settings: Map<string, Setting>;
       const envName = envOverrideName(name);
       const value = input.env[envName];
       // enable_envvars_config itself is not overridable: MMS reads it from the file only.
-      if (value !== undefined && name !== 'enable_envvars_config') settings.set(name, { value, from: `by environment variable ${envName}` });
+      if (value !== undefined && name !== 'enable_envvars_config')
+        settings.set(name, { value, from: `by environment variable ${envName}` });
     }
   }
   return { settings, unknownKeys: [...file.keys()].filter((key) => keySpec(key) === undefined) };
@@ -249,8 +315,10 @@ function unknownKeysError(unknownKeys: readonly string[], configFile: string | n
     const meant = nearestKey(key);
     return `${key.slice(0, 100)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
   });
-  return new MmeError('MME_ERR_CONFIG',
-    `unknown config key${unknownKeys.length > 1 ? 's' : ''} in ${configFile ?? 'the config file'}: ${described.join(', ')}; fix the name, or set allow_unknown_keys=true to keep keys meant for other servers (they are then logged and ignored)`);
+  return new MmeError(
+    'MME_ERR_CONFIG',
+    `unknown config key${unknownKeys.length > 1 ? 's' : ''} in ${configFile ?? 'the config file'}: ${described.join(', ')}; fix the name, or set allow_unknown_keys=true to keep keys meant for other servers (they are then logged and ignored)`,
+  );
 }
 
 /** Replaces every $$VAR$$ with the variable's value (literally: no `$` tricks as in Java's appendReplacement). */
@@ -258,7 +326,10 @@ function substituteEnv(key: string, value: string, env: Env): string {
   return value.replace(kEnvPlaceholder, (_match, name: string) => {
     const replacement = env[name];
     if (replacement === undefined) {
-      throw new MmeError('MME_ERR_CONFIG', `config key ${key} uses $$${name}$$ but environment variable ${name} is not set`);
+      throw new MmeError(
+        'MME_ERR_CONFIG',
+        `config key ${key} uses $$${name}$$ but environment variable ${name} is not set`,
+      );
     }
     return replacement;
   });
@@ -275,15 +346,28 @@ function responseTimeoutSeconds(seconds: number, writtenMinutes: number | null):
 }
 
 /** SageMaker decides the port (multi-container endpoints, pipelines); the configured hosts stay. */
-function applyBindToPort(inference: ListenAddress, management: ListenAddress, env: Env): { inferenceAddress: ListenAddress; managementAddress: ListenAddress } {
+function applyBindToPort(
+  inference: ListenAddress,
+  management: ListenAddress,
+  env: Env,
+): { inferenceAddress: ListenAddress; managementAddress: ListenAddress } {
   const raw = env.SAGEMAKER_BIND_TO_PORT;
   if (raw === undefined || raw === '') return { inferenceAddress: inference, managementAddress: management };
   const port = Number(raw.trim());
   if (!/^\d+$/.test(raw.trim()) || port < 1 || port > 65535) {
-    throw invalidValue('environment variable SAGEMAKER_BIND_TO_PORT', raw, 'is not a port number', 'a whole number 1-65535', 'SAGEMAKER_BIND_TO_PORT=8080');
+    throw invalidValue(
+      'environment variable SAGEMAKER_BIND_TO_PORT',
+      raw,
+      'is not a port number',
+      'a whole number 1-65535',
+      'SAGEMAKER_BIND_TO_PORT=8080',
+    );
   }
   if (inference.scheme === 'unix') {
-    throw new MmeError('MME_ERR_CONFIG', `environment variable SAGEMAKER_BIND_TO_PORT is ${raw} but inference_address ${inference.raw} is a unix socket, which SageMaker cannot reach; use http://0.0.0.0:8080`);
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `environment variable SAGEMAKER_BIND_TO_PORT is ${raw} but inference_address ${inference.raw} is a unix socket, which SageMaker cannot reach; use http://0.0.0.0:8080`,
+    );
   }
   // A unix management socket stays where it is: it has no port and SageMaker never calls it there.
   return {
@@ -297,7 +381,13 @@ function multiModelFromEnv(env: Env): boolean {
   if (raw === undefined || raw === '') return false;
   const lower = raw.trim().toLowerCase();
   if (lower !== 'true' && lower !== 'false') {
-    throw invalidValue('environment variable SAGEMAKER_MULTI_MODEL', raw, 'is not a boolean', 'true or false', 'SAGEMAKER_MULTI_MODEL=true');
+    throw invalidValue(
+      'environment variable SAGEMAKER_MULTI_MODEL',
+      raw,
+      'is not a boolean',
+      'true or false',
+      'SAGEMAKER_MULTI_MODEL=true',
+    );
   }
   return lower === 'true';
 }
@@ -308,7 +398,13 @@ function maxPayloadFromEnv(env: Env): number | null {
   if (raw === undefined || raw === '') return null;
   const mb = Number(raw.trim());
   if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(mb > 0) || mb * 1024 * 1024 > MAX_BODY_BYTES) {
-    throw invalidValue('environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB', raw, 'is not a positive number of at most 1024', 'megabytes > 0, at most 1024', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=6');
+    throw invalidValue(
+      'environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB',
+      raw,
+      'is not a positive number of at most 1024',
+      'megabytes > 0, at most 1024',
+      'SAGEMAKER_MAX_PAYLOAD_IN_MB=6',
+    );
   }
   return Math.floor(mb * 1024 * 1024);
 }

@@ -25,16 +25,33 @@ const kInteger = /^[+-]?\d+$/;
 const kDecimal = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /** `subject` is "config key x" or "environment variable X". */
-export function invalidValue(subject: string, raw: string, problem: string, expected: string, example: string, from: string | null = null): MmeError {
+export function invalidValue(
+  subject: string,
+  raw: string,
+  problem: string,
+  expected: string,
+  example: string,
+  from: string | null = null,
+): MmeError {
   const source = from === null ? '' : `; set ${from}`;
-  return new MmeError('MME_ERR_CONFIG', `${subject}: "${raw}" ${problem} (expected ${expected}, e.g. ${example})${source}`);
+  return new MmeError(
+    'MME_ERR_CONFIG',
+    `${subject}: "${raw}" ${problem} (expected ${expected}, e.g. ${example})${source}`,
+  );
 }
 
 export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
   // Java keeps trailing whitespace in values; invisible in an editor, it is never meant.
   const text = setting.value.trim();
   const fail = (problem: string, expected: string): MmeError =>
-    invalidValue(`config key ${spec.name}`, setting.value, problem, expected, `${spec.name}=${spec.example ?? spec.default}`, setting.from);
+    invalidValue(
+      `config key ${spec.name}`,
+      setting.value,
+      problem,
+      expected,
+      `${spec.name}=${spec.example ?? spec.default}`,
+      setting.from,
+    );
 
   switch (spec.kind) {
     case 'string':
@@ -62,7 +79,8 @@ export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
     }
     case 'list': {
       const models = parseLoadModels(text);
-      if (models !== 'ALL' && 'problem' in models) throw fail(`is not a valid model list: ${models.problem}`, 'ALL or a comma list of [name=]url');
+      if (models !== 'ALL' && 'problem' in models)
+        throw fail(`is not a valid model list: ${models.problem}`, 'ALL or a comma list of [name=]url');
       return models;
     }
     case 'regex':
@@ -75,7 +93,10 @@ function wholeNameRegex(source: string, fail: (problem: string, expected: string
   try {
     new RegExp(source);
   } catch (err) {
-    throw fail(`is not a valid regular expression: ${(err as Error).message}`, 'a regular expression matching whole variable names');
+    throw fail(
+      `is not a valid regular expression: ${(err as Error).message}`,
+      'a regular expression matching whole variable names',
+    );
   }
   return new RegExp(`^(?:${source})$`);
 }

@@ -55,7 +55,8 @@ export class Gateway {
    * model is gone from this host.
    */
   admit(): void {
-    if (this.opts.manager.closing) throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
+    if (this.opts.manager.closing)
+      throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
   }
 
   /** The Accept a handler sees: the client's, or the default when the client accepts anything. */
@@ -87,7 +88,10 @@ export class Invocation {
   #model: string | undefined;
   #result: InvokeResult | undefined;
 
-  constructor(private readonly opts: GatewayOptions, readonly requestId: string) {}
+  constructor(
+    private readonly opts: GatewayOptions,
+    readonly requestId: string,
+  ) {}
 
   /** Claims the invocation for `name`: 404 for a name the server does not know, before any body is read. */
   target(name: string): void {

@@ -4,7 +4,13 @@
  * deadline (queued work is dropped, a running streaming handler sees context.isCancelled), the
  * invocation metric, and the error log line.
  */
-import { Metadata, status as Status, type handleUnaryCall, type ServerUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import {
+  Metadata,
+  status as Status,
+  type handleUnaryCall,
+  type ServerUnaryCall,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { MmeError, isMmeError } from '../errors';
 import { newRequestId, type Gateway, type ModelRequest } from '../gateway/gateway';
 import { CancelToken } from '../util/cancel-token';
@@ -23,7 +29,9 @@ export interface GrpcDeps {
 }
 
 /** What every kind of call (unary, server or bidirectional stream) offers. */
-type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & { on(event: 'cancelled', listener: () => void): unknown };
+type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & {
+  on(event: 'cancelled', listener: () => void): unknown;
+};
 
 /** ":authority" is host[:port], with IPv6 hosts in brackets. */
 function authorityHost(authority: string): string {
@@ -42,7 +50,12 @@ export class GrpcCall {
    * answer (`metadataAtAnswer`): its HEADERS frame then leaves in the same write as the message and
    * the status, one socket write and one client wake-up per call instead of two.
    */
-  constructor(readonly deps: GrpcDeps, private readonly call: SurfaceCall, private readonly method: string, metadataAtAnswer = false) {
+  constructor(
+    readonly deps: GrpcDeps,
+    private readonly call: SurfaceCall,
+    private readonly method: string,
+    metadataAtAnswer = false,
+  ) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
       if (!this.#answered) this.cancel.cancel();
@@ -68,7 +81,10 @@ export class GrpcCall {
   guard(): void {
     this.deps.gateway.admit();
     if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
-      throw new MmeError('MME_ERR_FORBIDDEN', 'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).');
+      throw new MmeError(
+        'MME_ERR_FORBIDDEN',
+        'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).',
+      );
     }
   }
 
@@ -94,7 +110,10 @@ export class GrpcCall {
     try {
       invocation.target(name);
       const result = await invocation.run(request, { ...opts, cancel });
-      if (result.status >= 400) throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, { status: result.status });
+      if (result.status >= 400)
+        throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {
+          status: result.status,
+        });
       return result;
     } catch (err) {
       status = cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
@@ -115,7 +134,11 @@ export class GrpcCall {
 }
 
 /** A unary method: guarded, answered, and its failure mapped to a gRPC status. */
-export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Req, call: GrpcCall) => Res | Promise<Res>): handleUnaryCall<Req, Res> {
+export function unary<Req, Res>(
+  deps: GrpcDeps,
+  method: string,
+  fn: (request: Req, call: GrpcCall) => Res | Promise<Res>,
+): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const scope = new GrpcCall(deps, call, method, true);
     Promise.resolve()
@@ -123,12 +146,15 @@ export function unary<Req, Res>(deps: GrpcDeps, method: string, fn: (request: Re
         scope.guard();
         return fn(decoded(call.request), scope);
       })
-      .then((res) => {
-        scope.answered();
-        callback(null, res);
-      }, (err) => {
-        scope.answered();
-        callback(scope.fail(err));
-      });
+      .then(
+        (res) => {
+          scope.answered();
+          callback(null, res);
+        },
+        (err) => {
+          scope.answered();
+          callback(scope.fail(err));
+        },
+      );
   };
 }

@@ -20,7 +20,12 @@ export interface GrpcListenOptions {
 }
 
 export class GrpcListener {
-  private constructor(private readonly server: Server, readonly address: string, readonly port: number, readonly streams: StreamLoad) {}
+  private constructor(
+    private readonly server: Server,
+    readonly address: string,
+    readonly port: number,
+    readonly streams: StreamLoad,
+  ) {}
 
   static async listen(opts: GrpcListenOptions, deps: GrpcDeps): Promise<GrpcListener> {
     // Channelz (grpc-js's introspection service, which this server does not offer) would track
@@ -32,7 +37,9 @@ export class GrpcListener {
     server.addService(lenientDecoding(defs.torchserve.service), torchserveService(deps, streams));
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     const port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+      server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, bound) =>
+        err ? reject(err) : resolve(bound),
+      );
     });
     return new GrpcListener(server, `${host}:${port}`, port, streams);
   }

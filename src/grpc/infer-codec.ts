@@ -13,7 +13,12 @@ import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import type { InferInputTensor, ModelInferRequest, ModelInferResponse } from './kserve-tensors';
 import { MAX_DIMS, MAX_ENTRIES } from './message-limits';
 
-const enum Wire { Varint = 0, Fixed64 = 1, Len = 2, Fixed32 = 5 }
+const enum Wire {
+  Varint = 0,
+  Fixed64 = 1,
+  Len = 2,
+  Fixed32 = 5,
+}
 
 /** Beyond 7 varint bytes (2^49) a value is left to protobufjs, which reads 64 bits exactly. */
 const kMaxVarintBytes = 7;
@@ -67,7 +72,15 @@ class Reader {
 /** The ModelInferRequest proto-loader would build, or null when this message takes its path. */
 export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
   const r = new Reader(bytes);
-  const req: ModelInferRequest & { parameters: object } = { model_name: '', model_version: '', id: '', parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
+  const req: ModelInferRequest & { parameters: object } = {
+    model_name: '',
+    model_version: '',
+    id: '',
+    parameters: {},
+    inputs: [],
+    outputs: [],
+    raw_input_contents: [],
+  };
   const end = bytes.length;
   while (r.at < end) {
     const tag = r.varint(end);
@@ -235,7 +248,8 @@ export function withInferCodec(service: ServiceDefinition): ServiceDefinition {
   const modelInfer: MethodDefinition<unknown, unknown> = {
     ...method,
     requestDeserialize: (bytes: Buffer) => decodeInferRequest(bytes) ?? method.requestDeserialize(bytes),
-    responseSerialize: (res: unknown) => encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res),
+    responseSerialize: (res: unknown) =>
+      encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res),
   };
   return { ...service, ModelInfer: modelInfer };
 }

@@ -33,7 +33,13 @@ export interface ModelInferResponse {
   model_name: string;
   model_version: string;
   id: string;
-  outputs: Array<{ name: string; datatype: string; shape: number[]; parameters: Record<string, InferParameter>; contents?: Contents }>;
+  outputs: Array<{
+    name: string;
+    datatype: string;
+    shape: number[];
+    parameters: Record<string, InferParameter>;
+    contents?: Contents;
+  }>;
   raw_output_contents: Buffer[];
 }
 
@@ -42,9 +48,18 @@ export interface ModelInferResponse {
  * datatype is client text, and "constructor" must find nothing.
  */
 const kContentsField: ReadonlyMap<string, string> = new Map([
-  ['BOOL', 'bool_contents'], ['INT8', 'int_contents'], ['INT16', 'int_contents'], ['INT32', 'int_contents'], ['INT64', 'int64_contents'],
-  ['UINT8', 'uint_contents'], ['UINT16', 'uint_contents'], ['UINT32', 'uint_contents'], ['UINT64', 'uint64_contents'],
-  ['FP32', 'fp32_contents'], ['FP64', 'fp64_contents'], ['BYTES', 'bytes_contents'],
+  ['BOOL', 'bool_contents'],
+  ['INT8', 'int_contents'],
+  ['INT16', 'int_contents'],
+  ['INT32', 'int_contents'],
+  ['INT64', 'int64_contents'],
+  ['UINT8', 'uint_contents'],
+  ['UINT16', 'uint_contents'],
+  ['UINT32', 'uint_contents'],
+  ['UINT64', 'uint64_contents'],
+  ['FP32', 'fp32_contents'],
+  ['FP64', 'fp64_contents'],
+  ['BYTES', 'bytes_contents'],
 ]);
 
 /** Dimensions an error message lists; a shape's length is the client's to choose. */
@@ -62,10 +77,12 @@ function shapeText(shape: readonly number[]): string {
 /** The input's datatype and shape, checked before anything is built from them. */
 function checkedShape(t: InferInputTensor): number[] {
   const what = `input ${quote(t.name)}`;
-  if (ortTypeOf(t.datatype) === undefined) throw invalid(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+  if (ortTypeOf(t.datatype) === undefined)
+    throw invalid(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   return t.shape.map((d) => {
     const n = Number(d);
-    if (!Number.isSafeInteger(n) || n < 0) throw invalid(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw invalid(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
     return n;
   });
 }
@@ -76,7 +93,10 @@ function typedToRaw(t: InferInputTensor, shape: readonly number[]): Buffer {
   if (!field) throw invalid(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
   const values = t.contents?.[field] ?? [];
   const count = shape.reduce((a, b) => a * b, 1);
-  if (values.length !== count) throw invalid(`${what}: contents.${field} holds ${values.length} elements, but shape ${shapeText(shape)} needs ${count}`);
+  if (values.length !== count)
+    throw invalid(
+      `${what}: contents.${field} holds ${values.length} elements, but shape ${shapeText(shape)} needs ${count}`,
+    );
   return t.datatype === 'BYTES' ? toRaw(values as Buffer[]) : toRaw(toArray(t.datatype, values, what));
 }
 
@@ -88,16 +108,26 @@ function hasTypedContents(t: InferInputTensor): boolean {
 export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength: number } {
   const raw = req.raw_input_contents;
   if (raw.length > 0 && raw.length !== req.inputs.length) {
-    throw invalid(`raw_input_contents has ${raw.length} entries but there are ${req.inputs.length} inputs; send one per input, in the order of inputs`);
+    throw invalid(
+      `raw_input_contents has ${raw.length} entries but there are ${req.inputs.length} inputs; send one per input, in the order of inputs`,
+    );
   }
   // As in Triton: with both, which one the model should see is anyone's guess.
   const typed = raw.length > 0 ? req.inputs.find(hasTypedContents) : undefined;
-  if (typed) throw invalid(`input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`);
+  if (typed)
+    throw invalid(
+      `input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`,
+    );
   const shapes = req.inputs.map(checkedShape);
   const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t, shapes[i]!)));
   const header: V2InferRequest = {
     ...(req.id ? { id: req.id } : {}),
-    inputs: req.inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: shapes[i]!, parameters: { binary_data_size: binaries[i]!.length } })),
+    inputs: req.inputs.map((t, i) => ({
+      name: t.name,
+      datatype: t.datatype,
+      shape: shapes[i]!,
+      parameters: { binary_data_size: binaries[i]!.length },
+    })),
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
     parameters: { binary_data_output: true },
   };
@@ -115,7 +145,11 @@ function inferParameter(v: unknown): InferParameter {
  * as JSON text). A handler names them: Object.fromEntries keeps "__proto__" an entry like any other.
  */
 function inferParameters(params: V2Parameters | undefined): Record<string, InferParameter> {
-  return Object.fromEntries(Object.entries(params ?? {}).filter(([k]) => k !== 'binary_data_size').map(([k, v]) => [k, inferParameter(v)]));
+  return Object.fromEntries(
+    Object.entries(params ?? {})
+      .filter(([k]) => k !== 'binary_data_size')
+      .map(([k, v]) => [k, inferParameter(v)]),
+  );
 }
 
 function typedContents(datatype: string, bytes: Buffer, count: number): Contents {
@@ -123,7 +157,8 @@ function typedContents(datatype: string, bytes: Buffer, count: number): Contents
   let values: unknown[];
   if (Array.isArray(elements)) values = elements;
   else if (datatype === 'BOOL') values = Array.from(elements as Uint8Array, (x) => x !== 0);
-  else if (elements instanceof BigInt64Array || elements instanceof BigUint64Array) values = Array.from(elements as ArrayLike<bigint>, String);
+  else if (elements instanceof BigInt64Array || elements instanceof BigUint64Array)
+    values = Array.from(elements as ArrayLike<bigint>, String);
   else values = Array.from(elements as ArrayLike<number>);
   return { [kContentsField.get(datatype)!]: values };
 }
@@ -131,7 +166,10 @@ function typedContents(datatype: string, bytes: Buffer, count: number): Contents
 /** The worker's answer as a ModelInferResponse; `raw` = answer in raw_output_contents (FP16 outputs force it). */
 export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean): ModelInferResponse {
   const { header } = answer;
-  const pieces = sliceBinary(answer.binary, header.outputs.map((o) => o.parameters?.binary_data_size ?? 0));
+  const pieces = sliceBinary(
+    answer.binary,
+    header.outputs.map((o) => o.parameters?.binary_data_size ?? 0),
+  );
   const asRaw = raw || header.outputs.some((o) => !kContentsField.has(o.datatype));
   return {
     model_name: header.model_name,
@@ -142,7 +180,15 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
       datatype: o.datatype,
       shape: o.shape,
       parameters: inferParameters(o.parameters),
-      ...(asRaw ? {} : { contents: typedContents(o.datatype, pieces[i]!, o.shape.reduce((a, b) => a * b, 1)) }),
+      ...(asRaw
+        ? {}
+        : {
+            contents: typedContents(
+              o.datatype,
+              pieces[i]!,
+              o.shape.reduce((a, b) => a * b, 1),
+            ),
+          }),
     })),
     raw_output_contents: asRaw ? pieces : [],
   };

@@ -10,7 +10,10 @@ import { MmeError } from '../errors';
 import { inferRequestProblem, predictionsRequestProblem } from './message-limits';
 
 class Undecodable {
-  constructor(readonly path: string, readonly reason: string) {}
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {}
 }
 
 class OverLimits {
@@ -52,8 +55,12 @@ export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
 /** The request message, or INVALID_ARGUMENT when it did not decode. */
 export function decoded<T>(message: T): T {
   if (message instanceof Undecodable) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `The request message is not a valid protobuf message for ${message.path} (${message.reason}); encode it with that method's request type from the .proto files.`);
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `The request message is not a valid protobuf message for ${message.path} (${message.reason}); encode it with that method's request type from the .proto files.`,
+    );
   }
-  if (message instanceof OverLimits) throw new MmeError('MME_ERR_INVALID_INPUT', `Refused before decoding: ${message.problem}.`);
+  if (message instanceof OverLimits)
+    throw new MmeError('MME_ERR_INVALID_INPUT', `Refused before decoding: ${message.problem}.`);
   return message;
 }

@@ -19,7 +19,14 @@ export const MAX_TYPED_ELEMENTS = 1 << 20;
 /** bytes_contents elements of one message (each becomes a Buffer object): larger BYTES go raw. */
 export const MAX_TYPED_BYTES_ELEMENTS = 1 << 16;
 
-const enum Wire { Varint = 0, Fixed64 = 1, Len = 2, StartGroup = 3, EndGroup = 4, Fixed32 = 5 }
+const enum Wire {
+  Varint = 0,
+  Fixed64 = 1,
+  Len = 2,
+  StartGroup = 3,
+  EndGroup = 4,
+  Fixed32 = 5,
+}
 
 interface Field {
   number: number;
@@ -86,7 +93,16 @@ function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
 }
 
 /** InferTensorContents field number → fixed element size (0 = varint, -1 = bytes). */
-const kContents: ReadonlyMap<number, number> = new Map([[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 4], [7, 8], [8, -1]]);
+const kContents: ReadonlyMap<number, number> = new Map([
+  [1, 0],
+  [2, 0],
+  [3, 0],
+  [4, 0],
+  [5, 0],
+  [6, 4],
+  [7, 8],
+  [8, -1],
+]);
 
 const isGroup = (f: Field): boolean => f.wire === Wire.StartGroup || f.wire === Wire.EndGroup;
 
@@ -107,11 +123,16 @@ export function inferRequestProblem(bytes: Buffer): string | null {
     if (isGroup(f)) return groupProblem(m, f);
     const n = (counts.get(f.number) ?? 0) + 1;
     counts.set(f.number, n);
-    const problem = f.number === 5 ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(bytes, f, typed))
-      : f.number === 6 ? over(n, MAX_ENTRIES, m, 'outputs', 'no model answers that many')
-      : f.number === 7 ? over(n, MAX_ENTRIES, m, 'raw_input_contents entries', 'send one per input')
-      : f.number === 4 ? over(n, MAX_ENTRIES, m, 'parameters', 'send fewer')
-      : null;
+    const problem =
+      f.number === 5
+        ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(bytes, f, typed))
+        : f.number === 6
+          ? over(n, MAX_ENTRIES, m, 'outputs', 'no model answers that many')
+          : f.number === 7
+            ? over(n, MAX_ENTRIES, m, 'raw_input_contents entries', 'send one per input')
+            : f.number === 4
+              ? over(n, MAX_ENTRIES, m, 'parameters', 'send fewer')
+              : null;
     if (problem) return problem;
   }
   return null;
@@ -135,10 +156,23 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
         else typed.elements += scalarCount(c, bytes, size);
       }
     }
-    const problem = over(dims, MAX_DIMS, m, 'dimensions in one input\'s shape', 'no tensor has that many')
-      ?? over(parameters, MAX_ENTRIES, m, 'parameters in one input', 'send fewer')
-      ?? over(typed.elements, MAX_TYPED_ELEMENTS, m, 'elements in typed contents', 'send large tensors in raw_input_contents')
-      ?? over(typed.bytes, MAX_TYPED_BYTES_ELEMENTS, m, 'bytes_contents elements', 'send large BYTES tensors in raw_input_contents');
+    const problem =
+      over(dims, MAX_DIMS, m, "dimensions in one input's shape", 'no tensor has that many') ??
+      over(parameters, MAX_ENTRIES, m, 'parameters in one input', 'send fewer') ??
+      over(
+        typed.elements,
+        MAX_TYPED_ELEMENTS,
+        m,
+        'elements in typed contents',
+        'send large tensors in raw_input_contents',
+      ) ??
+      over(
+        typed.bytes,
+        MAX_TYPED_BYTES_ELEMENTS,
+        m,
+        'bytes_contents elements',
+        'send large BYTES tensors in raw_input_contents',
+      );
     if (problem) return problem;
   }
   return null;
@@ -149,7 +183,14 @@ export function predictionsRequestProblem(bytes: Buffer): string | null {
   let entries = 0;
   for (const f of fields(bytes, 0, bytes.length)) {
     if (isGroup(f)) return groupProblem('PredictionsRequest', f);
-    if (f.number === 3 && ++entries > MAX_ENTRIES) return over(entries, MAX_ENTRIES, 'PredictionsRequest', 'input entries', 'send the body as "data" and at most a few headers');
+    if (f.number === 3 && ++entries > MAX_ENTRIES)
+      return over(
+        entries,
+        MAX_ENTRIES,
+        'PredictionsRequest',
+        'input entries',
+        'send the body as "data" and at most a few headers',
+      );
   }
   return null;
 }

@@ -11,7 +11,9 @@ import * as grpc from '@grpc/grpc-js';
  * long@4 typings onnx-proto's protobufjs uses.
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const protoLoader = require('@grpc/proto-loader') as { loadSync(files: string[], options: object): Parameters<typeof grpc.loadPackageDefinition>[0] };
+const protoLoader = require('@grpc/proto-loader') as {
+  loadSync(files: string[], options: object): Parameters<typeof grpc.loadPackageDefinition>[0];
+};
 
 /** Compiled to dist/src/grpc/, so the repository (or image) root is three levels up. */
 export const PROTO_DIR = path.resolve(__dirname, '../../../proto');
@@ -20,7 +22,14 @@ export const PROTO_DIR = path.resolve(__dirname, '../../../proto');
  * Field names as in the .proto (model_name, raw_input_contents); 64-bit integers as decimal
  * strings, so they stay exact; every field present, repeated ones as [].
  */
-const kLoadOptions = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] };
+const kLoadOptions = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+};
 
 export interface ServiceDefinitions {
   kserve: grpc.ServiceClientConstructor;
@@ -36,6 +45,9 @@ export function serviceDefinitions(): ServiceDefinitions {
     inference: { GRPCInferenceService: grpc.ServiceClientConstructor };
     org: { pytorch: { serve: { grpc: { inference: { InferenceAPIsService: grpc.ServiceClientConstructor } } } } };
   };
-  loaded = { kserve: pkg.inference.GRPCInferenceService, torchserve: pkg.org.pytorch.serve.grpc.inference.InferenceAPIsService };
+  loaded = {
+    kserve: pkg.inference.GRPCInferenceService,
+    torchserve: pkg.org.pytorch.serve.grpc.inference.InferenceAPIsService,
+  };
   return loaded;
 }

@@ -42,7 +42,10 @@ export function grpcStatusOf(e: MmeError): Status {
 
 /** Well-formed as well as short: grpc-js percent-encodes details with encodeURI, which throws on a lone surrogate. */
 function capDetails(message: string): string {
-  const head = message.length <= DETAILS_LIMIT ? message : `${message.slice(0, DETAILS_LIMIT)}… (${message.length - DETAILS_LIMIT} more characters)`;
+  const head =
+    message.length <= DETAILS_LIMIT
+      ? message
+      : `${message.slice(0, DETAILS_LIMIT)}… (${message.length - DETAILS_LIMIT} more characters)`;
   // UTF-8 encoding replaces a lone surrogate with U+FFFD.
   return Buffer.from(head, 'utf8').toString('utf8');
 }

@@ -36,11 +36,22 @@ function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean):
   checkVersion(req.model_name, req.model_version);
   // The map's keys are client text: only its own entries count.
   const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
-  if (!key) throw new MmeError('MME_ERR_INVALID_INPUT', 'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}');
+  if (!key)
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}',
+    );
   const headers = call.headers();
   for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
   const accept = call.deps.gateway.accept(headers.accept);
-  return { requestId: call.requestId, contentType: headers['content-type'] ?? '', accept, headers, body: req.input[key]!, ...(stream ? { stream: true } : {}) };
+  return {
+    requestId: call.requestId,
+    contentType: headers['content-type'] ?? '',
+    accept,
+    headers,
+    body: req.input[key]!,
+    ...(stream ? { stream: true } : {}),
+  };
 }
 
 async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
@@ -59,7 +70,13 @@ function streamLimit(manager: ModelManager, name: string): number {
 
 export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServiceImplementation {
   return {
-    Ping: unary(deps, 'Ping', () => ({ health: JSON.stringify({ status: deps.manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' }, null, 2) })),
+    Ping: unary(deps, 'Ping', () => ({
+      health: JSON.stringify(
+        { status: deps.manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' },
+        null,
+        2,
+      ),
+    })),
     Predictions: unary(deps, 'Predictions', predict),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');
@@ -74,14 +91,17 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
             },
           });
         })
-        .then((result) => {
-          call.answered();
-          stream.write({ prediction: result.body });
-          stream.end();
-        }, (err) => {
-          call.answered();
-          stream.emit('error', call.fail(err));
-        });
+        .then(
+          (result) => {
+            call.answered();
+            stream.write({ prediction: result.body });
+            stream.end();
+          },
+          (err) => {
+            call.answered();
+            stream.emit('error', call.fail(err));
+          },
+        );
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
@@ -94,7 +114,11 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
             return { ...(await predict(decoded(req), call, cancel)), sequenceId };
           } catch (err) {
             const status = call.fail(err);
-            return { prediction: Buffer.alloc(0), sequenceId, status: { code: status.code!, message: status.details! } };
+            return {
+              prediction: Buffer.alloc(0),
+              sequenceId,
+              status: { code: status.code!, message: status.details! },
+            };
           }
         },
         cancel: call.cancel,

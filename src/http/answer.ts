@@ -23,7 +23,12 @@ export function answerType(type: string): string {
 }
 
 /** The status and headers of a model's answer; the Content-Type is answerType's. */
-export function setAnswerHead(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, contentType: string): void {
+export function setAnswerHead(
+  res: ServerResponse,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  contentType: string,
+): void {
   res.statusCode = status;
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   res.setHeader('Content-Type', answerType(contentType));

@@ -38,11 +38,20 @@ export interface AppOptions {
  * /metrics. The SageMaker port (role both) serves the two sides alike.
  */
 export function requestListener(opts: AppOptions): http.RequestListener {
-  const guards: ListenerGuards = { maxHeaders: kMaxHeadersCount, loopbackOnly: opts.loopbackOnly, gateway: opts.gateway };
+  const guards: ListenerGuards = {
+    maxHeaders: kMaxHeadersCount,
+    loopbackOnly: opts.loopbackOnly,
+    gateway: opts.gateway,
+  };
   const koa = koaListener(koaApp(opts, guards));
   if (opts.role === 'management') return koa;
   const invoke = invokeRoute({
-    gateway: opts.gateway, manager: opts.manager, guards, maxRequestSize: opts.maxRequestSize, accessLog: opts.accessLog ? opts.log : null, log: opts.log,
+    gateway: opts.gateway,
+    manager: opts.manager,
+    guards,
+    maxRequestSize: opts.maxRequestSize,
+    accessLog: opts.accessLog ? opts.log : null,
+    log: opts.log,
   });
   return (req, res) => {
     if (!invoke(req, res)) koa(req, res);
@@ -54,16 +63,23 @@ function koaApp(opts: AppOptions, guards: ListenerGuards): Koa {
   app.silent = true;
   const router = new Router();
   if (opts.role !== 'management') mountMetadataRoutes(router, opts.manager);
-  if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next());
+  if (opts.role !== 'inference')
+    mountManagementRoutes(
+      router,
+      opts.manager,
+      opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next(),
+    );
   app.use(requestId(opts.accessLog ? opts.log : null));
   app.use(errorResponse(opts.log));
   app.use(listenerGuards(guards));
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
   app.use(router.routes());
-  app.use(router.allowedMethods({
-    throw: true,
-    methodNotAllowed,
-    notImplemented: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not implemented.'),
-  }));
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed,
+      notImplemented: () => new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not implemented.'),
+    }),
+  );
   return app;
 }

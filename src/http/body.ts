@@ -21,7 +21,10 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): voi
 
 function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: number): MmeError {
   closeAfterAnswer(http.req, http.res);
-  return new MmeError('MME_ERR_PAYLOAD_TOO_LARGE', `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`);
+  return new MmeError(
+    'MME_ERR_PAYLOAD_TOO_LARGE',
+    `The request body is larger than max_request_size (${limit} bytes). Send a smaller payload or raise max_request_size (on SageMaker: SAGEMAKER_MAX_PAYLOAD_IN_MB).`,
+  );
 }
 
 /** The whole body as one buffer (management requests: small JSON). */

@@ -12,11 +12,21 @@ export function errorResponse(log: (line: string) => void) {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        throw new MmeError('MME_ERR_RESOURCE_NOT_FOUND', `Requested resource is not found, please refer to API document: ${ctx.method} ${ctx.path}`);
+        throw new MmeError(
+          'MME_ERR_RESOURCE_NOT_FOUND',
+          `Requested resource is not found, please refer to API document: ${ctx.method} ${ctx.path}`,
+        );
       }
     } catch (err) {
       const e = koaError(err) ?? asMmeError(err, log);
-      log(errorLine(ctx.state.requestId as string | undefined, `${ctx.method} ${(ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-'}`, e.status, e));
+      log(
+        errorLine(
+          ctx.state.requestId as string | undefined,
+          `${ctx.method} ${(ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-'}`,
+          e.status,
+          e,
+        ),
+      );
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);
       ctx.type = 'application/json';

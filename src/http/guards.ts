@@ -53,7 +53,10 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
     throw err;
   }
   if (guards.loopbackOnly && !isLoopback(hostName(req))) {
-    throw new MmeError('MME_ERR_FORBIDDEN', 'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).');
+    throw new MmeError(
+      'MME_ERR_FORBIDDEN',
+      'This listener is bound to a loopback address and serves only requests whose Host is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, listen on their address (e.g. http://0.0.0.0:8080).',
+    );
   }
   if (!originAllowed(req.method, req.headers.origin, req.headers.host)) {
     throw new MmeError('MME_ERR_FORBIDDEN', kCrossSite);
@@ -68,7 +71,8 @@ export function listenerGuards(guards: ListenerGuards) {
   };
 }
 
-const kCrossSite = 'A request that changes state is not accepted from another site: its Origin header names a page that is not this server. Send it without an Origin (from a server, curl or an SDK), not from a browser page.';
+const kCrossSite =
+  'A request that changes state is not accepted from another site: its Origin header names a page that is not this server. Send it without an Origin (from a server, curl or an SDK), not from a browser page.';
 
 /** Methods a browser sends cross-site only after a preflight, or that change nothing. */
 const kSafeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -79,7 +83,11 @@ const kSafeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
  * A page elsewhere can still send a CORS "simple" request (POST with text/plain or a form body)
  * from a browser on this machine or network, and the Host guard alone does not see it.
  */
-export function originAllowed(method: string | undefined, origin: string | undefined, host: string | undefined): boolean {
+export function originAllowed(
+  method: string | undefined,
+  origin: string | undefined,
+  host: string | undefined,
+): boolean {
   if (origin === undefined || kSafeMethods.has(method ?? '')) return true;
   try {
     return host !== undefined && new URL(origin).host === new URL(`http://${host}`).host;
@@ -87,7 +95,6 @@ export function originAllowed(method: string | undefined, origin: string | undef
     return false; // "null" (a sandboxed or file: page) or anything unparseable
   }
 }
-
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -97,7 +104,9 @@ export function bearerToken(token: string) {
   return async function bearerTokenMiddleware(ctx: Context, next: Next): Promise<void> {
     const m = /^Bearer\s+(.+)$/i.exec(ctx.get('authorization'));
     if (!m || !timingSafeEqual(digest(m[1].trim()), expected)) {
-      throw new MmeError('MME_ERR_UNAUTHORIZED', 'The management API needs Authorization: Bearer <management_token>.', { headers: { 'WWW-Authenticate': 'Bearer' } });
+      throw new MmeError('MME_ERR_UNAUTHORIZED', 'The management API needs Authorization: Bearer <management_token>.', {
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      });
     }
     await next();
   };

@@ -27,7 +27,11 @@ const kRoutes: ReadonlyArray<{ pattern: RegExp; route: string; oip: boolean }> =
   { pattern: /^\/invocations\/?$/i, route: '/invocations', oip: false },
   { pattern: /^\/predictions\/([^/]+)\/?$/i, route: '/predictions/:name', oip: false },
   { pattern: /^\/v2\/models\/([^/]+)\/infer\/?$/i, route: '/v2/models/:name/infer', oip: true },
-  { pattern: /^\/v2\/models\/([^/]+)\/versions\/([^/]+)\/infer\/?$/i, route: '/v2/models/:name/versions/:version/infer', oip: true },
+  {
+    pattern: /^\/v2\/models\/([^/]+)\/versions\/([^/]+)\/infer\/?$/i,
+    route: '/v2/models/:name/versions/:version/infer',
+    oip: true,
+  },
 ];
 
 /** An absolute-form request target's scheme and authority (RFC 9112 §3.2.2), which name no route. */
@@ -56,7 +60,14 @@ export function invokePath(url: string): InvokePath | null {
   for (const { pattern, route, oip } of kRoutes) {
     const m = pattern.exec(path);
     if (!m) continue;
-    return { route, oip, name: m[1] === undefined ? null : decoded(m[1]), ...(m[2] === undefined ? {} : { version: decoded(m[2]) }), path, query };
+    return {
+      route,
+      oip,
+      name: m[1] === undefined ? null : decoded(m[1]),
+      ...(m[2] === undefined ? {} : { version: decoded(m[2]) }),
+      path,
+      query,
+    };
   }
   return null;
 }
@@ -70,19 +81,30 @@ const kMultiplexedModel = 'serve_multiplexed_model_id';
  * "path/model-a.tar.gz") in a header; locally that header, Ray Serve's serve_multiplexed_model_id or
  * ?model_name= names the model. With neither, the only loaded model serves, as in single-model mode.
  */
-export function invocationsTarget(headers: IncomingHttpHeaders, query: string, manager: Pick<ModelManager, 'registered' | 'onlyModel' | 'servingCount'>): string {
-  const header = (headers[kMultiplexedModel] as string | undefined) || (headers[kTargetModel] as string | undefined) || '';
+export function invocationsTarget(
+  headers: IncomingHttpHeaders,
+  query: string,
+  manager: Pick<ModelManager, 'registered' | 'onlyModel' | 'servingCount'>,
+): string {
+  const header =
+    (headers[kMultiplexedModel] as string | undefined) || (headers[kTargetModel] as string | undefined) || '';
   const named = query ? new URLSearchParams(query).getAll('model_name') : [];
   // A repeated model_name names no one model.
   const wanted = header || (named.length === 1 ? named[0]! : '');
   if (wanted) {
     if (manager.registered(wanted)) return wanted;
-    return wanted.split('/').pop()!.replace(/\.(tar\.gz|tgz)$/, '');
+    return wanted
+      .split('/')
+      .pop()!
+      .replace(/\.(tar\.gz|tgz)$/, '');
   }
   const only = manager.onlyModel();
   if (only !== null) return only;
   const loaded = manager.servingCount();
-  throw new MmeError('MME_ERR_BAD_REQUEST', loaded === 0
-    ? 'No model is loaded. Load one with POST /models, then invoke it.'
-    : `${loaded} models are loaded; name the target with the X-Amzn-SageMaker-Target-Model header or POST /models/{name}/invoke.`);
+  throw new MmeError(
+    'MME_ERR_BAD_REQUEST',
+    loaded === 0
+      ? 'No model is loaded. Load one with POST /models, then invoke it.'
+      : `${loaded} models are loaded; name the target with the X-Amzn-SageMaker-Target-Model header or POST /models/{name}/invoke.`,
+  );
 }

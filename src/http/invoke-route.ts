@@ -72,13 +72,20 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     // The request's custom attributes are echoed unless the handler set its own.
     const setHead = (head: { status: number; headers: Record<string, string>; contentType: string }) => {
       setAnswerHead(res, head.status, head.headers, head.contentType);
-      if (customAttributes !== undefined && head.headers[kCustomAttributes] === undefined) res.setHeader(kCustomAttributes, customAttributes);
+      if (customAttributes !== undefined && head.headers[kCustomAttributes] === undefined)
+        res.setHeader(kCustomAttributes, customAttributes);
     };
     const onChunk: JobOptions['onChunk'] = (chunk, delivered) => {
       if (chunk.head) setHead(chunk.head);
       res.write(chunk.body!, delivered);
     };
-    const request: ModelRequest = { requestId: inv.requestId, contentType: headers['content-type'] ?? '', accept: gateway.accept(headers.accept), headers, body };
+    const request: ModelRequest = {
+      requestId: inv.requestId,
+      contentType: headers['content-type'] ?? '',
+      accept: gateway.accept(headers.accept),
+      headers,
+      body,
+    };
     let result: InvokeResult;
     try {
       result = await inv.run(request, { cancel: cancelOnClientClose(res), onChunk });
@@ -105,14 +112,26 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     const declared = req.headers[HEADER_LENGTH_HEADER] as string | undefined;
     // A value that is not a byte count must not fall back to "the whole body is the header".
     if (declared && !/^\d{1,15}$/.test(declared)) {
-      throw new MmeError('MME_ERR_INVALID_INPUT', `${HEADER_LENGTH_HEADER} is ${quote(declared)}; set it to the byte length of the JSON inference header (a decimal number), or leave it out when the body is JSON only`);
+      throw new MmeError(
+        'MME_ERR_INVALID_INPUT',
+        `${HEADER_LENGTH_HEADER} is ${quote(declared)}; set it to the byte length of the JSON inference header (a decimal number), or leave it out when the body is JSON only`,
+      );
     }
-    const headerLength = declared ? Number(declared) : headerLengthOf(req.headers['content-type'] ?? '') ?? body.reduce((n, b) => n + b.length, 0);
-    const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), { cancel: cancelOnClientClose(res) });
+    const headerLength = declared
+      ? Number(declared)
+      : (headerLengthOf(req.headers['content-type'] ?? '') ?? body.reduce((n, b) => n + b.length, 0));
+    const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), {
+      cancel: cancelOnClientClose(res),
+    });
     // A JSON header alone is JSON; with binary outputs after it, the header's length says where it ends.
     const answerHeader = headerLengthOf(result.contentType);
     const binary = answerHeader !== null && answerHeader !== result.body.length;
-    setAnswerHead(res, result.status, result.headers, answerHeader === null ? result.contentType : binary ? 'application/octet-stream' : 'application/json');
+    setAnswerHead(
+      res,
+      result.status,
+      result.headers,
+      answerHeader === null ? result.contentType : binary ? 'application/octet-stream' : 'application/json',
+    );
     if (binary) res.setHeader(HEADER_LENGTH_HEADER, String(answerHeader));
     return result.body;
   };

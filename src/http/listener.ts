@@ -32,7 +32,9 @@ const kCheckIntervalMs = 30_000;
 
 /** The whole answer to CONNECT, which never reaches the app. */
 const kConnectRefused = (() => {
-  const body = JSON.stringify(new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'CONNECT is not supported: this is not a proxy.').toBody());
+  const body = JSON.stringify(
+    new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'CONNECT is not supported: this is not a proxy.').toBody(),
+  );
   return `HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, PUT, DELETE\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 })();
 
@@ -55,15 +57,23 @@ export function koaListener(app: Koa): http.RequestListener {
   };
 }
 
-export async function listen(handler: http.RequestListener, addr: ListenAddress, limits: Partial<ListenerLimits> = {}): Promise<Listener> {
-  if (addr.scheme === 'https') throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
+export async function listen(
+  handler: http.RequestListener,
+  addr: ListenAddress,
+  limits: Partial<ListenerLimits> = {},
+): Promise<Listener> {
+  if (addr.scheme === 'https')
+    throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
   const l = { ...kDefaultLimits, ...limits };
-  const server = http.createServer({
-    keepAliveTimeout: l.keepAliveTimeoutMs,
-    headersTimeout: l.headersTimeoutMs,
-    requestTimeout: l.requestTimeoutMs,
-    connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
-  }, handler);
+  const server = http.createServer(
+    {
+      keepAliveTimeout: l.keepAliveTimeoutMs,
+      headersTimeout: l.headersTimeoutMs,
+      requestTimeout: l.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
+    },
+    handler,
+  );
   // Node drops headers past this count silently; one more than allowed lets the app refuse "too many" (431).
   server.maxHeadersCount = kMaxHeadersCount + 1;
   server.maxConnections = l.maxConnections;
@@ -80,9 +90,10 @@ export async function listen(handler: http.RequestListener, addr: ListenAddress,
     server,
     port,
     address: addr.scheme === 'unix' ? addr.path : `http://${addr.host}:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
   };
 }

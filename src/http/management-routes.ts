@@ -25,7 +25,8 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
       ctx.status = 202;
       ctx.body = { status: 'Processing worker updates...' };
     } else {
-      ctx.body = req.initialWorkers === 0 ? { status: `Model "${req.modelName}" registered` } : { status: 'Workers scaled' };
+      ctx.body =
+        req.initialWorkers === 0 ? { status: `Model "${req.modelName}" registered` } : { status: 'Workers scaled' };
     }
   });
 
@@ -38,8 +39,15 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     const page = all.slice(start, start + pageSize);
     // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true).
     const withMemory = boolParam(ctx, 'memory', false);
-    const body: { models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number }>; nextPageToken?: string } = {
-      models: page.map((m) => (withMemory ? { modelName: m.name, modelUrl: m.url, memoryUsage: m.model.memoryBytes } : { modelName: m.name, modelUrl: m.url })),
+    const body: {
+      models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number }>;
+      nextPageToken?: string;
+    } = {
+      models: page.map((m) =>
+        withMemory
+          ? { modelName: m.name, modelUrl: m.url, memoryUsage: m.model.memoryBytes }
+          : { modelName: m.name, modelUrl: m.url },
+      ),
     };
     if (start + pageSize < all.length) body.nextPageToken = String(start + pageSize);
     ctx.body = body;
@@ -57,7 +65,8 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     if (!manager.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
-    if (max < min) throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
+    if (max < min)
+      throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
     // Awaited either way: a scale the memory budget refuses is 507, not 202.
     await manager.scale(name, min, max, synchronous);
@@ -116,7 +125,9 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
       memoryUsage: w.lifecycle.memoryBytes,
       executionProvider: w.lifecycle.loaded?.executionProvider ?? null,
       // Cold-start split: process + runtime start, then handler init + session creation.
-      startupMicros: w.lifecycle.loaded ? { spawn: w.spawnMicros, session: w.lifecycle.loaded.sessionMicros, load: w.lifecycle.loaded.loadMicros } : null,
+      startupMicros: w.lifecycle.loaded
+        ? { spawn: w.spawnMicros, session: w.lifecycle.loaded.sessionMicros, load: w.lifecycle.loaded.loadMicros }
+        : null,
       concurrency: w.lifecycle.capacity,
     })),
   };
@@ -131,7 +142,10 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const hasBody = (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
   if (hasBody && !ctx.is('json')) {
     closeAfterAnswer(ctx.req, ctx.res);
-    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `POST /models takes a JSON body sent with Content-Type: application/json (this one is ${quote(ctx.get('content-type') || 'untyped')}), or its fields in the query string with no body.`);
+    throw new MmeError(
+      'MME_ERR_UNSUPPORTED_MEDIA_TYPE',
+      `POST /models takes a JSON body sent with Content-Type: application/json (this one is ${quote(ctx.get('content-type') || 'untyped')}), or its fields in the query string with no body.`,
+    );
   }
   if (hasBody) {
     const raw = await readBody(ctx, kMaxManagementBody);
@@ -139,12 +153,20 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
       try {
         fields = JSON.parse(raw.toString('utf8'));
       } catch {
-        throw new MmeError('MME_ERR_BAD_REQUEST', 'The request body is not valid JSON; send {"model_name": "...", "url": "..."}.');
+        throw new MmeError(
+          'MME_ERR_BAD_REQUEST',
+          'The request body is not valid JSON; send {"model_name": "...", "url": "..."}.',
+        );
       }
-      if (!fields || typeof fields !== 'object' || Array.isArray(fields)) throw new MmeError('MME_ERR_BAD_REQUEST', 'The request body must be a JSON object like {"model_name": "...", "url": "..."}.');
+      if (!fields || typeof fields !== 'object' || Array.isArray(fields))
+        throw new MmeError(
+          'MME_ERR_BAD_REQUEST',
+          'The request body must be a JSON object like {"model_name": "...", "url": "..."}.',
+        );
     }
   }
-  const get = (key: string): unknown => (fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined);
+  const get = (key: string): unknown =>
+    fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined;
   const url = get('url');
   const modelName = get('model_name') ?? (typeof url === 'string' ? nameFromUrl(url) : undefined);
   return {
@@ -191,7 +213,10 @@ function optInt(v: unknown, key: string, min: number, max?: { max: number; text:
   if (v === undefined || v === null || v === '') return undefined;
   const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || (max !== undefined && n > max.max)) {
-    throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be an integer >= ${min}${max === undefined ? '' : ` and <= ${max.text}`}; got ${quoteValue(v)}.`);
+    throw new MmeError(
+      'MME_ERR_BAD_REQUEST',
+      `${key} must be an integer >= ${min}${max === undefined ? '' : ` and <= ${max.text}`}; got ${quoteValue(v)}.`,
+    );
   }
   return n;
 }
@@ -205,8 +230,16 @@ function optBool(v: unknown, key: string): boolean | undefined {
 
 function optIntList(v: unknown, key: string): number[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  const list = Array.isArray(v) ? v : String(v).split(',').map((s) => Number(s.trim()));
-  if (!list.every((n) => Number.isInteger(n) && n >= 0)) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`);
+  const list = Array.isArray(v)
+    ? v
+    : String(v)
+        .split(',')
+        .map((s) => Number(s.trim()));
+  if (!list.every((n) => Number.isInteger(n) && n >= 0))
+    throw new MmeError(
+      'MME_ERR_BAD_REQUEST',
+      `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`,
+    );
   return list as number[];
 }
 

@@ -22,13 +22,30 @@ const kV1CpuAcct = ['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/cpu,cpuacct'];
  */
 export function cgroupMemory(read: ReadFile, machineBytes: number): MemoryReading | null {
   const v2 = readNumber(read, `${kV2}/memory.max`);
-  if (v2 !== null) return reading(v2, readNumber(read, `${kV2}/memory.current`), statField(read(`${kV2}/memory.stat`), 'inactive_file'), machineBytes);
+  if (v2 !== null)
+    return reading(
+      v2,
+      readNumber(read, `${kV2}/memory.current`),
+      statField(read(`${kV2}/memory.stat`), 'inactive_file'),
+      machineBytes,
+    );
   const v1 = readNumber(read, `${kV1Memory}/memory.limit_in_bytes`);
-  if (v1 !== null) return reading(v1, readNumber(read, `${kV1Memory}/memory.usage_in_bytes`), statField(read(`${kV1Memory}/memory.stat`), 'total_inactive_file'), machineBytes);
+  if (v1 !== null)
+    return reading(
+      v1,
+      readNumber(read, `${kV1Memory}/memory.usage_in_bytes`),
+      statField(read(`${kV1Memory}/memory.stat`), 'total_inactive_file'),
+      machineBytes,
+    );
   return null;
 }
 
-function reading(limit: number, usage: number | null, inactive: number | null, machineBytes: number): MemoryReading | null {
+function reading(
+  limit: number,
+  usage: number | null,
+  inactive: number | null,
+  machineBytes: number,
+): MemoryReading | null {
   if (limit >= machineBytes || usage === null) return null;
   return { limitBytes: limit, usedBytes: Math.max(0, usage - (inactive ?? 0)) };
 }

@@ -47,13 +47,20 @@ export class CloudWatchSink implements IntervalSink {
 
   #connect(): Promise<{ client: CloudWatchClient; sdk: Sdk }> {
     const { opts } = this;
-    this.#sdk ??= import('@aws-sdk/client-cloudwatch').then((sdk) => ({ sdk, client: new sdk.CloudWatchClient({
-      ...(opts.region === null ? {} : { region: opts.region }),
-      ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
-      // This loop retries with its own back-off and bound; SDK retries would hide both.
-      maxAttempts: 1,
-      requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 10_000, throwOnRequestTimeout: true, connectionTimeout: 5_000 },
-    }) }));
+    this.#sdk ??= import('@aws-sdk/client-cloudwatch').then((sdk) => ({
+      sdk,
+      client: new sdk.CloudWatchClient({
+        ...(opts.region === null ? {} : { region: opts.region }),
+        ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
+        // This loop retries with its own back-off and bound; SDK retries would hide both.
+        maxAttempts: 1,
+        requestHandler: {
+          requestTimeout: opts.requestTimeoutMs ?? 10_000,
+          throwOnRequestTimeout: true,
+          connectionTimeout: 5_000,
+        },
+      }),
+    }));
     return this.#sdk;
   }
 
@@ -66,13 +73,17 @@ export class CloudWatchSink implements IntervalSink {
     // A loop, not push(...): an interval with many models can exceed the arguments limit.
     for (const datum of toDatums(snapshot, this.opts.dimensions)) this.#queue.push(datum);
     this.#trim();
-    this.#loop ??= this.#run().finally(() => { this.#loop = null; });
+    this.#loop ??= this.#run().finally(() => {
+      this.#loop = null;
+    });
   }
 
   async close(timeoutMs: number): Promise<void> {
     this.#closing = true;
     this.#wake?.();
-    this.#loop ??= this.#run().finally(() => { this.#loop = null; });
+    this.#loop ??= this.#run().finally(() => {
+      this.#loop = null;
+    });
     const timer = setTimeout(() => this.#abort.abort(), timeoutMs);
     await this.#loop;
     clearTimeout(timer);
@@ -86,13 +97,19 @@ export class CloudWatchSink implements IntervalSink {
       const batch = this.#queue.splice(0, batchLength(this.#queue));
       const error = await this.#send(batch);
       if (error === null) {
-        if (this.#failures > 0) this.opts.log(`metrics: CloudWatch PutMetricData works again after ${this.#failures} failed attempts (${this.dropped} data points dropped so far)`);
+        if (this.#failures > 0)
+          this.opts.log(
+            `metrics: CloudWatch PutMetricData works again after ${this.#failures} failed attempts (${this.dropped} data points dropped so far)`,
+          );
         this.#failures = 0;
         this.sent += batch.length;
         continue;
       }
       const retry = retryable(error) && !this.#closing;
-      if (this.#failures++ === 0) this.opts.log(`metrics: CloudWatch PutMetricData failed: ${describe(error)}; ${retry ? 'retrying with back-off' : 'dropping this batch'}`);
+      if (this.#failures++ === 0)
+        this.opts.log(
+          `metrics: CloudWatch PutMetricData failed: ${describe(error)}; ${retry ? 'retrying with back-off' : 'dropping this batch'}`,
+        );
       if (!retry) {
         this.dropped += batch.length;
         if (this.#closing) return;
@@ -107,7 +124,9 @@ export class CloudWatchSink implements IntervalSink {
   async #send(batch: MetricDatum[]): Promise<unknown> {
     try {
       const { client, sdk } = await this.#connect();
-      await client.send(new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), { abortSignal: this.#abort.signal });
+      await client.send(new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), {
+        abortSignal: this.#abort.signal,
+      });
       return null;
     } catch (err) {
       return err ?? new Error('unknown error');

@@ -8,27 +8,30 @@ import { seriesDimensions, type Dimension } from './dimensions';
 import { intervalValue, type Series, type Snapshot } from './interval';
 
 export function emfRenderer(namespace: string, endpoint: readonly Dimension[]): (snapshot: Snapshot) => string[] {
-  return (snapshot) => [...groupByModel(snapshot.series)].map(([model, series]) => {
-    const dims = seriesDimensions(endpoint, model);
-    const doc: Record<string, unknown> = {
-      _aws: {
-        Timestamp: snapshot.timestampMs,
-        CloudWatchMetrics: [{
-          Namespace: namespace,
-          Dimensions: [dims.map(([name]) => name)],
-          Metrics: series.map((s) => ({ Name: s.def.name, Unit: s.def.unit })),
-        }],
-      },
-    };
-    for (const [name, value] of dims) doc[name] = value;
-    const statistics: Record<string, unknown> = {};
-    for (const s of series) {
-      doc[s.def.name] = intervalValue(s);
-      statistics[s.def.name] = { SampleCount: s.count, Sum: s.sum, Minimum: s.min, Maximum: s.max };
-    }
-    doc.Statistics = statistics;
-    return JSON.stringify(doc);
-  });
+  return (snapshot) =>
+    [...groupByModel(snapshot.series)].map(([model, series]) => {
+      const dims = seriesDimensions(endpoint, model);
+      const doc: Record<string, unknown> = {
+        _aws: {
+          Timestamp: snapshot.timestampMs,
+          CloudWatchMetrics: [
+            {
+              Namespace: namespace,
+              Dimensions: [dims.map(([name]) => name)],
+              Metrics: series.map((s) => ({ Name: s.def.name, Unit: s.def.unit })),
+            },
+          ],
+        },
+      };
+      for (const [name, value] of dims) doc[name] = value;
+      const statistics: Record<string, unknown> = {};
+      for (const s of series) {
+        doc[s.def.name] = intervalValue(s);
+        statistics[s.def.name] = { SampleCount: s.count, Sum: s.sum, Minimum: s.min, Maximum: s.max };
+      }
+      doc.Statistics = statistics;
+      return JSON.stringify(doc);
+    });
 }
 
 /** The endpoint's series first; one group per model after it. */

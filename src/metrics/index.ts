@@ -27,21 +27,27 @@ export function createMetrics(config: ServerConfig, opts: MetricsOptions): Metri
   const dimensions = endpointDimensions(config);
   const sinks: IntervalSink[] = [];
   if (config.metricsCloudwatch) {
-    sinks.push(new CloudWatchSink({
-      namespace: config.metricsNamespace,
-      region: config.metricsCloudwatchRegion,
-      endpoint: config.metricsCloudwatchEndpoint,
-      maxBuffered: config.metricsCloudwatchMaxBuffered,
-      dimensions,
-      log: opts.log,
-    }));
+    sinks.push(
+      new CloudWatchSink({
+        namespace: config.metricsNamespace,
+        region: config.metricsCloudwatchRegion,
+        endpoint: config.metricsCloudwatchEndpoint,
+        maxBuffered: config.metricsCloudwatchMaxBuffered,
+        dimensions,
+        log: opts.log,
+      }),
+    );
   }
-  if (config.metricsEmf !== null) sinks.push(new LineSink('emf', config.metricsEmf, emfRenderer(config.metricsNamespace, dimensions), opts.log));
-  if (config.metricsMmsLog !== null) sinks.push(new LineSink('mms_log', config.metricsMmsLog, mmsRenderer(os.hostname()), opts.log));
+  if (config.metricsEmf !== null)
+    sinks.push(new LineSink('emf', config.metricsEmf, emfRenderer(config.metricsNamespace, dimensions), opts.log));
+  if (config.metricsMmsLog !== null)
+    sinks.push(new LineSink('mms_log', config.metricsMmsLog, mmsRenderer(os.hostname()), opts.log));
 
   const sampler = new SystemSampler({ diskPath: config.modelStore ?? '/' });
   const outputs = [...sinks.map((s) => s.name), ...(config.metricsPrometheus ? ['prometheus'] : [])];
-  opts.log(`metrics: every ${config.metricTimeIntervalSeconds} s to ${outputs.join(', ') || 'nowhere (every metrics sink is off)'}`);
+  opts.log(
+    `metrics: every ${config.metricTimeIntervalSeconds} s to ${outputs.join(', ') || 'nowhere (every metrics sink is off)'}`,
+  );
   return new MetricsRecorder({
     intervalMs: config.metricTimeIntervalSeconds * 1000,
     perModel: config.metricsPerModel,

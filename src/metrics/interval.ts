@@ -53,7 +53,7 @@ export class IntervalAggregator {
     this.#endpoint[id]!.add(value);
     if (!this.perModel || model === '') return;
     let stats = this.#models.get(model);
-    if (stats === undefined) this.#models.set(model, stats = newStats());
+    if (stats === undefined) this.#models.set(model, (stats = newStats()));
     stats[id]!.add(value);
   }
 

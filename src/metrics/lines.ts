@@ -14,13 +14,19 @@ export class LineSink implements IntervalSink {
   #broken = false;
 
   /** destination: 'stdout' or a file path (appended to, created if missing). */
-  constructor(readonly name: string, destination: string, readonly render: (snapshot: Snapshot) => string[], log: (line: string) => void) {
+  constructor(
+    readonly name: string,
+    destination: string,
+    readonly render: (snapshot: Snapshot) => string[],
+    log: (line: string) => void,
+  ) {
     this.#ownsStream = destination !== 'stdout';
     this.#stream = this.#ownsStream ? fs.createWriteStream(destination, { flags: 'a' }) : process.stdout;
     if (this.#ownsStream) {
       // An unwritable file costs this sink its output, never the server.
       this.#stream.on('error', (err) => {
-        if (!this.#broken) log(`metrics: ${name} cannot write ${destination}: ${err.message}; its lines are dropped from now on`);
+        if (!this.#broken)
+          log(`metrics: ${name} cannot write ${destination}: ${err.message}; its lines are dropped from now on`);
         this.#broken = true;
       });
     }

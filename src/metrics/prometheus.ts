@@ -45,18 +45,26 @@ export class PrometheusMetrics {
   }
 
   #observer(def: MetricDef, byModel: boolean): Observe {
-    const common = { help: `${def.help} (CloudWatch: ${def.name})`, labelNames: byModel ? ['model'] : [], registers: [this.registry] };
+    const common = {
+      help: `${def.help} (CloudWatch: ${def.name})`,
+      labelNames: byModel ? ['model'] : [],
+      registers: [this.registry],
+    };
     const p = def.prometheus;
     switch (p.type) {
       case 'counter': {
         const c = new Counter({ ...common, name: p.name });
         const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
-        return byModel ? (model, v) => (model ? c.inc({ model }, v * scale) : c.inc(v * scale)) : (_model, v) => c.inc(v * scale);
+        return byModel
+          ? (model, v) => (model ? c.inc({ model }, v * scale) : c.inc(v * scale))
+          : (_model, v) => c.inc(v * scale);
       }
       case 'histogram': {
         const h = new Histogram({ ...common, name: p.name, buckets: [...p.buckets] });
         const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
-        return byModel ? (model, v) => (model ? h.observe({ model }, v * scale) : h.observe(v * scale)) : (_model, v) => h.observe(v * scale);
+        return byModel
+          ? (model, v) => (model ? h.observe({ model }, v * scale) : h.observe(v * scale))
+          : (_model, v) => h.observe(v * scale);
       }
       case 'gauge': {
         const g = new Gauge({ ...common, name: p.name });

@@ -86,7 +86,11 @@ export class SystemSampler {
 }
 
 const readOrNull: ReadFile = (path) => {
-  try { return readFileSync(path, 'utf8'); } catch { return null; }
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
 };
 
 /** Only a server outside a cgroup limit reads the machine's figures: the library loads then. */

@@ -30,7 +30,10 @@ export interface SplitBody<H> {
 /** Parses the JSON header of a body whose first `headerLength` bytes are the header. */
 export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
   if (!Number.isSafeInteger(headerLength) || headerLength < 0 || headerLength > body.length) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `the inference header length (${headerLength}) is not within the ${body.length}-byte body; set Inference-Header-Content-Length to the byte length of the JSON header`);
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `the inference header length (${headerLength}) is not within the ${body.length}-byte body; set Inference-Header-Content-Length to the byte length of the JSON header`,
+    );
   }
   let header: H;
   try {
@@ -39,7 +42,10 @@ export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
     throw new MmeError('MME_ERR_INVALID_INPUT', `the inference header is not valid JSON: ${(err as Error).message}`);
   }
   if (header === null || typeof header !== 'object' || Array.isArray(header)) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', 'the inference header must be a JSON object like {"inputs": [{"name", "shape", "datatype", "data"}]}');
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      'the inference header must be a JSON object like {"inputs": [{"name", "shape", "datatype", "data"}]}',
+    );
   }
   return { header, binary: body.subarray(headerLength) };
 }
@@ -54,7 +60,10 @@ export function joinBody(header: unknown, binaries: readonly Buffer[]): { body: 
 export function sliceBinary(binary: Buffer, sizes: readonly number[]): Buffer[] {
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total !== binary.length) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `the binary_data_size parameters add up to ${total} bytes, but ${binary.length} bytes follow the inference header`);
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `the binary_data_size parameters add up to ${total} bytes, but ${binary.length} bytes follow the inference header`,
+    );
   }
   const out: Buffer[] = [];
   let offset = 0;

@@ -13,9 +13,19 @@ import { MmeError, quote, quoteValue } from '../errors';
  * client text, and "constructor" or "__proto__" must find nothing rather than Object's members.
  */
 const kV2ToOrt: ReadonlyMap<string, string> = new Map([
-  ['BOOL', 'bool'], ['UINT8', 'uint8'], ['UINT16', 'uint16'], ['UINT32', 'uint32'], ['UINT64', 'uint64'],
-  ['INT8', 'int8'], ['INT16', 'int16'], ['INT32', 'int32'], ['INT64', 'int64'],
-  ['FP16', 'float16'], ['FP32', 'float32'], ['FP64', 'float64'], ['BYTES', 'string'],
+  ['BOOL', 'bool'],
+  ['UINT8', 'uint8'],
+  ['UINT16', 'uint16'],
+  ['UINT32', 'uint32'],
+  ['UINT64', 'uint64'],
+  ['INT8', 'int8'],
+  ['INT16', 'int16'],
+  ['INT32', 'int32'],
+  ['INT64', 'int64'],
+  ['FP16', 'float16'],
+  ['FP32', 'float32'],
+  ['FP64', 'float64'],
+  ['BYTES', 'string'],
 ]);
 const kOrtToV2: ReadonlyMap<string, string> = new Map([...kV2ToOrt].map(([k, v]) => [v, k]));
 
@@ -33,15 +43,32 @@ export function v2Datatype(ortType: string): string {
 }
 
 export type NumericArray =
-  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
-  | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
 type NumericCtor = { new (n: number): NumericArray; BYTES_PER_ELEMENT: number };
 
 /** The element array of each fixed-size datatype (BOOL as 0/1 bytes, FP16 as its bits), as onnxruntime takes it. */
 const kArrays: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
-  ['BOOL', Uint8Array], ['UINT8', Uint8Array], ['UINT16', Uint16Array], ['UINT32', Uint32Array], ['UINT64', BigUint64Array],
-  ['INT8', Int8Array], ['INT16', Int16Array], ['INT32', Int32Array], ['INT64', BigInt64Array],
-  ['FP16', Uint16Array], ['FP32', Float32Array], ['FP64', Float64Array],
+  ['BOOL', Uint8Array],
+  ['UINT8', Uint8Array],
+  ['UINT16', Uint16Array],
+  ['UINT32', Uint32Array],
+  ['UINT64', BigUint64Array],
+  ['INT8', Int8Array],
+  ['INT16', Int16Array],
+  ['INT32', Int32Array],
+  ['INT64', BigInt64Array],
+  ['FP16', Uint16Array],
+  ['FP32', Float32Array],
+  ['FP64', Float64Array],
 ]);
 
 /** Raw elements: a typed array for fixed-size datatypes, one Buffer per element for BYTES. */
@@ -61,7 +88,9 @@ export function fromRaw(datatype: string, bytes: Buffer, count: number, what: st
   const Ctor = kArrays.get(datatype);
   if (!Ctor) throw invalid(`${what}: datatype ${quote(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   if (bytes.length !== count * Ctor.BYTES_PER_ELEMENT) {
-    throw invalid(`${what}: ${bytes.length} bytes of raw ${datatype} data, but its shape needs ${count} elements of ${Ctor.BYTES_PER_ELEMENT} bytes (${count * Ctor.BYTES_PER_ELEMENT})`);
+    throw invalid(
+      `${what}: ${bytes.length} bytes of raw ${datatype} data, but its shape needs ${count} elements of ${Ctor.BYTES_PER_ELEMENT} bytes (${count * Ctor.BYTES_PER_ELEMENT})`,
+    );
   }
   const out = new Ctor(count);
   new Uint8Array(out.buffer).set(bytes);
@@ -79,14 +108,20 @@ export function rawStrings(bytes: Buffer, count: number, what: string): string[]
  * Calls `take` with the bounds of each length-prefixed element. It stops at `count`: a body of
  * empty elements cannot make more work than its shape declares.
  */
-function walkBytesElements(bytes: Buffer, count: number, what: string, take: (start: number, end: number) => void): void {
+function walkBytesElements(
+  bytes: Buffer,
+  count: number,
+  what: string,
+  take: (start: number, end: number) => void,
+): void {
   let offset = 0;
   let n = 0;
   while (offset < bytes.length) {
     if (n === count) throw invalid(`${what}: the raw BYTES data holds more than the ${count} elements its shape needs`);
     if (offset + 4 > bytes.length) throw invalid(`${what}: raw BYTES data ends inside an element's 4-byte length`);
     const length = bytes.readUInt32LE(offset);
-    if (offset + 4 + length > bytes.length) throw invalid(`${what}: a raw BYTES element says ${length} bytes but the data ends first`);
+    if (offset + 4 + length > bytes.length)
+      throw invalid(`${what}: a raw BYTES element says ${length} bytes but the data ends first`);
     take(offset + 4, offset + 4 + length);
     offset += 4 + length;
     n++;
@@ -130,7 +165,8 @@ export function toArray(datatype: string, values: ArrayLike<unknown>, what: stri
     const element = big ? bigElement(v) : typeof v === 'boolean' ? Number(v) : typeof v === 'number' ? v : undefined;
     if (element !== undefined) slots[i] = element;
     // An integer array wraps or truncates what does not fit: an element that reads back changed was out of range.
-    if (element === undefined || (integral && slots[i] !== element)) throw invalid(`${what}: element ${i}, ${quoteValue(v)}, is not a ${datatype} value`);
+    if (element === undefined || (integral && slots[i] !== element))
+      throw invalid(`${what}: element ${i}, ${quoteValue(v)}, is not a ${datatype} value`);
   }
   return out;
 }

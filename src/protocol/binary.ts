@@ -62,7 +62,8 @@ export class BinaryWriter {
 
   /** A job or batch id (protocol/ids.ts): 8 bytes, high word first; any safe integer ≥ 0. */
   id(v: number): void {
-    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`an id must be an integer from 0 to 2^53 − 1, not ${v}`);
+    if (!Number.isSafeInteger(v) || v < 0)
+      throw new RangeError(`an id must be an integer from 0 to 2^53 − 1, not ${v}`);
     this.#room(8);
     this.#buf.writeUInt32BE(Math.floor(v / kWord), this.#pos);
     this.#pos = this.#buf.writeUInt32BE(v >>> 0, this.#pos + 4);
@@ -131,13 +132,18 @@ export class BinaryReader {
   /** Where the next body starts: bodies follow the header in the order their lengths appear. */
   #bodyAt: number;
 
-  constructor(private readonly buf: Buffer, start: number, private readonly end: number) {
+  constructor(
+    private readonly buf: Buffer,
+    start: number,
+    private readonly end: number,
+  ) {
     this.#pos = start;
     this.#bodyAt = end;
   }
 
   #need(n: number): void {
-    if (this.#pos + n > this.end) throw new RangeError(`frame header truncated: need ${n} bytes at ${this.#pos}, header ends at ${this.end}`);
+    if (this.#pos + n > this.end)
+      throw new RangeError(`frame header truncated: need ${n} bytes at ${this.#pos}, header ends at ${this.end}`);
   }
 
   u8(): number {
@@ -190,7 +196,8 @@ export class BinaryReader {
       const k = this.str();
       const v = this.str();
       // A header named __proto__ is a key like any other, never the object's prototype.
-      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      if (k === '__proto__')
+        Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
       else out[k] = v;
     }
     return out;
@@ -199,7 +206,10 @@ export class BinaryReader {
   /** A slice of the frame, not a copy: the frame buffer belongs to this message alone. */
   body(): Buffer {
     const n = this.u32();
-    if (this.#bodyAt + n > this.buf.length) throw new RangeError(`frame payload truncated: a body of ${n} bytes at ${this.#bodyAt}, frame ends at ${this.buf.length}`);
+    if (this.#bodyAt + n > this.buf.length)
+      throw new RangeError(
+        `frame payload truncated: a body of ${n} bytes at ${this.#bodyAt}, frame ends at ${this.buf.length}`,
+      );
     const b = this.buf.subarray(this.#bodyAt, this.#bodyAt + n);
     this.#bodyAt += n + padding(n);
     return b;

@@ -18,7 +18,15 @@
 import type { Socket } from 'node:net';
 import { BinaryReader, BinaryWriter } from './binary';
 import { MAX_U32 } from './ids';
-import { MessageKind, type ChunkMessage, type Frame, type InferMessage, type InvokeRequest, type ResultMessage, type WireResponse } from './messages';
+import {
+  MessageKind,
+  type ChunkMessage,
+  type Frame,
+  type InferMessage,
+  type InvokeRequest,
+  type ResultMessage,
+  type WireResponse,
+} from './messages';
 import type { ResponseHead } from '../model-types';
 
 const kPrefix = 9; // u32 length + u8 kind + u32 header length
@@ -29,12 +37,24 @@ export function encodeFrame(frame: Frame): Buffer[] {
   w.skip(kPrefix);
   const bodies: Buffer[] = [];
   switch (frame.kind) {
-    case MessageKind.Infer: writeInfer(w, frame.msg, bodies); break;
-    case MessageKind.Result: writeResult(w, frame.msg, bodies); break;
-    case MessageKind.Chunk: writeChunk(w, frame.msg, bodies); break;
-    case MessageKind.Cancel: w.id(frame.msg.id); break;
-    case MessageKind.ChunkAck: w.id(frame.msg.id); w.u32(frame.msg.bytes); break;
-    default: w.raw(Buffer.from(JSON.stringify(frame.msg)));
+    case MessageKind.Infer:
+      writeInfer(w, frame.msg, bodies);
+      break;
+    case MessageKind.Result:
+      writeResult(w, frame.msg, bodies);
+      break;
+    case MessageKind.Chunk:
+      writeChunk(w, frame.msg, bodies);
+      break;
+    case MessageKind.Cancel:
+      w.id(frame.msg.id);
+      break;
+    case MessageKind.ChunkAck:
+      w.id(frame.msg.id);
+      w.u32(frame.msg.bytes);
+      break;
+    default:
+      w.raw(Buffer.from(JSON.stringify(frame.msg)));
   }
   if (bodies.length > 0) w.align();
   const head = w.finish();
@@ -80,12 +100,18 @@ export function decodeFrame(buf: Buffer): Frame {
   const headerEnd = kPrefix + buf.readUInt32BE(5);
   const r = new BinaryReader(buf, kPrefix, headerEnd);
   switch (kind) {
-    case MessageKind.Infer: return { kind, msg: readInfer(r) };
-    case MessageKind.Result: return { kind, msg: readResult(r) };
-    case MessageKind.Chunk: return { kind, msg: readChunk(r) };
-    case MessageKind.Cancel: return { kind, msg: { id: r.id() } };
-    case MessageKind.ChunkAck: return { kind, msg: { id: r.id(), bytes: r.u32() } };
-    default: return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) } as Frame;
+    case MessageKind.Infer:
+      return { kind, msg: readInfer(r) };
+    case MessageKind.Result:
+      return { kind, msg: readResult(r) };
+    case MessageKind.Chunk:
+      return { kind, msg: readChunk(r) };
+    case MessageKind.Cancel:
+      return { kind, msg: { id: r.id() } };
+    case MessageKind.ChunkAck:
+      return { kind, msg: { id: r.id(), bytes: r.u32() } };
+    default:
+      return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) } as Frame;
   }
 }
 
@@ -126,7 +152,13 @@ function readInfer(r: BinaryReader): InferMessage {
     req.body = r.body();
     requests[i] = req;
   }
-  return { batchId, slot, requests, ...(flags & kIndependent ? { independent: true } : {}), ...(flags & kWithHeaders ? { withHeaders: true } : {}) };
+  return {
+    batchId,
+    slot,
+    requests,
+    ...(flags & kIndependent ? { independent: true } : {}),
+    ...(flags & kWithHeaders ? { withHeaders: true } : {}),
+  };
 }
 
 function writeResult(w: BinaryWriter, m: ResultMessage, bodies: Buffer[]): void {
@@ -190,7 +222,10 @@ function readChunk(r: BinaryReader): ChunkMessage {
 }
 
 export class FrameTooLargeError extends Error {
-  constructor(readonly length: number, readonly limit: number) {
+  constructor(
+    readonly length: number,
+    readonly limit: number,
+  ) {
     super(`frame of ${length} bytes exceeds the limit of ${limit} bytes`);
   }
 }

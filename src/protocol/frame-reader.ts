@@ -28,7 +28,10 @@ export class FrameReader {
   #scratch: Buffer | null = null;
 
   /** Mutable: a spare worker's limit is only known once a model is assigned to it. */
-  constructor(public maxFrameBytes: number, private readonly onFrame: (frame: Frame) => void) {}
+  constructor(
+    public maxFrameBytes: number,
+    private readonly onFrame: (frame: Frame) => void,
+  ) {}
 
   push(chunk: Buffer): void {
     this.#consume(chunk, false);
@@ -95,7 +98,8 @@ export class FrameReader {
   #fill(src: Buffer, from: number, to: number): number {
     const frame = this.#frame!;
     const n = Math.min(frame.length - this.#filled, to - from);
-    if (src.buffer !== frame.buffer || src.byteOffset !== frame.byteOffset + this.#filled) src.copy(frame, this.#filled, from, from + n);
+    if (src.buffer !== frame.buffer || src.byteOffset !== frame.byteOffset + this.#filled)
+      src.copy(frame, this.#filled, from, from + n);
     this.#filled += n;
     if (this.#filled === frame.length) {
       this.#frame = null;

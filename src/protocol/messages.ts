@@ -29,7 +29,6 @@ export const enum MessageKind {
   Unloaded = 14,
 }
 
-
 export interface LoadMessage {
   modelName: string;
   modelDir: string;

@@ -7,7 +7,12 @@ import { resolveArtifact, type ModelArtifact, type ResolveArtifactOptions } from
 import { isMmeError, MmeError } from '../errors';
 import type { ModelRepository } from './repository';
 
-export async function repositoryArtifact(repo: ModelRepository, name: string, opts: ResolveArtifactOptions, signal: AbortSignal): Promise<ModelArtifact> {
+export async function repositoryArtifact(
+  repo: ModelRepository,
+  name: string,
+  opts: ResolveArtifactOptions,
+  signal: AbortSignal,
+): Promise<ModelArtifact> {
   const fetched = await repo.fetch(name, signal);
   const url = repo.urlOf(name);
   try {
@@ -32,5 +37,9 @@ export async function repositoryArtifact(repo: ModelRepository, name: string, op
 
 function hidePath(err: unknown, local: string, url: string): unknown {
   if (!isMmeError(err) || !err.message.includes(local)) return err;
-  return new MmeError(err.code, err.message.split(local).join(url), { status: err.status, headers: { ...err.headers }, cause: err });
+  return new MmeError(err.code, err.message.split(local).join(url), {
+    status: err.status,
+    headers: { ...err.headers },
+    cause: err,
+  });
 }

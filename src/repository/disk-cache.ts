@@ -31,7 +31,11 @@ export class DiskCache {
   #usedBytes = 0;
   #reservedBytes = 0;
 
-  constructor(readonly dir: string, readonly limitBytes: number, private readonly log: (line: string) => void) {}
+  constructor(
+    readonly dir: string,
+    readonly limitBytes: number,
+    private readonly log: (line: string) => void,
+  ) {}
 
   get usedBytes(): number {
     return this.#usedBytes;
@@ -49,7 +53,11 @@ export class DiskCache {
       }
       try {
         const meta = JSON.parse(await readFile(path.join(full, kMeta), 'utf8')) as CachedModel & { usedAt: number };
-        found.push([d.name, { kind: meta.kind, key: meta.key, version: meta.version, bytes: meta.bytes, validatedAt: meta.validatedAt }, meta.usedAt ?? 0]);
+        found.push([
+          d.name,
+          { kind: meta.kind, key: meta.key, version: meta.version, bytes: meta.bytes, validatedAt: meta.validatedAt },
+          meta.usedAt ?? 0,
+        ]);
       } catch {
         await rm(full, { recursive: true, force: true });
       }
@@ -58,7 +66,10 @@ export class DiskCache {
       this.#index.set(name, model);
       this.#usedBytes += model.bytes;
     }
-    if (found.length > 0) this.log(`model cache: ${found.length} model(s), ${Math.round(this.#usedBytes / 2 ** 20)} MiB on disk in ${this.dir}`);
+    if (found.length > 0)
+      this.log(
+        `model cache: ${found.length} model(s), ${Math.round(this.#usedBytes / 2 ** 20)} MiB on disk in ${this.dir}`,
+      );
   }
 
   get(name: string): CachedModel | undefined {
@@ -105,12 +116,16 @@ export class DiskCache {
       if (this.#usedBytes + this.#reservedBytes + bytes <= this.limitBytes) break;
       if (this.#pins.has(name)) continue;
       await this.#remove(name);
-      this.log(`model cache: removed ${name} from disk (least recently used; ${Math.round(m.bytes / 2 ** 20)} MiB) to make room for ${model}`);
+      this.log(
+        `model cache: removed ${name} from disk (least recently used; ${Math.round(m.bytes / 2 ** 20)} MiB) to make room for ${model}`,
+      );
     }
     if (this.#usedBytes + this.#reservedBytes + bytes > this.limitBytes) {
-      throw new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE',
+      throw new MmeError(
+        'MME_ERR_REPOSITORY_UNAVAILABLE',
         `Model ${model} needs ${Math.ceil(bytes / 2 ** 20)} MiB in the disk cache, but models in use hold ${Math.ceil(this.#usedBytes / 2 ** 20)} of its ${Math.floor(this.limitBytes / 2 ** 20)} MiB (model_cache_disk_mb); unload a model or raise model_cache_disk_mb.`,
-        { headers: { 'Retry-After': '5' } });
+        { headers: { 'Retry-After': '5' } },
+      );
     }
     this.#reservedBytes += bytes;
     let done = false;

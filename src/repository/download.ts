@@ -20,7 +20,13 @@ export class DownloadIncomplete extends Error {
 /** A plain-MD5 ETag (multipart uploads have "<md5>-<parts>", which is not the content's MD5). */
 const kMd5Etag = /^"?([0-9a-f]{32})"?$/i;
 
-export async function downloadTo(file: string, body: Readable, expected: { size: number; etag: string }, idleMs: number, signal: AbortSignal): Promise<number> {
+export async function downloadTo(
+  file: string,
+  body: Readable,
+  expected: { size: number; etag: string },
+  idleMs: number,
+  signal: AbortSignal,
+): Promise<number> {
   const md5 = createHash('md5');
   let bytes = 0;
   let timer: NodeJS.Timeout | undefined;

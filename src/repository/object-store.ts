@@ -27,27 +27,42 @@ const kMaxAttempts = 4;
 /** A model directory is a handful of files; a prefix holding more is a mistake, not a model. */
 export const kMaxObjects = 1000;
 
-const kRefused = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'CredentialsProviderError', 'AllAccessDisabled', 'NoSuchBucket']);
+const kRefused = new Set([
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'ExpiredToken',
+  'InvalidToken',
+  'CredentialsProviderError',
+  'AllAccessDisabled',
+  'NoSuchBucket',
+]);
 const kTimeouts = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'ETIMEDOUT']);
 
 export class ObjectStore {
   /** Made at the first request: the SDK stays out of a server's heap until a model comes from the store. */
   #sdk: Promise<{ client: S3Client; sdk: Sdk }> | null = null;
 
-  constructor(private readonly config: RepositoryConfig, private readonly env: NodeJS.ProcessEnv = process.env) {}
+  constructor(
+    private readonly config: RepositoryConfig,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
 
   #connect(): Promise<{ client: S3Client; sdk: Sdk }> {
     const { config, env } = this;
     const timeoutMs = config.timeoutSeconds * 1000;
-    this.#sdk ??= import('@aws-sdk/client-s3').then((sdk) => ({ sdk, client: new sdk.S3Client({
-      // S3-compatible stores rarely serve virtual-host style (bucket.host) names.
-      ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
-      // A local store has no region, but SigV4 needs one; otherwise the default chain decides.
-      ...(config.endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION ? { region: 'us-east-1' } : {}),
-      followRegionRedirects: true,
-      maxAttempts: kMaxAttempts,
-      requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs },
-    }) }));
+    this.#sdk ??= import('@aws-sdk/client-s3').then((sdk) => ({
+      sdk,
+      client: new sdk.S3Client({
+        // S3-compatible stores rarely serve virtual-host style (bucket.host) names.
+        ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+        // A local store has no region, but SigV4 needs one; otherwise the default chain decides.
+        ...(config.endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION ? { region: 'us-east-1' } : {}),
+        followRegionRedirects: true,
+        maxAttempts: kMaxAttempts,
+        requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs },
+      }),
+    }));
     return this.#sdk;
   }
 
@@ -57,12 +72,18 @@ export class ObjectStore {
     let token: string | undefined;
     const { client, sdk } = await this.#connect();
     do {
-      const page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
+      const page = await client.send(
+        new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }),
+        { abortSignal: signal },
+      );
       for (const o of page.Contents ?? []) {
         if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
       }
       if (out.length > kMaxObjects) {
-        throw new MmeError('MME_ERR_INVALID_MODEL', `the model directory in model_repository holds more than ${kMaxObjects} objects; a model is model.onnx with a few files beside it`);
+        throw new MmeError(
+          'MME_ERR_INVALID_MODEL',
+          `the model directory in model_repository holds more than ${kMaxObjects} objects; a model is model.onnx with a few files beside it`,
+        );
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -73,7 +94,14 @@ export class ObjectStore {
   async get(key: string, ifNoneMatch: string | null, signal: AbortSignal): Promise<GetResult> {
     const { client, sdk } = await this.#connect();
     try {
-      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.config.bucket, Key: key, ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}) }), { abortSignal: signal });
+      const r = await client.send(
+        new sdk.GetObjectCommand({
+          Bucket: this.config.bucket,
+          Key: key,
+          ...(ifNoneMatch ? { IfNoneMatch: ifNoneMatch } : {}),
+        }),
+        { abortSignal: signal },
+      );
       return { kind: 'body', body: r.Body as Readable, size: r.ContentLength ?? -1, etag: r.ETag ?? '' };
     } catch (err) {
       const status = statusOf(err);
@@ -106,12 +134,19 @@ export function storeFailure(err: unknown, model: string, where: string, log: (l
   if (err instanceof MmeError) return err;
   const name = nameOf(err);
   const status = statusOf(err);
-  log(`[${model}] model_repository ${where}: ${name}${status ? ` (HTTP ${status})` : ''}: ${(err as Error)?.message ?? String(err)}`);
+  log(
+    `[${model}] model_repository ${where}: ${name}${status ? ` (HTTP ${status})` : ''}: ${(err as Error)?.message ?? String(err)}`,
+  );
   if (kTimeouts.has(name)) {
-    return new MmeError('MME_ERR_REPOSITORY_TIMEOUT', `Model ${model}: model_repository did not answer within model_repository_timeout; retry later.`);
+    return new MmeError(
+      'MME_ERR_REPOSITORY_TIMEOUT',
+      `Model ${model}: model_repository did not answer within model_repository_timeout; retry later.`,
+    );
   }
   const refused = kRefused.has(name) || status === 401 || status === 403;
-  return new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE',
-    `Model ${model}: model_repository ${refused ? 'refused the server\'s credentials' : 'is unavailable'}; the server log has the store's answer.`,
-    { headers: { 'Retry-After': '5' } });
+  return new MmeError(
+    'MME_ERR_REPOSITORY_UNAVAILABLE',
+    `Model ${model}: model_repository ${refused ? "refused the server's credentials" : 'is unavailable'}; the server log has the store's answer.`,
+    { headers: { 'Retry-After': '5' } },
+  );
 }

@@ -38,7 +38,11 @@ export class ModelRepository {
   #opened: Promise<void> | null = null;
   events: RepositoryEvents = {};
 
-  constructor(readonly config: RepositoryConfig, private readonly log: (line: string) => void, env?: NodeJS.ProcessEnv) {
+  constructor(
+    readonly config: RepositoryConfig,
+    private readonly log: (line: string) => void,
+    env?: NodeJS.ProcessEnv,
+  ) {
     this.cache = new DiskCache(config.cacheDir, config.cacheDiskBytes, log);
     this.#store = new ObjectStore(config, env);
     this.#slots = new Semaphore(config.maxConcurrentDownloads);
@@ -86,7 +90,12 @@ export class ModelRepository {
     try {
       return await this.#refresh(name, cached, signal);
     } catch (err) {
-      if (err instanceof MmeError && err.code !== 'MME_ERR_REPOSITORY_UNAVAILABLE' && err.code !== 'MME_ERR_REPOSITORY_TIMEOUT') throw err;
+      if (
+        err instanceof MmeError &&
+        err.code !== 'MME_ERR_REPOSITORY_UNAVAILABLE' &&
+        err.code !== 'MME_ERR_REPOSITORY_TIMEOUT'
+      )
+        throw err;
       // The store is down, not the model: the copy it last confirmed is better than no model.
       storeFailure(err, name, 'revalidation (serving the copy on disk)', this.log);
       this.events.repositoryError?.(name);
@@ -112,15 +121,21 @@ export class ModelRepository {
         const got = await this.#store.get(key, held, signal);
         if (got.kind === 'missing') continue;
         if (got.kind === 'not-modified') return this.#confirmed(name);
-        await this.#install(name, { kind: 'archive', key, version: got.etag, bytes: got.size },
+        await this.#install(
+          name,
+          { kind: 'archive', key, version: got.etag, bytes: got.size },
           (tmp) => downloadTo(path.join(tmp, path.posix.basename(key)), got.body, got, this.#idleMs, signal),
-          () => got.body.destroy());
+          () => got.body.destroy(),
+        );
         return false;
       } finally {
         release();
       }
     }
-    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${name} (not in the model store, nor in model_repository as a directory, .tar.gz or .tgz)`);
+    throw new MmeError(
+      'MME_ERR_MODEL_NOT_FOUND',
+      `Model not found: ${name} (not in the model store, nor in model_repository as a directory, .tar.gz or .tgz)`,
+    );
   }
 
   async #confirmed(name: string): Promise<true> {
@@ -128,7 +143,13 @@ export class ModelRepository {
     return true;
   }
 
-  async #downloadDir(name: string, prefix: string, files: StoredObject[], version: string, signal: AbortSignal): Promise<void> {
+  async #downloadDir(
+    name: string,
+    prefix: string,
+    files: StoredObject[],
+    version: string,
+    signal: AbortSignal,
+  ): Promise<void> {
     const rel = files.map((f) => relativePath(f.key.slice(prefix.length), name));
     const bytes = files.reduce((n, f) => n + f.size, 0);
     const release = await this.#slots.acquire();
@@ -140,7 +161,11 @@ export class ModelRepository {
           await mkdir(path.dirname(file), { recursive: true });
           const got = await this.#store.get(f.key, null, signal);
           // Listed a moment ago: gone now means the model is being replaced; the next load sees the new one.
-          if (got.kind !== 'body') throw new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE', `Model ${name} changed in model_repository during its download; retry.`);
+          if (got.kind !== 'body')
+            throw new MmeError(
+              'MME_ERR_REPOSITORY_UNAVAILABLE',
+              `Model ${name} changed in model_repository during its download; retry.`,
+            );
           total += await downloadTo(file, got.body, { size: f.size, etag: f.etag }, this.#idleMs, signal);
         }
         return total;
@@ -151,7 +176,12 @@ export class ModelRepository {
   }
 
   /** Reserves room, downloads into a temporary directory, and renames it into place (or removes it). */
-  async #install(name: string, model: Omit<CachedModel, 'validatedAt'>, download: (tmp: string) => Promise<number>, abandon?: () => void): Promise<void> {
+  async #install(
+    name: string,
+    model: Omit<CachedModel, 'validatedAt'>,
+    download: (tmp: string) => Promise<number>,
+    abandon?: () => void,
+  ): Promise<void> {
     let unreserve: () => void;
     try {
       unreserve = await this.cache.reserve(Math.max(0, model.bytes), name);
@@ -166,7 +196,9 @@ export class ModelRepository {
       await this.cache.commit(name, tmp, { ...model, bytes, validatedAt: Date.now() });
       const micros = Math.round((performance.now() - t0) * 1000);
       this.events.repositoryDownload?.(name, bytes, micros);
-      this.log(`[${name}] downloaded s3://${this.config.bucket}/${model.key}: ${(bytes / 2 ** 20).toFixed(1)} MiB in ${Math.round(micros / 1000)} ms`);
+      this.log(
+        `[${name}] downloaded s3://${this.config.bucket}/${model.key}: ${(bytes / 2 ** 20).toFixed(1)} MiB in ${Math.round(micros / 1000)} ms`,
+      );
     } catch (err) {
       await this.cache.discardTemp(tmp);
       throw err;
@@ -188,7 +220,10 @@ export class ModelRepository {
 function relativePath(rel: string, name: string): string {
   const parts = rel.split('/');
   if (parts.some((p) => p === '' || p === '.' || p === '..')) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `Model ${name}: model_repository holds an object whose key has an empty, '.' or '..' path segment; rename it`);
+    throw new MmeError(
+      'MME_ERR_INVALID_MODEL',
+      `Model ${name}: model_repository holds an object whose key has an empty, '.' or '..' path segment; rename it`,
+    );
   }
   return parts.join(path.sep);
 }

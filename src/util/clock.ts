@@ -22,5 +22,5 @@ export interface Clock extends Timers {
 export const realClock: Clock = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout | null ?? undefined),
+  clearTimeout: (timer) => clearTimeout((timer as NodeJS.Timeout | null) ?? undefined),
 };

@@ -7,5 +7,8 @@ import { realClock, type Timer, type Timers } from './clock';
  */
 export function within<T, F>(promise: Promise<T>, ms: number, fallback: F, timers: Timers = realClock): Promise<T | F> {
   let timer: Timer | null = null;
-  return Promise.race([promise, new Promise<F>((r) => (timer = timers.setTimeout(() => r(fallback), Math.max(0, ms))))]).finally(() => timers.clearTimeout(timer));
+  return Promise.race([
+    promise,
+    new Promise<F>((r) => (timer = timers.setTimeout(() => r(fallback), Math.max(0, ms)))),
+  ]).finally(() => timers.clearTimeout(timer));
 }

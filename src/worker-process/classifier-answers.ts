@@ -15,24 +15,35 @@ export const kCsvOutputParameter = 'output';
 const kCsvOutputs = ['label', 'probabilities', 'probability'] as const;
 
 /** Row r's probabilities keyed by class label. */
-export function probabilityRows(t: PlainTensor, classLabels: ReadonlyArray<number | string>): Array<Record<string, number>> {
+export function probabilityRows(
+  t: PlainTensor,
+  classLabels: ReadonlyArray<number | string>,
+): Array<Record<string, number>> {
   const classes = classLabels.length;
   const rows = t.dims[0] ?? 0;
   const data = t.data as Float32Array;
-  return Array.from({ length: rows }, (_, r) => Object.fromEntries(classLabels.map((label, c) => [String(label), data[r * classes + c]!])));
+  return Array.from({ length: rows }, (_, r) =>
+    Object.fromEntries(classLabels.map((label, c) => [String(label), data[r * classes + c]!])),
+  );
 }
 
 /**
  * The one tensor a text/csv answer holds for a classifier (a model with a ZipMap output and at
  * most one other, its label); null for any other model, which answers as before.
  */
-export function classifierCsvColumns(outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], accept: string): PlainTensor | null {
+export function classifierCsvColumns(
+  outputs: Record<string, PlainTensor>,
+  infos: readonly TensorInfo[],
+  accept: string,
+): PlainTensor | null {
   const wanted = acceptParameter(accept, 'text/csv', kCsvOutputParameter);
   const probabilities = infos.find((info) => info.classLabels);
   const others = infos.filter((info) => info !== probabilities);
   if (!probabilities || others.length > 1) {
     if (wanted === undefined) return null;
-    throw notAcceptable(`Accept text/csv;${kCsvOutputParameter}=${wanted} needs a classifier whose probabilities come out of a ZipMap and whose other output is its label; this model's outputs are ${infos.map((i) => i.name).join(', ')}`);
+    throw notAcceptable(
+      `Accept text/csv;${kCsvOutputParameter}=${wanted} needs a classifier whose probabilities come out of a ZipMap and whose other output is its label; this model's outputs are ${infos.map((i) => i.name).join(', ')}`,
+    );
   }
   if (wanted !== undefined && !(kCsvOutputs as readonly string[]).includes(wanted)) {
     throw notAcceptable(`Accept text/csv;${kCsvOutputParameter}=${wanted} is not one of ${kCsvOutputs.join(', ')}`);
@@ -40,11 +51,17 @@ export function classifierCsvColumns(outputs: Record<string, PlainTensor>, infos
   const p = outputs[probabilities.name]!;
   const classes = probabilities.classLabels!.length;
   if (wanted === 'label') {
-    if (others.length === 0) throw notAcceptable(`Accept text/csv;${kCsvOutputParameter}=label needs a label output, and this model has only ${probabilities.name}`);
+    if (others.length === 0)
+      throw notAcceptable(
+        `Accept text/csv;${kCsvOutputParameter}=label needs a label output, and this model has only ${probabilities.name}`,
+      );
     return outputs[others[0]!.name]!;
   }
   if (wanted === 'probabilities' || (wanted === undefined && classes !== 2)) return p;
-  if (classes !== 2) throw notAcceptable(`Accept text/csv;${kCsvOutputParameter}=probability is the positive-class probability of a binary classifier, and this one has ${classes} classes; ask for ${kCsvOutputParameter}=probabilities or ${kCsvOutputParameter}=label`);
+  if (classes !== 2)
+    throw notAcceptable(
+      `Accept text/csv;${kCsvOutputParameter}=probability is the positive-class probability of a binary classifier, and this one has ${classes} classes; ask for ${kCsvOutputParameter}=probabilities or ${kCsvOutputParameter}=label`,
+    );
   return positiveClass(p);
 }
 

@@ -8,7 +8,16 @@ import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
 import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
-import { checkShape, decodeJson, describeInput, emptyFeeds, encodeJson, type DecodedRequest, type JsonFormat, type OutputSelection } from './json-codec';
+import {
+  checkShape,
+  decodeJson,
+  describeInput,
+  emptyFeeds,
+  encodeJson,
+  type DecodedRequest,
+  type JsonFormat,
+  type OutputSelection,
+} from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
 import { OIP_MEDIA_TYPE } from '../oip/binary-body';
@@ -44,16 +53,18 @@ const json: Codec = {
 const csv: Codec = {
   mediaType: 'text/csv',
   decode: (req, inputs, budget) => single(inputs, 'text/csv', (info) => decodeCsv(req.body, info, budget)),
-  encode: (outputs, meta) => encodeCsv(classifierCsvColumns(outputs, meta.outputs, meta.accept) ?? onlyOutput(outputs, 'text/csv')),
+  encode: (outputs, meta) =>
+    encodeCsv(classifierCsvColumns(outputs, meta.outputs, meta.accept) ?? onlyOutput(outputs, 'text/csv')),
 };
 
 const npy: Codec = {
   mediaType: 'application/x-npy',
-  decode: (req, inputs, budget) => single(inputs, 'application/x-npy', (info) => {
-    const t = castTo(parseNpy(req.body, budget), info.type, `input ${info.name}`);
-    checkShape(info, t.dims);
-    return t;
-  }),
+  decode: (req, inputs, budget) =>
+    single(inputs, 'application/x-npy', (info) => {
+      const t = castTo(parseNpy(req.body, budget), info.type, `input ${info.name}`);
+      checkShape(info, t.dims);
+      return t;
+    }),
   encode: (outputs) => writeNpy(onlyOutput(outputs, 'application/x-npy')),
 };
 
@@ -73,7 +84,10 @@ export function decoderFor(contentType: string): Codec {
   // The OIP type ends in +json but is not plain JSON: it is matched first.
   const codec = kCodecs.find((c) => c.mediaType === type) ?? (isJson(type) ? json : undefined);
   if (!codec) {
-    throw new MmeError('MME_ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${quote(contentType)} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`);
+    throw new MmeError(
+      'MME_ERR_UNSUPPORTED_MEDIA_TYPE',
+      `Content-Type ${quote(contentType)} is not supported by the default handler; supported: ${kMediaTypes.join(', ')} (curl: -H 'Content-Type: application/json')`,
+    );
   }
   return codec;
 }
@@ -81,15 +95,24 @@ export function decoderFor(contentType: string): Codec {
 export function encoderFor(accept: string): Codec {
   const type = negotiate(accept, kMediaTypes);
   if (!type) {
-    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `Accept ${quote(accept)} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`);
+    throw new MmeError(
+      'MME_ERR_NOT_ACCEPTABLE',
+      `Accept ${quote(accept)} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`,
+    );
   }
   return kCodecs.find((c) => c.mediaType === type)!;
 }
 
 /** The answer and its Content-Type: the codec's media type, or the codec's own when its body needs parameters there. */
-export function encodeAnswer(codec: Codec, outputs: Record<string, PlainTensor>, meta: EncodeMeta): { body: string | Buffer; contentType: string } {
+export function encodeAnswer(
+  codec: Codec,
+  outputs: Record<string, PlainTensor>,
+  meta: EncodeMeta,
+): { body: string | Buffer; contentType: string } {
   const encoded = codec.encode(outputs, meta);
-  return typeof encoded === 'string' || Buffer.isBuffer(encoded) ? { body: encoded, contentType: codec.mediaType } : encoded;
+  return typeof encoded === 'string' || Buffer.isBuffer(encoded)
+    ? { body: encoded, contentType: codec.mediaType }
+    : encoded;
 }
 
 function parseJson(body: Buffer): unknown {
@@ -101,9 +124,16 @@ function parseJson(body: Buffer): unknown {
 }
 
 /** A CSV or .npy body is one array: it feeds the model's only input, and answers as a bare JSON array. */
-function single(inputs: readonly TensorInfo[], mediaType: string, decode: (info: TensorInfo) => Tensor): DecodedRequest {
+function single(
+  inputs: readonly TensorInfo[],
+  mediaType: string,
+  decode: (info: TensorInfo) => Tensor,
+): DecodedRequest {
   if (inputs.length !== 1) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `a ${mediaType} body is one array, so it can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send application/json {"inputs": {"<input name>": [...]}} instead`);
+    throw new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `a ${mediaType} body is one array, so it can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send application/json {"inputs": {"<input name>": [...]}} instead`,
+    );
   }
   const feeds = emptyFeeds();
   feeds[inputs[0].name] = decode(inputs[0]);
@@ -113,7 +143,10 @@ function single(inputs: readonly TensorInfo[], mediaType: string, decode: (info:
 function onlyOutput(outputs: Record<string, PlainTensor>, mediaType: string): PlainTensor {
   const names = Object.keys(outputs);
   if (names.length !== 1) {
-    throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `${mediaType} holds one array, but this model has ${names.length} outputs (${names.join(', ')}); ask for Accept: application/json`);
+    throw new MmeError(
+      'MME_ERR_NOT_ACCEPTABLE',
+      `${mediaType} holds one array, but this model has ${names.length} outputs (${names.join(', ')}); ask for Accept: application/json`,
+    );
   }
   return outputs[names[0]];
 }

@@ -68,21 +68,27 @@ const defaultHead = (): ResponseHead => ({ status: 200, contentType: '', headers
  * throwing in the frame encoder, outside any request, where it would take the process down.
  */
 export function headFault(head: unknown): string | null {
-  if (typeof head !== 'object' || head === null) return `the response of this request to ${quoteValue(head)}: leave context.responses as the context made them`;
+  if (typeof head !== 'object' || head === null)
+    return `the response of this request to ${quoteValue(head)}: leave context.responses as the context made them`;
   const { status, contentType, headers } = head as Partial<ResponseHead>;
-  if (!Number.isInteger(status) || status! < 200 || status! > 599) return `status ${quoteValue(status)}: it must be an integer from 200 to 599`;
-  if (typeof contentType !== 'string' || !kHeaderValue.test(contentType)) return `the content type to ${quoteValue(contentType)}: it must be ${kVisible}`;
-  if (typeof headers !== 'object' || headers === null) return `the response headers to ${quoteValue(headers)}: they must be an object of names to values`;
+  if (!Number.isInteger(status) || status! < 200 || status! > 599)
+    return `status ${quoteValue(status)}: it must be an integer from 200 to 599`;
+  if (typeof contentType !== 'string' || !kHeaderValue.test(contentType))
+    return `the content type to ${quoteValue(contentType)}: it must be ${kVisible}`;
+  if (typeof headers !== 'object' || headers === null)
+    return `the response headers to ${quoteValue(headers)}: they must be an object of names to values`;
   let chars = contentType.length;
   // for-in, as the frame encoder walks them: inherited enumerable names included.
   for (const name in headers) {
     const value: unknown = headers[name];
     const set = `response header ${quote(name)} to ${quoteValue(value)}`;
-    if (!kHeaderName.test(name)) return `${set}: a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`;
+    if (!kHeaderName.test(name))
+      return `${set}: a header name must be an HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`;
     if (kFramingHeaders.has(name.toLowerCase())) return `${set}: the server sets ${name.toLowerCase()} itself`;
     if (typeof value !== 'string' || !kHeaderValue.test(value)) return `${set}: a header value must be ${kVisible}`;
     chars += name.length + value.length;
-    if (chars > kMaxHeadChars) return `${set}: the content type and headers of a response may hold at most ${kMaxHeadChars} characters in all`;
+    if (chars > kMaxHeadChars)
+      return `${set}: the content type and headers of a response may hold at most ${kMaxHeadChars} characters in all`;
   }
   return null;
 }
@@ -115,7 +121,11 @@ export class HandlerContext {
   #drainWaiters: Array<{ index: number; resolve: () => void }> = [];
   readonly #streamLimit: number;
 
-  constructor(model: ModelInfo, readonly requests: HandlerRequest[], private readonly sendChunk: SendChunk) {
+  constructor(
+    model: ModelInfo,
+    readonly requests: HandlerRequest[],
+    private readonly sendChunk: SendChunk,
+  ) {
     this.modelName = model.modelName;
     this.modelDir = model.modelDir;
     this.gpuId = model.gpuId;
@@ -126,7 +136,13 @@ export class HandlerContext {
     this.streaming = model.streaming;
     this.maxRequestElements = model.maxRequestElements;
     this.#streamLimit = model.maxStreamBuffer;
-    this.systemProperties = { model_dir: model.modelDir, gpu_id: model.gpuId, batch_size: model.batchSize, server_name: SERVER_NAME, server_version: SERVER_VERSION };
+    this.systemProperties = {
+      model_dir: model.modelDir,
+      gpu_id: model.gpuId,
+      batch_size: model.batchSize,
+      server_name: SERVER_NAME,
+      server_version: SERVER_VERSION,
+    };
     this.state = requests.map(() => ({}));
     this.#responses = requests.map(defaultHead);
   }
@@ -161,7 +177,8 @@ export class HandlerContext {
     }
     const out = await this.session.run(ortFeeds);
     const result: Record<string, PlainTensor> = {};
-    for (const [name, t] of Object.entries(out)) result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
+    for (const [name, t] of Object.entries(out))
+      result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
     return result;
   }
 
@@ -193,14 +210,21 @@ export class HandlerContext {
    */
   sendIntermediate(index: number, chunk: Buffer | string | object): boolean {
     if (!this.streaming) {
-      throw new Error('context.sendIntermediate needs a streaming handler: export `streaming = true` from the handler module (the server then runs its requests one per batch)');
+      throw new Error(
+        'context.sendIntermediate needs a streaming handler: export `streaming = true` from the handler module (the server then runs its requests one per batch)',
+      );
     }
-    if (!this.requests[index]) throw new Error(`context.sendIntermediate: request index ${index} is not in this batch of ${this.requests.length}`);
+    if (!this.requests[index])
+      throw new Error(
+        `context.sendIntermediate: request index ${index} is not in this batch of ${this.requests.length}`,
+      );
     if (this.#cancelled.has(index)) return false;
     const body = toBuffer(chunk);
     const pending = this.#unacked[index] ?? 0;
     if (pending > 0 && pending + body.length > this.#streamLimit) {
-      throw new Error(`the client of this stream is not reading: ${pending} bytes of chunks are still waiting to reach it, and max_stream_buffer is ${this.#streamLimit}; await context.drained(${index}) before sending more`);
+      throw new Error(
+        `the client of this stream is not reading: ${pending} bytes of chunks are still waiting to reach it, and max_stream_buffer is ${this.#streamLimit}; await context.drained(${index}) before sending more`,
+      );
     }
     const first = !this.#streamed.has(index);
     const fault = first ? headFault(this.#responses[index]) : null;

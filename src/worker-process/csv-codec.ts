@@ -9,7 +9,11 @@ import { fromNested, jsonElements } from './nested-arrays';
 import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
 /** NumPy / Python spellings of the non-finite floats (np.savetxt writes nan and inf). */
-const kNonFinite: ReadonlyMap<string, number> = new Map([['nan', NaN], ['inf', Infinity], ['infinity', Infinity]]);
+const kNonFinite: ReadonlyMap<string, number> = new Map([
+  ['nan', NaN],
+  ['inf', Infinity],
+  ['infinity', Infinity],
+]);
 
 function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', `the text/csv body ${message}`);
@@ -17,16 +21,25 @@ function invalid(message: string): MmeError {
 
 /** Rows of numbers → a [rows, columns] tensor of the input's type. Blank lines are skipped, as np.loadtxt does. */
 export function decodeCsv(body: Buffer, info: TensorInfo, budget: RequestBudget): Tensor {
-  const rows = body.toString('utf8').split(/\r?\n/).filter((line) => line.trim() !== '').map((line) => line.split(','));
+  const rows = body
+    .toString('utf8')
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '')
+    .map((line) => line.split(','));
   if (rows.length === 0) throw invalid('has no rows');
   const columns = rows[0].length;
   rows.forEach((cells, r) => {
-    if (cells.length !== columns) throw invalid(`has ${cells.length} values on row ${r + 1} but ${columns} on row 1; every row needs the same number`);
+    if (cells.length !== columns)
+      throw invalid(
+        `has ${cells.length} values on row ${r + 1} but ${columns} on row 1; every row needs the same number`,
+      );
   });
   const dims = [rows.length, columns];
   checkShape(info, dims);
   return Tensor.build(info.type, dims, budget, `input ${info.name}`, () => {
-    const values = rows.map((cells, r) => cells.map((cell, c) => cellValue(cell.trim().replace(/^"(.*)"$/, '$1'), info.type, r, c)));
+    const values = rows.map((cells, r) =>
+      cells.map((cell, c) => cellValue(cell.trim().replace(/^"(.*)"$/, '$1'), info.type, r, c)),
+    );
     return fromNested(info.type, values, dims, `input ${info.name}`);
   });
 }
@@ -39,7 +52,8 @@ function cellValue(text: string, type: string, row: number, column: number): unk
   const sign = text.startsWith('-') ? -1 : 1;
   const special = kNonFinite.get(text.replace(/^[+-]/, '').toLowerCase());
   const value = special !== undefined ? sign * special : text === '' ? NaN : Number(text);
-  if (Number.isNaN(value) && special === undefined) throw invalid(`has ${quote(text)} at row ${row + 1}, column ${column + 1}, which is not a number`);
+  if (Number.isNaN(value) && special === undefined)
+    throw invalid(`has ${quote(text)} at row ${row + 1}, column ${column + 1}, which is not a number`);
   return value;
 }
 

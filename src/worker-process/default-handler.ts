@@ -48,7 +48,10 @@ export async function inference(inputs: Array<Slot<AnyFeeds>>, ctx: HandlerConte
       results[members[0]] = await runSafely(ctx, inputs[members[0]] as AnyFeeds);
       continue;
     }
-    const merged = await runMerged(ctx, members.map((i) => inputs[i] as AnyFeeds));
+    const merged = await runMerged(
+      ctx,
+      members.map((i) => inputs[i] as AnyFeeds),
+    );
     if (merged) members.forEach((i, k) => (results[i] = merged[k]));
     else for (const i of members) results[i] = await runSafely(ctx, inputs[i] as AnyFeeds);
   }
@@ -126,24 +129,33 @@ async function runSafely(ctx: HandlerContext, feeds: AnyFeeds): Promise<Slot<Any
   }
 }
 
-const kInputFaults = /invalid (dimensions|rank|feed|input)|unexpected input data type|input name|got invalid|shape mismatch|does not match/i;
+const kInputFaults =
+  /invalid (dimensions|rank|feed|input)|unexpected input data type|input name|got invalid|shape mismatch|does not match/i;
 
 function classifyRunError(err: Error): MmeError {
   const msg = String(err?.message ?? err);
-  if (looksLikeOutOfMemory(msg)) return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `onnxruntime ran out of memory: ${msg}`);
+  if (looksLikeOutOfMemory(msg))
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `onnxruntime ran out of memory: ${msg}`);
   if (kInputFaults.test(msg)) return new MmeError('MME_ERR_INVALID_INPUT', `onnxruntime rejected the input: ${msg}`);
   return new MmeError('MME_ERR_MODEL_ERROR', `onnxruntime failed to run the model: ${msg}`);
 }
 
 /** Accept is negotiated here, not in preprocess: a custom postprocess may produce types this one cannot. */
-export async function postprocess(outputs: Array<Slot<AnyFeeds>>, ctx: HandlerContext): Promise<Array<Slot<string | Buffer>>> {
+export async function postprocess(
+  outputs: Array<Slot<AnyFeeds>>,
+  ctx: HandlerContext,
+): Promise<Array<Slot<string | Buffer>>> {
   return outputs.map((out, i) => {
     if (out instanceof Error) return out;
     try {
       const codec = encoderFor(ctx.requests[i].accept);
       const format = (ctx.state[i].format as JsonFormat | undefined) ?? 'named';
       const { body, contentType } = encodeAnswer(codec, out, {
-        format, modelName: ctx.modelName, id: ctx.state[i].id as string | undefined, accept: ctx.requests[i].accept, outputs: ctx.outputs,
+        format,
+        modelName: ctx.modelName,
+        id: ctx.state[i].id as string | undefined,
+        accept: ctx.requests[i].accept,
+        outputs: ctx.outputs,
         selection: ctx.state[i].selection as OutputSelection | undefined,
       });
       if (!ctx.responses[i].contentType) ctx.responses[i].contentType = contentType;

@@ -17,9 +17,24 @@ const kOutputField = 12;
 const kGraphField = 7;
 const kVarint = 0;
 const kLengthDelimited = 2;
-const enum NodeField { Input = 1, Output = 2, Name = 3, OpType = 4, Domain = 7 }
+const enum NodeField {
+  Input = 1,
+  Output = 2,
+  Name = 3,
+  OpType = 4,
+  Domain = 7,
+}
 /** ValueInfoProto.name / .type; TypeProto.tensor_type; Tensor.elem_type / .shape; TensorShapeProto.dim; Dimension.dim_value / .dim_param. */
-const enum TypeFields { Name = 1, Type = 2, TensorType = 1, ElemType = 1, Shape = 2, Dim = 1, DimValue = 1, DimParam = 2 }
+const enum TypeFields {
+  Name = 1,
+  Type = 2,
+  TensorType = 1,
+  ElemType = 1,
+  Shape = 2,
+  Dim = 1,
+  DimValue = 1,
+  DimParam = 2,
+}
 const kFloat = 1;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
@@ -30,7 +45,9 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
     const identity = [
       ...node.input.map((name) => text(NodeField.Input, name)),
       ...node.output.map((name) => text(NodeField.Output, name)),
-      text(NodeField.Name, node.name), text(NodeField.OpType, 'Identity'), text(NodeField.Domain, ''),
+      text(NodeField.Name, node.name),
+      text(NodeField.OpType, 'Identity'),
+      text(NodeField.Domain, ''),
     ];
     replacements.set(node.field, field(kNodeField, Buffer.concat(identity)));
     const out = model.outputs[z.output]!;
@@ -38,8 +55,14 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
       field(TypeFields.Dim, text(TypeFields.DimParam, 'N')),
       field(TypeFields.Dim, number(TypeFields.DimValue, z.classLabels.length)),
     ]);
-    const tensor = field(TypeFields.TensorType, Buffer.concat([number(TypeFields.ElemType, kFloat), field(TypeFields.Shape, shape)]));
-    replacements.set(out.field, field(kOutputField, Buffer.concat([text(TypeFields.Name, out.name), field(TypeFields.Type, tensor)])));
+    const tensor = field(
+      TypeFields.TensorType,
+      Buffer.concat([number(TypeFields.ElemType, kFloat), field(TypeFields.Shape, shape)]),
+    );
+    replacements.set(
+      out.field,
+      field(kOutputField, Buffer.concat([text(TypeFields.Name, out.name), field(TypeFields.Type, tensor)])),
+    );
   }
   const { graph } = model;
   const parts: Buffer[] = [];

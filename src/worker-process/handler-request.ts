@@ -9,7 +9,13 @@ import { essence, isJson } from './media-types';
 
 export function toHandlerRequest(r: InvokeRequest, decodeInput: boolean): HandlerRequest {
   // Decoded from a frame, a body is always one slice.
-  const req: HandlerRequest = { body: r.body as Buffer, contentType: r.contentType, accept: r.accept, headers: (r.headers ?? {}) as Record<string, string>, requestId: r.requestId };
+  const req: HandlerRequest = {
+    body: r.body as Buffer,
+    contentType: r.contentType,
+    accept: r.accept,
+    headers: (r.headers ?? {}) as Record<string, string>,
+    requestId: r.requestId,
+  };
   if (decodeInput) req.data = decode(req.body, essence(req.contentType));
   return req;
 }

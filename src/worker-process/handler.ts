@@ -41,7 +41,10 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       try {
         if (mod.initialize) await mod.initialize(ctx);
       } catch (err) {
-        const at = handlerPath && err instanceof Error ? sourcePosition(err, path.resolve(modelDir, handlerPath), modelDir) : null;
+        const at =
+          handlerPath && err instanceof Error
+            ? sourcePosition(err, path.resolve(modelDir, handlerPath), modelDir)
+            : null;
         if (at !== null) (err as Error).message += ` (at ${at})`;
         throw withoutRequireStack(err);
       }
@@ -57,7 +60,10 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
       }
       const mistakes = ctx.checkResponses();
       if (!Array.isArray(out) || out.length !== requests.length) {
-        throw new MmeError('MME_ERR_MODEL_ERROR', `the handler returned ${Array.isArray(out) ? `${out.length} results` : typeof out} for a batch of ${requests.length}; it must return one result per request`);
+        throw new MmeError(
+          'MME_ERR_MODEL_ERROR',
+          `the handler returned ${Array.isArray(out) ? `${out.length} results` : typeof out} for a batch of ${requests.length}; it must return one result per request`,
+        );
       }
       // A request whose head is faulty gets the error saying so, in place of its result.
       return out.map((result, i) => mistakes[i] ?? result);
@@ -67,7 +73,8 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
 
 /** A failed require's message, without the require stack of server paths Node appends to it: clients read it. */
 function withoutRequireStack(err: unknown): unknown {
-  if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') err.message = err.message.split('\n')[0]!;
+  if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND')
+    err.message = err.message.split('\n')[0]!;
   return err;
 }
 
@@ -84,9 +91,15 @@ function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
   } catch (err) {
     // First line only: Node appends a require stack of server paths the client must not see.
     const e = err as NodeJS.ErrnoException;
-    const reason = e.code === 'MODULE_NOT_FOUND' && e.message.includes(file) ? 'the file does not exist in the model directory' : String(e.message).split('\n')[0];
+    const reason =
+      e.code === 'MODULE_NOT_FOUND' && e.message.includes(file)
+        ? 'the file does not exist in the model directory'
+        : String(e.message).split('\n')[0];
     const at = err instanceof Error ? sourcePosition(err, file, modelDir) : null;
-    throw new MmeError('MME_ERR_INVALID_MODEL', `the model's handler ${path.basename(file)} failed to load: ${reason}${at === null ? '' : ` (at ${at})`}`);
+    throw new MmeError(
+      'MME_ERR_INVALID_MODEL',
+      `the model's handler ${path.basename(file)} failed to load: ${reason}${at === null ? '' : ` (at ${at})`}`,
+    );
   }
 }
 

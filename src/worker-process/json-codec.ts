@@ -48,22 +48,36 @@ function invalid(message: string): MmeError {
 export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   if (Array.isArray(parsed)) return { format: 'bare', feeds: single(parsed, inputs, 'the request body', budget) };
   if (parsed === null || typeof parsed !== 'object') {
-    throw invalid('the JSON body must be an object like {"inputs": {"<input name>": [[...]]}}, {"instances": [...]}, a v2 {"inputs": [{"name","shape","datatype","data"}]} body, or a bare nested array');
+    throw invalid(
+      'the JSON body must be an object like {"inputs": {"<input name>": [[...]]}}, {"instances": [...]}, a v2 {"inputs": [{"name","shape","datatype","data"}]} body, or a bare nested array',
+    );
   }
   const body = parsed as Record<string, unknown>;
   const instances = own(body, 'instances');
   if (Array.isArray(instances)) return { format: 'instances', feeds: single(instances, inputs, '"instances"', budget) };
   const given = own(body, 'inputs');
   const id = own(body, 'id');
-  if (Array.isArray(given)) return { format: 'v2', feeds: decodeV2(given, inputs, budget), id: typeof id === 'string' ? id : undefined, selection: outputSelection(body) };
-  if (given && typeof given === 'object') return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
-  throw invalid(`the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`);
+  if (Array.isArray(given))
+    return {
+      format: 'v2',
+      feeds: decodeV2(given, inputs, budget),
+      id: typeof id === 'string' ? id : undefined,
+      selection: outputSelection(body),
+    };
+  if (given && typeof given === 'object')
+    return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
+  throw invalid(
+    `the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`,
+  );
 }
 
 /** The `outputs` and `parameters.binary_data_output` of a v2 request body or inference header. */
 export function outputSelection(header: object): OutputSelection {
   const outputs = own(header, 'outputs');
-  if (outputs !== undefined && !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))) {
+  if (
+    outputs !== undefined &&
+    !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))
+  ) {
     throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
   }
   // Each name once: the answer would build an output once per mention (a 13 KB request naming one
@@ -76,17 +90,26 @@ export function outputSelection(header: object): OutputSelection {
     }
   }
   const parameters = own(header, 'parameters');
-  return { outputs, binaryAll: !!parameters && typeof parameters === 'object' && own(parameters, 'binary_data_output') === true };
+  return {
+    outputs,
+    binaryAll: !!parameters && typeof parameters === 'object' && own(parameters, 'binary_data_output') === true,
+  };
 }
 
 /**
  * The outputs a v2 answer holds, in the order asked. The names are the client's: "__proto__" or
  * "toString" must find nothing, not Object's members.
  */
-export function selectedOutputs(outputs: Record<string, PlainTensor>, selection: OutputSelection | undefined): Array<[string, PlainTensor]> {
+export function selectedOutputs(
+  outputs: Record<string, PlainTensor>,
+  selection: OutputSelection | undefined,
+): Array<[string, PlainTensor]> {
   if (!selection?.outputs) return Object.entries(outputs);
   return selection.outputs.map(({ name }) => {
-    if (!Object.hasOwn(outputs, name)) throw invalid(`requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`);
+    if (!Object.hasOwn(outputs, name))
+      throw invalid(
+        `requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`,
+      );
     return [name, outputs[name]!];
   });
 }
@@ -98,7 +121,9 @@ function own(o: object, key: string): unknown {
 
 function single(value: unknown[], inputs: readonly TensorInfo[], what: string, budget: RequestBudget): Feeds {
   if (inputs.length !== 1) {
-    throw invalid(`${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send {"inputs": {"<input name>": [...]}} instead`);
+    throw invalid(
+      `${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send {"inputs": {"<input name>": [...]}} instead`,
+    );
   }
   const info = inputs[0];
   const feeds = emptyFeeds();
@@ -125,11 +150,17 @@ function nestedTensor(info: TensorInfo, value: unknown, budget: RequestBudget): 
  * v2 input tensors → feeds. `raw` holds the bytes of inputs sent in binary (the binary tensor
  * extension, or gRPC raw contents); the others carry JSON `data`, flat or nested in row-major order.
  */
-export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], budget: RequestBudget, raw?: ReadonlyMap<unknown, Buffer>): Feeds {
+export function decodeV2(
+  list: unknown[],
+  inputs: readonly TensorInfo[],
+  budget: RequestBudget,
+  raw?: ReadonlyMap<unknown, Buffer>,
+): Feeds {
   const byName = new Map<string, Record<string, unknown>>();
   for (const item of list) {
     const name = item && typeof item === 'object' ? own(item, 'name') : undefined;
-    if (typeof name !== 'string') throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
+    if (typeof name !== 'string')
+      throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
     if (byName.has(name)) throw invalid(`v2 input ${quote(name)} is listed twice; send each input once`);
     byName.set(name, item as Record<string, unknown>);
   }
@@ -143,11 +174,19 @@ export function decodeV2(list: unknown[], inputs: readonly TensorInfo[], budget:
     if (!Array.isArray(shape)) throw invalid(`${what}: "shape" must be a list of non-negative integers`);
     countElements(shape, what);
     const type = ortTypeOf(datatype);
-    if (type === undefined) throw invalid(`${what}: datatype ${quoteValue(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
-    if (type !== info.type) throw invalid(`${what}: datatype ${datatype as string} does not match the model's ${v2Datatype(info.type)} (${info.type})`);
+    if (type === undefined)
+      throw invalid(`${what}: datatype ${quoteValue(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+    if (type !== info.type)
+      throw invalid(
+        `${what}: datatype ${datatype as string} does not match the model's ${v2Datatype(info.type)} (${info.type})`,
+      );
     checkShape(info, shape as number[]);
     const bytes = raw?.get(item);
-    if (bytes) feeds[info.name] = type === 'string' ? Tensor.build(type, shape, budget, what, (n) => rawStrings(bytes, n, what)) : Tensor.fromBytes(type, shape, bytes, false, budget, what, datatype as string);
+    if (bytes)
+      feeds[info.name] =
+        type === 'string'
+          ? Tensor.build(type, shape, budget, what, (n) => rawStrings(bytes, n, what))
+          : Tensor.fromBytes(type, shape, bytes, false, budget, what, datatype as string);
     else feeds[info.name] = v2DataTensor(info, shape as number[], own(item, 'data'), budget, what);
   }
   return feeds;
@@ -166,7 +205,8 @@ function v2DataTensor(info: TensorInfo, shape: number[], data: unknown, budget: 
 function checkNames(given: string[], inputs: readonly TensorInfo[]): void {
   const expected = new Set(inputs.map((i) => i.name));
   for (const name of given) {
-    if (!expected.has(name)) throw invalid(`unknown input ${quote(name)}; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
+    if (!expected.has(name))
+      throw invalid(`unknown input ${quote(name)}; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
   }
   const present = new Set(given);
   for (const info of inputs) {
@@ -175,16 +215,30 @@ function checkNames(given: string[], inputs: readonly TensorInfo[]): void {
 }
 
 export function checkShape(info: TensorInfo, dims: readonly number[]): void {
-  const ok = dims.length === info.shape.length && info.shape.every((d, i) => typeof d !== 'number' || d < 0 || d === dims[i]);
+  const ok =
+    dims.length === info.shape.length && info.shape.every((d, i) => typeof d !== 'number' || d < 0 || d === dims[i]);
   if (!ok) {
-    throw invalid(`input ${info.name} has shape [${dims.join(', ')}] but the model expects [${info.shape.join(', ')}] (${info.type}; named dimensions may be any size)`);
+    throw invalid(
+      `input ${info.name} has shape [${dims.join(', ')}] but the model expects [${info.shape.join(', ')}] (${info.type}; named dimensions may be any size)`,
+    );
   }
 }
 
 /** `selection` applies to v2 answers, which list only the outputs the request named (in JSON whatever their binary_data). */
-export function encodeJson(format: JsonFormat, outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id?: string, selection?: OutputSelection): string {
+export function encodeJson(
+  format: JsonFormat,
+  outputs: Record<string, PlainTensor>,
+  infos: readonly TensorInfo[],
+  modelName: string,
+  id?: string,
+  selection?: OutputSelection,
+): string {
   const names = Object.keys(outputs);
-  const value = (n: string) => jsonValue(outputs[n]!, infos.find((info) => info.name === n));
+  const value = (n: string) =>
+    jsonValue(
+      outputs[n]!,
+      infos.find((info) => info.name === n),
+    );
   switch (format) {
     case 'named':
       return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
@@ -228,5 +282,7 @@ function jsonValue(t: PlainTensor, info: TensorInfo | undefined): unknown {
 /** TF-Serving style: one object per instance, each holding that row of every output. */
 function perRow(names: string[], nested: unknown[]): unknown[] {
   const rows = Math.max(...nested.map((v) => (Array.isArray(v) ? v.length : 1)));
-  return Array.from({ length: rows }, (_, r) => Object.fromEntries(names.map((n, i) => [n, Array.isArray(nested[i]) ? (nested[i] as unknown[])[r] : nested[i]])));
+  return Array.from({ length: rows }, (_, r) =>
+    Object.fromEntries(names.map((n, i) => [n, Array.isArray(nested[i]) ? (nested[i] as unknown[])[r] : nested[i]])),
+  );
 }

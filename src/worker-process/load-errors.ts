@@ -21,25 +21,32 @@ const kOperatorFaults = [
  * onnxruntime's refusal of external data outside the model directory, which goes on to show where
  * the path resolved to (a link's target, a directory above the model's): a server path, not said.
  */
-const kExternalDataEscape = /External data path validation failed for initializer: (.*?)\. Error: External data path escapes model directory\. External data path: "([^"]*)"/;
+const kExternalDataEscape =
+  /External data path validation failed for initializer: (.*?)\. Error: External data path escapes model directory\. External data path: "([^"]*)"/;
 
 /** An MmeError for a load failure this module recognises; null for anything else. */
 export async function explainLoadFailure(message: string, model: OnnxFile): Promise<MmeError | null> {
   const escape = kExternalDataEscape.exec(message);
   if (escape) {
-    return invalid(`initializer ${quote(escape[1]!)} keeps its data in ${quote(escape[2]!)}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`);
+    return invalid(
+      `initializer ${quote(escape[1]!)} keeps its data in ${quote(escape[2]!)}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`,
+    );
   }
   const runtime = `onnxruntime ${ort.env.versions.node ?? ''}`.trim();
   const ir = kIrVersion.exec(message);
   if (ir) {
-    return invalid(`the model has IR version ${ir[1]}, but ${runtime} reads IR versions up to ${ir[2]}; convert it again with an older onnx package or a lower target_opset`);
+    return invalid(
+      `the model has IR version ${ir[1]}, but ${runtime} reads IR versions up to ${ir[2]}; convert it again with an older onnx package or a lower target_opset`,
+    );
   }
   const ranges = await supportedRanges();
   const rangeText = ranges.map((r) => `${domainName(r.domain)} opsets 1 to ${r.max}`).join(', ');
   for (const r of ranges) {
     const imported = model.opsets.get(r.domain);
     if (imported !== undefined && imported > r.max) {
-      return invalid(`the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset=${targetOpsetHint(ranges)}`);
+      return invalid(
+        `the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset=${targetOpsetHint(ranges)}`,
+      );
     }
   }
   for (const pattern of kOperatorFaults) {
@@ -48,8 +55,12 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
     const domain = model.nodes.find((n) => n.opType === m[1])?.domain ?? '';
     const version = model.opsets.get(domain);
     const where = `${domainName(domain)}${version === undefined ? '' : ` opset ${version}`}`;
-    const custom = (kKnownDomains as readonly string[]).includes(domain) ? '' : `, and no custom operator library for ${domainName(domain)} is loaded`;
-    return invalid(`the model uses operator ${m[1]} of ${where}, which ${runtime} does not have (it supports ${rangeText}${custom}); convert the model again with another target opset, or replace the operator`);
+    const custom = (kKnownDomains as readonly string[]).includes(domain)
+      ? ''
+      : `, and no custom operator library for ${domainName(domain)} is loaded`;
+    return invalid(
+      `the model uses operator ${m[1]} of ${where}, which ${runtime} does not have (it supports ${rangeText}${custom}); convert the model again with another target opset, or replace the operator`,
+    );
   }
   return null;
 }

@@ -124,13 +124,15 @@ const channelOptions: net.SocketConstructorOpts & net.ConnectOpts = {
 const channel = new net.Socket(channelOptions);
 // Started goes out once the runtime is warm: a spare worker then loads a model in milliseconds.
 // A shared host also measures what a session costs.
-warmUpRuntime().then(() => (shared ? measureSessionBytes() : 0)).then(
-  (sessionBytes) => send({ kind: MessageKind.Started, msg: { pid: process.pid, sessionBytes } }),
-  (err) => {
-    log(`onnxruntime failed to initialise: ${(err as Error).message}`);
-    process.exit(70);
-  },
-);
+warmUpRuntime()
+  .then(() => (shared ? measureSessionBytes() : 0))
+  .then(
+    (sessionBytes) => send({ kind: MessageKind.Started, msg: { pid: process.pid, sessionBytes } }),
+    (err) => {
+      log(`onnxruntime failed to initialise: ${(err as Error).message}`);
+      process.exit(70);
+    },
+  );
 // The parent is gone (or closed us): nothing can reach us any more, so leave at once.
 channel.on('end', () => process.exit(0));
 channel.on('error', () => process.exit(0));
@@ -144,7 +146,10 @@ async function load(msg: LoadMessage): Promise<void> {
     if (!msg.shared) process.chdir(msg.modelDir);
     const { runtime, loaded } = await ModelRuntime.open(msg, io(slot));
     models.set(slot, runtime);
-    send({ kind: MessageKind.Loaded, msg: { slot, pid: process.pid, ...loaded, rssGrowthBytes: Math.max(0, process.memoryUsage.rss() - rss0) } });
+    send({
+      kind: MessageKind.Loaded,
+      msg: { slot, pid: process.pid, ...loaded, rssGrowthBytes: Math.max(0, process.memoryUsage.rss() - rss0) },
+    });
   } catch (err) {
     send({ kind: MessageKind.LoadFailed, msg: { slot, error: loadError(err) } });
   }

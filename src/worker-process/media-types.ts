@@ -28,7 +28,11 @@ function parseAccept(header: string): MediaRange[] {
     const params: Record<string, string> = {};
     for (const pair of pairs) {
       const eq = pair.indexOf('=');
-      if (eq > 0) params[pair.slice(0, eq).trim().toLowerCase()] = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      if (eq > 0)
+        params[pair.slice(0, eq).trim().toLowerCase()] = pair
+          .slice(eq + 1)
+          .trim()
+          .replace(/^"(.*)"$/, '$1');
     }
     const q = params.q === undefined ? 1 : Number(params.q);
     ranges.push({ type: type.toLowerCase(), q: Number.isFinite(q) ? q : 0, params });
@@ -70,6 +74,8 @@ export function negotiate(accept: string, offered: readonly string[]): string | 
 
 /** Parameter `name` of the most preferred Accept range naming exactly `type` (text/csv;output=label → "label"). */
 export function acceptParameter(accept: string, type: string, name: string): string | undefined {
-  const ranges = parseAccept(accept).filter((r) => r.type === type && r.q > 0).sort((a, b) => b.q - a.q);
+  const ranges = parseAccept(accept)
+    .filter((r) => r.type === type && r.q > 0)
+    .sort((a, b) => b.q - a.q);
   return ranges[0]?.params[name];
 }

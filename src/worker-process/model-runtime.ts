@@ -4,7 +4,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
-import type { InferMessage, LoadedMessage, LoadMessage, ResultMessage, InvokeRequest, WireResponse } from '../protocol/messages';
+import type {
+  InferMessage,
+  LoadedMessage,
+  LoadMessage,
+  ResultMessage,
+  InvokeRequest,
+  WireResponse,
+} from '../protocol/messages';
 import { HandlerContext, toBuffer, type ModelInfo, type SendChunk } from './context';
 import { loadHandler, unloadHandler, type Handler } from './handler';
 import { toHandlerRequest } from './handler-request';
@@ -30,14 +37,23 @@ export class ModelRuntime {
   readonly #model: ModelInfo;
   readonly #clock: RunClock;
 
-  private constructor(readonly load: LoadMessage, handler: Handler, model: ModelInfo, clock: RunClock, private readonly io: RuntimeIo) {
+  private constructor(
+    readonly load: LoadMessage,
+    handler: Handler,
+    model: ModelInfo,
+    clock: RunClock,
+    private readonly io: RuntimeIo,
+  ) {
     this.#handler = handler;
     this.#model = model;
     this.#clock = clock;
   }
 
   /** Opens the session and initialises the handler; `Loaded` describes it. */
-  static async open(msg: LoadMessage, io: RuntimeIo): Promise<{ runtime: ModelRuntime; loaded: Omit<LoadedMessage, 'slot' | 'pid' | 'rssGrowthBytes'> }> {
+  static async open(
+    msg: LoadMessage,
+    io: RuntimeIo,
+  ): Promise<{ runtime: ModelRuntime; loaded: Omit<LoadedMessage, 'slot' | 'pid' | 'rssGrowthBytes'> }> {
     const t0 = performance.now();
     const opened = await openSession(msg, io.log);
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
@@ -49,8 +65,15 @@ export class ModelRuntime {
       handler = loadHandler(msg.handlerPath, msg.modelDir);
       const model: ModelInfo = {
         // The parent sends a streaming handler one request per batch, whatever batch_size says.
-        modelName: msg.modelName, modelDir: msg.modelDir, gpuId: msg.gpuId, batchSize: handler.streaming ? 1 : msg.batchSize,
-        session: opened.session, inputs: opened.inputs, outputs: opened.outputs, streaming: handler.streaming, maxStreamBuffer: msg.maxStreamBuffer,
+        modelName: msg.modelName,
+        modelDir: msg.modelDir,
+        gpuId: msg.gpuId,
+        batchSize: handler.streaming ? 1 : msg.batchSize,
+        session: opened.session,
+        inputs: opened.inputs,
+        outputs: opened.outputs,
+        streaming: handler.streaming,
+        maxStreamBuffer: msg.maxStreamBuffer,
         maxRequestElements: msg.maxRequestElements,
       };
       await handler.initialize(new HandlerContext(model, [], () => undefined));
@@ -89,7 +112,12 @@ export class ModelRuntime {
     for (const group of groups) {
       const t0 = performance.now();
       const responses = await this.#runGroup(group);
-      this.io.result({ batchId: batch.batchId, modelMicros: Math.round((performance.now() - t0) * 1000), runMicros: this.#clock.micros, responses });
+      this.io.result({
+        batchId: batch.batchId,
+        modelMicros: Math.round((performance.now() - t0) * 1000),
+        runMicros: this.#clock.micros,
+        responses,
+      });
     }
   }
 
@@ -120,14 +148,24 @@ export class ModelRuntime {
       // Inside the try: instanceof itself throws for a Proxy whose getPrototypeOf trap does.
       if (result instanceof Error) {
         const error = requestError(asError(result));
-        return { id, status: error.status, contentType: 'application/json', headers: slot.headers, error: error.toWire() };
+        return {
+          id,
+          status: error.status,
+          contentType: 'application/json',
+          headers: slot.headers,
+          error: error.toWire(),
+        };
       }
       const body = toBuffer(result);
       this.#checkSize(body, 'response');
-      const contentType = slot.contentType || (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
+      const contentType =
+        slot.contentType ||
+        (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
       return { id, status: slot.status, contentType, headers: slot.headers, body };
     } catch (err) {
-      const error = isMmeError(err) ? err : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${asError(err).message}`);
+      const error = isMmeError(err)
+        ? err
+        : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${asError(err).message}`);
       return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
     }
   }
@@ -139,7 +177,10 @@ export class ModelRuntime {
   #checkSize(body: Buffer, what: string): void {
     const limit = this.load.maxResponseSize;
     if (body.length > limit) {
-      throw new MmeError('MME_ERR_RESPONSE_TOO_LARGE', `The ${what} of model ${this.load.modelName} is ${body.length} bytes, over max_response_size (${limit}); raise max_response_size or return less data.`);
+      throw new MmeError(
+        'MME_ERR_RESPONSE_TOO_LARGE',
+        `The ${what} of model ${this.load.modelName} is ${body.length} bytes, over max_response_size (${limit}); raise max_response_size or return less data.`,
+      );
     }
   }
 }
@@ -165,11 +206,18 @@ export function loadError(err: unknown): WireError {
 function asError(thrown: unknown): Error {
   try {
     if (isMmeError(thrown)) return thrown;
-    const o = typeof thrown === 'object' && thrown !== null ? (thrown as { message?: unknown; status?: unknown; statusCode?: unknown }) : null;
-    const message = o !== null && o.message !== undefined ? describeThrown(o.message)
-      : typeof thrown === 'string' ? thrown
-      : thrown instanceof Error ? ''
-      : `threw ${describeThrown(thrown)}`;
+    const o =
+      typeof thrown === 'object' && thrown !== null
+        ? (thrown as { message?: unknown; status?: unknown; statusCode?: unknown })
+        : null;
+    const message =
+      o !== null && o.message !== undefined
+        ? describeThrown(o.message)
+        : typeof thrown === 'string'
+          ? thrown
+          : thrown instanceof Error
+            ? ''
+            : `threw ${describeThrown(thrown)}`;
     const error = thrown instanceof RangeError ? new RangeError(message) : new Error(message);
     const raw = o?.status ?? o?.statusCode;
     const status = typeof raw === 'number' ? raw : typeof raw === 'string' ? Number(raw) : NaN;
@@ -198,9 +246,12 @@ function describeThrown(value: unknown): string {
  */
 function requestError(err: Error): MmeError {
   if (isMmeError(err)) return err;
-  const status = Number((err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode);
-  if (Number.isInteger(status) && status >= 400 && status <= 599) return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
-  if (looksLikeOutOfMemory(err.message) || err instanceof RangeError && /allocation|memory/i.test(err.message)) {
+  const status = Number(
+    (err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode,
+  );
+  if (Number.isInteger(status) && status >= 400 && status <= 599)
+    return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
+  if (looksLikeOutOfMemory(err.message) || (err instanceof RangeError && /allocation|memory/i.test(err.message))) {
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
   }
   return new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`);

@@ -12,7 +12,11 @@ export function shapeOf(value: unknown, what: string): number[] {
   const dims: number[] = [];
   let v = value;
   while (Array.isArray(v)) {
-    if (dims.length === MAX_RANK) throw new MmeError('MME_ERR_INVALID_INPUT', `${what} is nested deeper than ${MAX_RANK} levels; no tensor has that many dimensions`);
+    if (dims.length === MAX_RANK)
+      throw new MmeError(
+        'MME_ERR_INVALID_INPUT',
+        `${what} is nested deeper than ${MAX_RANK} levels; no tensor has that many dimensions`,
+      );
     dims.push(v.length);
     if (v.length === 0) break;
     v = v[0];
@@ -32,7 +36,10 @@ function checkRectangular(v: unknown, dims: number[], depth: number, what: strin
 }
 
 function ragged(what: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', `${what} is not a rectangular array: every row at the same depth must have the same length`);
+  return new MmeError(
+    'MME_ERR_INVALID_INPUT',
+    `${what} is not a rectangular array: every row at the same depth must have the same length`,
+  );
 }
 
 /** Fills a flat typed array of `type` from a (rectangular) nested array or a flat list. */
@@ -45,7 +52,12 @@ export function fromNested(type: string, value: unknown, dims: readonly number[]
     if (fillFloats(out as Float32Array | Float64Array, value, dims.length - 1, 0, type, what) !== n) throw ragged(what);
     return out;
   }
-  const flat: unknown[] = dims.length <= 1 ? (dims.length === 0 ? [value] : (value as unknown[])) : (value as unknown[]).flat(dims.length - 1);
+  const flat: unknown[] =
+    dims.length <= 1
+      ? dims.length === 0
+        ? [value]
+        : (value as unknown[])
+      : (value as unknown[]).flat(dims.length - 1);
   if (flat.length !== n) throw ragged(what);
   const convert = converter(type, what);
   for (let i = 0; i < n; i++) (out as unknown[])[i] = convert(flat[i]);
@@ -53,7 +65,14 @@ export function fromNested(type: string, value: unknown, dims: readonly number[]
 }
 
 /** Writes the numbers of a nested array (`depth` levels above the innermost) from `at`; returns where it stopped. */
-function fillFloats(out: Float32Array | Float64Array, v: unknown, depth: number, at: number, type: string, what: string): number {
+function fillFloats(
+  out: Float32Array | Float64Array,
+  v: unknown,
+  depth: number,
+  at: number,
+  type: string,
+  what: string,
+): number {
   if (!Array.isArray(v)) throw ragged(what);
   if (depth > 0) {
     for (let i = 0; i < v.length; i++) at = fillFloats(out, v[i], depth - 1, at, type, what);
@@ -69,29 +88,53 @@ function fillFloats(out: Float32Array | Float64Array, v: unknown, depth: number,
 }
 
 function notNumber(v: unknown, type: string, what: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', `${what} has element ${quoteValue(v)}, but the model expects numbers (tensor type ${type})`);
+  return new MmeError(
+    'MME_ERR_INVALID_INPUT',
+    `${what} has element ${quoteValue(v)}, but the model expects numbers (tensor type ${type})`,
+  );
 }
 
 function converter(type: string, what: string): (v: unknown) => unknown {
   const bad = (v: unknown, expected: string) =>
-    new MmeError('MME_ERR_INVALID_INPUT', `${what} has element ${quoteValue(v)}, but the model expects ${expected} (tensor type ${type})`);
+    new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `${what} has element ${quoteValue(v)}, but the model expects ${expected} (tensor type ${type})`,
+    );
   switch (type) {
     case 'string':
-      return (v) => { if (typeof v !== 'string') throw bad(v, 'strings'); return v; };
+      return (v) => {
+        if (typeof v !== 'string') throw bad(v, 'strings');
+        return v;
+      };
     case 'bool':
-      return (v) => { if (typeof v === 'boolean') return v ? 1 : 0; if (v === 0 || v === 1) return v; throw bad(v, 'true/false'); };
-    case 'int64': case 'uint64':
+      return (v) => {
+        if (typeof v === 'boolean') return v ? 1 : 0;
+        if (v === 0 || v === 1) return v;
+        throw bad(v, 'true/false');
+      };
+    case 'int64':
+    case 'uint64':
       return (v) => {
         if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
         if (typeof v === 'string' && /^-?\d+$/.test(v)) return BigInt(v);
         throw bad(v, 'integers');
       };
     case 'float16':
-      return (v) => { if (typeof v !== 'number') throw bad(v, 'numbers'); return toHalf(v); };
-    case 'float32': case 'float64':
-      return (v) => { if (typeof v !== 'number') throw notNumber(v, type, what); return v; };
+      return (v) => {
+        if (typeof v !== 'number') throw bad(v, 'numbers');
+        return toHalf(v);
+      };
+    case 'float32':
+    case 'float64':
+      return (v) => {
+        if (typeof v !== 'number') throw notNumber(v, type, what);
+        return v;
+      };
     default:
-      return (v) => { if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(v, 'integers'); return v; };
+      return (v) => {
+        if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(v, 'integers');
+        return v;
+      };
   }
 }
 
@@ -110,7 +153,9 @@ export function jsonElements(t: PlainTensor): unknown[] {
   if (t.type === 'float16') return Array.from(d as Uint16Array, fromHalf);
   if (t.type === 'bool') return Array.from(d as Uint8Array, (x) => x !== 0);
   if (d instanceof BigInt64Array || d instanceof BigUint64Array) {
-    return Array.from(d as ArrayLike<bigint>, (x) => (x <= BigInt(Number.MAX_SAFE_INTEGER) && x >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(x) : x.toString()));
+    return Array.from(d as ArrayLike<bigint>, (x) =>
+      x <= BigInt(Number.MAX_SAFE_INTEGER) && x >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(x) : x.toString(),
+    );
   }
   return Array.from(d as ArrayLike<unknown>);
 }

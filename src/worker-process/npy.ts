@@ -20,8 +20,18 @@ const kGrowthAxisDigits = 21;
 
 /** descr type code (without byte order) ⇄ onnxruntime tensor type. */
 const kTypeByCode: ReadonlyMap<string, string> = new Map([
-  ['b1', 'bool'], ['i1', 'int8'], ['u1', 'uint8'], ['i2', 'int16'], ['u2', 'uint16'], ['i4', 'int32'], ['u4', 'uint32'],
-  ['i8', 'int64'], ['u8', 'uint64'], ['f2', 'float16'], ['f4', 'float32'], ['f8', 'float64'],
+  ['b1', 'bool'],
+  ['i1', 'int8'],
+  ['u1', 'uint8'],
+  ['i2', 'int16'],
+  ['u2', 'uint16'],
+  ['i4', 'int32'],
+  ['u4', 'uint32'],
+  ['i8', 'int64'],
+  ['u8', 'uint64'],
+  ['f2', 'float16'],
+  ['f4', 'float32'],
+  ['f8', 'float64'],
 ]);
 const kCodeByType: ReadonlyMap<string, string> = new Map([...kTypeByCode].map(([code, type]) => [type, code]));
 /** The largest Unicode code point: a U<n> element holding more is not text. */
@@ -49,21 +59,29 @@ export function parseNpy(buf: Buffer, budget: RequestBudget): Tensor {
     // U0 holds nothing per element: any shape would pass a length check, so it is refused.
     if (width === 0) throw invalid(`has dtype '${header.descr}', a string of no characters; use U1 or wider`);
     t = Tensor.build('string', header.shape, budget, what, (n) => {
-      if (bytes.length !== n * 4 * width) throw invalid(`has ${bytes.length} bytes of '${header.descr}' data, but its shape [${header.shape.join(', ')}] needs ${n} elements of ${4 * width} bytes (${n * 4 * width})`);
+      if (bytes.length !== n * 4 * width)
+        throw invalid(
+          `has ${bytes.length} bytes of '${header.descr}' data, but its shape [${header.shape.join(', ')}] needs ${n} elements of ${4 * width} bytes (${n * 4 * width})`,
+        );
       return readStrings(bytes, width, bigEndian);
     });
   } else {
     const type = kTypeByCode.get(`${code}${width}`);
-    if (!type) throw invalid(`has dtype '${header.descr}'; supported: ${[...kTypeByCode.keys()].join(', ')} and U<n> (unicode strings)`);
+    if (!type)
+      throw invalid(
+        `has dtype '${header.descr}'; supported: ${[...kTypeByCode.keys()].join(', ')} and U<n> (unicode strings)`,
+      );
     t = Tensor.fromBytes(type, header.shape, bytes, bigEndian, budget, what, `'${header.descr}'`);
   }
   return header.fortranOrder ? toCOrder(t) : t;
 }
 
 function readHeader(buf: Buffer): Header {
-  if (buf.length < 10 || !buf.subarray(0, 6).equals(kMagic)) throw invalid('does not start with the .npy magic "\\x93NUMPY"');
+  if (buf.length < 10 || !buf.subarray(0, 6).equals(kMagic))
+    throw invalid('does not start with the .npy magic "\\x93NUMPY"');
   const major = buf[6];
-  if (major < 1 || major > 3) throw invalid(`is .npy format version ${major}.${buf[7]}; versions 1.0 to 3.0 are supported`);
+  if (major < 1 || major > 3)
+    throw invalid(`is .npy format version ${major}.${buf[7]}; versions 1.0 to 3.0 are supported`);
   const prefix = major === 1 ? 10 : 12;
   if (buf.length < prefix) throw invalid('is truncated inside its header');
   const length = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
@@ -72,17 +90,32 @@ function readHeader(buf: Buffer): Header {
   const descr = /'descr'\s*:\s*'([^']*)'/.exec(text)?.[1];
   const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(text)?.[1];
   const shape = /'shape'\s*:\s*\(([^)]*)\)/.exec(text)?.[1];
-  if (!text.startsWith('{') || !text.endsWith('}') || descr === undefined || fortran === undefined || shape === undefined) {
-    throw invalid(`has a header that is not a plain {'descr', 'fortran_order', 'shape'} dict (structured dtypes are not supported): ${quote(text)}`);
+  if (
+    !text.startsWith('{') ||
+    !text.endsWith('}') ||
+    descr === undefined ||
+    fortran === undefined ||
+    shape === undefined
+  ) {
+    throw invalid(
+      `has a header that is not a plain {'descr', 'fortran_order', 'shape'} dict (structured dtypes are not supported): ${quote(text)}`,
+    );
   }
-  const dims = shape.split(',').map((d) => d.trim()).filter((d) => d !== '');
-  if (!dims.every((d) => /^\d{1,16}$/.test(d))) throw invalid(`has shape (${quote(shape)}); dimensions must be non-negative integers`);
+  const dims = shape
+    .split(',')
+    .map((d) => d.trim())
+    .filter((d) => d !== '');
+  if (!dims.every((d) => /^\d{1,16}$/.test(d)))
+    throw invalid(`has shape (${quote(shape)}); dimensions must be non-negative integers`);
   return { descr, fortranOrder: fortran === 'True', shape: dims.map(Number), dataOffset: prefix + length };
 }
 
 function splitDescr(descr: string): { byteOrder: string; code: string; width: number } {
   const m = /^([<>|=]?)([a-zA-Z])(\d+)$/.exec(descr);
-  if (!m) throw invalid(`has dtype ${quote(descr)}, which is not a simple numeric or unicode type (object arrays need pickle, which is refused)`);
+  if (!m)
+    throw invalid(
+      `has dtype ${quote(descr)}, which is not a simple numeric or unicode type (object arrays need pickle, which is refused)`,
+    );
   return { byteOrder: m[1], code: m[2], width: Number(m[3]) };
 }
 
@@ -97,7 +130,8 @@ function readStrings(bytes: Buffer, width: number, bigEndian: boolean): string[]
     for (let k = 0; k < width; k++) {
       const cp = bigEndian ? bytes.readUInt32BE(off + 4 * k) : bytes.readUInt32LE(off + 4 * k);
       if (cp === 0) break;
-      if (cp > kMaxCodePoint) throw invalid(`holds code point 0x${cp.toString(16)} in element ${out.length}; Unicode ends at 0x10ffff`);
+      if (cp > kMaxCodePoint)
+        throw invalid(`holds code point 0x${cp.toString(16)} in element ${out.length}; Unicode ends at 0x10ffff`);
       s += String.fromCodePoint(cp);
     }
     out.push(s);
@@ -110,7 +144,11 @@ function toCOrder(t: Tensor): Tensor {
   const { dims, data: src } = t;
   const rank = dims.length;
   return Tensor.build(t.type, dims, null, 'the application/x-npy body', () => {
-    const out = (Array.isArray(src) ? new Array<string>(src.length) : new (src.constructor as new (n: number) => NumericData)(src.length)) as unknown[];
+    const out = (
+      Array.isArray(src)
+        ? new Array<string>(src.length)
+        : new (src.constructor as new (n: number) => NumericData)(src.length)
+    ) as unknown[];
     const fStride: number[] = [];
     for (let ax = 0, s = 1; ax < rank; s *= dims[ax], ax++) fStride.push(s);
     const index = new Array<number>(rank).fill(0);

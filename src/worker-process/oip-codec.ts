@@ -12,7 +12,14 @@ import { toRaw, type NumericArray } from '../oip/datatypes';
 import type { V2InferRequest, V2InferResponse } from '../oip/types';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
-import { decodeV2, outputSelection, selectedOutputs, v2Output, type DecodedRequest, type OutputSelection } from './json-codec';
+import {
+  decodeV2,
+  outputSelection,
+  selectedOutputs,
+  v2Output,
+  type DecodedRequest,
+  type OutputSelection,
+} from './json-codec';
 import type { PlainTensor, RequestBudget } from './tensor';
 
 export interface EncodedBody {
@@ -26,12 +33,18 @@ function invalid(message: string): MmeError {
 
 export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
-  if (!Array.isArray(header.inputs)) throw invalid('the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}');
+  if (!Array.isArray(header.inputs))
+    throw invalid(
+      'the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}',
+    );
   const selection = outputSelection(header);
   const inBinary = header.inputs.filter((item) => item?.parameters?.binary_data_size !== undefined);
   const sizes = inBinary.map((item) => {
     const n = item.parameters!.binary_data_size;
-    if (!Number.isSafeInteger(n) || n! < 0) throw invalid(`input ${typeof item.name === 'string' ? quote(item.name) : 'without a name'}: binary_data_size must be a byte count`);
+    if (!Number.isSafeInteger(n) || n! < 0)
+      throw invalid(
+        `input ${typeof item.name === 'string' ? quote(item.name) : 'without a name'}: binary_data_size must be a byte count`,
+      );
     return n!;
   });
   const pieces = sliceBinary(binary, sizes);
@@ -43,10 +56,17 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
   };
 }
 
-export function encodeOip(outputs: Record<string, PlainTensor>, infos: readonly TensorInfo[], modelName: string, id: string | undefined, selection: OutputSelection | undefined): EncodedBody {
+export function encodeOip(
+  outputs: Record<string, PlainTensor>,
+  infos: readonly TensorInfo[],
+  modelName: string,
+  id: string | undefined,
+  selection: OutputSelection | undefined,
+): EncodedBody {
   const binaries: Buffer[] = [];
   const tensors = selectedOutputs(outputs, selection).map(([name, t]) => {
-    const binary = selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
+    const binary =
+      selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
     const tensor = v2Output(name, t, infos, !binary);
     if (binary) {
       const bytes = toRaw(t.data as NumericArray | string[]);

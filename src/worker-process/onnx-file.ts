@@ -48,12 +48,37 @@ export interface OnnxFile extends Omit<ModelMetadata, 'opsets'> {
   graph: FieldSpan;
 }
 
-const enum ModelField { IrVersion = 1, ProducerName = 2, ProducerVersion = 3, Domain = 4, ModelVersion = 5, DocString = 6, Graph = 7, OpsetImport = 8, MetadataProps = 14 }
-const enum GraphField { Node = 1, Input = 11, Output = 12 }
-const enum NodeField { Input = 1, Output = 2, Name = 3, OpType = 4, Domain = 7 }
+const enum ModelField {
+  IrVersion = 1,
+  ProducerName = 2,
+  ProducerVersion = 3,
+  Domain = 4,
+  ModelVersion = 5,
+  DocString = 6,
+  Graph = 7,
+  OpsetImport = 8,
+  MetadataProps = 14,
+}
+const enum GraphField {
+  Node = 1,
+  Input = 11,
+  Output = 12,
+}
+const enum NodeField {
+  Input = 1,
+  Output = 2,
+  Name = 3,
+  OpType = 4,
+  Domain = 7,
+}
 /** ValueInfoProto; OperatorSetIdProto and StringStringEntryProto number their two fields the same way. */
-const enum PairField { First = 1, Second = 2 }
-const enum TypeField { TensorType = 1 }
+const enum PairField {
+  First = 1,
+  Second = 2,
+}
+const enum TypeField {
+  TensorType = 1,
+}
 
 /** Reads `path`; throws a plain Error naming the offset when the file is not a protobuf ModelProto. */
 export function readOnnxFile(path: string): OnnxFile {
@@ -62,9 +87,19 @@ export function readOnnxFile(path: string): OnnxFile {
 
 function readModel(file: FileWindow, path: string): OnnxFile {
   const model: OnnxFile = {
-    path, irVersion: 0, producerName: '', producerVersion: '', domain: '', modelVersion: 0, docString: '',
+    path,
+    irVersion: 0,
+    producerName: '',
+    producerVersion: '',
+    domain: '',
+    modelVersion: 0,
+    docString: '',
     // Keys are the file's text: no prototype for a metadata key named __proto__ to reach.
-    opsets: new Map(), metadataProps: Object.create(null) as Record<string, string>, nodes: [], inputs: [], outputs: [],
+    opsets: new Map(),
+    metadataProps: Object.create(null) as Record<string, string>,
+    nodes: [],
+    inputs: [],
+    outputs: [],
     graph: { start: 0, end: 0, payload: 0 },
   };
   for (const f of fields(file, 0, file.size)) {
@@ -75,10 +110,18 @@ function readModel(file: FileWindow, path: string): OnnxFile {
     }
     if (f.wire !== WireType.Bytes) continue;
     switch (f.field) {
-      case ModelField.ProducerName: model.producerName = file.text(f); break;
-      case ModelField.ProducerVersion: model.producerVersion = file.text(f); break;
-      case ModelField.Domain: model.domain = file.text(f); break;
-      case ModelField.DocString: model.docString = file.text(f); break;
+      case ModelField.ProducerName:
+        model.producerName = file.text(f);
+        break;
+      case ModelField.ProducerVersion:
+        model.producerVersion = file.text(f);
+        break;
+      case ModelField.Domain:
+        model.domain = file.text(f);
+        break;
+      case ModelField.DocString:
+        model.docString = file.text(f);
+        break;
       case ModelField.OpsetImport: {
         const op = readPair(file, f);
         model.opsets.set(op.text === 'ai.onnx' ? '' : op.text, op.varint);
@@ -117,12 +160,23 @@ function readNode(file: FileWindow, field: Field): GraphNode {
   for (const f of fields(file, field.payload, field.end)) {
     if (f.wire !== WireType.Bytes) continue;
     switch (f.field) {
-      case NodeField.Input: node.input.push(file.text(f)); break;
-      case NodeField.Output: node.output.push(file.text(f)); break;
-      case NodeField.Name: node.name = file.text(f); break;
-      case NodeField.OpType: node.opType = file.text(f); break;
-      case NodeField.Domain: node.domain = file.text(f); break;
-      default: break;
+      case NodeField.Input:
+        node.input.push(file.text(f));
+        break;
+      case NodeField.Output:
+        node.output.push(file.text(f));
+        break;
+      case NodeField.Name:
+        node.name = file.text(f);
+        break;
+      case NodeField.OpType:
+        node.opType = file.text(f);
+        break;
+      case NodeField.Domain:
+        node.domain = file.text(f);
+        break;
+      default:
+        break;
     }
   }
   return node;
@@ -138,7 +192,9 @@ function readValue(file: FileWindow, field: Field): GraphValue {
     else if (f.field === PairField.Second) type = f;
   }
   let tensor = false;
-  if (type) for (const f of fields(file, type.payload, type.end)) if (f.field === TypeField.TensorType && f.wire === WireType.Bytes) tensor = true;
+  if (type)
+    for (const f of fields(file, type.payload, type.end))
+      if (f.field === TypeField.TensorType && f.wire === WireType.Bytes) tensor = true;
   return { name, tensor, field: span(field) };
 }
 
@@ -152,4 +208,3 @@ function readPair(file: FileWindow, field: Field): { text: string; varint: numbe
   }
   return pair;
 }
-

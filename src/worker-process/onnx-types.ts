@@ -8,11 +8,35 @@ import type { GraphValue, OnnxFile } from './onnx-file';
 import { fields, lastField, lastVarint, withFile, WireType, type Field, type FileWindow } from './protobuf-file';
 
 /** onnx.TensorProto.DataType, by number. */
-const kElementNames = ['undefined', 'float', 'uint8', 'int8', 'uint16', 'int16', 'int32', 'int64', 'string', 'bool', 'float16', 'double', 'uint32', 'uint64', 'complex64', 'complex128', 'bfloat16'];
+const kElementNames = [
+  'undefined',
+  'float',
+  'uint8',
+  'int8',
+  'uint16',
+  'int16',
+  'int32',
+  'int64',
+  'string',
+  'bool',
+  'float16',
+  'double',
+  'uint32',
+  'uint64',
+  'complex64',
+  'complex128',
+  'bfloat16',
+];
 /** Deeper types are shown cut short: no real model nests this far, and an error must stay short. */
 const kMaxDepth = 8;
 
-const enum TypeField { Tensor = 1, Sequence = 4, Map = 5, SparseTensor = 8, Optional = 9 }
+const enum TypeField {
+  Tensor = 1,
+  Sequence = 4,
+  Map = 5,
+  SparseTensor = 8,
+  Optional = 9,
+}
 /** Tensor, SparseTensor, Sequence and Optional: elem_type; Map: key_type, then value_type (2). */
 const kElemType = 1;
 const kMapValueType = 2;
@@ -42,7 +66,8 @@ function typeNotation(file: FileWindow, type: Field | null): string {
     for (const f of fields(file, at.payload, at.end)) if (f.wire === WireType.Bytes) members.set(f.field, f);
     const tensor = members.get(TypeField.Tensor) ?? null;
     const sparse = members.get(TypeField.SparseTensor) ?? null;
-    if (tensor || sparse) return `${open}${tensor ? 'tensor' : 'sparse_tensor'}(${elementName(lastVarint(file, (tensor ?? sparse)!, kElemType))})${close}`;
+    if (tensor || sparse)
+      return `${open}${tensor ? 'tensor' : 'sparse_tensor'}(${elementName(lastVarint(file, (tensor ?? sparse)!, kElemType))})${close}`;
     const sequence = members.get(TypeField.Sequence);
     const map = members.get(TypeField.Map);
     const optional = members.get(TypeField.Optional);

@@ -42,16 +42,31 @@ async function highestLoading(domain: string): Promise<number> {
 async function loads(domain: string, version: number): Promise<boolean> {
   // Required here, on a load failure's path only: a worker whose loads succeed never pays for onnx-proto.
   const { onnx } = require('onnx-proto') as typeof OnnxProto;
-  const opsets = domain === '' ? [{ domain, version }] : [{ domain: '', version: kDefaultDomainVersion }, { domain, version }];
+  const opsets =
+    domain === ''
+      ? [{ domain, version }]
+      : [
+          { domain: '', version: kDefaultDomainVersion },
+          { domain, version },
+        ];
   const floatInfo = (name: string) => ({ name, type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT } } });
   const bytes = onnx.ModelProto.encode({
     irVersion: 8,
     opsetImport: opsets,
-    graph: { name: 'probe', node: [{ opType: 'Identity', input: ['x'], output: ['y'] }], input: [floatInfo('x')], output: [floatInfo('y')] },
+    graph: {
+      name: 'probe',
+      node: [{ opType: 'Identity', input: ['x'], output: ['y'] }],
+      input: [floatInfo('x')],
+      output: [floatInfo('y')],
+    },
   }).finish();
   try {
     // Severity 3 (errors only): old opsets load with a warning each, which is no news to the server log.
-    const session = await ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3 });
+    const session = await ort.InferenceSession.create(bytes, {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      logSeverityLevel: 3,
+    });
     await session.release();
     return true;
   } catch {

@@ -12,7 +12,12 @@ export interface FieldSpan {
   payload: number;
 }
 
-export const enum WireType { Varint = 0, Fixed64 = 1, Bytes = 2, Fixed32 = 5 }
+export const enum WireType {
+  Varint = 0,
+  Fixed64 = 1,
+  Bytes = 2,
+  Fixed32 = 5,
+}
 
 export function span(f: Field): FieldSpan {
   return { start: f.start, end: f.end, payload: f.payload };
@@ -44,9 +49,15 @@ export function* fields(file: FileWindow, from: number, to: number): Generator<F
     let varint = 0;
     let payload = afterTag;
     switch (wire) {
-      case WireType.Varint: [varint, pos] = file.varint(afterTag); break;
-      case WireType.Fixed64: pos = afterTag + 8; break;
-      case WireType.Fixed32: pos = afterTag + 4; break;
+      case WireType.Varint:
+        [varint, pos] = file.varint(afterTag);
+        break;
+      case WireType.Fixed64:
+        pos = afterTag + 8;
+        break;
+      case WireType.Fixed32:
+        pos = afterTag + 4;
+        break;
       case WireType.Bytes: {
         const [length, afterLength] = file.varint(afterTag);
         payload = afterLength;
@@ -56,7 +67,8 @@ export function* fields(file: FileWindow, from: number, to: number): Generator<F
       default:
         throw new Error(`not an ONNX model: unexpected protobuf wire type ${wire} at byte ${start}`);
     }
-    if (field === 0 || pos > to) throw new Error(`not an ONNX model: a protobuf field at byte ${start} runs past its message`);
+    if (field === 0 || pos > to)
+      throw new Error(`not an ONNX model: a protobuf field at byte ${start} runs past its message`);
     yield { field, wire, start, end: pos, payload, varint };
   }
 }
@@ -71,7 +83,8 @@ export function lastField(file: FileWindow, message: FieldSpan, n: number): Fiel
 /** The last varint field `n` of a message; 0 when absent, as protobuf's default. */
 export function lastVarint(file: FileWindow, message: FieldSpan, n: number): number {
   let value = 0;
-  for (const f of fields(file, message.payload, message.end)) if (f.field === n && f.wire === WireType.Varint) value = f.varint;
+  for (const f of fields(file, message.payload, message.end))
+    if (f.field === n && f.wire === WireType.Varint) value = f.varint;
   return value;
 }
 
@@ -123,7 +136,8 @@ export class FileWindow {
     }
     if (length > kWindowBytes) {
       const big = Buffer.alloc(length);
-      if (readSync(this.#fd, big, 0, length, pos) < length) throw new Error(`not an ONNX model: the file ends inside a protobuf field at byte ${pos}`);
+      if (readSync(this.#fd, big, 0, length, pos) < length)
+        throw new Error(`not an ONNX model: the file ends inside a protobuf field at byte ${pos}`);
       return big;
     }
     const n = readSync(this.#fd, this.#window, 0, kWindowBytes, pos);

@@ -61,10 +61,12 @@ export class FairTurns {
       lane.waiting.push(resolve);
       this.#lanes.add(lane);
       this.#pickSoon();
-    }).then(run).finally(() => {
-      this.#busy = false;
-      this.#pickSoon();
-    });
+    })
+      .then(run)
+      .finally(() => {
+        this.#busy = false;
+        this.#pickSoon();
+      });
   }
 
   /** On the next turn of the event loop: what arrived meanwhile has been read and is waiting too. */

@@ -15,7 +15,11 @@ import { valueTypeNotation } from './onnx-types';
 import { fields, withFile, WireType, type FileWindow } from './protobuf-file';
 
 const kNodeAttribute = 5;
-const enum AttributeField { Name = 1, Ints = 8, Strings = 9 }
+const enum AttributeField {
+  Name = 1,
+  Ints = 8,
+  Strings = 9,
+}
 
 export interface ZipMapOutput {
   /** Index in the graph's outputs. */
@@ -38,9 +42,17 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
     const nodeIndex = producers.get(out.name);
     const node = nodeIndex === undefined ? undefined : model.nodes[nodeIndex];
     if (!node || node.opType !== 'ZipMap' || node.domain !== 'ai.onnx.ml') {
-      throw new MmeError('MME_ERR_INVALID_MODEL', `output ${quote(out.name)} is a ${valueTypeNotation(model, out)}${node ? ` made by ${quote(node.opType)}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`);
+      throw new MmeError(
+        'MME_ERR_INVALID_MODEL',
+        `output ${quote(out.name)} is a ${valueTypeNotation(model, out)}${node ? ` made by ${quote(node.opType)}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`,
+      );
     }
-    served.push({ output: i, node: nodeIndex!, classLabels: withFile(model.path, (file) => zipMapLabels(file, node)), type: valueTypeNotation(model, out) });
+    served.push({
+      output: i,
+      node: nodeIndex!,
+      classLabels: withFile(model.path, (file) => zipMapLabels(file, node)),
+      type: valueTypeNotation(model, out),
+    });
   });
   return served;
 }
@@ -48,7 +60,10 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
 function refuseNonTensorInputs(model: OnnxFile): void {
   const bad = model.inputs.find((input) => !input.tensor);
   if (bad) {
-    throw new MmeError('MME_ERR_INVALID_MODEL', `input ${quote(bad.name)} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`);
+    throw new MmeError(
+      'MME_ERR_INVALID_MODEL',
+      `input ${quote(bad.name)} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`,
+    );
   }
 }
 
@@ -66,14 +81,18 @@ function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string>
     for (const f of fields(file, a.payload, a.end)) {
       if (f.field === AttributeField.Name && f.wire === WireType.Bytes) name = file.text(f);
       // One varint (its bytes are the field's payload), or a packed run of them.
-      else if (f.field === AttributeField.Ints && (f.wire === WireType.Varint || f.wire === WireType.Bytes)) readInt64s(file.bytes(f), ints);
+      else if (f.field === AttributeField.Ints && (f.wire === WireType.Varint || f.wire === WireType.Bytes))
+        readInt64s(file.bytes(f), ints);
       else if (f.field === AttributeField.Strings && f.wire === WireType.Bytes) strings.push(file.text(f));
     }
     if (!found.has(name)) found.set(name, name === 'classlabels_int64s' ? ints : strings);
   }
   const labels = [found.get('classlabels_int64s'), found.get('classlabels_strings')].find((l) => l && l.length > 0);
   if (labels) return labels;
-  throw new MmeError('MME_ERR_INVALID_MODEL', `ZipMap node ${quote(node.name || node.output[0] || '')} has neither classlabels_int64s nor classlabels_strings`);
+  throw new MmeError(
+    'MME_ERR_INVALID_MODEL',
+    `ZipMap node ${quote(node.name || node.output[0] || '')} has neither classlabels_int64s nor classlabels_strings`,
+  );
 }
 
 /** Appends each int64 varint of `bytes` to `out`: a safe integer as a number, any other as its decimal string. */
@@ -100,6 +119,12 @@ export function describeOutputs(sessionOutputs: TensorInfo[], model: OnnxFile, z
   return sessionOutputs.map((info) => {
     const z = zipMaps.find((zm) => model.outputs[zm.output]!.name === info.name);
     if (!z) return info;
-    return { name: info.name, type: z.type, shape: [], classLabels: z.classLabels, tensor: { type: info.type, shape: info.shape } };
+    return {
+      name: info.name,
+      type: z.type,
+      shape: [],
+      classLabels: z.classLabels,
+      tensor: { type: info.type, shape: info.shape },
+    };
   });
 }

@@ -72,23 +72,41 @@ async function readModel(onnxPath: string, options: ort.InferenceSession.Session
     // onnxruntime's parse error ("Protobuf parsing failed") is the one users search for, so it wins.
     const session = await ort.InferenceSession.create(onnxPath, options);
     await session.release();
-    throw new MmeError('MME_ERR_INVALID_MODEL', `${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`);
+    throw new MmeError(
+      'MME_ERR_INVALID_MODEL',
+      `${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`,
+    );
   }
 }
 
-async function create(source: string | Uint8Array, base: ort.InferenceSession.SessionOptions, gpuId: number, warn: (line: string) => void): Promise<{ session: ort.InferenceSession; executionProvider: string }> {
+async function create(
+  source: string | Uint8Array,
+  base: ort.InferenceSession.SessionOptions,
+  gpuId: number,
+  warn: (line: string) => void,
+): Promise<{ session: ort.InferenceSession; executionProvider: string }> {
   if (gpuId < 0) return { session: await open(source, base), executionProvider: 'cpu' };
   try {
     // CUDA_VISIBLE_DEVICES (set by the parent) makes the assigned GPU device 0 in this process.
-    return { session: await open(source, { ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] }), executionProvider: 'cuda' };
+    return {
+      session: await open(source, { ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] }),
+      executionProvider: 'cuda',
+    };
   } catch (err) {
-    warn(`GPU ${gpuId} assigned but the CUDA execution provider is not available (${(err as Error).message.split('\n')[0]}); running on CPU`);
+    warn(
+      `GPU ${gpuId} assigned but the CUDA execution provider is not available (${(err as Error).message.split('\n')[0]}); running on CPU`,
+    );
     return { session: await open(source, base), executionProvider: 'cpu' };
   }
 }
 
-function open(source: string | Uint8Array, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
-  return typeof source === 'string' ? ort.InferenceSession.create(source, options) : ort.InferenceSession.create(source, options);
+function open(
+  source: string | Uint8Array,
+  options: ort.InferenceSession.SessionOptions,
+): Promise<ort.InferenceSession> {
+  return typeof source === 'string'
+    ? ort.InferenceSession.create(source, options)
+    : ort.InferenceSession.create(source, options);
 }
 
 function metadataOf(model: OnnxFile): ModelMetadata {
@@ -107,6 +125,10 @@ function metadataOf(model: OnnxFile): ModelMetadata {
 function describe(meta: readonly ort.InferenceSession.ValueMetadata[]): TensorInfo[] {
   return meta.map((m) => {
     if (!m.isTensor) throw new Error(`${m.name} is not a tensor, but served-outputs.ts lets only tensors through`);
-    return { name: m.name, type: m.type, shape: m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : typeof d === 'string' ? d : -1)) };
+    return {
+      name: m.name,
+      type: m.type,
+      shape: m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : typeof d === 'string' ? d : -1)),
+    };
   });
 }

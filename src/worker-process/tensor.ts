@@ -14,8 +14,16 @@
 import { MmeError } from '../errors';
 
 export type NumericData =
-  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
-  | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
 export type TensorData = NumericData | string[];
 
 /** The shape handlers build for context.run: any object of this form, or a Tensor. */
@@ -25,12 +33,25 @@ export interface PlainTensor {
   data: TensorData;
 }
 
-type NumericCtor = { new (n: number): NumericData; new (buffer: ArrayBufferLike, byteOffset: number, length: number): NumericData; BYTES_PER_ELEMENT: number };
+type NumericCtor = {
+  new (n: number): NumericData;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): NumericData;
+  BYTES_PER_ELEMENT: number;
+};
 
 const kCtors: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
-  ['float32', Float32Array], ['float64', Float64Array], ['int8', Int8Array], ['uint8', Uint8Array],
-  ['int16', Int16Array], ['uint16', Uint16Array], ['int32', Int32Array], ['uint32', Uint32Array],
-  ['int64', BigInt64Array], ['uint64', BigUint64Array], ['bool', Uint8Array], ['float16', Uint16Array],
+  ['float32', Float32Array],
+  ['float64', Float64Array],
+  ['int8', Int8Array],
+  ['uint8', Uint8Array],
+  ['int16', Int16Array],
+  ['uint16', Uint16Array],
+  ['int32', Int32Array],
+  ['uint32', Uint32Array],
+  ['int64', BigInt64Array],
+  ['uint64', BigUint64Array],
+  ['bool', Uint8Array],
+  ['float16', Uint16Array],
 ]);
 
 export const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
@@ -69,7 +90,9 @@ export function countElements(dims: readonly unknown[], what: string): number {
   let n = 1;
   for (const d of dims) {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalid(`${what} has shape dimension ${typeof d === 'number' ? d : typeof d}; every dimension must be a non-negative integer`);
+      throw invalid(
+        `${what} has shape dimension ${typeof d === 'number' ? d : typeof d}; every dimension must be a non-negative integer`,
+      );
     }
     n *= d;
     if (!Number.isSafeInteger(n)) throw invalid(`${what} declares more than 2^53 elements`);
@@ -84,22 +107,33 @@ export function countElements(dims: readonly unknown[], what: string): number {
 export class RequestBudget {
   #elements = 0;
 
-  constructor(readonly maxElements: number, readonly bodyBytes: number) {}
+  constructor(
+    readonly maxElements: number,
+    readonly bodyBytes: number,
+  ) {}
 
   take(n: number, what: string): void {
     const total = this.#elements + n;
     if (total > this.maxElements) {
-      throw invalid(`${what} has ${n} elements, and the request ${total} in all, over max_request_elements (${this.maxElements}); send fewer rows per request`);
+      throw invalid(
+        `${what} has ${n} elements, and the request ${total} in all, over max_request_elements (${this.maxElements}); send fewer rows per request`,
+      );
     }
     if (total > this.bodyBytes) {
-      throw invalid(`${what} declares ${n} elements, more than the ${this.bodyBytes}-byte body can hold; check its shape`);
+      throw invalid(
+        `${what} declares ${n} elements, more than the ${this.bodyBytes}-byte body can hold; check its shape`,
+      );
     }
     this.#elements = total;
   }
 }
 
 export class Tensor implements PlainTensor {
-  private constructor(readonly type: string, readonly dims: number[], readonly data: TensorData) {
+  private constructor(
+    readonly type: string,
+    readonly dims: number[],
+    readonly data: TensorData,
+  ) {
     Object.freeze(dims);
   }
 
@@ -107,7 +141,13 @@ export class Tensor implements PlainTensor {
    * The one way to make a Tensor. `produce` makes the data for the checked count; it runs only
    * once the budget (when a request's) has room for it.
    */
-  static build(type: string, dims: readonly unknown[], budget: RequestBudget | null, what: string, produce: (count: number) => TensorData): Tensor {
+  static build(
+    type: string,
+    dims: readonly unknown[],
+    budget: RequestBudget | null,
+    what: string,
+    produce: (count: number) => TensorData,
+  ): Tensor {
     if (!isTensorType(type)) throw invalid(`${what} has tensor type ${type}; supported: ${TENSOR_TYPES.join(', ')}`);
     const n = countElements(dims, what);
     budget?.take(n, what);
@@ -115,7 +155,9 @@ export class Tensor implements PlainTensor {
     const Ctor = kCtors.get(type);
     const kindOk = Ctor ? data instanceof Ctor : Array.isArray(data);
     if (!kindOk || data.length !== n) {
-      throw invalid(`${what} holds ${data.length} ${kindOk ? '' : `${data.constructor?.name ?? typeof data} `}elements, but a ${type} tensor of shape [${dims.join(', ')}] needs ${n}`);
+      throw invalid(
+        `${what} holds ${data.length} ${kindOk ? '' : `${data.constructor?.name ?? typeof data} `}elements, but a ${type} tensor of shape [${dims.join(', ')}] needs ${n}`,
+      );
     }
     return new Tensor(type, [...(dims as number[])], data);
   }
@@ -131,13 +173,24 @@ export class Tensor implements PlainTensor {
    * body: its frame's memory is never reused); others are copied into an aligned array. `typeName`
    * is the type as the client named it (a .npy descr, an OIP datatype), for the message.
    */
-  static fromBytes(type: string, dims: readonly unknown[], bytes: Uint8Array, bigEndian: boolean, budget: RequestBudget, what: string, typeName = type): Tensor {
+  static fromBytes(
+    type: string,
+    dims: readonly unknown[],
+    bytes: Uint8Array,
+    bigEndian: boolean,
+    budget: RequestBudget,
+    what: string,
+    typeName = type,
+  ): Tensor {
     const size = itemSize(type);
     return Tensor.build(type, dims, budget, what, (n) => {
       if (bytes.length !== n * size) {
-        throw invalid(`${what} has ${bytes.length} bytes of ${typeName} data, but its shape [${dims.join(', ')}] needs ${n} elements of ${size} bytes (${n * size})`);
+        throw invalid(
+          `${what} has ${bytes.length} bytes of ${typeName} data, but its shape [${dims.join(', ')}] needs ${n} elements of ${size} bytes (${n * size})`,
+        );
       }
-      if ((!bigEndian || size === 1) && bytes.byteOffset % size === 0) return new (kCtors.get(type)!)(bytes.buffer, bytes.byteOffset, n);
+      if ((!bigEndian || size === 1) && bytes.byteOffset % size === 0)
+        return new (kCtors.get(type)!)(bytes.buffer, bytes.byteOffset, n);
       const out = allocate(type, n) as NumericData;
       const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
       raw.set(bytes);
@@ -157,8 +210,14 @@ export class Tensor implements PlainTensor {
     let rows = 0;
     for (const p of parts) {
       if (!(p instanceof Tensor)) throw new TypeError('Tensor.concat takes Tensors only');
-      if (p.type !== first.type || p.dims.length !== first.dims.length || p.dims.some((d, i) => i > 0 && d !== first.dims[i])) {
-        throw new TypeError(`Tensor.concat: ${p.type} [${p.dims.join(', ')}] does not join ${first.type} [${first.dims.join(', ')}] along axis 0`);
+      if (
+        p.type !== first.type ||
+        p.dims.length !== first.dims.length ||
+        p.dims.some((d, i) => i > 0 && d !== first.dims[i])
+      ) {
+        throw new TypeError(
+          `Tensor.concat: ${p.type} [${p.dims.join(', ')}] does not join ${first.type} [${first.dims.join(', ')}] along axis 0`,
+        );
       }
       rows += p.dims[0];
     }
@@ -167,7 +226,8 @@ export class Tensor implements PlainTensor {
       let offset = 0;
       for (const p of parts) {
         const length = p.dims[0] * rowSize;
-        if (p.data.length !== length) throw new TypeError(`Tensor.concat: a part holds ${p.data.length} elements for ${length}`);
+        if (p.data.length !== length)
+          throw new TypeError(`Tensor.concat: a part holds ${p.data.length} elements for ${length}`);
         if (Array.isArray(data)) for (let i = 0; i < length; i++) data[offset + i] = (p.data as string[])[i];
         else (data as NumericData).set(p.data as never, offset);
         offset += length;
@@ -181,14 +241,18 @@ export class Tensor implements PlainTensor {
   split(rows: readonly number[]): Tensor[] {
     const total = rows.reduce((a, b) => a + b, 0);
     if (this.dims.length === 0 || total !== this.dims[0]) {
-      throw new TypeError(`Tensor.split: ${rows.length} pieces of ${total} rows from a tensor of shape [${this.dims.join(', ')}]`);
+      throw new TypeError(
+        `Tensor.split: ${rows.length} pieces of ${total} rows from a tensor of shape [${this.dims.join(', ')}]`,
+      );
     }
     const rowSize = this.dims.slice(1).reduce((a, b) => a * b, 1);
     const out: Tensor[] = [];
     let start = 0;
     for (const r of rows) {
       const end = start + r * rowSize;
-      const data = Array.isArray(this.data) ? this.data.slice(start, end) : (this.data as NumericData).subarray(start, end);
+      const data = Array.isArray(this.data)
+        ? this.data.slice(start, end)
+        : (this.data as NumericData).subarray(start, end);
       out.push(Tensor.build(this.type, [r, ...this.dims.slice(1)], null, 'batch piece', () => data as TensorData));
       start = end;
     }

@@ -5,7 +5,10 @@ import * as ort from 'onnxruntime-node';
  * onnxruntime's environment (~20 ms the first time in a process), so a worker started ahead of
  * need pays that before any model is assigned to it.
  */
-const kIdentityModel = Buffer.from('CAg6PAoQCgF4EgF5IghJZGVudGl0eRIGd2FybXVwWg8KAXgSCgoICAESBAoCCAFiDwoBeRIKCggIARIECgIIAUIECgAQDQ==', 'base64');
+const kIdentityModel = Buffer.from(
+  'CAg6PAoQCgF4EgF5IghJZGVudGl0eRIGd2FybXVwWg8KAXgSCgoICAESBAoCCAFiDwoBeRIKCggIARIECgIIAUIECgAQDQ==',
+  'base64',
+);
 
 const kOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 /** Sessions a shared host opens to measure what one costs. */

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -34,10 +43,19 @@ describe('resolveArtifact: .tar.gz archives', function () {
   /** Nothing may survive a failed load: not in the cache dir, and nothing escaped next to it. */
   function assertNothingLeft(): void {
     assert.deepEqual(existsSync(cacheDir()) ? readdirSync(cacheDir()) : [], [], 'cache dir is empty');
-    assert.deepEqual(readdirSync(tmp()).filter((n) => !['cache', 'archives', 'src'].includes(n)), [], 'nothing escaped the cache dir');
+    assert.deepEqual(
+      readdirSync(tmp()).filter((n) => !['cache', 'archives', 'src'].includes(n)),
+      [],
+      'nothing escaped the cache dir',
+    );
   }
 
-  async function rejects(entries: TarEntrySpec[] | Buffer, code: ErrorCode, message: RegExp, limits?: ArchiveLimits): Promise<void> {
+  async function rejects(
+    entries: TarEntrySpec[] | Buffer,
+    code: ErrorCode,
+    message: RegExp,
+    limits?: ArchiveLimits,
+  ): Promise<void> {
     const bytes = Array.isArray(entries) ? tgz(entries) : entries;
     const archive = writeArchive('model.tar.gz', bytes);
     await assertMmeError(resolveArtifact(archive, { cacheDir: cacheDir(), limits }), code, message);
@@ -46,11 +64,14 @@ describe('resolveArtifact: .tar.gz archives', function () {
 
   describe('valid archives', () => {
     it('extracts a flat archive into a fresh dir under cacheDir, and dispose() removes it', async () => {
-      const archive = writeArchive('m.tar.gz', tgz([
-        { path: 'model.onnx', data: MODEL },
-        { path: 'handler.js', data: 'module.exports = {};' },
-        { path: 'model-config.json', data: '{"batchSize": 4}' },
-      ]));
+      const archive = writeArchive(
+        'm.tar.gz',
+        tgz([
+          { path: 'model.onnx', data: MODEL },
+          { path: 'handler.js', data: 'module.exports = {};' },
+          { path: 'model-config.json', data: '{"batchSize": 4}' },
+        ]),
+      );
       const a = await resolveArtifact(archive, { cacheDir: cacheDir() });
       assert.equal(a.url, archive);
       assert.ok(a.extractedTo);
@@ -90,16 +111,25 @@ describe('resolveArtifact: .tar.gz archives', function () {
     });
 
     it('does not apply the compression-ratio cap below its floor', async () => {
-      const archive = writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'zeros.bin', data: new Uint8Array(5 * 2 ** 20) }]));
+      const archive = writeArchive(
+        'm.tar.gz',
+        tgz([
+          { path: 'model.onnx', data: MODEL },
+          { path: 'zeros.bin', data: new Uint8Array(5 * 2 ** 20) },
+        ]),
+      );
       const a = await resolveArtifact(archive, { cacheDir: cacheDir() });
       await a.dispose();
     });
 
     it('drops setuid bits and world-writable modes from archive entries', async () => {
-      const archive = writeArchive('m.tar.gz', tgz([
-        { path: 'model.onnx', data: MODEL, mode: 0o4777 },
-        { path: 'run.sh', data: '#!/bin/sh', mode: 0o2775 },
-      ]));
+      const archive = writeArchive(
+        'm.tar.gz',
+        tgz([
+          { path: 'model.onnx', data: MODEL, mode: 0o4777 },
+          { path: 'run.sh', data: '#!/bin/sh', mode: 0o2775 },
+        ]),
+      );
       const a = await resolveArtifact(archive, { cacheDir: cacheDir() });
       assert.equal(statSync(a.onnxPath).mode & 0o7777, 0o755);
       assert.equal(statSync(path.join(a.dir, 'run.sh')).mode & 0o7777, 0o755);
@@ -116,26 +146,46 @@ describe('resolveArtifact: .tar.gz archives', function () {
       const archive = path.join(tmp(), 'archives', 'm.tar.gz');
       mkdirSync(path.dirname(archive));
       await tar.c({ gzip: true, file: archive, cwd: src }, ['model.onnx', 'passwd']);
-      await assertMmeError(resolveArtifact(archive, { cacheDir: cacheDir() }), 'MME_ERR_INVALID_MODEL', /"passwd" is a SymbolicLink/);
+      await assertMmeError(
+        resolveArtifact(archive, { cacheDir: cacheDir() }),
+        'MME_ERR_INVALID_MODEL',
+        /"passwd" is a SymbolicLink/,
+      );
       assertNothingLeft();
     });
 
     it('a symbolic link to a directory, then a file written through it', () =>
-      rejects([onnx, { path: 'l', type: 'SymbolicLink', linkpath: '/tmp' }, { path: 'l/evil', data: 'x' }], 'MME_ERR_INVALID_MODEL', /SymbolicLink/));
+      rejects(
+        [onnx, { path: 'l', type: 'SymbolicLink', linkpath: '/tmp' }, { path: 'l/evil', data: 'x' }],
+        'MME_ERR_INVALID_MODEL',
+        /SymbolicLink/,
+      ));
 
     it('a hard link to a file outside', () =>
-      rejects([onnx, { path: 'passwd', type: 'Link', linkpath: '/etc/passwd' }], 'MME_ERR_INVALID_MODEL', /"passwd" is a Link/));
+      rejects(
+        [onnx, { path: 'passwd', type: 'Link', linkpath: '/etc/passwd' }],
+        'MME_ERR_INVALID_MODEL',
+        /"passwd" is a Link/,
+      ));
 
     it('a hard link to a file inside', () =>
-      rejects([onnx, { path: 'copy.onnx', type: 'Link', linkpath: 'model.onnx' }], 'MME_ERR_INVALID_MODEL', /is a Link/));
+      rejects(
+        [onnx, { path: 'copy.onnx', type: 'Link', linkpath: 'model.onnx' }],
+        'MME_ERR_INVALID_MODEL',
+        /is a Link/,
+      ));
 
     it('the CVE-2026-26960 symlink chain plus hard link', () =>
-      rejects([
-        onnx,
-        { path: 'a/b/c/up', type: 'SymbolicLink', linkpath: '../..' },
-        { path: 'a/b/escape', type: 'SymbolicLink', linkpath: 'c/up/../..' },
-        { path: 'exfil', type: 'Link', linkpath: 'a/b/escape/etc/passwd' },
-      ], 'MME_ERR_INVALID_MODEL', /SymbolicLink/));
+      rejects(
+        [
+          onnx,
+          { path: 'a/b/c/up', type: 'SymbolicLink', linkpath: '../..' },
+          { path: 'a/b/escape', type: 'SymbolicLink', linkpath: 'c/up/../..' },
+          { path: 'exfil', type: 'Link', linkpath: 'a/b/escape/etc/passwd' },
+        ],
+        'MME_ERR_INVALID_MODEL',
+        /SymbolicLink/,
+      ));
 
     it('a character device', () =>
       rejects([onnx, { path: 'null', type: 'CharacterDevice' }], 'MME_ERR_INVALID_MODEL', /CharacterDevice/));
@@ -146,11 +196,17 @@ describe('resolveArtifact: .tar.gz archives', function () {
     it('a FIFO', () => rejects([onnx, { path: 'pipe', type: 'FIFO' }], 'MME_ERR_INVALID_MODEL', /FIFO/));
 
     for (const p of ['../evil', 'a/../../evil', 'ok/../../../evil', '/abs/evil', '//abs/evil']) {
-      it(`the path ${p}`, () => rejects([onnx, { path: p, data: 'pwned' }], 'MME_ERR_INVALID_MODEL', /absolute path or leads outside/));
+      it(`the path ${p}`, () =>
+        rejects([onnx, { path: p, data: 'pwned' }], 'MME_ERR_INVALID_MODEL', /absolute path or leads outside/));
     }
 
     it('more entries than maxEntries', () =>
-      rejects([onnx, ...Array.from({ length: 30 }, (_, i) => ({ path: `f${i}`, data: '' }))], 'MME_ERR_INVALID_MODEL', /more than 20 entries/, { maxEntries: 20 }));
+      rejects(
+        [onnx, ...Array.from({ length: 30 }, (_, i) => ({ path: `f${i}`, data: '' }))],
+        'MME_ERR_INVALID_MODEL',
+        /more than 20 entries/,
+        { maxEntries: 20 },
+      ));
 
     it(`more than the default ${DEFAULT_ARCHIVE_LIMITS.maxEntries} entries`, () =>
       rejects(
@@ -160,7 +216,12 @@ describe('resolveArtifact: .tar.gz archives', function () {
       ));
 
     it('entries that declare more than maxTotalBytes', () =>
-      rejects([onnx, { path: 'big.bin', data: new Uint8Array(4096) }], 'MME_ERR_INVALID_MODEL', /expands beyond 2000 bytes/, { maxTotalBytes: 2000 }));
+      rejects(
+        [onnx, { path: 'big.bin', data: new Uint8Array(4096) }],
+        'MME_ERR_INVALID_MODEL',
+        /expands beyond 2000 bytes/,
+        { maxTotalBytes: 2000 },
+      ));
 
     it('a decompression bomb past the ratio floor', () =>
       rejects(
@@ -177,16 +238,36 @@ describe('resolveArtifact: .tar.gz archives', function () {
   describe('broken archives are refused with 400 and leave nothing behind', () => {
     it('an empty file', () => rejects(Buffer.alloc(0), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
     it('random bytes', () => rejects(randomBytes(4096), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
-    it('a truncated gzip', () => rejects(tgz([{ path: 'model.onnx', data: randomBytes(64 * 1024) }]).subarray(0, 30_000), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
-    it('gzip of something that is not a tar', () => rejects(gzipSync(randomBytes(4096)), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
+    it('a truncated gzip', () =>
+      rejects(
+        tgz([{ path: 'model.onnx', data: randomBytes(64 * 1024) }]).subarray(0, 30_000),
+        'MME_ERR_INVALID_MODEL',
+        /not a valid \.tar\.gz/,
+      ));
+    it('gzip of something that is not a tar', () =>
+      rejects(gzipSync(randomBytes(4096)), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
     it('an empty tar', () => rejects(gzipSync(Buffer.alloc(1024)), 'MME_ERR_INVALID_MODEL', /not a valid \.tar\.gz/));
-    it('a tar without a .onnx file', () => rejects([{ path: 'README.md', data: 'hi' }], 'MME_ERR_INVALID_MODEL', /must hold a \.onnx file/));
+    it('a tar without a .onnx file', () =>
+      rejects([{ path: 'README.md', data: 'hi' }], 'MME_ERR_INVALID_MODEL', /must hold a \.onnx file/));
     it('a tar with an invalid model-config.json', () =>
-      rejects([{ path: 'model.onnx', data: MODEL }, { path: 'model-config.json', data: '{"batchSize": "8"}' }], 'MME_ERR_INVALID_MODEL', /"batchSize" must be an integer/));
+      rejects(
+        [
+          { path: 'model.onnx', data: MODEL },
+          { path: 'model-config.json', data: '{"batchSize": "8"}' },
+        ],
+        'MME_ERR_INVALID_MODEL',
+        /"batchSize" must be an integer/,
+      ));
   });
 
   it('error messages do not reveal the extraction directory', async () => {
-    const archive = writeArchive('model.tar.gz', tgz([{ path: 'model-config.json', data: '[]' }, { path: 'model.onnx', data: MODEL }]));
+    const archive = writeArchive(
+      'model.tar.gz',
+      tgz([
+        { path: 'model-config.json', data: '[]' },
+        { path: 'model.onnx', data: MODEL },
+      ]),
+    );
     await assert.rejects(resolveArtifact(archive, { cacheDir: cacheDir() }), (err: Error) => {
       assert.ok(!err.message.includes(cacheDir()), err.message);
       assert.match(err.message, /model-config\.json in ".*model\.tar\.gz" must hold a JSON object/);
@@ -229,26 +310,41 @@ describe('resolveArtifact: .tar.gz archives', function () {
     /** Waits for our extraction child to stop itself mid-file, then sends it `signal` (and SIGCONT, so a catchable one lands). */
     async function killExtractor(signal: NodeJS.Signals): Promise<void> {
       let stoppedPid = 0;
-      await waitFor(() => {
-        for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-          try {
-            const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-            const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-            if (Number(ppid) === process.pid && state === 'T' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('extract-child.js')) {
-              stoppedPid = Number(pid);
-              return true;
+      await waitFor(
+        () => {
+          for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+            try {
+              const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+              const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+              if (
+                Number(ppid) === process.pid &&
+                state === 'T' &&
+                readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('extract-child.js')
+              ) {
+                stoppedPid = Number(pid);
+                return true;
+              }
+            } catch {
+              // the process ended while we looked
             }
-          } catch {
-            // the process ended while we looked
           }
-        }
-        return false;
-      }, 'the extraction child to stop itself after its first write', 30_000);
+          return false;
+        },
+        'the extraction child to stop itself after its first write',
+        30_000,
+      );
       process.kill(stoppedPid, signal);
       process.kill(stoppedPid, 'SIGCONT');
     }
 
-    const big = () => writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'noise.bin', data: randomBytes(8 * 2 ** 20) }]));
+    const big = () =>
+      writeArchive(
+        'm.tar.gz',
+        tgz([
+          { path: 'model.onnx', data: MODEL },
+          { path: 'noise.bin', data: randomBytes(8 * 2 ** 20) },
+        ]),
+      );
 
     it('maps SIGKILL (the OOM killer) to 507 and leaves nothing behind', async () => {
       const loading = resolveArtifact(big(), { cacheDir: cacheDir() });
@@ -260,7 +356,11 @@ describe('resolveArtifact: .tar.gz archives', function () {
     it('maps a crash to 400 and leaves nothing behind', async () => {
       const loading = resolveArtifact(big(), { cacheDir: cacheDir() });
       await killExtractor('SIGSEGV');
-      await assertMmeError(loading, 'MME_ERR_INVALID_MODEL', /could not be extracted: the extractor was killed by SIGSEGV/);
+      await assertMmeError(
+        loading,
+        'MME_ERR_INVALID_MODEL',
+        /could not be extracted: the extractor was killed by SIGSEGV/,
+      );
       assertNothingLeft();
     });
   });
@@ -269,7 +369,13 @@ describe('resolveArtifact: .tar.gz archives', function () {
     // Needs an unprivileged user+mount namespace to put the cache on a tiny tmpfs.
     const noNamespaces = userNamespaceProblem();
     if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
-    const archive = writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }, { path: 'big.bin', data: randomBytes(1024 * 1024) }]));
+    const archive = writeArchive(
+      'm.tar.gz',
+      tgz([
+        { path: 'model.onnx', data: MODEL },
+        { path: 'big.bin', data: randomBytes(1024 * 1024) },
+      ]),
+    );
     mkdirSync(cacheDir());
     const script = `
       const fs = require('fs');
@@ -277,7 +383,20 @@ describe('resolveArtifact: .tar.gz archives', function () {
         .resolveArtifact(process.argv[1], { cacheDir: process.argv[2] })
         .then(() => console.log('{"loaded":true}'),
               (e) => console.log(JSON.stringify({ code: e.code, status: e.status, message: e.message, left: fs.readdirSync(process.argv[2]) })));`;
-    const r = spawnSync('unshare', ['-Urm', 'sh', '-c', 'mount -t tmpfs -o size=256k tmpfs "$2" && exec "$0" -e "$1" "$3" "$2"', process.execPath, script, cacheDir(), archive], { encoding: 'utf8' });
+    const r = spawnSync(
+      'unshare',
+      [
+        '-Urm',
+        'sh',
+        '-c',
+        'mount -t tmpfs -o size=256k tmpfs "$2" && exec "$0" -e "$1" "$3" "$2"',
+        process.execPath,
+        script,
+        cacheDir(),
+        archive,
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout);
     assert.equal(out.code, 'MME_ERR_INSUFFICIENT_MEMORY');

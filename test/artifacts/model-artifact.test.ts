@@ -30,17 +30,38 @@ describe('resolveArtifact: urls and model directories', () => {
 
   describe('url checks', () => {
     const remote = [
-      'http://169.254.169.254/latest/meta-data/', 'https://example.com/model.tar.gz', 's3://bucket/model.tar.gz',
-      'file:///etc/passwd', 'ftp://host/m', 'HTTP://EXAMPLE.COM/', 'https:relative', 's3:bucket/key', 'file:/etc',
-      'gs://bucket/m', '', '   ', 'has\0nul',
+      'http://169.254.169.254/latest/meta-data/',
+      'https://example.com/model.tar.gz',
+      's3://bucket/model.tar.gz',
+      'file:///etc/passwd',
+      'ftp://host/m',
+      'HTTP://EXAMPLE.COM/',
+      'https:relative',
+      's3:bucket/key',
+      'file:/etc',
+      'gs://bucket/m',
+      '',
+      '   ',
+      'has\0nul',
     ];
     for (const url of remote) {
       it(`refuses ${JSON.stringify(url)} with 400`, () =>
         assertMmeError(resolve(url), 'MME_ERR_BAD_REQUEST', /only local directories or \.tar\.gz files are accepted/));
     }
 
-    for (const url of ['/dev', '/dev/null', '/dev/zero', '/proc/self', '/proc/self/root', '/sys', '/sys/kernel', '/tmp/../proc/self', '/dev/../dev/shm']) {
-      it(`refuses the system path ${url} with 400`, () => assertMmeError(resolve(url), 'MME_ERR_BAD_REQUEST', /only local directories/));
+    for (const url of [
+      '/dev',
+      '/dev/null',
+      '/dev/zero',
+      '/proc/self',
+      '/proc/self/root',
+      '/sys',
+      '/sys/kernel',
+      '/tmp/../proc/self',
+      '/dev/../dev/shm',
+    ]) {
+      it(`refuses the system path ${url} with 400`, () =>
+        assertMmeError(resolve(url), 'MME_ERR_BAD_REQUEST', /only local directories/));
     }
 
     it('refuses a link that resolves into /proc', () => {
@@ -49,10 +70,13 @@ describe('resolveArtifact: urls and model directories', () => {
       return assertMmeError(resolve(link), 'MME_ERR_BAD_REQUEST', /only local directories/);
     });
 
-    it('answers 404 with MMS\'s message for a missing path', async () => {
+    it("answers 404 with MMS's message for a missing path", async () => {
       const url = path.join(tmp(), 'missing', 'model');
       await assertMmeError(resolve(url), 'MME_ERR_MODEL_NOT_FOUND');
-      await assert.rejects(resolve(url), { message: `Model not found in model store: ${JSON.stringify(url)}`, status: 404 });
+      await assert.rejects(resolve(url), {
+        message: `Model not found in model store: ${JSON.stringify(url)}`,
+        status: 404,
+      });
     });
 
     it('answers 404 when a path component is a file', () => {
@@ -67,7 +91,11 @@ describe('resolveArtifact: urls and model directories', () => {
 
     it('refuses a file that is neither a directory nor a .tar.gz with 400', async () => {
       const dir = writeModelDir(tmp(), 'm', MODEL);
-      await assertMmeError(resolve(path.join(dir, 'model.onnx')), 'MME_ERR_BAD_REQUEST', /only local directories or \.tar\.gz/);
+      await assertMmeError(
+        resolve(path.join(dir, 'model.onnx')),
+        'MME_ERR_BAD_REQUEST',
+        /only local directories or \.tar\.gz/,
+      );
       writeFileSync(path.join(tmp(), 'm.tar'), 'x');
       await assertMmeError(resolve(path.join(tmp(), 'm.tar')), 'MME_ERR_BAD_REQUEST');
     });
@@ -106,7 +134,11 @@ describe('resolveArtifact: urls and model directories', () => {
 
     it('refuses several without a model.onnx, listing them', () => {
       const root = layout('m', { 'b.onnx': MODEL, 'a.onnx': MODEL });
-      return assertMmeError(resolve(root), 'MME_ERR_INVALID_MODEL', /several \.onnx files and none is named model\.onnx: a\.onnx, b\.onnx/);
+      return assertMmeError(
+        resolve(root),
+        'MME_ERR_INVALID_MODEL',
+        /several \.onnx files and none is named model\.onnx: a\.onnx, b\.onnx/,
+      );
     });
 
     it('looks one directory down when the top level has none, and reads handler and config there', async () => {
@@ -136,11 +168,17 @@ describe('resolveArtifact: urls and model directories', () => {
 
     it('refuses nested model.onnx files in two subdirectories', () => {
       const root = layout('m', { 'a/model.onnx': MODEL, 'b/model.onnx': MODEL });
-      return assertMmeError(resolve(root), 'MME_ERR_INVALID_MODEL', /more than one is named model\.onnx: a\/model\.onnx, b\/model\.onnx/);
+      return assertMmeError(
+        resolve(root),
+        'MME_ERR_INVALID_MODEL',
+        /more than one is named model\.onnx: a\/model\.onnx, b\/model\.onnx/,
+      );
     });
 
     it('caps the listing at ten names', () => {
-      const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`m${String(i).padStart(2, '0')}.onnx`, MODEL]));
+      const files = Object.fromEntries(
+        Array.from({ length: 12 }, (_, i) => [`m${String(i).padStart(2, '0')}.onnx`, MODEL]),
+      );
       return assertMmeError(resolve(layout('m', files)), 'MME_ERR_INVALID_MODEL', /m09\.onnx, \.\.\. \(12 in all\)$/);
     });
 
@@ -151,7 +189,11 @@ describe('resolveArtifact: urls and model directories', () => {
       ['only a directory named x.onnx', { 'x.onnx': null }],
     ] as const) {
       it(`refuses ${what} with 400`, () =>
-        assertMmeError(resolve(layout('m', files)), 'MME_ERR_INVALID_MODEL', /must hold a \.onnx file \(at its top level or one directory down\)/));
+        assertMmeError(
+          resolve(layout('m', files)),
+          'MME_ERR_INVALID_MODEL',
+          /must hold a \.onnx file \(at its top level or one directory down\)/,
+        ));
     }
 
     it('ignores dot-files such as macOS "._model.onnx" companions', async () => {
@@ -160,7 +202,11 @@ describe('resolveArtifact: urls and model directories', () => {
     });
 
     it('refuses an empty .onnx file', () =>
-      assertMmeError(resolve(layout('m', { 'model.onnx': '' })), 'MME_ERR_INVALID_MODEL', /model\.onnx in .* is empty/));
+      assertMmeError(
+        resolve(layout('m', { 'model.onnx': '' })),
+        'MME_ERR_INVALID_MODEL',
+        /model\.onnx in .* is empty/,
+      ));
 
     it('matches the extension case-insensitively', async () => {
       const root = layout('m', { 'MODEL.ONNX': MODEL });
@@ -209,7 +255,12 @@ describe('resolveArtifact: urls and model directories', () => {
     });
 
     it('uses the file named by model-config.json "handler"', async () => {
-      const root = layout('m', { 'model.onnx': MODEL, 'handler.js': '//', 'lib/custom.js': '//', 'model-config.json': '{"handler": "lib/custom.js"}' });
+      const root = layout('m', {
+        'model.onnx': MODEL,
+        'handler.js': '//',
+        'lib/custom.js': '//',
+        'model-config.json': '{"handler": "lib/custom.js"}',
+      });
       const a = await resolve(root);
       assert.equal(a.handlerPath, path.join(root, 'lib', 'custom.js'));
       assert.equal(a.modelConfig.handler, 'lib/custom.js');
@@ -217,7 +268,11 @@ describe('resolveArtifact: urls and model directories', () => {
 
     it('refuses a configured handler that does not exist', () => {
       const root = layout('m', { 'model.onnx': MODEL, 'model-config.json': '{"handler": "nope.js"}' });
-      return assertMmeError(resolve(root), 'MME_ERR_INVALID_MODEL', /handler "nope\.js" named in model-config\.json in .* does not exist/);
+      return assertMmeError(
+        resolve(root),
+        'MME_ERR_INVALID_MODEL',
+        /handler "nope\.js" named in model-config\.json in .* does not exist/,
+      );
     });
 
     it('refuses a handler.js that is a directory', () => {
@@ -228,7 +283,11 @@ describe('resolveArtifact: urls and model directories', () => {
     for (const handler of ['../outside.js', '/etc/passwd', 'a/../../b.js']) {
       it(`refuses the handler path ${handler}`, () => {
         const root = layout('m', { 'model.onnx': MODEL, 'model-config.json': JSON.stringify({ handler }) });
-        return assertMmeError(resolve(root), 'MME_ERR_INVALID_MODEL', /"handler" must be a relative path inside the model directory/);
+        return assertMmeError(
+          resolve(root),
+          'MME_ERR_INVALID_MODEL',
+          /"handler" must be a relative path inside the model directory/,
+        );
       });
     }
   });

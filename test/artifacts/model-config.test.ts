@@ -10,12 +10,24 @@ describe('model-config.json', () => {
   const tmp = useTempDir('artifact-config-');
   const parse = (value: unknown) => parseModelConfig(JSON.stringify(value), 'model-config.json in /m');
   const parseFails = (text: string, message: RegExp) =>
-    assertMmeError(Promise.resolve().then(() => parseModelConfig(text, 'model-config.json in /m')), 'MME_ERR_INVALID_MODEL', message);
+    assertMmeError(
+      Promise.resolve().then(() => parseModelConfig(text, 'model-config.json in /m')),
+      'MME_ERR_INVALID_MODEL',
+      message,
+    );
 
   it('accepts every field', () => {
     const full = {
-      batchSize: 8, maxBatchDelay: 0, minWorkers: 0, maxWorkers: 4, jobQueueSize: 100, responseTimeout: 60,
-      loadTimeout: 120, useJobTicket: true, deviceIds: [0, 1], handler: 'handler.js',
+      batchSize: 8,
+      maxBatchDelay: 0,
+      minWorkers: 0,
+      maxWorkers: 4,
+      jobQueueSize: 100,
+      responseTimeout: 60,
+      loadTimeout: 120,
+      useJobTicket: true,
+      deviceIds: [0, 1],
+      handler: 'handler.js',
     };
     const config = parse(full);
     assert.deepEqual(config, full);
@@ -26,7 +38,11 @@ describe('model-config.json', () => {
   it('accepts an empty object', () => assert.deepEqual(parse({}), {}));
 
   it('accepts durations up to the longest a timer can wait', () =>
-    assert.deepEqual(parse({ loadTimeout: 2_147_483, responseTimeout: 2_147_483, maxBatchDelay: 2 ** 31 - 1 }), { loadTimeout: 2_147_483, responseTimeout: 2_147_483, maxBatchDelay: 2 ** 31 - 1 }));
+    assert.deepEqual(parse({ loadTimeout: 2_147_483, responseTimeout: 2_147_483, maxBatchDelay: 2 ** 31 - 1 }), {
+      loadTimeout: 2_147_483,
+      responseTimeout: 2_147_483,
+      maxBatchDelay: 2 ** 31 - 1,
+    }));
 
   const wrong: Array<[string, unknown, RegExp]> = [
     ['batchSize', '8', /an integer >= 1, got "8"/],
@@ -44,17 +60,27 @@ describe('model-config.json', () => {
     ['deviceIds', ['0'], /an array of integers >= 0/],
     ['handler', 7, /a relative path inside the model directory/],
     ['handler', '', /a relative path inside the model directory/],
-    ['loadTimeout', 2_147_484, /an integer >= 1 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), got 2147484/],
+    [
+      'loadTimeout',
+      2_147_484,
+      /an integer >= 1 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), got 2147484/,
+    ],
     ['responseTimeout', 2_200_000, /an integer >= 1 and <= 2147483 seconds/],
     ['maxBatchDelay', 2 ** 31, /an integer >= 0 and <= 2147483647 ms/],
   ];
   for (const [field, value, message] of wrong) {
     it(`refuses ${field}: ${JSON.stringify(value)}, naming the field and file`, () =>
-      parseFails(JSON.stringify({ [field]: value }), new RegExp(`^model-config\\.json in /m: "${field}" must be ${message.source}`)));
+      parseFails(
+        JSON.stringify({ [field]: value }),
+        new RegExp(`^model-config\\.json in /m: "${field}" must be ${message.source}`),
+      ));
   }
 
   it('refuses unknown fields, so typos are not silently ignored', () =>
-    parseFails('{"batch_size": 4}', /model-config\.json in \/m: unknown field "batch_size" \(known fields: batchSize, /));
+    parseFails(
+      '{"batch_size": 4}',
+      /model-config\.json in \/m: unknown field "batch_size" \(known fields: batchSize, /,
+    ));
 
   it('refuses a __proto__ key', () => parseFails('{"__proto__": {"batchSize": 4}}', /unknown field "__proto__"/));
 

@@ -5,12 +5,15 @@ import { parseArgs, USAGE, type CliArgs } from '../../src/config/cli';
 const kNone: CliArgs = { command: null, mmsConfig: null, modelStore: null, models: null, help: false };
 
 function assertCliError(argv: string[], pattern: RegExp): void {
-  assert.throws(() => parseArgs(argv), (err: unknown) => {
-    assert.ok(isMmeError(err));
-    assert.equal(err.code, 'MME_ERR_CONFIG');
-    assert.match(err.message, pattern);
-    return true;
-  });
+  assert.throws(
+    () => parseArgs(argv),
+    (err: unknown) => {
+      assert.ok(isMmeError(err));
+      assert.equal(err.code, 'MME_ERR_CONFIG');
+      assert.match(err.message, pattern);
+      return true;
+    },
+  );
 }
 
 describe('parseArgs', () => {
@@ -36,7 +39,9 @@ describe('parseArgs', () => {
   it('splits --models values at commas and takes every word up to the next flag', () => {
     assert.deepEqual(parseArgs(['--models', 'a=/a,b']).models, ['a=/a', 'b']);
     assert.deepEqual(parseArgs(['--models', 'a=/a', 'c=/c,d', '--model-store', '/m']), {
-      ...kNone, models: ['a=/a', 'c=/c', 'd'], modelStore: '/m',
+      ...kNone,
+      models: ['a=/a', 'c=/c', 'd'],
+      modelStore: '/m',
     });
     assert.deepEqual(parseArgs(['--models=a=/a', 'b=/b']).models, ['a=/a', 'b=/b']);
     assert.deepEqual(parseArgs(['--models', 'ALL']).models, ['ALL']);
@@ -60,7 +65,10 @@ describe('parseArgs', () => {
   });
 
   it('rejects unknown flags, listing the accepted ones', () => {
-    assertCliError(['--start'], /unknown option "--start" \(accepted: serve, --mms-config FILE \(-f FILE\), --model-store DIR, --models \[NAME=\]URL\.\.\., --help \(-h\), --version\)/);
+    assertCliError(
+      ['--start'],
+      /unknown option "--start" \(accepted: serve, --mms-config FILE \(-f FILE\), --model-store DIR, --models \[NAME=\]URL\.\.\., --help \(-h\), --version\)/,
+    );
     assertCliError(['--help=1'], /unknown option "--help=1"/);
   });
 

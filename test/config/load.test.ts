@@ -17,7 +17,8 @@ describe('loadConfig (file lookup)', () => {
     assert.throws(fn, (err: unknown) => {
       assert.ok(isMmeError(err));
       assert.equal(err.code, 'MME_ERR_CONFIG');
-      for (const part of parts) assert.ok(err.message.includes(part), `${JSON.stringify(err.message)} lacks ${JSON.stringify(part)}`);
+      for (const part of parts)
+        assert.ok(err.message.includes(part), `${JSON.stringify(err.message)} lacks ${JSON.stringify(part)}`);
       return true;
     });
   };
@@ -70,24 +71,38 @@ describe('loadConfig (file lookup)', () => {
   it('fails on a missing file named by MMS_CONFIG_FILE, naming path and source', () => {
     write('cwd/config.properties', 'job_queue_size=1');
     const missing = path.join(dir, 'nope.properties');
-    assertConfigError(() => loadConfig({ MMS_CONFIG_FILE: missing }, [], cwd),
-      `config file ${missing} (named by environment variable MMS_CONFIG_FILE) does not exist`);
+    assertConfigError(
+      () => loadConfig({ MMS_CONFIG_FILE: missing }, [], cwd),
+      `config file ${missing} (named by environment variable MMS_CONFIG_FILE) does not exist`,
+    );
   });
 
   it('fails on a missing file named by --mms-config instead of falling back', () => {
     write('cwd/config.properties', 'job_queue_size=1');
-    assertConfigError(() => loadConfig({}, ['--mms-config', 'typo.properties'], cwd),
-      `config file ${path.join(cwd, 'typo.properties')} (named by --mms-config) does not exist`);
+    assertConfigError(
+      () => loadConfig({}, ['--mms-config', 'typo.properties'], cwd),
+      `config file ${path.join(cwd, 'typo.properties')} (named by --mms-config) does not exist`,
+    );
   });
 
   it('fails when ./config.properties exists but cannot be read', () => {
     fs.mkdirSync(path.join(cwd, 'config.properties'));
-    assertConfigError(() => loadConfig({}, [], cwd), `config file ${path.join(cwd, 'config.properties')} cannot be read (EISDIR)`);
+    assertConfigError(
+      () => loadConfig({}, [], cwd),
+      `config file ${path.join(cwd, 'config.properties')} cannot be read (EISDIR)`,
+    );
   });
 
   it('passes environment and command line through to resolution', () => {
-    write('cwd/config.properties', 'inference_address=http://0.0.0.0:$$PORT_FOR_TEST$$\nmanagement_address=http://0.0.0.0:8081');
-    const config = loadConfig({ PORT_FOR_TEST: '8080', SAGEMAKER_BIND_TO_PORT: '9000' }, ['serve', '--model-store', cwd], cwd);
+    write(
+      'cwd/config.properties',
+      'inference_address=http://0.0.0.0:$$PORT_FOR_TEST$$\nmanagement_address=http://0.0.0.0:8081',
+    );
+    const config = loadConfig(
+      { PORT_FOR_TEST: '8080', SAGEMAKER_BIND_TO_PORT: '9000' },
+      ['serve', '--model-store', cwd],
+      cwd,
+    );
     assert.equal(config.inferenceAddress.port, 9000);
     assert.equal(config.sharedListener, true);
     assert.equal(config.modelStore, cwd);

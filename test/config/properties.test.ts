@@ -81,12 +81,15 @@ describe('parseProperties (java.util.Properties semantics)', () => {
     });
 
     it('rejects a malformed \\u escape, naming the source and line', () => {
-      assert.throws(() => parseProperties('ok=1\nbad=\\u12G4', '/etc/x.properties'), (err: unknown) => {
-        assert.ok(isMmeError(err));
-        assert.equal(err.code, 'MME_ERR_CONFIG');
-        assert.match(err.message, /\/etc\/x\.properties line 2: malformed \\uXXXX escape "\\u12G4"/);
-        return true;
-      });
+      assert.throws(
+        () => parseProperties('ok=1\nbad=\\u12G4', '/etc/x.properties'),
+        (err: unknown) => {
+          assert.ok(isMmeError(err));
+          assert.equal(err.code, 'MME_ERR_CONFIG');
+          assert.match(err.message, /\/etc\/x\.properties line 2: malformed \\uXXXX escape "\\u12G4"/);
+          return true;
+        },
+      );
     });
   });
 

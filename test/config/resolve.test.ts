@@ -6,8 +6,19 @@ import type { ServerConfig } from '../../src/config/types';
 
 const kNoArgs: CliArgs = { command: null, mmsConfig: null, modelStore: null, models: null, help: false };
 
-function resolve(fileText: string | null, env: Env = {}, argv: Partial<CliArgs> = {}, extra: Partial<ResolveInput> = {}): ServerConfig {
-  return resolveConfig({ fileText, configFile: fileText === null ? null : '/etc/mme/config.properties', env, argv: { ...kNoArgs, ...argv }, ...extra });
+function resolve(
+  fileText: string | null,
+  env: Env = {},
+  argv: Partial<CliArgs> = {},
+  extra: Partial<ResolveInput> = {},
+): ServerConfig {
+  return resolveConfig({
+    fileText,
+    configFile: fileText === null ? null : '/etc/mme/config.properties',
+    env,
+    argv: { ...kNoArgs, ...argv },
+    ...extra,
+  });
 }
 
 /** Asserts an MME_ERR_CONFIG whose message matches every pattern. */
@@ -16,14 +27,21 @@ function assertConfigError(fn: () => unknown, ...patterns: (RegExp | string)[]):
     assert.ok(isMmeError(err), `expected MmeError, got ${String(err)}`);
     assert.equal(err.code, 'MME_ERR_CONFIG');
     for (const p of patterns) {
-      if (typeof p === 'string') assert.ok(err.message.includes(p), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(p)}`);
+      if (typeof p === 'string')
+        assert.ok(err.message.includes(p), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(p)}`);
       else assert.match(err.message, p);
     }
     return true;
   });
 }
 
-const tcp = (raw: string, scheme: 'http' | 'https', host: string, port: number) => ({ raw, scheme, host, port, path: '' });
+const tcp = (raw: string, scheme: 'http' | 'https', host: string, port: number) => ({
+  raw,
+  scheme,
+  host,
+  port,
+  path: '',
+});
 
 describe('resolveConfig', () => {
   describe('defaults', () => {
@@ -106,67 +124,69 @@ describe('resolveConfig', () => {
 
   describe('file values', () => {
     it('reads every key', () => {
-      const config = resolve([
-        'inference_address=http://0.0.0.0:8080',
-        'management_address=http://0.0.0.0:8080',
-        'model_store=/opt/ml/models',
-        'load_models=a=/m/a,b.tar.gz',
-        'default_workers_per_model=2',
-        'job_queue_size=7',
-        'preload_model=true',
-        'default_response_timeout_seconds=30',
-        'model_load_timeout=300',
-        'unregister_model_timeout=5.5',
-        'max_request_size=1000',
-        'max_response_size=2000',
-        'max_request_elements=5000',
-        'decode_input_request=false',
-        'access_log=true',
-        'log_format=JSON',
-        'log_level=warn',
-        'max_stream_buffer=1048576',
-        'number_of_gpu=1',
-        'metric_time_interval=10',
-        'batch_size=8',
-        'max_batch_delay=0',
-        'default_service_handler=/code/handler.js',
-        'blacklist_env_vars=AWS_.*',
-        'onnx_intra_op_threads=4',
-        'onnx_inter_op_threads=0',
-        'model_cache=off',
-        'max_loaded_models=20',
-        'model_memory_budget_mb=4096',
-        'model_memory_reserve_mb=0',
-        'max_concurrent_loads=2',
-        'load_wait_timeout=0.5',
-        'load_failure_cache_seconds=0',
-        'eviction_policy=LRU',
-        'eviction_drain_timeout=3',
-        'shutdown_timeout=25',
-        'spare_workers=0',
-        'worker_mode=shared',
-        'shared_workers=3',
-        'max_models_per_worker=500',
-        'shared_worker_recycle_mb=64',
-        'shared_host_heavy_share=0.75',
-        'model_roots=/a, /b',
-        'management_token=s3cret',
-        'max_connections=10',
-        'grpc_inference_address=0.0.0.0',
-        'grpc_inference_port=7070',
-        'metrics_endpoint_name=ep',
-        'metrics_variant_name=AllTraffic',
-        'metrics_per_model_dimension=true',
-        'metrics_namespace=Team/MME',
-        'metrics_cloudwatch=true',
-        'metrics_cloudwatch_region=eu-west-1',
-        'metrics_cloudwatch_endpoint=http://127.0.0.1:4566',
-        'metrics_cloudwatch_max_buffered=50',
-        'metrics_emf=STDOUT',
-        'metrics_mms_log=/var/log/mms_metrics.log',
-        'metrics_prometheus=false',
-        'metrics_address=http://0.0.0.0:9100',
-      ].join('\n'));
+      const config = resolve(
+        [
+          'inference_address=http://0.0.0.0:8080',
+          'management_address=http://0.0.0.0:8080',
+          'model_store=/opt/ml/models',
+          'load_models=a=/m/a,b.tar.gz',
+          'default_workers_per_model=2',
+          'job_queue_size=7',
+          'preload_model=true',
+          'default_response_timeout_seconds=30',
+          'model_load_timeout=300',
+          'unregister_model_timeout=5.5',
+          'max_request_size=1000',
+          'max_response_size=2000',
+          'max_request_elements=5000',
+          'decode_input_request=false',
+          'access_log=true',
+          'log_format=JSON',
+          'log_level=warn',
+          'max_stream_buffer=1048576',
+          'number_of_gpu=1',
+          'metric_time_interval=10',
+          'batch_size=8',
+          'max_batch_delay=0',
+          'default_service_handler=/code/handler.js',
+          'blacklist_env_vars=AWS_.*',
+          'onnx_intra_op_threads=4',
+          'onnx_inter_op_threads=0',
+          'model_cache=off',
+          'max_loaded_models=20',
+          'model_memory_budget_mb=4096',
+          'model_memory_reserve_mb=0',
+          'max_concurrent_loads=2',
+          'load_wait_timeout=0.5',
+          'load_failure_cache_seconds=0',
+          'eviction_policy=LRU',
+          'eviction_drain_timeout=3',
+          'shutdown_timeout=25',
+          'spare_workers=0',
+          'worker_mode=shared',
+          'shared_workers=3',
+          'max_models_per_worker=500',
+          'shared_worker_recycle_mb=64',
+          'shared_host_heavy_share=0.75',
+          'model_roots=/a, /b',
+          'management_token=s3cret',
+          'max_connections=10',
+          'grpc_inference_address=0.0.0.0',
+          'grpc_inference_port=7070',
+          'metrics_endpoint_name=ep',
+          'metrics_variant_name=AllTraffic',
+          'metrics_per_model_dimension=true',
+          'metrics_namespace=Team/MME',
+          'metrics_cloudwatch=true',
+          'metrics_cloudwatch_region=eu-west-1',
+          'metrics_cloudwatch_endpoint=http://127.0.0.1:4566',
+          'metrics_cloudwatch_max_buffered=50',
+          'metrics_emf=STDOUT',
+          'metrics_mms_log=/var/log/mms_metrics.log',
+          'metrics_prometheus=false',
+          'metrics_address=http://0.0.0.0:9100',
+        ].join('\n'),
+      );
       const { blacklistEnvVars, ...rest } = config;
       assert.deepEqual(rest, {
         configFile: '/etc/mme/config.properties',
@@ -174,7 +194,10 @@ describe('resolveConfig', () => {
         managementAddress: tcp('http://0.0.0.0:8080', 'http', '0.0.0.0', 8080),
         sharedListener: true,
         modelStore: '/opt/ml/models',
-        loadModels: [{ name: 'a', url: '/m/a' }, { name: 'b', url: 'b.tar.gz' }],
+        loadModels: [
+          { name: 'a', url: '/m/a' },
+          { name: 'b', url: 'b.tar.gz' },
+        ],
         defaultWorkersPerModel: 2,
         workersPerModel: 2,
         jobQueueSize: 7,
@@ -240,7 +263,10 @@ describe('resolveConfig', () => {
     it('turns the model cache off by default in SageMaker MME mode only, and validates its values', () => {
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).modelCache, false);
       assert.equal(resolve('model_cache=on', { SAGEMAKER_MULTI_MODEL: 'true' }).modelCache, true);
-      assert.throws(() => resolve('model_cache=maybe'), /model_cache: "maybe" is not one of the allowed values \(expected auto, on, off/);
+      assert.throws(
+        () => resolve('model_cache=maybe'),
+        /model_cache: "maybe" is not one of the allowed values \(expected auto, on, off/,
+      );
       assert.throws(() => resolve('eviction_policy=fifo'), /eviction_policy: "fifo"/);
     });
 
@@ -260,7 +286,9 @@ describe('resolveConfig', () => {
     });
 
     it('with allow_unknown_keys=true, collects unknown keys in file order without failing (MMS files carry keys of other servers)', () => {
-      const config = resolve('async_logging=true\njob_queue_size=5\nvmargs=-Xmx1g\nnumber_of_netty_threads=4\nallow_unknown_keys=true');
+      const config = resolve(
+        'async_logging=true\njob_queue_size=5\nvmargs=-Xmx1g\nnumber_of_netty_threads=4\nallow_unknown_keys=true',
+      );
       assert.deepEqual(config.unknownKeys, ['async_logging', 'vmargs', 'number_of_netty_threads']);
       assert.equal(config.jobQueueSize, 5);
     });
@@ -268,32 +296,61 @@ describe('resolveConfig', () => {
 
   describe('invalid values', () => {
     it('names key, value and expectation for a non-integer', () => {
-      assertConfigError(() => resolve('job_queue_size=abc'),
-        'config key job_queue_size: "abc" is not an integer (expected a whole number >= 1, e.g. job_queue_size=100); set in /etc/mme/config.properties');
+      assertConfigError(
+        () => resolve('job_queue_size=abc'),
+        'config key job_queue_size: "abc" is not an integer (expected a whole number >= 1, e.g. job_queue_size=100); set in /etc/mme/config.properties',
+      );
     });
 
     const cases: [string, RegExp][] = [
       ['job_queue_size=0', /job_queue_size: "0" is out of range \(expected a whole number >= 1/],
-      ['default_workers_per_model=-1', /default_workers_per_model: "-1" is out of range \(expected a whole number >= 0/],
+      [
+        'default_workers_per_model=-1',
+        /default_workers_per_model: "-1" is out of range \(expected a whole number >= 0/,
+      ],
       ['batch_size=1.5', /batch_size: "1.5" is not an integer/],
       ['max_request_size=99999999999999999999', /max_request_size: "99999999999999999999" is too large/],
-      ['max_response_size=1073741825', /max_response_size: "1073741825" is out of range \(expected a whole number 1 to 1073741824 \(1 GiB\)/],
+      [
+        'max_response_size=1073741825',
+        /max_response_size: "1073741825" is out of range \(expected a whole number 1 to 1073741824 \(1 GiB\)/,
+      ],
       ['max_batch_delay=', /max_batch_delay: "" is not an integer/],
       ['metric_time_interval=0x10', /metric_time_interval: "0x10" is not an integer/],
-      ['model_load_timeout=0', /model_load_timeout: "0" is out of range \(expected a number > 0 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), e.g. model_load_timeout=120\)/],
+      [
+        'model_load_timeout=0',
+        /model_load_timeout: "0" is out of range \(expected a number > 0 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), e.g. model_load_timeout=120\)/,
+      ],
       ['unregister_model_timeout=soon', /unregister_model_timeout: "soon" is not a number/],
       ['default_response_timeout=0', /default_response_timeout: "0" is out of range/],
-      ['grpc_inference_port=70000', /grpc_inference_port: "70000" is not a TCP port \(expected a whole number from 0 to 65535, or unset for no gRPC listener, e.g. grpc_inference_port=7070\)/],
-      ['default_response_timeout_seconds=0', /default_response_timeout_seconds: "0" is out of range \(expected a number > 0 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), or negative for unset, e.g. default_response_timeout_seconds=60\)/],
-      ['preload_model=yes', /preload_model: "yes" is not a boolean \(expected true or false, e.g. preload_model=false\)/],
+      [
+        'grpc_inference_port=70000',
+        /grpc_inference_port: "70000" is not a TCP port \(expected a whole number from 0 to 65535, or unset for no gRPC listener, e.g. grpc_inference_port=7070\)/,
+      ],
+      [
+        'default_response_timeout_seconds=0',
+        /default_response_timeout_seconds: "0" is out of range \(expected a number > 0 and <= 2147483 seconds \(about 24\.8 days, the longest a timer can wait\), or negative for unset, e.g. default_response_timeout_seconds=60\)/,
+      ],
+      [
+        'preload_model=yes',
+        /preload_model: "yes" is not a boolean \(expected true or false, e.g. preload_model=false\)/,
+      ],
       ['decode_input_request=1', /decode_input_request: "1" is not a boolean/],
       ['enable_envvars_config=on', /enable_envvars_config: "on" is not a boolean/],
-      ['inference_address=ftp://x:1', /inference_address: "ftp:\/\/x:1" is not a valid address: not of the form http:\/\/host:port, https:\/\/host\[:port\] or unix:\/path/],
-      ['management_address=http://h:70000', /management_address: "http:\/\/h:70000" is not a valid address: port 70000 is above 65535/],
+      [
+        'inference_address=ftp://x:1',
+        /inference_address: "ftp:\/\/x:1" is not a valid address: not of the form http:\/\/host:port, https:\/\/host\[:port\] or unix:\/path/,
+      ],
+      [
+        'management_address=http://h:70000',
+        /management_address: "http:\/\/h:70000" is not a valid address: port 70000 is above 65535/,
+      ],
       ['inference_address=http://:8080', /inference_address: "http:\/\/:8080" is not a valid address/],
       ['inference_address=http://h:8080/api', /inference_address: .* is not a valid address/],
       ['inference_address=127.0.0.1:8080', /inference_address: .* is not a valid address/],
-      ['blacklist_env_vars=(AWS', /blacklist_env_vars: "\(AWS" is not a valid regular expression: .*e\.g\. blacklist_env_vars=AWS_\.\*/],
+      [
+        'blacklist_env_vars=(AWS',
+        /blacklist_env_vars: "\(AWS" is not a valid regular expression: .*e\.g\. blacklist_env_vars=AWS_\.\*/,
+      ],
       ['load_models==/m', /load_models: "=\/m" is not a valid model list: "=\/m" has an empty model name/],
       ['load_models=a=', /load_models: "a=" is not a valid model list: "a=" has an empty url/],
       ['load_models=/', /cannot derive a model name from "\/"; write name=\//],
@@ -304,8 +361,11 @@ describe('resolveConfig', () => {
     }
 
     it('says when a bad value came from an MMS_<KEY> environment variable', () => {
-      assertConfigError(() => resolve('enable_envvars_config=true', { MMS_JOB_QUEUE_SIZE: 'many' }),
-        'config key job_queue_size: "many" is not an integer', '; set by environment variable MMS_JOB_QUEUE_SIZE');
+      assertConfigError(
+        () => resolve('enable_envvars_config=true', { MMS_JOB_QUEUE_SIZE: 'many' }),
+        'config key job_queue_size: "many" is not an integer',
+        '; set by environment variable MMS_JOB_QUEUE_SIZE',
+      );
     });
 
     it('validates values that are overridden later only after the override', () => {
@@ -316,17 +376,22 @@ describe('resolveConfig', () => {
 
   describe('$$VAR$$ substitution', () => {
     it('replaces every placeholder in every value from the environment', () => {
-      const config = resolve('inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$\nallow_unknown_keys=true',
-        { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/opt/ml', VM: '-Xmx1g' });
+      const config = resolve(
+        'inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$\nallow_unknown_keys=true',
+        { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/opt/ml', VM: '-Xmx1g' },
+      );
       assert.deepEqual(config.inferenceAddress, tcp('http://0.0.0.0:9090', 'http', '0.0.0.0', 9090));
       assert.equal(config.modelStore, '/opt/ml/models');
     });
 
     it('inserts the value literally, even with $ or backslashes in it', () => {
-      assert.equal(resolve('default_service_handler=$$HANDLER$$', { HANDLER: '/a$1\\b$$' }).defaultServiceHandler, '/a$1\\b$$');
+      assert.equal(
+        resolve('default_service_handler=$$HANDLER$$', { HANDLER: '/a$1\\b$$' }).defaultServiceHandler,
+        '/a$1\\b$$',
+      );
     });
 
-    it('leaves one-character names alone, as MMS\'s pattern requires two', () => {
+    it("leaves one-character names alone, as MMS's pattern requires two", () => {
       assert.equal(resolve('model_store=/m/$$A$$').modelStore, '/m/$$A$$');
     });
 
@@ -335,8 +400,10 @@ describe('resolveConfig', () => {
     });
 
     it('fails naming the key and the missing variable', () => {
-      assertConfigError(() => resolve('inference_address=http://0.0.0.0:$$SAGEMAKER_BIND_TO_PORT$$'),
-        'config key inference_address uses $$SAGEMAKER_BIND_TO_PORT$$ but environment variable SAGEMAKER_BIND_TO_PORT is not set');
+      assertConfigError(
+        () => resolve('inference_address=http://0.0.0.0:$$SAGEMAKER_BIND_TO_PORT$$'),
+        'config key inference_address uses $$SAGEMAKER_BIND_TO_PORT$$ but environment variable SAGEMAKER_BIND_TO_PORT is not set',
+      );
     });
 
     it('fails for a missing variable in an unknown key too (MMS substitutes every value)', () => {
@@ -344,7 +411,11 @@ describe('resolveConfig', () => {
     });
 
     it('does not substitute values from the command line or MMS_<KEY> variables', () => {
-      const config = resolve('enable_envvars_config=true', { MMS_DEFAULT_SERVICE_HANDLER: '$$NOPE$$' }, { modelStore: '$$NOPE$$' });
+      const config = resolve(
+        'enable_envvars_config=true',
+        { MMS_DEFAULT_SERVICE_HANDLER: '$$NOPE$$' },
+        { modelStore: '$$NOPE$$' },
+      );
       assert.equal(config.defaultServiceHandler, '$$NOPE$$');
       assert.equal(config.modelStore, '$$NOPE$$');
     });
@@ -352,9 +423,16 @@ describe('resolveConfig', () => {
 
   describe('command line', () => {
     it('--model-store overrides model_store and --models overrides load_models', () => {
-      const config = resolve('model_store=/file\nload_models=file=/f', {}, { modelStore: '/cli', models: ['a=/a', 'b=/b'] });
+      const config = resolve(
+        'model_store=/file\nload_models=file=/f',
+        {},
+        { modelStore: '/cli', models: ['a=/a', 'b=/b'] },
+      );
       assert.equal(config.modelStore, '/cli');
-      assert.deepEqual(config.loadModels, [{ name: 'a', url: '/a' }, { name: 'b', url: '/b' }]);
+      assert.deepEqual(config.loadModels, [
+        { name: 'a', url: '/a' },
+        { name: 'b', url: '/b' },
+      ]);
     });
 
     it('reports a bad --models value as coming from the flag', () => {
@@ -370,14 +448,19 @@ describe('resolveConfig', () => {
 
     it('lets MMS_<KEY> override the file and the command line (env > CLI > file)', () => {
       const env = { MMS_MODEL_STORE: '/env', MMS_JOB_QUEUE_SIZE: '9', MMS_INFERENCE_ADDRESS: 'http://0.0.0.0:1234' };
-      const config = resolve('enable_envvars_config=True\nmodel_store=/file\njob_queue_size=5', env, { modelStore: '/cli' });
+      const config = resolve('enable_envvars_config=True\nmodel_store=/file\njob_queue_size=5', env, {
+        modelStore: '/cli',
+      });
       assert.equal(config.modelStore, '/env');
       assert.equal(config.jobQueueSize, 9);
       assert.equal(config.inferenceAddress.port, 1234);
     });
 
     it('covers every key, including ones MMS never exposed', () => {
-      const config = resolve('enable_envvars_config=true', { MMS_ONNX_INTRA_OP_THREADS: '3', MMS_DEFAULT_RESPONSE_TIMEOUT_SECONDS: '10' });
+      const config = resolve('enable_envvars_config=true', {
+        MMS_ONNX_INTRA_OP_THREADS: '3',
+        MMS_DEFAULT_RESPONSE_TIMEOUT_SECONDS: '10',
+      });
       assert.equal(config.intraOpThreads, 3);
       assert.equal(config.responseTimeoutSeconds, 10);
     });
@@ -388,7 +471,7 @@ describe('resolveConfig', () => {
   });
 
   describe('response timeout', () => {
-    it('is 60 s (SageMaker\'s invoke limit) when neither key is written', () => {
+    it("is 60 s (SageMaker's invoke limit) when neither key is written", () => {
       assert.equal(resolve(null).responseTimeoutSeconds, 60);
     });
 
@@ -398,18 +481,30 @@ describe('resolveConfig', () => {
     });
 
     it('prefers default_response_timeout_seconds over the minutes key', () => {
-      assert.equal(resolve('default_response_timeout=2\ndefault_response_timeout_seconds=30').responseTimeoutSeconds, 30);
+      assert.equal(
+        resolve('default_response_timeout=2\ndefault_response_timeout_seconds=30').responseTimeoutSeconds,
+        30,
+      );
       assert.equal(resolve('default_response_timeout_seconds=0.25').responseTimeoutSeconds, 0.25);
     });
 
-    it('treats a negative default_response_timeout_seconds as unset (MMS\'s -1)', () => {
-      assert.equal(resolve('default_response_timeout=2\ndefault_response_timeout_seconds=-1').responseTimeoutSeconds, 120);
+    it("treats a negative default_response_timeout_seconds as unset (MMS's -1)", () => {
+      assert.equal(
+        resolve('default_response_timeout=2\ndefault_response_timeout_seconds=-1').responseTimeoutSeconds,
+        120,
+      );
       assert.equal(resolve('default_response_timeout_seconds=-1').responseTimeoutSeconds, 60);
     });
 
     it('applies the minutes key when it comes from MMS_DEFAULT_RESPONSE_TIMEOUT', () => {
-      assert.equal(resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '1' }).responseTimeoutSeconds, 60);
-      assert.equal(resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '3' }).responseTimeoutSeconds, 180);
+      assert.equal(
+        resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '1' }).responseTimeoutSeconds,
+        60,
+      );
+      assert.equal(
+        resolve('enable_envvars_config=true', { MMS_DEFAULT_RESPONSE_TIMEOUT: '3' }).responseTimeoutSeconds,
+        180,
+      );
     });
   });
 
@@ -421,23 +516,43 @@ describe('resolveConfig', () => {
       assert.deepEqual(parse('http://localhost'), tcp('http://localhost', 'http', 'localhost', 80));
       assert.deepEqual(parse('http://[::1]:8080'), tcp('http://[::1]:8080', 'http', '::1', 8080));
       assert.deepEqual(parse('http://127.0.0.1:0'), tcp('http://127.0.0.1:0', 'http', '127.0.0.1', 0));
-      assert.deepEqual(parse('unix:/tmp/mme.sock'), { raw: 'unix:/tmp/mme.sock', scheme: 'unix', host: '', port: 0, path: '/tmp/mme.sock' });
+      assert.deepEqual(parse('unix:/tmp/mme.sock'), {
+        raw: 'unix:/tmp/mme.sock',
+        scheme: 'unix',
+        host: '',
+        port: 0,
+        path: '/tmp/mme.sock',
+      });
     });
 
     it('shares one listener when both addresses are the same', () => {
-      assert.equal(resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://0.0.0.0:8080').sharedListener, true);
-      assert.equal(resolve('inference_address=http://LOCALHOST:0\nmanagement_address=http://localhost:0').sharedListener, true);
+      assert.equal(
+        resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://0.0.0.0:8080').sharedListener,
+        true,
+      );
+      assert.equal(
+        resolve('inference_address=http://LOCALHOST:0\nmanagement_address=http://localhost:0').sharedListener,
+        true,
+      );
       assert.equal(resolve('inference_address=unix:/s\nmanagement_address=unix:/s').sharedListener, true);
     });
 
     it('rejects two different listeners on one fixed port', () => {
-      assertConfigError(() => resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://127.0.0.1:8080'),
-        'inference_address http://0.0.0.0:8080 and management_address http://127.0.0.1:8080 use the same port');
-      assertConfigError(() => resolve('inference_address=http://h:8080\nmanagement_address=https://h:8080'), 'use the same port');
+      assertConfigError(
+        () => resolve('inference_address=http://0.0.0.0:8080\nmanagement_address=http://127.0.0.1:8080'),
+        'inference_address http://0.0.0.0:8080 and management_address http://127.0.0.1:8080 use the same port',
+      );
+      assertConfigError(
+        () => resolve('inference_address=http://h:8080\nmanagement_address=https://h:8080'),
+        'use the same port',
+      );
     });
 
     it('allows different hosts on the ephemeral port 0', () => {
-      assert.equal(resolve('inference_address=http://127.0.0.1:0\nmanagement_address=http://0.0.0.0:0').sharedListener, false);
+      assert.equal(
+        resolve('inference_address=http://127.0.0.1:0\nmanagement_address=http://0.0.0.0:0').sharedListener,
+        false,
+      );
     });
   });
 
@@ -452,7 +567,9 @@ describe('resolveConfig', () => {
     });
 
     it('derives names from the url when none is given', () => {
-      const config = resolve('load_models=/opt/ml/models/resnet/, s3://bucket/k/bert.tar.gz ,x.TGZ,,named=/m/other.tar.gz,https://h/m.tar.gz?sig=a=b,/d/what?');
+      const config = resolve(
+        'load_models=/opt/ml/models/resnet/, s3://bucket/k/bert.tar.gz ,x.TGZ,,named=/m/other.tar.gz,https://h/m.tar.gz?sig=a=b,/d/what?',
+      );
       assert.deepEqual(config.loadModels, [
         { name: 'resnet', url: '/opt/ml/models/resnet/' },
         { name: 'bert', url: 's3://bucket/k/bert.tar.gz' },
@@ -465,7 +582,7 @@ describe('resolveConfig', () => {
   });
 
   describe('blacklist_env_vars', () => {
-    it('matches whole variable names only, as Java\'s Matcher.matches()', () => {
+    it("matches whole variable names only, as Java's Matcher.matches()", () => {
       const re = resolve('blacklist_env_vars=AWS_.*|SECRET').blacklistEnvVars!;
       assert.equal(re.test('AWS_SECRET_ACCESS_KEY'), true);
       assert.equal(re.test('SECRET'), true);
@@ -486,15 +603,19 @@ describe('resolveConfig', () => {
 
   describe('SageMaker environment', () => {
     it('SAGEMAKER_BIND_TO_PORT replaces the port of both addresses and keeps their hosts', () => {
-      const config = resolve('inference_address=http://[::1]:8080\nmanagement_address=http://[::1]:8081', { SAGEMAKER_BIND_TO_PORT: '9000' });
+      const config = resolve('inference_address=http://[::1]:8080\nmanagement_address=http://[::1]:8081', {
+        SAGEMAKER_BIND_TO_PORT: '9000',
+      });
       assert.deepEqual(config.inferenceAddress, tcp('http://[::1]:9000', 'http', '::1', 9000));
       assert.deepEqual(config.managementAddress, tcp('http://[::1]:9000', 'http', '::1', 9000));
       assert.equal(config.sharedListener, true);
     });
 
     it('SAGEMAKER_BIND_TO_PORT with two different hosts is a port clash', () => {
-      assertConfigError(() => resolve('inference_address=http://0.0.0.0:8080', { SAGEMAKER_BIND_TO_PORT: '9000' }),
-        'inference_address http://0.0.0.0:9000 and management_address http://127.0.0.1:9000 use the same port');
+      assertConfigError(
+        () => resolve('inference_address=http://0.0.0.0:8080', { SAGEMAKER_BIND_TO_PORT: '9000' }),
+        'inference_address http://0.0.0.0:9000 and management_address http://127.0.0.1:9000 use the same port',
+      );
     });
 
     it('SAGEMAKER_BIND_TO_PORT makes the default addresses one shared listener', () => {
@@ -505,7 +626,8 @@ describe('resolveConfig', () => {
 
     it('SAGEMAKER_BIND_TO_PORT wins over MMS_INFERENCE_ADDRESS and leaves a unix management socket alone', () => {
       const config = resolve('enable_envvars_config=true\nmanagement_address=unix:/tmp/m.sock', {
-        MMS_INFERENCE_ADDRESS: 'http://0.0.0.0:1', SAGEMAKER_BIND_TO_PORT: '8085',
+        MMS_INFERENCE_ADDRESS: 'http://0.0.0.0:1',
+        SAGEMAKER_BIND_TO_PORT: '8085',
       });
       assert.equal(config.inferenceAddress.raw, 'http://0.0.0.0:8085');
       assert.equal(config.managementAddress.path, '/tmp/m.sock');
@@ -513,13 +635,18 @@ describe('resolveConfig', () => {
 
     for (const bad of ['abc', '0', '65536', '80.5', '-1']) {
       it(`rejects SAGEMAKER_BIND_TO_PORT=${bad}`, () => {
-        assertConfigError(() => resolve(null, { SAGEMAKER_BIND_TO_PORT: bad }),
-          `environment variable SAGEMAKER_BIND_TO_PORT: "${bad}" is not a port number (expected a whole number 1-65535, e.g. SAGEMAKER_BIND_TO_PORT=8080)`);
+        assertConfigError(
+          () => resolve(null, { SAGEMAKER_BIND_TO_PORT: bad }),
+          `environment variable SAGEMAKER_BIND_TO_PORT: "${bad}" is not a port number (expected a whole number 1-65535, e.g. SAGEMAKER_BIND_TO_PORT=8080)`,
+        );
       });
     }
 
     it('rejects SAGEMAKER_BIND_TO_PORT with a unix inference_address', () => {
-      assertConfigError(() => resolve('inference_address=unix:/tmp/i.sock', { SAGEMAKER_BIND_TO_PORT: '8080' }), 'is a unix socket');
+      assertConfigError(
+        () => resolve('inference_address=unix:/tmp/i.sock', { SAGEMAKER_BIND_TO_PORT: '8080' }),
+        'is a unix socket',
+      );
     });
 
     it('SAGEMAKER_MULTI_MODEL=true sets multiModel (case-insensitively)', () => {
@@ -527,15 +654,24 @@ describe('resolveConfig', () => {
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'TRUE' }).multiModel, true);
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'false' }).multiModel, false);
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: '' }).multiModel, false);
-      assertConfigError(() => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }), 'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean');
+      assertConfigError(
+        () => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }),
+        'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean',
+      );
     });
 
     it('SAGEMAKER_MAX_PAYLOAD_IN_MB sets max_request_size in MiB, over the file', () => {
-      assert.equal(resolve('max_request_size=10', { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxRequestSize, 6 * 1024 * 1024);
+      assert.equal(
+        resolve('max_request_size=10', { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxRequestSize,
+        6 * 1024 * 1024,
+      );
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '0.5' }).maxRequestSize, 524288);
       assert.equal(resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: '6' }).maxResponseSize, 6553500);
       for (const bad of ['six', '0', '-1', '1025']) {
-        assertConfigError(() => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }), `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`);
+        assertConfigError(
+          () => resolve(null, { SAGEMAKER_MAX_PAYLOAD_IN_MB: bad }),
+          `environment variable SAGEMAKER_MAX_PAYLOAD_IN_MB: "${bad}"`,
+        );
       }
     });
   });
@@ -553,18 +689,32 @@ describe('resolveConfig', () => {
     });
 
     it('rejects a namespace CloudWatch would refuse', () => {
-      assertConfigError(() => resolve('metrics_namespace=AWS/SageMaker'), 'config key metrics_namespace: "AWS/SageMaker" is not a namespace CloudWatch accepts', 'not starting with AWS/');
+      assertConfigError(
+        () => resolve('metrics_namespace=AWS/SageMaker'),
+        'config key metrics_namespace: "AWS/SageMaker" is not a namespace CloudWatch accepts',
+        'not starting with AWS/',
+      );
       assertConfigError(() => resolve('metrics_namespace=a,b'), 'metrics_namespace: "a,b"');
     });
 
     it('rejects a CloudWatch endpoint that is not an http(s) URL', () => {
-      assertConfigError(() => resolve('metrics_cloudwatch_endpoint=monitoring.us-east-1.amazonaws.com'), 'metrics_cloudwatch_endpoint: "monitoring.us-east-1.amazonaws.com" is not an http(s) URL');
+      assertConfigError(
+        () => resolve('metrics_cloudwatch_endpoint=monitoring.us-east-1.amazonaws.com'),
+        'metrics_cloudwatch_endpoint: "monitoring.us-east-1.amazonaws.com" is not an http(s) URL',
+      );
     });
 
     it('serves /metrics on the management listener unless metrics_address names another one', () => {
-      assert.equal(resolve('metrics_address=http://127.0.0.1:8081').metricsAddress, null, 'the management address written out');
+      assert.equal(
+        resolve('metrics_address=http://127.0.0.1:8081').metricsAddress,
+        null,
+        'the management address written out',
+      );
       assert.equal(resolve('metrics_address=unix:/tmp/metrics.sock').metricsAddress?.path, '/tmp/metrics.sock');
-      assertConfigError(() => resolve('metrics_address=http://127.0.0.1:8080'), 'metrics_address: "http://127.0.0.1:8080" collides with inference_address or management_address');
+      assertConfigError(
+        () => resolve('metrics_address=http://127.0.0.1:8080'),
+        'metrics_address: "http://127.0.0.1:8080" collides with inference_address or management_address',
+      );
       assertConfigError(() => resolve('metrics_address=http://0.0.0.0:8081'), 'collides');
       assertConfigError(() => resolve('metrics_address=9100'), 'metrics_address: "9100" is not a valid address');
     });
@@ -581,8 +731,12 @@ describe('resolveConfig', () => {
       };
       visit(config, 'config');
       assert.deepEqual(unfrozen, []);
-      assert.throws(() => { (config as { jobQueueSize: number }).jobQueueSize = 1; }, TypeError);
-      assert.throws(() => { (config.loadModels as unknown as { name: string; url: string }[]).push({ name: 'b', url: '/b' }); }, TypeError);
+      assert.throws(() => {
+        (config as { jobQueueSize: number }).jobQueueSize = 1;
+      }, TypeError);
+      assert.throws(() => {
+        (config.loadModels as unknown as { name: string; url: string }[]).push({ name: 'b', url: '/b' });
+      }, TypeError);
     });
 
     it('does not read process.env', () => {

@@ -17,11 +17,16 @@ describe('unknown config keys', () => {
   });
 
   it('stop start-up with one line on stderr naming each key, what it probably meant and allow_unknown_keys', async () => {
-    const run = await runCliToExit(testProperties(tempDir('mme-store-'), 'max_loaded_model=2\ndefault_worker_per_model=1\nvmargs=-Xmx1g'));
+    const run = await runCliToExit(
+      testProperties(tempDir('mme-store-'), 'max_loaded_model=2\ndefault_worker_per_model=1\nvmargs=-Xmx1g'),
+    );
     assert.equal(run.code, 1, run.stderr);
     const lines = run.stderr.trim().split('\n');
     assert.equal(lines.length, 1, run.stderr);
-    assert.match(lines[0]!, /^unknown config keys in \S+config\.properties: max_loaded_model \(did you mean max_loaded_models\?\), default_worker_per_model \(did you mean default_workers_per_model\?\), vmargs; fix the name, or set allow_unknown_keys=true/);
+    assert.match(
+      lines[0]!,
+      /^unknown config keys in \S+config\.properties: max_loaded_model \(did you mean max_loaded_models\?\), default_worker_per_model \(did you mean default_workers_per_model\?\), vmargs; fix the name, or set allow_unknown_keys=true/,
+    );
     assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack');
     assert.doesNotMatch(run.stdout, /listening/);
   });
@@ -29,7 +34,11 @@ describe('unknown config keys', () => {
   it('with allow_unknown_keys=true, start and list them once in the start-up line (MMS files carry keys of other servers)', async () => {
     const s = await startCliServer('allow_unknown_keys=true\nvmargs=-Xmx1g\nnumber_of_netty_threads=4');
     try {
-      assert.equal(s.lines.filter((l) => /unknown keys ignored: vmargs, number_of_netty_threads/.test(l)).length, 1, s.lines.join('\n'));
+      assert.equal(
+        s.lines.filter((l) => /unknown keys ignored: vmargs, number_of_netty_threads/.test(l)).length,
+        1,
+        s.lines.join('\n'),
+      );
     } finally {
       await s.stop();
     }

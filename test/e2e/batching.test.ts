@@ -20,8 +20,14 @@ describe('dynamic batching', () => {
     const loads = await Promise.all([
       loadModel(t, 'a', writeModelDir(t.store, 'a', mlpModel(specA)), batching),
       loadModel(t, 'b', writeModelDir(t.store, 'b', mlpModel(specB)), batching),
-      loadModel(t, 'ident', writeModelDir(t.store, 'ident', identityModel('float32')), { batch_size: 4, max_batch_delay: 2000 }),
-      loadModel(t, 'echo', writeModelDir(t.store, 'echo', addModel(), { 'handler.js': behaviourHandler }), { batch_size: 4, max_batch_delay: 2000 }),
+      loadModel(t, 'ident', writeModelDir(t.store, 'ident', identityModel('float32')), {
+        batch_size: 4,
+        max_batch_delay: 2000,
+      }),
+      loadModel(t, 'echo', writeModelDir(t.store, 'echo', addModel(), { 'handler.js': behaviourHandler }), {
+        batch_size: 4,
+        max_batch_delay: 2000,
+      }),
     ]);
     for (const r of loads) assert.equal(r.status, 200, r.text);
   });
@@ -32,7 +38,9 @@ describe('dynamic batching', () => {
   it('runs a full batch as one run and returns each caller its own rows', async () => {
     const model = t.server.manager.get('a');
     const before = { ...model.stats };
-    const inputs = Array.from({ length: 8 }, (_, i) => Array.from({ length: i % 3 + 1 }, (_, r) => [i, r, -i, i * r / 2]));
+    const inputs = Array.from({ length: 8 }, (_, i) =>
+      Array.from({ length: (i % 3) + 1 }, (_, r) => [i, r, -i, (i * r) / 2]),
+    );
     const results = await Promise.all(inputs.map((rows) => invoke(t, 'a', { inputs: { input: rows } })));
     results.forEach((res, i) => {
       assert.equal(res.status, 200, res.text);
@@ -77,8 +85,14 @@ describe('dynamic batching', () => {
 
   it('hands a custom handler the whole batch', async () => {
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => invoke(t, 'echo', { echo: i })));
-    assert.deepEqual(results.map((r) => r.body.echo), [0, 1, 2, 3]);
-    assert.ok(results.every((r) => r.body.batch === 4), `batch sizes ${results.map((r) => r.body.batch)}`);
+    assert.deepEqual(
+      results.map((r) => r.body.echo),
+      [0, 1, 2, 3],
+    );
+    assert.ok(
+      results.every((r) => r.body.batch === 4),
+      `batch sizes ${results.map((r) => r.body.batch)}`,
+    );
   });
 
   it('dispatches a partial batch when max_batch_delay expires', async () => {

@@ -26,7 +26,12 @@ function yamlFiles(dir: string): string[] {
 function parse(file: string): Doc[] {
   const docs = parseAllDocuments(fs.readFileSync(file, 'utf8'));
   const list = Array.isArray(docs) ? docs : [docs];
-  for (const d of list) assert.deepEqual(d.errors.map((e) => e.message), [], `${path.relative(kDeploy, file)} parses`);
+  for (const d of list)
+    assert.deepEqual(
+      d.errors.map((e) => e.message),
+      [],
+      `${path.relative(kDeploy, file)} parses`,
+    );
   return list.map((d) => d.toJS());
 }
 
@@ -43,14 +48,21 @@ const ofKind = (kind: string, dir = 'k8s') => {
 
 /** `kubectl kustomize` of deploy/<dir>: the objects `kubectl apply -k` would send. */
 function render(kubectl: string, dir: string): Doc[] {
-  return parseAllDocuments(execFileSync(kubectl, ['kustomize', path.join(kDeploy, dir)], { encoding: 'utf8' })).map((d) => d.toJS());
+  return parseAllDocuments(execFileSync(kubectl, ['kustomize', path.join(kDeploy, dir)], { encoding: 'utf8' })).map(
+    (d) => d.toJS(),
+  );
 }
 
 /** The model-server replicas: a StatefulSet, whose pod names the nginx router's ring is built on. */
-const replicas = (objects: Doc[] = k8s()) => objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'sagemaker-mme-node');
+const replicas = (objects: Doc[] = k8s()) =>
+  objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'sagemaker-mme-node');
 
 /** The `server host:port` lines of an nginx replica list. */
-const serverLines = (file: string) => [...fs.readFileSync(file, 'utf8').matchAll(/^server (\S+?):(\d+)\b/gm)].map((m) => ({ host: m[1]!, port: Number(m[2]) }));
+const serverLines = (file: string) =>
+  [...fs.readFileSync(file, 'utf8').matchAll(/^server (\S+?):(\d+)\b/gm)].map((m) => ({
+    host: m[1]!,
+    port: Number(m[2]),
+  }));
 
 /** The drain the server does on SIGTERM: MMS_SHUTDOWN_TIMEOUT when set, else the key's default. */
 function drainSeconds(env: Record<string, string> | undefined): number {
@@ -93,16 +105,29 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     }
     const [cmd, seconds] = c.lifecycle.preStop.exec.command;
     assert.equal(cmd, 'sleep');
-    assert.ok(pod.terminationGracePeriodSeconds >= Number(seconds) + drainSeconds(env) + kFlushSeconds,
-      `grace ${pod.terminationGracePeriodSeconds} s ≥ preStop ${seconds} s + shutdown_timeout ${drainSeconds(env)} s + flush`);
+    assert.ok(
+      pod.terminationGracePeriodSeconds >= Number(seconds) + drainSeconds(env) + kFlushSeconds,
+      `grace ${pod.terminationGracePeriodSeconds} s ≥ preStop ${seconds} s + shutdown_timeout ${drainSeconds(env)} s + flush`,
+    );
     assert.ok(c.resources.limits.memory, 'a memory limit: the budget comes from the cgroup');
-    assert.equal(c.resources.requests.memory, c.resources.limits.memory, 'requests = limits: the pod gets the memory its budget assumes');
-    assert.ok(mibOf(c.resources.limits.memory) > Number(keySpec('model_memory_reserve_mb')!.default), 'room for models beyond the reserve');
+    assert.equal(
+      c.resources.requests.memory,
+      c.resources.limits.memory,
+      'requests = limits: the pod gets the memory its budget assumes',
+    );
+    assert.ok(
+      mibOf(c.resources.limits.memory) > Number(keySpec('model_memory_reserve_mb')!.default),
+      'room for models beyond the reserve',
+    );
     assert.notEqual(env.MMS_MANAGEMENT_ADDRESS?.includes('0.0.0.0'), true, 'management is not exposed');
   });
 
   it('StatefulSet: models come from model_repository into a size-limited emptyDir, with no PersistentVolumeClaim', () => {
-    assert.deepEqual(k8s().filter((d) => d.kind === 'PersistentVolumeClaim'), [], 'no PVC: the common storage classes cannot give ReadOnlyMany');
+    assert.deepEqual(
+      k8s().filter((d) => d.kind === 'PersistentVolumeClaim'),
+      [],
+      'no PVC: the common storage classes cannot give ReadOnlyMany',
+    );
     const deployment = replicas();
     const pod = deployment.spec.template.spec;
     const [c] = pod.containers;
@@ -113,11 +138,18 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.ok(mount, 'the disk cache is a mounted volume');
     const volume = pod.volumes.find((v: Doc) => v.name === mount.name);
     assert.ok(volume.emptyDir, 'an emptyDir');
-    assert.ok(Number(env.MMS_MODEL_CACHE_DISK_MB) < mibOf(volume.emptyDir.sizeLimit), 'model_cache_disk_mb below the sizeLimit: the kubelet evicts pods past it');
+    assert.ok(
+      Number(env.MMS_MODEL_CACHE_DISK_MB) < mibOf(volume.emptyDir.sizeLimit),
+      'model_cache_disk_mb below the sizeLimit: the kubelet evicts pods past it',
+    );
     assert.ok(pod.volumes.every((v: Doc) => !v.persistentVolumeClaim));
     const [account] = ofKind('ServiceAccount');
     assert.equal(pod.serviceAccountName, account.metadata.name);
-    assert.match(account.metadata.annotations['eks.amazonaws.com/role-arn'], /settings\.env/, 'IRSA: the role the SDK default chain assumes, from settings.env');
+    assert.match(
+      account.metadata.annotations['eks.amazonaws.com/role-arn'],
+      /settings\.env/,
+      'IRSA: the role the SDK default chain assumes, from settings.env',
+    );
   });
 
   it('Services, HPA and Ingress point at the StatefulSet, whose pods the headless Service names; the Ingress hashes on the model name', () => {
@@ -125,18 +157,30 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const labels = deployment.spec.template.metadata.labels;
     const services = ofKind('Service');
     for (const svc of services) {
-      for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(labels[k], v, `${svc.metadata.name} selector ${k}`);
+      for (const [k, v] of Object.entries(svc.spec.selector))
+        assert.equal(labels[k], v, `${svc.metadata.name} selector ${k}`);
     }
     const service = services.find((svc) => svc.metadata.name === 'sagemaker-mme-node');
     const headless = services.find((svc) => svc.metadata.name === deployment.spec.serviceName);
     assert.equal(headless?.spec.clusterIP, 'None', 'serviceName is a headless Service');
     const [hpa] = ofKind('HorizontalPodAutoscaler');
-    assert.deepEqual([hpa.spec.scaleTargetRef.kind, hpa.spec.scaleTargetRef.name], ['StatefulSet', deployment.metadata.name]);
-    assert.ok(hpa.spec.metrics.every((m: Doc) => m.resource?.name !== 'memory'), 'a self-managed cache fills its memory: never scale on it');
+    assert.deepEqual(
+      [hpa.spec.scaleTargetRef.kind, hpa.spec.scaleTargetRef.name],
+      ['StatefulSet', deployment.metadata.name],
+    );
+    assert.ok(
+      hpa.spec.metrics.every((m: Doc) => m.resource?.name !== 'memory'),
+      'a self-managed cache fills its memory: never scale on it',
+    );
     const [ingress] = ofKind('Ingress', 'k8s-overlays/ingress-nginx');
     assert.equal(ingress.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'], '$mme_model');
     const paths = ingress.spec.rules.flatMap((r: Doc) => r.http.paths);
-    assert.deepEqual(paths.map((p: Doc) => p.path).sort(), ['/invocations', '/models/[^/]+/invoke', '/predictions/[^/]+', '/v2/models/[^/]+/.*']);
+    assert.deepEqual(paths.map((p: Doc) => p.path).sort(), [
+      '/invocations',
+      '/models/[^/]+/invoke',
+      '/predictions/[^/]+',
+      '/v2/models/[^/]+/.*',
+    ]);
     for (const p of paths) assert.equal(p.backend.service.name, service.metadata.name);
   });
 
@@ -161,7 +205,10 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.ok(mount, `a volume at TMPDIR ${tmpdir}`);
     const volume = pod.volumes.find((v: Doc) => v.name === mount.name);
     assert.ok(volume.emptyDir?.sizeLimit, 'an emptyDir with a sizeLimit');
-    assert.ok(c.resources.requests['ephemeral-storage'] && c.resources.limits['ephemeral-storage'], 'ephemeral-storage requested and limited');
+    assert.ok(
+      c.resources.requests['ephemeral-storage'] && c.resources.limits['ephemeral-storage'],
+      'ephemeral-storage requested and limited',
+    );
   });
 
   it('a PodDisruptionBudget, topology spread over nodes and zones, and Prometheus scrape annotations on the metrics port', () => {
@@ -171,7 +218,10 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     assert.equal(pdb.spec.maxUnavailable, 1);
     for (const [k, v] of Object.entries(pdb.spec.selector.matchLabels)) assert.equal(labels[k], v, `PDB selector ${k}`);
     const pod = deployment.spec.template.spec;
-    assert.deepEqual(pod.topologySpreadConstraints.map((t: Doc) => t.topologyKey), ['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+    assert.deepEqual(
+      pod.topologySpreadConstraints.map((t: Doc) => t.topologyKey),
+      ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'],
+    );
     const annotations = deployment.spec.template.metadata.annotations;
     assert.equal(annotations['prometheus.io/scrape'], 'true');
     const metricsPort = pod.containers[0].ports.find((p: Doc) => p.name === 'metrics').containerPort;
@@ -187,79 +237,164 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const rendered = new Map(dirs.map((dir) => [dir, render(kubectl!, dir)]));
     for (const [dir, objects] of rendered) {
       for (const o of objects) {
-        assert.equal(o.metadata.labels?.['app.kubernetes.io/name'], 'sagemaker-mme-node', `${dir}: ${o.kind} app.kubernetes.io/name`);
+        assert.equal(
+          o.metadata.labels?.['app.kubernetes.io/name'],
+          'sagemaker-mme-node',
+          `${dir}: ${o.kind} app.kubernetes.io/name`,
+        );
       }
       const statefulSet = replicas(objects);
-      assert.equal(statefulSet.spec.template.spec.containers[0].image, `${image.newName}:${image.newTag}`, `${dir}: image from images:`);
-      assert.equal(statefulSet.spec.template.metadata.labels['app.kubernetes.io/version'], image.newTag, `${dir}: version label is the image tag`);
-      assert.ok(objects.some((o) => o.kind === 'PodDisruptionBudget'), `${dir}: PodDisruptionBudget`);
+      assert.equal(
+        statefulSet.spec.template.spec.containers[0].image,
+        `${image.newName}:${image.newTag}`,
+        `${dir}: image from images:`,
+      );
+      assert.equal(
+        statefulSet.spec.template.metadata.labels['app.kubernetes.io/version'],
+        image.newTag,
+        `${dir}: version label is the image tag`,
+      );
+      assert.ok(
+        objects.some((o) => o.kind === 'PodDisruptionBudget'),
+        `${dir}: PodDisruptionBudget`,
+      );
       // No Service may select another component's pods: the router's pods are not model servers.
       for (const svc of objects.filter((o) => o.kind === 'Service')) {
-        const selected = objects.filter((o) => o.spec?.template && Object.entries(svc.spec.selector).every(([k, v]) => o.spec.template.metadata.labels[k] === v));
+        const selected = objects.filter(
+          (o) =>
+            o.spec?.template &&
+            Object.entries(svc.spec.selector).every(([k, v]) => o.spec.template.metadata.labels[k] === v),
+        );
         assert.equal(selected.length, 1, `${dir}: Service ${svc.metadata.name} selects one workload`);
       }
     }
-    assert.deepEqual([...rendered.keys()].sort(), ['k8s', 'k8s-overlays/gateway-api', 'k8s-overlays/ingress-nginx', 'k8s-overlays/nginx-router', 'k8s-overlays/prometheus-operator'], 'the overlays this test knows');
+    assert.deepEqual(
+      [...rendered.keys()].sort(),
+      [
+        'k8s',
+        'k8s-overlays/gateway-api',
+        'k8s-overlays/ingress-nginx',
+        'k8s-overlays/nginx-router',
+        'k8s-overlays/prometheus-operator',
+      ],
+      'the overlays this test knows',
+    );
 
     const ingress = rendered.get('k8s-overlays/ingress-nginx')!.find((o) => o.kind === 'Ingress');
     assert.equal(ingress.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'], '$mme_model');
 
     const routed = rendered.get('k8s-overlays/nginx-router')!;
     const config = routed.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('mme-router-'));
-    assert.equal(config.data['nginx.conf'], fs.readFileSync(path.join(kNginx, 'nginx.conf'), 'utf8'), 'the router runs deploy/nginx/nginx.conf');
+    assert.equal(
+      config.data['nginx.conf'],
+      fs.readFileSync(path.join(kNginx, 'nginx.conf'), 'utf8'),
+      'the router runs deploy/nginx/nginx.conf',
+    );
     assert.equal(config.data['model-key.conf'], fs.readFileSync(MODEL_KEY_CONF, 'utf8'), 'and its model-key.conf');
-    const router = routed.find((o) => o.kind === 'Deployment' && o.metadata.name === 'sagemaker-mme-node-router').spec.template.spec;
-    assert.equal(router.volumes.find((v: Doc) => v.name === 'config').configMap.name, config.metadata.name, 'the router mounts the generated ConfigMap');
-    const mounts = new Map<string, string>(router.containers[0].volumeMounts.filter((m: Doc) => m.name === 'config').map((m: Doc) => [m.mountPath, m.subPath]));
+    const router = routed.find((o) => o.kind === 'Deployment' && o.metadata.name === 'sagemaker-mme-node-router').spec
+      .template.spec;
+    assert.equal(
+      router.volumes.find((v: Doc) => v.name === 'config').configMap.name,
+      config.metadata.name,
+      'the router mounts the generated ConfigMap',
+    );
+    const mounts = new Map<string, string>(
+      router.containers[0].volumeMounts
+        .filter((m: Doc) => m.name === 'config')
+        .map((m: Doc) => [m.mountPath, m.subPath]),
+    );
     assert.equal(mounts.get('/etc/nginx/nginx.conf'), 'nginx.conf');
     assert.equal(mounts.get('/etc/nginx/mme/model-key.conf'), 'model-key.conf');
     const env = new Map<string, string>(router.containers[0].env.map((e: Doc) => [e.name, e.value]));
     for (const list of ['replicas-http.conf', 'replicas-grpc.conf']) {
       assert.equal(mounts.get(`/etc/nginx/templates/${list}.template`), `${list}.template`);
-      assert.ok(fs.readFileSync(path.join(kNginx, 'nginx.conf'), 'utf8').includes(`include ${env.get('NGINX_ENVSUBST_OUTPUT_DIR')}/${list};`), `nginx.conf includes the filled-in ${list}`);
+      assert.ok(
+        fs
+          .readFileSync(path.join(kNginx, 'nginx.conf'), 'utf8')
+          .includes(`include ${env.get('NGINX_ENVSUBST_OUTPUT_DIR')}/${list};`),
+        `nginx.conf includes the filled-in ${list}`,
+      );
     }
 
     const gateway = rendered.get('k8s-overlays/gateway-api')!;
     const [policy] = gateway.filter((o) => o.kind === 'BackendTrafficPolicy');
     assert.equal(policy.spec.loadBalancer.type, 'ConsistentHash');
     assert.equal(policy.spec.loadBalancer.consistentHash.type, 'Headers');
-    assert.deepEqual(policy.spec.loadBalancer.consistentHash.headers.map((h: Doc) => h.name), ['X-Amzn-SageMaker-Target-Model', 'target-model']);
+    assert.deepEqual(
+      policy.spec.loadBalancer.consistentHash.headers.map((h: Doc) => h.name),
+      ['X-Amzn-SageMaker-Target-Model', 'target-model'],
+    );
     const routes = gateway.filter((o) => o.kind === 'HTTPRoute' || o.kind === 'GRPCRoute');
-    assert.deepEqual(policy.spec.targetRefs.map((t: Doc) => `${t.kind}/${t.name}`).sort(), routes.map((r) => `${r.kind}/${r.metadata.name}`).sort(), 'the policy covers every route');
+    assert.deepEqual(
+      policy.spec.targetRefs.map((t: Doc) => `${t.kind}/${t.name}`).sort(),
+      routes.map((r) => `${r.kind}/${r.metadata.name}`).sort(),
+      'the policy covers every route',
+    );
     const service = gateway.find((o) => o.kind === 'Service' && o.metadata.name === 'sagemaker-mme-node');
     const ports = new Map<number, string>(service.spec.ports.map((p: Doc) => [p.port, p.name]));
     for (const r of routes) {
       for (const ref of r.spec.rules.flatMap((rule: Doc) => rule.backendRefs)) {
         assert.equal(ref.name, service.metadata.name);
-        assert.equal(ports.get(ref.port), r.kind === 'GRPCRoute' ? 'grpc' : 'http', `${r.kind} goes to the ${ports.get(ref.port)} port`);
+        assert.equal(
+          ports.get(ref.port),
+          r.kind === 'GRPCRoute' ? 'grpc' : 'http',
+          `${r.kind} goes to the ${ports.get(ref.port)} port`,
+        );
       }
     }
-    const paths = routes.find((r) => r.kind === 'HTTPRoute').spec.rules.flatMap((rule: Doc) => rule.matches.map((m: Doc) => m.path.value));
+    const paths = routes
+      .find((r) => r.kind === 'HTTPRoute')
+      .spec.rules.flatMap((rule: Doc) => rule.matches.map((m: Doc) => m.path.value));
     assert.deepEqual(paths, ['/invocations', '/models/[^/]+/invoke/?', '/predictions/[^/]+/?', '/v2/models/']);
 
     const monitored = rendered.get('k8s-overlays/prometheus-operator')!;
     const [monitor] = monitored.filter((o) => o.kind === 'ServiceMonitor');
     const monitoredService = monitored.find((o) => o.kind === 'Service' && o.metadata.name === 'sagemaker-mme-node');
-    assert.deepEqual(monitor.spec.endpoints.map((e: Doc) => e.port), ['metrics']);
+    assert.deepEqual(
+      monitor.spec.endpoints.map((e: Doc) => e.port),
+      ['metrics'],
+    );
     assert.ok(monitoredService.spec.ports.some((p: Doc) => p.name === 'metrics'));
-    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(monitoredService.metadata.labels[k], v, `ServiceMonitor selector ${k}`);
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels))
+      assert.equal(monitoredService.metadata.labels[k], v, `ServiceMonitor selector ${k}`);
   });
 
   it('nginx-router: byte-identical copies of deploy/nginx, and replica lists naming every StatefulSet pod the HPA may run, on its ports', () => {
     const router = path.join(kOverlays, 'nginx-router');
     for (const file of ['nginx.conf', 'model-key.conf']) {
-      assert.equal(fs.readFileSync(path.join(router, file), 'utf8'), fs.readFileSync(path.join(kNginx, file), 'utf8'),
-        `deploy/k8s-overlays/nginx-router/${file} is a copy of deploy/nginx/${file}: copy it again after changing the original`);
+      assert.equal(
+        fs.readFileSync(path.join(router, file), 'utf8'),
+        fs.readFileSync(path.join(kNginx, file), 'utf8'),
+        `deploy/k8s-overlays/nginx-router/${file} is a copy of deploy/nginx/${file}: copy it again after changing the original`,
+      );
     }
     const set = replicas();
     const [hpa] = ofKind('HorizontalPodAutoscaler');
-    const ports = new Map<string, number>(set.spec.template.spec.containers[0].ports.map((p: Doc) => [p.name, p.containerPort]));
-    for (const [list, port] of [['replicas-http.conf.template', 'http'], ['replicas-grpc.conf.template', 'grpc']] as const) {
+    const ports = new Map<string, number>(
+      set.spec.template.spec.containers[0].ports.map((p: Doc) => [p.name, p.containerPort]),
+    );
+    for (const [list, port] of [
+      ['replicas-http.conf.template', 'http'],
+      ['replicas-grpc.conf.template', 'grpc'],
+    ] as const) {
       const servers = serverLines(path.join(router, list));
-      assert.deepEqual(servers.map((s) => s.host), Array.from({ length: hpa.spec.maxReplicas }, (_, i) =>
-        `${set.metadata.name}-${i}.${set.spec.serviceName}.\${POD_NAMESPACE}.svc.\${CLUSTER_DOMAIN}`), `${list}: one name per pod up to maxReplicas`);
-      assert.ok(servers.every((s) => s.port === ports.get(port)), `${list}: the ${port} port`);
-      assert.match(fs.readFileSync(path.join(router, list), 'utf8'), /^server \S+ resolve;$/m, `${list}: names re-resolved as pods move`);
+      assert.deepEqual(
+        servers.map((s) => s.host),
+        Array.from(
+          { length: hpa.spec.maxReplicas },
+          (_, i) => `${set.metadata.name}-${i}.${set.spec.serviceName}.\${POD_NAMESPACE}.svc.\${CLUSTER_DOMAIN}`,
+        ),
+        `${list}: one name per pod up to maxReplicas`,
+      );
+      assert.ok(
+        servers.every((s) => s.port === ports.get(port)),
+        `${list}: the ${port} port`,
+      );
+      assert.match(
+        fs.readFileSync(path.join(router, list), 'utf8'),
+        /^server \S+ resolve;$/m,
+        `${list}: names re-resolved as pods move`,
+      );
     }
   });
 
@@ -275,33 +410,53 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     for (const name of names) {
       const s = compose.services[name];
       assert.ok(s.mem_limit, `${name} mem_limit`);
-      assert.ok(parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds, `${name} stop_grace_period`);
+      assert.ok(
+        parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds,
+        `${name} stop_grace_period`,
+      );
       assertPingHealthCheck(s, name);
       assert.equal(s.environment.MMS_GRPC_INFERENCE_PORT, '7070', `${name}: gRPC on the port replicas-grpc.conf names`);
     }
-    assert.deepEqual(compose.services.nginx.depends_on, Object.fromEntries(names.map((n) => [n, { condition: 'service_healthy' }])));
+    assert.deepEqual(
+      compose.services.nginx.depends_on,
+      Object.fromEntries(names.map((n) => [n, { condition: 'service_healthy' }])),
+    );
     const conf = fs.readFileSync(path.join(kNginx, 'nginx.conf'), 'utf8');
     assert.match(conf, /include \/etc\/nginx\/mme\/model-key\.conf;/);
     assert.equal([...conf.matchAll(/hash \$mme_model consistent;/g)].length, 2, 'HTTP and gRPC both hash on the model');
     assert.match(conf, /underscores_in_headers on;/);
-    assert.deepEqual(serverLines(path.join(kNginx, 'replicas-http.conf')), names.map((host) => ({ host, port: 8080 })));
-    assert.deepEqual(serverLines(path.join(kNginx, 'replicas-grpc.conf')), names.map((host) => ({ host, port: 7070 })));
+    assert.deepEqual(
+      serverLines(path.join(kNginx, 'replicas-http.conf')),
+      names.map((host) => ({ host, port: 8080 })),
+    );
+    assert.deepEqual(
+      serverLines(path.join(kNginx, 'replicas-grpc.conf')),
+      names.map((host) => ({ host, port: 7070 })),
+    );
     const mounts: string[] = compose.services.nginx.volumes;
     for (const file of ['model-key.conf', 'replicas-http.conf', 'replicas-grpc.conf']) {
       assert.ok(mounts.includes(`./${file}:/etc/nginx/mme/${file}:ro`), `nginx mounts ${file}`);
     }
   });
 
-  it('compose: the quick start\'s single server runs the image scripts/docker-build.sh tags, mounts model-store and checks /ping', () => {
+  it("compose: the quick start's single server runs the image scripts/docker-build.sh tags, mounts model-store and checks /ping", () => {
     const [compose] = parse(path.join(kDocker, 'compose.yaml'));
     const [name, ...others] = Object.keys(compose.services);
     assert.deepEqual(others, [], 'one service');
     const s = compose.services[name!];
     assert.equal(s.image, 'sagemaker-mme-node:latest');
-    assert.ok(fs.readFileSync(path.join(kDocker, '..', 'scripts', 'docker-build.sh'), 'utf8').includes('-t sagemaker-mme-node:latest'), 'the build script tags it');
+    assert.ok(
+      fs
+        .readFileSync(path.join(kDocker, '..', 'scripts', 'docker-build.sh'), 'utf8')
+        .includes('-t sagemaker-mme-node:latest'),
+      'the build script tags it',
+    );
     const [store] = s.volumes[0].split(':');
     assert.ok(fs.existsSync(path.resolve(kDocker, store)), `${store} exists next to docker/`);
     assertPingHealthCheck(s, name!);
-    assert.ok(parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds, 'stop_grace_period covers the drain');
+    assert.ok(
+      parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds,
+      'stop_grace_period covers the drain',
+    );
   });
 });

@@ -37,10 +37,19 @@ interface Run {
 /** Runs a command to completion (bounded); never rejects: callers look at the exit code. */
 function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd: kRepoRoot, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: err && typeof err.code !== 'number' ? `${stderr}\n${err.message}` : String(stderr) });
-    });
+    execFile(
+      cmd,
+      args,
+      { cwd: kRepoRoot, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({
+          code,
+          stdout: String(stdout),
+          stderr: err && typeof err.code !== 'number' ? `${stderr}\n${err.message}` : String(stderr),
+        });
+      },
+    );
   });
 }
 
@@ -58,7 +67,9 @@ function tail(text: string, lines: number): string {
 async function podmanProblem(): Promise<string | null> {
   const r = await run('podman', ['--version'], 10_000);
   if (r.code === 0) return null;
-  return /ENOENT/.test(r.stderr) ? 'podman is not installed' : `podman does not work here (${tail(r.stderr, 3).trim()})`;
+  return /ENOENT/.test(r.stderr)
+    ? 'podman is not installed'
+    : `podman does not work here (${tail(r.stderr, 3).trim()})`;
 }
 
 /** Null when podman and the base image are ready, else why the suite cannot run here and how to enable it. */
@@ -79,13 +90,18 @@ function http(url: string, init: RequestInit & { json?: unknown; timeoutMs?: num
 
 /** Polls GET /ping until 200; returns ms from `since`. */
 async function waitReady(base: string, container: string, since: number, boundMs = 30_000): Promise<number> {
-  await waitFor(async () => {
-    try {
-      return (await http(`${base}/ping`, { timeoutMs: 2_000 })).status === 200;
-    } catch {
-      return false;
-    }
-  }, `${container} to answer /ping`, boundMs, 50).catch(async (err: Error) => {
+  await waitFor(
+    async () => {
+      try {
+        return (await http(`${base}/ping`, { timeoutMs: 2_000 })).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    `${container} to answer /ping`,
+    boundMs,
+    50,
+  ).catch(async (err: Error) => {
     const logs = await run('podman', ['logs', container], 10_000);
     throw new Error(`${err.message}\ncontainer log:\n${tail(logs.stdout + logs.stderr, 30)}`);
   });
@@ -123,7 +139,23 @@ describe('docker image (podman)', function () {
     fs.cpSync(iris, path.join(modelRoot, 'iris'), { recursive: true });
 
     const t0 = Date.now();
-    const r = await run('podman', ['build', '--pull=never', '--format', 'docker', '--build-arg', `NODE_IMAGE=${kBaseImage}`, '-f', 'docker/Dockerfile', '-t', kImage, '.'], 280_000);
+    const r = await run(
+      'podman',
+      [
+        'build',
+        '--pull=never',
+        '--format',
+        'docker',
+        '--build-arg',
+        `NODE_IMAGE=${kBaseImage}`,
+        '-f',
+        'docker/Dockerfile',
+        '-t',
+        kImage,
+        '.',
+      ],
+      280_000,
+    );
     if (r.code !== 0) throw new Error(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 60)}`);
     built = true;
     const size = Number(await podman(['image', 'inspect', '--format', '{{.Size}}', kImage]));
@@ -162,14 +194,21 @@ describe('docker image (podman)', function () {
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('sm', [
-        '-p', `127.0.0.1:${port}:8080`,
-        '-p', `127.0.0.1:${grpcPort}:7070`,
-        '-v', `${modelRoot}:/opt/ml/models:ro`,
-        '-v', `${signalDir}:/signal`,
-        '-e', 'SAGEMAKER_MULTI_MODEL=true',
+        '-p',
+        `127.0.0.1:${port}:8080`,
+        '-p',
+        `127.0.0.1:${grpcPort}:7070`,
+        '-v',
+        `${modelRoot}:/opt/ml/models:ro`,
+        '-v',
+        `${signalDir}:/signal`,
+        '-e',
+        'SAGEMAKER_MULTI_MODEL=true',
         // gRPC as the Kubernetes manifests set it: published, so bound to every interface in the container.
-        '-e', 'MMS_GRPC_INFERENCE_PORT=7070',
-        '-e', 'MMS_GRPC_INFERENCE_ADDRESS=0.0.0.0',
+        '-e',
+        'MMS_GRPC_INFERENCE_PORT=7070',
+        '-e',
+        'MMS_GRPC_INFERENCE_ADDRESS=0.0.0.0',
       ]);
       const ms = await waitReady(base, name, t0);
       console.log(`      /ping answered 200 ${ms} ms after podman run`);
@@ -181,12 +220,27 @@ describe('docker image (podman)', function () {
       assert.equal(ping.status, 200);
 
       // As SageMaker: model_name is opaque, url is the extracted directory.
-      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' }, headers: { accept: 'application/json' } });
+      const load = await http(`${base}/models`, {
+        method: 'POST',
+        json: { model_name: 'mlp', url: '/opt/ml/models/mlp' },
+        headers: { accept: 'application/json' },
+      });
       assert.equal(load.status, 200, load.text);
-      assert.equal((await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } })).status, 409);
-      assert.equal((await http(`${base}/models`, { method: 'POST', json: { model_name: 'nope', url: '/opt/ml/models/nope' } })).status, 404);
+      assert.equal(
+        (await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } }))
+          .status,
+        409,
+      );
+      assert.equal(
+        (await http(`${base}/models`, { method: 'POST', json: { model_name: 'nope', url: '/opt/ml/models/nope' } }))
+          .status,
+        404,
+      );
 
-      const rows = [[1, 2, 3, 4], [0, -1, 0.5, 2]];
+      const rows = [
+        [1, 2, 3, 4],
+        [0, -1, 0.5, 2],
+      ];
       const invoke = await http(`${base}/models/mlp/invoke`, {
         method: 'POST',
         json: { inputs: { input: rows } },
@@ -207,15 +261,26 @@ describe('docker image (podman)', function () {
       assert.equal((await http(`${base}/models/mlp`)).status, 404);
       assert.deepEqual((await http(`${base}/models`)).body.models, []);
       // model_cache is off under SageMaker: an unloaded model is not loaded again behind its back.
-      assert.equal((await http(`${base}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: rows } } })).status, 404);
+      assert.equal(
+        (await http(`${base}/models/mlp/invoke`, { method: 'POST', json: { inputs: { input: rows } } })).status,
+        404,
+      );
     });
 
     it('answers Open Inference Protocol v2 over REST and over gRPC (KServe ModelInfer)', async function () {
       this.timeout(60_000);
-      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'mlp', url: '/opt/ml/models/mlp' } });
+      const load = await http(`${base}/models`, {
+        method: 'POST',
+        json: { model_name: 'mlp', url: '/opt/ml/models/mlp' },
+      });
       assert.equal(load.status, 200, load.text);
-      const rows = [[1, 2, 3, 4], [0, -1, 0.5, 2]];
-      const request: V2InferRequest = { inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4], data: rows.flat() }] };
+      const rows = [
+        [1, 2, 3, 4],
+        [0, -1, 0.5, 2],
+      ];
+      const request: V2InferRequest = {
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4], data: rows.flat() }],
+      };
       const expected = mlpForward(kMlp, rows);
       const asRows = (data: unknown[]) => [data.slice(0, 3), data.slice(3)] as number[][];
 
@@ -228,10 +293,17 @@ describe('docker image (podman)', function () {
         // The tensors as KServe's protocol defines raw contents, little-endian float32, written and read
         // here rather than by the server's own codec.
         const raw = Buffer.from(Float32Array.from(rows.flat()).buffer);
-        const reply = await unaryCall(clients.kserve, 'ModelInfer', { model_name: 'mlp', inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }], raw_input_contents: [raw] });
+        const reply = await unaryCall(clients.kserve, 'ModelInfer', {
+          model_name: 'mlp',
+          inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }],
+          raw_input_contents: [raw],
+        });
         assert.deepEqual([reply.outputs[0].datatype, reply.outputs[0].shape.map(Number)], ['FP32', [2, 3]]);
         const out: Buffer = reply.raw_output_contents[0];
-        assertRowsClose(asRows([...new Float32Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.length))]), expected);
+        assertRowsClose(
+          asRows([...new Float32Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.length))]),
+          expected,
+        );
       } finally {
         clients.close();
       }
@@ -240,12 +312,25 @@ describe('docker image (podman)', function () {
 
     it('on `podman stop -t 30` (SIGTERM) answers the requests in flight, then exits 0 by itself (podman would SIGKILL it at 30 s: exit 137)', async function () {
       this.timeout(90_000);
-      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'slow', url: '/opt/ml/models/slow', initial_workers: 2 } });
+      const load = await http(`${base}/models`, {
+        method: 'POST',
+        json: { model_name: 'slow', url: '/opt/ml/models/slow', initial_workers: 2 },
+      });
       assert.equal(load.status, 200, load.text);
 
       // Two workers, each blocked 3 s in a request; each request touches a file when it starts to run.
-      const inFlight = ['a', 'b'].map((id) => http(`${base}/models/slow/invoke`, { method: 'POST', json: { touch: `/signal/${id}`, sleepMs: 3000, echo: id }, timeoutMs: 60_000 }));
-      await waitFor(() => ['a', 'b'].every((id) => fs.existsSync(path.join(signalDir, id))), 'both slow requests to start in the workers', 20_000);
+      const inFlight = ['a', 'b'].map((id) =>
+        http(`${base}/models/slow/invoke`, {
+          method: 'POST',
+          json: { touch: `/signal/${id}`, sleepMs: 3000, echo: id },
+          timeoutMs: 60_000,
+        }),
+      );
+      await waitFor(
+        () => ['a', 'b'].every((id) => fs.existsSync(path.join(signalDir, id))),
+        'both slow requests to start in the workers',
+        20_000,
+      );
 
       const t0 = Date.now();
       const stop = await run('podman', ['stop', '-t', '30', name], 60_000);
@@ -277,17 +362,27 @@ describe('docker image (podman)', function () {
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('local', [
-        '-p', `127.0.0.1:${port}:9090`,
-        '-p', `127.0.0.1:${port8080}:8080`,
-        '-v', `${modelRoot}:/opt/ml/models:ro`,
-        '-v', `${signalDir}:/signal`,
-        '-e', 'SAGEMAKER_BIND_TO_PORT=9090',
-        '-e', 'SAGEMAKER_MAX_PAYLOAD_IN_MB=1',
+        '-p',
+        `127.0.0.1:${port}:9090`,
+        '-p',
+        `127.0.0.1:${port8080}:8080`,
+        '-v',
+        `${modelRoot}:/opt/ml/models:ro`,
+        '-v',
+        `${signalDir}:/signal`,
+        '-e',
+        'SAGEMAKER_BIND_TO_PORT=9090',
+        '-e',
+        'SAGEMAKER_MAX_PAYLOAD_IN_MB=1',
         // The image's config has enable_envvars_config=true: MMS_<KEY> tunes any key.
-        '-e', 'MMS_SHUTDOWN_TIMEOUT=2',
+        '-e',
+        'MMS_SHUTDOWN_TIMEOUT=2',
       ]);
       await waitReady(base, name, t0);
-      await assert.rejects(http(`http://127.0.0.1:${port8080}/ping`, { timeoutMs: 3_000 }), 'nothing may listen on 8080');
+      await assert.rejects(
+        http(`http://127.0.0.1:${port8080}/ping`, { timeoutMs: 3_000 }),
+        'nothing may listen on 8080',
+      );
     });
 
     it('listens on SAGEMAKER_BIND_TO_PORT instead of 8080', async function () {
@@ -306,23 +401,43 @@ describe('docker image (podman)', function () {
     it("answers docs/handlers.md's iris example as the page shows (the image's decode_input_request=false)", async function () {
       this.timeout(60_000);
       const body = /-d '(\{.*\})'/.exec(codeBlocks('docs/handlers.md', 'sh')[1]!)![1]!;
-      const answer = await http(`${base}/models/iris/invoke`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, timeoutMs: 50_000 });
+      const answer = await http(`${base}/models/iris/invoke`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+        timeoutMs: 50_000,
+      });
       assert.equal(answer.status, 200, answer.text);
       assert.equal(answer.body.label, 'setosa');
     });
 
     it('takes its request size limit from SAGEMAKER_MAX_PAYLOAD_IN_MB', async function () {
       this.timeout(30_000);
-      const big = await http(`${base}/models/mlp/invoke`, { method: 'POST', body: Buffer.alloc(1.5 * 2 ** 20, 0x31), headers: { 'content-type': 'application/json' } });
+      const big = await http(`${base}/models/mlp/invoke`, {
+        method: 'POST',
+        body: Buffer.alloc(1.5 * 2 ** 20, 0x31),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(big.status, 413, big.text);
     });
 
     it('on stop, answers a request that never finishes once shutdown_timeout is over, and exits 0', async function () {
       this.timeout(60_000);
-      const load = await http(`${base}/models`, { method: 'POST', json: { model_name: 'slow', url: '/opt/ml/models/slow' } });
+      const load = await http(`${base}/models`, {
+        method: 'POST',
+        json: { model_name: 'slow', url: '/opt/ml/models/slow' },
+      });
       assert.equal(load.status, 200, load.text);
-      const hung = http(`${base}/models/slow/invoke`, { method: 'POST', json: { touch: '/signal/hang', hang: true }, timeoutMs: 30_000 });
-      await waitFor(() => fs.existsSync(path.join(signalDir, 'hang')), 'the hanging request to start in the worker', 20_000);
+      const hung = http(`${base}/models/slow/invoke`, {
+        method: 'POST',
+        json: { touch: '/signal/hang', hang: true },
+        timeoutMs: 30_000,
+      });
+      await waitFor(
+        () => fs.existsSync(path.join(signalDir, 'hang')),
+        'the hanging request to start in the worker',
+        20_000,
+      );
 
       const t0 = Date.now();
       const stop = await run('podman', ['stop', '-t', '30', name], 60_000);
@@ -333,7 +448,9 @@ describe('docker image (podman)', function () {
       assert.equal(reply.status, 503, reply.text);
       assert.equal(JSON.parse(reply.text).errorCode, 'MME_ERR_SHUTTING_DOWN');
       assert.equal(Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name])), 0);
-      console.log(`      podman stop returned in ${stopMs} ms (shutdown_timeout=2) with a hung request, answered ${reply.status}`);
+      console.log(
+        `      podman stop returned in ${stopMs} ms (shutdown_timeout=2) with a hung request, answered ${reply.status}`,
+      );
     });
   });
 });

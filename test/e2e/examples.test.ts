@@ -29,7 +29,8 @@ describe('examples/: client examples against a real server', () => {
   after(() => s?.stop());
 
   it('invoke.py (Python requests: JSON, CSV, .npy, OIP v2)', async function () {
-    if (spawnSync('python3', ['-c', 'import requests']).status !== 0) skipBecause(this, 'python-requests', 'python3 cannot import requests (Debian: apt-get install python3-requests)');
+    if (spawnSync('python3', ['-c', 'import requests']).status !== 0)
+      skipBecause(this, 'python-requests', 'python3 cannot import requests (Debian: apt-get install python3-requests)');
     const r = await run('python3', ['examples/invoke.py', s.url]);
     assert.equal(r.code, 0, r.out);
     for (const label of ['json:', 'csv:', 'npy:', 'v2:']) assert.match(r.out, new RegExp(`^${label}`, 'm'), r.out);

@@ -45,7 +45,10 @@ export class FakeSageMaker extends AwsServiceFake {
   /** An endpoint that already runs `name`'s model and config, InService. */
   seed(endpoint: string, name: string, variant: Record<string, unknown> = {}): void {
     this.models.set(name, { ModelName: name });
-    this.configs.set(name, { EndpointConfigName: name, ProductionVariants: [{ VariantName: 'AllTraffic', ModelName: name, ...variant }] });
+    this.configs.set(name, {
+      EndpointConfigName: name,
+      ProductionVariants: [{ VariantName: 'AllTraffic', ModelName: name, ...variant }],
+    });
     this.endpoints.set(endpoint, { config: name, status: 'InService', pending: 0 });
   }
 
@@ -61,10 +64,16 @@ export class FakeSageMaker extends AwsServiceFake {
 
   protected handle(req: AwsRequest, res: http.ServerResponse): void {
     const target = String(req.headers['x-amz-target']);
-    const problem = req.method !== 'POST' || req.url !== '/' ? `expected POST /, got ${req.method} ${req.url}`
-      : req.headers['content-type'] !== 'application/x-amz-json-1.1' ? `content-type ${req.headers['content-type']}`
-        : !target.startsWith('SageMaker.') ? `x-amz-target ${target}`
-          : req.accessKeyId === '' ? 'not SigV4-signed' : null;
+    const problem =
+      req.method !== 'POST' || req.url !== '/'
+        ? `expected POST /, got ${req.method} ${req.url}`
+        : req.headers['content-type'] !== 'application/x-amz-json-1.1'
+          ? `content-type ${req.headers['content-type']}`
+          : !target.startsWith('SageMaker.')
+            ? `x-amz-target ${target}`
+            : req.accessKeyId === ''
+              ? 'not SigV4-signed'
+              : null;
     if (problem) {
       this.protocolErrors.push(problem);
       return replyAwsJson(res, '1.1', 400, { __type: 'UnknownOperationException', message: problem });
@@ -97,24 +106,46 @@ export class FakeSageMaker extends AwsServiceFake {
       case 'CreateEndpointConfig':
         return { EndpointConfigArn: create(this.configs, 'EndpointConfigName', 'endpoint-config') };
       case 'CreateEndpoint':
-        if (this.endpoints.has(name('EndpointName'))) throw new Error(`Cannot create already existing endpoint "${arn('endpoint', name('EndpointName'))}".`);
-        this.endpoints.set(name('EndpointName'), { config: name('EndpointConfigName'), status: 'Creating', pending: this.describesBeforeReady });
+        if (this.endpoints.has(name('EndpointName')))
+          throw new Error(`Cannot create already existing endpoint "${arn('endpoint', name('EndpointName'))}".`);
+        this.endpoints.set(name('EndpointName'), {
+          config: name('EndpointConfigName'),
+          status: 'Creating',
+          pending: this.describesBeforeReady,
+        });
         return { EndpointArn: arn('endpoint', name('EndpointName')) };
       case 'UpdateEndpoint':
-        Object.assign(endpoint(), { config: name('EndpointConfigName'), status: 'Updating', pending: this.describesBeforeReady });
+        Object.assign(endpoint(), {
+          config: name('EndpointConfigName'),
+          status: 'Updating',
+          pending: this.describesBeforeReady,
+        });
         return { EndpointArn: arn('endpoint', name('EndpointName')) };
       case 'DescribeEndpoint': {
         const e = endpoint();
-        const described = { EndpointName: name('EndpointName'), EndpointArn: arn('endpoint', name('EndpointName')), EndpointConfigName: e.config,
-          EndpointStatus: e.status, FailureReason: e.failureReason, CreationTime: kEpoch, LastModifiedTime: kEpoch };
+        const described = {
+          EndpointName: name('EndpointName'),
+          EndpointArn: arn('endpoint', name('EndpointName')),
+          EndpointConfigName: e.config,
+          EndpointStatus: e.status,
+          FailureReason: e.failureReason,
+          CreationTime: kEpoch,
+          LastModifiedTime: kEpoch,
+        };
         if (--e.pending <= 0 && e.status !== 'InService' && e.status !== 'Failed') {
-          Object.assign(e, this.failWith ? { status: 'Failed', failureReason: this.failWith } : { status: 'InService' });
+          Object.assign(
+            e,
+            this.failWith ? { status: 'Failed', failureReason: this.failWith } : { status: 'InService' },
+          );
         }
         return described;
       }
       case 'DescribeEndpointConfig': {
         const c = this.configs.get(name('EndpointConfigName'));
-        if (!c) throw new Error(`Could not find endpoint configuration "${arn('endpoint-config', name('EndpointConfigName'))}".`);
+        if (!c)
+          throw new Error(
+            `Could not find endpoint configuration "${arn('endpoint-config', name('EndpointConfigName'))}".`,
+          );
         return { ...c, EndpointConfigArn: arn('endpoint-config', name('EndpointConfigName')), CreationTime: kEpoch };
       }
       case 'DeleteEndpoint':
@@ -122,10 +153,12 @@ export class FakeSageMaker extends AwsServiceFake {
         this.endpoints.delete(name('EndpointName'));
         return {};
       case 'DeleteEndpointConfig':
-        if (!this.configs.delete(name('EndpointConfigName'))) throw new Error(`Could not find endpoint configuration "${name('EndpointConfigName')}".`);
+        if (!this.configs.delete(name('EndpointConfigName')))
+          throw new Error(`Could not find endpoint configuration "${name('EndpointConfigName')}".`);
         return {};
       case 'DeleteModel':
-        if (!this.models.delete(name('ModelName'))) throw new Error(`Could not find model "${arn('model', name('ModelName'))}".`);
+        if (!this.models.delete(name('ModelName')))
+          throw new Error(`Could not find model "${arn('model', name('ModelName'))}".`);
         return {};
       default:
         throw new Error(`the fake does not implement ${op}`);

@@ -39,7 +39,7 @@ function pageCommands(): Array<{ command: string; shown: string | null }> {
   return commands;
 }
 
-describe('docs/first-model.md (npm start\'s configuration, every sh block as written)', () => {
+describe("docs/first-model.md (npm start's configuration, every sh block as written)", () => {
   let s: CliServer;
   let root: string;
   after(() => s?.stop());
@@ -47,7 +47,10 @@ describe('docs/first-model.md (npm start\'s configuration, every sh block as wri
   before(async () => {
     root = tempDir('mme-first-model-');
     fs.cpSync(path.join(kRepoRoot, 'model-store', 'mlp'), path.join(root, 'model-store', 'mlp'), { recursive: true });
-    const config = fs.readFileSync(path.join(kRepoRoot, 'config.properties'), 'utf8').replace(/:8080\b/g, ':0').replace(/^grpc_inference_port=7070$/m, 'grpc_inference_port=0');
+    const config = fs
+      .readFileSync(path.join(kRepoRoot, 'config.properties'), 'utf8')
+      .replace(/:8080\b/g, ':0')
+      .replace(/^grpc_inference_port=7070$/m, 'grpc_inference_port=0');
     fs.writeFileSync(path.join(root, 'config.properties'), config);
     // From the scratch root, as `npm start` runs from the repository root: the relative model_store is its model-store/.
     s = await startCli(['--mms-config', path.join(root, 'config.properties')], { cwd: root });
@@ -62,13 +65,18 @@ describe('docs/first-model.md (npm start\'s configuration, every sh block as wri
     const commands = pageCommands();
     assert.ok(commands.length >= 12, `the page has its commands (found ${commands.length})`);
     for (const { command, shown } of commands) {
-      const line = command.replaceAll('127.0.0.1:8080', http).replaceAll('127.0.0.1:7070', grpc!)
+      const line = command
+        .replaceAll('127.0.0.1:8080', http)
+        .replaceAll('127.0.0.1:7070', grpc!)
         .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/scripts/mme-client.js')}`)
         .replace(/^curl /, 'curl -sS --fail-with-body ');
       const run = await bash(line, root);
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
       if (shown !== null) assert.deepEqual(JSON.parse(run.stdout), JSON.parse(shown), command);
     }
-    assert.match(fs.readFileSync(path.join(root, 'model-store', 'mymodel', 'handler.js'), 'utf8'), /exports\.postprocess/);
+    assert.match(
+      fs.readFileSync(path.join(root, 'model-store', 'mymodel', 'handler.js'), 'utf8'),
+      /exports\.postprocess/,
+    );
   });
 });

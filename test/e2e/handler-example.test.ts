@@ -20,7 +20,12 @@ describe("docs/handlers.md's iris handler example", () => {
         const [, invoke] = codeBlocks('docs/handlers.md', 'sh');
         const [command, shown] = invoke!.trim().split('\n');
         assert.match(shown!, /^# \{"label":"setosa","probability":\.\.\.\}$/);
-        const run = await bash(command!.replace('http://127.0.0.1:8080', s.url.replace(/\/$/, '')).replace(/^curl /, 'curl -sS --fail-with-body '), dir);
+        const run = await bash(
+          command!
+            .replace('http://127.0.0.1:8080', s.url.replace(/\/$/, ''))
+            .replace(/^curl /, 'curl -sS --fail-with-body '),
+          dir,
+        );
         assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
         const answer = JSON.parse(run.stdout) as { label: string; probability: number };
         assert.equal(answer.label, 'setosa');
@@ -28,7 +33,12 @@ describe("docs/handlers.md's iris handler example", () => {
 
         const bad = await request(`${s.url}/models/iris/invoke`, { method: 'POST', json: { features: [1, 2] } });
         assert.equal(bad.status, 400, bad.text);
-        assert.deepEqual(bad.body, { code: 400, type: 'BadRequestException', message: 'send {"features": [4 numbers]}', errorCode: 'MME_ERR_INVALID_INPUT' });
+        assert.deepEqual(bad.body, {
+          code: 400,
+          type: 'BadRequestException',
+          message: 'send {"features": [4 numbers]}',
+          errorCode: 'MME_ERR_INVALID_INPUT',
+        });
       } finally {
         await s.stop();
       }

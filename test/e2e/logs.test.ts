@@ -32,12 +32,15 @@ interface JsonLine {
 }
 
 describe('server log (log_format, log_level)', () => {
-  it('log_format=json: every line is a JSON object with ts, level, msg and the event\'s model, request id, worker and pid', async () => {
+  it("log_format=json: every line is a JSON object with ts, level, msg and the event's model, request id, worker and pid", async () => {
     let serverPid = 0;
     let requestId = '';
     const lines = await withCliServer('log_format=json\naccess_log=true', async (s, store) => {
       serverPid = s.pid;
-      assert.equal((await loadModel(s, 'greeter', writeModelDir(store, 'greeter', kModel, { 'handler.js': kGreeter }))).status, 200);
+      assert.equal(
+        (await loadModel(s, 'greeter', writeModelDir(store, 'greeter', kModel, { 'handler.js': kGreeter }))).status,
+        200,
+      );
       const answer = await invoke(s, 'greeter', {});
       assert.equal(answer.status, 200);
       requestId = answer.headers.get('x-request-id')!;
@@ -67,11 +70,11 @@ describe('server log (log_format, log_level)', () => {
     assert.equal(find(/^\[greeter\] loaded from/).model, 'greeter');
     const output = find(/greeter handler initialised/);
     assert.match(output.worker ?? '', /^greeter-w\d+$/);
-    assert.ok(Number.isInteger(output.pid) && output.pid !== serverPid, 'the worker\'s own pid');
+    assert.ok(Number.isInteger(output.pid) && output.pid !== serverPid, "the worker's own pid");
     const access = find(/^ACCESS .*POST \/models\/greeter\/invoke/);
     assert.equal(access.requestId, requestId);
     const notFound = find(/^request \S+ POST .*: 404 /);
-    assert.equal(notFound.level, 'info', 'a client\'s mistake is not the server\'s error');
+    assert.equal(notFound.level, 'info', "a client's mistake is not the server's error");
     assert.ok(notFound.requestId, 'the error line carries its request id');
     assert.doesNotMatch(notFound.msg, /absent/, 'client text stays out of error lines');
     const stopped = find(/^stopped: /);
@@ -84,15 +87,34 @@ describe('server log (log_format, log_level)', () => {
     const port = await freePort();
     const config = path.join(tempDir('mme-config-'), 'config.properties');
     // The listening line is info, so the test knows the port instead of reading it from the log.
-    fs.writeFileSync(config, `${testProperties(store, `log_level=warn\ninference_address=http://127.0.0.1:${port}\nmanagement_address=http://127.0.0.1:${port}`)}\n`);
-    const child = spawn(process.execPath, [kMain, 'serve', '--mms-config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    fs.writeFileSync(
+      config,
+      `${testProperties(store, `log_level=warn\ninference_address=http://127.0.0.1:${port}\nmanagement_address=http://127.0.0.1:${port}`)}\n`,
+    );
+    const child = spawn(process.execPath, [kMain, 'serve', '--mms-config', config], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = once(child, 'exit');
     const lines: string[] = [];
-    for (const stream of [child.stdout, child.stderr]) readline.createInterface({ input: stream }).on('line', (l) => lines.push(l));
+    for (const stream of [child.stdout, child.stderr])
+      readline.createInterface({ input: stream }).on('line', (l) => lines.push(l));
     const url = `http://127.0.0.1:${port}`;
     try {
-      await waitFor(async () => (await request(`${url}/ping`).catch(() => null))?.status === 200, 'the server to answer /ping', 60_000);
-      assert.equal((await loadModel({ managementUrl: url }, 'crashy', writeModelDir(store, 'crashy', kModel, { 'handler.js': behaviourHandler }))).status, 200);
+      await waitFor(
+        async () => (await request(`${url}/ping`).catch(() => null))?.status === 200,
+        'the server to answer /ping',
+        60_000,
+      );
+      assert.equal(
+        (
+          await loadModel(
+            { managementUrl: url },
+            'crashy',
+            writeModelDir(store, 'crashy', kModel, { 'handler.js': behaviourHandler }),
+          )
+        ).status,
+        200,
+      );
       assert.ok((await invoke({ url }, 'crashy', { exit: 1 })).status >= 500);
       await waitFor(() => lines.some((l) => /restarting/.test(l)), 'the worker restart line');
     } finally {
@@ -101,7 +123,13 @@ describe('server log (log_format, log_level)', () => {
     }
     assert.ok(lines.length > 0);
     for (const l of lines) assert.match(l, /^\S+Z (WARN |ERROR) /, `only warnings and errors: ${l}`);
-    assert.ok(lines.some((l) => /^\S+Z WARN  \[crashy\] worker crashy-w\d+ \(pid \d+\) exited with code 1; restarting/.test(l)), lines.join('\n'));
-    assert.ok(lines.some((l) => /^\S+Z ERROR request \S+ POST .*: 5\d\d /.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /^\S+Z WARN  \[crashy\] worker crashy-w\d+ \(pid \d+\) exited with code 1; restarting/.test(l)),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.some((l) => /^\S+Z ERROR request \S+ POST .*: 5\d\d /.test(l)),
+      lines.join('\n'),
+    );
   });
 });

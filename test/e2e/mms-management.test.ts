@@ -55,8 +55,17 @@ function environment(t: TestServer, extra: Record<string, string> = {}): Json {
   const port = new URL(t.managementUrl).port;
   assert.equal(new URL(t.url).port, port, 'startTestServer serves both APIs on one listener');
   // 127.0.0.1, not localhost: Node 20 may resolve localhost to ::1, and the server binds IPv4.
-  const values: Record<string, string> = { protocol: 'http', hostname: '127.0.0.1', 'mgmt-port': port, 'pred-port': port, ...extra };
-  return { name: 'mme-peer-tests', values: Object.entries(values).map(([key, value]) => ({ key, value, enabled: true })) };
+  const values: Record<string, string> = {
+    protocol: 'http',
+    hostname: '127.0.0.1',
+    'mgmt-port': port,
+    'pred-port': port,
+    ...extra,
+  };
+  return {
+    name: 'mme-peer-tests',
+    values: Object.entries(values).map(([key, value]) => ({ key, value, enabled: true })),
+  };
 }
 
 interface RunOptions {
@@ -69,7 +78,9 @@ interface RunOptions {
 
 function runNewman({ collection, environment, iterationData }: RunOptions): Promise<NewmanRunSummary> {
   return new Promise((resolve, reject) => {
-    newman.run({ collection, environment, iterationData, reporters: [], timeoutRequest: 30_000 }, (err, summary) => (err ? reject(err) : resolve(summary)));
+    newman.run({ collection, environment, iterationData, reporters: [], timeoutRequest: 30_000 }, (err, summary) =>
+      err ? reject(err) : resolve(summary),
+    );
   });
 }
 
@@ -80,7 +91,9 @@ function oneLine(s: string, max = 300): string {
 
 /** "name: METHOD url -> status body" for one executed request. */
 function describeExecution(e: Json, label: RunOptions['label']): string {
-  const status = e.response ? `${e.response.code} ${oneLine(e.response.stream?.toString('utf8') ?? '')}` : `no response (${e.requestError?.message ?? 'unknown error'})`;
+  const status = e.response
+    ? `${e.response.code} ${oneLine(e.response.stream?.toString('utf8') ?? '')}`
+    : `no response (${e.requestError?.message ?? 'unknown error'})`;
   const name = label ? label(e.cursor.iteration) : e.item.name;
   return `${name}: ${e.request.method} ${e.request.url.toString()} -> ${status}`;
 }
@@ -96,14 +109,24 @@ async function assertCollectionPasses(t: TestServer, options: RunOptions): Promi
   const total = summary.run.stats.assertions.total ?? 0;
   console.log(`      ${executions.length} requests, ${total} assertions in ${Date.now() - started} ms`);
   // Each iteration runs every request of the collection once.
-  assert.equal(executions.length, options.iterationData ? options.iterationData.length * options.collection.item.length : executions.length, 'every iteration ran');
+  assert.equal(
+    executions.length,
+    options.iterationData ? options.iterationData.length * options.collection.item.length : executions.length,
+    'every iteration ran',
+  );
   assert.ok(total > 0, 'the collection ran no assertion');
   if (summary.run.failures.length === 0) return;
-  const failed = executions.flatMap((e) => (e.assertions ?? []).filter((a: Json) => a.error).map((a: Json) => `  ${describeExecution(e, options.label)}\n    ${a.assertion}: ${a.error.message}`));
+  const failed = executions.flatMap((e) =>
+    (e.assertions ?? [])
+      .filter((a: Json) => a.error)
+      .map((a: Json) => `  ${describeExecution(e, options.label)}\n    ${a.assertion}: ${a.error.message}`),
+  );
   console.log(`      transcript:\n${executions.map((e) => `    ${describeExecution(e, options.label)}`).join('\n')}`);
   console.log(`      server log:\n${t.logs.map((l) => `    ${l}`).join('\n')}`);
   // Failures that are not assertions (a script error, a request that got no response) are listed too.
-  const other = summary.run.failures.filter((f: Json) => !f.error?.name?.includes('AssertionError')).map((f: Json) => `  ${f.source?.name ?? '?'} (iteration ${f.cursor?.iteration}): ${f.error?.message}`);
+  const other = summary.run.failures
+    .filter((f: Json) => !f.error?.name?.includes('AssertionError'))
+    .map((f: Json) => `  ${f.source?.name ?? '?'} (iteration ${f.cursor?.iteration}): ${f.error?.message}`);
   assert.fail(`${summary.run.failures.length} of ${total} assertions failed:\n${[...failed, ...other].join('\n')}`);
 }
 
@@ -112,7 +135,9 @@ async function assertCollectionPasses(t: TestServer, options: RunOptions): Promi
 
 /** Changes one request's expected status list in its test script; the request must exist once and hold `from`. */
 function patchMmsExpectation(collection: Json, p: { name: string; url: string; from: string; to: string }): void {
-  const items = (collection.item as Json[]).filter((i) => i.name === p.name && (i.request.url.raw as string).includes(p.url));
+  const items = (collection.item as Json[]).filter(
+    (i) => i.name === p.name && (i.request.url.raw as string).includes(p.url),
+  );
   assert.equal(items.length, 1, `MMS collection: expected one request "${p.name}" with ${p.url}`);
   const exec: string[] = items[0].event.find((e: Json) => e.listen === 'test').script.exec;
   const line = exec.findIndex((l) => l.includes(p.from));
@@ -135,7 +160,7 @@ const kTsSkips: Array<{ index: number; test: string; why: string }> = [
   {
     index: 16,
     test: 'Register Model invalid Runtime',
-    why: 'runtime picks TorchServe\'s Python runtime (python, python2, python3); this server has no Python and its runtime is always node, so the parameter is not part of its API',
+    why: "runtime picks TorchServe's Python runtime (python, python2, python3); this server has no Python and its runtime is always node, so the parameter is not part of its API",
   },
   {
     index: 30,
@@ -149,33 +174,119 @@ const kTsSkips: Array<{ index: number; test: string; why: string }> = [
 /** Versioned models (models/{name}/{version}, …/all, …/set-default) are TorchServe's; MMS and this server have one version per name. */
 const kVersionedPath = /^models\/[^/?]+\/[^?]/;
 
-const kStrict = 'deliberate: this server answers 400 for a parameter value it cannot parse, where TorchServe silently uses the default (README: "400 missing/bad field"; MME_ERR_BAD_REQUEST "bad parameter value")';
-const kHandler = 'deliberate: a register starts default_workers_per_model workers and answers once they have loaded (README, POST /models), so a handler that cannot be imported fails the register with 400 MME_ERR_INVALID_MODEL ("a handler that fails to import"); TorchServe registers with zero workers and never imports it';
+const kStrict =
+  'deliberate: this server answers 400 for a parameter value it cannot parse, where TorchServe silently uses the default (README: "400 missing/bad field"; MME_ERR_BAD_REQUEST "bad parameter value")';
+const kHandler =
+  'deliberate: a register starts default_workers_per_model workers and answers once they have loaded (README, POST /models), so a handler that cannot be imported fails the register with 400 MME_ERR_INVALID_MODEL ("a handler that fails to import"); TorchServe registers with zero workers and never imports it';
 const kNotRegistered = 'follows from the register above being refused: there is no such model (404)';
 
 /** Expected statuses changed, by row index; `from` is what upstream expects (200 when the row names none). */
 const kTsPatches: Array<{ index: number; test: string; from: number; to: number; why: string }> = [
-  { index: 3, test: 'Model Re-Registration Densenet161', from: 500, to: 409, why: 'deliberate: a name that is already loaded answers 409 MME_ERR_MODEL_CONFLICT, as SageMaker MME requires (README: "409 name loaded or loading"); TorchServe answers 500' },
-  { index: 7, test: 'Register Mnist Model with Invalid Handler', from: 200, to: 400, why: `handler=invalidHandler: ${kHandler}` },
+  {
+    index: 3,
+    test: 'Model Re-Registration Densenet161',
+    from: 500,
+    to: 409,
+    why: 'deliberate: a name that is already loaded answers 409 MME_ERR_MODEL_CONFLICT, as SageMaker MME requires (README: "409 name loaded or loading"); TorchServe answers 500',
+  },
+  {
+    index: 7,
+    test: 'Register Mnist Model with Invalid Handler',
+    from: 200,
+    to: 400,
+    why: `handler=invalidHandler: ${kHandler}`,
+  },
   { index: 8, test: 'UnRegister Model mnist', from: 200, to: 404, why: kNotRegistered },
-  { index: 9, test: 'Register Mnist Model with Invalid Handler', from: 200, to: 400, why: `handler=invalidHandler: ${kHandler}` },
-  { index: 10, test: 'Scale Invalid Mnist Handler Model with Min Workers - Synchronous', from: 500, to: 404, why: `${kNotRegistered}; TorchServe registered it and fails only here, when a worker imports the handler` },
+  {
+    index: 9,
+    test: 'Register Mnist Model with Invalid Handler',
+    from: 200,
+    to: 400,
+    why: `handler=invalidHandler: ${kHandler}`,
+  },
+  {
+    index: 10,
+    test: 'Scale Invalid Mnist Handler Model with Min Workers - Synchronous',
+    from: 500,
+    to: 404,
+    why: `${kNotRegistered}; TorchServe registered it and fails only here, when a worker imports the handler`,
+  },
   { index: 11, test: 'UnRegister Model mnist', from: 200, to: 404, why: kNotRegistered },
-  { index: 28, test: 'Register Model with Additional Params', from: 200, to: 400, why: `handler=serve/ts/torch_handler/image_classifier.py:handle (a Python file of TorchServe's source tree): ${kHandler}` },
+  {
+    index: 28,
+    test: 'Register Model with Additional Params',
+    from: 200,
+    to: 400,
+    why: `handler=serve/ts/torch_handler/image_classifier.py:handle (a Python file of TorchServe's source tree): ${kHandler}`,
+  },
   { index: 29, test: 'UnRegister Model', from: 200, to: 404, why: kNotRegistered },
-  { index: 35, test: 'Register Model with Non integer Batch Size', from: 200, to: 400, why: `batch_size=dd: ${kStrict}` },
+  {
+    index: 35,
+    test: 'Register Model with Non integer Batch Size',
+    from: 200,
+    to: 400,
+    why: `batch_size=dd: ${kStrict}`,
+  },
   { index: 36, test: 'UnRegister Model Resnet152', from: 200, to: 404, why: kNotRegistered },
-  { index: 37, test: 'Register Model with integer Batch Size but non integer max batch delay parameter', from: 200, to: 400, why: `max_batch_delay=junk: ${kStrict}` },
+  {
+    index: 37,
+    test: 'Register Model with integer Batch Size but non integer max batch delay parameter',
+    from: 200,
+    to: 400,
+    why: `max_batch_delay=junk: ${kStrict}`,
+  },
   { index: 38, test: 'UnRegister Model Resnet152', from: 200, to: 404, why: kNotRegistered },
-  { index: 39, test: 'Register Squeezenet Model Negative initial workers', from: 200, to: 400, why: `initial_workers=-1: ${kStrict}` },
+  {
+    index: 39,
+    test: 'Register Squeezenet Model Negative initial workers',
+    from: 200,
+    to: 400,
+    why: `initial_workers=-1: ${kStrict}`,
+  },
   { index: 40, test: 'UnRegister Model', from: 200, to: 404, why: kNotRegistered },
-  { index: 43, test: 'Register Model non boolean Synchronous value', from: 200, to: 400, why: `synchronous=-1: ${kStrict}` },
+  {
+    index: 43,
+    test: 'Register Model non boolean Synchronous value',
+    from: 200,
+    to: 400,
+    why: `synchronous=-1: ${kStrict}`,
+  },
   { index: 44, test: 'UnRegister Model Resnet-18', from: 200, to: 404, why: kNotRegistered },
-  { index: 45, test: 'Register Resnet Model Asynchronous', from: 200, to: 202, why: 'deliberate: synchronous=false starts the workers in the background and answers 202 at once (README: "202 with synchronous=false"); TorchServe registers with zero workers and answers 200' },
-  { index: 56, test: 'Register Model - Empty URL , Valid Model Name', from: 404, to: 400, why: 'deliberate: an empty url is a missing field, 400 MME_ERR_BAD_REQUEST (README: "400 missing/bad field"); TorchServe looks the empty name up in its store and answers 404' },
-  { index: 61, test: 'Scale Workers - Valid "min_worker" value, Invalid "synchronous"', from: 202, to: 400, why: `synchronous=Nan: ${kStrict}` },
-  { index: 62, test: 'Scale Workers - Invalid parameter values for both "synchronous" & "min_worker" params', from: 202, to: 400, why: `min_worker=nan: ${kStrict}` },
-  { index: 68, test: 'Scale worker by calling Update Worker API with negative min worker Count', from: 500, to: 400, why: 'deliberate: a negative worker count is a bad request (README, PUT /models/{name}: "400 max < min or negative"); TorchServe fails it with 500' },
+  {
+    index: 45,
+    test: 'Register Resnet Model Asynchronous',
+    from: 200,
+    to: 202,
+    why: 'deliberate: synchronous=false starts the workers in the background and answers 202 at once (README: "202 with synchronous=false"); TorchServe registers with zero workers and answers 200',
+  },
+  {
+    index: 56,
+    test: 'Register Model - Empty URL , Valid Model Name',
+    from: 404,
+    to: 400,
+    why: 'deliberate: an empty url is a missing field, 400 MME_ERR_BAD_REQUEST (README: "400 missing/bad field"); TorchServe looks the empty name up in its store and answers 404',
+  },
+  {
+    index: 61,
+    test: 'Scale Workers - Valid "min_worker" value, Invalid "synchronous"',
+    from: 202,
+    to: 400,
+    why: `synchronous=Nan: ${kStrict}`,
+  },
+  {
+    index: 62,
+    test: 'Scale Workers - Invalid parameter values for both "synchronous" & "min_worker" params',
+    from: 202,
+    to: 400,
+    why: `min_worker=nan: ${kStrict}`,
+  },
+  {
+    index: 68,
+    test: 'Scale worker by calling Update Worker API with negative min worker Count',
+    from: 500,
+    to: 400,
+    why: 'deliberate: a negative worker count is a bad request (README, PUT /models/{name}: "400 max < min or negative"); TorchServe fails it with 500',
+  },
 ];
 
 /** The rows to run, patched, each with its index in management_data.json. */
@@ -187,7 +298,11 @@ function torchServeRows(rows: TsRow[]): Array<TsRow & { row: number }> {
   };
   for (const p of kTsPatches) {
     const row = at(p.index, p.test);
-    assert.equal(row.status_code ?? 200, p.from, `management_data.json row ${p.index} "${p.test}" no longer expects ${p.from}`);
+    assert.equal(
+      row.status_code ?? 200,
+      p.from,
+      `management_data.json row ${p.index} "${p.test}" no longer expects ${p.from}`,
+    );
     row.status_code = p.to;
   }
   for (const skip of kTsSkips) at(skip.index, skip.test);
@@ -202,7 +317,8 @@ function torchServeRows(rows: TsRow[]): Array<TsRow & { row: number }> {
 function serverFor(file: string): () => TestServer {
   let t: TestServer | undefined;
   before(async function () {
-    if (!fs.existsSync(file)) skipBecause(this, 'peer-tests', `${file} is missing (CI clones the repository next to shared/)`);
+    if (!fs.existsSync(file))
+      skipBecause(this, 'peer-tests', `${file} is missing (CI clones the repository next to shared/)`);
     t = await startTestServer();
   });
   after(async () => {
@@ -223,7 +339,10 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
       const s = server();
       const s3 = 'https://s3.amazonaws.com/model-server/model_archive_1.0/';
       let text = fs.readFileSync(file, 'utf8');
-      for (const [mar, name] of [['squeezenet_v1.1.mar', 'squeezenet1_1'], ['resnet-18.mar', 'resnet18']] as const) {
+      for (const [mar, name] of [
+        ['squeezenet_v1.1.mar', 'squeezenet1_1'],
+        ['resnet-18.mar', 'resnet18'],
+      ] as const) {
         assert.ok(text.includes(`${s3}${mar}`), `the MMS collection no longer loads ${s3}${mar}`);
         text = text.split(`${s3}${mar}`).join(modelDir(s, name));
       }
@@ -234,7 +353,12 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
       // Deliberate difference: with synchronous=false this server starts the model's workers in the
       // background and answers 202 Accepted at once (README, POST /models: "202 with synchronous=false");
       // MMS registers the model with zero workers (no initial_workers) and answers 200.
-      patchMmsExpectation(collection, { name: 'Register Resnet Model', url: 'synchronous=false', from: 'oneOf([200])', to: 'oneOf([202])' });
+      patchMmsExpectation(collection, {
+        name: 'Register Resnet Model',
+        url: 'synchronous=false',
+        from: 'oneOf([200])',
+        to: 'oneOf([202])',
+      });
 
       await assertCollectionPasses(s, { collection, environment: environment(s) });
     });
@@ -252,19 +376,35 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
     it('passes every assertion of its register → predict → unregister requests, with rows of local ONNX models', async () => {
       const s = server();
       const dir = tempDir('mme-mms-inference-');
-      const rows = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15], [-3, 0, 7, 100, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1]];
+      const rows = [
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        [-3, 0, 7, 100, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1],
+      ];
       const iterationData = ['add_one', 'add_two'].map((name, i) => {
         const body = path.join(dir, `${name}.json`);
         fs.writeFileSync(body, JSON.stringify({ inputs: { x: [rows[i]] } }));
         return {
-          url: writeModelDir(s.store, name, addModel()), model_name: name, worker: 1, synchronous: 'true',
-          file: body, 'content-type': 'application/json', validator: 'default_json',
+          url: writeModelDir(s.store, name, addModel()),
+          model_name: name,
+          worker: 1,
+          synchronous: 'true',
+          file: body,
+          'content-type': 'application/json',
+          validator: 'default_json',
           expected: { outputs: { y: [rows[i]!.map((v) => v + 1)] } },
         };
       });
       const collection = readJson(file);
-      assert.deepEqual(collection.item.map((i: Json) => i.name), ['Model Zoo - Register Model', 'Model Zoo - Inference Model', 'Model Zoo - Unregister model']);
-      await assertCollectionPasses(s, { collection, environment: environment(s), iterationData, label: (i) => iterationData[i]!.model_name });
+      assert.deepEqual(
+        collection.item.map((i: Json) => i.name),
+        ['Model Zoo - Register Model', 'Model Zoo - Inference Model', 'Model Zoo - Unregister model'],
+      );
+      await assertCollectionPasses(s, {
+        collection,
+        environment: environment(s),
+        iterationData,
+        label: (i) => iterationData[i]!.model_name,
+      });
     });
   });
 
@@ -276,17 +416,35 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
       const s = server();
       // The rows name their archives through environment variables ({{mar_path_resnet-18}}, …).
       const marPaths: Record<string, string> = {};
-      for (const [mar, name] of [['squeezenet1_1', 'squeezenet1_1'], ['mnist', 'mnist'], ['densenet161', 'densenet161'], ['resnet-152-batch', 'resnet152'], ['resnet-18', 'resnet-18']] as const) {
+      for (const [mar, name] of [
+        ['squeezenet1_1', 'squeezenet1_1'],
+        ['mnist', 'mnist'],
+        ['densenet161', 'densenet161'],
+        ['resnet-152-batch', 'resnet152'],
+        ['resnet-18', 'resnet-18'],
+      ] as const) {
         marPaths[`mar_path_${mar}`] = modelDir(s, name);
       }
       const collection = readJson(path.join(dir, 'management_api_test_collection.json'));
       const rows: TsRow[] = readJson(path.join(dir, 'management_data.json'));
       const kept = torchServeRows(rows);
-      assert.equal(rows.length - kept.length, kTsSkips.length + 10, 'ten versioned rows and the listed skips are left out');
+      assert.equal(
+        rows.length - kept.length,
+        kTsSkips.length + 10,
+        'ten versioned rows and the listed skips are left out',
+      );
       // The two invalid-url rows keep their https url (refused with 400); every other url is a local directory.
-      assert.deepEqual(kept.filter((r) => r.path.includes('https://')).map((r) => r.test), ['Model Re-Registration Densenet161', 'Register Model - Invalid URL']);
+      assert.deepEqual(
+        kept.filter((r) => r.path.includes('https://')).map((r) => r.test),
+        ['Model Re-Registration Densenet161', 'Register Model - Invalid URL'],
+      );
       const label = (i: number) => `row ${kept[i]?.row} "${kept[i]?.test}"`;
-      await assertCollectionPasses(s, { collection, environment: environment(s, marPaths), iterationData: kept, label });
+      await assertCollectionPasses(s, {
+        collection,
+        environment: environment(s, marPaths),
+        iterationData: kept,
+        label,
+      });
     });
   });
 });

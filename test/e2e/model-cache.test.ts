@@ -35,15 +35,32 @@ describe('self-managed model cache', () => {
     fillStore(store, 3);
     t = await startTestServer('model_cache=on', { store });
     assertMlp(await invoke(t, 'm0', row), 0);
-    assertMlp(await request(`${t.url}/invocations`, { method: 'POST', json: row, headers: { 'X-Amzn-SageMaker-Target-Model': 'prefix/m1.tar.gz' } }), 1);
-    assertMlp(await request(`${t.url}/invocations`, { method: 'POST', json: row, headers: { serve_multiplexed_model_id: 'm2' } }), 2);
+    assertMlp(
+      await request(`${t.url}/invocations`, {
+        method: 'POST',
+        json: row,
+        headers: { 'X-Amzn-SageMaker-Target-Model': 'prefix/m1.tar.gz' },
+      }),
+      1,
+    );
+    assertMlp(
+      await request(`${t.url}/invocations`, {
+        method: 'POST',
+        json: row,
+        headers: { serve_multiplexed_model_id: 'm2' },
+      }),
+      2,
+    );
     const missing = await invoke(t, 'not-in-store', row);
     assert.equal(missing.status, 404);
     assert.equal((await invoke(t, '..', row)).status, 404);
     const list = (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName);
     assert.deepEqual(list, ['m0', 'm1', 'm2']);
     assert.equal(t.server.manager.entry('m0')?.onDemand, true);
-    assert.deepEqual({ hits: t.server.manager.stats.hits, misses: t.server.manager.stats.misses }, { hits: 0, misses: 3 });
+    assert.deepEqual(
+      { hits: t.server.manager.stats.hits, misses: t.server.manager.stats.misses },
+      { hits: 0, misses: 3 },
+    );
     await invoke(t, 'm0', row);
     assert.equal(t.server.manager.stats.hits, 1);
   });
@@ -71,7 +88,10 @@ describe('self-managed model cache', () => {
     assert.equal(t.server.manager.stats.evictions, 1);
     assert.equal(workerPidsOf(process.pid).length, 3);
     assertMlp(await invoke(t, 'm1', row), 1); // reloaded on demand, evicting m2
-    assert.deepEqual((await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), ['m0', 'm1', 'm3']);
+    assert.deepEqual(
+      (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName),
+      ['m0', 'm1', 'm3'],
+    );
   });
 
   it('lets in-flight requests finish while their model is evicted', async () => {
@@ -91,7 +111,10 @@ describe('self-managed model cache', () => {
     assert.equal(heldRes.status, 200, heldRes.text);
     assert.equal(heldRes.body.echo, 'held');
     assertMlp(await other, 0);
-    assert.deepEqual((await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), ['m0']);
+    assert.deepEqual(
+      (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName),
+      ['m0'],
+    );
   });
 
   it('does not reload a broken model on every request', async () => {
@@ -120,7 +143,7 @@ exports.handle = async (requests) => requests.map(() => '{"ok":true}');
     const first = await invoke(t, 'victim', { echo: 1 });
     assert.equal(first.status, 507, first.text);
     const again = await invoke(t, 'victim', { echo: 2 });
-    assert.equal(again.status, 200, 'a failure of the instance is not the model\'s: it is tried again at once');
+    assert.equal(again.status, 200, "a failure of the instance is not the model's: it is tried again at once");
     assert.equal(t.server.manager.stats.loadFailures, 1);
   });
 
@@ -150,7 +173,10 @@ describe('memory admission', () => {
     const res = await loadModel(t, 'm', dir);
     assert.equal(res.status, 507);
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
-    assert.match(res.body.message, /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/);
+    assert.match(
+      res.body.message,
+      /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/,
+    );
     assert.equal(t.server.processes.spawned, spawnedBefore, 'a worker process was started');
   });
 

@@ -15,11 +15,16 @@ const kNginxDir = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx');
 
 /** Replicas that answer with their own index. */
 async function replicas(n: number): Promise<{ servers: http.Server[]; upstreams: string[] }> {
-  const servers = await Promise.all(Array.from({ length: n }, async (_, i) => {
-    const s = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end(String(i))); });
-    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-    return s;
-  }));
+  const servers = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const s = http.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => res.end(String(i)));
+      });
+      await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+      return s;
+    }),
+  );
   return { servers, upstreams: servers.map((s) => `127.0.0.1:${(s.address() as AddressInfo).port}`) };
 }
 
@@ -29,13 +34,21 @@ async function grpcReplicas(n: number): Promise<{ stop(): void; upstreams: strin
   const servers = Array.from({ length: n }, (_, i) => {
     const s = new Server();
     s.addService(serviceDefinitions().kserve.service, {
-      ModelMetadata: (_call: unknown, cb: (err: null, res: object) => void) => cb(null, { name: String(i), platform: 'replica' }),
+      ModelMetadata: (_call: unknown, cb: (err: null, res: object) => void) =>
+        cb(null, { name: String(i), platform: 'replica' }),
     });
     return s;
   });
-  const ports = await Promise.all(servers.map((s) => new Promise<number>((resolve, reject) => {
-    s.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
-  })));
+  const ports = await Promise.all(
+    servers.map(
+      (s) =>
+        new Promise<number>((resolve, reject) => {
+          s.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, port) =>
+            err ? reject(err) : resolve(port),
+          );
+        }),
+    ),
+  );
   return {
     stop: () => servers.forEach((s) => s.forceShutdown()),
     upstreams: ports.map((p) => `127.0.0.1:${p}`),
@@ -47,7 +60,9 @@ function grpcReplicaFor(clients: GrpcClients, model: string): Promise<string> {
   const metadata = new Metadata();
   metadata.set('target-model', model);
   return new Promise((resolve, reject) => {
-    clients.kserve.ModelMetadata({ name: model }, metadata, (err: ServiceError | null, res: { name: string }) => (err ? reject(err) : resolve(res.name)));
+    clients.kserve.ModelMetadata({ name: model }, metadata, (err: ServiceError | null, res: { name: string }) =>
+      err ? reject(err) : resolve(res.name),
+    );
   });
 }
 
@@ -55,7 +70,13 @@ function grpcReplicaFor(clients: GrpcClients, model: string): Promise<string> {
  * deploy/nginx/nginx.conf as shipped, run in the foreground on loopback: only its listen ports,
  * the /etc/nginx/mme/ include directory and the replica lists (replicas-*.conf) are local.
  */
-function deployedConfig(dir: string, httpPort: number, grpcPort: number, http: readonly string[], grpc: readonly string[]): string {
+function deployedConfig(
+  dir: string,
+  httpPort: number,
+  grpcPort: number,
+  http: readonly string[],
+  grpc: readonly string[],
+): string {
   fs.mkdirSync(path.join(dir, 'logs'));
   fs.copyFileSync(MODEL_KEY_CONF, path.join(dir, 'model-key.conf'));
   fs.writeFileSync(path.join(dir, 'replicas-http.conf'), http.map((u) => `server ${u};\n`).join(''));
@@ -72,13 +93,16 @@ function deployedConfig(dir: string, httpPort: number, grpcPort: number, http: r
 describe('deploy/nginx: model-name routing through real nginx', function () {
   const bin = findNginx();
   before(function () {
-    if (!bin) skipBecause(this, 'nginx', 'nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test');
+    if (!bin)
+      skipBecause(this, 'nginx', 'nginx is not installed; install it, e.g. `apt-get install nginx`, to run this test');
   });
 
   let fleet: Awaited<ReturnType<typeof replicas>>;
   let nginx: Nginx | undefined;
   let base: string;
-  beforeEach(async () => { fleet = await replicas(3); });
+  beforeEach(async () => {
+    fleet = await replicas(3);
+  });
   afterEach(async () => {
     await nginx?.stop();
     nginx = undefined;
@@ -105,14 +129,26 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
     for (let i = 0; i < 30; i++) {
       const m = `model-${i}`;
       const viaPath = await replicaFor(`/models/${m}/invoke`);
-      assert.equal(await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': `tenant/a/${m}.tar.gz` }), viaPath, `${m}: TargetModel path`);
-      assert.equal(await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': m }), viaPath, `${m}: TargetModel name`);
+      assert.equal(
+        await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': `tenant/a/${m}.tar.gz` }),
+        viaPath,
+        `${m}: TargetModel path`,
+      );
+      assert.equal(
+        await replicaFor('/invocations', { 'X-Amzn-SageMaker-Target-Model': m }),
+        viaPath,
+        `${m}: TargetModel name`,
+      );
       assert.equal(await replicaFor('/invocations', { serve_multiplexed_model_id: m }), viaPath, `${m}: Ray header`);
       assert.equal(await replicaFor(`/predictions/${m}`), viaPath, `${m}: /predictions`);
       assert.equal(await replicaFor(`/v2/models/${m}/infer`), viaPath, `${m}: OIP v2 infer`);
       assert.equal(await replicaFor(`/v2/models/${m}/versions/1/infer`), viaPath, `${m}: OIP v2 infer of a version`);
       // gRPC's model is inside the message; its target-model metadata is an HTTP/2 header nginx reads like any other.
-      assert.equal(await replicaFor('/inference.GRPCInferenceService/ModelInfer', { 'target-model': m }), viaPath, `${m}: gRPC target-model`);
+      assert.equal(
+        await replicaFor('/inference.GRPCInferenceService/ModelInfer', { 'target-model': m }),
+        viaPath,
+        `${m}: gRPC target-model`,
+      );
       owners.add(viaPath);
     }
     assert.deepEqual([...owners].sort(), ['0', '1', '2']);
@@ -130,7 +166,12 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
     try {
       const dir = tempDir('mme-nginx-');
       const [httpPort, grpcPort] = [await freePort(), await freePort()];
-      nginx = await Nginx.start(bin!, dir, httpPort, deployedConfig(dir, httpPort, grpcPort, fleet.upstreams, grpcFleet.upstreams));
+      nginx = await Nginx.start(
+        bin!,
+        dir,
+        httpPort,
+        deployedConfig(dir, httpPort, grpcPort, fleet.upstreams, grpcFleet.upstreams),
+      );
       base = `http://127.0.0.1:${httpPort}`;
       const clients = connect(`127.0.0.1:${grpcPort}`);
       try {

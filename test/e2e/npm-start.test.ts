@@ -29,8 +29,20 @@ describe('npm start and SIGTERM', () => {
     // npm start builds first (tsc -b: nothing to do when dist/ is current).
     this.timeout(180_000);
     const config = path.join(tempDir('mme-npm-start-'), 'config.properties');
-    fs.writeFileSync(config, ['inference_address=http://127.0.0.1:0', 'management_address=http://127.0.0.1:0', 'model_store=model-store', 'load_models=mlp', 'default_workers_per_model=1'].join('\n'));
-    const npm = spawn('npm', ['start', '--', '--mms-config', config], { cwd: kRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    fs.writeFileSync(
+      config,
+      [
+        'inference_address=http://127.0.0.1:0',
+        'management_address=http://127.0.0.1:0',
+        'model_store=model-store',
+        'load_models=mlp',
+        'default_workers_per_model=1',
+      ].join('\n'),
+    );
+    const npm = spawn('npm', ['start', '--', '--mms-config', config], {
+      cwd: kRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = once(npm, 'exit');
     const lines: string[] = [];
     readline.createInterface({ input: npm.stderr! }).on('line', (l) => lines.push(l));
@@ -44,13 +56,24 @@ describe('npm start and SIGTERM', () => {
     npm.kill('SIGTERM');
     await exited;
     try {
-      await waitFor(() => processes.every((pid) => !isAlive(pid)), `the server and its workers (${processes.join(', ')}) to exit`, 30_000, 50);
+      await waitFor(
+        () => processes.every((pid) => !isAlive(pid)),
+        `the server and its workers (${processes.join(', ')}) to exit`,
+        30_000,
+        50,
+      );
     } finally {
       // Whatever the verdict, nothing this test started outlives it.
       for (const pid of processes.filter(isAlive)) process.kill(pid, 'SIGKILL');
     }
     assert.equal(await portIsFree(port), true, `port ${port} is free`);
-    assert.ok(lines.some((l) => /SIGTERM: draining/.test(l)), lines.join('\n'));
-    assert.ok(lines.some((l) => /stopped: 0 requests finished in the drain/.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /SIGTERM: draining/.test(l)),
+      lines.join('\n'),
+    );
+    assert.ok(
+      lines.some((l) => /stopped: 0 requests finished in the drain/.test(l)),
+      lines.join('\n'),
+    );
   });
 });

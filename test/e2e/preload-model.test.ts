@@ -35,10 +35,16 @@ describe('preload_model', () => {
     const gate = path.join(tempDir('mme-gate-'), 'open');
     const model = t.server.manager.get('pre');
     const calls = Array.from({ length: 4 }, (_, i) => invoke(t, 'pre', { awaitFile: gate, echo: i }));
-    await waitFor(() => model.inFlightRequests === 3 && model.queueLength === 1, 'three requests running at once and one queued');
+    await waitFor(
+      () => model.inFlightRequests === 3 && model.queueLength === 1,
+      'three requests running at once and one queued',
+    );
     fs.writeFileSync(gate, '');
     const results = await Promise.all(calls);
-    assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [200, 200, 200, 200],
+    );
     assert.equal(new Set(results.map((r) => r.body.pid)).size, 1);
   });
 

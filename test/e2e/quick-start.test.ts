@@ -58,10 +58,22 @@ describe('README quick start (npm start with the repository config.properties, f
   });
 
   it('loads the four example models of model-store/ from the relative model_store', async () => {
-    const examples = fs.readdirSync(path.join(kRoot, 'model-store'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const examples = fs
+      .readdirSync(path.join(kRoot, 'model-store'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     assert.equal(examples.length, 4, 'the README says four example models load');
-    await waitFor(async () => (await request(`${s.url}/models`)).body.models.length === examples.length, `the ${examples.length} example models to load`, 60_000, 100);
-    assert.deepEqual((await request(`${s.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), examples);
+    await waitFor(
+      async () => (await request(`${s.url}/models`)).body.models.length === examples.length,
+      `the ${examples.length} example models to load`,
+      60_000,
+      100,
+    );
+    assert.deepEqual(
+      (await request(`${s.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName),
+      examples,
+    );
     assert.ok(!s.lines.some((l) => /failed to load/.test(l)), s.lines.join('\n'));
   });
 
@@ -72,7 +84,12 @@ describe('README quick start (npm start with the repository config.properties, f
     const commands = tourCommands();
     assert.ok(commands.length >= 8, `the tour has its commands (found ${commands.length})`);
     for (const { command, shown } of commands) {
-      const run = await bash(command.replaceAll('127.0.0.1:8080', http).replaceAll('127.0.0.1:7070', grpc!).replace(/^curl /, 'curl -sS --fail-with-body '));
+      const run = await bash(
+        command
+          .replaceAll('127.0.0.1:8080', http)
+          .replaceAll('127.0.0.1:7070', grpc!)
+          .replace(/^curl /, 'curl -sS --fail-with-body '),
+      );
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
       // Numbers to 1e-6: onnxruntime's kernels on another CPU may round the last float32 bit differently.
       if (shown !== null) assertJsonClose(JSON.parse(run.stdout), JSON.parse(shown), command);

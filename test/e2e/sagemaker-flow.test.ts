@@ -22,19 +22,26 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
     dir = tempDir();
     writeModelDir(dir, 'tenant-a', mlpModel(spec));
     configFile = path.join(dir, 'config.properties');
-    fs.writeFileSync(configFile, [
-      'inference_address=http://127.0.0.1:$$TEST_PORT$$',
-      'management_address=http://127.0.0.1:$$TEST_PORT$$',
-      `model_store=${dir}`,
-      'default_workers_per_model=1',
-    ].join('\n'));
+    fs.writeFileSync(
+      configFile,
+      [
+        'inference_address=http://127.0.0.1:$$TEST_PORT$$',
+        'management_address=http://127.0.0.1:$$TEST_PORT$$',
+        `model_store=${dir}`,
+        'default_workers_per_model=1',
+      ].join('\n'),
+    );
   });
 
   it('runs the SageMaker flow: load → list → invoke → unload → invoke is 404', async () => {
     const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
     try {
       const url = path.join(dir, 'tenant-a');
-      const load = await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'a1b2c3', url }, headers: { 'X-Amzn-SageMaker-Target-Model': 'tenant-a.tar.gz' } });
+      const load = await request(`${s.url}/models`, {
+        method: 'POST',
+        json: { model_name: 'a1b2c3', url },
+        headers: { 'X-Amzn-SageMaker-Target-Model': 'tenant-a.tar.gz' },
+      });
       assert.equal(load.status, 200, load.text);
       assert.deepEqual((await request(`${s.url}/models`)).body, { models: [{ modelName: 'a1b2c3', modelUrl: url }] });
       const rows = [[1, 2, 3, 4]];
@@ -50,7 +57,9 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
 
   it('overrides the port of both addresses with SAGEMAKER_BIND_TO_PORT', async () => {
     const port = await freePort();
-    const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '1', SAGEMAKER_BIND_TO_PORT: String(port) } });
+    const s = await startCli(['--mms-config', configFile], {
+      env: { TEST_PORT: '1', SAGEMAKER_BIND_TO_PORT: String(port) },
+    });
     try {
       assert.equal(s.url, `http://127.0.0.1:${port}`);
       assert.equal((await request(`${s.url}/ping`)).status, 200);
@@ -61,9 +70,14 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('loads --models at start-up from --model-store', async () => {
-    const s = await startCli(['--mms-config', configFile, '--model-store', dir, '--models', 'tenant-a'], { env: { TEST_PORT: '0' } });
+    const s = await startCli(['--mms-config', configFile, '--model-store', dir, '--models', 'tenant-a'], {
+      env: { TEST_PORT: '0' },
+    });
     try {
-      await waitFor(async () => (await request(`${s.url}/models`)).body.models.length === 1, 'the startup model to load');
+      await waitFor(
+        async () => (await request(`${s.url}/models`)).body.models.length === 1,
+        'the startup model to load',
+      );
       const inv = await request(`${s.url}/models/tenant-a/invoke`, { method: 'POST', json: [[0, 0, 0, 0]] });
       assert.equal(inv.status, 200);
     } finally {
@@ -72,7 +86,10 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
   });
 
   it('refuses to start, naming the variable, when a $$VAR$$ is not set', async () => {
-    const child = spawn(process.execPath, [kMain, '--mms-config', configFile], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [kMain, '--mms-config', configFile], {
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
     const [code] = await once(child, 'exit');
@@ -82,7 +99,10 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
 
   it('T-F5 parent_sigkill_no_orphans: leaves no worker behind when the server itself is SIGKILLed', async () => {
     const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
-    const load = await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a'), initial_workers: 2 } });
+    const load = await request(`${s.url}/models`, {
+      method: 'POST',
+      json: { model_name: 'm', url: path.join(dir, 'tenant-a'), initial_workers: 2 },
+    });
     assert.equal(load.status, 200);
     const pids = workerPidsOf(s.child.pid!);
     assert.ok(pids.length >= 2, `${pids.length} workers (two for the model, plus the spare)`);
@@ -94,7 +114,11 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
 
   it('stops every worker and exits 0 on SIGTERM', async () => {
     const s = await startCli(['--mms-config', configFile], { env: { TEST_PORT: '0' } });
-    assert.equal((await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a') } })).status, 200);
+    assert.equal(
+      (await request(`${s.url}/models`, { method: 'POST', json: { model_name: 'm', url: path.join(dir, 'tenant-a') } }))
+        .status,
+      200,
+    );
     const pids = workerPidsOf(s.child.pid!);
     s.child.kill('SIGTERM');
     const [code] = await once(s.child, 'exit');

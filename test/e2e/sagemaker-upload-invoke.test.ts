@@ -11,11 +11,13 @@ import { mlpModel } from '../../harness/onnx-models';
 /** The entries of a .tar.gz: path → content. */
 function untar(gz: Buffer): Map<string, Buffer> {
   const files = new Map<string, Buffer>();
-  const parser = new tar.Parser({ onReadEntry: (e) => {
-    const chunks: Buffer[] = [];
-    e.on('data', (c: Buffer) => chunks.push(c));
-    e.on('end', () => files.set(e.path, Buffer.concat(chunks)));
-  } });
+  const parser = new tar.Parser({
+    onReadEntry: (e) => {
+      const chunks: Buffer[] = [];
+      e.on('data', (c: Buffer) => chunks.push(c));
+      e.on('end', () => files.set(e.path, Buffer.concat(chunks)));
+    },
+  });
   parser.end(zlib.gunzipSync(gz));
   return files;
 }
@@ -33,7 +35,10 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
 
   function store(): string {
     const dir = tempDir('mme-upload-');
-    for (const [name, seed] of [['alpha', 1], ['beta', 2]] as const) {
+    for (const [name, seed] of [
+      ['alpha', 1],
+      ['beta', 2],
+    ] as const) {
       fs.mkdirSync(path.join(dir, name, 'assets'), { recursive: true });
       fs.writeFileSync(path.join(dir, name, 'model.onnx'), mlpModel({ sizes: [4, 8, 3], seed }));
       fs.writeFileSync(path.join(dir, name, 'assets', 'labels.json'), '["a","b","c"]');
@@ -47,7 +52,10 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
     const run = await upload('--bucket', 'my-bucket', '--prefix', 'mme-models/', '--store', dir);
     assert.equal(run.code, 0, run.stderr);
     const puts: AwsRequest[] = s3.requests;
-    assert.deepEqual(puts.map((r) => `${r.method} ${r.url.split('?')[0]}`), ['PUT /my-bucket/mme-models/alpha.tar.gz', 'PUT /my-bucket/mme-models/beta.tar.gz']);
+    assert.deepEqual(
+      puts.map((r) => `${r.method} ${r.url.split('?')[0]}`),
+      ['PUT /my-bucket/mme-models/alpha.tar.gz', 'PUT /my-bucket/mme-models/beta.tar.gz'],
+    );
     for (const [i, put] of puts.entries()) {
       const name = ['alpha', 'beta'][i]!;
       assert.equal(put.accessKeyId, 'AKIDMMETEST');
@@ -56,7 +64,12 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
       const files = untar(put.body);
       assert.deepEqual([...files.keys()].sort(), ['assets/labels.json', 'model.onnx']);
       assert.deepEqual(files.get('model.onnx'), fs.readFileSync(path.join(dir, name, 'model.onnx')));
-      assert.match(run.stdout, new RegExp(`uploaded s3://my-bucket/mme-models/${name}.tar.gz \\(${put.body.length} bytes\\): TargetModel ${name}.tar.gz`));
+      assert.match(
+        run.stdout,
+        new RegExp(
+          `uploaded s3://my-bucket/mme-models/${name}.tar.gz \\(${put.body.length} bytes\\): TargetModel ${name}.tar.gz`,
+        ),
+      );
     }
   });
 
@@ -76,10 +89,16 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
   });
 
   it('gives a usage error without directories or with both --store and directories', async () => {
-    for (const args of [['--bucket', 'b-1', '--prefix', 'p'], ['--bucket', 'b-1', '--prefix', 'p', '--store', '.', 'x']]) {
+    for (const args of [
+      ['--bucket', 'b-1', '--prefix', 'p'],
+      ['--bucket', 'b-1', '--prefix', 'p', '--store', '.', 'x'],
+    ]) {
       const run = await upload(...args);
       assert.equal(run.code, 2);
-      assert.match(run.stderr, /error: (name at least one model directory|give either --store or model directories)[^]*Usage:/);
+      assert.match(
+        run.stderr,
+        /error: (name at least one model directory|give either --store or model directories)[^]*Usage:/,
+      );
     }
   });
 });
@@ -93,8 +112,20 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
       res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-invoked-production-variant': 'AllTraffic' });
       res.end('{"outputs":{"output":[[0.1,0.2,0.3]]}}');
     });
-    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'nested/mlp.tar.gz', '--body', '{"inputs":{"input":[[1,2,3,4]]}}', '--accept', 'application/json'],
-      localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
+    const run = await runNodeScript(
+      'sagemaker/invoke',
+      [
+        '--endpoint',
+        'ep',
+        '--target-model',
+        'nested/mlp.tar.gz',
+        '--body',
+        '{"inputs":{"input":[[1,2,3,4]]}}',
+        '--accept',
+        'application/json',
+      ],
+      localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }),
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout, '{"outputs":{"output":[[0.1,0.2,0.3]]}}');
     assert.match(run.stderr, /AllTraffic: application\/json/);
@@ -108,20 +139,41 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
   });
 
   it('reads @FILE bodies and reports a model error with its message', async () => {
-    runtime = await LocalAwsEndpoint.start((_req, res) => replyAwsJson(res, '1.1', 424,
-      { ErrorCode: 'MODEL_ERROR', Message: 'Received client error (400) from model with message "input has shape [1, 3]"', OriginalStatusCode: 400 },
-      { 'x-amzn-errortype': 'ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/' }));
+    runtime = await LocalAwsEndpoint.start((_req, res) =>
+      replyAwsJson(
+        res,
+        '1.1',
+        424,
+        {
+          ErrorCode: 'MODEL_ERROR',
+          Message: 'Received client error (400) from model with message "input has shape [1, 3]"',
+          OriginalStatusCode: 400,
+        },
+        { 'x-amzn-errortype': 'ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/' },
+      ),
+    );
     const file = path.join(tempDir(), 'body.json');
     fs.writeFileSync(file, '[[1,2,3]]');
-    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--target-model', 'mlp.tar.gz', '--body', `@${file}`], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
+    const run = await runNodeScript(
+      'sagemaker/invoke',
+      ['--endpoint', 'ep', '--target-model', 'mlp.tar.gz', '--body', `@${file}`],
+      localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }),
+    );
     assert.equal(run.code, 1);
     assert.equal(runtime.requests[0]!.body.toString(), '[[1,2,3]]');
-    assert.match(run.stderr, /error: ModelError: Received client error \(400\) from model with message "input has shape \[1, 3\]"/);
+    assert.match(
+      run.stderr,
+      /error: ModelError: Received client error \(400\) from model with message "input has shape \[1, 3\]"/,
+    );
   });
 
   it('gives a usage error for a missing target model', async () => {
     runtime = await LocalAwsEndpoint.start((_req, res) => res.end());
-    const run = await runNodeScript('sagemaker/invoke', ['--endpoint', 'ep', '--body', '{}'], localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }));
+    const run = await runNodeScript(
+      'sagemaker/invoke',
+      ['--endpoint', 'ep', '--body', '{}'],
+      localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }),
+    );
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--target-model is required/);
     assert.equal(runtime.requests.length, 0);

@@ -14,10 +14,15 @@ import { invoke, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 
 const spec = (seed: number) => ({ sizes: [4, 8, 3], seed });
-const rows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
+const rows = [
+  [1, 2, 3, 4],
+  [-1, 0.5, 0, 2],
+];
 
 async function loadMlps(t: TestServer, names: string[], extra: Record<string, unknown> = {}): Promise<void> {
-  const answers = await Promise.all(names.map((name, i) => loadModel(t, name, writeModelDir(t.store, name, mlpModel(spec(i + 1))), extra)));
+  const answers = await Promise.all(
+    names.map((name, i) => loadModel(t, name, writeModelDir(t.store, name, mlpModel(spec(i + 1))), extra)),
+  );
   for (const r of answers) assert.equal(r.status, 200, r.text);
 }
 
@@ -42,7 +47,7 @@ describe('shared worker hosts (worker_mode=shared)', function () {
       });
     });
 
-    it('spreads the models over the hosts, and describe names the host and the model\'s own cost', async () => {
+    it("spreads the models over the hosts, and describe names the host and the model's own cost", async () => {
       const hosts = new Map<string, number>();
       for (const n of names) {
         const d = (await request(`${t.managementUrl}/models/${n}`)).body;
@@ -50,11 +55,15 @@ describe('shared worker hosts (worker_mode=shared)', function () {
         assert.equal(d.workers.length, 1);
         const w = d.workers[0];
         assert.match(w.host, /^host-\d+$/);
-        assert.ok(w.memoryUsage > 0 && w.memoryUsage < 16 * 2 ** 20, `a tiny model costs well under a process (${w.memoryUsage} bytes)`);
+        assert.ok(
+          w.memoryUsage > 0 && w.memoryUsage < 16 * 2 ** 20,
+          `a tiny model costs well under a process (${w.memoryUsage} bytes)`,
+        );
         hosts.set(w.host, (hosts.get(w.host) ?? 0) + 1);
       }
       assert.equal(hosts.size, 2);
-      for (const count of hosts.values()) assert.ok(count >= 8, `placement by free room fills both hosts: ${[...hosts.values()]}`);
+      for (const count of hosts.values())
+        assert.ok(count >= 8, `placement by free room fills both hosts: ${[...hosts.values()]}`);
     });
 
     it('holds a model with initial_workers=2 in two hosts, and serves it from both', async () => {
@@ -62,7 +71,9 @@ describe('shared worker hosts (worker_mode=shared)', function () {
       assert.equal((await loadModel(t, 'twice', dir, { initial_workers: 2 })).status, 200);
       const d = (await request(`${t.managementUrl}/models/twice`)).body;
       assert.equal(new Set(d.workers.map((w: { host: string }) => w.host)).size, 2);
-      const answers = await Promise.all(Array.from({ length: 32 }, () => invoke(t, 'twice', { inputs: { input: rows } })));
+      const answers = await Promise.all(
+        Array.from({ length: 32 }, () => invoke(t, 'twice', { inputs: { input: rows } })),
+      );
       for (const res of answers) assertRowsClose(res.body.outputs.output, mlpForward(spec(50), rows), 'twice');
       assert.equal(workerPidsOf(process.pid).length, 2);
     });
@@ -83,9 +94,13 @@ describe('shared worker hosts run their models side by side: a slow model never 
   let t: TestServer;
   afterEach(async () => t?.close());
 
-  it('answers a tiny model\'s requests while a slow neighbour\'s batch is held in the same host, then the slow one; describe shows each model\'s share of the host', async () => {
+  it("answers a tiny model's requests while a slow neighbour's batch is held in the same host, then the slow one; describe shows each model's share of the host", async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
-    assert.equal((await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': behaviourHandler }))).status, 200);
+    assert.equal(
+      (await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': behaviourHandler })))
+        .status,
+      200,
+    );
     await loadMlps(t, ['tiny']);
     const [hostPid] = workerPidsOf(process.pid);
     const go = path.join(tempDir(), 'go');
@@ -109,7 +124,7 @@ describe('shared worker hosts run their models side by side: a slow model never 
     const share = async (name: string) => (await request(`${t.managementUrl}/models/${name}`)).body.workers[0].cpuShare;
     const tiny = await share('tiny');
     assert.ok(tiny > 0 && tiny <= 1, `tiny's session runs took a share of the host: ${tiny}`);
-    assert.equal(await share('slow'), 0, 'slow\'s handler never ran its session');
+    assert.equal(await share('slow'), 0, "slow's handler never ran its session");
   });
 });
 
@@ -118,13 +133,16 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
   let t: TestServer;
   afterEach(async () => t?.close());
 
-  it('moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, places new models elsewhere, and reports each model\'s run time', async () => {
-    t = await startTestServer('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true');
+  it("moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, places new models elsewhere, and reports each model's run time", async () => {
+    t = await startTestServer(
+      'worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true',
+    );
     const tinies = ['tiny0', 'tiny1', 'tiny2', 'tiny3'];
     // Tiny ones first, spread over both hosts by memory; the heavy one then joins one of them.
     await loadMlps(t, tinies);
     assert.equal((await loadModel(t, 'heavy', writeModelDir(t.store, 'heavy', slowMatmulModel(640)))).status, 200);
-    const hostOf = async (name: string): Promise<string> => (await request(`${t.managementUrl}/models/${name}`)).body.workers[0].host;
+    const hostOf = async (name: string): Promise<string> =>
+      (await request(`${t.managementUrl}/models/${name}`)).body.workers[0].host;
     const heavyHost = await hostOf('heavy');
     const besideAtFirst = (await Promise.all(tinies.map(hostOf))).filter((h) => h === heavyHost).length;
     assert.ok(besideAtFirst > 0, 'placement by memory put some tiny model beside the heavy one');
@@ -137,9 +155,18 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
         if (res.status !== 200) failures.push(`${name}: ${res.status} ${res.text.slice(0, 200)}`);
       }
     };
-    const traffic = [drive('heavy', heavyRow), drive('heavy', heavyRow), ...tinies.map((n) => drive(n, { inputs: { input: rows } }))];
+    const traffic = [
+      drive('heavy', heavyRow),
+      drive('heavy', heavyRow),
+      ...tinies.map((n) => drive(n, { inputs: { input: rows } })),
+    ];
     try {
-      await waitFor(async () => (await Promise.all(tinies.map(hostOf))).every((h) => h !== heavyHost), 'every tiny model to leave the heavy model\'s host', 120_000, 200);
+      await waitFor(
+        async () => (await Promise.all(tinies.map(hostOf))).every((h) => h !== heavyHost),
+        "every tiny model to leave the heavy model's host",
+        120_000,
+        200,
+      );
     } finally {
       done = true;
       await Promise.all(traffic);
@@ -147,12 +174,21 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
     assert.deepEqual(failures, [], 'no request failed while the models moved');
     // Its run time is what made it heavy, and the metrics show it: far above any tiny model's.
     const metrics = (await request(`${t.managementUrl}/metrics`)).text;
-    const runSeconds = (name: string) => Number(new RegExp(`^mme_shared_host_run_seconds_total\\{model="${name}"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
-    assert.ok(runSeconds('heavy') > 10 * runSeconds('tiny0'), `run time heavy ${runSeconds('heavy')} s, tiny0 ${runSeconds('tiny0')} s`);
+    const runSeconds = (name: string) =>
+      Number(new RegExp(`^mme_shared_host_run_seconds_total\\{model="${name}"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    assert.ok(
+      runSeconds('heavy') > 10 * runSeconds('tiny0'),
+      `run time heavy ${runSeconds('heavy')} s, tiny0 ${runSeconds('tiny0')} s`,
+    );
     assert.equal(await hostOf('heavy'), heavyHost, 'the heavy model stays where it is');
     await loadMlps(t, ['late']);
     assert.notEqual(await hostOf('late'), heavyHost, 'a host busy with a heavy model is the last choice for a new one');
-    for (const n of [...tinies, 'late']) assertRowsClose((await invoke(t, n, { inputs: { input: rows } })).body.outputs.output, mlpForward(spec(tinies.includes(n) ? tinies.indexOf(n) + 1 : 1), rows), n);
+    for (const n of [...tinies, 'late'])
+      assertRowsClose(
+        (await invoke(t, n, { inputs: { input: rows } })).body.outputs.output,
+        mlpForward(spec(tinies.includes(n) ? tinies.indexOf(n) + 1 : 1), rows),
+        n,
+      );
   });
 });
 
@@ -165,35 +201,58 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   const call = (name: string, body: unknown) => invoke(t, name, body);
 
   for (const death of [
-    { how: 'exits', cmd: { exit: 3 }, status: 500, code: 'MME_ERR_WORKER_DIED', log: /shared host .* exited with code 3/ },
-    { how: 'is SIGKILLed (the OOM killer\'s signature)', cmd: { kill: true }, status: 507, code: 'MME_ERR_INSUFFICIENT_MEMORY', log: /shared host .* was killed by SIGKILL \(exit reason: oom\)/ },
-  ]) it(`a host that ${death.how} fails only its running request (${death.status}); the other model's requests are answered meanwhile, and the ones queued behind it after the model reloads`, async () => {
-    t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
-    for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
-    const [hostPid] = workerPidsOf(process.pid);
-    const go = path.join(tempDir(), 'go');
-    const { manager } = t.server;
-    // Waits without blocking the host: its other models' batches run meanwhile.
-    const running = call('a', { awaitFile: go, ...death.cmd });
-    await waitFor(() => manager.get('a').inFlightRequests === 1, 'the crashing request to reach the host');
-    const queued = Array.from({ length: 4 }, (_, i) => call('a', { echo: i }));
-    const beside = await Promise.all(Array.from({ length: 4 }, (_, i) => call('b', { echo: i })));
-    for (const res of beside) assert.equal(res.body.pid, hostPid, `b is answered by the host a's request holds: ${res.text}`);
-    await waitFor(() => manager.get('a').queueLength + manager.get('a').inFlightRequests >= 5, 'a\'s requests to be admitted');
-    fs.writeFileSync(go, '');
-    const crashed = await running;
-    assert.equal(crashed.status, death.status, crashed.text);
-    assert.equal(crashed.body.errorCode, death.code);
-    assert.doesNotMatch(crashed.body.message, /also running/, 'nothing else was running beside it');
-    const answers = await Promise.all(queued);
-    for (const res of answers) {
-      assert.equal(res.status, 200, res.text);
-      assert.notEqual(res.body.pid, hostPid, 'answered by the new host');
-    }
-    assert.deepEqual(answers.map((r) => r.body.echo), [0, 1, 2, 3]);
-    assert.ok(t.logs.some((l) => death.log.test(l)), 'the death is logged with its exit and reason');
-    assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
-  });
+    {
+      how: 'exits',
+      cmd: { exit: 3 },
+      status: 500,
+      code: 'MME_ERR_WORKER_DIED',
+      log: /shared host .* exited with code 3/,
+    },
+    {
+      how: "is SIGKILLed (the OOM killer's signature)",
+      cmd: { kill: true },
+      status: 507,
+      code: 'MME_ERR_INSUFFICIENT_MEMORY',
+      log: /shared host .* was killed by SIGKILL \(exit reason: oom\)/,
+    },
+  ])
+    it(`a host that ${death.how} fails only its running request (${death.status}); the other model's requests are answered meanwhile, and the ones queued behind it after the model reloads`, async () => {
+      t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
+      for (const n of ['a', 'b']) assert.equal((await loadModel(t, n, behaviourModel(n))).status, 200);
+      const [hostPid] = workerPidsOf(process.pid);
+      const go = path.join(tempDir(), 'go');
+      const { manager } = t.server;
+      // Waits without blocking the host: its other models' batches run meanwhile.
+      const running = call('a', { awaitFile: go, ...death.cmd });
+      await waitFor(() => manager.get('a').inFlightRequests === 1, 'the crashing request to reach the host');
+      const queued = Array.from({ length: 4 }, (_, i) => call('a', { echo: i }));
+      const beside = await Promise.all(Array.from({ length: 4 }, (_, i) => call('b', { echo: i })));
+      for (const res of beside)
+        assert.equal(res.body.pid, hostPid, `b is answered by the host a's request holds: ${res.text}`);
+      await waitFor(
+        () => manager.get('a').queueLength + manager.get('a').inFlightRequests >= 5,
+        "a's requests to be admitted",
+      );
+      fs.writeFileSync(go, '');
+      const crashed = await running;
+      assert.equal(crashed.status, death.status, crashed.text);
+      assert.equal(crashed.body.errorCode, death.code);
+      assert.doesNotMatch(crashed.body.message, /also running/, 'nothing else was running beside it');
+      const answers = await Promise.all(queued);
+      for (const res of answers) {
+        assert.equal(res.status, 200, res.text);
+        assert.notEqual(res.body.pid, hostPid, 'answered by the new host');
+      }
+      assert.deepEqual(
+        answers.map((r) => r.body.echo),
+        [0, 1, 2, 3],
+      );
+      assert.ok(
+        t.logs.some((l) => death.log.test(l)),
+        'the death is logged with its exit and reason',
+      );
+      assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
+    });
 
   it('a host that dies while two models run fails the running request of each, names the other model in each error, and requeues what waited behind them', async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
@@ -202,37 +261,53 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     const dir = tempDir();
     const { manager } = t.server;
     const runningB = call('b', { awaitFile: path.join(dir, 'never') });
-    await waitFor(() => manager.get('b').inFlightRequests === 1, 'b\'s request to reach the host');
+    await waitFor(() => manager.get('b').inFlightRequests === 1, "b's request to reach the host");
     const waitingB = call('b', { echo: 'after' });
     const runningA = call('a', { awaitFile: path.join(dir, 'go'), exit: 3 });
-    await waitFor(() => manager.get('a').inFlightRequests === 1 && manager.get('b').queueLength + manager.get('b').inFlightRequests === 2, 'both models\' requests to be admitted');
+    await waitFor(
+      () =>
+        manager.get('a').inFlightRequests === 1 &&
+        manager.get('b').queueLength + manager.get('b').inFlightRequests === 2,
+      "both models' requests to be admitted",
+    );
     fs.writeFileSync(path.join(dir, 'go'), '');
     const [a, b] = await Promise.all([runningA, runningB]);
-    for (const [res, own, other] of [[a, 'a', 'b'], [b, 'b', 'a']] as const) {
+    for (const [res, own, other] of [
+      [a, 'a', 'b'],
+      [b, 'b', 'a'],
+    ] as const) {
       assert.equal(res.status, 500, res.text);
       assert.equal(res.body.errorCode, 'MME_ERR_WORKER_DIED');
-      assert.match(res.body.message, new RegExp(`^The worker of model ${own} exited with code 3 while running this request\\. It was a shared host, also running requests of model ${other}; which of them caused it is not known\\.$`));
+      assert.match(
+        res.body.message,
+        new RegExp(
+          `^The worker of model ${own} exited with code 3 while running this request\\. It was a shared host, also running requests of model ${other}; which of them caused it is not known\\.$`,
+        ),
+      );
     }
     const after = await waitingB;
     assert.equal(after.status, 200, after.text);
-    assert.notEqual(after.body.pid, hostPid, 'what waited behind b\'s running request is answered by the new host');
+    assert.notEqual(after.body.pid, hostPid, "what waited behind b's running request is answered by the new host");
     assert.equal((await call('a', { echo: 'again' })).status, 200);
     assert.match((await request(`${t.managementUrl}/metrics`)).text, /^mme_shared_host_restarts_total 1$/m);
   });
 
-  it('a host killed for one model\'s timeout tells another model\'s running request which model it was', async () => {
+  it("a host killed for one model's timeout tells another model's running request which model it was", async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     assert.equal((await loadModel(t, 'slow', behaviourModel('slow'), { response_timeout: 2 })).status, 200);
     assert.equal((await loadModel(t, 'busy', behaviourModel('busy'))).status, 200);
     const never = path.join(tempDir(), 'never');
     // Both run side by side in the host until slow's timeout kills it.
     const running = call('busy', { awaitFile: never });
-    await waitFor(() => t.server.manager.get('busy').inFlightRequests === 1, 'busy\'s request to reach the host');
+    await waitFor(() => t.server.manager.get('busy').inFlightRequests === 1, "busy's request to reach the host");
     const late = await call('slow', { awaitFile: never });
     assert.equal(late.status, 504, late.text);
     const victim = await running;
     assert.equal(victim.status, 504, victim.text);
-    assert.match(victim.body.message, /^The shared host running this request of model busy was stopped because model slow ran past its timeout/);
+    assert.match(
+      victim.body.message,
+      /^The shared host running this request of model busy was stopped because model slow ran past its timeout/,
+    );
     assert.equal((await call('busy', { echo: 'after' })).status, 200);
   });
 
@@ -282,19 +357,24 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     let stop = false;
     const failures: string[] = [];
     let answered = 0;
-    const traffic = Promise.all(names.slice(0, 3).map(async (n, i) => {
-      while (!stop) {
-        const res = await invoke(t, n, { inputs: { input: rows } });
-        if (res.status !== 200) failures.push(`${n}: ${res.status} ${res.text}`);
-        else assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
-        answered++;
-      }
-    }));
+    const traffic = Promise.all(
+      names.slice(0, 3).map(async (n, i) => {
+        while (!stop) {
+          const res = await invoke(t, n, { inputs: { input: rows } });
+          if (res.status !== 200) failures.push(`${n}: ${res.status} ${res.text}`);
+          else assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
+          answered++;
+        }
+      }),
+    );
     // Churn: load and unload large models until the host has kept more than 1 MB it no longer uses.
     for (let i = 0; !t.logs.some((l) => /\] recycling: /.test(l)); i++) {
       assert.ok(i < 50, 'the host was never recycled');
       const name = `churn${i}`;
-      assert.equal((await loadModel(t, name, writeModelDir(t.store, name, mlpModel({ sizes: [4, 512, 3], seed: i })))).status, 200);
+      assert.equal(
+        (await loadModel(t, name, writeModelDir(t.store, name, mlpModel({ sizes: [4, 512, 3], seed: i })))).status,
+        200,
+      );
       assert.equal((await request(`${t.managementUrl}/models/${name}`, { method: 'DELETE' })).status, 200);
     }
     await waitFor(() => !workerPidsOf(process.pid).includes(oldPid), 'the old host to exit', 60_000);
@@ -305,7 +385,11 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assert.deepEqual(failures, []);
     // A threshold of 1 MB may recycle the new host too: whatever is left running is a host the pool serves with.
     const pool = t.server.manager.hosts!;
-    await waitFor(() => workerPidsOf(process.pid).every((pid) => pool.hosts.some((h) => h.pid === pid)), 'retired hosts to exit', 60_000);
+    await waitFor(
+      () => workerPidsOf(process.pid).every((pid) => pool.hosts.some((h) => h.pid === pid)),
+      'retired hosts to exit',
+      60_000,
+    );
     for (const [i, n] of names.entries()) {
       const res = await invoke(t, n, { inputs: { input: rows } });
       assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), n);
@@ -323,14 +407,20 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     assert.match(res.body.message, /max_models_per_worker \(2\)/);
     assert.equal((await request(`${t.managementUrl}/models/c3`)).status, 404);
     assert.equal((await request(`${t.managementUrl}/models/c1`, { method: 'DELETE' })).status, 200);
-    assert.equal((await loadModel(t, 'c3', writeModelDir(t.store, 'c3', mlpModel(spec(3))))).status, 200, 'the freed slot takes the next model');
+    assert.equal(
+      (await loadModel(t, 'c3', writeModelDir(t.store, 'c3', mlpModel(spec(3))))).status,
+      200,
+      'the freed slot takes the next model',
+    );
   });
 
   it('runs a model whose model-config.json insists on dedicated mode in a process of its own, whatever the load asks', async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     await loadMlps(t, ['s1']);
     const hosts = workerPidsOf(process.pid);
-    const dir = writeModelDir(t.store, 'own', mlpModel(spec(9)), { 'model-config.json': JSON.stringify({ workerMode: 'dedicated' }) });
+    const dir = writeModelDir(t.store, 'own', mlpModel(spec(9)), {
+      'model-config.json': JSON.stringify({ workerMode: 'dedicated' }),
+    });
     assert.equal((await loadModel(t, 'own', dir, { worker_mode: 'shared' })).status, 200);
     const d = (await request(`${t.managementUrl}/models/own`)).body;
     assert.equal(d.workerMode, 'dedicated');
@@ -342,7 +432,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
   });
 });
 
-describe('shared worker hosts contain faults: one model\'s mistakes never fail another model\'s request in the same host', function () {
+describe("shared worker hosts contain faults: one model's mistakes never fail another model's request in the same host", function () {
   this.timeout(120_000);
   let t: TestServer;
   afterEach(async () => t?.close());
@@ -359,12 +449,16 @@ exports.handle = async (requests, ctx) => {
 };
 `;
 
-  it('bad input, a handler that throws, a handler that returns garbage and a failed load beside it leave the other model\'s requests and the host untouched', async () => {
+  it("bad input, a handler that throws, a handler that returns garbage and a failed load beside it leave the other model's requests and the host untouched", async () => {
     t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const x = Array.from({ length: 16 }, (_, i) => i / 4);
     const canary = { inputs: { x: [x] } };
     const expected = [x.map((v) => v + 1)];
-    for (const [name, extra] of [['steady', {}], ['plain', {}], ['faulty', { 'handler.js': faultyHandler }]] as const) {
+    for (const [name, extra] of [
+      ['steady', {}],
+      ['plain', {}],
+      ['faulty', { 'handler.js': faultyHandler }],
+    ] as const) {
       assert.equal((await loadModel(t, name, writeModelDir(t.store, name, addModel(), extra))).status, 200);
     }
     const hosts = workerPidsOf(process.pid);
@@ -372,25 +466,85 @@ exports.handle = async (requests, ctx) => {
     let stop = false;
     let answered = 0;
     const failures: string[] = [];
-    const traffic = Promise.all(Array.from({ length: 3 }, async () => {
-      while (!stop) {
-        const res = await invoke(t, 'steady', canary);
-        if (res.status !== 200) failures.push(`${res.status} ${res.text}`);
-        else assertRowsClose(res.body.outputs.y, expected, 'steady');
-        answered++;
-      }
-    }));
-    const faults: Array<[string, () => Promise<{ status: number; text: string; body: any }>, number, string]> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
-      ['invalid JSON', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: '{"inputs":', headers: { 'content-type': 'application/json' } }), 400, 'MME_ERR_INVALID_INPUT'],
+    const traffic = Promise.all(
+      Array.from({ length: 3 }, async () => {
+        while (!stop) {
+          const res = await invoke(t, 'steady', canary);
+          if (res.status !== 200) failures.push(`${res.status} ${res.text}`);
+          else assertRowsClose(res.body.outputs.y, expected, 'steady');
+          answered++;
+        }
+      }),
+    );
+    const faults: Array<[string, () => Promise<{ status: number; text: string; body: any }>, number, string]> = [
+      // eslint-disable-line @typescript-eslint/no-explicit-any
+      [
+        'invalid JSON',
+        () =>
+          request(`${t.url}/models/plain/invoke`, {
+            method: 'POST',
+            body: '{"inputs":',
+            headers: { 'content-type': 'application/json' },
+          }),
+        400,
+        'MME_ERR_INVALID_INPUT',
+      ],
       ['a wrong shape', () => invoke(t, 'plain', { inputs: { x: [[1, 2, 3]] } }), 400, 'MME_ERR_INVALID_INPUT'],
-      ['an input named __proto__', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: '{"inputs": {"__proto__": [[1]]}}', headers: { 'content-type': 'application/json' } }), 400, 'MME_ERR_INVALID_INPUT'],
-      ['a CSV body of 0x01 bytes', () => request(`${t.url}/models/plain/invoke`, { method: 'POST', body: Buffer.alloc(1 << 20, 1), headers: { 'content-type': 'text/csv' } }), 400, 'MME_ERR_INVALID_INPUT'],
+      [
+        'an input named __proto__',
+        () =>
+          request(`${t.url}/models/plain/invoke`, {
+            method: 'POST',
+            body: '{"inputs": {"__proto__": [[1]]}}',
+            headers: { 'content-type': 'application/json' },
+          }),
+        400,
+        'MME_ERR_INVALID_INPUT',
+      ],
+      [
+        'a CSV body of 0x01 bytes',
+        () =>
+          request(`${t.url}/models/plain/invoke`, {
+            method: 'POST',
+            body: Buffer.alloc(1 << 20, 1),
+            headers: { 'content-type': 'text/csv' },
+          }),
+        400,
+        'MME_ERR_INVALID_INPUT',
+      ],
       ['a handler that throws', () => invoke(t, 'faulty', { throw: true }), 500, 'MME_ERR_MODEL_ERROR'],
-      ['a handler that sets a number as a header value', () => invoke(t, 'faulty', { header: true }), 500, 'MME_ERR_MODEL_ERROR'],
-      ['a handler that sets a number as the content type', () => invoke(t, 'faulty', { contentType: true }), 500, 'MME_ERR_MODEL_ERROR'],
+      [
+        'a handler that sets a number as a header value',
+        () => invoke(t, 'faulty', { header: true }),
+        500,
+        'MME_ERR_MODEL_ERROR',
+      ],
+      [
+        'a handler that sets a number as the content type',
+        () => invoke(t, 'faulty', { contentType: true }),
+        500,
+        'MME_ERR_MODEL_ERROR',
+      ],
       ['a handler that sets status 70000', () => invoke(t, 'faulty', { status: true }), 500, 'MME_ERR_MODEL_ERROR'],
-      ['a load whose handler fails to initialise', () => loadModel(t, 'broken', writeModelDir(t.store, 'broken', addModel(), { 'handler.js': 'exports.initialize = () => { throw new Error(\'no\'); };\n' })), 400, 'MME_ERR_INVALID_MODEL'],
-      ['a load of a file that is not a model', () => loadModel(t, 'corrupt', writeModelDir(t.store, 'corrupt', Buffer.from('garbage'))), 400, 'MME_ERR_INVALID_MODEL'],
+      [
+        'a load whose handler fails to initialise',
+        () =>
+          loadModel(
+            t,
+            'broken',
+            writeModelDir(t.store, 'broken', addModel(), {
+              'handler.js': "exports.initialize = () => { throw new Error('no'); };\n",
+            }),
+          ),
+        400,
+        'MME_ERR_INVALID_MODEL',
+      ],
+      [
+        'a load of a file that is not a model',
+        () => loadModel(t, 'corrupt', writeModelDir(t.store, 'corrupt', Buffer.from('garbage'))),
+        400,
+        'MME_ERR_INVALID_MODEL',
+      ],
     ];
     for (const [what, send, status, code] of faults) {
       // Each fault lands while the other model is being served.

@@ -29,7 +29,12 @@ describe('worker management', () => {
 
   async function loadBehaviour(extra: Record<string, unknown> = {}): Promise<string> {
     const name = `b${++n}`;
-    const res = await loadModel(t, name, writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler }), extra);
+    const res = await loadModel(
+      t,
+      name,
+      writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler }),
+      extra,
+    );
     assert.equal(res.status, 200, res.text);
     return name;
   }
@@ -39,7 +44,9 @@ describe('worker management', () => {
    * worker's pipeline slots, so that the next request waits in the model's queue. Resolves once all
    * of them have reached the worker.
    */
-  async function hold(name: string): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
+  async function hold(
+    name: string,
+  ): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
     const model = t.server.manager.get(name);
     const slots = model.workers[0].lifecycle.capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
@@ -56,10 +63,12 @@ describe('worker management', () => {
     const { response: held, fillers } = await hold(name);
     const model = t.server.manager.get(name);
     let refusedSoFar = 0;
-    const sent = Array.from({ length: 10 }, (_, i) => invoke(t, name, { echo: i }).then((r) => {
-      if (r.status === 503) refusedSoFar++;
-      return r;
-    }));
+    const sent = Array.from({ length: 10 }, (_, i) =>
+      invoke(t, name, { echo: i }).then((r) => {
+        if (r.status === 503) refusedSoFar++;
+        return r;
+      }),
+    );
     // Release only once every request has been admitted or refused, so no slot frees up mid-burst.
     await waitFor(() => model.queueLength + refusedSoFar === 10, 'all ten requests to be admitted or refused');
     release();
@@ -93,7 +102,12 @@ describe('worker management', () => {
     const marker = path.join(path.dirname(barrier), 'ran');
     const abort = new AbortController();
     const model = t.server.manager.get(name);
-    const gone = fetch(`${t.url}/models/${name}/invoke`, { method: 'POST', body: JSON.stringify({ touch: marker }), headers: { 'content-type': 'application/json' }, signal: abort.signal }).catch((e) => e);
+    const gone = fetch(`${t.url}/models/${name}/invoke`, {
+      method: 'POST',
+      body: JSON.stringify({ touch: marker }),
+      headers: { 'content-type': 'application/json' },
+      signal: abort.signal,
+    }).catch((e) => e);
     await waitFor(() => model.queueLength === 1, 'the request to be queued');
     abort.abort();
     await gone;
@@ -145,8 +159,14 @@ describe('worker management', () => {
     assert.equal(first.status, 507);
     assert.equal(first.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     const rest = await Promise.all(queued);
-    assert.deepEqual(rest.map((r) => r.status), [200, 200, 200, 200, 200]);
-    assert.deepEqual(rest.map((r) => r.body.echo), [0, 1, 2, 3, 4]);
+    assert.deepEqual(
+      rest.map((r) => r.status),
+      [200, 200, 200, 200, 200],
+    );
+    assert.deepEqual(
+      rest.map((r) => r.body.echo),
+      [0, 1, 2, 3, 4],
+    );
     assert.ok(rest.every((r) => r.body.pid !== pid));
   });
 
@@ -179,11 +199,15 @@ describe('worker management', () => {
     process.kill(workerPidsOf(process.pid)[0], 'SIGKILL');
     // Counted when the model turns failed: the restarts go on after that, 2 s apart.
     let failuresAtFailed = -1;
-    await waitFor(() => {
-      if (t.server.manager.entry(name)?.phase !== 'failed') return false;
-      failuresAtFailed = failures.length;
-      return true;
-    }, 'the model to be marked failed', 15_000);
+    await waitFor(
+      () => {
+        if (t.server.manager.entry(name)?.phase !== 'failed') return false;
+        failuresAtFailed = failures.length;
+        return true;
+      },
+      'the model to be marked failed',
+      15_000,
+    );
     assert.equal(failuresAtFailed, 3);
     // Fibonacci back-off: 0 s before the first retry, 1 s before the second and the third.
     assert.ok(failures[2] - failures[1] >= 900, `retries 2 → 3 were ${failures[2] - failures[1]} ms apart`);
@@ -193,7 +217,11 @@ describe('worker management', () => {
     assert.match(refused.body.message, /exited with code 4/);
     assert.equal((await request(`${t.url}/models/${name}`)).body.status, 'FAILED');
     fs.rmSync(path.join(t.store, name, 'crash-on-init'));
-    await waitFor(() => t.server.manager.entry(name)?.phase === 'ready', 'the model to recover after the next back-off', 15_000);
+    await waitFor(
+      () => t.server.manager.entry(name)?.phase === 'ready',
+      'the model to recover after the next back-off',
+      15_000,
+    );
     assert.equal((await invoke(t, name, { echo: 'back' })).status, 200);
   });
 
@@ -215,14 +243,17 @@ describe('worker management', () => {
     assert.equal(workerPidsOf(process.pid).length, 1);
     const async = await request(`${t.url}/models/${name}?min_worker=2&max_worker=2`, { method: 'PUT' });
     assert.equal(async.status, 202);
-    await waitFor(() => t.server.manager.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2, 'the second worker to load');
+    await waitFor(
+      () => t.server.manager.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      'the second worker to load',
+    );
     assert.equal(workerPidsOf(process.pid).length, 2);
     assert.equal((await request(`${t.url}/models/${name}?min_worker=3&max_worker=2`, { method: 'PUT' })).status, 400);
     assert.equal((await request(`${t.url}/models/ghost?min_worker=1`, { method: 'PUT' })).status, 404);
     assert.equal((await request(`${t.url}/models/${name}?min_worker=-1`, { method: 'PUT' })).status, 400);
   });
 
-  it('spreads requests over a model\'s workers', async () => {
+  it("spreads requests over a model's workers", async () => {
     const name = await loadBehaviour({ initial_workers: 2 });
     const results = await Promise.all(Array.from({ length: 8 }, () => invoke(t, name, { sleepMs: 50 })));
     assert.equal(new Set(results.map((r) => r.body.pid)).size, 2);

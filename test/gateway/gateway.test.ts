@@ -9,17 +9,27 @@ import { Gateway, type GatewayOptions, type ModelRequest } from '../../src/gatew
 import type { ManagerEvents } from '../../src/server/models/lifecycle-events';
 import { recorder } from '../metrics/helpers';
 
-const kRequest: ModelRequest = { requestId: 'r', contentType: 'text/plain', accept: 'text/plain', body: Buffer.from('x') };
+const kRequest: ModelRequest = {
+  requestId: 'r',
+  contentType: 'text/plain',
+  accept: 'text/plain',
+  body: Buffer.from('x'),
+};
 
 function gatewayOver(known: string[], invoke: GatewayOptions['manager']['invoke'], closing = false) {
   const { r, sink } = recorder();
   const logs: string[] = [];
-  const gateway = new Gateway({ manager: { knows: (name) => known.includes(name), invoke, closing }, metrics: r, log: (line) => logs.push(line), defaultAccept: 'text/csv' });
+  const gateway = new Gateway({
+    manager: { knows: (name) => known.includes(name), invoke, closing },
+    metrics: r,
+    log: (line) => logs.push(line),
+    defaultAccept: 'text/csv',
+  });
   return { gateway, r, sink, logs };
 }
 
 describe('gateway', () => {
-  it('the recorder is the model manager\'s events object as it is (manager.events = recorder)', () => {
+  it("the recorder is the model manager's events object as it is (manager.events = recorder)", () => {
     const events: ManagerEvents = recorder().r;
     assert.equal(typeof events.cacheLookup, 'function');
   });
@@ -27,9 +37,17 @@ describe('gateway', () => {
   it('counts each claimed invocation once, with the status the client got, errors included', async () => {
     const { gateway, r, sink } = gatewayOver(['m'], async (name, request) => {
       assert.equal(name, 'm');
-      assert.equal(request.id, 0, 'the frame id is the job\'s to give');
+      assert.equal(request.id, 0, "the frame id is the job's to give");
       await new Promise((resolve) => setTimeout(resolve, 5));
-      return { status: 200, contentType: 'text/plain', headers: {}, body: Buffer.from('ok'), modelMicros: 1000, queueMicros: 300, batchSize: 2 };
+      return {
+        status: 200,
+        contentType: 'text/plain',
+        headers: {},
+        body: Buffer.from('ok'),
+        modelMicros: 1000,
+        queueMicros: 300,
+        batchSize: 2,
+      };
     });
     for (let i = 0; i < 2; i++) {
       const inv = gateway.invocation();
@@ -55,7 +73,10 @@ describe('gateway', () => {
     assert.deepEqual(stats.QueueTime, { count: 2, sum: 600, min: 300, max: 300 });
     assert.equal(stats.BatchSize!.sum, 4);
     // A 5 ms timer may fire up to 1 ms early by the wall clock (libuv measures it from its cached loop time).
-    assert.ok(stats.OverheadLatency!.min >= 3000, `overhead ${stats.OverheadLatency!.min} µs covers the 5 ms outside the model`);
+    assert.ok(
+      stats.OverheadLatency!.min >= 3000,
+      `overhead ${stats.OverheadLatency!.min} µs covers the 5 ms outside the model`,
+    );
   });
 
   it('gives the default Accept to a request that accepts anything', () => {
@@ -73,12 +94,19 @@ describe('gateway', () => {
 
   it('logs a failure with the request id and code, the message only for server faults', () => {
     const { gateway, logs } = gatewayOver([], () => Promise.reject(new Error('not called')));
-    const client = gateway.failure(new MmeError('MME_ERR_INVALID_INPUT', 'echoes client text'), 'id-1', 'POST /models/:name/invoke');
+    const client = gateway.failure(
+      new MmeError('MME_ERR_INVALID_INPUT', 'echoes client text'),
+      'id-1',
+      'POST /models/:name/invoke',
+    );
     assert.equal(client.code, 'MME_ERR_INVALID_INPUT');
     const fault = gateway.failure(new Error('a bug'), 'id-2', 'grpc ModelInfer', () => 'INTERNAL');
     assert.equal(fault.code, 'MME_ERR_INTERNAL');
     assert.equal(logs[0], 'request id-1 POST /models/:name/invoke: 400 MME_ERR_INVALID_INPUT');
     assert.match(logs[1]!, /^internal error: Error: a bug/);
-    assert.equal(logs[2], 'request id-2 grpc ModelInfer: INTERNAL MME_ERR_INTERNAL Internal server error; the server log has the details.');
+    assert.equal(
+      logs[2],
+      'request id-2 grpc ModelInfer: INTERNAL MME_ERR_INTERNAL Internal server error; the server log has the details.',
+    );
   });
 });

@@ -7,7 +7,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, credentials, Metadata, status as Status, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import {
+  Client,
+  credentials,
+  Metadata,
+  status as Status,
+  type ClientDuplexStream,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { serviceDefinitions } from '../../src/grpc/protos';
 import { DETAILS_LIMIT, toServiceError } from '../../src/grpc/status';
 import { MmeError } from '../../src/errors';
@@ -32,24 +39,36 @@ function assertClientError(err: ServiceError, code: Status, what: string): void 
   assert.notEqual(err.code, Status.INTERNAL, `${what}: INTERNAL (${err.details})`);
   assert.notEqual(err.code, Status.UNKNOWN, `${what}: UNKNOWN (${err.details})`);
   assert.equal(err.code, code, `${what}: ${Status[err.code]} (${err.details})`);
-  assert.ok(Buffer.byteLength(err.details) < kMaxDetails, `${what}: ${Buffer.byteLength(err.details)} bytes of details`);
+  assert.ok(
+    Buffer.byteLength(err.details) < kMaxDetails,
+    `${what}: ${Buffer.byteLength(err.details)} bytes of details`,
+  );
 }
 
 /** A call whose request message is `bytes` as they are: what a broken or hostile encoder sends. */
 function rawUnary(port: number, method: string, bytes: Buffer): Promise<ServiceError> {
   const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
   return new Promise<ServiceError>((resolve, reject) => {
-    client.makeUnaryRequest(method, (b: Buffer) => b, (b: Buffer) => b, bytes, new Metadata(), {}, (err) => {
-      client.close();
-      if (err) resolve(err);
-      else reject(new Error(`${method} succeeded`));
-    });
+    client.makeUnaryRequest(
+      method,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      bytes,
+      new Metadata(),
+      {},
+      (err) => {
+        client.close();
+        if (err) resolve(err);
+        else reject(new Error(`${method} succeeded`));
+      },
+    );
   });
 }
 
 /** A ModelInferRequest for model `mlp` with the given InferInputTensor payloads. */
 const inferRequest = (...inputs: Buffer[]) => Buffer.concat([text(1, 'mlp'), ...inputs.map((i) => field(5, i))]);
-const input = (shape: number[], contents: Buffer) => Buffer.concat([text(1, 'input'), text(2, 'BYTES'), field(3, Buffer.concat(shape.map(varint))), field(5, contents)]);
+const input = (shape: number[], contents: Buffer) =>
+  Buffer.concat([text(1, 'input'), text(2, 'BYTES'), field(3, Buffer.concat(shape.map(varint))), field(5, contents)]);
 
 /** Field 1, a string whose length varint never ends: protobuf no decoder reads. */
 const kUndecodable = Buffer.from([0x0a, 0xff]);
@@ -72,15 +91,21 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     await t.close();
   });
 
-  const infer = (req: Record<string, unknown>) => failure(unary(c.kserve, 'ModelInfer', { model_name: 'multi', ...req }));
-  const typedA = (datatype: string) => ({ inputs: [{ name: 'a', datatype, shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] });
+  const infer = (req: Record<string, unknown>) =>
+    failure(unary(c.kserve, 'ModelInfer', { model_name: 'multi', ...req }));
+  const typedA = (datatype: string) => ({
+    inputs: [{ name: 'a', datatype, shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }],
+  });
 
   it("gRPC datatype 'constructor' is INVALID_ARGUMENT, not INTERNAL", async () => {
     for (const datatype of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '']) {
       const typed = await infer(typedA(datatype));
       assertClientError(typed, Status.INVALID_ARGUMENT, `typed contents, datatype ${JSON.stringify(datatype)}`);
       assert.match(typed.details, /datatype ".*" is not one of BOOL, .*FP32/);
-      const raw = await infer({ inputs: [{ name: 'a', datatype, shape: [1, 4] }], raw_input_contents: [f32([1, 2, 3, 4])] });
+      const raw = await infer({
+        inputs: [{ name: 'a', datatype, shape: [1, 4] }],
+        raw_input_contents: [f32([1, 2, 3, 4])],
+      });
       assertClientError(raw, Status.INVALID_ARGUMENT, `raw contents, datatype ${JSON.stringify(datatype)}`);
     }
   });
@@ -101,23 +126,63 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
 
   it('gRPC ModelInfer naming an output more than once is INVALID_ARGUMENT, as in the HTTP codecs', async () => {
     const inputs = [{ name: 'input', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }];
-    const err = await failure(unary(c.kserve, 'ModelInfer', { model_name: 'mlp', inputs, outputs: Array.from({ length: 100 }, () => ({ name: 'output' })) }));
+    const err = await failure(
+      unary(c.kserve, 'ModelInfer', {
+        model_name: 'mlp',
+        inputs,
+        outputs: Array.from({ length: 100 }, () => ({ name: 'output' })),
+      }),
+    );
     assertClientError(err, Status.INVALID_ARGUMENT, 'duplicate outputs');
     assert.match(err.details, /requested output "output" is listed twice; name each output once/);
   });
 
   it('gRPC ModelInfer: every malformed tensor is INVALID_ARGUMENT with a message naming it', async () => {
-    const input = (fields: Record<string, unknown>) => ({ inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 4], ...fields }] });
+    const input = (fields: Record<string, unknown>) => ({
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 4], ...fields }],
+    });
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
-      ['a negative dimension', input({ shape: [-1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }), /input "input": shape dimension "-1" is not a non-negative integer/],
-      ['a dimension past 2^53', { ...input({ shape: ['9007199254740993', 4] }), raw_input_contents: [f32([1, 2, 3, 4])] }, /shape dimension "9007199254740993" is not a non-negative integer/],
-      ['typed contents fewer than the shape needs', input({ shape: [2, 4], contents: { fp32_contents: [1, 2, 3] } }), /contents.fp32_contents holds 3 elements, but shape \[2, 4\] needs 8/],
-      ['an INT8 element out of range', input({ datatype: 'INT8', shape: [1, 1], contents: { int_contents: [300] } }), /element 0, 300, is not a INT8 value/],
-      ['FP16 in typed contents', input({ datatype: 'FP16', shape: [1], contents: { fp32_contents: [1] } }), /FP16 has no typed contents; send it in raw_input_contents/],
+      [
+        'a negative dimension',
+        input({ shape: [-1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }),
+        /input "input": shape dimension "-1" is not a non-negative integer/,
+      ],
+      [
+        'a dimension past 2^53',
+        { ...input({ shape: ['9007199254740993', 4] }), raw_input_contents: [f32([1, 2, 3, 4])] },
+        /shape dimension "9007199254740993" is not a non-negative integer/,
+      ],
+      [
+        'typed contents fewer than the shape needs',
+        input({ shape: [2, 4], contents: { fp32_contents: [1, 2, 3] } }),
+        /contents.fp32_contents holds 3 elements, but shape \[2, 4\] needs 8/,
+      ],
+      [
+        'an INT8 element out of range',
+        input({ datatype: 'INT8', shape: [1, 1], contents: { int_contents: [300] } }),
+        /element 0, 300, is not a INT8 value/,
+      ],
+      [
+        'FP16 in typed contents',
+        input({ datatype: 'FP16', shape: [1], contents: { fp32_contents: [1] } }),
+        /FP16 has no typed contents; send it in raw_input_contents/,
+      ],
       ['raw contents that do not match the shape', { ...input({}), raw_input_contents: [f32([1, 2, 3])] }, /12 bytes/],
-      ['more raw contents than inputs', { ...input({}), raw_input_contents: [f32([1, 2, 3, 4]), f32([1])] }, /raw_input_contents has 2 entries but there are 1 inputs/],
-      ['typed contents beside raw_input_contents', { ...input({ contents: { fp32_contents: [1, 2, 3, 4] } }), raw_input_contents: [f32([1, 2, 3, 4])] }, /input "input" has typed contents, but the request sends raw_input_contents/],
-      ['an unknown input name', { inputs: [{ name: 'zzz', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] }, /zzz/],
+      [
+        'more raw contents than inputs',
+        { ...input({}), raw_input_contents: [f32([1, 2, 3, 4]), f32([1])] },
+        /raw_input_contents has 2 entries but there are 1 inputs/,
+      ],
+      [
+        'typed contents beside raw_input_contents',
+        { ...input({ contents: { fp32_contents: [1, 2, 3, 4] } }), raw_input_contents: [f32([1, 2, 3, 4])] },
+        /input "input" has typed contents, but the request sends raw_input_contents/,
+      ],
+      [
+        'an unknown input name',
+        { inputs: [{ name: 'zzz', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] },
+        /zzz/,
+      ],
       ['no inputs', { inputs: [] }, /./],
     ];
     for (const [what, req, message] of cases) {
@@ -134,20 +199,35 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       ['ModelInfer model_version', infer({ model_version: long, ...typedA('FP32') }), Status.NOT_FOUND],
       ['ModelMetadata name', failure(unary(c.kserve, 'ModelMetadata', { name: long })), Status.NOT_FOUND],
       ['ModelReady name', failure(unary(c.kserve, 'ModelReady', { name: long })), Status.NOT_FOUND],
-      ['Predictions model_name', failure(unary(c.torchserve, 'Predictions', { model_name: long, input: { data: json({}) } })), Status.NOT_FOUND],
-      ['ModelInfer input name', infer({ inputs: [{ name: long, datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] }), Status.INVALID_ARGUMENT],
+      [
+        'Predictions model_name',
+        failure(unary(c.torchserve, 'Predictions', { model_name: long, input: { data: json({}) } })),
+        Status.NOT_FOUND,
+      ],
+      [
+        'ModelInfer input name',
+        infer({ inputs: [{ name: long, datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } }] }),
+        Status.INVALID_ARGUMENT,
+      ],
       ['ModelInfer datatype', infer(typedA(long)), Status.INVALID_ARGUMENT],
     ];
     for (const [what, call, code] of cases) {
       const err = await call;
       assertClientError(err, code, what);
-      assert.ok(!err.details.includes('n'.repeat(101)), `${what} quotes more than 100 characters: ${err.details.slice(0, 300)}`);
+      assert.ok(
+        !err.details.includes('n'.repeat(101)),
+        `${what} quotes more than 100 characters: ${err.details.slice(0, 300)}`,
+      );
     }
   });
 
   it('gRPC: a request message that is not valid protobuf is INVALID_ARGUMENT, not INTERNAL, on every method', async () => {
     const port = t.server.grpc!.port;
-    for (const method of ['/inference.GRPCInferenceService/ModelInfer', '/inference.GRPCInferenceService/ModelMetadata', '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions']) {
+    for (const method of [
+      '/inference.GRPCInferenceService/ModelInfer',
+      '/inference.GRPCInferenceService/ModelMetadata',
+      '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions',
+    ]) {
       const err = await rawUnary(port, method, kUndecodable);
       assertClientError(err, Status.INVALID_ARGUMENT, method);
       assert.match(err.details, /not a valid protobuf message for \/.*; encode it with that method's request type/);
@@ -162,21 +242,54 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     const rss0 = rssBytes(process.pid);
     const err = await rawUnary(port, '/inference.GRPCInferenceService/ModelInfer', message);
     assertClientError(err, Status.INVALID_ARGUMENT, 'a million empty bytes_contents');
-    assert.match(err.details, /more than 65536 bytes_contents elements; send large BYTES tensors in raw_input_contents/);
+    assert.match(
+      err.details,
+      /more than 65536 bytes_contents elements; send large BYTES tensors in raw_input_contents/,
+    );
     // Decoded, these were +268 MiB in the server process, kept after the answer.
-    assert.ok(rssBytes(process.pid) - rss0 < 64 * MiB, `RSS grew ${((rssBytes(process.pid) - rss0) / MiB).toFixed(0)} MiB`);
+    assert.ok(
+      rssBytes(process.pid) - rss0 < 64 * MiB,
+      `RSS grew ${((rssBytes(process.pid) - rss0) / MiB).toFixed(0)} MiB`,
+    );
   });
 
   it('gRPC: every repeated field a client sizes is bounded before decoding (inputs, raw contents, shape dims, typed elements, TorchServe input entries)', async () => {
     const port = t.server.grpc!.port;
     const infer = '/inference.GRPCInferenceService/ModelInfer';
     const cases: Array<[string, string, Buffer, RegExp]> = [
-      ['1025 inputs', infer, inferRequest(...Array.from({ length: 1025 }, () => Buffer.alloc(0))), /more than 1024 inputs/],
-      ['1025 raw_input_contents', infer, Buffer.concat([text(1, 'mlp'), ...Array.from({ length: 1025 }, () => field(7, Buffer.alloc(0)))]), /more than 1024 raw_input_contents entries/],
-      ['a 65-dimension shape', infer, inferRequest(input(new Array(65).fill(1), Buffer.alloc(0))), /more than 64 dimensions in one input's shape/],
-      ['2^20 + 1 packed int32 contents', infer, inferRequest(input([1], field(2, Buffer.alloc((1 << 20) + 1)))), /more than 1048576 elements in typed contents/],
-      ['1025 TorchServe input entries', '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions',
-        Buffer.concat([text(1, 'mlp'), ...Array.from({ length: 1025 }, (_, i) => field(3, Buffer.concat([text(1, `h${i}`), text(2, '')])))]), /more than 1024 input entries/],
+      [
+        '1025 inputs',
+        infer,
+        inferRequest(...Array.from({ length: 1025 }, () => Buffer.alloc(0))),
+        /more than 1024 inputs/,
+      ],
+      [
+        '1025 raw_input_contents',
+        infer,
+        Buffer.concat([text(1, 'mlp'), ...Array.from({ length: 1025 }, () => field(7, Buffer.alloc(0)))]),
+        /more than 1024 raw_input_contents entries/,
+      ],
+      [
+        'a 65-dimension shape',
+        infer,
+        inferRequest(input(new Array(65).fill(1), Buffer.alloc(0))),
+        /more than 64 dimensions in one input's shape/,
+      ],
+      [
+        '2^20 + 1 packed int32 contents',
+        infer,
+        inferRequest(input([1], field(2, Buffer.alloc((1 << 20) + 1)))),
+        /more than 1048576 elements in typed contents/,
+      ],
+      [
+        '1025 TorchServe input entries',
+        '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions',
+        Buffer.concat([
+          text(1, 'mlp'),
+          ...Array.from({ length: 1025 }, (_, i) => field(3, Buffer.concat([text(1, `h${i}`), text(2, '')]))),
+        ]),
+        /more than 1024 input entries/,
+      ],
     ];
     for (const [what, method, message, pattern] of cases) {
       const err = await rawUnary(port, method, message);
@@ -192,7 +305,12 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     const client = new Client(`127.0.0.1:${t.server.grpc!.port}`, credentials.createInsecure());
     try {
       const service = '/org.pytorch.serve.grpc.inference.InferenceAPIsService';
-      const streamed = client.makeServerStreamRequest(`${service}/StreamPredictions`, (b: Buffer) => b, (b: Buffer) => b, kUndecodable);
+      const streamed = client.makeServerStreamRequest(
+        `${service}/StreamPredictions`,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        kUndecodable,
+      );
       const streamErr = await new Promise<ServiceError>((resolve) => {
         streamed.on('data', () => undefined);
         streamed.on('error', resolve);
@@ -205,7 +323,11 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     const method = serviceDefinitions().torchserve.service.StreamPredictions2!;
     const bidi = new Client(`127.0.0.1:${t.server.grpc!.port}`, credentials.createInsecure());
     try {
-      const call = bidi.makeBidiStreamRequest(method.path, (b: Buffer) => b, method.responseDeserialize) as ClientDuplexStream<Buffer, StreamAnswer>;
+      const call = bidi.makeBidiStreamRequest(
+        method.path,
+        (b: Buffer) => b,
+        method.responseDeserialize,
+      ) as ClientDuplexStream<Buffer, StreamAnswer>;
       const answers: StreamAnswer[] = [];
       const done = new Promise<void>((resolve, reject) => {
         call.on('data', (m: StreamAnswer) => answers.push(m));
@@ -217,7 +339,14 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       call.write(method.requestSerialize({ model_name: 'echo', sequenceId: 'c', input: { data: json({ echo: 3 }) } }));
       call.end();
       await done;
-      assert.deepEqual(answers.map((a) => [a.sequenceId, a.status?.code ?? Status.OK]), [['a', Status.OK], ['', Status.INVALID_ARGUMENT], ['c', Status.OK]]);
+      assert.deepEqual(
+        answers.map((a) => [a.sequenceId, a.status?.code ?? Status.OK]),
+        [
+          ['a', Status.OK],
+          ['', Status.INVALID_ARGUMENT],
+          ['c', Status.OK],
+        ],
+      );
       assert.match(answers[1]!.status!.message, /not a valid protobuf message/);
       assert.equal(JSON.parse(answers[2]!.prediction.toString()).echo, 3);
     } finally {
@@ -227,16 +356,24 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
 
   it('TorchServe Predictions: input keys named like Object members are entries like any other', async () => {
     for (const key of ['__proto__', 'toString', 'constructor', 'hasOwnProperty']) {
-      const ok = await unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { data: json({ echo: key }), [key]: Buffer.from('v') } });
+      const ok = await unary(c.torchserve, 'Predictions', {
+        model_name: 'echo',
+        input: { data: json({ echo: key }), [key]: Buffer.from('v') },
+      });
       assert.equal(JSON.parse(ok.prediction.toString()).echo, key);
-      const missing = await failure(unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { [key]: json({ echo: key }) } }));
+      const missing = await failure(
+        unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { [key]: json({ echo: key }) } }),
+      );
       assertClientError(missing, Status.INVALID_ARGUMENT, `input with only ${key}`);
       assert.match(missing.details, /has no "data" or "body" entry/);
     }
   });
 
-  it('TorchServe Predictions: a handler\'s 4xx is INVALID_ARGUMENT (404 NOT_FOUND), its 507 RESOURCE_EXHAUSTED', async () => {
-    const raise = (status: number) => failure(unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { data: json({ fail: 'no', status }) } }));
+  it("TorchServe Predictions: a handler's 4xx is INVALID_ARGUMENT (404 NOT_FOUND), its 507 RESOURCE_EXHAUSTED", async () => {
+    const raise = (status: number) =>
+      failure(
+        unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { data: json({ fail: 'no', status }) } }),
+      );
     assertClientError(await raise(422), Status.INVALID_ARGUMENT, '422');
     assertClientError(await raise(400), Status.INVALID_ARGUMENT, '400');
     assertClientError(await raise(404), Status.NOT_FOUND, '404');
@@ -245,16 +382,28 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
 
   it('gRPC: an error about 6 MB of client input (0x01 as text/csv, unterminated JSON) is INVALID_ARGUMENT with details under 64 KiB', async () => {
     const body = Buffer.alloc(6 * MiB, 1);
-    const err = await failure(unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: body, 'content-type': Buffer.from('text/csv') } }));
+    const err = await failure(
+      unary(c.torchserve, 'Predictions', {
+        model_name: 'mlp',
+        input: { data: body, 'content-type': Buffer.from('text/csv') },
+      }),
+    );
     assertClientError(err, Status.INVALID_ARGUMENT, 'csv of 0x01');
-    const json400 = await failure(unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: Buffer.concat([Buffer.from('{"inputs": "'), Buffer.alloc(MiB, 0x78)]) } }));
+    const json400 = await failure(
+      unary(c.torchserve, 'Predictions', {
+        model_name: 'mlp',
+        input: { data: Buffer.concat([Buffer.from('{"inputs": "'), Buffer.alloc(MiB, 0x78)]) },
+      }),
+    );
     assertClientError(json400, Status.INVALID_ARGUMENT, 'unterminated JSON');
   });
 
   it('gRPC: JSON nested 200 000 deep (TorchServe Predictions) is INVALID_ARGUMENT, not INTERNAL', async () => {
     // Decoded by the worker's JSON codec (src/worker-process/json-codec.ts); a failure here is its recursion.
     const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
-    const err = await failure(unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: Buffer.from(deep) } }));
+    const err = await failure(
+      unary(c.torchserve, 'Predictions', { model_name: 'mlp', input: { data: Buffer.from(deep) } }),
+    );
     assertClientError(err, Status.INVALID_ARGUMENT, 'deep JSON');
   });
 
@@ -268,7 +417,12 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
   });
 
   it('gRPC: a handler error of 8 KiB of non-ASCII text still reaches the client as its status', async () => {
-    const err = await failure(unary(c.torchserve, 'Predictions', { model_name: 'echo', input: { data: json({ fail: '€'.repeat(8192), status: 400 }) } }));
+    const err = await failure(
+      unary(c.torchserve, 'Predictions', {
+        model_name: 'echo',
+        input: { data: json({ fail: '€'.repeat(8192), status: 400 }) },
+      }),
+    );
     assertClientError(err, Status.INVALID_ARGUMENT, 'long handler message');
     assert.match(err.details, /^€+… \(\d+ more characters\)$/);
   });
@@ -296,7 +450,12 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
   before(async () => {
     t = await startTestServer('grpc_inference_port=0');
     log = path.join(tempDir('mme-stream-'), 'ran');
-    const r = await loadModel(t, 'slow', writeModelDir(t.store, 'slow', addModel(), { 'handler.js': countingSlowHandler }), { job_queue_size: kQueue });
+    const r = await loadModel(
+      t,
+      'slow',
+      writeModelDir(t.store, 'slow', addModel(), { 'handler.js': countingSlowHandler }),
+      { job_queue_size: kQueue },
+    );
     assert.equal(r.status, 200, r.text);
     c = grpcClients(t.server.grpc!.port);
   });
@@ -312,7 +471,11 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
     const streams = t.server.grpc!.streams;
     // One 1 MiB request, written 400 times without waiting: the client sends as fast as the server
     // lets it (the same object each time, so the client's side of this process holds one copy).
-    const message = { model_name: 'slow', sequenceId: 's', input: { data: json({ log, sleepMs: 20, pad: 'p'.repeat(MiB) }) } };
+    const message = {
+      model_name: 'slow',
+      sequenceId: 's',
+      input: { data: json({ log, sleepMs: 20, pad: 'p'.repeat(MiB) }) },
+    };
     const kMessages = 400;
     // A warm-up request first: the allocations of a first call are not the stream's.
     await unary(c.torchserve, 'Predictions', message);
@@ -335,7 +498,10 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
     await waitFor(() => answered >= 40, '40 answers', 60_000);
     // What the server read and holds: never more than job_queue_size of the stream's requests,
     // although the client had all 400 ready to send from the start.
-    assert.ok(streams.peakHeld <= kQueue, `the server held ${streams.peakHeld} requests of the stream (job_queue_size ${kQueue})`);
+    assert.ok(
+      streams.peakHeld <= kQueue,
+      `the server held ${streams.peakHeld} requests of the stream (job_queue_size ${kQueue})`,
+    );
     // Generous: 400 MiB sent. Held requests, their frames to the worker and garbage not yet collected stay far below it.
     const grown = peakRss - rss0;
     assert.ok(grown < 150 * MiB, `server RSS grew by ${Math.round(grown / MiB)} MiB while the stream ran`);
@@ -364,10 +530,14 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
       call.on('end', resolve);
     });
     const kMessages = 5 * kQueue + 1;
-    for (let i = 0; i < kMessages; i++) call.write({ model_name: 'slow', sequenceId: String(i), input: { data: json({ log, sleepMs: 1 }) } });
+    for (let i = 0; i < kMessages; i++)
+      call.write({ model_name: 'slow', sequenceId: String(i), input: { data: json({ log, sleepMs: 1 }) } });
     call.end();
     await done;
-    assert.deepEqual(answers, Array.from({ length: kMessages }, (_, i) => String(i)));
+    assert.deepEqual(
+      answers,
+      Array.from({ length: kMessages }, (_, i) => String(i)),
+    );
     assert.equal(t.server.grpc!.streams.held, 0);
   });
 });

@@ -19,7 +19,11 @@ import { startTestServer, tempDir, type TestServer } from '../../harness/test-se
 const kMaxRequestSize = 6_553_500;
 
 function assertAnswered(x: RawExchange, status: number, what: string): void {
-  assert.deepEqual(x.responses.map((r) => r.status), [status], `${what}: ${x.error ?? ''} ${x.responses.map((r) => r.body.toString()).join(' | ')}`);
+  assert.deepEqual(
+    x.responses.map((r) => r.status),
+    [status],
+    `${what}: ${x.error ?? ''} ${x.responses.map((r) => r.body.toString()).join(' | ')}`,
+  );
 }
 
 describe('hardening: HTTP layer', () => {
@@ -32,16 +36,33 @@ describe('hardening: HTTP layer', () => {
       const over = Buffer.alloc(kMaxRequestSize + 2 ** 20, 'a');
       const kinds: Array<[string, Buffer]> = [
         // Only the headers are sent: a 413 that waited for the body would never come.
-        ['a declared 7 MiB invoke body', Buffer.from(`POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${7 * 2 ** 20}\r\n\r\n`)],
+        [
+          'a declared 7 MiB invoke body',
+          Buffer.from(
+            `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${7 * 2 ** 20}\r\n\r\n`,
+          ),
+        ],
         // Past the limit, and never finished: the 413 cannot be waiting for its end.
-        ['a chunked invoke body crossing the limit', Buffer.concat([
-          Buffer.from('POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n'),
-          Buffer.from(`${over.length.toString(16)}\r\n`), over,
-        ])],
-        ['a 1 MB POST /models', Buffer.concat([
-          Buffer.from(`POST /models HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 20}\r\n\r\n{"model_name":"x","url":"`),
-          Buffer.alloc(2 ** 20 - 29, 'a'), Buffer.from('"}'),
-        ])],
+        [
+          'a chunked invoke body crossing the limit',
+          Buffer.concat([
+            Buffer.from(
+              'POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n',
+            ),
+            Buffer.from(`${over.length.toString(16)}\r\n`),
+            over,
+          ]),
+        ],
+        [
+          'a 1 MB POST /models',
+          Buffer.concat([
+            Buffer.from(
+              `POST /models HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 20}\r\n\r\n{"model_name":"x","url":"`,
+            ),
+            Buffer.alloc(2 ** 20 - 29, 'a'),
+            Buffer.from('"}'),
+          ]),
+        ],
       ];
       // The client reads only once it has written everything: it must still find the 413, not a reset
       // connection (a server closing on unread input makes the kernel send RST).
@@ -74,7 +95,13 @@ describe('hardening: HTTP layer', () => {
       const limits = { headersTimeoutMs: 2000, requestTimeoutMs: 3000 };
       t = await startTestServer('', { listenerLimits: limits });
       const r = await runSlowClients({
-        port: t.server.listeners[0]!.port, headerSockets: 300, bodySockets: 50, headerByteEveryMs: 500, bodyByteEveryMs: 100, durationMs: 9000, probeEveryMs: 50,
+        port: t.server.listeners[0]!.port,
+        headerSockets: 300,
+        bodySockets: 50,
+        headerByteEveryMs: 500,
+        bodyByteEveryMs: 100,
+        durationMs: 9000,
+        probeEveryMs: 50,
       });
       // Node enforces both timeouts on a timer: half the headers timeout here (listener.ts).
       assert.deepEqual(slowClientProblems(r, { ...limits, checkMs: limits.headersTimeoutMs / 2 }), []);
@@ -86,26 +113,55 @@ describe('hardening: HTTP layer', () => {
       const port = t.server.listeners[0]!.port;
       const ask = (text: string, responses?: number) => rawExchange(port, text, { timeoutMs: 5000, responses });
       const headers = (n: number) => Array.from({ length: n }, (_, i) => `x-h${i}: v\r\n`).join('');
-      assertAnswered(await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`), 431, 'a 20 KiB header');
+      assertAnswered(
+        await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`),
+        431,
+        'a 20 KiB header',
+      );
       // 3 000 headers of a few bytes stay under the 16 KiB size limit: only their count gives them away.
-      assertAnswered(await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\n${'a: b\r\n'.repeat(2999)}\r\n`), 431, '3 000 headers');
+      assertAnswered(
+        await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\n${'a: b\r\n'.repeat(2999)}\r\n`),
+        431,
+        '3 000 headers',
+      );
       assertAnswered(await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\n${headers(100)}\r\n`), 431, '101 headers');
       assertAnswered(await ask(`GET /ping HTTP/1.1\r\nHost: localhost\r\n${headers(99)}\r\n`, 1), 200, '100 headers');
       const invoke = JSON.stringify({ inputs: { x: [Array(16).fill(1)] } });
       const smuggled = 'GET /models HTTP/1.1\r\nHost: localhost\r\n\r\n';
       for (const [what, text] of [
-        ['duplicate Content-Length', `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${invoke.length}\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}${smuggled}`],
-        ['conflicting Content-Length', `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}${smuggled}`],
-        ['Transfer-Encoding and Content-Length', `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`],
-        ['an obfuscated Transfer-Encoding', `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: xchunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n${smuggled}`],
+        [
+          'duplicate Content-Length',
+          `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${invoke.length}\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}${smuggled}`,
+        ],
+        [
+          'conflicting Content-Length',
+          `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}${smuggled}`,
+        ],
+        [
+          'Transfer-Encoding and Content-Length',
+          `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`,
+        ],
+        [
+          'an obfuscated Transfer-Encoding',
+          `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: xchunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n${smuggled}`,
+        ],
       ]) {
         // The smuggled request behind it must not be answered on its own.
         assertAnswered(await ask(text!), 400, what!);
       }
-      const asBody = await ask(`POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\nConnection: close\r\n\r\n${smuggled}`);
+      const asBody = await ask(
+        `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\nConnection: close\r\n\r\n${smuggled}`,
+      );
       assertAnswered(asBody, 400, 'a request inside a body');
-      const pipelined = await ask(`POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}GET /ping HTTP/1.1\r\nHost: localhost\r\n\r\n`, 2);
-      assert.deepEqual(pipelined.responses.map((r) => r.status), [200, 200], 'two pipelined requests, each parsed on its own');
+      const pipelined = await ask(
+        `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${invoke.length}\r\n\r\n${invoke}GET /ping HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+        2,
+      );
+      assert.deepEqual(
+        pipelined.responses.map((r) => r.status),
+        [200, 200],
+        'two pipelined requests, each parsed on its own',
+      );
       assert.equal((await request(`${t.url}/ping`)).status, 200);
     });
 

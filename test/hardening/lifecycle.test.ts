@@ -27,7 +27,8 @@ describe('hardening: MME contract and lifecycle', () => {
       t = await startTestServer('model_cache=off');
       const url = path.join(writeModelDir(t.store, 'tenant-a', addModel()));
       const name = 'a1b2c3';
-      const steps: Array<[string, () => Promise<{ status: number; body: any }>, number]> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
+      const steps: Array<[string, () => Promise<{ status: number; body: any }>, number]> = [
+        // eslint-disable-line @typescript-eslint/no-explicit-any
         ['load', () => loadModel(t, name, url), 200],
         ['load again', () => loadModel(t, name, url), 409],
         ['list', () => request(`${t.url}/models`), 200],
@@ -63,7 +64,10 @@ describe('hardening: MME contract and lifecycle', () => {
       assert.equal(refused.body.type, 'InsufficientMemoryException');
       assert.equal(refused.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
       assert.equal(t.server.processes.spawned, spawned, 'a worker process was started');
-      assert.deepEqual((await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName), ['first']);
+      assert.deepEqual(
+        (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName),
+        ['first'],
+      );
       assert.equal((await request(`${t.url}/models/second`)).status, 404);
       assert.equal(workerPidsOf(process.pid).length, 1);
       assert.equal((await request(`${t.url}/models/first`, { method: 'DELETE' })).status, 200);
@@ -76,18 +80,30 @@ describe('hardening: MME contract and lifecycle', () => {
     const store = tempDir('mme-store-');
     const tmp = tempDir('mme-tmp-');
     const archive = path.join(store, 'a.tar.gz');
-    fs.writeFileSync(archive, tgz([{ path: 'model.onnx', data: addModel() }, { path: 'handler.js', data: behaviourHandler }]));
+    fs.writeFileSync(
+      archive,
+      tgz([
+        { path: 'model.onnx', data: addModel() },
+        { path: 'handler.js', data: behaviourHandler },
+      ]),
+    );
     const s = await startCliServer('', { store, env: { TMPDIR: tmp } });
     try {
       assert.equal((await loadModel(s, 'a', archive)).status, 200);
       const [worker] = descendantsOf(s.pid);
-      const extracted = () => fs.readdirSync(tmp).filter((d) => d.startsWith('mme-artifacts-')).flatMap((d) => fs.readdirSync(path.join(tmp, d)));
+      const extracted = () =>
+        fs
+          .readdirSync(tmp)
+          .filter((d) => d.startsWith('mme-artifacts-'))
+          .flatMap((d) => fs.readdirSync(path.join(tmp, d)));
       assert.equal(extracted().length, 1);
       let answered = 0;
-      const inFlight = Array.from({ length: 32 }, () => invoke(s, 'a', { sleepMs: 50 }).then((r) => {
-        answered++;
-        return r;
-      }));
+      const inFlight = Array.from({ length: 32 }, () =>
+        invoke(s, 'a', { sleepMs: 50 }).then((r) => {
+          answered++;
+          return r;
+        }),
+      );
       while (answered === 0) await Promise.race(inFlight);
       const rssWorker = rssBytes(worker!);
       const rssBefore = rssBytes(s.pid) + rssWorker;
@@ -98,11 +114,15 @@ describe('hardening: MME contract and lifecycle', () => {
       // Plan target < 10 s (SageMaker allows 360 s); generous for a shared 2-core machine.
       assert.ok(unloadMs < 30_000, `unload took ${unloadMs} ms`);
       const settled = await Promise.all(inFlight);
-      for (const r of settled) assert.ok([200, 503, 404].includes(r.status), `an in-flight request got ${r.status}: ${r.text}`);
+      for (const r of settled)
+        assert.ok([200, 503, 404].includes(r.status), `an in-flight request got ${r.status}: ${r.text}`);
       assert.ok(!isAlive(worker!), 'the worker process is still running');
       assert.deepEqual(descendantsOf(s.pid), []);
       const drop = rssBefore - rssBytes(s.pid);
-      assert.ok(drop >= 0.8 * rssWorker, `RSS dropped ${(drop / 2 ** 20).toFixed(1)} MiB of the worker's ${(rssWorker / 2 ** 20).toFixed(1)} MiB`);
+      assert.ok(
+        drop >= 0.8 * rssWorker,
+        `RSS dropped ${(drop / 2 ** 20).toFixed(1)} MiB of the worker's ${(rssWorker / 2 ** 20).toFixed(1)} MiB`,
+      );
       assert.deepEqual(extracted(), []);
     } finally {
       await s.stop();
@@ -114,7 +134,10 @@ describe('hardening: MME contract and lifecycle', () => {
     assert.ok(soak.ok, soak.problems.join('; '));
     // Negative control: the detector must see a leak where there is one.
     const control = await runLeakSoak({ cycles: 30, distinctModels: 0, leaky: true });
-    assert.ok(!control.ok, `the leaking control passed the leak check (RSS growth ${(control.rssGrowthBytes / 2 ** 20).toFixed(1)} MiB)`);
+    assert.ok(
+      !control.ok,
+      `the leaking control passed the leak check (RSS growth ${(control.rssGrowthBytes / 2 ** 20).toFixed(1)} MiB)`,
+    );
     assert.match(control.problems.join('; '), /RSS grew/);
   });
 });

@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { runChaos } from '../../scripts/hardening/chaos';
 import { runEvictionCycle } from '../../scripts/hardening/eviction-cycle';
 import {
-  baselineProblems, queueOverflowProblems, readBaseline, runBaseline, runPingUnderPressure, runQueueOverflow,
+  baselineProblems,
+  queueOverflowProblems,
+  readBaseline,
+  runBaseline,
+  runPingUnderPressure,
+  runQueueOverflow,
 } from '../../scripts/hardening/load';
 import { pingProblems } from '../../scripts/hardening/ping-bounds';
 

@@ -67,7 +67,10 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
         for (let i = 0; i < 4; i++) await assertAnswers(t, 'mlp', 1);
         // Several at once: batch_size 1 with a backlog sends them in one frame (independent answers).
         await Promise.all(Array.from({ length: 10 }, () => assertAnswers(t, 'mlp', 1)));
-        const streamed = await streamInvoke(`${t.url}/models/streams/invoke`, JSON.stringify({ inputs: { input: rows } }));
+        const streamed = await streamInvoke(
+          `${t.url}/models/streams/invoke`,
+          JSON.stringify({ inputs: { input: rows } }),
+        );
         assert.equal(streamed.status, 200);
         assert.equal(Buffer.concat(streamed.chunks).toString(), 'a;done');
         const next = jobIds.next();
@@ -88,16 +91,25 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
         assert.equal(failed.status, 500, failed.text);
         assert.equal(failed.body.errorCode, 'MME_ERR_INTERNAL');
         assert.match(failed.body.message, /could not be sent to its worker/);
-        assert.ok(t.logs.some((l) => /a batch of 1 could not be sent to its worker: RangeError: an id must be an integer/.test(l)), 'the log has the cause');
+        assert.ok(
+          t.logs.some((l) =>
+            /a batch of 1 could not be sent to its worker: RangeError: an id must be an integer/.test(l),
+          ),
+          'the log has the cause',
+        );
         const model = t.server.manager.get('mlp');
         assert.equal(model.inFlightRequests, 0, 'no job is left running');
-        assert.deepEqual(model.workers.map((w) => w.inFlightBatches), [0], 'the worker holds nothing of it');
+        assert.deepEqual(
+          model.workers.map((w) => w.inFlightBatches),
+          [0],
+          'the worker holds nothing of it',
+        );
         await assertAnswers(t, 'mlp', 1);
       });
     });
   }
 
-  it('a shared host\'s slots wrap after 2^32 − 1 and skip the slots its models still hold', async () => {
+  it("a shared host's slots wrap after 2^32 − 1 and skip the slots its models still hold", async () => {
     const t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     try {
       await load(t, 'a', 1);

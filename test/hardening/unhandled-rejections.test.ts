@@ -48,9 +48,22 @@ describe('unhandled rejections: logged with the request id, a distinct exit code
       assert.match(res.body.message, /exited on a promise rejection nobody handled \(code 71/);
       const requestId = res.headers.get('x-request-id')!;
       // The worker's stderr reaches the server's log through a pipe, maybe after the answer: waited for.
-      await waitFor(() => t.logs.some((l) => l.includes(`unhandled promise rejection (request ${requestId}): Error: left unhandled on purpose`)), 'the worker to log the rejection with the request id');
-      await waitFor(() => t.logs.some((l) => /restarting \(exit reason: unhandled-rejection\)/.test(l)), 'the server to name the exit');
-      await waitFor(async () => (await invoke(t, 'rejects', {})).status === 200, 'the restarted worker to answer', 60_000);
+      await waitFor(
+        () =>
+          t.logs.some((l) =>
+            l.includes(`unhandled promise rejection (request ${requestId}): Error: left unhandled on purpose`),
+          ),
+        'the worker to log the rejection with the request id',
+      );
+      await waitFor(
+        () => t.logs.some((l) => /restarting \(exit reason: unhandled-rejection\)/.test(l)),
+        'the server to name the exit',
+      );
+      await waitFor(
+        async () => (await invoke(t, 'rejects', {})).status === 200,
+        'the restarted worker to answer',
+        60_000,
+      );
     } finally {
       await t.close();
     }
@@ -62,7 +75,9 @@ describe('unhandled rejections: logged with the request id, a distinct exit code
     fs.writeFileSync(preload, kRejectsLater);
     const config = path.join(dir, 'config.properties');
     fs.writeFileSync(config, testProperties(tempDir('mme-store-')));
-    const child = spawn(process.execPath, ['--require', preload, kMain, 'serve', '--mms-config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--require', preload, kMain, 'serve', '--mms-config', config], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (b: Buffer) => (output += b.toString()));
     child.stderr.on('data', (b: Buffer) => (output += b.toString()));

@@ -10,7 +10,14 @@ describe('servers the test helpers start', function () {
   it('die with the test run that started them, even one killed by SIGKILL', async () => {
     // A stand-in for an interrupted mocha run: it starts a CLI server through the helper, reports its pid and waits.
     const helper = path.join(__dirname, '..', '..', 'harness', 'cli-server.js');
-    const runner = spawn(process.execPath, ['-e', `require(${JSON.stringify(helper)}).startCliServer('').then((s) => console.log('server ' + s.pid), (e) => { console.error(e); process.exit(1); }); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const runner = spawn(
+      process.execPath,
+      [
+        '-e',
+        `require(${JSON.stringify(helper)}).startCliServer('').then((s) => console.log('server ' + s.pid), (e) => { console.error(e); process.exit(1); }); setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const pid = await new Promise<number>((resolve, reject) => {
       readline.createInterface({ input: runner.stdout! }).on('line', (l) => {
         const m = /^server (\d+)$/.exec(l);

@@ -7,7 +7,10 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /** Credentials the SDK's default chain picks up from the environment; no real account behind them. */
-export const FAKE_AWS_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'AKIDMMETEST', AWS_SECRET_ACCESS_KEY: 'not-a-secret' } as const;
+export const FAKE_AWS_CREDENTIALS = {
+  AWS_ACCESS_KEY_ID: 'AKIDMMETEST',
+  AWS_SECRET_ACCESS_KEY: 'not-a-secret',
+} as const;
 
 export interface AwsRequest {
   method: string;
@@ -38,7 +41,10 @@ export class LocalAwsEndpoint {
   readonly requests: AwsRequest[] = [];
   readonly #sockets = new Set<Socket>();
 
-  private constructor(private readonly server: http.Server, readonly url: string) {
+  private constructor(
+    private readonly server: http.Server,
+    readonly url: string,
+  ) {
     server.on('connection', (s) => {
       this.#sockets.add(s);
       s.on('close', () => this.#sockets.delete(s));
@@ -48,10 +54,12 @@ export class LocalAwsEndpoint {
   static async start(handle: AwsHandler): Promise<LocalAwsEndpoint> {
     let endpoint: LocalAwsEndpoint | undefined;
     const server = http.createServer((req, res) => {
-      record(req).then((recorded) => {
-        endpoint!.requests.push(recorded);
-        handle(recorded, res);
-      }).catch((err: Error) => res.destroy(err));
+      record(req)
+        .then((recorded) => {
+          endpoint!.requests.push(recorded);
+          handle(recorded, res);
+        })
+        .catch((err: Error) => res.destroy(err));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     endpoint = new LocalAwsEndpoint(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
@@ -86,7 +94,13 @@ export abstract class AwsServiceFake {
 }
 
 /** An AWS JSON protocol answer (1.0 or 1.1): `body` as JSON, or an error `{__type, message}` when `status` ≥ 400. */
-export function replyAwsJson(res: http.ServerResponse, version: '1.0' | '1.1', status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void {
+export function replyAwsJson(
+  res: http.ServerResponse,
+  version: '1.0' | '1.1',
+  status: number,
+  body: unknown,
+  headers: http.OutgoingHttpHeaders = {},
+): void {
   res.writeHead(status, { 'content-type': `application/x-amz-json-${version}`, ...headers });
   res.end(JSON.stringify(body));
 }

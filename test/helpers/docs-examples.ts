@@ -14,11 +14,20 @@ export function codeBlocks(page: string, lang: string): string[] {
 }
 
 /** `bash -c command` in `cwd`; never rejects. */
-export function bash(command: string, cwd: string, env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function bash(
+  command: string,
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('bash', ['-c', command], { cwd, timeout: 120_000, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
+    execFile(
+      'bash',
+      ['-c', command],
+      { cwd, timeout: 120_000, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -32,7 +41,10 @@ export async function makeIrisExample(dir: string): Promise<string> {
   fs.cpSync(path.join(kRepoRoot, 'model-store', 'mlp'), path.join(store, 'mlp'), { recursive: true });
   const [setup] = codeBlocks('docs/handlers.md', 'sh');
   const [handler] = codeBlocks('docs/handlers.md', 'js');
-  assert.ok(setup?.includes('model-store/iris') && handler?.includes('exports.preprocess'), 'docs/handlers.md still has the iris example');
+  assert.ok(
+    setup?.includes('model-store/iris') && handler?.includes('exports.preprocess'),
+    'docs/handlers.md still has the iris example',
+  );
   const run = await bash(setup, dir);
   assert.equal(run.code, 0, run.stderr);
   fs.writeFileSync(path.join(store, 'iris', 'handler.js'), handler);

@@ -10,7 +10,8 @@ export function varint(n: number): Buffer {
 }
 
 /** A length-delimited field (wire type 2). */
-export const field = (number: number, payload: Buffer): Buffer => Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
+export const field = (number: number, payload: Buffer): Buffer =>
+  Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
 
 /** A string field. */
 export const text = (number: number, value: string): Buffer => field(number, Buffer.from(value));

@@ -10,7 +10,7 @@ import { watchedProcesses } from '../../harness/watched-processes';
  */
 const unhandled: string[] = [];
 process.on('unhandledRejection', (reason) => {
-  unhandled.push(reason instanceof Error ? reason.stack ?? reason.message : String(reason));
+  unhandled.push(reason instanceof Error ? (reason.stack ?? reason.message) : String(reason));
 });
 
 /** What servers started as processes of their own (harness/cli-server.ts) logged about one, theirs or their workers'. */
@@ -31,13 +31,23 @@ export function expectUnhandledRejectionExit(): void {
 export const mochaHooks = {
   async afterAll(this: Mocha.Context): Promise<void> {
     // Whatever a test did, no worker process may outlive the suite.
-    await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(() => undefined);
+    await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(
+      () => undefined,
+    );
     assert.deepEqual(workerPidsOf(process.pid), [], 'worker processes left running after the test suite');
     assert.deepEqual(unhandled, [], 'promise rejections nobody handled in the test process');
-    assert.deepEqual(spawnedReports, [], 'promise rejections nobody handled in servers started as processes, or their workers');
+    assert.deepEqual(
+      spawnedReports,
+      [],
+      'promise rejections nobody handled in servers started as processes, or their workers',
+    );
     let exits = 0;
     for (const r of watchedProcesses) exits += r.unhandledRejectionExits;
-    assert.equal(exits, expectedWorkerExits, 'worker processes that exited on a promise rejection nobody handled (the server log names the request)');
+    assert.equal(
+      exits,
+      expectedWorkerExits,
+      'worker processes that exited on a promise rejection nobody handled (the server log names the request)',
+    );
     // A test that did not run fails the run unless its reason is one MME_ALLOW_SKIP allows (.ci/run prints it).
     const pending = pendingProblem(this.test!.parent!, allowedSkips());
     if (pending) assert.fail(pending);

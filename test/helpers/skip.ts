@@ -8,8 +8,9 @@ import { spawnSync } from 'node:child_process';
 export const kSkipIds = {
   nginx: 'nginx is not installed (npm test installs it with apt-get when run as root)',
   kubectl: 'kubectl is not installed',
-  'python-requests': 'python3 cannot import requests (npm test installs python3-requests with apt-get when run as root)',
-  podman: 'podman or the Dockerfile\'s base image is not ready (.ci/run prepares both)',
+  'python-requests':
+    'python3 cannot import requests (npm test installs python3-requests with apt-get when run as root)',
+  podman: "podman or the Dockerfile's base image is not ready (.ci/run prepares both)",
   'user-namespaces': 'unprivileged user and mount namespaces (unshare -Urm) are not available',
   'peer-tests': 'the peer Postman collections (../shared/peer-tests) are not checked out beside the repository',
 } as const;
@@ -29,9 +30,15 @@ export function skipBecause(ctx: Mocha.Context, id: SkipId, why: string): never 
 
 /** The skip ids MME_ALLOW_SKIP names; unknown ids are an error, so a typo cannot allow nothing in silence. */
 export function allowedSkips(env: NodeJS.ProcessEnv = process.env): Set<SkipId> {
-  const ids = (env.MME_ALLOW_SKIP ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const ids = (env.MME_ALLOW_SKIP ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = ids.filter((id) => !(id in kSkipIds));
-  if (unknown.length) throw new Error(`MME_ALLOW_SKIP names unknown skip ids ${unknown.join(', ')}; known: ${Object.keys(kSkipIds).join(', ')}`);
+  if (unknown.length)
+    throw new Error(
+      `MME_ALLOW_SKIP names unknown skip ids ${unknown.join(', ')}; known: ${Object.keys(kSkipIds).join(', ')}`,
+    );
   return new Set(ids as SkipId[]);
 }
 
@@ -56,7 +63,8 @@ export function pendingProblem(root: Mocha.Suite, allowed: ReadonlySet<SkipId>):
   const ids = new Set<SkipId>();
   for (const t of pendingTests(root)) {
     const id = reasonOf(t);
-    if (id === undefined) lines.push(`  ${t.fullTitle()}: skipped without a reason (skip with skipBecause, test/helpers/skip.ts)`);
+    if (id === undefined)
+      lines.push(`  ${t.fullTitle()}: skipped without a reason (skip with skipBecause, test/helpers/skip.ts)`);
     else if (!allowed.has(id)) {
       ids.add(id);
       lines.push(`  ${t.fullTitle()}: [${id}] ${kSkipIds[id]}`);
@@ -72,7 +80,9 @@ export function userNamespaceProblem(): string | null {
   const r = spawnSync('unshare', ['-Urm', 'true'], { encoding: 'utf8' });
   if (r.status === 0) return null;
   const said = (r.error?.message ?? r.stderr ?? '').trim().slice(0, 200);
-  return `\`unshare -Urm true\` failed (${r.status === null ? 'did not run' : `exit ${r.status}`}: ${said || 'no message'}); `
-    + 'unprivileged user namespaces are off (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0) '
-    + 'or the container forbids unshare/mount (e.g. Docker\'s default seccomp profile; run with --privileged or podman)';
+  return (
+    `\`unshare -Urm true\` failed (${r.status === null ? 'did not run' : `exit ${r.status}`}: ${said || 'no message'}); ` +
+    'unprivileged user namespaces are off (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0) ' +
+    "or the container forbids unshare/mount (e.g. Docker's default seccomp profile; run with --privileged or podman)"
+  );
 }

@@ -8,21 +8,32 @@ import { isLoopback } from '../../src/util/loopback';
 /** fetch() will not send a forged Host header; node:http will. */
 function getWithHost(url: string, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers: { host } }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    }).on('error', reject);
+    http
+      .get(url, { headers: { host } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+      .on('error', reject);
   });
 }
 
 /** A request as a browser page sends it (node:http: fetch() sets its own Origin rules). */
-function send(url: string, method: string, headers: Record<string, string>, body = ''): Promise<{ status: number; text: string }> {
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body = '',
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent: false, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
-    });
+    const req = http.request(
+      url,
+      { method, agent: false, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -31,7 +42,8 @@ function send(url: string, method: string, headers: Record<string, string>, body
 describe('listener guards', () => {
   it('recognises loopback names', () => {
     for (const h of ['localhost', '127.0.0.1', '127.8.9.1', '::1', '[::1]', 'LOCALHOST']) assert.ok(isLoopback(h), h);
-    for (const h of ['evil.example', '10.0.0.1', '0.0.0.0', 'localhost.evil.example', '127.0.0.1.nip.io']) assert.ok(!isLoopback(h), h);
+    for (const h of ['evil.example', '10.0.0.1', '0.0.0.0', 'localhost.evil.example', '127.0.0.1.nip.io'])
+      assert.ok(!isLoopback(h), h);
   });
 
   describe('on a loopback listener', () => {
@@ -56,25 +68,53 @@ describe('listener guards', () => {
     before(async () => {
       t = await startTestServer();
       dir = writeModelDir(t.store, 'add', addModel());
-      assert.equal((await request(`${t.url}/models`, { method: 'POST', json: { model_name: 'kept', url: dir } })).status, 200);
+      assert.equal(
+        (await request(`${t.url}/models`, { method: 'POST', json: { model_name: 'kept', url: dir } })).status,
+        200,
+      );
     });
     after(async () => {
       await t.close();
     });
 
     const evil = { origin: 'http://evil.example' };
-    const listed = async () => (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName).sort();
+    const listed = async () =>
+      (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName).sort();
 
     it('refuses every state-changing request whose Origin is another site, on the management and invoke routes alike', async () => {
       const json = JSON.stringify({ model_name: 'x', url: dir });
       const cases: Array<[string, string, string, Record<string, string>, string]> = [
         ['a JSON load sent as text/plain', 'POST', '/models', { ...evil, 'content-type': 'text/plain' }, json],
-        ['a load in the query string with a form body', 'POST', `/models?model_name=x&url=${encodeURIComponent(dir)}`, { ...evil, 'content-type': 'application/x-www-form-urlencoded' }, 'a=b'],
-        ['a load with Origin: null (a sandboxed page)', 'POST', '/models', { origin: 'null', 'content-type': 'application/json' }, json],
+        [
+          'a load in the query string with a form body',
+          'POST',
+          `/models?model_name=x&url=${encodeURIComponent(dir)}`,
+          { ...evil, 'content-type': 'application/x-www-form-urlencoded' },
+          'a=b',
+        ],
+        [
+          'a load with Origin: null (a sandboxed page)',
+          'POST',
+          '/models',
+          { origin: 'null', 'content-type': 'application/json' },
+          json,
+        ],
         ['a scale', 'PUT', '/models/kept?min_worker=2', evil, ''],
         ['an unload', 'DELETE', '/models/kept', evil, ''],
-        ['an invoke (it can load and evict)', 'POST', '/models/kept/invoke', { ...evil, 'content-type': 'text/plain' }, JSON.stringify({ inputs: { x: [Array(16).fill(0)] } })],
-        ['an invoke through /invocations', 'POST', '/invocations', { ...evil, 'content-type': 'text/plain', 'x-amzn-sagemaker-target-model': 'kept' }, '{}'],
+        [
+          'an invoke (it can load and evict)',
+          'POST',
+          '/models/kept/invoke',
+          { ...evil, 'content-type': 'text/plain' },
+          JSON.stringify({ inputs: { x: [Array(16).fill(0)] } }),
+        ],
+        [
+          'an invoke through /invocations',
+          'POST',
+          '/invocations',
+          { ...evil, 'content-type': 'text/plain', 'x-amzn-sagemaker-target-model': 'kept' },
+          '{}',
+        ],
       ];
       for (const [what, method, path, headers, body] of cases) {
         const res = await send(`${t.url}${path}`, method, headers, body);
@@ -84,24 +124,46 @@ describe('listener guards', () => {
       assert.deepEqual(await listed(), ['kept']);
     });
 
-    it('serves reads from any Origin, and writes from the server\'s own', async () => {
+    it("serves reads from any Origin, and writes from the server's own", async () => {
       assert.equal((await send(`${t.url}/models`, 'GET', evil)).status, 200);
       assert.equal((await send(`${t.url}/ping`, 'GET', evil)).status, 200);
       const own = { origin: t.url, 'content-type': 'application/json' };
-      assert.equal((await send(`${t.url}/models/kept/invoke`, 'POST', own, JSON.stringify({ inputs: { x: [Array(16).fill(0)] } }))).status, 200);
+      assert.equal(
+        (await send(`${t.url}/models/kept/invoke`, 'POST', own, JSON.stringify({ inputs: { x: [Array(16).fill(0)] } })))
+          .status,
+        200,
+      );
     });
 
     it('takes a POST /models body only as JSON (415 otherwise, unread), or the fields in the query string with no body', async () => {
       const json = JSON.stringify({ model_name: 'j', url: dir });
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
-        const res = await send(`${t.url}/models?model_name=q&url=${encodeURIComponent(dir)}`, 'POST', { 'content-type': type }, json);
+        const res = await send(
+          `${t.url}/models?model_name=q&url=${encodeURIComponent(dir)}`,
+          'POST',
+          { 'content-type': type },
+          json,
+        );
         assert.equal(res.status, 415, `${type}: ${res.text}`);
-        assert.match(JSON.parse(res.text).message, /^POST \/models takes a JSON body sent with Content-Type: application\/json \(this one is ".+"\), or its fields in the query string with no body\.$/);
+        assert.match(
+          JSON.parse(res.text).message,
+          /^POST \/models takes a JSON body sent with Content-Type: application\/json \(this one is ".+"\), or its fields in the query string with no body\.$/,
+        );
       }
       assert.equal((await send(`${t.url}/models`, 'POST', {}, json)).status, 415, 'an untyped body');
       assert.deepEqual(await listed(), ['kept']);
-      assert.equal((await send(`${t.url}/models`, 'POST', { 'content-type': 'application/json; charset=utf-8' }, json)).status, 200);
-      assert.equal((await send(`${t.url}/models?model_name=q&url=${encodeURIComponent(dir)}`, 'POST', { 'content-type': 'application/x-www-form-urlencoded' })).status, 200);
+      assert.equal(
+        (await send(`${t.url}/models`, 'POST', { 'content-type': 'application/json; charset=utf-8' }, json)).status,
+        200,
+      );
+      assert.equal(
+        (
+          await send(`${t.url}/models?model_name=q&url=${encodeURIComponent(dir)}`, 'POST', {
+            'content-type': 'application/x-www-form-urlencoded',
+          })
+        ).status,
+        200,
+      );
       assert.deepEqual(await listed(), ['j', 'kept', 'q']);
     });
   });
@@ -121,14 +183,40 @@ describe('listener guards', () => {
       const none = await request(`${t.url}/models`, { method: 'POST', json: body });
       assert.equal(none.status, 401);
       assert.equal(none.headers.get('www-authenticate'), 'Bearer');
-      assert.equal((await request(`${t.url}/models`, { method: 'POST', json: body, headers: { authorization: 'Bearer wrong' } })).status, 401);
-      assert.equal((await request(`${t.url}/models`, { method: 'POST', json: body, headers: { authorization: 'Bearer s3cret-token' } })).status, 200);
-      for (const [method, path] of [['GET', '/models'], ['GET', '/models/add'], ['PUT', '/models/add?min_worker=1'], ['DELETE', '/models/add']]) {
+      assert.equal(
+        (await request(`${t.url}/models`, { method: 'POST', json: body, headers: { authorization: 'Bearer wrong' } }))
+          .status,
+        401,
+      );
+      assert.equal(
+        (
+          await request(`${t.url}/models`, {
+            method: 'POST',
+            json: body,
+            headers: { authorization: 'Bearer s3cret-token' },
+          })
+        ).status,
+        200,
+      );
+      for (const [method, path] of [
+        ['GET', '/models'],
+        ['GET', '/models/add'],
+        ['PUT', '/models/add?min_worker=1'],
+        ['DELETE', '/models/add'],
+      ]) {
         assert.equal((await request(`${t.url}${path}`, { method })).status, 401, `${method} ${path}`);
       }
-      assert.equal((await request(`${t.url}/models/add/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(0)] } } })).status, 200);
+      assert.equal(
+        (await request(`${t.url}/models/add/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(0)] } } }))
+          .status,
+        200,
+      );
       assert.equal((await request(`${t.url}/ping`)).status, 200);
-      assert.equal((await request(`${t.url}/models/add`, { method: 'DELETE', headers: { authorization: 'bearer s3cret-token' } })).status, 200);
+      assert.equal(
+        (await request(`${t.url}/models/add`, { method: 'DELETE', headers: { authorization: 'bearer s3cret-token' } }))
+          .status,
+        200,
+      );
     });
   });
 });

@@ -11,7 +11,10 @@ import { startTestServer, tempDir, type TestServer } from '../../harness/test-se
 import { assertValuesClose } from '../helpers/assert-close';
 
 const kMlp = { sizes: [4, 8, 3], seed: 3 };
-const kRows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
+const kRows = [
+  [1, 2, 3, 4],
+  [-1, 0.5, 0, 2],
+];
 // Compiled to dist/test/http/, so the repo root is three levels up.
 const OCR_DIR = path.resolve(__dirname, '../../../model-store/ocr-direction');
 
@@ -31,7 +34,8 @@ exports.postprocess = async (outputs) => outputs.map((out) => {
 `;
 
 /** Answers its own name: tells which module the server chose. */
-const named = (name: string) => `exports.handle = async (requests) => requests.map(() => ({ handler: ${JSON.stringify(name)} }));\n`;
+const named = (name: string) =>
+  `exports.handle = async (requests) => requests.map(() => ({ handler: ${JSON.stringify(name)} }));\n`;
 
 /** Reports what the context and the request look like, and sets the response's status and headers. */
 const contextProbe = `exports.handle = async (requests, ctx) => Promise.all(requests.map(async (req, i) => {
@@ -65,7 +69,10 @@ const faulty = `exports.handle = async (requests) => {
 `;
 
 function rotated(image: number[][][]): number[][][] {
-  return image.slice().reverse().map((row) => row.slice().reverse());
+  return image
+    .slice()
+    .reverse()
+    .map((row) => row.slice().reverse());
 }
 
 describe('custom handlers', () => {
@@ -76,11 +83,39 @@ describe('custom handlers', () => {
     t = await startTestServer(`model_roots=${path.dirname(OCR_DIR)},${store}`, { store });
     const model = mlpModel(kMlp);
     const loads = [
-      loadModel(t, 'labels', writeModelDir(t.store, 'labels', model, { 'handler.js': labelsHandler, 'labels.json': '["cat", "dog", "bird"]' })),
-      loadModel(t, 'config-named', writeModelDir(t.store, 'config-named', model, { 'code/custom.js': named('custom.js'), 'model-config.json': '{"handler": "code/custom.js"}' })),
-      loadModel(t, 'request-named', writeModelDir(t.store, 'request-named', model, { 'handler.js': named('handler.js'), 'alt.js': named('alt.js') }), { handler: 'alt.js' }),
-      loadModel(t, 'probe', writeModelDir(t.store, 'probe', model, { 'handler.js': contextProbe }), { batch_size: 4, max_batch_delay: 300 }),
-      loadModel(t, 'faulty', writeModelDir(t.store, 'faulty', model, { 'handler.js': faulty }), { batch_size: 3, max_batch_delay: 300 }),
+      loadModel(
+        t,
+        'labels',
+        writeModelDir(t.store, 'labels', model, {
+          'handler.js': labelsHandler,
+          'labels.json': '["cat", "dog", "bird"]',
+        }),
+      ),
+      loadModel(
+        t,
+        'config-named',
+        writeModelDir(t.store, 'config-named', model, {
+          'code/custom.js': named('custom.js'),
+          'model-config.json': '{"handler": "code/custom.js"}',
+        }),
+      ),
+      loadModel(
+        t,
+        'request-named',
+        writeModelDir(t.store, 'request-named', model, {
+          'handler.js': named('handler.js'),
+          'alt.js': named('alt.js'),
+        }),
+        { handler: 'alt.js' },
+      ),
+      loadModel(t, 'probe', writeModelDir(t.store, 'probe', model, { 'handler.js': contextProbe }), {
+        batch_size: 4,
+        max_batch_delay: 300,
+      }),
+      loadModel(t, 'faulty', writeModelDir(t.store, 'faulty', model, { 'handler.js': faulty }), {
+        batch_size: 3,
+        max_batch_delay: 300,
+      }),
       loadModel(t, 'ocr-direction', OCR_DIR, { batch_size: 2, max_batch_delay: 500 }),
     ];
     for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
@@ -106,11 +141,21 @@ describe('custom handlers', () => {
     });
 
     it('refuses to load a handler that does not import or whose initialize fails (400, with the cause)', async () => {
-      const syntax = await loadModel(t, 'broken', writeModelDir(t.store, 'broken', mlpModel(kMlp), { 'handler.js': 'exports.handle = (;\n' }));
+      const syntax = await loadModel(
+        t,
+        'broken',
+        writeModelDir(t.store, 'broken', mlpModel(kMlp), { 'handler.js': 'exports.handle = (;\n' }),
+      );
       assert.equal(syntax.status, 400);
       assert.equal(syntax.body.errorCode, 'MME_ERR_INVALID_MODEL');
       assert.match(syntax.body.message, /handler handler\.js failed to load: Unexpected token/);
-      const init = await loadModel(t, 'init-fails', writeModelDir(t.store, 'init-fails', mlpModel(kMlp), { 'handler.js': "exports.initialize = () => { throw new Error('no vocabulary file'); };\n" }));
+      const init = await loadModel(
+        t,
+        'init-fails',
+        writeModelDir(t.store, 'init-fails', mlpModel(kMlp), {
+          'handler.js': "exports.initialize = () => { throw new Error('no vocabulary file'); };\n",
+        }),
+      );
       assert.equal(init.status, 400);
       assert.match(init.body.message, /no vocabulary file/);
     });
@@ -126,7 +171,13 @@ describe('custom handlers', () => {
       assert.equal(b.modelName, 'probe');
       assert.equal(b.modelDir, path.join(t.store, 'probe'));
       assert.deepEqual([b.gpuId, b.batchSize], [-1, 4]);
-      assert.deepEqual(b.systemProperties, { model_dir: b.modelDir, gpu_id: -1, batch_size: 4, server_name: 'sagemaker-mme-node', server_version: '0.1.0' });
+      assert.deepEqual(b.systemProperties, {
+        model_dir: b.modelDir,
+        gpu_id: -1,
+        batch_size: 4,
+        server_name: 'sagemaker-mme-node',
+        server_version: '0.1.0',
+      });
       assert.deepEqual(b.inputs, [{ name: 'input', type: 'float32', shape: ['batch', 4] }]);
       assert.deepEqual(b.outputs, [{ name: 'output', type: 'float32', shape: ['batch', 3] }]);
       assert.deepEqual(b.sessionInputs, ['input']);
@@ -136,9 +187,17 @@ describe('custom handlers', () => {
     });
 
     it('decodes text bodies to strings and leaves other types as bytes (decode_input_request)', async () => {
-      const text = await request(`${t.url}/models/probe/invoke`, { method: 'POST', body: 'a,b', headers: { 'content-type': 'text/csv' } });
+      const text = await request(`${t.url}/models/probe/invoke`, {
+        method: 'POST',
+        body: 'a,b',
+        headers: { 'content-type': 'text/csv' },
+      });
       assert.equal(text.body.data, 'a,b');
-      const bytes = await request(`${t.url}/models/probe/invoke`, { method: 'POST', body: 'xyz', headers: { 'content-type': 'application/octet-stream' } });
+      const bytes = await request(`${t.url}/models/probe/invoke`, {
+        method: 'POST',
+        body: 'xyz',
+        headers: { 'content-type': 'application/octet-stream' },
+      });
       assert.equal(bytes.body.data, 'undefined');
     });
   });
@@ -189,16 +248,26 @@ describe('custom handlers', () => {
     });
 
     it('fails only the request whose slot holds an error', async () => {
-      const results = await Promise.all(['a', 'status', 'b'].map((body) => request(`${t.url}/models/faulty/invoke`, { method: 'POST', body })));
-      assert.deepEqual(results.map((r) => r.status), [200, 422, 200]);
+      const results = await Promise.all(
+        ['a', 'status', 'b'].map((body) => request(`${t.url}/models/faulty/invoke`, { method: 'POST', body })),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 422, 200],
+      );
       assert.deepEqual([results[0].body, results[2].body], [{ ok: 'a' }, { ok: 'b' }]);
     });
 
     it('classifies upright and upside-down text in one batch (example model ocr-direction)', async () => {
-      const { image } = JSON.parse(readFileSync(path.join(OCR_DIR, 'example-request.json'), 'utf8')) as { image: number[][][] };
+      const { image } = JSON.parse(readFileSync(path.join(OCR_DIR, 'example-request.json'), 'utf8')) as {
+        image: number[][][];
+      };
       const model = t.server.manager.get('ocr-direction');
       const before = model.stats.batches;
-      const [upright, upsideDown] = await Promise.all([invoke(t, 'ocr-direction', { image }), invoke(t, 'ocr-direction', { image: rotated(image) })]);
+      const [upright, upsideDown] = await Promise.all([
+        invoke(t, 'ocr-direction', { image }),
+        invoke(t, 'ocr-direction', { image: rotated(image) }),
+      ]);
       assert.equal(model.stats.batches - before, 1);
       assert.equal(upright.body.label, '0');
       assert.equal(upsideDown.body.label, '180');
@@ -233,7 +302,7 @@ describe('default_service_handler and decode_input_request=false', () => {
     assert.deepEqual([res.body.modelName, res.body.data], ['plain', 'undefined']);
   });
 
-  it('leaves a model directory\'s own handler.js in charge', async () => {
+  it("leaves a model directory's own handler.js in charge", async () => {
     assert.deepEqual((await invoke(t, 'own', {})).body, { handler: 'handler.js' });
   });
 });

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import * as ort from 'onnxruntime-node';
-import { fixedShapeModel, identityModel, IDENTITY_TYPES, mlpForward, mlpModel, multiIoModel, paddleOcrClsPath, writeModelDir } from '../../harness/onnx-models';
+import {
+  fixedShapeModel,
+  identityModel,
+  IDENTITY_TYPES,
+  mlpForward,
+  mlpModel,
+  multiIoModel,
+  paddleOcrClsPath,
+  writeModelDir,
+} from '../../harness/onnx-models';
 import { invoke, loadModel, loadModels, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
 import { assertRowsClose, assertValuesClose } from '../helpers/assert-close';
@@ -17,7 +26,10 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     await t.close();
   });
 
-  const rows = [[1, 2, 3, 4], [-1, 0.5, 0, 2]];
+  const rows = [
+    [1, 2, 3, 4],
+    [-1, 0.5, 0, 2],
+  ];
 
   it('answers {"inputs": {name: nested}} with {"outputs": {name: nested}} and the right values', async () => {
     const res = await invoke(t, 'mlp', { inputs: { input: rows } });
@@ -39,7 +51,10 @@ describe('POST /models/{name}/invoke and /invocations', () => {
   });
 
   it('answers an Open Inference Protocol v2 body with a v2 response', async () => {
-    const res = await invoke(t, 'mlp', { id: 'r1', inputs: [{ name: 'input', shape: [2, 4], datatype: 'FP32', data: rows.flat() }] });
+    const res = await invoke(t, 'mlp', {
+      id: 'r1',
+      inputs: [{ name: 'input', shape: [2, 4], datatype: 'FP32', data: rows.flat() }],
+    });
     assert.equal(res.status, 200);
     assert.equal(res.body.model_name, 'mlp');
     assert.equal(res.body.id, 'r1');
@@ -52,8 +67,22 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     const res = await invoke(t, 'multi', { inputs: { a: [[1, 2, 3, 4]], b: [[5, -6]] } });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.outputs, { sum: [[2, 4, 6, 8]], b_out: [[5, -6]] });
-    const perRow = await invoke(t, 'multi', { inputs: { a: [[1, 1, 1, 1], [2, 2, 2, 2]], b: [[1, 2], [3, 4]] } });
-    assert.deepEqual(perRow.body.outputs.b_out, [[1, 2], [3, 4]]);
+    const perRow = await invoke(t, 'multi', {
+      inputs: {
+        a: [
+          [1, 1, 1, 1],
+          [2, 2, 2, 2],
+        ],
+        b: [
+          [1, 2],
+          [3, 4],
+        ],
+      },
+    });
+    assert.deepEqual(perRow.body.outputs.b_out, [
+      [1, 2],
+      [3, 4],
+    ]);
   });
 
   it('answers 400 naming the input and what the model expects for a wrong shape, name, type or missing input', async () => {
@@ -72,19 +101,36 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     const ragged = await invoke(t, 'mlp', { inputs: { input: [[1, 2, 3, 4], [1]] } });
     assert.equal(ragged.status, 400);
     assert.match(ragged.body.message, /rectangular/);
-    const fixed = await invoke(t, 'fixed', { inputs: { x: [[1, 2, 3], [4, 5, 6]] } });
+    const fixed = await invoke(t, 'fixed', {
+      inputs: {
+        x: [
+          [1, 2, 3],
+          [4, 5, 6],
+        ],
+      },
+    });
     assert.equal(fixed.status, 400);
     assert.match(fixed.body.message, /expects \[1, 3\]/);
-    const v2type = await invoke(t, 'mlp', { inputs: [{ name: 'input', shape: [1, 4], datatype: 'INT32', data: [1, 2, 3, 4] }] });
+    const v2type = await invoke(t, 'mlp', {
+      inputs: [{ name: 'input', shape: [1, 4], datatype: 'INT32', data: [1, 2, 3, 4] }],
+    });
     assert.equal(v2type.status, 400);
     assert.match(v2type.body.message, /datatype INT32 does not match the model's FP32/);
   });
 
   it('answers 400 for a body that is not JSON, and 415 for a content type the default handler cannot read', async () => {
-    const bad = await request(`${t.url}/models/mlp/invoke`, { method: 'POST', body: '{oops', headers: { 'content-type': 'application/json' } });
+    const bad = await request(`${t.url}/models/mlp/invoke`, {
+      method: 'POST',
+      body: '{oops',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(bad.status, 400);
     assert.match(bad.body.message, /not valid JSON/);
-    const form = await request(`${t.url}/models/mlp/invoke`, { method: 'POST', body: 'a=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await request(`${t.url}/models/mlp/invoke`, {
+      method: 'POST',
+      body: 'a=b',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(form.status, 415);
     assert.match(form.body.message, /application\/json/);
   });
@@ -105,7 +151,12 @@ describe('POST /models/{name}/invoke and /invocations', () => {
     const chunked = await request(`${t.url}/models/mlp/invoke`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(text)); c.close(); } }),
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(text));
+          c.close();
+        },
+      }),
       duplex: 'half',
     } as RequestInit);
     assert.equal(chunked.status, 413);
@@ -118,12 +169,24 @@ describe('POST /models/{name}/invoke and /invocations', () => {
   });
 
   it('routes /invocations by X-Amzn-SageMaker-Target-Model (name or TargetModel path)', async () => {
-    const byName = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'mlp' } });
+    const byName = await request(`${t.url}/invocations`, {
+      method: 'POST',
+      json: rows,
+      headers: { 'X-Amzn-SageMaker-Target-Model': 'mlp' },
+    });
     assert.equal(byName.status, 200);
     assertRowsClose(byName.body, mlpForward(kMlp, rows));
-    const byPath = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'tenants/mlp.tar.gz' } });
+    const byPath = await request(`${t.url}/invocations`, {
+      method: 'POST',
+      json: rows,
+      headers: { 'X-Amzn-SageMaker-Target-Model': 'tenants/mlp.tar.gz' },
+    });
     assert.equal(byPath.status, 200);
-    const unknown = await request(`${t.url}/invocations`, { method: 'POST', json: rows, headers: { 'X-Amzn-SageMaker-Target-Model': 'ghost.tar.gz' } });
+    const unknown = await request(`${t.url}/invocations`, {
+      method: 'POST',
+      json: rows,
+      headers: { 'X-Amzn-SageMaker-Target-Model': 'ghost.tar.gz' },
+    });
     assert.equal(unknown.status, 404);
     const ambiguous = await request(`${t.url}/invocations`, { method: 'POST', json: rows });
     assert.equal(ambiguous.status, 400);
@@ -132,13 +195,22 @@ describe('POST /models/{name}/invoke and /invocations', () => {
 
   it('lists, pages and describes loaded models as MMS does', async () => {
     const all = await request(`${t.url}/models`);
-    assert.deepEqual(all.body.models.map((m: { modelName: string }) => m.modelName), ['fixed', 'mlp', 'multi']);
+    assert.deepEqual(
+      all.body.models.map((m: { modelName: string }) => m.modelName),
+      ['fixed', 'mlp', 'multi'],
+    );
     assert.equal(all.body.nextPageToken, undefined);
     const p1 = await request(`${t.url}/models?limit=2`);
-    assert.deepEqual(p1.body.models.map((m: { modelName: string }) => m.modelName), ['fixed', 'mlp']);
+    assert.deepEqual(
+      p1.body.models.map((m: { modelName: string }) => m.modelName),
+      ['fixed', 'mlp'],
+    );
     assert.equal(p1.body.nextPageToken, '2');
     const p2 = await request(`${t.url}/models?limit=2&next_page_token=${p1.body.nextPageToken}`);
-    assert.deepEqual(p2.body.models.map((m: { modelName: string }) => m.modelName), ['multi']);
+    assert.deepEqual(
+      p2.body.models.map((m: { modelName: string }) => m.modelName),
+      ['multi'],
+    );
     assert.equal(p2.body.nextPageToken, undefined);
     const beyond = await request(`${t.url}/models?next_page_token=99`);
     assert.deepEqual(beyond.body, { models: [] });
@@ -168,7 +240,9 @@ describe('tensor types over JSON', () => {
   let t: TestServer;
   before(async () => {
     t = await startTestServer();
-    const loads = IDENTITY_TYPES.map((type) => loadModel(t, `id-${type}`, writeModelDir(t.store, `id-${type}`, identityModel(type))));
+    const loads = IDENTITY_TYPES.map((type) =>
+      loadModel(t, `id-${type}`, writeModelDir(t.store, `id-${type}`, identityModel(type))),
+    );
     for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
   });
   after(async () => {
@@ -176,9 +250,19 @@ describe('tensor types over JSON', () => {
   });
 
   const samples: Record<string, unknown[][]> = {
-    float32: [[1.5, -2]], float64: [[1e-300, 2.5]], float16: [[0.5, -2]], int8: [[-128, 127]], int16: [[-300, 300]],
-    int32: [[-70000, 70000]], int64: [[-5, 9007199254740991]], uint8: [[0, 255]], uint16: [[0, 65535]],
-    uint32: [[0, 4294967295]], uint64: [[0, 12]], bool: [[true, false]], string: [['a', 'héllo']],
+    float32: [[1.5, -2]],
+    float64: [[1e-300, 2.5]],
+    float16: [[0.5, -2]],
+    int8: [[-128, 127]],
+    int16: [[-300, 300]],
+    int32: [[-70000, 70000]],
+    int64: [[-5, 9007199254740991]],
+    uint8: [[0, 255]],
+    uint16: [[0, 65535]],
+    uint32: [[0, 4294967295]],
+    uint64: [[0, 12]],
+    bool: [[true, false]],
+    string: [['a', 'héllo']],
   };
 
   for (const type of IDENTITY_TYPES) {
@@ -213,7 +297,9 @@ describe('a real model nobody here wrote: PaddleOCR text-direction classifier', 
     const session = await ort.InferenceSession.create(paddleOcrClsPath());
     const direct = await session.run({ x: new ort.Tensor('float32', data, [1, 3, 48, 192]) });
     const expected = Array.from(direct[session.outputNames[0]].data as Float32Array);
-    const res = await invoke(t, 'cls', { inputs: [{ name: 'x', shape: [1, 3, 48, 192], datatype: 'FP32', data: Array.from(data) }] });
+    const res = await invoke(t, 'cls', {
+      inputs: [{ name: 'x', shape: [1, 3, 48, 192], datatype: 'FP32', data: Array.from(data) }],
+    });
     assert.equal(res.status, 200, res.text);
     const [out] = res.body.outputs;
     assert.deepEqual(out.shape, [1, 2]);

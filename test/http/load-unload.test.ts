@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as tar from 'tar';
 import path from 'node:path';
-import { allocationFailure, exitsWhileLoading, hangsWhileLoading, killedWhileLoading } from '../../harness/fault-handlers';
+import {
+  allocationFailure,
+  exitsWhileLoading,
+  hangsWhileLoading,
+  killedWhileLoading,
+} from '../../harness/fault-handlers';
 import { addModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { isAlive, workerPidsOf } from '../../harness/process-probes';
 import { loadModel, request } from '../../harness/http-requests';
@@ -29,7 +34,10 @@ describe('POST /models and DELETE /models/{name}', () => {
 
   it('accepts the MMS query-string form', async () => {
     const dir = writeModelDir(t.store, 'add', addModel());
-    const res = await request(`${t.url}/models?url=${encodeURIComponent(dir)}&model_name=q&initial_workers=1&synchronous=true`, { method: 'POST' });
+    const res = await request(
+      `${t.url}/models?url=${encodeURIComponent(dir)}&model_name=q&initial_workers=1&synchronous=true`,
+      { method: 'POST' },
+    );
     assert.equal(res.status, 200);
     assert.equal((await request(`${t.url}/models/q`)).status, 200);
   });
@@ -52,7 +60,7 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(workerPidsOf(process.pid).length, 1);
   });
 
-  it('answers 404 with MMS\'s message when the url does not exist', async () => {
+  it("answers 404 with MMS's message when the url does not exist", async () => {
     const res = await loadModel(t, 'nope', path.join(t.store, 'does-not-exist'));
     assert.equal(res.status, 404);
     assert.equal(res.body.type, 'ModelNotFoundException');
@@ -71,22 +79,44 @@ describe('POST /models and DELETE /models/{name}', () => {
     const noOnnx = await loadModel(t, 'empty', empty);
     assert.equal(noOnnx.status, 400);
     assert.match(noOnnx.body.message, /\.onnx/);
-    const badJson = await request(`${t.url}/models`, { method: 'POST', body: '{nope', headers: { 'content-type': 'application/json' } });
+    const badJson = await request(`${t.url}/models`, {
+      method: 'POST',
+      body: '{nope',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(badJson.status, 400);
   });
 
   it('answers 400 for a duration longer than a timer can wait, in the body or the query string, and loads at the longest one', async () => {
     const dir = writeModelDir(t.store, 'add', addModel());
-    for (const [key, value] of [['load_timeout', 2_200_000], ['response_timeout', 2_147_484], ['max_batch_delay', 2 ** 31]] as const) {
+    for (const [key, value] of [
+      ['load_timeout', 2_200_000],
+      ['response_timeout', 2_147_484],
+      ['max_batch_delay', 2 ** 31],
+    ] as const) {
       const res = await loadModel(t, 'add', dir, { [key]: value });
       assert.equal(res.status, 400, `${key}: ${res.text}`);
-      assert.match(res.body.message, new RegExp(`^${key} must be an integer >= [01] and <= \\d+ (seconds|ms) \\(about 24\\.8 days, the longest a timer can wait\\); got ${value}\\.$`));
-      const query = await request(`${t.url}/models?model_name=add&url=${encodeURIComponent(dir)}&${key}=${value}`, { method: 'POST' });
+      assert.match(
+        res.body.message,
+        new RegExp(
+          `^${key} must be an integer >= [01] and <= \\d+ (seconds|ms) \\(about 24\\.8 days, the longest a timer can wait\\); got ${value}\\.$`,
+        ),
+      );
+      const query = await request(`${t.url}/models?model_name=add&url=${encodeURIComponent(dir)}&${key}=${value}`, {
+        method: 'POST',
+      });
       assert.equal(query.status, 400, `${key} in the query: ${query.text}`);
     }
-    const longest = await loadModel(t, 'add', dir, { load_timeout: 2_147_483, response_timeout: 2_147_483, max_batch_delay: 2 ** 31 - 1 });
+    const longest = await loadModel(t, 'add', dir, {
+      load_timeout: 2_147_483,
+      response_timeout: 2_147_483,
+      max_batch_delay: 2 ** 31 - 1,
+    });
     assert.equal(longest.status, 200, longest.text);
-    const answer = await request(`${t.url}/models/add/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(1)] } } });
+    const answer = await request(`${t.url}/models/add/invoke`, {
+      method: 'POST',
+      json: { inputs: { x: [Array(16).fill(1)] } },
+    });
     assert.equal(answer.status, 200, `the longest deadline does not expire at once: ${answer.text}`);
   });
 
@@ -97,7 +127,11 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.equal((await request(`${t.url}/models/oom`)).status, 404);
     assert.deepEqual(workerPidsOf(process.pid), []);
-    assert.equal((await loadModel(t, 'oom', writeModelDir(t.store, 'fine', addModel()))).status, 200, 'the name is free again');
+    assert.equal(
+      (await loadModel(t, 'oom', writeModelDir(t.store, 'fine', addModel()))).status,
+      200,
+      'the name is free again',
+    );
   });
 
   it('answers 507 when loading fails to allocate memory', async () => {
@@ -133,7 +167,10 @@ describe('POST /models and DELETE /models/{name}', () => {
     await tar.c({ gzip: true, file: archive, cwd: path.join(t.store, 'packed') }, ['model.onnx']);
     const res = await loadModel(t, 'packed', archive);
     assert.equal(res.status, 200, res.text);
-    const inv = await request(`${t.url}/models/packed/invoke`, { method: 'POST', json: { inputs: { x: [Array(16).fill(1)] } } });
+    const inv = await request(`${t.url}/models/packed/invoke`, {
+      method: 'POST',
+      json: { inputs: { x: [Array(16).fill(1)] } },
+    });
     assert.deepEqual(inv.body.outputs.y, [Array(16).fill(2)]);
     assert.equal(fs.readdirSync(t.server.cacheDir).length, 1, 'one extraction directory while loaded');
     assert.equal((await request(`${t.url}/models/packed`, { method: 'DELETE' })).status, 200);
@@ -157,7 +194,10 @@ describe('POST /models and DELETE /models/{name}', () => {
     const res = await request(`${t.url}/models/mlp`, { method: 'DELETE' });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body, { status: 'Model "mlp" unregistered' });
-    assert.ok(pids.every((p: number) => !isAlive(p)), 'worker processes still alive after DELETE returned');
+    assert.ok(
+      pids.every((p: number) => !isAlive(p)),
+      'worker processes still alive after DELETE returned',
+    );
     assert.equal((await request(`${t.url}/models/mlp`)).status, 404);
   });
 

@@ -40,7 +40,11 @@ describe('streaming back-pressure', () => {
   let dir: string;
   before(async () => {
     t = await startTestServer('max_stream_buffer=262144');
-    assert.equal((await loadModel(t, 'producer', writeModelDir(t.store, 'producer', addModel(), { 'handler.js': producer }))).status, 200);
+    assert.equal(
+      (await loadModel(t, 'producer', writeModelDir(t.store, 'producer', addModel(), { 'handler.js': producer })))
+        .status,
+      200,
+    );
     dir = tempDir('mme-stream-');
   });
   after(() => t.close());
@@ -52,12 +56,16 @@ describe('streaming back-pressure', () => {
     let received = 0;
     let paused!: http.IncomingMessage;
     const finished = new Promise<boolean>((resolve, reject) => {
-      const req = http.request(`${t.url}/models/producer/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-        paused = res;
-        res.pause(); // reads nothing: the kernel's buffers fill, then the server's write callbacks stop
-        res.on('data', (c: Buffer) => (received += c.length));
-        res.on('close', () => resolve(res.complete));
-      });
+      const req = http.request(
+        `${t.url}/models/producer/invoke`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          paused = res;
+          res.pause(); // reads nothing: the kernel's buffers fill, then the server's write callbacks stop
+          res.on('data', (c: Buffer) => (received += c.length));
+          res.on('close', () => resolve(res.complete));
+        },
+      );
       req.on('error', reject);
       req.end(JSON.stringify({ chunkBytes: kChunk, chunks: kChunks, await: true, progress, done }));
     });
@@ -67,12 +75,17 @@ describe('streaming back-pressure', () => {
     await waitFor(() => fs.existsSync(progress), 'the handler to wait for a slow client', 60_000);
     let last = -1;
     let still = 0;
-    await waitFor(() => {
-      const n = Number(fs.readFileSync(progress, 'utf8'));
-      still = n === last ? still + 1 : 0;
-      last = n;
-      return still >= 10;
-    }, 'the handler to stop sending', 60_000, 100);
+    await waitFor(
+      () => {
+        const n = Number(fs.readFileSync(progress, 'utf8'));
+        still = n === last ? still + 1 : 0;
+        last = n;
+        return still >= 10;
+      },
+      'the handler to stop sending',
+      60_000,
+      100,
+    );
     const sentWhilePaused = last;
     assert.ok(sentWhilePaused < kChunks, `the handler sent all ${kChunks} chunks to a client that read nothing`);
     assert.ok(!fs.existsSync(done), 'the handler finished while the client read nothing');
@@ -85,16 +98,31 @@ describe('streaming back-pressure', () => {
   it('a handler that ignores drained() fails its request at max_stream_buffer, with a message saying what to do', async () => {
     let response!: http.IncomingMessage;
     const closed = new Promise<boolean>((resolve, reject) => {
-      const req = http.request(`${t.url}/models/producer/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (r) => {
-        response = r;
-        r.pause();
-        r.on('error', () => undefined);
-        r.on('close', () => resolve(r.complete));
-      });
+      const req = http.request(
+        `${t.url}/models/producer/invoke`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (r) => {
+          response = r;
+          r.pause();
+          r.on('error', () => undefined);
+          r.on('close', () => resolve(r.complete));
+        },
+      );
       req.on('error', reject);
-      req.end(JSON.stringify({ chunkBytes: kChunk, chunks: kChunks, await: false, progress: path.join(dir, 'p2'), done: path.join(dir, 'd2') }));
+      req.end(
+        JSON.stringify({
+          chunkBytes: kChunk,
+          chunks: kChunks,
+          await: false,
+          progress: path.join(dir, 'p2'),
+          done: path.join(dir, 'd2'),
+        }),
+      );
     });
-    await waitFor(() => t.logs.some((l) => /max_stream_buffer is 262144; await context.drained\(0\)/.test(l)), 'the handler error in the log');
+    await waitFor(
+      () => t.logs.some((l) => /max_stream_buffer is 262144; await context.drained\(0\)/.test(l)),
+      'the handler error in the log',
+    );
     // The bytes sent before the failure still sit in the socket ahead of its end: read them, then see the cut.
     response.resume();
     // The head went out with the first chunk: an unfinished chunked body is the failure signal.

@@ -35,7 +35,11 @@ exports.handle = async (requests, ctx) => {
 const undeclared = `exports.handle = async (requests, ctx) => { ctx.sendIntermediate(0, 'x'); return ['never']; };\n`;
 
 function lines(chunks: Buffer[]): unknown[] {
-  return Buffer.concat(chunks).toString().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return Buffer.concat(chunks)
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 describe('streamed responses (a handler exporting streaming = true)', () => {
@@ -47,7 +51,10 @@ describe('streamed responses (a handler exporting streaming = true)', () => {
     const model = mlpModel({ sizes: [2, 2] });
     const loads = [
       loadModel(t, 'text-generator', GENERATOR_DIR),
-      loadModel(t, 'probe', writeModelDir(t.store, 'probe', model, { 'handler.js': batchProbe }), { batch_size: 4, max_batch_delay: 300 }),
+      loadModel(t, 'probe', writeModelDir(t.store, 'probe', model, { 'handler.js': batchProbe }), {
+        batch_size: 4,
+        max_batch_delay: 300,
+      }),
       loadModel(t, 'fails', writeModelDir(t.store, 'fails', model, { 'handler.js': failsMidStream })),
       loadModel(t, 'undeclared', writeModelDir(t.store, 'undeclared', model, { 'handler.js': undeclared })),
     ];
@@ -59,7 +66,9 @@ describe('streamed responses (a handler exporting streaming = true)', () => {
 
   it('sends each generated token as a chunk when it is made, then the final response (example model text-generator)', async () => {
     const body = JSON.stringify({ prompt: 'hello', max_tokens: 5, delay_ms: 100 });
-    const res = await streamInvoke(`${t.url}/models/text-generator/invoke`, body, { headers: { 'x-amzn-sagemaker-custom-attributes': 'trace=1' } });
+    const res = await streamInvoke(`${t.url}/models/text-generator/invoke`, body, {
+      headers: { 'x-amzn-sagemaker-custom-attributes': 'trace=1' },
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers['transfer-encoding'], 'chunked');
     assert.equal(res.headers['content-length'], undefined);
@@ -69,7 +78,10 @@ describe('streamed responses (a handler exporting streaming = true)', () => {
     assert.ok(res.complete);
     const got = lines(res.chunks) as Array<{ token?: string; text?: string; tokens?: number }>;
     assert.equal(got.length, 6);
-    const tokens = got.slice(0, 5).map((l) => l.token).join('');
+    const tokens = got
+      .slice(0, 5)
+      .map((l) => l.token)
+      .join('');
     assert.deepEqual(got[5], { text: tokens, tokens: 5 });
     // The tokens arrive 100 ms apart, not all at the end.
     assert.ok(res.chunks.length >= 5, `${res.chunks.length} separate chunks`);

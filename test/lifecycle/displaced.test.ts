@@ -20,12 +20,19 @@ describe('lifecycle in shared hosts: a load displaced by a host death', () => {
     const [blamed, displaced] = first === 'a' ? [a, b] : [b, a];
     host1.exit(null, 'SIGKILL');
     assert.equal((await blamed).status, 507);
-    await waitFor(() => h.processes.live().length === 1 && h.processes.live()[0].loads.length === 1, `${second}'s second try to reach the new host`);
+    await waitFor(
+      () => h.processes.live().length === 1 && h.processes.live()[0].loads.length === 1,
+      `${second}'s second try to reach the new host`,
+    );
     const [host2] = h.processes.live();
     assert.equal(host2.loads[0].modelName, second);
     host2.load();
     assert.equal((await displaced).status, 200);
-    assert.ok(h.logs.some((l) => new RegExp(`\\[${second}\\] its shared host died while it loaded, through no fault of this model`).test(l)));
+    assert.ok(
+      h.logs.some((l) =>
+        new RegExp(`\\[${second}\\] its shared host died while it loaded, through no fault of this model`).test(l),
+      ),
+    );
     assert.equal(h.manager.get(second!).workers.length, 1);
     await h.manager.close(0);
   });

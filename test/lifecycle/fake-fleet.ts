@@ -21,7 +21,11 @@ export interface FakeOptions extends FakeProcessOptions {
 
 /** One dedicated worker: its fake process, and the server's host and slot for it. */
 export class FakeWorker {
-  constructor(readonly process: FakeProcess, readonly host: HostProcess, readonly slot: ModelSlot) {}
+  constructor(
+    readonly process: FakeProcess,
+    readonly host: HostProcess,
+    readonly slot: ModelSlot,
+  ) {}
 
   get id(): string {
     return this.slot.id;
@@ -84,9 +88,16 @@ export class FakeFleet {
   readonly #processes: FakeProcesses;
 
   /** `registry`: the server's processes, where the fleet finds the host each fake process is. */
-  constructor(private readonly registry: ProcessRegistry, options: Partial<FakeOptions> = {}) {
+  constructor(
+    private readonly registry: ProcessRegistry,
+    options: Partial<FakeOptions> = {},
+  ) {
     this.#processes = new FakeProcesses({ autoLoad: true, ...options });
-    this.options = Object.assign(this.#processes.options, { memoryBytes: () => 10 * 2 ** 20, startsLeft: Infinity, ...options });
+    this.options = Object.assign(this.#processes.options, {
+      memoryBytes: () => 10 * 2 ** 20,
+      startsLeft: Infinity,
+      ...options,
+    });
   }
 
   readonly launch: Launch = (...args) => {

@@ -11,7 +11,13 @@ import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { writeFrame } from '../../src/protocol/frame-codec';
 import { FrameReader } from '../../src/protocol/frame-reader';
-import { MessageKind, type Frame, type InferMessage, type LoadMessage, type LoadedMessage } from '../../src/protocol/messages';
+import {
+  MessageKind,
+  type Frame,
+  type InferMessage,
+  type LoadMessage,
+  type LoadedMessage,
+} from '../../src/protocol/messages';
 import type { Launch } from '../../src/server/hosts/host-process';
 
 export interface FakeProcessOptions {
@@ -24,7 +30,16 @@ export interface FakeProcessOptions {
 /** Fake pids start above Linux's largest (2^22): no real process has one, and /proc has none of them. */
 const kFirstFakePid = 2 ** 23;
 
-const kMetadata: LoadedMessage['metadata'] = { irVersion: 8, producerName: 'fake', producerVersion: '0', domain: '', modelVersion: 0, docString: '', opsets: {}, metadataProps: {} };
+const kMetadata: LoadedMessage['metadata'] = {
+  irVersion: 8,
+  producerName: 'fake',
+  producerVersion: '0',
+  domain: '',
+  modelVersion: 0,
+  docString: '',
+  opsets: {},
+  metadataProps: {},
+};
 
 /** Two ends of one in-memory socket: what one writes, the other reads. */
 function socketPair(): [Duplex, Duplex] {
@@ -53,7 +68,10 @@ export class FakeProcess extends EventEmitter {
   /** Unloads wait for every load sent before them, as the real worker's do. */
   readonly #unloads: Array<{ slot: number; afterLoads: number }> = [];
 
-  constructor(private readonly fleet: FakeProcesses, pid: number) {
+  constructor(
+    private readonly fleet: FakeProcesses,
+    pid: number,
+  ) {
     super();
     this.pid = pid;
     const [theirs, mine] = socketPair();
@@ -76,10 +94,27 @@ export class FakeProcess extends EventEmitter {
     const load = this.loads.shift();
     if (!load || !this.alive) return;
     if (error) {
-      this.#send({ kind: MessageKind.LoadFailed, msg: { slot: load.slot, error: { code: 'MME_ERR_INVALID_MODEL', status: 400, message: error } } });
+      this.#send({
+        kind: MessageKind.LoadFailed,
+        msg: { slot: load.slot, error: { code: 'MME_ERR_INVALID_MODEL', status: 400, message: error } },
+      });
     } else {
       this.slots.add(load.slot);
-      this.#send({ kind: MessageKind.Loaded, msg: { slot: load.slot, rssGrowthBytes: 1, pid: 0, loadMicros: 1, sessionMicros: 1, executionProvider: 'cpu', inputs: [], outputs: [], streaming: false, metadata: kMetadata } });
+      this.#send({
+        kind: MessageKind.Loaded,
+        msg: {
+          slot: load.slot,
+          rssGrowthBytes: 1,
+          pid: 0,
+          loadMicros: 1,
+          sessionMicros: 1,
+          executionProvider: 'cpu',
+          inputs: [],
+          outputs: [],
+          streaming: false,
+          metadata: kMetadata,
+        },
+      });
     }
     this.#loadsDone++;
     this.#unloadReady();
@@ -103,7 +138,13 @@ export class FakeProcess extends EventEmitter {
   answer(): void {
     const batch = this.batches.shift();
     if (!batch || !this.alive) return;
-    const responses = batch.requests.map((r) => ({ id: r.id, status: 200, contentType: 'application/json', headers: {}, body: Buffer.from(JSON.stringify({ id: r.id })) }));
+    const responses = batch.requests.map((r) => ({
+      id: r.id,
+      status: 200,
+      contentType: 'application/json',
+      headers: {},
+      body: Buffer.from(JSON.stringify({ id: r.id })),
+    }));
     this.#send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: 1, runMicros: 1, responses } });
   }
 

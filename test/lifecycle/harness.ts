@@ -28,7 +28,11 @@ export interface Harness {
 export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harness {
   const processes = new ProcessRegistry();
   const fleet = new FakeFleet(processes, fake);
-  return { ...managerOn(properties, { launch: fleet.launch, readMemory: fleet.readMemory, clock: fleet.clock, processes }), fleet, clock: fleet.clock };
+  return {
+    ...managerOn(properties, { launch: fleet.launch, readMemory: fleet.readMemory, clock: fleet.clock, processes }),
+    fleet,
+    clock: fleet.clock,
+  };
 }
 
 /** A ModelManager whose worker processes are fake processes speaking frames, on virtual time. */
@@ -39,20 +43,35 @@ export interface ProcessHarness extends Omit<Harness, 'fleet'> {
 export function processHarness(properties = '', fake: Partial<FakeProcessOptions> = {}): ProcessHarness {
   const processes = new FakeProcesses(fake);
   const clock = new VirtualClock();
-  return { ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry() }), processes, clock };
+  return {
+    ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry() }),
+    processes,
+    clock,
+  };
 }
 
 function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fleet' | 'clock'> {
   const store = tempDir('mme-lifecycle-store-');
-  const config = resolveConfig({ fileText: testProperties(store, properties), configFile: 'test.properties', env: {}, argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false } });
+  const config = resolveConfig({
+    fileText: testProperties(store, properties),
+    configFile: 'test.properties',
+    env: {},
+    argv: { command: null, mmsConfig: null, modelStore: null, models: null, help: false },
+  });
   const logs: string[] = [];
   watchProcesses(opts.processes!);
   const manager = new ModelManager(config, tempDir('mme-lifecycle-cache-'), (l) => logs.push(l), opts);
   return {
-    manager, store, logs,
+    manager,
+    store,
+    logs,
     model(name, onnxBytes) {
       const dir = writeModelDir(store, name, addModel());
-      if (onnxBytes) fs.writeFileSync(path.join(dir, 'model.onnx'), Buffer.concat([Buffer.from(addModel()), Buffer.alloc(onnxBytes)]));
+      if (onnxBytes)
+        fs.writeFileSync(
+          path.join(dir, 'model.onnx'),
+          Buffer.concat([Buffer.from(addModel()), Buffer.alloc(onnxBytes)]),
+        );
       return dir;
     },
   };
@@ -60,7 +79,14 @@ function managerOn(properties: string, opts: ManagerOptions): Omit<Harness, 'fle
 
 let nextId = 1;
 export function invokeRequest(): InvokeRequest {
-  return { id: 0, requestId: `req-${nextId++}`, contentType: 'application/json', accept: 'application/json', headers: {}, body: Buffer.from('{}') };
+  return {
+    id: 0,
+    requestId: `req-${nextId++}`,
+    contentType: 'application/json',
+    accept: 'application/json',
+    headers: {},
+    body: Buffer.from('{}'),
+  };
 }
 
 /** The outcome of a promise as a status: 200 (or the answer's), or the MmeError's. */

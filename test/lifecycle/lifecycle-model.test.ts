@@ -9,7 +9,17 @@ import fc from 'fast-check';
 import { MmeError } from '../../src/errors';
 import { waitFor } from '../../harness/process-probes';
 import { harness, type Harness } from './harness';
-import { checkNamesNeverTakenOver, checkRequestsAndRegistry, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
+import {
+  checkNamesNeverTakenOver,
+  checkRequestsAndRegistry,
+  names,
+  pick,
+  registryCommands,
+  registrySettled,
+  runCommands,
+  type Outcomes,
+  type RegistryCommand,
+} from './property';
 
 type Command =
   | RegistryCommand
@@ -33,11 +43,23 @@ function run(h: Harness, commands: Command[], shutdownAt: number | null): Promis
     const live = h.fleet.live();
     const w = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
     switch (c.kind) {
-      case 'answer': if (w && w.batches.length > 0) w.answer(); return true;
-      case 'crash': w?.exit(c.signal ? 'SIGKILL' : null, c.signal ? null : 1); return true;
-      case 'finishLoad': if (w && !w.lifecycle.loaded) { if (c.ok) w.load(); else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph')); } return true;
-      case 'tick': h.clock.advance(1000); return true;
-      default: return false;
+      case 'answer':
+        if (w && w.batches.length > 0) w.answer();
+        return true;
+      case 'crash':
+        w?.exit(c.signal ? 'SIGKILL' : null, c.signal ? null : 1);
+        return true;
+      case 'finishLoad':
+        if (w && !w.lifecycle.loaded) {
+          if (c.ok) w.load();
+          else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph'));
+        }
+        return true;
+      case 'tick':
+        h.clock.advance(1000);
+        return true;
+      default:
+        return false;
     }
   });
 }
@@ -46,25 +68,35 @@ function run(h: Harness, commands: Command[], shutdownAt: number | null): Promis
 async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void> {
   let done = false;
   void Promise.all(pending).then(() => (done = true));
-  await waitFor(() => {
-    for (const w of h.fleet.live()) {
-      if (!w.lifecycle.loaded && !w.lifecycle.loadError) w.load();
-      if (w.batches.length > 0) w.answer();
-    }
-    // A second at a time: the answers above go out before any response timeout is met.
-    h.clock.advance(1000);
-    return done && registrySettled(h.manager);
-    // Each step settles within a few ticks (the fakes act on the next one): look again soon.
-  }, 'every request and operation to settle', 10_000, 1);
+  await waitFor(
+    () => {
+      for (const w of h.fleet.live()) {
+        if (!w.lifecycle.loaded && !w.lifecycle.loadError) w.load();
+        if (w.batches.length > 0) w.answer();
+      }
+      // A second at a time: the answers above go out before any response timeout is met.
+      h.clock.advance(1000);
+      return done && registrySettled(h.manager);
+      // Each step settles within a few ticks (the fakes act on the next one): look again soon.
+    },
+    'every request and operation to settle',
+    10_000,
+    1,
+  );
 }
 
 function checkInvariants(h: Harness, outcomes: Outcomes, shutDown: boolean, evicts: boolean): void {
   // The worker processes are exactly those the registry holds.
   const registered = new Set<unknown>();
-  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) registered.add(w);
+  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes))
+    for (const w of model.workers) registered.add(w);
   const live = h.fleet.live();
   for (const w of live) assert.ok(registered.has(w.slot), `worker ${w.id} runs but no registered model holds it`);
-  for (const w of registered) assert.ok(live.some((l) => l.slot === w), 'a registered model holds a worker that has exited');
+  for (const w of registered)
+    assert.ok(
+      live.some((l) => l.slot === w),
+      'a registered model holds a worker that has exited',
+    );
   if (shutDown) assert.equal(live.length, 0);
   // SageMaker mode: nothing is evicted.
   if (!shutDown && !evicts) checkNamesNeverTakenOver(h.manager, outcomes);
@@ -74,30 +106,46 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
   this.timeout(240_000);
 
   it('SageMaker mode: every request answered once, no internal 500, nothing stuck, processes match the registry, names never taken over', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), fc.option(fc.nat(40), { nil: null }), async (commands, shutdownAt) => {
-      const h = harness('model_cache=off\ndefault_workers_per_model=1\nunregister_model_timeout=2', { autoLoad: false, memoryBytes: () => 1 });
-      for (const n of names) h.model(n);
-      const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
-      const outcomes = await run(h, commands, at);
-      await quiesce(h, outcomes.pending);
-      await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
-      checkInvariants(h, outcomes, at !== null, false);
-      await h.manager.close(0);
-      assert.equal(h.fleet.live().length, 0);
-    }), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { minLength: 1, maxLength: 60 }),
+        fc.option(fc.nat(40), { nil: null }),
+        async (commands, shutdownAt) => {
+          const h = harness('model_cache=off\ndefault_workers_per_model=1\nunregister_model_timeout=2', {
+            autoLoad: false,
+            memoryBytes: () => 1,
+          });
+          for (const n of names) h.model(n);
+          const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
+          const outcomes = await run(h, commands, at);
+          await quiesce(h, outcomes.pending);
+          await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
+          checkInvariants(h, outcomes, at !== null, false);
+          await h.manager.close(0);
+          assert.equal(h.fleet.live().length, 0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('self-managed cache: on-demand loads and evictions keep the same invariants', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
-      const h = harness('model_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1', { autoLoad: false, memoryBytes: () => 1 });
-      for (const n of names) h.model(n);
-      const outcomes = await run(h, commands, null);
-      await quiesce(h, outcomes.pending);
-      await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
-      assert.ok(h.manager.list().length <= 2);
-      checkInvariants(h, outcomes, false, true);
-      await h.manager.close(0);
-      assert.equal(h.fleet.live().length, 0);
-    }), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
+        const h = harness(
+          'model_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1',
+          { autoLoad: false, memoryBytes: () => 1 },
+        );
+        for (const n of names) h.model(n);
+        const outcomes = await run(h, commands, null);
+        await quiesce(h, outcomes.pending);
+        await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
+        assert.ok(h.manager.list().length <= 2);
+        checkInvariants(h, outcomes, false, true);
+        await h.manager.close(0);
+        assert.equal(h.fleet.live().length, 0);
+      }),
+      { numRuns: 300 },
+    );
   });
 });

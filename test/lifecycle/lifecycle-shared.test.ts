@@ -10,7 +10,18 @@ import fc from 'fast-check';
 import { waitFor } from '../../harness/process-probes';
 import type { ModelSlot } from '../../src/server/hosts/host-process';
 import { processHarness, type ProcessHarness } from './harness';
-import { checkNamesNeverTakenOver, checkRequestsAndRegistry, name, names, pick, registryCommands, registrySettled, runCommands, type Outcomes, type RegistryCommand } from './property';
+import {
+  checkNamesNeverTakenOver,
+  checkRequestsAndRegistry,
+  name,
+  names,
+  pick,
+  registryCommands,
+  registrySettled,
+  runCommands,
+  type Outcomes,
+  type RegistryCommand,
+} from './property';
 
 type Command =
   | RegistryCommand
@@ -39,16 +50,27 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
     const p = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
     const hosts = h.manager.hosts?.hosts ?? [];
     switch (c.kind) {
-      case 'answer': p?.answer(); return true;
-      case 'finishLoad': p?.load(c.ok ? undefined : 'bad graph'); return true;
-      case 'hostCrash': p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null); return true;
-      case 'recycle': if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]!); return true;
+      case 'answer':
+        p?.answer();
+        return true;
+      case 'finishLoad':
+        p?.load(c.ok ? undefined : 'bad graph');
+        return true;
+      case 'hostCrash':
+        p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null);
+        return true;
+      case 'recycle':
+        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]!);
+        return true;
       case 'loadBesideCrash':
         outcomes.start({ kind: 'load', name: c.name });
         p?.exit(null, 'SIGKILL');
         return true;
-      case 'tick': h.clock.advance(1000); return true;
-      default: return false;
+      case 'tick':
+        h.clock.advance(1000);
+        return true;
+      default:
+        return false;
     }
   });
 }
@@ -66,41 +88,69 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
     }
     h.clock.advance(1000);
   };
-  await waitFor(() => {
-    step();
-    return done && registrySettled(h.manager);
-    // Each step settles within a few ticks: look again soon.
-  }, 'every request and operation to settle', 20_000, 1);
+  await waitFor(
+    () => {
+      step();
+      return done && registrySettled(h.manager);
+      // Each step settles within a few ticks: look again soon.
+    },
+    'every request and operation to settle',
+    20_000,
+    1,
+  );
   // A scale-down or a move is admitted before it is done: retired slots are released, their
   // successors load, retired and killed hosts exit, on the next ticks.
   const hosts = () => h.manager.hosts?.hosts ?? [];
-  await waitFor(() => {
-    step();
-    const settled = hosts().every((host) => (!host.killed || host.exitInfo !== null) && host.slots.every((s) => !['loading', 'stopping'].includes(s.lifecycle.state)));
-    return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);
-  }, 'retired slots to be released, loads to finish and retired and killed hosts to exit', 20_000, 1);
+  await waitFor(
+    () => {
+      step();
+      const settled = hosts().every(
+        (host) =>
+          (!host.killed || host.exitInfo !== null) &&
+          host.slots.every((s) => !['loading', 'stopping'].includes(s.lifecycle.state)),
+      );
+      return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);
+    },
+    'retired slots to be released, loads to finish and retired and killed hosts to exit',
+    20_000,
+    1,
+  );
 }
 
 function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolean): void {
   // The registry's placements: every worker of every registered model, a slot in a live host.
   const placed = new Set<ModelSlot>();
-  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes)) for (const w of model.workers) placed.add(w as ModelSlot);
+  for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes))
+    for (const w of model.workers) placed.add(w as ModelSlot);
   if (shutDown) {
     assert.equal(h.processes.live().length, 0);
     return;
   }
   const hosts = h.manager.hosts?.hosts ?? [];
-  for (const w of placed) assert.ok(hosts.includes(w.host) && w.host.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
+  for (const w of placed)
+    assert.ok(hosts.includes(w.host) && w.host.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
   for (const host of hosts) {
     // A host's slots are exactly the registry's placements in it…
-    assert.deepEqual(new Set(host.slots), new Set([...placed].filter((w) => w.host === host)), `${host.id}: its slots and the registry's placements differ`);
+    assert.deepEqual(
+      new Set(host.slots),
+      new Set([...placed].filter((w) => w.host === host)),
+      `${host.id}: its slots and the registry's placements differ`,
+    );
     // …and exactly what its process holds loaded.
     const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
-    assert.deepEqual([...fake.slots].sort(), host.slots.map((s) => s.slotId).sort(), `${host.id}: the process holds other slots than the server thinks`);
+    assert.deepEqual(
+      [...fake.slots].sort(),
+      host.slots.map((s) => s.slotId).sort(),
+      `${host.id}: the process holds other slots than the server thinks`,
+    );
     // The tallies placement reads instead of walking every slot agree with the slots themselves.
     const loaded = host.slots.filter((m) => m.lifecycle.loaded);
     assert.equal(host.loadedCount, loaded.length, `${host.id}: loadedCount`);
-    assert.equal(host.modelBytes, loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0), `${host.id}: modelBytes`);
+    assert.equal(
+      host.modelBytes,
+      loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0),
+      `${host.id}: modelBytes`,
+    );
     for (const m of host.slots) assert.ok(host.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
   }
   checkNamesNeverTakenOver(h.manager, outcomes);
@@ -109,16 +159,23 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
 describe('lifecycle model-based property in shared hosts (fast-check, fake processes below HostPool)', function () {
   this.timeout(240_000);
 
-  it('every request answered once, no internal 500, nothing stuck, each host\'s slots equal the registry\'s placements and what its process holds', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), fc.option(fc.nat(40), { nil: null }), async (commands, shutdownAt) => {
-      const h = processHarness('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nunregister_model_timeout=2');
-      for (const n of names) h.model(n);
-      const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
-      const outcomes = await run(h, commands, at);
-      await quiesce(h, outcomes.pending, at !== null);
-      checkInvariants(h, outcomes, at !== null);
-      await h.manager.close(0);
-      await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
-    }), { numRuns: 500 });
+  it("every request answered once, no internal 500, nothing stuck, each host's slots equal the registry's placements and what its process holds", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { minLength: 1, maxLength: 60 }),
+        fc.option(fc.nat(40), { nil: null }),
+        async (commands, shutdownAt) => {
+          const h = processHarness('worker_mode=shared\nshared_workers=2\nmodel_cache=off\nunregister_model_timeout=2');
+          for (const n of names) h.model(n);
+          const at = shutdownAt !== null && shutdownAt < commands.length ? shutdownAt : null;
+          const outcomes = await run(h, commands, at);
+          await quiesce(h, outcomes.pending, at !== null);
+          checkInvariants(h, outcomes, at !== null);
+          await h.manager.close(0);
+          await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

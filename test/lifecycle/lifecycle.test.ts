@@ -69,7 +69,10 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     h.clock.advance(0);
     await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
-    await waitFor(() => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2, 'two ready workers');
+    await waitFor(
+      () => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      'two ready workers',
+    );
     await h.manager.close(0);
   });
 
@@ -79,7 +82,11 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     h.fleet.options.autoLoad = false;
     h.fleet.live('a')[0].exit(null, 1);
     // Fibonacci back-off: the first restart at once, each after a failed one 1 s later.
-    for (const [n, delayMs] of [[2, 0], [3, 1000], [4, 1000]]) {
+    for (const [n, delayMs] of [
+      [2, 0],
+      [3, 1000],
+      [4, 1000],
+    ]) {
       if (delayMs > 0) {
         h.clock.advance(delayMs - 1);
         assert.equal(h.fleet.of('a').length, n - 1, `replacement ${n - 1} waits out its back-off`);
@@ -107,7 +114,10 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     assert.equal((await queued).status, 500);
     const waiting = statusOf(h.manager.invoke('a', invokeRequest()));
     h.clock.advance(0);
-    assert.ok(h.logs.some((l) => /could not start a replacement worker: no room/.test(l)), 'the refused start');
+    assert.ok(
+      h.logs.some((l) => /could not start a replacement worker: no room/.test(l)),
+      'the refused start',
+    );
     h.fleet.options.startsLeft = 1;
     h.clock.advance(999);
     assert.equal(h.fleet.live('a').length, 0, 'the retry waits out its back-off');
@@ -146,7 +156,10 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
     await h.manager.load({ modelName: 'a', url: h.model('a') });
-    const requests = [statusOf(h.manager.invoke('a', invokeRequest())), statusOf(h.manager.invoke('a', invokeRequest()))];
+    const requests = [
+      statusOf(h.manager.invoke('a', invokeRequest())),
+      statusOf(h.manager.invoke('a', invokeRequest())),
+    ];
     await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
     await h.manager.scale('a', 1, 1, false);
     const retired = h.fleet.live('a').find((w) => w.lifecycle.state === 'stopping')!;
@@ -192,9 +205,11 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     assert.equal(h.manager.entry('a'), undefined);
   });
 
-  it('unload during an eviction\'s drain: the victim being drained is 404, another model unloads (200), the eviction picks again and the load fits', async () => {
+  it("unload during an eviction's drain: the victim being drained is 404, another model unloads (200), the eviction picks again and the load fits", async () => {
     // a and b measure 30 MB; c's 20 MB file is estimated at 30 + 1.5 × 20 = 60 MB: two victims are needed in 70 MB.
-    const h = harness('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru', { memoryBytes: () => 30 * 2 ** 20 });
+    const h = harness('model_cache=on\nmodel_memory_budget_mb=70\neviction_policy=lru', {
+      memoryBytes: () => 30 * 2 ** 20,
+    });
     h.model('a');
     h.model('b');
     h.model('c', 20 * 2 ** 20);
@@ -205,14 +220,20 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     await waitFor(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
     const [wb] = h.fleet.of('b');
     const c = statusOf(h.manager.invoke('c', invokeRequest()));
-    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'a (least recently used) to drain for the eviction');
+    await waitFor(
+      () => h.manager.entry('a')?.phase === 'draining',
+      'a (least recently used) to drain for the eviction',
+    );
     assert.equal((await statusOf(h.manager.unload('a'))).status, 404);
     wb.answer();
     assert.equal((await statusOf(bHeld)).status, 200);
     assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
     wa.answer();
     assert.equal((await statusOf(held)).status, 200);
-    await waitFor(() => h.fleet.live('c').length === 1 && h.fleet.live('c')[0].batches.length === 1, 'c to load and take its request');
+    await waitFor(
+      () => h.fleet.live('c').length === 1 && h.fleet.live('c')[0].batches.length === 1,
+      'c to load and take its request',
+    );
     h.fleet.live('c')[0].answer();
     assert.equal((await c).status, 200);
     assert.equal(h.manager.entry('a'), undefined);

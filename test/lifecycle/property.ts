@@ -42,7 +42,10 @@ export class Outcomes {
   readonly pending: Array<Promise<void>> = [];
   invokes = 0;
 
-  constructor(private readonly manager: ModelManager, private readonly store: string) {}
+  constructor(
+    private readonly manager: ModelManager,
+    private readonly store: string,
+  ) {}
 
   track(kind: string, n: string, p: Promise<unknown>): void {
     this.pending.push(statusOf(p).then((r) => void this.list.push({ kind, name: n, status: r.status, code: r.code })));
@@ -51,10 +54,18 @@ export class Outcomes {
   /** Starts a registry command. */
   start(c: RegistryCommand): void {
     switch (c.kind) {
-      case 'load': this.track('load', c.name, this.manager.load({ modelName: c.name, url: `${this.store}/${c.name}` })); break;
-      case 'unload': this.track('unload', c.name, this.manager.unload(c.name)); break;
-      case 'invoke': this.invokes++; this.track('invoke', c.name, this.manager.invoke(c.name, invokeRequest())); break;
-      default: this.track('scale', c.name, this.manager.scale(c.name, c.workers, c.workers, false));
+      case 'load':
+        this.track('load', c.name, this.manager.load({ modelName: c.name, url: `${this.store}/${c.name}` }));
+        break;
+      case 'unload':
+        this.track('unload', c.name, this.manager.unload(c.name));
+        break;
+      case 'invoke':
+        this.invokes++;
+        this.track('invoke', c.name, this.manager.invoke(c.name, invokeRequest()));
+        break;
+      default:
+        this.track('scale', c.name, this.manager.scale(c.name, c.workers, c.workers, false));
     }
   }
 }
@@ -63,7 +74,13 @@ export class Outcomes {
  * Runs `commands` one per tick, shutdown before command `shutdownAt`; registry commands go to the
  * manager, and `event` plays the others (what happens below the registry) and says whether it did.
  */
-export async function runCommands<C extends { kind: string }>(manager: ModelManager, store: string, commands: readonly C[], shutdownAt: number | null, event: (c: C, outcomes: Outcomes) => Promise<boolean> | boolean): Promise<Outcomes> {
+export async function runCommands<C extends { kind: string }>(
+  manager: ModelManager,
+  store: string,
+  commands: readonly C[],
+  shutdownAt: number | null,
+  event: (c: C, outcomes: Outcomes) => Promise<boolean> | boolean,
+): Promise<Outcomes> {
   const outcomes = new Outcomes(manager, store);
   for (const [i, c] of commands.entries()) {
     if (i === shutdownAt) outcomes.pending.push(manager.close(2000).then(() => undefined));
@@ -106,7 +123,15 @@ export function checkRequestsAndRegistry(manager: ModelManager, logs: string[], 
  */
 export function checkNamesNeverTakenOver(manager: ModelManager, outcomes: Outcomes): void {
   for (const n of names) {
-    const last = outcomes.list.filter((o) => o.name === n && (o.kind === 'load' || o.kind === 'unload') && (o.status === 200 || o.status === 408)).at(-1);
-    assert.equal(manager.registered(n), last?.kind === 'load' && last.status === 200, `${n}: last ${JSON.stringify(last)}`);
+    const last = outcomes.list
+      .filter(
+        (o) => o.name === n && (o.kind === 'load' || o.kind === 'unload') && (o.status === 200 || o.status === 408),
+      )
+      .at(-1);
+    assert.equal(
+      manager.registered(n),
+      last?.kind === 'load' && last.status === 200,
+      `${n}: last ${JSON.stringify(last)}`,
+    );
   }
 }

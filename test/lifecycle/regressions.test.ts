@@ -20,7 +20,12 @@ describe('lifecycle regressions (real processes)', () => {
   });
 
   async function behaviour(name: string, extra: Record<string, unknown> = {}): Promise<void> {
-    const res = await loadModel(t, name, writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler }), extra);
+    const res = await loadModel(
+      t,
+      name,
+      writeModelDir(t.store, name, addModel(), { 'handler.js': behaviourHandler }),
+      extra,
+    );
     assert.equal(res.status, 200, res.text);
   }
 
@@ -28,9 +33,14 @@ describe('lifecycle regressions (real processes)', () => {
     t = await startTestServer('max_response_size=3000000');
     await behaviour('big');
     const [pid] = workerPidsOf(process.pid);
-    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => invoke(t, 'big', { echo: i, pad: 1_000_000 })));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => invoke(t, 'big', { echo: i, pad: 1_000_000 })),
+    );
     for (const r of replies) assert.equal(r.status, 200, r.text.slice(0, 300));
-    assert.deepEqual(replies.map((r) => r.body.echo), [...Array(10).keys()]);
+    assert.deepEqual(
+      replies.map((r) => r.body.echo),
+      [...Array(10).keys()],
+    );
     assert.deepEqual(workerPidsOf(process.pid), [pid]);
   });
 
@@ -41,10 +51,11 @@ describe('lifecycle regressions (real processes)', () => {
     const gates = tempDir('mme-gates-');
     const gate = (i: number) => path.join(gates, `g${i}`);
     const answered = new Set<number>();
-    const send = (i: number) => invoke(t, 'slow', { barrier: gate(i), echo: i }).then((r) => {
-      answered.add(i);
-      return r;
-    });
+    const send = (i: number) =>
+      invoke(t, 'slow', { barrier: gate(i), echo: i }).then((r) => {
+        answered.add(i);
+        return r;
+      });
     // r0 runs and r1 waits in the worker's pipe; r2…r9 queue, then travel in one frame.
     const first = [send(0), send(1)];
     await waitFor(() => model.inFlightRequests === 2, 'r0 running and r1 in the pipe');
@@ -80,13 +91,22 @@ describe('lifecycle regressions (real processes)', () => {
     t = await startTestServer();
     // Writes a frame header claiming 4 GiB on the worker's channel (fd 3), past any frame limit.
     const garbler = `exports.handle = async (requests) => { require('node:fs').writeSync(3, Buffer.from([0xff, 0xff, 0xff, 0xff, 12])); await new Promise(() => undefined); };\n`;
-    assert.equal((await loadModel(t, 'garbles', writeModelDir(t.store, 'garbles', addModel(), { 'handler.js': garbler }))).status, 200);
+    assert.equal(
+      (await loadModel(t, 'garbles', writeModelDir(t.store, 'garbles', addModel(), { 'handler.js': garbler }))).status,
+      200,
+    );
     const [pid] = workerPidsOf(process.pid);
     const res = await invoke(t, 'garbles', {});
     assert.equal(res.status, 500, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_WORKER_PROTOCOL');
-    assert.ok(t.logs.some((l) => /protocol error: frame of 4294967295 bytes exceeds the limit/.test(l)), t.logs.join('\n'));
-    await waitFor(() => workerPidsOf(process.pid).length === 1 && workerPidsOf(process.pid)[0] !== pid, 'the replacement worker');
+    assert.ok(
+      t.logs.some((l) => /protocol error: frame of 4294967295 bytes exceeds the limit/.test(l)),
+      t.logs.join('\n'),
+    );
+    await waitFor(
+      () => workerPidsOf(process.pid).length === 1 && workerPidsOf(process.pid)[0] !== pid,
+      'the replacement worker',
+    );
   });
 
   it('a client that disconnects is a cancellation (499), not a 4xx in the metrics', async () => {
@@ -103,7 +123,10 @@ describe('lifecycle regressions (real processes)', () => {
     const busy = [invoke(t, 'held', { barrier: gate }), invoke(t, 'held', { barrier: gate })];
     await waitFor(() => t.server.manager.get('held').inFlightRequests === 2, 'the worker and its pipe to be busy');
     const body = JSON.stringify({ echo: 'gone' });
-    const req = http.request(`${t.url}/models/held/invoke`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } });
+    const req = http.request(`${t.url}/models/held/invoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': body.length },
+    });
     req.on('error', () => undefined);
     req.end(body);
     await waitFor(() => t.server.manager.get('held').queueLength === 1, 'the second request to queue');
@@ -112,7 +135,10 @@ describe('lifecycle regressions (real processes)', () => {
     assert.deepEqual(statuses, [499]);
     fs.writeFileSync(gate, '');
     for (const r of await Promise.all(busy)) assert.equal(r.status, 200);
-    assert.ok(t.logs.some((l) => / 499 MME_ERR_CLIENT_CLOSED$/.test(l)), t.logs.join('\n'));
+    assert.ok(
+      t.logs.some((l) => / 499 MME_ERR_CLIENT_CLOSED$/.test(l)),
+      t.logs.join('\n'),
+    );
   });
 
   it('the request id reaches the handler, every error log line and the access log', async () => {
@@ -122,8 +148,19 @@ describe('lifecycle regressions (real processes)', () => {
     assert.equal(ok.body.requestId, ok.headers.get('x-request-id'));
     const failed = await invoke(t, 'ids', { fail: 'nope', status: 422 });
     const id = failed.headers.get('x-request-id')!;
-    assert.ok(t.logs.some((l) => l.includes(`request ${id} POST /models/:name/invoke: 422 MME_ERR_INVALID_INPUT`)), t.logs.join('\n'));
-    assert.ok(t.logs.some((l) => l.startsWith('ACCESS /') && l.includes('"POST /models/ids/invoke HTTP/1.1" 422') && l.endsWith(`request-id=${id}`)), t.logs.join('\n'));
+    assert.ok(
+      t.logs.some((l) => l.includes(`request ${id} POST /models/:name/invoke: 422 MME_ERR_INVALID_INPUT`)),
+      t.logs.join('\n'),
+    );
+    assert.ok(
+      t.logs.some(
+        (l) =>
+          l.startsWith('ACCESS /') &&
+          l.includes('"POST /models/ids/invoke HTTP/1.1" 422') &&
+          l.endsWith(`request-id=${id}`),
+      ),
+      t.logs.join('\n'),
+    );
   });
 
   it('with load_failure_cache_seconds=0, an invoke of a broken model answers its 400 after one load', async () => {
@@ -152,7 +189,11 @@ describe('lifecycle regressions (real processes)', () => {
 
   it('shutdown during a load that would take model_load_timeout (120 s) ends at once: the load is 503, no process is left', async () => {
     t = await startTestServer();
-    const loading = loadModel(t, 'hangs', writeModelDir(t.store, 'hangs', addModel(), { 'handler.js': hangsWhileLoading }));
+    const loading = loadModel(
+      t,
+      'hangs',
+      writeModelDir(t.store, 'hangs', addModel(), { 'handler.js': hangsWhileLoading }),
+    );
     await waitFor(() => workerPidsOf(process.pid).length === 1, 'the worker to start loading');
     await t.server.close(1000);
     const res = await loading.catch((err: Error) => ({ status: 0, text: err.message, body: null }));

@@ -12,7 +12,8 @@ import type { FakeProcess } from './fake-process';
 describe('lifecycle in shared hosts: a worker set waiting for room', () => {
   it('starts its worker as soon as a slot frees, without waiting out its back-off', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=2\nmax_models_per_worker=1\nmodel_cache=off');
-    const processOf = (model: string): FakeProcess => h.processes.live().find((p) => p.loads.some((l) => l.modelName === model))!;
+    const processOf = (model: string): FakeProcess =>
+      h.processes.live().find((p) => p.loads.some((l) => l.modelName === model))!;
     // A restart with no back-off still goes through a timer: time 0 of the virtual clock fires it.
     const restarted = (model: string) => {
       h.clock.advance(0);
@@ -25,7 +26,8 @@ describe('lifecycle in shared hosts: a worker set waiting for room', () => {
       p.load();
       return p;
     };
-    const ready = (model: string) => waitFor(() => h.manager.get(model).workers.some((w) => w.lifecycle.state === 'ready'), `${model} to be ready`);
+    const ready = (model: string) =>
+      waitFor(() => h.manager.get(model).workers.some((w) => w.lifecycle.state === 'ready'), `${model} to be ready`);
     const a = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
     const hostOfA = await loaded('a');
     assert.equal((await a).status, 200);
@@ -41,13 +43,16 @@ describe('lifecycle in shared hosts: a worker set waiting for room', () => {
 
     // a's host dies: no new host before the pool's back-off, and the one left holds b, its maximum.
     hostOfA.exit(null, 'SIGKILL');
-    await waitFor(() => !restarted('a') && h.logs.some((l) => l.includes('[a] could not start a replacement worker')), 'a\'s replacement to find no room');
+    await waitFor(
+      () => !restarted('a') && h.logs.some((l) => l.includes('[a] could not start a replacement worker')),
+      "a's replacement to find no room",
+    );
     assert.equal(processOf('a'), undefined);
 
     // Unloading b frees its slot: a loads there at once. Virtual time never passes 0 in this test,
     // so a's back-off (1 s by now) has not run.
     assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
-    await waitFor(() => processOf('a') !== undefined, 'a\'s replacement to be placed in the slot b freed');
+    await waitFor(() => processOf('a') !== undefined, "a's replacement to be placed in the slot b freed");
     assert.equal(h.clock.now(), 0);
     await loaded('a');
     await ready('a');

@@ -14,10 +14,12 @@ describe('lifecycle pieces', () => {
     const lock = new KeyedLock();
     const order: string[] = [];
     const first = await lock.acquire('a');
-    const waiting = [1, 2].map((n) => lock.acquire('a').then((release) => {
-      order.push(`a${n}`);
-      release();
-    }));
+    const waiting = [1, 2].map((n) =>
+      lock.acquire('a').then((release) => {
+        order.push(`a${n}`);
+        release();
+      }),
+    );
     const other = lock.tryAcquire('b');
     assert.ok(other, 'another key is free');
     assert.equal(lock.tryAcquire('a'), null);
@@ -67,21 +69,32 @@ describe('lifecycle pieces', () => {
     assert.equal(taken!.deref(), undefined, 'the shifted item is garbage');
     q.push({ n: 3 });
     q.prune((item) => item.n % 2 === 1);
-    assert.deepEqual(q.drainAll().map((i) => i.n), [2]);
+    assert.deepEqual(
+      q.drainAll().map((i) => i.n),
+      [2],
+    );
   });
 
-  it('exit reasons: the server\'s own kill wins; an unsent SIGKILL or an exhausted heap is memory; anything else a crash', () => {
+  it("exit reasons: the server's own kill wins; an unsent SIGKILL or an exhausted heap is memory; anything else a crash", () => {
     assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: 'stopped', heapExhausted: false }), 'stopped');
-    assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: 'timeout-kill', heapExhausted: false }), 'timeout-kill');
+    assert.equal(
+      exitReason({ code: null, signal: 'SIGKILL', killedBy: 'timeout-kill', heapExhausted: false }),
+      'timeout-kill',
+    );
     assert.equal(exitReason({ code: null, signal: 'SIGKILL', killedBy: null, heapExhausted: false }), 'oom');
     assert.equal(exitReason({ code: 137, signal: null, killedBy: null, heapExhausted: false }), 'oom');
     assert.equal(exitReason({ code: null, signal: 'SIGABRT', killedBy: null, heapExhausted: true }), 'oom');
     assert.equal(exitReason({ code: null, signal: 'SIGSEGV', killedBy: null, heapExhausted: false }), 'crashed');
     assert.equal(exitReason({ code: 1, signal: null, killedBy: null, heapExhausted: false }), 'crashed');
-    const status = (reason: Parameters<typeof runningRequestError>[1]['reason']) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason, causedBy: null }, 60).status;
-    assert.deepEqual(['stopped', 'timeout-kill', 'protocol-error', 'oom', 'crashed'].map((r) => status(r as never)), [503, 504, 500, 507, 500]);
+    const status = (reason: Parameters<typeof runningRequestError>[1]['reason']) =>
+      runningRequestError('m', { code: null, signal: 'SIGKILL', reason, causedBy: null }, 60).status;
+    assert.deepEqual(
+      ['stopped', 'timeout-kill', 'protocol-error', 'oom', 'crashed'].map((r) => status(r as never)),
+      [503, 504, 500, 507, 500],
+    );
     // A kill for one model's timeout names that model to the others it took down with it.
-    const killedFor = (causedBy: string) => runningRequestError('m', { code: null, signal: 'SIGKILL', reason: 'timeout-kill', causedBy }, 60).message;
+    const killedFor = (causedBy: string) =>
+      runningRequestError('m', { code: null, signal: 'SIGKILL', reason: 'timeout-kill', causedBy }, 60).message;
     assert.match(killedFor('other'), /of model m was stopped because model other ran past its timeout/);
     assert.match(killedFor('m'), /^Model m did not answer within 60 s/);
   });

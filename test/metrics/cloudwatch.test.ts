@@ -10,11 +10,20 @@ import { FakeCloudWatch, type ReceivedDatum } from './fake-cloudwatch';
 import { configWith, invoke, request, sleep, useFakeAwsCredentials } from './helpers';
 
 const kNow = 1_700_000_000_000;
-const kEndpointDims = [{ Name: 'EndpointName', Value: 'ep' }, { Name: 'VariantName', Value: 'AllTraffic' }];
+const kEndpointDims = [
+  { Name: 'EndpointName', Value: 'ep' },
+  { Name: 'VariantName', Value: 'AllTraffic' },
+];
 
 function find(data: ReceivedDatum[], name: string, model: string | null = null): ReceivedDatum {
-  const hit = data.find((d) => d.MetricName === name && (d.Dimensions ?? []).find((x) => x.Name === 'ModelName')?.Value === (model ?? undefined));
-  assert.ok(hit, `no ${name}${model === null ? '' : ` for model ${model}`} among ${data.map((d) => d.MetricName).join(', ')}`);
+  const hit = data.find(
+    (d) =>
+      d.MetricName === name && (d.Dimensions ?? []).find((x) => x.Name === 'ModelName')?.Value === (model ?? undefined),
+  );
+  assert.ok(
+    hit,
+    `no ${name}${model === null ? '' : ` for model ${model}`} among ${data.map((d) => d.MetricName).join(', ')}`,
+  );
   return hit;
 }
 
@@ -31,17 +40,26 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   useFakeAwsCredentials();
   let fake: FakeCloudWatch;
   const recorders: MetricsRecorder[] = [];
-  beforeEach(async () => { fake = await FakeCloudWatch.start(); });
+  beforeEach(async () => {
+    fake = await FakeCloudWatch.start();
+  });
   afterEach(async () => {
     await Promise.all(recorders.splice(0).map((r) => r.close(100)));
     await fake.close();
   });
 
   function recorder(...lines: string[]): MetricsRecorder {
-    const r = createMetrics(configWith(
-      'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=${fake.url}`,
-      'metrics_endpoint_name=ep', 'metrics_variant_name=AllTraffic', ...lines,
-    ), { log: () => undefined, now: () => kNow });
+    const r = createMetrics(
+      configWith(
+        'metrics_cloudwatch=true',
+        'metrics_cloudwatch_region=us-east-1',
+        `metrics_cloudwatch_endpoint=${fake.url}`,
+        'metrics_endpoint_name=ep',
+        'metrics_variant_name=AllTraffic',
+        ...lines,
+      ),
+      { log: () => undefined, now: () => kNow },
+    );
     recorders.push(r);
     return r;
   }
@@ -82,7 +100,12 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
     assert.deepEqual(stats('OverheadLatency'), { SampleCount: 3, Sum: 1500, Minimum: 500, Maximum: 500 });
     assert.deepEqual(stats('QueueTime'), { SampleCount: 3, Sum: 600, Minimum: 200, Maximum: 200 });
     assert.deepEqual(stats('BatchSize'), { SampleCount: 3, Sum: 3, Minimum: 1, Maximum: 1 });
-    assert.deepEqual(stats('ModelLoadingTime'), { SampleCount: 1, Sum: 2_000_000, Minimum: 2_000_000, Maximum: 2_000_000 });
+    assert.deepEqual(stats('ModelLoadingTime'), {
+      SampleCount: 1,
+      Sum: 2_000_000,
+      Minimum: 2_000_000,
+      Maximum: 2_000_000,
+    });
     assert.equal(stats('ModelLoadFailures')!.Sum, 1);
     assert.equal(stats('ModelLoadingWaitTime')!.Sum, 1_500_000);
     assert.equal(stats('ModelUnloadingTime')!.Sum, 300_000);
@@ -106,8 +129,18 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
 
     const data = fake.data();
     assert.deepEqual(find(data, 'ModelCacheHit').StatisticValues, { SampleCount: 4, Sum: 3, Minimum: 0, Maximum: 1 });
-    assert.deepEqual(find(data, 'ModelCacheHit', 'a').StatisticValues, { SampleCount: 3, Sum: 3, Minimum: 1, Maximum: 1 });
-    assert.deepEqual(find(data, 'ModelCacheHit', 'b').StatisticValues, { SampleCount: 1, Sum: 0, Minimum: 0, Maximum: 0 });
+    assert.deepEqual(find(data, 'ModelCacheHit', 'a').StatisticValues, {
+      SampleCount: 3,
+      Sum: 3,
+      Minimum: 1,
+      Maximum: 1,
+    });
+    assert.deepEqual(find(data, 'ModelCacheHit', 'b').StatisticValues, {
+      SampleCount: 1,
+      Sum: 0,
+      Minimum: 0,
+      Maximum: 0,
+    });
     assert.deepEqual(find(data, 'Invocations', 'b').Dimensions, [...kEndpointDims, { Name: 'ModelName', Value: 'b' }]);
     // Instance metrics have no model.
     assert.ok(!data.some((d) => d.MetricName === 'LoadedModelCount' && d.Dimensions!.length !== 2));
@@ -124,17 +157,35 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
     assert.ok(fake.data().length >= expected, `${fake.data().length} data received`);
     assert.ok(fake.calls.length >= 3);
     for (const c of fake.calls) assert.ok(c.data.length <= 1000, `a request carried ${c.data.length} data`);
-    assert.ok(fake.calls.some((c) => c.gzip), 'bodies over 10 KiB arrive gzip-compressed');
-    assert.deepEqual(find(fake.data(), 'Invocations', 'model-299').StatisticValues, { SampleCount: 1, Sum: 1, Minimum: 1, Maximum: 1 });
+    assert.ok(
+      fake.calls.some((c) => c.gzip),
+      'bodies over 10 KiB arrive gzip-compressed',
+    );
+    assert.deepEqual(find(fake.data(), 'Invocations', 'model-299').StatisticValues, {
+      SampleCount: 1,
+      Sum: 1,
+      Minimum: 1,
+      Maximum: 1,
+    });
   });
 
   describe('when CloudWatch misbehaves', () => {
-    const snapshot = (i: number): Snapshot => ({ timestampMs: kNow + i * 60_000, series: [gaugeSeries(METRICS[M.LoadedModelCount]!, i)] });
+    const snapshot = (i: number): Snapshot => ({
+      timestampMs: kNow + i * 60_000,
+      series: [gaugeSeries(METRICS[M.LoadedModelCount]!, i)],
+    });
     function sink(log: string[] = [], maxBuffered = 100): CloudWatchSink {
       return new CloudWatchSink({
-        namespace: 'Test', region: 'us-east-1', endpoint: fake.url, maxBuffered, dimensions: [],
+        namespace: 'Test',
+        region: 'us-east-1',
+        endpoint: fake.url,
+        maxBuffered,
+        dimensions: [],
         // The timeout only has to end the scripted hang: long enough that a busy machine never trips it otherwise.
-        log: (line) => log.push(line), backoffMs: 5, maxBackoffMs: 20, requestTimeoutMs: 3000,
+        log: (line) => log.push(line),
+        backoffMs: 5,
+        maxBackoffMs: 20,
+        requestTimeoutMs: 3000,
       });
     }
 
@@ -150,7 +201,11 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       assert.equal(fake.calls[0]!.data[0]!.StatisticValues!.Sum, 1);
       assert.equal(s.dropped, 0);
       assert.equal(s.sent, 1);
-      assert.equal(log.filter((l) => /PutMetricData failed/.test(l)).length, 1, 'one log line per outage, not per attempt');
+      assert.equal(
+        log.filter((l) => /PutMetricData failed/.test(l)).length,
+        1,
+        'one log line per outage, not per attempt',
+      );
       assert.ok(log.some((l) => /works again after 3 failed attempts/.test(l)));
       await s.close(100);
     });
@@ -179,7 +234,11 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       assert.ok(most <= 3, `${most} data queued`);
       fake.mode = 'ok';
       await waitFor(() => fake.calls.length === 1, 'the queue to drain');
-      assert.deepEqual(fake.data().map((d) => d.StatisticValues!.Sum), [3, 4, 5], 'the newest data survive');
+      assert.deepEqual(
+        fake.data().map((d) => d.StatisticValues!.Sum),
+        [3, 4, 5],
+        'the newest data survive',
+      );
       assert.equal(s.dropped, 2);
       await s.close(100);
     });
@@ -196,10 +255,16 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   describe('serving is never held up', () => {
     it('counts drops while the endpoint is down, in dropped() and in /metrics', async () => {
       const port = await closedPort();
-      const r = createMetrics(configWith(
-        'metrics_cloudwatch=true', 'metrics_cloudwatch_region=us-east-1', `metrics_cloudwatch_endpoint=http://127.0.0.1:${port}`,
-        'metrics_cloudwatch_max_buffered=10', 'metrics_prometheus=true',
-      ), { log: () => undefined });
+      const r = createMetrics(
+        configWith(
+          'metrics_cloudwatch=true',
+          'metrics_cloudwatch_region=us-east-1',
+          `metrics_cloudwatch_endpoint=http://127.0.0.1:${port}`,
+          'metrics_cloudwatch_max_buffered=10',
+          'metrics_prometheus=true',
+        ),
+        { log: () => undefined },
+      );
       recorders.push(r);
       for (let i = 0; i < 5; i++) {
         r.invocation(invoke('a'));

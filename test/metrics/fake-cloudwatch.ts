@@ -68,14 +68,18 @@ export class FakeCloudWatch extends AwsServiceFake {
     if (mode === 'reject') return reply(res, 400, 'InvalidParameterValue', 'injected rejection');
 
     const gzip = req.headers['content-encoding'] === 'gzip';
-    const body = JSON.parse((gzip ? zlib.gunzipSync(req.body) : req.body).toString('utf8')) as { Namespace: string; MetricData: ReceivedDatum[] };
+    const body = JSON.parse((gzip ? zlib.gunzipSync(req.body) : req.body).toString('utf8')) as {
+      Namespace: string;
+      MetricData: ReceivedDatum[];
+    };
     this.calls.push({ namespace: body.Namespace, data: body.MetricData, gzip, accessKeyId: req.accessKeyId });
     replyAwsJson(res, '1.0', 200, {});
   }
 
   private check(req: AwsRequest): string | null {
     if (req.method !== 'POST' || req.url !== '/') return `expected POST /, got ${req.method} ${req.url}`;
-    if (req.headers['content-type'] !== 'application/x-amz-json-1.0') return `content-type ${req.headers['content-type']}`;
+    if (req.headers['content-type'] !== 'application/x-amz-json-1.0')
+      return `content-type ${req.headers['content-type']}`;
     if (req.headers['x-amz-target'] !== kTarget) return `x-amz-target ${req.headers['x-amz-target']}`;
     if (req.accessKeyId === '') return 'not SigV4-signed';
     return null;
@@ -84,5 +88,11 @@ export class FakeCloudWatch extends AwsServiceFake {
 
 /** An AWS JSON 1.0 error; x-amzn-query-error carries the query-protocol code CloudWatch's SDK reads. */
 function reply(res: http.ServerResponse, status: number, code: string, message: string): void {
-  replyAwsJson(res, '1.0', status, { __type: `com.amazonaws.cloudwatch#${code}`, message }, { 'x-amzn-query-error': `${code};${status >= 500 ? 'Receiver' : 'Sender'}` });
+  replyAwsJson(
+    res,
+    '1.0',
+    status,
+    { __type: `com.amazonaws.cloudwatch#${code}`, message },
+    { 'x-amzn-query-error': `${code};${status >= 500 ? 'Receiver' : 'Sender'}` },
+  );
 }

@@ -23,7 +23,12 @@ export function invoke(model: string, overrides: Partial<InvocationEvent> = {}):
 }
 
 /** What the server reports for one invoke of a model it knows: the cache lookup, then the answer. */
-export function request(recorder: MetricsRecorder, model: string, hit = true, overrides: Partial<InvocationEvent> = {}): void {
+export function request(
+  recorder: MetricsRecorder,
+  model: string,
+  hit = true,
+  overrides: Partial<InvocationEvent> = {},
+): void {
   recorder.cacheLookup(model, hit);
   recorder.invocation(invoke(model, overrides));
 }
@@ -63,18 +68,33 @@ export class CapturingSink implements IntervalSink {
   }
   /** name → statistic set of the endpoint series (model null) of snapshot i. */
   stats(i: number): Record<string, { count: number; sum: number; min: number; max: number }> {
-    return Object.fromEntries(this.snapshots[i]!.series.filter((s) => s.model === null).map((s) => [s.def.name, { count: s.count, sum: s.sum, min: s.min, max: s.max }]));
+    return Object.fromEntries(
+      this.snapshots[i]!.series.filter((s) => s.model === null).map((s) => [
+        s.def.name,
+        { count: s.count, sum: s.sum, min: s.min, max: s.max },
+      ]),
+    );
   }
 }
 
 /** A recorder with no system readings, a capturing sink and a clock that ticks 1 s per interval. */
-export function recorder(parts: Partial<RecorderParts> = {}): { r: MetricsRecorder; sink: CapturingSink; log: string[] } {
+export function recorder(parts: Partial<RecorderParts> = {}): {
+  r: MetricsRecorder;
+  sink: CapturingSink;
+  log: string[];
+} {
   const sink = new CapturingSink();
   const log: string[] = [];
   let t = 0;
   const r = new MetricsRecorder({
-    intervalMs: 60_000, perModel: false, sinks: [sink], prometheus: null,
-    sampleSystem: async () => [], log: (l) => log.push(l), now: () => ++t * 1000, ...parts,
+    intervalMs: 60_000,
+    perModel: false,
+    sinks: [sink],
+    prometheus: null,
+    sampleSystem: async () => [],
+    log: (l) => log.push(l),
+    now: () => ++t * 1000,
+    ...parts,
   });
   return { r, sink, log };
 }

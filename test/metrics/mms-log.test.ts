@@ -9,12 +9,16 @@ import { configWith, request } from './helpers';
  * MMS's line format (reference §5.2):
  * `<Name>.<Unit>:<value>|#<dimK>:<dimV>,...|#hostname:<host>[,requestID:<id>],timestamp:<epochSeconds>`.
  */
-const kMmsLine = /^(?<name>[A-Za-z0-9_]+)\.(?<unit>[A-Za-z]+):(?<value>-?\d+(?:\.\d+)?)\|#(?<dims>[^:|,#]+:[^:|,#]+(?:,[^:|,#]+:[^:|,#]+)*)\|#hostname:(?<host>[^,|:#]+)(?:,requestID:[^,|]+)?,timestamp:(?<ts>\d+)$/;
+const kMmsLine =
+  /^(?<name>[A-Za-z0-9_]+)\.(?<unit>[A-Za-z]+):(?<value>-?\d+(?:\.\d+)?)\|#(?<dims>[^:|,#]+:[^:|,#]+(?:,[^:|,#]+:[^:|,#]+)*)\|#hostname:(?<host>[^,|:#]+)(?:,requestID:[^,|]+)?,timestamp:(?<ts>\d+)$/;
 
 describe('metrics: MMS metric log lines', () => {
-  it('writes one line per metric per interval in MMS\'s format', async () => {
+  it("writes one line per metric per interval in MMS's format", async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'mme-mms-')), 'mms_metrics.log');
-    const recorder = createMetrics(configWith(`metrics_mms_log=${file}`, 'metrics_per_model_dimension=true'), { log: () => undefined, now: () => 1_542_157_988_500 });
+    const recorder = createMetrics(configWith(`metrics_mms_log=${file}`, 'metrics_per_model_dimension=true'), {
+      log: () => undefined,
+      now: () => 1_542_157_988_500,
+    });
     for (let i = 0; i < 3; i++) request(recorder, 'a');
     request(recorder, 'odd|name,x:y', false);
     recorder.loadedModelCount(2);
@@ -31,11 +35,18 @@ describe('metrics: MMS metric log lines', () => {
       assert.equal(p.host, os.hostname().replace(/[|,:#\s]/g, '_'));
     }
     const line = (name: string, dims: string) => parsed.find((p) => p.name === name && p.dims === dims);
-    assert.deepEqual({ ...line('Invocations', 'Level:Host') }, { name: 'Invocations', unit: 'Count', value: '4', dims: 'Level:Host', host: parsed[0]!.host, ts: '1542157988' });
+    assert.deepEqual(
+      { ...line('Invocations', 'Level:Host') },
+      { name: 'Invocations', unit: 'Count', value: '4', dims: 'Level:Host', host: parsed[0]!.host, ts: '1542157988' },
+    );
     assert.equal(line('ModelCacheHit', 'Level:Host')!.value, '0.75');
     assert.equal(line('ModelLatency', 'Level:Host')!.unit, 'Microseconds');
     assert.equal(line('Invocations', 'ModelName:a,Level:Model')!.value, '3');
-    assert.equal(line('Invocations', 'ModelName:odd_name_x_y,Level:Model')!.value, '1', 'separators in a model name are replaced');
+    assert.equal(
+      line('Invocations', 'ModelName:odd_name_x_y,Level:Model')!.value,
+      '1',
+      'separators in a model name are replaced',
+    );
     assert.equal(line('LoadedModelCount', 'Level:Host')!.value, '2');
     assert.equal(line('MemoryUtilization', 'Level:Host')!.unit, 'Percent');
     assert.equal(line('MemoryUsed', 'Level:Host')!.unit, 'Megabytes');

@@ -60,12 +60,19 @@ describe('metrics: Prometheus at GET /metrics', () => {
       assert.equal(Number(family(families, 'mme_model_loading_time_seconds').metrics[0]!.sum), 2.5);
       assert.equal(family(families, 'mme_batch_size').metrics[0]!.buckets!['1'], '3');
 
-      for (const name of ['mme_cpu_utilization_percent', 'mme_memory_utilization_percent', 'mme_memory_used_megabytes', 'mme_memory_available_megabytes', 'mme_disk_utilization_percent']) {
+      for (const name of [
+        'mme_cpu_utilization_percent',
+        'mme_memory_utilization_percent',
+        'mme_memory_used_megabytes',
+        'mme_memory_available_megabytes',
+        'mme_disk_utilization_percent',
+      ]) {
         assert.equal(family(families, name).type, 'GAUGE');
       }
       assert.ok(Number(family(families, 'mme_memory_used_megabytes').metrics[0]!.value) > 0);
       // Every metric of the catalog is there, with its CloudWatch name in the help.
-      for (const def of METRICS) assert.match(family(families, def.prometheus.name).help, new RegExp(`CloudWatch: ${def.name}\\)$`));
+      for (const def of METRICS)
+        assert.match(family(families, def.prometheus.name).help, new RegExp(`CloudWatch: ${def.name}\\)$`));
       assert.ok(families.has('nodejs_eventloop_lag_seconds'), 'the default Node.js process metrics are included');
     } finally {
       await server.close();
@@ -73,13 +80,18 @@ describe('metrics: Prometheus at GET /metrics', () => {
   });
 
   it('labels request metrics by model only with metrics_per_model_dimension=true', async () => {
-    recorder = createMetrics(configWith('metrics_prometheus=true', 'metrics_per_model_dimension=true'), { log: () => undefined });
+    recorder = createMetrics(configWith('metrics_prometheus=true', 'metrics_per_model_dimension=true'), {
+      log: () => undefined,
+    });
     request(recorder, 'a');
     request(recorder, 'b', false);
     const server = await serve(metricsApp(recorder));
     try {
       const hits = family(await scrape(server.url), 'mme_model_cache_hits_total').metrics;
-      assert.deepEqual(hits.map((m) => [m.labels?.model, m.value]).sort(), [['a', '1'], ['b', '0']]);
+      assert.deepEqual(hits.map((m) => [m.labels?.model, m.value]).sort(), [
+        ['a', '1'],
+        ['b', '0'],
+      ]);
     } finally {
       await server.close();
     }
@@ -89,7 +101,9 @@ describe('metrics: Prometheus at GET /metrics', () => {
     recorder = createMetrics(configWith('metrics_prometheus=true'), { log: () => undefined });
     const app = new Koa();
     app.use(metricsRoute(recorder));
-    app.use((ctx) => { ctx.body = `next: ${ctx.method} ${ctx.path}`; });
+    app.use((ctx) => {
+      ctx.body = `next: ${ctx.method} ${ctx.path}`;
+    });
     const server = await serve(app);
     try {
       assert.equal(await (await fetch(`${server.url}/ping`)).text(), 'next: GET /ping');

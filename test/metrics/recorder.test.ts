@@ -15,10 +15,17 @@ describe('metrics: recorder', () => {
     await r.flush();
     await r.flush();
 
-    assert.deepEqual(sink.snapshots.map((s) => s.timestampMs), [1000, 2000, 3000]);
+    assert.deepEqual(
+      sink.snapshots.map((s) => s.timestampMs),
+      [1000, 2000, 3000],
+    );
     assert.deepEqual(sink.stats(0).Invocations, { count: 2, sum: 2, min: 1, max: 1 });
     assert.deepEqual(sink.stats(0).Invocation4XXErrors, { count: 2, sum: 1, min: 0, max: 1 });
-    assert.deepEqual(sink.stats(0).ModelLatency, { count: 1, sum: 1000, min: 1000, max: 1000 }, 'the request that never ran has no latency');
+    assert.deepEqual(
+      sink.stats(0).ModelLatency,
+      { count: 1, sum: 1000, min: 1000, max: 1000 },
+      'the request that never ran has no latency',
+    );
     assert.deepEqual(sink.stats(1).OverheadLatency, { count: 1, sum: 1000, min: 1000, max: 1000 });
     assert.deepEqual(sink.stats(1).QueueTime, { count: 1, sum: 700, min: 700, max: 700 });
     assert.deepEqual(sink.stats(1).BatchSize, { count: 1, sum: 4, min: 4, max: 4 });
@@ -38,7 +45,14 @@ describe('metrics: recorder', () => {
   });
 
   it('never throws from an event method and ignores values that are not finite', async () => {
-    const failing = { observe() { throw new Error('boom'); }, write() { throw new Error('boom'); } } as unknown as PrometheusMetrics;
+    const failing = {
+      observe() {
+        throw new Error('boom');
+      },
+      write() {
+        throw new Error('boom');
+      },
+    } as unknown as PrometheusMetrics;
     const { r, sink, log } = recorder({ prometheus: failing });
     assert.doesNotThrow(() => {
       r.invocation(invoke('a'));
@@ -59,9 +73,23 @@ describe('metrics: recorder', () => {
   });
 
   it('a sink or system reading that fails costs only itself', async () => {
-    const bad: IntervalSink = { name: 'bad', dropped: 0, write() { throw new Error('sink down'); }, close: async () => { throw new Error('no close'); } };
+    const bad: IntervalSink = {
+      name: 'bad',
+      dropped: 0,
+      write() {
+        throw new Error('sink down');
+      },
+      close: async () => {
+        throw new Error('no close');
+      },
+    };
     const good = new CapturingSink('good');
-    const { r, log } = recorder({ sinks: [bad, good], sampleSystem: async () => { throw new Error('no /proc'); } });
+    const { r, log } = recorder({
+      sinks: [bad, good],
+      sampleSystem: async () => {
+        throw new Error('no /proc');
+      },
+    });
     r.invocation(invoke('a'));
     await r.close();
     assert.equal(good.snapshots.length, 1);

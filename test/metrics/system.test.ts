@@ -27,32 +27,56 @@ describe('metrics: instance metrics', () => {
     });
 
     it('no limit (v2 "max", v1 near 2^63, or not below the machine\'s memory) means the machine\'s figures', () => {
-      assert.equal(cgroupMemory(files({ '/sys/fs/cgroup/memory.max': 'max\n', '/sys/fs/cgroup/memory.current': '5' }), 16 * GiB), null);
-      assert.equal(cgroupMemory(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712', '/sys/fs/cgroup/memory/memory.usage_in_bytes': '5' }), 16 * GiB), null);
-      assert.equal(cgroupMemory(files({ '/sys/fs/cgroup/memory.max': `${32 * GiB}`, '/sys/fs/cgroup/memory.current': '5' }), 16 * GiB), null);
+      assert.equal(
+        cgroupMemory(files({ '/sys/fs/cgroup/memory.max': 'max\n', '/sys/fs/cgroup/memory.current': '5' }), 16 * GiB),
+        null,
+      );
+      assert.equal(
+        cgroupMemory(
+          files({
+            '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712',
+            '/sys/fs/cgroup/memory/memory.usage_in_bytes': '5',
+          }),
+          16 * GiB,
+        ),
+        null,
+      );
+      assert.equal(
+        cgroupMemory(
+          files({ '/sys/fs/cgroup/memory.max': `${32 * GiB}`, '/sys/fs/cgroup/memory.current': '5' }),
+          16 * GiB,
+        ),
+        null,
+      );
       assert.equal(cgroupMemory(files({}), 16 * GiB), null);
     });
 
     it('CPU time from v2 cpu.stat (µs) or v1 cpuacct.usage (ns)', () => {
-      assert.equal(cgroupCpuMicros(files({ '/sys/fs/cgroup/cpu.stat': 'usage_usec 123456\nuser_usec 100000\n' })), 123456);
+      assert.equal(
+        cgroupCpuMicros(files({ '/sys/fs/cgroup/cpu.stat': 'usage_usec 123456\nuser_usec 100000\n' })),
+        123456,
+      );
       assert.equal(cgroupCpuMicros(files({ '/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage': '5000000\n' })), 5000);
       assert.equal(cgroupCpuMicros(files({})), null);
     });
   });
 
-  it('reports the container\'s CPU (summed over cores), memory against its limit and the disk', async () => {
+  it("reports the container's CPU (summed over cores), memory against its limit and the disk", async () => {
     let usage = 1_000_000;
     let clock = 0;
     const sampler = new SystemSampler({
       diskPath: os.tmpdir(),
       machineBytes: 64 * GiB,
       clockMs: () => clock,
-      read: (path) => ({
-        '/sys/fs/cgroup/memory.max': `${4 * GiB}`,
-        '/sys/fs/cgroup/memory.current': `${GiB}`,
-        '/sys/fs/cgroup/memory.stat': 'inactive_file 0\n',
-        '/sys/fs/cgroup/cpu.stat': `usage_usec ${usage}\n`,
-      } as Record<string, string>)[path] ?? null,
+      read: (path) =>
+        (
+          ({
+            '/sys/fs/cgroup/memory.max': `${4 * GiB}`,
+            '/sys/fs/cgroup/memory.current': `${GiB}`,
+            '/sys/fs/cgroup/memory.stat': 'inactive_file 0\n',
+            '/sys/fs/cgroup/cpu.stat': `usage_usec ${usage}\n`,
+          }) as Record<string, string>
+        )[path] ?? null,
     });
     const first = await sampler.sample();
     assert.ok(!first.some((s) => s.def.name === 'CPUUtilization'), 'the first reading only starts the CPU measurement');
@@ -66,11 +90,14 @@ describe('metrics: instance metrics', () => {
     assert.ok(values.DiskUtilization! > 0 && values.DiskUtilization! <= 100);
   });
 
-  it('falls back to the machine\'s figures outside a cgroup and leaves out what it cannot read', async () => {
+  it("falls back to the machine's figures outside a cgroup and leaves out what it cannot read", async () => {
     const sampler = new SystemSampler({ diskPath: '/nonexistent/model-store', read: () => null });
     const values = Object.fromEntries((await sampler.sample()).map((s) => [s.def.name, s.sum]));
     assert.ok(values.CPUUtilization! >= 0 && values.CPUUtilization! <= 100 * os.cpus().length);
-    assert.ok(Math.abs(values.MemoryUsed! + values.MemoryAvailable! - os.totalmem() / 2 ** 20) < 1, 'used + available = total');
+    assert.ok(
+      Math.abs(values.MemoryUsed! + values.MemoryAvailable! - os.totalmem() / 2 ** 20) < 1,
+      'used + available = total',
+    );
     assert.equal(values.DiskUtilization, undefined);
   });
 });

@@ -15,7 +15,12 @@ function decode(parts: Buffer[]): Frame {
 describe('frame codec (the parent ⇄ worker protocol)', () => {
   it('keeps a header named __proto__ as a header (fast-check found it)', () => {
     const headers = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>;
-    const f = decode(encodeFrame({ kind: MessageKind.Chunk, msg: { slot: 0, id: 1, head: { status: 200, contentType: '', headers }, body: Buffer.alloc(0) } }));
+    const f = decode(
+      encodeFrame({
+        kind: MessageKind.Chunk,
+        msg: { slot: 0, id: 1, head: { status: 200, contentType: '', headers }, body: Buffer.alloc(0) },
+      }),
+    );
     const back = (f.msg as { head: { headers: Record<string, string> } }).head.headers;
     assert.deepEqual(Object.keys(back), ['__proto__', 'a']);
     assert.equal(Object.getPrototypeOf(back), Object.prototype);
@@ -26,8 +31,23 @@ describe('frame codec (the parent ⇄ worker protocol)', () => {
     const withId = (id: number, slot = 1): Frame[] => {
       const body = Buffer.from('x');
       return [
-        { kind: MessageKind.Infer, msg: { batchId: id, slot, requests: [{ id, requestId: 'r', contentType: 'application/json', accept: '', body }] } },
-        { kind: MessageKind.Result, msg: { batchId: id, modelMicros: 5, runMicros: 3, responses: [{ id, status: 200, contentType: 'text/plain', headers: {}, body }] } },
+        {
+          kind: MessageKind.Infer,
+          msg: {
+            batchId: id,
+            slot,
+            requests: [{ id, requestId: 'r', contentType: 'application/json', accept: '', body }],
+          },
+        },
+        {
+          kind: MessageKind.Result,
+          msg: {
+            batchId: id,
+            modelMicros: 5,
+            runMicros: 3,
+            responses: [{ id, status: 200, contentType: 'text/plain', headers: {}, body }],
+          },
+        },
         { kind: MessageKind.Chunk, msg: { slot, id, body } },
         { kind: MessageKind.Cancel, msg: { id } },
         { kind: MessageKind.ChunkAck, msg: { id, bytes: 7 } },
@@ -46,13 +66,16 @@ describe('frame codec (the parent ⇄ worker protocol)', () => {
       const [infer, , chunk] = withId(1, MAX_U32);
       assert.equal((decode(encodeFrame(infer)).msg as { slot: number }).slot, MAX_U32);
       assert.equal((decode(encodeFrame(chunk)).msg as { slot: number }).slot, MAX_U32);
-      for (const f of withId(1, MAX_U32 + 1).filter((x) => x.kind === MessageKind.Infer || x.kind === MessageKind.Chunk)) {
+      for (const f of withId(1, MAX_U32 + 1).filter(
+        (x) => x.kind === MessageKind.Infer || x.kind === MessageKind.Chunk,
+      )) {
         assert.throws(() => encodeFrame(f), RangeError);
       }
     });
 
     it('refuses to write an id past 2^53 − 1, negative or fractional, and to read one past 2^53 − 1', () => {
-      for (const id of [MAX_WIRE_ID + 1, -1, 1.5]) for (const f of withId(id)) assert.throws(() => encodeFrame(f), /an id must be an integer/);
+      for (const id of [MAX_WIRE_ID + 1, -1, 1.5])
+        for (const f of withId(id)) assert.throws(() => encodeFrame(f), /an id must be an integer/);
       const [cancel] = encodeFrame({ kind: MessageKind.Cancel, msg: { id: MAX_WIRE_ID } });
       const past = Buffer.from(cancel);
       past.writeUInt32BE(0x20_0000, 9); // the high word of 2^53
@@ -64,7 +87,10 @@ describe('frame codec (the parent ⇄ worker protocol)', () => {
       const piece = Buffer.alloc(2 ** 20);
       const pieces = Array.from({ length: 2 ** 11 + 1 }, () => piece);
       const request = (id: number) => ({ id, requestId: 'r', contentType: '', accept: '', body: pieces });
-      assert.throws(() => encodeFrame({ kind: MessageKind.Infer, msg: { batchId: 1, requests: [request(1), request(2)] } }), FrameTooLargeError);
+      assert.throws(
+        () => encodeFrame({ kind: MessageKind.Infer, msg: { batchId: 1, requests: [request(1), request(2)] } }),
+        FrameTooLargeError,
+      );
     });
   });
 });

@@ -32,7 +32,11 @@ function readInto(bytes: Buffer, sizes: number[], limit = 2 ** 31 - 1): Frame[] 
   const reader = new FrameReader(limit, (f) => frames.push(f));
   for (let at = 0, i = 0; at < bytes.length; i++) {
     const target = reader.readTarget();
-    const n = Math.min(target.length, bytes.length - at, 1 + (sizes.length > 0 ? sizes[i % sizes.length] : target.length));
+    const n = Math.min(
+      target.length,
+      bytes.length - at,
+      1 + (sizes.length > 0 ? sizes[i % sizes.length] : target.length),
+    );
     bytes.copy(target, 0, at, at + n);
     reader.wrote(n, target);
     at += n;
@@ -54,23 +58,53 @@ const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });
 /** Job and batch ids: any safe integer, the u32 boundary and the wrap point among them. */
 const wireId = fc.oneof(u32, fc.constantFrom(2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, MAX_WIRE_ID), fc.maxSafeNat());
 
-const infer = fc.record({
-  batchId: wireId,
-  slot: u32,
-  independent: fc.boolean(),
-  withHeaders: fc.boolean(),
-  requests: fc.array(fc.record({ id: wireId, requestId: text, contentType: text, accept: text, headers, body, stream: fc.boolean() }), { maxLength: 8 }),
-}).map((m): Frame => ({ kind: MessageKind.Infer, msg: m }));
-const result = fc.record({
-  batchId: wireId,
-  modelMicros: fc.nat(),
-  runMicros: fc.nat(),
-  responses: fc.array(fc.record({
-    id: wireId, status: fc.integer({ min: 100, max: 599 }), contentType: text, headers, body,
-    error: fc.option(fc.record({ code: text, status: fc.integer({ min: 400, max: 599 }), message: text }), { nil: undefined }),
-  }, { requiredKeys: ['id', 'status', 'contentType', 'headers', 'body'] }), { maxLength: 8 }),
-}).map((m): Frame => ({ kind: MessageKind.Result, msg: m }));
-const chunk = fc.record({ slot: u32, id: wireId, head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), { nil: undefined }), body }, { requiredKeys: ['slot', 'id', 'body'] })
+const infer = fc
+  .record({
+    batchId: wireId,
+    slot: u32,
+    independent: fc.boolean(),
+    withHeaders: fc.boolean(),
+    requests: fc.array(
+      fc.record({ id: wireId, requestId: text, contentType: text, accept: text, headers, body, stream: fc.boolean() }),
+      { maxLength: 8 },
+    ),
+  })
+  .map((m): Frame => ({ kind: MessageKind.Infer, msg: m }));
+const result = fc
+  .record({
+    batchId: wireId,
+    modelMicros: fc.nat(),
+    runMicros: fc.nat(),
+    responses: fc.array(
+      fc.record(
+        {
+          id: wireId,
+          status: fc.integer({ min: 100, max: 599 }),
+          contentType: text,
+          headers,
+          body,
+          error: fc.option(fc.record({ code: text, status: fc.integer({ min: 400, max: 599 }), message: text }), {
+            nil: undefined,
+          }),
+        },
+        { requiredKeys: ['id', 'status', 'contentType', 'headers', 'body'] },
+      ),
+      { maxLength: 8 },
+    ),
+  })
+  .map((m): Frame => ({ kind: MessageKind.Result, msg: m }));
+const chunk = fc
+  .record(
+    {
+      slot: u32,
+      id: wireId,
+      head: fc.option(fc.record({ status: fc.integer({ min: 100, max: 599 }), contentType: text, headers }), {
+        nil: undefined,
+      }),
+      body,
+    },
+    { requiredKeys: ['slot', 'id', 'body'] },
+  )
   .map((m): Frame => ({ kind: MessageKind.Chunk, msg: m }));
 const small = fc.oneof(
   wireId.map((id): Frame => ({ kind: MessageKind.Cancel, msg: { id } })),
@@ -88,32 +122,55 @@ function expected(f: Frame): Frame {
       ...rest,
       ...(independent ? { independent } : {}),
       ...(withHeaders ? { withHeaders } : {}),
-      requests: f.msg.requests.map(({ headers: h, stream, ...r }) => ({ ...r, ...(stream ? { stream } : {}), ...(withHeaders ? { headers: h } : {}) })),
+      requests: f.msg.requests.map(({ headers: h, stream, ...r }) => ({
+        ...r,
+        ...(stream ? { stream } : {}),
+        ...(withHeaders ? { headers: h } : {}),
+      })),
     },
   };
 }
 
 describe('frame reader (the parent ⇄ worker protocol)', () => {
   it('round-trips every message kind, however the stream is cut', () => {
-    fc.assert(fc.property(fc.array(fc.oneof(infer, result, chunk, small), { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 20 }), (frames, cuts) => {
-      const bytes = Buffer.concat(frames.flatMap((f) => encodeFrame(f)));
-      const back = readBack(bytes, cuts);
-      assert.equal(back.length, frames.length);
-      back.forEach((b, i) => assert.deepEqual(JSON.parse(JSON.stringify(b)), JSON.parse(JSON.stringify(expected(frames[i])))));
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(infer, result, chunk, small), { minLength: 1, maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (frames, cuts) => {
+          const bytes = Buffer.concat(frames.flatMap((f) => encodeFrame(f)));
+          const back = readBack(bytes, cuts);
+          assert.equal(back.length, frames.length);
+          back.forEach((b, i) =>
+            assert.deepEqual(JSON.parse(JSON.stringify(b)), JSON.parse(JSON.stringify(expected(frames[i])))),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('round-trips every message kind read straight into its memory, however the reads are cut; earlier frames survive the reuse; bodies start 8-byte aligned', () => {
     const readSize = fc.oneof(fc.nat({ max: 16 }), fc.nat({ max: 70_000 }));
-    fc.assert(fc.property(fc.array(fc.oneof(infer, result, chunk, small), { minLength: 1, maxLength: 6 }), fc.array(readSize, { maxLength: 20 }), (frames, sizes) => {
-      const bytes = Buffer.concat(frames.flatMap((f) => encodeFrame(f)));
-      // Decoded frames are compared only after the last read, which reused the reader's buffer.
-      const back = readInto(bytes, sizes);
-      assert.equal(back.length, frames.length);
-      back.forEach((b, i) => assert.deepEqual(JSON.parse(JSON.stringify(b)), JSON.parse(JSON.stringify(expected(frames[i])))));
-      // So typed data in a body (a .npy image's float32s) can be viewed in place.
-      for (const f of back) for (const b of bodiesOf(f)) if (b.length > 0) assert.equal(b.byteOffset % BODY_ALIGN, 0);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(infer, result, chunk, small), { minLength: 1, maxLength: 6 }),
+        fc.array(readSize, { maxLength: 20 }),
+        (frames, sizes) => {
+          const bytes = Buffer.concat(frames.flatMap((f) => encodeFrame(f)));
+          // Decoded frames are compared only after the last read, which reused the reader's buffer.
+          const back = readInto(bytes, sizes);
+          assert.equal(back.length, frames.length);
+          back.forEach((b, i) =>
+            assert.deepEqual(JSON.parse(JSON.stringify(b)), JSON.parse(JSON.stringify(expected(frames[i])))),
+          );
+          // So typed data in a body (a .npy image's float32s) can be viewed in place.
+          for (const f of back)
+            for (const b of bodiesOf(f)) if (b.length > 0) assert.equal(b.byteOffset % BODY_ALIGN, 0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('decodes a frame that arrives whole in a chunk in place, and one cut across chunks with one copy into its own buffer', () => {
@@ -142,7 +199,10 @@ describe('frame reader (the parent ⇄ worker protocol)', () => {
   }
 
   it('refuses a frame over the limit before buffering it, and a truncated header', () => {
-    const [head, bodyPart] = encodeFrame({ kind: MessageKind.Chunk, msg: { slot: 0, id: 1, body: Buffer.alloc(1000) } });
+    const [head, bodyPart] = encodeFrame({
+      kind: MessageKind.Chunk,
+      msg: { slot: 0, id: 1, body: Buffer.alloc(1000) },
+    });
     assert.throws(() => readBack(Buffer.concat([head, bodyPart]), [], 500), FrameTooLargeError);
     assert.throws(() => readInto(Buffer.concat([head, bodyPart]), [1], 500), FrameTooLargeError);
     const lying = Buffer.from(head);

@@ -27,7 +27,9 @@ describe('model_repository: on-demand loads from S3', function () {
     restoreEnv = setEnv(kS3Env);
     s3 = await LocalS3.start();
     cacheDir = tempDir('mme-disk-cache-');
-    t = await startTestServer(s3.properties('repo', `model_cache_dir=${cacheDir}\nmodel_repository_ttl=1\nload_failure_cache_seconds=60`));
+    t = await startTestServer(
+      s3.properties('repo', `model_cache_dir=${cacheDir}\nmodel_repository_ttl=1\nload_failure_cache_seconds=60`),
+    );
   });
   after(async () => {
     await t?.close();
@@ -57,7 +59,10 @@ describe('model_repository: on-demand loads from S3', function () {
   it('downloads a cold model once for 20 concurrent invokes', async () => {
     await s3.putModelDir('repo', 'cold', addModel());
     const answers = await Promise.all(Array.from({ length: 20 }, () => invoke(t, 'cold', kInput)));
-    assert.deepEqual(answers.map((r) => r.status), Array(20).fill(200));
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      Array(20).fill(200),
+    );
     assert.equal(downloads(t, 'cold'), 1);
     const metrics = await request(`${t.managementUrl}/metrics`);
     assert.match(metrics.text, /^mme_repository_downloads_total [1-9]/m);
@@ -71,19 +76,32 @@ describe('model_repository: on-demand loads from S3', function () {
     assert.deepEqual((await invoke(t, 'changing', kInput)).body.outputs.y, kZeros);
     await s3.put('repo/changing.tar.gz', tgzOf(addModel()));
     // A loaded model keeps serving its copy; each unload lets the next invoke load from the cache.
-    await waitFor(async () => {
-      assert.equal((await request(`${t.managementUrl}/models/changing`, { method: 'DELETE' })).status, 200);
-      return JSON.stringify((await invoke(t, 'changing', kInput)).body.outputs?.y) === JSON.stringify(kOnes);
-    }, 'the changed archive to be served', 30_000, 100);
+    await waitFor(
+      async () => {
+        assert.equal((await request(`${t.managementUrl}/models/changing`, { method: 'DELETE' })).status, 200);
+        return JSON.stringify((await invoke(t, 'changing', kInput)).body.outputs?.y) === JSON.stringify(kOnes);
+      },
+      'the changed archive to be served',
+      30_000,
+      100,
+    );
     assert.equal(downloads(t, 'changing'), 2);
 
     // Unchanged after the TTL: revalidated with If-None-Match (304), served from disk.
-    const validatedAt = JSON.parse(fs.readFileSync(path.join(cacheDir, 'changing', 'meta.json'), 'utf8')).validatedAt as number;
-    await waitFor(async () => {
-      await request(`${t.managementUrl}/models/changing`, { method: 'DELETE' });
-      assert.equal((await invoke(t, 'changing', kInput)).status, 200);
-      return JSON.parse(fs.readFileSync(path.join(cacheDir, 'changing', 'meta.json'), 'utf8')).validatedAt > validatedAt;
-    }, 'a revalidation', 30_000, 100);
+    const validatedAt = JSON.parse(fs.readFileSync(path.join(cacheDir, 'changing', 'meta.json'), 'utf8'))
+      .validatedAt as number;
+    await waitFor(
+      async () => {
+        await request(`${t.managementUrl}/models/changing`, { method: 'DELETE' });
+        assert.equal((await invoke(t, 'changing', kInput)).status, 200);
+        return (
+          JSON.parse(fs.readFileSync(path.join(cacheDir, 'changing', 'meta.json'), 'utf8')).validatedAt > validatedAt
+        );
+      },
+      'a revalidation',
+      30_000,
+      100,
+    );
     assert.equal(downloads(t, 'changing'), 2);
   });
 
@@ -91,9 +109,16 @@ describe('model_repository: on-demand loads from S3', function () {
     const res = await invoke(t, 'not-there', kInput);
     assert.equal(res.status, 404, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_MODEL_NOT_FOUND');
-    assert.match(res.body.message, /not-there \(not in the model store, nor in model_repository as a directory, \.tar\.gz or \.tgz\)/);
+    assert.match(
+      res.body.message,
+      /not-there \(not in the model store, nor in model_repository as a directory, \.tar\.gz or \.tgz\)/,
+    );
     await s3.putModelDir('repo', 'not-there', addModel());
-    assert.equal((await invoke(t, 'not-there', kInput)).status, 404, 'the negative cache answers without asking the store');
+    assert.equal(
+      (await invoke(t, 'not-there', kInput)).status,
+      404,
+      'the negative cache answers without asking the store',
+    );
   });
 
   it('answers 400 for a truncated archive', async () => {
@@ -116,7 +141,10 @@ describe('model_repository: on-demand loads from S3', function () {
       assert.equal(res.body.errorCode, 'MME_ERR_REPOSITORY_UNAVAILABLE');
       assert.match(res.body.message, /refused the server's credentials/);
       assert.doesNotMatch(res.text, /InvalidAccessKeyId|WRONGKEY/);
-      assert.ok(refused.logs.some((l) => l.includes('InvalidAccessKeyId')), refused.logs.join('\n'));
+      assert.ok(
+        refused.logs.some((l) => l.includes('InvalidAccessKeyId')),
+        refused.logs.join('\n'),
+      );
       assert.match((await request(`${refused.managementUrl}/metrics`)).text, /^mme_repository_errors_total 1/m);
     } finally {
       await refused.close();
@@ -127,7 +155,9 @@ describe('model_repository: on-demand loads from S3', function () {
   it('answers 504 when the store stalls mid-body, and keeps no partial file', async () => {
     const stalling = await startStallingS3('repo/stuck.tar.gz', 1_000_000, 64 * 1024);
     const dir = tempDir('mme-disk-cache-');
-    const stuck = await startTestServer(`model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=1\nmodel_cache_dir=${dir}`);
+    const stuck = await startTestServer(
+      `model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=1\nmodel_cache_dir=${dir}`,
+    );
     try {
       const res = await invoke(stuck, 'stuck', kInput);
       assert.equal(res.status, 504, res.text);
@@ -141,7 +171,12 @@ describe('model_repository: on-demand loads from S3', function () {
 
   it('serves the copy on disk when revalidation cannot reach the store', async () => {
     const own = await LocalS3.start();
-    const server = await startTestServer(own.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}\nmodel_repository_ttl=0\nmodel_repository_timeout=2`));
+    const server = await startTestServer(
+      own.properties(
+        'repo',
+        `model_cache_dir=${tempDir('mme-disk-cache-')}\nmodel_repository_ttl=0\nmodel_repository_timeout=2`,
+      ),
+    );
     try {
       await own.putModelDir('repo', 'kept', addModel());
       assert.equal((await invoke(server, 'kept', kInput)).status, 200);
@@ -149,7 +184,10 @@ describe('model_repository: on-demand loads from S3', function () {
       await own.close();
       const res = await invoke(server, 'kept', kInput);
       assert.equal(res.status, 200, res.text);
-      assert.ok(server.logs.some((l) => l.includes('revalidation (serving the copy on disk)')), server.logs.join('\n'));
+      assert.ok(
+        server.logs.some((l) => l.includes('revalidation (serving the copy on disk)')),
+        server.logs.join('\n'),
+      );
     } finally {
       await server.close();
     }
@@ -157,7 +195,9 @@ describe('model_repository: on-demand loads from S3', function () {
 
   it('evicts the least recently used model that is not loaded when the disk cache is at its limit', async () => {
     const dir = tempDir('mme-disk-cache-');
-    const small = await startTestServer(s3.properties('lru', `model_cache_dir=${dir}\nmodel_cache_disk_mb=1\nload_failure_cache_seconds=0`));
+    const small = await startTestServer(
+      s3.properties('lru', `model_cache_dir=${dir}\nmodel_cache_disk_mb=1\nload_failure_cache_seconds=0`),
+    );
     const padding = Buffer.alloc(400 * 1024, 7);
     try {
       for (const name of ['a', 'b', 'c']) await s3.putModelDir('lru', name, addModel(), { 'padding.bin': padding });

@@ -37,7 +37,10 @@ describe('model_repository: the server process', function () {
   it('leaves no partial model when it is killed mid-download, and cleans up at the next start', async () => {
     const cacheDir = tempDir('mme-disk-cache-');
     const stalling = await startStallingS3('repo/crashy.tar.gz', 10 * kMiB, kMiB);
-    const first = await startCliServer(`model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=600\nmodel_cache_dir=${cacheDir}`, { env: kS3Env });
+    const first = await startCliServer(
+      `model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${stalling.url}\nmodel_repository_timeout=600\nmodel_cache_dir=${cacheDir}`,
+      { env: kS3Env },
+    );
     try {
       const pending = invoke(first, 'crashy', kInput).catch(() => null);
       await waitFor(() => partialBytes(cacheDir) >= kMiB, 'the first MiB to reach the disk', 30_000);
@@ -61,7 +64,7 @@ describe('model_repository: the server process', function () {
     }
   });
 
-  it('does not grow its RSS by the model\'s size while a 200 MB artifact downloads', async () => {
+  it("does not grow its RSS by the model's size while a 200 MB artifact downloads", async () => {
     const local = tempDir('mme-big-');
     const padding = path.join(local, 'padding.bin');
     const chunk = Buffer.alloc(4 * kMiB, 3);
@@ -73,7 +76,10 @@ describe('model_repository: the server process', function () {
     await s3.putFile('rss/big/padding.bin', padding);
     fs.rmSync(local, { recursive: true, force: true });
 
-    const s = await startCliServer(s3.properties('rss', `model_cache_dir=${tempDir('mme-disk-cache-')}\nload_wait_timeout=300`), { env: kS3Env });
+    const s = await startCliServer(
+      s3.properties('rss', `model_cache_dir=${tempDir('mme-disk-cache-')}\nload_wait_timeout=300`),
+      { env: kS3Env },
+    );
     try {
       // Warm: the SDK, its connection pool and a worker are in memory before the baseline.
       assert.equal((await invoke(s, 'small', kInput)).status, 200);
@@ -83,13 +89,24 @@ describe('model_repository: the server process', function () {
       const big = invoke(s, 'big', kInput).finally(() => {
         done = true;
       });
-      await waitFor(() => {
-        peak = Math.max(peak, rssBytes(s.pid));
-        return done;
-      }, 'the 200 MB model to load', 110_000, 10);
+      await waitFor(
+        () => {
+          peak = Math.max(peak, rssBytes(s.pid));
+          return done;
+        },
+        'the 200 MB model to load',
+        110_000,
+        10,
+      );
       assert.equal((await big).status, 200);
-      assert.ok(s.lines.some((l) => /\[big\] downloaded .*: 200\.\d MiB/.test(l)), s.lines.join('\n'));
-      assert.ok(peak - baseline < 100 * kMiB, `RSS grew by ${Math.round((peak - baseline) / kMiB)} MiB during a 200 MiB download`);
+      assert.ok(
+        s.lines.some((l) => /\[big\] downloaded .*: 200\.\d MiB/.test(l)),
+        s.lines.join('\n'),
+      );
+      assert.ok(
+        peak - baseline < 100 * kMiB,
+        `RSS grew by ${Math.round((peak - baseline) / kMiB)} MiB during a 200 MiB download`,
+      );
     } finally {
       await s.stop();
     }

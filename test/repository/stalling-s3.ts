@@ -10,13 +10,17 @@ export async function startStallingS3(archiveKey: string, declared: number, sent
     const url = new URL(req.url, 'http://x');
     if (url.searchParams.get('list-type') === '2') {
       res.writeHead(200, { 'content-type': 'application/xml' });
-      res.end('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>');
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>',
+      );
     } else if (url.pathname.endsWith(`/${archiveKey}`)) {
       res.writeHead(200, { 'content-length': String(declared), etag: '"0123456789abcdef0123456789abcdef"' });
       res.write(Buffer.alloc(sent, 1));
     } else {
       res.writeHead(404, { 'content-type': 'application/xml' });
-      res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>');
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>',
+      );
     }
   });
 }

@@ -22,9 +22,15 @@ function jsFiles(dir: string): string[] {
 
 /** The npm scripts' entry points, and every script that runs when started directly. */
 function entryPoints(): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(kRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const fromNpm = Object.values(pkg.scripts).flatMap((s) => [...s.matchAll(/node (dist\/(?:scripts|src\/cli)\/\S+\.js)/g)].map((m) => path.join(kRoot, m[1]!)));
-  const direct = jsFiles(path.join(kDist, 'scripts')).filter((f) => fs.readFileSync(f, 'utf8').includes('require.main === module'));
+  const pkg = JSON.parse(fs.readFileSync(path.join(kRoot, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const fromNpm = Object.values(pkg.scripts).flatMap((s) =>
+    [...s.matchAll(/node (dist\/(?:scripts|src\/cli)\/\S+\.js)/g)].map((m) => path.join(kRoot, m[1]!)),
+  );
+  const direct = jsFiles(path.join(kDist, 'scripts')).filter((f) =>
+    fs.readFileSync(f, 'utf8').includes('require.main === module'),
+  );
   return [...new Set([...fromNpm, ...direct])].sort();
 }
 
@@ -40,7 +46,16 @@ describe('scripts: --help', () => {
   const scripts = entryPoints();
 
   it('finds the npm scripts and the directly run ones', () => {
-    for (const s of ['scripts/bench/run.js', 'scripts/bench/fleet.js', 'scripts/hardening/soak.js', 'scripts/cache-sim.js', 'scripts/plan.js', 'scripts/sagemaker/deploy.js', 'src/cli/mme-client.js', 'scripts/docs-tables.js']) {
+    for (const s of [
+      'scripts/bench/run.js',
+      'scripts/bench/fleet.js',
+      'scripts/hardening/soak.js',
+      'scripts/cache-sim.js',
+      'scripts/plan.js',
+      'scripts/sagemaker/deploy.js',
+      'src/cli/mme-client.js',
+      'scripts/docs-tables.js',
+    ]) {
       assert.ok(scripts.includes(path.join(kDist, s)), `${s} is among ${scripts.length} entry points`);
     }
   });

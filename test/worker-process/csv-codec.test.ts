@@ -9,10 +9,14 @@ import { npyFile } from './npy-fixtures';
 const floats: TensorInfo = { name: 'x', type: 'float32', shape: ['batch', 4] };
 const int32s: TensorInfo = { name: 'x', type: 'int32', shape: ['batch', 'n'] };
 
-const decode = (b: Buffer, info: TensorInfo) => decodeCsv(b, info, new RequestBudget(Number.MAX_SAFE_INTEGER, b.length));
+const decode = (b: Buffer, info: TensorInfo) =>
+  decodeCsv(b, info, new RequestBudget(Number.MAX_SAFE_INTEGER, b.length));
 
 function refused(body: string, info: TensorInfo, message: RegExp): void {
-  assert.throws(() => decode(Buffer.from(body), info), (err: unknown) => isMmeError(err) && err.status === 400 && message.test(err.message));
+  assert.throws(
+    () => decode(Buffer.from(body), info),
+    (err: unknown) => isMmeError(err) && err.status === 400 && message.test(err.message),
+  );
 }
 
 describe('text/csv codec', () => {
@@ -27,7 +31,7 @@ describe('text/csv codec', () => {
     assert.equal(encodeCsv(decode(npyFile('int32.csv'), int32s)), npyFile('int32.csv').toString());
   });
 
-  it('accepts CRLF, blank lines, spaces, quotes and NumPy\'s nan / inf', () => {
+  it("accepts CRLF, blank lines, spaces, quotes and NumPy's nan / inf", () => {
     const t = decode(Buffer.from('1, "2" ,nan,-inf\r\n\r\n5,6,Infinity,8\r\n'), floats);
     assert.deepEqual(jsonElements(t), [1, 2, NaN, -Infinity, 5, 6, Infinity, 8]);
   });
@@ -40,7 +44,10 @@ describe('text/csv codec', () => {
 
   it('writes one line per row of the first axis, quoting strings only when needed', () => {
     assert.equal(encodeCsv({ type: 'float32', dims: [3], data: Float32Array.of(1, 0.5, -2) }), '1\n0.5\n-2\n');
-    assert.equal(encodeCsv({ type: 'int32', dims: [2, 2, 2], data: Int32Array.of(1, 2, 3, 4, 5, 6, 7, 8) }), '1,2,3,4\n5,6,7,8\n');
+    assert.equal(
+      encodeCsv({ type: 'int32', dims: [2, 2, 2], data: Int32Array.of(1, 2, 3, 4, 5, 6, 7, 8) }),
+      '1,2,3,4\n5,6,7,8\n',
+    );
     assert.equal(encodeCsv({ type: 'float32', dims: [], data: Float32Array.of(2.5) }), '2.5\n');
     assert.equal(encodeCsv({ type: 'string', dims: [1, 2], data: ['a,b', 'say "hi"'] }), '"a,b","say ""hi"""\n');
   });

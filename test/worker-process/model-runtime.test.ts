@@ -26,11 +26,21 @@ exports.handle = async (requests) => {
 };
 `;
 
-const kKinds = ['circular', 'bigint', 'symbol', 'null-prototype', 'circular-message', 'throwing-getters', 'proxy', 'huge', 'status-string'];
+const kKinds = [
+  'circular',
+  'bigint',
+  'symbol',
+  'null-prototype',
+  'circular-message',
+  'throwing-getters',
+  'proxy',
+  'huge',
+  'status-string',
+];
 /** Returned, a value is a result unless it is an Error; these are Errors, or results no serialiser can write. */
 const kReturnedFailures = new Set(['circular', 'bigint', 'throwing-getters', 'proxy']);
 
-describe('worker process: a handler\'s failures', function () {
+describe("worker process: a handler's failures", function () {
   this.timeout(120_000);
 
   for (const mode of ['dedicated', 'shared'] as const) {
@@ -39,7 +49,11 @@ describe('worker process: a handler\'s failures', function () {
       before(async () => {
         t = await startTestServer(`worker_mode=${mode}\nshared_workers=1\nmodel_cache=off`);
         for (const name of ['hostile', 'bystander']) {
-          const res = await loadModel(t, name, writeModelDir(t.store, name, addModel(), { 'handler.js': hostileThrows }));
+          const res = await loadModel(
+            t,
+            name,
+            writeModelDir(t.store, name, addModel(), { 'handler.js': hostileThrows }),
+          );
           assert.equal(res.status, 200, res.text);
         }
       });
@@ -49,7 +63,10 @@ describe('worker process: a handler\'s failures', function () {
         const pid = (await invoke(t, 'bystander', { ok: true })).body.pid;
         for (const kind of kKinds) {
           for (const returned of kReturnedFailures.has(kind) ? [false, true] : [false]) {
-            const [res, beside] = await Promise.all([invoke(t, 'hostile', { kind, returned }), invoke(t, 'bystander', { ok: true })]);
+            const [res, beside] = await Promise.all([
+              invoke(t, 'hostile', { kind, returned }),
+              invoke(t, 'bystander', { ok: true }),
+            ]);
             const what = `${kind}${returned ? ' (returned)' : ''}`;
             assert.equal(res.status, kind === 'status-string' ? 418 : 500, `${what}: ${res.text.slice(0, 200)}`);
             assert.equal(res.body.errorCode, 'MME_ERR_MODEL_ERROR', what);

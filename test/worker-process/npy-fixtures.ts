@@ -24,7 +24,12 @@ export function readFloat32Npy(bytes: Buffer): { shape: number[]; values: number
   const header = bytes.subarray(start, headerEnd).toString('latin1');
   assert.match(header, /'descr': '<f4'/);
   assert.match(header, /'fortran_order': False/);
-  const shape = /'shape': \(([^)]*)\)/.exec(header)![1]!.split(',').map((d) => d.trim()).filter(Boolean).map(Number);
+  const shape = /'shape': \(([^)]*)\)/
+    .exec(header)![1]!
+    .split(',')
+    .map((d) => d.trim())
+    .filter(Boolean)
+    .map(Number);
   const data = bytes.subarray(headerEnd);
   assert.equal(data.length, 4 * shape.reduce((a, b) => a * b, 1), `${data.length} data bytes for shape (${shape})`);
   return { shape, values: Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(4 * i)) };

@@ -10,7 +10,10 @@ import { NPY_DIR, npyFile } from './npy-fixtures';
 const parse = (b: Buffer) => parseNpy(b, new RequestBudget(Number.MAX_SAFE_INTEGER, b.length));
 
 function refused(bytes: Buffer, message: RegExp): void {
-  assert.throws(() => parse(bytes), (err: unknown) => isMmeError(err) && err.code === 'MME_ERR_INVALID_INPUT' && message.test(err.message));
+  assert.throws(
+    () => parse(bytes),
+    (err: unknown) => isMmeError(err) && err.code === 'MME_ERR_INVALID_INPUT' && message.test(err.message),
+  );
 }
 
 describe('.npy reader and writer, against files NumPy wrote', () => {
@@ -40,13 +43,19 @@ describe('.npy reader and writer, against files NumPy wrote', () => {
     assert.notEqual((copied.data as Float32Array).buffer, shifted.buffer);
     assert.equal((copied.data as Float32Array).byteOffset % 4, 0);
     const big = parse(npyFile('float32-big-endian.npy'));
-    assert.deepEqual([jsonElements(viewed), jsonElements(copied), jsonElements(big)], Array(3).fill([1.5, -2, 3, 4, 5.25, -6]));
+    assert.deepEqual(
+      [jsonElements(viewed), jsonElements(copied), jsonElements(big)],
+      Array(3).fill([1.5, -2, 3, 4, 5.25, -6]),
+    );
   });
 
   it('puts Fortran-ordered data in C order', () => {
     const t = parse(npyFile('float32-fortran-3d.npy'));
     assert.deepEqual(t.dims, [2, 3, 4]);
-    assert.deepEqual(jsonElements(t), Array.from({ length: 24 }, (_, i) => i));
+    assert.deepEqual(
+      jsonElements(t),
+      Array.from({ length: 24 }, (_, i) => i),
+    );
   });
 
   it('reads big-endian data and version 2.0 headers as the same array', () => {
@@ -66,7 +75,10 @@ describe('.npy reader and writer, against files NumPy wrote', () => {
   it('refuses what is not a plain .npy array, saying why', () => {
     const good = npyFile('float32.npy');
     refused(Buffer.from('{"inputs": []}'), /does not start with the \.npy magic/);
-    refused(good.subarray(0, good.length - 4), /has 20 bytes of '<f4' data, but its shape \[2, 3\] needs 6 elements of 4 bytes \(24\)/);
+    refused(
+      good.subarray(0, good.length - 4),
+      /has 20 bytes of '<f4' data, but its shape \[2, 3\] needs 6 elements of 4 bytes \(24\)/,
+    );
     refused(good.subarray(0, 40), /truncated inside its header/);
     const withDescr = (descr: string) => Buffer.from(good.toString('latin1').replace("'<f4'", descr), 'latin1');
     refused(withDescr("'|O8'"), /dtype '\|O8'; supported: b1, i1/);

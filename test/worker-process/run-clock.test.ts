@@ -10,20 +10,26 @@ import { FairTurns, RunClock } from '../../src/worker-process/run-clock';
 /** A session whose run records its feed's name, calls `during` and computes for `ms` (never 0: turns are picked by time). */
 function fakeSession(order: string[], ms: number, during: (name: string) => void = () => undefined): InferenceSession {
   return {
-    run: (feeds: { name: string }) => new Promise((resolve) => setImmediate(() => {
-      order.push(feeds.name);
-      during(feeds.name);
-      const end = performance.now() + ms;
-      while (performance.now() < end) { /* computing */ }
-      resolve({});
-    })),
+    run: (feeds: { name: string }) =>
+      new Promise((resolve) =>
+        setImmediate(() => {
+          order.push(feeds.name);
+          during(feeds.name);
+          const end = performance.now() + ms;
+          while (performance.now() < end) {
+            /* computing */
+          }
+          resolve({});
+        }),
+      ),
   } as unknown as InferenceSession;
 }
 
-const run = (s: InferenceSession, name: string) => (s.run as unknown as (f: { name: string }) => Promise<unknown>)({ name });
+const run = (s: InferenceSession, name: string) =>
+  (s.run as unknown as (f: { name: string }) => Promise<unknown>)({ name });
 
 describe('worker run turns (run-clock.ts)', () => {
-  it('gives the next turn to a model that started waiting during a slow model\'s run, ahead of the slow model\'s queued runs', async () => {
+  it("gives the next turn to a model that started waiting during a slow model's run, ahead of the slow model's queued runs", async () => {
     const order: string[] = [];
     const turns = new FairTurns();
     const tiny = fakeSession(order, 1);
@@ -39,7 +45,10 @@ describe('worker run turns (run-clock.ts)', () => {
     await tinyRun;
     assert.deepEqual(order, ['slow1', 'tiny', 'slow2', 'slow3']);
     assert.ok(slowClock.micros >= 15_000, `three 5 ms runs timed: ${slowClock.micros} µs`);
-    assert.ok(tinyClock.micros >= 1000 && tinyClock.micros < slowClock.micros, `one 1 ms run timed, not the wait behind slow1: ${tinyClock.micros} µs`);
+    assert.ok(
+      tinyClock.micros >= 1000 && tinyClock.micros < slowClock.micros,
+      `one 1 ms run timed, not the wait behind slow1: ${tinyClock.micros} µs`,
+    );
   });
 
   it('runs one session at a time, and counts nothing for a run refused before it starts', async () => {

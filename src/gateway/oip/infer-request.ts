@@ -9,7 +9,12 @@ import type { V2InferResponse } from '../../oip/types';
 import type { ModelRequest } from '../gateway';
 
 /** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
-export function oipRequest(requestId: string, body: ModelRequest['body'], headerLength: number, headers: ModelRequest['headers']): ModelRequest {
+export function oipRequest(
+  requestId: string,
+  body: ModelRequest['body'],
+  headerLength: number,
+  headers: ModelRequest['headers'],
+): ModelRequest {
   return { requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
 }
 
@@ -22,7 +27,10 @@ export function oipAnswer(model: string, result: InvokeResult): SplitBody<V2Infe
     answer = null;
   }
   if (!answer || !Array.isArray(answer.header.outputs)) {
-    throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${model} answered without an OIP v2 "outputs" list; its handler must answer v2 inference requests (Content-Type ${OIP_MEDIA_TYPE}) with a v2 response.`);
+    throw new MmeError(
+      'MME_ERR_MODEL_ERROR',
+      `Model ${model} answered without an OIP v2 "outputs" list; its handler must answer v2 inference requests (Content-Type ${OIP_MEDIA_TYPE}) with a v2 response.`,
+    );
   }
   return answer;
 }

@@ -37,13 +37,20 @@ export function serverMetadata(): { name: string; version: string; extensions: s
 /** A ZipMap output is described as the [rows, classes] tensor OIP answers with. */
 function tensorMetadata(info: TensorInfo): TensorMetadata {
   const t = info.tensor ?? info;
-  return { name: info.name, datatype: v2Datatype(t.type), shape: t.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)) };
+  return {
+    name: info.name,
+    datatype: v2Datatype(t.type),
+    shape: t.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)),
+  };
 }
 
 /** An empty version means the model's only one. */
 export function checkVersion(name: string, version: string | undefined): void {
   if (version && version !== MODEL_VERSION) {
-    throw new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model ${quote(name)} has no version ${quote(version)}; its only version is ${MODEL_VERSION} (or leave the version out).`);
+    throw new MmeError(
+      'MME_ERR_MODEL_NOT_FOUND',
+      `Model ${quote(name)} has no version ${quote(version)}; its only version is ${MODEL_VERSION} (or leave the version out).`,
+    );
   }
 }
 
@@ -51,9 +58,14 @@ export function checkVersion(name: string, version: string | undefined): void {
 export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
   checkVersion(name, version);
   const model = manager.get(name);
-  return { name, versions: [MODEL_VERSION], platform: kPlatform, inputs: model.inputs.map(tensorMetadata), outputs: model.outputs.map(tensorMetadata) };
+  return {
+    name,
+    versions: [MODEL_VERSION],
+    platform: kPlatform,
+    inputs: model.inputs.map(tensorMetadata),
+    outputs: model.outputs.map(tensorMetadata),
+  };
 }
-
 
 /** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
 export function modelReady(manager: ModelManager, name: string, version?: string): boolean {

@@ -29,7 +29,12 @@ export interface Resident {
   readonly heldBytes: number;
   /** Adds to its reservation (bytes). */
   reserve(bytes: number): void;
-  readonly model: { readonly memoryBytes: number; readonly memoryMeasuredAt: number; readonly memoryMoves: boolean; refreshMemory(): Promise<number> } | null;
+  readonly model: {
+    readonly memoryBytes: number;
+    readonly memoryMeasuredAt: number;
+    readonly memoryMoves: boolean;
+    refreshMemory(): Promise<number>;
+  } | null;
 }
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
@@ -55,7 +60,6 @@ export interface AdmissionDeps<Entry extends Resident> {
   evict(entry: Entry, why: string): Promise<void>;
 }
 
-
 /** What a reservation is for, as its 507 says. */
 export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number };
 
@@ -68,13 +72,19 @@ export class Admission<Entry extends Resident> {
    * Makes room for `needBytes` more than `entry` holds now and adds it to its reservation, or throws
    * 507. `purpose` says what the memory is for in that error ("load", or a scale to N workers).
    */
-  async reserve(entry: Entry, needBytes: number, abort: AbortSignal, purpose: Purpose = { kind: 'load' }): Promise<void> {
+  async reserve(
+    entry: Entry,
+    needBytes: number,
+    abort: AbortSignal,
+    purpose: Purpose = { kind: 'load' },
+  ): Promise<void> {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
       let used = 0;
       let count = 0;
-      const fits = () => used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+      const fits = () =>
+        used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
       if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes)) {
         throw this.#noRoom(entry, needBytes, await this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
       }
@@ -85,9 +95,10 @@ export class Admission<Entry extends Resident> {
         if (fits() || !this.deps.evicts || abort.aborted) break;
         const victim = this.#nextVictim(entry.name);
         if (!victim) break;
-        const full = maxLoadedModels > 0 && count >= maxLoadedModels
-          ? `max_loaded_models=${maxLoadedModels} are loaded`
-          : `it needs about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+        const full =
+          maxLoadedModels > 0 && count >= maxLoadedModels
+            ? `max_loaded_models=${maxLoadedModels} are loaded`
+            : `it needs about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
         try {
           await this.deps.evict(victim.entry, `to make room for ${entry.name} (${full}): ${victim.why}`);
         } finally {
@@ -109,7 +120,8 @@ export class Admission<Entry extends Resident> {
     for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
       const release = this.deps.tryLock(e.name);
       if (!release) continue;
-      if (this.deps.current(e.name) === e && e.phase === 'ready') return { entry: e, release, why: this.#why(e, order) };
+      if (this.deps.current(e.name) === e && e.phase === 'ready')
+        return { entry: e, release, why: this.#why(e, order) };
       release();
     }
     return null;
@@ -139,20 +151,36 @@ export class Admission<Entry extends Resident> {
     return `eviction_policy=${this.deps.policy.name} ranks it ${rank} of ${order.length}${busy}; eviction order ${shown}`;
   }
 
-  #noRoom(entry: Entry, needBytes: number, used: number, count: number, purpose: Purpose, evictionWouldHelp = true): MmeError {
+  #noRoom(
+    entry: Entry,
+    needBytes: number,
+    used: number,
+    count: number,
+    purpose: Purpose,
+    evictionWouldHelp = true,
+  ): MmeError {
     const { maxLoadedModels, evicts, budgetBytes } = this.deps;
     const scaling = purpose.kind === 'scale';
-    const what = maxLoadedModels > 0 && count >= maxLoadedModels
-      ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
-      : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+    const what =
+      maxLoadedModels > 0 && count >= maxLoadedModels
+        ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
+        : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
     const fix = evicts
       ? 'every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models'
       : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
-    const subject = scaling ? `Model ${entry.name} cannot scale to ${purpose.workers} workers` : `Model ${entry.name} does not fit`;
+    const subject = scaling
+      ? `Model ${entry.name} cannot scale to ${purpose.workers} workers`
+      : `Model ${entry.name} does not fit`;
     if (!evictionWouldHelp) {
-      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`);
+      return new MmeError(
+        'MME_ERR_INSUFFICIENT_MEMORY',
+        `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`,
+      );
     }
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`);
+    return new MmeError(
+      'MME_ERR_INSUFFICIENT_MEMORY',
+      `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`,
+    );
   }
 
   /**
@@ -164,13 +192,16 @@ export class Admission<Entry extends Resident> {
     const now = this.deps.clock.now();
     const stale: Entry[] = [];
     for (const e of this.deps.entries()) {
-      if (e !== except && e.model?.memoryMoves && e.serving && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
+      if (e !== except && e.model?.memoryMoves && e.serving && now - e.model.memoryMeasuredAt > kMemoryFreshMs)
+        stale.push(e);
     }
     if (stale.length > 0) {
-      await Promise.all(stale.map(async (e) => {
-        await e.model!.refreshMemory();
-        this.deps.policy.resize(e.name, e.model!.memoryBytes);
-      }));
+      await Promise.all(
+        stale.map(async (e) => {
+          await e.model!.refreshMemory();
+          this.deps.policy.resize(e.name, e.model!.memoryBytes);
+        }),
+      );
     }
     let used = this.deps.fixedBytes();
     for (const e of this.deps.entries()) if (e !== except) used += e.heldBytes;

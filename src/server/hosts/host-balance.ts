@@ -95,7 +95,9 @@ export class HostBalance {
     for (const m of host.slots) {
       if (moved >= kMovesPerRound) return;
       if (m === heavy || !((shares.get(m) ?? 0) > 0) || this.#movedAt.has(m.modelName)) continue;
-      this.deps.log(`[${host.id}] model ${heavy.modelName} takes ${Math.round((shares.get(heavy) ?? 0) * 100)} % of the host (shared_host_heavy_share ${this.deps.heavyShare}): moving its neighbour ${m.modelName} to a host without a heavy model`);
+      this.deps.log(
+        `[${host.id}] model ${heavy.modelName} takes ${Math.round((shares.get(heavy) ?? 0) * 100)} % of the host (shared_host_heavy_share ${this.deps.heavyShare}): moving its neighbour ${m.modelName} to a host without a heavy model`,
+      );
       this.#movedAt.set(m.modelName, now);
       m.relocate();
       moved++;

@@ -53,9 +53,16 @@ export class HostPool {
   constructor(private readonly opts: HostPoolOptions) {
     this.#backoff = new Backoff(opts.spawn.clock);
     for (let i = 0; i < opts.size; i++) this.#addHost();
-    this.#balance = opts.heavyShare > 0 && opts.size > 1
-      ? new HostBalance({ hosts: () => this.#hosts, canTake: (h) => this.#canTake(h), clock: opts.spawn.clock, heavyShare: opts.heavyShare, log: (line) => opts.log(line) })
-      : null;
+    this.#balance =
+      opts.heavyShare > 0 && opts.size > 1
+        ? new HostBalance({
+            hosts: () => this.#hosts,
+            canTake: (h) => this.#canTake(h),
+            clock: opts.spawn.clock,
+            heavyShare: opts.heavyShare,
+            log: (line) => opts.log(line),
+          })
+        : null;
   }
 
   /** Calls `wake` once, when a host starts or a slot frees: a place() that threw may work then. */
@@ -107,10 +114,16 @@ export class HostPool {
       }
     }
     if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost)) {
-      throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`);
+      throw new MmeError(
+        'MME_ERR_NO_WORKER',
+        `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`,
+      );
     }
     if (!best) {
-      throw new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`);
+      throw new MmeError(
+        'MME_ERR_NO_WORKER',
+        `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`,
+      );
     }
     return new ModelSlot(assignment, best, this.opts.log);
   }
@@ -132,7 +145,10 @@ export class HostPool {
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: HostProcess): void {
     if (host.processState !== 'serving' || this.#closed) return;
-    this.opts.log(`[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`, { worker: host.id, pid: host.pid });
+    this.opts.log(
+      `[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
+      { worker: host.id, pid: host.pid },
+    );
     host.drain();
     this.opts.onRecycled();
     this.#addHost();
@@ -187,7 +203,10 @@ export class HostPool {
     if (exit.reason === 'stopped') return;
     const delay = this.#backoff.delaySeconds;
     this.#backoff.failed();
-    this.opts.log(`[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`, { worker: host.id, pid: host.pid });
+    this.opts.log(
+      `[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`,
+      { worker: host.id, pid: host.pid },
+    );
     // At once when there is no back-off: the models that were loading in the dead host are placed
     // again as soon as its exit is handled, and with one host there must be one to go to.
     if (delay === 0) this.#refill();
@@ -212,4 +231,3 @@ export class HostPool {
     await Promise.all(this.#hosts.map((h) => h.stop()));
   }
 }
-

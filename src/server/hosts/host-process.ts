@@ -23,7 +23,14 @@ import type { Clock, Timer } from '../../util/clock';
 import { within } from '../../util/within';
 import { writeFrame } from '../../protocol/frame-codec';
 import type { FrameReader } from '../../protocol/frame-reader';
-import { MessageKind, type ChunkMessage, type Frame, type InferMessage, type LoadedMessage, type ResultMessage } from '../../protocol/messages';
+import {
+  MessageKind,
+  type ChunkMessage,
+  type Frame,
+  type InferMessage,
+  type LoadedMessage,
+  type ResultMessage,
+} from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { Job } from '../jobs/job';
 import { exitReason, loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
@@ -122,7 +129,12 @@ export class HostProcess {
   #causedBy: string | null = null;
   #heapExhausted = false;
 
-  constructor(private readonly opts: SpawnOptions, id: string, readonly policy: HostPolicy, private readonly events: HostEvents = {}) {
+  constructor(
+    private readonly opts: SpawnOptions,
+    id: string,
+    readonly policy: HostPolicy,
+    private readonly events: HostEvents = {},
+  ) {
     this.id = id;
     this.#exited = new Promise((r) => (this.#resolveExit = r));
   }
@@ -434,12 +446,19 @@ export class HostProcess {
     this.#resolveExit(exit);
     this.events.onExit?.(this);
     // A shared host's models run side by side: each running request is told who else was running.
-    const told: WorkerExit = this.policy.shared ? { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.slot.modelName))] } : exit;
+    const told: WorkerExit = this.policy.shared
+      ? { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.slot.modelName))] }
+      : exit;
     const suspect = this.policy.shared ? suspectLoad(exit, lost, slots) : null;
     for (const s of slots) {
       const mine = lost.filter((l) => l.slot === s);
       const displaced = this.policy.shared && exit.reason !== 'stopped' && s !== suspect;
-      s.onHostExit(told, mine.filter((l) => l.running).map((l) => l.batch), mine.filter((l) => !l.running).map((l) => l.batch), displaced);
+      s.onHostExit(
+        told,
+        mine.filter((l) => l.running).map((l) => l.batch),
+        mine.filter((l) => !l.running).map((l) => l.batch),
+        displaced,
+      );
     }
   }
 }
@@ -451,7 +470,11 @@ export class HostProcess {
  * time has failed already, and a batch answers for its own. Every other model loading there is
  * displaced: its load starts again in another host.
  */
-function suspectLoad(exit: WorkerExit, lost: ReadonlyArray<{ slot: ModelSlot; running: boolean }>, slots: readonly ModelSlot[]): ModelSlot | null {
+function suspectLoad(
+  exit: WorkerExit,
+  lost: ReadonlyArray<{ slot: ModelSlot; running: boolean }>,
+  slots: readonly ModelSlot[],
+): ModelSlot | null {
   if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
   return slots.find((s) => s.loadPending) ?? null;
 }
@@ -485,11 +508,20 @@ export class ModelSlot implements WorkerSlot {
   #runMicros = 0;
   #resolveExit!: (e: WorkerExit) => void;
 
-  constructor(private readonly assignment: Assignment, readonly host: HostProcess, private readonly log: (line: string) => void) {
+  constructor(
+    private readonly assignment: Assignment,
+    readonly host: HostProcess,
+    private readonly log: (line: string) => void,
+  ) {
     this.id = assignment.id;
     const shared = host.policy.shared;
     // A dedicated worker's process may still be starting; a shared host's slot is loading from the start.
-    this.#life = new SlotLifecycle(() => `worker ${this.id}`, shared ? 'loading' : 'starting', assignment.capacity, host.clock);
+    this.#life = new SlotLifecycle(
+      () => `worker ${this.id}`,
+      shared ? 'loading' : 'starting',
+      assignment.capacity,
+      host.clock,
+    );
     this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#life.bound(assignment.loadTimeoutMs, () => this.#loadTimedOut());
     this.slotId = host.admit(this, assignment.maxFrameBytes);
@@ -564,9 +596,13 @@ export class ModelSlot implements WorkerSlot {
     if (this.#life.settled) return;
     this.#loadSent = true;
     // Process start-up this load waited for: all of it for a fresh process, the rest of it for a spare still starting.
-    if (!this.#hostWasUp) this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
+    if (!this.#hostWasUp)
+      this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
     this.#life.loading();
-    this.host.send({ kind: MessageKind.Load, msg: { ...this.assignment.load, slot: this.slotId, shared: this.host.policy.shared } });
+    this.host.send({
+      kind: MessageKind.Load,
+      msg: { ...this.assignment.load, slot: this.slotId, shared: this.host.policy.shared },
+    });
   }
 
   listen(listener: WorkerListener): void {
@@ -619,7 +655,9 @@ export class ModelSlot implements WorkerSlot {
     if (!this.#exitInfo && !this.#unloadTimer) {
       this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
       this.#unloadTimer = this.host.clock.setTimeout(() => {
-        this.log(`[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`);
+        this.log(
+          `[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`,
+        );
         this.host.kill('timeout-kill', this.modelName);
       }, this.assignment.loadTimeoutMs);
     }
@@ -690,12 +728,25 @@ export class ModelSlot implements WorkerSlot {
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
     if (!this.host.policy.shared) {
-      if (this.#life.fail(new MmeError('MME_ERR_LOAD_TIMEOUT', `worker ${this.id} did not finish loading within ${limit}; it was stopped`))) this.host.kill('timeout-kill', this.modelName);
+      if (
+        this.#life.fail(
+          new MmeError(
+            'MME_ERR_LOAD_TIMEOUT',
+            `worker ${this.id} did not finish loading within ${limit}; it was stopped`,
+          ),
+        )
+      )
+        this.host.kill('timeout-kill', this.modelName);
       return;
     }
     // A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
     this.log(`[${this.id}] load in shared host ${this.host.id} took over ${limit}; killing the host`);
-    this.#life.fail(new MmeError('MME_ERR_LOAD_TIMEOUT', `model ${this.modelName} did not finish loading in shared host ${this.host.id} within ${limit}; the host was stopped`));
+    this.#life.fail(
+      new MmeError(
+        'MME_ERR_LOAD_TIMEOUT',
+        `model ${this.modelName} did not finish loading in shared host ${this.host.id} within ${limit}; the host was stopped`,
+      ),
+    );
     this.host.kill('timeout-kill', this.modelName);
   }
 

@@ -45,13 +45,20 @@ export class Job {
   #reject!: (e: MmeError) => void;
 
   /** `admittedAt`: the dispatcher's clock.now() at admission (the server's clock). */
-  constructor(readonly request: InvokeRequest, readonly opts: JobOptions, readonly admittedAt: number) {
+  constructor(
+    readonly request: InvokeRequest,
+    readonly opts: JobOptions,
+    readonly admittedAt: number,
+  ) {
     request.id = this.id;
     // Named should its failure ever reach nobody: the bug that ended a server after 2^32 requests left one so.
-    this.promise = forRequest(new Promise((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    }), request.requestId);
+    this.promise = forRequest(
+      new Promise((resolve, reject) => {
+        this.#resolve = resolve;
+        this.#reject = reject;
+      }),
+      request.requestId,
+    );
   }
 
   get cancelled(): boolean {

@@ -15,7 +15,13 @@ export interface ModelParts {
   health: ModelHealth;
 }
 
-export function buildModel(p: ModelParts, config: ServerConfig, workers: WorkerFactory, events: LifecycleEvents, log: (line: string) => void): Model {
+export function buildModel(
+  p: ModelParts,
+  config: ServerConfig,
+  workers: WorkerFactory,
+  events: LifecycleEvents,
+  log: (line: string) => void,
+): Model {
   const { name, settings, artifact } = p;
   return new Model(name, p.url, settings, {
     load: {

@@ -73,10 +73,20 @@ export class Dispatcher {
     if (this.#closed) return Promise.reject(this.#closed);
     if (this.deps.workers.target === 0) return Promise.reject(this.noWorker());
     if (settings.useJobTicket && !this.deps.workers.hasVacant()) {
-      return Promise.reject(new MmeError('MME_ERR_NO_WORKER', `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`));
+      return Promise.reject(
+        new MmeError(
+          'MME_ERR_NO_WORKER',
+          `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
+        ),
+      );
     }
     if (this.#queue.isFull) {
-      return Promise.reject(new MmeError('MME_ERR_QUEUE_FULL', `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`));
+      return Promise.reject(
+        new MmeError(
+          'MME_ERR_QUEUE_FULL',
+          `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`,
+        ),
+      );
     }
     const job = new Job(request, opts, this.deps.clock.now());
     job.deadline = job.admittedAt + settings.responseTimeoutMs;
@@ -119,7 +129,15 @@ export class Dispatcher {
       this.stats.batches++;
       this.stats.requests += jobs.length;
       try {
-        worker.run({ batchId: batchIds.next(), requests: jobs.map((j) => j.request), independent: independent && jobs.length > 1, withHeaders: this.deps.withHeaders }, jobs);
+        worker.run(
+          {
+            batchId: batchIds.next(),
+            requests: jobs.map((j) => j.request),
+            independent: independent && jobs.length > 1,
+            withHeaders: this.deps.withHeaders,
+          },
+          jobs,
+        );
       } catch (err) {
         this.#unsent(jobs, err);
       }
@@ -149,7 +167,13 @@ export class Dispatcher {
     // A response the worker did not send back (never expected) must not leave its caller waiting.
     if (!done) return;
     for (const job of batch.jobs) {
-      if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', `The worker of model ${this.deps.name} answered a batch without this request.`));
+      if (!job.settled)
+        job.reject(
+          new MmeError(
+            'MME_ERR_INTERNAL',
+            `The worker of model ${this.deps.name} answered a batch without this request.`,
+          ),
+        );
     }
   }
 
@@ -191,8 +215,13 @@ export class Dispatcher {
    * serves the next batch.
    */
   #unsent(jobs: readonly Job[], err: unknown): void {
-    this.deps.log(`[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`);
-    const error = new MmeError('MME_ERR_INTERNAL', `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`);
+    this.deps.log(
+      `[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`,
+    );
+    const error = new MmeError(
+      'MME_ERR_INTERNAL',
+      `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`,
+    );
     for (const job of jobs) job.reject(error);
   }
 
@@ -208,7 +237,11 @@ export class Dispatcher {
     }
     if (this.#deadlineTimer) return;
     const head = this.#deadlines.peek();
-    if (head) this.#deadlineTimer = this.deps.clock.setTimeout(() => this.#onDeadline(), Math.max(0, head.deadline - this.deps.clock.now()));
+    if (head)
+      this.#deadlineTimer = this.deps.clock.setTimeout(
+        () => this.#onDeadline(),
+        Math.max(0, head.deadline - this.deps.clock.now()),
+      );
   }
 
   #onDeadline(): void {
@@ -224,21 +257,35 @@ export class Dispatcher {
   #onTimeout(job: Job): void {
     const seconds = this.deps.settings().responseTimeoutMs / 1000;
     if (this.#queue.remove(job)) {
-      job.reject(new MmeError('MME_ERR_WORKER_TIMEOUT', `Request to model ${this.deps.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`));
+      job.reject(
+        new MmeError(
+          'MME_ERR_WORKER_TIMEOUT',
+          `Request to model ${this.deps.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`,
+        ),
+      );
       return;
     }
-    job.reject(new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${this.deps.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`));
+    job.reject(
+      new MmeError(
+        'MME_ERR_WORKER_TIMEOUT',
+        `Model ${this.deps.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+      ),
+    );
     const worker = this.#holder(job);
     if (!worker) return;
     // A run cannot be interrupted from outside the process: kill it. Its exit settles the rest of
     // what it held, and the batches waiting in its pipe run elsewhere.
-    this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`);
+    this.deps.log(
+      `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
+    );
     worker.kill('timeout-kill');
   }
 
   #onCancel(job: Job): void {
     if (this.#queue.remove(job)) {
-      job.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection before the request reached a worker.'));
+      job.reject(
+        new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection before the request reached a worker.'),
+      );
       return;
     }
     // Already running: the handler can see it (context.isCancelled) and stop a long stream early.
@@ -251,7 +298,10 @@ export class Dispatcher {
 
   noWorker(): MmeError {
     const { name } = this.deps;
-    return new MmeError('MME_ERR_NO_WORKER', `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`);
+    return new MmeError(
+      'MME_ERR_NO_WORKER',
+      `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`,
+    );
   }
 
   /** Fails every queued job with `err` (the model is marked failed); running ones finish. */

@@ -33,7 +33,16 @@ export interface ManagerEvents {
 const kEvictedAgesKept = 1000;
 
 export class LifecycleEvents {
-  readonly stats: CacheStats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0, evictedIdleMs: [], loadWaits: 0, loadWaitMicros: 0 };
+  readonly stats: CacheStats = {
+    hits: 0,
+    misses: 0,
+    loads: 0,
+    loadFailures: 0,
+    evictions: 0,
+    evictedIdleMs: [],
+    loadWaits: 0,
+    loadWaitMicros: 0,
+  };
   /** Where the hooks go (the metrics recorder), set once the server has built it. */
   sink: ManagerEvents = {};
 

@@ -68,7 +68,11 @@ export class LifecycleOperations {
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
     this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
-    this.budgetBytes = memoryBudgetBytes(config.modelMemoryBudgetBytes, config.modelMemoryReserveBytes, memoryLimitBytes());
+    this.budgetBytes = memoryBudgetBytes(
+      config.modelMemoryBudgetBytes,
+      config.modelMemoryReserveBytes,
+      memoryLimitBytes(),
+    );
     this.#admission = new Admission({
       budgetBytes: this.budgetBytes,
       maxLoadedModels: config.maxLoadedModels,
@@ -86,10 +90,12 @@ export class LifecycleOperations {
   /** Explicit load (POST /models): resolves when every worker has loaded, or at once with synchronous=false. */
   async load(req: LoadRequest): Promise<'loaded' | 'accepted'> {
     const name = checkModelName(req.modelName);
-    if (typeof req.url !== 'string' || req.url.length === 0) throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
+    if (typeof req.url !== 'string' || req.url.length === 0)
+      throw new MmeError('MME_ERR_BAD_REQUEST', 'Parameter url is required.');
     if (this.closing) throw shuttingDown();
     const existing = this.deps.registry.current(name);
-    if (existing && (existing.serving || existing.phase === 'loading')) throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
+    if (existing && (existing.serving || existing.phase === 'loading'))
+      throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
     if (req.synchronous === false) {
@@ -113,7 +119,8 @@ export class LifecycleOperations {
     const { config, repository } = this.deps;
     const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
     // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
-    if (entry.onDemand && repository && req.url === repository.urlOf(entry.name)) return repositoryArtifact(repository, entry.name, opts, abort);
+    if (entry.onDemand && repository && req.url === repository.urlOf(entry.name))
+      return repositoryArtifact(repository, entry.name, opts, abort);
     // MMS resolves a relative url against model_store; errors name the url as the client sent it.
     return resolveArtifact(req.url, { ...opts, store: config.modelStore });
   }
@@ -132,8 +139,18 @@ export class LifecycleOperations {
       abort.throwIfAborted();
       const settings = resolveSettings(req, artifact, config);
       const processes = processCount(settings);
-      await this.#admission.reserve(entry, this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode), abort);
-      const model = buildModel({ name, url: req.url, settings, artifact, handlerPath: resolveHandlerPath(artifact, config), health: entry }, config, this.deps.workers, events, log);
+      await this.#admission.reserve(
+        entry,
+        this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode),
+        abort,
+      );
+      const model = buildModel(
+        { name, url: req.url, settings, artifact, handlerPath: resolveHandlerPath(artifact, config), health: entry },
+        config,
+        this.deps.workers,
+        events,
+        log,
+      );
       entry.built(model);
       await model.start(abort);
       const loadMicros = Math.round((performance.now() - t0) * 1000);
@@ -142,7 +159,10 @@ export class LifecycleOperations {
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
-      const where = settings.workerMode === 'shared' ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}` : `with ${model.workers.length} worker(s)`;
+      const where =
+        settings.workerMode === 'shared'
+          ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}`
+          : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = this.#loadFailure(entry, req, thrown);
@@ -170,7 +190,9 @@ export class LifecycleOperations {
     const err = entry.artifact?.hidePaths(reason) ?? reason;
     const kind = entry.onDemand ? 'on-demand load' : entry.loadedAtStartup ? 'start-up load' : 'load';
     const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
-    this.deps.log(`[${entry.name}] ${kind} from ${req.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : (err as Error)?.stack ?? String(err)}`);
+    this.deps.log(
+      `[${entry.name}] ${kind} from ${req.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : ((err as Error)?.stack ?? String(err))}`,
+    );
     if (isMmeError(err)) return err;
     return new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
   }
@@ -196,10 +218,15 @@ export class LifecycleOperations {
     const t0 = performance.now();
     entry.to('draining');
     if (!(await entry.whenIdle(config.evictionDrainTimeoutSeconds * 1000))) {
-      log(`[${name}] eviction: requests still running after ${config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`);
+      log(
+        `[${name}] eviction: requests still running after ${config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`,
+      );
     }
     entry.to('stopping');
-    await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`));
+    await this.#release(
+      entry,
+      new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`),
+    );
     this.deps.events.evicted(name, idleMs, Math.round((performance.now() - t0) * 1000));
     log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
@@ -223,31 +250,49 @@ export class LifecycleOperations {
     if (!unlock) {
       late = true;
       // Still loading at the bound: stop the load, which then gives the lock up at once.
-      entry.abortLoad.abort(new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`));
+      entry.abortLoad.abort(
+        new MmeError(
+          'MME_ERR_MODEL_CONFLICT',
+          `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`,
+        ),
+      );
       unlock = await locking;
     }
     try {
       if (registry.current(name) !== entry || !entry.serving) {
-        if (late) throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
+        if (late)
+          throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
         throw modelNotFound(name);
       }
       entry.to('draining');
       if (!(await entry.whenIdle(deadline - clock.now()))) {
         late = true;
-        log(`[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`);
+        log(
+          `[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`,
+        );
       }
       entry.to('stopping');
-      await this.#release(entry, new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was unloaded before this request finished.`));
+      await this.#release(
+        entry,
+        new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was unloaded before this request finished.`),
+      );
     } finally {
       unlock();
     }
     this.deps.events.unloaded(name, Math.round((performance.now() - t0) * 1000));
     log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
-    if (late) throw this.#unloadTimeout(name, 'requests were still running; they were stopped, its workers killed and its files removed');
+    if (late)
+      throw this.#unloadTimeout(
+        name,
+        'requests were still running; they were stopped, its workers killed and its files removed',
+      );
   }
 
   #unloadTimeout(name: string, what: string): MmeError {
-    return new MmeError('MME_ERR_UNLOAD_TIMEOUT', `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${this.deps.config.unregisterModelTimeoutSeconds} s): ${what}. The model is unloaded.`);
+    return new MmeError(
+      'MME_ERR_UNLOAD_TIMEOUT',
+      `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${this.deps.config.unregisterModelTimeoutSeconds} s): ${what}. The model is unloaded.`,
+    );
   }
 
   /**
@@ -263,7 +308,8 @@ export class LifecycleOperations {
       const e = this.deps.registry.current(name);
       if (!e?.model || !e.serving) throw modelNotFound(name);
       const model = e.model;
-      const added = processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
+      const added =
+        processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
       // The reservation stands until the new workers are measured.
       scaling = model.scale(min, max).finally(async () => {
@@ -274,7 +320,8 @@ export class LifecycleOperations {
     } finally {
       unlock();
     }
-    if (!synchronous) scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
+    if (!synchronous)
+      scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
   }
 
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
@@ -282,7 +329,10 @@ export class LifecycleOperations {
     const model = e.model!;
     const measured = await model.refreshMemory();
     const live = model.workers.length;
-    const perWorker = live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
+    const perWorker =
+      live > 0 && measured > 0
+        ? measured / live
+        : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
     const need = Math.ceil(added * perWorker);
     await this.#admission.reserve(e, need, e.abortLoad.signal, { kind: 'scale', workers });
     return need;
@@ -304,7 +354,9 @@ export class LifecycleOperations {
     const spares = this.deps.workers.closeSpares();
     const stopping = Promise.all([...live].map((e) => this.#shutdownEntry(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
-      this.deps.log(`shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`);
+      this.deps.log(
+        `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
+      );
       const { live } = this.deps.workers.processes;
       for (const h of live) h.kill('stopped');
       await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);

@@ -71,11 +71,27 @@ export class ModelManager {
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({
-      config, registry, policy, events, repository, clock,
+      config,
+      registry,
+      policy,
+      events,
+      repository,
+      clock,
       closing: () => this.#ops.closing,
       startLoad: (name, url) => this.#ops.startLoad(name, { modelName: name, url }, true),
     });
-    this.#ops = new LifecycleOperations({ config, cacheDir, registry, workers: this.#workers, policy, events, onDemand: this.#onDemand, repository, log, clock });
+    this.#ops = new LifecycleOperations({
+      config,
+      cacheDir,
+      registry,
+      workers: this.#workers,
+      policy,
+      events,
+      onDemand: this.#onDemand,
+      repository,
+      log,
+      clock,
+    });
   }
 
   get stats(): CacheStats {
@@ -170,7 +186,11 @@ export class ModelManager {
     return this.#registry.list();
   }
 
-  entry(name: string): { url: string; phase: Phase; loadedAtStartup: boolean; onDemand: boolean; lastError: MmeError | null } | undefined {
+  entry(
+    name: string,
+  ):
+    | { url: string; phase: Phase; loadedAtStartup: boolean; onDemand: boolean; lastError: MmeError | null }
+    | undefined {
     return this.#registry.current(name);
   }
 

@@ -42,7 +42,7 @@ export interface ModelSettings {
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
   // A model whose own config says dedicated insists: its handler may not be fit to share a process.
-  const workerMode = mc.workerMode === 'dedicated' ? 'dedicated' : req.workerMode ?? mc.workerMode ?? c.workerMode;
+  const workerMode = mc.workerMode === 'dedicated' ? 'dedicated' : (req.workerMode ?? mc.workerMode ?? c.workerMode);
   const shared = workerMode === 'shared';
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
   const workers = req.initialWorkers ?? mc.minWorkers ?? (shared ? 1 : c.workersPerModel);

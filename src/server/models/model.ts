@@ -24,7 +24,10 @@ export interface ModelHealth {
 
 export interface ModelDeps {
   /** Everything a worker needs to load this model except its id and GPU. */
-  load: Omit<LoadMessage, 'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize' | 'slot' | 'shared'>;
+  load: Omit<
+    LoadMessage,
+    'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize' | 'slot' | 'shared'
+  >;
   maxResponseSize: number;
   /** Size of the model file and its external data. */
   onnxBytes: number;
@@ -69,7 +72,12 @@ export class Model implements WorkerListener {
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
 
-  constructor(readonly name: string, readonly url: string, public settings: ModelSettings, private readonly deps: ModelDeps) {
+  constructor(
+    readonly name: string,
+    readonly url: string,
+    public settings: ModelSettings,
+    private readonly deps: ModelDeps,
+  ) {
     this.memoryMoves = settings.workerMode !== 'shared';
     this.lastUsedAt = deps.clock.now();
     this.#set = new WorkerSet(processCount(settings), {
@@ -91,7 +99,15 @@ export class Model implements WorkerListener {
       waitForRoom: deps.waitForRoom,
       clock: deps.clock,
     });
-    this.#dispatcher = new Dispatcher({ name, settings: () => this.settings, streaming: () => this.streaming, workers: this.#set, withHeaders: deps.load.handlerPath !== null, log: deps.log, clock: deps.clock });
+    this.#dispatcher = new Dispatcher({
+      name,
+      settings: () => this.settings,
+      streaming: () => this.streaming,
+      workers: this.#set,
+      withHeaders: deps.load.handlerPath !== null,
+      log: deps.log,
+      clock: deps.clock,
+    });
   }
 
   get workers(): readonly WorkerSlot[] {
@@ -119,14 +135,23 @@ export class Model implements WorkerListener {
 
   submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
-    if (opts?.cancel?.cancelled) return Promise.reject(new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection while the request waited for the model; it was not run.'));
+    if (opts?.cancel?.cancelled)
+      return Promise.reject(
+        new MmeError(
+          'MME_ERR_CLIENT_CLOSED',
+          'The client closed the connection while the request waited for the model; it was not run.',
+        ),
+      );
     if (this.deps.health.failed) return Promise.reject(this.#failedError());
     this.lastUsedAt = this.deps.clock.now();
     return this.#dispatcher.submit(request, opts);
   }
 
   #failedError(): MmeError {
-    return new MmeError('MME_ERR_MODEL_FAILED', `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`);
+    return new MmeError(
+      'MME_ERR_MODEL_FAILED',
+      `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`,
+    );
   }
 
   #spawn(): WorkerSlot {
@@ -134,7 +159,14 @@ export class Model implements WorkerListener {
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const worker = this.deps.startWorker({
       id,
-      load: { ...this.deps.load, workerId: id, gpuId: this.deps.assignGpu(), batchSize, concurrentBatches: preloadModel, maxResponseSize: this.deps.maxResponseSize },
+      load: {
+        ...this.deps.load,
+        workerId: id,
+        gpuId: this.deps.assignGpu(),
+        batchSize,
+        concurrentBatches: preloadModel,
+        maxResponseSize: this.deps.maxResponseSize,
+      },
       loadTimeoutMs,
       onnxBytes: this.deps.onnxBytes,
       onRan: this.deps.onRan,

@@ -40,8 +40,12 @@ export interface OnDemandDeps {
  * worker exit or hang while loading, or its store is down (a retry per invoke would hammer it).
  */
 const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'MME_ERR_INVALID_MODEL', 'MME_ERR_MODEL_NOT_FOUND', 'MME_ERR_LOAD_FAILED', 'MME_ERR_LOAD_TIMEOUT',
-  'MME_ERR_REPOSITORY_UNAVAILABLE', 'MME_ERR_REPOSITORY_TIMEOUT',
+  'MME_ERR_INVALID_MODEL',
+  'MME_ERR_MODEL_NOT_FOUND',
+  'MME_ERR_LOAD_FAILED',
+  'MME_ERR_LOAD_TIMEOUT',
+  'MME_ERR_REPOSITORY_UNAVAILABLE',
+  'MME_ERR_REPOSITORY_TIMEOUT',
 ]);
 
 export class OnDemandLoader {
@@ -55,7 +59,10 @@ export class OnDemandLoader {
    */
   knows(name: string): boolean {
     const { registry, config, repository } = this.deps;
-    return registry.current(name) !== undefined || (config.modelCache && isModelName(name) && (repository !== null || this.#findInStore(name) !== null));
+    return (
+      registry.current(name) !== undefined ||
+      (config.modelCache && isModelName(name) && (repository !== null || this.#findInStore(name) !== null))
+    );
   }
 
   /** An explicit load of `name` starts afresh: a failure remembered for it no longer answers. */
@@ -70,7 +77,8 @@ export class OnDemandLoader {
    */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
-    if (seconds > 0 && kModelFailures.has(err.code)) this.#failedLoads.set(name, { error: err, until: this.deps.clock.now() + seconds * 1000 });
+    if (seconds > 0 && kModelFailures.has(err.code))
+      this.#failedLoads.set(name, { error: err, until: this.deps.clock.now() + seconds * 1000 });
   }
 
   /**
@@ -120,7 +128,11 @@ export class OnDemandLoader {
       if (outcome === 'timeout') {
         this.#recordWait(name, t0, wait);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
-        throw new MmeError('MME_ERR_MODEL_LOADING', `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`, { headers: { 'Retry-After': String(retryAfter) } });
+        throw new MmeError(
+          'MME_ERR_MODEL_LOADING',
+          `Model ${name} is still loading after ${Math.round(boundMs / 1000)} s; the load continues. Retry after ${retryAfter} s.`,
+          { headers: { 'Retry-After': String(retryAfter) } },
+        );
       }
       if (outcome === false && e.loadError) throw e.loadError;
     }

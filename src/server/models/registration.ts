@@ -57,7 +57,13 @@ export class Registration implements ModelHealth, Resident {
   #idleWaiters: Array<() => void> = [];
 
   /** `timers`: what whenIdle's bound runs on (the server's clock). */
-  constructor(readonly name: string, readonly url: string, readonly onDemand: boolean, readonly loadedAtStartup: boolean, private readonly timers: Timers) {
+  constructor(
+    readonly name: string,
+    readonly url: string,
+    readonly onDemand: boolean,
+    readonly loadedAtStartup: boolean,
+    private readonly timers: Timers,
+  ) {
     this.loadSettled = new Promise((r) => (this.#settleLoad = r));
     this.gone = new Promise((r) => (this.#settleGone = r));
   }

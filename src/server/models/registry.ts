@@ -83,7 +83,8 @@ export class ModelRegistry {
   list(): ListedModel[] {
     const out: ListedModel[] = [];
     for (const [name, e] of this.#entries) {
-      if (e.model && e.serving) out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
+      if (e.model && e.serving)
+        out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }

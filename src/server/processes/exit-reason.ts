@@ -55,7 +55,8 @@ export function exitReason(e: ExitEvidence): ExitReason {
 
 export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string {
   if (exit.signal) return `was killed by ${exit.signal}`;
-  if (exit.code === UNHANDLED_REJECTION_EXIT_CODE) return `exited on a promise rejection nobody handled (code ${exit.code}; its log has the report)`;
+  if (exit.code === UNHANDLED_REJECTION_EXIT_CODE)
+    return `exited on a promise rejection nobody handled (code ${exit.code}; its log has the report)`;
   return `exited with code ${exit.code}`;
 }
 
@@ -64,18 +65,36 @@ export function runningRequestError(model: string, exit: WorkerExit, timeoutSeco
   const how = describeExit(exit);
   switch (exit.reason) {
     case 'oom':
-      return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${alsoRunning(model, exit)}`);
+      return new MmeError(
+        'MME_ERR_INSUFFICIENT_MEMORY',
+        `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${alsoRunning(model, exit)}`,
+      );
     case 'timeout-kill':
       if (exit.causedBy !== null && exit.causedBy !== model) {
-        return new MmeError('MME_ERR_WORKER_TIMEOUT', `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`);
+        return new MmeError(
+          'MME_ERR_WORKER_TIMEOUT',
+          `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`,
+        );
       }
-      return new MmeError('MME_ERR_WORKER_TIMEOUT', `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`);
+      return new MmeError(
+        'MME_ERR_WORKER_TIMEOUT',
+        `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+      );
     case 'protocol-error':
-      return new MmeError('MME_ERR_WORKER_PROTOCOL', `The worker of model ${model} sent a malformed or oversized frame; it was stopped and is being replaced. The server log has the details.`);
+      return new MmeError(
+        'MME_ERR_WORKER_PROTOCOL',
+        `The worker of model ${model} sent a malformed or oversized frame; it was stopped and is being replaced. The server log has the details.`,
+      );
     case 'stopped':
-      return new MmeError('MME_ERR_SHUTTING_DOWN', `The worker of model ${model} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`);
+      return new MmeError(
+        'MME_ERR_SHUTTING_DOWN',
+        `The worker of model ${model} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`,
+      );
     default:
-      return new MmeError('MME_ERR_WORKER_DIED', `The worker of model ${model} ${how} while running this request.${alsoRunning(model, exit)}`);
+      return new MmeError(
+        'MME_ERR_WORKER_DIED',
+        `The worker of model ${model} ${how} while running this request.${alsoRunning(model, exit)}`,
+      );
   }
 }
 
@@ -90,8 +109,23 @@ function alsoRunning(model: string, exit: WorkerExit): string {
 /** The error a load gets when its worker ends before reporting Loaded. */
 export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
   const how = describeExit(exit);
-  if (exit.reason === 'oom') return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `worker ${workerId} ${how} while loading the model: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap)`);
-  if (exit.reason === 'stopped') return new MmeError('MME_ERR_SHUTTING_DOWN', `worker ${workerId} was stopped (unload or server shutdown) while loading the model`);
-  if (exit.reason === 'protocol-error') return new MmeError('MME_ERR_WORKER_PROTOCOL', `worker ${workerId} sent a malformed frame while loading the model; the server log has the details`);
-  return new MmeError('MME_ERR_LOAD_FAILED', `worker ${workerId} ${how} while loading the model; see the server log for its output`);
+  if (exit.reason === 'oom')
+    return new MmeError(
+      'MME_ERR_INSUFFICIENT_MEMORY',
+      `worker ${workerId} ${how} while loading the model: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap)`,
+    );
+  if (exit.reason === 'stopped')
+    return new MmeError(
+      'MME_ERR_SHUTTING_DOWN',
+      `worker ${workerId} was stopped (unload or server shutdown) while loading the model`,
+    );
+  if (exit.reason === 'protocol-error')
+    return new MmeError(
+      'MME_ERR_WORKER_PROTOCOL',
+      `worker ${workerId} sent a malformed frame while loading the model; the server log has the details`,
+    );
+  return new MmeError(
+    'MME_ERR_LOAD_FAILED',
+    `worker ${workerId} ${how} while loading the model; see the server log for its output`,
+  );
 }

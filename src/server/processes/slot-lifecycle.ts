@@ -25,7 +25,12 @@ export class SlotLifecycle {
   #resolve!: (m: LoadedMessage) => void;
   #reject!: (e: MmeError) => void;
 
-  constructor(what: () => string, initial: WorkerState, capacity: number, private readonly clock: Clock) {
+  constructor(
+    what: () => string,
+    initial: WorkerState,
+    capacity: number,
+    private readonly clock: Clock,
+  ) {
     this.#state = workerStates(what, initial);
     this.#capacity = capacity;
     this.ready = new Promise((resolve, reject) => {

@@ -8,7 +8,6 @@ import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from './exit-reason';
 import type { SlotView } from './slot-lifecycle';
 
-
 export interface Assignment {
   id: string;
   /** The slot fills in its slot id, and whether its host is shared. */

@@ -16,7 +16,11 @@ import type { Frame } from '../../protocol/messages';
  * What starts the process: child_process.spawn, or in lifecycle tests a fake process that speaks
  * the frames over fd 3 itself (test/lifecycle/fake-process.ts), so everything above it runs as is.
  */
-export type Launch = (cmd: string, args: readonly string[], options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv }) => ChildProcess;
+export type Launch = (
+  cmd: string,
+  args: readonly string[],
+  options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv },
+) => ChildProcess;
 
 export interface SpawnHooks {
   /** A line the process wrote to stdout or stderr. */
@@ -49,7 +53,12 @@ const kWorkerOomScoreAdj = '900';
 /** How long an aborted worker's last stderr lines may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
-export function spawnWorker(launch: Launch | undefined, env: NodeJS.ProcessEnv, clock: Clock, hooks: SpawnHooks): SpawnedWorker {
+export function spawnWorker(
+  launch: Launch | undefined,
+  env: NodeJS.ProcessEnv,
+  clock: Clock,
+  hooks: SpawnHooks,
+): SpawnedWorker {
   const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
   const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
   const child = (launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });

@@ -49,7 +49,11 @@ export class IllegalStateError extends Error {
 export class StateMachine<S extends string> {
   #state: S;
 
-  constructor(private readonly what: () => string, initial: S, private readonly table: Readonly<Record<S, readonly S[]>>) {
+  constructor(
+    private readonly what: () => string,
+    initial: S,
+    private readonly table: Readonly<Record<S, readonly S[]>>,
+  ) {
     this.#state = initial;
   }
 
@@ -69,4 +73,5 @@ export class StateMachine<S extends string> {
 }
 
 export const processStates = (what: () => string) => new StateMachine<ProcessState>(what, 'starting', kProcessNext);
-export const workerStates = (what: () => string, initial: WorkerState) => new StateMachine<WorkerState>(what, initial, kWorkerNext);
+export const workerStates = (what: () => string, initial: WorkerState) =>
+  new StateMachine<WorkerState>(what, initial, kWorkerNext);

@@ -18,7 +18,10 @@ export class SparePool {
   readonly #spares = new Set<HostProcess>();
   #closed = false;
 
-  constructor(private readonly size: number, private readonly spawnOptions: SpawnOptions) {
+  constructor(
+    private readonly size: number,
+    private readonly spawnOptions: SpawnOptions,
+  ) {
     this.#fill();
   }
 
@@ -46,14 +49,22 @@ export class SparePool {
 
   #fill(): void {
     while (!this.#closed && this.#spares.size < this.size) {
-      const host = new HostProcess(this.spawnOptions, `spare-${this.spawnOptions.processes.spawned + 1}`, dedicatedPolicy(-1), {
-        onExit: (h) => {
-          if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now
-          // One that died before it ever started would die again: stop refilling rather than loop.
-          if (h.hasStarted) this.#fill();
-          else this.spawnOptions.log(`spare worker exited before starting (${JSON.stringify(h.exitInfo)}); no more spares`);
+      const host = new HostProcess(
+        this.spawnOptions,
+        `spare-${this.spawnOptions.processes.spawned + 1}`,
+        dedicatedPolicy(-1),
+        {
+          onExit: (h) => {
+            if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now
+            // One that died before it ever started would die again: stop refilling rather than loop.
+            if (h.hasStarted) this.#fill();
+            else
+              this.spawnOptions.log(
+                `spare worker exited before starting (${JSON.stringify(h.exitInfo)}); no more spares`,
+              );
+          },
         },
-      });
+      );
       this.#spares.add(host.start());
     }
   }

@@ -37,11 +37,17 @@ export class WorkerFactory {
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
 
-  constructor(private readonly config: ServerConfig, private readonly opts: WorkerFactoryOptions) {
+  constructor(
+    private readonly config: ServerConfig,
+    private readonly opts: WorkerFactoryOptions,
+  ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
-    this.#spares = config.spareWorkers > 0 && !opts.launch && config.workerMode === 'dedicated' ? new SparePool(config.spareWorkers, this.#spawnOptions()) : null;
+    this.#spares =
+      config.spareWorkers > 0 && !opts.launch && config.workerMode === 'dedicated'
+        ? new SparePool(config.spareWorkers, this.#spawnOptions())
+        : null;
   }
 
   /** The server's worker processes. */

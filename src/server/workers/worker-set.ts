@@ -60,7 +60,10 @@ export class WorkerSet {
   readonly #secondTries = new Set<WorkerSlot>();
   #rr = 0;
 
-  constructor(target: number, private readonly deps: WorkerSetDeps) {
+  constructor(
+    target: number,
+    private readonly deps: WorkerSetDeps,
+  ) {
     this.#target = target;
     this.#backoff = new Backoff(deps.clock);
   }
@@ -103,7 +106,9 @@ export class WorkerSet {
       await worker.lifecycle.ready;
     } catch (err) {
       if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
-      this.deps.log(`[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`);
+      this.deps.log(
+        `[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`,
+      );
       const { started } = this.reconcile();
       for (const w of started) this.#secondTries.add(w);
       await Promise.all(started.map((w) => this.#loadedOrMoved(w)));
@@ -226,19 +231,30 @@ export class WorkerSet {
     const onProbation = this.#onProbation.delete(worker);
     if (this.#stopped || !this.#running) return;
     // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
-    const loadFailed = onProbation && worker.lifecycle.loadError !== null && worker.lifecycle.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
+    const loadFailed =
+      onProbation && worker.lifecycle.loadError !== null && worker.lifecycle.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
     if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
-    this.deps.log(`[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`);
+    this.deps.log(
+      `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`,
+    );
     if (onProbation) this.#restartFailed(worker, how);
     this.#scheduleRestart();
   }
 
   #restartFailed(worker: WorkerSlot, how: string): void {
     this.#backoff.failed();
-    const err = worker.lifecycle.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
-    this.deps.log(`[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`);
-    if (this.#backoff.attempt >= kFailedAfter && !this.#failed && !this.workers.some((w) => w.lifecycle.state === 'ready')) {
+    const err =
+      worker.lifecycle.loadError ??
+      new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
+    this.deps.log(
+      `[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
+    );
+    if (
+      this.#backoff.attempt >= kFailedAfter &&
+      !this.#failed &&
+      !this.workers.some((w) => w.lifecycle.state === 'ready')
+    ) {
       this.#failed = true;
       this.deps.onFailed(err);
     }

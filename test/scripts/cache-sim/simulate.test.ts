@@ -21,9 +21,21 @@ const equal = { A: [1, 1], B: [1, 1], C: [1, 1] } as Record<string, [number, num
 describe('cache simulator', () => {
   it('LRU never hits a cycle one model longer than the cache; Belady keeps one of every three', () => {
     const trace = tinyTrace(equal, 'ABCABCABC');
-    assert.deepEqual(simulate(trace, lru, { bytes: 2 }), { requests: 9, hits: 0, loads: 9, bytesLoaded: 9, loadMicros: 9 });
+    assert.deepEqual(simulate(trace, lru, { bytes: 2 }), {
+      requests: 9,
+      hits: 0,
+      loads: 9,
+      bytesLoaded: 9,
+      loadMicros: 9,
+    });
     // A B C(evict B, used last) A✓ B(evict A) C✓ A(evict C) B✓ C
-    assert.deepEqual(simulate(trace, belady, { bytes: 2 }), { requests: 9, hits: 3, loads: 6, bytesLoaded: 6, loadMicros: 6 });
+    assert.deepEqual(simulate(trace, belady, { bytes: 2 }), {
+      requests: 9,
+      hits: 3,
+      loads: 6,
+      bytesLoaded: 6,
+      loadMicros: 6,
+    });
   });
 
   it('honours a model count limit as well as bytes', () => {
@@ -36,9 +48,21 @@ describe('cache simulator', () => {
     // S: 10 bytes, 1 ms; B: 100 bytes, 0.1 ms; X: 10 bytes, 0.01 ms; 110 bytes hold S + B or B + X.
     const trace = tinyTrace({ S: [10, 1000], B: [100, 100], X: [10, 10] }, 'SBXS');
     // LRU: X evicts S, then S evicts B.
-    assert.deepEqual(simulate(trace, lru, { bytes: 110 }), { requests: 4, hits: 0, loads: 4, bytesLoaded: 130, loadMicros: 2110 });
+    assert.deepEqual(simulate(trace, lru, { bytes: 110 }), {
+      requests: 4,
+      hits: 0,
+      loads: 4,
+      bytesLoaded: 130,
+      loadMicros: 2110,
+    });
     // GDSF: X evicts B (priority 1 against S's 100), and S hits.
-    assert.deepEqual(simulate(trace, gdsf, { bytes: 110 }), { requests: 4, hits: 1, loads: 3, bytesLoaded: 120, loadMicros: 1110 });
+    assert.deepEqual(simulate(trace, gdsf, { bytes: 110 }), {
+      requests: 4,
+      hits: 1,
+      loads: 3,
+      bytesLoaded: 120,
+      loadMicros: 1110,
+    });
   });
 
   it('Belady offers the model used farthest in the future first, never-again ones before all', () => {

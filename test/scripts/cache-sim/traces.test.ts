@@ -41,8 +41,15 @@ describe('cache simulator traces', () => {
     const trace = scanTrace({ ...small, scanModels: 50 });
     const burst = trace.requests.slice(10_000, 10_050).map((r) => r.model);
     assert.equal(trace.requests.length, 20_050);
-    assert.deepEqual(burst, Array.from({ length: 50 }, (_, i) => TRACE_SHAPE.models + i));
-    assert.ok(counts(trace).slice(TRACE_SHAPE.models).every((n) => n === 1));
+    assert.deepEqual(
+      burst,
+      Array.from({ length: 50 }, (_, i) => TRACE_SHAPE.models + i),
+    );
+    assert.ok(
+      counts(trace)
+        .slice(TRACE_SHAPE.models)
+        .every((n) => n === 1),
+    );
   });
 
   it('move the hot set on every shiftEvery requests', () => {

@@ -18,9 +18,17 @@ class Entry implements Resident {
   phase: Resident['phase'] = 'ready';
   active = 0;
   held: number;
-  model: { memoryBytes: number; memoryMeasuredAt: number; memoryMoves: boolean; refreshMemory(): Promise<number> } | null = null;
+  model: {
+    memoryBytes: number;
+    memoryMeasuredAt: number;
+    memoryMoves: boolean;
+    refreshMemory(): Promise<number>;
+  } | null = null;
 
-  constructor(readonly name: string, bytes: number) {
+  constructor(
+    readonly name: string,
+    bytes: number,
+  ) {
     this.held = bytes;
   }
 
@@ -97,7 +105,10 @@ async function reserve(s: Setup, name: string, bytes: number): Promise<string | 
 describe('memory admission (plain registrations, LRU, virtual clock)', () => {
   it('refuses a request larger than the whole budget with 507 before evicting anything', async () => {
     const s = setup(['a', 'b', 'c'].map((n) => new Entry(n, 300 * MiB)));
-    assert.match((await reserve(s, 'big', 1000 * MiB + 1))!, /would not fit with every other model evicted either, so none was/);
+    assert.match(
+      (await reserve(s, 'big', 1000 * MiB + 1))!,
+      /would not fit with every other model evicted either, so none was/,
+    );
     assert.deepEqual(s.evicted, []);
     assert.equal(s.entries.get('big')!.heldBytes, 0);
   });
@@ -108,23 +119,32 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     const s = setup([new Entry('a', 300 * MiB), loading]);
     const grow = new Entry('grow', 50 * MiB);
     s.entries.set('grow', grow);
-    await assert.rejects(s.admission.reserve(grow, 400 * MiB, new AbortController().signal, { kind: 'scale', workers: 100_000 }), /cannot scale to 100000 workers.*Its workers are unchanged/);
+    await assert.rejects(
+      s.admission.reserve(grow, 400 * MiB, new AbortController().signal, { kind: 'scale', workers: 100_000 }),
+      /cannot scale to 100000 workers.*Its workers are unchanged/,
+    );
     assert.deepEqual(s.evicted, []);
   });
 
   it('admits a load that fills the budget to the byte and refuses one byte more, saying what to change', async () => {
     const s = setup([new Entry('a', 600 * MiB)], { evicts: false });
-    assert.equal(await reserve(s, 'x', 400 * MiB + 1), 'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.');
+    assert.equal(
+      await reserve(s, 'x', 400 * MiB + 1),
+      'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.',
+    );
     assert.equal(s.entries.get('x')!.heldBytes, 0, 'a refused reservation holds nothing');
     assert.equal(await reserve(s, 'x', 400 * MiB), null);
     assert.equal(s.entries.get('x')!.heldBytes, 400 * MiB);
   });
 
-  it('counts the hosts\' own memory and refuses past max_loaded_models, counting loading models too', async () => {
+  it("counts the hosts' own memory and refuses past max_loaded_models, counting loading models too", async () => {
     const s = setup([new Entry('a', 100 * MiB)], { evicts: false, maxLoadedModels: 2, fixedBytes: () => 500 * MiB });
     assert.match((await reserve(s, 'x', 401 * MiB))!, /about 401 MB and 600 MB of the 1000 MB/);
     assert.equal(await reserve(s, 'x', 10 * MiB), null);
-    assert.match((await reserve(s, 'y', 1))!, /^Model y does not fit: 2 models are loaded and max_loaded_models is 2\./);
+    assert.match(
+      (await reserve(s, 'y', 1))!,
+      /^Model y does not fit: 2 models are loaded and max_loaded_models is 2\./,
+    );
   });
 
   it('evicts idle models in policy order, one at a time, until the load fits, and no more', async () => {
@@ -132,7 +152,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     assert.equal(await reserve(s, 'x', 500 * MiB), null);
     assert.deepEqual(s.evicted, ['a', 'b']);
     assert.deepEqual([...s.entries.keys()], ['c', 'x']);
-    assert.equal(s.locked.size, 0, 'every victim\'s lock was given back');
+    assert.equal(s.locked.size, 0, "every victim's lock was given back");
   });
 
   it('evicts an idle model before a busy one the policy ranks first', async () => {
@@ -150,16 +170,25 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     s.locked.add('a');
     const message = await reserve(s, 'x', 500 * MiB);
     assert.deepEqual(s.evicted, ['c']);
-    assert.equal(message, 'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models.');
+    assert.equal(
+      message,
+      'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models.',
+    );
   });
 
   it('says the workers are unchanged when a scale-up is refused', async () => {
     const s = setup([new Entry('a', 900 * MiB)], { evicts: false });
     const a = s.entries.get('a')!;
-    await assert.rejects(s.admission.reserve(a, 200 * MiB, new AbortController().signal, { kind: 'scale', workers: 3 }), (err: Error) => {
-      assert.equal(err.message, 'Model a cannot scale to 3 workers: the new workers need about 200 MB and 900 MB of the 1000 MB model memory budget is in use. Its workers are unchanged; scale to fewer workers, or unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.');
-      return true;
-    });
+    await assert.rejects(
+      s.admission.reserve(a, 200 * MiB, new AbortController().signal, { kind: 'scale', workers: 3 }),
+      (err: Error) => {
+        assert.equal(
+          err.message,
+          'Model a cannot scale to 3 workers: the new workers need about 200 MB and 900 MB of the 1000 MB model memory budget is in use. Its workers are unchanged; scale to fewer workers, or unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.',
+        );
+        return true;
+      },
+    );
     assert.equal(a.heldBytes, 900 * MiB);
   });
 
@@ -167,7 +196,9 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     const a = new Entry('a', 0);
     let refreshed = 0;
     a.model = {
-      memoryBytes: 800 * MiB, memoryMeasuredAt: 0, memoryMoves: true,
+      memoryBytes: 800 * MiB,
+      memoryMeasuredAt: 0,
+      memoryMoves: true,
       async refreshMemory() {
         refreshed++;
         this.memoryBytes = 300 * MiB;
@@ -186,6 +217,9 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
   it('serialises reservations: two loads never both take the last free megabytes', async () => {
     const s = setup([new Entry('a', 100 * MiB)], { evicts: false });
     const outcomes = await Promise.all([reserve(s, 'x', 500 * MiB), reserve(s, 'y', 500 * MiB)]);
-    assert.deepEqual(outcomes.map((o) => o === null), [true, false]);
+    assert.deepEqual(
+      outcomes.map((o) => o === null),
+      [true, false],
+    );
   });
 });

@@ -61,7 +61,13 @@ describe('GDSF eviction policy', () => {
 
   it('fits load cost as a fixed part plus a part per byte over every load', () => {
     const fit = new LoadCostFit();
-    for (const [size, micros] of [[1e6, 1_200], [1e6, 800], [3e6, 3_100], [3e6, 2_900]]) fit.add(size, micros);
+    for (const [size, micros] of [
+      [1e6, 1_200],
+      [1e6, 800],
+      [3e6, 3_100],
+      [3e6, 2_900],
+    ])
+      fit.add(size, micros);
     assert.ok(Math.abs(fit.estimate(2e6) - 2_000) < 1e-6, `${fit.estimate(2e6)}`);
     assert.ok(Math.abs(fit.estimate(1e6) - 1_000) < 1e-6);
     const one = new LoadCostFit();

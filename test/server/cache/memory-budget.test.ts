@@ -12,8 +12,14 @@ describe('memory budget', () => {
   });
 
   it('reads the cgroup v1 limit, treating the near-2^63 value as no limit', () => {
-    assert.equal(memoryLimitBytes(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '4294967296' }), 24 * GiB), 4 * GiB);
-    assert.equal(memoryLimitBytes(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712' }), 24 * GiB), 24 * GiB);
+    assert.equal(
+      memoryLimitBytes(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '4294967296' }), 24 * GiB),
+      4 * GiB,
+    );
+    assert.equal(
+      memoryLimitBytes(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712' }), 24 * GiB),
+      24 * GiB,
+    );
   });
 
   it('never exceeds the machine memory and falls back to it without cgroups', () => {
@@ -28,7 +34,10 @@ describe('memory budget', () => {
   });
 
   it('writes sizes as MB, with a decimal for the fractions a model in a shared host costs', () => {
-    assert.deepEqual([mb(0), mb(128 * 1024), mb(2 ** 20), mb(7.26 * 2 ** 20), mb(300.4 * 2 ** 20)], ['0 MB', '0.1 MB', '1 MB', '7.3 MB', '300 MB']);
+    assert.deepEqual(
+      [mb(0), mb(128 * 1024), mb(2 ** 20), mb(7.26 * 2 ** 20), mb(300.4 * 2 ** 20)],
+      ['0 MB', '0.1 MB', '1 MB', '7.3 MB', '300 MB'],
+    );
   });
 
   it('learns the per-copy base of each worker mode from small models and the size factor from large ones', () => {

@@ -32,14 +32,32 @@ interface FakeHost {
 }
 
 function model(modelName: string): FakeModel {
-  return { modelName, runMicros: 0, moves: 0, relocate() { this.moves++; } };
+  return {
+    modelName,
+    runMicros: 0,
+    moves: 0,
+    relocate() {
+      this.moves++;
+    },
+  };
 }
 
 function host(id: string, ...models: FakeModel[]): FakeHost {
-  return { id, open: true, models, heavyModel: null, markHeavy(m) { this.heavyModel = m; } };
+  return {
+    id,
+    open: true,
+    models,
+    heavyModel: null,
+    markHeavy(m) {
+      this.heavyModel = m;
+    },
+  };
 }
 
-function balance(hosts: FakeHost[], opts: { canTake?: (h: FakeHost) => boolean } = {}): { clock: VirtualClock; logs: string[]; balance: HostBalance } {
+function balance(
+  hosts: FakeHost[],
+  opts: { canTake?: (h: FakeHost) => boolean } = {},
+): { clock: VirtualClock; logs: string[]; balance: HostBalance } {
   const clock = new VirtualClock();
   const logs: string[] = [];
   const b = new HostBalance({
@@ -73,7 +91,9 @@ describe('host balance (heavy models in shared hosts, virtual clock)', () => {
     assert.equal(h1.heavyModel, 'x');
     assert.equal(h2.heavyModel, null);
     assert.deepEqual([x.moves, y.moves, idle.moves], [0, 1, 0]);
-    assert.deepEqual(logs, ['[host-1] model x takes 50 % of the host (shared_host_heavy_share 0.5): moving its neighbour y to a host without a heavy model']);
+    assert.deepEqual(logs, [
+      '[host-1] model x takes 50 % of the host (shared_host_heavy_share 0.5): moving its neighbour y to a host without a heavy model',
+    ]);
   });
 
   it('keeps the mark while the share stays at half the threshold or more, and clears it below', () => {

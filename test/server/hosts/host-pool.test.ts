@@ -76,7 +76,10 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     const second = await loadIn(h, 'a');
     assert.equal(h.processes.all.length, 2);
     assert.notEqual(second, first);
-    await waitFor(() => h.manager.get('a').workers.some((w) => w.lifecycle.state === 'ready'), 'a to be ready in the new host');
+    await waitFor(
+      () => h.manager.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
+      'a to be ready in the new host',
+    );
     second.exit(null, 'SIGKILL');
     await waitFor(() => h.logs.some((l) => l.includes('a new host starts in 1 s')), 'the second death to be handled');
     h.clock.advance(999);

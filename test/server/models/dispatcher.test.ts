@@ -13,7 +13,10 @@ import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../../harness/process-probes';
 
 /** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
-async function loaded(settings: Partial<LoadRequest>, properties = ''): Promise<{ h: ProcessHarness; worker: FakeProcess }> {
+async function loaded(
+  settings: Partial<LoadRequest>,
+  properties = '',
+): Promise<{ h: ProcessHarness; worker: FakeProcess }> {
   const h = processHarness(properties, { autoLoad: true });
   await h.manager.load({ modelName: 'a', url: h.model('a'), ...settings });
   const [worker] = h.processes.live();
@@ -86,7 +89,10 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal((await sent[0]!.outcome).status, 200);
     // batch_size 1 with a backlog: the queued requests share one frame, each run on its own.
     await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
-    assert.deepEqual(ids(worker.batches[1]!), queued.map((q) => q.id));
+    assert.deepEqual(
+      ids(worker.batches[1]!),
+      queued.map((q) => q.id),
+    );
     assert.equal(worker.batches[1]!.independent, true);
     worker.answer();
     worker.answer();
@@ -113,7 +119,11 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(q.code, 'MME_ERR_WORKER_TIMEOUT');
     assert.match(q.error!.message, /waited 2 s in the queue without reaching a worker/);
     await waitFor(() => !worker.alive, 'the worker that ran over to be killed');
-    assert.equal(h.logs.filter((l) => l.includes('exceeded the 2 s response timeout; killing it')).length, 2, 'one line per request that ran over');
+    assert.equal(
+      h.logs.filter((l) => l.includes('exceeded the 2 s response timeout; killing it')).length,
+      2,
+      'one line per request that ran over',
+    );
     await close(h);
   });
 

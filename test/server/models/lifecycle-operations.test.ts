@@ -18,7 +18,10 @@ async function settle(): Promise<void> {
 /** Whether `p` has settled after the pending turns of the event loop. */
 async function isSettled(p: Promise<unknown>): Promise<boolean> {
   let settled = false;
-  void p.then(() => (settled = true), () => (settled = true));
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   await settle();
   return settled;
 }
@@ -33,14 +36,19 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
   it('claims a name synchronously: of five concurrent loads exactly one proceeds and four get 409', async () => {
     const h = processHarness('', { autoLoad: true });
     const url = h.model('a');
-    const outcomes = await Promise.all(Array.from({ length: 5 }, () => statusOf(h.manager.load({ modelName: 'a', url }))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 5 }, () => statusOf(h.manager.load({ modelName: 'a', url }))),
+    );
     assert.deepEqual(outcomes.map((o) => o.status).sort(), [200, 409, 409, 409, 409]);
-    assert.deepEqual(outcomes.filter((o) => o.code).map((o) => o.code), Array(4).fill('MME_ERR_MODEL_CONFLICT'));
+    assert.deepEqual(
+      outcomes.filter((o) => o.code).map((o) => o.code),
+      Array(4).fill('MME_ERR_MODEL_CONFLICT'),
+    );
     assert.equal(h.processes.all.length, 1);
     await h.manager.close(0);
   });
 
-  it('runs a scale asked for during the load once the load is over, under the name\'s lock', async () => {
+  it("runs a scale asked for during the load once the load is over, under the name's lock", async () => {
     const h = processHarness();
     const loading = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.processes.all.length === 1, 'the load to start its worker');
@@ -60,7 +68,10 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     const refused = await statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
     assert.equal(refused.status, 507);
     assert.equal(refused.code, 'MME_ERR_INSUFFICIENT_MEMORY');
-    assert.match(refused.error!.message, /^Model a does not fit: it needs about .* of the 1 MB model memory budget is in use\./);
+    assert.match(
+      refused.error!.message,
+      /^Model a does not fit: it needs about .* of the 1 MB model memory budget is in use\./,
+    );
     assert.equal(h.processes.all.length, 0);
     assert.equal(h.manager.entry('a'), undefined);
     await h.manager.close(0);
@@ -99,7 +110,10 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     const unload = await unloading;
     assert.equal(unload.status, 408);
     assert.equal(unload.code, 'MME_ERR_UNLOAD_TIMEOUT');
-    assert.match(unload.error!.message, /it was still loading; the load was stopped and nothing is left of it\. The model is unloaded\.$/);
+    assert.match(
+      unload.error!.message,
+      /it was still loading; the load was stopped and nothing is left of it\. The model is unloaded\.$/,
+    );
     const load = await loading;
     assert.equal(load.code, 'MME_ERR_MODEL_CONFLICT');
     assert.match(load.error!.message, /was unloaded \(DELETE \/models\/a\) before its load finished/);
@@ -115,10 +129,13 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     await finishLoad(h, 1);
     assert.equal((await loadingA).status, 200);
     const [worker] = h.processes.all;
-    const requests = [statusOf(h.manager.invoke('a', invokeRequest())), statusOf(h.manager.invoke('a', invokeRequest()))];
+    const requests = [
+      statusOf(h.manager.invoke('a', invokeRequest())),
+      statusOf(h.manager.invoke('a', invokeRequest())),
+    ];
     await waitFor(() => worker!.batches.length === 2, 'both requests to reach the worker');
     const loadingB = statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
-    await waitFor(() => h.processes.all.length === 2, 'b\'s load to start');
+    await waitFor(() => h.processes.all.length === 2, "b's load to start");
     const closing = h.manager.close(5000);
     const b = await loadingB;
     assert.equal(b.code, 'MME_ERR_SHUTTING_DOWN');

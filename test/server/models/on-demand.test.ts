@@ -23,7 +23,10 @@ const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.invoke(name
 
 /** Waits for the `n`th worker process to receive its Load; returns it. */
 async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
-  await waitFor(() => h.processes.all.length === n && h.processes.all[n - 1]!.loads.length === 1, `load ${n} to reach its worker`);
+  await waitFor(
+    () => h.processes.all.length === n && h.processes.all[n - 1]!.loads.length === 1,
+    `load ${n} to reach its worker`,
+  );
   return h.processes.all[n - 1]!;
 }
 
@@ -53,7 +56,10 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     assert.equal(h.processes.all.length, 1, 'one worker for the three invokes');
     p.load();
     assert.deepEqual(await answerAll(p, first), [200, 200, 200]);
-    assert.deepEqual({ hits: h.manager.stats.hits, misses: h.manager.stats.misses, loads: h.manager.stats.loads }, { hits: 0, misses: 3, loads: 1 });
+    assert.deepEqual(
+      { hits: h.manager.stats.hits, misses: h.manager.stats.misses, loads: h.manager.stats.loads },
+      { hits: 0, misses: 3, loads: 1 },
+    );
     assert.deepEqual(await answerAll(p, [invoke(h)]), [200]);
     assert.equal(h.manager.stats.hits, 1);
     assert.equal(h.processes.all.length, 1);
@@ -73,14 +79,17 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     await h.manager.close(0);
   });
 
-  it('answers invokes with a failed on-demand load\'s error for load_failure_cache_seconds, then loads again', async () => {
+  it("answers invokes with a failed on-demand load's error for load_failure_cache_seconds, then loads again", async () => {
     const h = cache('load_failure_cache_seconds=10');
     h.model('a');
     const first = invoke(h);
     (await loadReaches(h, 1)).load('bad graph');
     const failed = await first;
     assert.equal(failed.code, 'MME_ERR_INVALID_MODEL');
-    await waitFor(() => !h.manager.registered('a') && h.manager.entry('a') === undefined, 'the failed load to be released');
+    await waitFor(
+      () => !h.manager.registered('a') && h.manager.entry('a') === undefined,
+      'the failed load to be released',
+    );
     h.clock.advance(10_000);
     const cached = await invoke(h);
     assert.equal(cached.code, 'MME_ERR_INVALID_MODEL');

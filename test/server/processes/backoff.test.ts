@@ -3,8 +3,11 @@ import { Backoff, kStableMs, restartDelaySeconds } from '../../../src/server/pro
 import { VirtualClock } from '../../helpers/virtual-clock';
 
 describe('worker restart back-off', () => {
-  it('follows MMS\'s Fibonacci sequence in seconds', () => {
-    assert.deepEqual(Array.from({ length: 10 }, (_, i) => restartDelaySeconds(i, 1000)), [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]);
+  it("follows MMS's Fibonacci sequence in seconds", () => {
+    assert.deepEqual(
+      Array.from({ length: 10 }, (_, i) => restartDelaySeconds(i, 1000)),
+      [0, 1, 1, 2, 3, 5, 8, 13, 21, 34],
+    );
   });
 
   it('is capped', () => {

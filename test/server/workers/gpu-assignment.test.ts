@@ -13,12 +13,18 @@ describe('GPU assignment', () => {
 
   it('goes round-robin over number_of_gpu across all models, as TorchServe does', () => {
     const g = new GpuAssigner(3);
-    assert.deepEqual([g.assign('a', null), g.assign('b', null), g.assign('a', null), g.assign('c', null), g.assign('b', null)], [0, 1, 2, 0, 1]);
+    assert.deepEqual(
+      [g.assign('a', null), g.assign('b', null), g.assign('a', null), g.assign('c', null), g.assign('b', null)],
+      [0, 1, 2, 0, 1],
+    );
   });
 
-  it('goes round-robin over a model\'s own deviceIds, independently of other models', () => {
+  it("goes round-robin over a model's own deviceIds, independently of other models", () => {
     const g = new GpuAssigner(8);
-    assert.deepEqual([g.assign('a', [5, 7]), g.assign('a', [5, 7]), g.assign('b', [2]), g.assign('a', [5, 7])], [5, 7, 2, 5]);
+    assert.deepEqual(
+      [g.assign('a', [5, 7]), g.assign('a', [5, 7]), g.assign('b', [2]), g.assign('a', [5, 7])],
+      [5, 7, 2, 5],
+    );
     g.forget('a');
     assert.equal(g.assign('a', [5, 7]), 5);
   });
@@ -35,7 +41,10 @@ describe('GPU assignment', () => {
       const results = await Promise.all(Array.from({ length: 8 }, () => invoke(t, 'g', { sleepMs: 30 })));
       for (const r of results) seen.add(r.body.cuda);
       assert.deepEqual([...seen].sort(), ['0', '1']);
-      assert.ok(t.logs.some((l) => /GPU \d assigned but the CUDA execution provider is not available.*running on CPU/.test(l)), 'fallback warning logged');
+      assert.ok(
+        t.logs.some((l) => /GPU \d assigned but the CUDA execution provider is not available.*running on CPU/.test(l)),
+        'fallback warning logged',
+      );
 
       const pinned = writeModelDir(t.store, 'p', addModel(), { 'handler.js': behaviourHandler });
       assert.equal((await loadModel(t, 'p', pinned, { device_ids: [1] })).status, 200);

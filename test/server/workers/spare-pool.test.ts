@@ -17,7 +17,10 @@ describe('spare workers', () => {
       assert.equal(worker.startupMicros.spawn, 0, 'a spare has no start-up left to wait for');
       const res = await invoke(t, 'add', { inputs: { x: [Array(16).fill(0)] } });
       assert.deepEqual(res.body.outputs.y, [Array(16).fill(1)]);
-      await waitFor(() => t.server.manager.sparesReady === 1 && workerPidsOf(process.pid).length === 2, 'a new spare to start');
+      await waitFor(
+        () => t.server.manager.sparesReady === 1 && workerPidsOf(process.pid).length === 2,
+        'a new spare to start',
+      );
     } finally {
       await t.close();
     }

@@ -26,7 +26,10 @@ async function loaded(workers = 1): Promise<ProcessHarness> {
 /** Kills `p` unasked and waits until the set has handled its death (the `n`th "restarting" line). */
 async function crash(h: ProcessHarness, p: FakeProcess, n: number): Promise<void> {
   p.exit(1, null);
-  await waitFor(() => h.logs.filter((l) => l.includes('; restarting (exit reason:')).length === n, `death ${n} to be handled`);
+  await waitFor(
+    () => h.logs.filter((l) => l.includes('; restarting (exit reason:')).length === n,
+    `death ${n} to be handled`,
+  );
 }
 
 /** Advances the clock by `ms` and waits for a replacement process; returns it. */
@@ -67,7 +70,10 @@ describe('worker set (fake processes, virtual clock)', () => {
     await crash(h, h.processes.live()[0]!, 1);
     // The first restart has no back-off, yet runs on a timer: time 0 fires it.
     let p = await restartAfter(h, 0);
-    for (const [n, backoffMs] of [[2, 1000], [3, 1000]] as const) {
+    for (const [n, backoffMs] of [
+      [2, 1000],
+      [3, 1000],
+    ] as const) {
       await crash(h, p, n);
       p = await restartAfter(h, backoffMs);
     }
