@@ -100,7 +100,7 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+    readline.createInterface({ input: child.stdout }).on('line', (l) => {
       const m = /listening on (\S+)/.exec(l);
       if (m) resolve(m[1]);
     });

@@ -130,7 +130,7 @@ async function drive(
   const client = async () => {
     while (next < models.length) {
       const i = next++;
-      const model = models[i]!;
+      const model = models[i];
       const [url, headers] =
         i % 3 === 0
           ? [`${base}/models/${model}/invoke`, {}]
@@ -166,7 +166,7 @@ interface Fleet {
 
 async function startFleet(bin: string, store: string, rooms: number[], balancing: Balancing): Promise<Fleet> {
   const ports = await Promise.all(rooms.map(() => freePort()));
-  const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i]!, room)));
+  const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i], room)));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-nginx-'));
   const nginxPort = await freePort();
   const nginx = await Nginx.start(
@@ -289,16 +289,16 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(store, { recursive: true, force: true });
   }
-  const [x, y, z] = ['consistent-hash', 'round-robin', 'one instance with 3x room'].map((k) => results[k]!);
+  const [x, y, z] = ['consistent-hash', 'round-robin', 'one instance with 3x room'].map((k) => results[k]);
   console.log(
-    `fleet: consistent-hash hit ratio ${(x!.hitRatio * 100).toFixed(1)} %, round-robin ${(y!.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z!.hitRatio * 100).toFixed(1)} %`,
+    `fleet: consistent-hash hit ratio ${(x.hitRatio * 100).toFixed(1)} %, round-robin ${(y.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z.hitRatio * 100).toFixed(1)} %`,
   );
   for (const [label, r] of Object.entries(results))
     console.log(`  ${label}: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`);
-  const ratioMet = x!.hitRatio >= 1.5 * y!.hitRatio;
-  const nearMet = x!.hitRatio * 100 >= z!.hitRatio * 100 - 10;
+  const ratioMet = x.hitRatio >= 1.5 * y.hitRatio;
+  const nearMet = x.hitRatio * 100 >= z.hitRatio * 100 - 10;
   console.log(
-    `targets: X ≥ 1.5·Y (${(x!.hitRatio / y!.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x!.hitRatio - z!.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`,
+    `targets: X ≥ 1.5·Y (${(x.hitRatio / y.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x.hitRatio - z.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`,
   );
   for (const line of extra) console.log(line);
   if (!ratioMet || !nearMet) process.exitCode = 1;

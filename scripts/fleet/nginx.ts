@@ -118,7 +118,7 @@ export class Nginx {
     if (problem) throw new Error(`nginx refused its configuration: ${problem}`);
     const child = spawn(bin, ['-c', file, '-p', dir, '-e', 'stderr'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const log: string[] = [];
-    readline.createInterface({ input: child.stderr! }).on('line', (l) => log.push(l));
+    readline.createInterface({ input: child.stderr }).on('line', (l) => log.push(l));
     await listening(port, child);
     return new Nginx(child, file, log);
   }

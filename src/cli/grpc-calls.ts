@@ -29,10 +29,10 @@ export function connect(address: string, options: ClientOptions = {}): GrpcClien
   };
 }
 
-export function unaryCall<T = any>(client: ServiceClient, method: string, request: unknown): Promise<T> {
+export function unaryCall<T = unknown>(client: ServiceClient, method: string, request: unknown): Promise<T> {
   // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    client[method]!(request, new Metadata(), (err: ServiceError | null, res: T) =>
+    client[method](request, new Metadata(), (err: ServiceError | null, res: T) =>
       err ? reject(new Error(`${method}: ${err.details} (gRPC status ${err.code})`)) : resolve(res),
     );
   });
@@ -68,7 +68,7 @@ export function v2Response(res: RawResponse): V2InferResponse {
       const shape = o.shape.map(Number);
       const elements = fromRaw(
         o.datatype,
-        res.raw_output_contents[i]!,
+        res.raw_output_contents[i],
         shape.reduce((a, b) => a * b, 1),
         o.name,
       );

@@ -36,7 +36,7 @@ type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata
 /** ":authority" is host[:port], with IPv6 hosts in brackets. */
 function authorityHost(authority: string): string {
   const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority);
-  return m ? m[1]! : authority;
+  return m ? m[1] : authority;
 }
 
 export class GrpcCall {
@@ -93,7 +93,7 @@ export class GrpcCall {
    * a prototype: a client's "__proto__" or "toString" is a header like any other.
    */
   headers(): Record<string, string> {
-    const out: Record<string, string> = Object.create(null);
+    const out = Object.create(null) as Record<string, string>;
     for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') out[k] = v;
     return out;
   }

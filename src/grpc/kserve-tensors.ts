@@ -119,14 +119,14 @@ export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength:
       `input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`,
     );
   const shapes = req.inputs.map(checkedShape);
-  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t, shapes[i]!)));
+  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i] : typedToRaw(t, shapes[i])));
   const header: V2InferRequest = {
     ...(req.id ? { id: req.id } : {}),
     inputs: req.inputs.map((t, i) => ({
       name: t.name,
       datatype: t.datatype,
-      shape: shapes[i]!,
-      parameters: { binary_data_size: binaries[i]!.length },
+      shape: shapes[i],
+      parameters: { binary_data_size: binaries[i].length },
     })),
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
     parameters: { binary_data_output: true },
@@ -185,7 +185,7 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
         : {
             contents: typedContents(
               o.datatype,
-              pieces[i]!,
+              pieces[i],
               o.shape.reduce((a, b) => a * b, 1),
             ),
           }),

@@ -28,8 +28,8 @@ export interface ListenerGuards {
  * brackets, '' for none.
  */
 export function hostName(req: IncomingMessage): string {
-  const host = (req.headers.host ?? '').split(',', 1)[0]!.trim();
-  if (host[0] !== '[') return host.split(':', 1)[0]!;
+  const host = (req.headers.host ?? '').split(',', 1)[0].trim();
+  if (host[0] !== '[') return host.split(':', 1)[0];
   try {
     return new URL(`http://${host}`).hostname;
   } catch {

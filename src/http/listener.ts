@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
@@ -85,7 +84,7 @@ export async function listen(
     else server.listen(addr.port, addr.host, resolve);
   });
   const bound = server.address();
-  const port = typeof bound === 'object' && bound ? (bound as AddressInfo).port : 0;
+  const port = typeof bound === 'object' && bound ? bound.port : 0;
   return {
     server,
     port,

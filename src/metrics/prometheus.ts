@@ -34,13 +34,13 @@ export class PrometheusMetrics {
   }
 
   observe(id: number, model: string, value: number): void {
-    this.#observe[id]!(model, value);
+    this.#observe[id](model, value);
   }
 
   /** Gauges come from the interval's readings; counters and histograms are already current. */
   write(snapshot: Snapshot): void {
     for (const s of snapshot.series) {
-      if (s.def.prometheus.type === 'gauge') this.#observe[s.def.id]!('', s.sum / s.count);
+      if (s.def.prometheus.type === 'gauge') this.#observe[s.def.id]('', s.sum / s.count);
     }
   }
 

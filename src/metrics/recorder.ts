@@ -201,7 +201,7 @@ export class MetricsRecorder {
   #flush(): Promise<void> {
     const events = this.#interval.take();
     const timestampMs = this.#now();
-    const loaded = gaugeSeries(METRICS[M.LoadedModelCount]!, this.#loadedModels);
+    const loaded = gaugeSeries(METRICS[M.LoadedModelCount], this.#loadedModels);
     this.#flushing = this.#flushing.then(async () => {
       const system = await this.#sample();
       this.#deliver({ timestampMs, series: [...events, loaded, ...system] });

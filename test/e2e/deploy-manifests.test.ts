@@ -60,7 +60,7 @@ const replicas = (objects: Doc[] = k8s()) =>
 /** The `server host:port` lines of an nginx replica list. */
 const serverLines = (file: string) =>
   [...fs.readFileSync(file, 'utf8').matchAll(/^server (\S+?):(\d+)\b/gm)].map((m) => ({
-    host: m[1]!,
+    host: m[1],
     port: Number(m[2]),
   }));
 
@@ -81,7 +81,7 @@ function assertPingHealthCheck(service: Doc, name: string): void {
   // podman-compose 1.0.3 (Debian 12) joins an exec-form (CMD) test into a shell line that does not parse.
   assert.equal(test[0], 'CMD-SHELL', `${name}: a shell-line health check`);
   assert.equal(test.length, 2, `${name}: CMD-SHELL takes one line`);
-  assert.ok(test[1]!.includes('http://127.0.0.1:8080/ping'), `${name}: the health check asks /ping`);
+  assert.ok(test[1].includes('http://127.0.0.1:8080/ping'), `${name}: the health check asks /ping`);
   assert.ok(service.healthcheck.interval && service.healthcheck.start_period, `${name}: interval and start_period`);
 }
 
@@ -234,7 +234,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const dirs = ['k8s', ...fs.readdirSync(kOverlays).map((d) => `k8s-overlays/${d}`)];
     const [kustomization] = ofKind('Kustomization');
     const [image] = kustomization.images;
-    const rendered = new Map(dirs.map((dir) => [dir, render(kubectl!, dir)]));
+    const rendered = new Map(dirs.map((dir) => [dir, render(kubectl, dir)]));
     for (const [dir, objects] of rendered) {
       for (const o of objects) {
         assert.equal(
@@ -443,7 +443,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const [compose] = parse(path.join(kDocker, 'compose.yaml'));
     const [name, ...others] = Object.keys(compose.services);
     assert.deepEqual(others, [], 'one service');
-    const s = compose.services[name!];
+    const s = compose.services[name];
     assert.equal(s.image, 'sagemaker-mme-node:latest');
     assert.ok(
       fs
@@ -453,7 +453,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     );
     const [store] = s.volumes[0].split(':');
     assert.ok(fs.existsSync(path.resolve(kDocker, store)), `${store} exists next to docker/`);
-    assertPingHealthCheck(s, name!);
+    assertPingHealthCheck(s, name);
     assert.ok(
       parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds,
       'stop_grace_period covers the drain',

@@ -18,10 +18,10 @@ describe("docs/handlers.md's iris handler example", () => {
       const s = await startCliServer(`decode_input_request=${decode}`, { store });
       try {
         const [, invoke] = codeBlocks('docs/handlers.md', 'sh');
-        const [command, shown] = invoke!.trim().split('\n');
-        assert.match(shown!, /^# \{"label":"setosa","probability":\.\.\.\}$/);
+        const [command, shown] = invoke.trim().split('\n');
+        assert.match(shown, /^# \{"label":"setosa","probability":\.\.\.\}$/);
         const run = await bash(
-          command!
+          command
             .replace('http://127.0.0.1:8080', s.url.replace(/\/$/, ''))
             .replace(/^curl /, 'curl -sS --fail-with-body '),
           dir,

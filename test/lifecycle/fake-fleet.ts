@@ -118,7 +118,7 @@ export class FakeFleet {
   #lookUp(): void {
     for (const p of this.#launched.splice(0)) {
       const host = ([...this.registry.live] as HostProcess[]).find((h) => h.pid === p.pid)!;
-      this.#workers.push(new FakeWorker(p, host, host.slots[0]!));
+      this.#workers.push(new FakeWorker(p, host, host.slots[0]));
     }
   }
 

@@ -127,7 +127,7 @@ export class FakeProcess extends EventEmitter {
   }
 
   #unloadReady(): void {
-    while (this.#unloads.length > 0 && this.#unloads[0]!.afterLoads <= this.#loadsDone) {
+    while (this.#unloads.length > 0 && this.#unloads[0].afterLoads <= this.#loadsDone) {
       const { slot } = this.#unloads.shift()!;
       this.slots.delete(slot);
       this.#send({ kind: MessageKind.Unloaded, msg: { slot } });

@@ -60,7 +60,7 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
         p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null);
         return true;
       case 'recycle':
-        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]!);
+        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]);
         return true;
       case 'loadBesideCrash':
         outcomes.start({ kind: 'load', name: c.name });
@@ -137,7 +137,7 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
       `${host.id}: its slots and the registry's placements differ`,
     );
     // …and exactly what its process holds loaded.
-    const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
+    const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1];
     assert.deepEqual(
       [...fake.slots].sort(),
       host.slots.map((s) => s.slotId).sort(),

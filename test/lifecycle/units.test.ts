@@ -34,7 +34,7 @@ describe('lifecycle pieces', () => {
       return release !== null;
     };
     assert.equal(free('a'), true, 'a is free once its last waiter released it');
-    other!();
+    other();
     assert.equal(free('b'), true);
   });
 
@@ -66,7 +66,7 @@ describe('lifecycle pieces', () => {
     })();
     await new Promise(setImmediate);
     gc();
-    assert.equal(taken!.deref(), undefined, 'the shifted item is garbage');
+    assert.equal(taken.deref(), undefined, 'the shifted item is garbage');
     q.push({ n: 3 });
     q.prune((item) => item.n % 2 === 1);
     assert.deepEqual(

@@ -186,8 +186,8 @@ export class LifecycleOperations {
    * POST /models, so the server log (CloudWatch Logs) is the only place a user can read why.
    */
   #loadFailure(entry: Registration, req: LoadRequest, thrown: unknown): MmeError {
-    const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
-    const err = entry.artifact?.hidePaths(reason) ?? reason;
+    const reason: unknown = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
+    const err: unknown = entry.artifact?.hidePaths(reason) ?? reason;
     const kind = entry.onDemand ? 'on-demand load' : entry.loadedAtStartup ? 'start-up load' : 'load';
     const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
     this.deps.log(

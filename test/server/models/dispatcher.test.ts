@@ -20,7 +20,7 @@ async function loaded(
   const h = processHarness(properties, { autoLoad: true });
   await h.manager.load({ modelName: 'a', url: h.model('a'), ...settings });
   const [worker] = h.processes.live();
-  return { h, worker: worker! };
+  return { h, worker: worker };
 }
 
 /** Submits a request with its own request id; returns the id and its outcome. */
@@ -49,8 +49,8 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(worker.batches.length, 0, 'a batch of 2 of 3 waits inside the window');
     const third = submit(h);
     await waitFor(() => worker.batches.length === 1, 'the full batch');
-    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id, third.id]);
-    assert.equal(worker.batches[0]!.independent ?? false, false);
+    assert.deepEqual(ids(worker.batches[0]), [first.id, second.id, third.id]);
+    assert.equal(worker.batches[0].independent ?? false, false);
     worker.answer();
     for (const r of [first, second, third]) assert.equal((await r.outcome).status, 200);
     await close(h);
@@ -66,7 +66,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(worker.batches.length, 0);
     h.clock.advance(1);
     await waitFor(() => worker.batches.length === 1, 'the batch at the end of the window');
-    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id]);
+    assert.deepEqual(ids(worker.batches[0]), [first.id, second.id]);
     worker.answer();
     assert.equal((await first.outcome).status, 200);
     assert.equal((await second.outcome).status, 200);
@@ -86,17 +86,17 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.match(refused.error!.message, /job queue of model a is full \(2 requests waiting\)/);
     assert.equal(worker.batches.length, 2, 'nothing more reached the worker');
     worker.answer();
-    assert.equal((await sent[0]!.outcome).status, 200);
+    assert.equal((await sent[0].outcome).status, 200);
     // batch_size 1 with a backlog: the queued requests share one frame, each run on its own.
     await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
     assert.deepEqual(
-      ids(worker.batches[1]!),
+      ids(worker.batches[1]),
       queued.map((q) => q.id),
     );
-    assert.equal(worker.batches[1]!.independent, true);
+    assert.equal(worker.batches[1].independent, true);
     worker.answer();
     worker.answer();
-    for (const r of [sent[1]!, ...queued]) assert.equal((await r.outcome).status, 200);
+    for (const r of [sent[1], ...queued]) assert.equal((await r.outcome).status, 200);
     await close(h);
   });
 
@@ -140,12 +140,12 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(c.status, 499);
     assert.equal(c.code, 'MME_ERR_CLIENT_CLOSED');
     worker.answer();
-    assert.equal((await sent[0]!.outcome).status, 200);
+    assert.equal((await sent[0].outcome).status, 200);
     await waitFor(() => worker.batches.length === 2, 'the next request to reach the worker');
-    assert.deepEqual(ids(worker.batches[1]!), [kept.id]);
+    assert.deepEqual(ids(worker.batches[1]), [kept.id]);
     worker.answer();
     worker.answer();
-    assert.equal((await sent[1]!.outcome).status, 200);
+    assert.equal((await sent[1].outcome).status, 200);
     assert.equal((await kept.outcome).status, 200);
     await close(h);
   });
