@@ -2,7 +2,7 @@
  * Heavy-model balance in shared hosts (hosts/host-balance.ts): every 2 s round, a model over
  * shared_host_heavy_share of its host's thread marks the host heavy and its neighbours that ran in
  * the round move away; the mark stays until the share falls under half the threshold; a model
- * moves at most once a minute. The balance reads only each host's models, their cumulative run
+ * moves at most once a minute. The balance reads only each host's slots, their cumulative run
  * time and the heavy mark, so the hosts here are plain objects whose run times the test sets, and
  * rounds pass on a virtual clock.
  */
@@ -26,7 +26,7 @@ interface FakeModel {
 interface FakeHost {
   id: string;
   open: boolean;
-  models: FakeModel[];
+  slots: FakeModel[];
   heavyModel: string | null;
   markHeavy(model: string | null): void;
 }
@@ -46,7 +46,7 @@ function host(id: string, ...models: FakeModel[]): FakeHost {
   return {
     id,
     open: true,
-    models,
+    slots: models,
     heavyModel: null,
     markHeavy(m) {
       this.heavyModel = m;
