@@ -8,7 +8,7 @@
  * here field by field (no protobuf library to load for them).
  */
 import { readFileSync } from 'node:fs';
-import type { OnnxFile } from './onnx-file';
+import { NodeField, type OnnxFile } from './onnx-file';
 import type { FieldSpan } from './protobuf-file';
 import type { ZipMapOutput } from './served-outputs';
 
@@ -17,13 +17,6 @@ const kOutputField = 12;
 const kGraphField = 7;
 const kVarint = 0;
 const kLengthDelimited = 2;
-const enum NodeField {
-  Input = 1,
-  Output = 2,
-  Name = 3,
-  OpType = 4,
-  Domain = 7,
-}
 /** ValueInfoProto.name / .type; TypeProto.tensor_type; Tensor.elem_type / .shape; TensorShapeProto.dim; Dimension.dim_value / .dim_param. */
 // Field numbers of several messages, one member per field: equal numbers are expected.
 /* eslint-disable @typescript-eslint/no-duplicate-enum-values */

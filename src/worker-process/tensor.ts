@@ -12,18 +12,9 @@
  * disagree would shift every later request's rows in a merged batch into another caller's answer.
  */
 import { MmeError } from '../errors';
+import type { NumericArray } from '../oip/datatypes';
 
-export type NumericData =
-  | Float32Array
-  | Float64Array
-  | Int8Array
-  | Uint8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array;
+export type NumericData = NumericArray;
 export type TensorData = NumericData | string[];
 
 /** The shape handlers build for context.run: any object of this form, or a Tensor. */
