@@ -29,9 +29,9 @@ import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { processMemoryBytes } from '../processes/process-memory';
 import type { ProcessRegistry } from '../processes/process-registry';
-import type { InFlightBatch } from '../processes/worker-slot';
 import { processStates, type ProcessState } from '../processes/worker-state';
 import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
+import { BatchesInFlight, type BatchesView, type LostBatch } from './batches-in-flight';
 import type { ModelSlot, SlotHost } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
@@ -109,9 +109,7 @@ export class HostProcess implements SlotHost {
   #loadedBytes = 0;
   #heavyModel: string | null = null;
   /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
-  readonly #batches = new Map<number, { batch: InFlightBatch; slot: ModelSlot; left: number }>();
-  /** How many of those each slot has: what its idleness is decided by. */
-  readonly #perSlot = new Map<ModelSlot, number>();
+  readonly #batches = new BatchesInFlight<ModelSlot>();
   #reader: FrameReader | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
@@ -283,31 +281,9 @@ export class HostProcess implements SlotHost {
     return this.#reader!.maxFrameBytes;
   }
 
-  /** Batches sent and not yet answered in full, all slots'. */
-  get batchCount(): number {
-    return this.#batches.size;
-  }
-
-  /** Batches sent on `slot`'s behalf and not yet answered in full. */
-  batchesOf(slot: ModelSlot): number {
-    return this.#perSlot.get(slot) ?? 0;
-  }
-
-  /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
-  jobOf(slot: ModelSlot, id: number): Job | undefined {
-    for (const held of this.#batches.values()) {
-      if (held.slot !== slot) continue;
-      const job = held.batch.jobs.find((j) => j.id === id);
-      if (job) return job;
-    }
-    return undefined;
-  }
-
-  /** Requests sent on `slot`'s behalf and not answered yet (an independent batch's are answered one by one). */
-  requestsOf(slot: ModelSlot): number {
-    let n = 0;
-    for (const held of this.#batches.values()) if (held.slot === slot) n += held.left;
-    return n;
+  /** The batches its slots sent and it has not answered in full. */
+  get batches(): BatchesView<ModelSlot> {
+    return this.#batches;
   }
 
   /** A frame on a slot's behalf (Load, Unload, Cancel, ChunkAck). */
@@ -319,8 +295,7 @@ export class HostProcess implements SlotHost {
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
     this.send({ kind: MessageKind.Infer, msg });
-    this.#batches.set(msg.batchId, { batch: { msg, jobs }, slot, left: jobs.length });
-    this.#perSlot.set(slot, this.batchesOf(slot) + 1);
+    this.#batches.add(slot, msg, jobs);
   }
 
   /** The slot is released, or was never loaded: forget it. */
@@ -375,18 +350,9 @@ export class HostProcess implements SlotHost {
         for (const s of this.#slots.values()) s.sendLoad();
         break;
       case MessageKind.Result: {
-        const held = this.#batches.get(frame.msg.batchId);
-        if (!held) break;
         // An independent batch is answered one request at a time; the batch is held until the last.
-        held.left -= frame.msg.responses.length;
-        const done = held.left <= 0;
-        if (done) {
-          this.#batches.delete(frame.msg.batchId);
-          const left = this.batchesOf(held.slot) - 1;
-          if (left > 0) this.#perSlot.set(held.slot, left);
-          else this.#perSlot.delete(held.slot);
-        }
-        held.slot.onAnswered(held.batch, frame.msg, done);
+        const held = this.#batches.answer(frame.msg.batchId, frame.msg.responses.length);
+        held?.slot.onAnswered(held.batch, frame.msg, held.left <= 0);
         break;
       }
       case MessageKind.Loaded: {
@@ -424,16 +390,7 @@ export class HostProcess implements SlotHost {
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
     this.#channel?.destroy();
-    // Each slot's batches run one after another (different slots' side by side, in a shared host),
-    // so each slot's oldest was running; a preload_model worker runs all of its batches at once.
-    const seen = new Set<ModelSlot>();
-    const lost = [...this.#batches.values()].map(({ batch, slot }) => {
-      const oldest = !seen.has(slot);
-      seen.add(slot);
-      return { batch, slot, running: slot.concurrentBatches || oldest };
-    });
-    this.#batches.clear();
-    this.#perSlot.clear();
+    const lost = this.#batches.takeAll();
     const slots = [...this.#slots.values()];
     for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
     this.#resolveExit(exit);
@@ -465,7 +422,7 @@ export class HostProcess implements SlotHost {
  */
 function suspectLoad(
   exit: WorkerExit,
-  lost: ReadonlyArray<{ slot: ModelSlot; running: boolean }>,
+  lost: readonly LostBatch<ModelSlot>[],
   slots: readonly ModelSlot[],
 ): ModelSlot | null {
   if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;

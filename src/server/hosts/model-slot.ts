@@ -23,6 +23,7 @@ import { loadExitError, type KillReason, type WorkerExit } from '../processes/ex
 import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
 import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from '../processes/worker-slot';
 import type { ProcessState } from '../processes/worker-state';
+import type { BatchesView } from './batches-in-flight';
 
 /** What a slot needs of the worker process it is in: HostProcess's side of their calls. */
 export interface SlotHost {
@@ -39,13 +40,10 @@ export interface SlotHost {
   readonly hasStarted: boolean;
   readonly killed: boolean;
   readonly processState: ProcessState;
-  /** Batches sent and not yet answered in full, all slots'. */
-  readonly batchCount: number;
+  /** The batches its slots sent and it has not answered in full. */
+  readonly batches: BatchesView<ModelSlot>;
   /** Takes the slot in: its slot id. */
   admit(slot: ModelSlot, maxFrameBytes: number): number;
-  batchesOf(slot: ModelSlot): number;
-  requestsOf(slot: ModelSlot): number;
-  jobOf(slot: ModelSlot, id: number): Job | undefined;
   send(frame: Frame): void;
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void;
   forget(slotId: number): void;
@@ -122,15 +120,15 @@ export class ModelSlot implements WorkerSlot {
   }
 
   get inFlightBatches(): number {
-    return this.host.batchesOf(this);
+    return this.host.batches.of(this);
   }
 
   get inFlightRequests(): number {
-    return this.host.requestsOf(this);
+    return this.host.batches.requestsOf(this);
   }
 
   get backlog(): number {
-    return this.host.batchCount;
+    return this.host.batches.size;
   }
 
   get runMicros(): number {
@@ -186,11 +184,11 @@ export class ModelSlot implements WorkerSlot {
   }
 
   holds(job: Job): boolean {
-    return this.host.jobOf(this, job.id) === job;
+    return this.host.batches.jobOf(this, job.id) === job;
   }
 
   heldJob(id: number): Job | undefined {
-    return this.host.jobOf(this, id);
+    return this.host.batches.jobOf(this, id);
   }
 
   cancel(job: Job): void {
