@@ -132,7 +132,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const pod = deployment.spec.template.spec;
     const [c] = pod.containers;
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
-    // Set from settings.env by kustomization.yaml's replacements (test/deploy/settings.test.ts).
+    // Set from settings.env by kustomization.yaml's replacements (test/e2e/deploy-settings.test.ts).
     assert.match(env.MMS_MODEL_REPOSITORY, /settings\.env/);
     const mount = c.volumeMounts.find((m: Doc) => m.mountPath === env.MMS_MODEL_CACHE_DIR);
     assert.ok(mount, 'the disk cache is a mounted volume');

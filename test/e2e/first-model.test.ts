@@ -68,7 +68,7 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
       const line = command
         .replaceAll('127.0.0.1:8080', http)
         .replaceAll('127.0.0.1:7070', grpc)
-        .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/scripts/mme-client.js')}`)
+        .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/src/cli/mme-client.js')}`)
         .replace(/^curl /, 'curl -sS --fail-with-body ');
       const run = await bash(line, root);
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);

@@ -2,7 +2,7 @@
  * docs/handlers.md's complete handler example (`iris`), made and invoked as the page says, under
  * the CLI server with decode_input_request=true (npm start's config.properties) and =false (the
  * image's docker/config.properties): the same handler must answer the same in both.
- * test/docker/image.test.ts runs it in the image too.
+ * test/e2e/docker-image.test.ts runs it in the image too.
  */
 import assert from 'node:assert/strict';
 import { bash, codeBlocks, makeIrisExample } from '../helpers/docs-examples';

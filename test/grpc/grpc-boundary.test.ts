@@ -112,7 +112,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
 
   it("gRPC outputs: [{name: '__proto__' | 'toString'}] is INVALID_ARGUMENT, not INTERNAL", async () => {
     // The output is looked up in the worker's OIP codec (src/worker-process/oip-codec.ts): a failure
-    // here is that codec's lookup on a plain object (noted in /work/notes/findings.md).
+    // here is that codec's lookup on a plain object.
     const inputs = [
       { name: 'a', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } },
       { name: 'b', datatype: 'INT64', shape: [1, 2], contents: { int64_contents: ['1', '2'] } },

@@ -70,7 +70,7 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     assert.equal(refused.code, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.match(
       refused.error!.message,
-      /^Model a does not fit: it needs about .* of the 1 MB model memory budget is in use\./,
+      /^Model a does not fit: it needs about .* of the 1 MB model memory budget is in use, and it would not fit with every other model evicted either/,
     );
     assert.equal(h.processes.all.length, 0);
     assert.equal(h.manager.entry('a'), undefined);
