@@ -282,8 +282,8 @@ describe('invoke routes: node:http through the gateway', () => {
       { method: 'POST', body: json({ fail: 'no good', status: 422 }) },
       {
         status: 422,
-        headers: { 'content-length': '112', 'content-type': kJsonType },
-        body: mmsError(422, 'PredictionException', 'no good', 'MME_ERR_MODEL_ERROR'),
+        headers: { 'content-length': '114', 'content-type': kJsonType },
+        body: mmsError(422, 'BadRequestException', 'no good', 'MME_ERR_INVALID_INPUT'),
       },
     ],
     [
@@ -308,7 +308,7 @@ describe('invoke routes: node:http through the gateway', () => {
     const res = await fetch(`${t.url}/models/heads/invoke`, { method: 'POST', body: json({ fail: 'x', status: 409 }) });
     const id = res.headers.get('x-request-id')!;
     await waitFor(
-      () => t.logs.some((l) => l === `request ${id} POST /models/:name/invoke: 409 MME_ERR_MODEL_ERROR`),
+      () => t.logs.some((l) => l === `request ${id} POST /models/:name/invoke: 409 MME_ERR_INVALID_INPUT`),
       'the error line',
     );
     const refused = await fetch(`${t.url}/invocations`, { method: 'PUT' });
