@@ -14,7 +14,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../../harness/cli-server';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
-import { requireNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
+import { Nginx, routerConfig, type Balancing } from '../fleet/nginx';
+import { requireProgram } from '../fleet/router-process';
 import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
@@ -251,7 +252,7 @@ async function leaveAndReturn(
 }
 
 async function main(): Promise<void> {
-  const bin = requireNginx();
+  const bin = requireProgram('nginx');
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-store-'));
   writeMlpStore(store, MODELS);
   const stream = zipfStream();
