@@ -95,10 +95,7 @@ export async function inFlight(statsSocket: string, backend: string): Promise<Ma
 }
 
 export class Haproxy {
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly log: string[],
-  ) {}
+  private constructor(private readonly child: ChildProcess) {}
 
   /** Starts HAProxy in the foreground (-db) with `config`, once `haproxy -c` accepts it; resolves when it listens on `port`. */
   static async start(bin: string, dir: string, port: number, config: string): Promise<Haproxy> {
@@ -109,8 +106,10 @@ export class Haproxy {
     const child = spawn(bin, ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
     const log: string[] = [];
     readline.createInterface({ input: child.stderr! }).on('line', (l) => log.push(l));
-    await listening(port, child, 'haproxy');
-    return new Haproxy(child, log);
+    await listening(port, child, 'haproxy').catch((err: Error) => {
+      throw new Error(`${err.message}: ${log.join('\n')}`);
+    });
+    return new Haproxy(child);
   }
 
   /** SIGUSR1, HAProxy's soft stop: it stops listening and finishes the requests it holds. */
