@@ -14,8 +14,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../../harness/cli-server';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
-import { requireNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
-import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
+import { Nginx, routerConfig, type Balancing } from '../fleet/nginx';
+import { requireProgram } from '../fleet/router-process';
+import { benchUsage, runBench, type BenchServer } from './bench-run';
+import { counters, hitRatioBetween, post, startInstance } from './fleet-instances';
+import { hotMain } from './fleet-hot';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -29,9 +32,6 @@ const CHANGE_REQUESTS = process.env.BENCH_QUICK ? 150 : 600;
 const CLIENTS = 4;
 const SEED = 11;
 
-/** `npm run bench:fleet -- shared`: the instances hold their models in shared hosts, so a miss loads in milliseconds. */
-const WORKER_MODE = process.argv.includes('shared') ? 'shared' : 'dedicated';
-
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
@@ -41,76 +41,6 @@ function zipfStream(): string[] {
   const byRank = shuffled(MODELS, random);
   const rank = zipfSampler(MODELS, ZIPF_S, random);
   return Array.from({ length: REQUESTS + 2 * CHANGE_REQUESTS }, () => `m${byRank[rank()]}`);
-}
-
-function startInstance(store: string, port: number, room: number): Promise<BenchServer> {
-  const address = `http://127.0.0.1:${port}`;
-  return startBenchServer([
-    `inference_address=${address}`,
-    `management_address=${address}`,
-    `model_store=${store}`,
-    'model_cache=on',
-    `max_loaded_models=${room}`,
-    `worker_mode=${WORKER_MODE}`,
-  ]);
-}
-
-interface Counters {
-  hits: number;
-  invocations: number;
-}
-
-async function counters(server: BenchServer): Promise<Counters> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { hits: read('mme_model_cache_hits_total'), invocations: read('mme_invocations_total') };
-}
-
-/** Hit ratio of the requests served between two readings of the same servers. */
-function hitRatioBetween(before: Counters[], after: Counters[]): number {
-  const sum = (cs: Counters[], k: keyof Counters) => cs.reduce((s, c) => s + c[k], 0);
-  return (sum(after, 'hits') - sum(before, 'hits')) / (sum(after, 'invocations') - sum(before, 'invocations'));
-}
-
-/**
- * One POST over `agent`; resolves with the status, body and the replica nginx chose (X-Upstream).
- * A kept-alive connection that nginx closed as the request went out (an old worker retiring after a
- * reload) is tried again once on a new one, as Node's docs advise: nothing reached an instance.
- */
-function post(
-  agent: http.Agent,
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  retried = false,
-): Promise<{ status: number; text: string; replica: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        agent,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            text: Buffer.concat(chunks).toString(),
-            replica: String(res.headers['x-upstream'] ?? ''),
-          }),
-        );
-      },
-    );
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      if (req.reusedSocket && err.code === 'ECONNRESET' && !retried)
-        post(agent, url, headers, body, true).then(resolve, reject);
-      else reject(err);
-    });
-    req.end(body);
-  });
 }
 
 /**
@@ -251,7 +181,7 @@ async function leaveAndReturn(
 }
 
 async function main(): Promise<void> {
-  const bin = requireNginx();
+  const bin = requireProgram('nginx');
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-store-'));
   writeMlpStore(store, MODELS);
   const stream = zipfStream();
@@ -305,8 +235,8 @@ async function main(): Promise<void> {
 }
 
 const USAGE = benchUsage(
-  'npm run bench:fleet [-- shared]',
-  "Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared).",
+  'npm run bench:fleet [-- shared] [-- hot]',
+  "Three instances behind nginx (installed from Debian when missing and root): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared); `hot` runs the skewed workloads through round robin, nginx's consistent hashing and HAProxy's bounded loads (scripts/bench/fleet-hot.ts), printing JSON.",
 );
 
-if (require.main === module) runBench(USAGE, main, () => undefined);
+if (require.main === module) runBench(USAGE, process.argv.includes('hot') ? hotMain : main, () => undefined);

@@ -37,6 +37,7 @@ function parse(file: string): Doc[] {
 
 const kOverlays = path.join(kDeploy, 'k8s-overlays');
 const kNginx = path.join(kDeploy, 'nginx');
+const kHaproxy = path.join(kDeploy, 'haproxy');
 
 /** The objects of the YAML files in deploy/k8s (the base) or in one overlay's directory. */
 const k8s = (dir = 'k8s') => yamlFiles(path.join(kDeploy, dir)).flatMap(parse);
@@ -63,6 +64,24 @@ const serverLines = (file: string) =>
     host: m[1],
     port: Number(m[2]),
   }));
+
+/** An HAProxy configuration's `server` addresses, by backend. */
+function haproxyServers(conf: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let backend = '';
+  for (const line of conf.split('\n')) {
+    if (/^\S/.test(line)) backend = /^backend (\S+)/.exec(line)?.[1] ?? '';
+    const server = /^\s+server \S+ "?([^\s"]+)"?/.exec(line);
+    if (server && backend) out.set(backend, [...(out.get(backend) ?? []), server[1]]);
+  }
+  return out;
+}
+
+const withoutServers = (conf: string) =>
+  conf
+    .split('\n')
+    .filter((l) => !/^\s+server /.test(l))
+    .join('\n');
 
 /** The drain the server does on SIGTERM: MMS_SHUTDOWN_TIMEOUT when set, else the key's default. */
 function drainSeconds(env: Record<string, string> | undefined): number {
@@ -273,6 +292,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
       [
         'k8s',
         'k8s-overlays/gateway-api',
+        'k8s-overlays/haproxy-router',
         'k8s-overlays/ingress-nginx',
         'k8s-overlays/nginx-router',
         'k8s-overlays/prometheus-operator',
@@ -315,6 +335,23 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
         `nginx.conf includes the filled-in ${list}`,
       );
     }
+
+    const bounded = rendered.get('k8s-overlays/haproxy-router')!;
+    const haproxyConfig = bounded.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('mme-haproxy-router-'),
+    );
+    assert.equal(
+      haproxyConfig.data['haproxy.cfg'],
+      fs.readFileSync(path.join(kOverlays, 'haproxy-router', 'haproxy.cfg'), 'utf8'),
+    );
+    const haproxyPod = bounded.find((o) => o.kind === 'Deployment' && o.metadata.name === 'sagemaker-mme-node-router')
+      .spec.template.spec;
+    assert.equal(haproxyPod.volumes.find((v: Doc) => v.name === 'config').configMap.name, haproxyConfig.metadata.name);
+    assert.deepEqual(
+      haproxyPod.containers[0].volumeMounts.map((m: Doc) => [m.mountPath, m.subPath]),
+      [['/usr/local/etc/haproxy/haproxy.cfg', 'haproxy.cfg']],
+      'HAProxy reads the generated haproxy.cfg where the official image looks',
+    );
 
     const gateway = rendered.get('k8s-overlays/gateway-api')!;
     const [policy] = gateway.filter((o) => o.kind === 'BackendTrafficPolicy');
@@ -396,6 +433,69 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
         `${list}: names re-resolved as pods move`,
       );
     }
+  });
+
+  it('haproxy-router: deploy/haproxy/haproxy.cfg with server lines naming every StatefulSet pod the HPA may run, on its ports', () => {
+    const deployed = fs.readFileSync(path.join(kHaproxy, 'haproxy.cfg'), 'utf8');
+    const overlay = fs.readFileSync(path.join(kOverlays, 'haproxy-router', 'haproxy.cfg'), 'utf8');
+    assert.equal(
+      withoutServers(overlay),
+      withoutServers(deployed),
+      'deploy/k8s-overlays/haproxy-router/haproxy.cfg is deploy/haproxy/haproxy.cfg but for its server lines: copy it again after changing the original',
+    );
+    const set = replicas();
+    const [hpa] = ofKind('HorizontalPodAutoscaler');
+    const ports = new Map<string, number>(
+      set.spec.template.spec.containers[0].ports.map((p: Doc) => [p.name, p.containerPort]),
+    );
+    const names = Array.from(
+      { length: hpa.spec.maxReplicas },
+      (_, i) => `${set.metadata.name}-${i}.${set.spec.serviceName}.\${POD_NAMESPACE}.svc.\${CLUSTER_DOMAIN}`,
+    );
+    const servers = haproxyServers(overlay);
+    assert.deepEqual(
+      servers.get('mme'),
+      names.map((n) => `${n}:${ports.get('http')}`),
+      'HTTP: one name per pod up to maxReplicas',
+    );
+    assert.deepEqual(
+      servers.get('mme_grpc'),
+      names.map((n) => `${n}:${ports.get('grpc')}`),
+      'gRPC: the same, in the same order',
+    );
+  });
+
+  it("haproxy: both backends hash the model with bounded loads over the same replicas in the same order, check /ping, and compose runs deploy/nginx's replicas behind it", () => {
+    const conf = fs.readFileSync(path.join(kHaproxy, 'haproxy.cfg'), 'utf8');
+    for (const backend of ['mme', 'mme_grpc']) {
+      const section = new RegExp(`^backend ${backend} [^]*?(?=^\\S|(?![^]))`, 'm').exec(conf)?.[0] ?? '';
+      assert.match(section, /^\s+balance hash var\(txn\.mme_model\)$/m, `${backend}: hashes the model`);
+      assert.match(section, /^\s+hash-type consistent$/m, `${backend}: consistent`);
+      assert.match(section, /^\s+hash-balance-factor 1\d\d$/m, `${backend}: bounded loads`);
+      assert.match(section, /^\s+http-check send meth GET uri \/ping /m, `${backend}: checks /ping`);
+    }
+    const servers = haproxyServers(conf);
+    const hosts = (list: string[] | undefined) => list?.map((a) => a.split(':')[0]);
+    assert.deepEqual(hosts(servers.get('mme')), ['mme-1', 'mme-2', 'mme-3']);
+    assert.deepEqual(hosts(servers.get('mme_grpc')), hosts(servers.get('mme')), 'the same ring for HTTP and gRPC');
+    assert.match(conf, /^frontend grpc from \S+\n\s+bind :7070 proto h2$/m, 'gRPC: cleartext HTTP/2 in');
+    assert.ok(
+      conf
+        .split('\n')
+        .filter((l) => /^\s+server \S+ \S+:7070/.test(l))
+        .every((l) => / proto h2 check-proto h1 port 8080$/.test(l)),
+      'gRPC: HTTP/2 out, checked over HTTP/1.1 on the HTTP port',
+    );
+    const [compose] = parse(path.join(kHaproxy, 'compose.yaml'));
+    const names = Object.keys(compose.services).filter((s) => s.startsWith('mme-'));
+    assert.deepEqual(names, ['mme-1', 'mme-2', 'mme-3']);
+    for (const name of names)
+      assert.deepEqual(compose.services[name].extends, { file: '../nginx/compose.yaml', service: name });
+    assert.deepEqual(
+      compose.services.haproxy.depends_on,
+      Object.fromEntries(names.map((n) => [n, { condition: 'service_healthy' }])),
+    );
+    assert.deepEqual(compose.services.haproxy.volumes, ['./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro']);
   });
 
   it('kustomization lists files that exist', () => {
