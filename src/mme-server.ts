@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
+import { InferenceToken } from './gateway/bearer-tokens';
 import { Gateway } from './gateway/gateway';
 import { requestListener, type ListenerRole } from './http/app';
 import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
@@ -44,6 +45,8 @@ export class MmeServer {
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
   readonly #limits: Partial<ListenerLimits>;
+  /** inference_token, shared by every door's data plane; null when unset. */
+  readonly #inferenceToken: InferenceToken | null;
 
   constructor(
     readonly config: ServerConfig,
@@ -62,6 +65,9 @@ export class MmeServer {
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
     this.gateway = new Gateway({ manager: this.manager, metrics: this.metrics, log: this.#log, defaultAccept });
+    this.#inferenceToken = config.inferenceTokens.length
+      ? new InferenceToken(config.inferenceTokens, () => this.metrics.unauthorized())
+      : null;
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -83,6 +89,7 @@ export class MmeServer {
         maxRequestSize: c.maxRequestSize,
         loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host),
         managementToken: c.managementToken,
+        inferenceToken: this.#inferenceToken,
         accessLog: c.accessLog,
         log: this.#log,
       });
@@ -103,6 +110,7 @@ export class MmeServer {
           gateway: this.gateway,
           manager: this.manager,
           loopbackOnly: isLoopback(c.grpcInferenceAddress),
+          inferenceToken: this.#inferenceToken,
         },
       );
       this.#log(`gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}`);

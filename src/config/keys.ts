@@ -501,6 +501,13 @@ export const KEYS = [
     doc: 'When set, the management API (POST/PUT/DELETE/GET /models) needs Authorization: Bearer <token>. Leave unset on SageMaker, whose platform sends no token; use it when the management port is reachable by others.',
   },
   {
+    name: 'inference_token',
+    kind: 'string',
+    default: null,
+    example: '$$MME_INFERENCE_TOKEN$$',
+    doc: 'When set, the data plane (every invoke path, /v2 metadata and infer, gRPC but its health calls) needs Authorization: Bearer <token> (gRPC: authorization metadata); /ping and the health checks stay open. A comma list allows several tokens, so one can be rotated. Refused with SAGEMAKER_MULTI_MODEL=true, whose platform sends none.',
+  },
+  {
     name: 'max_connections',
     kind: 'int',
     default: '1024',

@@ -128,6 +128,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     sharedHostHeavyShare: read('shared_host_heavy_share'),
     modelRoots: modelRoots(read('model_roots'), modelStore),
     managementToken: read('management_token'),
+    inferenceTokens: inferenceTokens(read('inference_token'), multiModel, settings),
     maxConnections: read('max_connections'),
     grpcInferenceAddress: read('grpc_inference_address') ?? '127.0.0.1',
     grpcInferencePort: grpcPort(read('grpc_inference_port'), settings),
@@ -260,6 +261,31 @@ function grpcPort(raw: string | null, settings: Map<string, Setting>): number | 
     );
   }
   return port;
+}
+
+/** inference_token's comma list; SageMaker's platform would be refused, since it sends no token. */
+function inferenceTokens(raw: string | null, multiModel: boolean, settings: Map<string, Setting>): string[] {
+  if (raw === null) return [];
+  if (multiModel) {
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key inference_token is set${fromText(settings, 'inference_token')} but SAGEMAKER_MULTI_MODEL=true: SageMaker's platform sends no token, so every invoke would be refused; remove inference_token (SageMaker authenticates callers itself)`,
+    );
+  }
+  const tokens = raw.split(',').map((t) => t.trim());
+  if (tokens.some((t) => t === '' || /\s/.test(t))) {
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key inference_token has an empty token or one with a space${fromText(settings, 'inference_token')} (expected a comma list of tokens, e.g. inference_token=$$MME_INFERENCE_TOKEN$$ or new-token,old-token)`,
+    );
+  }
+  return tokens;
+}
+
+/** " (set in FILE)": where a key's value came from; '' for a default. */
+function fromText(settings: Map<string, Setting>, key: string): string {
+  const from = settings.get(key)?.from;
+  return from ? ` (set ${from})` : '';
 }
 
 /** SageMaker puts models under /opt/ml/models; locally they live in model_store. */

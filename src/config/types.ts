@@ -95,6 +95,8 @@ export interface ServerConfig {
   readonly modelRoots: readonly string[];
   /** Bearer token the management API requires, or null. */
   readonly managementToken: string | null;
+  /** inference_token's tokens (any one is accepted); empty = the data plane needs none. */
+  readonly inferenceTokens: readonly string[];
   readonly maxConnections: number;
   /** gRPC inference listener host, and its port (null = no gRPC listener). */
   readonly grpcInferenceAddress: string;

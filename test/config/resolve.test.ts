@@ -94,6 +94,7 @@ describe('resolveConfig', () => {
         sharedHostHeavyShare: 0.5,
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
+        inferenceTokens: [],
         maxConnections: 1024,
         grpcInferenceAddress: '127.0.0.1',
         grpcInferencePort: null,
@@ -238,6 +239,7 @@ describe('resolveConfig', () => {
         sharedHostHeavyShare: 0.75,
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
+        inferenceTokens: [],
         maxConnections: 10,
         grpcInferenceAddress: '0.0.0.0',
         grpcInferencePort: 7070,
@@ -657,6 +659,22 @@ describe('resolveConfig', () => {
       assertConfigError(
         () => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }),
         'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean',
+      );
+    });
+
+    it('inference_token: a comma list of tokens; refused in SageMaker mode without quoting the token', () => {
+      assert.deepEqual(resolve('inference_token=new-one, old-one').inferenceTokens, ['new-one', 'old-one']);
+      assert.deepEqual(resolve(null).inferenceTokens, []);
+      for (const bad of ['a,,b', 'a,', 'two words'])
+        assertConfigError(
+          () => resolve(`inference_token=${bad}`),
+          'inference_token has an empty token or one with a space',
+        );
+      assert.throws(
+        () => resolve('inference_token=s3cret-value', { SAGEMAKER_MULTI_MODEL: 'true' }),
+        (err: Error) =>
+          /inference_token is set .*SAGEMAKER_MULTI_MODEL=true/.test(err.message) &&
+          !err.message.includes('s3cret-value'),
       );
     });
 
