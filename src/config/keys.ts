@@ -508,6 +508,27 @@ export const KEYS = [
     doc: 'When set, the data plane (every invoke path, /v2 metadata and infer, gRPC but its health calls) needs Authorization: Bearer <token> (gRPC: authorization metadata); /ping and the health checks stay open. A comma list allows several tokens, so one can be rotated. Refused with SAGEMAKER_MULTI_MODEL=true, whose platform sends none.',
   },
   {
+    name: 'tls_cert_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/tls.crt',
+    doc: 'PEM certificate (chain) that every https:// listener (inference_address, management_address, metrics_address) and the gRPC listener serve, TLS 1.2 and up; with tls_key_file. An http:// inference_address is then refused as a likely mistake; management_address and metrics_address may stay http:// (e.g. on loopback). Both files are reloaded when they change (cert-manager rotation): new connections get the new certificate, open ones are kept.',
+  },
+  {
+    name: 'tls_key_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/tls.key',
+    doc: 'PEM private key of tls_cert_file, unencrypted; a missing, unreadable or mismatched key stops start-up.',
+  },
+  {
+    name: 'tls_client_ca_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/ca.crt',
+    doc: 'PEM CA certificate(s) for mutual TLS: every TLS listener then requires a client certificate signed by one of them. Unset = no client certificate asked for.',
+  },
+  {
     name: 'max_connections',
     kind: 'int',
     default: '1024',
