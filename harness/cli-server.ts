@@ -89,7 +89,7 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).on('line', (l) => {
       lines.push(l);
-      const m = /API listening on (http:\/\/[^\s"]+)/.exec(l);
+      const m = /API listening on (https?:\/\/[^\s"]+)/.exec(l);
       if (m) resolve(m[1]);
     });
     void exited.then(({ code }) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));

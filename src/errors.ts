@@ -22,7 +22,7 @@ export const ERRORS = {
   MME_ERR_UNAUTHORIZED: {
     status: 401,
     type: 'UnauthorizedException',
-    when: 'the management API needs a bearer token and the request has none or a wrong one',
+    when: 'the management API (management_token) or the data plane (inference_token) needs a bearer token and the request has none or a wrong one',
   },
   MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException', when: 'the request was refused by a listener guard' },
   MME_ERR_MODEL_NOT_FOUND: {

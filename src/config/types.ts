@@ -38,6 +38,14 @@ export interface RepositoryConfig {
   readonly cacheDiskBytes: number;
 }
 
+/** tls_cert_file, tls_key_file and tls_client_ca_file: what every TLS listener serves. */
+export interface TlsConfig {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** null = no client certificate asked for. */
+  readonly clientCaFile: string | null;
+}
+
 export interface ServerConfig {
   /** Which file was read, or null when built-in defaults apply. */
   readonly configFile: string | null;
@@ -95,6 +103,10 @@ export interface ServerConfig {
   readonly modelRoots: readonly string[];
   /** Bearer token the management API requires, or null. */
   readonly managementToken: string | null;
+  /** inference_token's tokens (any one is accepted); empty = the data plane needs none. */
+  readonly inferenceTokens: readonly string[];
+  /** The certificate of every https:// listener and of gRPC; null = no TLS. */
+  readonly tls: TlsConfig | null;
   readonly maxConnections: number;
   /** gRPC inference listener host, and its port (null = no gRPC listener). */
   readonly grpcInferenceAddress: string;

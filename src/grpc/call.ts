@@ -12,6 +12,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { MmeError, isMmeError } from '../errors';
+import type { InferenceToken } from '../gateway/bearer-tokens';
 import { newRequestId, type Gateway, type ModelRequest } from '../gateway/gateway';
 import { CancelToken } from '../util/cancel-token';
 import { isLoopback } from '../util/loopback';
@@ -26,7 +27,12 @@ export interface GrpcDeps {
   manager: ModelManager;
   /** The listener is on a loopback address: serve only calls whose :authority is a loopback name. */
   loopbackOnly: boolean;
+  /** inference_token: every call but the health checks needs it; null when unset. */
+  inferenceToken: InferenceToken | null;
 }
+
+/** The health checks, open without inference_token as HTTP's /ping is. */
+const kHealthMethods = new Set(['ServerLive', 'ServerReady', 'Ping']);
 
 /** What every kind of call (unary, server or bidirectional stream) offers. */
 type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & {
@@ -77,13 +83,23 @@ export class GrpcCall {
     this.#answered = true;
   }
 
-  /** Refused before any work, as the HTTP guards refuse: during shutdown, and a foreign :authority on a loopback listener. */
+  /**
+   * Refused before any work, as the HTTP guards refuse: during shutdown, a foreign :authority on a
+   * loopback listener, and a call without inference_token.
+   */
   guard(): void {
     this.deps.gateway.admit();
     if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
       throw new MmeError(
         'MME_ERR_FORBIDDEN',
         'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).',
+      );
+    }
+    if (this.deps.inferenceToken !== null && !kHealthMethods.has(this.method)) {
+      const [authorization] = this.call.metadata.get('authorization');
+      this.deps.inferenceToken.check(
+        typeof authorization === 'string' ? authorization : undefined,
+        'authorization metadata',
       );
     }
   }

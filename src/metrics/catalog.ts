@@ -223,6 +223,14 @@ const defs = [
     help: 'Loads from model_repository served by the disk cache without a download (1 per hit, 0 per download: the average is the disk cache hit ratio).',
   },
   {
+    name: 'UnauthorizedRequests',
+    unit: 'None',
+    reduce: 'sum',
+    scope: 'host',
+    prometheus: { type: 'counter', name: 'mme_unauthorized_requests_total' },
+    help: 'Requests refused with 401 for a missing or wrong bearer token: inference_token on the data plane (HTTP and gRPC), management_token on the management API.',
+  },
+  {
     name: 'LoadedModelCount',
     unit: 'None',
     reduce: 'avg',

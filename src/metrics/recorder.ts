@@ -162,6 +162,11 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0));
   }
 
+  /** A request was refused for a missing or wrong bearer token (never told which token it sent). */
+  unauthorized(): void {
+    this.#safely(() => this.#add(M.UnauthorizedRequests, '', 1));
+  }
+
   loadedModelCount(n: number): void {
     this.#loadedModels = n;
     this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));

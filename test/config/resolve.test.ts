@@ -94,6 +94,8 @@ describe('resolveConfig', () => {
         sharedHostHeavyShare: 0.5,
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
+        inferenceTokens: [],
+        tls: null,
         maxConnections: 1024,
         grpcInferenceAddress: '127.0.0.1',
         grpcInferencePort: null,
@@ -238,6 +240,8 @@ describe('resolveConfig', () => {
         sharedHostHeavyShare: 0.75,
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
+        inferenceTokens: [],
+        tls: null,
         maxConnections: 10,
         grpcInferenceAddress: '0.0.0.0',
         grpcInferencePort: 7070,
@@ -510,7 +514,10 @@ describe('resolveConfig', () => {
 
   describe('addresses', () => {
     it('parses http, https (443 by default), http without port (80), IPv6 and unix', () => {
-      const parse = (address: string) => resolve(`inference_address=${address}`).inferenceAddress;
+      // An https:// address needs a certificate (resolving reads no file).
+      const tls = 'tls_cert_file=/tls/c.crt\ntls_key_file=/tls/c.key';
+      const parse = (address: string) =>
+        resolve(`inference_address=${address}${/^https/i.test(address) ? `\n${tls}` : ''}`).inferenceAddress;
       assert.deepEqual(parse('https://example.com'), tcp('https://example.com', 'https', 'example.com', 443));
       assert.deepEqual(parse('HTTPS://h:8443/'), tcp('HTTPS://h:8443/', 'https', 'h', 8443));
       assert.deepEqual(parse('http://localhost'), tcp('http://localhost', 'http', 'localhost', 80));
@@ -523,6 +530,30 @@ describe('resolveConfig', () => {
         port: 0,
         path: '/tmp/mme.sock',
       });
+    });
+
+    it('TLS: the files go together, https:// needs them, and with them inference_address must be https://', () => {
+      const tls = 'tls_cert_file=/tls/c.crt\ntls_key_file=/tls/c.key';
+      assert.deepEqual(resolve(`inference_address=https://0.0.0.0:8443\n${tls}\ntls_client_ca_file=/tls/ca.crt`).tls, {
+        certFile: '/tls/c.crt',
+        keyFile: '/tls/c.key',
+        clientCaFile: '/tls/ca.crt',
+      });
+      // management_address and metrics_address may stay plain (loopback), a unix socket too.
+      const mixed = resolve(`inference_address=https://0.0.0.0:8443\nmetrics_address=http://127.0.0.1:9100\n${tls}`);
+      assert.equal(mixed.managementAddress.scheme, 'http');
+      assert.equal(resolve(`inference_address=unix:/s\n${tls}`).tls?.certFile, '/tls/c.crt');
+      assertConfigError(() => resolve('tls_key_file=/tls/c.key'), 'go together', 'only tls_key_file is set');
+      assertConfigError(() => resolve('tls_client_ca_file=/tls/ca.crt'), 'go together');
+      assertConfigError(
+        () => resolve('management_address=https://127.0.0.1:8443'),
+        'management_address https://127.0.0.1:8443 is https:// but no certificate',
+      );
+      assertConfigError(
+        () => resolve(tls),
+        'inference_address http://127.0.0.1:8080 is http://',
+        'write https://127.0.0.1:8080',
+      );
     });
 
     it('shares one listener when both addresses are the same', () => {
@@ -657,6 +688,22 @@ describe('resolveConfig', () => {
       assertConfigError(
         () => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }),
         'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean',
+      );
+    });
+
+    it('inference_token: a comma list of tokens; refused in SageMaker mode without quoting the token', () => {
+      assert.deepEqual(resolve('inference_token=new-one, old-one').inferenceTokens, ['new-one', 'old-one']);
+      assert.deepEqual(resolve(null).inferenceTokens, []);
+      for (const bad of ['a,,b', 'a,', 'two words'])
+        assertConfigError(
+          () => resolve(`inference_token=${bad}`),
+          'inference_token has an empty token or one with a space',
+        );
+      assert.throws(
+        () => resolve('inference_token=s3cret-value', { SAGEMAKER_MULTI_MODEL: 'true' }),
+        (err: Error) =>
+          /inference_token is set .*SAGEMAKER_MULTI_MODEL=true/.test(err.message) &&
+          !err.message.includes('s3cret-value'),
       );
     });
 

@@ -296,6 +296,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
         'k8s-overlays/ingress-nginx',
         'k8s-overlays/nginx-router',
         'k8s-overlays/prometheus-operator',
+        'k8s-overlays/tls',
       ],
       'the overlays this test knows',
     );
@@ -383,6 +384,23 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
       .find((r) => r.kind === 'HTTPRoute')
       .spec.rules.flatMap((rule: Doc) => rule.matches.map((m: Doc) => m.path.value));
     assert.deepEqual(paths, ['/invocations', '/models/[^/]+/invoke/?', '/predictions/[^/]+/?', '/v2/models/']);
+
+    // TLS: cert-manager's Secret mounted whole (a subPath mount never sees a renewal), the files the
+    // tls_* keys name inside it, https:// on the data plane and its probes.
+    const secured = rendered.get('k8s-overlays/tls')!;
+    const [certificate] = secured.filter((o) => o.kind === 'Certificate');
+    const tlsPod = replicas(secured).spec.template.spec;
+    const tlsVolume = tlsPod.volumes.find((v: Doc) => v.secret?.secretName === certificate.spec.secretName);
+    assert.ok(tlsVolume, "the pod mounts the Certificate's Secret");
+    const tlsMount = tlsPod.containers[0].volumeMounts.find((m: Doc) => m.name === tlsVolume.name);
+    assert.equal(tlsMount.subPath, undefined);
+    const tlsEnv = new Map<string, string>(tlsPod.containers[0].env.map((e: Doc) => [e.name, e.value]));
+    for (const key of ['MMS_TLS_CERT_FILE', 'MMS_TLS_KEY_FILE'])
+      assert.equal(path.dirname(tlsEnv.get(key)!), tlsMount.mountPath, `${key} is in the mounted Secret`);
+    assert.match(tlsEnv.get('MMS_INFERENCE_ADDRESS')!, /^https:\/\//);
+    for (const probe of ['readinessProbe', 'livenessProbe'])
+      assert.equal(tlsPod.containers[0][probe].httpGet.scheme, 'HTTPS', probe);
+    assert.ok(certificate.spec.dnsNames.includes('sagemaker-mme-node'));
 
     const monitored = rendered.get('k8s-overlays/prometheus-operator')!;
     const [monitor] = monitored.filter((o) => o.kind === 'ServiceMonitor');
