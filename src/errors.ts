@@ -46,6 +46,11 @@ export const ERRORS = {
     type: 'RequestTimeoutException',
     when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed',
   },
+  MME_ERR_DEADLINE_EXCEEDED: {
+    status: 408,
+    type: 'RequestTimeoutException',
+    when: "the request's own deadline (X-Request-Timeout, OIP parameters.timeout, gRPC grpc-timeout) passed before its answer: while queued it never reached a worker; while running its handler was told to stop (context.isCancelled)",
+  },
   MME_ERR_MODEL_CONFLICT: {
     status: 409,
     type: 'ConflictStatusException',

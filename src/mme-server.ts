@@ -67,7 +67,14 @@ export class MmeServer {
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
-    this.gateway = new Gateway({ manager: this.manager, metrics: this.metrics, log: this.#log, defaultAccept });
+    this.gateway = new Gateway({
+      manager: this.manager,
+      metrics: this.metrics,
+      log: this.#log,
+      defaultAccept,
+      controls: { maxRequestTimeoutMs: config.maxRequestTimeoutSeconds * 1000, priorityLevels: config.priorityLevels },
+      clock: opts.clock ?? realClock,
+    });
     this.#inferenceToken = config.inferenceTokens.length
       ? new InferenceToken(config.inferenceTokens, () => this.metrics.unauthorized())
       : null;

@@ -115,6 +115,27 @@ export const KEYS = [
     doc: "Request deadline in seconds (preferred over default_response_timeout, which it overrides when set); negative = unset, as MMS's -1. With neither key set the deadline is 60 s, SageMaker's own invoke limit.",
   },
   {
+    name: 'max_request_timeout',
+    kind: 'number',
+    default: '0',
+    range: seconds(0),
+    doc: "Longest deadline in SECONDS a caller may ask for (X-Request-Timeout, OIP parameters.timeout, gRPC grpc-timeout): a longer one is cut to it. 0 = no cap but the model's response timeout, which bounds every request.",
+  },
+  {
+    name: 'priority_levels',
+    kind: 'int',
+    default: '1',
+    range: between(1, 32),
+    doc: "Priority levels a caller may choose from (OIP parameters.priority, X-Request-Priority, as Triton's: 1 goes first, 0 or none = the middle level, ceil(levels / 2)); values outside are 400. 1 = off: every model's queue is first in, first out.",
+  },
+  {
+    name: 'priority_aging_ms',
+    kind: 'int',
+    default: '1000',
+    range: duration(1, 1, 'milliseconds'),
+    doc: 'Milliseconds of waiting that raise a queued request by one priority level, so that low priority never starves: a request is never passed by one that arrived (its level + 1) × priority_aging_ms after it.',
+  },
+  {
     name: 'model_load_timeout',
     kind: 'number',
     default: '120',

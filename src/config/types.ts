@@ -64,6 +64,12 @@ export interface ServerConfig {
   readonly preloadModel: boolean;
   /** Per-request deadline, seconds (already converted from MMS's minutes key if that was used). */
   readonly responseTimeoutSeconds: number;
+  /** Longest deadline a caller may ask for, seconds; 0 = none but the response timeout. */
+  readonly maxRequestTimeoutSeconds: number;
+  /** Priority levels callers choose from; 1 = no priorities (FIFO queues). */
+  readonly priorityLevels: number;
+  /** Waiting that raises a queued request by one priority level, ms. */
+  readonly priorityAgingMs: number;
   /** Deadline for one worker to load a model, seconds. */
   readonly modelLoadTimeoutSeconds: number;
   readonly unregisterModelTimeoutSeconds: number;

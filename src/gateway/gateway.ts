@@ -13,7 +13,9 @@ import type { MetricsRecorder } from '../metrics';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
+import { realClock, type Clock } from '../util/clock';
 import { asMmeError, errorLine } from './error-line';
+import { kNoControls, requestPriority, requestTimeoutMs, type ControlLimits, type TimeUnit } from './request-controls';
 
 /**
  * A client's request for a model, as both doors build it and the model's handler reads it
@@ -40,6 +42,10 @@ export interface GatewayOptions {
   log: (line: string) => void;
   /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
   defaultAccept: string;
+  /** max_request_timeout and priority_levels; none by default. */
+  controls?: ControlLimits;
+  /** The model manager's clock, which a caller's deadline is set on. */
+  clock?: Clock;
 }
 
 /** MMS's request id: a UUID, answered as x-request-id, logged with every error, handed to the handler. */
@@ -87,6 +93,9 @@ export class Invocation {
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
+  /** The caller's deadline (the clock's now()) and priority level, when it asked for them. */
+  #deadline: number | undefined;
+  #priority: number | undefined;
 
   constructor(
     private readonly opts: GatewayOptions,
@@ -100,8 +109,31 @@ export class Invocation {
     if (!known) throw modelNotFound(name);
   }
 
+  /**
+   * The caller's timeout `value` as its door reads it (a 400 when it is no whole number), from now;
+   * with several (a gRPC deadline and parameters.timeout) the soonest holds.
+   */
+  askTimeout(value: unknown, unit: TimeUnit, where: string): void {
+    const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
+    if (ms !== null) this.deadlineIn(ms);
+  }
+
+  /** A deadline the transport already parsed (gRPC's), `ms` from now: past already when <= 0. */
+  deadlineIn(ms: number): void {
+    const max = this.opts.controls?.maxRequestTimeoutMs || ms;
+    const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
+    if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
+  }
+
+  /** The caller's priority as its door reads it: a 400 outside priority_levels; the last one asked holds. */
+  askPriority(value: unknown, where: string): void {
+    this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
+  }
+
   /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
   async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
+    if (this.#deadline !== undefined || this.#priority !== undefined)
+      opts = { ...opts, deadline: this.#deadline, priority: this.#priority };
     this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
     return this.#result;
   }

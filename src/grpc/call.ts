@@ -13,7 +13,8 @@ import {
 } from '@grpc/grpc-js';
 import { MmeError, isMmeError } from '../errors';
 import type { InferenceToken } from '../gateway/bearer-tokens';
-import { newRequestId, type Gateway, type ModelRequest } from '../gateway/gateway';
+import { newRequestId, type Gateway, type Invocation, type ModelRequest } from '../gateway/gateway';
+import { MICROSECONDS } from '../gateway/request-controls';
 import { CancelToken } from '../util/cancel-token';
 import { isLoopback } from '../util/loopback';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
@@ -35,7 +36,7 @@ export interface GrpcDeps {
 const kHealthMethods = new Set(['ServerLive', 'ServerReady', 'Ping']);
 
 /** What every kind of call (unary, server or bidirectional stream) offers. */
-type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & {
+type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata' | 'getDeadline'> & {
   on(event: 'cancelled', listener: () => void): unknown;
 };
 
@@ -114,17 +115,33 @@ export class GrpcCall {
     return out;
   }
 
+  /** The call's grpc-timeout, which grpc-js holds as a wall-clock deadline (Infinity: none). */
+  #askDeadline(invocation: Invocation): void {
+    const deadline = this.call.getDeadline();
+    const at = deadline instanceof Date ? deadline.getTime() : deadline;
+    if (Number.isFinite(at)) invocation.deadlineIn(at - Date.now());
+  }
+
   /**
-   * Runs one request on `name` through the gateway. It is cancelled with the call unless `opts`
-   * brings its own token (one of a stream's requests). A handler's status from 400 up fails the
-   * call: gRPC has no error status with an answer.
+   * Runs one request on `name` through the gateway, within the call's deadline and the request's
+   * own parameters (`asked`: OIP's timeout, in microseconds, and priority). It is cancelled with the
+   * call unless `opts` brings its own token (one of a stream's requests). A handler's status from
+   * 400 up fails the call: gRPC has no error status with an answer.
    */
-  async invoke(name: string, request: ModelRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+  async invoke(
+    name: string,
+    request: ModelRequest,
+    opts: JobOptions = {},
+    asked: { timeout?: unknown; priority?: unknown } = {},
+  ): Promise<InvokeResult> {
     const cancel = opts.cancel ?? this.cancel;
     const invocation = this.deps.gateway.invocation(this.requestId);
     let status = 200;
     try {
       invocation.target(name);
+      this.#askDeadline(invocation);
+      if (asked.timeout !== undefined) invocation.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+      if (asked.priority !== undefined) invocation.askPriority(asked.priority, 'parameters.priority');
       const result = await invocation.run(request, { ...opts, cancel });
       if (result.status >= 400)
         throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {

@@ -11,7 +11,13 @@ import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 
 type Contents = Record<string, unknown[]>;
-type InferParameter = { bool_param?: boolean; int64_param?: string; string_param?: string };
+type InferParameter = {
+  bool_param?: boolean;
+  int64_param?: string;
+  string_param?: string;
+  /** Which one the client set (proto-loader's oneofs). */
+  parameter_choice?: string;
+};
 
 export interface InferInputTensor {
   name: string;
@@ -27,6 +33,8 @@ export interface ModelInferRequest {
   inputs: InferInputTensor[];
   outputs: Array<{ name: string }>;
   raw_input_contents: Buffer[];
+  /** The request's own parameters: present on proto-loader's path only (infer-codec.ts leaves requests with any to it). */
+  parameters?: Record<string, InferParameter>;
 }
 
 export interface ModelInferResponse {
@@ -102,6 +110,12 @@ function typedToRaw(t: InferInputTensor, shape: readonly number[]): Buffer {
 
 function hasTypedContents(t: InferInputTensor): boolean {
   return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
+}
+
+/** A request parameter's value, whichever field the client set; undefined when absent. */
+export function parameterValue(req: ModelInferRequest, key: string): unknown {
+  const p = req.parameters && Object.hasOwn(req.parameters, key) ? req.parameters[key] : undefined;
+  return p?.parameter_choice ? (p as Record<string, unknown>)[p.parameter_choice] : undefined;
 }
 
 /** The request as a JSON header plus one binary tensor per input. */
