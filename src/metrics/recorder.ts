@@ -166,8 +166,12 @@ export class MetricsRecorder {
 
   /** `model` runs toward `workers` workers now; 0 = it is gone. */
   modelWorkers(model: string, workers: number): void {
-    if (workers > 0) this.#workers.set(model, workers);
-    else this.#workers.delete(model);
+    this.#safely(() => {
+      if (workers > 0) this.#workers.set(model, workers);
+      else this.#workers.delete(model);
+      // Prometheus sees the change now, not at the next interval: a scrape between two shows it.
+      for (const s of this.#workerSeries()) this.#parts.prometheus?.observe(M.ModelWorkers, s.model ?? '', s.sum);
+    });
   }
 
   /** An autoscale decision for `model`: applied, or (reason no_memory) a scale-up skipped. */
