@@ -120,11 +120,7 @@ export class Model implements WorkerListener {
       withHeaders: deps.load.handlerPath !== null,
       log: deps.log,
       clock: deps.clock,
-      // The batch window is a wait batching chose, not one a worker would have shortened.
-      waited: this.autoscaler
-        ? (ms) =>
-            this.autoscaler!.waited(Math.max(0, ms - (this.settings.batchSize > 1 ? this.settings.maxBatchDelayMs : 0)))
-        : undefined,
+      waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
     });
   }
 
@@ -241,6 +237,14 @@ export class Model implements WorkerListener {
     if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
     this.#dispatcher.dispatch();
     return scaling;
+  }
+
+  /** A request's queue wait, for the autoscaler while it has a range to scale in. */
+  #waited(ms: number): void {
+    const { minWorkers, maxWorkers, batchSize, maxBatchDelayMs } = this.settings;
+    if (maxWorkers <= minWorkers) return;
+    // The batch window is a wait batching chose, not one another worker would have shortened.
+    this.autoscaler!.waited(Math.max(0, ms - (batchSize > 1 ? maxBatchDelayMs : 0)));
   }
 
   /**

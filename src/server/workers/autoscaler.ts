@@ -18,7 +18,7 @@ import type { Clock } from '../../util/clock';
 
 /** The window the median queue wait is taken over. */
 export const kWindowMs = 2000;
-/** Waits kept for the median, most recent: bounded however high the rate. */
+/** Waits the median is taken over at most (the most recent): bounded however high the rate. */
 const kSamplesKept = 512;
 
 export type Direction = 'up' | 'down';
@@ -69,13 +69,15 @@ export class Autoscaler {
   /** A request left the queue after `ms`. */
   waited(ms: number): void {
     this.#waits.push({ at: this.clock.now(), ms });
-    if (this.#waits.length > kSamplesKept) this.#waits.shift();
+    // Trimmed by halves, so a request costs O(1) however high the rate.
+    if (this.#waits.length >= 2 * kSamplesKept) this.#waits.splice(0, kSamplesKept);
   }
 
   /** Median queue wait over the window (0 with no request in it). */
   medianWaitMs(): number {
     const since = this.clock.now() - kWindowMs;
-    while (this.#waits.length > 0 && this.#waits[0]!.at < since) this.#waits.shift();
+    const old = this.#waits.findIndex((w) => w.at >= since);
+    this.#waits.splice(0, old < 0 ? this.#waits.length : Math.max(old, this.#waits.length - kSamplesKept));
     if (this.#waits.length === 0) return 0;
     const sorted = this.#waits.map((w) => w.ms).sort((a, b) => a - b);
     return sorted[Math.floor((sorted.length - 1) / 2)]!;
