@@ -3,7 +3,8 @@
  * round): the policy alone on a virtual clock, then through the ModelManager on fake worker
  * processes, where a round runs only when the test advances the clock past it. Up under a queue,
  * one worker at a time; a scale-up the memory budget has no room for skipped and counted (no 507,
- * no eviction of a busy model); down after the idle period, never below min_worker; no flapping.
+ * no eviction of a busy model, an idle one may go); down after the idle period, never below
+ * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
 import type { AutoscaleConfig } from '../../../src/config/types';
@@ -184,6 +185,18 @@ describe('autoscaler', () => {
       assert.deepEqual(h.events, ['a up no_memory', 'a up no_memory']);
       assert.equal(h.manager.get('a').workerTarget, 1);
       assert.deepEqual(new Set(await answerAll(h, [...requests, busyB])), new Set([200]));
+    });
+
+    it('may evict an idle model for the worker (model_cache on): idle is never busier than the model it is for', async () => {
+      const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
+      await h.manager.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      const requests = burst(h, 60);
+      await settle();
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the scale-up');
+      assert.deepEqual(h.events, ['a up backlog']);
+      assert.equal(h.manager.registered('b'), false);
+      assert.ok(h.logs.some((l) => /^\[b\] evicted to make room for a .*, idle;/.test(l)));
+      assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
     });
 
     it('scales down after the idle period, one worker each period, never below min_worker', async () => {
