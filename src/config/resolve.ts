@@ -68,6 +68,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const multiModel = multiModelFromEnv(input.env);
   const modelCache = oneOf(read('model_cache') ?? 'auto', 'model_cache', ['auto', 'on', 'off'] as const, settings);
   const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
+  const autoscale = oneOf(read('autoscale') ?? 'auto', 'autoscale', ['auto', 'on', 'off'] as const, settings);
   const evictionPolicy = oneOf(
     read('eviction_policy') ?? 'gdsf',
     'eviction_policy',
@@ -136,6 +137,15 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxModelsPerWorker: read('max_models_per_worker'),
     sharedWorkerRecycleBytes: read('shared_worker_recycle_mb') * 2 ** 20,
     sharedHostHeavyShare: read('shared_host_heavy_share'),
+    // SageMaker scales instances and places models itself: an instance growing its own workers would fight its plan.
+    autoscale: (autoscale === 'auto' ? !multiModel : autoscale === 'on')
+      ? {
+          queueWaitMs: read('autoscale_queue_wait_ms'),
+          backlogPerWorker: read('autoscale_backlog_per_worker'),
+          idleMs: read('autoscale_idle_seconds') * 1000,
+          cooldownMs: read('autoscale_cooldown_seconds') * 1000,
+        }
+      : null,
     modelRoots: modelRoots(read('model_roots'), modelStore),
     managementToken: read('management_token'),
     inferenceTokens: inferenceTokens(read('inference_token'), multiModel, settings),

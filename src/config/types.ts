@@ -129,6 +129,8 @@ export interface ServerConfig {
   readonly sharedWorkerRecycleBytes: number;
   /** shared_host_heavy_share: a model's share of its host past which its neighbours move away; 0 = never. */
   readonly sharedHostHeavyShare: number;
+  /** Per-model worker autoscaling (autoscale, its auto resolved); null = off. */
+  readonly autoscale: AutoscaleConfig | null;
   /** null = no model_repository: on-demand loads read model_store only. */
   readonly repository: RepositoryConfig | null;
   /** SAGEMAKER_MULTI_MODEL=true. */
@@ -156,4 +158,12 @@ export interface ServerConfig {
   readonly metricsPrometheus: boolean;
   /** A separate listener for GET /metrics; null = the management listener serves it. */
   readonly metricsAddress: ListenAddress | null;
+}
+
+/** The autoscale_* keys, in milliseconds and counts. */
+export interface AutoscaleConfig {
+  readonly queueWaitMs: number;
+  readonly backlogPerWorker: number;
+  readonly idleMs: number;
+  readonly cooldownMs: number;
 }

@@ -97,6 +97,9 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     ...(entry.lastError && failed ? { lastError: entry.lastError.message } : {}),
     minWorkers: s.minWorkers,
     maxWorkers: s.maxWorkers,
+    // The worker count it runs toward, and (autoscale on) the last decision that set it, with its figures.
+    workerTarget: model.workerTarget,
+    autoscale: model.autoscaler?.status ?? null,
     batchSize: s.batchSize,
     maxBatchDelay: s.maxBatchDelayMs,
     jobQueueSize: s.jobQueueSize,

@@ -95,6 +95,7 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 0,
         sharedWorkerRecycleBytes: 256 * 2 ** 20,
         sharedHostHeavyShare: 0.5,
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
         inferenceTokens: [],
@@ -244,6 +245,7 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 500,
         sharedWorkerRecycleBytes: 64 * 2 ** 20,
         sharedHostHeavyShare: 0.75,
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
         inferenceTokens: [],
@@ -684,6 +686,18 @@ describe('resolveConfig', () => {
         () => resolve('inference_address=unix:/tmp/i.sock', { SAGEMAKER_BIND_TO_PORT: '8080' }),
         'is a unix socket',
       );
+    });
+
+    it('autoscale=auto is off under SAGEMAKER_MULTI_MODEL=true (the platform scales) and on elsewhere; on/off override', () => {
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).autoscale, null);
+      assert.equal(resolve(null).autoscale?.queueWaitMs, 100);
+      assert.equal(resolve('autoscale=off').autoscale, null);
+      assert.deepEqual(
+        resolve('autoscale=on\nautoscale_queue_wait_ms=20\nautoscale_idle_seconds=5', { SAGEMAKER_MULTI_MODEL: 'true' })
+          .autoscale,
+        { queueWaitMs: 20, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 },
+      );
+      assert.throws(() => resolve('autoscale=maybe'), /autoscale/);
     });
 
     it('SAGEMAKER_MULTI_MODEL=true sets multiModel (case-insensitively)', () => {

@@ -33,6 +33,8 @@ export interface DispatcherDeps {
   log(line: string): void;
   /** What the response timeout and the batch window run on: the server's clock. */
   clock: Clock;
+  /** A request left the queue for a worker after `ms` in it (the autoscaler's measure). */
+  waited?(ms: number): void;
 }
 
 /** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
@@ -146,7 +148,10 @@ export class Dispatcher {
         this.deps.clock.clearTimeout(this.#batchTimer);
         this.#batchTimer = null;
       }
-      for (const job of jobs) job.dispatchedAt = now;
+      for (const job of jobs) {
+        job.dispatchedAt = now;
+        this.deps.waited?.(now - job.admittedAt);
+      }
       this.stats.batches++;
       this.stats.requests += jobs.length;
       try {
