@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
 import { Gateway } from './gateway/gateway';
+import { RequestTracer } from './gateway/tracing';
 import { requestListener, type ListenerRole } from './http/app';
 import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
 import { metricsApp } from './http/metrics-route';
@@ -34,6 +35,8 @@ export class MmeServer {
   readonly metrics: MetricsRecorder;
   /** What every invoke goes through, whichever listener it came in on. */
   readonly gateway: Gateway;
+  /** OpenTelemetry traces of the invocations; null = off (otel_traces_sampler_ratio 0). */
+  readonly tracer: RequestTracer | null;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
   /** load_models that failed to load at start-up (each logged with its reason). */
@@ -61,7 +64,21 @@ export class MmeServer {
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
-    this.gateway = new Gateway({ manager: this.manager, metrics: this.metrics, log: this.#log, defaultAccept });
+    this.tracer =
+      config.otelTracesSamplerRatio > 0
+        ? new RequestTracer({
+            ratio: config.otelTracesSamplerRatio,
+            endpoint: config.otelExporterOtlpEndpoint,
+            log: this.#log,
+          })
+        : null;
+    this.gateway = new Gateway({
+      manager: this.manager,
+      metrics: this.metrics,
+      log: this.#log,
+      defaultAccept,
+      tracer: this.tracer,
+    });
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
@@ -151,7 +168,7 @@ export class MmeServer {
     const counts = await this.manager.close(drainMs);
     this.grpc?.kill();
     // After the drain, so the last interval includes the requests it let finish.
-    await this.metrics.close();
+    await Promise.all([this.metrics.close(), this.tracer?.close()]);
     for (const l of this.listeners) l.server.closeAllConnections();
     await Promise.all([...closing, this.#metricsListener?.close()]);
     fs.rmSync(this.cacheDir, { recursive: true, force: true });

@@ -14,6 +14,7 @@ import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import { asMmeError, errorLine } from './error-line';
+import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
 /**
  * A client's request for a model, as both doors build it and the model's handler reads it
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   log: (line: string) => void;
   /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
   defaultAccept: string;
+  /** null = tracing off (otel_traces_sampler_ratio 0): an invocation then notes nothing for it. */
+  tracer?: RequestTracer | null;
 }
 
 /** MMS's request id: a UUID, answered as x-request-id, logged with every error, handed to the handler. */
@@ -87,6 +90,9 @@ export class Invocation {
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
+  /** Made only when tracing: when the run began and ended, and the caller's trace context. */
+  #trace: { runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'> | null =
+    null;
 
   constructor(
     private readonly opts: GatewayOptions,
@@ -102,7 +108,9 @@ export class Invocation {
 
   /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
   async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
+    if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
     this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    if (this.#trace) this.#trace.runEnd = performance.now();
     return this.#result;
   }
 
@@ -112,14 +120,27 @@ export class Invocation {
     if (model === undefined) return;
     this.#model = undefined;
     const r = this.#result;
+    const end = performance.now();
     this.opts.metrics.invocation({
       model,
       status,
-      totalMicros: Math.round((performance.now() - this.#t0) * 1000),
+      totalMicros: Math.round((end - this.#t0) * 1000),
       modelMicros: r?.modelMicros ?? 0,
       queueMicros: r?.queueMicros ?? 0,
       batchSize: r?.batchSize ?? 0,
       loadWaitMicros: r?.loadWaitMicros,
+    });
+    this.opts.tracer?.record({
+      requestId: this.requestId,
+      model,
+      status,
+      start: this.#t0,
+      end,
+      runStart: this.#trace?.runStart ?? 0,
+      runEnd: this.#trace?.runEnd ?? 0,
+      traceparent: this.#trace?.traceparent,
+      tracestate: this.#trace?.tracestate,
+      result: r,
     });
   }
 }

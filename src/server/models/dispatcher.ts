@@ -145,7 +145,7 @@ export class Dispatcher {
   }
 
   /** A worker answered some or (`done`) the rest of a batch. */
-  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -161,6 +161,7 @@ export class Dispatcher {
           modelMicros: msg.modelMicros,
           queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
           batchSize: size,
+          workerPid,
         });
       }
     }
