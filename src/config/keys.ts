@@ -492,7 +492,7 @@ export const KEYS = [
     default: '0',
     example: '0.01',
     range: between(0, 1),
-    doc: 'OpenTelemetry traces: the share of requests traced (0 to 1), one server span each with its queue, load, run and encode spans (docs/tracing.md). A request with a W3C traceparent follows its caller\'s sampling decision. 0 = off: the OpenTelemetry SDK is not even loaded.',
+    doc: "OpenTelemetry traces: the share of requests traced (0 to 1), one server span each with its queue, load, run and encode spans (docs/tracing.md). A request with a W3C traceparent follows its caller's sampling decision. 0 = off: the OpenTelemetry SDK is not even loaded.",
   },
   {
     name: 'otel_exporter_otlp_endpoint',

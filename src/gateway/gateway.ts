@@ -91,8 +91,7 @@ export class Invocation {
   #model: string | undefined;
   #result: InvokeResult | undefined;
   /** Made only when tracing: when the run began and ended, and the caller's trace context. */
-  #trace: { runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'> | null =
-    null;
+  #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null = null;
 
   constructor(
     private readonly opts: GatewayOptions,
