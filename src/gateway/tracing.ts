@@ -46,9 +46,10 @@ export function traceContext(
 ): Pick<InvocationTrace, 'traceparent' | 'tracestate'> {
   const traceparent = headers?.traceparent;
   const tracestate = headers?.tracestate;
+  // W3C Trace Context: several tracestate headers are one list; several traceparent ones, none valid.
   return {
     traceparent: typeof traceparent === 'string' ? traceparent : undefined,
-    tracestate: typeof tracestate === 'string' ? tracestate : undefined,
+    tracestate: Array.isArray(tracestate) ? tracestate.join(',') : tracestate,
   };
 }
 
