@@ -53,7 +53,7 @@ export function traceContext(
   };
 }
 
-/** Answered requests waiting for the SDK's first load; beyond it they are not traced. */
+/** Answered requests waiting for their spans (the SDK's first load, the next turn); beyond it they are not traced. */
 const kMaxPending = 4096;
 
 /**
@@ -69,24 +69,55 @@ export class RequestTracer {
   #loading: Promise<void> | null = null;
   #provider: BasicTracerProvider | null = null;
   #pending: InvocationTrace[] = [];
+  #draining = false;
 
   constructor(readonly opts: TracingOptions) {}
 
-  /** Traces an answered request (if sampled): at once once the SDK is loaded, else as soon as it is. */
+  /**
+   * Traces an answered request (if sampled). Its spans are made on a later turn of the event loop:
+   * the door sends the answer first, so tracing adds to the server's CPU, not to the request's latency.
+   */
   record(t: InvocationTrace): void {
-    if (this.#emit) return this.#emit(t);
     if (this.#pending.length < kMaxPending) this.#pending.push(t);
-    this.#loading ??= this.#load().catch((err: unknown) => {
-      this.#pending = [];
-      this.opts.log(`tracing off: the OpenTelemetry SDK did not load: ${(err as Error)?.message ?? String(err)}`);
-      this.#emit = () => {};
-    });
+    if (this.#emit) {
+      if (!this.#draining) {
+        this.#draining = true;
+        setImmediate(() => this.#drain());
+      }
+      return;
+    }
+    this.#loading ??= this.#load().then(
+      () => this.#drain(),
+      (err: unknown) => {
+        this.opts.log(`tracing off: the OpenTelemetry SDK did not load: ${(err as Error)?.message ?? String(err)}`);
+        this.#emit = () => {};
+        this.#drain();
+      },
+    );
   }
 
-  /** Exports the spans still buffered, then stops the exporter. */
+  #drain(): void {
+    this.#draining = false;
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const t of pending) {
+      // Off the request's path, a fault here would reach nobody but the process: logged instead.
+      try {
+        this.#emit!(t);
+      } catch (err) {
+        this.opts.log(`tracing: request ${t.requestId} not traced: ${(err as Error)?.stack ?? String(err)}`);
+      }
+    }
+  }
+
+  /** Exports the spans still buffered, then stops the exporter; a failed export is logged, never thrown. */
   async close(): Promise<void> {
     await this.#loading;
-    await this.#provider?.shutdown();
+    if (this.#emit) this.#drain();
+    // A flush past the exporter's concurrent-export limit (a large OTEL_BSP_MAX_QUEUE_SIZE) rejects.
+    await this.#provider?.shutdown().catch((err: unknown) => {
+      this.opts.log(`tracing: spans lost at shutdown: ${(err as Error)?.message ?? String(err)}`);
+    });
   }
 
   async #load(): Promise<void> {
@@ -170,8 +201,5 @@ export class RequestTracer {
       }
       span.end(epoch(t.end));
     };
-    const pending = this.#pending;
-    this.#pending = [];
-    for (const t of pending) this.#emit(t);
   }
 }
