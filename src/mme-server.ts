@@ -9,6 +9,7 @@ import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
 import { InferenceToken } from './gateway/bearer-tokens';
 import { Gateway } from './gateway/gateway';
+import { RequestTracer } from './gateway/tracing';
 import { requestListener, type ListenerRole } from './http/app';
 import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
 import { metricsApp } from './http/metrics-route';
@@ -36,6 +37,8 @@ export class MmeServer {
   readonly metrics: MetricsRecorder;
   /** What every invoke goes through, whichever listener it came in on. */
   readonly gateway: Gateway;
+  /** OpenTelemetry traces of the invocations; null = off (otel_traces_sampler_ratio 0). */
+  readonly tracer: RequestTracer | null;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
   /** load_models that failed to load at start-up (each logged with its reason). */
@@ -67,6 +70,14 @@ export class MmeServer {
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
+    this.tracer =
+      config.otelTracesSamplerRatio > 0
+        ? new RequestTracer({
+            ratio: config.otelTracesSamplerRatio,
+            endpoint: config.otelExporterOtlpEndpoint,
+            log: this.#log,
+          })
+        : null;
     this.gateway = new Gateway({
       manager: this.manager,
       metrics: this.metrics,
@@ -74,6 +85,7 @@ export class MmeServer {
       defaultAccept,
       controls: { maxRequestTimeoutMs: config.maxRequestTimeoutSeconds * 1000, priorityLevels: config.priorityLevels },
       clock: opts.clock ?? realClock,
+      tracer: this.tracer,
     });
     this.#inferenceToken = config.inferenceTokens.length
       ? new InferenceToken(config.inferenceTokens, () => this.metrics.unauthorized())
@@ -178,7 +190,7 @@ export class MmeServer {
     const counts = await this.manager.close(drainMs);
     this.grpc?.kill();
     // After the drain, so the last interval includes the requests it let finish.
-    await this.metrics.close();
+    await Promise.all([this.metrics.close(), this.tracer?.close()]);
     for (const l of this.listeners) l.server.closeAllConnections();
     await Promise.all([...closing, this.#metricsListener?.close()]);
     this.#tls?.close();

@@ -543,6 +543,21 @@ export const KEYS = [
     doc: 'A separate listener for GET /metrics (http://host:port or unix:/path); unset = /metrics is on the management listener. Use it to scrape without exposing the management API.',
   },
   {
+    name: 'otel_traces_sampler_ratio',
+    kind: 'number',
+    default: '0',
+    example: '0.01',
+    range: between(0, 1),
+    doc: "OpenTelemetry traces: the share of requests traced (0 to 1), one server span each with its queue, load, run and encode spans (docs/tracing.md). A request with a W3C traceparent follows its caller's sampling decision. 0 = off: the OpenTelemetry SDK is not even loaded.",
+  },
+  {
+    name: 'otel_exporter_otlp_endpoint',
+    kind: 'string',
+    default: null,
+    example: 'http://otel-collector:4318',
+    doc: 'Where traces go, OTLP/HTTP protobuf: the base URL to which /v1/traces is added, as OTEL_EXPORTER_OTLP_ENDPOINT. Unset = the OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT environment variable, else http://localhost:4318.',
+  },
+  {
     name: 'model_roots',
     kind: 'string',
     default: null,

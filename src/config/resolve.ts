@@ -169,6 +169,8 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     multiModel,
     unknownKeys,
     tls,
+    otelTracesSamplerRatio: read('otel_traces_sampler_ratio'),
+    otelExporterOtlpEndpoint: otlpEndpoint(read('otel_exporter_otlp_endpoint'), settings),
     ...metrics,
   });
 }
@@ -225,6 +227,21 @@ function metricsConfig(
     metricsPrometheus: read('metrics_prometheus'),
     metricsAddress: metricsAddress(read('metrics_address'), inference, management, fail),
   };
+}
+
+/** Checked at start: an endpoint the exporter cannot use would fail only at its first export. */
+function otlpEndpoint(endpoint: string | null, settings: Map<string, Setting>): string | null {
+  if (endpoint !== null && !isHttpUrl(endpoint)) {
+    throw invalidValue(
+      'config key otel_exporter_otlp_endpoint',
+      endpoint,
+      'is not an http(s) URL',
+      'an http:// or https:// URL, the OTLP/HTTP base without /v1/traces',
+      'otel_exporter_otlp_endpoint=http://otel-collector:4318',
+      settings.get('otel_exporter_otlp_endpoint')?.from ?? null,
+    );
+  }
+  return endpoint;
 }
 
 function isHttpUrl(text: string): boolean {

@@ -158,6 +158,10 @@ export interface ServerConfig {
   readonly metricsPrometheus: boolean;
   /** A separate listener for GET /metrics; null = the management listener serves it. */
   readonly metricsAddress: ListenAddress | null;
+  /** Share of requests traced; 0 = tracing off. */
+  readonly otelTracesSamplerRatio: number;
+  /** OTLP/HTTP base URL (…/v1/traces is added); null = the exporter's OTEL_* environment variables. */
+  readonly otelExporterOtlpEndpoint: string | null;
 }
 
 /** The autoscale_* keys, in milliseconds and counts. */

@@ -16,6 +16,7 @@ import { modelNotFound } from '../server/models/model-names';
 import { realClock, type Clock } from '../util/clock';
 import { asMmeError, errorLine } from './error-line';
 import { kNoControls, requestPriority, requestTimeoutMs, type ControlLimits, type TimeUnit } from './request-controls';
+import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
 /**
  * A client's request for a model, as both doors build it and the model's handler reads it
@@ -46,6 +47,8 @@ export interface GatewayOptions {
   controls?: ControlLimits;
   /** The model manager's clock, which a caller's deadline is set on. */
   clock?: Clock;
+  /** null = tracing off (otel_traces_sampler_ratio 0): an invocation then notes nothing for it. */
+  tracer?: RequestTracer | null;
 }
 
 /** MMS's request id: a UUID, answered as x-request-id, logged with every error, handed to the handler. */
@@ -96,6 +99,8 @@ export class Invocation {
   /** The caller's deadline (the clock's now()) and priority level, when it asked for them. */
   #deadline: number | undefined;
   #priority: number | undefined;
+  /** Made only when tracing: when the run began and ended, and the caller's trace context. */
+  #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null = null;
 
   constructor(
     private readonly opts: GatewayOptions,
@@ -134,7 +139,9 @@ export class Invocation {
   async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
     if (this.#deadline !== undefined || this.#priority !== undefined)
       opts = { ...opts, deadline: this.#deadline, priority: this.#priority };
+    if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
     this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    if (this.#trace) this.#trace.runEnd = performance.now();
     return this.#result;
   }
 
@@ -144,14 +151,27 @@ export class Invocation {
     if (model === undefined) return;
     this.#model = undefined;
     const r = this.#result;
+    const end = performance.now();
     this.opts.metrics.invocation({
       model,
       status,
-      totalMicros: Math.round((performance.now() - this.#t0) * 1000),
+      totalMicros: Math.round((end - this.#t0) * 1000),
       modelMicros: r?.modelMicros ?? 0,
       queueMicros: r?.queueMicros ?? 0,
       batchSize: r?.batchSize ?? 0,
       loadWaitMicros: r?.loadWaitMicros,
+    });
+    this.opts.tracer?.record({
+      requestId: this.requestId,
+      model,
+      status,
+      start: this.#t0,
+      end,
+      runStart: this.#trace?.runStart ?? 0,
+      runEnd: this.#trace?.runEnd ?? 0,
+      traceparent: this.#trace?.traceparent,
+      tracestate: this.#trace?.tracestate,
+      result: r,
     });
   }
 }

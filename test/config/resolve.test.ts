@@ -118,6 +118,8 @@ describe('resolveConfig', () => {
         metricsMmsLog: null,
         metricsPrometheus: true,
         metricsAddress: null,
+        otelTracesSamplerRatio: 0,
+        otelExporterOtlpEndpoint: null,
       });
     });
 
@@ -191,6 +193,8 @@ describe('resolveConfig', () => {
           'metrics_mms_log=/var/log/mms_metrics.log',
           'metrics_prometheus=false',
           'metrics_address=http://0.0.0.0:9100',
+          'otel_traces_sampler_ratio=0.25',
+          'otel_exporter_otlp_endpoint=http://collector:4318',
         ].join('\n'),
       );
       const { blacklistEnvVars, ...rest } = config;
@@ -268,6 +272,8 @@ describe('resolveConfig', () => {
         metricsMmsLog: '/var/log/mms_metrics.log',
         metricsPrometheus: false,
         metricsAddress: tcp('http://0.0.0.0:9100', 'http', '0.0.0.0', 9100),
+        otelTracesSamplerRatio: 0.25,
+        otelExporterOtlpEndpoint: 'http://collector:4318',
       });
       assert.ok(blacklistEnvVars);
     });
@@ -769,6 +775,15 @@ describe('resolveConfig', () => {
         () => resolve('metrics_cloudwatch_endpoint=monitoring.us-east-1.amazonaws.com'),
         'metrics_cloudwatch_endpoint: "monitoring.us-east-1.amazonaws.com" is not an http(s) URL',
       );
+    });
+
+    it('rejects an OTLP endpoint that is not an http(s) URL, and a sampler ratio outside 0 to 1', () => {
+      assertConfigError(
+        () => resolve('otel_exporter_otlp_endpoint=collector:4318'),
+        'otel_exporter_otlp_endpoint: "collector:4318" is not an http(s) URL',
+        'otel_exporter_otlp_endpoint=http://otel-collector:4318',
+      );
+      assertConfigError(() => resolve('otel_traces_sampler_ratio=2'), 'otel_traces_sampler_ratio', '0 to 1');
     });
 
     it('serves /metrics on the management listener unless metrics_address names another one', () => {

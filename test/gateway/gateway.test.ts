@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
 import { Gateway, type GatewayOptions, type ModelRequest } from '../../src/gateway/gateway';
+import type { InvocationTrace, RequestTracer } from '../../src/gateway/tracing';
 import type { ManagerEvents } from '../../src/server/models/lifecycle-events';
 import { recorder } from '../metrics/helpers';
 
@@ -16,7 +17,12 @@ const kRequest: ModelRequest = {
   body: Buffer.from('x'),
 };
 
-function gatewayOver(known: string[], invoke: GatewayOptions['manager']['invoke'], closing = false) {
+function gatewayOver(
+  known: string[],
+  invoke: GatewayOptions['manager']['invoke'],
+  closing = false,
+  tracer: GatewayOptions['tracer'] = null,
+) {
   const { r, sink } = recorder();
   const logs: string[] = [];
   const gateway = new Gateway({
@@ -24,6 +30,7 @@ function gatewayOver(known: string[], invoke: GatewayOptions['manager']['invoke'
     metrics: r,
     log: (line) => logs.push(line),
     defaultAccept: 'text/csv',
+    tracer,
   });
   return { gateway, r, sink, logs };
 }
@@ -77,6 +84,52 @@ describe('gateway', () => {
       stats.OverheadLatency.min >= 3000,
       `overhead ${stats.OverheadLatency.min} µs covers the 5 ms outside the model`,
     );
+  });
+
+  it("hands each claimed invocation to the tracer once, in time order, with the caller's trace context", async () => {
+    const traces: InvocationTrace[] = [];
+    const tracer = { record: (t: InvocationTrace) => traces.push(t) } as unknown as RequestTracer;
+    const result = {
+      status: 200,
+      contentType: 'text/plain',
+      headers: {},
+      body: Buffer.from('ok'),
+      modelMicros: 10,
+      queueMicros: 5,
+      batchSize: 1,
+      workerPid: 42,
+    };
+    const { gateway } = gatewayOver(['m'], async () => result, false, tracer);
+    const inv = gateway.invocation('rid');
+    inv.target('m');
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await inv.run({ ...kRequest, headers: { traceparent, tracestate: ['a=1', 'b=2'] } }, {});
+    inv.finish(200);
+    inv.finish(200);
+    const unknown = gateway.invocation();
+    assert.throws(() => unknown.target('x'));
+    unknown.finish(404);
+    gateway.invocation().finish(403);
+    assert.equal(traces.length, 2, 'the answered one and the 404; a refusal before a name is no invocation');
+    const [t, t404] = traces;
+    assert.deepEqual(
+      { ...t, start: 0, runStart: 0, runEnd: 0, end: 0 },
+      {
+        requestId: 'rid',
+        model: 'm',
+        status: 200,
+        start: 0,
+        end: 0,
+        runStart: 0,
+        runEnd: 0,
+        traceparent,
+        // Repeated tracestate headers are one list (W3C Trace Context).
+        tracestate: 'a=1,b=2',
+        result,
+      },
+    );
+    assert.ok(t.start <= t.runStart && t.runStart <= t.runEnd && t.runEnd <= t.end);
+    assert.deepEqual([t404.model, t404.status, t404.runEnd, t404.result], ['', 404, 0, undefined]);
   });
 
   it('gives the default Accept to a request that accepts anything', () => {

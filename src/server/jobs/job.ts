@@ -14,6 +14,8 @@ export interface InvokeResult {
   /** Time from admission to dispatch to a worker, µs. */
   queueMicros: number;
   batchSize: number;
+  /** The worker process that ran it (a trace's run span names it). */
+  workerPid?: number;
   /** Time the invoke waited for its model's on-demand load, µs (ModelLoadingWaitTime); absent = none. */
   loadWaitMicros?: number;
 }

@@ -171,7 +171,7 @@ export class Dispatcher {
   }
 
   /** A worker answered some or (`done`) the rest of a batch. */
-  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -187,6 +187,7 @@ export class Dispatcher {
           modelMicros: msg.modelMicros,
           queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
           batchSize: size,
+          workerPid,
         });
       }
     }

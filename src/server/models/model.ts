@@ -205,7 +205,7 @@ export class Model implements WorkerListener {
   }
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    this.#dispatcher.onResult(batch, msg, done);
+    this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
   }
