@@ -123,7 +123,7 @@ async function otlpReceiver(): Promise<{
 }
 
 function grpcInfer(client: Client, req: unknown, metadata: Metadata): Promise<unknown> {
-  const fn = (client as unknown as Record<string, Function>).ModelInfer.bind(client);
+  const fn = (client as unknown as Record<string, (...args: unknown[]) => unknown>).ModelInfer.bind(client);
   return new Promise((resolve, reject) => {
     fn(req, metadata, {}, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
   });
@@ -280,7 +280,9 @@ describe('OpenTelemetry traces off (otel_traces_sampler_ratio=0, the default)', 
         console.log(JSON.stringify({ status: res.status, absent: absent.status, tracer: t.server.tracer, loaded }));
       })();`;
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['-e', script], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+      execFile(process.execPath, ['-e', script], (err, stdout) =>
+        err ? reject(new Error(err.message)) : resolve(stdout),
+      ),
     );
     assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), { status: 200, absent: 404, tracer: null, loaded: [] });
   });
