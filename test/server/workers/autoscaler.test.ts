@@ -203,7 +203,11 @@ describe('autoscaler', () => {
       const h = await loaded(3);
       const requests = burst(h, 60);
       await settle();
-      await until(h, () => h.manager.get('a').workerTarget === 3, 'two scale-ups');
+      // Each scale-up waits for the worker before it to load (a decision is applied before the next
+      // is taken), and a load is real I/O (frames over a socketpair): wait for it as an event, not in rounds.
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await waitFor(() => liveWorkers(h).length === 2, 'the second worker');
+      await until(h, () => h.manager.get('a').workerTarget === 3, 'the second scale-up');
       await waitFor(() => liveWorkers(h).length === 3, 'the third worker');
       await answerAll(h, requests);
       // Quiet from here: a worker goes after autoscale_idle_seconds (5 s), the next after as long again.
