@@ -4,7 +4,9 @@
  * fast-check generates rounds (harness/boundary-requests.ts): 1–4 malformed requests and
  * canaries (valid requests of known answer) for the rest of 8, over every codec and route
  * (SageMaker invoke, /invocations and /predictions with JSON in all four shapes, CSV and .npy; /v2
- * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions). A round goes at
+ * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions), HTTP bodies
+ * whole or in arbitrary chunk sizes (runs of tiny chunks included), and gRPC messages with a field
+ * of a wire type no proto3 message has (groups 3 and 4, 6, 7) inserted anywhere. A round goes at
  * once to a model that batches (batch_size 8, max_batch_delay 500 ms), so the attacks share a
  * batch with the canaries, in a CLI server with dedicated workers and in one with a shared host. scripts/hardening/boundary-fuzz.ts
  * checks every round: each canary gets exactly its solo answer; each malformed request a 4xx
@@ -45,7 +47,7 @@ const row = (start: number) => Array.from({ length: 16 }, (_, j) => start + j);
 /** Canary k's rows as the generator makes them distinct (boundary-requests.ts distinct()), from values shrunk to 0. */
 const rowsOf = (k: number) => [Array.from({ length: 16 }, (_, j) => 1000 * (k + 1) + j / 8)];
 const canary = {
-  invokeNamed: (k: number): ValidCase => ({
+  invokeNamed: (k: number): Extract<ValidCase, { via: 'http' }> => ({
     kind: 'valid',
     via: 'http',
     route: 'invoke',
@@ -55,7 +57,7 @@ const canary = {
     contentType: 'exact',
     rows: rowsOf(k),
   }),
-  v2Json: (k: number): ValidCase => ({
+  v2Json: (k: number): Extract<ValidCase, { via: 'v2' }> => ({
     kind: 'valid',
     via: 'v2',
     binaryIn: 'none',
@@ -316,6 +318,42 @@ const kRegressions: Regression[] = [
           binary: false,
         },
         canary.kserveTyped(1),
+      ],
+    },
+  },
+  {
+    name: 'KServe ModelInfer with an empty group (field 15) after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
+    was: 'decoded past the group, +237 MiB server RSS',
+    found: "issue 33's report (item 3), as a round of the wire-type generator",
+    round: {
+      cases: [
+        canary.kserveTyped(0),
+        {
+          kind: 'malformed',
+          attack: 'wire-type',
+          carrier: 'kserve',
+          wire: 3,
+          field: 15,
+          where: 'end',
+          then: 'bytes-empty',
+        },
+        canary.v2Json(1),
+      ],
+    },
+  },
+  {
+    name: 'a canary of 64 rows in one-byte chunks beside canaries in 64-byte and arbitrary chunks: the chunk-count refusal for it, the others their answers',
+    was: 'one Buffer and one parser callback per chunk: 1 000 000 one-byte chunks were +505 MB and 3 s of event loop',
+    found: "issue 33's report (item 1), as a round of the chunking generator",
+    round: {
+      cases: [
+        {
+          ...canary.invokeNamed(0),
+          rows: Array.from({ length: 64 }, (_, r) => rowsOf(0)[0]!.map((v) => v + r)),
+          chunks: [1],
+        },
+        { ...canary.invokeNamed(1), chunks: [64] },
+        { ...canary.v2Json(2), chunks: [1, 4096, 3] },
       ],
     },
   },
