@@ -197,7 +197,7 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
       return npyFile(npyDict('<i4', shape), Buffer.from(Int32Array.from(values, Math.trunc).buffer));
     case 'fortran': {
       const columnMajor: number[] = [];
-      for (let c = 0; c < kColumns; c++) for (const row of r) columnMajor.push(row[c]!);
+      for (let c = 0; c < kColumns; c++) for (const row of r) columnMajor.push(row[c]);
       return npyFile(npyDict('<f4', shape, true), f32le(columnMajor));
     }
   }
@@ -670,8 +670,8 @@ export const roundArb: fc.Arbitrary<Round> = fc
     const valid = pool.slice(0, kRoundSize - malformed.length);
     const cases: BoundaryCase[] = [];
     for (let i = 0; i < valid.length; i++) {
-      cases.push(distinct(valid[i]!, i));
-      if (i < malformed.length) cases.push(malformed[i]!);
+      cases.push(distinct(valid[i], i));
+      if (i < malformed.length) cases.push(malformed[i]);
     }
     return { cases };
   });
@@ -911,7 +911,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
       });
     }
     case 'npy-broken':
-      return carry(c.carrier, model, { contentType: 'application/x-npy', body: kBrokenNpy[c.variant]!() });
+      return carry(c.carrier, model, { contentType: 'application/x-npy', body: kBrokenNpy[c.variant]() });
     case 'json-deep': {
       const nest = deep(c.depth, c.open);
       const text =
@@ -1302,7 +1302,7 @@ export async function send(call: Call, to: Endpoints): Promise<Outcome> {
       return;
     }
     // A request the client library cannot encode throws here: a generator bug, not a server finding.
-    client[method]!(call.request, new Metadata(), options, done);
+    client[method](call.request, new Metadata(), options, done);
   });
 }
 
@@ -1327,7 +1327,7 @@ function inChunks(body: Buffer, sizes: readonly number[] | undefined): Buffer | 
 function chunkPieces(length: number, sizes: readonly number[]): Array<[number, number]> {
   const out: Array<[number, number]> = [];
   for (let at = 0, i = 0; at < length; i++) {
-    const end = Math.min(length, at + sizes[i % sizes.length]!);
+    const end = Math.min(length, at + sizes[i % sizes.length]);
     out.push([at, end]);
     at = end;
   }
@@ -1362,12 +1362,12 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
       body: inChunks(call.body, call.chunks),
       signal: AbortSignal.timeout(kAnswerTimeoutMs),
       duplex: 'half',
-    } as RequestInit);
+    });
     const body = Buffer.from(await res.arrayBuffer());
     let errorCode = '';
     if (res.status >= 400) {
       try {
-        errorCode = String((JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '');
+        errorCode = JSON.stringify((JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '');
       } catch {
         errorCode = 'unparsable error body';
       }
@@ -1388,7 +1388,7 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
       body: Buffer.alloc(0),
       headers: {},
       errorBytes: 0,
-      transportError: `${(err as Error).name}: ${(err as Error).message} ${String((err as { cause?: unknown }).cause ?? '')}`,
+      transportError: `${(err as Error).name}: ${(err as Error).message} ${(err as { cause?: Error }).cause?.message ?? ''}`,
     };
   }
 }
@@ -1481,10 +1481,10 @@ export function answerRows(c: ValidCase, o: Outcome): number[][] {
         raw_output_contents: Buffer[];
       };
       const i = res.outputs.findIndex((t) => t.name === kOutput);
-      const shape = res.outputs[i]!.shape.map(Number);
+      const shape = res.outputs[i].shape.map(Number);
       const values = c.raw
-        ? Array.from(new Float32Array(Uint8Array.from(res.raw_output_contents[i]!).buffer))
-        : res.outputs[i]!.contents!.fp32_contents!;
+        ? Array.from(new Float32Array(Uint8Array.from(res.raw_output_contents[i]).buffer))
+        : res.outputs[i].contents!.fp32_contents!;
       return reshape(values, shape);
     }
   }
@@ -1493,7 +1493,7 @@ export function answerRows(c: ValidCase, o: Outcome): number[][] {
 function jsonRows(format: JsonShape, json: Record<string, unknown>): number[][] {
   switch (format) {
     case 'named':
-      return (json.outputs as Record<string, number[][]>)[kOutput]!;
+      return (json.outputs as Record<string, number[][]>)[kOutput];
     case 'instances':
       return json.predictions as number[][];
     case 'bare':
@@ -1508,9 +1508,9 @@ function jsonRows(format: JsonShape, json: Record<string, unknown>): number[][] 
 }
 
 function reshape(values: readonly number[], shape: readonly number[]): number[][] {
-  if (shape.length !== 2 || shape[1] !== kColumns || values.length !== shape[0]! * kColumns)
+  if (shape.length !== 2 || shape[1] !== kColumns || values.length !== shape[0] * kColumns)
     throw new Error(`answer shape [${shape.join(', ')}] with ${values.length} values`);
-  return Array.from({ length: shape[0]! }, (_, r) => values.slice(r * kColumns, (r + 1) * kColumns));
+  return Array.from({ length: shape[0] }, (_, r) => values.slice(r * kColumns, (r + 1) * kColumns));
 }
 
 function csvRows(text: string): number[][] {
@@ -1528,7 +1528,7 @@ function npyAnswerRows(b: Buffer): number[][] {
   if (!/'descr': '<f4'/.test(text) || !/'fortran_order': False/.test(text))
     throw new Error(`.npy answer header ${text.trim()}`);
   const shape = /'shape': \(([^)]*)\)/
-    .exec(text)![1]!
+    .exec(text)![1]
     .split(',')
     .map((d) => d.trim())
     .filter((d) => d !== '')

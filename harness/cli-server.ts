@@ -71,7 +71,7 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
     'serve',
     ...args,
   ];
-  const child = spawn(cmd!, argv, {
+  const child = spawn(cmd, argv, {
     env: { ...process.env, ...env, [name]: value },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd ? { cwd } : {}),
@@ -85,11 +85,11 @@ export async function startCli(args: string[], opts: CliOptions = {}): Promise<C
   child.once('close', () => {
     for (const check of logChecks) check(lines);
   });
-  readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push(l));
+  readline.createInterface({ input: child.stderr }).on('line', (l) => lines.push(l));
   const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+    readline.createInterface({ input: child.stdout }).on('line', (l) => {
       lines.push(l);
-      const m = /API listening on (http:\/\/[^\s"]+)/.exec(l);
+      const m = /API listening on (https?:\/\/[^\s"]+)/.exec(l);
       if (m) resolve(m[1]);
     });
     void exited.then(({ code }) => reject(new Error(`server exited with ${code}: ${lines.join('\n')}`)));

@@ -58,7 +58,7 @@ export function leakVerdict(samples: readonly Footprint[], limits: LeakLimits): 
   const mid = samples.length >> 1;
   const middle = samples.slice(mid - Math.ceil(w / 2), mid + Math.ceil(w / 2));
   const end = samples.slice(-w);
-  const last = samples[samples.length - 1]!;
+  const last = samples[samples.length - 1];
   const rssGrowthBytes = median(end.map((s) => s.rssBytes)) - median(middle.map((s) => s.rssBytes));
   const fdGrowth = median(end.map((s) => s.fds)) - median(middle.map((s) => s.fds));
   const problems: string[] = [];

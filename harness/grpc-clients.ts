@@ -18,7 +18,7 @@ type Unary = (
 /** One unary call; rejects with the ServiceError (code, details, metadata). */
 export function unary<T = any>(client: Client, method: string, req: unknown = {}, deadlineMs?: number): Promise<T> {
   // eslint-disable-line @typescript-eslint/no-explicit-any
-  const fn = (client as unknown as Record<string, Unary>)[method]!.bind(client);
+  const fn = (client as unknown as Record<string, Unary>)[method].bind(client);
   return new Promise((resolve, reject) => {
     fn(req, new Metadata(), deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs }, (err, res) =>
       err ? reject(err) : resolve(res as T),

@@ -131,7 +131,7 @@ function socketInodes(pid: number): Set<string> {
   for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
     try {
       const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m) out.add(m[1]!);
+      if (m) out.add(m[1]);
     } catch {
       // closed while we looked
     }
@@ -143,7 +143,7 @@ function socketInodes(pid: number): Set<string> {
 function hexAddress(hex: string): string {
   const words = hex.match(/.{8}/g)!.map((w) => w.match(/../g)!.reverse().join(''));
   if (words.length === 1)
-    return words[0]!
+    return words[0]
       .match(/../g)!
       .map((b) => parseInt(b, 16))
       .join('.');
@@ -169,15 +169,15 @@ export function listeningSockets(pid: number): string[] {
   ] as const) {
     for (const line of fs.readFileSync(`/proc/${pid}/net/${file}`, 'utf8').trim().split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f[3] !== state || !inodes.has(f[9]!)) continue;
-      const [addr, port] = f[1]!.split(':');
-      out.push(`${proto} ${hexAddress(addr!)}:${parseInt(port!, 16)}`);
+      if (f[3] !== state || !inodes.has(f[9])) continue;
+      const [addr, port] = f[1].split(':');
+      out.push(`${proto} ${hexAddress(addr)}:${parseInt(port, 16)}`);
     }
   }
   for (const line of fs.readFileSync(`/proc/${pid}/net/unix`, 'utf8').trim().split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     // Flags __SO_ACCEPTCON (0x10000): a listening socket.
-    if ((parseInt(f[3]!, 16) & 0x10000) !== 0 && inodes.has(f[6]!)) out.push(`unix ${f[7] ?? '(unnamed)'}`);
+    if ((parseInt(f[3], 16) & 0x10000) !== 0 && inodes.has(f[6])) out.push(`unix ${f[7] ?? '(unnamed)'}`);
   }
   return out.sort();
 }

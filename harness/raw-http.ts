@@ -100,8 +100,8 @@ export function parseResponses(
     const end = buf.indexOf('\r\n\r\n', at);
     if (end < 0) break;
     const [statusLine, ...lines] = buf.subarray(at, end).toString('latin1').split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine!);
-    if (!m) throw new Error(`not an HTTP/1.x status line: ${JSON.stringify(statusLine!.slice(0, 80))}`);
+    const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine);
+    if (!m) throw new Error(`not an HTTP/1.x status line: ${JSON.stringify(statusLine.slice(0, 80))}`);
     const headers: Record<string, string> = {};
     for (const line of lines) {
       const i = line.indexOf(':');

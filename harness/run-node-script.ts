@@ -9,6 +9,8 @@ export interface ScriptRun {
 }
 
 const kScripts = path.join(__dirname, '..', 'scripts');
+/** Shipped clients live under src/cli/, not scripts/. */
+const kShipped: Record<string, string> = { 'mme-client': path.join(__dirname, '..', 'src', 'cli', 'mme-client') };
 
 /**
  * `script` is relative to scripts/ without extension, e.g. 'sagemaker/deploy'; an `undefined` in env
@@ -25,7 +27,7 @@ export function runNodeScript(
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [path.join(kScripts, `${script}.js`), ...args],
+      [`${kShipped[script] ?? path.join(kScripts, script)}.js`, ...args],
       { env: merged },
       (err, stdout, stderr) => {
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });

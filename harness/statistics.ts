@@ -8,7 +8,7 @@ function sorted(xs: readonly number[]): number[] {
 export function median(xs: readonly number[]): number {
   const s = sorted(xs);
   const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** The value a fraction `q` (0.99 for p99) of the samples fall below; NaN for no samples. */

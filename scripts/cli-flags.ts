@@ -19,7 +19,7 @@ export class Flags {
     const values = new Map<string, string[]>();
     const positionals: string[] = [];
     for (let i = 0; i < argv.length; i++) {
-      const arg = argv[i]!;
+      const arg = argv[i];
       if (!arg.startsWith('--')) {
         positionals.push(arg);
         continue;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm test's set-up (npm runs it as pretest): the README promises that `npm ci && npm test` prepares
 # everything, so the system programs some tests run are installed here, from Debian's apt, when one
-# is missing and this runs as root with apt-get: nginx (the shipped router config), python3-requests
+# is missing and this runs as root with apt-get: nginx and haproxy (the shipped router configs), python3-requests
 # (examples/invoke.py), curl (examples/invoke.sh). Anywhere else nothing is installed and the tests
 # that need it skip with a reason id, which fails the run unless MME_ALLOW_SKIP names it
 # (test/helpers/skip.ts). kubectl, podman and the base image are not installed here: kubectl is not in
@@ -9,6 +9,7 @@
 set -euo pipefail
 missing=()
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing+=(nginx)
+[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null || missing+=(haproxy)
 python3 -c 'import requests' 2>/dev/null || missing+=(python3-requests)
 command -v curl >/dev/null || missing+=(curl)
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -27,7 +27,7 @@ export const ERRORS = {
   MME_ERR_UNAUTHORIZED: {
     status: 401,
     type: 'UnauthorizedException',
-    when: 'the management API needs a bearer token and the request has none or a wrong one',
+    when: 'the management API (management_token) or the data plane (inference_token) needs a bearer token and the request has none or a wrong one',
   },
   MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException', when: 'the request was refused by a listener guard' },
   MME_ERR_MODEL_NOT_FOUND: {
@@ -50,6 +50,11 @@ export const ERRORS = {
     status: 408,
     type: 'RequestTimeoutException',
     when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed',
+  },
+  MME_ERR_DEADLINE_EXCEEDED: {
+    status: 408,
+    type: 'RequestTimeoutException',
+    when: "the request's own deadline (X-Request-Timeout, OIP parameters.timeout, gRPC grpc-timeout) passed before its answer: while queued it never reached a worker; while running its handler was told to stop (context.isCancelled)",
   },
   MME_ERR_MODEL_CONFLICT: {
     status: 409,

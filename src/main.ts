@@ -78,7 +78,7 @@ function startFailure(err: unknown): string {
   if (isMmeError(err)) return err.message;
   // Node's own listen error, or grpc-js's, which quotes Node's inside its message.
   const listen = /listen (E[A-Z]+): .*? (\S+?)\]?$/.exec(String((err as Error)?.message));
-  const problem = listen ? kListenProblems[listen[1]!] : undefined;
+  const problem = listen ? kListenProblems[listen[1]] : undefined;
   if (problem !== undefined) {
     return `cannot listen on ${listen![2]}: the address ${problem} (${listen![1]}); stop the other process, or move this server: SAGEMAKER_BIND_TO_PORT=<port> moves both APIs, or set inference_address / management_address (and grpc_inference_port) in config.properties`;
   }

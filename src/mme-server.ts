@@ -7,13 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
+import { InferenceToken } from './gateway/bearer-tokens';
 import { Gateway } from './gateway/gateway';
+import { RequestTracer } from './gateway/tracing';
 import { requestListener, type ListenerRole } from './http/app';
 import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
 import { metricsApp } from './http/metrics-route';
 import { createLog } from './logger';
 import { isLoopback } from './util/loopback';
 import { realClock, type Clock } from './util/clock';
+import { TlsFiles } from './util/tls-files';
 import { createMetrics, type MetricsRecorder } from './metrics';
 import { ModelManager, type ShutdownCounts } from './server/models/model-manager';
 import { ProcessRegistry } from './server/processes/process-registry';
@@ -34,6 +37,8 @@ export class MmeServer {
   readonly metrics: MetricsRecorder;
   /** What every invoke goes through, whichever listener it came in on. */
   readonly gateway: Gateway;
+  /** OpenTelemetry traces of the invocations; null = off (otel_traces_sampler_ratio 0). */
+  readonly tracer: RequestTracer | null;
   readonly listeners: Array<Listener & { role: ListenerRole }> = [];
   #metricsListener: Listener | null = null;
   /** load_models that failed to load at start-up (each logged with its reason). */
@@ -44,6 +49,10 @@ export class MmeServer {
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
   readonly #limits: Partial<ListenerLimits>;
+  /** inference_token, shared by every door's data plane; null when unset. */
+  readonly #inferenceToken: InferenceToken | null;
+  /** The certificate every TLS listener serves, watched for rotation; null without tls_cert_file. */
+  #tls: TlsFiles | null = null;
 
   constructor(
     readonly config: ServerConfig,
@@ -61,12 +70,33 @@ export class MmeServer {
     this.manager.events = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
-    this.gateway = new Gateway({ manager: this.manager, metrics: this.metrics, log: this.#log, defaultAccept });
+    this.tracer =
+      config.otelTracesSamplerRatio > 0
+        ? new RequestTracer({
+            ratio: config.otelTracesSamplerRatio,
+            endpoint: config.otelExporterOtlpEndpoint,
+            log: this.#log,
+          })
+        : null;
+    this.gateway = new Gateway({
+      manager: this.manager,
+      metrics: this.metrics,
+      log: this.#log,
+      defaultAccept,
+      controls: { maxRequestTimeoutMs: config.maxRequestTimeoutSeconds * 1000, priorityLevels: config.priorityLevels },
+      clock: opts.clock ?? realClock,
+      tracer: this.tracer,
+    });
+    this.#inferenceToken = config.inferenceTokens.length
+      ? new InferenceToken(config.inferenceTokens, () => this.metrics.unauthorized())
+      : null;
   }
 
   /** Listens first (so /ping answers while startup models load), then loads load_models. */
   async start(): Promise<this> {
     const c = this.config;
+    // Read first: a missing, unreadable or mismatched file stops start-up before any port is taken.
+    if (c.tls) this.#tls = new TlsFiles(c.tls, realClock, this.#log);
     const roles: Array<[ListenerRole, ServerConfig['inferenceAddress']]> = c.sharedListener
       ? [['both', c.inferenceAddress]]
       : [
@@ -83,29 +113,38 @@ export class MmeServer {
         maxRequestSize: c.maxRequestSize,
         loopbackOnly: addr.scheme !== 'unix' && isLoopback(addr.host),
         managementToken: c.managementToken,
+        inferenceToken: this.#inferenceToken,
         accessLog: c.accessLog,
         log: this.#log,
       });
-      const listener = await listen(handler, addr, this.#limits);
+      const listener = await listen(handler, addr, this.#limits, this.#tls);
       this.listeners.push({ ...listener, role });
       this.#log(`${role === 'both' ? 'inference + management' : role} API listening on ${listener.address}`);
     }
     if (c.metricsAddress) {
-      this.#metricsListener = await listen(koaListener(metricsApp(this.metrics)), c.metricsAddress, this.#limits);
+      this.#metricsListener = await listen(
+        koaListener(metricsApp(this.metrics)),
+        c.metricsAddress,
+        this.#limits,
+        this.#tls,
+      );
       this.#log(`metrics (Prometheus) listening on ${this.#metricsListener.address}`);
     }
     if (c.grpcInferencePort !== null) {
       // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
       const { GrpcListener } = await import('./grpc/grpc-server');
       this.grpc = await GrpcListener.listen(
-        { host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize },
+        { host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize, tls: this.#tls },
         {
           gateway: this.gateway,
           manager: this.manager,
           loopbackOnly: isLoopback(c.grpcInferenceAddress),
+          inferenceToken: this.#inferenceToken,
         },
       );
-      this.#log(`gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}`);
+      this.#log(
+        `gRPC inference API (KServe v2, TorchServe) listening on ${this.grpc.address}${this.#tls ? ' (TLS)' : ''}`,
+      );
     }
     this.metrics.start();
     await this.#loadStartupModels();
@@ -151,9 +190,10 @@ export class MmeServer {
     const counts = await this.manager.close(drainMs);
     this.grpc?.kill();
     // After the drain, so the last interval includes the requests it let finish.
-    await this.metrics.close();
+    await Promise.all([this.metrics.close(), this.tracer?.close()]);
     for (const l of this.listeners) l.server.closeAllConnections();
     await Promise.all([...closing, this.#metricsListener?.close()]);
+    this.#tls?.close();
     fs.rmSync(this.cacheDir, { recursive: true, force: true });
     return counts;
   }

@@ -28,7 +28,10 @@ export interface BenchServer extends CliServer {
 export async function startBenchServer(properties: string[] = []): Promise<BenchServer> {
   const store = tempDir('mme-bench-');
   const server = await startCliServer(
-    [`spare_workers=${keySpec('spare_workers')!.default}`, ...properties].join('\n'),
+    // MME_BENCH_PROPERTIES: config.properties lines of its own, e.g. a feature's cost on the same bench.
+    [`spare_workers=${keySpec('spare_workers')!.default}`, ...properties, process.env.MME_BENCH_PROPERTIES ?? ''].join(
+      '\n',
+    ),
     {
       store,
       // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
@@ -100,7 +103,7 @@ export async function startBaseline(onnxPath: string): Promise<{ url: string; pi
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+    readline.createInterface({ input: child.stdout }).on('line', (l) => {
       const m = /listening on (\S+)/.exec(l);
       if (m) resolve(m[1]);
     });
@@ -129,7 +132,8 @@ export function benchUsage(command: string, what: string): string {
   ${what}
   BENCH_QUICK=1        short runs that only check the harness works
   MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)
-  MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)`;
+  MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)
+  MME_BENCH_PROPERTIES=TEXT  config.properties lines added to the server's, e.g. otel_traces_sampler_ratio=1`;
 }
 
 /** Short runs (BENCH_QUICK=1) for smoke-testing the harness itself. */

@@ -14,8 +14,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../../harness/cli-server';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
-import { requireNginx, Nginx, routerConfig, type Balancing } from '../fleet/nginx';
-import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
+import { Nginx, routerConfig, type Balancing } from '../fleet/nginx';
+import { requireProgram } from '../fleet/router-process';
+import { benchUsage, runBench, type BenchServer } from './bench-run';
+import { counters, hitRatioBetween, post, startInstance } from './fleet-instances';
+import { hotMain } from './fleet-hot';
 import { percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
@@ -29,9 +32,6 @@ const CHANGE_REQUESTS = process.env.BENCH_QUICK ? 150 : 600;
 const CLIENTS = 4;
 const SEED = 11;
 
-/** `npm run bench:fleet -- shared`: the instances hold their models in shared hosts, so a miss loads in milliseconds. */
-const WORKER_MODE = process.argv.includes('shared') ? 'shared' : 'dedicated';
-
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 
@@ -41,76 +41,6 @@ function zipfStream(): string[] {
   const byRank = shuffled(MODELS, random);
   const rank = zipfSampler(MODELS, ZIPF_S, random);
   return Array.from({ length: REQUESTS + 2 * CHANGE_REQUESTS }, () => `m${byRank[rank()]}`);
-}
-
-function startInstance(store: string, port: number, room: number): Promise<BenchServer> {
-  const address = `http://127.0.0.1:${port}`;
-  return startBenchServer([
-    `inference_address=${address}`,
-    `management_address=${address}`,
-    `model_store=${store}`,
-    'model_cache=on',
-    `max_loaded_models=${room}`,
-    `worker_mode=${WORKER_MODE}`,
-  ]);
-}
-
-interface Counters {
-  hits: number;
-  invocations: number;
-}
-
-async function counters(server: BenchServer): Promise<Counters> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
-  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { hits: read('mme_model_cache_hits_total'), invocations: read('mme_invocations_total') };
-}
-
-/** Hit ratio of the requests served between two readings of the same servers. */
-function hitRatioBetween(before: Counters[], after: Counters[]): number {
-  const sum = (cs: Counters[], k: keyof Counters) => cs.reduce((s, c) => s + c[k], 0);
-  return (sum(after, 'hits') - sum(before, 'hits')) / (sum(after, 'invocations') - sum(before, 'invocations'));
-}
-
-/**
- * One POST over `agent`; resolves with the status, body and the replica nginx chose (X-Upstream).
- * A kept-alive connection that nginx closed as the request went out (an old worker retiring after a
- * reload) is tried again once on a new one, as Node's docs advise: nothing reached an instance.
- */
-function post(
-  agent: http.Agent,
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  retried = false,
-): Promise<{ status: number; text: string; replica: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        agent,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            text: Buffer.concat(chunks).toString(),
-            replica: String(res.headers['x-upstream'] ?? ''),
-          }),
-        );
-      },
-    );
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      if (req.reusedSocket && err.code === 'ECONNRESET' && !retried)
-        post(agent, url, headers, body, true).then(resolve, reject);
-      else reject(err);
-    });
-    req.end(body);
-  });
 }
 
 /**
@@ -130,7 +60,7 @@ async function drive(
   const client = async () => {
     while (next < models.length) {
       const i = next++;
-      const model = models[i]!;
+      const model = models[i];
       const [url, headers] =
         i % 3 === 0
           ? [`${base}/models/${model}/invoke`, {}]
@@ -166,7 +96,7 @@ interface Fleet {
 
 async function startFleet(bin: string, store: string, rooms: number[], balancing: Balancing): Promise<Fleet> {
   const ports = await Promise.all(rooms.map(() => freePort()));
-  const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i]!, room)));
+  const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i], room)));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-nginx-'));
   const nginxPort = await freePort();
   const nginx = await Nginx.start(
@@ -251,7 +181,7 @@ async function leaveAndReturn(
 }
 
 async function main(): Promise<void> {
-  const bin = requireNginx();
+  const bin = requireProgram('nginx');
   const store = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-store-'));
   writeMlpStore(store, MODELS);
   const stream = zipfStream();
@@ -289,24 +219,24 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(store, { recursive: true, force: true });
   }
-  const [x, y, z] = ['consistent-hash', 'round-robin', 'one instance with 3x room'].map((k) => results[k]!);
+  const [x, y, z] = ['consistent-hash', 'round-robin', 'one instance with 3x room'].map((k) => results[k]);
   console.log(
-    `fleet: consistent-hash hit ratio ${(x!.hitRatio * 100).toFixed(1)} %, round-robin ${(y!.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z!.hitRatio * 100).toFixed(1)} %`,
+    `fleet: consistent-hash hit ratio ${(x.hitRatio * 100).toFixed(1)} %, round-robin ${(y.hitRatio * 100).toFixed(1)} %, one instance with 3x room ${(z.hitRatio * 100).toFixed(1)} %`,
   );
   for (const [label, r] of Object.entries(results))
     console.log(`  ${label}: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`);
-  const ratioMet = x!.hitRatio >= 1.5 * y!.hitRatio;
-  const nearMet = x!.hitRatio * 100 >= z!.hitRatio * 100 - 10;
+  const ratioMet = x.hitRatio >= 1.5 * y.hitRatio;
+  const nearMet = x.hitRatio * 100 >= z.hitRatio * 100 - 10;
   console.log(
-    `targets: X ≥ 1.5·Y (${(x!.hitRatio / y!.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x!.hitRatio - z!.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`,
+    `targets: X ≥ 1.5·Y (${(x.hitRatio / y.hitRatio).toFixed(2)}×) ${ratioMet ? '✅' : '❌'}; X ≥ Z − 10 (${((x.hitRatio - z.hitRatio) * 100).toFixed(1)} points) ${nearMet ? '✅' : '❌'}`,
   );
   for (const line of extra) console.log(line);
   if (!ratioMet || !nearMet) process.exitCode = 1;
 }
 
 const USAGE = benchUsage(
-  'npm run bench:fleet [-- shared]',
-  "Three instances behind nginx (needs nginx on PATH): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared).",
+  'npm run bench:fleet [-- shared] [-- hot]',
+  "Three instances behind nginx (installed from Debian when missing and root): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared); `hot` runs the skewed workloads through round robin, nginx's consistent hashing and HAProxy's bounded loads (scripts/bench/fleet-hot.ts), printing JSON.",
 );
 
-if (require.main === module) runBench(USAGE, main, () => undefined);
+if (require.main === module) runBench(USAGE, process.argv.includes('hot') ? hotMain : main, () => undefined);

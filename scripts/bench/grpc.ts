@@ -89,7 +89,7 @@ async function paced(rate: number, seconds: number, one: () => Promise<unknown>)
           },
           (err: unknown) => {
             clearInterval(tick);
-            reject(err as Error);
+            reject(err instanceof Error ? err : new Error(String(err)));
           },
         );
       }

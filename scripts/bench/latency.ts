@@ -38,7 +38,7 @@ export async function sequentialSamples(
   let turn = 0;
   const once = () =>
     new Promise<number>((resolve, reject) => {
-      const target = targets[turn++ % targets.length]!;
+      const target = targets[turn++ % targets.length];
       const t0 = performance.now();
       const req = http.request(
         {

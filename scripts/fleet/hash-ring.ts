@@ -28,9 +28,9 @@ export class HashRing {
     let hi = this.points.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.points[mid]!.hash < h) lo = mid + 1;
+      if (this.points[mid].hash < h) lo = mid + 1;
       else hi = mid;
     }
-    return this.points[lo === this.points.length ? 0 : lo]!.server;
+    return this.points[lo === this.points.length ? 0 : lo].server;
   }
 }

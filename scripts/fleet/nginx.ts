@@ -6,10 +6,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
-import { UsageError } from '../cli-flags';
+import { findProgram, listening } from './router-process';
 
 export const MODEL_KEY_CONF = path.join(__dirname, '..', '..', '..', 'deploy', 'nginx', 'model-key.conf');
 
@@ -61,46 +60,12 @@ ${c.balancing === 'consistent-hash' ? '        hash $mme_model consistent;\n' : 
 }
 
 /** The nginx binary, or null when it is not installed. */
-export function findNginx(): string | null {
-  for (const dir of ['/usr/sbin', '/usr/local/sbin', ...(process.env.PATH ?? '').split(':')]) {
-    const bin = path.join(dir, 'nginx');
-    if (fs.existsSync(bin)) return bin;
-  }
-  return null;
-}
-
-/**
- * The nginx binary, or an error saying how to get it. Installing system packages is the user's call,
- * never a side effect of running a bench.
- */
-export function requireNginx(): string {
-  const found = findNginx();
-  if (found) return found;
-  throw new UsageError(
-    'nginx is not installed (looked in /usr/sbin, /usr/local/sbin and PATH); install it, e.g. `sudo apt-get install nginx` on Debian or Ubuntu, and run again',
-  );
-}
+export const findNginx = (): string | null => findProgram('nginx');
 
 /** `nginx -t` on a configuration: null when valid, else nginx's complaint. */
 export function checkConfig(bin: string, file: string, dir: string): string | null {
   const r = spawnSync(bin, ['-t', '-q', '-c', file, '-p', dir, '-e', 'stderr'], { encoding: 'utf8' });
   return r.status === 0 ? null : r.stderr.trim();
-}
-
-/** Resolves once something accepts connections on the port (nginx writes no ready line of its own). */
-async function listening(port: number, child: ChildProcess): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`nginx exited with ${child.exitCode}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export class Nginx {
@@ -118,8 +83,8 @@ export class Nginx {
     if (problem) throw new Error(`nginx refused its configuration: ${problem}`);
     const child = spawn(bin, ['-c', file, '-p', dir, '-e', 'stderr'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const log: string[] = [];
-    readline.createInterface({ input: child.stderr! }).on('line', (l) => log.push(l));
-    await listening(port, child);
+    readline.createInterface({ input: child.stderr }).on('line', (l) => log.push(l));
+    await listening(port, child, 'nginx');
     return new Nginx(child, file, log);
   }
 

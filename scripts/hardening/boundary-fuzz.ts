@@ -125,7 +125,7 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
     );
     const grpcAddress = /gRPC inference API .* listening on (\S+)/.exec(
       cli.lines.find((l) => /gRPC inference API .* listening on /.test(l))!,
-    )![1]!;
+    )![1];
     const loads = await Promise.all([
       // A hung batch shows as a 504 within the round rather than a test timeout.
       loadModel(cli, kBatched, writeModelDir(store, kBatched, addModel()), { ...kBatching, response_timeout: 30 }),
@@ -148,7 +148,7 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
         { minLength: 4, maxLength: 4 },
       ),
       { seed: 1, numRuns: 1 },
-    )[0]!;
+    )[0];
     for (const cases of warm) await runRound(srv, { cases });
     const pids = await readyPids(cli);
     srv.baseline = { server: rssBytes(cli.pid), workers: workerRss(pids) };
@@ -198,7 +198,7 @@ export interface RoundReport {
 
 const MiB = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
 const sameRows = (a: number[][], b: number[][]) =>
-  a.length === b.length && a.every((r, i) => r.length === b[i]!.length && r.every((v, j) => Object.is(v, b[i]![j])));
+  a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((v, j) => Object.is(v, b[i][j])));
 
 /**
  * Runs one round (solo answers first, then every case at once) and returns what broke the
@@ -267,7 +267,7 @@ async function runRoundOn(
 
   let k = 0;
   round.cases.forEach((c, i) => {
-    const o = outcomes[i]!;
+    const o = outcomes[i];
     if (c.kind === 'malformed') {
       const problem = refusalProblem(o);
       if (problem)
@@ -405,7 +405,7 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
     const loop = async () => {
       while (operations < opts.operations) {
         const roundSeed = opts.seed + rounds++;
-        const round = fc.sample(roundArb, { seed: roundSeed, numRuns: 1 })[0]!;
+        const round = fc.sample(roundArb, { seed: roundSeed, numRuns: 1 })[0];
         const report = await runRound(srv, round, opts.concurrency);
         operations += report.operations;
         peaks.server = Math.max(peaks.server, report.peakServerRss);

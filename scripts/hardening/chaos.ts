@@ -78,7 +78,7 @@ async function lane(
 ): Promise<void> {
   const loaded = new Set<string>();
   const names = [...dirs.keys()];
-  const pick = (from: string[]) => from[Math.floor(Math.random() * from.length)]!;
+  const pick = (from: string[]) => from[Math.floor(Math.random() * from.length)];
   while (!done()) {
     const r = Math.random();
     const unloaded = names.filter((n) => !loaded.has(n));
@@ -132,7 +132,7 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       const pids = workerPidsOf(s.pid);
       if (pids.length === 0) return;
       kills.push(Date.now());
-      process.kill(pids[Math.floor(Math.random() * pids.length)]!, 'SIGKILL');
+      process.kill(pids[Math.floor(Math.random() * pids.length)], 'SIGKILL');
     };
     const killer = o.killEveryMs ? setInterval(kill, o.killEveryMs) : null;
     // The server alone: the workers' share depends on how many models happen to be loaded.
@@ -200,9 +200,9 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       errors,
       errorRate,
       cacheAnswers,
-      rssStartBytes: samples[0]!.rssBytes,
+      rssStartBytes: samples[0].rssBytes,
       rssEndBytes: end.rssBytes,
-      fdsStart: samples[0]!.fds,
+      fdsStart: samples[0].fds,
       fdsEnd: end.fds,
     };
   });

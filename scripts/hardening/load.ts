@@ -42,7 +42,7 @@ export function runQueueOverflow(seconds: number): Promise<QueueOverflow> {
     const run = await hammer(`${s.url}/models/m/invoke`, JSON.stringify({ sleepMs: 2 }), { connections: 100, seconds });
     clearInterval(sampler);
     await waitFor(async () => (await request(`${s.url}/models/m`)).body.queueLength === 0, 'the queue to drain');
-    return { run, rssGrowthBytes: rss[rss.length - 1]! - rss[rss.length >> 1]! };
+    return { run, rssGrowthBytes: rss[rss.length - 1] - rss[rss.length >> 1] };
   });
 }
 
@@ -105,7 +105,7 @@ export function runBaseline(seconds: number, warmupSeconds: number, reps = 1): P
       await hammer(url, JSON.stringify(kRow), { connections: c, seconds: warmupSeconds });
       for (let i = 0; i < reps; i++) {
         const r = await hammer(url, JSON.stringify(kRow), { connections: c, seconds });
-        if (!out[`c${c}`] || r.p99 < out[`c${c}`]!.p99) out[`c${c}`] = r;
+        if (!out[`c${c}`] || r.p99 < out[`c${c}`].p99) out[`c${c}`] = r;
       }
     }
     return out;

@@ -42,7 +42,7 @@ function slowSocket(port: number, head: string, text: string, everyMs: number): 
   const socket = net.connect(port, '127.0.0.1');
   let i = 0;
   const timer = setInterval(() => {
-    if (!socket.destroyed) socket.write(text[i++ % text.length]!);
+    if (!socket.destroyed) socket.write(text[i++ % text.length]);
   }, everyMs);
   socket.on('connect', () => socket.write(head));
   socket.on('data', (d: Buffer) => (state.received = Buffer.concat([state.received, d])));

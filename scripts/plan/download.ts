@@ -18,8 +18,8 @@ export interface DownloadOptions {
 export function downloadLines(workload: Workload, rows: readonly Prediction[], opts: DownloadOptions): string[] {
   const sizes = workload.models.map((m) => m.weightsBytes).sort((a, b) => a - b);
   const mean = sizes.reduce((s, b) => s + b, 0) / sizes.length;
-  const median = sizes[Math.floor(sizes.length / 2)]!;
-  const largest = sizes[sizes.length - 1]!;
+  const median = sizes[Math.floor(sizes.length / 2)];
+  const largest = sizes[sizes.length - 1];
   const firstRequest = (bytes: number) => `${Math.round(opts.coldStartMs + (bytes / 1e6 / opts.mbps) * 1000)} ms`;
   const mb = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
   return [

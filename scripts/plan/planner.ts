@@ -48,7 +48,7 @@ function split(workload: Workload, routing: Routing, instances: number): number[
   }
   const ring = new HashRing(Array.from({ length: instances }, (_, i) => `instance-${i}`));
   const owner = workload.models.map((m) => Number(ring.serverOf(m.name).slice('instance-'.length)));
-  workload.requests.forEach((r, i) => parts[routing === 'hash' ? owner[r.model]! : i % instances]!.push(i));
+  workload.requests.forEach((r, i) => parts[routing === 'hash' ? owner[r.model] : i % instances].push(i));
   return parts;
 }
 
@@ -69,14 +69,14 @@ export function predict(workload: Workload, instanceBytes: number, scenario: Sce
   }
   // Counted over the second half of the stream only: the first half warms the caches, so the figures
   // are the steady state, not the start-up where every model's first request must load.
-  const from = workload.requests[workload.requests.length >> 1]!.at;
+  const from = workload.requests[workload.requests.length >> 1].at;
   const minutes = (workload.requests.at(-1)!.at - from) / 60_000;
   let measured = 0;
   let hits = 0;
   let waiting = 0;
   let headroomBytes = budgetBytes;
   for (const part of split(workload, scenario.routing, instances)) {
-    const trace: Trace = { name: 'plan', models, requests: part.map((i) => workload.requests[i]!) };
+    const trace: Trace = { name: 'plan', models, requests: part.map((i) => workload.requests[i]) };
     const loadingUntil = new Map<number, number>();
     let peak = 0;
     simulate(
@@ -84,7 +84,7 @@ export function predict(workload: Workload, instanceBytes: number, scenario: Sce
       () => createPolicy(ASSUMPTIONS.policy),
       { bytes: budgetBytes },
       (request, hit, used) => {
-        if (!hit) loadingUntil.set(request.model, request.at + models[request.model]!.loadMicros / 1000);
+        if (!hit) loadingUntil.set(request.model, request.at + models[request.model].loadMicros / 1000);
         if (request.at < from) return;
         measured++;
         peak = Math.max(peak, used);

@@ -31,7 +31,7 @@ function csvRows(
   const lines = text
     .split(/\r?\n/)
     .map((l, i) => ({ line: i + 1, cells: l.split(',').map((c) => c.trim()) }))
-    .filter(({ cells }) => cells.join('') !== '' && !cells[0]!.startsWith('#'));
+    .filter(({ cells }) => cells.join('') !== '' && !cells[0].startsWith('#'));
   const header = lines.shift();
   const index = new Map(header?.cells.map((c, i) => [c.toLowerCase(), i]));
   const missing = columns.filter((c) => !index.has(c));
@@ -119,7 +119,7 @@ export function traceWorkload(text: string, where: string): Workload {
     return { model: indexOf.get(name)!, at: time };
   });
   if (requests.length < 2) throw new InputError(`${where}: a trace needs at least two requests`);
-  const minutes = (requests.at(-1)!.at - requests[0]!.at) / 60_000;
+  const minutes = (requests.at(-1)!.at - requests[0].at) / 60_000;
   if (minutes <= 0)
     throw new InputError(
       `${where}: every request has the same time_ms; the planner needs a span of time to turn loads into a rate`,

@@ -40,8 +40,7 @@ export async function packModel(dir: string): Promise<Buffer> {
   if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
   await resolveModelDir(dir, dir);
   const chunks: Buffer[] = [];
-  for await (const chunk of tar.create({ gzip: true, cwd: dir, portable: true }, regularFiles(dir)))
-    chunks.push(chunk as Buffer);
+  for await (const chunk of tar.create({ gzip: true, cwd: dir, portable: true }, regularFiles(dir))) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
 
@@ -71,7 +70,7 @@ async function main(argv: string[]): Promise<void> {
   const s3 = new S3Client({ region: flags.string('region') });
   for (const [i, dir] of dirs.entries()) {
     const body = await packModel(dir);
-    const key = modelKey(prefix, names[i]!);
+    const key = modelKey(prefix, names[i]);
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: 'application/gzip' }));
     console.log(`uploaded s3://${bucket}/${key} (${body.length} bytes): TargetModel ${names[i]}.tar.gz`);
   }

@@ -142,10 +142,7 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
     gunzip.on('error', fail);
     meter.on('error', fail);
     // Unpack is node-tar's own writable (minipass-style), which pipe() drives like any Node writable.
-    source
-      .pipe(gunzip)
-      .pipe(meter)
-      .pipe(unpack as unknown as NodeJS.WritableStream);
+    source.pipe(gunzip).pipe(meter).pipe(unpack);
   });
 }
 

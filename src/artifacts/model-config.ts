@@ -96,7 +96,7 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
       throw invalid(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
     const need = check(value);
     if (need) throw invalid(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
-    config[key] = Array.isArray(value) ? Object.freeze([...value]) : value;
+    config[key] = Array.isArray(value) ? Object.freeze([...(value as unknown[])]) : value;
   }
   const { minWorkers, maxWorkers } = config as ModelDirConfig;
   if (minWorkers !== undefined && maxWorkers !== undefined && minWorkers > maxWorkers) {

@@ -65,9 +65,9 @@ async function scan(root: string, rel: string, where: (rel: string) => string): 
 }
 
 function choose(candidates: string[], label: string): string {
-  if (candidates.length === 1) return candidates[0]!;
+  if (candidates.length === 1) return candidates[0];
   const preferred = candidates.filter((c) => path.posix.basename(c) === PREFERRED_MODEL);
-  if (preferred.length === 1) return preferred[0]!;
+  if (preferred.length === 1) return preferred[0];
   const why = preferred.length ? `more than one is named ${PREFERRED_MODEL}` : `none is named ${PREFERRED_MODEL}`;
   throw invalid(`${label} holds several .onnx files and ${why}: ${listing(candidates)}`);
 }

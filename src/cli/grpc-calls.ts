@@ -2,7 +2,14 @@
  * Client-side helpers for the server's gRPC services, shared by src/cli/mme-client and the bench:
  * promisified calls, and a v2 JSON request ⇄ ModelInfer with raw contents.
  */
-import { credentials, Metadata, type Client, type ClientOptions, type ServiceError } from '@grpc/grpc-js';
+import {
+  credentials,
+  Metadata,
+  type ChannelCredentials,
+  type Client,
+  type ClientOptions,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { fromRaw, toArray, toRaw } from '../oip/datatypes';
 import { serviceDefinitions } from '../grpc/protos';
 import type { V2InferRequest, V2InferResponse } from '../oip/types';
@@ -15,10 +22,15 @@ export interface GrpcClients {
   close(): void;
 }
 
-export function connect(address: string, options: ClientOptions = {}): GrpcClients {
+/** Clients of both services on `address`, in plain text unless `channel` says otherwise (credentials.createSsl). */
+export function connect(
+  address: string,
+  options: ClientOptions = {},
+  channel: ChannelCredentials = credentials.createInsecure(),
+): GrpcClients {
   const defs = serviceDefinitions();
-  const kserve = new defs.kserve(address, credentials.createInsecure(), options) as ServiceClient;
-  const torchserve = new defs.torchserve(address, credentials.createInsecure(), options) as ServiceClient;
+  const kserve = new defs.kserve(address, channel, options) as ServiceClient;
+  const torchserve = new defs.torchserve(address, channel, options) as ServiceClient;
   return {
     kserve,
     torchserve,
@@ -29,10 +41,10 @@ export function connect(address: string, options: ClientOptions = {}): GrpcClien
   };
 }
 
-export function unaryCall<T = any>(client: ServiceClient, method: string, request: unknown): Promise<T> {
+export function unaryCall<T = unknown>(client: ServiceClient, method: string, request: unknown): Promise<T> {
   // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    client[method]!(request, new Metadata(), (err: ServiceError | null, res: T) =>
+    client[method](request, new Metadata(), (err: ServiceError | null, res: T) =>
       err ? reject(new Error(`${method}: ${err.details} (gRPC status ${err.code})`)) : resolve(res),
     );
   });
@@ -68,7 +80,7 @@ export function v2Response(res: RawResponse): V2InferResponse {
       const shape = o.shape.map(Number);
       const elements = fromRaw(
         o.datatype,
-        res.raw_output_contents[i]!,
+        res.raw_output_contents[i],
         shape.reduce((a, b) => a * b, 1),
         o.name,
       );

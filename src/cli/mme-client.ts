@@ -61,7 +61,7 @@ function parse(argv: readonly string[]): Options {
     words: [],
   };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     const value = (): string => {
       const v = argv[++i];
       if (v === undefined) throw new UsageError(`${arg} needs a value`);
@@ -173,28 +173,28 @@ async function main(): Promise<void> {
     }
     case 'describe': {
       const [model] = need(words, 1, 'NAME');
-      out = await call('GET', `${url}/models/${name(model!)}`);
+      out = await call('GET', `${url}/models/${name(model)}`);
       break;
     }
     case 'invoke': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      const body = bodyOf(payload!);
+      const body = bodyOf(payload);
       const headers: Record<string, string> = { 'content-type': opts.contentType };
       if (opts.targetModel !== null) headers['x-amzn-sagemaker-target-model'] = opts.targetModel;
-      out = await call('POST', `${url}/models/${name(model!)}/invoke`, body, headers);
+      out = await call('POST', `${url}/models/${name(model)}/invoke`, body, headers);
       break;
     }
     case 'unload': {
       const [model] = need(words, 1, 'NAME');
-      out = await call('DELETE', `${url}/models/${name(model!)}`);
+      out = await call('DELETE', `${url}/models/${name(model)}`);
       break;
     }
     case 'scale': {
       const [model, min, max = min] =
         words.length === 3 ? need(words, 2, 'NAME MIN [MAX]') : need(words, 3, 'NAME MIN [MAX]');
-      if (![min, max].every((n) => /^\d+$/.test(n!)))
+      if (![min, max].every((n) => /^\d+$/.test(n)))
         throw new UsageError(`scale takes whole numbers of workers, e.g. scale ${model} 2`);
-      out = await call('PUT', `${url}/models/${name(model!)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
+      out = await call('PUT', `${url}/models/${name(model)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
       break;
     }
     case 'ping':
@@ -203,12 +203,12 @@ async function main(): Promise<void> {
       break;
     case 'v2-infer': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      out = await call('POST', `${url}/v2/models/${name(model!)}/infer`, bodyOf(payload!), json);
+      out = await call('POST', `${url}/v2/models/${name(model)}/infer`, bodyOf(payload), json);
       break;
     }
     case 'grpc-infer': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      const request = modelInferRequest(model!, JSON.parse(bodyOf(payload!).toString()) as V2InferRequest);
+      const request = modelInferRequest(model, JSON.parse(bodyOf(payload).toString()) as V2InferRequest);
       out = await withGrpc(opts.grpc, async (c) =>
         JSON.stringify(v2Response(await unaryCall(c.kserve, 'ModelInfer', request))),
       );
@@ -216,7 +216,7 @@ async function main(): Promise<void> {
     }
     case 'grpc-predict': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      const request = { model_name: model, input: { data: bodyOf(payload!) } };
+      const request = { model_name: model, input: { data: bodyOf(payload) } };
       out = await withGrpc(opts.grpc, async (c) => {
         if (!opts.stream)
           return (await unaryCall<{ prediction: Buffer }>(c.torchserve, 'Predictions', request)).prediction.toString();

@@ -10,14 +10,14 @@ const kUnixAddress = /^unix:(\/\S*)$/i;
 /** The parsed address, or why the text is not one. */
 export function parseAddress(raw: string): ListenAddress | { problem: string } {
   const unix = kUnixAddress.exec(raw);
-  if (unix) return { raw, scheme: 'unix', host: '', port: 0, path: unix[1]! };
+  if (unix) return { raw, scheme: 'unix', host: '', port: 0, path: unix[1] };
   const tcp = kTcpAddress.exec(raw);
   if (!tcp) return { problem: `not of the form ${kAddressForms}` };
-  const scheme = tcp[1]!.toLowerCase() as 'http' | 'https';
+  const scheme = tcp[1].toLowerCase() as 'http' | 'https';
   // Default ports as MMS's Connector: 443 for https, 80 for http.
   const port = tcp[3] === undefined ? (scheme === 'https' ? 443 : 80) : Number(tcp[3]);
   if (port > 65535) return { problem: `port ${tcp[3]} is above 65535` };
-  return { raw, scheme, host: tcp[2]!.replace(/^\[|\]$/g, ''), port, path: '' };
+  return { raw, scheme, host: tcp[2].replace(/^\[|\]$/g, ''), port, path: '' };
 }
 
 /** The same address on another port (SAGEMAKER_BIND_TO_PORT); `raw` is rewritten so logs show the real port. */

@@ -36,7 +36,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   let version = false;
 
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === 'serve') {
       command = 'serve';
       continue;
@@ -56,7 +56,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
     const flag = eq < 0 ? arg : arg.slice(0, eq);
     const inline = eq < 0 ? null : arg.slice(eq + 1);
     const takeOne = (): string => {
-      const value = inline ?? (isValue(argv[i + 1]) ? argv[++i]! : '');
+      const value = inline ?? (isValue(argv[i + 1]) ? argv[++i] : '');
       if (value === '') throw new MmeError('MME_ERR_CONFIG', `${flag} needs a value (accepted: ${kAccepted})`);
       return value;
     };
@@ -71,7 +71,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       case '--models': {
         // As MMS (argparse nargs='+'): every following word up to the next flag is a model.
         const words = inline === null ? [] : [inline];
-        while (isValue(argv[i + 1])) words.push(argv[++i]!);
+        while (isValue(argv[i + 1])) words.push(argv[++i]);
         models = words
           .flatMap((w) => w.split(','))
           .map((m) => m.trim())

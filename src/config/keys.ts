@@ -115,6 +115,27 @@ export const KEYS = [
     doc: "Request deadline in seconds (preferred over default_response_timeout, which it overrides when set); negative = unset, as MMS's -1. With neither key set the deadline is 60 s, SageMaker's own invoke limit.",
   },
   {
+    name: 'max_request_timeout',
+    kind: 'number',
+    default: '0',
+    range: seconds(0),
+    doc: "Longest deadline in SECONDS a caller may ask for (X-Request-Timeout, OIP parameters.timeout, gRPC grpc-timeout): a longer one is cut to it. 0 = no cap but the model's response timeout, which bounds every request.",
+  },
+  {
+    name: 'priority_levels',
+    kind: 'int',
+    default: '1',
+    range: between(1, 32),
+    doc: "Priority levels a caller may choose from (OIP parameters.priority, X-Request-Priority, as Triton's: 1 goes first, 0 or none = the middle level, ceil(levels / 2)); values outside are 400. 1 = off: every model's queue is first in, first out.",
+  },
+  {
+    name: 'priority_aging_ms',
+    kind: 'int',
+    default: '1000',
+    range: duration(1, 1, 'milliseconds'),
+    doc: 'Milliseconds of waiting that raise a queued request by one priority level, so that low priority never starves: a request is never passed by one that arrived (its level + 1) × priority_aging_ms after it.',
+  },
+  {
     name: 'model_load_timeout',
     kind: 'number',
     default: '120',
@@ -392,6 +413,41 @@ export const KEYS = [
     doc: "Share of a shared host's thread (0-1, measured every 2 s) past which a model is heavy: its host takes no new model while it is, and the neighbours that ran beside it move to a host without a heavy model (started there before they leave, so no request is lost). 0 = never move.",
   },
   {
+    name: 'autoscale',
+    kind: 'string',
+    default: 'auto',
+    example: 'on',
+    doc: "Per-model worker autoscaling between a model's min_worker and max_worker (PUT /models/{name}?min_worker=1&max_worker=4, or minWorkers/maxWorkers in model-config.json; with max_worker = min_worker nothing changes): on = one worker more when its queue wait or backlog passes autoscale_queue_wait_ms / autoscale_backlog_per_worker, if the memory budget has room (never a 507, never an eviction of a busy model), one less after autoscale_idle_seconds quiet; off = workers stay as loaded or scaled; auto = off when SAGEMAKER_MULTI_MODEL=true (SageMaker scales instances and routes by model itself, and the endpoint's memory is its to plan), on elsewhere. Dedicated workers only (not preload_model, not worker_mode=shared).",
+  },
+  {
+    name: 'autoscale_queue_wait_ms',
+    kind: 'int',
+    default: '100',
+    range: atLeast(1),
+    doc: "Median time a model's requests waited in its queue over the last 2 s past which it gets one more worker (autoscale).",
+  },
+  {
+    name: 'autoscale_backlog_per_worker',
+    kind: 'number',
+    default: '4',
+    range: { allows: (n) => n > 0, text: '> 0' },
+    doc: "Requests waiting in a model's queue per worker past which it gets one more worker (autoscale), whatever their wait so far: a burst is seen before its waits are.",
+  },
+  {
+    name: 'autoscale_idle_seconds',
+    kind: 'int',
+    default: '60',
+    range: seconds(1),
+    doc: 'Seconds a model above min_worker stays quiet (nothing queued, median queue wait under a quarter of autoscale_queue_wait_ms) before one worker goes (autoscale); each further one waits as long again.',
+  },
+  {
+    name: 'autoscale_cooldown_seconds',
+    kind: 'int',
+    default: '3',
+    range: seconds(0),
+    doc: "Seconds after a model's worker count changed (or a scale-up was skipped for memory) before autoscale changes it again: the new worker gets time to load and drain the queue before the queue is judged again.",
+  },
+  {
     name: 'shared_worker_recycle_mb',
     kind: 'int',
     default: '256',
@@ -487,6 +543,21 @@ export const KEYS = [
     doc: 'A separate listener for GET /metrics (http://host:port or unix:/path); unset = /metrics is on the management listener. Use it to scrape without exposing the management API.',
   },
   {
+    name: 'otel_traces_sampler_ratio',
+    kind: 'number',
+    default: '0',
+    example: '0.01',
+    range: between(0, 1),
+    doc: "OpenTelemetry traces: the share of requests traced (0 to 1), one server span each with its queue, load, run and encode spans (docs/tracing.md). A request with a W3C traceparent follows its caller's sampling decision. 0 = off: the OpenTelemetry SDK is not even loaded.",
+  },
+  {
+    name: 'otel_exporter_otlp_endpoint',
+    kind: 'string',
+    default: null,
+    example: 'http://otel-collector:4318',
+    doc: 'Where traces go, OTLP/HTTP protobuf: the base URL to which /v1/traces is added, as OTEL_EXPORTER_OTLP_ENDPOINT. Unset = the OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT environment variable, else http://localhost:4318.',
+  },
+  {
     name: 'model_roots',
     kind: 'string',
     default: null,
@@ -499,6 +570,34 @@ export const KEYS = [
     default: null,
     example: '$$MME_MANAGEMENT_TOKEN$$',
     doc: 'When set, the management API (POST/PUT/DELETE/GET /models) needs Authorization: Bearer <token>. Leave unset on SageMaker, whose platform sends no token; use it when the management port is reachable by others.',
+  },
+  {
+    name: 'inference_token',
+    kind: 'string',
+    default: null,
+    example: '$$MME_INFERENCE_TOKEN$$',
+    doc: 'When set, the data plane (every invoke path, /v2 metadata and infer, gRPC but its health calls) needs Authorization: Bearer <token> (gRPC: authorization metadata); /ping and the health checks stay open. A comma list allows several tokens, so one can be rotated. Refused with SAGEMAKER_MULTI_MODEL=true, whose platform sends none.',
+  },
+  {
+    name: 'tls_cert_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/tls.crt',
+    doc: 'PEM certificate (chain) that every https:// listener (inference_address, management_address, metrics_address) and the gRPC listener serve, TLS 1.2 and up; with tls_key_file. An http:// inference_address is then refused as a likely mistake; management_address and metrics_address may stay http:// (e.g. on loopback). Both files are reloaded when they change (cert-manager rotation): new connections get the new certificate, open ones are kept.',
+  },
+  {
+    name: 'tls_key_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/tls.key',
+    doc: 'PEM private key of tls_cert_file, unencrypted; a missing, unreadable or mismatched key stops start-up.',
+  },
+  {
+    name: 'tls_client_ca_file',
+    kind: 'string',
+    default: null,
+    example: '/etc/mme/tls/ca.crt',
+    doc: 'PEM CA certificate(s) for mutual TLS: every TLS listener then requires a client certificate signed by one of them. Unset = no client certificate asked for.',
   },
   {
     name: 'max_connections',
@@ -555,11 +654,11 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     }
     previous = current;
   }
-  return previous[b.length]!;
+  return previous[b.length];
 }
 
 /** The environment variable that overrides a key when enable_envvars_config=true (MMS naming). */

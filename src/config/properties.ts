@@ -22,7 +22,7 @@ export function parseProperties(text: string, sourceName = 'properties text'): M
   let logical = '';
   let startLine = 0;
   for (let i = 0; i < lines.length; i++) {
-    const line = skipLeadingWhitespace(lines[i]!);
+    const line = skipLeadingWhitespace(lines[i]);
     // As in Java (9+), blank and comment lines are recognised whenever the logical line is still
     // empty, even right after a continuation; a comment's trailing backslash never continues it.
     if (logical === '') {
@@ -44,7 +44,7 @@ export function parseProperties(text: string, sourceName = 'properties text'): M
 
 function skipLeadingWhitespace(line: string): string {
   let i = 0;
-  while (i < line.length && kWhitespace.has(line[i]!)) i++;
+  while (i < line.length && kWhitespace.has(line[i])) i++;
   return line.slice(i);
 }
 
@@ -64,7 +64,7 @@ function splitKeyValue(line: string): [string, string] {
   let escaped = false;
   let hasSeparator = false;
   for (; keyEnd < line.length; keyEnd++) {
-    const c = line[keyEnd]!;
+    const c = line[keyEnd];
     if (!escaped && (c === '=' || c === ':')) {
       hasSeparator = true;
       break;
@@ -74,7 +74,7 @@ function splitKeyValue(line: string): [string, string] {
   }
   let valueStart = keyEnd + 1;
   for (; valueStart < line.length; valueStart++) {
-    const c = line[valueStart]!;
+    const c = line[valueStart];
     if (kWhitespace.has(c)) continue;
     if (!hasSeparator && (c === '=' || c === ':')) {
       hasSeparator = true;
@@ -92,12 +92,12 @@ function unescape(s: string, where: string): string {
   if (!s.includes('\\')) return s;
   let out = '';
   for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
+    const c = s[i];
     if (c !== '\\' || i + 1 >= s.length) {
       out += c;
       continue;
     }
-    const next = s[++i]!;
+    const next = s[++i];
     if (next === 'u') {
       const hex = s.slice(i + 1, i + 5);
       if (!/^[0-9A-Fa-f]{4}$/.test(hex)) {

@@ -50,7 +50,7 @@ export function repositoryConfig(
   const prefix = (m?.[2] ?? '').replace(/\/+$/, '');
   if (
     !m ||
-    !kBucket.test(m[1]!) ||
+    !kBucket.test(m[1]) ||
     prefix.split('/').some((part) => part === '..' || part === '.') ||
     /\/\//.test(prefix)
   ) {
@@ -75,7 +75,7 @@ export function repositoryConfig(
   }
   return {
     url: raw,
-    bucket: m[1]!,
+    bucket: m[1],
     prefix,
     endpoint: keys.endpoint,
     ttlSeconds: keys.ttlSeconds,

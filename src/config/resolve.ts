@@ -11,7 +11,7 @@ import type { CliArgs } from './cli';
 import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, nearestKey, type KeyName, type KindOf } from './keys';
 import { parseProperties } from './properties';
 import { repositoryConfig } from './repository';
-import type { ListenAddress, ServerConfig } from './types';
+import type { ListenAddress, ServerConfig, TlsConfig } from './types';
 import { invalidValue, readValue, type KindValue, type Setting } from './values';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -68,12 +68,20 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const multiModel = multiModelFromEnv(input.env);
   const modelCache = oneOf(read('model_cache') ?? 'auto', 'model_cache', ['auto', 'on', 'off'] as const, settings);
   const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
+  const autoscale = oneOf(read('autoscale') ?? 'auto', 'autoscale', ['auto', 'on', 'off'] as const, settings);
   const evictionPolicy = oneOf(
     read('eviction_policy') ?? 'gdsf',
     'eviction_policy',
     ['gdsf', 'lru'] as const,
     settings,
   );
+
+  const metrics = metricsConfig(read, settings, inferenceAddress, managementAddress);
+  const tls = tlsConfig(read, settings, [
+    ['inference_address', inferenceAddress],
+    ['management_address', managementAddress],
+    ['metrics_address', metrics.metricsAddress],
+  ]);
 
   return deepFreeze({
     configFile: input.configFile,
@@ -91,6 +99,9 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
       read('default_response_timeout_seconds'),
       settings.has('default_response_timeout') ? read('default_response_timeout') : null,
     ),
+    maxRequestTimeoutSeconds: read('max_request_timeout'),
+    priorityLevels: read('priority_levels'),
+    priorityAgingMs: read('priority_aging_ms'),
     modelLoadTimeoutSeconds: read('model_load_timeout'),
     unregisterModelTimeoutSeconds: read('unregister_model_timeout'),
     maxRequestSize: maxPayloadBytes ?? read('max_request_size'),
@@ -126,8 +137,18 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     maxModelsPerWorker: read('max_models_per_worker'),
     sharedWorkerRecycleBytes: read('shared_worker_recycle_mb') * 2 ** 20,
     sharedHostHeavyShare: read('shared_host_heavy_share'),
+    // SageMaker scales instances and places models itself: an instance growing its own workers would fight its plan.
+    autoscale: (autoscale === 'auto' ? !multiModel : autoscale === 'on')
+      ? {
+          queueWaitMs: read('autoscale_queue_wait_ms'),
+          backlogPerWorker: read('autoscale_backlog_per_worker'),
+          idleMs: read('autoscale_idle_seconds') * 1000,
+          cooldownMs: read('autoscale_cooldown_seconds') * 1000,
+        }
+      : null,
     modelRoots: modelRoots(read('model_roots'), modelStore),
     managementToken: read('management_token'),
+    inferenceTokens: inferenceTokens(read('inference_token'), multiModel, settings),
     maxConnections: read('max_connections'),
     grpcInferenceAddress: read('grpc_inference_address') ?? '127.0.0.1',
     grpcInferencePort: grpcPort(read('grpc_inference_port'), settings),
@@ -147,7 +168,10 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     ),
     multiModel,
     unknownKeys,
-    ...metricsConfig(read, settings, inferenceAddress, managementAddress),
+    tls,
+    otelTracesSamplerRatio: read('otel_traces_sampler_ratio'),
+    otelExporterOtlpEndpoint: otlpEndpoint(read('otel_exporter_otlp_endpoint'), settings),
+    ...metrics,
   });
 }
 
@@ -205,6 +229,21 @@ function metricsConfig(
   };
 }
 
+/** Checked at start: an endpoint the exporter cannot use would fail only at its first export. */
+function otlpEndpoint(endpoint: string | null, settings: Map<string, Setting>): string | null {
+  if (endpoint !== null && !isHttpUrl(endpoint)) {
+    throw invalidValue(
+      'config key otel_exporter_otlp_endpoint',
+      endpoint,
+      'is not an http(s) URL',
+      'an http:// or https:// URL, the OTLP/HTTP base without /v1/traces',
+      'otel_exporter_otlp_endpoint=http://otel-collector:4318',
+      settings.get('otel_exporter_otlp_endpoint')?.from ?? null,
+    );
+  }
+  return endpoint;
+}
+
 function isHttpUrl(text: string): boolean {
   try {
     return /^https?:$/.test(new URL(text).protocol);
@@ -260,6 +299,71 @@ function grpcPort(raw: string | null, settings: Map<string, Setting>): number | 
     );
   }
   return port;
+}
+
+/**
+ * The tls_* keys, and the addresses' schemes made to agree with them: an https:// listener needs the
+ * certificate; with one, an http:// inference_address is a likely mistake (plain text where TLS
+ * was meant), while management_address and metrics_address may stay http:// (e.g. on loopback).
+ */
+function tlsConfig(
+  read: Read,
+  settings: Map<string, Setting>,
+  addresses: ReadonlyArray<readonly [string, ListenAddress | null]>,
+): TlsConfig | null {
+  const certFile = read('tls_cert_file');
+  const keyFile = read('tls_key_file');
+  const clientCaFile = read('tls_client_ca_file');
+  if ((certFile === null) !== (keyFile === null) || (clientCaFile !== null && certFile === null)) {
+    const set = ['tls_cert_file', 'tls_key_file', 'tls_client_ca_file'].filter((k) => settings.has(k));
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config keys tls_cert_file and tls_key_file go together (and tls_client_ca_file needs them), but only ${set.join(' and ')} ${set.length > 1 ? 'are' : 'is'} set${fromText(settings, set[0])}; set both files for TLS, or none`,
+    );
+  }
+  if (certFile === null || keyFile === null) {
+    const https = addresses.find(([, a]) => a?.scheme === 'https');
+    if (https) {
+      throw new MmeError(
+        'MME_ERR_CONFIG',
+        `${https[0]} ${https[1]!.raw} is https:// but no certificate is configured; set tls_cert_file and tls_key_file, or use http://`,
+      );
+    }
+    return null;
+  }
+  const [, inference] = addresses[0];
+  if (inference?.scheme === 'http') {
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `tls_cert_file is set but inference_address ${inference.raw} is http://, so the data plane would be served in plain text; write https://${inference.raw.slice('http://'.length)} (management_address and metrics_address may stay http://)`,
+    );
+  }
+  return { certFile, keyFile, clientCaFile };
+}
+
+/** inference_token's comma list; SageMaker's platform would be refused, since it sends no token. */
+function inferenceTokens(raw: string | null, multiModel: boolean, settings: Map<string, Setting>): string[] {
+  if (raw === null) return [];
+  if (multiModel) {
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key inference_token is set${fromText(settings, 'inference_token')} but SAGEMAKER_MULTI_MODEL=true: SageMaker's platform sends no token, so every invoke would be refused; remove inference_token (SageMaker authenticates callers itself)`,
+    );
+  }
+  const tokens = raw.split(',').map((t) => t.trim());
+  if (tokens.some((t) => t === '' || /\s/.test(t))) {
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key inference_token has an empty token or one with a space${fromText(settings, 'inference_token')} (expected a comma list of tokens, e.g. inference_token=$$MME_INFERENCE_TOKEN$$ or new-token,old-token)`,
+    );
+  }
+  return tokens;
+}
+
+/** " (set in FILE)": where a key's value came from; '' for a default. */
+function fromText(settings: Map<string, Setting>, key: string): string {
+  const from = settings.get(key)?.from;
+  return from ? ` (set ${from})` : '';
 }
 
 /** SageMaker puts models under /opt/ml/models; locally they live in model_store. */

@@ -38,6 +38,14 @@ export interface RepositoryConfig {
   readonly cacheDiskBytes: number;
 }
 
+/** tls_cert_file, tls_key_file and tls_client_ca_file: what every TLS listener serves. */
+export interface TlsConfig {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** null = no client certificate asked for. */
+  readonly clientCaFile: string | null;
+}
+
 export interface ServerConfig {
   /** Which file was read, or null when built-in defaults apply. */
   readonly configFile: string | null;
@@ -56,6 +64,12 @@ export interface ServerConfig {
   readonly preloadModel: boolean;
   /** Per-request deadline, seconds (already converted from MMS's minutes key if that was used). */
   readonly responseTimeoutSeconds: number;
+  /** Longest deadline a caller may ask for, seconds; 0 = none but the response timeout. */
+  readonly maxRequestTimeoutSeconds: number;
+  /** Priority levels callers choose from; 1 = no priorities (FIFO queues). */
+  readonly priorityLevels: number;
+  /** Waiting that raises a queued request by one priority level, ms. */
+  readonly priorityAgingMs: number;
   /** Deadline for one worker to load a model, seconds. */
   readonly modelLoadTimeoutSeconds: number;
   readonly unregisterModelTimeoutSeconds: number;
@@ -95,6 +109,10 @@ export interface ServerConfig {
   readonly modelRoots: readonly string[];
   /** Bearer token the management API requires, or null. */
   readonly managementToken: string | null;
+  /** inference_token's tokens (any one is accepted); empty = the data plane needs none. */
+  readonly inferenceTokens: readonly string[];
+  /** The certificate of every https:// listener and of gRPC; null = no TLS. */
+  readonly tls: TlsConfig | null;
   readonly maxConnections: number;
   /** gRPC inference listener host, and its port (null = no gRPC listener). */
   readonly grpcInferenceAddress: string;
@@ -111,6 +129,8 @@ export interface ServerConfig {
   readonly sharedWorkerRecycleBytes: number;
   /** shared_host_heavy_share: a model's share of its host past which its neighbours move away; 0 = never. */
   readonly sharedHostHeavyShare: number;
+  /** Per-model worker autoscaling (autoscale, its auto resolved); null = off. */
+  readonly autoscale: AutoscaleConfig | null;
   /** null = no model_repository: on-demand loads read model_store only. */
   readonly repository: RepositoryConfig | null;
   /** SAGEMAKER_MULTI_MODEL=true. */
@@ -138,4 +158,16 @@ export interface ServerConfig {
   readonly metricsPrometheus: boolean;
   /** A separate listener for GET /metrics; null = the management listener serves it. */
   readonly metricsAddress: ListenAddress | null;
+  /** Share of requests traced; 0 = tracing off. */
+  readonly otelTracesSamplerRatio: number;
+  /** OTLP/HTTP base URL (…/v1/traces is added); null = the exporter's OTEL_* environment variables. */
+  readonly otelExporterOtlpEndpoint: string | null;
+}
+
+/** The autoscale_* keys, in milliseconds and counts. */
+export interface AutoscaleConfig {
+  readonly queueWaitMs: number;
+  readonly backlogPerWorker: number;
+  readonly idleMs: number;
+  readonly cooldownMs: number;
 }

@@ -13,7 +13,10 @@ import type { MetricsRecorder } from '../metrics';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
+import { realClock, type Clock } from '../util/clock';
 import { asMmeError, errorLine } from './error-line';
+import { kNoControls, requestPriority, requestTimeoutMs, type ControlLimits, type TimeUnit } from './request-controls';
+import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
 /**
  * A client's request for a model, as both doors build it and the model's handler reads it
@@ -40,6 +43,12 @@ export interface GatewayOptions {
   log: (line: string) => void;
   /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
   defaultAccept: string;
+  /** max_request_timeout and priority_levels; none by default. */
+  controls?: ControlLimits;
+  /** The model manager's clock, which a caller's deadline is set on. */
+  clock?: Clock;
+  /** null = tracing off (otel_traces_sampler_ratio 0): an invocation then notes nothing for it. */
+  tracer?: RequestTracer | null;
 }
 
 /** MMS's request id: a UUID, answered as x-request-id, logged with every error, handed to the handler. */
@@ -87,6 +96,11 @@ export class Invocation {
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
+  /** The caller's deadline (the clock's now()) and priority level, when it asked for them. */
+  #deadline: number | undefined;
+  #priority: number | undefined;
+  /** Made only when tracing: when the run began and ended, and the caller's trace context. */
+  #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null = null;
 
   constructor(
     private readonly opts: GatewayOptions,
@@ -100,9 +114,34 @@ export class Invocation {
     if (!known) throw modelNotFound(name);
   }
 
+  /**
+   * The caller's timeout `value` as its door reads it (a 400 when it is no whole number), from now;
+   * with several (a gRPC deadline and parameters.timeout) the soonest holds.
+   */
+  askTimeout(value: unknown, unit: TimeUnit, where: string): void {
+    const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
+    if (ms !== null) this.deadlineIn(ms);
+  }
+
+  /** A deadline the transport already parsed (gRPC's), `ms` from now: past already when <= 0. */
+  deadlineIn(ms: number): void {
+    const max = this.opts.controls?.maxRequestTimeoutMs || ms;
+    const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
+    if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
+  }
+
+  /** The caller's priority as its door reads it: a 400 outside priority_levels; the last one asked holds. */
+  askPriority(value: unknown, where: string): void {
+    this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
+  }
+
   /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
   async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
+    if (this.#deadline !== undefined || this.#priority !== undefined)
+      opts = { ...opts, deadline: this.#deadline, priority: this.#priority };
+    if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
     this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    if (this.#trace) this.#trace.runEnd = performance.now();
     return this.#result;
   }
 
@@ -112,14 +151,27 @@ export class Invocation {
     if (model === undefined) return;
     this.#model = undefined;
     const r = this.#result;
+    const end = performance.now();
     this.opts.metrics.invocation({
       model,
       status,
-      totalMicros: Math.round((performance.now() - this.#t0) * 1000),
+      totalMicros: Math.round((end - this.#t0) * 1000),
       modelMicros: r?.modelMicros ?? 0,
       queueMicros: r?.queueMicros ?? 0,
       batchSize: r?.batchSize ?? 0,
       loadWaitMicros: r?.loadWaitMicros,
+    });
+    this.opts.tracer?.record({
+      requestId: this.requestId,
+      model,
+      status,
+      start: this.#t0,
+      end,
+      runStart: this.#trace?.runStart ?? 0,
+      runEnd: this.#trace?.runEnd ?? 0,
+      traceparent: this.#trace?.traceparent,
+      tracestate: this.#trace?.tracestate,
+      result: r,
     });
   }
 }

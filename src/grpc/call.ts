@@ -12,7 +12,9 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { MmeError, isMmeError } from '../errors';
-import { newRequestId, type Gateway, type ModelRequest } from '../gateway/gateway';
+import type { InferenceToken } from '../gateway/bearer-tokens';
+import { newRequestId, type Gateway, type Invocation, type ModelRequest } from '../gateway/gateway';
+import { MICROSECONDS } from '../gateway/request-controls';
 import { CancelToken } from '../util/cancel-token';
 import { isLoopback } from '../util/loopback';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
@@ -26,17 +28,22 @@ export interface GrpcDeps {
   manager: ModelManager;
   /** The listener is on a loopback address: serve only calls whose :authority is a loopback name. */
   loopbackOnly: boolean;
+  /** inference_token: every call but the health checks needs it; null when unset. */
+  inferenceToken: InferenceToken | null;
 }
 
+/** The health checks, open without inference_token as HTTP's /ping is. */
+const kHealthMethods = new Set(['ServerLive', 'ServerReady', 'Ping']);
+
 /** What every kind of call (unary, server or bidirectional stream) offers. */
-type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata'> & {
+type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata' | 'getDeadline'> & {
   on(event: 'cancelled', listener: () => void): unknown;
 };
 
 /** ":authority" is host[:port], with IPv6 hosts in brackets. */
 function authorityHost(authority: string): string {
   const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority);
-  return m ? m[1]! : authority;
+  return m ? m[1] : authority;
 }
 
 export class GrpcCall {
@@ -77,13 +84,23 @@ export class GrpcCall {
     this.#answered = true;
   }
 
-  /** Refused before any work, as the HTTP guards refuse: during shutdown, and a foreign :authority on a loopback listener. */
+  /**
+   * Refused before any work, as the HTTP guards refuse: during shutdown, a foreign :authority on a
+   * loopback listener, and a call without inference_token.
+   */
   guard(): void {
     this.deps.gateway.admit();
     if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
       throw new MmeError(
         'MME_ERR_FORBIDDEN',
         'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).',
+      );
+    }
+    if (this.deps.inferenceToken !== null && !kHealthMethods.has(this.method)) {
+      const [authorization] = this.call.metadata.get('authorization');
+      this.deps.inferenceToken.check(
+        typeof authorization === 'string' ? authorization : undefined,
+        'authorization metadata',
       );
     }
   }
@@ -93,22 +110,38 @@ export class GrpcCall {
    * a prototype: a client's "__proto__" or "toString" is a header like any other.
    */
   headers(): Record<string, string> {
-    const out: Record<string, string> = Object.create(null);
+    const out = Object.create(null) as Record<string, string>;
     for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') out[k] = v;
     return out;
   }
 
+  /** The call's grpc-timeout, which grpc-js holds as a wall-clock deadline (Infinity: none). */
+  #askDeadline(invocation: Invocation): void {
+    const deadline = this.call.getDeadline();
+    const at = deadline instanceof Date ? deadline.getTime() : deadline;
+    if (Number.isFinite(at)) invocation.deadlineIn(at - Date.now());
+  }
+
   /**
-   * Runs one request on `name` through the gateway. It is cancelled with the call unless `opts`
-   * brings its own token (one of a stream's requests). A handler's status from 400 up fails the
-   * call: gRPC has no error status with an answer.
+   * Runs one request on `name` through the gateway, within the call's deadline and the request's
+   * own parameters (`asked`: OIP's timeout, in microseconds, and priority). It is cancelled with the
+   * call unless `opts` brings its own token (one of a stream's requests). A handler's status from
+   * 400 up fails the call: gRPC has no error status with an answer.
    */
-  async invoke(name: string, request: ModelRequest, opts: JobOptions = {}): Promise<InvokeResult> {
+  async invoke(
+    name: string,
+    request: ModelRequest,
+    opts: JobOptions = {},
+    asked: { timeout?: unknown; priority?: unknown } = {},
+  ): Promise<InvokeResult> {
     const cancel = opts.cancel ?? this.cancel;
     const invocation = this.deps.gateway.invocation(this.requestId);
     let status = 200;
     try {
       invocation.target(name);
+      this.#askDeadline(invocation);
+      if (asked.timeout !== undefined) invocation.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+      if (asked.priority !== undefined) invocation.askPriority(asked.priority, 'parameters.priority');
       const result = await invocation.run(request, { ...opts, cancel });
       if (result.status >= 400)
         throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {

@@ -4,12 +4,14 @@
  * batching, metrics and guards as HTTP. max_request_size bounds each received message.
  */
 import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { TlsFiles } from '../util/tls-files';
 import type { GrpcDeps } from './call';
 import { withInferCodec } from './infer-codec';
 import { kserveService } from './kserve-service';
 import { lenientDecoding } from './lenient-decoding';
 import { StreamLoad } from './ordered-stream';
 import { serviceDefinitions } from './protos';
+import { TlsServerCredentials } from './tls-credentials';
 import { torchserveService } from './torchserve-service';
 
 export interface GrpcListenOptions {
@@ -17,6 +19,8 @@ export interface GrpcListenOptions {
   /** 0 = an ephemeral port (tests). */
   port: number;
   maxRequestSize: number;
+  /** The server's certificate (TLS, mTLS with a client CA); null = plain text. */
+  tls: TlsFiles | null;
 }
 
 export class GrpcListener {
@@ -36,10 +40,9 @@ export class GrpcListener {
     server.addService(withInferCodec(lenientDecoding(defs.kserve.service)), kserveService(deps));
     server.addService(lenientDecoding(defs.torchserve.service), torchserveService(deps, streams));
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    const credentials = opts.tls ? new TlsServerCredentials(opts.tls) : ServerCredentials.createInsecure();
     const port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, bound) =>
-        err ? reject(err) : resolve(bound),
-      );
+      server.bindAsync(`${host}:${opts.port}`, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
     });
     return new GrpcListener(server, `${host}:${port}`, port, streams);
   }

@@ -33,7 +33,7 @@ class Reader {
     const b = this.bytes;
     let value = 0;
     for (let i = 0, scale = 1; i < kMaxVarintBytes && this.at < end; i++, scale *= 0x80) {
-      const byte = b[this.at++]!;
+      const byte = b[this.at++];
       value += (byte & 0x7f) * scale;
       if (byte < 0x80) return value;
     }
@@ -224,10 +224,10 @@ export function encodeInferResponse(res: ModelInferResponse): Buffer | null {
   for (const b of res.raw_output_contents) size += lenField(b.length);
   const w = new Writer(Buffer.allocUnsafe(size));
   [res.model_name, res.model_version, res.id].forEach((s, i) => {
-    if (strings[i]! > 0) w.string(i + 1, s, strings[i]!);
+    if (strings[i] > 0) w.string(i + 1, s, strings[i]);
   });
   res.outputs.forEach((o, i) => {
-    const sizes = outputs[i]!;
+    const sizes = outputs[i];
     w.varint(5 * 8 + Wire.Len);
     w.varint(sizes.total);
     w.string(1, o.name, sizes.name);

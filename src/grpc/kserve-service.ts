@@ -3,7 +3,7 @@ import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import { oipAnswer, oipRequest } from '../gateway/oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import { unary, type GrpcDeps } from './call';
-import { fromOipAnswer, toOipBody, type ModelInferRequest } from './kserve-tensors';
+import { fromOipAnswer, parameterValue, toOipBody, type ModelInferRequest } from './kserve-tensors';
 
 interface ModelRef {
   name: string;
@@ -22,7 +22,13 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
       checkVersion(req.model_name, req.model_version);
       const { body, headerLength } = toOipBody(req);
-      const result = await call.invoke(req.model_name, oipRequest(call.requestId, body, headerLength, call.headers()));
+      const request = oipRequest(call.requestId, body, headerLength, call.headers());
+      const result = await call.invoke(
+        req.model_name,
+        request,
+        {},
+        { timeout: parameterValue(req, 'timeout'), priority: parameterValue(req, 'priority') },
+      );
       return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
     }),
   };

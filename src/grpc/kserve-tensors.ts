@@ -11,7 +11,13 @@ import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 
 type Contents = Record<string, unknown[]>;
-type InferParameter = { bool_param?: boolean; int64_param?: string; string_param?: string };
+type InferParameter = {
+  bool_param?: boolean;
+  int64_param?: string;
+  string_param?: string;
+  /** Which one the client set (proto-loader's oneofs). */
+  parameter_choice?: string;
+};
 
 export interface InferInputTensor {
   name: string;
@@ -27,6 +33,8 @@ export interface ModelInferRequest {
   inputs: InferInputTensor[];
   outputs: Array<{ name: string }>;
   raw_input_contents: Buffer[];
+  /** The request's own parameters: present on proto-loader's path only (infer-codec.ts leaves requests with any to it). */
+  parameters?: Record<string, InferParameter>;
 }
 
 export interface ModelInferResponse {
@@ -104,6 +112,12 @@ function hasTypedContents(t: InferInputTensor): boolean {
   return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
 }
 
+/** A request parameter's value, whichever field the client set; undefined when absent. */
+export function parameterValue(req: ModelInferRequest, key: string): unknown {
+  const p = req.parameters && Object.hasOwn(req.parameters, key) ? req.parameters[key] : undefined;
+  return p?.parameter_choice ? (p as Record<string, unknown>)[p.parameter_choice] : undefined;
+}
+
 /** The request as a JSON header plus one binary tensor per input. */
 export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength: number } {
   const raw = req.raw_input_contents;
@@ -119,14 +133,14 @@ export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength:
       `input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`,
     );
   const shapes = req.inputs.map(checkedShape);
-  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i]! : typedToRaw(t, shapes[i]!)));
+  const binaries = req.inputs.map((t, i) => (raw.length > 0 ? raw[i] : typedToRaw(t, shapes[i])));
   const header: V2InferRequest = {
     ...(req.id ? { id: req.id } : {}),
     inputs: req.inputs.map((t, i) => ({
       name: t.name,
       datatype: t.datatype,
-      shape: shapes[i]!,
-      parameters: { binary_data_size: binaries[i]!.length },
+      shape: shapes[i],
+      parameters: { binary_data_size: binaries[i].length },
     })),
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
     parameters: { binary_data_output: true },
@@ -185,7 +199,7 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
         : {
             contents: typedContents(
               o.datatype,
-              pieces[i]!,
+              pieces[i],
               o.shape.reduce((a, b) => a * b, 1),
             ),
           }),

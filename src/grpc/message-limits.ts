@@ -75,7 +75,7 @@ function* fields(bytes: Buffer, start: number, end: number): Generator<Field, vo
 function varint(bytes: Buffer, at: number, end: number): { value: number; next: number } | null {
   let value = 0;
   for (let shift = 0, i = at; i < end && shift < 64; shift += 7, i++) {
-    const b = bytes[i]!;
+    const b = bytes[i];
     // Past 2^53 the value is only a length or a tag we compare, and either is then out of range anyway.
     value += (b & 0x7f) * 2 ** shift;
     if (b < 0x80) return { value, next: i + 1 };
@@ -88,7 +88,7 @@ function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
   if (f.wire !== Wire.Len) return 1;
   if (fixedSize > 0) return Math.floor((f.end - f.start) / fixedSize);
   let n = 0;
-  for (let i = f.start; i < f.end; i++) if (bytes[i]! < 0x80) n++;
+  for (let i = f.start; i < f.end; i++) if (bytes[i] < 0x80) n++;
   return n;
 }
 

@@ -60,7 +60,7 @@ export function answerInOrder<Req, Res>(stream: ServerDuplexStream<Req, Res>, op
   let limit = 1;
   let ended = false;
   let writing = false;
-  readOnDemand(stream as ServerDuplexStream<unknown, unknown>);
+  readOnDemand(stream);
 
   const change = (by: number) => {
     held += by;

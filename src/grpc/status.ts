@@ -11,6 +11,7 @@ const kByCode: ReadonlyMap<ErrorCode, Status> = new Map([
   ['MME_ERR_PAYLOAD_TOO_LARGE', Status.RESOURCE_EXHAUSTED],
   ['MME_ERR_INSUFFICIENT_MEMORY', Status.RESOURCE_EXHAUSTED],
   ['MME_ERR_CLIENT_CLOSED', Status.CANCELLED],
+  ['MME_ERR_DEADLINE_EXCEEDED', Status.DEADLINE_EXCEEDED],
 ]);
 
 /** A handler may raise any status, so this is keyed by what it chose. */

@@ -49,7 +49,7 @@ function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean):
     contentType: headers['content-type'] ?? '',
     accept,
     headers,
-    body: req.input[key]!,
+    body: req.input[key],
     ...(stream ? { stream: true } : {}),
   };
 }

@@ -17,7 +17,7 @@ const kTextual = /^(text\/[^;\s]+|application\/json|application\/javascript)$/;
  * application/octet-stream for none, or for a value that is no media type.
  */
 export function answerType(type: string): string {
-  const essence = type.split(';', 1)[0]!.trim().toLowerCase();
+  const essence = type.split(';', 1)[0].trim().toLowerCase();
   if (!essence.includes('/')) return 'application/octet-stream';
   return kTextual.test(essence) && !/charset=/i.test(type) ? `${type}; charset=utf-8` : type;
 }

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
+import type { InferenceToken } from '../gateway/bearer-tokens';
 import type { Gateway } from '../gateway/gateway';
 import type { MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../server/models/model-manager';
@@ -27,6 +28,8 @@ export interface AppOptions {
   /** The listener is on a loopback address: refuse requests for other Host names. */
   loopbackOnly: boolean;
   managementToken: string | null;
+  /** inference_token, checked on the data plane of a listener that serves one. */
+  inferenceToken: InferenceToken | null;
   /** One line per request (access_log). */
   accessLog: boolean;
   log: (line: string) => void;
@@ -42,6 +45,7 @@ export function requestListener(opts: AppOptions): http.RequestListener {
     maxHeaders: kMaxHeadersCount,
     loopbackOnly: opts.loopbackOnly,
     gateway: opts.gateway,
+    inferenceToken: opts.role === 'management' ? null : opts.inferenceToken,
   };
   const koa = koaListener(koaApp(opts, guards));
   if (opts.role === 'management') return koa;
@@ -67,7 +71,9 @@ function koaApp(opts: AppOptions, guards: ListenerGuards): Koa {
     mountManagementRoutes(
       router,
       opts.manager,
-      opts.managementToken ? bearerToken(opts.managementToken) : (_ctx, next) => next(),
+      opts.managementToken
+        ? bearerToken(opts.managementToken, () => opts.metrics.unauthorized())
+        : (_ctx, next) => next(),
     );
   app.use(requestId(opts.accessLog ? opts.log : null));
   app.use(errorResponse(opts.log));

@@ -2,18 +2,20 @@
  * Who may call what, and what is refused before any route runs. A listener on a loopback address
  * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
  * domain), and with management_token set the management API needs it as a bearer token (ShellTorch
- * and ShadowRay were open management APIs). A request that changes state and carries a foreign
+ * and ShadowRay were open management APIs), and with inference_token set the data plane needs one of
+ * its tokens (health checks stay open). A request that changes state and carries a foreign
  * Origin is refused on every listener (a cross-site page's "simple" POST needs no preflight).
  * Requests with too many headers, and requests arriving during shutdown, are refused outright.
  * Koa's routes and the invoke routes (invoke-route.ts) run the same refusals (refuse()).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import { MmeError } from '../errors';
+import { bearerMatcher, type InferenceToken } from '../gateway/bearer-tokens';
 import type { Gateway } from '../gateway/gateway';
 import { isLoopback } from '../util/loopback';
 import { closeAfterAnswer } from './body';
+import { invokePath } from './invoke-paths';
 
 export interface ListenerGuards {
   /** More headers than this is 431 (the listener parses one header more than allowed, so this can tell). */
@@ -21,6 +23,8 @@ export interface ListenerGuards {
   /** The listener is on a loopback address: refuse requests for other Host names. */
   loopbackOnly: boolean;
   gateway: Pick<Gateway, 'admit'>;
+  /** inference_token on this listener's data plane; null = none set, or a management-only listener. */
+  inferenceToken: InferenceToken | null;
 }
 
 /**
@@ -28,8 +32,8 @@ export interface ListenerGuards {
  * brackets, '' for none.
  */
 export function hostName(req: IncomingMessage): string {
-  const host = (req.headers.host ?? '').split(',', 1)[0]!.trim();
-  if (host[0] !== '[') return host.split(':', 1)[0]!;
+  const host = (req.headers.host ?? '').split(',', 1)[0].trim();
+  if (host[0] !== '[') return host.split(':', 1)[0];
   try {
     return new URL(`http://${host}`).hostname;
   } catch {
@@ -39,7 +43,8 @@ export function hostName(req: IncomingMessage): string {
 
 /**
  * Throws what a request is refused with before any route: too many headers (431), shutdown (503),
- * a foreign Host on a loopback listener (403), a foreign Origin on a request that changes state (403). The first two end the connection once answered.
+ * a foreign Host on a loopback listener (403), a foreign Origin on a request that changes state (403),
+ * a data-plane request without inference_token (401). The first two end the connection once answered.
  */
 export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards): void {
   if (req.rawHeaders.length / 2 > guards.maxHeaders) {
@@ -61,6 +66,30 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
   if (!originAllowed(req.method, req.headers.origin, req.headers.host)) {
     throw new MmeError('MME_ERR_FORBIDDEN', kCrossSite);
   }
+  if (guards.inferenceToken !== null && dataPlane(req.url ?? ''))
+    guards.inferenceToken.check(req.headers.authorization, 'Authorization header');
+}
+
+/** Health checks answer without inference_token: SageMaker's /ping, OIP's liveness and readiness. */
+const kHealthPaths = /^\/(ping|v2\/health\/(live|ready))\/?$/i;
+/** The Open Inference Protocol's paths: its metadata and readiness, besides its infer (an invoke path). */
+const kOipPaths = /^\/v2(\/|$)/i;
+
+/**
+ * Whether a request is for the data plane, which inference_token guards: every invoke path
+ * (wherever it is served), and the OIP paths but their health checks. The management API, on a
+ * listener that serves both, stays management_token's.
+ */
+export function dataPlane(url: string): boolean {
+  const at = invokePath(url);
+  if (at !== null) return true;
+  let path: string;
+  try {
+    path = new URL(url, 'http://h').pathname;
+  } catch {
+    return true; // no route serves it: guarded all the same
+  }
+  return kOipPaths.test(path) && !kHealthPaths.test(path);
 }
 
 /** The refusals as Koa middleware, for the routes Koa serves. */
@@ -96,14 +125,12 @@ export function originAllowed(
   }
 }
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
-/** Constant-time bearer check: both sides are hashed first, so lengths never differ. */
-export function bearerToken(token: string) {
-  const expected = digest(token);
+/** management_token on the management routes, compared in constant time; `refused` counts each refusal. */
+export function bearerToken(token: string, refused: () => void) {
+  const matches = bearerMatcher([token]);
   return async function bearerTokenMiddleware(ctx: Context, next: Next): Promise<void> {
-    const m = /^Bearer\s+(.+)$/i.exec(ctx.get('authorization'));
-    if (!m || !timingSafeEqual(digest(m[1].trim()), expected)) {
+    if (!matches(ctx.get('authorization'))) {
+      refused();
       throw new MmeError('MME_ERR_UNAUTHORIZED', 'The management API needs Authorization: Bearer <management_token>.', {
         headers: { 'WWW-Authenticate': 'Bearer' },
       });

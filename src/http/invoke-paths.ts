@@ -56,7 +56,7 @@ export function invokePath(url: string): InvokePath | null {
   }
   const end = target.search(/[?#]/);
   const path = end === -1 ? target : target.slice(0, end);
-  const query = end === -1 || target[end] === '#' ? '' : target.slice(end + 1).split('#', 1)[0]!;
+  const query = end === -1 || target[end] === '#' ? '' : target.slice(end + 1).split('#', 1)[0];
   for (const { pattern, route, oip } of kRoutes) {
     const m = pattern.exec(path);
     if (!m) continue;
@@ -90,7 +90,7 @@ export function invocationsTarget(
     (headers[kMultiplexedModel] as string | undefined) || (headers[kTargetModel] as string | undefined) || '';
   const named = query ? new URLSearchParams(query).getAll('model_name') : [];
   // A repeated model_name names no one model.
-  const wanted = header || (named.length === 1 ? named[0]! : '');
+  const wanted = header || (named.length === 1 ? named[0] : '');
   if (wanted) {
     if (manager.registered(wanted)) return wanted;
     return wanted

@@ -15,7 +15,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError, quote } from '../errors';
 import type { Gateway, Invocation, ModelRequest } from '../gateway/gateway';
 import { checkVersion } from '../gateway/oip/model-metadata';
-import { oipRequest } from '../gateway/oip/infer-request';
+import { oipControls, oipRequest } from '../gateway/oip/infer-request';
+import { MICROSECONDS, MILLISECONDS } from '../gateway/request-controls';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
@@ -28,6 +29,8 @@ import { invocationsTarget, invokePath, type InvokePath } from './invoke-paths';
 import { accessLine } from './request-id';
 
 const kCustomAttributes = 'x-amzn-sagemaker-custom-attributes';
+const kTimeout = 'x-request-timeout';
+const kPriority = 'x-request-priority';
 
 export interface InvokeRouteOptions {
   gateway: Gateway;
@@ -55,6 +58,14 @@ function cancelOnClientClose(res: ServerResponse): CancelToken {
 
 type Http = { req: IncomingMessage; res: ServerResponse };
 
+/** The caller's deadline (milliseconds from now) and priority, from its headers; counted before the body is read. */
+function askFromHeaders(req: IncomingMessage, inv: Invocation): void {
+  const timeout = req.headers[kTimeout];
+  if (timeout !== undefined) inv.askTimeout(timeout, MILLISECONDS, 'X-Request-Timeout');
+  const priority = req.headers[kPriority];
+  if (priority !== undefined) inv.askPriority(priority, 'X-Request-Priority');
+}
+
 /** The body of a request's answer, or null when it is already out (streamed). */
 type Answer = Buffer | string | null;
 
@@ -65,6 +76,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
   const invoke = async (http: Http, at: InvokePath, inv: Invocation): Promise<Answer> => {
     const { req, res } = http;
     inv.target(at.name ?? invocationsTarget(req.headers, at.query, opts.manager));
+    askFromHeaders(req, inv);
     const body = await readBodyChunks(http, opts.maxRequestSize);
     // Node's own header object: copied into the frame only for a custom handler, which may read it.
     const headers = req.headers;
@@ -108,6 +120,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     const name = at.name!;
     checkVersion(name, at.version);
     inv.target(name);
+    askFromHeaders(req, inv);
     const body = await readBodyChunks(http, opts.maxRequestSize);
     const declared = req.headers[HEADER_LENGTH_HEADER] as string | undefined;
     // A value that is not a byte count must not fall back to "the whole body is the header".
@@ -120,6 +133,10 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     const headerLength = declared
       ? Number(declared)
       : (headerLengthOf(req.headers['content-type'] ?? '') ?? body.reduce((n, b) => n + b.length, 0));
+    // The parameters win over the headers; the shorter timeout holds.
+    const asked = oipControls(body, headerLength);
+    if (asked.timeout !== undefined) inv.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+    if (asked.priority !== undefined) inv.askPriority(asked.priority, 'parameters.priority');
     const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), {
       cancel: cancelOnClientClose(res),
     });

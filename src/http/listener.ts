@@ -1,9 +1,10 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
 import { MmeError } from '../errors';
+import type { TlsFiles } from '../util/tls-files';
 
 export interface ListenerLimits {
   /** Most open client connections; more are refused at once. */
@@ -57,23 +58,38 @@ export function koaListener(app: Koa): http.RequestListener {
   };
 }
 
+/**
+ * Listens on `addr`: https:// with `tls`'s certificate (which must then be given), whose reloads
+ * apply to the connections that come after them; http:// and unix: in plain text.
+ */
 export async function listen(
   handler: http.RequestListener,
   addr: ListenAddress,
   limits: Partial<ListenerLimits> = {},
+  tls: TlsFiles | null = null,
 ): Promise<Listener> {
-  if (addr.scheme === 'https')
-    throw new Error(`https listeners are not supported yet (${addr.raw}); terminate TLS in front of the container`);
   const l = { ...kDefaultLimits, ...limits };
-  const server = http.createServer(
-    {
-      keepAliveTimeout: l.keepAliveTimeoutMs,
-      headersTimeout: l.headersTimeoutMs,
-      requestTimeout: l.requestTimeoutMs,
-      connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
-    },
-    handler,
-  );
+  const options: http.ServerOptions = {
+    keepAliveTimeout: l.keepAliveTimeoutMs,
+    headersTimeout: l.headersTimeoutMs,
+    requestTimeout: l.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(kCheckIntervalMs, l.headersTimeoutMs / 2),
+  };
+  let server: http.Server;
+  if (addr.scheme === 'https') {
+    if (tls === null) throw new MmeError('MME_ERR_CONFIG', `${addr.raw} is https:// but tls_cert_file is not set`);
+    const secure = https.createServer(
+      { ...options, ...tls.context, requestCert: tls.mutual, rejectUnauthorized: tls.mutual },
+      handler,
+    );
+    secure.once(
+      'close',
+      tls.onChange((context) => secure.setSecureContext(context)),
+    );
+    server = secure;
+  } else {
+    server = http.createServer(options, handler);
+  }
   // Node drops headers past this count silently; one more than allowed lets the app refuse "too many" (431).
   server.maxHeadersCount = kMaxHeadersCount + 1;
   server.maxConnections = l.maxConnections;
@@ -85,11 +101,11 @@ export async function listen(
     else server.listen(addr.port, addr.host, resolve);
   });
   const bound = server.address();
-  const port = typeof bound === 'object' && bound ? (bound as AddressInfo).port : 0;
+  const port = typeof bound === 'object' && bound ? bound.port : 0;
   return {
     server,
     port,
-    address: addr.scheme === 'unix' ? addr.path : `http://${addr.host}:${port}`,
+    address: addr.scheme === 'unix' ? addr.path : `${addr.scheme}://${addr.host}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

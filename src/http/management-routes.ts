@@ -97,6 +97,9 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     ...(entry.lastError && failed ? { lastError: entry.lastError.message } : {}),
     minWorkers: s.minWorkers,
     maxWorkers: s.maxWorkers,
+    // The worker count it runs toward, and (autoscale on) the last decision that set it, with its figures.
+    workerTarget: model.workerTarget,
+    autoscale: model.autoscaler?.status ?? null,
     batchSize: s.batchSize,
     maxBatchDelay: s.maxBatchDelayMs,
     jobQueueSize: s.jobQueueSize,
@@ -151,7 +154,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     const raw = await readBody(ctx, kMaxManagementBody);
     if (raw.length > 0) {
       try {
-        fields = JSON.parse(raw.toString('utf8'));
+        fields = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
       } catch {
         throw new MmeError(
           'MME_ERR_BAD_REQUEST',
@@ -230,12 +233,14 @@ function optBool(v: unknown, key: string): boolean | undefined {
 
 function optIntList(v: unknown, key: string): number[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  const list = Array.isArray(v)
+  const list: unknown[] = Array.isArray(v)
     ? v
-    : String(v)
-        .split(',')
-        .map((s) => Number(s.trim()));
-  if (!list.every((n) => Number.isInteger(n) && n >= 0))
+    : typeof v === 'object'
+      ? [Number.NaN]
+      : String(v as string | number | boolean)
+          .split(',')
+          .map((s) => Number(s.trim()));
+  if (!list.every((n) => typeof n === 'number' && Number.isInteger(n) && n >= 0))
     throw new MmeError(
       'MME_ERR_BAD_REQUEST',
       `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`,

@@ -30,10 +30,10 @@ export function mountMetadataRoutes(router: Router, manager: ModelManager): void
 
   for (const base of [kModel, kVersioned]) {
     router.get(base, (ctx) => {
-      ctx.body = modelMetadata(manager, ctx.params.name!, ctx.params.version);
+      ctx.body = modelMetadata(manager, ctx.params.name, ctx.params.version);
     });
     router.get(`${base}/ready`, (ctx) => {
-      const name = ctx.params.name!;
+      const name = ctx.params.name;
       const ready = modelReady(manager, name, ctx.params.version);
       // OIP: 200 means ready; not ready (loading, failing, or in model_store and not loaded yet) is 503 as in KServe.
       ctx.status = ready ? 200 : 503;

@@ -6,7 +6,8 @@ import type { MetricsRecorder } from '../metrics';
 export function metricsRoute(recorder: MetricsRecorder) {
   return async function metricsMiddleware(ctx: Context, next: Next): Promise<void> {
     const registry = recorder.prometheus?.registry;
-    if (!registry || ctx.path !== '/metrics' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+    if (!registry || ctx.path !== '/metrics' || (ctx.method !== 'GET' && ctx.method !== 'HEAD'))
+      return next() as Promise<void>;
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   };

@@ -11,7 +11,7 @@ export function requestId(accessLog: ((line: string) => void) | null) {
     const id = newRequestId();
     ctx.state.requestId = id;
     ctx.set('x-request-id', id);
-    if (!accessLog) return next();
+    if (!accessLog) return next() as Promise<void>;
     const t0 = performance.now();
     try {
       await next();

@@ -28,7 +28,7 @@ export interface MetricDef {
  * (Prometheus base unit); gauge: set from the interval's value.
  */
 export type PrometheusForm =
-  | { readonly type: 'counter'; readonly name: string }
+  | { readonly type: 'counter'; readonly name: string; readonly labels?: readonly string[] }
   | { readonly type: 'histogram'; readonly name: string; readonly buckets: readonly number[] }
   | { readonly type: 'gauge'; readonly name: string };
 
@@ -183,6 +183,14 @@ const defs = [
     help: 'Shared hosts replaced because they kept more freed memory than shared_worker_recycle_mb.',
   },
   {
+    name: 'AutoscaleEvents',
+    unit: 'None',
+    reduce: 'sum',
+    scope: 'model',
+    prometheus: { type: 'counter', name: 'mme_autoscale_events_total', labels: ['direction', 'reason'] },
+    help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait or backlog) or retired (down, idle), or a scale-up skipped because the memory budget had no room (up, no_memory). Prometheus labels them by direction and reason; the server log has each one with its figures.',
+  },
+  {
     name: 'RepositoryDownloads',
     unit: 'None',
     reduce: 'sum',
@@ -223,12 +231,28 @@ const defs = [
     help: 'Loads from model_repository served by the disk cache without a download (1 per hit, 0 per download: the average is the disk cache hit ratio).',
   },
   {
+    name: 'UnauthorizedRequests',
+    unit: 'None',
+    reduce: 'sum',
+    scope: 'host',
+    prometheus: { type: 'counter', name: 'mme_unauthorized_requests_total' },
+    help: 'Requests refused with 401 for a missing or wrong bearer token: inference_token on the data plane (HTTP and gRPC), management_token on the management API.',
+  },
+  {
     name: 'LoadedModelCount',
     unit: 'None',
     reduce: 'avg',
     scope: 'host',
     prometheus: { type: 'gauge', name: 'mme_loaded_model_count' },
     help: 'Models loaded in this container.',
+  },
+  {
+    name: 'ModelWorkers',
+    unit: 'None',
+    reduce: 'avg',
+    scope: 'model',
+    prometheus: { type: 'gauge', name: 'mme_model_workers' },
+    help: 'Worker processes a model runs toward (min_worker, or what autoscale set since): per model with metrics_per_model_dimension, the sum over models without.',
   },
   {
     name: 'CPUUtilization',

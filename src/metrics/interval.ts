@@ -50,11 +50,11 @@ export class IntervalAggregator {
   constructor(readonly perModel: boolean) {}
 
   add(id: number, model: string, value: number): void {
-    this.#endpoint[id]!.add(value);
+    this.#endpoint[id].add(value);
     if (!this.perModel || model === '') return;
     let stats = this.#models.get(model);
     if (stats === undefined) this.#models.set(model, (stats = newStats()));
-    stats[id]!.add(value);
+    stats[id].add(value);
   }
 
   /** Ends the interval: returns its non-empty series and starts a new one. */
@@ -62,7 +62,7 @@ export class IntervalAggregator {
     const out: Series[] = [];
     const collect = (stats: Stat[], model: string | null) => {
       for (const def of METRICS) {
-        const s = stats[def.id]!;
+        const s = stats[def.id];
         if (s.count > 0) out.push({ def, model, count: s.count, sum: s.sum, min: s.min, max: s.max });
       }
     };

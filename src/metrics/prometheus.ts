@@ -8,13 +8,15 @@ import { METRICS, type MetricDef } from './catalog';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
 
-/** `model` '' = no model label (see InvocationEvent.model). */
-type Observe = (model: string, value: number) => void;
+/** `model` '' = no model label (see InvocationEvent.model); `labels`: the metric's own (catalog's `labels`). */
+type Observe = (model: string, value: number, labels?: Record<string, string>) => void;
 
 export class PrometheusMetrics {
   readonly registry = new Registry();
   /** Indexed by metric id. */
   readonly #observe: Observe[];
+  /** Per-model gauges, cleared before each interval's readings. */
+  readonly #modelGauges: Gauge[] = [];
 
   /** `sinks` are read at scrape time for their drop counts. */
   constructor(perModel: boolean, sinks: readonly IntervalSink[]) {
@@ -33,21 +35,28 @@ export class PrometheusMetrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  observe(id: number, model: string, value: number): void {
-    this.#observe[id]!(model, value);
+  observe(id: number, model: string, value: number, labels?: Record<string, string>): void {
+    this.#observe[id](model, value, labels);
   }
 
-  /** Gauges come from the interval's readings; counters and histograms are already current. */
+  /**
+   * Gauges come from the interval's readings (a model's from its series, so a model gone since is
+   * gone from the gauge too); counters and histograms are already current.
+   */
   write(snapshot: Snapshot): void {
+    for (const g of this.#modelGauges) g.reset();
     for (const s of snapshot.series) {
-      if (s.def.prometheus.type === 'gauge') this.#observe[s.def.id]!('', s.sum / s.count);
+      if (s.def.prometheus.type === 'gauge') this.#observe[s.def.id](s.model ?? '', s.sum / s.count);
     }
   }
 
   #observer(def: MetricDef, byModel: boolean): Observe {
     const common = {
       help: `${def.help} (CloudWatch: ${def.name})`,
-      labelNames: byModel ? ['model'] : [],
+      labelNames: [
+        ...(byModel ? ['model'] : []),
+        ...(def.prometheus.type === 'counter' ? (def.prometheus.labels ?? []) : []),
+      ],
       registers: [this.registry],
     };
     const p = def.prometheus;
@@ -56,8 +65,8 @@ export class PrometheusMetrics {
         const c = new Counter({ ...common, name: p.name });
         const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
         return byModel
-          ? (model, v) => (model ? c.inc({ model }, v * scale) : c.inc(v * scale))
-          : (_model, v) => c.inc(v * scale);
+          ? (model, v, labels = {}) => c.inc(model ? { ...labels, model } : labels, v * scale)
+          : (_model, v, labels = {}) => c.inc(labels, v * scale);
       }
       case 'histogram': {
         const h = new Histogram({ ...common, name: p.name, buckets: [...p.buckets] });
@@ -68,7 +77,9 @@ export class PrometheusMetrics {
       }
       case 'gauge': {
         const g = new Gauge({ ...common, name: p.name });
-        return (_model, v) => g.set(v);
+        if (!byModel) return (_model, v) => g.set(v);
+        this.#modelGauges.push(g);
+        return (model, v) => (model ? g.set({ model }, v) : g.set(v));
       }
     }
   }

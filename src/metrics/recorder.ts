@@ -56,6 +56,8 @@ export class MetricsRecorder {
   readonly #timers: Timers;
   readonly #interval: IntervalAggregator;
   #loadedModels = 0;
+  /** Each model's worker target (ModelWorkers), as last reported. */
+  readonly #workers = new Map<string, number>();
   #timer: Timer | null = null;
   /** Intervals are closed one after the other, so sinks see them in order. */
   #flushing: Promise<void> = Promise.resolve();
@@ -162,6 +164,26 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0));
   }
 
+  /** A request was refused for a missing or wrong bearer token (never told which token it sent). */
+  unauthorized(): void {
+    this.#safely(() => this.#add(M.UnauthorizedRequests, '', 1));
+  }
+
+  /** `model` runs toward `workers` workers now; 0 = it is gone. */
+  modelWorkers(model: string, workers: number): void {
+    this.#safely(() => {
+      if (workers > 0) this.#workers.set(model, workers);
+      else this.#workers.delete(model);
+      // Prometheus sees the change now, not at the next interval: a scrape between two shows it.
+      for (const s of this.#workerSeries()) this.#parts.prometheus?.observe(M.ModelWorkers, s.model ?? '', s.sum);
+    });
+  }
+
+  /** An autoscale decision for `model`: applied, or (reason no_memory) a scale-up skipped. */
+  autoscaleEvent(model: string, direction: string, reason: string): void {
+    this.#safely(() => this.#add(M.AutoscaleEvents, model, 1, { direction, reason }));
+  }
+
   loadedModelCount(n: number): void {
     this.#loadedModels = n;
     this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));
@@ -201,18 +223,31 @@ export class MetricsRecorder {
   #flush(): Promise<void> {
     const events = this.#interval.take();
     const timestampMs = this.#now();
-    const loaded = gaugeSeries(METRICS[M.LoadedModelCount]!, this.#loadedModels);
+    const loaded = gaugeSeries(METRICS[M.LoadedModelCount], this.#loadedModels);
+    const workers = this.#workerSeries();
     this.#flushing = this.#flushing.then(async () => {
       const system = await this.#sample();
-      this.#deliver({ timestampMs, series: [...events, loaded, ...system] });
+      this.#deliver({ timestampMs, series: [...events, loaded, ...workers, ...system] });
     });
     return this.#flushing;
   }
 
-  #add(id: number, model: string, value: number): void {
+  /** ModelWorkers now: the sum over models, and each model's when metrics are per model. */
+  #workerSeries(): Series[] {
+    if (this.#workers.size === 0) return [];
+    const def = METRICS[M.ModelWorkers];
+    let total = 0;
+    for (const n of this.#workers.values()) total += n;
+    const perModel = this.#parts.perModel
+      ? [...this.#workers].map(([model, n]) => ({ ...gaugeSeries(def, n), model }))
+      : [];
+    return [gaugeSeries(def, total), ...perModel];
+  }
+
+  #add(id: number, model: string, value: number, labels?: Record<string, string>): void {
     if (!Number.isFinite(value)) return;
     this.#interval.add(id, model, value);
-    this.#parts.prometheus?.observe(id, model, value);
+    this.#parts.prometheus?.observe(id, model, value, labels);
   }
 
   #safely(fn: () => void): void {

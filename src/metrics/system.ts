@@ -38,7 +38,7 @@ export class SystemSampler {
     const [cpu, memory, disk] = await Promise.allSettled([this.#cpuPercent(), this.#memory(), this.#diskPercent()]);
     const out: Series[] = [];
     const gauge = (id: number, value: number) => {
-      if (Number.isFinite(value)) out.push(gaugeSeries(METRICS[id]!, value));
+      if (Number.isFinite(value)) out.push(gaugeSeries(METRICS[id], value));
     };
     if (cpu.status === 'fulfilled' && cpu.value !== null) gauge(M.CPUUtilization, cpu.value);
     if (memory.status === 'fulfilled') {

@@ -111,7 +111,8 @@ export function decodeFrame(buf: Buffer): Frame {
     case MessageKind.ChunkAck:
       return { kind, msg: { id: r.id(), bytes: r.u32() } };
     default:
-      return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) } as Frame;
+      // The JSON-framed kinds: the kind read above decides the message's type, which the compiler cannot tie to it.
+      return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) as never };
   }
 }
 
@@ -142,7 +143,7 @@ function readInfer(r: BinaryReader): InferMessage {
   const slot = r.u32();
   const flags = r.u8();
   const n = r.u32();
-  const requests: InvokeRequest[] = new Array(n);
+  const requests = new Array<InvokeRequest>(n);
   for (let i = 0; i < n; i++) {
     const id = r.id();
     const f = r.u8();
@@ -184,7 +185,7 @@ function readResult(r: BinaryReader): ResultMessage {
   const modelMicros = r.f64();
   const runMicros = r.f64();
   const n = r.u32();
-  const responses: WireResponse[] = new Array(n);
+  const responses = new Array<WireResponse>(n);
   for (let i = 0; i < n; i++) {
     const x: WireResponse = { id: r.id(), ...readHead(r) };
     if (r.u8() === 1) x.error = { code: r.str(), status: r.u16(), message: r.str() };

@@ -97,7 +97,10 @@ export interface UnloadedMessage {
   slot: number;
 }
 
-/** One invoke request, as a door (HTTP or gRPC) builds it and the worker's handler receives it. */
+/**
+ * One invoke request on the wire: the wire form of the gateway's ModelRequest (src/gateway/gateway.ts),
+ * plus the id its job travels under; an Infer frame carries a batch of them to the worker's handler.
+ */
 export interface InvokeRequest {
   id: number;
   /** The x-request-id the client got back: handlers log it, so one request can be followed across processes. */

@@ -29,6 +29,7 @@ export async function downloadTo(
 ): Promise<number> {
   const md5 = createHash('md5');
   let bytes = 0;
+  // eslint-disable-next-line prefer-const -- assigned after the stream that clears it is built
   let timer: NodeJS.Timeout | undefined;
   const tap = new Transform({
     transform(chunk: Buffer, _enc, done) {

@@ -157,7 +157,7 @@ export class ModelRepository {
       await this.#install(name, { kind: 'dir', key: prefix, version, bytes }, async (tmp) => {
         let total = 0;
         for (const [i, f] of files.entries()) {
-          const file = path.join(tmp, 'model', rel[i]!);
+          const file = path.join(tmp, 'model', rel[i]);
           await mkdir(path.dirname(file), { recursive: true });
           const got = await this.#store.get(f.key, null, signal);
           // Listed a moment ago: gone now means the model is being replaced; the next load sees the new one.

@@ -23,7 +23,7 @@ export function probabilityRows(
   const rows = t.dims[0] ?? 0;
   const data = t.data as Float32Array;
   return Array.from({ length: rows }, (_, r) =>
-    Object.fromEntries(classLabels.map((label, c) => [String(label), data[r * classes + c]!])),
+    Object.fromEntries(classLabels.map((label, c) => [String(label), data[r * classes + c]])),
   );
 }
 
@@ -48,14 +48,14 @@ export function classifierCsvColumns(
   if (wanted !== undefined && !(kCsvOutputs as readonly string[]).includes(wanted)) {
     throw notAcceptable(`Accept text/csv;${kCsvOutputParameter}=${wanted} is not one of ${kCsvOutputs.join(', ')}`);
   }
-  const p = outputs[probabilities.name]!;
+  const p = outputs[probabilities.name];
   const classes = probabilities.classLabels!.length;
   if (wanted === 'label') {
     if (others.length === 0)
       throw notAcceptable(
         `Accept text/csv;${kCsvOutputParameter}=label needs a label output, and this model has only ${probabilities.name}`,
       );
-    return outputs[others[0]!.name]!;
+    return outputs[others[0].name];
   }
   if (wanted === 'probabilities' || (wanted === undefined && classes !== 2)) return p;
   if (classes !== 2)

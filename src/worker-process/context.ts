@@ -178,7 +178,7 @@ export class HandlerContext {
     const out = await this.session.run(ortFeeds);
     const result: Record<string, PlainTensor> = {};
     for (const [name, t] of Object.entries(out))
-      result[name] = { type: t.type, dims: t.dims as number[], data: t.data as PlainTensor['data'] };
+      result[name] = { type: t.type, dims: t.dims as number[], data: t.data };
     return result;
   }
 

@@ -8,7 +8,7 @@
  * here field by field (no protobuf library to load for them).
  */
 import { readFileSync } from 'node:fs';
-import type { OnnxFile } from './onnx-file';
+import { NodeField, type OnnxFile } from './onnx-file';
 import type { FieldSpan } from './protobuf-file';
 import type { ZipMapOutput } from './served-outputs';
 
@@ -17,14 +17,9 @@ const kOutputField = 12;
 const kGraphField = 7;
 const kVarint = 0;
 const kLengthDelimited = 2;
-const enum NodeField {
-  Input = 1,
-  Output = 2,
-  Name = 3,
-  OpType = 4,
-  Domain = 7,
-}
 /** ValueInfoProto.name / .type; TypeProto.tensor_type; Tensor.elem_type / .shape; TensorShapeProto.dim; Dimension.dim_value / .dim_param. */
+// Field numbers of several messages, one member per field: equal numbers are expected.
+/* eslint-disable @typescript-eslint/no-duplicate-enum-values */
 const enum TypeFields {
   Name = 1,
   Type = 2,
@@ -35,13 +30,14 @@ const enum TypeFields {
   DimValue = 1,
   DimParam = 2,
 }
+/* eslint-enable @typescript-eslint/no-duplicate-enum-values */
 const kFloat = 1;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
   const bytes = readFileSync(path);
   const replacements = new Map<FieldSpan, Buffer>();
   for (const z of zipMaps) {
-    const node = model.nodes[z.node]!;
+    const node = model.nodes[z.node];
     const identity = [
       ...node.input.map((name) => text(NodeField.Input, name)),
       ...node.output.map((name) => text(NodeField.Output, name)),
@@ -50,7 +46,7 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
       text(NodeField.Domain, ''),
     ];
     replacements.set(node.field, field(kNodeField, Buffer.concat(identity)));
-    const out = model.outputs[z.output]!;
+    const out = model.outputs[z.output];
     const shape = Buffer.concat([
       field(TypeFields.Dim, text(TypeFields.DimParam, 'N')),
       field(TypeFields.Dim, number(TypeFields.DimValue, z.classLabels.length)),

@@ -66,7 +66,7 @@ export function loadHandler(handlerPath: string | null, modelDir: string): Handl
         );
       }
       // A request whose head is faulty gets the error saying so, in place of its result.
-      return out.map((result, i) => mistakes[i] ?? result);
+      return (out as unknown[]).map((result, i) => mistakes[i] ?? result);
     },
   };
 }
@@ -113,7 +113,7 @@ function sourcePosition(err: Error, file: string, modelDir: string): string | nu
   const stack = String(err.stack);
   const relative = path.relative(modelDir, file);
   const lines = stack.split('\n');
-  const head = lines[0]!.startsWith(`${file}:`) ? lines[0]!.slice(file.length + 1) : '';
+  const head = lines[0].startsWith(`${file}:`) ? lines[0].slice(file.length + 1) : '';
   if (err instanceof SyntaxError && /^\d+$/.test(head)) {
     const caret = lines[2]?.indexOf('^') ?? -1;
     return `${relative}:${head}${caret >= 0 ? `:${caret + 1}` : ''}`;

@@ -76,7 +76,10 @@ export function outputSelection(header: object): OutputSelection {
   const outputs = own(header, 'outputs');
   if (
     outputs !== undefined &&
-    !(Array.isArray(outputs) && outputs.every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string'))
+    !(
+      Array.isArray(outputs) &&
+      (outputs as unknown[]).every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string')
+    )
   ) {
     throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
   }
@@ -110,7 +113,7 @@ export function selectedOutputs(
       throw invalid(
         `requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`,
       );
-    return [name, outputs[name]!];
+    return [name, outputs[name]];
   });
 }
 
@@ -236,7 +239,7 @@ export function encodeJson(
   const names = Object.keys(outputs);
   const value = (n: string) =>
     jsonValue(
-      outputs[n]!,
+      outputs[n],
       infos.find((info) => info.name === n),
     );
   switch (format) {
@@ -251,7 +254,7 @@ export function encodeJson(
     case 'instances':
     case 'bare': {
       let body: unknown;
-      if (names.length === 1) body = value(names[0]!);
+      if (names.length === 1) body = value(names[0]);
       else if (format === 'bare') body = Object.fromEntries(names.map((n) => [n, value(n)]));
       else body = perRow(names, names.map(value));
       return JSON.stringify(format === 'bare' ? body : { predictions: body });

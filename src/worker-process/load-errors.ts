@@ -29,7 +29,7 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
   const escape = kExternalDataEscape.exec(message);
   if (escape) {
     return invalid(
-      `initializer ${quote(escape[1]!)} keeps its data in ${quote(escape[2]!)}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`,
+      `initializer ${quote(escape[1])} keeps its data in ${quote(escape[2])}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`,
     );
   }
   const runtime = `onnxruntime ${ort.env.versions.node ?? ''}`.trim();

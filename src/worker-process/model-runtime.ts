@@ -55,7 +55,7 @@ export class ModelRuntime {
     io: RuntimeIo,
   ): Promise<{ runtime: ModelRuntime; loaded: Omit<LoadedMessage, 'slot' | 'pid' | 'rssGrowthBytes'> }> {
     const t0 = performance.now();
-    const opened = await openSession(msg, io.log);
+    const opened = await openSession(msg, (line) => io.log(line));
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     const clock = new RunClock();
     // Only a shared host's models share a thread: a dedicated worker's runs go straight to onnxruntime.

@@ -80,7 +80,7 @@ function fillFloats(
   }
   if (at + v.length > out.length) throw ragged(what);
   for (let i = 0; i < v.length; i++) {
-    const x = v[i];
+    const x: unknown = v[i];
     if (typeof x !== 'number') throw notNumber(x, type, what);
     out[at + i] = x;
   }

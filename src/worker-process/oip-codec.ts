@@ -8,7 +8,7 @@
  */
 import { MmeError, quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
-import { toRaw, type NumericArray } from '../oip/datatypes';
+import { toRaw } from '../oip/datatypes';
 import type { V2InferRequest, V2InferResponse } from '../oip/types';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
@@ -50,7 +50,7 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
   const pieces = sliceBinary(binary, sizes);
   return {
     format: 'v2',
-    feeds: decodeV2(header.inputs, inputs, budget, new Map(inBinary.map((item, k) => [item, pieces[k]!]))),
+    feeds: decodeV2(header.inputs, inputs, budget, new Map(inBinary.map((item, k) => [item, pieces[k]]))),
     id: typeof header.id === 'string' ? header.id : undefined,
     selection,
   };
@@ -69,7 +69,7 @@ export function encodeOip(
       selection?.outputs?.find((o) => o.name === name)?.parameters?.binary_data ?? selection?.binaryAll ?? false;
     const tensor = v2Output(name, t, infos, !binary);
     if (binary) {
-      const bytes = toRaw(t.data as NumericArray | string[]);
+      const bytes = toRaw(t.data);
       binaries.push(bytes);
       tensor.parameters = { ...tensor.parameters, binary_data_size: bytes.length };
     }

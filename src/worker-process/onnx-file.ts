@@ -64,7 +64,8 @@ const enum GraphField {
   Input = 11,
   Output = 12,
 }
-const enum NodeField {
+/** NodeProto's fields: read here, written by graph-rewrite.ts. */
+export const enum NodeField {
   Input = 1,
   Output = 2,
   Name = 3,

@@ -115,8 +115,8 @@ export class FileWindow {
     const bytes = this.#slice(pos, Math.min(10, this.size - pos));
     let value = 0;
     for (let i = 0; i < bytes.length; i++) {
-      value += (bytes[i]! & 0x7f) * 2 ** (7 * i);
-      if (bytes[i]! < 0x80) return [value, pos + i + 1];
+      value += (bytes[i] & 0x7f) * 2 ** (7 * i);
+      if (bytes[i] < 0x80) return [value, pos + i + 1];
     }
     throw new Error(`not an ONNX model: bad protobuf varint at byte ${pos}`);
   }

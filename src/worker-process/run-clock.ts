@@ -40,7 +40,7 @@ export class RunClock {
       running.then(stop, stop);
       return running;
     };
-    session.run = ((...args: unknown[]) => turns.take(this, () => timed(...args))) as InferenceSession['run'];
+    session.run = (...args: unknown[]) => turns.take(this, () => timed(...args));
   }
 }
 

@@ -100,9 +100,9 @@ function readInt64s(bytes: Buffer, out: Array<number | string>): void {
   let value = 0n;
   let shift = 0n;
   for (let i = 0; i < bytes.length; i++) {
-    value |= BigInt(bytes[i]! & 0x7f) << shift;
+    value |= BigInt(bytes[i] & 0x7f) << shift;
     shift += 7n;
-    if (bytes[i]! >= 0x80) continue;
+    if (bytes[i] >= 0x80) continue;
     const exact = BigInt.asIntN(64, value);
     out.push(Number.isSafeInteger(Number(exact)) ? Number(exact) : exact.toString());
     value = 0n;
@@ -117,7 +117,7 @@ function readInt64s(bytes: Buffer, out: Array<number | string>): void {
  */
 export function describeOutputs(sessionOutputs: TensorInfo[], model: OnnxFile, zipMaps: ZipMapOutput[]): TensorInfo[] {
   return sessionOutputs.map((info) => {
-    const z = zipMaps.find((zm) => model.outputs[zm.output]!.name === info.name);
+    const z = zipMaps.find((zm) => model.outputs[zm.output].name === info.name);
     if (!z) return info;
     return {
       name: info.name,

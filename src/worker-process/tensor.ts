@@ -12,18 +12,9 @@
  * disagree would shift every later request's rows in a merged batch into another caller's answer.
  */
 import { MmeError } from '../errors';
+import type { NumericArray } from '../oip/datatypes';
 
-export type NumericData =
-  | Float32Array
-  | Float64Array
-  | Int8Array
-  | Uint8Array
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | BigInt64Array
-  | BigUint64Array;
+export type NumericData = NumericArray;
 export type TensorData = NumericData | string[];
 
 /** The shape handlers build for context.run: any object of this form, or a Tensor. */
@@ -229,7 +220,7 @@ export class Tensor implements PlainTensor {
         if (p.data.length !== length)
           throw new TypeError(`Tensor.concat: a part holds ${p.data.length} elements for ${length}`);
         if (Array.isArray(data)) for (let i = 0; i < length; i++) data[offset + i] = (p.data as string[])[i];
-        else (data as NumericData).set(p.data as never, offset);
+        else data.set(p.data as never, offset);
         offset += length;
       }
       if (offset !== n) throw new TypeError(`Tensor.concat filled ${offset} of ${n} elements`);
@@ -250,10 +241,8 @@ export class Tensor implements PlainTensor {
     let start = 0;
     for (const r of rows) {
       const end = start + r * rowSize;
-      const data = Array.isArray(this.data)
-        ? this.data.slice(start, end)
-        : (this.data as NumericData).subarray(start, end);
-      out.push(Tensor.build(this.type, [r, ...this.dims.slice(1)], null, 'batch piece', () => data as TensorData));
+      const data = Array.isArray(this.data) ? this.data.slice(start, end) : this.data.subarray(start, end);
+      out.push(Tensor.build(this.type, [r, ...this.dims.slice(1)], null, 'batch piece', () => data));
       start = end;
     }
     return out;

@@ -104,10 +104,10 @@ describe('resolveArtifact: .tar.gz archives', function () {
     it('gives every load its own directory', async () => {
       const archive = writeArchive('m.tar.gz', tgz([{ path: 'model.onnx', data: MODEL }]));
       const [a, b] = await Promise.all([0, 1].map(() => resolveArtifact(archive, { cacheDir: cacheDir() })));
-      assert.notEqual(a!.extractedTo, b!.extractedTo);
-      await a!.dispose();
-      assert.ok(existsSync(b!.onnxPath));
-      await b!.dispose();
+      assert.notEqual(a.extractedTo, b.extractedTo);
+      await a.dispose();
+      assert.ok(existsSync(b.onnxPath));
+      await b.dispose();
     });
 
     it('does not apply the compression-ratio cap below its floor', async () => {

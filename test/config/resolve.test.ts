@@ -58,6 +58,9 @@ describe('resolveConfig', () => {
         jobQueueSize: 100,
         preloadModel: false,
         responseTimeoutSeconds: 60,
+        maxRequestTimeoutSeconds: 0,
+        priorityLevels: 1,
+        priorityAgingMs: 1000,
         modelLoadTimeoutSeconds: 120,
         unregisterModelTimeoutSeconds: 120,
         maxRequestSize: 6553500,
@@ -92,8 +95,11 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 0,
         sharedWorkerRecycleBytes: 256 * 2 ** 20,
         sharedHostHeavyShare: 0.5,
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
+        inferenceTokens: [],
+        tls: null,
         maxConnections: 1024,
         grpcInferenceAddress: '127.0.0.1',
         grpcInferencePort: null,
@@ -112,6 +118,8 @@ describe('resolveConfig', () => {
         metricsMmsLog: null,
         metricsPrometheus: true,
         metricsAddress: null,
+        otelTracesSamplerRatio: 0,
+        otelExporterOtlpEndpoint: null,
       });
     });
 
@@ -185,6 +193,8 @@ describe('resolveConfig', () => {
           'metrics_mms_log=/var/log/mms_metrics.log',
           'metrics_prometheus=false',
           'metrics_address=http://0.0.0.0:9100',
+          'otel_traces_sampler_ratio=0.25',
+          'otel_exporter_otlp_endpoint=http://collector:4318',
         ].join('\n'),
       );
       const { blacklistEnvVars, ...rest } = config;
@@ -203,6 +213,9 @@ describe('resolveConfig', () => {
         jobQueueSize: 7,
         preloadModel: true,
         responseTimeoutSeconds: 30,
+        maxRequestTimeoutSeconds: 0,
+        priorityLevels: 1,
+        priorityAgingMs: 1000,
         modelLoadTimeoutSeconds: 300,
         unregisterModelTimeoutSeconds: 5.5,
         maxRequestSize: 1000,
@@ -236,8 +249,11 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 500,
         sharedWorkerRecycleBytes: 64 * 2 ** 20,
         sharedHostHeavyShare: 0.75,
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
+        inferenceTokens: [],
+        tls: null,
         maxConnections: 10,
         grpcInferenceAddress: '0.0.0.0',
         grpcInferencePort: 7070,
@@ -256,6 +272,8 @@ describe('resolveConfig', () => {
         metricsMmsLog: '/var/log/mms_metrics.log',
         metricsPrometheus: false,
         metricsAddress: tcp('http://0.0.0.0:9100', 'http', '0.0.0.0', 9100),
+        otelTracesSamplerRatio: 0.25,
+        otelExporterOtlpEndpoint: 'http://collector:4318',
       });
       assert.ok(blacklistEnvVars);
     });
@@ -510,7 +528,10 @@ describe('resolveConfig', () => {
 
   describe('addresses', () => {
     it('parses http, https (443 by default), http without port (80), IPv6 and unix', () => {
-      const parse = (address: string) => resolve(`inference_address=${address}`).inferenceAddress;
+      // An https:// address needs a certificate (resolving reads no file).
+      const tls = 'tls_cert_file=/tls/c.crt\ntls_key_file=/tls/c.key';
+      const parse = (address: string) =>
+        resolve(`inference_address=${address}${/^https/i.test(address) ? `\n${tls}` : ''}`).inferenceAddress;
       assert.deepEqual(parse('https://example.com'), tcp('https://example.com', 'https', 'example.com', 443));
       assert.deepEqual(parse('HTTPS://h:8443/'), tcp('HTTPS://h:8443/', 'https', 'h', 8443));
       assert.deepEqual(parse('http://localhost'), tcp('http://localhost', 'http', 'localhost', 80));
@@ -523,6 +544,30 @@ describe('resolveConfig', () => {
         port: 0,
         path: '/tmp/mme.sock',
       });
+    });
+
+    it('TLS: the files go together, https:// needs them, and with them inference_address must be https://', () => {
+      const tls = 'tls_cert_file=/tls/c.crt\ntls_key_file=/tls/c.key';
+      assert.deepEqual(resolve(`inference_address=https://0.0.0.0:8443\n${tls}\ntls_client_ca_file=/tls/ca.crt`).tls, {
+        certFile: '/tls/c.crt',
+        keyFile: '/tls/c.key',
+        clientCaFile: '/tls/ca.crt',
+      });
+      // management_address and metrics_address may stay plain (loopback), a unix socket too.
+      const mixed = resolve(`inference_address=https://0.0.0.0:8443\nmetrics_address=http://127.0.0.1:9100\n${tls}`);
+      assert.equal(mixed.managementAddress.scheme, 'http');
+      assert.equal(resolve(`inference_address=unix:/s\n${tls}`).tls?.certFile, '/tls/c.crt');
+      assertConfigError(() => resolve('tls_key_file=/tls/c.key'), 'go together', 'only tls_key_file is set');
+      assertConfigError(() => resolve('tls_client_ca_file=/tls/ca.crt'), 'go together');
+      assertConfigError(
+        () => resolve('management_address=https://127.0.0.1:8443'),
+        'management_address https://127.0.0.1:8443 is https:// but no certificate',
+      );
+      assertConfigError(
+        () => resolve(tls),
+        'inference_address http://127.0.0.1:8080 is http://',
+        'write https://127.0.0.1:8080',
+      );
     });
 
     it('shares one listener when both addresses are the same', () => {
@@ -649,6 +694,18 @@ describe('resolveConfig', () => {
       );
     });
 
+    it('autoscale=auto is off under SAGEMAKER_MULTI_MODEL=true (the platform scales) and on elsewhere; on/off override', () => {
+      assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).autoscale, null);
+      assert.equal(resolve(null).autoscale?.queueWaitMs, 100);
+      assert.equal(resolve('autoscale=off').autoscale, null);
+      assert.deepEqual(
+        resolve('autoscale=on\nautoscale_queue_wait_ms=20\nautoscale_idle_seconds=5', { SAGEMAKER_MULTI_MODEL: 'true' })
+          .autoscale,
+        { queueWaitMs: 20, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 },
+      );
+      assert.throws(() => resolve('autoscale=maybe'), /autoscale/);
+    });
+
     it('SAGEMAKER_MULTI_MODEL=true sets multiModel (case-insensitively)', () => {
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'true' }).multiModel, true);
       assert.equal(resolve(null, { SAGEMAKER_MULTI_MODEL: 'TRUE' }).multiModel, true);
@@ -657,6 +714,22 @@ describe('resolveConfig', () => {
       assertConfigError(
         () => resolve(null, { SAGEMAKER_MULTI_MODEL: 'yes' }),
         'environment variable SAGEMAKER_MULTI_MODEL: "yes" is not a boolean',
+      );
+    });
+
+    it('inference_token: a comma list of tokens; refused in SageMaker mode without quoting the token', () => {
+      assert.deepEqual(resolve('inference_token=new-one, old-one').inferenceTokens, ['new-one', 'old-one']);
+      assert.deepEqual(resolve(null).inferenceTokens, []);
+      for (const bad of ['a,,b', 'a,', 'two words'])
+        assertConfigError(
+          () => resolve(`inference_token=${bad}`),
+          'inference_token has an empty token or one with a space',
+        );
+      assert.throws(
+        () => resolve('inference_token=s3cret-value', { SAGEMAKER_MULTI_MODEL: 'true' }),
+        (err: Error) =>
+          /inference_token is set .*SAGEMAKER_MULTI_MODEL=true/.test(err.message) &&
+          !err.message.includes('s3cret-value'),
       );
     });
 
@@ -702,6 +775,15 @@ describe('resolveConfig', () => {
         () => resolve('metrics_cloudwatch_endpoint=monitoring.us-east-1.amazonaws.com'),
         'metrics_cloudwatch_endpoint: "monitoring.us-east-1.amazonaws.com" is not an http(s) URL',
       );
+    });
+
+    it('rejects an OTLP endpoint that is not an http(s) URL, and a sampler ratio outside 0 to 1', () => {
+      assertConfigError(
+        () => resolve('otel_exporter_otlp_endpoint=collector:4318'),
+        'otel_exporter_otlp_endpoint: "collector:4318" is not an http(s) URL',
+        'otel_exporter_otlp_endpoint=http://otel-collector:4318',
+      );
+      assertConfigError(() => resolve('otel_traces_sampler_ratio=2'), 'otel_traces_sampler_ratio', '0 to 1');
     });
 
     it('serves /metrics on the management listener unless metrics_address names another one', () => {

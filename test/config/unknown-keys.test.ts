@@ -24,7 +24,7 @@ describe('unknown config keys', () => {
     const lines = run.stderr.trim().split('\n');
     assert.equal(lines.length, 1, run.stderr);
     assert.match(
-      lines[0]!,
+      lines[0],
       /^unknown config keys in \S+config\.properties: max_loaded_model \(did you mean max_loaded_models\?\), default_worker_per_model \(did you mean default_workers_per_model\?\), vmargs; fix the name, or set allow_unknown_keys=true/,
     );
     assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack');

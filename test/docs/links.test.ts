@@ -26,7 +26,7 @@ function slug(heading: string): string {
 
 function anchorsOf(file: string): Set<string> {
   const text = fs.readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
-  return new Set([...text.matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1]!)));
+  return new Set([...text.matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1])));
 }
 
 describe('docs: links', () => {
@@ -35,8 +35,8 @@ describe('docs: links', () => {
       const text = fs.readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
       const dead: string[] = [];
       for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
-        if (/^[a-z]+:/.test(target!)) continue;
-        const [where, anchor] = target!.split('#') as [string, string | undefined];
+        if (/^[a-z]+:/.test(target)) continue;
+        const [where, anchor] = target.split('#') as [string, string | undefined];
         const resolved = where === '' ? file : path.resolve(path.dirname(file), where);
         if (!fs.existsSync(resolved)) dead.push(`${target} (no ${path.relative(ROOT, resolved)})`);
         else if (anchor !== undefined && !anchorsOf(resolved).has(anchor)) dead.push(`${target} (no such heading)`);

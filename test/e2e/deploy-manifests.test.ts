@@ -37,6 +37,7 @@ function parse(file: string): Doc[] {
 
 const kOverlays = path.join(kDeploy, 'k8s-overlays');
 const kNginx = path.join(kDeploy, 'nginx');
+const kHaproxy = path.join(kDeploy, 'haproxy');
 
 /** The objects of the YAML files in deploy/k8s (the base) or in one overlay's directory. */
 const k8s = (dir = 'k8s') => yamlFiles(path.join(kDeploy, dir)).flatMap(parse);
@@ -60,9 +61,27 @@ const replicas = (objects: Doc[] = k8s()) =>
 /** The `server host:port` lines of an nginx replica list. */
 const serverLines = (file: string) =>
   [...fs.readFileSync(file, 'utf8').matchAll(/^server (\S+?):(\d+)\b/gm)].map((m) => ({
-    host: m[1]!,
+    host: m[1],
     port: Number(m[2]),
   }));
+
+/** An HAProxy configuration's `server` addresses, by backend. */
+function haproxyServers(conf: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let backend = '';
+  for (const line of conf.split('\n')) {
+    if (/^\S/.test(line)) backend = /^backend (\S+)/.exec(line)?.[1] ?? '';
+    const server = /^\s+server \S+ "?([^\s"]+)"?/.exec(line);
+    if (server && backend) out.set(backend, [...(out.get(backend) ?? []), server[1]]);
+  }
+  return out;
+}
+
+const withoutServers = (conf: string) =>
+  conf
+    .split('\n')
+    .filter((l) => !/^\s+server /.test(l))
+    .join('\n');
 
 /** The drain the server does on SIGTERM: MMS_SHUTDOWN_TIMEOUT when set, else the key's default. */
 function drainSeconds(env: Record<string, string> | undefined): number {
@@ -81,7 +100,7 @@ function assertPingHealthCheck(service: Doc, name: string): void {
   // podman-compose 1.0.3 (Debian 12) joins an exec-form (CMD) test into a shell line that does not parse.
   assert.equal(test[0], 'CMD-SHELL', `${name}: a shell-line health check`);
   assert.equal(test.length, 2, `${name}: CMD-SHELL takes one line`);
-  assert.ok(test[1]!.includes('http://127.0.0.1:8080/ping'), `${name}: the health check asks /ping`);
+  assert.ok(test[1].includes('http://127.0.0.1:8080/ping'), `${name}: the health check asks /ping`);
   assert.ok(service.healthcheck.interval && service.healthcheck.start_period, `${name}: interval and start_period`);
 }
 
@@ -132,7 +151,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const pod = deployment.spec.template.spec;
     const [c] = pod.containers;
     const env = Object.fromEntries(c.env.map((e: Doc) => [e.name, e.value]));
-    // Set from settings.env by kustomization.yaml's replacements (test/deploy/settings.test.ts).
+    // Set from settings.env by kustomization.yaml's replacements (test/e2e/deploy-settings.test.ts).
     assert.match(env.MMS_MODEL_REPOSITORY, /settings\.env/);
     const mount = c.volumeMounts.find((m: Doc) => m.mountPath === env.MMS_MODEL_CACHE_DIR);
     assert.ok(mount, 'the disk cache is a mounted volume');
@@ -234,7 +253,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const dirs = ['k8s', ...fs.readdirSync(kOverlays).map((d) => `k8s-overlays/${d}`)];
     const [kustomization] = ofKind('Kustomization');
     const [image] = kustomization.images;
-    const rendered = new Map(dirs.map((dir) => [dir, render(kubectl!, dir)]));
+    const rendered = new Map(dirs.map((dir) => [dir, render(kubectl, dir)]));
     for (const [dir, objects] of rendered) {
       for (const o of objects) {
         assert.equal(
@@ -273,9 +292,11 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
       [
         'k8s',
         'k8s-overlays/gateway-api',
+        'k8s-overlays/haproxy-router',
         'k8s-overlays/ingress-nginx',
         'k8s-overlays/nginx-router',
         'k8s-overlays/prometheus-operator',
+        'k8s-overlays/tls',
       ],
       'the overlays this test knows',
     );
@@ -316,6 +337,23 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
       );
     }
 
+    const bounded = rendered.get('k8s-overlays/haproxy-router')!;
+    const haproxyConfig = bounded.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('mme-haproxy-router-'),
+    );
+    assert.equal(
+      haproxyConfig.data['haproxy.cfg'],
+      fs.readFileSync(path.join(kOverlays, 'haproxy-router', 'haproxy.cfg'), 'utf8'),
+    );
+    const haproxyPod = bounded.find((o) => o.kind === 'Deployment' && o.metadata.name === 'sagemaker-mme-node-router')
+      .spec.template.spec;
+    assert.equal(haproxyPod.volumes.find((v: Doc) => v.name === 'config').configMap.name, haproxyConfig.metadata.name);
+    assert.deepEqual(
+      haproxyPod.containers[0].volumeMounts.map((m: Doc) => [m.mountPath, m.subPath]),
+      [['/usr/local/etc/haproxy/haproxy.cfg', 'haproxy.cfg']],
+      'HAProxy reads the generated haproxy.cfg where the official image looks',
+    );
+
     const gateway = rendered.get('k8s-overlays/gateway-api')!;
     const [policy] = gateway.filter((o) => o.kind === 'BackendTrafficPolicy');
     assert.equal(policy.spec.loadBalancer.type, 'ConsistentHash');
@@ -346,6 +384,23 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
       .find((r) => r.kind === 'HTTPRoute')
       .spec.rules.flatMap((rule: Doc) => rule.matches.map((m: Doc) => m.path.value));
     assert.deepEqual(paths, ['/invocations', '/models/[^/]+/invoke/?', '/predictions/[^/]+/?', '/v2/models/']);
+
+    // TLS: cert-manager's Secret mounted whole (a subPath mount never sees a renewal), the files the
+    // tls_* keys name inside it, https:// on the data plane and its probes.
+    const secured = rendered.get('k8s-overlays/tls')!;
+    const [certificate] = secured.filter((o) => o.kind === 'Certificate');
+    const tlsPod = replicas(secured).spec.template.spec;
+    const tlsVolume = tlsPod.volumes.find((v: Doc) => v.secret?.secretName === certificate.spec.secretName);
+    assert.ok(tlsVolume, "the pod mounts the Certificate's Secret");
+    const tlsMount = tlsPod.containers[0].volumeMounts.find((m: Doc) => m.name === tlsVolume.name);
+    assert.equal(tlsMount.subPath, undefined);
+    const tlsEnv = new Map<string, string>(tlsPod.containers[0].env.map((e: Doc) => [e.name, e.value]));
+    for (const key of ['MMS_TLS_CERT_FILE', 'MMS_TLS_KEY_FILE'])
+      assert.equal(path.dirname(tlsEnv.get(key)!), tlsMount.mountPath, `${key} is in the mounted Secret`);
+    assert.match(tlsEnv.get('MMS_INFERENCE_ADDRESS')!, /^https:\/\//);
+    for (const probe of ['readinessProbe', 'livenessProbe'])
+      assert.equal(tlsPod.containers[0][probe].httpGet.scheme, 'HTTPS', probe);
+    assert.ok(certificate.spec.dnsNames.includes('sagemaker-mme-node'));
 
     const monitored = rendered.get('k8s-overlays/prometheus-operator')!;
     const [monitor] = monitored.filter((o) => o.kind === 'ServiceMonitor');
@@ -398,6 +453,69 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     }
   });
 
+  it('haproxy-router: deploy/haproxy/haproxy.cfg with server lines naming every StatefulSet pod the HPA may run, on its ports', () => {
+    const deployed = fs.readFileSync(path.join(kHaproxy, 'haproxy.cfg'), 'utf8');
+    const overlay = fs.readFileSync(path.join(kOverlays, 'haproxy-router', 'haproxy.cfg'), 'utf8');
+    assert.equal(
+      withoutServers(overlay),
+      withoutServers(deployed),
+      'deploy/k8s-overlays/haproxy-router/haproxy.cfg is deploy/haproxy/haproxy.cfg but for its server lines: copy it again after changing the original',
+    );
+    const set = replicas();
+    const [hpa] = ofKind('HorizontalPodAutoscaler');
+    const ports = new Map<string, number>(
+      set.spec.template.spec.containers[0].ports.map((p: Doc) => [p.name, p.containerPort]),
+    );
+    const names = Array.from(
+      { length: hpa.spec.maxReplicas },
+      (_, i) => `${set.metadata.name}-${i}.${set.spec.serviceName}.\${POD_NAMESPACE}.svc.\${CLUSTER_DOMAIN}`,
+    );
+    const servers = haproxyServers(overlay);
+    assert.deepEqual(
+      servers.get('mme'),
+      names.map((n) => `${n}:${ports.get('http')}`),
+      'HTTP: one name per pod up to maxReplicas',
+    );
+    assert.deepEqual(
+      servers.get('mme_grpc'),
+      names.map((n) => `${n}:${ports.get('grpc')}`),
+      'gRPC: the same, in the same order',
+    );
+  });
+
+  it("haproxy: both backends hash the model with bounded loads over the same replicas in the same order, check /ping, and compose runs deploy/nginx's replicas behind it", () => {
+    const conf = fs.readFileSync(path.join(kHaproxy, 'haproxy.cfg'), 'utf8');
+    for (const backend of ['mme', 'mme_grpc']) {
+      const section = new RegExp(`^backend ${backend} [^]*?(?=^\\S|(?![^]))`, 'm').exec(conf)?.[0] ?? '';
+      assert.match(section, /^\s+balance hash var\(txn\.mme_model\)$/m, `${backend}: hashes the model`);
+      assert.match(section, /^\s+hash-type consistent$/m, `${backend}: consistent`);
+      assert.match(section, /^\s+hash-balance-factor 1\d\d$/m, `${backend}: bounded loads`);
+      assert.match(section, /^\s+http-check send meth GET uri \/ping /m, `${backend}: checks /ping`);
+    }
+    const servers = haproxyServers(conf);
+    const hosts = (list: string[] | undefined) => list?.map((a) => a.split(':')[0]);
+    assert.deepEqual(hosts(servers.get('mme')), ['mme-1', 'mme-2', 'mme-3']);
+    assert.deepEqual(hosts(servers.get('mme_grpc')), hosts(servers.get('mme')), 'the same ring for HTTP and gRPC');
+    assert.match(conf, /^frontend grpc from \S+\n\s+bind :7070 proto h2$/m, 'gRPC: cleartext HTTP/2 in');
+    assert.ok(
+      conf
+        .split('\n')
+        .filter((l) => /^\s+server \S+ \S+:7070/.test(l))
+        .every((l) => / proto h2 check-proto h1 port 8080$/.test(l)),
+      'gRPC: HTTP/2 out, checked over HTTP/1.1 on the HTTP port',
+    );
+    const [compose] = parse(path.join(kHaproxy, 'compose.yaml'));
+    const names = Object.keys(compose.services).filter((s) => s.startsWith('mme-'));
+    assert.deepEqual(names, ['mme-1', 'mme-2', 'mme-3']);
+    for (const name of names)
+      assert.deepEqual(compose.services[name].extends, { file: '../nginx/compose.yaml', service: name });
+    assert.deepEqual(
+      compose.services.haproxy.depends_on,
+      Object.fromEntries(names.map((n) => [n, { condition: 'service_healthy' }])),
+    );
+    assert.deepEqual(compose.services.haproxy.volumes, ['./haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro']);
+  });
+
   it('kustomization lists files that exist', () => {
     const [kustomization] = ofKind('Kustomization');
     for (const r of kustomization.resources) assert.ok(fs.existsSync(path.join(kDeploy, 'k8s', r)), r);
@@ -443,7 +561,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     const [compose] = parse(path.join(kDocker, 'compose.yaml'));
     const [name, ...others] = Object.keys(compose.services);
     assert.deepEqual(others, [], 'one service');
-    const s = compose.services[name!];
+    const s = compose.services[name];
     assert.equal(s.image, 'sagemaker-mme-node:latest');
     assert.ok(
       fs
@@ -453,7 +571,7 @@ describe('deploy/: Kubernetes, nginx and compose files', () => {
     );
     const [store] = s.volumes[0].split(':');
     assert.ok(fs.existsSync(path.resolve(kDocker, store)), `${store} exists next to docker/`);
-    assertPingHealthCheck(s, name!);
+    assertPingHealthCheck(s, name);
     assert.ok(
       parseInt(s.stop_grace_period, 10) >= drainSeconds(s.environment) + kFlushSeconds,
       'stop_grace_period covers the drain',

@@ -174,7 +174,7 @@ describe('docker image (podman)', function () {
   it('declares the SageMaker labels, `serve` as CMD, an exec-form node entrypoint and port 8080', async function () {
     this.timeout(30_000);
     const [image] = JSON.parse(await podman(['image', 'inspect', kImage])) as Array<{ Config: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const config = image!.Config;
+    const config = image.Config;
     assert.equal(config.Labels['com.amazonaws.sagemaker.capabilities.multi-models'], 'true');
     assert.equal(config.Labels['com.amazonaws.sagemaker.capabilities.accept-bind-to-port'], 'true');
     assert.deepEqual(config.Cmd, ['serve']);
@@ -293,7 +293,7 @@ describe('docker image (podman)', function () {
         // The tensors as KServe's protocol defines raw contents, little-endian float32, written and read
         // here rather than by the server's own codec.
         const raw = Buffer.from(Float32Array.from(rows.flat()).buffer);
-        const reply = await unaryCall(clients.kserve, 'ModelInfer', {
+        const reply = await unaryCall<any>(clients.kserve, 'ModelInfer', {
           model_name: 'mlp',
           inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }],
           raw_input_contents: [raw],
@@ -342,7 +342,7 @@ describe('docker image (podman)', function () {
         assert.equal(r.status, 200, r.text);
         assert.equal(r.body.echo, ['a', 'b'][i]);
       });
-      assert.notEqual(replies[0]!.body.pid, replies[1]!.body.pid, 'the two requests ran in two worker processes');
+      assert.notEqual(replies[0].body.pid, replies[1].body.pid, 'the two requests ran in two worker processes');
 
       const exitCode = Number(await podman(['inspect', '--format', '{{.State.ExitCode}}', name]));
       const logs = await run('podman', ['logs', name], 10_000);
@@ -400,7 +400,7 @@ describe('docker image (podman)', function () {
 
     it("answers docs/handlers.md's iris example as the page shows (the image's decode_input_request=false)", async function () {
       this.timeout(60_000);
-      const body = /-d '(\{.*\})'/.exec(codeBlocks('docs/handlers.md', 'sh')[1]!)![1]!;
+      const body = /-d '(\{.*\})'/.exec(codeBlocks('docs/handlers.md', 'sh')[1])![1];
       const answer = await http(`${base}/models/iris/invoke`, {
         method: 'POST',
         body,

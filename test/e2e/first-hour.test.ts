@@ -20,7 +20,7 @@ function assertOneLineStartError(run: { code: number | null; stdout: string; std
   assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
   const lines = run.stderr.trim().split('\n');
   assert.equal(lines.length, 1, run.stderr);
-  assert.match(lines[0]!, pattern);
+  assert.match(lines[0], pattern);
   assert.doesNotMatch(run.stdout, /listening/, run.stdout);
 }
 
@@ -94,13 +94,13 @@ describe('first hour: why a load failed is in the server log', () => {
           const lines = s.lines.filter((l) => l.includes(name) && / failed: /.test(l));
           assert.equal(lines.length, 1, `one line for ${name}:\n${s.lines.join('\n')}`);
           if (format === 'json') {
-            const entry = JSON.parse(lines[0]!) as { model: string; level: string; msg: string };
+            const entry = JSON.parse(lines[0]) as { model: string; level: string; msg: string };
             assert.equal(entry.model, name);
             assert.equal(entry.level, 'error');
             assert.match(entry.msg, reason);
           } else {
-            assert.match(lines[0]!, /ERROR/);
-            assert.match(lines[0]!, reason);
+            assert.match(lines[0], /ERROR/);
+            assert.match(lines[0], reason);
           }
         }
       } finally {

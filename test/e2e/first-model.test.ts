@@ -19,7 +19,7 @@ function pageCommands(): Array<{ command: string; shown: string | null }> {
   for (const block of codeBlocks('docs/first-model.md', 'sh')) {
     const lines = block.replace(/\\\n/g, '').split('\n');
     for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!;
+      const line = lines[i];
       if (line.trim() === '') continue;
       if (line.startsWith('# ')) {
         const last = commands.at(-1);
@@ -31,7 +31,7 @@ function pageCommands(): Array<{ command: string; shown: string | null }> {
         commands.push({ command: line, shown: null });
         continue;
       }
-      const end = lines.indexOf(heredoc[1]!, i + 1);
+      const end = lines.indexOf(heredoc[1], i + 1);
       commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
       i = end;
     }
@@ -67,8 +67,8 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
     for (const { command, shown } of commands) {
       const line = command
         .replaceAll('127.0.0.1:8080', http)
-        .replaceAll('127.0.0.1:7070', grpc!)
-        .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/scripts/mme-client.js')}`)
+        .replaceAll('127.0.0.1:7070', grpc)
+        .replace(/^npm run -s mme-client --/, `node ${path.join(kRepoRoot, 'dist/src/cli/mme-client.js')}`)
         .replace(/^curl /, 'curl -sS --fail-with-body ');
       const run = await bash(line, root);
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);

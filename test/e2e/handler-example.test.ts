@@ -2,7 +2,7 @@
  * docs/handlers.md's complete handler example (`iris`), made and invoked as the page says, under
  * the CLI server with decode_input_request=true (npm start's config.properties) and =false (the
  * image's docker/config.properties): the same handler must answer the same in both.
- * test/docker/image.test.ts runs it in the image too.
+ * test/e2e/docker-image.test.ts runs it in the image too.
  */
 import assert from 'node:assert/strict';
 import { bash, codeBlocks, makeIrisExample } from '../helpers/docs-examples';
@@ -18,10 +18,10 @@ describe("docs/handlers.md's iris handler example", () => {
       const s = await startCliServer(`decode_input_request=${decode}`, { store });
       try {
         const [, invoke] = codeBlocks('docs/handlers.md', 'sh');
-        const [command, shown] = invoke!.trim().split('\n');
-        assert.match(shown!, /^# \{"label":"setosa","probability":\.\.\.\}$/);
+        const [command, shown] = invoke.trim().split('\n');
+        assert.match(shown, /^# \{"label":"setosa","probability":\.\.\.\}$/);
         const run = await bash(
-          command!
+          command
             .replace('http://127.0.0.1:8080', s.url.replace(/\/$/, ''))
             .replace(/^curl /, 'curl -sS --fail-with-body '),
           dir,

@@ -142,7 +142,7 @@ function patchMmsExpectation(collection: Json, p: { name: string; url: string; f
   const exec: string[] = items[0].event.find((e: Json) => e.listen === 'test').script.exec;
   const line = exec.findIndex((l) => l.includes(p.from));
   assert.ok(line >= 0, `MMS collection: "${p.name}" no longer expects ${p.from}`);
-  exec[line] = exec[line]!.replace(p.from, p.to);
+  exec[line] = exec[line].replace(p.from, p.to);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ function torchServeRows(rows: TsRow[]): Array<TsRow & { row: number }> {
   const at = (index: number, test: string): TsRow => {
     const row = rows[index];
     assert.equal(row?.test, test, `management_data.json row ${index} is no longer "${test}"`);
-    return row!;
+    return row;
   };
   for (const p of kTsPatches) {
     const row = at(p.index, p.test);
@@ -391,7 +391,7 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
           file: body,
           'content-type': 'application/json',
           validator: 'default_json',
-          expected: { outputs: { y: [rows[i]!.map((v) => v + 1)] } },
+          expected: { outputs: { y: [rows[i].map((v) => v + 1)] } },
         };
       });
       const collection = readJson(file);
@@ -403,7 +403,7 @@ describe('peer suites: MMS and TorchServe management collections, MMS inference 
         collection,
         environment: environment(s),
         iterationData,
-        label: (i) => iterationData[i]!.model_name,
+        label: (i) => iterationData[i].model_name,
       });
     });
   });

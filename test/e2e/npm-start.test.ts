@@ -45,8 +45,8 @@ describe('npm start and SIGTERM', () => {
     });
     const exited = once(npm, 'exit');
     const lines: string[] = [];
-    readline.createInterface({ input: npm.stderr! }).on('line', (l) => lines.push(l));
-    readline.createInterface({ input: npm.stdout! }).on('line', (l) => lines.push(l));
+    readline.createInterface({ input: npm.stderr }).on('line', (l) => lines.push(l));
+    readline.createInterface({ input: npm.stdout }).on('line', (l) => lines.push(l));
     await waitFor(() => lines.some((l) => /ready in/.test(l)), 'the ready line', 150_000, 100);
     const port = Number(/API listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lines.join('\n'))?.[1]);
     const processes = descendantsOf(npm.pid!);

@@ -23,7 +23,7 @@ function tourCommands(): Array<{ command: string; shown: string | null }> {
   const block = /## Quick tour[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme);
   assert.ok(block, 'README.md has a "Quick tour" section with a sh block');
   const commands: Array<{ command: string; shown: string | null }> = [];
-  for (const line of block[1]!.replace(/\\\n/g, '').split('\n')) {
+  for (const line of block[1].replace(/\\\n/g, '').split('\n')) {
     if (line.trim() === '') continue;
     if (line.startsWith('# ')) {
       const last = commands.at(-1);
@@ -87,7 +87,7 @@ describe('README quick start (npm start with the repository config.properties, f
       const run = await bash(
         command
           .replaceAll('127.0.0.1:8080', http)
-          .replaceAll('127.0.0.1:7070', grpc!)
+          .replaceAll('127.0.0.1:7070', grpc)
           .replace(/^curl /, 'curl -sS --fail-with-body '),
       );
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);

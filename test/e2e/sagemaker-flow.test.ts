@@ -91,7 +91,7 @@ describe('the CLI server (npm start -- --mms-config FILE)', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
-    child.stderr!.on('data', (d) => (stderr += d));
+    child.stderr.on('data', (d) => (stderr += d));
     const [code] = await once(child, 'exit');
     assert.equal(code, 1);
     assert.match(stderr, /TEST_PORT/);

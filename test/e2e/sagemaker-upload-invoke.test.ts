@@ -57,7 +57,7 @@ describe('npm run models:upload (real S3 client against a local PutObject endpoi
       ['PUT /my-bucket/mme-models/alpha.tar.gz', 'PUT /my-bucket/mme-models/beta.tar.gz'],
     );
     for (const [i, put] of puts.entries()) {
-      const name = ['alpha', 'beta'][i]!;
+      const name = ['alpha', 'beta'][i];
       assert.equal(put.accessKeyId, 'AKIDMMETEST');
       assert.equal(put.headers['content-type'], 'application/gzip');
       assert.equal(Number(put.headers['content-length']), put.body.length);
@@ -130,12 +130,12 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
     assert.equal(run.stdout, '{"outputs":{"output":[[0.1,0.2,0.3]]}}');
     assert.match(run.stderr, /AllTraffic: application\/json/);
     const [req] = runtime.requests;
-    assert.equal(`${req!.method} ${req!.url}`, 'POST /endpoints/ep/invocations');
-    assert.equal(req!.headers['x-amzn-sagemaker-target-model'], 'nested/mlp.tar.gz');
-    assert.equal(req!.headers['content-type'], 'application/json');
-    assert.equal(req!.headers.accept, 'application/json');
-    assert.equal(req!.body.toString(), '{"inputs":{"input":[[1,2,3,4]]}}');
-    assert.equal(req!.accessKeyId, 'AKIDMMETEST');
+    assert.equal(`${req.method} ${req.url}`, 'POST /endpoints/ep/invocations');
+    assert.equal(req.headers['x-amzn-sagemaker-target-model'], 'nested/mlp.tar.gz');
+    assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(req.headers.accept, 'application/json');
+    assert.equal(req.body.toString(), '{"inputs":{"input":[[1,2,3,4]]}}');
+    assert.equal(req.accessKeyId, 'AKIDMMETEST');
   });
 
   it('reads @FILE bodies and reports a model error with its message', async () => {
@@ -160,7 +160,7 @@ describe('npm run invoke:sagemaker (real runtime client against a local InvokeEn
       localAwsEnv({ SAGEMAKER_RUNTIME: runtime.url }),
     );
     assert.equal(run.code, 1);
-    assert.equal(runtime.requests[0]!.body.toString(), '[[1,2,3]]');
+    assert.equal(runtime.requests[0].body.toString(), '[[1,2,3]]');
     assert.match(
       run.stderr,
       /error: ModelError: Received client error \(400\) from model with message "input has shape \[1, 3\]"/,

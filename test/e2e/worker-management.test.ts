@@ -126,6 +126,12 @@ describe('worker management', () => {
     assert.equal(res.body.errorCode, 'MME_ERR_WORKER_TIMEOUT');
     assert.match(res.body.message, /did not answer within 1 s/);
     await waitFor(() => !isAlive(before), 'the hung worker to be killed');
+    // The replacement's start would count against this model's 1 s response timeout on a busy machine.
+    const model = t.server.manager.get(name);
+    await waitFor(
+      () => model.workers.some((w) => w.pid !== before && w.lifecycle.state === 'ready'),
+      'the replacement worker',
+    );
     const after = await invoke(t, name, { echo: 'alive' });
     assert.equal(after.status, 200);
     assert.notEqual(after.body.pid, before);

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
 import { Gateway, type GatewayOptions, type ModelRequest } from '../../src/gateway/gateway';
+import type { InvocationTrace, RequestTracer } from '../../src/gateway/tracing';
 import type { ManagerEvents } from '../../src/server/models/lifecycle-events';
 import { recorder } from '../metrics/helpers';
 
@@ -16,7 +17,12 @@ const kRequest: ModelRequest = {
   body: Buffer.from('x'),
 };
 
-function gatewayOver(known: string[], invoke: GatewayOptions['manager']['invoke'], closing = false) {
+function gatewayOver(
+  known: string[],
+  invoke: GatewayOptions['manager']['invoke'],
+  closing = false,
+  tracer: GatewayOptions['tracer'] = null,
+) {
   const { r, sink } = recorder();
   const logs: string[] = [];
   const gateway = new Gateway({
@@ -24,6 +30,7 @@ function gatewayOver(known: string[], invoke: GatewayOptions['manager']['invoke'
     metrics: r,
     log: (line) => logs.push(line),
     defaultAccept: 'text/csv',
+    tracer,
   });
   return { gateway, r, sink, logs };
 }
@@ -66,17 +73,63 @@ describe('gateway', () => {
     gateway.invocation().finish(403);
     await r.flush();
     const stats = sink.stats(0);
-    assert.equal(stats.Invocations!.sum, 4, 'two answered, one refused, one for a model the server does not know');
-    assert.equal(stats.Invocation5XXErrors!.sum, 1);
-    assert.equal(stats.Invocation4XXErrors!.sum, 1);
+    assert.equal(stats.Invocations.sum, 4, 'two answered, one refused, one for a model the server does not know');
+    assert.equal(stats.Invocation5XXErrors.sum, 1);
+    assert.equal(stats.Invocation4XXErrors.sum, 1);
     assert.deepEqual(stats.ModelLatency, { count: 2, sum: 2000, min: 1000, max: 1000 });
     assert.deepEqual(stats.QueueTime, { count: 2, sum: 600, min: 300, max: 300 });
-    assert.equal(stats.BatchSize!.sum, 4);
+    assert.equal(stats.BatchSize.sum, 4);
     // A 5 ms timer may fire up to 1 ms early by the wall clock (libuv measures it from its cached loop time).
     assert.ok(
-      stats.OverheadLatency!.min >= 3000,
-      `overhead ${stats.OverheadLatency!.min} µs covers the 5 ms outside the model`,
+      stats.OverheadLatency.min >= 3000,
+      `overhead ${stats.OverheadLatency.min} µs covers the 5 ms outside the model`,
     );
+  });
+
+  it("hands each claimed invocation to the tracer once, in time order, with the caller's trace context", async () => {
+    const traces: InvocationTrace[] = [];
+    const tracer = { record: (t: InvocationTrace) => traces.push(t) } as unknown as RequestTracer;
+    const result = {
+      status: 200,
+      contentType: 'text/plain',
+      headers: {},
+      body: Buffer.from('ok'),
+      modelMicros: 10,
+      queueMicros: 5,
+      batchSize: 1,
+      workerPid: 42,
+    };
+    const { gateway } = gatewayOver(['m'], async () => result, false, tracer);
+    const inv = gateway.invocation('rid');
+    inv.target('m');
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await inv.run({ ...kRequest, headers: { traceparent, tracestate: ['a=1', 'b=2'] } }, {});
+    inv.finish(200);
+    inv.finish(200);
+    const unknown = gateway.invocation();
+    assert.throws(() => unknown.target('x'));
+    unknown.finish(404);
+    gateway.invocation().finish(403);
+    assert.equal(traces.length, 2, 'the answered one and the 404; a refusal before a name is no invocation');
+    const [t, t404] = traces;
+    assert.deepEqual(
+      { ...t, start: 0, runStart: 0, runEnd: 0, end: 0 },
+      {
+        requestId: 'rid',
+        model: 'm',
+        status: 200,
+        start: 0,
+        end: 0,
+        runStart: 0,
+        runEnd: 0,
+        traceparent,
+        // Repeated tracestate headers are one list (W3C Trace Context).
+        tracestate: 'a=1,b=2',
+        result,
+      },
+    );
+    assert.ok(t.start <= t.runStart && t.runStart <= t.runEnd && t.runEnd <= t.end);
+    assert.deepEqual([t404.model, t404.status, t404.runEnd, t404.result], ['', 404, 0, undefined]);
   });
 
   it('gives the default Accept to a request that accepts anything', () => {
@@ -103,7 +156,7 @@ describe('gateway', () => {
     const fault = gateway.failure(new Error('a bug'), 'id-2', 'grpc ModelInfer', () => 'INTERNAL');
     assert.equal(fault.code, 'MME_ERR_INTERNAL');
     assert.equal(logs[0], 'request id-1 POST /models/:name/invoke: 400 MME_ERR_INVALID_INPUT');
-    assert.match(logs[1]!, /^internal error: Error: a bug/);
+    assert.match(logs[1], /^internal error: Error: a bug/);
     assert.equal(
       logs[2],
       'request id-2 grpc ModelInfer: INTERNAL MME_ERR_INTERNAL Internal server error; the server log has the details.',

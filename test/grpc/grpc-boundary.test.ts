@@ -112,7 +112,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
 
   it("gRPC outputs: [{name: '__proto__' | 'toString'}] is INVALID_ARGUMENT, not INTERNAL", async () => {
     // The output is looked up in the worker's OIP codec (src/worker-process/oip-codec.ts): a failure
-    // here is that codec's lookup on a plain object (noted in /work/notes/findings.md).
+    // here is that codec's lookup on a plain object.
     const inputs = [
       { name: 'a', datatype: 'FP32', shape: [1, 4], contents: { fp32_contents: [1, 2, 3, 4] } },
       { name: 'b', datatype: 'INT64', shape: [1, 2], contents: { int64_contents: ['1', '2'] } },
@@ -320,7 +320,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       client.close();
     }
     // One undecodable message between two good ones, each encoded here: grpc-js's encoder cannot write the bad one.
-    const method = serviceDefinitions().torchserve.service.StreamPredictions2!;
+    const method = serviceDefinitions().torchserve.service.StreamPredictions2;
     const bidi = new Client(`127.0.0.1:${t.server.grpc!.port}`, credentials.createInsecure());
     try {
       const call = bidi.makeBidiStreamRequest(
@@ -347,8 +347,8 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
           ['c', Status.OK],
         ],
       );
-      assert.match(answers[1]!.status!.message, /not a valid protobuf message/);
-      assert.equal(JSON.parse(answers[2]!.prediction.toString()).echo, 3);
+      assert.match(answers[1].status!.message, /not a valid protobuf message/);
+      assert.equal(JSON.parse(answers[2].prediction.toString()).echo, 3);
     } finally {
       bidi.close();
     }

@@ -201,7 +201,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
         accept: Buffer.from('text/csv'),
       },
     });
-    assertValuesClose(csv.prediction.toString().trim().split(',').map(Number), mlpForward(kMlp, [rows[0]!]).flat());
+    assertValuesClose(csv.prediction.toString().trim().split(',').map(Number), mlpForward(kMlp, [rows[0]]).flat());
   });
 
   it("StreamPredictions streams a streaming handler's chunks, then its final answer", async () => {
@@ -217,7 +217,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
       .slice(0, 5)
       .map((m) => JSON.parse(m.prediction.toString()).token)
       .join('');
-    assert.deepEqual(JSON.parse(messages[5]!.prediction.toString()), { text: tokens, tokens: 5 });
+    assert.deepEqual(JSON.parse(messages[5].prediction.toString()), { text: tokens, tokens: 5 });
     assert.equal((await requestId).get('x-request-id').length, 1);
   });
 

@@ -11,7 +11,7 @@ import { serviceDefinitions } from '../../src/grpc/protos';
 import { field, text, varint } from '../helpers/protobuf-wire';
 
 const method = (serviceDefinitions().kserve.service as unknown as Record<string, MethodDefinition<unknown, unknown>>)
-  .ModelInfer!;
+  .ModelInfer;
 const encodeRequest = (req: object) => method.requestSerialize(req);
 const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 
@@ -125,13 +125,13 @@ describe('gRPC ModelInfer codecs (fast path beside proto-loader)', () => {
     assert.deepEqual(method.responseDeserialize(fast), method.responseDeserialize(method.responseSerialize(answer)));
     const typed = {
       ...answer,
-      outputs: [{ ...answer.outputs[0]!, contents: { fp32_contents: [1, 2, 3, 4] } }],
+      outputs: [{ ...answer.outputs[0], contents: { fp32_contents: [1, 2, 3, 4] } }],
       raw_output_contents: [],
     };
     assert.equal(encodeInferResponse(typed), null);
     const labelled = {
       ...answer,
-      outputs: [{ ...answer.outputs[0]!, parameters: { class_labels: { string_param: '["a"]' } } }],
+      outputs: [{ ...answer.outputs[0], parameters: { class_labels: { string_param: '["a"]' } } }],
     };
     assert.equal(encodeInferResponse(labelled), null);
   });

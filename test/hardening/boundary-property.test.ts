@@ -349,7 +349,7 @@ const kRegressions: Regression[] = [
       cases: [
         {
           ...canary.invokeNamed(0),
-          rows: Array.from({ length: 64 }, (_, r) => rowsOf(0)[0]!.map((v) => v + r)),
+          rows: Array.from({ length: 64 }, (_, r) => rowsOf(0)[0].map((v) => v + r)),
           chunks: [1],
         },
         { ...canary.invokeNamed(1), chunks: [64] },

@@ -232,7 +232,7 @@ exports.initialize = () => { fs.writeFileSync(${JSON.stringify(loading)}, ''); w
 exports.handle = async (requests) => requests.map((r) => { fs.writeFileSync(JSON.parse(r.body.toString()).touch, ''); return '{}'; });
 `,
     });
-    const listener = t.server.listeners[0]!.server;
+    const listener = t.server.listeners[0].server;
     const closed = new Promise<void>((resolve) =>
       listener.once('request', (_req, res) => res.once('close', () => resolve())),
     );

@@ -60,7 +60,7 @@ describe('hardening: faults', () => {
       const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
       await waitFor(() => model.inFlightRequests === 8, 'a batch of 8 running in the worker');
       const [pid] = workerPidsOf(process.pid);
-      process.kill(pid!, 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
       const failed = await Promise.all(inFlight);
       // 507 from the exit, not 504 from the 60 s response timeout: they failed when the worker died.
       for (const r of failed) {
@@ -113,8 +113,8 @@ describe('hardening: faults', () => {
       assert.equal(spawnedAtFailed, 3);
       for (const k of [2, 3])
         assert.ok(
-          crashes[k]! - crashes[k - 1]! >= 900,
-          `crash ${k} came ${crashes[k]! - crashes[k - 1]!} ms after crash ${k - 1}`,
+          crashes[k] - crashes[k - 1] >= 900,
+          `crash ${k} came ${crashes[k] - crashes[k - 1]} ms after crash ${k - 1}`,
         );
       // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
       await waitFor(() => t.server.processes.spawned - spawned === 4, 'the next restart', 10_000);
@@ -131,12 +131,12 @@ describe('hardening: faults', () => {
       const held = invoke(t, 'm', { barrier, echo: 'held' });
       await waitFor(() => model.inFlightRequests === 1, 'the request to reach the worker');
       const [pid] = workerPidsOf(process.pid);
-      process.kill(pid!, 'SIGSTOP');
+      process.kill(pid, 'SIGSTOP');
       const queued = Array.from({ length: 3 }, (_, i) => invoke(t, 'm', { echo: i }));
       const first = await held;
       assert.equal(first.status, 504, first.text);
       assert.equal(first.body.errorCode, 'MME_ERR_WORKER_TIMEOUT');
-      await waitFor(() => !isAlive(pid!), 'the stopped worker to be killed');
+      await waitFor(() => !isAlive(pid), 'the stopped worker to be killed');
       for (const r of await Promise.all(queued)) {
         assert.ok(
           r.status === 200 || (r.status === 504 && r.body.errorCode === 'MME_ERR_WORKER_TIMEOUT'),
@@ -275,7 +275,7 @@ describe('hardening: faults', () => {
       const root = `/proc/${s.pid}/root${tmp}`;
       const extraction = fs.readdirSync(root).filter((d) => d.startsWith('mme-artifacts-'));
       assert.equal(extraction.length, 1);
-      assert.deepEqual(fs.readdirSync(path.join(root, extraction[0]!)), [], 'partial files left behind');
+      assert.deepEqual(fs.readdirSync(path.join(root, extraction[0])), [], 'partial files left behind');
       assert.equal((await loadModel(s, 'small', path.join(store, 'small.tar.gz'))).status, 200);
     } finally {
       await s.stop();

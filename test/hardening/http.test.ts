@@ -69,14 +69,14 @@ describe('hardening: HTTP layer', () => {
       const send = async ([what, bytes]: [string, Buffer]) => {
         const x = await rawExchange(port, bytes, { timeoutMs: 10_000, readAfterWrite: true });
         assertAnswered(x, 413, what);
-        assert.equal(JSON.parse(x.responses[0]!.body.toString()).errorCode, 'MME_ERR_PAYLOAD_TOO_LARGE', what);
+        assert.equal(JSON.parse(x.responses[0].body.toString()).errorCode, 'MME_ERR_PAYLOAD_TOO_LARGE', what);
         assert.ok(x.closed, `${what}: the connection was left open`);
       };
       // Warm-up first: the first few refused bodies raise the allocator's high-water mark once (as
       // Triton's chunk test waits for RSS to settle); a leak keeps growing after it.
-      for (let i = 0; i < 30; i++) await send(kinds[i % kinds.length]!);
+      for (let i = 0; i < 30; i++) await send(kinds[i % kinds.length]);
       const before = rssBytes(s.pid);
-      for (let i = 0; i < 100; i++) await send(kinds[i % kinds.length]!);
+      for (let i = 0; i < 100; i++) await send(kinds[i % kinds.length]);
       const growth = rssBytes(s.pid) - before;
       assert.ok(growth < 10 * 2 ** 20, `server RSS grew ${(growth / 2 ** 20).toFixed(1)} MiB over 100 refused bodies`);
       assert.equal((await request(`${s.url}/ping`)).status, 200);
@@ -95,7 +95,7 @@ describe('hardening: HTTP layer', () => {
       const limits = { headersTimeoutMs: 2000, requestTimeoutMs: 3000 };
       t = await startTestServer('', { listenerLimits: limits });
       const r = await runSlowClients({
-        port: t.server.listeners[0]!.port,
+        port: t.server.listeners[0].port,
         headerSockets: 300,
         bodySockets: 50,
         headerByteEveryMs: 500,
@@ -110,7 +110,7 @@ describe('hardening: HTTP layer', () => {
     it('T-H3 header_abuse: oversized or too many headers are 431, ambiguous framing is 400, and nothing is smuggled', async () => {
       t = await startTestServer();
       assert.equal((await loadModel(t, 'm', writeModelDir(t.store, 'm', addModel()))).status, 200);
-      const port = t.server.listeners[0]!.port;
+      const port = t.server.listeners[0].port;
       const ask = (text: string, responses?: number) => rawExchange(port, text, { timeoutMs: 5000, responses });
       const headers = (n: number) => Array.from({ length: n }, (_, i) => `x-h${i}: v\r\n`).join('');
       assertAnswered(
@@ -147,7 +147,7 @@ describe('hardening: HTTP layer', () => {
         ],
       ]) {
         // The smuggled request behind it must not be answered on its own.
-        assertAnswered(await ask(text!), 400, what!);
+        assertAnswered(await ask(text), 400, what);
       }
       const asBody = await ask(
         `POST /models/m/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${smuggled.length}\r\nConnection: close\r\n\r\n${smuggled}`,

@@ -105,7 +105,7 @@ describe('hardening: MME contract and lifecycle', () => {
         }),
       );
       while (answered === 0) await Promise.race(inFlight);
-      const rssWorker = rssBytes(worker!);
+      const rssWorker = rssBytes(worker);
       const rssBefore = rssBytes(s.pid) + rssWorker;
       const t0 = Date.now();
       const unload = await request(`${s.url}/models/a`, { method: 'DELETE' });
@@ -116,7 +116,7 @@ describe('hardening: MME contract and lifecycle', () => {
       const settled = await Promise.all(inFlight);
       for (const r of settled)
         assert.ok([200, 503, 404].includes(r.status), `an in-flight request got ${r.status}: ${r.text}`);
-      assert.ok(!isAlive(worker!), 'the worker process is still running');
+      assert.ok(!isAlive(worker), 'the worker process is still running');
       assert.deepEqual(descendantsOf(s.pid), []);
       const drop = rssBefore - rssBytes(s.pid);
       assert.ok(

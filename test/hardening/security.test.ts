@@ -179,7 +179,7 @@ describe('hardening: bad inputs and security', () => {
         ['POST', `/models/${seg}/invoke`],
         ['POST', `/predictions/${seg}`],
       ]) {
-        const res = await rawRequest(t.url, method!, p!);
+        const res = await rawRequest(t.url, method, p);
         assert.ok(res.status === 404 || res.status === 400, `${method} ${p}: ${res.status}`);
         assert.equal(res.headers['set-cookie'], undefined, `${method} ${p} set a cookie`);
       }
@@ -270,11 +270,7 @@ describe('hardening: bad inputs and security', () => {
         const res = await loadModel(t, 'pax', archive);
         assert.equal(res.status, 200, `${what}: ${res.text}`);
         const [dir] = fs.readdirSync(t.server.cacheDir);
-        assert.deepEqual(
-          fs.readdirSync(path.join(t.server.cacheDir, dir!)).sort(),
-          [landed, 'model.onnx'].sort(),
-          what,
-        );
+        assert.deepEqual(fs.readdirSync(path.join(t.server.cacheDir, dir)).sort(), [landed, 'model.onnx'].sort(), what);
         assert.equal((await request(`${t.url}/models/pax`, { method: 'DELETE' })).status, 200);
         assert.deepEqual(fs.readdirSync(t.server.cacheDir), [], `${what}: extraction left behind`);
         assertCanariesIntact(what);
@@ -420,7 +416,7 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
     try {
       const bombs = await writeBombs(store);
       // One refused load first, so the code paths are warm before the baseline is taken.
-      assert.equal((await loadModel(s, 'warm', bombs[1]![1])).status, 400);
+      assert.equal((await loadModel(s, 'warm', bombs[1][1])).status, 400);
       const rssBefore = rssBytes(s.pid);
       const port = Number(new URL(s.url).port);
       for (const [what, file, message] of bombs) {
@@ -465,7 +461,7 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
           .flatMap((l) => /listening on http:\/\/(\S+)/.exec(l)?.[1] ?? [])
           .map((a) => `tcp ${a}`)
           .sort();
-        const managementUrl = s.lines.flatMap((l) => /management API listening on (\S+)/.exec(l)?.[1] ?? [])[0]!;
+        const managementUrl = s.lines.flatMap((l) => /management API listening on (\S+)/.exec(l)?.[1] ?? [])[0];
         assert.equal(
           (await loadModel({ managementUrl }, 'm', writeModelDir(store, 'm', addModel()), { initial_workers: 2 }))
             .status,
@@ -646,7 +642,7 @@ describe('hardening: error hygiene', () => {
       const body = JSON.stringify(row);
       const head = `POST ${route} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Amzn-SageMaker-Target-Model: ${longHeader}\r\nConnection: close\r\n\r\n`;
       const r = await rawExchange(
-        t.server.listeners[0]!.port,
+        t.server.listeners[0].port,
         Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body)]),
         { responses: 1 },
       );
@@ -671,7 +667,7 @@ describe('hardening: error hygiene', () => {
 
     await t.server.metrics.flush();
     const prometheus = (await request(`${t.url}/metrics`)).text;
-    const labels = [...prometheus.matchAll(/model="((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!);
+    const labels = [...prometheus.matchAll(/model="((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]);
     // The EMF sink writes the interval to its file asynchronously: wait for complete lines.
     await waitFor(() => fs.existsSync(emf) && fs.readFileSync(emf, 'utf8').endsWith('\n'), 'the EMF interval on disk');
     const dimensions = fs
@@ -690,7 +686,7 @@ describe('hardening: error hygiene', () => {
     for (const line of t.logs) {
       // eslint-disable-next-line no-control-regex
       assert.doesNotMatch(
-        line.split('\n')[0]!,
+        line.split('\n')[0],
         /[\u0000-\u0008\u000b-\u001f\u007f]/,
         `a control character in the log: ${JSON.stringify(line.slice(0, 200))}`,
       );

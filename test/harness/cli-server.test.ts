@@ -19,7 +19,7 @@ describe('servers the test helpers start', function () {
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const pid = await new Promise<number>((resolve, reject) => {
-      readline.createInterface({ input: runner.stdout! }).on('line', (l) => {
+      readline.createInterface({ input: runner.stdout }).on('line', (l) => {
         const m = /^server (\d+)$/.exec(l);
         if (m) resolve(Number(m[1]));
       });

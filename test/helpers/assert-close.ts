@@ -19,7 +19,7 @@ export function assertValuesClose(
   for (let j = 0; j < expected.length; j++) {
     const v = values[j];
     assert.ok(
-      typeof v === 'number' && Math.abs(v - expected[j]!) <= tolerance,
+      typeof v === 'number' && Math.abs(v - expected[j]) <= tolerance,
       `${what}[${j}]: ${String(v)} vs ${expected[j]}`,
     );
   }

@@ -52,6 +52,7 @@ export class LocalAwsEndpoint {
   }
 
   static async start(handle: AwsHandler): Promise<LocalAwsEndpoint> {
+    // eslint-disable-next-line prefer-const -- the request handler closes over it before it is set
     let endpoint: LocalAwsEndpoint | undefined;
     const server = http.createServer((req, res) => {
       record(req)

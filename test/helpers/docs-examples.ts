@@ -10,7 +10,7 @@ export const kRepoRoot = path.resolve(__dirname, '../../..');
 /** The fenced blocks of `lang` in a docs page (path relative to the repository root), in page order. */
 export function codeBlocks(page: string, lang: string): string[] {
   const text = fs.readFileSync(path.join(kRepoRoot, page), 'utf8');
-  return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]!);
+  return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]);
 }
 
 /** `bash -c command` in `cwd`; never rejects. */

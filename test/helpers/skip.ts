@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
  */
 export const kSkipIds = {
   nginx: 'nginx is not installed (npm test installs it with apt-get when run as root)',
+  haproxy: 'haproxy is not installed (npm test installs it with apt-get when run as root)',
   kubectl: 'kubectl is not installed',
   'python-requests':
     'python3 cannot import requests (npm test installs python3-requests with apt-get when run as root)',

@@ -65,7 +65,7 @@ function chunkedRequest(chunks: Buffer[], path = '/', headers = 'Connection: clo
 
 /** `n` one-byte chunks of `body` (spaces past its end). */
 const oneByteChunks = (n: number, body = '') =>
-  Array.from({ length: n }, (_, i) => Buffer.from(i < body.length ? body[i]! : ' '));
+  Array.from({ length: n }, (_, i) => Buffer.from(i < body.length ? body[i] : ' '));
 
 /** POSTs `chunks` as one chunked body, written to the socket as they are (one HTTP chunk each). */
 function postChunked(port: number, chunks: Buffer[]): Promise<{ pieces: number; bytes: number; sha: string }> {
@@ -132,7 +132,7 @@ describe('HTTP body reader', () => {
 
   it(`refuses a chunked body once its chunks pass ${FREE_CHUNKS} plus one per ${MIN_CHUNK_BYTES} bytes: 400 MME_ERR_BODY_CHUNKS_TOO_SMALL, saying to send larger chunks or a Content-Length`, async () => {
     const got = await rawExchange(server.port, chunkedRequest(oneByteChunks(FREE_CHUNKS + 100)));
-    const res = got.responses[0]!;
+    const res = got.responses[0];
     assert.equal(res.status, 400);
     const body = JSON.parse(res.body.toString()) as { errorCode: string; message: string };
     assert.equal(body.errorCode, 'MME_ERR_BODY_CHUNKS_TOO_SMALL');
@@ -180,7 +180,7 @@ describe('HTTP body reader on every route that reads a body', () => {
         chunkedRequest(oneByteChunks(20_000, json), path, 'Content-Type: application/json\r\n'),
       );
       assert.equal(got.responses[0]?.status, 400, got.responses[0]?.body.toString());
-      assert.match(got.responses[0]!.body.toString(), /in larger chunks .* or with a Content-Length/);
+      assert.match(got.responses[0].body.toString(), /in larger chunks .* or with a Content-Length/);
     });
   }
 

@@ -183,7 +183,7 @@ describe('custom handlers', () => {
       assert.deepEqual(b.sessionInputs, ['input']);
       assert.deepEqual([b.header, b.allHeaders], ['abc', true]);
       assert.deepEqual([b.data, b.contentType, b.accept], [{ hello: 'world' }, 'application/json', 'application/json']);
-      assertValuesClose(b.output, mlpForward(kMlp, [[1, 2, 3, 4]])[0]!);
+      assertValuesClose(b.output, mlpForward(kMlp, [[1, 2, 3, 4]])[0]);
     });
 
     it('decodes text bodies to strings and leaves other types as bytes (decode_input_request)', async () => {

@@ -282,8 +282,8 @@ describe('invoke routes: node:http through the gateway', () => {
       { method: 'POST', body: json({ fail: 'no good', status: 422 }) },
       {
         status: 422,
-        headers: { 'content-length': '112', 'content-type': kJsonType },
-        body: mmsError(422, 'PredictionException', 'no good', 'MME_ERR_MODEL_ERROR'),
+        headers: { 'content-length': '114', 'content-type': kJsonType },
+        body: mmsError(422, 'BadRequestException', 'no good', 'MME_ERR_INVALID_INPUT'),
       },
     ],
     [
@@ -308,7 +308,7 @@ describe('invoke routes: node:http through the gateway', () => {
     const res = await fetch(`${t.url}/models/heads/invoke`, { method: 'POST', body: json({ fail: 'x', status: 409 }) });
     const id = res.headers.get('x-request-id')!;
     await waitFor(
-      () => t.logs.some((l) => l === `request ${id} POST /models/:name/invoke: 409 MME_ERR_MODEL_ERROR`),
+      () => t.logs.some((l) => l === `request ${id} POST /models/:name/invoke: 409 MME_ERR_INVALID_INPUT`),
       'the error line',
     );
     const refused = await fetch(`${t.url}/invocations`, { method: 'PUT' });
@@ -326,20 +326,20 @@ describe('invoke routes: node:http through the gateway', () => {
       `POST /models/mlp/invoke HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
       { responses: 1 },
     );
-    assert.equal(foreign.responses[0]!.status, 403);
-    assert.equal(JSON.parse(foreign.responses[0]!.body.toString()).errorCode, 'MME_ERR_FORBIDDEN');
+    assert.equal(foreign.responses[0].status, 403);
+    assert.equal(JSON.parse(foreign.responses[0].body.toString()).errorCode, 'MME_ERR_FORBIDDEN');
     const ipv6 = await rawExchange(
       port,
       `POST /models/mlp/invoke HTTP/1.1\r\nHost: [::1]:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
       { responses: 1 },
     );
-    assert.equal(ipv6.responses[0]!.status, 200);
+    assert.equal(ipv6.responses[0].status, 200);
     const headers = Array.from({ length: 100 }, (_, i) => `x-h${i}: v\r\n`).join('');
     const crowded = await rawExchange(
       port,
       `POST /models/mlp/invoke HTTP/1.1\r\nHost: localhost\r\n${headers}Content-Length: ${body.length}\r\n\r\n${body}`,
     );
-    assert.equal(crowded.responses[0]!.status, 431);
+    assert.equal(crowded.responses[0].status, 431);
     assert.ok(crowded.closed, 'the connection ends after the answer');
   });
 
@@ -360,7 +360,7 @@ describe('invoke routes: node:http through the gateway', () => {
     await ask(`${t.url}/v2/models/mlp/versions/2/infer`, { method: 'POST', body: '{}' });
     await ask(`${t.url}/predictions/mlp`, { method: 'GET' });
     await waitFor(
-      async () => (await count()).join() === [before! + 2, before4xx! + 1].join(),
+      async () => (await count()).join() === [before + 2, before4xx + 1].join(),
       'an answer and a 404 counted; a wrong version and a 405 not',
     );
   });

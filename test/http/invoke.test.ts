@@ -158,7 +158,7 @@ describe('POST /models/{name}/invoke and /invocations', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     assert.equal(chunked.status, 413);
   });
 

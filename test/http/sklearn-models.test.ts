@@ -147,8 +147,8 @@ function assertProbabilityObjects(
     assert.deepEqual(Object.keys(obj), labels.map(key), `row ${r} keys`);
     labels.forEach((label, c) =>
       assert.ok(
-        Math.abs(obj[key(label)]! - expected[r]![c]!) < 1e-6,
-        `row ${r} class ${key(label)}: ${obj[key(label)]} vs ${expected[r]![c]}`,
+        Math.abs(obj[key(label)] - expected[r][c]) < 1e-6,
+        `row ${r} class ${key(label)}: ${obj[key(label)]} vs ${expected[r][c]}`,
       ),
     );
   });
@@ -247,7 +247,7 @@ describe('scikit-learn, XGBoost and LightGBM models as skl2onnx / onnxmltools co
       assert.match(positive.headers.get('content-type') ?? '', /^text\/csv/);
       assertCloseRows(
         csvNumbers(positive.text),
-        expected.map((e) => [e.probabilities[1]!]),
+        expected.map((e) => [e.probabilities[1]]),
       );
       const labels = await post(t, 'rf-binary', body, { 'content-type': 'text/csv', accept: 'text/csv; output=label' });
       assert.equal(labels.text, expected.map((e) => `${e.label}\n`).join(''));
@@ -284,7 +284,7 @@ describe('scikit-learn, XGBoost and LightGBM models as skl2onnx / onnxmltools co
       assert.equal(res.status, 200, res.text);
       assertCloseRows(
         csvNumbers(res.text),
-        expected.map((e) => [e.probabilities[1]!]),
+        expected.map((e) => [e.probabilities[1]]),
       );
     });
   });
@@ -482,8 +482,8 @@ describe('scikit-learn, XGBoost and LightGBM models as skl2onnx / onnxmltools co
 
     it('still refuses external data that escapes the model directory', async () => {
       const escaping = externalDataClassifier(kExternal, '../w.bin');
-      const dir = writeModelDir(t.store, 'external-escape', escaping.model, { 'b.bin': escaping.files['b.bin']! });
-      fs.writeFileSync(path.join(t.store, 'w.bin'), escaping.files['../w.bin']!);
+      const dir = writeModelDir(t.store, 'external-escape', escaping.model, { 'b.bin': escaping.files['b.bin'] });
+      fs.writeFileSync(path.join(t.store, 'w.bin'), escaping.files['../w.bin']);
       const res = await loadModel(t, 'external-escape', dir);
       assert.equal(res.status, 400, res.text);
       assert.match(res.body.message, /escapes model directory/);

@@ -33,7 +33,7 @@ describe('lifecycle in shared hosts: a load displaced by a host death', () => {
         new RegExp(`\\[${second}\\] its shared host died while it loaded, through no fault of this model`).test(l),
       ),
     );
-    assert.equal(h.manager.get(second!).workers.length, 1);
+    assert.equal(h.manager.get(second).workers.length, 1);
     await h.manager.close(0);
   });
 });

@@ -5,7 +5,8 @@
  * sleeps. Shared hosts use the fake processes directly (processHarness).
  */
 import { MmeError } from '../../src/errors';
-import type { HostProcess, Launch, ModelSlot } from '../../src/server/hosts/host-process';
+import type { HostProcess, Launch } from '../../src/server/hosts/host-process';
+import type { ModelSlot } from '../../src/server/hosts/model-slot';
 import type { KillReason, WorkerExit } from '../../src/server/processes/exit-reason';
 import type { ProcessRegistry } from '../../src/server/processes/process-registry';
 import type { SlotView } from '../../src/server/processes/slot-lifecycle';
@@ -118,7 +119,7 @@ export class FakeFleet {
   #lookUp(): void {
     for (const p of this.#launched.splice(0)) {
       const host = ([...this.registry.live] as HostProcess[]).find((h) => h.pid === p.pid)!;
-      this.#workers.push(new FakeWorker(p, host, host.slots[0]!));
+      this.#workers.push(new FakeWorker(p, host, host.slots[0]));
     }
   }
 

@@ -57,6 +57,8 @@ export class FakeProcess extends EventEmitter {
   readonly loads: LoadMessage[] = [];
   /** Batches sent and not answered yet, oldest first. */
   readonly batches: InferMessage[] = [];
+  /** Ids of the requests the server cancelled (Cancel frames), in order. */
+  readonly cancels: number[] = [];
   /** Slots loaded and not released. */
   readonly slots = new Set<number>();
   alive = true;
@@ -127,7 +129,7 @@ export class FakeProcess extends EventEmitter {
   }
 
   #unloadReady(): void {
-    while (this.#unloads.length > 0 && this.#unloads[0]!.afterLoads <= this.#loadsDone) {
+    while (this.#unloads.length > 0 && this.#unloads[0].afterLoads <= this.#loadsDone) {
       const { slot } = this.#unloads.shift()!;
       this.slots.delete(slot);
       this.#send({ kind: MessageKind.Unloaded, msg: { slot } });
@@ -176,6 +178,9 @@ export class FakeProcess extends EventEmitter {
         break;
       case MessageKind.Infer:
         this.batches.push(frame.msg);
+        break;
+      case MessageKind.Cancel:
+        this.cancels.push(frame.msg.id);
         break;
       case MessageKind.Unload:
         this.#unloads.push({ slot: frame.msg.slot, afterLoads: this.#loadsReceived });

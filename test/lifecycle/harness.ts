@@ -40,11 +40,16 @@ export interface ProcessHarness extends Omit<Harness, 'fleet'> {
   processes: FakeProcesses;
 }
 
-export function processHarness(properties = '', fake: Partial<FakeProcessOptions> = {}): ProcessHarness {
+/** `readMemory`: what each fake process measures (default: nothing, as a pid without /proc). */
+export function processHarness(
+  properties = '',
+  fake: Partial<FakeProcessOptions> = {},
+  readMemory?: ManagerOptions['readMemory'],
+): ProcessHarness {
   const processes = new FakeProcesses(fake);
   const clock = new VirtualClock();
   return {
-    ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry() }),
+    ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry(), readMemory }),
     processes,
     clock,
   };

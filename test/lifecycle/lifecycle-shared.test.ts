@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { waitFor } from '../../harness/process-probes';
-import type { ModelSlot } from '../../src/server/hosts/host-process';
+import type { ModelSlot } from '../../src/server/hosts/model-slot';
 import { processHarness, type ProcessHarness } from './harness';
 import {
   checkNamesNeverTakenOver,
@@ -60,7 +60,7 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
         p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null);
         return true;
       case 'recycle':
-        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]!);
+        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]);
         return true;
       case 'loadBesideCrash':
         outcomes.start({ kind: 'load', name: c.name });
@@ -127,8 +127,10 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
     return;
   }
   const hosts = h.manager.hosts?.hosts ?? [];
-  for (const w of placed)
-    assert.ok(hosts.includes(w.host) && w.host.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
+  for (const w of placed) {
+    const host = hosts.find((h) => h === w.host);
+    assert.ok(host?.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
+  }
   for (const host of hosts) {
     // A host's slots are exactly the registry's placements in it…
     assert.deepEqual(
@@ -137,7 +139,7 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
       `${host.id}: its slots and the registry's placements differ`,
     );
     // …and exactly what its process holds loaded.
-    const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1]!;
+    const fake = h.processes.all[Number(host.id.slice('host-'.length)) - 1];
     assert.deepEqual(
       [...fake.slots].sort(),
       host.slots.map((s) => s.slotId).sort(),

@@ -1,7 +1,8 @@
 /**
- * The lifecycle core with dedicated workers on fake processes: each race is replayed in a fixed order of events, with no
- * processes and no sleeps. Time is virtual: a timeout or back-off passes when the test advances the
- * clock, never by waiting. The same paths run against real processes in test/server and test/hardening.
+ * The lifecycle core with dedicated workers on fake processes: each race is replayed in a fixed
+ * order of events, with no real processes and no sleeps. Time is virtual: a timeout or back-off
+ * passes when the test advances the clock, never by waiting. The same paths run against real
+ * processes in test/e2e (worker-management, model-cache) and test/hardening.
  */
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';

@@ -82,9 +82,9 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
     assert.deepEqual(fake.protocolErrors, []);
     assert.equal(fake.calls.length, 1, 'one interval, one request');
     const [call] = fake.calls;
-    assert.equal(call!.namespace, 'SageMakerMME');
-    assert.equal(call!.accessKeyId, 'AKIDMMETEST', 'credentials come from the default chain');
-    const data = call!.data;
+    assert.equal(call.namespace, 'SageMakerMME');
+    assert.equal(call.accessKeyId, 'AKIDMMETEST', 'credentials come from the default chain');
+    const data = call.data;
     for (const d of data) {
       assert.deepEqual(d.Dimensions, kEndpointDims, `${d.MetricName} has the endpoint dimensions only`);
       assert.equal(d.Timestamp, kNow / 1000);
@@ -172,7 +172,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   describe('when CloudWatch misbehaves', () => {
     const snapshot = (i: number): Snapshot => ({
       timestampMs: kNow + i * 60_000,
-      series: [gaugeSeries(METRICS[M.LoadedModelCount]!, i)],
+      series: [gaugeSeries(METRICS[M.LoadedModelCount], i)],
     });
     function sink(log: string[] = [], maxBuffered = 100): CloudWatchSink {
       return new CloudWatchSink({
@@ -198,7 +198,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       await waitFor(() => s.sent === 1, 'the sink to count the retried batch delivered', 60_000);
       assert.equal(fake.calls.length, 1);
       assert.equal(fake.attempts, 4);
-      assert.equal(fake.calls[0]!.data[0]!.StatisticValues!.Sum, 1);
+      assert.equal(fake.calls[0].data[0].StatisticValues!.Sum, 1);
       assert.equal(s.dropped, 0);
       assert.equal(s.sent, 1);
       assert.equal(
@@ -218,7 +218,7 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       s.write(snapshot(2));
       await waitFor(() => fake.calls.length === 1, 'the next interval');
       assert.equal(s.dropped, 1);
-      assert.equal(fake.calls[0]!.data[0]!.StatisticValues!.Sum, 2);
+      assert.equal(fake.calls[0].data[0].StatisticValues!.Sum, 2);
       await s.close(100);
     });
 

@@ -152,23 +152,23 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
     assert.equal(docs.length, 3 + 2, 'interval 1: endpoint, a, b; interval 2: endpoint, a');
 
     const [endpoint, a, b] = docs;
-    const directive = endpoint!._aws.CloudWatchMetrics[0]!;
-    assert.equal(endpoint!._aws.Timestamp, 1_700_000_000_000);
+    const directive = endpoint._aws.CloudWatchMetrics[0];
+    assert.equal(endpoint._aws.Timestamp, 1_700_000_000_000);
     assert.equal(directive.Namespace, 'Test/MME');
     assert.deepEqual(directive.Dimensions, [['EndpointName', 'VariantName']]);
-    assert.equal(endpoint!.EndpointName, 'ep');
-    assert.equal(endpoint!.Invocations, 4);
-    assert.equal(endpoint!.Invocation5XXErrors, 1);
-    assert.equal(endpoint!.ModelCacheHit, 0.75, 'the hit ratio');
-    assert.deepEqual((endpoint!.Statistics as Record<string, unknown>).ModelCacheHit, {
+    assert.equal(endpoint.EndpointName, 'ep');
+    assert.equal(endpoint.Invocations, 4);
+    assert.equal(endpoint.Invocation5XXErrors, 1);
+    assert.equal(endpoint.ModelCacheHit, 0.75, 'the hit ratio');
+    assert.deepEqual((endpoint.Statistics as Record<string, unknown>).ModelCacheHit, {
       SampleCount: 4,
       Sum: 3,
       Minimum: 0,
       Maximum: 1,
     });
-    assert.equal(endpoint!.ModelLatency, 1000);
-    assert.equal(endpoint!.LoadedModelCount, 2);
-    assert.ok(typeof endpoint!.MemoryUtilization === 'number');
+    assert.equal(endpoint.ModelLatency, 1000);
+    assert.equal(endpoint.LoadedModelCount, 2);
+    assert.ok(typeof endpoint.MemoryUtilization === 'number');
     assert.deepEqual(
       directive.Metrics.find((m) => m.Name === 'ModelLatency'),
       { Name: 'ModelLatency', Unit: 'Microseconds' },
@@ -178,13 +178,13 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
       { Name: 'CPUUtilization', Unit: 'Percent' },
     );
 
-    assert.deepEqual(a!._aws.CloudWatchMetrics[0]!.Dimensions, [['EndpointName', 'VariantName', 'ModelName']]);
-    assert.equal(a!.ModelName, 'a');
-    assert.equal(a!.ModelCacheHit, 1);
-    assert.equal(a!.MemoryUtilization, undefined, 'instance metrics only on the endpoint document');
-    assert.equal(b!.ModelName, 'b');
-    assert.equal(b!.ModelCacheHit, 0);
-    assert.equal(docs[3]!.Invocations, 1, 'the second interval starts from zero');
+    assert.deepEqual(a._aws.CloudWatchMetrics[0].Dimensions, [['EndpointName', 'VariantName', 'ModelName']]);
+    assert.equal(a.ModelName, 'a');
+    assert.equal(a.ModelCacheHit, 1);
+    assert.equal(a.MemoryUtilization, undefined, 'instance metrics only on the endpoint document');
+    assert.equal(b.ModelName, 'b');
+    assert.equal(b.ModelCacheHit, 0);
+    assert.equal(docs[3].Invocations, 1, 'the second interval starts from zero');
   });
 
   it('leaves out the dimensions it does not know (an empty DimensionSet is valid)', async () => {
@@ -193,20 +193,20 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
     recorder.invocation(invoke('a'));
     await recorder.close();
     const [line] = fs.readFileSync(file, 'utf8').trimEnd().split('\n');
-    assert.deepEqual(emfProblems(line!), []);
-    const doc = JSON.parse(line!) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] } };
-    assert.deepEqual(doc._aws.CloudWatchMetrics[0]!.Dimensions, [[]]);
-    assert.equal(doc._aws.CloudWatchMetrics[0]!.Namespace, 'SageMakerMME');
+    assert.deepEqual(emfProblems(line), []);
+    const doc = JSON.parse(line) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] } };
+    assert.deepEqual(doc._aws.CloudWatchMetrics[0].Dimensions, [[]]);
+    assert.equal(doc._aws.CloudWatchMetrics[0].Namespace, 'SageMakerMME');
   });
 
   it('writes to stdout with metrics_emf=stdout', async () => {
     const written: string[] = [];
-    const original = process.stdout.write;
+    const original = process.stdout.write.bind(process.stdout);
     const recorder = createMetrics(configWith('metrics_emf=stdout'), { log: () => undefined });
-    process.stdout.write = ((chunk: string) => {
+    process.stdout.write = (chunk: string) => {
       written.push(chunk);
       return true;
-    }) as typeof process.stdout.write;
+    };
     try {
       recorder.invocation(invoke('a'));
       await recorder.close();
@@ -214,8 +214,8 @@ describe('metrics: CloudWatch Embedded Metric Format', () => {
       process.stdout.write = original;
     }
     assert.equal(written.length, 1);
-    assert.ok(written[0]!.endsWith('\n'));
-    assert.deepEqual(emfProblems(written[0]!.trimEnd()), []);
+    assert.ok(written[0].endsWith('\n'));
+    assert.deepEqual(emfProblems(written[0].trimEnd()), []);
   });
 
   it('a destination that cannot be written costs only its own lines, counted as dropped', async () => {

@@ -69,10 +69,9 @@ export class CapturingSink implements IntervalSink {
   /** name → statistic set of the endpoint series (model null) of snapshot i. */
   stats(i: number): Record<string, { count: number; sum: number; min: number; max: number }> {
     return Object.fromEntries(
-      this.snapshots[i]!.series.filter((s) => s.model === null).map((s) => [
-        s.def.name,
-        { count: s.count, sum: s.sum, min: s.min, max: s.max },
-      ]),
+      this.snapshots[i].series
+        .filter((s) => s.model === null)
+        .map((s) => [s.def.name, { count: s.count, sum: s.sum, min: s.min, max: s.max }]),
     );
   }
 }

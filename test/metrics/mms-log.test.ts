@@ -37,7 +37,7 @@ describe('metrics: MMS metric log lines', () => {
     const line = (name: string, dims: string) => parsed.find((p) => p.name === name && p.dims === dims);
     assert.deepEqual(
       { ...line('Invocations', 'Level:Host') },
-      { name: 'Invocations', unit: 'Count', value: '4', dims: 'Level:Host', host: parsed[0]!.host, ts: '1542157988' },
+      { name: 'Invocations', unit: 'Count', value: '4', dims: 'Level:Host', host: parsed[0].host, ts: '1542157988' },
     );
     assert.equal(line('ModelCacheHit', 'Level:Host')!.value, '0.75');
     assert.equal(line('ModelLatency', 'Level:Host')!.unit, 'Microseconds');

@@ -52,13 +52,13 @@ describe('metrics: Prometheus at GET /metrics', () => {
 
       const latency = family(families, 'mme_model_latency_seconds');
       assert.equal(latency.type, 'HISTOGRAM');
-      assert.equal(latency.metrics[0]!.count, '3');
-      assert.equal(Number(latency.metrics[0]!.sum), 0.003);
-      assert.equal(latency.metrics[0]!.buckets!['0.001'], '3');
-      assert.equal(latency.metrics[0]!.buckets!['0.0005'], '0');
-      assert.equal(family(families, 'mme_overhead_latency_seconds').metrics[0]!.count, '3');
-      assert.equal(Number(family(families, 'mme_model_loading_time_seconds').metrics[0]!.sum), 2.5);
-      assert.equal(family(families, 'mme_batch_size').metrics[0]!.buckets!['1'], '3');
+      assert.equal(latency.metrics[0].count, '3');
+      assert.equal(Number(latency.metrics[0].sum), 0.003);
+      assert.equal(latency.metrics[0].buckets!['0.001'], '3');
+      assert.equal(latency.metrics[0].buckets!['0.0005'], '0');
+      assert.equal(family(families, 'mme_overhead_latency_seconds').metrics[0].count, '3');
+      assert.equal(Number(family(families, 'mme_model_loading_time_seconds').metrics[0].sum), 2.5);
+      assert.equal(family(families, 'mme_batch_size').metrics[0].buckets!['1'], '3');
 
       for (const name of [
         'mme_cpu_utilization_percent',
@@ -69,7 +69,7 @@ describe('metrics: Prometheus at GET /metrics', () => {
       ]) {
         assert.equal(family(families, name).type, 'GAUGE');
       }
-      assert.ok(Number(family(families, 'mme_memory_used_megabytes').metrics[0]!.value) > 0);
+      assert.ok(Number(family(families, 'mme_memory_used_megabytes').metrics[0].value) > 0);
       // Every metric of the catalog is there, with its CloudWatch name in the help.
       for (const def of METRICS)
         assert.match(family(families, def.prometheus.name).help, new RegExp(`CloudWatch: ${def.name}\\)$`));

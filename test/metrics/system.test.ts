@@ -87,15 +87,15 @@ describe('metrics: instance metrics', () => {
     assert.equal(values.MemoryUtilization, 25);
     assert.equal(values.MemoryUsed, 1024);
     assert.equal(values.MemoryAvailable, 3072);
-    assert.ok(values.DiskUtilization! > 0 && values.DiskUtilization! <= 100);
+    assert.ok(values.DiskUtilization > 0 && values.DiskUtilization <= 100);
   });
 
   it("falls back to the machine's figures outside a cgroup and leaves out what it cannot read", async () => {
     const sampler = new SystemSampler({ diskPath: '/nonexistent/model-store', read: () => null });
     const values = Object.fromEntries((await sampler.sample()).map((s) => [s.def.name, s.sum]));
-    assert.ok(values.CPUUtilization! >= 0 && values.CPUUtilization! <= 100 * os.cpus().length);
+    assert.ok(values.CPUUtilization >= 0 && values.CPUUtilization <= 100 * os.cpus().length);
     assert.ok(
-      Math.abs(values.MemoryUsed! + values.MemoryAvailable! - os.totalmem() / 2 ** 20) < 1,
+      Math.abs(values.MemoryUsed + values.MemoryAvailable - os.totalmem() / 2 ** 20) < 1,
       'used + available = total',
     );
     assert.equal(values.DiskUtilization, undefined);

@@ -26,7 +26,7 @@ function entryPoints(): string[] {
     scripts: Record<string, string>;
   };
   const fromNpm = Object.values(pkg.scripts).flatMap((s) =>
-    [...s.matchAll(/node (dist\/(?:scripts|src\/cli)\/\S+\.js)/g)].map((m) => path.join(kRoot, m[1]!)),
+    [...s.matchAll(/node (dist\/(?:scripts|src\/cli)\/\S+\.js)/g)].map((m) => path.join(kRoot, m[1])),
   );
   const direct = jsFiles(path.join(kDist, 'scripts')).filter((f) =>
     fs.readFileSync(f, 'utf8').includes('require.main === module'),

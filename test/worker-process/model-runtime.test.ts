@@ -69,7 +69,12 @@ describe("worker process: a handler's failures", function () {
             ]);
             const what = `${kind}${returned ? ' (returned)' : ''}`;
             assert.equal(res.status, kind === 'status-string' ? 418 : 500, `${what}: ${res.text.slice(0, 200)}`);
-            assert.equal(res.body.errorCode, 'MME_ERR_MODEL_ERROR', what);
+            // A handler's own 4xx is the client's mistake; anything else it throws is the model's.
+            assert.equal(
+              res.body.errorCode,
+              kind === 'status-string' ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR',
+              what,
+            );
             assert.ok(res.text.length < 10_000, `${what}: ${res.text.length} bytes`);
             assert.equal(beside.status, 200, `${what}: the model beside it: ${beside.text.slice(0, 200)}`);
           }

@@ -18,14 +18,14 @@ export function npyFile(name: string): Buffer {
  */
 export function readFloat32Npy(bytes: Buffer): { shape: number[]; values: number[] } {
   assert.equal(bytes.subarray(0, 6).toString('latin1'), '\x93NUMPY', 'the .npy magic string');
-  const major = bytes[6]!;
+  const major = bytes[6];
   const start = major === 1 ? 10 : 12;
   const headerEnd = start + (major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8));
   const header = bytes.subarray(start, headerEnd).toString('latin1');
   assert.match(header, /'descr': '<f4'/);
   assert.match(header, /'fortran_order': False/);
   const shape = /'shape': \(([^)]*)\)/
-    .exec(header)![1]!
+    .exec(header)![1]
     .split(',')
     .map((d) => d.trim())
     .filter(Boolean)

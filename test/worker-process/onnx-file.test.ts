@@ -241,7 +241,7 @@ describe('model.onnx read by hand (onnx-file.ts), as onnx-proto reads it', () =>
   it("gives onnx-proto's answer for random models", () => {
     fc.assert(
       fc.property(model, (m) => {
-        const bytes = onnx.ModelProto.encode(m as onnx.IModelProto).finish();
+        const bytes = onnx.ModelProto.encode(m).finish();
         assert.deepEqual(cheap(written(bytes)), full(bytes));
       }),
       { numRuns: 300 },
@@ -299,7 +299,7 @@ describe('model.onnx read by hand (onnx-file.ts), as onnx-proto reads it', () =>
             : strings.map((v) => Buffer.from(v).toString('utf8'));
         let got: unknown;
         try {
-          got = zipMapOutputs(readOnnxFile(written(bytes)))[0]!.classLabels;
+          got = zipMapOutputs(readOnnxFile(written(bytes)))[0].classLabels;
         } catch (err) {
           got = /has neither classlabels_int64s nor classlabels_strings/.test((err as Error).message) ? [] : err;
         }
@@ -334,7 +334,7 @@ describe('model.onnx read by hand (onnx-file.ts), as onnx-proto reads it', () =>
     }).finish();
     const graph = Buffer.concat([field(1, node), field(12, out)]);
     const bytes = field(7, graph);
-    assert.deepEqual(zipMapOutputs(readOnnxFile(written(bytes)))[0]!.classLabels, [5, -1, String(2n ** 62n)]);
+    assert.deepEqual(zipMapOutputs(readOnnxFile(written(bytes)))[0].classLabels, [5, -1, String(2n ** 62n)]);
     assert.deepEqual(
       onnx.ModelProto.decode(bytes).graph?.node?.[0]?.attribute?.[0]?.ints?.map(String),
       labels.map(String),

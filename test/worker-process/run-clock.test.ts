@@ -42,7 +42,8 @@ describe('worker run turns (run-clock.ts)', () => {
     });
     slowClock.watch(slow, turns);
     await Promise.all([run(slow, 'slow1'), run(slow, 'slow2'), run(slow, 'slow3')]);
-    await tinyRun;
+    // Set inside the session's callback, which the compiler's flow analysis does not see.
+    await (tinyRun as Promise<unknown> | null);
     assert.deepEqual(order, ['slow1', 'tiny', 'slow2', 'slow3']);
     assert.ok(slowClock.micros >= 15_000, `three 5 ms runs timed: ${slowClock.micros} µs`);
     assert.ok(
@@ -73,7 +74,7 @@ describe('worker run turns (run-clock.ts)', () => {
     clock.watch(refused, turns);
     await assert.rejects(run(refused, 'x'), /bad feeds/);
     assert.equal(clock.micros, 0);
-    await run(sessions[0]!.s, 'after');
+    await run(sessions[0].s, 'after');
     assert.equal(order.at(-1), 'after', 'a refused run gives its turn back');
   });
 });

@@ -238,7 +238,7 @@ describe("the worker's tensor boundary (one validated Tensor, batches that keep 
         together.forEach((answer, i) => {
           if (solo[i] instanceof Error) {
             assertBounded400(answer);
-            assert.equal((answer as Error).message, (solo[i] as Error).message);
+            assert.equal((answer as Error).message, solo[i].message);
           } else {
             assert.equal(answer, solo[i], `request ${i} got another answer in the batch`);
           }

@@ -18,6 +18,56 @@ export function oipRequest(
   return { requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
 }
 
+const kTimeoutKey = Buffer.from('"timeout"');
+const kPriorityKey = Buffer.from('"priority"');
+
+/** The pieces of `body` that hold its first `length` bytes, the last one cut to fit: no copy. */
+function headerChunks(body: readonly Buffer[], length: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0, n = 0; i < body.length && n < length; i++) {
+    const b = body[i];
+    out.push(b.length <= length - n ? b : b.subarray(0, length - n));
+    n += b.length;
+  }
+  return out;
+}
+
+/** `key` in the bytes `chunks` hold back to back, across a boundary too. */
+function mentions(chunks: readonly Buffer[], key: Buffer): boolean {
+  for (let i = 0; i < chunks.length; i++) {
+    if (chunks[i].indexOf(key) >= 0) return true;
+    if (i > 0) {
+      const prev = chunks[i - 1];
+      const seam = Buffer.concat([prev.subarray(prev.length - key.length + 1), chunks[i].subarray(0, key.length - 1)]);
+      if (seam.indexOf(key) >= 0) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The request's own parameters.timeout (microseconds) and parameters.priority, as the client wrote
+ * them. The JSON header is parsed here only when it names either key: other requests go to the
+ * worker unparsed, as before; a header that does not parse is the worker's to refuse.
+ */
+export function oipControls(body: readonly Buffer[], headerLength: number): { timeout?: unknown; priority?: unknown } {
+  const chunks = body.length === 1 ? [body[0].subarray(0, headerLength)] : headerChunks(body, headerLength);
+  if (!mentions(chunks, kTimeoutKey) && !mentions(chunks, kPriorityKey)) return {};
+  const header = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  let parameters: unknown;
+  try {
+    parameters = (JSON.parse(header.toString('utf8')) as { parameters?: unknown })?.parameters;
+  } catch {
+    return {};
+  }
+  if (typeof parameters !== 'object' || parameters === null) return {};
+  const p = parameters as Record<string, unknown>;
+  return {
+    timeout: Object.hasOwn(p, 'timeout') ? p.timeout : undefined,
+    priority: Object.hasOwn(p, 'priority') ? p.priority : undefined,
+  };
+}
+
 /** The answer's header and binary part; a handler that answered something else is a model error. */
 export function oipAnswer(model: string, result: InvokeResult): SplitBody<V2InferResponse> {
   let answer: SplitBody<V2InferResponse> | null;

@@ -60,8 +60,11 @@ export interface AdmissionDeps<Entry extends Resident> {
   evict(entry: Entry, why: string): Promise<void>;
 }
 
-/** What a reservation is for, as its 507 says. */
-export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number };
+/**
+ * What a reservation is for, as its 507 says. `autoscale`: a worker the server chose to add, which
+ * may evict only idle models, never one busier than the model it is for.
+ */
+export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number; autoscale?: boolean };
 
 export class Admission<Entry extends Resident> {
   readonly #lock = new Semaphore(1);
@@ -93,7 +96,7 @@ export class Admission<Entry extends Resident> {
         used = await this.#usedBytes(entry);
         count = this.#countedModels(entry);
         if (fits() || !this.deps.evicts || abort.aborted) break;
-        const victim = this.#nextVictim(entry.name);
+        const victim = this.#nextVictim(entry.name, purpose.kind === 'scale' && purpose.autoscale === true);
         if (!victim) break;
         const full =
           maxLoadedModels > 0 && count >= maxLoadedModels
@@ -113,11 +116,15 @@ export class Admission<Entry extends Resident> {
     }
   }
 
-  /** The best victim now, idle before busy, with its lock held; never the loading name, never one in transition. */
-  #nextVictim(loading: string): { entry: Entry; release: () => void; why: string } | null {
+  /**
+   * The best victim now, idle before busy (idle only when `idleOnly`), with its lock held; never the
+   * loading name, never one in transition.
+   */
+  #nextVictim(loading: string, idleOnly: boolean): { entry: Entry; release: () => void; why: string } | null {
     const order = this.deps.policy.victims(this.deps.clock.now()).filter((n) => n !== loading);
     const ready = order.map((n) => this.deps.current(n)).filter((e): e is Entry => e?.phase === 'ready');
-    for (const e of [...ready.filter((x) => x.active === 0), ...ready.filter((x) => x.active > 0)]) {
+    const idle = ready.filter((x) => x.active === 0);
+    for (const e of idleOnly ? idle : [...idle, ...ready.filter((x) => x.active > 0)]) {
       const release = this.deps.tryLock(e.name);
       if (!release) continue;
       if (this.deps.current(e.name) === e && e.phase === 'ready')

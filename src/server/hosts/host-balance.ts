@@ -12,7 +12,8 @@
  * moves at most once per kMoveCooldownMs, and a round moves at most kMovesPerRound of them.
  */
 import type { Clock, Timer } from '../../util/clock';
-import type { HostProcess, ModelSlot } from './host-process';
+import type { HostProcess } from './host-process';
+import type { ModelSlot } from './model-slot';
 
 const kRoundMs = 2000;
 const kMoveCooldownMs = 60_000;

@@ -20,7 +20,8 @@ import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import type { Assignment } from '../processes/worker-slot';
 import { HostBalance } from './host-balance';
-import { HostProcess, kSharedPolicy, ModelSlot, type SpawnOptions } from './host-process';
+import { HostProcess, kSharedPolicy, type SpawnOptions } from './host-process';
+import { ModelSlot } from './model-slot';
 
 export interface HostPoolOptions {
   size: number;

@@ -1,8 +1,8 @@
 /**
  * A worker process as the server sees it (a TorchServe worker, a Ray Serve replica): spawned,
  * spoken to in frames over fd 3, killed, reaped. It holds one model's session per slot
- * (ModelSlot): many in a shared host (Ray Serve's model multiplexing), one in a dedicated worker,
- * which is a one-slot host with its own policy (HostPolicy). It routes frames to its slots by slot
+ * (ModelSlot, model-slot.ts): many in a shared host (Ray Serve's model multiplexing), one in a
+ * dedicated worker, which is a one-slot host with its own policy (HostPolicy). It routes frames to its slots by slot
  * id and batch id, and at its exit hands each slot back the batches it held, with the exit's
  * reason (exit-reason.ts), split into the ones running and the ones still waiting in its pipe.
  * Its states are the process table of processes/worker-state.ts.
@@ -19,27 +19,20 @@ import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
-import type { Clock, Timer } from '../../util/clock';
+import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import { writeFrame } from '../../protocol/frame-codec';
 import type { FrameReader } from '../../protocol/frame-reader';
-import {
-  MessageKind,
-  type ChunkMessage,
-  type Frame,
-  type InferMessage,
-  type LoadedMessage,
-  type ResultMessage,
-} from '../../protocol/messages';
+import { MessageKind, type Frame, type InferMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { Job } from '../jobs/job';
-import { exitReason, loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
+import { exitReason, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { processMemoryBytes } from '../processes/process-memory';
 import type { ProcessRegistry } from '../processes/process-registry';
-import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
-import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from '../processes/worker-slot';
 import { processStates, type ProcessState } from '../processes/worker-state';
 import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
+import { BatchesInFlight, type BatchesView, type LostBatch } from './batches-in-flight';
+import type { ModelSlot, SlotHost } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
 
@@ -88,7 +81,7 @@ const kProfileExitMs = 5000;
 /** What V8 prints before it aborts on an exhausted heap (SIGABRT is otherwise any native crash). */
 const kHeapExhausted = /JavaScript heap out of memory/;
 
-export class HostProcess {
+export class HostProcess implements SlotHost {
   id: string;
   pid = 0;
   readonly startTime = new Date();
@@ -116,9 +109,7 @@ export class HostProcess {
   #loadedBytes = 0;
   #heavyModel: string | null = null;
   /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
-  readonly #batches = new Map<number, { batch: InFlightBatch; slot: ModelSlot; left: number }>();
-  /** How many of those each slot has: what its idleness is decided by. */
-  readonly #perSlot = new Map<ModelSlot, number>();
+  readonly #batches = new BatchesInFlight<ModelSlot>();
   #reader: FrameReader | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
@@ -290,31 +281,9 @@ export class HostProcess {
     return this.#reader!.maxFrameBytes;
   }
 
-  /** Batches sent and not yet answered in full, all slots'. */
-  get batchCount(): number {
-    return this.#batches.size;
-  }
-
-  /** Batches sent on `slot`'s behalf and not yet answered in full. */
-  batchesOf(slot: ModelSlot): number {
-    return this.#perSlot.get(slot) ?? 0;
-  }
-
-  /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
-  jobOf(slot: ModelSlot, id: number): Job | undefined {
-    for (const held of this.#batches.values()) {
-      if (held.slot !== slot) continue;
-      const job = held.batch.jobs.find((j) => j.id === id);
-      if (job) return job;
-    }
-    return undefined;
-  }
-
-  /** Requests sent on `slot`'s behalf and not answered yet (an independent batch's are answered one by one). */
-  requestsOf(slot: ModelSlot): number {
-    let n = 0;
-    for (const held of this.#batches.values()) if (held.slot === slot) n += held.left;
-    return n;
+  /** The batches its slots sent and it has not answered in full. */
+  get batches(): BatchesView<ModelSlot> {
+    return this.#batches;
   }
 
   /** A frame on a slot's behalf (Load, Unload, Cancel, ChunkAck). */
@@ -326,8 +295,7 @@ export class HostProcess {
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
     this.send({ kind: MessageKind.Infer, msg });
-    this.#batches.set(msg.batchId, { batch: { msg, jobs }, slot, left: jobs.length });
-    this.#perSlot.set(slot, this.batchesOf(slot) + 1);
+    this.#batches.add(slot, msg, jobs);
   }
 
   /** The slot is released, or was never loaded: forget it. */
@@ -382,18 +350,9 @@ export class HostProcess {
         for (const s of this.#slots.values()) s.sendLoad();
         break;
       case MessageKind.Result: {
-        const held = this.#batches.get(frame.msg.batchId);
-        if (!held) break;
         // An independent batch is answered one request at a time; the batch is held until the last.
-        held.left -= frame.msg.responses.length;
-        const done = held.left <= 0;
-        if (done) {
-          this.#batches.delete(frame.msg.batchId);
-          const left = this.batchesOf(held.slot) - 1;
-          if (left > 0) this.#perSlot.set(held.slot, left);
-          else this.#perSlot.delete(held.slot);
-        }
-        held.slot.onAnswered(held.batch, frame.msg, done);
+        const held = this.#batches.answer(frame.msg.batchId, frame.msg.responses.length);
+        held?.slot.onAnswered(held.batch, frame.msg, held.left <= 0);
         break;
       }
       case MessageKind.Loaded: {
@@ -431,16 +390,7 @@ export class HostProcess {
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
     this.#channel?.destroy();
-    // Each slot's batches run one after another (different slots' side by side, in a shared host),
-    // so each slot's oldest was running; a preload_model worker runs all of its batches at once.
-    const seen = new Set<ModelSlot>();
-    const lost = [...this.#batches.values()].map(({ batch, slot }) => {
-      const oldest = !seen.has(slot);
-      seen.add(slot);
-      return { batch, slot, running: slot.concurrentBatches || oldest };
-    });
-    this.#batches.clear();
-    this.#perSlot.clear();
+    const lost = this.#batches.takeAll();
     const slots = [...this.#slots.values()];
     for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
     this.#resolveExit(exit);
@@ -472,290 +422,9 @@ export class HostProcess {
  */
 function suspectLoad(
   exit: WorkerExit,
-  lost: ReadonlyArray<{ slot: ModelSlot; running: boolean }>,
+  lost: readonly LostBatch<ModelSlot>[],
   slots: readonly ModelSlot[],
 ): ModelSlot | null {
   if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
   return slots.find((s) => s.loadPending) ?? null;
-}
-
-/**
- * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
- * model): what the model's worker set sees as one of its workers, and the only WorkerSlot. It
- * shares its host's fate (a crash, a kill for a timeout). Its states are the worker table of
- * processes/worker-state.ts. What its host's policy decides: a dedicated worker's slot starts with
- * its process and leaves with it, and costs the process's PSS; a shared host's slot is loaded into
- * a running host, released with Unload, and costs its load's growth. It lives in this file beside
- * HostProcess because the two call each other (a type cycle between two files is refused).
- */
-export class ModelSlot implements WorkerSlot {
-  readonly id: string;
-  readonly startTime = new Date();
-  readonly #life: SlotLifecycle;
-  displaced = false;
-  spawnMicros = 0;
-  readonly exited: Promise<WorkerExit>;
-  readonly slotId: number;
-  #listener: WorkerListener | null = null;
-  #unloadTimer: Timer | null = null;
-  #loadSent = false;
-  #exitInfo: WorkerExit | null = null;
-  readonly #assignedAt = performance.now();
-  /** Its host had started when the slot was admitted: its load waited for no start-up. */
-  readonly #hostWasUp: boolean;
-  /** When its Loaded arrived (performance.now()), and what its session runs have taken since, µs (the host's latest figure). */
-  #loadedAt = 0;
-  #runMicros = 0;
-  #resolveExit!: (e: WorkerExit) => void;
-
-  constructor(
-    private readonly assignment: Assignment,
-    readonly host: HostProcess,
-    private readonly log: (line: string) => void,
-  ) {
-    this.id = assignment.id;
-    const shared = host.policy.shared;
-    // A dedicated worker's process may still be starting; a shared host's slot is loading from the start.
-    this.#life = new SlotLifecycle(
-      () => `worker ${this.id}`,
-      shared ? 'loading' : 'starting',
-      assignment.capacity,
-      host.clock,
-    );
-    this.exited = new Promise((r) => (this.#resolveExit = r));
-    this.#life.bound(assignment.loadTimeoutMs, () => this.#loadTimedOut());
-    this.slotId = host.admit(this, assignment.maxFrameBytes);
-    this.#hostWasUp = host.hasStarted;
-    if (host.hasStarted) this.sendLoad();
-  }
-
-  get lifecycle(): SlotView {
-    return this.#life;
-  }
-
-  get modelName(): string {
-    return this.assignment.load.modelName;
-  }
-
-  get pid(): number {
-    return this.host.pid;
-  }
-
-  get gpuId(): number {
-    return this.host.gpuId;
-  }
-
-  /** The shared host it is in, or null for a process of its own. */
-  get hostId(): string | null {
-    return this.host.policy.shared ? this.host.id : null;
-  }
-
-  /** Its batches run at once (a preload_model worker), not one after another. */
-  get concurrentBatches(): boolean {
-    return this.assignment.load.concurrentBatches;
-  }
-
-  get inFlightBatches(): number {
-    return this.host.batchesOf(this);
-  }
-
-  get inFlightRequests(): number {
-    return this.host.requestsOf(this);
-  }
-
-  get backlog(): number {
-    return this.host.batchCount;
-  }
-
-  get runMicros(): number {
-    return this.#runMicros;
-  }
-
-  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
-  get cpuShare(): number | undefined {
-    if (!this.host.policy.shared) return undefined;
-    const elapsedMicros = (performance.now() - this.#loadedAt) * 1000;
-    return this.#loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, this.#runMicros / elapsedMicros) : 0;
-  }
-
-  get isIdle(): boolean {
-    return !this.host.killed && this.#life.idle(this.inFlightBatches);
-  }
-
-  get isVacant(): boolean {
-    return this.isIdle && this.inFlightBatches === 0;
-  }
-
-  /** Its Load is in the host's one-at-a-time chain of loads, not yet answered. */
-  get loadPending(): boolean {
-    return this.#loadSent && !this.#life.settled;
-  }
-
-  /** The host has started (or had): send the Load. */
-  sendLoad(): void {
-    if (this.#life.settled) return;
-    this.#loadSent = true;
-    // Process start-up this load waited for: all of it for a fresh process, the rest of it for a spare still starting.
-    if (!this.#hostWasUp)
-      this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
-    this.#life.loading();
-    this.host.send({
-      kind: MessageKind.Load,
-      msg: { ...this.assignment.load, slot: this.slotId, shared: this.host.policy.shared },
-    });
-  }
-
-  listen(listener: WorkerListener): void {
-    this.#listener = listener;
-  }
-
-  /** A preload_model worker runs up to `capacity` batches at once; scaling it changes that. */
-  resize(capacity: number): void {
-    this.#life.resize(capacity);
-  }
-
-  run(msg: InferMessage, jobs: readonly Job[]): void {
-    msg.slot = this.slotId;
-    this.host.sendBatch(this, msg, jobs);
-  }
-
-  holds(job: Job): boolean {
-    return this.host.jobOf(this, job.id) === job;
-  }
-
-  heldJob(id: number): Job | undefined {
-    return this.host.jobOf(this, id);
-  }
-
-  cancel(job: Job): void {
-    this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
-  }
-
-  acknowledge(job: Job, bytes: number): void {
-    this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
-  }
-
-  /** A run cannot be stopped inside a process: the process goes, with every model in it (they reload elsewhere). */
-  kill(reason: KillReason): void {
-    this.host.kill(reason, this.modelName);
-  }
-
-  retire(): void {
-    this.#life.retire();
-  }
-
-  /**
-   * Ends its part and resolves once that is done. A dedicated worker: its process is stopped. A
-   * shared host's slot: its session is released, after the batches it sent there, once the host
-   * confirms; a host that does not answer within the model's load timeout is stuck, and killed.
-   */
-  stop(): Promise<WorkerExit> {
-    this.retire();
-    if (!this.host.policy.shared) return this.host.stop();
-    if (!this.#exitInfo && !this.#unloadTimer) {
-      this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
-      this.#unloadTimer = this.host.clock.setTimeout(() => {
-        this.log(
-          `[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`,
-        );
-        this.host.kill('timeout-kill', this.modelName);
-      }, this.assignment.loadTimeoutMs);
-    }
-    return this.exited;
-  }
-
-  /** A dedicated worker's process's PSS, read now; a shared host's slot: its load's cost. */
-  async measureMemory(): Promise<number> {
-    if (this.host.policy.shared) return this.#exitInfo ? 0 : this.#life.memoryBytes;
-    const bytes = await this.host.measureMemory();
-    this.#life.measured(bytes);
-    return bytes;
-  }
-
-  onLoaded(msg: LoadedMessage): void {
-    if (!this.#life.succeed(msg)) return;
-    this.#loadedAt = performance.now();
-    if (!this.host.policy.shared) return;
-    // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
-    this.#life.measured(Math.max(msg.rssGrowthBytes, this.host.sessionBytes + this.assignment.onnxBytes));
-    // Loaded into a host that began recycling meanwhile: move on with the others.
-    if (this.host.processState === 'draining') queueMicrotask(() => this.relocate());
-  }
-
-  onLoadFailed(err: MmeError): void {
-    const failed = this.#life.fail(err);
-    if (!this.host.policy.shared) {
-      if (failed) this.host.kill('stopped');
-      return;
-    }
-    // Its slot is empty in the host; nothing is left to release.
-    this.host.forget(this.slotId);
-    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
-  }
-
-  onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    // The host reports the model's run time since its load: the metric takes the growth.
-    const ran = msg.runMicros - this.#runMicros;
-    if (ran > 0) {
-      this.#runMicros = msg.runMicros;
-      this.assignment.onRan?.(ran);
-    }
-    this.#listener?.onResult(this, batch, msg, done);
-  }
-
-  onChunk(msg: ChunkMessage): void {
-    this.#listener?.onChunk(this, msg);
-  }
-
-  onUnloaded(): void {
-    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
-  }
-
-  /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
-  onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
-    if (!this.#life.settled) {
-      this.displaced = displaced;
-      this.#life.fail(loadExitError(this.id, exit));
-    }
-    this.#end(exit, running, waiting);
-  }
-
-  /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
-  relocate(): void {
-    if (this.#life.state === 'ready') this.#listener?.onRelocate(this);
-  }
-
-  #loadTimedOut(): void {
-    const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (!this.host.policy.shared) {
-      if (
-        this.#life.fail(
-          new MmeError(
-            'MME_ERR_LOAD_TIMEOUT',
-            `worker ${this.id} did not finish loading within ${limit}; it was stopped`,
-          ),
-        )
-      )
-        this.host.kill('timeout-kill', this.modelName);
-      return;
-    }
-    // A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
-    this.log(`[${this.id}] load in shared host ${this.host.id} took over ${limit}; killing the host`);
-    this.#life.fail(
-      new MmeError(
-        'MME_ERR_LOAD_TIMEOUT',
-        `model ${this.modelName} did not finish loading in shared host ${this.host.id} within ${limit}; the host was stopped`,
-      ),
-    );
-    this.host.kill('timeout-kill', this.modelName);
-  }
-
-  #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    if (this.#exitInfo) return;
-    this.#exitInfo = exit;
-    this.host.clock.clearTimeout(this.#unloadTimer);
-    this.#life.ended(exit);
-    this.#resolveExit(exit);
-    this.#listener?.onExit(this, exit, running, waiting);
-  }
 }

@@ -2,45 +2,91 @@ import { Fifo } from '../../util/fifo';
 import type { Job } from './job';
 
 /**
- * A model's bounded FIFO of admitted jobs (MMS's per-model data queue, job_queue_size).
- * Jobs put back after their worker died go to the head, so they keep their turn.
+ * A model's bounded queue of admitted jobs (MMS's per-model data queue, job_queue_size). Jobs put
+ * back after their worker died go to the head, so they keep their turn.
+ *
+ * With several priority levels (priority_levels, Triton's schedule policy) each level is a FIFO and
+ * take() serves the head with the best effective level: its own, improved by one for every
+ * `agingMs` it has waited, the older first on a tie. So a job is never passed by one that arrived
+ * (its level + 1) × agingMs after it, whatever that one's level: low priority never starves. A take
+ * looks at one head per level (O(levels)); with one level it is the plain FIFO.
  */
 export class JobQueue {
-  readonly #jobs = new Fifo<Job>();
+  readonly #levels: Fifo<Job>[];
+  /** The level of a job that names none: the middle one, as Triton's default_priority_level is often set. */
+  readonly #defaultLevel: number;
+  #length = 0;
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    levels = 1,
+    private readonly agingMs = 1,
+  ) {
+    this.#levels = Array.from({ length: levels }, () => new Fifo<Job>());
+    this.#defaultLevel = Math.ceil(levels / 2) - 1;
+  }
 
   get length(): number {
-    return this.#jobs.length;
+    return this.#length;
   }
 
   get isFull(): boolean {
-    return this.length >= this.capacity;
+    return this.#length >= this.capacity;
   }
 
   push(job: Job): void {
-    this.#jobs.push(job);
+    this.#fifoOf(job).push(job);
+    this.#length++;
   }
 
   unshift(jobs: Job[]): void {
-    this.#jobs.unshift(jobs);
+    if (this.#levels.length === 1) this.#levels[0].unshift(jobs);
+    else for (let i = jobs.length - 1; i >= 0; i--) this.#fifoOf(jobs[i]).unshift([jobs[i]]);
+    this.#length += jobs.length;
   }
 
-  /** Takes up to n jobs that are still wanted; cancelled and settled ones are dropped on the way. */
-  take(n: number): Job[] {
+  /** Takes up to n jobs that are still wanted, at `now` (the clock their admittedAt is on); cancelled and settled ones are dropped on the way. */
+  take(n: number, now: number): Job[] {
     const out: Job[] = [];
-    while (out.length < n && this.#jobs.length > 0) {
-      const job = this.#jobs.shift()!;
+    while (out.length < n && this.#length > 0) {
+      const job = (this.#levels.length === 1 ? this.#levels[0] : this.#next(now)).shift()!;
+      this.#length--;
       if (!job.settled && !job.cancelled) out.push(job);
     }
     return out;
   }
 
   remove(job: Job): boolean {
-    return this.#jobs.remove(job);
+    if (!this.#fifoOf(job).remove(job)) return false;
+    this.#length--;
+    return true;
   }
 
   drainAll(): Job[] {
-    return this.#jobs.drainAll();
+    this.#length = 0;
+    return this.#levels.flatMap((fifo) => fifo.drainAll());
+  }
+
+  #fifoOf(job: Job): Fifo<Job> {
+    return this.#levels[job.opts.priority ?? this.#defaultLevel] ?? this.#levels[this.#defaultLevel];
+  }
+
+  /** The level whose head goes next. */
+  #next(now: number): Fifo<Job> {
+    let best: Fifo<Job> | undefined;
+    let bestRank = Number.POSITIVE_INFINITY;
+    let bestAt = Number.POSITIVE_INFINITY;
+    for (let level = 0; level < this.#levels.length; level++) {
+      const fifo = this.#levels[level];
+      const head = fifo.peek();
+      if (!head) continue;
+      const rank = level - Math.floor((now - head.admittedAt) / this.agingMs);
+      if (rank < bestRank || (rank === bestRank && head.admittedAt < bestAt)) {
+        best = fifo;
+        bestRank = rank;
+        bestAt = head.admittedAt;
+      }
+    }
+    return best!;
   }
 }

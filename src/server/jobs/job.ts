@@ -14,6 +14,8 @@ export interface InvokeResult {
   /** Time from admission to dispatch to a worker, µs. */
   queueMicros: number;
   batchSize: number;
+  /** The worker process that ran it (a trace's run span names it). */
+  workerPid?: number;
   /** Time the invoke waited for its model's on-demand load, µs (ModelLoadingWaitTime); absent = none. */
   loadWaitMicros?: number;
 }
@@ -26,6 +28,13 @@ export interface JobOptions {
    * Call `delivered` once the chunk's bytes have left for the client: the handler sends more only then.
    */
   onChunk?: (chunk: ChunkMessage, delivered: () => void) => void;
+  /**
+   * The caller's own deadline on the server's clock, already bounded by max_request_timeout: past it
+   * a queued job is answered 408 without running, a running one is cancelled as on a disconnect.
+   */
+  deadline?: number;
+  /** The caller's priority level, 0 first, already checked against priority_levels; absent = the middle level. */
+  priority?: number;
 }
 
 /** Request ids on the wire: Cancel, ChunkAck and the answers find their request by it. */
@@ -38,8 +47,12 @@ export class Job {
   settled = false;
   /** Put back in the queue once already, after a worker died with it waiting in its pipe. */
   requeued = false;
-  /** The clock's now() past which it fails with 504 (the response timeout counts from admission). */
+  /**
+   * The clock's now() past which it fails: with 504 at the response timeout (counted from admission),
+   * or with 408 at its caller's deadline when that comes first (`callerDeadline`).
+   */
   deadline = 0;
+  callerDeadline = false;
   readonly promise: Promise<InvokeResult>;
   #resolve!: (r: InvokeResult) => void;
   #reject!: (e: MmeError) => void;

@@ -45,5 +45,6 @@ export function buildModel(
     onRestarted: () => events.workerRestarted(name),
     onRan: (micros) => events.sharedHostRunTime(name, micros),
     clock: workers.clock,
+    autoscale: config.autoscale,
   });
 }

@@ -11,6 +11,7 @@ import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Fifo } from '../../util/fifo';
+import { MinHeap } from '../../util/min-heap';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
 import type { ModelSettings } from './model-settings';
@@ -32,6 +33,8 @@ export interface DispatcherDeps {
   log(line: string): void;
   /** What the response timeout and the batch window run on: the server's clock. */
   clock: Clock;
+  /** A request left the queue for a worker after `ms` in it (the autoscaler's measure). */
+  waited?(ms: number): void;
 }
 
 /** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
@@ -47,13 +50,23 @@ export class Dispatcher {
   readonly #deadlines = new Fifo<Job>();
   #pruneAt = kPruneAtLeast;
   #deadlineTimer: Timer | null = null;
+  /**
+   * Jobs whose caller's deadline comes before the response timeout, soonest first: their deadlines
+   * are in no particular order, so they have a heap and a timer of their own, and a request that
+   * names no deadline costs what it did before.
+   */
+  readonly #callerDeadlines = new MinHeap<Job>((a, b) => a.deadline < b.deadline);
+  #callerPruneAt = kPruneAtLeast;
+  #callerTimer: Timer | null = null;
+  #callerTimerAt = 0;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** Dispatch counters (requests / batches = mean batch size). */
   readonly stats = { requests: 0, batches: 0 };
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.#queue = new JobQueue(deps.settings().jobQueueSize);
+    const settings = deps.settings();
+    this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
   }
 
   get queueLength(): number {
@@ -88,10 +101,20 @@ export class Dispatcher {
         ),
       );
     }
-    const job = new Job(request, opts, this.deps.clock.now());
-    job.deadline = job.admittedAt + settings.responseTimeoutMs;
-    this.#deadlines.push(job);
-    this.#armDeadline();
+    const now = this.deps.clock.now();
+    // Past its deadline already (an on-demand load took it): answered here, never queued.
+    if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#pastDeadline(true));
+    const job = new Job(request, opts, now);
+    job.deadline = now + settings.responseTimeoutMs;
+    if (opts.deadline !== undefined && opts.deadline < job.deadline) {
+      job.deadline = opts.deadline;
+      job.callerDeadline = true;
+      this.#callerDeadlines.push(job);
+      this.#armCallerDeadline();
+    } else {
+      this.#deadlines.push(job);
+      this.#armDeadline();
+    }
     opts.cancel?.onCancel(() => this.#onCancel(job));
     this.#queue.push(job);
     this.dispatch();
@@ -117,15 +140,18 @@ export class Dispatcher {
       // With batch_size 1 and a backlog, several requests share one frame and one round trip (run
       // one by one): on this VM each parent⇄worker hop costs more than running a small model.
       const independent = batchSize === 1 && this.#queue.length > 1 && !streaming;
-      const jobs = this.#queue.take(independent ? kCoalesce : batchSize);
+      const now = this.deps.clock.now();
+      const jobs = this.#queue.take(independent ? kCoalesce : batchSize, now);
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
       if (this.#batchTimer) {
         this.deps.clock.clearTimeout(this.#batchTimer);
         this.#batchTimer = null;
       }
-      const now = this.deps.clock.now();
-      for (const job of jobs) job.dispatchedAt = now;
+      for (const job of jobs) {
+        job.dispatchedAt = now;
+        this.deps.waited?.(now - job.admittedAt);
+      }
       this.stats.batches++;
       this.stats.requests += jobs.length;
       try {
@@ -145,7 +171,7 @@ export class Dispatcher {
   }
 
   /** A worker answered some or (`done`) the rest of a batch. */
-  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
@@ -161,6 +187,7 @@ export class Dispatcher {
           modelMicros: msg.modelMicros,
           queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
           batchSize: size,
+          workerPid,
         });
       }
     }
@@ -254,6 +281,55 @@ export class Dispatcher {
     this.#armDeadline();
   }
 
+  /** As #armDeadline for the caller's deadlines: re-armed when a new one comes before the timer's. */
+  #armCallerDeadline(): void {
+    const heap = this.#callerDeadlines;
+    while (heap.peek()?.settled) heap.pop();
+    if (heap.length > this.#callerPruneAt) {
+      heap.prune((job) => job.settled);
+      this.#callerPruneAt = Math.max(kPruneAtLeast, 2 * heap.length);
+    }
+    const head = heap.peek();
+    if (this.#callerTimer && head && this.#callerTimerAt <= head.deadline) return;
+    this.deps.clock.clearTimeout(this.#callerTimer);
+    this.#callerTimer = null;
+    if (!head) return;
+    this.#callerTimerAt = head.deadline;
+    this.#callerTimer = this.deps.clock.setTimeout(
+      () => this.#onCallerDeadline(),
+      Math.max(0, head.deadline - this.deps.clock.now()),
+    );
+  }
+
+  #onCallerDeadline(): void {
+    this.#callerTimer = null;
+    const now = this.deps.clock.now();
+    const heap = this.#callerDeadlines;
+    for (let job = heap.peek(); job && (job.settled || job.deadline <= now); job = heap.peek()) {
+      heap.pop();
+      if (job.settled) continue;
+      if (this.#queue.remove(job)) {
+        job.reject(this.#pastDeadline(true));
+        continue;
+      }
+      // Running: its client is answered now, and the worker is told as on a disconnect (its
+      // handler sees context.isCancelled); the process lives on, unlike at the response timeout.
+      job.reject(this.#pastDeadline(false));
+      this.#holder(job)?.cancel(job);
+    }
+    this.#armCallerDeadline();
+  }
+
+  #pastDeadline(queued: boolean): MmeError {
+    const { name } = this.deps;
+    return new MmeError(
+      'MME_ERR_DEADLINE_EXCEEDED',
+      queued
+        ? `The request's deadline passed before it reached a worker of model ${name}; ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline), add workers or lower the request rate.`
+        : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline).`,
+    );
+  }
+
   #onTimeout(job: Job): void {
     const seconds = this.deps.settings().responseTimeoutMs / 1000;
     if (this.#queue.remove(job)) {
@@ -319,5 +395,8 @@ export class Dispatcher {
     this.deps.clock.clearTimeout(this.#deadlineTimer);
     this.#deadlineTimer = null;
     this.#deadlines.drainAll();
+    this.deps.clock.clearTimeout(this.#callerTimer);
+    this.#callerTimer = null;
+    this.#callerDeadlines.drainAll();
   }
 }

@@ -4,6 +4,8 @@
  * counted and announced the same way wherever it happens.
  */
 
+import type { Direction, Reason } from '../workers/autoscaler';
+
 export interface CacheStats {
   hits: number;
   misses: number;
@@ -28,6 +30,9 @@ export interface ManagerEvents {
   sharedHostRecycled?(): void;
   sharedHostRunTime?(model: string, micros: number): void;
   loadedModelCount?(n: number): void;
+  /** `model` runs `workers` worker processes now (0: it left). */
+  modelWorkers?(model: string, workers: number): void;
+  autoscaleEvent?(model: string, direction: Direction, reason: Reason): void;
 }
 
 const kEvictedAgesKept = 1000;
@@ -101,6 +106,16 @@ export class LifecycleEvents {
 
   sharedHostRecycled(): void {
     this.sink.sharedHostRecycled?.();
+  }
+
+  /** Its worker target is `n` now: after its load, a scale, an autoscale step; 0 once it is gone. */
+  workers(name: string, n: number): void {
+    this.sink.modelWorkers?.(name, n);
+  }
+
+  /** An autoscale decision: applied (up or down), or a scale-up skipped (reason no_memory). */
+  autoscaled(name: string, direction: Direction, reason: Reason): void {
+    this.sink.autoscaleEvent?.(name, direction, reason);
   }
 
   sharedHostRunTime(name: string, micros: number): void {

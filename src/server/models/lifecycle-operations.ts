@@ -20,7 +20,7 @@ import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { Semaphore } from '../../util/semaphore';
 import { within } from '../../util/within';
-import { Admission } from '../cache/admission';
+import { Admission, type Purpose } from '../cache/admission';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import type { WorkerFactory } from '../workers/worker-factory';
@@ -159,6 +159,7 @@ export class LifecycleOperations {
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
+      events.workers(name, model.workerTarget);
       const where =
         settings.workerMode === 'shared'
           ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}`
@@ -186,8 +187,8 @@ export class LifecycleOperations {
    * POST /models, so the server log (CloudWatch Logs) is the only place a user can read why.
    */
   #loadFailure(entry: Registration, req: LoadRequest, thrown: unknown): MmeError {
-    const reason = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
-    const err = entry.artifact?.hidePaths(reason) ?? reason;
+    const reason: unknown = entry.abortLoad.signal.aborted ? entry.abortLoad.signal.reason : thrown;
+    const err: unknown = entry.artifact?.hidePaths(reason) ?? reason;
     const kind = entry.onDemand ? 'on-demand load' : entry.loadedAtStartup ? 'start-up load' : 'load';
     const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
     this.deps.log(
@@ -206,6 +207,7 @@ export class LifecycleOperations {
     entry.unreserve();
     entry.to('gone');
     this.deps.registry.forget(entry);
+    this.deps.events.workers(entry.name, 0);
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
@@ -310,12 +312,13 @@ export class LifecycleOperations {
       const model = e.model;
       const added =
         processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
-      const reserved = added > 0 ? await this.#reserveWorkers(e, added, min) : 0;
+      const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
       // The reservation stands until the new workers are measured.
       scaling = model.scale(min, max).finally(async () => {
         await model.refreshMemory();
         e.unreserve(reserved);
       });
+      this.deps.events.workers(name, model.workerTarget);
       if (synchronous) await scaling;
     } finally {
       unlock();
@@ -324,8 +327,56 @@ export class LifecycleOperations {
       scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
   }
 
+  /**
+   * One autoscale round of a serving model: its policy's decision, applied under its lock (a round
+   * that finds the name busy with another operation leaves it to the next). A scale-up reserves its
+   * worker's memory first, evicting only idle models; when there is no room it is skipped, logged
+   * and counted, and no caller sees it. Returns once the change is under way.
+   */
+  async autoscale(entry: Registration): Promise<void> {
+    const { name, model } = entry;
+    const scaler = model?.autoscaler;
+    if (!model || !scaler || entry.phase !== 'ready' || this.closing) return;
+    const d = scaler.decide(model.load);
+    if (!d) return;
+    const unlock = this.#locks.tryAcquire(name);
+    if (!unlock) return scaler.withdrawn();
+    const { events, log } = this.deps;
+    try {
+      if (this.deps.registry.current(name) !== entry || entry.phase !== 'ready') return scaler.withdrawn();
+      let reserved = 0;
+      if (d.direction === 'up') {
+        try {
+          reserved = await this.#reserveWorkers(entry, 1, { kind: 'scale', workers: d.target, autoscale: true });
+        } catch (err) {
+          if (!isMmeError(err) || err.code !== 'MME_ERR_INSUFFICIENT_MEMORY') {
+            scaler.withdrawn();
+            throw err;
+          }
+          scaler.skippedForMemory(d, err.message);
+          events.autoscaled(name, 'up', 'no_memory');
+          log(`[${name}] autoscale: not scaling up to ${d.target} worker(s) (${d.why}): ${err.message}`);
+          return;
+        }
+      }
+      scaler.applied(d);
+      events.autoscaled(name, d.direction, d.reason);
+      log(`[${name}] autoscale: ${d.direction} to ${d.target} worker(s), ${d.reason}: ${d.why}`);
+      const scaling = model.resize(d.target).finally(async () => {
+        await model.refreshMemory();
+        entry.unreserve(reserved);
+      });
+      events.workers(name, d.target);
+      scaling.catch((err: MmeError) =>
+        log(`[${name}] autoscale: scaling to ${d.target} worker(s) failed: ${err.message}`),
+      );
+    } finally {
+      unlock();
+    }
+  }
+
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
-  async #reserveWorkers(e: Registration, added: number, workers: number): Promise<number> {
+  async #reserveWorkers(e: Registration, added: number, purpose: Purpose): Promise<number> {
     const model = e.model!;
     const measured = await model.refreshMemory();
     const live = model.workers.length;
@@ -334,7 +385,7 @@ export class LifecycleOperations {
         ? measured / live
         : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
     const need = Math.ceil(added * perWorker);
-    await this.#admission.reserve(e, need, e.abortLoad.signal, { kind: 'scale', workers });
+    await this.#admission.reserve(e, need, e.abortLoad.signal, purpose);
     return need;
   }
 

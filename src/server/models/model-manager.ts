@@ -7,7 +7,8 @@
  * - OnDemandLoader: the route from an invoke to a loaded model, loading it from model_store when
  *   the self-managed cache is on;
  * - WorkerFactory: where workers start (spares, shared hosts, GPUs);
- * - LifecycleEvents: the cache counters and the metrics hooks.
+ * - LifecycleEvents: the cache counters and the metrics hooks;
+ * - AutoscaleRounds: each model's autoscale round (autoscale=on), applied by LifecycleOperations.
  */
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
@@ -21,6 +22,7 @@ import type { InvokeResult, JobOptions } from '../jobs/job';
 import type { Launch } from '../hosts/host-process';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory } from '../workers/worker-factory';
+import { AutoscaleRounds } from './autoscale-rounds';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Model } from './model';
@@ -49,6 +51,7 @@ export class ModelManager {
   readonly #workers: WorkerFactory;
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
+  readonly #autoscale: AutoscaleRounds | null;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   readonly repository: ModelRepository | null;
 
@@ -92,6 +95,10 @@ export class ModelManager {
       log,
       clock,
     });
+    this.#autoscale = config.autoscale
+      ? new AutoscaleRounds({ clock, entries: () => registry.live, round: (e) => this.#ops.autoscale(e), log })
+      : null;
+    this.#autoscale?.start();
   }
 
   get stats(): CacheStats {
@@ -139,6 +146,7 @@ export class ModelManager {
   }
 
   close(drainMs: number): Promise<ShutdownCounts> {
+    this.#autoscale?.stop();
     return this.#ops.close(drainMs);
   }
 

@@ -37,6 +37,9 @@ export interface ModelSettings {
   preloadModel: boolean;
   deviceIds: readonly number[] | null;
   workerMode: WorkerMode;
+  /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
+  priorityLevels: number;
+  priorityAgingMs: number;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
@@ -59,6 +62,8 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     preloadModel: !shared && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     workerMode,
+    priorityLevels: c.priorityLevels,
+    priorityAgingMs: c.priorityAgingMs,
   };
 }
 

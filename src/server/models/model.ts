@@ -9,6 +9,8 @@ import type { ChunkMessage, LoadMessage, ResultMessage, InvokeRequest } from '..
 import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
+import type { AutoscaleConfig } from '../../config/types';
+import { Autoscaler, type ModelLoad } from '../workers/autoscaler';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -44,6 +46,8 @@ export interface ModelDeps {
   waitForRoom?: (wake: () => void) => void;
   /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
   clock: Clock;
+  /** autoscale's thresholds; null = off. */
+  autoscale: AutoscaleConfig | null;
 }
 
 /**
@@ -68,6 +72,11 @@ export class Model implements WorkerListener {
   readonly memoryMoves: boolean;
   /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
   lastUsedAt: number;
+  /**
+   * Its autoscaling policy, or null: autoscale off, or workers it cannot add one by one (one
+   * preload_model process; a shared host's slot, which is promoted rather than scaled).
+   */
+  readonly autoscaler: Autoscaler | null;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
@@ -80,6 +89,10 @@ export class Model implements WorkerListener {
   ) {
     this.memoryMoves = settings.workerMode !== 'shared';
     this.lastUsedAt = deps.clock.now();
+    this.autoscaler =
+      deps.autoscale && settings.workerMode === 'dedicated' && !settings.preloadModel
+        ? new Autoscaler(deps.autoscale, deps.clock)
+        : null;
     this.#set = new WorkerSet(processCount(settings), {
       name,
       spawn: () => this.#spawn(),
@@ -107,6 +120,7 @@ export class Model implements WorkerListener {
       withHeaders: deps.load.handlerPath !== null,
       log: deps.log,
       clock: deps.clock,
+      waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
     });
   }
 
@@ -116,6 +130,17 @@ export class Model implements WorkerListener {
 
   get queueLength(): number {
     return this.#dispatcher.queueLength;
+  }
+
+  /** The worker count it runs toward (min_worker, or what autoscale set since). */
+  get workerTarget(): number {
+    return this.#set.target;
+  }
+
+  /** What an autoscale round judges. */
+  get load(): ModelLoad {
+    const { minWorkers, maxWorkers } = this.settings;
+    return { workers: this.#set.target, min: minWorkers, max: maxWorkers, queued: this.queueLength };
   }
 
   /** Requests handed to its workers and not answered yet. */
@@ -180,7 +205,7 @@ export class Model implements WorkerListener {
   }
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    this.#dispatcher.onResult(batch, msg, done);
+    this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
   }
@@ -201,7 +226,7 @@ export class Model implements WorkerListener {
   }
 
   /**
-   * MMS scale API: run `min` workers (max is recorded; workers are not autoscaled). Applied at once;
+   * MMS scale API: run `min` workers (max is what autoscale may add up to). Applied at once;
    * resolves when the started workers have loaded and the retired ones have exited.
    */
   scale(min: number, max: number): Promise<void> {
@@ -210,6 +235,24 @@ export class Model implements WorkerListener {
     const scaling = this.#set.scale(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes.
     if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
+    this.#dispatcher.dispatch();
+    return scaling;
+  }
+
+  /** A request's queue wait, for the autoscaler while it has a range to scale in. */
+  #waited(ms: number): void {
+    const { minWorkers, maxWorkers, batchSize, maxBatchDelayMs } = this.settings;
+    if (maxWorkers <= minWorkers) return;
+    // The batch window is a wait batching chose, not one another worker would have shortened.
+    this.autoscaler!.waited(Math.max(0, ms - (batchSize > 1 ? maxBatchDelayMs : 0)));
+  }
+
+  /**
+   * Autoscale: run `target` workers, min_worker and max_worker unchanged. Resolves when the started
+   * worker has loaded, or the retired one exited.
+   */
+  resize(target: number): Promise<void> {
+    const scaling = this.#set.scale(target);
     this.#dispatcher.dispatch();
     return scaling;
   }

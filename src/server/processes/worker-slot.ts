@@ -1,6 +1,6 @@
 /**
  * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and where the model runs. Its one implementation is ModelSlot (hosts/host-process.ts), a model's slot in a
+ * and where the model runs. Its one implementation is ModelSlot (hosts/model-slot.ts), a model's slot in a
  * worker process (a dedicated worker's one slot, or one of a shared host's).
  */
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';

@@ -64,10 +64,10 @@ export function spawnWorker(
   const child = (launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
   if (child.pid) fs.writeFile(`/proc/${child.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
   for (const stream of [child.stdout!, child.stderr!]) {
-    readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', hooks.onLine);
+    readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line: string) => hooks.onLine(line));
   }
   const channel = child.stdio[3] as Socket;
-  const reader = new FrameReader(kUnassignedFrameLimit, hooks.onFrame);
+  const reader = new FrameReader(kUnassignedFrameLimit, (frame) => hooks.onFrame(frame));
   const onData = (chunk: Buffer) => {
     try {
       reader.push(chunk);

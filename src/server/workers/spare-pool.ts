@@ -5,7 +5,8 @@
  * over (kRefillAfterMs). Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is
  * fixed at spawn.
  */
-import { dedicatedPolicy, HostProcess, type ModelSlot, type SpawnOptions } from '../hosts/host-process';
+import { dedicatedPolicy, HostProcess, type SpawnOptions } from '../hosts/host-process';
+import type { ModelSlot } from '../hosts/model-slot';
 
 /**
  * How long after the taken worker's Loaded its replacement starts: the load still reads the worker's

@@ -6,7 +6,8 @@
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { HostPool } from '../hosts/host-pool';
-import { dedicatedPolicy, HostProcess, ModelSlot, type Launch, type SpawnOptions } from '../hosts/host-process';
+import { dedicatedPolicy, HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
+import { ModelSlot } from '../hosts/model-slot';
 import type { ProcessRegistry } from '../processes/process-registry';
 import type { Assignment, WorkerSlot } from '../processes/worker-slot';
 import { GpuAssigner } from './gpu-assignment';

@@ -81,7 +81,7 @@ export class WorkerSet {
   async start(abort: AbortSignal): Promise<void> {
     const { started } = this.reconcile();
     const aborted = new Promise<never>((_, reject) => {
-      const onAbort = () => reject(abort.reason);
+      const onAbort = () => reject(abort.reason as Error);
       if (abort.aborted) onAbort();
       else abort.addEventListener('abort', onAbort, { once: true });
     });

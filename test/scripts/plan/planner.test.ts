@@ -132,7 +132,7 @@ describe('sizing planner: predictions', () => {
     const fleet = smallestFleet(w, 3 * GiB, DEDICATED, 0.99);
     assert.ok(fleet && fleet.instances >= 2 && fleet.instances <= 4, `instances ${fleet?.instances}`);
     assert.equal(
-      predict(w, 3 * GiB, { mode: DEDICATED, routing: 'hash', instances: fleet!.instances - 1 }).hitRatio < 0.99,
+      predict(w, 3 * GiB, { mode: DEDICATED, routing: 'hash', instances: fleet.instances - 1 }).hitRatio < 0.99,
       true,
     );
     assert.throws(
@@ -208,10 +208,10 @@ describe('npm run plan', () => {
     const runs = [...readme.matchAll(/```\n\$ npm run -s plan -- (.*)\n([^`]*)```/g)];
     assert.equal(runs.length, 2);
     for (const [, args, shown] of runs) {
-      const run = await runNodeScript('plan', args!.split(' '));
+      const run = await runNodeScript('plan', args.split(' '));
       assert.equal(run.code, 0, run.stderr);
       assert.ok(
-        run.stdout.startsWith(shown!),
+        run.stdout.startsWith(shown),
         `docs/deploy.md's output of plan ${args} is current (regenerate it with that command)`,
       );
     }

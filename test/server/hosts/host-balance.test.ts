@@ -2,9 +2,9 @@
  * Heavy-model balance in shared hosts (hosts/host-balance.ts): every 2 s round, a model over
  * shared_host_heavy_share of its host's thread marks the host heavy and its neighbours that ran in
  * the round move away; the mark stays until the share falls under half the threshold; a model
- * moves at most once a minute. The balance reads only each host's models, their cumulative run
- * time and the heavy mark, so the hosts here are plain objects whose run times the test sets, and
- * rounds pass on a virtual clock.
+ * moves at most once a minute. The balance reads only each host's slots (the models in it), their
+ * cumulative run time and the heavy mark, so the hosts here are plain objects whose run times the
+ * test sets, and rounds pass on a virtual clock.
  */
 import assert from 'node:assert/strict';
 import { HostBalance } from '../../../src/server/hosts/host-balance';
@@ -26,7 +26,8 @@ interface FakeModel {
 interface FakeHost {
   id: string;
   open: boolean;
-  models: FakeModel[];
+  /** Its slots, as HostProcess.slots: each a model's place in the host. */
+  slots: FakeModel[];
   heavyModel: string | null;
   markHeavy(model: string | null): void;
 }
@@ -46,7 +47,7 @@ function host(id: string, ...models: FakeModel[]): FakeHost {
   return {
     id,
     open: true,
-    models,
+    slots: models,
     heavyModel: null,
     markHeavy(m) {
       this.heavyModel = m;

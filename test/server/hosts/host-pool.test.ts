@@ -23,7 +23,7 @@ async function loadIn(h: ProcessHarness, model: string): Promise<FakeProcess> {
     return holding() !== undefined;
   }, `${model}'s load to reach a host`);
   const p = holding()!;
-  while (p.loads[0]!.modelName !== model) p.load();
+  while (p.loads[0].modelName !== model) p.load();
   p.load();
   return p;
 }
@@ -46,15 +46,15 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     assert.equal(h.processes.all.length, 0, 'no host starts before a model needs one');
     const [a] = await place(h, 'a');
     assert.equal(h.processes.all.length, 2);
-    assert.equal(index(h, a!), 0, 'a tie goes to the first host');
+    assert.equal(index(h, a), 0, 'a tie goes to the first host');
     const [b] = await place(h, 'b');
-    assert.equal(index(h, b!), 1, 'b goes to the empty host');
+    assert.equal(index(h, b), 1, 'b goes to the empty host');
     const [c] = await place(h, 'c');
-    assert.equal(index(h, c!), 0);
+    assert.equal(index(h, c), 0);
     const twice = await place(h, 'd', 2);
     assert.deepEqual(twice.map((p) => index(h, p)).sort(), [0, 1], 'two copies of d, one per host');
-    assert.deepEqual([...h.processes.all[0]!.slots].length, 3);
-    assert.deepEqual([...h.processes.all[1]!.slots].length, 2);
+    assert.deepEqual([...h.processes.all[0].slots].length, 3);
+    assert.deepEqual([...h.processes.all[1].slots].length, 2);
     await h.manager.close(0);
   });
 
@@ -72,7 +72,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
   it('replaces a host that died at once and its model reloads there; a second death within 10 s waits 1 s for its host', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const [first] = await place(h, 'a');
-    first!.exit(null, 'SIGKILL');
+    first.exit(null, 'SIGKILL');
     const second = await loadIn(h, 'a');
     assert.equal(h.processes.all.length, 2);
     assert.notEqual(second, first);
@@ -95,16 +95,16 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const [old] = await place(h, 'a');
     const held = statusOf(h.manager.invoke('a', invokeRequest()));
-    await waitFor(() => old!.batches.length === 1, 'the request to reach the host');
-    h.manager.hosts!.recycle(h.manager.hosts!.hosts[0]!);
+    await waitFor(() => old.batches.length === 1, 'the request to reach the host');
+    h.manager.hosts!.recycle(h.manager.hosts!.hosts[0]);
     assert.equal(h.logs.filter((l) => l.includes('] recycling: ')).length, 1);
     const fresh = await loadIn(h, 'a');
     assert.notEqual(fresh, old);
     await settle();
-    assert.equal(old!.alive, true, 'the old host still holds a request');
-    old!.answer();
+    assert.equal(old.alive, true, 'the old host still holds a request');
+    old.answer();
     assert.equal((await held).status, 200);
-    await waitFor(() => !old!.alive, 'the old host to stop once empty');
+    await waitFor(() => !old.alive, 'the old host to stop once empty');
     assert.deepEqual(h.processes.live(), [fresh]);
     const next = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => fresh.batches.length === 1, 'the next request to reach the new host');

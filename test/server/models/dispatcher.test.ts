@@ -5,7 +5,10 @@
  * the test advances the clock, and what reaches the worker is read from the frames it was sent.
  */
 import assert from 'node:assert/strict';
+import { Gateway } from '../../../src/gateway/gateway';
+import { MILLISECONDS } from '../../../src/gateway/request-controls';
 import type { InferMessage } from '../../../src/protocol/messages';
+import type { JobOptions } from '../../../src/server/jobs/job';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
 import { CancelToken } from '../../../src/util/cancel-token';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
@@ -20,19 +23,40 @@ async function loaded(
   const h = processHarness(properties, { autoLoad: true });
   await h.manager.load({ modelName: 'a', url: h.model('a'), ...settings });
   const [worker] = h.processes.live();
-  return { h, worker: worker! };
+  return { h, worker: worker };
 }
 
 /** Submits a request with its own request id; returns the id and its outcome. */
-function submit(h: ProcessHarness, cancel?: CancelToken): { id: string; outcome: ReturnType<typeof statusOf> } {
+function submit(
+  h: ProcessHarness,
+  cancel?: CancelToken,
+  opts: JobOptions = {},
+): { id: string; outcome: ReturnType<typeof statusOf> } {
   const request = invokeRequest();
-  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel })) };
+  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel, ...opts })) };
 }
+
+/** A request that asks for a deadline `ms` from now on the harness's clock. */
+const within = (h: ProcessHarness, ms: number) => submit(h, undefined, { deadline: h.clock.now() + ms });
 
 const ids = (batch: InferMessage) => batch.requests.map((r) => r.requestId);
 
 /** Lets the invokes pass acquire() and reach submit(): a few turns of the event loop, no time. */
 const settle = () => new Promise((r) => setImmediate(r));
+
+type Submitted = ReturnType<typeof submit>;
+
+/** With two batches `sent` in the pipeline, the next one the worker gets holds `kept` alone: a request dropped from the queue never reached it. */
+async function onlyKeptFollows(worker: FakeProcess, sent: Submitted[], kept: Submitted): Promise<void> {
+  worker.answer();
+  assert.equal((await sent[0].outcome).status, 200);
+  await waitFor(() => worker.batches.length === 2, 'the next request to reach the worker');
+  assert.deepEqual(ids(worker.batches[1]), [kept.id]);
+  worker.answer();
+  worker.answer();
+  assert.equal((await sent[1].outcome).status, 200);
+  assert.equal((await kept.outcome).status, 200);
+}
 
 async function close(h: ProcessHarness): Promise<void> {
   await h.manager.close(0);
@@ -49,8 +73,8 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(worker.batches.length, 0, 'a batch of 2 of 3 waits inside the window');
     const third = submit(h);
     await waitFor(() => worker.batches.length === 1, 'the full batch');
-    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id, third.id]);
-    assert.equal(worker.batches[0]!.independent ?? false, false);
+    assert.deepEqual(ids(worker.batches[0]), [first.id, second.id, third.id]);
+    assert.equal(worker.batches[0].independent ?? false, false);
     worker.answer();
     for (const r of [first, second, third]) assert.equal((await r.outcome).status, 200);
     await close(h);
@@ -66,7 +90,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(worker.batches.length, 0);
     h.clock.advance(1);
     await waitFor(() => worker.batches.length === 1, 'the batch at the end of the window');
-    assert.deepEqual(ids(worker.batches[0]!), [first.id, second.id]);
+    assert.deepEqual(ids(worker.batches[0]), [first.id, second.id]);
     worker.answer();
     assert.equal((await first.outcome).status, 200);
     assert.equal((await second.outcome).status, 200);
@@ -86,17 +110,17 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.match(refused.error!.message, /job queue of model a is full \(2 requests waiting\)/);
     assert.equal(worker.batches.length, 2, 'nothing more reached the worker');
     worker.answer();
-    assert.equal((await sent[0]!.outcome).status, 200);
+    assert.equal((await sent[0].outcome).status, 200);
     // batch_size 1 with a backlog: the queued requests share one frame, each run on its own.
     await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
     assert.deepEqual(
-      ids(worker.batches[1]!),
+      ids(worker.batches[1]),
       queued.map((q) => q.id),
     );
-    assert.equal(worker.batches[1]!.independent, true);
+    assert.equal(worker.batches[1].independent, true);
     worker.answer();
     worker.answer();
-    for (const r of [sent[1]!, ...queued]) assert.equal((await r.outcome).status, 200);
+    for (const r of [sent[1], ...queued]) assert.equal((await r.outcome).status, 200);
     await close(h);
   });
 
@@ -139,14 +163,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const c = await cancelled.outcome;
     assert.equal(c.status, 499);
     assert.equal(c.code, 'MME_ERR_CLIENT_CLOSED');
-    worker.answer();
-    assert.equal((await sent[0]!.outcome).status, 200);
-    await waitFor(() => worker.batches.length === 2, 'the next request to reach the worker');
-    assert.deepEqual(ids(worker.batches[1]!), [kept.id]);
-    worker.answer();
-    worker.answer();
-    assert.equal((await sent[1]!.outcome).status, 200);
-    assert.equal((await kept.outcome).status, 200);
+    await onlyKeptFollows(worker, sent, kept);
     await close(h);
   });
 
@@ -167,5 +184,147 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     assert.equal(worker.batches.length, 2, 'only the running batches were sent');
     await closing;
     for (const r of running) assert.equal((await r.outcome).code, 'MME_ERR_SHUTTING_DOWN');
+  });
+
+  describe("a caller's deadline", () => {
+    it('answers a request whose deadline passes while queued 408 MME_ERR_DEADLINE_EXCEEDED, not a millisecond early; it never reaches the worker', async () => {
+      const { h, worker } = await loaded({});
+      const sent = [submit(h), submit(h)];
+      await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+      const late = within(h, 500);
+      const kept = submit(h);
+      await settle();
+      h.clock.advance(499);
+      await settle();
+      h.clock.advance(1);
+      const o = await late.outcome;
+      assert.equal(o.status, 408);
+      assert.equal(o.code, 'MME_ERR_DEADLINE_EXCEEDED');
+      assert.match(o.error!.message, /deadline passed before it reached a worker of model a/);
+      await onlyKeptFollows(worker, sent, kept);
+      assert.equal(worker.alive, true);
+      await close(h);
+    });
+
+    it('answers a request already past its deadline (a long on-demand load) 408 at once, unsent', async () => {
+      const { h, worker } = await loaded({});
+      const o = await submit(h, undefined, { deadline: h.clock.now() }).outcome;
+      assert.equal(o.code, 'MME_ERR_DEADLINE_EXCEEDED');
+      await settle();
+      assert.equal(worker.batches.length, 0);
+      await close(h);
+    });
+
+    it('cancels a running request at its deadline as on a disconnect: 408 now, a Cancel frame, the worker lives on', async () => {
+      const { h, worker } = await loaded({});
+      const running = within(h, 300);
+      await waitFor(() => worker.batches.length === 1, 'the request to reach the worker');
+      const [sentRequest] = worker.batches[0].requests;
+      h.clock.advance(300);
+      const o = await running.outcome;
+      assert.equal(o.code, 'MME_ERR_DEADLINE_EXCEEDED');
+      assert.match(o.error!.message, /did not answer within the request's deadline/);
+      await waitFor(() => worker.cancels.length === 1, 'the Cancel frame');
+      assert.deepEqual(worker.cancels, [sentRequest.id]);
+      worker.answer();
+      const next = submit(h);
+      await waitFor(() => worker.batches.length === 1, 'the next request on the same worker');
+      worker.answer();
+      assert.equal((await next.outcome).status, 200);
+      assert.equal(worker.alive, true);
+      await close(h);
+    });
+
+    it('keeps the response timeout for a deadline past it (504, the worker killed)', async () => {
+      const { h, worker } = await loaded({ responseTimeoutSeconds: 1 });
+      const running = within(h, 5000);
+      await waitFor(() => worker.batches.length === 1, 'the request to reach the worker');
+      h.clock.advance(1000);
+      assert.equal((await running.outcome).code, 'MME_ERR_WORKER_TIMEOUT');
+      await waitFor(() => !worker.alive, 'the worker to be killed');
+      await close(h);
+    });
+
+    it('re-arms for a sooner deadline and serves deadlines out of admission order', async () => {
+      const { h, worker } = await loaded({});
+      const sent = [submit(h), submit(h)];
+      await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+      const later = within(h, 800);
+      const sooner = within(h, 200);
+      await settle();
+      h.clock.advance(200);
+      assert.equal((await sooner.outcome).code, 'MME_ERR_DEADLINE_EXCEEDED');
+      h.clock.advance(600);
+      assert.equal((await later.outcome).code, 'MME_ERR_DEADLINE_EXCEEDED');
+      worker.answer();
+      worker.answer();
+      for (const r of sent) assert.equal((await r.outcome).status, 200);
+      await close(h);
+    });
+
+    it('caps what a caller asks for at max_request_timeout, counted from when the gateway read it', async () => {
+      const { h, worker } = await loaded({});
+      const gateway = new Gateway({
+        manager: h.manager,
+        metrics: { invocation: () => undefined },
+        log: () => undefined,
+        defaultAccept: 'application/json',
+        controls: { maxRequestTimeoutMs: 1000, priorityLevels: 1 },
+        clock: h.clock,
+      });
+      const sent = [submit(h), submit(h)];
+      await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+      const inv = gateway.invocation();
+      inv.target('a');
+      inv.askTimeout('60000', MILLISECONDS, 'X-Request-Timeout');
+      const capped = statusOf(inv.run({ ...invokeRequest(), body: Buffer.from('{}') }, {}));
+      await settle();
+      h.clock.advance(999);
+      await settle();
+      h.clock.advance(1);
+      assert.equal((await capped).code, 'MME_ERR_DEADLINE_EXCEEDED');
+      worker.answer();
+      worker.answer();
+      for (const r of sent) assert.equal((await r.outcome).status, 200);
+      await close(h);
+    });
+  });
+
+  describe('priority (priority_levels)', () => {
+    it('sends the queued requests best level first, in arrival order within a level; none named = the middle level', async () => {
+      const { h, worker } = await loaded({}, 'priority_levels=3');
+      const sent = [submit(h), submit(h)];
+      await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+      const low = submit(h, undefined, { priority: 2 });
+      const plain = submit(h);
+      const mid = submit(h, undefined, { priority: 1 });
+      const high = submit(h, undefined, { priority: 0 });
+      await settle();
+      worker.answer();
+      await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
+      assert.deepEqual(ids(worker.batches[1]), [high.id, plain.id, mid.id, low.id]);
+      worker.answer();
+      worker.answer();
+      for (const r of [...sent, low, plain, mid, high]) assert.equal((await r.outcome).status, 200);
+      await close(h);
+    });
+
+    it('ages: a low-priority request that waited priority_aging_ms per level goes before a newer high one', async () => {
+      const { h, worker } = await loaded({}, 'priority_levels=3\npriority_aging_ms=100');
+      const sent = [submit(h), submit(h)];
+      await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
+      const low = submit(h, undefined, { priority: 2 });
+      await settle();
+      h.clock.advance(200);
+      const high = submit(h, undefined, { priority: 0 });
+      await settle();
+      worker.answer();
+      await waitFor(() => worker.batches.length === 2, 'the queued requests to reach the worker');
+      assert.deepEqual(ids(worker.batches[1]), [low.id, high.id]);
+      worker.answer();
+      worker.answer();
+      for (const r of [...sent, low, high]) assert.equal((await r.outcome).status, 200);
+      await close(h);
+    });
   });
 });

@@ -24,10 +24,10 @@ const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.invoke(name
 /** Waits for the `n`th worker process to receive its Load; returns it. */
 async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
   await waitFor(
-    () => h.processes.all.length === n && h.processes.all[n - 1]!.loads.length === 1,
+    () => h.processes.all.length === n && h.processes.all[n - 1].loads.length === 1,
     `load ${n} to reach its worker`,
   );
-  return h.processes.all[n - 1]!;
+  return h.processes.all[n - 1];
 }
 
 /** Answers every batch `p` holds until `pending` have all settled. */
@@ -114,7 +114,7 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     (await loadReaches(h, 2)).load();
     assert.equal((await explicit).status, 200);
     const after = invoke(h);
-    assert.deepEqual(await answerAll(h.processes.all[1]!, [after]), [200]);
+    assert.deepEqual(await answerAll(h.processes.all[1], [after]), [200]);
     await h.manager.close(0);
   });
 

@@ -67,7 +67,7 @@ describe('worker set (fake processes, virtual clock)', () => {
 
   it('replaces a worker that died unasked after 0, 1, 1 s; after three failed restarts the model is failed, and ready again once the one started after 2 s loads', async () => {
     const h = await loaded();
-    await crash(h, h.processes.live()[0]!, 1);
+    await crash(h, h.processes.live()[0], 1);
     // The first restart has no back-off, yet runs on a timer: time 0 fires it.
     let p = await restartAfter(h, 0);
     for (const [n, backoffMs] of [
@@ -88,7 +88,7 @@ describe('worker set (fake processes, virtual clock)', () => {
 
   it('starts counting again once a replacement has stayed up kStableMs: the next death restarts at once', async () => {
     const h = await loaded();
-    await crash(h, h.processes.live()[0]!, 1);
+    await crash(h, h.processes.live()[0], 1);
     await crash(h, await restartAfter(h, 0), 2);
     const second = await restartAfter(h, 1000);
     h.clock.advance(kStableMs);

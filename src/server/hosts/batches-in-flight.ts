@@ -1,0 +1,108 @@
+/**
+ * The one record of the work a worker process holds (host-process.ts): every batch sent and not
+ * answered in full, with the slot it was sent for (TorchServe's BatchAggregator holds the one batch its
+ * worker thread sent; here one process serves many slots, so the record is the process's). A slot's idleness,
+ * requests in flight and held jobs are read from it, and at the process's exit it says which of
+ * its batches were running and which only waiting in the pipe.
+ */
+import type { InferMessage } from '../../protocol/messages';
+import type { Job } from '../jobs/job';
+import type { InFlightBatch } from '../processes/worker-slot';
+
+/** What a batch is sent for: a model's slot, whose batches run at once or one after another. */
+interface BatchOwner {
+  readonly concurrentBatches: boolean;
+}
+
+export interface HeldBatch<S> {
+  readonly batch: InFlightBatch;
+  readonly slot: S;
+  /** Its requests not answered yet: an independent batch is answered one request at a time. */
+  left: number;
+}
+
+/** A batch the process held when it ended: `running` if it was being computed, not only in the pipe. */
+export interface LostBatch<S> {
+  readonly batch: InFlightBatch;
+  readonly slot: S;
+  readonly running: boolean;
+}
+
+/** What a slot reads of the record. */
+export interface BatchesView<S> {
+  /** Batches sent and not yet answered in full, all slots'. */
+  readonly size: number;
+  /** Batches sent on `slot`'s behalf and not yet answered in full. */
+  of(slot: S): number;
+  /** Requests sent on `slot`'s behalf and not answered yet. */
+  requestsOf(slot: S): number;
+  /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
+  jobOf(slot: S, id: number): Job | undefined;
+}
+
+export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
+  readonly #batches = new Map<number, HeldBatch<S>>();
+  /** How many of those each slot has: what its idleness is decided by. */
+  readonly #perSlot = new Map<S, number>();
+
+  get size(): number {
+    return this.#batches.size;
+  }
+
+  of(slot: S): number {
+    return this.#perSlot.get(slot) ?? 0;
+  }
+
+  requestsOf(slot: S): number {
+    let n = 0;
+    for (const held of this.#batches.values()) if (held.slot === slot) n += held.left;
+    return n;
+  }
+
+  jobOf(slot: S, id: number): Job | undefined {
+    for (const held of this.#batches.values()) {
+      if (held.slot !== slot) continue;
+      const job = held.batch.jobs.find((j) => j.id === id);
+      if (job) return job;
+    }
+    return undefined;
+  }
+
+  /** The batch was written to the process, which holds it from now until it is answered or ends. */
+  add(slot: S, msg: InferMessage, jobs: readonly Job[]): void {
+    this.#batches.set(msg.batchId, { batch: { msg, jobs }, slot, left: jobs.length });
+    this.#perSlot.set(slot, this.of(slot) + 1);
+  }
+
+  /**
+   * `answered` more of batch `batchId`'s requests were answered: the batch, forgotten once none is
+   * left (`left` ≤ 0); undefined for a batch not held.
+   */
+  answer(batchId: number, answered: number): HeldBatch<S> | undefined {
+    const held = this.#batches.get(batchId);
+    if (!held) return undefined;
+    held.left -= answered;
+    if (held.left <= 0) {
+      this.#batches.delete(batchId);
+      const left = this.of(held.slot) - 1;
+      if (left > 0) this.#perSlot.set(held.slot, left);
+      else this.#perSlot.delete(held.slot);
+    }
+    return held;
+  }
+
+  /** The process ended: every batch it held, running or waiting; the record is left empty. */
+  takeAll(): LostBatch<S>[] {
+    // Each slot's batches run one after another (different slots' side by side, in a shared host),
+    // so each slot's oldest was running; a preload_model worker runs all of its batches at once.
+    const seen = new Set<S>();
+    const lost = [...this.#batches.values()].map(({ batch, slot }) => {
+      const oldest = !seen.has(slot);
+      seen.add(slot);
+      return { batch, slot, running: slot.concurrentBatches || oldest };
+    });
+    this.#batches.clear();
+    this.#perSlot.clear();
+    return lost;
+  }
+}

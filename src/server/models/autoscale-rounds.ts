@@ -1,0 +1,47 @@
+/**
+ * The autoscale rounds (autoscale=on): every kRoundMs, each serving model with an autoscaler gets
+ * one round (LifecycleOperations.autoscale). A timer on the server's clock, re-armed after each
+ * round, so a virtual clock drives it in tests and a slow round never overlaps the next.
+ */
+import type { Clock, Timer } from '../../util/clock';
+import type { Registration } from './registration';
+
+/** How often a model's queue is judged: a burst gets its first extra worker within about this. */
+export const kRoundMs = 500;
+
+export interface RoundsDeps {
+  clock: Clock;
+  entries(): Iterable<Registration>;
+  round(entry: Registration): Promise<void>;
+  log(line: string): void;
+}
+
+export class AutoscaleRounds {
+  #timer: Timer | null = null;
+  #stopped = false;
+
+  constructor(private readonly deps: RoundsDeps) {}
+
+  start(): void {
+    if (this.#stopped || this.#timer) return;
+    this.#timer = this.deps.clock.setTimeout(() => void this.#run(), kRoundMs);
+    this.#timer.unref();
+  }
+
+  async #run(): Promise<void> {
+    this.#timer = null;
+    const entries = [...this.deps.entries()].filter((e) => e.model?.autoscaler);
+    await Promise.all(
+      entries.map((e) =>
+        this.deps.round(e).catch((err: Error) => this.deps.log(`[${e.name}] autoscale round failed: ${err.message}`)),
+      ),
+    );
+    this.start();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.deps.clock.clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * One model's autoscaling policy (autoscale=on): from its queue, the worker count it should run
+ * between min_worker and max_worker. Pure: it reads the injected clock and what it is told (each
+ * request's queue wait, the queue length and workers at each round) and says what to do; the
+ * lifecycle operations apply it (through the memory admission) and report back.
+ *
+ * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
+ *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
+ *   its waits are).
+ * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
+ *   of the threshold: the gap between the two is what keeps a steady load from flapping), never
+ *   below min_worker; each further step waits another idleMs.
+ * - No change within cooldownMs of the last one (or of a scale-up skipped for memory), so a new
+ *   worker has loaded and drained the queue before the queue is judged again.
+ */
+import type { AutoscaleConfig } from '../../config/types';
+import type { Clock } from '../../util/clock';
+
+/** The window the median queue wait is taken over. */
+export const kWindowMs = 2000;
+/** Waits the median is taken over at most (the most recent): bounded however high the rate. */
+const kSamplesKept = 512;
+
+export type Direction = 'up' | 'down';
+/** Why: the median queue wait, the backlog per worker, a quiet period; no_memory = a scale-up skipped for memory. */
+export type Reason = 'queue_wait' | 'backlog' | 'idle' | 'no_memory';
+
+/** What the model looks like at a round. */
+export interface ModelLoad {
+  /** Its worker set's target count now. */
+  workers: number;
+  min: number;
+  max: number;
+  /** Requests waiting in its queue. */
+  queued: number;
+}
+
+export interface Decision {
+  direction: Direction;
+  reason: Reason;
+  /** The worker count it asks for. */
+  target: number;
+  /** The figures behind it, for the log line and describe. */
+  why: string;
+}
+
+/** What describe shows beside the worker target: the last decision and why, and the median wait now. */
+export interface AutoscaleStatus {
+  lastDecision: { direction: Direction; reason: Reason; outcome: 'applied' | 'skipped'; why: string } | null;
+  skippedForMemory: number;
+  queueWaitP50Ms: number;
+}
+
+export class Autoscaler {
+  /** Queue waits (ms) with when they were taken, oldest first. */
+  readonly #waits: Array<{ at: number; ms: number }> = [];
+  #lastChangeAt = -Infinity;
+  /** Since when the queue has been quiet at every round; null while it is not. */
+  #quietSince: number | null = null;
+  #status: AutoscaleStatus = { lastDecision: null, skippedForMemory: 0, queueWaitP50Ms: 0 };
+  /** A decision is being applied: no other until it is done. */
+  #pending = false;
+
+  constructor(
+    private readonly settings: AutoscaleConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A request left the queue after `ms`. */
+  waited(ms: number): void {
+    this.#waits.push({ at: this.clock.now(), ms });
+    // Trimmed by halves, so a request costs O(1) however high the rate.
+    if (this.#waits.length >= 2 * kSamplesKept) this.#waits.splice(0, kSamplesKept);
+  }
+
+  /** Median queue wait over the window (0 with no request in it). */
+  medianWaitMs(): number {
+    const since = this.clock.now() - kWindowMs;
+    const old = this.#waits.findIndex((w) => w.at >= since);
+    this.#waits.splice(0, old < 0 ? this.#waits.length : Math.max(old, this.#waits.length - kSamplesKept));
+    if (this.#waits.length === 0) return 0;
+    const sorted = this.#waits.map((w) => w.ms).sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)];
+  }
+
+  get status(): AutoscaleStatus {
+    return this.#status;
+  }
+
+  /** One round: the change to make now, or null. Its outcome is reported back: applied(), skippedForMemory() or withdrawn(). */
+  decide(load: ModelLoad): Decision | null {
+    const now = this.clock.now();
+    const { queueWaitMs, backlogPerWorker, idleMs, cooldownMs } = this.settings;
+    const p50 = this.medianWaitMs();
+    this.#status = { ...this.#status, queueWaitP50Ms: p50 };
+    const backlog = load.queued / Math.max(1, load.workers);
+    const quiet = load.queued === 0 && p50 <= queueWaitMs / 4;
+    if (!quiet) this.#quietSince = null;
+    else this.#quietSince ??= now;
+    if (this.#pending || now - this.#lastChangeAt < cooldownMs) return null;
+    const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
+    if (load.workers < load.max) {
+      if (p50 > queueWaitMs)
+        return this.#asked('up', 'queue_wait', load.workers + 1, `${figures}; autoscale_queue_wait_ms=${queueWaitMs}`);
+      if (backlog > backlogPerWorker)
+        return this.#asked(
+          'up',
+          'backlog',
+          load.workers + 1,
+          `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}`,
+        );
+    }
+    if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
+      return this.#asked(
+        'down',
+        'idle',
+        load.workers - 1,
+        `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`,
+      );
+    return null;
+  }
+
+  #asked(direction: Direction, reason: Reason, target: number, why: string): Decision {
+    this.#pending = true;
+    return { direction, reason, target, why };
+  }
+
+  /** The decision was applied: the cooldown starts, and after a step down the next quiet period. */
+  applied(d: Decision): void {
+    this.#settle(d, 'applied', d.why);
+    if (d.direction === 'down') this.#quietSince = this.clock.now();
+  }
+
+  /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */
+  skippedForMemory(d: Decision, why: string): void {
+    this.#settle(d, 'skipped', `${d.why}; skipped: ${why}`);
+    this.#status = { ...this.#status, skippedForMemory: this.#status.skippedForMemory + 1 };
+  }
+
+  /** The decision could not be tried (another operation held the model): asked again next round. */
+  withdrawn(): void {
+    this.#pending = false;
+  }
+
+  #settle(d: Decision, outcome: 'applied' | 'skipped', why: string): void {
+    this.#pending = false;
+    this.#lastChangeAt = this.clock.now();
+    this.#status = { ...this.#status, lastDecision: { direction: d.direction, reason: d.reason, outcome, why } };
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * The server's certificate (tls_cert_file, tls_key_file, and tls_client_ca_file for mTLS), shared
+ * by every TLS listener: read and checked at start-up (a missing, unreadable or mismatched file is
+ * a one-line start error), then reloaded when the files change, as cert-manager rotates them. A
+ * change is noticed by watching the files' directories (a Kubernetes secret volume swaps a symlink,
+ * which a watch on the file itself misses) and, in case a watch misses it, by a stat poll. Files
+ * caught half-written, or not matching each other yet, leave the previous certificate in place
+ * until the next change. Listeners apply a new context to new connections only: open ones keep
+ * theirs, so a rotation drops nothing.
+ */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { MmeError } from '../errors';
+import type { Timer, Timers } from './clock';
+
+export interface TlsPaths {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Client certificates must be signed by this CA (mTLS); null = no client certificate asked for. */
+  readonly clientCaFile: string | null;
+}
+
+/** What every TLS listener is created and updated with (Node's default ciphers). */
+export interface TlsContext extends SecureContextOptions {
+  readonly minVersion: 'TLSv1.2';
+}
+
+/** A stat poll this often catches a change the directory watch missed; a stat of three files costs nothing. */
+const kPollMs = 10_000;
+/** A burst of watch events (a file written in pieces, a symlink swap) is read once, after it settles. */
+const kSettleMs = 200;
+
+/** Reads and checks the three files: the context, or an MmeError naming the key and what to change. */
+export function readTlsContext(paths: TlsPaths): { context: TlsContext; certificate: X509Certificate } {
+  const certPem = readKeyFile('tls_cert_file', paths.certFile);
+  const keyPem = readKeyFile('tls_key_file', paths.keyFile);
+  const caPem = paths.clientCaFile === null ? null : readKeyFile('tls_client_ca_file', paths.clientCaFile);
+  const certificate = parseCertificate('tls_cert_file', paths.certFile, certPem);
+  if (caPem !== null) parseCertificate('tls_client_ca_file', paths.clientCaFile!, caPem);
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey(keyPem);
+  } catch {
+    throw tlsError(
+      `tls_key_file ${paths.keyFile} is not a PEM private key${/ENCRYPTED/.test(keyPem.toString('latin1')) ? ' that can be read without a passphrase (it is encrypted; decrypt it, e.g. openssl pkey -in key.pem -out plain.pem)' : ''}`,
+    );
+  }
+  if (!certificate.checkPrivateKey(key)) {
+    throw tlsError(
+      `tls_key_file ${paths.keyFile} does not match the certificate in tls_cert_file ${paths.certFile}; give the key the certificate was issued for`,
+    );
+  }
+  const context: TlsContext = { cert: certPem, key: keyPem, ...(caPem ? { ca: caPem } : {}), minVersion: 'TLSv1.2' };
+  try {
+    createSecureContext(context);
+  } catch (err) {
+    throw tlsError(`tls_cert_file ${paths.certFile} cannot be used: ${(err as Error).message}`);
+  }
+  return { context, certificate };
+}
+
+function tlsError(message: string): MmeError {
+  return new MmeError('MME_ERR_CONFIG', message);
+}
+
+function readKeyFile(key: string, file: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EACCES'
+          ? `cannot be read by this user (uid ${process.getuid?.() ?? '?'})`
+          : code === 'EISDIR'
+            ? 'is a directory, not a file'
+            : `cannot be read (${code ?? String(err)})`;
+    throw tlsError(`config key ${key}: ${file} ${why}`);
+  }
+}
+
+function parseCertificate(key: string, file: string, pem: Buffer): X509Certificate {
+  try {
+    return new X509Certificate(pem);
+  } catch {
+    throw tlsError(`config key ${key}: ${file} is not a PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
+  }
+}
+
+/** Who the certificate names and until when, for the log. */
+function describe(certificate: X509Certificate): string {
+  return `${certificate.subject.replace(/\n/g, ', ')}, valid until ${new Date(certificate.validTo).toISOString()}`;
+}
+
+export class TlsFiles {
+  #context: TlsContext;
+  /** The files' stat signature when last read (successfully or not): a change is a new signature. */
+  #seen: string;
+  readonly #listeners = new Set<(context: TlsContext) => void>();
+  readonly #watchers: fs.FSWatcher[] = [];
+  #poll: Timer | null = null;
+  #settle: Timer | null = null;
+  #closed = false;
+
+  /** Reads the files (throws the start error) and starts watching them. */
+  constructor(
+    readonly paths: TlsPaths,
+    private readonly timers: Timers,
+    private readonly log: (line: string) => void,
+  ) {
+    this.#seen = this.#signature();
+    const { context, certificate } = readTlsContext(paths);
+    this.#context = context;
+    log(
+      `TLS certificate from ${paths.certFile}: ${describe(certificate)}${paths.clientCaFile ? `; client certificates signed by ${paths.clientCaFile} required` : ''}`,
+    );
+    for (const dir of new Set(this.#files().map((f) => path.dirname(f)))) {
+      try {
+        const watcher = fs.watch(dir, { persistent: false }, () => this.#soon());
+        watcher.on('error', () => watcher.close()); // the poll still sees changes
+        this.#watchers.push(watcher);
+      } catch {
+        // a directory that cannot be watched: the poll alone notices changes
+      }
+    }
+    this.#schedulePoll();
+  }
+
+  /** The current certificate, key and CA. */
+  get context(): TlsContext {
+    return this.#context;
+  }
+
+  /** Client certificates are required (tls_client_ca_file is set). */
+  get mutual(): boolean {
+    return this.paths.clientCaFile !== null;
+  }
+
+  /** Calls `listener` with each new context; returns what stops that. */
+  onChange(listener: (context: TlsContext) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Reads the files again if they changed since last read; applies them if they make a usable context. */
+  check(): void {
+    const signature = this.#signature();
+    if (signature === this.#seen || this.#closed) return;
+    this.#seen = signature;
+    let read: ReturnType<typeof readTlsContext>;
+    try {
+      read = readTlsContext(this.paths);
+    } catch (err) {
+      this.log(
+        `TLS files changed but cannot be used yet (${(err as Error).message}); still serving the previous certificate until they change again`,
+      );
+      return;
+    }
+    this.#context = read.context;
+    for (const listener of this.#listeners) listener(read.context);
+    this.log(`TLS certificate reloaded from ${this.paths.certFile}: ${describe(read.certificate)}`);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#listeners.clear();
+    for (const w of this.#watchers) w.close();
+    this.timers.clearTimeout(this.#poll);
+    this.timers.clearTimeout(this.#settle);
+  }
+
+  #files(): string[] {
+    return [this.paths.certFile, this.paths.keyFile, ...(this.paths.clientCaFile ? [this.paths.clientCaFile] : [])];
+  }
+
+  /** Inode, size, modification and change time of each file (following links; a chmod changes the last), or "-" for one that cannot be stat'ed. */
+  #signature(): string {
+    return this.#files()
+      .map((f) => {
+        try {
+          const s = fs.statSync(f);
+          return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join('|');
+  }
+
+  #soon(): void {
+    if (this.#settle !== null || this.#closed) return;
+    this.#settle = this.timers.setTimeout(() => {
+      this.#settle = null;
+      this.check();
+    }, kSettleMs);
+  }
+
+  #schedulePoll(): void {
+    if (this.#closed) return;
+    this.#poll = this.timers.setTimeout(() => {
+      this.check();
+      this.#schedulePoll();
+    }, kPollMs);
+    this.#poll.unref();
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * A caller's deadline and priority through the gRPC door, with a real @grpc/grpc-js client: the
+ * call's deadline (grpc-timeout), bounded by max_request_timeout, and ModelInfer's
+ * parameters.timeout (microseconds) and parameters.priority. Nothing waits for time: each test
+ * waits for the answer or for what the worker wrote.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { holdingHandler } from '../../harness/fault-handlers';
+import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { loadModel } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+
+type Infer = (
+  req: unknown,
+  metadata: Metadata,
+  options: { deadline?: number },
+  cb: (err: ServiceError | null) => void,
+) => void;
+
+describe('request deadline and priority: the gRPC door', () => {
+  let t: TestServer;
+  let c: GrpcClients;
+  const dir = tempDir('mme-grpc-deadline-');
+  const log = path.join(dir, 'hold.log');
+  const release = path.join(dir, 'hold.release');
+  const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n') : []);
+
+  before(async () => {
+    t = await startTestServer('grpc_inference_port=0\nmax_request_timeout=0.5\npriority_levels=2');
+    const r = await loadModel(
+      t,
+      'hold',
+      writeModelDir(t.store, 'hold', addModel(), { 'handler.js': holdingHandler(log, release) }),
+    );
+    assert.equal(r.status, 200, r.text);
+    c = grpcClients(t.server.grpc!.port);
+  });
+  after(async () => {
+    fs.writeFileSync(release, '');
+    c.close();
+    await t.close();
+  });
+
+  /** ModelInfer on `hold` tagged `tag`; resolves with the call's error (null: it succeeded). */
+  function infer(tag: string, parameters: object = {}, deadlineMs?: number): Promise<ServiceError | null> {
+    const metadata = new Metadata();
+    metadata.set('x-test-tag', tag);
+    const req = {
+      model_name: 'hold',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 16] }],
+      raw_input_contents: [Buffer.alloc(64)],
+      parameters,
+    };
+    const fn = (c.kserve as unknown as { ModelInfer: Infer }).ModelInfer.bind(c.kserve);
+    return new Promise((resolve) =>
+      fn(req, metadata, deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs }, resolve),
+    );
+  }
+
+  it('cuts a call deadline past max_request_timeout to it: DEADLINE_EXCEEDED from the server, the handler cancelled', async () => {
+    const err = await infer('capped', {}, 60_000);
+    assert.equal(err?.code, Status.DEADLINE_EXCEEDED, err?.details);
+    assert.deepEqual(err.metadata.get('mme-error-code'), ['MME_ERR_DEADLINE_EXCEEDED']);
+    await waitFor(() => lines().includes('cancelled capped'), 'the handler to see the cancellation');
+  });
+
+  it("honours the client's own deadline (grpc-timeout): DEADLINE_EXCEEDED, the handler cancelled", async () => {
+    const err = await infer('short', {}, 200);
+    assert.equal(err?.code, Status.DEADLINE_EXCEEDED, err?.details);
+    await waitFor(() => lines().includes('cancelled short'), 'the handler to see the cancellation');
+  });
+
+  it('honours parameters.timeout in microseconds and takes parameters.priority', async () => {
+    const err = await infer('param', { timeout: { int64_param: '200000' }, priority: { int64_param: '1' } });
+    assert.equal(err?.code, Status.DEADLINE_EXCEEDED, err?.details);
+    assert.deepEqual(err.metadata.get('mme-error-code'), ['MME_ERR_DEADLINE_EXCEEDED']);
+    await waitFor(() => lines().includes('cancelled param'), 'the handler to see the cancellation');
+  });
+
+  it('refuses a priority outside priority_levels, or a timeout that is no whole number, with INVALID_ARGUMENT', async () => {
+    const priority = await infer('bad', { priority: { int64_param: '3' } });
+    assert.equal(priority?.code, Status.INVALID_ARGUMENT);
+    assert.match(
+      priority.details,
+      /parameters.priority is "3"; set it to a whole number from 1 \(first\) to 2 \(priority_levels\)/,
+    );
+    const timeout = await infer('bad', { timeout: { string_param: 'soon' } });
+    assert.equal(timeout?.code, Status.INVALID_ARGUMENT);
+    assert.match(timeout.details, /parameters.timeout is "soon"/);
+    assert.ok(!lines().includes('bad'), 'neither reached the handler');
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * A caller's deadline and priority through the HTTP door, on a real server with real workers:
+ * X-Request-Timeout (milliseconds) and X-Request-Priority on every invoke route, OIP v2
+ * parameters.timeout (microseconds) and parameters.priority on /v2 infer. Deadlines here are real
+ * time, but nothing waits for time: each test waits for what the worker wrote.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { holdingHandler } from '../../harness/fault-handlers';
+import { addModel, writeModelDir } from '../../harness/onnx-models';
+import { waitFor } from '../../harness/process-probes';
+import { loadModel, request } from '../../harness/http-requests';
+import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+
+const kV2Input = { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 16], data: new Array(16).fill(1) }] };
+
+describe('request deadline and priority: the HTTP door', () => {
+  let t: TestServer;
+  const dir = tempDir('mme-deadline-');
+  const logOf = (model: string) => path.join(dir, `${model}.log`);
+  const releaseOf = (model: string) => path.join(dir, `${model}.release`);
+  const lines = (model: string) =>
+    fs.existsSync(logOf(model)) ? fs.readFileSync(logOf(model), 'utf8').split('\n') : [];
+
+  before(async () => {
+    t = await startTestServer('priority_levels=3\nmax_request_timeout=60');
+    const models = ['queued', 'running', 'v2'];
+    const loads = models.map((m) =>
+      loadModel(t, m, writeModelDir(t.store, m, addModel(), { 'handler.js': holdingHandler(logOf(m), releaseOf(m)) })),
+    );
+    for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
+  });
+  after(async () => {
+    for (const m of ['queued', 'running', 'v2']) fs.writeFileSync(releaseOf(m), '');
+    await t.close();
+  });
+
+  const invoke = (model: string, tag: string, headers: Record<string, string> = {}) =>
+    request(`${t.url}/models/${model}/invoke`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json', 'x-test-tag': tag, ...headers },
+    });
+
+  it('X-Request-Timeout: a request still queued at its deadline is 408 MME_ERR_DEADLINE_EXCEEDED and never runs', async () => {
+    const model = t.server.manager.get('queued');
+    const held = [invoke('queued', 'a1'), invoke('queued', 'a2')];
+    await waitFor(
+      () => lines('queued').includes('a1') && model.inFlightRequests + model.queueLength === 2,
+      'the worker to be busy',
+    );
+    const late = await invoke('queued', 'late', { 'x-request-timeout': '100', 'x-request-priority': '1' });
+    assert.equal(late.status, 408, late.text);
+    assert.equal((late.body as { errorCode: string }).errorCode, 'MME_ERR_DEADLINE_EXCEEDED');
+    assert.match(late.text, /deadline passed before it reached a worker of model queued/);
+    fs.writeFileSync(releaseOf('queued'), '');
+    for (const r of await Promise.all(held)) assert.equal(r.status, 200, r.text);
+    assert.ok(!lines('queued').includes('late'), 'the late request never reached the handler');
+  });
+
+  it('X-Request-Timeout: a request running at its deadline is 408 and its handler sees isCancelled; the worker lives on', async () => {
+    const pid = t.server.manager.get('running').workers[0].pid;
+    const r = await invoke('running', 'slow', { 'x-request-timeout': '200' });
+    assert.equal(r.status, 408, r.text);
+    assert.match(r.text, /did not answer within the request's deadline/);
+    await waitFor(() => lines('running').includes('cancelled slow'), 'the handler to see the cancellation');
+    fs.writeFileSync(releaseOf('running'), '');
+    assert.equal((await invoke('running', 'next')).status, 200);
+    assert.equal(t.server.manager.get('running').workers[0].pid, pid, 'the same worker process');
+  });
+
+  it('v2 infer: parameters.timeout in microseconds cancels the running request with 408', async () => {
+    const r = await request(`${t.url}/v2/models/v2/infer`, {
+      method: 'POST',
+      json: { ...kV2Input, parameters: { timeout: 200_000, priority: 1 } },
+      headers: { 'x-test-tag': 'v2' },
+    });
+    assert.equal(r.status, 408, r.text);
+    await waitFor(() => lines('v2').includes('cancelled v2'), 'the handler to see the cancellation');
+  });
+
+  it('refuses a bad timeout or priority with 400 that says what to send, quoting at most 100 characters', async () => {
+    const cases: Array<[Promise<{ status: number; text: string }>, RegExp]> = [
+      [
+        invoke('running', 'x', { 'x-request-timeout': 'soon' }),
+        /X-Request-Timeout is \\"soon\\"; set it to a whole number of milliseconds/,
+      ],
+      [invoke('running', 'x', { 'x-request-timeout': '-5' }), /X-Request-Timeout is \\"-5\\"/],
+      [invoke('running', 'x', { 'x-request-timeout': '9'.repeat(500) }), /… \(500 characters\)/],
+      [invoke('running', 'x', { 'x-request-priority': '4' }), /from 1 \(first\) to 3 \(priority_levels\)/],
+      [
+        request(`${t.url}/v2/models/v2/infer`, { method: 'POST', json: { ...kV2Input, parameters: { timeout: 1.5 } } }),
+        /parameters.timeout is 1.5; set it to a whole number of microseconds/,
+      ],
+      [
+        request(`${t.url}/v2/models/v2/infer`, {
+          method: 'POST',
+          json: { ...kV2Input, parameters: { priority: 'high' } },
+        }),
+        /parameters.priority is \\"high\\"/,
+      ],
+    ];
+    for (const [answer, message] of cases) {
+      const r = await answer;
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.text, message);
+      assert.ok(r.text.length < 600, 'the message quotes a bounded part of the value');
+    }
+  });
+});

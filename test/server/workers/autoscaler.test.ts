@@ -1,0 +1,242 @@
+/**
+ * Per-model autoscaling (workers/autoscaler.ts, applied by LifecycleOperations.autoscale each
+ * round): the policy alone on a virtual clock, then through the ModelManager on fake worker
+ * processes, where a round runs only when the test advances the clock past it. Up under a queue,
+ * one worker at a time; a scale-up the memory budget has no room for skipped and counted (no 507,
+ * no eviction of a busy model, an idle one may go); down after the idle period, never below
+ * min_worker; no flapping.
+ */
+import assert from 'node:assert/strict';
+import type { AutoscaleConfig } from '../../../src/config/types';
+import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
+import { Autoscaler, type Decision } from '../../../src/server/workers/autoscaler';
+import { waitFor } from '../../../harness/process-probes';
+import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import { VirtualClock } from '../../helpers/virtual-clock';
+
+const MiB = 2 ** 20;
+const kSettings: AutoscaleConfig = { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 };
+const kProperties = 'autoscale_queue_wait_ms=100\nautoscale_idle_seconds=5\nautoscale_cooldown_seconds=3';
+
+/** A few turns of the event loop, no virtual time: frames, exits and a round's awaits are handled. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** Advances the clock round by round for `ms`, letting each round finish. */
+async function run(h: { clock: VirtualClock }, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += kRoundMs) {
+    h.clock.advance(kRoundMs);
+    await settle();
+  }
+}
+
+/** Advances round by round until `cond` holds (at most a minute of virtual time); returns the virtual ms it took. */
+async function until(h: { clock: VirtualClock }, cond: () => boolean, what: string): Promise<number> {
+  const t0 = h.clock.now();
+  while (!cond()) {
+    assert.ok(h.clock.now() - t0 < 60_000, `${what}: not within a minute of virtual time`);
+    h.clock.advance(kRoundMs);
+    await settle();
+  }
+  return h.clock.now() - t0;
+}
+
+interface Seen {
+  events: string[];
+  workers: Map<string, number>;
+}
+
+/** Model `a` loaded with min_worker 1 and max_worker `max`, workers that load at once; the metric hooks recorded. */
+async function loaded(max: number, properties = kProperties, memory?: number): Promise<ProcessHarness & Seen> {
+  const h = processHarness(properties, { autoLoad: true }, memory ? async () => memory : undefined);
+  const seen: Seen = { events: [], workers: new Map() };
+  h.manager.events = {
+    autoscaleEvent: (model, direction, reason) => seen.events.push(`${model} ${direction} ${reason}`),
+    modelWorkers: (model, n) => seen.workers.set(model, n),
+  };
+  await h.manager.load({ modelName: 'a', url: h.model('a'), initialWorkers: 1 });
+  await h.manager.scale('a', 1, max, true);
+  return { ...h, ...seen };
+}
+
+/** `n` requests to `a`, none answered yet. */
+function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; code?: string }>> {
+  return Array.from({ length: n }, () => statusOf(h.manager.invoke('a', invokeRequest())));
+}
+
+/** Answers every batch the live processes hold until the requests are all settled. */
+async function answerAll(h: ProcessHarness, requests: Array<Promise<{ status: number }>>): Promise<number[]> {
+  let done = false;
+  const all = Promise.all(requests).finally(() => (done = true));
+  while (!done) {
+    for (const p of h.processes.live()) while (p.batches.length > 0) p.answer();
+    await settle();
+  }
+  return (await all).map((r) => r.status);
+}
+
+const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
+
+describe('autoscaler', () => {
+  describe('the policy (virtual clock)', () => {
+    const load = (workers: number, queued: number) => ({ workers, min: 1, max: 4, queued });
+
+    it('asks for one worker more when the median queue wait passes the threshold, and nothing in the cooldown after', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      for (const ms of [0, 150, 150, 200, 20]) s.waited(ms);
+      const d = s.decide(load(1, 1));
+      assert.deepEqual([d?.direction, d?.reason, d?.target], ['up', 'queue_wait', 2]);
+      assert.equal(s.decide(load(1, 1)), null, 'nothing while the decision is applied');
+      s.applied(d!);
+      clock.advance(2999);
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      assert.equal(s.decide(load(2, 1)), null, 'nothing within the cooldown');
+      clock.advance(1);
+      assert.equal(s.decide(load(2, 1))?.target, 3);
+    });
+
+    it('forgets waits older than the window, and never asks past max_worker', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      for (let i = 0; i < 5; i++) s.waited(500);
+      clock.advance(2001);
+      assert.equal(s.medianWaitMs(), 0);
+      assert.equal(s.decide(load(1, 0)), null);
+      for (let i = 0; i < 5; i++) s.waited(500);
+      assert.equal(s.decide({ workers: 4, min: 1, max: 4, queued: 100 }), null);
+    });
+
+    it('does not flap: a steady wait between a quarter of the threshold and the threshold changes nothing in ten minutes', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      const decisions: Decision[] = [];
+      for (let t = 0; t < 600_000; t += kRoundMs) {
+        for (let i = 0; i < 10; i++) s.waited(60);
+        const d = s.decide(load(2, 2));
+        if (d) decisions.push(d);
+        clock.advance(kRoundMs);
+      }
+      assert.deepEqual(decisions, []);
+    });
+  });
+
+  describe('on fake worker processes (virtual clock)', () => {
+    it('scales up under a backlog one worker at a time, to max_worker and no further, with an event and the gauge', async () => {
+      const h = await loaded(3);
+      const requests = burst(h, 60);
+      await settle();
+      assert.equal(h.manager.get('a').workerTarget, 1);
+      assert.equal(h.workers.get('a'), 1);
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await waitFor(() => liveWorkers(h).length === 2, 'the second worker to load');
+      assert.deepEqual(h.events, ['a up backlog']);
+      assert.equal(h.workers.get('a'), 2);
+      assert.ok(h.logs.some((l) => /\[a\] autoscale: up to 2 worker\(s\), backlog: .*queued for 1 worker/.test(l)));
+      // The new worker took its share of the queue, but what is left is still a backlog: one more, after the cooldown.
+      const took = await until(h, () => h.manager.get('a').workerTarget === 3, 'the second scale-up');
+      assert.ok(took >= 3000, `the second scale-up came ${took} ms after the first, within the 3 s cooldown`);
+      await waitFor(() => liveWorkers(h).length === 3, 'the third worker to load');
+      await run(h, 10_000);
+      assert.equal(h.manager.get('a').workerTarget, 3, 'never past max_worker');
+      assert.deepEqual(h.events, ['a up backlog', 'a up backlog']);
+      const status = h.manager.get('a').autoscaler!.status;
+      assert.equal(status.lastDecision?.direction, 'up');
+      assert.equal(status.lastDecision?.outcome, 'applied');
+      assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
+    });
+
+    it('scales up on the median queue wait when the backlog is under its threshold', async () => {
+      const h = await loaded(2, `${kProperties}\nautoscale_backlog_per_worker=1000`);
+      const requests = burst(h, 30);
+      await settle();
+      // Two requests went at once (the pipeline); the rest wait 400 ms, then go eight to a frame.
+      h.clock.advance(400);
+      await settle();
+      const [p] = h.processes.live();
+      while (p.batches.length > 0) {
+        p.answer();
+        await settle();
+      }
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the scale-up');
+      assert.deepEqual(h.events, ['a up queue_wait']);
+      assert.match(h.manager.get('a').autoscaler!.status.lastDecision!.why, /median queue wait [1-9]\d\d ms/);
+      assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
+    });
+
+    it('skips and counts a scale-up the memory budget has no room for: no 507 to any caller, and the busy model beside it stays', async () => {
+      // Every worker measures 60 MB; a and b take 120 of the 150 MB: a second worker of a only fits if b goes.
+      const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
+      await h.manager.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      const busyB = statusOf(h.manager.invoke('b', invokeRequest()));
+      const requests = burst(h, 60);
+      await settle();
+      await until(h, () => h.events.length === 1, 'the decision');
+      assert.deepEqual(h.events, ['a up no_memory']);
+      assert.equal(h.manager.get('a').workerTarget, 1);
+      assert.equal(h.manager.get('a').autoscaler!.status.skippedForMemory, 1);
+      assert.ok(h.manager.registered('b'), 'b, busy, was not evicted for it');
+      assert.ok(h.logs.some((l) => l.startsWith('[a] autoscale: not scaling up to 2 worker(s)')));
+      assert.ok(!h.logs.some((l) => / evicted /.test(l)), 'nothing was evicted');
+      // The cooldown holds the next try back; it is skipped again, and counted again.
+      const took = await until(h, () => h.events.length === 2, 'the next try');
+      assert.ok(took >= 3000, `tried again ${took} ms later, within the 3 s cooldown`);
+      assert.deepEqual(h.events, ['a up no_memory', 'a up no_memory']);
+      assert.equal(h.manager.get('a').workerTarget, 1);
+      assert.deepEqual(new Set(await answerAll(h, [...requests, busyB])), new Set([200]));
+    });
+
+    it('may evict an idle model for the worker (model_cache on): idle is never busier than the model it is for', async () => {
+      const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
+      await h.manager.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      const requests = burst(h, 60);
+      await settle();
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the scale-up');
+      assert.deepEqual(h.events, ['a up backlog']);
+      assert.equal(h.manager.registered('b'), false);
+      assert.ok(h.logs.some((l) => /^\[b\] evicted to make room for a .*, idle;/.test(l)));
+      assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
+    });
+
+    it('scales down after the idle period, one worker each period, never below min_worker', async () => {
+      const h = await loaded(3);
+      const requests = burst(h, 60);
+      await settle();
+      // Each scale-up waits for the worker before it to load (a decision is applied before the next
+      // is taken), and a load is real I/O (frames over a socketpair): wait for it as an event, not in rounds.
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await waitFor(() => liveWorkers(h).length === 2, 'the second worker');
+      await until(h, () => h.manager.get('a').workerTarget === 3, 'the second scale-up');
+      await waitFor(() => liveWorkers(h).length === 3, 'the third worker');
+      await answerAll(h, requests);
+      // Quiet from here: a worker goes after autoscale_idle_seconds (5 s), the next after as long again.
+      const first = await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-down');
+      assert.ok(first >= 5000, `a worker went after ${first} ms of quiet`);
+      await waitFor(() => h.processes.live().length === 2, 'one worker to exit');
+      assert.equal(h.workers.get('a'), 2);
+      const second = await until(h, () => h.manager.get('a').workerTarget === 1, 'the second scale-down');
+      assert.ok(second >= 5000, `the next went ${second} ms after the first`);
+      await waitFor(() => h.processes.live().length === 1, 'the next worker to exit');
+      await run(h, 30_000);
+      assert.equal(h.processes.live().length, 1, 'never below min_worker');
+      assert.deepEqual(h.events, ['a up backlog', 'a up backlog', 'a down idle', 'a down idle']);
+      assert.match(h.manager.get('a').autoscaler!.status.lastDecision!.why, /quiet for 5 s .*min_worker=1/);
+    });
+
+    it('leaves the workers alone with max_worker = min_worker, and with autoscale=off', async () => {
+      for (const [max, properties] of [
+        [1, kProperties],
+        [3, 'autoscale=off'],
+      ] as const) {
+        const h = await loaded(max, properties);
+        const requests = burst(h, 60);
+        await settle();
+        await run(h, 10_000);
+        assert.equal(h.manager.get('a').workerTarget, 1);
+        assert.deepEqual(h.events, []);
+        await answerAll(h, requests);
+      }
+    });
+  });
+});
