@@ -1351,8 +1351,20 @@ export function chunkVerdict(call: Call): 'taken' | 'refused' | 'either' {
   return verdict;
 }
 
-/** The server's refusal of a body in too many small chunks. */
-export const isChunkRefusal = (o: Outcome) => o.status === 400 && o.errorCode === 'MME_ERR_BODY_CHUNKS_TOO_SMALL';
+/**
+ * The server's refusal of a body in too many small chunks: by its errorCode, or under /v2, whose
+ * error body is OIP's `{"error"}` with no code, by the body reader's message.
+ */
+export function isChunkRefusal(o: Outcome): boolean {
+  if (o.status !== 400) return false;
+  if (o.errorCode === 'MME_ERR_BODY_CHUNKS_TOO_SMALL') return true;
+  try {
+    const { error } = JSON.parse(o.body.toString('utf8')) as { error?: unknown };
+    return typeof error === 'string' && /^The chunked request body came in \d+ chunks for \d+ bytes;/.test(error);
+  } catch {
+    return false;
+  }
+}
 
 async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string): Promise<Outcome> {
   try {
@@ -1367,7 +1379,9 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
     let errorCode = '';
     if (res.status >= 400) {
       try {
-        errorCode = JSON.stringify((JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '');
+        const code = (JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '';
+        // A string as it is (isChunkRefusal compares it); anything else shown as JSON.
+        errorCode = typeof code === 'string' ? code : JSON.stringify(code);
       } catch {
         errorCode = 'unparsable error body';
       }

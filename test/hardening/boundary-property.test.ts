@@ -35,7 +35,16 @@ import { request } from '../../harness/http-requests';
 
 /** Generated rounds per worker mode: a round (one full batch, its solo answers first) takes ~0.15 s. */
 const kRuns = Number(process.env.BOUNDARY_RUNS ?? 100);
-const kSeed = process.env.BOUNDARY_SEED === undefined ? undefined : Number(process.env.BOUNDARY_SEED);
+/**
+ * The seed is always chosen here, never inside fast-check, so that a failure can be named before
+ * shrinking ends: BOUNDARY_SEED (with BOUNDARY_PATH) replays a run, and a shrinking that outlasts
+ * the test's timeout still leaves the first failing round's seed, path and cases on stderr.
+ */
+const kSeed =
+  process.env.BOUNDARY_SEED === undefined
+    ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0
+    : Number(process.env.BOUNDARY_SEED);
+const kPath = process.env.BOUNDARY_PATH;
 /**
  * Every round runs, however slow the machine (fast-check is not interrupted, so a loaded machine
  * takes longer rather than quietly running fewer rounds): the timeout allows 3 s a round.
@@ -391,11 +400,30 @@ for (const mode of ['dedicated', 'shared'] as WorkerMode[]) {
     }
 
     it(`${kRuns} generated rounds: canaries get their solo answers, malformed requests a small 4xx, no process replaced, RSS bounded`, async () => {
+      // The rounds before the first failure run one at a time, so the calls so far are its path.
+      let calls = 0;
+      let reported = false;
       await fc.assert(
-        fc.asyncProperty(roundArb, (round) => assertRound(srv, round)),
+        fc.asyncProperty(roundArb, async (round) => {
+          calls++;
+          try {
+            await assertRound(srv, round);
+          } catch (err) {
+            if (!reported && kPath === undefined) {
+              reported = true;
+              process.stderr.write(
+                `boundary property (${mode}): first failure at seed ${kSeed}, path "${calls - 1}" (replay: BOUNDARY_SEED=${kSeed} BOUNDARY_PATH=${calls - 1} BOUNDARY_RUNS=1); shrinking\n  round: ${JSON.stringify(round).slice(0, 4000)}\n  ${(err as Error).message.slice(0, 2000)}\n`,
+              );
+            }
+            throw err;
+          }
+        }),
         {
           numRuns: kRuns,
-          ...(kSeed === undefined ? {} : { seed: kSeed }),
+          seed: kSeed,
+          ...(kPath === undefined ? {} : { path: kPath }),
+          // The message names the seed, the path and the shrunk round (fc.defaultReportMessage).
+          verbose: fc.VerbosityLevel.Verbose,
         },
       );
     });
