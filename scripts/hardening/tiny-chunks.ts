@@ -11,6 +11,10 @@
  *
  * --main measures another build (e.g. main's, for the figures before a change).
  */
+const USAGE = `Usage: node dist/scripts/hardening/tiny-chunks.js [count...] [--main path/to/dist/src/main.js]
+  Sends each count (default 1000000 3000000) as one chunked body of one-byte chunks to a CLI server's
+  /models/tiny/invoke, and the same bytes with a Content-Length; prints RSS, time, CPU and /ping per body.
+  --main  measure another build (e.g. main's dist/src/main.js)`;
 import net from 'node:net';
 import { startCliServer } from '../../harness/cli-server';
 import { loadModel } from '../../harness/http-requests';
@@ -18,6 +22,7 @@ import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { cpuMicros, rssBytes } from '../../harness/process-probes';
 import { parseResponses, timedPing } from '../../harness/raw-http';
 import { tempDir } from '../../harness/test-server';
+import { runCli } from '../cli-flags';
 
 const kHead = 'POST /models/tiny/invoke HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n';
 
@@ -127,8 +132,7 @@ async function measure(port: number, pid: number, framing: string, framed: Buffe
   };
 }
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
+async function main(args: string[]): Promise<void> {
   const at = args.indexOf('--main');
   const mainPath = at >= 0 ? args.splice(at, 2)[1] : undefined;
   const counts = args.length ? args.map(Number) : [1_000_000, 3_000_000];
@@ -160,9 +164,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runCli(USAGE, main);
