@@ -351,6 +351,47 @@ const kRegressions: Regression[] = [
     },
   },
   {
+    name: 'KServe ModelInfer with field 7 (raw_input_contents) of wire type 7 after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
+    was: 'protobufjs decoded the tag as raw_input_contents (a declared field is read as its type whatever the wire type) and went on past the wire walk, which had stopped there: +250 MiB server RSS',
+    found:
+      'property seed 656881897 path "79", dedicated, on q-chunks after merging main at 2c3b6a8 (the shrinking outlasted the test timeout; the first failing round, printed at once, was cut down by hand)',
+    round: {
+      cases: [
+        canary.kserveTyped(0),
+        {
+          kind: 'malformed',
+          attack: 'wire-type',
+          carrier: 'kserve',
+          wire: 7,
+          field: 7,
+          where: 'end',
+          then: 'bytes-empty',
+        },
+        canary.v2Json(1),
+      ],
+    },
+  },
+  {
+    name: 'TorchServe Predictions with an empty group inside its "data" map entry: INVALID_ARGUMENT',
+    was: 'gRPC OK: the wire walk did not enter map entries, and protobufjs skips a group inside one',
+    found: 'property seed 49441070 path "91" (shrunk 773 times), dedicated, on q-chunks after merging main at 2c3b6a8',
+    round: {
+      cases: [
+        canary.invokeNamed(0),
+        {
+          kind: 'malformed',
+          attack: 'wire-type',
+          carrier: 'torchserve',
+          wire: 3,
+          field: 3,
+          where: 'nested',
+          then: 'nothing',
+        },
+        canary.kserveTyped(1),
+      ],
+    },
+  },
+  {
     name: 'a canary of 64 rows in one-byte chunks beside canaries in 64-byte and arbitrary chunks: the chunk-count refusal for it, the others their answers',
     was: 'one Buffer and one parser callback per chunk: 1 000 000 one-byte chunks were +505 MB and 3 s of event loop',
     found: "issue 33's report (item 1), as a round of the chunking generator",
