@@ -101,6 +101,15 @@ const kCsv6MB = {
 /** Rounds of the two-CSV round that would keep 25 × 12 MB if each body stayed: past kServerRssGrowth. */
 const kPairRounds = 25;
 
+/** ModelInfer with a field of wire type `wire` after its input, then an input of 1 000 000 empty bytes_contents, between canaries. */
+const strayFieldThenBytes = (wire: 3 | 7, field: number): Round => ({
+  cases: [
+    canary.kserveTyped(0),
+    { kind: 'malformed', attack: 'wire-type', carrier: 'kserve', wire, field, where: 'end', then: 'bytes-empty' },
+    canary.v2Json(1),
+  ],
+});
+
 interface Regression {
   /** What the server does now. */
   name: string;
@@ -334,42 +343,14 @@ const kRegressions: Regression[] = [
     name: 'KServe ModelInfer with an empty group (field 15) after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
     was: 'decoded past the group, +237 MiB server RSS',
     found: "issue 33's report (item 3), as a round of the wire-type generator",
-    round: {
-      cases: [
-        canary.kserveTyped(0),
-        {
-          kind: 'malformed',
-          attack: 'wire-type',
-          carrier: 'kserve',
-          wire: 3,
-          field: 15,
-          where: 'end',
-          then: 'bytes-empty',
-        },
-        canary.v2Json(1),
-      ],
-    },
+    round: strayFieldThenBytes(3, 15),
   },
   {
     name: 'KServe ModelInfer with field 7 (raw_input_contents) of wire type 7 after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
     was: 'protobufjs decoded the tag as raw_input_contents (a declared field is read as its type whatever the wire type) and went on past the wire walk, which had stopped there: +250 MiB server RSS',
     found:
       'property seed 656881897 path "79", dedicated, on q-chunks after merging main at 2c3b6a8 (the shrinking outlasted the test timeout; the first failing round, printed at once, was cut down by hand)',
-    round: {
-      cases: [
-        canary.kserveTyped(0),
-        {
-          kind: 'malformed',
-          attack: 'wire-type',
-          carrier: 'kserve',
-          wire: 7,
-          field: 7,
-          where: 'end',
-          then: 'bytes-empty',
-        },
-        canary.v2Json(1),
-      ],
-    },
+    round: strayFieldThenBytes(7, 7),
   },
   {
     name: 'TorchServe Predictions with an empty group inside its "data" map entry: INVALID_ARGUMENT',
