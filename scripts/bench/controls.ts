@@ -1,7 +1,7 @@
 /**
  * What part 23's controls cost on the hot path (issue 32's closing figures): the tiny MLP (16→32→4,
  * one worker, 16 connections) on a server with one control on, against a plain server (no keys)
- * measured in the same run, the two interleaved run by run so a shared machine's drift hits both:
+ * started beside it, the two interleaved run by run so a shared machine's drift hits both:
  * throughput and server CPU (the server and its workers, /proc) per request, as ratios over plain.
  *
  * - tracing off: otel_traces_sampler_ratio=0 (the default) with an exporter endpoint set; the SDK
@@ -148,11 +148,12 @@ export async function benchControls(opts: { quick?: boolean } = {}): Promise<Con
   const body = JSON.stringify({ inputs: { input: [row] } });
   const sink = await otlpSink();
   const tlsDir = tempDir('mme-bench-tls-');
-  const plain = await tinyServer([]);
   const figures: ControlFigures[] = [];
   try {
     for (const c of controls(sink.url, tlsDir)) {
-      const other = await tinyServer(c.properties);
+      // A plain server of its own for each control, started with it: both sides equally fresh
+      // (a server started minutes before had long finished starting its spare workers).
+      const [plain, other] = [await tinyServer([]), await tinyServer(c.properties)];
       try {
         const sides = [
           { url: plain.url, pid: plain.server.child.pid!, headers: {}, runs: [] as Hammered[], cpu: [] as number[] },
@@ -196,10 +197,10 @@ export async function benchControls(opts: { quick?: boolean } = {}): Promise<Con
         });
       } finally {
         await other.server.stop();
+        await plain.server.stop();
       }
     }
   } finally {
-    await plain.server.stop();
     await sink.close();
     fs.rmSync(tlsDir, { recursive: true, force: true });
   }
