@@ -13,6 +13,7 @@
  */
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import fc from 'fast-check';
+import { FREE_CHUNKS, MIN_CHUNK_BYTES } from '../src/http/body';
 import type { GrpcClients } from './grpc-clients';
 
 export const kInput = 'x';
@@ -43,7 +44,7 @@ export type ValidCase =
       accept: AcceptKind;
       contentType: 'exact' | 'absent' | 'params';
       rows: number[][];
-      pieces?: number;
+      chunks?: number[];
     }
   | {
       kind: 'valid';
@@ -52,7 +53,7 @@ export type ValidCase =
       binaryOut: boolean;
       nested: boolean;
       rows: number[][];
-      pieces?: number;
+      chunks?: number[];
     }
   | { kind: 'valid'; via: 'kserve'; raw: boolean; namedOutput: boolean; rows: number[][] }
   | {
@@ -122,6 +123,16 @@ export type MalformedCase = { kind: 'malformed' } & (
   | { attack: 'json-syntax'; carrier: Carrier; body: string }
   | { attack: 'kserve-contents'; variant: 'raw-count' | 'typed-field' | 'typed-count' | 'raw-for-no-input' }
   | { attack: 'torchserve-no-body'; keys: string[] }
+  | {
+      /** A field of a wire type no proto3 message has (groups 3 and 4; 6 and 7 are none at all), raw bytes past the client's encoder. */
+      attack: 'wire-type';
+      carrier: 'kserve' | 'torchserve';
+      wire: 3 | 4 | 6 | 7;
+      field: number;
+      where: 'start' | 'end' | 'nested';
+      /** After it, 1 000 000 empty bytes_contents (KServe): what a walk that stopped at it would let through. */
+      then: 'nothing' | 'bytes-empty';
+    }
 );
 
 export type BoundaryCase = ValidCase | MalformedCase;
@@ -288,8 +299,15 @@ const rows = fc.oneof(
   { weight: 4, arbitrary: fc.array(row, { minLength: 1, maxLength: 3 }) },
   { weight: 1, arbitrary: fc.array(row, { minLength: 20, maxLength: 64 }) },
 );
-/** An HTTP body sent whole, or chunked in pieces (the server then holds it as several buffers). */
-const pieces = fc.constantFrom(1, 1, 2, 7);
+/**
+ * An HTTP body sent whole, or chunked: the chunk sizes, repeated until the body is out. Arbitrary
+ * sizes, and runs of tiny chunks, which past FREE_CHUNKS the server refuses (chunkVerdict).
+ */
+const chunks = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  { weight: 3, arbitrary: fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 6 }) },
+  { weight: 2, arbitrary: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }) },
+);
 const protoName = fc.constantFrom(...kProtoNames);
 const carrier = fc.constantFrom<Carrier>('invoke', 'invocations', 'predictions', 'torchserve');
 const oipCarrier = fc.constantFrom<OipCarrier>('v2', 'invoke-oip', 'kserve-typed', 'kserve-raw');
@@ -309,7 +327,7 @@ export const validArb: fc.Arbitrary<ValidCase> = fc.oneof(
       accept: fc.constantFrom<AcceptKind>('none', '*/*', 'json', 'csv', 'npy', 'json-proto-params'),
       contentType: fc.constantFrom('exact' as const, 'absent' as const, 'params' as const),
       rows,
-      pieces,
+      chunks,
     }),
   },
   {
@@ -321,7 +339,7 @@ export const validArb: fc.Arbitrary<ValidCase> = fc.oneof(
       binaryOut: fc.boolean(),
       nested: fc.boolean(),
       rows,
-      pieces,
+      chunks,
     }),
   },
   {
@@ -597,6 +615,17 @@ export const malformedArb: fc.Arbitrary<MalformedCase> = fc.oneof(
     }),
   },
   {
+    weight: 2,
+    arbitrary: m({
+      attack: lit('wire-type'),
+      carrier: fc.constantFrom('kserve' as const, 'torchserve' as const),
+      wire: fc.constantFrom(3 as const, 4 as const, 6 as const, 7 as const),
+      field: fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 2 ** 29 - 1 })),
+      where: fc.constantFrom('start' as const, 'end' as const, 'nested' as const),
+      then: fc.constantFrom('nothing' as const, 'bytes-empty' as const),
+    }).filter((c) => !(c.attack === 'wire-type' && c.carrier === 'torchserve' && c.then === 'bytes-empty')),
+  },
+  {
     weight: 1,
     arbitrary: m({
       attack: lit('torchserve-no-body'),
@@ -677,7 +706,8 @@ function isLie(c: MalformedCase): boolean {
 
 /** A request as it goes on the wire. */
 export type Call =
-  | { transport: 'http'; path: string; headers: Record<string, string>; body: Buffer; pieces?: number }
+  | { transport: 'http'; path: string; headers: Record<string, string>; body: Buffer; chunks?: number[] }
+  | { transport: 'grpc-raw'; service: 'kserve' | 'torchserve'; bytes: Buffer }
   | { transport: 'kserve'; request: Record<string, unknown> }
   | { transport: 'torchserve'; request: Record<string, unknown> };
 
@@ -796,7 +826,7 @@ export function validCall(c: ValidCase, model: string): Call {
           body: codecBody(c.codec, c.rows, c.npy),
           headers: accept === null ? {} : { accept },
         }),
-        pieces: c.pieces,
+        chunks: c.chunks,
       } as Call;
     }
     case 'v2': {
@@ -821,7 +851,7 @@ export function validCall(c: ValidCase, model: string): Call {
           path: `/v2/models/${model}/infer`,
           headers: { 'content-type': 'application/json' },
           body: json,
-          pieces: c.pieces,
+          chunks: c.chunks,
         };
       const headers: Record<string, string> =
         c.binaryIn === 'header'
@@ -832,7 +862,7 @@ export function validCall(c: ValidCase, model: string): Call {
         path: `/v2/models/${model}/infer`,
         headers,
         body: Buffer.concat([json, f32le(flat(c.rows))]),
-        pieces: c.pieces,
+        chunks: c.chunks,
       };
     }
     case 'kserve':
@@ -1063,12 +1093,67 @@ export function malformedCall(c: MalformedCase, model: string): Call {
       if (c.variant === 'raw-for-no-input') Object.assign(request, { inputs: [], raw_input_contents: [bytes] });
       return { transport: 'kserve', request };
     }
+    case 'wire-type':
+      return { transport: 'grpc-raw', service: c.carrier, bytes: wireTypeMessage(c, model) };
     case 'torchserve-no-body': {
       const input = Object.fromEntries(c.keys.map((k) => [k, Buffer.from(jsonBody('bare', oneRow))]));
       return { transport: 'torchserve', request: { model_name: model, input } };
     }
   }
   throw new Error(`no call for ${JSON.stringify(c)}`);
+}
+
+// Protobuf by hand: what the client library would never encode.
+function pbVarint(n: number): Buffer {
+  const out: number[] = [];
+  for (; n >= 0x80; n = Math.floor(n / 128)) out.push((n % 128) | 0x80);
+  out.push(n);
+  return Buffer.from(out);
+}
+const pbTag = (field: number, wire: number) => pbVarint(field * 8 + wire);
+const pbLen = (field: number, bytes: Buffer) => Buffer.concat([pbTag(field, 2), pbVarint(bytes.length), bytes]);
+const pbString = (field: number, text: string) => pbLen(field, Buffer.from(text));
+
+/** The field of a wire type no proto3 message has: an empty group, a lone group end, or a tag of wire type 6 or 7. */
+function strayField(wire: 3 | 4 | 6 | 7, field: number): Buffer {
+  if (wire === 3) return Buffer.concat([pbTag(field, 3), pbTag(field, 4)]);
+  if (wire === 4) return pbTag(field, 4);
+  return Buffer.concat([pbTag(field, wire), Buffer.from([0])]);
+}
+
+/** A valid one-row request with a stray field inserted (at the start, the end, or inside its input or map entry). */
+function wireTypeMessage(c: Extract<MalformedCase, { attack: 'wire-type' }>, model: string): Buffer {
+  const stray = strayField(c.wire, c.field);
+  const nested = c.where === 'nested' ? stray : kEmpty;
+  let message: Buffer;
+  if (c.carrier === 'torchserve') {
+    const entry = Buffer.concat([pbString(1, 'data'), nested, pbLen(2, Buffer.from(jsonBody('bare', oneRow)))]);
+    message = Buffer.concat([pbString(1, model), pbLen(3, entry)]);
+  } else {
+    const values = Buffer.concat(flat(oneRow).map((v) => f32le([v])));
+    const input = Buffer.concat([
+      pbString(1, kInput),
+      pbString(2, 'FP32'),
+      pbLen(3, Buffer.concat([pbVarint(1), pbVarint(kColumns)])),
+      nested,
+      pbLen(5, pbLen(6, values)),
+    ]);
+    message = Buffer.concat([pbString(1, model), pbLen(5, input)]);
+  }
+  const after =
+    c.then === 'bytes-empty'
+      ? pbLen(
+          5,
+          Buffer.concat([
+            pbString(1, 'b'),
+            pbString(2, 'BYTES'),
+            pbLen(3, pbVarint(1_000_000)),
+            pbLen(5, Buffer.alloc(2_000_000, Buffer.from([0x42, 0x00]))),
+          ]),
+        )
+      : kEmpty;
+  const at = c.where === 'start' ? [stray, message] : c.where === 'end' ? [message, stray] : [message];
+  return Buffer.concat([...at, after]);
 }
 
 /** CSV that is not rows of 16 numbers ("nan" and "inf" are numbers there, and a quoted "1" is 1). */
@@ -1176,57 +1261,109 @@ const kAnswerTimeoutMs = 45_000;
 
 export async function send(call: Call, to: Endpoints): Promise<Outcome> {
   if (call.transport === 'http') return sendHttp(call, to.url);
-  const client = call.transport === 'kserve' ? to.grpc.kserve : to.grpc.torchserve;
-  const method = call.transport === 'kserve' ? 'ModelInfer' : 'Predictions';
+  const service = call.transport === 'grpc-raw' ? call.service : call.transport;
+  const client = service === 'kserve' ? to.grpc.kserve : to.grpc.torchserve;
+  const method = service === 'kserve' ? 'ModelInfer' : 'Predictions';
   return new Promise((resolve) => {
-    // A request the client library cannot encode throws here: a generator bug, not a server finding.
-    client[method](
-      call.request,
-      new Metadata(),
-      { deadline: Date.now() + kAnswerTimeoutMs },
-      (err: ServiceError | null, res: Record<string, unknown>) => {
-        if (!err) {
-          resolve({
-            transport: call.transport,
-            status: 0,
-            errorCode: '',
-            body: (res.prediction as Buffer | undefined) ?? Buffer.alloc(0),
-            headers: {},
-            message: res,
-            errorBytes: 0,
-          });
-          return;
-        }
-        const metadata = err.metadata?.getMap() ?? {};
-        const metaBytes = Object.entries(metadata).reduce(
-          (n, [k, v]) => n + k.length + (Buffer.isBuffer(v) ? v.length : Buffer.byteLength(String(v))),
-          0,
-        );
+    const options = { deadline: Date.now() + kAnswerTimeoutMs };
+    const done = (err: ServiceError | null, res: Record<string, unknown>) => {
+      if (!err) {
         resolve({
           transport: call.transport,
-          status: err.code,
-          errorCode: String(metadata['mme-error-code'] ?? ''),
-          body: Buffer.alloc(0),
+          status: 0,
+          errorCode: '',
+          body: (res.prediction as Buffer | undefined) ?? Buffer.alloc(0),
           headers: {},
-          errorBytes: Buffer.byteLength(err.details ?? '') + metaBytes,
+          message: res,
+          errorBytes: 0,
         });
-      },
-    );
+        return;
+      }
+      const metadata = err.metadata?.getMap() ?? {};
+      const metaBytes = Object.entries(metadata).reduce(
+        (n, [k, v]) => n + k.length + (Buffer.isBuffer(v) ? v.length : Buffer.byteLength(String(v))),
+        0,
+      );
+      resolve({
+        transport: call.transport,
+        status: err.code,
+        errorCode: String(metadata['mme-error-code'] ?? ''),
+        body: Buffer.alloc(0),
+        headers: {},
+        errorBytes: Buffer.byteLength(err.details ?? '') + metaBytes,
+      });
+    };
+    if (call.transport === 'grpc-raw') {
+      // The bytes as they are, past the client library's encoder.
+      const raw = (b: Buffer) => b;
+      client.makeUnaryRequest(kRawPaths[service], raw, raw, call.bytes, new Metadata(), options, (err, res) =>
+        done(err, { raw: res }),
+      );
+      return;
+    }
+    // A request the client library cannot encode throws here: a generator bug, not a server finding.
+    client[method](call.request, new Metadata(), options, done);
   });
 }
 
-/** The body whole, or as a stream of `n` pieces that goes out chunked. */
-function inPieces(body: Buffer, n: number): Buffer | ReadableStream<Uint8Array> {
-  if (n <= 1 || body.length < n) return body;
-  const size = Math.ceil(body.length / n);
-  let at = 0;
+const kRawPaths = {
+  kserve: '/inference.GRPCInferenceService/ModelInfer',
+  torchserve: '/org.pytorch.serve.grpc.inference.InferenceAPIsService/Predictions',
+} as const;
+
+/** The body whole, or as a stream of pieces of the given sizes (repeated) that goes out one HTTP chunk each. */
+function inChunks(body: Buffer, sizes: readonly number[] | undefined): Buffer | ReadableStream<Uint8Array> {
+  if (!sizes) return body;
+  const pieces = chunkPieces(body.length, sizes).map(([at, end]) => body.subarray(at, end));
   return new ReadableStream({
-    pull(controller) {
-      controller.enqueue(body.subarray(at, at + size));
-      at += size;
-      if (at >= body.length) controller.close();
+    start(controller) {
+      for (const p of pieces) controller.enqueue(p);
+      controller.close();
     },
   });
+}
+
+/** [start, end) of each chunk: `sizes` over and over until `length` bytes are covered. */
+function chunkPieces(length: number, sizes: readonly number[]): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (let at = 0, i = 0; at < length; i++) {
+    const end = Math.min(length, at + sizes[i % sizes.length]);
+    out.push([at, end]);
+    at = end;
+  }
+  return out;
+}
+
+/**
+ * What the server must do with a chunked call: take it, refuse it (its chunks alone pass the
+ * body reader's limit, src/http/body.ts), or either (within a margin of the limit: a chunk split
+ * across two socket reads reaches the reader as two).
+ */
+export function chunkVerdict(call: Call): 'taken' | 'refused' | 'either' {
+  if (call.transport !== 'http' || !call.chunks) return 'taken';
+  let verdict: 'taken' | 'either' = 'taken';
+  let n = 0;
+  for (const [, end] of chunkPieces(call.body.length, call.chunks)) {
+    const limit = FREE_CHUNKS + end / MIN_CHUNK_BYTES;
+    if (++n > limit) return 'refused';
+    if (n + 16 + n / 16 > limit) verdict = 'either';
+  }
+  return verdict;
+}
+
+/**
+ * The server's refusal of a body in too many small chunks: by its errorCode, or under /v2, whose
+ * error body is OIP's `{"error"}` with no code, by the body reader's message.
+ */
+export function isChunkRefusal(o: Outcome): boolean {
+  if (o.status !== 400) return false;
+  if (o.errorCode === 'MME_ERR_BODY_CHUNKS_TOO_SMALL') return true;
+  try {
+    const { error } = JSON.parse(o.body.toString('utf8')) as { error?: unknown };
+    return typeof error === 'string' && /^The chunked request body came in \d+ chunks for \d+ bytes;/.test(error);
+  } catch {
+    return false;
+  }
 }
 
 async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string): Promise<Outcome> {
@@ -1234,7 +1371,7 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
     const res = await fetch(`${url}${call.path}`, {
       method: 'POST',
       headers: call.headers,
-      body: inPieces(call.body, call.pieces ?? 1),
+      body: inChunks(call.body, call.chunks),
       signal: AbortSignal.timeout(kAnswerTimeoutMs),
       duplex: 'half',
     });
@@ -1242,7 +1379,9 @@ async function sendHttp(call: Extract<Call, { transport: 'http' }>, url: string)
     let errorCode = '';
     if (res.status >= 400) {
       try {
-        errorCode = JSON.stringify((JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '');
+        const code = (JSON.parse(body.toString('utf8')) as { errorCode?: unknown }).errorCode ?? '';
+        // A string as it is (isChunkRefusal compares it); anything else shown as JSON.
+        errorCode = typeof code === 'string' ? code : JSON.stringify(code);
       } catch {
         errorCode = 'unparsable error body';
       }

@@ -28,6 +28,8 @@ export interface HammerOptions {
   contentType?: string;
   /** Each request's path, drawn afresh (default: the path of `url`). */
   pathOf?: () => string;
+  /** Headers every request carries besides its content type (a bearer token, a deadline). */
+  headers?: Record<string, string>;
 }
 
 /** POSTs `body` to `url` from `connections` connections for `seconds`, one request at a time on each. */
@@ -37,7 +39,7 @@ export async function hammer(url: string, body: string | Buffer, o: HammerOption
     url,
     method: 'POST',
     body,
-    headers: { 'content-type': o.contentType ?? 'application/json' },
+    headers: { 'content-type': o.contentType ?? 'application/json', ...o.headers },
     connections: o.connections,
     duration: o.seconds,
     timeout: o.timeoutSeconds ?? 10,

@@ -14,6 +14,11 @@ export const ERRORS = {
     type: 'BadRequestException',
     when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type; or a handler raised a 4xx (its status is kept)',
   },
+  MME_ERR_BODY_CHUNKS_TOO_SMALL: {
+    status: 400,
+    type: 'BadRequestException',
+    when: 'a chunked request body came in too many tiny chunks (past 1024 chunks, fewer than 64 bytes a chunk on average): send larger chunks or a Content-Length',
+  },
   MME_ERR_INVALID_MODEL: {
     status: 400,
     type: 'InvalidModelException',

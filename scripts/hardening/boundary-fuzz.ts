@@ -5,7 +5,9 @@
  * share batches with the canaries. After each round:
  *
  * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
- *   (batch_size 1), asked first, which must itself be the known answer x + 1;
+ *   (batch_size 1), asked first with the body whole, which must itself be the known answer x + 1;
+ *   a canary sent in arbitrary chunks gets the same answer, or, when its chunks are too many for
+ *   its bytes, the body reader's chunk-count refusal (chunkVerdict);
  * - every malformed request got a 4xx (INVALID_ARGUMENT over gRPC) whose body is at most 64 KiB;
  * - no worker or shared host process was replaced;
  * - the server's RSS, sampled through the round, grew by at most kServerRssGrowth over its RSS at
@@ -20,7 +22,9 @@ import {
   answerRows,
   callOf,
   caseLabel,
+  chunkVerdict,
   describeOutcome,
+  isChunkRefusal,
   kRoundSize,
   knownAnswer,
   refusalProblem,
@@ -28,6 +32,7 @@ import {
   send,
   validCall,
   type BoundaryCase,
+  type Call,
   type Endpoints,
   type Outcome,
   type Round,
@@ -230,7 +235,8 @@ async function runRoundOn(
 
   const solo = await Promise.all(
     valid.map(async (c) => {
-      const o = await send(validCall(c, kSolo), endpoints);
+      // Solo answers come from bodies sent whole: the chunking under test is the round's.
+      const o = await send({ ...validCall(c, kSolo), chunks: undefined } as Call, endpoints);
       try {
         const rows = answerRows(c, o);
         if (!sameRows(rows, knownAnswer(c)))
@@ -273,6 +279,17 @@ async function runRoundOn(
       return;
     }
     const expected = solo[k++];
+    // A body in too many small chunks gets the chunk-count refusal instead of its answer.
+    const chunking = chunkVerdict(callOf(c, kBatched));
+    if (chunking === 'refused' || (chunking === 'either' && isChunkRefusal(o))) {
+      if (!isChunkRefusal(o))
+        failures.push({
+          signature: `canary in too many small chunks: ${describeOutcome(o)} instead of 400 MME_ERR_BODY_CHUNKS_TOO_SMALL`,
+          detail: `${caseLabel(c)} beside [${attacks}]: ${o.body.toString('utf8').slice(0, 200)}`,
+          case: c,
+        });
+      return;
+    }
     let rows: number[][];
     try {
       rows = answerRows(c, o);

@@ -19,8 +19,22 @@
  *
  * PATH is as the container sees it: in the image, /opt/ml/models/NAME. The URL defaults to $MME_URL, else
  * http://127.0.0.1:8080; --grpc defaults to $MME_GRPC, else 127.0.0.1:7070 (grpc_inference_port). The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
+ *
+ * A server with inference_token or management_token, or TLS (tls_cert_file, tls_client_ca_file):
+ * --token / --management-token (or $MME_INFERENCE_TOKEN / $MME_MANAGEMENT_TOKEN) go out as
+ * Authorization: Bearer (gRPC: authorization metadata); an https:// URL and --grpc-tls use TLS,
+ * trusting --cacert (else the system's CAs) and presenting --cert and --key for mutual TLS.
  */
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import {
+  credentials,
+  InterceptingCall,
+  type ChannelCredentials,
+  type ClientOptions,
+  type Interceptor,
+} from '@grpc/grpc-js';
 import type { V2InferRequest } from '../oip/types';
 import { connect, modelInferRequest, unaryCall, v2Response } from './grpc-calls';
 
@@ -36,7 +50,13 @@ const USAGE = `Usage: mme-client [--url URL] COMMAND
   grpc-infer NAME JSON|@FILE     KServe gRPC ModelInfer of a v2 JSON request, tensors in raw contents
   grpc-predict NAME JSON|@FILE   TorchServe gRPC Predictions (input "data"); --stream: StreamPredictions
   grpc-ping                      TorchServe gRPC Ping
---url defaults to $MME_URL, else http://127.0.0.1:8080; --grpc to $MME_GRPC, else 127.0.0.1:7070.`;
+--url defaults to $MME_URL, else http://127.0.0.1:8080; --grpc to $MME_GRPC, else 127.0.0.1:7070.
+Servers with tokens or TLS:
+  --token T              inference_token, for invoke, v2-infer and grpc-* (default $MME_INFERENCE_TOKEN)
+  --management-token T   management_token, for load, list, describe, unload, scale ($MME_MANAGEMENT_TOKEN)
+  --cacert FILE          PEM CA that signed the server's certificate (https:// URL, --grpc-tls)
+  --cert FILE --key FILE PEM client certificate and key, for tls_client_ca_file (mutual TLS)
+  --grpc-tls             gRPC over TLS (implied by --cacert or --cert)`;
 
 class UsageError extends Error {}
 
@@ -47,7 +67,20 @@ interface Options {
   targetModel: string | null;
   grpc: string;
   stream: boolean;
+  inferenceToken: string | null;
+  managementToken: string | null;
+  tls: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  grpcTls: boolean;
   words: string[];
+}
+
+/** A PEM file named by an option, read now, so a wrong path is a usage error and not a TLS failure later. */
+function pemFile(option: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`${option} ${file}: ${(err as Error).message}`);
+  }
 }
 
 function parse(argv: readonly string[]): Options {
@@ -58,6 +91,10 @@ function parse(argv: readonly string[]): Options {
     targetModel: null,
     grpc: process.env.MME_GRPC || '127.0.0.1:7070',
     stream: false,
+    inferenceToken: process.env.MME_INFERENCE_TOKEN || null,
+    managementToken: process.env.MME_MANAGEMENT_TOKEN || null,
+    tls: {},
+    grpcTls: false,
     words: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -89,6 +126,26 @@ function parse(argv: readonly string[]): Options {
       case '--stream':
         opts.stream = true;
         break;
+      case '--token':
+        opts.inferenceToken = value();
+        break;
+      case '--management-token':
+        opts.managementToken = value();
+        break;
+      case '--cacert':
+        opts.tls.ca = pemFile(arg, value());
+        opts.grpcTls = true;
+        break;
+      case '--cert':
+        opts.tls.cert = pemFile(arg, value());
+        opts.grpcTls = true;
+        break;
+      case '--key':
+        opts.tls.key = pemFile(arg, value());
+        break;
+      case '--grpc-tls':
+        opts.grpcTls = true;
+        break;
       case '-h':
       case '--help':
         // Asked for, so it is the answer: stdout and success, unlike a usage error.
@@ -99,38 +156,69 @@ function parse(argv: readonly string[]): Options {
         opts.words.push(arg);
     }
   }
+  if ((opts.tls.cert === undefined) !== (opts.tls.key === undefined))
+    throw new UsageError('--cert and --key go together (a client certificate and its key)');
   opts.url = opts.url.replace(/\/+$/, '');
   return opts;
 }
 
-async function call(
+/**
+ * One HTTP exchange. node:http(s) rather than fetch: fetch cannot be given a CA or a client
+ * certificate without undici's own Agent, which is not a dependency.
+ */
+function call(
+  opts: Pick<Options, 'tls'>,
   method: string,
   url: string,
   body?: string | Buffer,
   headers: Record<string, string> = {},
 ): Promise<string> {
-  let res: Response;
-  try {
-    res = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
-  } catch (err) {
-    throw new Error(
-      `${method} ${url} failed: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
-    );
-  }
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${url} → ${res.status}\n${text}`);
-  return text;
+  const secure = url.startsWith('https:');
+  return new Promise((resolve, reject) => {
+    const req = (secure ? https : http).request(url, { method, headers, ...(secure ? opts.tls : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status > 299) reject(new Error(`${method} ${url} → ${status}\n${text}`));
+        else resolve(text);
+      });
+    });
+    req.on('error', (err) => reject(new Error(`${method} ${url} failed: ${err.message}`)));
+    req.end(body);
+  });
+}
+
+function bearer(token: string | null): Record<string, string> {
+  return token === null ? {} : { authorization: `Bearer ${token}` };
+}
+
+/** How to reach the gRPC listener: TLS with the same files as https, every call with the inference token. */
+function grpcChannel(opts: Options): { options: ClientOptions; channel: ChannelCredentials } {
+  const channel = opts.grpcTls
+    ? credentials.createSsl(opts.tls.ca ?? null, opts.tls.key ?? null, opts.tls.cert ?? null)
+    : credentials.createInsecure();
+  const token = opts.inferenceToken;
+  // An interceptor rather than call credentials, which grpc-js refuses on a plain-text channel.
+  const withToken: Interceptor = (options, next) =>
+    new InterceptingCall(next(options), {
+      start(metadata, listener, start) {
+        if (token !== null) metadata.set('authorization', `Bearer ${token}`);
+        start(metadata, listener);
+      },
+    });
+  return { options: token === null ? {} : { interceptors: [withToken] }, channel };
 }
 
 function bodyOf(payload: string): Buffer {
   return payload.startsWith('@') ? readFileSync(payload.slice(1)) : Buffer.from(payload);
 }
 
-async function withGrpc(
-  address: string,
-  fn: (clients: ReturnType<typeof connect>) => Promise<string>,
-): Promise<string> {
-  const clients = connect(address);
+async function withGrpc(opts: Options, fn: (clients: ReturnType<typeof connect>) => Promise<string>): Promise<string> {
+  const { options, channel } = grpcChannel(opts);
+  const clients = connect(opts.grpc, options, channel);
   try {
     return await fn(clients);
   } finally {
@@ -148,13 +236,18 @@ async function main(): Promise<void> {
   const { url, words } = opts;
   const name = (n: string) => encodeURIComponent(n);
   const json = { 'content-type': 'application/json', accept: 'application/json' };
+  // Management calls carry management_token's bearer, data-plane calls inference_token's.
+  const manage = (method: string, path: string, body?: string) =>
+    call(opts, method, `${url}${path}`, body, { ...(body === undefined ? {} : json), ...bearer(opts.managementToken) });
+  const infer = (path: string, body: Buffer, headers: Record<string, string>) =>
+    call(opts, 'POST', `${url}${path}`, body, { ...headers, ...bearer(opts.inferenceToken) });
   let out: string;
   switch (words[0]) {
     case 'load': {
       const [model, path] = need(words, 2, 'NAME PATH');
       const body: Record<string, unknown> = { model_name: model, url: path };
       if (opts.workers !== null) body.initial_workers = opts.workers;
-      out = await call('POST', `${url}/models`, JSON.stringify(body), json);
+      out = await manage('POST', '/models', JSON.stringify(body));
       break;
     }
     case 'list': {
@@ -163,7 +256,7 @@ async function main(): Promise<void> {
       let token: string | undefined;
       do {
         const page = JSON.parse(
-          await call('GET', `${url}/models${token ? `?next_page_token=${encodeURIComponent(token)}` : ''}`),
+          await manage('GET', `/models${token ? `?next_page_token=${encodeURIComponent(token)}` : ''}`),
         ) as { models: unknown[]; nextPageToken?: string };
         models.push(...page.models);
         token = page.nextPageToken;
@@ -173,7 +266,7 @@ async function main(): Promise<void> {
     }
     case 'describe': {
       const [model] = need(words, 1, 'NAME');
-      out = await call('GET', `${url}/models/${name(model)}`);
+      out = await manage('GET', `/models/${name(model)}`);
       break;
     }
     case 'invoke': {
@@ -181,12 +274,12 @@ async function main(): Promise<void> {
       const body = bodyOf(payload);
       const headers: Record<string, string> = { 'content-type': opts.contentType };
       if (opts.targetModel !== null) headers['x-amzn-sagemaker-target-model'] = opts.targetModel;
-      out = await call('POST', `${url}/models/${name(model)}/invoke`, body, headers);
+      out = await infer(`/models/${name(model)}/invoke`, body, headers);
       break;
     }
     case 'unload': {
       const [model] = need(words, 1, 'NAME');
-      out = await call('DELETE', `${url}/models/${name(model)}`);
+      out = await manage('DELETE', `/models/${name(model)}`);
       break;
     }
     case 'scale': {
@@ -194,22 +287,22 @@ async function main(): Promise<void> {
         words.length === 3 ? need(words, 2, 'NAME MIN [MAX]') : need(words, 3, 'NAME MIN [MAX]');
       if (![min, max].every((n) => /^\d+$/.test(n)))
         throw new UsageError(`scale takes whole numbers of workers, e.g. scale ${model} 2`);
-      out = await call('PUT', `${url}/models/${name(model)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
+      out = await manage('PUT', `/models/${name(model)}?min_worker=${min}&max_worker=${max}&synchronous=true`);
       break;
     }
     case 'ping':
       need(words, 0, 'no arguments');
-      out = await call('GET', `${url}/ping`);
+      out = await call(opts, 'GET', `${url}/ping`);
       break;
     case 'v2-infer': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
-      out = await call('POST', `${url}/v2/models/${name(model)}/infer`, bodyOf(payload), json);
+      out = await infer(`/v2/models/${name(model)}/infer`, bodyOf(payload), json);
       break;
     }
     case 'grpc-infer': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
       const request = modelInferRequest(model, JSON.parse(bodyOf(payload).toString()) as V2InferRequest);
-      out = await withGrpc(opts.grpc, async (c) =>
+      out = await withGrpc(opts, async (c) =>
         JSON.stringify(v2Response(await unaryCall(c.kserve, 'ModelInfer', request))),
       );
       break;
@@ -217,7 +310,7 @@ async function main(): Promise<void> {
     case 'grpc-predict': {
       const [model, payload] = need(words, 2, 'NAME JSON (or @FILE)');
       const request = { model_name: model, input: { data: bodyOf(payload) } };
-      out = await withGrpc(opts.grpc, async (c) => {
+      out = await withGrpc(opts, async (c) => {
         if (!opts.stream)
           return (await unaryCall<{ prediction: Buffer }>(c.torchserve, 'Predictions', request)).prediction.toString();
         // Each streamed message goes out as it arrives.
@@ -229,10 +322,7 @@ async function main(): Promise<void> {
     }
     case 'grpc-ping':
       need(words, 0, 'no arguments');
-      out = await withGrpc(
-        opts.grpc,
-        async (c) => (await unaryCall<{ health: string }>(c.torchserve, 'Ping', {})).health,
-      );
+      out = await withGrpc(opts, async (c) => (await unaryCall<{ health: string }>(c.torchserve, 'Ping', {})).health);
       break;
     default:
       throw new UsageError(words[0] === undefined ? '' : `unknown command ${words[0]}`);

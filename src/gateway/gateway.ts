@@ -135,6 +135,15 @@ export class Invocation {
     this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
   }
 
+  /**
+   * The caller's W3C trace context, read as soon as the door has the request's headers, so that a
+   * request refused before it runs (by a guard, for an unknown model, for its body) still joins its
+   * caller's trace. Nothing is kept when tracing is off.
+   */
+  traceFrom(headers: Readonly<Record<string, string | string[] | undefined>>): void {
+    if (this.opts.tracer) this.#trace = { runStart: 0, runEnd: 0, ...traceContext(headers) };
+  }
+
   /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
   async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
     if (this.#deadline !== undefined || this.#priority !== undefined)
@@ -148,29 +157,34 @@ export class Invocation {
   /** Counts a claimed invocation, once, with the status the client got as an HTTP status (499: it went away). */
   finish(status: number): void {
     const model = this.#model;
-    if (model === undefined) return;
+    const trace = this.#trace;
+    // Refused before it named a model (a guard's 401, 403, 413, 503): never counted, but traced
+    // when its door read the caller's trace context (traceFrom).
+    if (model === undefined && (trace === null || status < 400)) return;
     this.#model = undefined;
+    this.#trace = null;
     const r = this.#result;
     const end = performance.now();
-    this.opts.metrics.invocation({
-      model,
-      status,
-      totalMicros: Math.round((end - this.#t0) * 1000),
-      modelMicros: r?.modelMicros ?? 0,
-      queueMicros: r?.queueMicros ?? 0,
-      batchSize: r?.batchSize ?? 0,
-      loadWaitMicros: r?.loadWaitMicros,
-    });
+    if (model !== undefined)
+      this.opts.metrics.invocation({
+        model,
+        status,
+        totalMicros: Math.round((end - this.#t0) * 1000),
+        modelMicros: r?.modelMicros ?? 0,
+        queueMicros: r?.queueMicros ?? 0,
+        batchSize: r?.batchSize ?? 0,
+        loadWaitMicros: r?.loadWaitMicros,
+      });
     this.opts.tracer?.record({
       requestId: this.requestId,
-      model,
+      model: model ?? '',
       status,
       start: this.#t0,
       end,
-      runStart: this.#trace?.runStart ?? 0,
-      runEnd: this.#trace?.runEnd ?? 0,
-      traceparent: this.#trace?.traceparent,
-      tracestate: this.#trace?.tracestate,
+      runStart: trace?.runStart ?? 0,
+      runEnd: trace?.runEnd ?? 0,
+      traceparent: trace?.traceparent,
+      tracestate: trace?.tracestate,
       result: r,
     });
   }

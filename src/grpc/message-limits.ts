@@ -8,6 +8,10 @@
  * A message that is not valid protobuf is left to the decoder, which reports it: this walk only
  * stops early. Groups (wire types 3 and 4) are refused: no proto3 message has one, and protobufjs
  * skips a group it does not know, so a walk that stopped there would let the rest through uncounted.
+ * So are wire types 6 and 7, and a declared field whose tag has another wire type than its type's:
+ * protobufjs decodes a declared field as its type whatever the tag's wire type says (field 7, wire
+ * type 7 is read as raw_input_contents), so the walk and the decoder would split the bytes
+ * differently and the decoder would build what the walk never counted.
  */
 
 /** Inputs, outputs and raw_input_contents of one ModelInferRequest; entries of a parameters or input map. */
@@ -28,6 +32,70 @@ const enum Wire {
   Fixed32 = 5,
 }
 
+/**
+ * A message type as protobufjs decodes it: each declared field's wire types (a packed repeated
+ * scalar: Len or its own) and, for a message or map field, its type, which the walk enters too.
+ */
+type Schema = ReadonlyMap<number, { wires: readonly Wire[]; of?: Schema }>;
+const kLen = [Wire.Len];
+const kPackable = [Wire.Len, Wire.Varint];
+const schema = (entries: Array<[number, readonly Wire[], Schema?]>): Schema =>
+  new Map(entries.map(([n, wires, of]) => [n, of ? { wires, of } : { wires }]));
+const kParameter = schema([
+  [1, [Wire.Varint]],
+  [2, [Wire.Varint]],
+  [3, kLen],
+]);
+/** A map entry: key 1, value 2 (bytes, or a message whose type is given). */
+const mapEntry = (value?: Schema) =>
+  schema([
+    [1, kLen],
+    [2, kLen, value],
+  ]);
+const kParameters = mapEntry(kParameter);
+const kContents = schema([
+  [1, kPackable],
+  [2, kPackable],
+  [3, kPackable],
+  [4, kPackable],
+  [5, kPackable],
+  [6, [Wire.Len, Wire.Fixed32]],
+  [7, [Wire.Len, Wire.Fixed64]],
+  [8, kLen],
+]);
+const kInferRequest = schema([
+  [1, kLen],
+  [2, kLen],
+  [3, kLen],
+  [4, kLen, kParameters],
+  [
+    5,
+    kLen,
+    schema([
+      [1, kLen],
+      [2, kLen],
+      [3, kPackable],
+      [4, kLen, kParameters],
+      [5, kLen, kContents],
+    ]),
+  ],
+  [
+    6,
+    kLen,
+    schema([
+      [1, kLen],
+      [2, kLen, kParameters],
+    ]),
+  ],
+  [7, kLen],
+]);
+const kPredictionsRequest = schema([
+  [1, kLen],
+  [2, kLen],
+  [3, kLen, mapEntry()],
+  [4, kLen],
+]);
+
 interface Field {
   number: number;
   wire: number;
@@ -38,7 +106,8 @@ interface Field {
 
 /**
  * The fields of bytes[start, end), ending at the first thing that is not well-formed protobuf. A
- * group's tag is yielded as a field of its own (start = end) for the caller to refuse.
+ * tag of wire type 3, 4, 6 or 7 is yielded as a field of its own (start = end), the last, for the
+ * caller to refuse (wireProblem).
  */
 function* fields(bytes: Buffer, start: number, end: number): Generator<Field, void, void> {
   let at = start;
@@ -63,11 +132,9 @@ function* fields(bytes: Buffer, start: number, end: number): Generator<Field, vo
       if (!n || n.next + n.value > end) return;
       yield { number, wire, start: n.next, end: n.next + n.value };
       at = n.next + n.value;
-    } else if (wire === Wire.StartGroup || wire === Wire.EndGroup) {
+    } else {
       yield { number, wire, start: at, end: at };
       return;
-    } else {
-      return; // not protobuf: the decoder says so
     }
   }
 }
@@ -93,7 +160,7 @@ function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
 }
 
 /** InferTensorContents field number → fixed element size (0 = varint, -1 = bytes). */
-const kContents: ReadonlyMap<number, number> = new Map([
+const kElementSize: ReadonlyMap<number, number> = new Map([
   [1, 0],
   [2, 0],
   [3, 0],
@@ -104,10 +171,24 @@ const kContents: ReadonlyMap<number, number> = new Map([
   [8, -1],
 ]);
 
-const isGroup = (f: Field): boolean => f.wire === Wire.StartGroup || f.wire === Wire.EndGroup;
-
-function groupProblem(message: string, f: Field): string {
-  return `the ${message} has a group (field ${f.number}, wire type ${f.wire}); proto3 messages have none, so send the fields its .proto declares`;
+/**
+ * Why bytes[start, end), a `message` of type `type`, must not reach the decoder: a group, a wire
+ * type protobuf lacks, or a declared field in a wire type its type does not take, at any depth.
+ */
+function wireProblem(message: string, type: Schema, bytes: Buffer, start: number, end: number): string | null {
+  for (const f of fields(bytes, start, end)) {
+    if (f.wire === Wire.StartGroup || f.wire === Wire.EndGroup)
+      return `the ${message} has a group (field ${f.number}, wire type ${f.wire}); proto3 messages have none, so send the fields its .proto declares`;
+    if (f.wire > Wire.Fixed32)
+      return `the ${message} has a field of wire type ${f.wire} (field ${f.number}), which protobuf does not have; send the fields its .proto declares`;
+    const declared = type.get(f.number);
+    if (!declared) continue;
+    if (!declared.wires.includes(f.wire))
+      return `the ${message}'s field ${f.number} comes with wire type ${f.wire}, not its declared type's (${declared.wires.join(' or ')}); encode it as its .proto declares`;
+    const inner = declared.of && wireProblem(message, declared.of, bytes, f.start, f.end);
+    if (inner) return inner;
+  }
+  return null;
 }
 
 function over(count: number, limit: number, message: string, field: string, advice: string): string | null {
@@ -119,8 +200,9 @@ export function inferRequestProblem(bytes: Buffer): string | null {
   const m = 'ModelInferRequest';
   const typed = { elements: 0, bytes: 0 };
   const counts = new Map<number, number>();
+  const wrong = wireProblem(m, kInferRequest, bytes, 0, bytes.length);
+  if (wrong) return wrong;
   for (const f of fields(bytes, 0, bytes.length)) {
-    if (isGroup(f)) return groupProblem(m, f);
     const n = (counts.get(f.number) ?? 0) + 1;
     counts.set(f.number, n);
     const problem =
@@ -144,13 +226,11 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
   let dims = 0;
   let parameters = 0;
   for (const f of fields(bytes, input.start, input.end)) {
-    if (isGroup(f)) return groupProblem(m, f);
     if (f.number === 3) dims += scalarCount(f, bytes, 0);
     else if (f.number === 4) parameters++;
     else if (f.number === 5) {
       for (const c of fields(bytes, f.start, f.end)) {
-        if (isGroup(c)) return groupProblem(m, c);
-        const size = kContents.get(c.number);
+        const size = kElementSize.get(c.number);
         if (size === undefined) continue;
         if (size < 0) typed.bytes++;
         else typed.elements += scalarCount(c, bytes, size);
@@ -180,9 +260,10 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
 
 /** Why a TorchServe PredictionsRequest is refused before decoding, or null. */
 export function predictionsRequestProblem(bytes: Buffer): string | null {
+  const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, bytes, 0, bytes.length);
+  if (wrong) return wrong;
   let entries = 0;
   for (const f of fields(bytes, 0, bytes.length)) {
-    if (isGroup(f)) return groupProblem('PredictionsRequest', f);
     if (f.number === 3 && ++entries > MAX_ENTRIES)
       return over(
         entries,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { MmeError } from '../errors';
 
 /** How long a connection refused with its body unread may go on delivering what the client sends. */
@@ -9,14 +10,26 @@ const kLingerMs = 5000;
  * it alive would make Node read the whole unwanted body; closing it with input unread makes the
  * kernel send RST, and a client still uploading loses the answer. So, like nginx's lingering
  * close: half-close after the response, read and discard until the client closes too, for at most
- * kLingerMs.
+ * kLingerMs. The rest is discarded as raw socket reads, never through Node's HTTP parser, which
+ * would make one JS call per chunk of it (a million tiny chunks: seconds of the event loop).
  */
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  discardInput(req.socket);
   res.once('finish', () => {
     req.socket.end();
-    req.resume();
     setTimeout(() => req.socket.destroy(), kLingerMs).unref();
   });
+}
+
+/**
+ * Unhooks Node's HTTP parser from the connection now and drops everything else the client sends
+ * unparsed: Node's server unhooks its parser from a socket that gets a 'data' listener of its own,
+ * once the parser's own feed (the socket's other 'data' listener) is gone. What the parser holds
+ * already (one socket read at most) it still hands over.
+ */
+function discardInput(socket: Socket): void {
+  socket.removeAllListeners('data');
+  socket.on('data', () => {});
 }
 
 function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: number): MmeError {
@@ -31,6 +44,29 @@ function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: nu
 export async function readBody(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer> {
   const chunks = await readBodyChunks(http, limit);
   return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+}
+
+/** Chunks a chunked body may come in whatever their size: every small body, however it is split. */
+export const FREE_CHUNKS = 1024;
+/** Past FREE_CHUNKS, the bytes a chunk must carry on average (curl, SDKs, browsers and proxies send KiBs). */
+export const MIN_CHUNK_BYTES = 64;
+
+/**
+ * Node's HTTP parser hands each chunk of a chunked body to JS on its own, so a body's cost in time
+ * is its chunk count: a million 1-byte chunks are seconds of the event loop, every caller stalled.
+ * A body is refused once its chunks so far pass FREE_CHUNKS plus one per MIN_CHUNK_BYTES of its
+ * bytes so far, so the work a body costs stays proportional to its bytes, as with any other body.
+ */
+export function tooManyChunks(chunks: number, bytes: number): boolean {
+  return chunks > FREE_CHUNKS + bytes / MIN_CHUNK_BYTES;
+}
+
+function chunksTooSmall(http: { req: IncomingMessage; res: ServerResponse }, chunks: number, bytes: number): MmeError {
+  closeAfterAnswer(http.req, http.res);
+  return new MmeError(
+    'MME_ERR_BODY_CHUNKS_TOO_SMALL',
+    `The chunked request body came in ${chunks} chunks for ${bytes} bytes; past ${FREE_CHUNKS} chunks they must average at least ${MIN_CHUNK_BYTES} bytes. Send the body in larger chunks (a few KiB each) or with a Content-Length.`,
+  );
 }
 
 /** A socket chunk this large is kept as it is; smaller ones, in a run, are copied together. */
@@ -89,7 +125,8 @@ class BodyPieces {
 
 /**
  * Reads the whole body, refusing before reading past `limit`: a declared Content-Length over the
- * limit is refused without reading at all, and a chunked body is cut off at the limit. Either way
+ * limit is refused without reading at all, and a chunked body is cut off at the limit, or as soon
+ * as its chunks are too many for its bytes (tooManyChunks). Either way
  * the connection ends once the 413 is out (closeAfterAnswer). The pieces are not joined: an invoke
  * body goes on to its worker as they are (one writev), so this process copies no socket-sized
  * chunk, and their number is bounded by the body's bytes (BodyPieces).
@@ -100,13 +137,22 @@ export function readBodyChunks(http: { req: IncomingMessage; res: ServerResponse
   if (declared > limit) return Promise.reject(tooLarge(http, limit));
   return new Promise((resolve, reject) => {
     const body = new BodyPieces();
+    const chunked = req.headers['transfer-encoding'] !== undefined;
     let size = 0;
+    let chunks = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
+      chunks++;
+      const refusal =
+        size > limit
+          ? tooLarge(http, limit)
+          : chunked && tooManyChunks(chunks, size)
+            ? chunksTooSmall(http, chunks, size)
+            : null;
+      if (refusal) {
         cleanup();
         req.pause();
-        reject(tooLarge(http, limit));
+        reject(refusal);
         return;
       }
       body.add(chunk);

@@ -161,6 +161,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     let where = `${req.method} -`;
     let answer: Answer;
     try {
+      inv.traceFrom(req.headers);
       refuse(req, res, guards);
       // OPTIONS asks which methods the path takes: an empty 200 with Allow, as the router answered it.
       if (req.method === 'OPTIONS') {

@@ -262,6 +262,54 @@ describe('OpenTelemetry traces: spans exported with OTLP/HTTP to a real receiver
   });
 });
 
+describe("OpenTelemetry traces of requests refused before the gateway: each joins its caller's trace", () => {
+  const kToken = 'trace-token-3e9a';
+  const traces = {
+    unauthorized: '1a2b3c4d5e6f708192a3b4c5d6e7f801',
+    crossSite: '2b3c4d5e6f708192a3b4c5d6e7f80112',
+    unknown: '3c4d5e6f708192a3b4c5d6e7f8011223',
+  };
+  const kParent = '0123456789abcdef';
+  let receiver: Awaited<ReturnType<typeof otlpReceiver>>;
+  const statuses: Record<string, number> = {};
+  before(async () => {
+    receiver = await otlpReceiver();
+    const t = await startTestServer(
+      `inference_token=${kToken}\notel_traces_sampler_ratio=1\notel_exporter_otlp_endpoint=${receiver.url}`,
+      { env: {} },
+    );
+    try {
+      const traced = (trace: string, extra: Record<string, string>) =>
+        invoke(t, 'absent', [1], { traceparent: `00-${trace}-${kParent}-01`, ...extra });
+      statuses.unauthorized = (await traced(traces.unauthorized, {})).status;
+      statuses.crossSite = (await traced(traces.crossSite, { origin: 'http://evil.example' })).status;
+      statuses.unknown = (await traced(traces.unknown, { authorization: `Bearer ${kToken}` })).status;
+    } finally {
+      // Closing flushes the batch of spans to the receiver.
+      await t.close();
+    }
+  });
+  after(async () => {
+    await receiver?.close();
+  });
+
+  it("a guard's refusal (401 without inference_token, 403 cross-site) and a 404 after the guards: one server span each, under the caller's parent, no children", () => {
+    const expected: Record<string, number> = { unauthorized: 401, crossSite: 403, unknown: 404 };
+    assert.deepEqual(statuses, expected);
+    for (const [what, trace] of Object.entries(traces)) {
+      const spans = receiver.spans.filter((s) => s.traceId === trace);
+      assert.equal(spans.length, 1, `${what}: ${JSON.stringify(spans.map((s) => s.name))}`);
+      const [span] = spans;
+      assert.equal(span.kind, 'SPAN_KIND_SERVER', what);
+      assert.equal(span.parentSpanId, kParent, what);
+      assert.equal(span.name, 'invoke', what);
+      assert.equal(span.attributes['mme.model.name'], '', what);
+      assert.equal(span.attributes['http.response.status_code'], expected[what], what);
+      assert.notEqual(span.status.code, 'STATUS_CODE_ERROR', what);
+    }
+  });
+});
+
 describe('OpenTelemetry traces off (otel_traces_sampler_ratio=0, the default)', () => {
   it('a server that answered invocations never loaded the SDK, the exporter or the propagator (require.cache of its process)', async () => {
     // A process of its own: this test process has loaded the SDK for the suite above. The API package

@@ -4,7 +4,9 @@
  * fast-check generates rounds (harness/boundary-requests.ts): 1–4 malformed requests and
  * canaries (valid requests of known answer) for the rest of 8, over every codec and route
  * (SageMaker invoke, /invocations and /predictions with JSON in all four shapes, CSV and .npy; /v2
- * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions). A round goes at
+ * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions), HTTP bodies
+ * whole or in arbitrary chunk sizes (runs of tiny chunks included), and gRPC messages with a field
+ * of a wire type no proto3 message has (groups 3 and 4, 6, 7) inserted anywhere. A round goes at
  * once to a model that batches (batch_size 8, max_batch_delay 500 ms), so the attacks share a
  * batch with the canaries, in a CLI server with dedicated workers and in one with a shared host. scripts/hardening/boundary-fuzz.ts
  * checks every round: each canary gets exactly its solo answer; each malformed request a 4xx
@@ -33,7 +35,16 @@ import { request } from '../../harness/http-requests';
 
 /** Generated rounds per worker mode: a round (one full batch, its solo answers first) takes ~0.15 s. */
 const kRuns = Number(process.env.BOUNDARY_RUNS ?? 100);
-const kSeed = process.env.BOUNDARY_SEED === undefined ? undefined : Number(process.env.BOUNDARY_SEED);
+/**
+ * The seed is always chosen here, never inside fast-check, so that a failure can be named before
+ * shrinking ends: BOUNDARY_SEED (with BOUNDARY_PATH) replays a run, and a shrinking that outlasts
+ * the test's timeout still leaves the first failing round's seed, path and cases on stderr.
+ */
+const kSeed =
+  process.env.BOUNDARY_SEED === undefined
+    ? (Date.now() ^ (Math.random() * 2 ** 31)) | 0
+    : Number(process.env.BOUNDARY_SEED);
+const kPath = process.env.BOUNDARY_PATH;
 /**
  * Every round runs, however slow the machine (fast-check is not interrupted, so a loaded machine
  * takes longer rather than quietly running fewer rounds): the timeout allows 3 s a round.
@@ -45,7 +56,7 @@ const row = (start: number) => Array.from({ length: 16 }, (_, j) => start + j);
 /** Canary k's rows as the generator makes them distinct (boundary-requests.ts distinct()), from values shrunk to 0. */
 const rowsOf = (k: number) => [Array.from({ length: 16 }, (_, j) => 1000 * (k + 1) + j / 8)];
 const canary = {
-  invokeNamed: (k: number): ValidCase => ({
+  invokeNamed: (k: number): Extract<ValidCase, { via: 'http' }> => ({
     kind: 'valid',
     via: 'http',
     route: 'invoke',
@@ -55,7 +66,7 @@ const canary = {
     contentType: 'exact',
     rows: rowsOf(k),
   }),
-  v2Json: (k: number): ValidCase => ({
+  v2Json: (k: number): Extract<ValidCase, { via: 'v2' }> => ({
     kind: 'valid',
     via: 'v2',
     binaryIn: 'none',
@@ -89,6 +100,15 @@ const kCsv6MB = {
 } as const;
 /** Rounds of the two-CSV round that would keep 25 × 12 MB if each body stayed: past kServerRssGrowth. */
 const kPairRounds = 25;
+
+/** ModelInfer with a field of wire type `wire` after its input, then an input of 1 000 000 empty bytes_contents, between canaries. */
+const strayFieldThenBytes = (wire: 3 | 7, field: number): Round => ({
+  cases: [
+    canary.kserveTyped(0),
+    { kind: 'malformed', attack: 'wire-type', carrier: 'kserve', wire, field, where: 'end', then: 'bytes-empty' },
+    canary.v2Json(1),
+  ],
+});
 
 interface Regression {
   /** What the server does now. */
@@ -319,6 +339,55 @@ const kRegressions: Regression[] = [
       ],
     },
   },
+  {
+    name: 'KServe ModelInfer with an empty group (field 15) after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
+    was: 'decoded past the group, +237 MiB server RSS',
+    found: "issue 33's report (item 3), as a round of the wire-type generator",
+    round: strayFieldThenBytes(3, 15),
+  },
+  {
+    name: 'KServe ModelInfer with field 7 (raw_input_contents) of wire type 7 after the input, then 1 000 000 empty bytes_contents: INVALID_ARGUMENT, undecoded, server RSS within its bound',
+    was: 'protobufjs decoded the tag as raw_input_contents (a declared field is read as its type whatever the wire type) and went on past the wire walk, which had stopped there: +250 MiB server RSS',
+    found:
+      'property seed 656881897 path "79", dedicated, on q-chunks after merging main at 2c3b6a8 (the shrinking outlasted the test timeout; the first failing round, printed at once, was cut down by hand)',
+    round: strayFieldThenBytes(7, 7),
+  },
+  {
+    name: 'TorchServe Predictions with an empty group inside its "data" map entry: INVALID_ARGUMENT',
+    was: 'gRPC OK: the wire walk did not enter map entries, and protobufjs skips a group inside one',
+    found: 'property seed 49441070 path "91" (shrunk 773 times), dedicated, on q-chunks after merging main at 2c3b6a8',
+    round: {
+      cases: [
+        canary.invokeNamed(0),
+        {
+          kind: 'malformed',
+          attack: 'wire-type',
+          carrier: 'torchserve',
+          wire: 3,
+          field: 3,
+          where: 'nested',
+          then: 'nothing',
+        },
+        canary.kserveTyped(1),
+      ],
+    },
+  },
+  {
+    name: 'a canary of 64 rows in one-byte chunks beside canaries in 64-byte and arbitrary chunks: the chunk-count refusal for it, the others their answers',
+    was: 'one Buffer and one parser callback per chunk: 1 000 000 one-byte chunks were +505 MB and 3 s of event loop',
+    found: "issue 33's report (item 1), as a round of the chunking generator",
+    round: {
+      cases: [
+        {
+          ...canary.invokeNamed(0),
+          rows: Array.from({ length: 64 }, (_, r) => rowsOf(0)[0].map((v) => v + r)),
+          chunks: [1],
+        },
+        { ...canary.invokeNamed(1), chunks: [64] },
+        { ...canary.v2Json(2), chunks: [1, 4096, 3] },
+      ],
+    },
+  },
 ];
 
 async function assertRound(srv: BoundaryServer, round: Round): Promise<void> {
@@ -353,11 +422,30 @@ for (const mode of ['dedicated', 'shared'] as WorkerMode[]) {
     }
 
     it(`${kRuns} generated rounds: canaries get their solo answers, malformed requests a small 4xx, no process replaced, RSS bounded`, async () => {
+      // The rounds before the first failure run one at a time, so the calls so far are its path.
+      let calls = 0;
+      let reported = false;
       await fc.assert(
-        fc.asyncProperty(roundArb, (round) => assertRound(srv, round)),
+        fc.asyncProperty(roundArb, async (round) => {
+          calls++;
+          try {
+            await assertRound(srv, round);
+          } catch (err) {
+            if (!reported && kPath === undefined) {
+              reported = true;
+              process.stderr.write(
+                `boundary property (${mode}): first failure at seed ${kSeed}, path "${calls - 1}" (replay: BOUNDARY_SEED=${kSeed} BOUNDARY_PATH=${calls - 1} BOUNDARY_RUNS=1); shrinking\n  round: ${JSON.stringify(round).slice(0, 4000)}\n  ${(err as Error).message.slice(0, 2000)}\n`,
+              );
+            }
+            throw err;
+          }
+        }),
         {
           numRuns: kRuns,
-          ...(kSeed === undefined ? {} : { seed: kSeed }),
+          seed: kSeed,
+          ...(kPath === undefined ? {} : { path: kPath }),
+          // The message names the seed, the path and the shrunk round (fc.defaultReportMessage).
+          verbose: fc.VerbosityLevel.Verbose,
         },
       );
     });
