@@ -179,9 +179,15 @@ interface Bench {
   infer: unknown;
 }
 
-async function startBench(): Promise<Bench> {
+/** `main`: another build's dist/src/main.js (as MME_BENCH_MAIN), for a before/after in one run. */
+async function startBench(main?: string): Promise<Bench> {
   const port = await freePort();
-  const server = await startBenchServer([`grpc_inference_port=${port}`]);
+  const own = process.env.MME_BENCH_MAIN;
+  if (main) process.env.MME_BENCH_MAIN = main;
+  const server = await startBenchServer([`grpc_inference_port=${port}`]).finally(() => {
+    if (own === undefined) delete process.env.MME_BENCH_MAIN;
+    else process.env.MME_BENCH_MAIN = own;
+  });
   const clients = connect(`127.0.0.1:${port}`);
   const dir = writeTinyMlp(server.store);
   const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
@@ -199,43 +205,51 @@ async function startBench(): Promise<Bench> {
   };
 }
 
+type Split = { tree: number; server: number };
+
 /**
- * Both protocols at `rate` req/s, alternating (so both see the same machine load), `reps` pairs of
- * `seconds` each; `only` runs one of them (a profile of one protocol's path: MME_BENCH_PROFILE).
+ * Both protocols at `rate` req/s on each server of `benches`, `reps` rounds of `seconds` a run;
+ * each round runs every server's pair back to back, so all of them see the same machine load.
+ * `only` runs one protocol (a profile of one side's path: MME_BENCH_PROFILE).
  */
 async function pacedCpu(
-  b: Bench,
+  benches: Bench[],
   rate: number,
   d: { seconds: number; reps: number },
   only?: 'grpc' | 'http',
-): Promise<PacedCpu & { idle: { tree: number; server: number } }> {
-  const pid = b.server.child.pid!;
-  // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
-  const idle = await cpuSplit(pid, async () => {
-    await new Promise((r) => setTimeout(r, d.seconds * 1000));
-    return d.seconds;
-  });
-  const httpAgent = new Agent({ keepAlive: true, maxSockets: kConcurrency });
-  const post = () => httpPost(`${b.server.url}/models/tiny/invoke`, b.httpBody, httpAgent);
-  const infer = () => unaryCall(b.clients.kserve, 'ModelInfer', b.infer);
-  const http: Array<{ tree: number; server: number }> = [];
-  const grpc: Array<{ tree: number; server: number }> = [];
-  for (let i = 0; i < d.reps; i++) {
-    if (only !== 'grpc') http.push(await cpuSplit(pid, () => paced(rate, d.seconds, post), idle));
-    if (only !== 'http') grpc.push(await cpuSplit(pid, () => paced(rate, d.seconds, infer), idle));
+): Promise<Array<PacedCpu & { idle: Split }>> {
+  const sides = [];
+  for (const b of benches) {
+    const pid = b.server.child.pid!;
+    // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
+    const idle = await cpuSplit(pid, async () => {
+      await new Promise((r) => setTimeout(r, d.seconds * 1000));
+      return d.seconds;
+    });
+    const agent = new Agent({ keepAlive: true, maxSockets: kConcurrency });
+    const post = () => httpPost(`${b.server.url}/models/tiny/invoke`, b.httpBody, agent);
+    const infer = () => unaryCall(b.clients.kserve, 'ModelInfer', b.infer);
+    sides.push({ pid, idle, agent, post, infer, http: [] as Split[], grpc: [] as Split[] });
   }
-  httpAgent.destroy();
-  const med = (xs: Array<{ tree: number; server: number }>, k: 'tree' | 'server') =>
-    xs.length > 0 ? median(xs.map((x) => x[k])) : Number.NaN;
-  return {
-    idle,
-    httpJsonMicros: med(http, 'tree'),
-    grpcRawMicros: med(grpc, 'tree'),
-    httpJsonServerMicros: med(http, 'server'),
-    grpcRawServerMicros: med(grpc, 'server'),
-    ratios: only ? [] : grpc.map((g, i) => g.tree / http[i].tree),
-    serverRatios: only ? [] : grpc.map((g, i) => g.server / http[i].server),
-  };
+  for (let i = 0; i < d.reps; i++) {
+    for (const s of sides) {
+      if (only !== 'grpc') s.http.push(await cpuSplit(s.pid, () => paced(rate, d.seconds, s.post), s.idle));
+      if (only !== 'http') s.grpc.push(await cpuSplit(s.pid, () => paced(rate, d.seconds, s.infer), s.idle));
+    }
+  }
+  const med = (xs: Split[], k: keyof Split) => (xs.length > 0 ? median(xs.map((x) => x[k])) : Number.NaN);
+  return sides.map(({ idle, agent, http, grpc }) => {
+    agent.destroy();
+    return {
+      idle,
+      httpJsonMicros: med(http, 'tree'),
+      grpcRawMicros: med(grpc, 'tree'),
+      httpJsonServerMicros: med(http, 'server'),
+      grpcRawServerMicros: med(grpc, 'server'),
+      ratios: only ? [] : grpc.map((g, i) => g.tree / http[i].tree),
+      serverRatios: only ? [] : grpc.map((g, i) => g.server / http[i].server),
+    };
+  });
 }
 
 function durations(quick: boolean): { seconds: number; reps: number; warmupSeconds: number } {
@@ -272,7 +286,7 @@ export async function benchGrpc(opts: { quick?: boolean } = {}): Promise<GrpcBen
       async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds,
     );
     const pacedRate = Math.max(100, Math.round((grpcRawRps * 0.6) / 100) * 100);
-    const p = await pacedCpu(b, pacedRate, d);
+    const [p] = await pacedCpu([b], pacedRate, d);
 
     const tokens = 32;
     const body = JSON.stringify({ prompt: 'hello', max_tokens: tokens });
@@ -312,36 +326,63 @@ export async function benchGrpc(opts: { quick?: boolean } = {}): Promise<GrpcBen
   }
 }
 
+interface PacedRun extends PacedCpu {
+  idleMicrosPerSecond: number;
+  serverIdleMicrosPerSecond: number;
+  serverRatio: number;
+}
+
 /**
- * Only the paced comparison, at a rate chosen up front (so a before/after pair runs the same load),
- * or for one protocol: what a CPU profile of one side's path needs.
+ * Only the paced comparison, at a rate chosen up front, or for one protocol (what a CPU profile of
+ * one side's path needs). `compare`: another build's dist/src/main.js, run beside this one round
+ * by round (`before`), for a before/after whose figures come from one run.
  */
 export async function benchGrpcPaced(opts: {
   rate: number;
   seconds: number;
   reps: number;
   only?: 'grpc' | 'http';
-}): Promise<PacedCpu & { rate: number; idleMicrosPerSecond: number; serverIdleMicrosPerSecond: number }> {
-  const b = await startBench();
+  compare?: string;
+}): Promise<{ rate: number; after: PacedRun; before?: PacedRun }> {
+  const benches: Bench[] = [];
   try {
+    benches.push(await startBench());
+    if (opts.compare) benches.push(await startBench(opts.compare));
     // Warm-up: the first calls compile both paths.
-    await pacedCpu(b, opts.rate, { seconds: 1, reps: 1 }, opts.only);
-    const { idle, ...paced } = await pacedCpu(b, opts.rate, opts, opts.only);
-    return { rate: opts.rate, idleMicrosPerSecond: idle.tree, serverIdleMicrosPerSecond: idle.server, ...paced };
+    await pacedCpu(benches, opts.rate, { seconds: 1, reps: 1 }, opts.only);
+    const [after, before] = (await pacedCpu(benches, opts.rate, opts, opts.only)).map(
+      ({ idle, ...p }): PacedRun => ({
+        idleMicrosPerSecond: idle.tree,
+        serverIdleMicrosPerSecond: idle.server,
+        serverRatio: median(p.serverRatios),
+        ...p,
+      }),
+    );
+    return { rate: opts.rate, after, ...(before ? { before } : {}) };
   } finally {
-    b.clients.close();
-    await b.server.stop();
+    for (const b of benches) {
+      b.clients.close();
+      await b.server.stop();
+    }
   }
 }
 
 const USAGE = `${benchUsage(
-  'npm run bench:grpc [-- --paced --rate N [--seconds N] [--reps N] [--only grpc|http]]',
+  'npm run bench:grpc [-- --paced [--rate N] [--seconds N] [--reps N] [--only grpc|http] [--compare MAIN]]',
   'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.',
 )}
   --paced              only the server CPU per request at one offered rate for both (default 600 req/s,
-                       5 pairs of 8 s); --only runs one protocol, for a profile of its path`;
+                       5 rounds of 8 s); --only runs one protocol, for a profile of its path;
+                       --compare runs another build's dist/src/main.js beside this one, round by round`;
 
-const kFlags = { paced: 'boolean', rate: 'string', seconds: 'string', reps: 'string', only: 'string' } as const;
+const kFlags = {
+  paced: 'boolean',
+  rate: 'string',
+  seconds: 'string',
+  reps: 'string',
+  only: 'string',
+  compare: 'string',
+} as const;
 
 async function main(): Promise<unknown> {
   const flags = Flags.parse(process.argv.slice(2), kFlags);
@@ -354,6 +395,7 @@ async function main(): Promise<unknown> {
     seconds: flags.number('seconds', 8, 1),
     reps: flags.int('reps', 5, 1),
     only,
+    compare: flags.string('compare'),
   });
 }
 
