@@ -76,6 +76,12 @@ class Reader {
  */
 const kWireKeys = new WeakMap<ModelInferRequest, string>();
 
+/**
+ * The longest key remembered, request prefix or answer header: an ordinary request's prefix is
+ * tens of bytes, and the 256 kept per table (infer-memo.ts) then hold at most a few MB.
+ */
+export const MAX_KEY_BYTES = 4096;
+
 export function wireKeyOf(req: ModelInferRequest): string | undefined {
   return kWireKeys.get(req);
 }
@@ -128,7 +134,7 @@ export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
       return null;
     }
   }
-  if (ordered && req.id === '' && req.raw_input_contents.length > 0)
+  if (ordered && req.id === '' && req.raw_input_contents.length > 0 && rawStart <= MAX_KEY_BYTES)
     kWireKeys.set(req, bytes.toString('latin1', 0, rawStart));
   return req;
 }

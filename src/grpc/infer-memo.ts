@@ -5,14 +5,14 @@
  * answer's and encoding it were most of our own time in a call's profile. A key is exact bytes
  * (the request's wire bytes before its raw contents, the answer's JSON header), so a hit is the
  * same input to the same translation; a hit still checks what varies (the raw sizes). Only
- * translations that succeeded are kept, and a table is cleared when full: a client that sends a
- * new shape every call costs a miss, never memory.
+ * translations that succeeded are kept, keys are short (MAX_KEY_BYTES), and a table is cleared
+ * when full: a client that sends a new shape every call costs a miss, never memory.
  */
 import type { ModelRequest } from '../gateway/gateway';
 import { oipAnswer } from '../gateway/oip/infer-request';
 import { headerLengthOf, sliceBinary } from '../oip/binary-body';
 import type { InvokeResult } from '../server/jobs/job';
-import { EncodedAnswer, encodeAnswerHead, withRawOutputs, wireKeyOf } from './infer-codec';
+import { EncodedAnswer, encodeAnswerHead, MAX_KEY_BYTES, withRawOutputs, wireKeyOf } from './infer-codec';
 import { fromOipAnswer, toOipBody, type ModelInferRequest, type ModelInferResponse } from './kserve-tensors';
 
 /** Shapes remembered per table: far more than the models a server runs at once send. */
@@ -65,7 +65,7 @@ export function answerOf(req: ModelInferRequest, result: InvokeResult): ModelInf
   const raw = req.raw_input_contents.length > 0;
   const headerLength = raw ? headerLengthOf(result.contentType) : null;
   const key =
-    headerLength !== null && headerLength <= result.body.length
+    headerLength !== null && headerLength <= result.body.length && headerLength <= MAX_KEY_BYTES
       ? result.body.toString('latin1', 0, headerLength)
       : undefined;
   const known = key === undefined ? undefined : answers.get(key);

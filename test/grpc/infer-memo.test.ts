@@ -6,7 +6,13 @@
 import assert from 'node:assert/strict';
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { oipAnswer } from '../../src/gateway/oip/infer-request';
-import { decodeInferRequest, EncodedAnswer, encodeInferResponse, wireKeyOf } from '../../src/grpc/infer-codec';
+import {
+  decodeInferRequest,
+  EncodedAnswer,
+  encodeInferResponse,
+  MAX_KEY_BYTES,
+  wireKeyOf,
+} from '../../src/grpc/infer-codec';
 import { answerOf, oipBodyOf } from '../../src/grpc/infer-memo';
 import { fromOipAnswer, toOipBody, type ModelInferRequest } from '../../src/grpc/kserve-tensors';
 import { serviceDefinitions } from '../../src/grpc/protos';
@@ -74,7 +80,7 @@ describe('gRPC ModelInfer translations remembered by their bytes', () => {
     for (let i = 0; i < 2; i++) assert.throws(() => oipBodyOf(bad), /datatype "FP33"/);
   });
 
-  it('keys only requests whose fields come before their raw contents and that have no id', () => {
+  it('keys only requests whose fields come before their raw contents, that have no id and a short prefix', () => {
     assert.equal(typeof wireKeyOf(request([1, 4], f32([1, 2, 3, 4]))), 'string');
     assert.equal(wireKeyOf(request([1, 4], f32([1, 2, 3, 4]), { id: 'req-1' })), undefined);
     const late = decodeInferRequest(
@@ -86,6 +92,12 @@ describe('gRPC ModelInfer translations remembered by their bytes', () => {
     )!;
     assert.equal(late.model_name, 'memo-model');
     assert.equal(wireKeyOf(late), undefined);
+    // A long prefix is never a key: the tables stay small whatever names a client sends.
+    const long = request([1, 4], f32([1, 2, 3, 4]), {
+      inputs: [{ name: 'x'.repeat(MAX_KEY_BYTES), datatype: 'FP32', shape: [1, 4] }],
+    });
+    assert.equal(wireKeyOf(long), undefined);
+    assert.deepEqual(joined(oipBodyOf(long).body), expectedBody(long));
     const untyped = decodeInferRequest(text(1, 'memo-model'))!;
     assert.equal(wireKeyOf(untyped), undefined);
   });
@@ -103,6 +115,10 @@ describe('gRPC ModelInfer translations remembered by their bytes', () => {
       assert.ok(got instanceof EncodedAnswer);
       assert.deepEqual(got.bytes, expected);
     }
+    // A header past MAX_KEY_BYTES takes the object path (the codec encodes it) on every call.
+    const long = workerAnswer([output('y'.repeat(MAX_KEY_BYTES), [1, 2], 8)], [f32([1, 2])]);
+    for (let i = 0; i < 2; i++)
+      assert.deepEqual(answerOf(req, long), fromOipAnswer(oipAnswer('memo-model', long), true));
     // The same header with the wrong binary length is refused as before, hit or not.
     const short = workerAnswer([output('y', [1, 2], 8)], [f32([1])]);
     for (let i = 0; i < 2; i++) assert.throws(() => answerOf(req, short), /add up to 8 bytes, but 4 bytes/);
