@@ -11,12 +11,34 @@ import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { streamInvoke } from '../../harness/stream-client';
-import { connect, unaryCall, type ServiceClient } from '../../src/cli/grpc-calls';
-import { benchDurations, benchUsage, cpuPerRequest, measure, runBench, startBenchServer } from './bench-run';
+import { connect, unaryCall, type GrpcClients, type ServiceClient } from '../../src/cli/grpc-calls';
+import { cpuMicros, descendantsOf } from '../../harness/process-probes';
+import { Flags, UsageError } from '../cli-flags';
+import {
+  benchDurations,
+  benchUsage,
+  cpuPerRequest,
+  measure,
+  runBench,
+  startBenchServer,
+  type BenchServer,
+} from './bench-run';
 import { hammer } from '../../harness/load-generator';
 import { median } from '../../harness/statistics';
 import { postJson } from '../../harness/http-requests';
 import { writeTinyMlp } from '../../harness/onnx-models';
+
+export interface PacedCpu {
+  /** Server + workers CPU per request, µs, each side's idle CPU taken off: median over the repetitions. */
+  httpJsonMicros: number;
+  grpcRawMicros: number;
+  /** The server process alone (no workers), µs per request. */
+  httpJsonServerMicros: number;
+  grpcRawServerMicros: number;
+  /** gRPC over HTTP per repetition (each pair measured back to back), server + workers and server alone. */
+  ratios: number[];
+  serverRatios: number[];
+}
 
 export interface GrpcBenchResult {
   httpJsonRps: number;
@@ -37,6 +59,8 @@ export interface GrpcBenchResult {
   pacedHttpJsonCpuMicros: number;
   pacedGrpcRawCpuMicros: number;
   pacedCpuRatio: number;
+  /** The paced figures in full: the server alone, and each repetition's ratio (their spread). */
+  paced: PacedCpu;
   tokens: number;
   grpcFirstMessageMs: number;
   httpFirstChunkMs: number;
@@ -131,32 +155,121 @@ function firstMessage(client: ServiceClient, request: unknown): Promise<number> 
   });
 }
 
-export async function benchGrpc(): Promise<GrpcBenchResult> {
-  const port = await freePort();
-  const server = await startBenchServer([`grpc_inference_port=${port}`]);
-  const clients = connect(`127.0.0.1:${port}`);
-  try {
-    const dir = writeTinyMlp(server.store);
-    const gen = path.join(server.store, 'text-generator');
-    fs.cpSync(path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator'), gen, { recursive: true });
-    for (const [name, url] of [
-      ['tiny', dir],
-      ['gen', gen],
-    ]) {
-      const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
-      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    }
+/** Server and server + workers CPU of one run of `run`, µs per request, `idle` (µs a second of each) taken off. */
+async function cpuSplit(
+  pid: number,
+  run: () => Promise<number>,
+  idle = { tree: 0, server: 0 },
+): Promise<{ tree: number; server: number }> {
+  const tree = () => [pid, ...descendantsOf(pid)].reduce((sum, p) => sum + cpuMicros(p), 0);
+  const [tree0, server0, t0] = [tree(), cpuMicros(pid), performance.now()];
+  const requests = await run();
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    tree: (tree() - tree0 - idle.tree * seconds) / requests,
+    server: (cpuMicros(pid) - server0 - idle.server * seconds) / requests,
+  };
+}
 
-    const row = Array.from({ length: 16 }, (_, i) => i / 16);
-    const d = benchDurations();
-    const httpBody = JSON.stringify({ inputs: { input: [row] } });
-    const http = await measure(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d);
-    if (http.errors + http.non2xx > 0) throw new Error(`HTTP invoke failed ${http.errors + http.non2xx} times`);
-    const infer = {
+/** What the paced comparison needs: a server with the tiny MLP loaded, and one request of each protocol. */
+interface Bench {
+  server: BenchServer;
+  clients: GrpcClients;
+  httpBody: string;
+  infer: unknown;
+}
+
+/** `main`: another build's dist/src/main.js (as MME_BENCH_MAIN), for a before/after in one run. */
+async function startBench(main?: string): Promise<Bench> {
+  const port = await freePort();
+  const own = process.env.MME_BENCH_MAIN;
+  if (main) process.env.MME_BENCH_MAIN = main;
+  const server = await startBenchServer([`grpc_inference_port=${port}`]).finally(() => {
+    if (own === undefined) delete process.env.MME_BENCH_MAIN;
+    else process.env.MME_BENCH_MAIN = own;
+  });
+  const clients = connect(`127.0.0.1:${port}`);
+  const dir = writeTinyMlp(server.store);
+  const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  const row = Array.from({ length: 16 }, (_, i) => i / 16);
+  return {
+    server,
+    clients,
+    httpBody: JSON.stringify({ inputs: { input: [row] } }),
+    infer: {
       model_name: 'tiny',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }],
       raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)],
+    },
+  };
+}
+
+type Split = { tree: number; server: number };
+
+/**
+ * Both protocols at `rate` req/s on each server of `benches`, `reps` rounds of `seconds` a run;
+ * each round runs every server's pair back to back, so all of them see the same machine load.
+ * `only` runs one protocol (a profile of one side's path: MME_BENCH_PROFILE).
+ */
+async function pacedCpu(
+  benches: Bench[],
+  rate: number,
+  d: { seconds: number; reps: number },
+  only?: 'grpc' | 'http',
+): Promise<Array<PacedCpu & { idle: Split }>> {
+  const sides = [];
+  for (const b of benches) {
+    const pid = b.server.child.pid!;
+    // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
+    const idle = await cpuSplit(pid, async () => {
+      await new Promise((r) => setTimeout(r, d.seconds * 1000));
+      return d.seconds;
+    });
+    const agent = new Agent({ keepAlive: true, maxSockets: kConcurrency });
+    const post = () => httpPost(`${b.server.url}/models/tiny/invoke`, b.httpBody, agent);
+    const infer = () => unaryCall(b.clients.kserve, 'ModelInfer', b.infer);
+    sides.push({ pid, idle, agent, post, infer, http: [] as Split[], grpc: [] as Split[] });
+  }
+  for (let i = 0; i < d.reps; i++) {
+    for (const s of sides) {
+      if (only !== 'grpc') s.http.push(await cpuSplit(s.pid, () => paced(rate, d.seconds, s.post), s.idle));
+      if (only !== 'http') s.grpc.push(await cpuSplit(s.pid, () => paced(rate, d.seconds, s.infer), s.idle));
+    }
+  }
+  const med = (xs: Split[], k: keyof Split) => (xs.length > 0 ? median(xs.map((x) => x[k])) : Number.NaN);
+  return sides.map(({ idle, agent, http, grpc }) => {
+    agent.destroy();
+    return {
+      idle,
+      httpJsonMicros: med(http, 'tree'),
+      grpcRawMicros: med(grpc, 'tree'),
+      httpJsonServerMicros: med(http, 'server'),
+      grpcRawServerMicros: med(grpc, 'server'),
+      ratios: only ? [] : grpc.map((g, i) => g.tree / http[i].tree),
+      serverRatios: only ? [] : grpc.map((g, i) => g.server / http[i].server),
     };
+  });
+}
+
+function durations(quick: boolean): { seconds: number; reps: number; warmupSeconds: number } {
+  return quick ? { seconds: 2, reps: 1, warmupSeconds: 1 } : benchDurations();
+}
+
+/** `quick`: short runs that only check the harness works (as BENCH_QUICK=1). */
+export async function benchGrpc(opts: { quick?: boolean } = {}): Promise<GrpcBenchResult> {
+  const quick = opts.quick ?? Boolean(process.env.BENCH_QUICK);
+  const b = await startBench();
+  const { server, clients, httpBody, infer } = b;
+  try {
+    const gen = path.join(server.store, 'text-generator');
+    fs.cpSync(path.join(__dirname, '..', '..', '..', 'model-store', 'text-generator'), gen, { recursive: true });
+    const res = await postJson(`${server.url}/models`, { model_name: 'gen', url: gen, initial_workers: 1 });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+
+    const d = durations(quick);
+    const http = await measure(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d);
+    if (http.errors + http.non2xx > 0) throw new Error(`HTTP invoke failed ${http.errors + http.non2xx} times`);
     await grpcRps(clients.kserve, infer, d.warmupSeconds);
     const runs: number[] = [];
     for (let i = 0; i < d.reps; i++) runs.push(await grpcRps(clients.kserve, infer, d.seconds));
@@ -172,32 +285,12 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
       pid,
       async () => (await grpcRps(clients.kserve, infer, d.seconds)) * d.seconds,
     );
-    // At a paced rate the server's own timers (metrics sampler, health checks) weigh on each request: measured idle, taken off.
-    const idleMicrosPerSecond = await cpuPerRequest(pid, async () => {
-      await new Promise((r) => setTimeout(r, d.seconds * 1000));
-      return d.seconds;
-    });
     const pacedRate = Math.max(100, Math.round((grpcRawRps * 0.6) / 100) * 100);
-    const httpAgent = new Agent({ keepAlive: true, maxSockets: kConcurrency });
-    const post = () => httpPost(`${server.url}/models/tiny/invoke`, httpBody, httpAgent);
-    const pacedHttp: number[] = [];
-    const pacedGrpc: number[] = [];
-    // Alternating, so both see the same machine load.
-    for (let i = 0; i < d.reps; i++) {
-      pacedHttp.push(await cpuPerRequest(pid, () => paced(pacedRate, d.seconds, post), idleMicrosPerSecond));
-      pacedGrpc.push(
-        await cpuPerRequest(
-          pid,
-          () => paced(pacedRate, d.seconds, () => unaryCall(clients.kserve, 'ModelInfer', infer)),
-          idleMicrosPerSecond,
-        ),
-      );
-    }
-    httpAgent.destroy();
+    const [p] = await pacedCpu([b], pacedRate, d);
 
     const tokens = 32;
     const body = JSON.stringify({ prompt: 'hello', max_tokens: tokens });
-    const requests = process.env.BENCH_QUICK ? 10 : 50;
+    const requests = quick ? 10 : 50;
     const grpcFirst: number[] = [];
     const httpFirst: number[] = [];
     // Alternating, so both see the same machine load; the first three of each warm up.
@@ -209,6 +302,7 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
       grpcFirst.push(g);
       httpFirst.push(h.firstChunkMs);
     }
+    const { idle, ...paced } = p;
     return {
       httpJsonRps: http.rps,
       grpcRawRps,
@@ -217,10 +311,11 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
       grpcRawCpuMicros,
       cpuRatio: grpcRawCpuMicros / httpJsonCpuMicros,
       pacedRate,
-      idleMicrosPerSecond,
-      pacedHttpJsonCpuMicros: median(pacedHttp),
-      pacedGrpcRawCpuMicros: median(pacedGrpc),
-      pacedCpuRatio: median(pacedGrpc) / median(pacedHttp),
+      idleMicrosPerSecond: idle.tree,
+      pacedHttpJsonCpuMicros: paced.httpJsonMicros,
+      pacedGrpcRawCpuMicros: paced.grpcRawMicros,
+      pacedCpuRatio: paced.grpcRawMicros / paced.httpJsonMicros,
+      paced,
       tokens,
       grpcFirstMessageMs: median(grpcFirst),
       httpFirstChunkMs: median(httpFirst),
@@ -231,9 +326,77 @@ export async function benchGrpc(): Promise<GrpcBenchResult> {
   }
 }
 
-const USAGE = benchUsage(
-  'npm run bench:grpc',
-  'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.',
-);
+interface PacedRun extends PacedCpu {
+  idleMicrosPerSecond: number;
+  serverIdleMicrosPerSecond: number;
+  serverRatio: number;
+}
 
-if (require.main === module) runBench(USAGE, benchGrpc, (r) => console.log(r));
+/**
+ * Only the paced comparison, at a rate chosen up front, or for one protocol (what a CPU profile of
+ * one side's path needs). `compare`: another build's dist/src/main.js, run beside this one round
+ * by round (`before`), for a before/after whose figures come from one run.
+ */
+export async function benchGrpcPaced(opts: {
+  rate: number;
+  seconds: number;
+  reps: number;
+  only?: 'grpc' | 'http';
+  compare?: string;
+}): Promise<{ rate: number; after: PacedRun; before?: PacedRun }> {
+  const benches: Bench[] = [];
+  try {
+    benches.push(await startBench());
+    if (opts.compare) benches.push(await startBench(opts.compare));
+    // Warm-up: the first calls compile both paths.
+    await pacedCpu(benches, opts.rate, { seconds: 1, reps: 1 }, opts.only);
+    const [after, before] = (await pacedCpu(benches, opts.rate, opts, opts.only)).map(
+      ({ idle, ...p }): PacedRun => ({
+        idleMicrosPerSecond: idle.tree,
+        serverIdleMicrosPerSecond: idle.server,
+        serverRatio: median(p.serverRatios),
+        ...p,
+      }),
+    );
+    return { rate: opts.rate, after, ...(before ? { before } : {}) };
+  } finally {
+    for (const b of benches) {
+      b.clients.close();
+      await b.server.stop();
+    }
+  }
+}
+
+const USAGE = `${benchUsage(
+  'npm run bench:grpc [-- --paced [--rate N] [--seconds N] [--reps N] [--only grpc|http] [--compare MAIN]]',
+  'gRPC ModelInfer against HTTP JSON invoke, and gRPC streaming against HTTP chunked.',
+)}
+  --paced              only the server CPU per request at one offered rate for both (default 600 req/s,
+                       5 rounds of 8 s); --only runs one protocol, for a profile of its path;
+                       --compare runs another build's dist/src/main.js beside this one, round by round`;
+
+const kFlags = {
+  paced: 'boolean',
+  rate: 'string',
+  seconds: 'string',
+  reps: 'string',
+  only: 'string',
+  compare: 'string',
+} as const;
+
+async function main(): Promise<unknown> {
+  const flags = Flags.parse(process.argv.slice(2), kFlags);
+  if (!flags.has('paced')) return benchGrpc();
+  const only = flags.string('only');
+  if (only !== undefined && only !== 'grpc' && only !== 'http')
+    throw new UsageError(`--only must be grpc or http, got ${JSON.stringify(only)}`);
+  return benchGrpcPaced({
+    rate: flags.int('rate', 600, 1),
+    seconds: flags.number('seconds', 8, 1),
+    reps: flags.int('reps', 5, 1),
+    only,
+    compare: flags.string('compare'),
+  });
+}
+
+if (require.main === module) runBench(USAGE, main);

@@ -1,9 +1,10 @@
 /** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { oipAnswer, oipRequest } from '../gateway/oip/infer-request';
+import { oipRequest } from '../gateway/oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import { unary, type GrpcDeps } from './call';
-import { fromOipAnswer, parameterValue, toOipBody, type ModelInferRequest } from './kserve-tensors';
+import { answerOf, oipBodyOf } from './infer-memo';
+import { parameterValue, type ModelInferRequest } from './kserve-tensors';
 
 interface ModelRef {
   name: string;
@@ -21,7 +22,7 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelMetadata: unary(deps, 'ModelMetadata', (req: ModelRef) => modelMetadata(manager, req.name, req.version)),
     ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
       checkVersion(req.model_name, req.model_version);
-      const { body, headerLength } = toOipBody(req);
+      const { body, headerLength } = oipBodyOf(req);
       const request = oipRequest(call.requestId, body, headerLength, call.headers());
       const result = await call.invoke(
         req.model_name,
@@ -29,7 +30,7 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
         {},
         { timeout: parameterValue(req, 'timeout'), priority: parameterValue(req, 'priority') },
       );
-      return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
+      return answerOf(req, result);
     }),
   };
 }

@@ -5,7 +5,7 @@
  * when the request used raw contents, else as typed contents. No tensor passes through JSON.
  */
 import { MmeError, quote, quoteValue } from '../errors';
-import { joinBody, sliceBinary, type SplitBody } from '../oip/binary-body';
+import { sliceBinary, type SplitBody } from '../oip/binary-body';
 import { fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
 import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
@@ -118,8 +118,8 @@ export function parameterValue(req: ModelInferRequest, key: string): unknown {
   return p?.parameter_choice ? (p as Record<string, unknown>)[p.parameter_choice] : undefined;
 }
 
-/** The request as a JSON header plus one binary tensor per input. */
-export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength: number } {
+/** The request as a JSON header plus one binary tensor per input, which go to the worker back to back. */
+export function toOipBody(req: ModelInferRequest): { header: Buffer; binaries: Buffer[] } {
   const raw = req.raw_input_contents;
   if (raw.length > 0 && raw.length !== req.inputs.length) {
     throw invalid(
@@ -145,7 +145,7 @@ export function toOipBody(req: ModelInferRequest): { body: Buffer; headerLength:
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
     parameters: { binary_data_output: true },
   };
-  return joinBody(header, binaries);
+  return { header: Buffer.from(JSON.stringify(header)), binaries };
 }
 
 function inferParameter(v: unknown): InferParameter {

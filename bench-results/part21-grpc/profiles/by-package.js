@@ -1,0 +1,15 @@
+const fs=require('fs');
+const [file, n='40', mode='self'] = process.argv.slice(2);
+const p=JSON.parse(fs.readFileSync(file));
+const byId=new Map(p.nodes.map(x=>[x.id,x]));
+const parent=new Map(); for(const x of p.nodes) for(const c of x.children||[]) parent.set(c,x.id);
+const self=new Map(), pkg=new Map(), incl=new Map();
+let total=0, idle=0;
+const name=cf=>`${cf.functionName||'(anon)'} ${cf.url.split('/').slice(-2).join('/')}:${cf.lineNumber+1}`;
+const pk=cf=>{const u=cf.url; if(!u) return cf.functionName; const m=u.match(/node_modules\/((@[^/]+\/)?[^/]+)/); if(m) return m[1]; if(u.startsWith('node:')) return u.split('/').slice(0,2).join('/'); return u.split('/').slice(-3,-1).join('/');};
+p.samples.forEach((id,i)=>{const dt=p.timeDeltas[i]||0; const cf=byId.get(id).callFrame; if(cf.functionName==='(idle)'){idle+=dt;return;} total+=dt;
+ const k=name(cf); self.set(k,(self.get(k)||0)+dt); const q=pk(cf); pkg.set(q,(pkg.get(q)||0)+dt);
+ const seen=new Set(); for(let cur=id; cur!==undefined; cur=parent.get(cur)){const k2=name(byId.get(cur).callFrame); if(seen.has(k2)) continue; seen.add(k2); incl.set(k2,(incl.get(k2)||0)+dt);} });
+console.log(`busy ${(total/1000).toFixed(0)} ms, idle ${(idle/1000).toFixed(0)} ms`);
+const show=(m)=>[...m].sort((a,b)=>b[1]-a[1]).slice(0,+n).forEach(([k,v])=>console.log((v/total*100).toFixed(1).padStart(5)+'% '+(v/1000).toFixed(0).padStart(6)+'ms '+k));
+if(mode==='self') show(self); else if(mode==='pkg') show(pkg); else show(incl);
