@@ -25,7 +25,11 @@ export class LruPolicy implements EvictionPolicy {
   /** Recency is all LRU knows; a size change does not move a model. */
   resize(): void {}
 
-  victims(): string[] {
-    return [...this.#models.keys()];
+  get size(): number {
+    return this.#models.size;
+  }
+
+  victims(): Iterable<string> {
+    return this.#models.keys();
   }
 }

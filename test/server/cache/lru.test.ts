@@ -7,9 +7,9 @@ describe('LRU eviction policy', () => {
     lru.admit('a', 100, 1000, 0);
     lru.admit('b', 10, 500, 1);
     lru.admit('c', 1000, 2000, 2);
-    assert.deepEqual(lru.victims(3), ['a', 'b', 'c']);
+    assert.deepEqual([...lru.victims(3)], ['a', 'b', 'c']);
     lru.touch('a', 4);
-    assert.deepEqual(lru.victims(5), ['b', 'c', 'a']);
+    assert.deepEqual([...lru.victims(5)], ['b', 'c', 'a']);
   });
 
   it('ignores size and load time', () => {
@@ -17,7 +17,7 @@ describe('LRU eviction policy', () => {
     lru.admit('expensive', 1, 1_000_000, 0);
     lru.admit('cheap', 1_000_000, 1, 1);
     lru.resize('cheap', 10_000_000);
-    assert.deepEqual(lru.victims(2), ['expensive', 'cheap']);
+    assert.deepEqual([...lru.victims(2)], ['expensive', 'cheap']);
   });
 
   it('forgets removed models, ignores unknown ones, and re-admission counts as a use', () => {
@@ -28,8 +28,8 @@ describe('LRU eviction policy', () => {
     lru.remove('c');
     lru.touch('z', 3);
     lru.remove('z');
-    assert.deepEqual(lru.victims(4), ['a', 'b']);
+    assert.deepEqual([...lru.victims(4)], ['a', 'b']);
     lru.admit('a', 1, 1, 5);
-    assert.deepEqual(lru.victims(6), ['b', 'a']);
+    assert.deepEqual([...lru.victims(6)], ['b', 'a']);
   });
 });
