@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { descendantsOf, rssBytes } from '../../harness/process-probes';
+import { cpuMicros, descendantsOf, rssBytes } from '../../harness/process-probes';
 import { hammer } from '../../harness/load-generator';
 import { postJson } from '../../harness/http-requests';
 import { median } from '../../harness/statistics';
@@ -49,6 +49,11 @@ export interface Checkpoint {
   memory: Memory;
   /** The last kWindow loads before the checkpoint, 8 in flight (ms). */
   loads: Percentiles;
+  /**
+   * CPU of the server and its hosts per load since the previous checkpoint (µs, from /proc): what a
+   * load costs whatever else the machine runs, where the latencies above wait for it.
+   */
+  cpuPerLoadMicros: number;
   /** GET /models?limit=100, first page and the page at the middle, p50 of 20 (ms). */
   firstPageMs: number;
   middlePageMs: number;
@@ -187,6 +192,10 @@ export async function benchModelCount(
       writeMlpStore(server.store, target, written);
       written = target;
       const latencies: number[] = [];
+      const treeCpu = () =>
+        [server.child.pid!, ...descendantsOf(server.child.pid!)].reduce((sum, pid) => sum + cpuMicros(pid), 0);
+      const cpuBefore = treeCpu();
+      const loadedBefore = loaded;
       let next = loaded;
       await Promise.all(
         Array.from({ length: kInFlight }, async () => {
@@ -206,12 +215,14 @@ export async function benchModelCount(
           }
         }),
       );
+      const cpuPerLoadMicros = (treeCpu() - cpuBefore) / Math.max(1, loaded - loadedBefore);
       const memory = await memoryOf(server.child.pid!);
       const count = loaded;
       const checkpoint: Checkpoint = {
         models: count,
         memory,
         loads: percentiles(latencies.slice(-kWindow)),
+        cpuPerLoadMicros,
         firstPageMs: await getMs(`${server.url}/models?limit=100`),
         middlePageMs: await getMs(`${server.url}/models?limit=100&next_page_token=${Math.floor(count / 2)}`),
         pingMs: await getMs(`${server.url}/ping`),
