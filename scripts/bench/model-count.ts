@@ -238,22 +238,30 @@ export async function benchModelCount(
   } finally {
     await server.stop();
   }
-  const sizes = quick ? [1000, 10_000] : [1000, 10_000, 100_000];
-  const structures = await structureCosts(sizes);
+  return { targets, checkpoints, stoppedEarly, random, ...(await benchModelCountStructures(quick)) };
+}
+
+/** The in-process part alone: per-operation cost against n and the eviction storm. */
+export async function benchModelCountStructures(quick = !!process.env.BENCH_QUICK) {
+  const structures = await structureCosts(quick ? [1000, 10_000] : [1000, 10_000, 100_000]);
   const storm = evictionStorm(quick ? { names: 20_000, room: 10_000, requests: 200_000 } : undefined);
-  return { quick, targets, checkpoints, stoppedEarly, random, structures, storm };
+  return { quick, structures, storm };
 }
 
 const USAGE = benchUsage(
-  'npm run bench:model-count [-- OUT.json]',
-  'Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm.',
+  'npm run bench:model-count [-- OUT.json [structures]]',
+  'Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm (`structures`: that in-process part alone).',
 );
 
 if (require.main === module) {
-  const out = process.argv[2];
-  runBench(USAGE, benchModelCount, (r) => {
-    const text = `${JSON.stringify(r, null, 2)}\n`;
-    if (out) fs.writeFileSync(out, text);
-    console.log(text);
-  });
+  const [out, part] = process.argv.slice(2);
+  runBench<object>(
+    USAGE,
+    () => (part === 'structures' ? benchModelCountStructures() : benchModelCount()),
+    (r) => {
+      const text = `${JSON.stringify(r, null, 2)}\n`;
+      if (out) fs.writeFileSync(out, text);
+      console.log(text);
+    },
+  );
 }
