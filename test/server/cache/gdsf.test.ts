@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { createPolicy } from '../../../src/server/cache/policies';
 import { GdsfPolicy, LoadCostFit } from '../../../src/server/cache/gdsf';
 
@@ -96,5 +97,59 @@ describe('GDSF eviction policy', () => {
     gdsf.resize('z', 5);
     gdsf.remove('z');
     assert.deepEqual([...gdsf.victims(2)], ['a']);
+  });
+
+  it('property: its heap offers models in the order of their priorities computed afresh, through any mix of operations', () => {
+    const halfLife = 1000;
+    const name = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f');
+    const op = fc.oneof(
+      fc.record({ admit: name, size: fc.constantFrom(1, 10, 100) }),
+      fc.record({ touch: name }),
+      fc.record({ remove: name }),
+      fc.record({ resize: name, size: fc.constantFrom(1, 10, 100) }),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.tuple(op, fc.integer({ min: 0, max: 3000 })), { maxLength: 80 }), (steps) => {
+        // The reference: every priority decays by half each half-life from its model's last use, L
+        // with it; the load cost is the same for every load, so the fitted cost is that constant.
+        const cost = 1000;
+        const gdsf = new GdsfPolicy(halfLife);
+        const models = new Map<string, { size: number; frequency: number; lastUse: number; base: number }>();
+        let aging = { value: 0, at: 0 };
+        const decay = (ms: number) => 2 ** (-ms / halfLife);
+        const L = (now: number) => aging.value * decay(now - aging.at);
+        const priority = (m: { size: number; frequency: number; lastUse: number; base: number }, now: number) =>
+          (m.base + (m.frequency * cost) / m.size) * decay(now - m.lastUse);
+        let now = 0;
+        for (const [o, dt] of steps) {
+          now += dt;
+          if ('admit' in o) {
+            if (models.has(o.admit)) continue; // the manager never admits a model it holds
+            gdsf.admit(o.admit, o.size, cost, now);
+            models.set(o.admit, { size: o.size, frequency: 1, lastUse: now, base: L(now) });
+          } else if ('touch' in o) {
+            gdsf.touch(o.touch, now);
+            const m = models.get(o.touch);
+            if (m)
+              Object.assign(m, { frequency: m.frequency * decay(now - m.lastUse) + 1, lastUse: now, base: L(now) });
+          } else if ('remove' in o) {
+            gdsf.remove(o.remove);
+            if (!models.has(o.remove)) continue;
+            const lowest = Math.min(...[...models.values()].map((m) => priority(m, now)));
+            if (lowest > L(now)) aging = { value: lowest, at: now };
+            models.delete(o.remove);
+          } else {
+            gdsf.resize(o.resize, o.size);
+            const m = models.get(o.resize);
+            if (m) m.size = o.size;
+          }
+          const order = [...gdsf.victims(now)];
+          assert.deepEqual([...order].sort(), [...models.keys()].sort());
+          const priorities = order.map((n) => priority(models.get(n)!, now));
+          for (let i = 1; i < priorities.length; i++)
+            assert.ok(priorities[i - 1] <= priorities[i] * (1 + 1e-9), `${order.join(',')}: ${priorities.join(', ')}`);
+        }
+      }),
+    );
   });
 });
