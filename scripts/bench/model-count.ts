@@ -72,6 +72,11 @@ export interface RandomTraffic {
   /** random / dedicated batch_size 1: the target is ≥ 0.8. */
   ratioUnbatched: number;
   ratioBatched: number;
+  /**
+   * The tree's memory once the traffic has run every model at least about once (a session's first
+   * run allocates its buffers), the two dedicated workers included: what a later reading sees.
+   */
+  memoryAfter: Memory;
 }
 
 export interface ModelCountResult {
@@ -115,7 +120,13 @@ async function getMs(url: string, times = 20): Promise<number> {
   return median(samples);
 }
 
-async function randomTraffic(url: string, store: string, models: number, quick: boolean): Promise<RandomTraffic> {
+async function randomTraffic(
+  url: string,
+  root: number,
+  store: string,
+  models: number,
+  quick: boolean,
+): Promise<RandomTraffic> {
   const batchSize = 16;
   const maxBatchDelayMs = 2;
   const solo = path.join(store, 'solo');
@@ -160,6 +171,7 @@ async function randomTraffic(url: string, store: string, models: number, quick: 
     maxBatchDelayMs,
     ratioUnbatched: randomRps / dedicated1.rps,
     ratioBatched: randomRps / batched.rps,
+    memoryAfter: await memoryOf(root),
   };
 }
 
@@ -230,7 +242,7 @@ export async function benchModelCount(
       checkpoints.push(checkpoint);
       log(`model-count: ${JSON.stringify(checkpoint)}`);
       if (target === randomAt && stoppedEarly === null) {
-        random = await randomTraffic(server.url, server.store, count, quick);
+        random = await randomTraffic(server.url, server.child.pid!, server.store, count, quick);
         log(`model-count: random traffic ${JSON.stringify(random)}`);
       }
       if (stoppedEarly !== null) break;
