@@ -25,6 +25,7 @@ import { median } from '../../harness/statistics';
 import { processMemoryBytes } from '../../src/server/processes/process-memory';
 import { benchDurations, benchUsage, measure, runBench, startBenchServer } from './bench-run';
 import { percentiles, type Percentiles } from './latency';
+import { UsageError } from '../cli-flags';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 import { structureCosts, evictionStorm, type StructureCost, type Storm } from './model-count-structures';
 
@@ -261,15 +262,20 @@ export async function benchModelCountStructures(quick = !!process.env.BENCH_QUIC
 }
 
 const USAGE = benchUsage(
-  'npm run bench:model-count [-- OUT.json [structures]]',
-  'Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm (`structures`: that in-process part alone).',
+  'npm run bench:model-count [-- OUT.json [structures | N,N,...]]',
+  'Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm (`structures`: that in-process part alone; N,N,...: those checkpoints instead).',
 );
 
 if (require.main === module) {
   const [out, part] = process.argv.slice(2);
+  const targets = part && part !== 'structures' ? part.split(',').map(Number) : undefined;
   runBench<object>(
     USAGE,
-    () => (part === 'structures' ? benchModelCountStructures() : benchModelCount()),
+    async () => {
+      if (targets?.some((n) => !Number.isInteger(n) || n <= 0))
+        throw new UsageError(`checkpoints must be positive integers, like 1000,10000; got ${part}`);
+      return part === 'structures' ? benchModelCountStructures() : benchModelCount({ targets });
+    },
     (r) => {
       const text = `${JSON.stringify(r, null, 2)}\n`;
       if (out) fs.writeFileSync(out, text);
