@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { createPolicy } from '../../../src/server/cache/policies';
+import { LruPolicy } from '../../../src/server/cache/lru';
 
 describe('LRU eviction policy', () => {
   it('offers the least recently used model first', () => {
@@ -31,5 +33,30 @@ describe('LRU eviction policy', () => {
     assert.deepEqual([...lru.victims(4)], ['a', 'b']);
     lru.admit('a', 1, 1, 5);
     assert.deepEqual([...lru.victims(6)], ['b', 'a']);
+  });
+
+  it('property: its order is the simple list of names, oldest use first, through any mix of operations', () => {
+    const name = fc.constantFrom('a', 'b', 'c', 'd', 'e');
+    const op = fc.oneof(fc.record({ admit: name }), fc.record({ touch: name }), fc.record({ remove: name }));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 100 }), (ops) => {
+        const lru = new LruPolicy();
+        let order: string[] = [];
+        for (const o of ops) {
+          if ('admit' in o) {
+            lru.admit(o.admit);
+            order = [...order.filter((n) => n !== o.admit), o.admit];
+          } else if ('touch' in o) {
+            lru.touch(o.touch);
+            if (order.includes(o.touch)) order = [...order.filter((n) => n !== o.touch), o.touch];
+          } else {
+            lru.remove(o.remove);
+            order = order.filter((n) => n !== o.remove);
+          }
+          assert.deepEqual([...lru.victims()], order);
+          assert.equal(lru.size, order.length);
+        }
+      }),
+    );
   });
 });
