@@ -14,8 +14,8 @@ export class LruPolicy implements EvictionPolicy {
   readonly name = 'lru';
   /**
    * A list, oldest first, and each model's node: O(1) per use and per victim. (A Set re-inserted on
-   * use keeps the order too, but the entries it deletes stay as holes its iteration steps over until
-   * it is rehashed: in the eviction storm a victim cost 6× more at the end than at the start.)
+   * use keeps the order too, but the entries it deletes stay as holes that finding its first entry
+   * steps over until the table is rehashed.)
    */
   readonly #nodes = new Map<string, Node>();
   #oldest: Node | null = null;
