@@ -188,12 +188,17 @@ export async function benchModelCount(
   const log = opts.log ?? ((line: string) => console.error(line));
   const randomAt = quick ? targets[targets.length - 1] : 10_000;
   const budgetMB = 64 * 1024;
+  // The server inherits this process's environment; the benches run.ts starts after this one must not.
+  const sagemaker = process.env.SAGEMAKER_MULTI_MODEL;
   process.env.SAGEMAKER_MULTI_MODEL = 'true';
   const server = await startBenchServer([
     'worker_mode=shared',
     'spare_workers=0',
     `model_memory_budget_mb=${budgetMB}`,
-  ]);
+  ]).finally(() => {
+    if (sagemaker === undefined) delete process.env.SAGEMAKER_MULTI_MODEL;
+    else process.env.SAGEMAKER_MULTI_MODEL = sagemaker;
+  });
   const checkpoints: Checkpoint[] = [];
   let random: RandomTraffic | null = null;
   let stoppedEarly: string | null = null;
