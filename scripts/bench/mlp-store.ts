@@ -6,9 +6,9 @@ import { mlpModel } from '../../harness/onnx-models';
 /** The request body every model of the store accepts. */
 export const MLP_STORE_BODY = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i)] } });
 
-/** Writes models m0 … m<count-1> into `store`, each with its own weights. */
-export function writeMlpStore(store: string, count: number): void {
-  for (let i = 0; i < count; i++) {
+/** Writes models m<from> … m<count-1> into `store`, each with its own weights. */
+export function writeMlpStore(store: string, count: number, from = 0): void {
+  for (let i = from; i < count; i++) {
     const dir = path.join(store, `m${i}`);
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'model.onnx'), mlpModel({ sizes: [16, 32, 4], seed: i + 1 }));

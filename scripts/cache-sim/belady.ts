@@ -27,6 +27,9 @@ export function belady(trace: Trace): EvictionPolicy {
     remove: (model) => nextUse.delete(model),
     resize: () => {},
     victims: () => [...nextUse].sort((a, b) => b[1] - a[1]).map(([model]) => model),
+    get size() {
+      return nextUse.size;
+    },
   };
 }
 

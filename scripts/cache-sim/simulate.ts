@@ -50,7 +50,8 @@ export function simulate(
     if (model.sizeBytes > capacity.bytes)
       throw new Error(`${model.name} (${model.sizeBytes} bytes) can never fit in ${capacity.bytes} bytes`);
     while (used + model.sizeBytes > capacity.bytes || loaded.size >= maxModels) {
-      const victim = loaded.get(policy.victims(request.at)[0]);
+      const [first] = policy.victims(request.at);
+      const victim = first === undefined ? undefined : loaded.get(first);
       if (!victim) throw new Error(`${policy.name} offered no loaded model to evict`);
       loaded.delete(victim.name);
       used -= victim.sizeBytes;

@@ -13,8 +13,7 @@ const kVersioned = '/v2/models/:name/versions/:version';
 
 export function mountMetadataRoutes(router: Router, manager: ModelManager): void {
   router.get('/ping', (ctx) => {
-    const failed = manager.list().some((m) => m.failed);
-    ctx.body = { status: failed ? 'Partial Healthy' : 'Healthy' };
+    ctx.body = { status: manager.failedCount() > 0 ? 'Partial Healthy' : 'Healthy' };
   });
 
   router.get('/v2', (ctx) => {

@@ -40,30 +40,33 @@ class Stat {
   }
 }
 
-const newStats = (): Stat[] => METRICS.map(() => new Stat());
+/** A model's sets are made as its metrics first arrive: most models of 100 000 see a few metrics an interval. */
+type Stats = Array<Stat | undefined>;
+const newStats = (): Stats => [];
 
 export class IntervalAggregator {
   #endpoint = newStats();
   /** Only models seen this interval, so unloaded models do not linger. */
-  readonly #models = new Map<string, Stat[]>();
+  readonly #models = new Map<string, Stats>();
 
   constructor(readonly perModel: boolean) {}
 
   add(id: number, model: string, value: number): void {
-    this.#endpoint[id].add(value);
+    (this.#endpoint[id] ??= new Stat()).add(value);
     if (!this.perModel || model === '') return;
     let stats = this.#models.get(model);
     if (stats === undefined) this.#models.set(model, (stats = newStats()));
-    stats[id].add(value);
+    (stats[id] ??= new Stat()).add(value);
   }
 
   /** Ends the interval: returns its non-empty series and starts a new one. */
   take(): Series[] {
     const out: Series[] = [];
-    const collect = (stats: Stat[], model: string | null) => {
+    const collect = (stats: Stats, model: string | null) => {
       for (const def of METRICS) {
         const s = stats[def.id];
-        if (s.count > 0) out.push({ def, model, count: s.count, sum: s.sum, min: s.min, max: s.max });
+        if (s !== undefined && s.count > 0)
+          out.push({ def, model, count: s.count, sum: s.sum, min: s.min, max: s.max });
       }
     };
     collect(this.#endpoint, null);

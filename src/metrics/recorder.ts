@@ -58,6 +58,8 @@ export class MetricsRecorder {
   #loadedModels = 0;
   /** Each model's worker target (ModelWorkers), as last reported. */
   readonly #workers = new Map<string, number>();
+  /** Their sum, kept as they change: a load costs the same with 100 000 models as with ten. */
+  #workersTotal = 0;
   #timer: Timer | null = null;
   /** Intervals are closed one after the other, so sinks see them in order. */
   #flushing: Promise<void> = Promise.resolve();
@@ -172,10 +174,14 @@ export class MetricsRecorder {
   /** `model` runs toward `workers` workers now; 0 = it is gone. */
   modelWorkers(model: string, workers: number): void {
     this.#safely(() => {
+      this.#workersTotal += workers - (this.#workers.get(model) ?? 0);
       if (workers > 0) this.#workers.set(model, workers);
       else this.#workers.delete(model);
       // Prometheus sees the change now, not at the next interval: a scrape between two shows it.
-      for (const s of this.#workerSeries()) this.#parts.prometheus?.observe(M.ModelWorkers, s.model ?? '', s.sum);
+      const prometheus = this.#parts.prometheus;
+      if (!prometheus) return;
+      if (this.#workers.size > 0) prometheus.observe(M.ModelWorkers, '', this.#workersTotal);
+      if (this.#parts.perModel && workers > 0) prometheus.observe(M.ModelWorkers, model, workers);
     });
   }
 
@@ -236,8 +242,7 @@ export class MetricsRecorder {
   #workerSeries(): Series[] {
     if (this.#workers.size === 0) return [];
     const def = METRICS[M.ModelWorkers];
-    let total = 0;
-    for (const n of this.#workers.values()) total += n;
+    const total = this.#workersTotal;
     const perModel = this.#parts.perModel
       ? [...this.#workers].map(([model, n]) => ({ ...gaugeSeries(def, n), model }))
       : [];

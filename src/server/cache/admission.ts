@@ -37,6 +37,25 @@ export interface Resident {
   } | null;
 }
 
+/**
+ * What admission reads of every registration that holds memory (leaving ones included), kept up to
+ * date as they change (registry.ts), so a reservation costs the same with 100 000 models as with ten.
+ */
+export interface Tally<Entry> {
+  /** Whether `entry` is one of them. */
+  has(entry: Entry): boolean;
+  /** What they hold (bytes). */
+  readonly heldBytes: number;
+  /** What those not ready hold: what no eviction can free (bytes). */
+  readonly heldBytesNotReady: number;
+  /** How many count against max_loaded_models: serving or loading. */
+  readonly counted: number;
+  /** Of those, how many are not ready (loading or failed). */
+  readonly countedNotReady: number;
+  /** Serving ones whose memory figure moves (dedicated workers): re-measured when stale. */
+  readonly moving: Iterable<Entry>;
+}
+
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
 
@@ -49,7 +68,7 @@ export interface AdmissionDeps<Entry extends Resident> {
   /** The server's clock: the policy's time and the age of memory measurements. */
   clock: Clock;
   /** Every entry that holds or reserves memory, leaving ones included. */
-  entries(): Iterable<Entry>;
+  tally: Tally<Entry>;
   /** Memory held whatever is loaded: the shared hosts' own (bytes). */
   fixedBytes(): number;
   /** The name's current entry. */
@@ -118,19 +137,41 @@ export class Admission<Entry extends Resident> {
 
   /**
    * The best victim now, idle before busy (idle only when `idleOnly`), with its lock held; never the
-   * loading name, never one in transition.
+   * loading name, never one in transition. The policy's order is read only as far as the victim.
    */
   #nextVictim(loading: string, idleOnly: boolean): { entry: Entry; release: () => void; why: string } | null {
-    const order = this.deps.policy.victims(this.deps.clock.now()).filter((n) => n !== loading);
-    const ready = order.map((n) => this.deps.current(n)).filter((e): e is Entry => e?.phase === 'ready');
-    const idle = ready.filter((x) => x.active === 0);
-    for (const e of idleOnly ? idle : [...idle, ...ready.filter((x) => x.active > 0)]) {
-      const release = this.deps.tryLock(e.name);
-      if (!release) continue;
-      if (this.deps.current(e.name) === e && e.phase === 'ready')
-        return { entry: e, release, why: this.#why(e, order) };
-      release();
+    const { policy, clock } = this.deps;
+    const busy: Array<{ entry: Entry; rank: number }> = [];
+    let rank = 0;
+    let victim: { entry: Entry; rank: number; release: () => void } | null = null;
+    for (const name of policy.victims(clock.now())) {
+      rank++;
+      const e = name === loading ? undefined : this.deps.current(name);
+      if (e?.phase !== 'ready') continue;
+      if (e.active > 0) {
+        if (!idleOnly) busy.push({ entry: e, rank });
+        continue;
+      }
+      const release = this.#lockReady(e);
+      if (release) {
+        victim = { entry: e, rank, release };
+        break;
+      }
     }
+    for (let i = 0; victim === null && i < busy.length; i++) {
+      const release = this.#lockReady(busy[i].entry);
+      if (release) victim = { ...busy[i], release };
+    }
+    if (victim === null) return null;
+    return { entry: victim.entry, release: victim.release, why: this.#why(victim.entry, victim.rank) };
+  }
+
+  /** The name's lock, if free and the entry still holds the name and is ready under it. */
+  #lockReady(e: Entry): (() => void) | null {
+    const release = this.deps.tryLock(e.name);
+    if (!release) return null;
+    if (this.deps.current(e.name) === e && e.phase === 'ready') return release;
+    release();
     return null;
   }
 
@@ -140,22 +181,25 @@ export class Admission<Entry extends Resident> {
    */
   #fitsWithoutEvictable(entry: Entry, needBytes: number): boolean {
     const { budgetBytes, maxLoadedModels } = this.deps;
-    let stays = this.deps.fixedBytes();
-    let count = 0;
-    for (const e of this.deps.entries()) {
-      if (e === entry || e.phase === 'ready') continue;
-      stays += e.heldBytes;
-      if (e.serving || e.phase === 'loading') count++;
-    }
+    const { tally } = this.deps;
+    // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tallies below.
+    const own = tally.has(entry) && entry.phase !== 'ready';
+    const stays = this.deps.fixedBytes() + tally.heldBytesNotReady - (own ? entry.heldBytes : 0);
+    const count = tally.countedNotReady - (own && (entry.serving || entry.phase === 'loading') ? 1 : 0);
     return stays + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
   }
 
   /** Why the policy's order put `victim` here: an eviction that surprises (the busiest model) can be read from the log. */
-  #why(victim: Entry, order: readonly string[]): string {
-    const rank = order.indexOf(victim.name) + 1;
-    const shown = order.slice(0, 5).join(', ') + (order.length > 5 ? `, … (${order.length})` : '');
+  #why(victim: Entry, rank: number): string {
+    const { policy, clock } = this.deps;
+    const first: string[] = [];
+    for (const name of policy.victims(clock.now())) {
+      if (first.length === 5) break;
+      first.push(name);
+    }
+    const shown = first.join(', ') + (policy.size > 5 ? `, … (${policy.size})` : '');
     const busy = victim.active > 0 ? ', busy: every model before it was busy or changing' : ', idle';
-    return `eviction_policy=${this.deps.policy.name} ranks it ${rank} of ${order.length}${busy}; eviction order ${shown}`;
+    return `eviction_policy=${policy.name} ranks it ${rank} of ${policy.size}${busy}; eviction order ${shown}`;
   }
 
   #noRoom(
@@ -192,15 +236,15 @@ export class Admission<Entry extends Resident> {
 
   /**
    * Memory every other registration holds, serving ones re-measured (all at once) when their figure
-   * is stale and can move. With thousands of models in shared hosts, whose figures never move, this
-   * is one pass with no await: every load takes it under the admission lock.
+   * is stale and can move. Models in shared hosts, whose figures never move, are not visited: with
+   * 100 000 of them this is a few sums under the admission lock that every load takes.
    */
   async #usedBytes(except: Entry): Promise<number> {
+    const { tally } = this.deps;
     const now = this.deps.clock.now();
     const stale: Entry[] = [];
-    for (const e of this.deps.entries()) {
-      if (e !== except && e.model?.memoryMoves && e.serving && now - e.model.memoryMeasuredAt > kMemoryFreshMs)
-        stale.push(e);
+    for (const e of tally.moving) {
+      if (e !== except && e.model && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
     }
     if (stale.length > 0) {
       await Promise.all(
@@ -210,14 +254,11 @@ export class Admission<Entry extends Resident> {
         }),
       );
     }
-    let used = this.deps.fixedBytes();
-    for (const e of this.deps.entries()) if (e !== except) used += e.heldBytes;
-    return used;
+    return this.deps.fixedBytes() + tally.heldBytes - (tally.has(except) ? except.heldBytes : 0);
   }
 
   #countedModels(except: Entry): number {
-    let n = 0;
-    for (const e of this.deps.entries()) if (e !== except && (e.serving || e.phase === 'loading')) n++;
-    return n;
+    const own = this.deps.tally.has(except) && (except.serving || except.phase === 'loading');
+    return this.deps.tally.counted - (own ? 1 : 0);
   }
 }

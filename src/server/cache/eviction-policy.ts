@@ -16,6 +16,12 @@ export interface EvictionPolicy {
   remove(model: string): void;
   /** Its measured size changed (memory is re-measured after load). Unknown models are ignored. */
   resize(model: string, sizeBytes: number): void;
-  /** Loaded models in eviction order, best victim first; the caller skips pinned ones (in flight, loading). */
-  victims(now: number): string[];
+  /**
+   * Loaded models in eviction order, best victim first, produced as they are read (the first ones
+   * cost the same with 100 000 models as with ten); the caller skips pinned ones (in flight,
+   * loading). The order is undefined once the policy is told anything else.
+   */
+  victims(now: number): Iterable<string>;
+  /** How many models it ranks. */
+  readonly size: number;
 }

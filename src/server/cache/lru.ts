@@ -4,28 +4,54 @@
  */
 import type { EvictionPolicy } from './eviction-policy';
 
+interface Node {
+  model: string;
+  newer: Node | null;
+  older: Node | null;
+}
+
 export class LruPolicy implements EvictionPolicy {
   readonly name = 'lru';
-  /** A Set iterates in insertion order, so re-inserting on use keeps it sorted oldest first. */
-  readonly #models = new Set<string>();
+  /**
+   * A list, oldest first, and each model's node: O(1) per use and per victim. (A Set re-inserted on
+   * use keeps the order too, but the entries it deletes stay as holes that finding its first entry
+   * steps over until the table is rehashed.)
+   */
+  readonly #nodes = new Map<string, Node>();
+  #oldest: Node | null = null;
+  #newest: Node | null = null;
+
+  get size(): number {
+    return this.#nodes.size;
+  }
 
   admit(model: string): void {
-    this.#models.delete(model);
-    this.#models.add(model);
+    this.remove(model);
+    const node: Node = { model, newer: null, older: this.#newest };
+    if (this.#newest) this.#newest.newer = node;
+    else this.#oldest = node;
+    this.#newest = node;
+    this.#nodes.set(model, node);
   }
 
   touch(model: string): void {
-    if (this.#models.delete(model)) this.#models.add(model);
+    if (this.#nodes.has(model)) this.admit(model);
   }
 
   remove(model: string): void {
-    this.#models.delete(model);
+    const node = this.#nodes.get(model);
+    if (!node) return;
+    this.#nodes.delete(model);
+    if (node.older) node.older.newer = node.newer;
+    else this.#oldest = node.newer;
+    if (node.newer) node.newer.older = node.older;
+    else this.#newest = node.older;
   }
 
   /** Recency is all LRU knows; a size change does not move a model. */
   resize(): void {}
 
-  victims(): string[] {
-    return [...this.#models.keys()];
+  *victims(): Generator<string> {
+    for (let n = this.#oldest; n !== null; n = n.newer) yield n.model;
   }
 }

@@ -79,7 +79,7 @@ export class LifecycleOperations {
       evicts: config.modelCache,
       policy: deps.policy,
       clock: deps.clock,
-      entries: () => registry.live,
+      tally: registry,
       fixedBytes: () => deps.workers.hostBaseBytes,
       current: (name) => registry.current(name),
       tryLock: (name) => this.#locks.tryAcquire(name),

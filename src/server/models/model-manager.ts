@@ -194,6 +194,16 @@ export class ModelManager {
     return this.#registry.list();
   }
 
+  /** Up to `count` serving models from position `start` in name order. */
+  page(start: number, count: number): ListedModel[] {
+    return this.#registry.page(start, count);
+  }
+
+  /** How many serving models are failed. */
+  failedCount(): number {
+    return this.#registry.failedCount();
+  }
+
   entry(
     name: string,
   ):

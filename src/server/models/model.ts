@@ -22,6 +22,8 @@ export interface ModelHealth {
   readonly lastError: MmeError | null;
   markFailed(err: MmeError): void;
   markRecovered(): void;
+  /** Its memory figure (memoryBytes) changed. */
+  memoryChanged?(): void;
 }
 
 export interface ModelDeps {
@@ -267,6 +269,7 @@ export class Model implements WorkerListener {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.deps.clock.now();
+    this.deps.health.memoryChanged?.();
     return this.memoryBytes;
   }
 }

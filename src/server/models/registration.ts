@@ -29,6 +29,13 @@ const kNext: Readonly<Record<Phase, readonly Phase[]>> = {
   gone: [],
 };
 
+/** Who is told of each change the registry's tallies depend on (registry.ts). */
+export interface RegistrationListener {
+  phaseChanged(entry: Registration, from: Phase, to: Phase): void;
+  /** Its heldBytes changed: a reservation, or its model's memory figure. */
+  heldChanged(entry: Registration): void;
+}
+
 export class IllegalTransitionError extends Error {
   constructor(name: string, from: Phase, to: Phase) {
     super(`model ${name}: illegal lifecycle transition ${from} → ${to}`);
@@ -55,6 +62,7 @@ export class Registration implements ModelHealth, Resident {
   #settleLoad!: (ok: boolean) => void;
   #settleGone!: () => void;
   #idleWaiters: Array<() => void> = [];
+  #listener: RegistrationListener | null = null;
 
   /** `timers`: what whenIdle's bound runs on (the server's clock). */
   constructor(
@@ -92,6 +100,16 @@ export class Registration implements ModelHealth, Resident {
     return this.#loadError;
   }
 
+  /** `listener` hears of every phase and memory change from now on. */
+  listen(listener: RegistrationListener): void {
+    this.#listener = listener;
+  }
+
+  /** Its model's memory figure changed (it was measured). */
+  memoryChanged(): void {
+    this.#listener?.heldChanged(this);
+  }
+
   /** Its files are in place (the load resolved its url). */
   resolved(artifact: ModelArtifact): void {
     this.#artifact = artifact;
@@ -100,6 +118,7 @@ export class Registration implements ModelHealth, Resident {
   /** Its model is built: its workers start next. */
   built(model: Model): void {
     this.#model = model;
+    this.#listener?.heldChanged(this);
   }
 
   /** Its load failed: what every request that waited for it gets. */
@@ -109,11 +128,13 @@ export class Registration implements ModelHealth, Resident {
 
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
+    this.#listener?.heldChanged(this);
   }
 
   /** Gives back up to `bytes` of the reservation (what it stood for is measured now); all of it when omitted. */
   unreserve(bytes = this.#reservedBytes): void {
     this.#reservedBytes = Math.max(0, this.#reservedBytes - bytes);
+    this.#listener?.heldChanged(this);
   }
 
   get failed(): boolean {
@@ -134,6 +155,7 @@ export class Registration implements ModelHealth, Resident {
     if (!kNext[this.#phase].includes(next)) throw new IllegalTransitionError(this.name, this.#phase, next);
     const from = this.#phase;
     this.#phase = next;
+    this.#listener?.phaseChanged(this, from, next);
     if (from === 'loading') this.#settleLoad(next === 'ready');
     if (next === 'gone') this.#settleGone();
   }

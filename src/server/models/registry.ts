@@ -1,9 +1,15 @@
 /**
  * Which registration holds each name, and every registration not yet gone. Queries only: the
  * lifecycle operations (lifecycle-operations.ts) are the only ones that add or remove entries.
+ *
+ * Every query costs the same with 100 000 models as with ten: the registrations tell the registry
+ * of each phase and memory change (Registration.listen), and it keeps the serving names in order
+ * (a page of GET /models is O(log n + page)) and the tallies memory admission reads.
  */
+import { OrderedSet } from '../../util/ordered-set';
+import type { Tally } from '../cache/admission';
 import type { Model } from './model';
-import type { Registration } from './registration';
+import type { Phase, Registration, RegistrationListener } from './registration';
 import { modelNotFound } from './model-names';
 
 export interface ListedModel {
@@ -14,11 +20,24 @@ export interface ListedModel {
   failed: boolean;
 }
 
-export class ModelRegistry {
+const kPhases: readonly Phase[] = ['loading', 'ready', 'failed', 'draining', 'stopping', 'gone'];
+
+export class ModelRegistry implements Tally<Registration>, RegistrationListener {
   /** The current registration of each name. */
   readonly #entries = new Map<string, Registration>();
   /** Every registration not yet gone, current or leaving: what holds memory. */
   readonly #live = new Set<Registration>();
+  /** Names whose current registration serves (ready or failed), in order. */
+  readonly #serving = new OrderedSet();
+  #failed = 0;
+  /** Live registrations and what they hold, by phase, as last reported. */
+  readonly #count = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
+  readonly #held = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
+  #heldTotal = 0;
+  /** What each live registration held when it last reported. */
+  readonly #reported = new Map<Registration, number>();
+  /** Serving registrations whose memory figure moves (dedicated workers). */
+  readonly #moving = new Set<Registration>();
 
   /** The name's current registration, in any phase. */
   current(name: string): Registration | undefined {
@@ -34,18 +53,87 @@ export class ModelRegistry {
   claim(entry: Registration): void {
     this.#entries.set(entry.name, entry);
     this.#live.add(entry);
+    this.#reported.set(entry, entry.heldBytes);
+    this.#tallyAdd(entry.phase, 1, entry.heldBytes);
+    entry.listen(this);
+    this.#placeServing(entry);
   }
 
   /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry); returns whether it did. */
   release(entry: Registration): boolean {
     if (this.#entries.get(entry.name) !== entry) return false;
     this.#entries.delete(entry.name);
+    if (this.#serving.delete(entry.name) && entry.failed) this.#failed--;
     return true;
   }
 
   /** `entry` is gone and holds no memory. */
   forget(entry: Registration): void {
-    this.#live.delete(entry);
+    if (!this.#live.delete(entry)) return;
+    this.#tallyAdd(entry.phase, -1, -this.#reported.get(entry)!);
+    this.#reported.delete(entry);
+    this.#moving.delete(entry);
+  }
+
+  phaseChanged(entry: Registration, from: Phase, to: Phase): void {
+    if (!this.#live.has(entry)) return;
+    const held = this.#reported.get(entry)!;
+    this.#tallyAdd(from, -1, -held);
+    this.#tallyAdd(to, 1, held);
+    if (entry.serving && entry.model?.memoryMoves) this.#moving.add(entry);
+    else this.#moving.delete(entry);
+    if (this.#entries.get(entry.name) !== entry) return;
+    if (from === 'failed' && this.#serving.has(entry.name)) this.#failed--;
+    this.#placeServing(entry);
+  }
+
+  heldChanged(entry: Registration): void {
+    const before = this.#reported.get(entry);
+    if (before === undefined) return;
+    const now = entry.heldBytes;
+    this.#reported.set(entry, now);
+    this.#held.set(entry.phase, this.#held.get(entry.phase)! + now - before);
+    this.#heldTotal += now - before;
+  }
+
+  /** Puts a current entry in or out of the serving names, as its phase says. */
+  #placeServing(entry: Registration): void {
+    if (entry.serving && entry.model) {
+      this.#serving.add(entry.name);
+      if (entry.failed) this.#failed++;
+    } else {
+      this.#serving.delete(entry.name);
+    }
+  }
+
+  #tallyAdd(phase: Phase, n: number, bytes: number): void {
+    this.#count.set(phase, this.#count.get(phase)! + n);
+    this.#held.set(phase, this.#held.get(phase)! + bytes);
+    this.#heldTotal += bytes;
+  }
+
+  has(entry: Registration): boolean {
+    return this.#live.has(entry);
+  }
+
+  get heldBytes(): number {
+    return this.#heldTotal;
+  }
+
+  get heldBytesNotReady(): number {
+    return this.#heldTotal - this.#held.get('ready')!;
+  }
+
+  get counted(): number {
+    return this.#count.get('loading')! + this.#count.get('ready')! + this.#count.get('failed')!;
+  }
+
+  get countedNotReady(): number {
+    return this.#count.get('loading')! + this.#count.get('failed')!;
+  }
+
+  get moving(): Iterable<Registration> {
+    return this.#moving;
   }
 
   /** The model if registered (ready or failed); 404 otherwise. For describe. */
@@ -61,38 +149,36 @@ export class ModelRegistry {
     return e !== undefined && (e.serving || e.phase === 'loading');
   }
 
-  /** How many models serve (ready or failed): counted, not listed and sorted. */
+  /** How many models serve (ready or failed). */
   servingCount(): number {
-    let n = 0;
-    for (const e of this.#entries.values()) if (e.serving) n++;
-    return n;
+    return this.#serving.size;
   }
 
-  /** The name of the one serving model, or null when there are none or several (no sorting: /invocations asks per request). */
+  /** How many of them are failed: /ping's Partial Healthy. */
+  failedCount(): number {
+    return this.#failed;
+  }
+
+  /** The name of the one serving model, or null when there are none or several (/invocations asks per request). */
   onlyModel(): string | null {
-    let only: string | null = null;
-    for (const [name, e] of this.#entries) {
-      if (!e.serving) continue;
-      if (only !== null) return null;
-      only = name;
-    }
-    return only;
+    return this.#serving.size === 1 ? this.#serving.slice(0, 1)[0] : null;
   }
 
   /** Serving models (ready or failed), sorted by name. */
   list(): ListedModel[] {
-    const out: ListedModel[] = [];
-    for (const [name, e] of this.#entries) {
-      if (e.model && e.serving)
-        out.push({ name, url: e.url, model: e.model, loadedAtStartup: e.loadedAtStartup, failed: e.failed });
-    }
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.page(0, this.#serving.size);
+  }
+
+  /** Up to `count` serving models from position `start` in name order: one page of GET /models. */
+  page(start: number, count: number): ListedModel[] {
+    return this.#serving.slice(start, count).map((name) => {
+      const e = this.#entries.get(name)!;
+      return { name, url: e.url, model: e.model!, loadedAtStartup: e.loadedAtStartup, failed: e.failed };
+    });
   }
 
   /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
   usedBytes(): number {
-    let used = 0;
-    for (const e of this.#live) used += e.heldBytes;
-    return used;
+    return this.#heldTotal;
   }
 }

@@ -71,7 +71,7 @@ describe('cache simulator', () => {
     policy.admit('A', 1, 1, 0); // next use 4
     policy.admit('B', 1, 1, 1); // next use 3
     policy.admit('C', 1, 1, 2); // never again
-    assert.deepEqual(policy.victims(2), ['C', 'A', 'B']);
+    assert.deepEqual([...policy.victims(2)], ['C', 'A', 'B']);
   });
 
   it('refuses a model that can never fit', () => {

@@ -11,6 +11,7 @@ import { Admission, type AdmissionDeps, type Resident } from '../../../src/serve
 import { createPolicy } from '../../../src/server/cache/policies';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
+import { scanTally } from './scan-tally';
 
 const MiB = 2 ** 20;
 
@@ -68,7 +69,7 @@ function setup(resident: Entry[], deps: Partial<AdmissionDeps<Entry>> = {}): Set
     evicts: true,
     policy,
     clock,
-    entries: () => entries.values(),
+    tally: scanTally(() => entries.values()),
     fixedBytes: () => 0,
     current: (name) => entries.get(name),
     tryLock: (name) => {
