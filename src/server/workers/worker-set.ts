@@ -169,6 +169,19 @@ export class WorkerSet {
     this.#reconcileOrRetry();
   }
 
+  /**
+   * Moves every worker (replace()) into wherever spawn() starts them now (an autoscale promotion or
+   * demotion). Resolves when each successor has loaded or failed (then it is replaced as a death
+   * is), and each moved worker has exited.
+   */
+  async moveAll(): Promise<void> {
+    const moved = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
+    for (const w of moved) this.replace(w);
+    const successors = moved.flatMap((w) => this.#moving.get(w) ?? []);
+    await Promise.allSettled(successors.map((s) => s.lifecycle.ready));
+    await Promise.all(moved.map((w) => w.exited));
+  }
+
   #startSuccessor(worker: WorkerSlot, started: WorkerSlot[]): void {
     const handOver = () => {
       this.#moving.delete(worker);
