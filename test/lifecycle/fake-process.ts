@@ -67,6 +67,8 @@ export class FakeProcess extends EventEmitter {
   #loadsDone = 0;
   /** What to answer the next Load with as soon as it arrives (answerLoad() before the Load came). */
   #nextLoad: { error?: string } | null = null;
+  /** A shared host (its Loads say so). */
+  #shared = false;
   /** Each slot's session run time so far, µs, as the host reports it. */
   readonly #ranMicros = new Map<number, number>();
   /** Unloads wait for every load sent before them, as the real worker's do. */
@@ -153,7 +155,8 @@ export class FakeProcess extends EventEmitter {
     }));
     this.#send({
       kind: MessageKind.Result,
-      msg: { batchId: batch.batchId, modelMicros: 1, runMicros: ran, responses },
+      // As the real worker: only a shared host times its session runs; the handler's time is always reported.
+      msg: { batchId: batch.batchId, modelMicros: runMicros, runMicros: this.#shared ? ran : 0, responses },
     });
   }
 
@@ -175,6 +178,7 @@ export class FakeProcess extends EventEmitter {
     switch (frame.kind) {
       case MessageKind.Load:
         this.#loadsReceived++;
+        this.#shared = frame.msg.shared;
         this.loads.push(frame.msg);
         if (this.#nextLoad) {
           this.load(this.#nextLoad.error);

@@ -82,7 +82,7 @@ export class Model implements WorkerListener {
   /** Where new workers start: its worker_mode, or (a promoted shared model) processes of its own. */
   #placement: Placement;
   #moving = false;
-  /** Its session runs' time so far over every worker it has had, µs. */
+  /** Its session runs' time so far over every worker it has had (in a process of its own: its handler's time), µs. */
   #ranMicros = 0;
 
   constructor(
@@ -237,6 +237,9 @@ export class Model implements WorkerListener {
   }
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    // A process of its own times no session runs (only a shared host's models share a thread, and
+    // are timed): its handler's time stands for them, what it would take of a host if it went back.
+    if (worker.hostId === null) this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();

@@ -207,9 +207,27 @@ describe('autoscale promotion of a shared model', () => {
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
       assert.equal(model.autoscaler!.status.placement, 'dedicated');
       assert.equal(h.manager.list().length, 2);
+      // Still hot in its own process (its handler's time is what it would take of a host): it stays there.
+      const hot = { until: h.clock.now() + 10_000 };
+      await untilRound(
+        h,
+        () => h.clock.now() >= hot.until,
+        'ten hot seconds',
+        async () => {
+          all.push(...send(h, 1));
+          await settle();
+          answerAll(h, own, kHotMicros);
+        },
+      );
+      assert.deepEqual(h.events, ['a up promote'], 'not demoted while hot');
 
       // Quiet: after autoscale_idle_seconds under half the threshold, back into the shared host.
-      await untilRound(h, () => h.events.length > 1, 'the demotion');
+      await untilRound(
+        h,
+        () => h.events.length > 1,
+        'the demotion',
+        () => answerAll(h, own),
+      );
       assert.deepEqual(h.events, ['a up promote', 'a down demote']);
       assert.equal(model.placement, 'shared');
       const back = send(h, 6);
