@@ -373,15 +373,18 @@ export class LifecycleOperations {
       scaler.applied(d);
       events.autoscaled(name, d.direction, d.reason);
       log(`[${name}] autoscale: ${what}, ${d.reason}: ${d.why}`);
-      const changing = (to ? model.move(to) : model.resize(d.target)).finally(async () => {
+      const changing = (to ? model.move(to) : model.resize(d.target).then(() => true)).finally(async () => {
         await model.refreshMemory();
         entry.unreserve(reserved);
       });
       events.workers(name, d.target);
       changing.then(
-        () => {
+        (moved) => {
           const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
-          if (to) log(`[${name}] autoscale: ${d.reason} done; its workers are in ${where}`);
+          if (to)
+            log(
+              `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
+            );
         },
         (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
       );

@@ -297,13 +297,19 @@ export class Model implements WorkerListener {
    * the new place and takes the model's requests once it has loaded; the old one finishes what it
    * holds, then goes (its slot released, or its process stopped). No request waits for the move,
    * and none runs twice: a request is in one worker's hands at a time. Resolves when every
-   * successor has loaded (or failed, and is replaced as a death is) and every old worker is gone.
+   * successor has loaded (or failed, and is replaced as a death is) and every old worker is gone:
+   * true if every worker moved. A worker with nowhere to go (every shared host full) stays.
    */
-  async move(to: Placement): Promise<void> {
+  async move(to: Placement): Promise<boolean> {
+    const from = this.#placement;
     this.#placement = to;
     this.#moving = true;
     try {
-      await this.#set.moveAll();
+      const moved = await this.#set.moveAll();
+      // Nowhere to go (every shared host full): the workers serve on where they are, and new ones start there.
+      if (!moved && !this.#set.workers.some((w) => (w.hostId === null) === (to === 'dedicated')))
+        this.#placement = from;
+      return moved;
     } finally {
       this.#moving = false;
       this.#dispatcher.dispatch();

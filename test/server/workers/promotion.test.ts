@@ -19,6 +19,7 @@ const kSettings: AutoscaleConfig = { queueWaitMs: 100, backlogPerWorker: 4, idle
 const kProperties = [
   'worker_mode=shared',
   'shared_workers=1',
+  'max_models_per_worker=2',
   'shared_host_heavy_share=0.5',
   'autoscale=on',
   'autoscale_idle_seconds=5',
@@ -164,7 +165,7 @@ describe('autoscale promotion of a shared model', () => {
     const send = (h: Promoted, n: number) =>
       Array.from({ length: n }, () => statusOf(h.manager.invoke('a', invokeRequest())));
 
-    it('promotes a hot model to a process of its own and demotes it once cool; requests in flight while it moves are answered once each', async () => {
+    it('promotes a hot model to a process of its own and demotes it once cool (not while the host is full); requests in flight while it moves are answered once each', async () => {
       const h = await setUp();
       const [host] = h.processes.live();
       const model = h.manager.get('a');
@@ -221,14 +222,31 @@ describe('autoscale promotion of a shared model', () => {
       );
       assert.deepEqual(h.events, ['a up promote'], 'not demoted while hot');
 
-      // Quiet: after autoscale_idle_seconds under half the threshold, back into the shared host.
+      // Quiet, but the host is full (max_models_per_worker=2, with b and c): a stays in its process.
+      await load(h, 'c');
       await untilRound(
         h,
         () => h.events.length > 1,
+        'the first demotion',
+        () => answerAll(h, own),
+      );
+      await waitFor(() => h.logs.some((l) => l.startsWith('[a] autoscale: demote not done: nowhere to go')), 'the log');
+      assert.ok(h.logs.some((l) => /^\[a\] worker a-w\d+ stays where it is: .*max_models_per_worker/.test(l)));
+      assert.equal(model.placement, 'dedicated');
+      assert.equal(own.alive, true);
+      const stayed = send(h, 2);
+      await settle();
+      answerAll(h, own);
+      assert.deepEqual(new Set((await Promise.all(stayed)).map((r) => r.status)), new Set([200]));
+      // Room again: after autoscale_idle_seconds under half the threshold, back into the shared host.
+      await h.manager.unload('c');
+      await untilRound(
+        h,
+        () => h.events.length > 2,
         'the demotion',
         () => answerAll(h, own),
       );
-      assert.deepEqual(h.events, ['a up promote', 'a down demote']);
+      assert.deepEqual(h.events, ['a up promote', 'a down demote', 'a down demote']);
       assert.equal(model.placement, 'shared');
       const back = send(h, 6);
       await settle();
@@ -245,7 +263,11 @@ describe('autoscale promotion of a shared model', () => {
       assert.equal(model.autoscaler!.status.placement, 'shared');
       assert.ok(h.logs.some((l) => /^\[a\] autoscale: demote done; its workers are in host-1$/.test(l)));
       const counts = [...h.answered.values()];
-      assert.equal(counts.length, all.length + during.length + back.length, 'every request was answered');
+      assert.equal(
+        counts.length,
+        all.length + during.length + stayed.length + back.length,
+        'every request was answered',
+      );
       assert.ok(
         counts.every((n) => n === 1),
         'no request was answered twice',
