@@ -382,7 +382,7 @@ export const KEYS = [
     kind: 'int',
     default: '1',
     range: atLeast(0),
-    doc: 'Worker processes kept started (Node and onnxruntime initialised) with no model, so a load skips process start-up: cold start drops from ~150-300 ms to tens of ms. Each costs ~35 MB. 0 = none.',
+    doc: 'Worker processes kept started (Node and onnxruntime initialised) with no model, so a load skips process start-up: cold start drops from ~150-300 ms to tens of ms. Each costs ~35 MB. Kept for dedicated loads, and in worker_mode=shared while autoscale may promote a hot model (autoscale on, shared_host_heavy_share > 0). 0 = none.',
   },
   {
     name: 'worker_mode',
@@ -410,14 +410,14 @@ export const KEYS = [
     kind: 'number',
     default: '0.5',
     range: between(0, 1),
-    doc: "Share of a shared host's thread (0-1, measured every 2 s) past which a model is heavy: its host takes no new model while it is, and the neighbours that ran beside it move to a host without a heavy model (started there before they leave, so no request is lost). 0 = never move.",
+    doc: "Share of a shared host's thread (0-1, measured every 2 s) past which a model is heavy: its host takes no new model while it is, and the neighbours that ran beside it move to a host without a heavy model (started there before they leave, so no request is lost). With autoscale on, a model over it at two 0.5 s rounds in a row (measured over 1 s) is promoted to processes of its own, and demoted back once under half of it for autoscale_idle_seconds. 0 = never move, never promote.",
   },
   {
     name: 'autoscale',
     kind: 'string',
     default: 'auto',
     example: 'on',
-    doc: "Per-model worker autoscaling between a model's min_worker and max_worker (PUT /models/{name}?min_worker=1&max_worker=4, or minWorkers/maxWorkers in model-config.json; with max_worker = min_worker nothing changes): on = one worker more when its queue wait or backlog passes autoscale_queue_wait_ms / autoscale_backlog_per_worker, if the memory budget has room (never a 507, never an eviction of a busy model), one less after autoscale_idle_seconds quiet; off = workers stay as loaded or scaled; auto = off when SAGEMAKER_MULTI_MODEL=true (SageMaker scales instances and routes by model itself, and the endpoint's memory is its to plan), on elsewhere. Dedicated workers only (not preload_model, not worker_mode=shared).",
+    doc: "Per-model worker autoscaling between a model's min_worker and max_worker (PUT /models/{name}?min_worker=1&max_worker=4, or minWorkers/maxWorkers in model-config.json; with max_worker = min_worker nothing changes): on = one worker more when its queue wait or backlog passes autoscale_queue_wait_ms / autoscale_backlog_per_worker, if the memory budget has room (never a 507, never an eviction of a busy model), one less after autoscale_idle_seconds quiet; off = workers stay as loaded or scaled; auto = off when SAGEMAKER_MULTI_MODEL=true (SageMaker scales instances and routes by model itself, and the endpoint's memory is its to plan), on elsewhere. Not preload_model models. A worker_mode=shared model is not scaled in its host: past shared_host_heavy_share it is promoted to processes of its own (then scaled), and demoted back once cool (docs/workers.md).",
   },
   {
     name: 'autoscale_queue_wait_ms',

@@ -135,7 +135,8 @@ describe('shared worker hosts move the neighbours of a heavy model away (shared_
 
   it("moves the tiny models that ran beside a model taking most of its host to the other host, loses no request, places new models elsewhere, and reports each model's run time", async () => {
     t = await startTestServer(
-      'worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true',
+      // autoscale=off: the heavy model stays in its host (autoscale would promote it to a process of its own).
+      'worker_mode=shared\nshared_workers=2\nmodel_cache=off\nshared_host_heavy_share=0.3\nmetrics_per_model_dimension=true\nautoscale=off',
     );
     const tinies = ['tiny0', 'tiny1', 'tiny2', 'tiny3'];
     // Tiny ones first, spread over both hosts by memory; the heavy one then joins one of them.

@@ -67,6 +67,10 @@ export class FakeProcess extends EventEmitter {
   #loadsDone = 0;
   /** What to answer the next Load with as soon as it arrives (answerLoad() before the Load came). */
   #nextLoad: { error?: string } | null = null;
+  /** A shared host (its Loads say so). */
+  #shared = false;
+  /** Each slot's session run time so far, µs, as the host reports it. */
+  readonly #ranMicros = new Map<number, number>();
   /** Unloads wait for every load sent before them, as the real worker's do. */
   readonly #unloads: Array<{ slot: number; afterLoads: number }> = [];
 
@@ -136,10 +140,12 @@ export class FakeProcess extends EventEmitter {
     }
   }
 
-  /** Answers the oldest batch: every request 200 with its id. */
-  answer(): void {
+  /** Answers the oldest batch: every request 200 with its id; its session run took `runMicros` (the host reports each slot's total). */
+  answer(runMicros = 1): void {
     const batch = this.batches.shift();
     if (!batch || !this.alive) return;
+    const ran = (this.#ranMicros.get(batch.slot ?? 0) ?? 0) + runMicros;
+    this.#ranMicros.set(batch.slot ?? 0, ran);
     const responses = batch.requests.map((r) => ({
       id: r.id,
       status: 200,
@@ -147,7 +153,11 @@ export class FakeProcess extends EventEmitter {
       headers: {},
       body: Buffer.from(JSON.stringify({ id: r.id })),
     }));
-    this.#send({ kind: MessageKind.Result, msg: { batchId: batch.batchId, modelMicros: 1, runMicros: 1, responses } });
+    this.#send({
+      kind: MessageKind.Result,
+      // As the real worker: only a shared host times its session runs; the handler's time is always reported.
+      msg: { batchId: batch.batchId, modelMicros: runMicros, runMicros: this.#shared ? ran : 0, responses },
+    });
   }
 
   /** The process ends: by a signal, or on its own with a code. */
@@ -168,6 +178,7 @@ export class FakeProcess extends EventEmitter {
     switch (frame.kind) {
       case MessageKind.Load:
         this.#loadsReceived++;
+        this.#shared = frame.msg.shared;
         this.loads.push(frame.msg);
         if (this.#nextLoad) {
           this.load(this.#nextLoad.error);

@@ -39,6 +39,8 @@ export function buildModel(
     onnxBytes: artifact.onnxBytes,
     assignGpu: workers.gpuFor(settings.workerMode, name, settings.deviceIds),
     startWorker: workers.starter(settings.workerMode),
+    // A shared model promoted by autoscale runs in processes of its own, on CPU as its host did.
+    startOwnWorker: settings.workerMode === 'shared' ? workers.starter('dedicated') : undefined,
     waitForRoom: workers.waitForRoom(settings.workerMode),
     log,
     health: p.health,
@@ -46,5 +48,6 @@ export function buildModel(
     onRan: (micros) => events.sharedHostRunTime(name, micros),
     clock: workers.clock,
     autoscale: config.autoscale,
+    heavyShare: config.sharedHostHeavyShare,
   });
 }

@@ -331,7 +331,9 @@ export class LifecycleOperations {
    * One autoscale round of a serving model: its policy's decision, applied under its lock (a round
    * that finds the name busy with another operation leaves it to the next). A scale-up reserves its
    * worker's memory first, evicting only idle models; when there is no room it is skipped, logged
-   * and counted, and no caller sees it. Returns once the change is under way.
+   * and counted, and no caller sees it. A promotion or demotion reserves what its workers cost in
+   * the new place (both run while they hand over) the same way, then moves them (Model.move).
+   * Returns once the change is under way.
    */
   async autoscale(entry: Registration): Promise<void> {
     const { name, model } = entry;
@@ -342,33 +344,49 @@ export class LifecycleOperations {
     const unlock = this.#locks.tryAcquire(name);
     if (!unlock) return scaler.withdrawn();
     const { events, log } = this.deps;
+    const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
+    const what = to
+      ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`
+      : `${d.direction} to ${d.target} worker(s)`;
     try {
       if (this.deps.registry.current(name) !== entry || entry.phase !== 'ready') return scaler.withdrawn();
       let reserved = 0;
-      if (d.direction === 'up') {
+      if (d.direction === 'up' || to) {
+        const purpose: Purpose = { kind: 'scale', workers: d.target, autoscale: true };
         try {
-          reserved = await this.#reserveWorkers(entry, 1, { kind: 'scale', workers: d.target, autoscale: true });
+          reserved = to
+            ? await this.#reserve(entry, this.#estimator.estimate(entry.artifact!.onnxBytes, d.target, to), purpose)
+            : await this.#reserveWorkers(entry, 1, purpose);
         } catch (err) {
           if (!isMmeError(err) || err.code !== 'MME_ERR_INSUFFICIENT_MEMORY') {
             scaler.withdrawn();
             throw err;
           }
           scaler.skippedForMemory(d, err.message);
-          events.autoscaled(name, 'up', 'no_memory');
-          log(`[${name}] autoscale: not scaling up to ${d.target} worker(s) (${d.why}): ${err.message}`);
+          events.autoscaled(name, d.direction, 'no_memory');
+          log(
+            `[${name}] autoscale: not ${to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`} (${d.why}): ${err.message}`,
+          );
           return;
         }
       }
       scaler.applied(d);
       events.autoscaled(name, d.direction, d.reason);
-      log(`[${name}] autoscale: ${d.direction} to ${d.target} worker(s), ${d.reason}: ${d.why}`);
-      const scaling = model.resize(d.target).finally(async () => {
+      log(`[${name}] autoscale: ${what}, ${d.reason}: ${d.why}`);
+      const changing = (to ? model.move(to) : model.resize(d.target).then(() => true)).finally(async () => {
         await model.refreshMemory();
         entry.unreserve(reserved);
       });
       events.workers(name, d.target);
-      scaling.catch((err: MmeError) =>
-        log(`[${name}] autoscale: scaling to ${d.target} worker(s) failed: ${err.message}`),
+      changing.then(
+        (moved) => {
+          const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
+          if (to)
+            log(
+              `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
+            );
+        },
+        (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
       );
     } finally {
       unlock();
@@ -381,12 +399,13 @@ export class LifecycleOperations {
     const measured = await model.refreshMemory();
     const live = model.workers.length;
     const perWorker =
-      live > 0 && measured > 0
-        ? measured / live
-        : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.settings.workerMode);
-    const need = Math.ceil(added * perWorker);
-    await this.#admission.reserve(e, need, e.abortLoad.signal, purpose);
-    return need;
+      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.placement);
+    return this.#reserve(e, Math.ceil(added * perWorker), purpose);
+  }
+
+  async #reserve(e: Registration, bytes: number, purpose: Purpose): Promise<number> {
+    await this.#admission.reserve(e, bytes, e.abortLoad.signal, purpose);
+    return bytes;
   }
 
   /**

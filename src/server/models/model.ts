@@ -10,7 +10,7 @@ import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
 import type { AutoscaleConfig } from '../../config/types';
-import { Autoscaler, type ModelLoad } from '../workers/autoscaler';
+import { Autoscaler, type ModelLoad, type Placement } from '../workers/autoscaler';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -38,6 +38,8 @@ export interface ModelDeps {
   assignGpu: () => number;
   /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
   startWorker: (assignment: Assignment) => WorkerSlot;
+  /** A shared model's: where its workers start while it is promoted (a process of its own each). */
+  startOwnWorker?: (assignment: Assignment) => WorkerSlot;
   log: (line: string) => void;
   health: ModelHealth;
   /** A replacement worker was started (WorkerRestarts). */
@@ -50,6 +52,8 @@ export interface ModelDeps {
   clock: Clock;
   /** autoscale's thresholds; null = off. */
   autoscale: AutoscaleConfig | null;
+  /** shared_host_heavy_share: past it a shared model is promoted (autoscale on); 0 = never. */
+  heavyShare: number;
 }
 
 /**
@@ -67,21 +71,21 @@ export class Model implements WorkerListener {
   streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
-  /**
-   * Whether memoryBytes can change after the load: a dedicated worker's PSS moves with its use; a
-   * model in a shared host costs what its load measured, for good.
-   */
-  readonly memoryMoves: boolean;
   /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
   lastUsedAt: number;
   /**
    * Its autoscaling policy, or null: autoscale off, or workers it cannot add one by one (one
-   * preload_model process; a shared host's slot, which is promoted rather than scaled).
+   * preload_model process). A shared host's model is promoted rather than scaled.
    */
   readonly autoscaler: Autoscaler | null;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
+  /** Where new workers start: its worker_mode, or (a promoted shared model) processes of its own. */
+  #placement: Placement;
+  #moving = false;
+  /** Its session runs' time so far over every worker it has had (in a process of its own: its handler's time), µs. */
+  #ranMicros = 0;
 
   constructor(
     readonly name: string,
@@ -89,11 +93,12 @@ export class Model implements WorkerListener {
     public settings: ModelSettings,
     private readonly deps: ModelDeps,
   ) {
-    this.memoryMoves = settings.workerMode !== 'shared';
+    this.#placement = settings.workerMode;
     this.lastUsedAt = deps.clock.now();
+    const heavyShare = deps.startOwnWorker ? deps.heavyShare : 0;
     this.autoscaler =
-      deps.autoscale && settings.workerMode === 'dedicated' && !settings.preloadModel
-        ? new Autoscaler(deps.autoscale, deps.clock)
+      deps.autoscale && !settings.preloadModel
+        ? new Autoscaler(deps.autoscale, deps.clock, heavyShare, settings.workerMode)
         : null;
     this.#set = new WorkerSet(processCount(settings), {
       name,
@@ -139,10 +144,32 @@ export class Model implements WorkerListener {
     return this.#set.target;
   }
 
+  /**
+   * Whether memoryBytes can change after the load: a dedicated worker's PSS moves with its use; a
+   * model in a shared host costs what its load measured, for good.
+   */
+  get memoryMoves(): boolean {
+    return this.#placement === 'dedicated';
+  }
+
+  /** Where its workers run now (a shared model's are in processes of their own while it is promoted). */
+  get placement(): Placement {
+    return this.#placement;
+  }
+
   /** What an autoscale round judges. */
   get load(): ModelLoad {
-    const { minWorkers, maxWorkers } = this.settings;
-    return { workers: this.#set.target, min: minWorkers, max: maxWorkers, queued: this.queueLength };
+    const { minWorkers, maxWorkers, workerMode } = this.settings;
+    return {
+      workers: this.#set.target,
+      min: minWorkers,
+      max: maxWorkers,
+      queued: this.queueLength,
+      placement: this.#placement,
+      home: workerMode,
+      ranMicros: this.#ranMicros,
+      moving: this.#moving,
+    };
   }
 
   /** Requests handed to its workers and not answered yet. */
@@ -184,7 +211,9 @@ export class Model implements WorkerListener {
   #spawn(): WorkerSlot {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
-    const worker = this.deps.startWorker({
+    const start =
+      this.#placement === 'dedicated' ? (this.deps.startOwnWorker ?? this.deps.startWorker) : this.deps.startWorker;
+    const worker = start({
       id,
       load: {
         ...this.deps.load,
@@ -196,7 +225,10 @@ export class Model implements WorkerListener {
       },
       loadTimeoutMs,
       onnxBytes: this.deps.onnxBytes,
-      onRan: this.deps.onRan,
+      onRan: (micros) => {
+        this.#ranMicros += micros;
+        this.deps.onRan?.(micros);
+      },
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
       maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
@@ -207,6 +239,9 @@ export class Model implements WorkerListener {
   }
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+    // A process of its own times no session runs (only a shared host's models share a thread, and
+    // are timed): its handler's time stands for them, what it would take of a host if it went back.
+    if (worker.hostId === null) this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
@@ -257,6 +292,30 @@ export class Model implements WorkerListener {
     const scaling = this.#set.scale(target);
     this.#dispatcher.dispatch();
     return scaling;
+  }
+
+  /**
+   * Autoscale's promotion (to dedicated) or demotion (to shared): each worker's successor starts in
+   * the new place and takes the model's requests once it has loaded; the old one finishes what it
+   * holds, then goes (its slot released, or its process stopped). No request waits for the move,
+   * and none runs twice: a request is in one worker's hands at a time. Resolves when every
+   * successor has loaded (or failed, and is replaced as a death is) and every old worker is gone:
+   * true if every worker moved. A worker with nowhere to go (every shared host full) stays.
+   */
+  async move(to: Placement): Promise<boolean> {
+    const from = this.#placement;
+    this.#placement = to;
+    this.#moving = true;
+    try {
+      const moved = await this.#set.moveAll();
+      // Nowhere to go (every shared host full): the workers serve on where they are, and new ones start there.
+      if (!moved && !this.#set.workers.some((w) => (w.hostId === null) === (to === 'dedicated')))
+        this.#placement = from;
+      return moved;
+    } finally {
+      this.#moving = false;
+      this.#dispatcher.dispatch();
+    }
   }
 
   /** Stops every worker and waits until each process has exited; queued jobs fail with `err`, running ones by their workers' exit. */

@@ -12,18 +12,36 @@
  *   below min_worker; each further step waits another idleMs.
  * - No change within cooldownMs of the last one (or of a scale-up skipped for memory), so a new
  *   worker has loaded and drained the queue before the queue is judged again.
+ *
+ * A model loaded into a shared host (worker_mode=shared) is not scaled there: a host runs one
+ * session at a time, so a second slot beside the first adds no compute. When its session runs take
+ * over `heavyShare` (shared_host_heavy_share) of a thread, measured over the last kShareWindowMs, at
+ * kPromoteRounds rounds in a row, it is promoted: its workers move to processes of their own, where
+ * the rules above scale it. It is demoted back into a shared host once it is at min_worker and its
+ * runs have taken under half of `heavyShare` for idleMs (the gap keeps a model near the threshold
+ * from flapping), and neither happens within cooldownMs of any other change.
  */
 import type { AutoscaleConfig } from '../../config/types';
 import type { Clock } from '../../util/clock';
 
 /** The window the median queue wait is taken over. */
 export const kWindowMs = 2000;
+/** The window a model's share of a thread (its session runs' time over wall time) is taken over. */
+export const kShareWindowMs = 1000;
+/** Rounds in a row a shared model's share is over shared_host_heavy_share before it is promoted. */
+export const kPromoteRounds = 2;
 /** Waits the median is taken over at most (the most recent): bounded however high the rate. */
 const kSamplesKept = 512;
 
 export type Direction = 'up' | 'down';
-/** Why: the median queue wait, the backlog per worker, a quiet period; no_memory = a scale-up skipped for memory. */
-export type Reason = 'queue_wait' | 'backlog' | 'idle' | 'no_memory';
+/**
+ * Why: the median queue wait, the backlog per worker, a quiet period; promote = a heavy shared
+ * model moved to processes of its own (up), demote = moved back into a shared host (down);
+ * no_memory = a scale-up or move skipped for memory.
+ */
+export type Reason = 'queue_wait' | 'backlog' | 'idle' | 'promote' | 'demote' | 'no_memory';
+/** Where a model's workers run: slots in shared hosts, or processes of their own. */
+export type Placement = 'shared' | 'dedicated';
 
 /** What the model looks like at a round. */
 export interface ModelLoad {
@@ -33,6 +51,13 @@ export interface ModelLoad {
   max: number;
   /** Requests waiting in its queue. */
   queued: number;
+  /** Where its workers run now, and where it was loaded (a shared model may be promoted, and comes back). */
+  placement: Placement;
+  home: Placement;
+  /** Its session runs' time so far, over all its workers, µs (only grows). */
+  ranMicros: number;
+  /** Its workers are moving (a promotion or demotion under way): nothing else is decided until they are. */
+  moving: boolean;
 }
 
 export interface Decision {
@@ -44,11 +69,14 @@ export interface Decision {
   why: string;
 }
 
-/** What describe shows beside the worker target: the last decision and why, and the median wait now. */
+/** What describe shows beside the worker target: the last decision and why, the median wait and where its workers run now. */
 export interface AutoscaleStatus {
   lastDecision: { direction: Direction; reason: Reason; outcome: 'applied' | 'skipped'; why: string } | null;
   skippedForMemory: number;
   queueWaitP50Ms: number;
+  placement: Placement;
+  /** Its session runs' share of one thread over the last kShareWindowMs (over 1 with several workers busy). */
+  threadShare: number;
 }
 
 export class Autoscaler {
@@ -57,14 +85,25 @@ export class Autoscaler {
   #lastChangeAt = -Infinity;
   /** Since when the queue has been quiet at every round; null while it is not. */
   #quietSince: number | null = null;
-  #status: AutoscaleStatus = { lastDecision: null, skippedForMemory: 0, queueWaitP50Ms: 0 };
+  #status: AutoscaleStatus;
   /** A decision is being applied: no other until it is done. */
   #pending = false;
+  /** ranMicros at each round, oldest first: the newest at or before the share window's start, and those in it. */
+  readonly #ran: Array<{ at: number; micros: number }> = [];
+  /** Rounds in a row a shared model's share has been over heavyShare. */
+  #heavyRounds = 0;
+  /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
+  #coolSince: number | null = null;
 
+  /** `heavyShare`: shared_host_heavy_share, past which a shared model is promoted; 0 = never. */
   constructor(
     private readonly settings: AutoscaleConfig,
     private readonly clock: Clock,
-  ) {}
+    private readonly heavyShare = 0,
+    placement: Placement = 'dedicated',
+  ) {
+    this.#status = { lastDecision: null, skippedForMemory: 0, queueWaitP50Ms: 0, placement, threadShare: 0 };
+  }
 
   /** A request left the queue after `ms`. */
   waited(ms: number): void {
@@ -87,17 +126,55 @@ export class Autoscaler {
     return this.#status;
   }
 
+  /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed). */
+  #threadShare(ranMicros: number): number {
+    const now = this.clock.now();
+    this.#ran.push({ at: now, micros: ranMicros });
+    while (this.#ran.length > 1 && this.#ran[1].at <= now - kShareWindowMs) this.#ran.shift();
+    const first = this.#ran[0];
+    return now > first.at ? (ranMicros - first.micros) / ((now - first.at) * 1000) : 0;
+  }
+
   /** One round: the change to make now, or null. Its outcome is reported back: applied(), skippedForMemory() or withdrawn(). */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
     const { queueWaitMs, backlogPerWorker, idleMs, cooldownMs } = this.settings;
     const p50 = this.medianWaitMs();
-    this.#status = { ...this.#status, queueWaitP50Ms: p50 };
+    const share = this.#threadShare(load.ranMicros);
+    this.#status = {
+      ...this.#status,
+      queueWaitP50Ms: p50,
+      placement: load.placement,
+      threadShare: Math.round(share * 1000) / 1000,
+    };
     const backlog = load.queued / Math.max(1, load.workers);
     const quiet = load.queued === 0 && p50 <= queueWaitMs / 4;
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
-    if (this.#pending || now - this.#lastChangeAt < cooldownMs) return null;
+    const movable = load.home === 'shared' && this.heavyShare > 0;
+    this.#heavyRounds = movable && load.placement === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
+    if (!(movable && load.placement === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
+      this.#coolSince = null;
+    else this.#coolSince ??= now;
+    if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
+    const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
+    // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
+    if (load.placement === 'shared')
+      return this.#heavyRounds >= kPromoteRounds
+        ? this.#asked(
+            'up',
+            'promote',
+            load.workers,
+            `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`,
+          )
+        : null;
+    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs)
+      return this.#asked(
+        'down',
+        'demote',
+        load.workers,
+        `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
+      );
     const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
     if (load.workers < load.max) {
       if (p50 > queueWaitMs)
@@ -125,10 +202,14 @@ export class Autoscaler {
     return { direction, reason, target, why };
   }
 
-  /** The decision was applied: the cooldown starts, and after a step down the next quiet period. */
+  /** The decision was applied: the cooldown starts, and after a step down (or a move) the next quiet period. */
   applied(d: Decision): void {
     this.#settle(d, 'applied', d.why);
     if (d.direction === 'down') this.#quietSince = this.clock.now();
+    this.#heavyRounds = 0;
+    this.#coolSince = null;
+    if (d.reason === 'promote' || d.reason === 'demote')
+      this.#status = { ...this.#status, placement: d.reason === 'promote' ? 'dedicated' : 'shared' };
   }
 
   /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */

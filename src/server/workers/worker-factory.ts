@@ -44,9 +44,12 @@ export class WorkerFactory {
   ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
-    // Spares speed up dedicated loads; with shared the default, the hosts are what is kept started.
+    // Spares speed up dedicated loads, and a shared model's promotion (autoscale): a hot model gets
+    // its process in the time a load takes, not a process start. With shared the default and
+    // nothing to promote, the hosts are what is kept started.
+    const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     this.#spares =
-      config.spareWorkers > 0 && !opts.launch && config.workerMode === 'dedicated'
+      config.spareWorkers > 0 && !opts.launch && (config.workerMode === 'dedicated' || promotes)
         ? new SparePool(config.spareWorkers, this.#spawnOptions())
         : null;
   }

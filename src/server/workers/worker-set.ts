@@ -51,6 +51,8 @@ export class WorkerSet {
   readonly #backoff: Backoff;
   /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
   readonly #moving = new Map<WorkerSlot, WorkerSlot | null>();
+  /** Workers an autoscale move asked for: one with nowhere to go stays (a recycled host's must go). */
+  readonly #staysIfNowhere = new Set<WorkerSlot>();
   /** Replacements not yet stable: their death is a failed restart. */
   readonly #onProbation = new Set<WorkerSlot>();
   #failed = false;
@@ -169,6 +171,24 @@ export class WorkerSet {
     this.#reconcileOrRetry();
   }
 
+  /**
+   * Moves every worker (replace()) into wherever spawn() starts them now (an autoscale promotion or
+   * demotion). A worker whose successor has nowhere to start (every shared host full) stays where
+   * it is and serves on. Resolves when each successor has loaded or failed (then it is replaced as
+   * a death is) and each moved worker has exited: true if every worker moved.
+   */
+  async moveAll(): Promise<boolean> {
+    const moving = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
+    for (const w of moving) this.#staysIfNowhere.add(w);
+    for (const w of moving) this.replace(w);
+    const moved = moving.filter((w) => this.#moving.has(w));
+    for (const w of moving) this.#staysIfNowhere.delete(w);
+    const successors = moved.flatMap((w) => this.#moving.get(w) ?? []);
+    await Promise.allSettled(successors.map((s) => s.lifecycle.ready));
+    await Promise.all(moved.map((w) => w.exited));
+    return moved.length === moving.length;
+  }
+
   #startSuccessor(worker: WorkerSlot, started: WorkerSlot[]): void {
     const handOver = () => {
       this.#moving.delete(worker);
@@ -179,6 +199,11 @@ export class WorkerSet {
     try {
       successor = this.#spawn();
     } catch (err) {
+      if (this.#staysIfNowhere.has(worker)) {
+        this.#moving.delete(worker);
+        this.deps.log(`[${this.deps.name}] worker ${worker.id} stays where it is: ${(err as Error).message}`);
+        return;
+      }
       handOver();
       this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
       this.#waitForRoom();

@@ -1,0 +1,218 @@
+/**
+ * In-instance autoscaling under a surge (issue 31's targets), in dedicated mode and in shared mode:
+ * a slow model ("hot", slowMatmulModel) and a tiny neighbour, each sent requests at a fixed rate
+ * (open loop: a request leaves on schedule whether or not the one before it is answered). The hot
+ * model's rate starts at kBaseLoad of what its one worker serves (measured first, with 4
+ * connections, on the machine as busy as it is) and then quadruples. Reported, per mode:
+ * - nextWorkerMs: from the surge to one more worker READY in a process of its own (dedicated: a
+ *   second worker; shared: the process its promotion moved it to);
+ * - recoveredMs: from the surge to the start of the first 1 s window (by send time) from which
+ *   every window's p99 is within 2× the hot model's p99 before the surge;
+ * - neighbourP99Ratio: the neighbour's p99 over the surge over its p99 before it (same rate).
+ * Targets: nextWorkerMs ≤ 2000, recoveredMs ≤ 10000, neighbourP99Ratio ≤ 1.5. The ratios are
+ * against figures taken in the same run, so a busy machine still gives an honest ratio.
+ */
+import http from 'node:http';
+import { slowMatmulModel, writeModelDir, writeTinyMlp } from '../../harness/onnx-models';
+import { postJson, request } from '../../harness/http-requests';
+import { percentile } from '../../harness/statistics';
+import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
+import { sequentialSamples } from './latency';
+import { hammer } from '../../harness/load-generator';
+import { MLP_STORE_BODY } from './mlp-store';
+
+/** The hot model's row width: n³ multiply-adds, about 10 ms a request on the 2-vCPU machine when quiet. */
+const kHotN = 512;
+/** The hot model's rate before the surge, as a share of what its one worker serves (measured first, 4 connections). */
+const kBaseLoad = 0.3;
+const kSurge = 4;
+/** The neighbour's steady rate (req/s). */
+const kNeighbourRps = 10;
+const kWindowMs = 1000;
+
+interface Sample {
+  /** ms since the phase's clock started, when the request left. */
+  at: number;
+  ms: number;
+  status: number;
+}
+
+export interface AutoscaleMode {
+  mode: 'dedicated' | 'shared';
+  /** What its one worker served with 4 connections before the run (req/s), and the rates it was sent (req/s) before and during the surge. */
+  oneWorkerRps: number;
+  hotRps: { before: number; surge: number };
+  hotP99Before: number;
+  /** p99 of each 1 s window from the surge on (by send time). */
+  hotP99Windows: number[];
+  nextWorkerMs: number | null;
+  recoveredMs: number | null;
+  neighbourP99Before: number;
+  neighbourP99Surge: number;
+  neighbourP99Ratio: number;
+  /** Requests sent, and their answers by status (0 = no answer), any phase, either model. */
+  requests: number;
+  statuses: Record<string, number>;
+  /** The hot model's workers as describe showed them (own = a process of its own), each time they changed, ms from the surge. */
+  timeline: Array<{ ms: number; workers: string }>;
+  /** The hot model's autoscale status at the end (describe), and its workers. */
+  autoscale: unknown;
+  workers: Array<{ host: string | null; status: string }>;
+}
+
+export interface AutoscaleResult {
+  quick: boolean;
+  modes: AutoscaleMode[];
+}
+
+/** Sends to `url` at `rps` from `start` for `ms`, each on a keep-alive socket of its own; resolves with every sample once all are answered. */
+async function openLoop(
+  agent: http.Agent,
+  url: string,
+  body: string,
+  rps: number,
+  ms: number,
+  start: number,
+): Promise<Sample[]> {
+  const target = new URL(url);
+  const sends: Array<Promise<Sample>> = [];
+  const gap = 1000 / rps;
+  const t0 = performance.now();
+  for (let i = 0; i * gap < ms; i++) {
+    const due = t0 + i * gap;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const sent = performance.now();
+    sends.push(
+      new Promise<Sample>((resolve) => {
+        const done = (status: number) => resolve({ at: sent - start, ms: performance.now() - sent, status });
+        const req = http.request(
+          {
+            agent,
+            host: target.hostname,
+            port: target.port,
+            path: target.pathname,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => done(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', () => done(0));
+        req.end(body);
+      }),
+    );
+  }
+  return Promise.all(sends);
+}
+
+const p99 = (s: readonly Sample[]) =>
+  percentile(
+    s.filter((x) => x.status === 200).map((x) => x.ms),
+    0.99,
+  );
+
+/** The hot model's workers (GET /models/hot): how many are READY in a process of their own (host null), and all of them in a line. */
+async function hotWorkers(server: BenchServer): Promise<{ own: number; line: string }> {
+  const res = await request(`${server.url}/models/hot`);
+  const workers = (res.body?.workers ?? []) as Array<{ host: string | null; status: string }>;
+  return {
+    own: workers.filter((w) => w.host === null && w.status === 'READY').length,
+    line: workers.map((w) => `${w.host ?? 'own'}:${w.status}`).join(' '),
+  };
+}
+
+async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<AutoscaleMode> {
+  const properties = ['autoscale=on', `worker_mode=${mode}`, 'shared_workers=1'];
+  const server = await startBenchServer(properties);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  try {
+    const hotDir = writeModelDir(server.store, 'hot', slowMatmulModel(kHotN));
+    const tinyDir = writeTinyMlp(server.store);
+    for (const [name, url] of [
+      ['hot', hotDir],
+      ['neighbour', tinyDir],
+    ]) {
+      const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
+      if (res.status !== 200) throw new Error(`load ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    const scaled = await request(`${server.url}/models/hot?min_worker=1&max_worker=3&synchronous=true`, {
+      method: 'PUT',
+    });
+    if (scaled.status !== 200) throw new Error(`scale hot: ${scaled.status} ${scaled.text}`);
+    const hotBody = JSON.stringify({ inputs: { input: [Array.from({ length: kHotN }, (_, i) => (i % 7) / 7)] } });
+    const hotUrl = `${server.url}/models/hot/invoke`;
+    const neighbourUrl = `${server.url}/models/neighbour/invoke`;
+    // What one worker serves now, on this machine as busy as it is: the rates are shares of it.
+    const capacity = await hammer(hotUrl, hotBody, { connections: 4, seconds: quick ? 2 : 4 });
+    await sequentialSamples(neighbourUrl, MLP_STORE_BODY, 50, 20);
+    const before = kBaseLoad * capacity.rps;
+    const beforeMs = quick ? 4000 : 10_000;
+    const surgeMs = quick ? 8000 : 15_000;
+    const start = performance.now();
+    const initialOwn = (await hotWorkers(server)).own;
+    const neighbour = openLoop(agent, neighbourUrl, MLP_STORE_BODY, kNeighbourRps, beforeMs + surgeMs, start);
+    const hotBefore = await openLoop(agent, hotUrl, hotBody, before, beforeMs, start);
+    const surgeAt = performance.now() - start;
+    const hotSurge = openLoop(agent, hotUrl, hotBody, before * kSurge, surgeMs, start);
+    let nextWorkerMs: number | null = null;
+    let watching = true;
+    const timeline: AutoscaleMode['timeline'] = [];
+    void hotSurge.finally(() => (watching = false));
+    while (watching) {
+      const seen = await hotWorkers(server);
+      const ms = Math.round(performance.now() - start - surgeAt);
+      if (seen.own > initialOwn) nextWorkerMs ??= ms;
+      if (seen.line !== timeline.at(-1)?.workers) timeline.push({ ms, workers: seen.line });
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const surge = await hotSurge;
+    const neighbourSamples = await neighbour;
+    const hotP99Before = p99(hotBefore);
+    const windows: number[] = [];
+    for (let from = surgeAt; from < surgeAt + surgeMs; from += kWindowMs)
+      windows.push(p99(surge.filter((s) => s.at >= from && s.at < from + kWindowMs)));
+    const firstGood = windows.findIndex((_, i) => windows.slice(i).every((w) => w <= 2 * hotP99Before));
+    const neighbourP99Before = p99(neighbourSamples.filter((s) => s.at < surgeAt));
+    const neighbourP99Surge = p99(neighbourSamples.filter((s) => s.at >= surgeAt));
+    const all = [...hotBefore, ...surge, ...neighbourSamples];
+    const described = (await request(`${server.url}/models/hot`)).body;
+    return {
+      mode,
+      oneWorkerRps: capacity.rps,
+      hotRps: { before, surge: before * kSurge },
+      hotP99Before,
+      hotP99Windows: windows,
+      nextWorkerMs,
+      recoveredMs: firstGood < 0 ? null : firstGood * kWindowMs,
+      neighbourP99Before,
+      neighbourP99Surge,
+      neighbourP99Ratio: neighbourP99Surge / neighbourP99Before,
+      requests: all.length,
+      statuses: all.reduce<Record<string, number>>((n, s) => ({ ...n, [s.status]: (n[s.status] ?? 0) + 1 }), {}),
+      timeline,
+      autoscale: described.autoscale,
+      workers: described.workers.map((w: { host: string | null; status: string }) => ({
+        host: w.host,
+        status: w.status,
+      })),
+    };
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+}
+
+/** Both modes, one after the other; `quick` (BENCH_QUICK=1 by default) shortens each phase. */
+export async function benchAutoscale(quick = Boolean(process.env.BENCH_QUICK)): Promise<AutoscaleResult> {
+  return { quick, modes: [await runMode('dedicated', quick), await runMode('shared', quick)] };
+}
+
+const USAGE = benchUsage(
+  'npm run bench:autoscale',
+  "A slow model's rate quadruples beside a tiny neighbour: time to its next worker, to its p99 back within 2×, and the neighbour's p99, in dedicated and shared mode.",
+);
+
+if (require.main === module) runBench(USAGE, () => benchAutoscale());
