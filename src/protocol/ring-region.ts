@@ -36,8 +36,9 @@ export function regionBytes(length: number): number {
 }
 
 /**
- * Reads request `id`'s body from the ring: one pread of header and body into a buffer of its own,
- * after checking the announced region against the ring's size and the header against the request.
+ * Reads request `id`'s body from the ring: one pread of header and body into a buffer of its own
+ * (`alloc`'s, default a fresh one), after checking the announced region against the ring's size
+ * and the header against the request.
  */
 export function readRegion(
   pread: (into: Buffer, position: number) => number,
@@ -45,6 +46,7 @@ export function readRegion(
   id: number,
   offset: number,
   length: number,
+  alloc: (bytes: number) => Buffer = Buffer.allocUnsafeSlow,
 ): Buffer {
   const refuse = (why: string) =>
     new MmeError('MME_ERR_INTERNAL', `request ${id}'s body could not be read from the body ring: ${why}`);
@@ -52,7 +54,7 @@ export function readRegion(
     throw refuse(`bad region ${offset}+${length}`);
   if (offset % kRegionAlign !== 0 || offset + kRegionHeaderBytes + length > ringBytes)
     throw refuse(`region ${offset}+${length} is not inside the ring of ${ringBytes} bytes`);
-  const buf = Buffer.allocUnsafeSlow(kRegionHeaderBytes + length);
+  const buf = alloc(kRegionHeaderBytes + length);
   if (pread(buf, offset) !== buf.length) throw refuse('the ring is shorter than the region');
   const held = buf.readUInt32BE(0) * kWord + buf.readUInt32BE(4);
   if (buf.readUInt32BE(12) !== kMagic || held !== id || buf.readUInt32BE(8) !== length)

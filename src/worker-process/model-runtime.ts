@@ -110,9 +110,11 @@ export class ModelRuntime {
   async runBatch(batch: InferMessage): Promise<void> {
     // A request whose body cannot be had from the ring fails alone; the rest of its batch runs.
     const refused: WireResponse[] = [];
+    /** Bodies read from the ring that nothing keeps once answered: the default handler's (a custom one may hold on to them). */
+    const recycled: Buffer[] = [];
     const requests = batch.requests.filter((r) => {
       try {
-        this.#fetchBody(r);
+        if (this.#fetchBody(r) && this.load.handlerPath === null) recycled.push(r.body as Buffer);
         return true;
       } catch (err) {
         refused.push(errorAnswer(r.id, asMmeError(err)));
@@ -135,13 +137,15 @@ export class ModelRuntime {
         responses,
       });
     }
+    for (const body of recycled) this.io.bodies!.recycle(body);
   }
 
-  #fetchBody(r: InvokeRequest): void {
-    if (!r.ring) return;
+  /** Reads `r`'s body from the ring if it is there: true if it was. */
+  #fetchBody(r: InvokeRequest): boolean {
+    if (!r.ring) return false;
     if (!this.io.bodies)
       throw new MmeError('MME_ERR_INTERNAL', `request ${r.id}'s body is in a body ring this worker was not given`);
-    this.io.bodies.fetch(r);
+    return this.io.bodies.fetch(r);
   }
 
   /** One call of the handler for `wire` requests (one model batch). */
