@@ -12,13 +12,12 @@ import { postJson } from '../../harness/http-requests';
 import { imageClassifierModel, writeModelDir } from '../../harness/onnx-models';
 import { median } from '../../harness/statistics';
 import { writeNpy } from '../../src/worker-process/npy';
+import { scrapeGcSeconds } from './data-plane';
 import { benchDurations, benchUsage, cpuPerRequest, runBench, startBaseline, startBenchServer } from './bench-run';
 
+/** The server's GC time so far, all kinds, seconds. */
 async function gcSeconds(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  let s = 0;
-  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\}\s+(\S+)/gm)) s += Number(m[1]);
-  return s;
+  return Object.values(await scrapeGcSeconds(url)).reduce((a, b) => a + b, 0);
 }
 
 export async function benchBodyHandoff(): Promise<unknown> {

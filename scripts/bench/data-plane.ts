@@ -51,7 +51,7 @@ export interface DataPlaneResult {
 const kSlowMs = 20;
 
 /** The server's GC time so far by kind (prom-client's nodejs_gc_duration_seconds), seconds. */
-async function scrapeGcSeconds(url: string): Promise<Record<string, number>> {
+export async function scrapeGcSeconds(url: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const out: Record<string, number> = {};
   for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{kind="(\w+)"\}\s+(\S+)/gm)) out[m[1]] = Number(m[2]);

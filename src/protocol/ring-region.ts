@@ -46,7 +46,7 @@ export function readRegion(
   id: number,
   offset: number,
   length: number,
-  alloc: (bytes: number) => Buffer = Buffer.allocUnsafeSlow,
+  alloc: (bytes: number) => Buffer = (n) => Buffer.allocUnsafeSlow(n),
 ): Buffer {
   const refuse = (why: string) =>
     new MmeError('MME_ERR_INTERNAL', `request ${id}'s body could not be read from the body ring: ${why}`);
