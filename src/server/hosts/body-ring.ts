@@ -109,10 +109,12 @@ export class BodyRing {
   #room(n: number): number {
     if (this.#held.length === 0) return n <= this.bytes ? 0 : -1;
     const tail = this.#held[0].start;
-    // head > tail: the used part is [tail, head), free is [head, end) and [0, tail).
+    // head > tail: the used part is [tail, head), free is [head, end) and [0, tail). The start is
+    // taken first when it has room: the ring then touches only as many pages as its bodies in
+    // flight need, not all of body_handoff_bytes (tmpfs keeps a page once written).
     if (this.#head > tail) {
-      if (this.#head + n <= this.bytes) return this.#head;
-      return n <= tail ? 0 : -1;
+      if (n <= tail) return 0;
+      return this.#head + n <= this.bytes ? this.#head : -1;
     }
     // Wrapped (head ≤ tail; equal when full): free is [head, tail).
     return this.#head + n <= tail ? this.#head : -1;
