@@ -389,7 +389,7 @@ export const KEYS = [
     kind: 'int',
     default: '16777216',
     range: between(0, MAX_BODY_BYTES),
-    doc: "Size in bytes of each worker process's body ring: a file in shared memory (body_handoff_dir) that large request bodies reach the worker through, instead of the worker's socket. Pages are used only as bodies pass, but a busy ring ends up using all of it: size /dev/shm for one ring per worker process (docs/deploy.md). A body larger than the ring, or one that finds it full, goes over the socket. 0 = off.",
+    doc: "Size in bytes of each worker process's body ring: a file in shared memory (body_handoff_dir) that large request bodies reach the worker through, instead of the worker's socket. A ring keeps the pages its most bodies in flight at once needed, up to this size: size /dev/shm for one full ring per worker process to be safe (docs/deploy.md). A body larger than the ring, or one that finds it full, goes over the socket. 0 = off.",
   },
   {
     name: 'body_handoff_dir',
