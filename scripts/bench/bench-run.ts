@@ -37,7 +37,11 @@ export async function startBenchServer(properties: string[] = []): Promise<Bench
       // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
       main: process.env.MME_BENCH_MAIN,
       // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
-      nodeArgs: process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : [],
+      // MME_BENCH_NODE_ARGS: node options for the server alone (e.g. --trace-gc; its output joins the server's lines).
+      nodeArgs: [
+        ...(process.env.MME_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MME_BENCH_PROFILE}`] : []),
+        ...(process.env.MME_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ],
     },
   );
   // What goes wrong in the server shows as the bench runs.
@@ -133,6 +137,7 @@ export function benchUsage(command: string, what: string): string {
   BENCH_QUICK=1        short runs that only check the harness works
   MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)
   MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)
+  MME_BENCH_NODE_ARGS=TEXT  node options for the server process alone, e.g. --max-semi-space-size=16
   MME_BENCH_PROPERTIES=TEXT  config.properties lines added to the server's, e.g. otel_traces_sampler_ratio=1`;
 }
 

@@ -18,6 +18,7 @@ import { seededRandom } from '../../harness/random';
 import {
   benchDurations,
   benchUsage,
+  cpuPerRequest,
   measure,
   runBench,
   startBaseline,
@@ -25,6 +26,7 @@ import {
   type Measured,
 } from './bench-run';
 import { postJson } from '../../harness/http-requests';
+import { hammer } from '../../harness/load-generator';
 import { percentiles } from './latency';
 
 export interface DataPlaneResult {
@@ -33,12 +35,28 @@ export interface DataPlaneResult {
   json: { ours: Measured; baseline: Measured; ratio: number };
   npy: { ours: Measured; baseline: Measured; ratio: number };
   eventLoopDelayP99Ms: number;
+  /** .npy at 4 connections, one more run each: CPU per request (µs, the server and its workers; the baseline), and the server's GC. */
+  npyCost: {
+    oursCpuMicros: number;
+    baselineCpuMicros: number;
+    serverGcShare: number;
+    serverGcSeconds: Record<string, number>;
+    traceGc: { markCompacts: number; scavenges: number };
+  };
   /** p99 over bursts of (answer of the first request of a coalesced frame − answer before it) / run time. */
   coalescedFirstAnswerRatio: number;
   slowRunMs: number;
 }
 
 const kSlowMs = 20;
+
+/** The server's GC time so far by kind (prom-client's nodejs_gc_duration_seconds), seconds. */
+export async function scrapeGcSeconds(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_sum\{kind="(\w+)"\}\s+(\S+)/gm)) out[m[1]] = Number(m[2]);
+  return out;
+}
 
 async function scrapeEventLoopP99(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -107,6 +125,29 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
     const jsonPair = await pair(json, 'application/json');
     const eventLoopDelayP99Ms = await scrapeEventLoopP99(server.url);
     const npyPair = await pair(npy, 'application/x-npy');
+    const npyRun = (url: string) => async () =>
+      (await hammer(url, npy, { connections: 4, seconds: d.seconds, contentType: 'application/x-npy' })).rps *
+      d.seconds;
+    const gc0 = await scrapeGcSeconds(server.url);
+    const line0 = server.lines.length;
+    const t0 = performance.now();
+    const oursCpuMicros = await cpuPerRequest(server.child.pid!, npyRun(oursUrl));
+    const wallSeconds = (performance.now() - t0) / 1000;
+    const gc1 = await scrapeGcSeconds(server.url);
+    // With MME_BENCH_NODE_ARGS=--trace-gc: the collections V8 printed over that run, by kind.
+    const traced = server.lines.slice(line0);
+    const traceGc = {
+      markCompacts: traced.filter((l) => l.includes('Mark-Compact')).length,
+      scavenges: traced.filter((l) => l.includes('Scavenge')).length,
+    };
+    const serverGcSeconds = Object.fromEntries(Object.entries(gc1).map(([k, v]) => [k, v - (gc0[k] ?? 0)]));
+    const npyCost = {
+      oursCpuMicros,
+      baselineCpuMicros: await cpuPerRequest(baseline.pid, npyRun(baseline.url)),
+      serverGcShare: Object.values(serverGcSeconds).reduce((a, b) => a + b, 0) / wallSeconds,
+      serverGcSeconds,
+      traceGc,
+    };
 
     const slowBody = JSON.stringify({ sleepMs: kSlowMs });
     const ratios: number[] = [];
@@ -123,6 +164,7 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
       json: jsonPair,
       npy: npyPair,
       eventLoopDelayP99Ms,
+      npyCost,
       coalescedFirstAnswerRatio: percentiles(ratios).p99,
       slowRunMs: kSlowMs,
     };

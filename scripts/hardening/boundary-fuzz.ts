@@ -113,7 +113,11 @@ export async function startBoundaryServer(mode: WorkerMode): Promise<BoundarySer
       'grpc_inference_port=0',
       'model_cache=off',
       'metrics_per_model_dimension=true',
-      ...(mode === 'shared' ? ['worker_mode=shared', 'shared_workers=1'] : []),
+      // Dedicated workers take every body through their body rings (shared memory), the shared host over its socket:
+      // the property covers both ways a body reaches a worker.
+      ...(mode === 'shared'
+        ? ['worker_mode=shared', 'shared_workers=1']
+        : ['body_handoff_min_bytes=1', `body_handoff_dir=${tempDir('mme-rings-')}`]),
     ].join('\n'),
     { store },
   );

@@ -385,6 +385,27 @@ export const KEYS = [
     doc: 'Worker processes kept started (Node and onnxruntime initialised) with no model, so a load skips process start-up: cold start drops from ~150-300 ms to tens of ms. Each costs ~35 MB. Kept for dedicated loads, and in worker_mode=shared while autoscale may promote a hot model (autoscale on, shared_host_heavy_share > 0). 0 = none.',
   },
   {
+    name: 'body_handoff_bytes',
+    kind: 'int',
+    default: '16777216',
+    range: between(0, MAX_BODY_BYTES),
+    doc: "Size in bytes of each worker process's body ring: a file in shared memory (body_handoff_dir) that large request bodies reach the worker through, instead of the worker's socket. A ring keeps the pages its most bodies in flight at once needed, up to this size: size /dev/shm for one full ring per worker process to be safe (docs/deploy.md). A body larger than the ring, or one that finds it full, goes over the socket. 0 = off.",
+  },
+  {
+    name: 'body_handoff_dir',
+    kind: 'string',
+    default: null,
+    example: '/dev/shm',
+    doc: 'Directory of the body rings (body_handoff_bytes), on tmpfs. Unset = /dev/shm, else $TMPDIR when it is a tmpfs; where neither is usable (missing, read-only, less free than two rings) bodies go over the sockets and the server says so once at start. The rings are unlinked as soon as their worker holds them: nothing stays in the directory, whatever way the server or a worker ends.',
+  },
+  {
+    name: 'body_handoff_min_bytes',
+    kind: 'int',
+    default: '65536',
+    range: between(1, MAX_BODY_BYTES),
+    doc: "Smallest request body that goes through the body ring (body_handoff_bytes); smaller ones travel in the worker's frame, where a copy costs less than the ring's write and read.",
+  },
+  {
     name: 'worker_mode',
     kind: 'string',
     default: 'dedicated',

@@ -119,6 +119,10 @@ export interface ServerConfig {
   readonly grpcInferencePort: number | null;
   /** Started, model-less workers kept ready for the next load. */
   readonly spareWorkers: number;
+  /** Each worker process's shared-memory body ring (bytes; 0 = off), where its rings live (null = /dev/shm or a tmpfs $TMPDIR), and the smallest body sent through one. */
+  readonly bodyHandoffBytes: number;
+  readonly bodyHandoffDir: string | null;
+  readonly bodyHandoffMinBytes: number;
   /** Where models run unless their load request or model-config.json says otherwise. */
   readonly workerMode: WorkerMode;
   /** Host processes for shared-mode models. */

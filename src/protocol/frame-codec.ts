@@ -120,6 +120,7 @@ const kIndependent = 1;
 const kWithHeaders = 2;
 const kStream = 1;
 const kHasHeaders = 2;
+const kInRing = 4;
 
 function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
   w.id(m.batchId);
@@ -129,11 +130,15 @@ function writeInfer(w: BinaryWriter, m: InferMessage, bodies: Buffer[]): void {
   for (const r of m.requests) {
     const headers = m.withHeaders ? r.headers : undefined;
     w.id(r.id);
-    w.u8((r.stream ? kStream : 0) | (headers ? kHasHeaders : 0));
+    w.u8((r.stream ? kStream : 0) | (headers ? kHasHeaders : 0) | (r.ring ? kInRing : 0));
     w.str(r.requestId);
     w.str(r.contentType);
     w.str(r.accept);
     if (headers) w.headers(headers);
+    if (r.ring) {
+      w.u32(r.ring.offset);
+      w.u32(r.ring.length);
+    }
     w.body(r.body, bodies);
   }
 }
@@ -150,6 +155,7 @@ function readInfer(r: BinaryReader): InferMessage {
     const req: InvokeRequest = { id, requestId: r.str(), contentType: r.str(), accept: r.str() };
     if (f & kStream) req.stream = true;
     if (f & kHasHeaders) req.headers = r.headers();
+    if (f & kInRing) req.ring = { offset: r.u32(), length: r.u32() };
     req.body = r.body();
     requests[i] = req;
   }

@@ -116,6 +116,17 @@ export interface InvokeRequest {
   body?: Buffer | readonly Buffer[];
   /** The client asked for a streamed response (intermediate chunks allowed). */
   stream?: boolean;
+  /**
+   * The body is not in the frame but in the worker's body ring (shared memory, body-ring.ts): where.
+   * Set by the server on the copy of the request it writes; the worker reads the body from there.
+   */
+  ring?: RingRegion;
+}
+
+/** A request body's place in a worker's body ring: its region starts at `offset` and holds a `length`-byte body. */
+export interface RingRegion {
+  offset: number;
+  length: number;
 }
 
 export interface InferMessage {

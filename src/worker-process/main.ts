@@ -17,6 +17,7 @@ import { writeFrame } from '../protocol/frame-codec';
 import { FrameReader } from '../protocol/frame-reader';
 import { MessageKind, type Frame, type InferMessage, type LoadMessage } from '../protocol/messages';
 import { exitOnUnhandledRejection, forRequest } from '../unhandled-rejection';
+import { BodyRingReader } from './body-ring-reader';
 import { loadError, ModelRuntime, type RunningRequests, type RuntimeIo } from './model-runtime';
 import { FairTurns } from './run-clock';
 import { measureSessionBytes, warmUpRuntime } from './warmup';
@@ -32,6 +33,8 @@ const running: RunningRequests = new Map();
 // A shared host (MME_SHARED_HOST is set by the server) gives its models' session runs fair turns.
 const shared = process.env.MME_SHARED_HOST === '1';
 const turns = shared ? new FairTurns() : null;
+/** Where the server puts large request bodies (fd 4), if it gave this process a ring. */
+const bodies = BodyRingReader.fromEnv(process.env);
 
 function send(frame: Frame): void {
   writeFrame(channel, frame, 'now');
@@ -67,6 +70,7 @@ function io(slot: number): RuntimeIo {
     running,
     log,
     turns,
+    bodies,
   };
 }
 

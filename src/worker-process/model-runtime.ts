@@ -12,6 +12,7 @@ import type {
   InvokeRequest,
   WireResponse,
 } from '../protocol/messages';
+import type { BodyRingReader } from './body-ring-reader';
 import { HandlerContext, toBuffer, type ModelInfo, type SendChunk } from './context';
 import { loadHandler, unloadHandler, type Handler } from './handler';
 import { toHandlerRequest } from './handler-request';
@@ -30,6 +31,8 @@ export interface RuntimeIo {
   log(line: string): void;
   /** A shared host's: its models' session runs take turns (run-clock.ts). */
   turns: FairTurns | null;
+  /** The process's body ring, where the server puts large request bodies; null = they come in the frames. */
+  bodies: BodyRingReader | null;
 }
 
 export class ModelRuntime {
@@ -105,10 +108,25 @@ export class ModelRuntime {
   }
 
   async runBatch(batch: InferMessage): Promise<void> {
+    // A request whose body cannot be had from the ring fails alone; the rest of its batch runs.
+    const refused: WireResponse[] = [];
+    /** Bodies read from the ring that nothing keeps once answered: the default handler's (a custom one may hold on to them). */
+    const recycled: Buffer[] = [];
+    const requests = batch.requests.filter((r) => {
+      try {
+        if (this.#fetchBody(r) && this.load.handlerPath === null) recycled.push(r.body as Buffer);
+        return true;
+      } catch (err) {
+        refused.push(errorAnswer(r.id, asMmeError(err)));
+        return false;
+      }
+    });
+    if (refused.length > 0)
+      this.io.result({ batchId: batch.batchId, modelMicros: 0, runMicros: this.#clock.micros, responses: refused });
     // Independent requests travel together only to save round trips: each runs as its own batch of
     // one, and its answer leaves the moment it is ready. Holding it for the next would be a bet on
     // how long that one runs, and a next request that blocks would keep it forever.
-    const groups = batch.independent ? batch.requests.map((r) => [r]) : [batch.requests];
+    const groups = batch.independent ? requests.map((r) => [r]) : requests.length > 0 ? [requests] : [];
     for (const group of groups) {
       const t0 = performance.now();
       const responses = await this.#runGroup(group);
@@ -119,6 +137,15 @@ export class ModelRuntime {
         responses,
       });
     }
+    for (const body of recycled) this.io.bodies!.recycle(body);
+  }
+
+  /** Reads `r`'s body from the ring if it is there: true if it was. */
+  #fetchBody(r: InvokeRequest): boolean {
+    if (!r.ring) return false;
+    if (!this.io.bodies)
+      throw new MmeError('MME_ERR_INTERNAL', `request ${r.id}'s body is in a body ring this worker was not given`);
+    return this.io.bodies.fetch(r);
   }
 
   /** One call of the handler for `wire` requests (one model batch). */
@@ -163,10 +190,15 @@ export class ModelRuntime {
         (typeof result === 'string' || Buffer.isBuffer(result) ? 'application/octet-stream' : 'application/json');
       return { id, status: slot.status, contentType, headers: slot.headers, body };
     } catch (err) {
-      const error = isMmeError(err)
-        ? err
-        : new MmeError('MME_ERR_MODEL_ERROR', `the handler's result could not be serialised: ${asError(err).message}`);
-      return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+      return errorAnswer(
+        id,
+        isMmeError(err)
+          ? err
+          : new MmeError(
+              'MME_ERR_MODEL_ERROR',
+              `the handler's result could not be serialised: ${asError(err).message}`,
+            ),
+      );
     }
   }
 
@@ -183,6 +215,14 @@ export class ModelRuntime {
       );
     }
   }
+}
+
+function errorAnswer(id: number, error: MmeError): WireResponse {
+  return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+}
+
+function asMmeError(err: unknown): MmeError {
+  return isMmeError(err) ? err : new MmeError('MME_ERR_INTERNAL', asError(err).message);
 }
 
 /** What a failed load reports: memory errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */

@@ -8,7 +8,8 @@
  * whole or in arbitrary chunk sizes (runs of tiny chunks included), and gRPC messages with a field
  * of a wire type no proto3 message has (groups 3 and 4, 6, 7) inserted anywhere. A round goes at
  * once to a model that batches (batch_size 8, max_batch_delay 500 ms), so the attacks share a
- * batch with the canaries, in a CLI server with dedicated workers and in one with a shared host. scripts/hardening/boundary-fuzz.ts
+ * batch with the canaries, in a CLI server with dedicated workers (every body through their
+ * shared-memory body rings) and in one with a shared host (bodies in its socket). scripts/hardening/boundary-fuzz.ts
  * checks every round: each canary gets exactly its solo answer; each malformed request a 4xx
  * (INVALID_ARGUMENT over gRPC) of at most 64 KiB; no worker or host is replaced; the server's RSS
  * grows by at most 200 MiB within a round (the workers' by 256 MiB), and keeps no more than that

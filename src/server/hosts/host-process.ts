@@ -15,6 +15,7 @@
  * keep: the waste that recycling gives back. A dedicated worker's model costs its process's PSS.
  */
 import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { MmeError } from '../../errors';
@@ -32,6 +33,8 @@ import type { ProcessRegistry } from '../processes/process-registry';
 import { processStates, type ProcessState } from '../processes/worker-state';
 import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
 import { BatchesInFlight, type BatchesView, type LostBatch } from './batches-in-flight';
+import type { BodyHandoff } from './body-handoff';
+import type { BodyRing } from './body-ring';
 import type { ModelSlot, SlotHost } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
@@ -47,6 +50,8 @@ export interface SpawnOptions {
   clock: Clock;
   /** The server's processes, which this one joins while it lives. */
   processes: ProcessRegistry;
+  /** Where large request bodies reach the process (a ring in shared memory); null = over its socket. */
+  bodyHandoff?: BodyHandoff | null;
 }
 
 /**
@@ -111,6 +116,8 @@ export class HostProcess implements SlotHost {
   /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
   readonly #batches = new BatchesInFlight<ModelSlot>();
   #reader: FrameReader | null = null;
+  /** Its body ring, if it has one: large bodies go there instead of into its socket. */
+  #ring: BodyRing | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
   readonly #exited: Promise<WorkerExit>;
@@ -135,18 +142,32 @@ export class HostProcess implements SlotHost {
     const env = { ...this.opts.env };
     if (this.policy.shared) env.MME_SHARED_HOST = '1';
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
-    const spawned = spawnWorker(this.opts.launch, env, this.clock, {
-      onLine: (line) => {
-        if (kHeapExhausted.test(line)) this.#heapExhausted = true;
-        this.opts.log(`[${this.id}] ${line}`, { worker: this.id, pid: this.pid });
+    const opened = this.opts.bodyHandoff?.open() ?? null;
+    if (opened) env.MME_BODY_RING_FD = '4';
+    else delete env.MME_BODY_RING_FD;
+    const spawned = spawnWorker(
+      this.opts.launch,
+      env,
+      this.clock,
+      {
+        onLine: (line) => {
+          if (kHeapExhausted.test(line)) this.#heapExhausted = true;
+          this.opts.log(`[${this.id}] ${line}`, { worker: this.id, pid: this.pid });
+        },
+        onFrame: (f) => this.#onFrame(f),
+        onProtocolError: (err) => {
+          this.opts.log(`[${this.id}] protocol error: ${err.message}; stopping the worker`);
+          this.kill('protocol-error');
+        },
+        onExit: (code, signal) => this.#reap(code, signal),
       },
-      onFrame: (f) => this.#onFrame(f),
-      onProtocolError: (err) => {
-        this.opts.log(`[${this.id}] protocol error: ${err.message}; stopping the worker`);
-        this.kill('protocol-error');
-      },
-      onExit: (code, signal) => this.#reap(code, signal),
-    });
+      opened?.workerFd,
+    );
+    if (opened) {
+      // The child has its own copy of the read-only descriptor now.
+      fs.closeSync(opened.workerFd);
+      this.#ring = opened.ring;
+    }
     this.opts.processes.spawned++;
     this.opts.processes.live.add(this);
     this.#child = spawned.child;
@@ -294,7 +315,14 @@ export class HostProcess implements SlotHost {
   /** Sends a batch on `slot`'s behalf; the process owns it until it is answered or ends. */
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
-    this.send({ kind: MessageKind.Infer, msg });
+    // The frame carries large bodies' places in the ring instead of the bodies; `msg` keeps them (a retry elsewhere).
+    const frame = this.#ring?.place(msg) ?? msg;
+    try {
+      this.send({ kind: MessageKind.Infer, msg: frame });
+    } catch (err) {
+      this.#ring?.release(msg.batchId);
+      throw err;
+    }
     this.#batches.add(slot, msg, jobs);
   }
 
@@ -352,6 +380,7 @@ export class HostProcess implements SlotHost {
       case MessageKind.Result: {
         // An independent batch is answered one request at a time; the batch is held until the last.
         const held = this.#batches.answer(frame.msg.batchId, frame.msg.responses.length);
+        if (held && held.left <= 0) this.#ring?.release(frame.msg.batchId);
         held?.slot.onAnswered(held.batch, frame.msg, held.left <= 0);
         break;
       }
@@ -390,6 +419,7 @@ export class HostProcess implements SlotHost {
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
     this.#channel?.destroy();
+    this.#ring?.close();
     const lost = this.#batches.takeAll();
     const slots = [...this.#slots.values()];
     for (const slotId of [...this.#slots.keys()]) this.forget(slotId);

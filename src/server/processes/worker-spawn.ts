@@ -19,7 +19,7 @@ import type { Frame } from '../../protocol/messages';
 export type Launch = (
   cmd: string,
   args: readonly string[],
-  options: { stdio: Array<'ignore' | 'pipe'>; env: NodeJS.ProcessEnv },
+  options: { stdio: Array<'ignore' | 'pipe' | number>; env: NodeJS.ProcessEnv },
 ) => ChildProcess;
 
 export interface SpawnHooks {
@@ -53,15 +53,19 @@ const kWorkerOomScoreAdj = '900';
 /** How long an aborted worker's last stderr lines may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
+/** `ringFd`: the worker's body ring (hosts/body-ring.ts), which it gets as fd 4. */
 export function spawnWorker(
   launch: Launch | undefined,
   env: NodeJS.ProcessEnv,
   clock: Clock,
   hooks: SpawnHooks,
+  ringFd: number | null = null,
 ): SpawnedWorker {
   const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
   const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
-  const child = (launch ?? spawn)(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env });
+  const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', 'pipe'];
+  if (ringFd !== null) stdio.push(ringFd);
+  const child = (launch ?? spawn)(cmd, args, { stdio, env });
   if (child.pid) fs.writeFile(`/proc/${child.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
   for (const stream of [child.stdout!, child.stderr!]) {
     readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line: string) => hooks.onLine(line));

@@ -5,6 +5,7 @@
  */
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
+import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
 import { dedicatedPolicy, HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
@@ -37,6 +38,8 @@ export class WorkerFactory {
   readonly #spares: SparePool | null;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
+  /** Where large request bodies reach the workers; null = over their sockets (or fake processes, which read no ring). */
+  readonly #bodyHandoff: BodyHandoff | null;
 
   constructor(
     private readonly config: ServerConfig,
@@ -44,6 +47,12 @@ export class WorkerFactory {
   ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
+    this.#bodyHandoff = opts.launch
+      ? null
+      : BodyHandoff.start(
+          { bytes: config.bodyHandoffBytes, dir: config.bodyHandoffDir, minBytes: config.bodyHandoffMinBytes },
+          opts.log,
+        );
     // Spares speed up dedicated loads, and a shared model's promotion (autoscale): a hot model gets
     // its process in the time a load takes, not a process start. With shared the default and
     // nothing to promote, the hosts are what is kept started.
@@ -121,7 +130,7 @@ export class WorkerFactory {
 
   #spawnOptions(): SpawnOptions {
     const { log, launch, readMemory, clock, processes } = this.opts;
-    return { env: this.#env, log, launch, readMemory, clock, processes };
+    return { env: this.#env, log, launch, readMemory, clock, processes, bodyHandoff: this.#bodyHandoff };
   }
 
   async closeSpares(): Promise<void> {

@@ -1,0 +1,130 @@
+/**
+ * Where the server's body rings (body-ring.ts) live, decided once at start: body_handoff_dir, or
+ * /dev/shm, or $TMPDIR when it is a tmpfs; or nowhere (missing, read-only, too small: Docker gives
+ * 64 MB), and then every body goes over the sockets and the server says so once. Each ring file
+ * is unlinked the moment it is open, once for the server (read-write) and once for its worker
+ * (read-only, passed as fd 4): nothing is left in the directory however the server or a worker ends,
+ * and its memory goes back with the last descriptor. What a server killed between create and unlink
+ * leaves (files named with its pid) the next server to start there removes.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BodyRing } from './body-ring';
+
+export interface BodyHandoffSettings {
+  /** One ring's size (bytes); 0 = off. */
+  readonly bytes: number;
+  /** null = /dev/shm, else a tmpfs $TMPDIR. */
+  readonly dir: string | null;
+  /** Smallest body that goes through a ring. */
+  readonly minBytes: number;
+}
+
+/** A ring and the read-only descriptor its worker gets (closed here once the worker holds it). */
+export interface OpenedRing {
+  readonly ring: BodyRing;
+  readonly workerFd: number;
+}
+
+const kTmpfsMagic = 0x01021994;
+const kPrefix = 'mme-body-';
+const kOwnFile = /^mme-body-(\d+)-\d+$/;
+
+export class BodyHandoff {
+  /** 0 is the probe's (unusable()). */
+  #seq = 1;
+
+  private constructor(
+    readonly dir: string,
+    private readonly settings: BodyHandoffSettings,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** The handoff for this server, or null (said once in the log) when bodies must go over the sockets. */
+  static start(settings: BodyHandoffSettings, log: (line: string) => void): BodyHandoff | null {
+    if (settings.bytes === 0) return null;
+    const candidates = settings.dir !== null ? [settings.dir] : ['/dev/shm', os.tmpdir()];
+    const refusals: string[] = [];
+    for (const dir of candidates) {
+      const why = unusable(dir, settings.bytes, settings.dir === null && dir !== '/dev/shm');
+      if (why === null) {
+        removeStale(dir);
+        return new BodyHandoff(dir, settings, log);
+      }
+      refusals.push(`${dir}: ${why}`);
+    }
+    log(
+      `request bodies go to the workers over their sockets: no shared memory for the body rings (${refusals.join('; ')}). ` +
+        'Give the container shared memory (docker run --shm-size=256m; in Kubernetes an emptyDir with medium: Memory mounted on /dev/shm) or set body_handoff_dir; body_handoff_bytes=0 turns this message off.',
+    );
+    return null;
+  }
+
+  /** A ring for a new worker process, or null (its bodies go over its socket) if the file cannot be made now. */
+  open(): OpenedRing | null {
+    const file = path.join(this.dir, `${kPrefix}${process.pid}-${this.#seq++}`);
+    let fd = -1;
+    let workerFd = -1;
+    try {
+      fd = fs.openSync(file, 'wx+', 0o600);
+      workerFd = fs.openSync(file, 'r');
+      fs.unlinkSync(file);
+      fs.ftruncateSync(fd, this.settings.bytes);
+    } catch (err) {
+      fs.rmSync(file, { force: true });
+      for (const d of [fd, workerFd]) if (d >= 0) fs.closeSync(d);
+      this.log(
+        `a worker's body ring could not be made in ${this.dir} (${(err as Error).message}); its bodies go over its socket`,
+      );
+      return null;
+    }
+    const ring = new BodyRing(fd, this.settings.bytes, this.settings.minBytes, (err) =>
+      this.log(
+        `a body ring in ${this.dir} is full (${err.message}); bodies that do not fit go over the socket: give it more shared memory`,
+      ),
+    );
+    return { ring, workerFd };
+  }
+}
+
+/** Why `dir` cannot hold rings of `bytes`, or null. */
+function unusable(dir: string, bytes: number, mustBeTmpfs: boolean): string | null {
+  let stats: fs.StatsFs;
+  try {
+    stats = fs.statfsSync(dir);
+    // A real file, not access(2): root passes access checks on any directory that is not read-only.
+    const probe = path.join(dir, `${kPrefix}${process.pid}-0`);
+    fs.closeSync(fs.openSync(probe, 'wx', 0o600));
+    fs.unlinkSync(probe);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  }
+  if (mustBeTmpfs && stats.type !== kTmpfsMagic) return 'not a tmpfs';
+  const free = stats.bavail * stats.bsize;
+  if (free < 2 * bytes) return `${Math.floor(free / 2 ** 20)} MiB free, less than two rings of body_handoff_bytes`;
+  return null;
+}
+
+/** Ring files of servers no longer running (killed between a ring's create and unlink). */
+function removeStale(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = kOwnFile.exec(name);
+    if (m && !alive(Number(m[1]))) fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
