@@ -10,6 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { median } from '../../harness/statistics';
 import { printedHelp } from '../cli-flags';
+import { figureRows, type FigureRow } from './figures';
 import { readRun, RESULTS_DIR, type BenchRun } from './results';
 
 /** A Vega-Lite spec: plain JSON, built here and handed to the library as is. */
@@ -138,6 +139,33 @@ function cacheSimChart(run: BenchRun): Chart {
   };
 }
 
+/** Each ratio judged against a target: every run's value, and the target beside it. */
+function ratiosChart(run: BenchRun): Chart {
+  const rows = figureRows(run).filter((r) => r.ratio);
+  const label = (r: FigureRow) => `${r.id}: ${r.figure.length > 60 ? `${r.figure.slice(0, 57)}…` : r.figure}`;
+  const values = rows.flatMap((r) => [
+    ...r
+      .ratio!.values.filter((value) => Number.isFinite(value))
+      .map((value) => ({ figure: label(r), value, kind: r.met ? 'run (target met)' : 'run (missed)' })),
+    { figure: label(r), value: r.ratio!.bound, kind: `target (${r.target!.slice(0, 1)})` },
+  ]);
+  return {
+    file: 'ratios.svg',
+    title: 'Every ratio against its target',
+    spec: base(`Every ratio of the run, each of its ${run.repeats} runs, against its target`, {
+      data: { values },
+      width: kWidth,
+      mark: { type: 'point', filled: true, size: 60 },
+      encoding: {
+        y: { field: 'figure', type: 'nominal', sort: null, title: null, axis: { labelLimit: 420 } },
+        x: { field: 'value', type: 'quantitative', scale: { type: 'log' }, title: '× (log)' },
+        color: { field: 'kind', type: 'nominal', title: null },
+        shape: { field: 'kind', type: 'nominal', title: null },
+      },
+    }),
+  };
+}
+
 /** Every model-count output in bench-results/part21-model-count, or why there is none. */
 export function readModelCount(dir = MODEL_COUNT_DIR): { rows: ModelCountRow[] } | { missing: string } {
   if (!fs.existsSync(dir)) return { missing: `${path.relative(RESULTS_DIR, dir)}/ is not committed` };
@@ -178,7 +206,7 @@ function modelCountChart(rows: ModelCountRow[]): Chart {
 
 /** The charts a run supports, and a note for each one it cannot draw. */
 export function charts(run: BenchRun, modelCount = readModelCount()): { charts: Chart[]; skipped: string[] } {
-  const out = [connectionsChart(run), cdfChart(run), cacheSimChart(run)];
+  const out = [ratiosChart(run), connectionsChart(run), cdfChart(run), cacheSimChart(run)];
   if ('rows' in modelCount) return { charts: [...out, modelCountChart(modelCount.rows)], skipped: [] };
   return { charts: out, skipped: [`per-operation cost by model count: ${modelCount.missing}`] };
 }

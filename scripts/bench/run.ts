@@ -104,7 +104,7 @@ async function main(): Promise<BenchRun> {
   const density = await section('density', () => benchDensity(quick ? 512 : 2048));
   const sharedFootprint = await section('shared footprint', () => benchSharedFootprint());
   const live = await section('cache live', async () => {
-    const requests = quick ? 400 : 2000;
+    const requests = quick ? 200 : 1500;
     return [await benchCacheLive({ policy: 'lru', requests }), await benchCacheLive({ policy: 'gdsf', requests })];
   });
   const liveModes = await section('cache live, worker modes', async () => {
@@ -112,7 +112,7 @@ async function main(): Promise<BenchRun> {
       policy: 'gdsf',
       models: quick ? 2000 : 10_000,
       room: { budgetMB: 1024 },
-      requests: quick ? 400 : 1500,
+      requests: quick ? 200 : 1000,
     } as const;
     return [
       await benchCacheLive({ ...o, workerMode: 'dedicated' }),

@@ -66,7 +66,7 @@ export interface WorkerMode {
 }
 
 export const ASSUMPTIONS = {
-  /** PSS of one loaded tiny model's worker process when hundreds are loaded (bench density). */
+  /** PSS of one loaded tiny model's worker process with a 2 GiB budget full of them (bench density, figure 5). */
   dedicatedProcessMiB: measured.processMiB,
   /** Cold load of a tiny model without a spare worker (bench cold start, spare_workers=0, p50). */
   dedicatedColdLoadMs: measured.coldLoadMs,
