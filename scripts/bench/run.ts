@@ -76,7 +76,9 @@ async function main(): Promise<BenchRun> {
     const started = performance.now();
     console.error(`bench: ${name} (load average ${loadAverage.toFixed(1)})`);
     const out = await work();
-    sections.push({ name, seconds: (performance.now() - started) / 1000, loadAverage });
+    const seconds = (performance.now() - started) / 1000;
+    sections.push({ name, seconds, loadAverage });
+    console.error(`bench: ${name} took ${(seconds / 60).toFixed(1)} min`);
     return out;
   };
   const repeated = async <T>(name: string, bench: () => Promise<T>): Promise<T[]> =>
