@@ -14,6 +14,19 @@ export function percentiles(samplesMs: number[]): Percentiles {
   return { p50: percentile(samplesMs, 0.5), p99: percentile(samplesMs, 0.99), p999: percentile(samplesMs, 0.999) };
 }
 
+/** A point of a latency distribution: the fraction `q` of the samples took at most `ms`. */
+export interface CdfPoint {
+  q: number;
+  ms: number;
+}
+
+/** Every percent up to p99, then the tail's steps: enough points to draw a CDF, few enough for a JSON. */
+const kCdfQuantiles = [...Array.from({ length: 100 }, (_, i) => i / 100), 0.995, 0.999, 0.9995, 0.9999];
+
+export function cdf(samplesMs: number[]): CdfPoint[] {
+  return kCdfQuantiles.map((q) => ({ q, ms: percentile(samplesMs, q) }));
+}
+
 export async function sequentialLatency(
   url: string,
   body: string,

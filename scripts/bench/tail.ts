@@ -7,10 +7,10 @@
  * (docs/performance.md).
  */
 import path from 'node:path';
-import { benchUsage, runBench, startBaseline, startBenchServer } from './bench-run';
+import { benchDurations, benchUsage, runBench, startBaseline, startBenchServer } from './bench-run';
 import { postJson } from '../../harness/http-requests';
 import { writeTinyMlp } from '../../harness/onnx-models';
-import { percentiles, sequentialSamples, type Percentiles } from './latency';
+import { cdf, percentiles, sequentialSamples, type CdfPoint, type Percentiles } from './latency';
 
 export interface TailResult {
   requests: number;
@@ -26,6 +26,8 @@ export interface TailResult {
   /** The server's minor GCs while our rounds ran. */
   scavenges: number;
   scavengeMeanMs: number;
+  /** The latency distribution of each, for the c=1 CDF chart. */
+  cdf: { dedicated: CdfPoint[]; shared: CdfPoint[]; inProcess: CdfPoint[] };
 }
 
 /** Minor-GC count and total seconds of the server process, from its /metrics (none yet: zeros). */
@@ -60,7 +62,8 @@ export async function benchTail(): Promise<TailResult> {
       inProcess: baseline.url,
     };
     const requests = process.env.BENCH_QUICK ? 1000 : 10_000;
-    const rounds = process.env.BENCH_QUICK ? 1 : 3;
+    // Rounds interleave the three; `npm run bench` makes one a call and repeats the call.
+    const rounds = benchDurations().reps;
     const samples = { dedicated: [] as number[], shared: [] as number[], inProcess: [] as number[] };
     let scavenges = 0;
     let scavengeSeconds = 0;
@@ -89,6 +92,7 @@ export async function benchTail(): Promise<TailResult> {
       sharedP999Ratio: shared.p999 / inProcess.p999,
       scavenges,
       scavengeMeanMs: scavenges > 0 ? (scavengeSeconds / scavenges) * 1000 : 0,
+      cdf: { dedicated: cdf(samples.dedicated), shared: cdf(samples.shared), inProcess: cdf(samples.inProcess) },
     };
   } finally {
     baseline.stop();
