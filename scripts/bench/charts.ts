@@ -167,23 +167,23 @@ function ratiosChart(run: BenchRun): Chart {
 }
 
 /** Every model-count output in bench-results/part21-model-count, or why there is none. */
-export function readModelCount(dir = MODEL_COUNT_DIR): { rows: ModelCountRow[] } | { missing: string } {
-  if (!fs.existsSync(dir)) return { missing: `${path.relative(RESULTS_DIR, dir)}/ is not committed` };
+export function readModelCount(
+  dir = MODEL_COUNT_DIR,
+  file = 'full.json',
+): { rows: ModelCountRow[] } | { missing: string } {
+  const where = path.join(path.relative(RESULTS_DIR, dir), file);
+  if (!fs.existsSync(path.join(dir, file))) return { missing: `${where} is not committed` };
+  // npm run bench:model-count writes one row per model count: { n, registerMicros, pageMicros, … }.
+  const parsed = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { structures?: unknown };
   const rows: ModelCountRow[] = [];
-  for (const file of fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()) {
-    const parsed = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as { rows?: unknown };
-    if (!Array.isArray(parsed.rows)) continue;
-    for (const r of parsed.rows as Array<Partial<ModelCountRow>>) {
-      if (typeof r.models === 'number' && typeof r.operation === 'string' && typeof r.microsPerOp === 'number')
-        rows.push({ models: r.models, operation: r.operation, microsPerOp: r.microsPerOp });
+  for (const row of Array.isArray(parsed.structures) ? (parsed.structures as Array<Record<string, unknown>>) : []) {
+    if (typeof row.n !== 'number') continue;
+    for (const [key, value] of Object.entries(row)) {
+      const op = /^(.+)Micros$/.exec(key);
+      if (op && typeof value === 'number') rows.push({ models: row.n, operation: op[1], microsPerOp: value });
     }
   }
-  return rows.length > 0
-    ? { rows }
-    : { missing: `no file in ${path.relative(RESULTS_DIR, dir)}/ has rows of { models, operation, microsPerOp }` };
+  return rows.length > 0 ? { rows } : { missing: `${where} has no structures rows of { n, <operation>Micros }` };
 }
 
 function modelCountChart(rows: ModelCountRow[]): Chart {

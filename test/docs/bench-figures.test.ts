@@ -43,10 +43,10 @@ describe('docs: figures tied to the committed bench run', () => {
 
   it('every markdown file under bench-results has the raw JSON it quotes beside it', () => {
     const files = filesUnder(RESULTS_DIR);
-    // At the top only latest.md, which latest.json renders; a write-up of other runs has a folder with their JSON.
-    const dirsWithJson = new Set(
-      files.filter((f) => f.endsWith('.json') && f.includes(path.sep)).map((f) => path.dirname(f)),
-    );
+    // At the top only latest.md, which latest.json renders; a write-up of other runs has a folder with their
+    // JSON (a V8 CPU profile is JSON too: a profile's write-up sits beside the .cpuprofile it reads).
+    const raw = /\.(json|cpuprofile|cpuprofile\.gz)$/;
+    const dirsWithJson = new Set(files.filter((f) => raw.test(f) && f.includes(path.sep)).map((f) => path.dirname(f)));
     const orphans = files.filter((f) => f.endsWith('.md') && f !== 'latest.md' && !dirsWithJson.has(path.dirname(f)));
     assert.deepEqual(orphans, [], 'markdown under bench-results without a committed JSON in its folder');
   });
