@@ -17,7 +17,7 @@ import { slowMatmulModel, writeModelDir, writeTinyMlp } from '../../harness/onnx
 import { postJson, request } from '../../harness/http-requests';
 import { percentile } from '../../harness/statistics';
 import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
-import { sequentialSamples } from './latency';
+import { postOn, sequentialSamples } from './latency';
 import { hammer } from '../../harness/load-generator';
 import { MLP_STORE_BODY } from './mlp-store';
 
@@ -84,25 +84,7 @@ async function openLoop(
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const sent = performance.now();
     sends.push(
-      new Promise<Sample>((resolve) => {
-        const done = (status: number) => resolve({ at: sent - start, ms: performance.now() - sent, status });
-        const req = http.request(
-          {
-            agent,
-            host: target.hostname,
-            port: target.port,
-            path: target.pathname,
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-          },
-          (res) => {
-            res.resume();
-            res.on('end', () => done(res.statusCode ?? 0));
-          },
-        );
-        req.on('error', () => done(0));
-        req.end(body);
-      }),
+      postOn(agent, target, body).then((status) => ({ at: sent - start, ms: performance.now() - sent, status })),
     );
   }
   return Promise.all(sends);

@@ -36,6 +36,28 @@ export async function sequentialLatency(
   return percentiles(await sequentialSamples(url, body, requests, warmup));
 }
 
+/** One JSON POST on `agent`'s keep-alive connections; resolves with the status (0: the connection failed). */
+export function postOn(agent: http.Agent, target: URL, body: string): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const req = http.request(
+      {
+        agent,
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
 /**
  * Each request's latency (ms), in order: one round of an interleaved comparison. Several URLs (one
  * server) are taken in turn, on the same keep-alive connection.
@@ -49,29 +71,13 @@ export async function sequentialSamples(
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const targets = (typeof url === 'string' ? [url] : url).map((u) => new URL(u));
   let turn = 0;
-  const once = () =>
-    new Promise<number>((resolve, reject) => {
-      const target = targets[turn++ % targets.length];
-      const t0 = performance.now();
-      const req = http.request(
-        {
-          agent,
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () =>
-            res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`status ${res.statusCode}`)),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
+  const once = async () => {
+    const target = targets[turn++ % targets.length];
+    const t0 = performance.now();
+    const status = await postOn(agent, target, body);
+    if (status !== 200) throw new Error(`status ${status}`);
+    return performance.now() - t0;
+  };
   for (let i = 0; i < warmup; i++) await once();
   const samples: number[] = [];
   for (let i = 0; i < requests; i++) samples.push(await once());
