@@ -19,12 +19,14 @@ export interface RoundsDeps {
 export class AutoscaleRounds {
   #timer: Timer | null = null;
   #stopped = false;
+  /** The round under way: it awaits memory measurements (real I/O), whatever clock drives the timer. */
+  #running: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: RoundsDeps) {}
 
   start(): void {
     if (this.#stopped || this.#timer) return;
-    this.#timer = this.deps.clock.setTimeout(() => void this.#run(), kRoundMs);
+    this.#timer = this.deps.clock.setTimeout(() => void (this.#running = this.#run()), kRoundMs);
     this.#timer.unref();
   }
 
@@ -37,6 +39,11 @@ export class AutoscaleRounds {
       ),
     );
     this.start();
+  }
+
+  /** Resolves once the round under way (if any) has finished and the next is armed. */
+  settled(): Promise<void> {
+    return this.#running;
   }
 
   stop(): void {

@@ -129,6 +129,11 @@ export class ModelManager {
   }
 
   /** The shared hosts, if any model has used them. */
+  /** Resolves once the autoscale round under way (if any) has finished: a virtual clock's tests advance past it then. */
+  autoscaleSettled(): Promise<void> {
+    return this.#autoscale?.settled() ?? Promise.resolve();
+  }
+
   get hosts(): HostPool | null {
     return this.#workers.hosts;
   }

@@ -23,21 +23,28 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
 }
 
+/**
+ * One round of virtual time, then the round it started is waited for as an event: it measures memory
+ * (real I/O on a busy machine takes more than a few turns), and the next round is armed only after it.
+ */
+async function step(h: ProcessHarness): Promise<void> {
+  h.clock.advance(kRoundMs);
+  await settle();
+  await h.manager.autoscaleSettled();
+  await settle();
+}
+
 /** Advances the clock round by round for `ms`, letting each round finish. */
-async function run(h: { clock: VirtualClock }, ms: number): Promise<void> {
-  for (let t = 0; t < ms; t += kRoundMs) {
-    h.clock.advance(kRoundMs);
-    await settle();
-  }
+async function run(h: ProcessHarness, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += kRoundMs) await step(h);
 }
 
 /** Advances round by round until `cond` holds (at most a minute of virtual time); returns the virtual ms it took. */
-async function until(h: { clock: VirtualClock }, cond: () => boolean, what: string): Promise<number> {
+async function until(h: ProcessHarness, cond: () => boolean, what: string): Promise<number> {
   const t0 = h.clock.now();
   while (!cond()) {
     assert.ok(h.clock.now() - t0 < 60_000, `${what}: not within a minute of virtual time`);
-    h.clock.advance(kRoundMs);
-    await settle();
+    await step(h);
   }
   return h.clock.now() - t0;
 }

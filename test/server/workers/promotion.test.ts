@@ -159,6 +159,9 @@ describe('autoscale promotion of a shared model', () => {
         await each();
         h.clock.advance(kRoundMs);
         await settle();
+        // The round measures memory (real I/O); the next is armed only once it is done: wait for it.
+        await h.manager.autoscaleSettled();
+        await settle();
       }
     }
 
