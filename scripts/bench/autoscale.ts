@@ -120,16 +120,17 @@ async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<Au
       const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
       if (res.status !== 200) throw new Error(`load ${name}: ${res.status} ${JSON.stringify(res.body)}`);
     }
+    const hotBody = JSON.stringify({ inputs: { input: [Array.from({ length: kHotN }, (_, i) => (i % 7) / 7)] } });
+    const hotUrl = `${server.url}/models/hot/invoke`;
+    const neighbourUrl = `${server.url}/models/neighbour/invoke`;
+    // What one worker serves now (max_worker = min_worker = 1 as loaded), on this machine as busy as it is: the rates are shares of it.
+    const capacity = await hammer(hotUrl, hotBody, { connections: 4, seconds: quick ? 2 : 4 });
+    await sequentialSamples(neighbourUrl, MLP_STORE_BODY, 50, 20);
+    // Only now may it scale: one worker at full speed is busy enough to get a second (autoscale_busy_share).
     const scaled = await request(`${server.url}/models/hot?min_worker=1&max_worker=3&synchronous=true`, {
       method: 'PUT',
     });
     if (scaled.status !== 200) throw new Error(`scale hot: ${scaled.status} ${scaled.text}`);
-    const hotBody = JSON.stringify({ inputs: { input: [Array.from({ length: kHotN }, (_, i) => (i % 7) / 7)] } });
-    const hotUrl = `${server.url}/models/hot/invoke`;
-    const neighbourUrl = `${server.url}/models/neighbour/invoke`;
-    // What one worker serves now, on this machine as busy as it is: the rates are shares of it.
-    const capacity = await hammer(hotUrl, hotBody, { connections: 4, seconds: quick ? 2 : 4 });
-    await sequentialSamples(neighbourUrl, MLP_STORE_BODY, 50, 20);
     const before = kBaseLoad * capacity.rps;
     const beforeMs = quick ? 4000 : 10_000;
     const surgeMs = quick ? 8000 : 15_000;

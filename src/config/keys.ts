@@ -438,7 +438,7 @@ export const KEYS = [
     kind: 'string',
     default: 'auto',
     example: 'on',
-    doc: "Per-model worker autoscaling between a model's min_worker and max_worker (PUT /models/{name}?min_worker=1&max_worker=4, or minWorkers/maxWorkers in model-config.json; with max_worker = min_worker nothing changes): on = one worker more when its queue wait or backlog passes autoscale_queue_wait_ms / autoscale_backlog_per_worker, if the memory budget has room (never a 507, never an eviction of a busy model), one less after autoscale_idle_seconds quiet; off = workers stay as loaded or scaled; auto = off when SAGEMAKER_MULTI_MODEL=true (SageMaker scales instances and routes by model itself, and the endpoint's memory is its to plan), on elsewhere. Not preload_model models. A worker_mode=shared model is not scaled in its host: past shared_host_heavy_share it is promoted to processes of its own (then scaled), and demoted back once cool (docs/workers.md).",
+    doc: "Per-model worker autoscaling between a model's min_worker and max_worker (PUT /models/{name}?min_worker=1&max_worker=4, or minWorkers/maxWorkers in model-config.json; with max_worker = min_worker nothing changes): on = one worker more when its queue wait, backlog or busy share passes autoscale_queue_wait_ms / autoscale_backlog_per_worker / autoscale_busy_share, if the memory budget has room (never a 507, never an eviction of a busy model), one less after autoscale_idle_seconds quiet; off = workers stay as loaded or scaled; auto = off when SAGEMAKER_MULTI_MODEL=true (SageMaker scales instances and routes by model itself, and the endpoint's memory is its to plan), on elsewhere. Not preload_model models. A worker_mode=shared model is not scaled in its host: past shared_host_heavy_share it is promoted to processes of its own (then scaled), and demoted back once cool (docs/workers.md).",
   },
   {
     name: 'autoscale_queue_wait_ms',
@@ -453,6 +453,13 @@ export const KEYS = [
     default: '4',
     range: { allows: (n) => n > 0, text: '> 0' },
     doc: "Requests waiting in a model's queue per worker past which it gets one more worker (autoscale), whatever their wait so far: a burst is seen before its waits are.",
+  },
+  {
+    name: 'autoscale_busy_share',
+    kind: 'number',
+    default: '0.8',
+    range: between(0, 1),
+    doc: "Share of its workers' time (0-1, measured over the last 1 s) a model's session runs take past which it gets one more worker (autoscale), at two 0.5 s rounds in a row: a saturated worker takes each request as it comes, so nothing waits in the server's queue for the other two rules to see. A worker goes only once the runs would take under half of it with one worker fewer. 0 = queue wait and backlog only.",
   },
   {
     name: 'autoscale_idle_seconds',

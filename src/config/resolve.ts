@@ -145,6 +145,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
       ? {
           queueWaitMs: read('autoscale_queue_wait_ms'),
           backlogPerWorker: read('autoscale_backlog_per_worker'),
+          busyShare: read('autoscale_busy_share'),
           idleMs: read('autoscale_idle_seconds') * 1000,
           cooldownMs: read('autoscale_cooldown_seconds') * 1000,
         }

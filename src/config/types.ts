@@ -172,6 +172,8 @@ export interface ServerConfig {
 export interface AutoscaleConfig {
   readonly queueWaitMs: number;
   readonly backlogPerWorker: number;
+  /** Share of its workers' time (0-1) a dedicated model's runs take past which it gets a worker more; 0 = never. */
+  readonly busyShare: number;
   readonly idleMs: number;
   readonly cooldownMs: number;
 }

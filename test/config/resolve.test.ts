@@ -98,7 +98,7 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 0,
         sharedWorkerRecycleBytes: 256 * 2 ** 20,
         sharedHostHeavyShare: 0.5,
-        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, busyShare: 0.8, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
         inferenceTokens: [],
@@ -258,7 +258,7 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 500,
         sharedWorkerRecycleBytes: 64 * 2 ** 20,
         sharedHostHeavyShare: 0.75,
-        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 60_000, cooldownMs: 3000 },
+        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, busyShare: 0.8, idleMs: 60_000, cooldownMs: 3000 },
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
         inferenceTokens: [],
@@ -710,7 +710,7 @@ describe('resolveConfig', () => {
       assert.deepEqual(
         resolve('autoscale=on\nautoscale_queue_wait_ms=20\nautoscale_idle_seconds=5', { SAGEMAKER_MULTI_MODEL: 'true' })
           .autoscale,
-        { queueWaitMs: 20, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 },
+        { queueWaitMs: 20, backlogPerWorker: 4, busyShare: 0.8, idleMs: 5000, cooldownMs: 3000 },
       );
       assert.throws(() => resolve('autoscale=maybe'), /autoscale/);
     });

@@ -6,10 +6,13 @@
  *
  * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
  *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
- *   its waits are).
+ *   its waits are), or its runs take over busyShare of its workers' time at kPromoteRounds rounds
+ *   in a row: a saturated worker takes each request as it comes (two frames of batches in its
+ *   pipe), so nothing waits in the server's queue to be seen.
  * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
- *   of the threshold: the gap between the two is what keeps a steady load from flapping), never
- *   below min_worker; each further step waits another idleMs.
+ *   of the threshold, and the runs would take under half of busyShare of one worker fewer: the
+ *   gaps are what keep a steady load from flapping), never below min_worker; each further step
+ *   waits another idleMs.
  * - No change within cooldownMs of the last one (or of a scale-up skipped for memory), so a new
  *   worker has loaded and drained the queue before the queue is judged again.
  *
@@ -35,11 +38,11 @@ const kSamplesKept = 512;
 
 export type Direction = 'up' | 'down';
 /**
- * Why: the median queue wait, the backlog per worker, a quiet period; promote = a heavy shared
+ * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period; promote = a heavy shared
  * model moved to processes of its own (up), demote = moved back into a shared host (down);
  * no_memory = a scale-up or move skipped for memory.
  */
-export type Reason = 'queue_wait' | 'backlog' | 'idle' | 'promote' | 'demote' | 'no_memory';
+export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory';
 /** Where a model's workers run: slots in shared hosts, or processes of their own. */
 export type Placement = 'shared' | 'dedicated';
 
@@ -92,6 +95,8 @@ export class Autoscaler {
   readonly #ran: Array<{ at: number; micros: number }> = [];
   /** Rounds in a row a shared model's share has been over heavyShare. */
   #heavyRounds = 0;
+  /** Rounds in a row a dedicated model's runs have taken over busyShare of its workers' time. */
+  #busyRounds = 0;
   /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
   #coolSince: number | null = null;
 
@@ -138,7 +143,7 @@ export class Autoscaler {
   /** One round: the change to make now, or null. Its outcome is reported back: applied(), skippedForMemory() or withdrawn(). */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
-    const { queueWaitMs, backlogPerWorker, idleMs, cooldownMs } = this.settings;
+    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cooldownMs } = this.settings;
     const p50 = this.medianWaitMs();
     const share = this.#threadShare(load.ranMicros);
     this.#status = {
@@ -147,8 +152,14 @@ export class Autoscaler {
       placement: load.placement,
       threadShare: Math.round(share * 1000) / 1000,
     };
-    const backlog = load.queued / Math.max(1, load.workers);
-    const quiet = load.queued === 0 && p50 <= queueWaitMs / 4;
+    const workers = Math.max(1, load.workers);
+    const backlog = load.queued / workers;
+    const busy = busyShare > 0 && load.placement === 'dedicated' && share > busyShare * workers;
+    this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
+    const quiet =
+      load.queued === 0 &&
+      p50 <= queueWaitMs / 4 &&
+      (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
     const movable = load.home === 'shared' && this.heavyShare > 0;
@@ -186,6 +197,13 @@ export class Autoscaler {
           load.workers + 1,
           `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}`,
         );
+      if (this.#busyRounds >= kPromoteRounds)
+        return this.#asked(
+          'up',
+          'busy',
+          load.workers + 1,
+          `${shareFigures} for ${load.workers} worker(s), over autoscale_busy_share=${busyShare} a worker at ${this.#busyRounds} rounds in a row`,
+        );
     }
     if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
       return this.#asked(
@@ -207,6 +225,7 @@ export class Autoscaler {
     this.#settle(d, 'applied', d.why);
     if (d.direction === 'down') this.#quietSince = this.clock.now();
     this.#heavyRounds = 0;
+    this.#busyRounds = 0;
     this.#coolSince = null;
     if (d.reason === 'promote' || d.reason === 'demote')
       this.#status = { ...this.#status, placement: d.reason === 'promote' ? 'dedicated' : 'shared' };

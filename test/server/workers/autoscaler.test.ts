@@ -7,15 +7,14 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import type { AutoscaleConfig } from '../../../src/config/types';
 import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
 import { Autoscaler, type Decision } from '../../../src/server/workers/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { VirtualClock } from '../../helpers/virtual-clock';
+import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
 
 const MiB = 2 ** 20;
-const kSettings: AutoscaleConfig = { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 };
 const kProperties = 'autoscale_queue_wait_ms=100\nautoscale_idle_seconds=5\nautoscale_cooldown_seconds=3';
 
 /** A few turns of the event loop, no virtual time: frames, exits and a round's awaits are handled. */
@@ -127,6 +126,47 @@ describe('autoscaler', () => {
         clock.advance(kRoundMs);
       }
       assert.deepEqual(decisions, []);
+    });
+
+    /** Rounds of kRoundMs in which the model's runs take `share` of wall time, nothing queued; the decisions asked. */
+    function busyRounds(s: Autoscaler, clock: VirtualClock, workers: number, share: number, ms: number): Decision[] {
+      const decisions: Decision[] = [];
+      for (let t = 0; t < ms; t += kRoundMs) {
+        clock.advance(kRoundMs);
+        ran += share * kRoundMs * 1000;
+        const d = s.decide({ ...load(workers, 0), ranMicros: ran });
+        if (d) {
+          decisions.push(d);
+          s.applied(d);
+        }
+      }
+      return decisions;
+    }
+    let ran = 0;
+    beforeEach(() => (ran = 0));
+
+    it('asks for one worker more when its runs take over autoscale_busy_share of its one worker at two rounds in a row, with nothing queued', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      assert.deepEqual(busyRounds(s, clock, 1, 0.7, 60_000), [], 'a worker 70 % busy is left alone');
+      const [d, ...rest] = busyRounds(s, clock, 1, 0.95, 2500);
+      assert.deepEqual([d?.direction, d?.reason, d?.target, rest.length], ['up', 'busy', 2, 0]);
+      assert.match(d.why, /over autoscale_busy_share=0\.8 a worker at 2 rounds in a row/);
+    });
+
+    it('does not flap on the busy share: a load that would make one worker fewer busy keeps its workers; under half of that, one goes after the idle period', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      // Two workers at 1.0 of a thread between them: 0.5 each, under 0.8, but one would be over 0.4.
+      assert.deepEqual(busyRounds(s, clock, 2, 1.0, 600_000), []);
+      const [d] = busyRounds(s, clock, 2, 0.3, 10_000);
+      assert.deepEqual([d?.direction, d?.reason, d?.target], ['down', 'idle', 1]);
+    });
+
+    it('autoscale_busy_share=0 never scales on the busy share', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler({ ...kSettings, busyShare: 0 }, clock);
+      assert.deepEqual(busyRounds(s, clock, 1, 1.0, 60_000), []);
     });
   });
 

@@ -7,15 +7,14 @@
  * answered once, by one process.
  */
 import assert from 'node:assert/strict';
-import type { AutoscaleConfig } from '../../../src/config/types';
 import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
 import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/workers/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { VirtualClock } from '../../helpers/virtual-clock';
+import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
 
-const kSettings: AutoscaleConfig = { queueWaitMs: 100, backlogPerWorker: 4, idleMs: 5000, cooldownMs: 3000 };
 const kProperties = [
   'worker_mode=shared',
   'shared_workers=1',
