@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import { runCliToExit } from '../../harness/cli-server';
 import { bash, codeBlocks, kRepoRoot } from '../helpers/docs-examples';
 import { tempDir, testProperties } from '../../harness/test-server';
+import { skipBecause } from '../helpers/skip';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
@@ -46,10 +47,7 @@ function rendered(objects: Doc[]): { repository: string; role: string; image: st
 
 describe('deploy/k8s settings (docs/deploy.md "Kubernetes: your settings")', function () {
   before(function () {
-    if (!kKubectl) {
-      console.log('      (skipped: kubectl is not installed; install it to render the manifests)');
-      this.skip();
-    }
+    if (!kKubectl) skipBecause(this, 'kubectl', 'kubectl is not installed; install it to render the manifests');
   });
 
   it('renders settings.env into the StatefulSet and the ServiceAccount, and sends no settings ConfigMap', () => {
