@@ -55,6 +55,10 @@ function sessionOptions(msg: LoadMessage, externalDataDir?: string): ort.Inferen
     interOpNumThreads: msg.interOpThreads,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    // A shared host holds thousands of small sessions: the arena keeps each one's first-run buffers
+    // (124 → 88 KiB a tiny MLP's session after a run, in the same process) and saves no run time at
+    // these sizes; a dedicated worker's one session keeps it, for large tensors reused run after run.
+    enableCpuMemArena: !msg.shared,
     extra: {
       session: {
         intra_op: { allow_spinning: '0' },
