@@ -23,6 +23,7 @@ async function main(): Promise<void> {
       gpuId: -1,
       intraOpThreads: 1,
       interOpThreads: 1,
+      graphOptimizationLevel: 'all',
       decodeInputRequest: false,
       concurrentBatches: false,
       maxResponseSize: Infinity,

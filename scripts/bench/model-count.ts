@@ -181,7 +181,7 @@ async function randomTraffic(
  * (what `npm run bench` can afford to rerun); `targets` overrides the checkpoints.
  */
 export async function benchModelCount(
-  opts: { quick?: boolean; targets?: number[]; log?: (line: string) => void } = {},
+  opts: { quick?: boolean; targets?: number[]; properties?: string[]; log?: (line: string) => void } = {},
 ): Promise<ModelCountResult> {
   const quick = opts.quick ?? !!process.env.BENCH_QUICK;
   const targets = opts.targets ?? (quick ? [200, 1000] : [1000, 10_000, 100_000]);
@@ -195,6 +195,7 @@ export async function benchModelCount(
     'worker_mode=shared',
     'spare_workers=0',
     `model_memory_budget_mb=${budgetMB}`,
+    ...(opts.properties ?? []),
   ]).finally(() => {
     if (sagemaker === undefined) delete process.env.SAGEMAKER_MULTI_MODEL;
     else process.env.SAGEMAKER_MULTI_MODEL = sagemaker;
@@ -267,19 +268,24 @@ export async function benchModelCountStructures(quick = !!process.env.BENCH_QUIC
 }
 
 const USAGE = benchUsage(
-  'npm run bench:model-count [-- OUT.json [structures | N,N,...]]',
-  'Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm (`structures`: that in-process part alone; N,N,...: those checkpoints instead).',
+  'npm run bench:model-count [-- OUT.json [structures | N,N,... [KEY=VALUE ...]]]',
+  "Tiny models loaded through POST /models in shared mode up to 1 000, 10 000 and 100 000: memory, load latency with 8 in flight, GET /models pages, random traffic against a dedicated model; per-operation cost of the per-model structures against n and an eviction storm (`structures`: that in-process part alone; N,N,...: those checkpoints instead; KEY=VALUE: config.properties lines added to the server's, e.g. onnx_graph_optimization_level=basic).",
 );
 
 if (require.main === module) {
-  const [out, part] = process.argv.slice(2);
+  const [out, part, ...properties] = process.argv.slice(2);
   const targets = part && part !== 'structures' ? part.split(',').map(Number) : undefined;
   runBench<object>(
     USAGE,
     async () => {
       if (targets?.some((n) => !Number.isInteger(n) || n <= 0))
         throw new UsageError(`checkpoints must be positive integers, like 1000,10000; got ${part}`);
-      return part === 'structures' ? benchModelCountStructures() : benchModelCount({ targets });
+      const bad = properties.find((p) => !/^[a-z_]+=/.test(p));
+      if (bad !== undefined)
+        throw new UsageError(
+          `properties must be KEY=VALUE, like onnx_graph_optimization_level=basic; got ${bad.slice(0, 100)}`,
+        );
+      return part === 'structures' ? benchModelCountStructures() : benchModelCount({ targets, properties });
     },
     (r) => {
       const text = `${JSON.stringify(r, null, 2)}\n`;

@@ -6,6 +6,7 @@
  */
 import { MmeError } from '../errors';
 import { kLogFormats, kLogLevels } from '../logger';
+import { kGraphOptimizationLevels } from '../protocol/messages';
 import { kAddressForms, parseAddress, portClash, sameAddress, withPort } from './address';
 import type { CliArgs } from './cli';
 import { envOverrideName, KEYS, keySpec, MAX_BODY_BYTES, nearestKey, type KeyName, type KindOf } from './keys';
@@ -120,6 +121,12 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     blacklistEnvVars: read('blacklist_env_vars'),
     intraOpThreads: read('onnx_intra_op_threads'),
     interOpThreads: read('onnx_inter_op_threads'),
+    graphOptimizationLevel: oneOf(
+      read('onnx_graph_optimization_level') ?? 'all',
+      'onnx_graph_optimization_level',
+      kGraphOptimizationLevels,
+      settings,
+    ),
     // SageMaker decides what to unload in MME mode; elsewhere nobody does, so the server must.
     modelCache: modelCacheOn,
     maxLoadedModels: read('max_loaded_models'),

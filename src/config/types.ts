@@ -1,5 +1,6 @@
 /** The resolved, frozen configuration every other module reads. Built only by resolveConfig(). */
 import type { LogFormat, LogLevel } from '../logger';
+import type { GraphOptimizationLevel } from '../protocol/messages';
 
 export interface ListenAddress {
   /** The address as written in the config (after $$VAR$$ substitution; port rewritten by SAGEMAKER_BIND_TO_PORT), for logs. */
@@ -92,6 +93,8 @@ export interface ServerConfig {
   /** onnxruntime intra-op threads per worker (default 1: N models must not start N x cores threads). */
   readonly intraOpThreads: number;
   readonly interOpThreads: number;
+  /** onnxruntime's graph optimization level for every session (onnx_graph_optimization_level). */
+  readonly graphOptimizationLevel: GraphOptimizationLevel;
   /** The self-managed cache (on-demand loading and eviction) is on. */
   readonly modelCache: boolean;
   /** 0 = no count limit. */

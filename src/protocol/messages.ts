@@ -11,6 +11,10 @@
 import type { WireError } from '../errors';
 import type { ModelMetadata, ResponseHead, TensorInfo } from '../model-types';
 
+/** onnxruntime's graph optimization levels, as its session options name them (onnx_graph_optimization_level). */
+export const kGraphOptimizationLevels = ['all', 'extended', 'basic', 'disabled'] as const;
+export type GraphOptimizationLevel = (typeof kGraphOptimizationLevels)[number];
+
 export const enum MessageKind {
   // parent → worker
   Load = 1,
@@ -39,6 +43,7 @@ export interface LoadMessage {
   gpuId: number;
   intraOpThreads: number;
   interOpThreads: number;
+  graphOptimizationLevel: GraphOptimizationLevel;
   decodeInputRequest: boolean;
   /**
    * Run batches as they arrive (a preload_model process: its slots share one session), rather

@@ -54,7 +54,7 @@ function sessionOptions(msg: LoadMessage, externalDataDir?: string): ort.Inferen
     intraOpNumThreads: msg.intraOpThreads,
     interOpNumThreads: msg.interOpThreads,
     executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
+    graphOptimizationLevel: msg.graphOptimizationLevel,
     // A shared host holds thousands of small sessions: the arena keeps each one's first-run buffers
     // (124 → 88 KiB a tiny MLP's session after a run, in the same process) and saves no run time at
     // these sizes; a dedicated worker's one session keeps it, for large tensors reused run after run.

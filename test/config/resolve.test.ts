@@ -79,6 +79,7 @@ describe('resolveConfig', () => {
         blacklistEnvVars: null,
         intraOpThreads: 1,
         interOpThreads: 1,
+        graphOptimizationLevel: 'all',
         modelCache: true,
         maxLoadedModels: 0,
         modelMemoryBudgetBytes: 0,
@@ -163,6 +164,7 @@ describe('resolveConfig', () => {
           'blacklist_env_vars=AWS_.*',
           'onnx_intra_op_threads=4',
           'onnx_inter_op_threads=0',
+          'onnx_graph_optimization_level=basic',
           'model_cache=off',
           'max_loaded_models=20',
           'model_memory_budget_mb=4096',
@@ -239,6 +241,7 @@ describe('resolveConfig', () => {
         defaultServiceHandler: '/code/handler.js',
         intraOpThreads: 4,
         interOpThreads: 0,
+        graphOptimizationLevel: 'basic',
         modelCache: false,
         maxLoadedModels: 20,
         modelMemoryBudgetBytes: 4096 * 2 ** 20,
@@ -713,6 +716,16 @@ describe('resolveConfig', () => {
         { queueWaitMs: 20, backlogPerWorker: 4, busyShare: 0.8, idleMs: 5000, cooldownMs: 3000 },
       );
       assert.throws(() => resolve('autoscale=maybe'), /autoscale/);
+    });
+
+    it("onnx_graph_optimization_level takes one of onnxruntime's four levels and refuses anything else, naming them", () => {
+      assert.equal(resolve('onnx_graph_optimization_level=extended').graphOptimizationLevel, 'extended');
+      assert.throws(
+        () => resolve('onnx_graph_optimization_level=fast'),
+        (err: Error) =>
+          /onnx_graph_optimization_level/.test(err.message) &&
+          /all, extended, basic, disabled|all\|extended/.test(err.message),
+      );
     });
 
     it('SAGEMAKER_MULTI_MODEL=true sets multiModel (case-insensitively)', () => {

@@ -89,6 +89,25 @@ describe('shared worker hosts (worker_mode=shared)', function () {
   });
 });
 
+describe('shared worker hosts with onnx_graph_optimization_level=basic', function () {
+  this.timeout(120_000);
+  let t: TestServer;
+  after(async () => t?.close());
+
+  it('load their sessions with the basic optimizations and answer as with all of them', async () => {
+    t = await startTestServer(
+      'worker_mode=shared\nshared_workers=1\nmodel_cache=off\nonnx_graph_optimization_level=basic',
+    );
+    const names = ['b0', 'b1', 'b2'];
+    await loadMlps(t, names);
+    const answers = await Promise.all(names.map((n) => invoke(t, n, { inputs: { input: rows } })));
+    answers.forEach((res, i) => {
+      assert.equal(res.status, 200, res.text);
+      assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), names[i]);
+    });
+  });
+});
+
 describe('shared worker hosts run their models side by side: a slow model never holds back its neighbours', function () {
   this.timeout(120_000);
   let t: TestServer;

@@ -374,7 +374,7 @@ describe('model.onnx read by hand (onnx-file.ts), as onnx-proto reads it', () =>
     const file = written(treeClassifierModel({ ensemble: kStump, labels: [3n, 2n ** 60n], features: 1 }));
     const script = `
       const { openSession } = require(${JSON.stringify(path.join(__dirname, '..', '..', 'src', 'worker-process', 'session'))});
-      openSession({ modelName: 'm', modelDir: '.', onnxPath: ${JSON.stringify(file)}, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1,
+      openSession({ modelName: 'm', modelDir: '.', onnxPath: ${JSON.stringify(file)}, handlerPath: null, batchSize: 1, gpuId: -1, intraOpThreads: 1, interOpThreads: 1, graphOptimizationLevel: 'all',
         decodeInputRequest: false, concurrentBatches: false, maxResponseSize: 1e6, maxStreamBuffer: 1e6, maxRequestElements: 1e6, workerId: 'w', slot: 0, shared: false }, () => undefined)
         .then((s) => console.log(JSON.stringify(s.outputs.map((o) => o.classLabels ?? o.type)), Object.keys(require.cache).some((k) => k.includes('onnx-proto')) ? 'required' : 'not required'));`;
     assert.equal(

@@ -161,6 +161,7 @@ describe("the worker's tensor boundary (one validated Tensor, batches that keep 
         gpuId: -1,
         intraOpThreads: 1,
         interOpThreads: 1,
+        graphOptimizationLevel: 'all',
         decodeInputRequest: true,
         concurrentBatches: false,
         maxResponseSize: 1 << 24,

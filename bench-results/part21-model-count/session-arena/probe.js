@@ -9,6 +9,9 @@ const variants = {
   noPattern: { enableMemPattern: false },
   noBoth: { enableCpuMemArena: false, enableMemPattern: false },
   basicOpt: { graphOptimizationLevel: 'basic' },
+  extendedOpt: { graphOptimizationLevel: 'extended' },
+  noArenaExtended: { enableCpuMemArena: false, graphOptimizationLevel: 'extended' },
+  noArenaBasic: { enableCpuMemArena: false, graphOptimizationLevel: 'basic' },
   noBothBasic: { enableCpuMemArena: false, enableMemPattern: false, graphOptimizationLevel: 'basic' },
   envAlloc: { extraSession: { 'session.use_env_allocators': '1' } },
 };

@@ -31,6 +31,7 @@ export function buildModel(
       handlerPath: p.handlerPath,
       intraOpThreads: config.intraOpThreads,
       interOpThreads: config.interOpThreads,
+      graphOptimizationLevel: config.graphOptimizationLevel,
       decodeInputRequest: config.decodeInputRequest,
       maxStreamBuffer: config.maxStreamBuffer,
       maxRequestElements: config.maxRequestElements,
