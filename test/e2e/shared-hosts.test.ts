@@ -26,6 +26,15 @@ async function loadMlps(t: TestServer, names: string[], extra: Record<string, un
   for (const r of answers) assert.equal(r.status, 200, r.text);
 }
 
+/** Each of `names` (loaded by loadMlps, in that order) answers 200 with its own weights' forward pass. */
+async function assertOwnWeights(t: TestServer, names: string[]): Promise<void> {
+  const answers = await Promise.all(names.map((n) => invoke(t, n, { inputs: { input: rows } })));
+  answers.forEach((res, i) => {
+    assert.equal(res.status, 200, res.text);
+    assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), names[i]);
+  });
+}
+
 describe('shared worker hosts (worker_mode=shared)', function () {
   this.timeout(120_000);
 
@@ -40,11 +49,7 @@ describe('shared worker hosts (worker_mode=shared)', function () {
 
     it('holds 24 models in 2 processes, and each answers with its own weights', async () => {
       assert.equal(workerPidsOf(process.pid).length, 2, 'two host processes, no process per model');
-      const answers = await Promise.all(names.map((n) => invoke(t, n, { inputs: { input: rows } })));
-      answers.forEach((res, i) => {
-        assert.equal(res.status, 200, res.text);
-        assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), names[i]);
-      });
+      await assertOwnWeights(t, names);
     });
 
     it("spreads the models over the hosts, and describe names the host and the model's own cost", async () => {
@@ -100,11 +105,7 @@ describe('shared worker hosts with onnx_graph_optimization_level=basic', functio
     );
     const names = ['b0', 'b1', 'b2'];
     await loadMlps(t, names);
-    const answers = await Promise.all(names.map((n) => invoke(t, n, { inputs: { input: rows } })));
-    answers.forEach((res, i) => {
-      assert.equal(res.status, 200, res.text);
-      assertRowsClose(res.body.outputs.output, mlpForward(spec(i + 1), rows), names[i]);
-    });
+    await assertOwnWeights(t, names);
   });
 });
 

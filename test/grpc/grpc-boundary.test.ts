@@ -5,8 +5,6 @@
  * server job_queue_size requests, freed at once by a cancel.
  */
 import assert from 'node:assert/strict';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -24,6 +22,7 @@ import { behaviourHandler } from '../../harness/fault-handlers';
 import { addModel, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
 import { failure, grpcClients, unary, type GrpcClients } from '../../harness/grpc-clients';
 import { rssBytes, waitFor } from '../../harness/process-probes';
+import { collectGarbage } from '../helpers/gc';
 import { field, text, varint } from '../helpers/protobuf-wire';
 import { loadModel } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
@@ -243,9 +242,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     const message = inferRequest(input([1_000_000], empties));
     // The server shares this process with the suite: what earlier tests left to collect must not
     // count, so both readings follow a full collection.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc') as () => void;
-    gc();
+    collectGarbage();
     const rss0 = rssBytes(process.pid);
     const err = await rawUnary(port, '/inference.GRPCInferenceService/ModelInfer', message);
     assertClientError(err, Status.INVALID_ARGUMENT, 'a million empty bytes_contents');
@@ -254,7 +251,7 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
       /more than 65536 bytes_contents elements; send large BYTES tensors in raw_input_contents/,
     );
     // Decoded, these were +268 MiB in the server process, kept after the answer.
-    gc();
+    collectGarbage();
     assert.ok(
       rssBytes(process.pid) - rss0 < 64 * MiB,
       `RSS grew ${((rssBytes(process.pid) - rss0) / MiB).toFixed(0)} MiB`,

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import v8 from 'node:v8';
-import vm from 'node:vm';
+import { collectGarbage } from '../helpers/gc';
 import { Fifo } from '../../src/util/fifo';
 
 describe('Fifo', () => {
@@ -22,8 +21,6 @@ describe('Fifo', () => {
   it('Fifo lets go of what it handed out, and prune drops the dead keeping order', async () => {
     // A taken item left in the array's dead prefix was the p99.9 stall: every scavenge copied a
     // thousand settled requests' contexts. Reachable only from the queue, it must be collectable.
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc') as () => void;
     const q = new Fifo<{ n: number }>();
     let taken: WeakRef<{ n: number }> | null = null;
     (() => {
@@ -31,7 +28,7 @@ describe('Fifo', () => {
       taken = new WeakRef(q.shift()!);
     })();
     await new Promise(setImmediate);
-    gc();
+    collectGarbage();
     assert.equal(taken.deref(), undefined, 'the shifted item is garbage');
     q.push({ n: 3 });
     q.prune((item) => item.n % 2 === 1);

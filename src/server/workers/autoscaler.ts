@@ -6,7 +6,7 @@
  *
  * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
  *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
- *   its waits are), or its runs take over busyShare of its workers' time at kPromoteRounds rounds
+ *   its waits are), or its runs take over busyShare of its workers' time at kShareRounds rounds
  *   in a row: a saturated worker takes each request as it comes (two frames of batches in its
  *   pipe), so nothing waits in the server's queue to be seen.
  * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
@@ -19,7 +19,7 @@
  * A model loaded into a shared host (worker_mode=shared) is not scaled there: a host runs one
  * session at a time, so a second slot beside the first adds no compute. When its session runs take
  * over `heavyShare` (shared_host_heavy_share) of a thread, measured over the last kShareWindowMs, at
- * kPromoteRounds rounds in a row, it is promoted: its workers move to processes of their own, where
+ * kShareRounds rounds in a row, it is promoted: its workers move to processes of their own, where
  * the rules above scale it. It is demoted back into a shared host once it is at min_worker and its
  * runs have taken under half of `heavyShare` for idleMs (the gap keeps a model near the threshold
  * from flapping), and neither happens within cooldownMs of any other change.
@@ -31,16 +31,20 @@ import type { Clock } from '../../util/clock';
 export const kWindowMs = 2000;
 /** The window a model's share of a thread (its session runs' time over wall time) is taken over. */
 export const kShareWindowMs = 1000;
-/** Rounds in a row a shared model's share is over shared_host_heavy_share before it is promoted. */
-export const kPromoteRounds = 2;
+/**
+ * Rounds in a row a share must stay past its threshold before it is acted on: a shared model's over
+ * shared_host_heavy_share before it is promoted, a dedicated one's over autoscale_busy_share before it
+ * gets a worker more.
+ */
+export const kShareRounds = 2;
 /** Waits the median is taken over at most (the most recent): bounded however high the rate. */
 const kSamplesKept = 512;
 
 export type Direction = 'up' | 'down';
 /**
- * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period; promote = a heavy shared
- * model moved to processes of its own (up), demote = moved back into a shared host (down);
- * no_memory = a scale-up or move skipped for memory.
+ * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period;
+ * promote = a heavy shared model moved to processes of its own (up), demote = moved back into a
+ * shared host (down); no_memory = a scale-up or move skipped for memory.
  */
 export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory';
 /** Where a model's workers run: slots in shared hosts, or processes of their own. */
@@ -171,7 +175,7 @@ export class Autoscaler {
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
     if (load.placement === 'shared')
-      return this.#heavyRounds >= kPromoteRounds
+      return this.#heavyRounds >= kShareRounds
         ? this.#asked(
             'up',
             'promote',
@@ -197,7 +201,7 @@ export class Autoscaler {
           load.workers + 1,
           `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}`,
         );
-      if (this.#busyRounds >= kPromoteRounds)
+      if (this.#busyRounds >= kShareRounds)
         return this.#asked(
           'up',
           'busy',
