@@ -8,6 +8,7 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { createLog } from './logger';
 import { MmeServer } from './mme-server';
+import { keepHeapRoom } from './server/heap-room';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
 
 /** Text at info until the config names the log's format and level. */
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  keepHeapRoom();
   await server.start();
   // The limits in effect, so that a limit that did not take (a typo'd key, a wrong file) shows here.
   const limits = `max_loaded_models=${config.maxLoadedModels || 'no limit'}, ${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;

@@ -1,0 +1,50 @@
+/**
+ * The server process's V8 heap keeps room above its live size between full collections.
+ *
+ * Why: request bodies reach the server as Buffers outside the heap (node:http hands over each piece of
+ * a body in a fresh one), a .npy image being ten of them. The server's own heap is small (~12 MB
+ * live) and V8 sized its old generation's limit from it with little room above it, so under .npy
+ * traffic it ran incremental marking and a mark-compact every ~50 ms, a seventh of the server's
+ * time, while the in-process baseline (under 8 MB, below V8's threshold for marking) scavenged the
+ * same garbage at a fraction of the cost. With room: one in the same 2 s instead of 40
+ * (bench-results/part21-data-plane/README.md, "Heap room"). The room is bounded in bytes, not as a factor:
+ * once the live heap reaches it (a registry of 100 000 models), V8's own growing factor applies.
+ */
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import v8 from 'node:v8';
+
+/** Room kept above the live heap while the live heap is smaller than it. */
+export const kHeapRoomBytes = 64 * 2 ** 20;
+
+/**
+ * V8's `--heap-growing-percent` that sets the next limit at `liveBytes` + `roomBytes`, or 0 (V8's
+ * own factor) once the live heap is as large as the room.
+ */
+export function growingPercent(liveBytes: number, roomBytes = kHeapRoomBytes): number {
+  if (liveBytes >= roomBytes) return 0;
+  // Below 1 MiB the heap has not started yet: the factor would be absurd and the limit V8's anyway.
+  // Steps of 50 so that a live heap moving by a few KB between collections leaves the flag alone.
+  return Math.ceil((100 * roomBytes) / Math.max(liveBytes, 2 ** 20) / 50) * 50;
+}
+
+/**
+ * Sets the growing percent now and again after every full collection (the limit V8 computes at
+ * the end of the next one uses it). Returns a stop function.
+ */
+export function keepHeapRoom(): () => void {
+  let applied = -1;
+  const apply = () => {
+    const percent = growingPercent(v8.getHeapStatistics().used_heap_size);
+    if (percent === applied) return;
+    v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+    applied = percent;
+  };
+  apply();
+  const observer = new PerformanceObserver((list) => {
+    if (list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === kMajor)) apply();
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return () => observer.disconnect();
+}
+
+const kMajor = constants.NODE_PERFORMANCE_GC_MAJOR;
