@@ -1,12 +1,13 @@
 /**
  * The in-process limit: plain node:http and onnxruntime-node in ONE process, decoding and encoding
- * the same bodies (JSON, .npy, CSV) with the same codecs as the workers. It would block under real load (run()
+ * the same bodies (JSON, .npy, CSV, OIP v2 binary) with the same codecs as the workers. It would block under real load (run()
  * holds the event loop) but no HTTP + JSON server in Node can do the same work faster.
  * Usage: node baseline-server.js MODEL.onnx   → prints "listening on http://127.0.0.1:PORT"
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as ort from 'onnxruntime-node';
+import { HEADER_LENGTH_HEADER, oipContentType } from '../../src/oip/binary-body';
 import { decoderFor, encodeAnswer, encoderFor } from '../../src/worker-process/content-types';
 import { openSession } from '../../src/worker-process/session';
 import { RequestBudget } from '../../src/worker-process/tensor';
@@ -40,7 +41,12 @@ async function main(): Promise<void> {
     req.on('data', (c: Buffer) => chunks.push(c));
     const respond = async () => {
       const body = Buffer.concat(chunks);
-      const contentType = req.headers['content-type'] ?? 'application/json';
+      // OIP v2 binary: the header's length travels as a header over REST, as a parameter to the codec.
+      const headerLength = req.headers[HEADER_LENGTH_HEADER];
+      const contentType =
+        typeof headerLength === 'string'
+          ? oipContentType(Number(headerLength))
+          : (req.headers['content-type'] ?? 'application/json');
       const decoded = decoderFor(contentType).decode(
         { body, contentType, accept: contentType, headers: {}, requestId: '' },
         opened.inputs,

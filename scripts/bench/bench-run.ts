@@ -84,11 +84,12 @@ export async function measure(
   connections: number,
   opts: { seconds: number; reps: number; warmupSeconds: number },
   contentType?: string,
+  headers?: Record<string, string>,
 ): Promise<Measured> {
-  await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType });
+  await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType, headers });
   const runs: Hammered[] = [];
   for (let i = 0; i < opts.reps; i++)
-    runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType }));
+    runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType, headers }));
   return {
     rps: median(runs.map((r) => r.rps)),
     p50: median(runs.map((r) => r.p50)),

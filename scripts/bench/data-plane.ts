@@ -1,7 +1,8 @@
 /**
  * The data plane against its limit, each figure a ratio in one run:
  * - an image-sized request ([1,3,224,224] float32) as JSON (~1.3 MB) and as .npy (~600 KB) at 4
- *   connections, ours vs the in-process server decoding the same body with the same codecs;
+ *   connections, and the same tensor as OIP v2 binary to /v2/models/image/infer, ours vs the
+ *   in-process server decoding the same body with the same codecs;
  * - the server process's event-loop delay p99 under the JSON image load (prom-client's
  *   monitorEventLoopDelay, read from /metrics; reset by the scrape before the load);
  * - a slow model (20 ms a request) whose requests travel 8 to a frame: how long the first of a
@@ -28,12 +29,16 @@ import {
 import { postJson } from '../../harness/http-requests';
 import { hammer } from '../../harness/load-generator';
 import { percentiles } from './latency';
+import { HEADER_LENGTH_HEADER, joinBody } from '../../src/oip/binary-body';
 
 export interface DataPlaneResult {
   jsonBytes: number;
   npyBytes: number;
   json: { ours: Measured; baseline: Measured; ratio: number };
   npy: { ours: Measured; baseline: Measured; ratio: number };
+  /** The same tensor as OIP v2 binary (a JSON header, then the float32 bytes) to /v2/models/image/infer. */
+  oipBytes: number;
+  oip: { ours: Measured; baseline: Measured; ratio: number };
   eventLoopDelayP99Ms: number;
   /** .npy at 4 connections, one more run each: CPU per request (µs, the server and its workers; the baseline), and the server's GC. */
   npyCost: {
@@ -116,15 +121,36 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
     const npy = writeNpy({ type: 'float32', dims: [1, 3, 224, 224], data: pixels });
     const d = benchDurations();
     const oursUrl = `${server.url}/models/image/invoke`;
-    const pair = async (body: string | Buffer, contentType: string) => {
-      const ours = await measure(oursUrl, body, 4, d, contentType);
-      const base = await measure(baseline.url, body, 4, d, contentType);
+    const pair = async (
+      body: string | Buffer,
+      contentType: string,
+      url = oursUrl,
+      headers?: Record<string, string>,
+    ) => {
+      const ours = await measure(url, body, 4, d, contentType, headers);
+      const base = await measure(baseline.url, body, 4, d, contentType, headers);
       return { ours, baseline: base, ratio: ours.rps / base.rps };
     };
     await scrapeEventLoopP99(server.url);
     const jsonPair = await pair(json, 'application/json');
     const eventLoopDelayP99Ms = await scrapeEventLoopP99(server.url);
     const npyPair = await pair(npy, 'application/x-npy');
+    const oip = joinBody(
+      {
+        inputs: [
+          {
+            name: 'input',
+            shape: [1, 3, 224, 224],
+            datatype: 'FP32',
+            parameters: { binary_data_size: pixels.byteLength },
+          },
+        ],
+      },
+      [Buffer.from(pixels.buffer, pixels.byteOffset, pixels.byteLength)],
+    );
+    const oipPair = await pair(oip.body, 'application/octet-stream', `${server.url}/v2/models/image/infer`, {
+      [HEADER_LENGTH_HEADER]: String(oip.headerLength),
+    });
     const npyRun = (url: string) => async () =>
       (await hammer(url, npy, { connections: 4, seconds: d.seconds, contentType: 'application/x-npy' })).rps *
       d.seconds;
@@ -163,6 +189,8 @@ export async function benchDataPlane(): Promise<DataPlaneResult> {
       npyBytes: npy.length,
       json: jsonPair,
       npy: npyPair,
+      oipBytes: oip.body.length,
+      oip: oipPair,
       eventLoopDelayP99Ms,
       npyCost,
       coalescedFirstAnswerRatio: percentiles(ratios).p99,

@@ -168,6 +168,19 @@ export function figureRows(run: BenchRun): FigureRow[] {
       { atLeast: 0.8 },
       `${whole(mid(plane, (p) => p.npy.ours.rps))} vs ${whole(mid(plane, (p) => p.npy.baseline.rps))} req/s = `,
     ),
+    // Runs before OIP v2 binary was measured (latest.json of older commits) have no row for it.
+    ...(plane.every((p) => p.oip)
+      ? [
+          judged(
+            '2p',
+            `the same as OIP v2 binary to /v2/models/image/infer (${(plane[0].oipBytes / 2 ** 10).toFixed(0)} KiB), 4 connections, over the in-process server (req/s)`,
+            plane.map((p) => p.oip.ratio),
+            times,
+            { atLeast: 0.8 },
+            `${whole(mid(plane, (p) => p.oip.ours.rps))} vs ${whole(mid(plane, (p) => p.oip.baseline.rps))} req/s = `,
+          ),
+        ]
+      : []),
     judged(
       '2e',
       'server event-loop delay p99 under the JSON image load',
