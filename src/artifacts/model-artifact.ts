@@ -3,10 +3,11 @@
  * directory (/opt/ml/models/<name>/model); a local .tar.gz is also accepted and extracted into a fresh
  * directory under the cache dir. Nothing remote is ever fetched.
  */
-import { mkdir, mkdtemp, realpath, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isMmeError, MmeError, quote } from '../errors';
 import { ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from './extract-archive';
+import { asyncReads, type DirReads } from './dir-reads';
 import { extractInChild } from './extract-child';
 import { errnoOf, fsFailure } from './fs-errors';
 import type { ModelDirConfig } from './model-config';
@@ -46,6 +47,8 @@ export interface ResolveArtifactOptions {
   /** The load request's handler: a path inside the model directory, checked as model-config.json's is. */
   handler?: string;
   limits?: ArchiveLimits;
+  /** How the model directory is read (dir-reads.ts); asynchronous when not given. */
+  reads?: DirReads;
 }
 
 // A scheme with "//" (http://, s3://, file://) or one of the schemes people write without it.
@@ -92,17 +95,18 @@ async function locate(
   url: string,
   roots: readonly string[] | undefined,
   store: string | null | undefined,
+  reads: DirReads,
 ): Promise<Target> {
   if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
   const resolved = path.resolve(store ?? '', url);
   if (underSystemRoot(resolved)) throw badUrl(url);
   // Checked on the path as written before anything is read, and again after links are followed.
-  const realRoots = roots ? await Promise.all(roots.map((r) => realpath(r).catch(() => path.resolve(r)))) : null;
+  const realRoots = roots ? await Promise.all(roots.map((r) => reads.realpath(r).catch(() => path.resolve(r)))) : null;
   if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots]))
     throw outsideRoots(url, roots!);
   let real: string;
   try {
-    real = await realpath(resolved);
+    real = await reads.realpath(resolved);
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG') {
@@ -114,7 +118,7 @@ async function locate(
   if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
   let st;
   try {
-    st = await stat(real);
+    st = await reads.stat(real);
   } catch (err) {
     throw fsFailure(`reading ${quote(url)}`, err);
   }
@@ -179,9 +183,10 @@ async function extractModel(url: string, archive: string, opts: ResolveArtifactO
  * with an MmeError: 400 for a bad url or model, 404 when the path does not exist, 507 for a full disk.
  */
 export async function resolveArtifact(url: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {
-  const target = await locate(url, opts.roots, opts.store);
+  const reads = opts.reads ?? asyncReads;
+  const target = await locate(url, opts.roots, opts.store, reads);
   if (target.kind === 'archive') return extractModel(url, target.path, opts);
-  const model = await resolveModelDir(target.path, quote(url), opts.handler);
+  const model = await resolveModelDir(target.path, quote(url), opts.handler, reads);
   return {
     url,
     ...model,

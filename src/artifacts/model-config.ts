@@ -1,7 +1,6 @@
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { MmeError, quote } from '../errors';
+import { isMmeError, MmeError, quote } from '../errors';
+import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
 import { timerLimit } from '../util/timer-limit';
 
@@ -106,23 +105,22 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
 }
 
 /** Reads `<dir>/model-config.json` ({} when absent) without following a symbolic link. */
-export async function readModelConfig(dir: string, where: string): Promise<ModelDirConfig> {
-  let fh;
+export async function readModelConfig(
+  dir: string,
+  where: string,
+  reads: DirReads = asyncReads,
+): Promise<ModelDirConfig> {
+  let text: string;
   try {
-    fh = await open(path.join(dir, MODEL_CONFIG_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+    text = await reads.readNoFollow(path.join(dir, MODEL_CONFIG_FILE), (st) => {
+      if (!st.isFile()) throw invalid(`${where} is not a regular file`);
+      if (st.size > MAX_CONFIG_BYTES) throw invalid(`${where} is larger than ${MAX_CONFIG_BYTES / 1024} KiB`);
+    });
   } catch (err) {
+    if (isMmeError(err)) throw err;
     if (errnoOf(err) === 'ENOENT') return Object.freeze({});
     if (errnoOf(err) === 'ELOOP') throw invalid(`${where} is a symbolic link; links are not followed`);
     throw fsFailure(`reading ${where}`, err);
-  }
-  let text: string;
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw invalid(`${where} is not a regular file`);
-    if (st.size > MAX_CONFIG_BYTES) throw invalid(`${where} is larger than ${MAX_CONFIG_BYTES / 1024} KiB`);
-    text = await fh.readFile('utf8');
-  } finally {
-    await fh.close();
   }
   return parseModelConfig(text, where);
 }

@@ -1,7 +1,7 @@
 import type { Dirent } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { MmeError, quote } from '../errors';
+import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
 import { isSafeRelativePath, MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
 
@@ -43,10 +43,10 @@ interface Scan {
  * symlinked directory is neither a file nor a directory here. Dot-entries are skipped because macOS tar
  * adds "._model.onnx" AppleDouble companions that are not models.
  */
-async function scan(root: string, rel: string, where: (rel: string) => string): Promise<Scan> {
+async function scan(root: string, rel: string, where: (rel: string) => string, reads: DirReads): Promise<Scan> {
   let entries: Dirent[];
   try {
-    entries = await readdir(path.join(root, rel), { withFileTypes: true });
+    entries = await reads.readdir(path.join(root, rel));
   } catch (err) {
     throw fsFailure(`listing ${where(rel || '.')}`, err);
   }
@@ -73,11 +73,11 @@ function choose(candidates: string[], label: string): string {
 }
 
 /** The .onnx file to serve, relative to root: top level first, else one directory down. */
-async function findOnnx(root: string, label: string, where: (rel: string) => string): Promise<string> {
-  const top = await scan(root, '', where);
+async function findOnnx(root: string, label: string, where: (rel: string) => string, reads: DirReads): Promise<string> {
+  const top = await scan(root, '', where, reads);
   if (top.onnx.length) return choose(top.onnx, label);
   const nested: string[] = [];
-  for (const sub of top.subdirs) nested.push(...(await scan(root, sub, where)).onnx);
+  for (const sub of top.subdirs) nested.push(...(await scan(root, sub, where, reads)).onnx);
   if (nested.length) return choose(nested, label);
   throw invalid(`${label} must hold a .onnx file (at its top level or one directory down)`);
 }
@@ -86,14 +86,14 @@ async function findOnnx(root: string, label: string, where: (rel: string) => str
  * lstat of `rel` under `dir`, refusing a symbolic link at any component so a handler path cannot lead
  * out of the model directory. Null when the path does not exist.
  */
-async function lstatInside(dir: string, rel: string, where: (rel: string) => string) {
+async function lstatInside(dir: string, rel: string, where: (rel: string) => string, reads: DirReads) {
   const parts = rel.split(/[\\/]/).filter((p) => p && p !== '.');
   let current = dir;
   for (const [i, part] of parts.entries()) {
     current = path.join(current, part);
     let st;
     try {
-      st = await lstat(current);
+      st = await reads.lstat(current);
     } catch (err) {
       if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return null;
       throw fsFailure(`reading ${where(rel)}`, err);
@@ -119,9 +119,10 @@ async function findHandler(
   dir: string,
   named: NamedHandler | null,
   where: (rel: string) => string,
+  reads: DirReads,
 ): Promise<string | null> {
   const rel = named?.rel ?? DEFAULT_HANDLER;
-  const st = await lstatInside(dir, rel, where);
+  const st = await lstatInside(dir, rel, where, reads);
   if (!st) {
     if (!named) return null;
     throw invalid(`handler ${quote(named.rel)} named in ${named.namedIn} does not exist`);
@@ -148,26 +149,32 @@ function namedHandler(requested: string | undefined, config: ModelDirConfig, con
  * `label` names the directory in messages (the url the client sent, never an internal path);
  * `requestedHandler` is the load request's handler, relative to the directory holding the .onnx file.
  */
-export async function resolveModelDir(root: string, label: string, requestedHandler?: string): Promise<ModelDir> {
+export async function resolveModelDir(
+  root: string,
+  label: string,
+  requestedHandler?: string,
+  reads: DirReads = asyncReads,
+): Promise<ModelDir> {
   const at = (base: string) => (rel: string) => `${path.posix.join(base, rel)} in ${label}`;
-  const onnxRel = await findOnnx(root, label, at(''));
+  const onnxRel = await findOnnx(root, label, at(''), reads);
   const onnxPath = path.join(root, onnxRel);
   const dir = path.dirname(onnxPath);
   const whereInDir = at(path.posix.dirname(onnxRel));
 
   let onnxBytes: number;
   try {
-    onnxBytes = (await lstat(onnxPath)).size;
+    onnxBytes = (await reads.lstat(onnxPath)).size;
   } catch (err) {
     throw fsFailure(`reading ${whereInDir(path.basename(onnxPath))}`, err);
   }
   if (onnxBytes === 0) throw invalid(`${whereInDir(path.basename(onnxPath))} is empty`);
 
-  const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE));
+  const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE), reads);
   const handlerPath = await findHandler(
     dir,
     namedHandler(requestedHandler, modelConfig, whereInDir(MODEL_CONFIG_FILE)),
     whereInDir,
+    reads,
   );
   return { dir, onnxPath, onnxBytes, handlerPath, modelConfig };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { asyncReads, syncReads } from '../../src/artifacts/dir-reads';
 import { parseModelConfig, readModelConfig } from '../../src/artifacts/model-config';
 import { resolveArtifact } from '../../src/artifacts/model-artifact';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
@@ -100,21 +101,48 @@ describe('model-config.json', () => {
   it('truncates long values in messages', () =>
     parseFails(JSON.stringify({ batchSize: 'x'.repeat(500) }), /got "x{70,}\.\.\.$/));
 
-  describe('readModelConfig', () => {
-    it('returns {} when the file is absent', async () => {
-      assert.deepEqual(await readModelConfig(tmp(), 'model-config.json'), {});
-    });
+  for (const [kind, reads] of [
+    ['asynchronous', asyncReads],
+    ['synchronous', syncReads],
+  ] as const)
+    describe(`readModelConfig (${kind} reads)`, () => {
+      it('returns {} when the file is absent', async () => {
+        assert.deepEqual(await readModelConfig(tmp(), 'model-config.json', reads), {});
+      });
 
-    it('refuses a file over 64 KiB', () => {
-      writeFileSync(path.join(tmp(), 'model-config.json'), `{"batchSize": 1${' '.repeat(70_000)}}`);
-      return assertMmeError(readModelConfig(tmp(), 'model-config.json'), 'MME_ERR_INVALID_MODEL', /larger than 64 KiB/);
-    });
+      it('refuses a file over 64 KiB', () => {
+        writeFileSync(path.join(tmp(), 'model-config.json'), `{"batchSize": 1${' '.repeat(70_000)}}`);
+        return assertMmeError(
+          readModelConfig(tmp(), 'model-config.json', reads),
+          'MME_ERR_INVALID_MODEL',
+          /larger than 64 KiB/,
+        );
+      });
 
-    it('refuses a directory named model-config.json', () => {
-      mkdirSync(path.join(tmp(), 'model-config.json'));
-      return assertMmeError(readModelConfig(tmp(), 'model-config.json'), 'MME_ERR_INVALID_MODEL', /not a regular file/);
+      it('refuses a symbolic link named model-config.json', () => {
+        writeFileSync(path.join(tmp(), 'real.json'), '{}');
+        symlinkSync(path.join(tmp(), 'real.json'), path.join(tmp(), 'model-config.json'));
+        return assertMmeError(
+          readModelConfig(tmp(), 'model-config.json', reads),
+          'MME_ERR_INVALID_MODEL',
+          /symbolic link/,
+        );
+      });
+
+      it('reads a valid file', async () => {
+        writeFileSync(path.join(tmp(), 'model-config.json'), '{"batchSize": 4}');
+        assert.deepEqual(await readModelConfig(tmp(), 'model-config.json', reads), { batchSize: 4 });
+      });
+
+      it('refuses a directory named model-config.json', () => {
+        mkdirSync(path.join(tmp(), 'model-config.json'));
+        return assertMmeError(
+          readModelConfig(tmp(), 'model-config.json', reads),
+          'MME_ERR_INVALID_MODEL',
+          /not a regular file/,
+        );
+      });
     });
-  });
 
   it('reaches resolveArtifact, which names the file by the url', async () => {
     const dir = writeModelDir(tmp(), 'm', addModel(), { 'model-config.json': '{"batchSize": true}' });

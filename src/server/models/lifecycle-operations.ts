@@ -17,6 +17,7 @@ import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
 import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
+import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { mb } from '../../util/mb';
 import { Semaphore } from '../../util/semaphore';
 import { within } from '../../util/within';
@@ -61,6 +62,8 @@ export class LifecycleOperations {
   readonly #loadSlots: Semaphore;
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
+  /** Synchronous when every model root is on a local file system (decided once, at the first load). */
+  #readsChosen: Promise<DirReads> | null = null;
   readonly budgetBytes: number;
   /** close() has begun: new requests are refused while admitted ones finish. */
   closing = false;
@@ -115,14 +118,18 @@ export class LifecycleOperations {
   }
 
   /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
-  #resolve(entry: Registration, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
+  async #resolve(entry: Registration, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
     const { config, repository } = this.deps;
     const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
     // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
     if (entry.onDemand && repository && req.url === repository.urlOf(entry.name))
       return repositoryArtifact(repository, entry.name, opts, abort);
     // MMS resolves a relative url against model_store; errors name the url as the client sent it.
-    return resolveArtifact(req.url, { ...opts, store: config.modelStore });
+    return resolveArtifact(req.url, {
+      ...opts,
+      store: config.modelStore,
+      reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
+    });
   }
 
   async #runLoad(entry: Registration, req: LoadRequest): Promise<void> {
