@@ -5,7 +5,7 @@
  * A load reads 7 small things. On a local file system each is a few µs in the kernel, and the
  * asynchronous form costs more than the read: a hand-off to libuv's thread pool and one back per
  * call, each a wake-up of another thread. With 8 shared loads in flight those hand-offs queued
- * behind the server's other work and resolving a directory took 12 ms instead of 1
+ * behind the server's other work and resolving a directory took 12 ms instead of 1.2
  * (bench-results/part21-model-count/README.md, "Loads in flight"). On a network or FUSE file
  * system (EFS, NFS, s3 mounts) a read can take milliseconds or hang: there the event loop must not
  * wait for it, and the reads stay asynchronous.
