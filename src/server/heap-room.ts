@@ -17,21 +17,21 @@ import v8 from 'node:v8';
 export const kHeapRoomBytes = 64 * 2 ** 20;
 
 /**
- * V8's `--heap-growing-percent` that sets the next limit at `liveBytes` + `roomBytes`, or 0 (V8's
- * own factor) once the live heap is as large as the room.
+ * V8's `--heap-growing-percent` that sets the next limit at least kHeapRoomBytes above `liveBytes`,
+ * or 0 (V8's own factor) once the live heap is as large as the room.
  */
-export function growingPercent(liveBytes: number, roomBytes = kHeapRoomBytes): number {
-  if (liveBytes >= roomBytes) return 0;
+export function growingPercent(liveBytes: number): number {
+  if (liveBytes >= kHeapRoomBytes) return 0;
   // Below 1 MiB the heap has not started yet: the factor would be absurd and the limit V8's anyway.
   // Steps of 50 so that a live heap moving by a few KB between collections leaves the flag alone.
-  return Math.ceil((100 * roomBytes) / Math.max(liveBytes, 2 ** 20) / 50) * 50;
+  return Math.ceil((100 * kHeapRoomBytes) / Math.max(liveBytes, 2 ** 20) / 50) * 50;
 }
 
 /**
  * Sets the growing percent now and again after every full collection (the limit V8 computes at
- * the end of the next one uses it). Returns a stop function.
+ * the end of the next one uses it), for the rest of the process's life.
  */
-export function keepHeapRoom(): () => void {
+export function keepHeapRoom(): void {
   let applied = -1;
   const apply = () => {
     const percent = growingPercent(v8.getHeapStatistics().used_heap_size);
@@ -44,7 +44,6 @@ export function keepHeapRoom(): () => void {
     if (list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === kMajor)) apply();
   });
   observer.observe({ entryTypes: ['gc'] });
-  return () => observer.disconnect();
 }
 
 const kMajor = constants.NODE_PERFORMANCE_GC_MAJOR;
