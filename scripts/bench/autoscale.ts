@@ -2,8 +2,12 @@
  * In-instance autoscaling under a surge (issue 31's targets), in dedicated mode and in shared mode:
  * a slow model ("hot", slowMatmulModel) and a tiny neighbour, each sent requests at a fixed rate
  * (open loop: a request leaves on schedule whether or not the one before it is answered). The hot
- * model's rate starts at kBaseLoad of what its one worker serves (measured first, with 4
- * connections, on the machine as busy as it is) and then quadruples. Reported, per mode:
+ * model's rate starts at a share of what its one worker serves (measured first, with 4
+ * connections, on the machine as busy as it is) and then quadruples, in two sizes (kSurges): to
+ * 0.8 of one worker, where one worker queues and a second fits beside the server on two cores, and
+ * to 1.2, past what one worker can serve at all, where two workers, the server and the load
+ * generator want more than two cores. The first is run once more with autoscale off: what the
+ * same surge does to p99 when no worker is added. Reported, per run:
  * - nextWorkerMs: from the surge to one more worker READY in a process of its own (dedicated: a
  *   second worker; shared: the process its promotion moved it to);
  * - recoveredMs: from the surge to the start of the first 1 s window (by send time) from which
@@ -23,12 +27,17 @@ import { MLP_STORE_BODY } from './mlp-store';
 
 /** The hot model's row width: n³ multiply-adds, about 10 ms a request on the 2-vCPU machine when quiet. */
 const kHotN = 512;
-/** The hot model's rate before the surge, as a share of what its one worker serves (measured first, 4 connections). */
-const kBaseLoad = 0.3;
+/** The hot model's rate before the surge, as a share of what its one worker serves (measured first, 4 connections); the surge is 4× it. */
+const kSurges = [0.2, 0.3];
 const kSurge = 4;
-/** The neighbour's steady rate (req/s). */
-const kNeighbourRps = 10;
+/**
+ * The neighbour's steady rate (req/s): 50, so that its p99 is over 500 requests before the surge
+ * and 750 during it (at 10 req/s it was the second-slowest of 100, one stall's worth).
+ */
+const kNeighbourRps = 50;
 const kWindowMs = 1000;
+/** How often describe is polled for the hot model's workers: nextWorkerMs is known to within it. */
+const kPollMs = 100;
 
 interface Sample {
   /** ms since the phase's clock started, when the request left. */
@@ -39,6 +48,10 @@ interface Sample {
 
 export interface AutoscaleMode {
   mode: 'dedicated' | 'shared';
+  /** autoscale=on, or off for the control run. */
+  autoscaleOn: boolean;
+  /** The hot model's rate before the surge over what one worker serves (the surge is 4× it). */
+  baseLoad: number;
   /** What its one worker served with 4 connections before the run (req/s), and the rates it was sent (req/s) before and during the surge. */
   oneWorkerRps: number;
   hotRps: { before: number; surge: number };
@@ -106,8 +119,13 @@ async function hotWorkers(server: BenchServer): Promise<{ own: number; line: str
   };
 }
 
-async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<AutoscaleMode> {
-  const properties = ['autoscale=on', `worker_mode=${mode}`, 'shared_workers=1'];
+async function runMode(
+  mode: 'dedicated' | 'shared',
+  baseLoad: number,
+  autoscale: boolean,
+  quick: boolean,
+): Promise<AutoscaleMode> {
+  const properties = [`autoscale=${autoscale ? 'on' : 'off'}`, `worker_mode=${mode}`, 'shared_workers=1'];
   const server = await startBenchServer(properties);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   try {
@@ -131,7 +149,7 @@ async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<Au
       method: 'PUT',
     });
     if (scaled.status !== 200) throw new Error(`scale hot: ${scaled.status} ${scaled.text}`);
-    const before = kBaseLoad * capacity.rps;
+    const before = baseLoad * capacity.rps;
     const beforeMs = quick ? 4000 : 10_000;
     const surgeMs = quick ? 8000 : 15_000;
     const start = performance.now();
@@ -149,7 +167,9 @@ async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<Au
       const ms = Math.round(performance.now() - start - surgeAt);
       if (seen.own > initialOwn) nextWorkerMs ??= ms;
       if (seen.line !== timeline.at(-1)?.workers) timeline.push({ ms, workers: seen.line });
-      await new Promise((r) => setTimeout(r, 25));
+      // Every 100 ms: describe measures each worker's memory (smaps_rollup, kernel time charged to the
+      // server); at 40 a second that alone took a fifth of a core from the server being measured.
+      await new Promise((r) => setTimeout(r, kPollMs));
     }
     const surge = await hotSurge;
     const neighbourSamples = await neighbour;
@@ -164,6 +184,8 @@ async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<Au
     const described = (await request(`${server.url}/models/hot`)).body;
     return {
       mode,
+      autoscaleOn: autoscale,
+      baseLoad,
       oneWorkerRps: capacity.rps,
       hotRps: { before, surge: before * kSurge },
       hotP99Before,
@@ -188,14 +210,18 @@ async function runMode(mode: 'dedicated' | 'shared', quick: boolean): Promise<Au
   }
 }
 
-/** Both modes, one after the other; `quick` (BENCH_QUICK=1 by default) shortens each phase. */
+/** Each surge size in both modes, then the smaller in dedicated mode with autoscale off; `quick` (BENCH_QUICK=1 by default) shortens each phase. */
 export async function benchAutoscale(quick = Boolean(process.env.BENCH_QUICK)): Promise<AutoscaleResult> {
-  return { quick, modes: [await runMode('dedicated', quick), await runMode('shared', quick)] };
+  const modes: AutoscaleMode[] = [];
+  for (const base of kSurges)
+    for (const mode of ['dedicated', 'shared'] as const) modes.push(await runMode(mode, base, true, quick));
+  modes.push(await runMode('dedicated', kSurges[0], false, quick));
+  return { quick, modes };
 }
 
 const USAGE = benchUsage(
   'npm run bench:autoscale',
-  "A slow model's rate quadruples beside a tiny neighbour: time to its next worker, to its p99 back within 2×, and the neighbour's p99, in dedicated and shared mode.",
+  "A slow model's rate quadruples beside a tiny neighbour, to 0.8 and to 1.2 of what one worker serves: time to its next worker, to its p99 back within 2×, and the neighbour's p99, in dedicated and shared mode, and the smaller surge with autoscale off.",
 );
 
 if (require.main === module) runBench(USAGE, () => benchAutoscale());

@@ -81,7 +81,7 @@ export const KEYS = [
     kind: 'int',
     default: '0',
     range: atLeast(0),
-    doc: 'Worker processes per model when a load request names none. 0 = number_of_gpu if > 0, else one per CPU (as MMS). Lower it when many models share one instance.',
+    doc: 'Worker processes per model when a load request names none. 0 = number_of_gpu if > 0, else one per CPU this server may use (its CPU affinity, lowered by a cgroup cpu.max quota: the CPU limit of a container, as the JVM of MMS counts). Lower it when many models share one instance.',
   },
   {
     name: 'job_queue_size',
@@ -424,7 +424,7 @@ export const KEYS = [
     kind: 'int',
     default: '0',
     range: atLeast(0),
-    doc: 'Host processes for worker_mode=shared models, started with the first such model. 0 = one per CPU. A host computes one session run at a time (its models take turns), so more hosts means more models computing at once.',
+    doc: 'Host processes for worker_mode=shared models, started with the first such model. 0 = one per CPU this server may use (affinity and cgroup quota, as default_workers_per_model). A host computes one session run at a time (its models take turns), so more hosts means more models computing at once.',
   },
   {
     name: 'max_models_per_worker',
@@ -467,6 +467,14 @@ export const KEYS = [
     default: '0.8',
     range: between(0, 1),
     doc: "Share of its workers' time (0-1, measured over the last 1 s) a model's session runs take past which it gets one more worker (autoscale), at two 0.5 s rounds in a row: a saturated worker takes each request as it comes, so nothing waits in the server's queue for the other two rules to see. A worker goes only once the runs would take under half of it with one worker fewer. 0 = queue wait and backlog only.",
+  },
+  {
+    name: 'autoscale_cores',
+    kind: 'int',
+    default: '0',
+    range: atLeast(0),
+    example: '8',
+    doc: "CPUs autoscale plans a model's workers on: it adds a worker only while the model's workers, each running onnx_intra_op_threads threads (0 = one per core), fit in them. A CPU-bound worker beyond the cores adds no throughput: it takes turns with the others, its runs take longer, its busy share reads higher, and every model beside it waits for a core. 0 = the CPUs this server may use (its CPU affinity, lowered by a cgroup cpu.max quota, as in a container with a CPU limit). Raise it for handlers that wait on I/O rather than compute; no limit with number_of_gpu > 0 (the GPU runs the model). min_worker and PUT /models/{name}?min_worker=N are not limited.",
   },
   {
     name: 'autoscale_idle_seconds',

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MmeError } from '../errors';
+import { cgroupCpuLimit, readOrNull } from '../util/cgroup';
 import { parseArgs } from './cli';
 import { resolveConfig, type Env } from './resolve';
 import type { ServerConfig } from './types';
@@ -29,10 +30,20 @@ export function loadConfig(
     configFile: fileText === null ? null : file,
     env,
     argv: args,
-    cpuCount: os.availableParallelism(),
+    cpuCount: usableCpus(),
   });
   checkModelStore(config, cwd);
   return config;
+}
+
+/**
+ * The CPUs this server may use: its affinity (availableParallelism), lowered by a cgroup quota
+ * (`docker run --cpus`, a Kubernetes CPU limit), which Node 20's count does not see. MMS's JVM
+ * counts the same way (Runtime.availableProcessors is container-aware), so one worker per CPU
+ * means one per CPU the container gets.
+ */
+function usableCpus(): number {
+  return Math.min(os.availableParallelism(), cgroupCpuLimit(readOrNull) ?? Number.POSITIVE_INFINITY);
 }
 
 /**

@@ -155,6 +155,10 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
           busyShare: read('autoscale_busy_share'),
           idleMs: read('autoscale_idle_seconds') * 1000,
           cooldownMs: read('autoscale_cooldown_seconds') * 1000,
+          cpuWorkers:
+            numberOfGpu > 0
+              ? 0
+              : cpuWorkers(read('autoscale_cores') || (input.cpuCount ?? 1), read('onnx_intra_op_threads')),
         }
       : null,
     modelRoots: modelRoots(read('model_roots'), modelStore),
@@ -193,6 +197,14 @@ type MetricsConfig = Pick<ServerConfig, Extract<keyof ServerConfig, `metrics${st
 
 /** CloudWatch's namespace alphabet (PutMetricData rejects anything else, at the first interval). */
 const kNamespace = /^[0-9A-Za-z.\-_/#: ]{1,255}$/;
+
+/**
+ * Workers of one model that `cores` run at once, each running `intraOpThreads` onnxruntime threads
+ * (0 = onnxruntime's one per core, so one worker fills them all).
+ */
+function cpuWorkers(cores: number, intraOpThreads: number): number {
+  return Math.max(1, Math.floor(cores / (intraOpThreads || cores)));
+}
 
 /** The metrics_* keys, checked here so that a mistake stops start-up instead of failing every interval. */
 function metricsConfig(

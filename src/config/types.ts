@@ -179,4 +179,9 @@ export interface AutoscaleConfig {
   readonly busyShare: number;
   readonly idleMs: number;
   readonly cooldownMs: number;
+  /**
+   * Most workers a model is scaled up to (autoscale_cores over the threads each worker runs, at
+   * least 1); 0 = no limit (number_of_gpu > 0).
+   */
+  readonly cpuWorkers: number;
 }

@@ -188,7 +188,7 @@ const defs = [
     reduce: 'sum',
     scope: 'model',
     prometheus: { type: 'counter', name: 'mme_autoscale_events_total', labels: ['direction', 'reason'] },
-    help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait, backlog or busy) or retired (down, idle), a heavy shared model promoted to processes of its own (up, promote) or demoted back into a shared host (down, demote), or a scale-up or move skipped because the memory budget had no room (no_memory). Prometheus labels them by direction and reason; the server log has each one with its figures.',
+    help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait, backlog or busy) or retired (down, idle), a heavy shared model promoted to processes of its own (up, promote) or demoted back into a shared host (down, demote), or a scale-up or move skipped because the memory budget had no room (no_memory) or its workers already fill the cores (no_cores, autoscale_cores). Prometheus labels them by direction and reason; the server log has each one with its figures.',
   },
   {
     name: 'RepositoryDownloads',

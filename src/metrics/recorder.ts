@@ -185,7 +185,7 @@ export class MetricsRecorder {
     });
   }
 
-  /** An autoscale decision for `model`: applied, or (reason no_memory) a scale-up skipped. */
+  /** An autoscale decision for `model`: applied, or (reason no_memory, no_cores) a scale-up skipped. */
   autoscaleEvent(model: string, direction: string, reason: string): void {
     this.#safely(() => this.#add(M.AutoscaleEvents, model, 1, { direction, reason }));
   }

@@ -3,10 +3,9 @@
  * under a cgroup limit (the machine's, through systeminformation, otherwise) and the disk that
  * holds the models.
  */
-import { readFileSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import os from 'node:os';
-import { cgroupCpuMicros, cgroupMemory, type MemoryReading, type ReadFile } from './cgroup';
+import { cgroupCpuMicros, cgroupMemory, readOrNull, type MemoryReading, type ReadFile } from '../util/cgroup';
 import { M, METRICS } from './catalog';
 import { gaugeSeries, type Series } from './interval';
 
@@ -84,14 +83,6 @@ export class SystemSampler {
     return (used / (used + fs.bavail * fs.bsize)) * 100;
   }
 }
-
-const readOrNull: ReadFile = (path) => {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-};
 
 /** Only a server outside a cgroup limit reads the machine's figures: the library loads then. */
 async function systemInformation(): Promise<typeof import('systeminformation')> {

@@ -99,7 +99,14 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 0,
         sharedWorkerRecycleBytes: 256 * 2 ** 20,
         sharedHostHeavyShare: 0.5,
-        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, busyShare: 0.8, idleMs: 60_000, cooldownMs: 3000 },
+        autoscale: {
+          queueWaitMs: 100,
+          backlogPerWorker: 4,
+          busyShare: 0.8,
+          idleMs: 60_000,
+          cooldownMs: 3000,
+          cpuWorkers: 1,
+        },
         modelRoots: ['/opt/ml/models'],
         managementToken: null,
         inferenceTokens: [],
@@ -261,7 +268,14 @@ describe('resolveConfig', () => {
         maxModelsPerWorker: 500,
         sharedWorkerRecycleBytes: 64 * 2 ** 20,
         sharedHostHeavyShare: 0.75,
-        autoscale: { queueWaitMs: 100, backlogPerWorker: 4, busyShare: 0.8, idleMs: 60_000, cooldownMs: 3000 },
+        autoscale: {
+          queueWaitMs: 100,
+          backlogPerWorker: 4,
+          busyShare: 0.8,
+          idleMs: 60_000,
+          cooldownMs: 3000,
+          cpuWorkers: 0,
+        },
         modelRoots: ['/a', '/b'],
         managementToken: 's3cret',
         inferenceTokens: [],
@@ -713,9 +727,21 @@ describe('resolveConfig', () => {
       assert.deepEqual(
         resolve('autoscale=on\nautoscale_queue_wait_ms=20\nautoscale_idle_seconds=5', { SAGEMAKER_MULTI_MODEL: 'true' })
           .autoscale,
-        { queueWaitMs: 20, backlogPerWorker: 4, busyShare: 0.8, idleMs: 5000, cooldownMs: 3000 },
+        { queueWaitMs: 20, backlogPerWorker: 4, busyShare: 0.8, idleMs: 5000, cooldownMs: 3000, cpuWorkers: 1 },
       );
       assert.throws(() => resolve('autoscale=maybe'), /autoscale/);
+    });
+
+    it("autoscale's worker limit is the cores over each worker's onnxruntime threads; autoscale_cores overrides the cores, and a GPU instance has none", () => {
+      const limit = (text: string | null, cpuCount: number) =>
+        resolve(text, {}, {}, { cpuCount }).autoscale?.cpuWorkers;
+      assert.equal(limit(null, 8), 8);
+      assert.equal(limit('onnx_intra_op_threads=2', 8), 4);
+      assert.equal(limit('onnx_intra_op_threads=3', 8), 2);
+      assert.equal(limit('onnx_intra_op_threads=0', 8), 1, "onnxruntime's default: one thread per core");
+      assert.equal(limit('onnx_intra_op_threads=4', 2), 1, 'never under one');
+      assert.equal(limit('autoscale_cores=32', 8), 32, 'raised for handlers that wait on I/O');
+      assert.equal(limit('number_of_gpu=1', 8), 0);
     });
 
     it("onnx_graph_optimization_level takes one of onnxruntime's four levels and refuses anything else, naming them", () => {

@@ -7,4 +7,5 @@ export const kAutoscaleSettings: AutoscaleConfig = {
   busyShare: 0.8,
   idleMs: 5000,
   cooldownMs: 3000,
+  cpuWorkers: 0,
 };

@@ -113,7 +113,7 @@ export class LifecycleEvents {
     this.sink.modelWorkers?.(name, n);
   }
 
-  /** An autoscale decision: applied (up or down), or a scale-up skipped (reason no_memory). */
+  /** An autoscale decision: applied (up or down), or a scale-up skipped (reason no_memory or no_cores). */
   autoscaled(name: string, direction: Direction, reason: Reason): void {
     this.sink.autoscaleEvent?.(name, direction, reason);
   }

@@ -348,9 +348,14 @@ export class LifecycleOperations {
     if (!model || !scaler || entry.phase !== 'ready' || this.closing) return;
     const d = scaler.decide(model.load);
     if (!d) return;
+    const { events, log } = this.deps;
+    if (d.skipped) {
+      events.autoscaled(name, d.direction, d.skipped);
+      log(`[${name}] autoscale: not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
+      return;
+    }
     const unlock = this.#locks.tryAcquire(name);
     if (!unlock) return scaler.withdrawn();
-    const { events, log } = this.deps;
     const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
     const what = to
       ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`

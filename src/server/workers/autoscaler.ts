@@ -13,8 +13,11 @@
  *   of the threshold, and the runs would take under half of busyShare of one worker fewer: the
  *   gaps are what keep a steady load from flapping), never below min_worker; each further step
  *   waits another idleMs.
- * - No change within cooldownMs of the last one (or of a scale-up skipped for memory), so a new
- *   worker has loaded and drained the queue before the queue is judged again.
+ * - Not past cpuWorkers (autoscale_cores over each worker's threads): a CPU-bound worker beyond the
+ *   cores adds no throughput, and its runs, taking turns for a core, would read as busier still and
+ *   ask for another. Such a scale-up is skipped and counted (no_cores), as one without memory is.
+ * - No change within cooldownMs of the last one (or of a skipped scale-up), so a new worker has
+ *   loaded and drained the queue before the queue is judged again.
  *
  * A model loaded into a shared host (worker_mode=shared) is not scaled there: a host runs one
  * session at a time, so a second slot beside the first adds no compute. When its session runs take
@@ -44,9 +47,10 @@ export type Direction = 'up' | 'down';
 /**
  * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period;
  * promote = a heavy shared model moved to processes of its own (up), demote = moved back into a
- * shared host (down); no_memory = a scale-up or move skipped for memory.
+ * shared host (down); no_memory = a scale-up or move skipped for memory; no_cores = a scale-up
+ * skipped because the model's workers already fill the cores (autoscale_cores).
  */
-export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory';
+export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory' | 'no_cores';
 /** Where a model's workers run: slots in shared hosts, or processes of their own. */
 export type Placement = 'shared' | 'dedicated';
 
@@ -74,12 +78,16 @@ export interface Decision {
   target: number;
   /** The figures behind it, for the log line and describe. */
   why: string;
+  /** Set on a scale-up the policy itself skipped (the cores are full): nothing to apply, only to log and count. */
+  skipped?: 'no_cores';
 }
 
 /** What describe shows beside the worker target: the last decision and why, the median wait and where its workers run now. */
 export interface AutoscaleStatus {
   lastDecision: { direction: Direction; reason: Reason; outcome: 'applied' | 'skipped'; why: string } | null;
   skippedForMemory: number;
+  /** Scale-ups skipped because the model's workers already filled autoscale_cores. */
+  skippedForCores: number;
   queueWaitP50Ms: number;
   placement: Placement;
   /** Its session runs' share of one thread over the last kShareWindowMs (over 1 with several workers busy). */
@@ -111,7 +119,14 @@ export class Autoscaler {
     private readonly heavyShare = 0,
     placement: Placement = 'dedicated',
   ) {
-    this.#status = { lastDecision: null, skippedForMemory: 0, queueWaitP50Ms: 0, placement, threadShare: 0 };
+    this.#status = {
+      lastDecision: null,
+      skippedForMemory: 0,
+      skippedForCores: 0,
+      queueWaitP50Ms: 0,
+      placement,
+      threadShare: 0,
+    };
   }
 
   /** A request left the queue after `ms`. */
@@ -147,7 +162,7 @@ export class Autoscaler {
   /** One round: the change to make now, or null. Its outcome is reported back: applied(), skippedForMemory() or withdrawn(). */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
-    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cooldownMs } = this.settings;
+    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cooldownMs, cpuWorkers } = this.settings;
     const p50 = this.medianWaitMs();
     const share = this.#threadShare(load.ranMicros);
     this.#status = {
@@ -192,22 +207,19 @@ export class Autoscaler {
       );
     const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
     if (load.workers < load.max) {
-      if (p50 > queueWaitMs)
-        return this.#asked('up', 'queue_wait', load.workers + 1, `${figures}; autoscale_queue_wait_ms=${queueWaitMs}`);
-      if (backlog > backlogPerWorker)
-        return this.#asked(
-          'up',
-          'backlog',
-          load.workers + 1,
-          `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}`,
-        );
-      if (this.#busyRounds >= kShareRounds)
-        return this.#asked(
-          'up',
-          'busy',
-          load.workers + 1,
-          `${shareFigures} for ${load.workers} worker(s), over autoscale_busy_share=${busyShare} a worker at ${this.#busyRounds} rounds in a row`,
-        );
+      const up =
+        p50 > queueWaitMs
+          ? { reason: 'queue_wait' as const, why: `${figures}; autoscale_queue_wait_ms=${queueWaitMs}` }
+          : backlog > backlogPerWorker
+            ? { reason: 'backlog' as const, why: `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}` }
+            : this.#busyRounds >= kShareRounds
+              ? {
+                  reason: 'busy' as const,
+                  why: `${shareFigures} for ${load.workers} worker(s), over autoscale_busy_share=${busyShare} a worker at ${this.#busyRounds} rounds in a row`,
+                }
+              : null;
+      if (up && cpuWorkers > 0 && load.workers >= cpuWorkers) return this.#noCores(up.reason, load.workers + 1, up.why);
+      if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
     }
     if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
       return this.#asked(
@@ -217,6 +229,21 @@ export class Autoscaler {
         `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`,
       );
     return null;
+  }
+
+  /** A scale-up past the cores: skipped here, counted, and the cooldown starts as after any decision. */
+  #noCores(reason: Reason, target: number, why: string): Decision {
+    const d: Decision = {
+      direction: 'up',
+      reason,
+      target,
+      why: `${why}; skipped: ${target - 1} worker(s) is the most the cores run at once (autoscale_cores over onnx_intra_op_threads)`,
+      skipped: 'no_cores',
+    };
+    this.#settle(d, 'skipped', d.why);
+    this.#busyRounds = 0;
+    this.#status = { ...this.#status, skippedForCores: this.#status.skippedForCores + 1 };
+    return d;
   }
 
   #asked(direction: Direction, reason: Reason, target: number, why: string): Decision {

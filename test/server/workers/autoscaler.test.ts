@@ -15,7 +15,9 @@ import { VirtualClock } from '../../helpers/virtual-clock';
 import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
 
 const MiB = 2 ** 20;
-const kProperties = 'autoscale_queue_wait_ms=100\nautoscale_idle_seconds=5\nautoscale_cooldown_seconds=3';
+/** autoscale_cores: the worker counts here are the test's, whatever this machine's cores (its own tests set it lower). */
+const kProperties =
+  'autoscale_queue_wait_ms=100\nautoscale_idle_seconds=5\nautoscale_cooldown_seconds=3\nautoscale_cores=16';
 
 /** A few turns of the event loop, no virtual time: frames, exits and a round's awaits are handled. */
 async function settle(): Promise<void> {
@@ -137,7 +139,7 @@ describe('autoscaler', () => {
         const d = s.decide({ ...load(workers, 0), ranMicros: ran });
         if (d) {
           decisions.push(d);
-          s.applied(d);
+          if (!d.skipped) s.applied(d);
         }
       }
       return decisions;
@@ -161,6 +163,41 @@ describe('autoscaler', () => {
       assert.deepEqual(busyRounds(s, clock, 2, 1.0, 600_000), []);
       const [d] = busyRounds(s, clock, 2, 0.3, 10_000);
       assert.deepEqual([d?.direction, d?.reason, d?.target], ['down', 'idle', 1]);
+    });
+
+    it('never scales past the workers the cores run at once (autoscale_cores): the scale-up is skipped, counted, and the cooldown holds the next try back', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const first = s.decide(load(1, 1));
+      assert.deepEqual(
+        [first?.reason, first?.target, first?.skipped],
+        ['queue_wait', 2, undefined],
+        'one worker fewer than the cores: up',
+      );
+      s.applied(first!);
+      clock.advance(3000);
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const d = s.decide(load(2, 9));
+      assert.deepEqual([d?.direction, d?.reason, d?.target, d?.skipped], ['up', 'queue_wait', 3, 'no_cores']);
+      assert.match(d!.why, /skipped: 2 worker\(s\) is the most the cores run at once \(autoscale_cores/);
+      assert.equal(s.status.skippedForCores, 1);
+      assert.deepEqual(s.status.lastDecision, {
+        direction: 'up',
+        reason: 'queue_wait',
+        outcome: 'skipped',
+        why: d!.why,
+      });
+      clock.advance(2999);
+      assert.equal(s.decide(load(2, 9)), null, 'nothing within the cooldown');
+      clock.advance(1);
+      assert.equal(s.decide(load(2, 9))?.skipped, 'no_cores', 'skipped again, not pending');
+      assert.equal(s.status.skippedForCores, 2);
+      // The busy share, over the cores too: a worker that only takes turns for a core reads busier.
+      const busy = new Autoscaler({ ...kSettings, cpuWorkers: 1 }, clock);
+      const decisions = busyRounds(busy, clock, 1, 1.0, 2000).map((x) => [x.reason, x.skipped]);
+      assert.deepEqual(decisions, [['busy', 'no_cores']]);
+      assert.equal(busy.status.skippedForCores, 1);
     });
 
     it('autoscale_busy_share=0 never scales on the busy share', () => {
@@ -192,6 +229,25 @@ describe('autoscaler', () => {
       const status = h.manager.get('a').autoscaler!.status;
       assert.equal(status.lastDecision?.direction, 'up');
       assert.equal(status.lastDecision?.outcome, 'applied');
+      assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
+    });
+
+    it('stops at the workers autoscale_cores runs at once: the scale-up past it is skipped, logged and counted, and every request answered', async () => {
+      const h = await loaded(3, `${kProperties}\nautoscale_cores=2`);
+      const requests = burst(h, 60);
+      await settle();
+      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await until(h, () => h.events.length === 2, 'the next decision');
+      assert.deepEqual(h.events, ['a up backlog', 'a up no_cores']);
+      assert.equal(h.manager.get('a').workerTarget, 2);
+      assert.equal(h.manager.get('a').autoscaler!.status.skippedForCores, 1);
+      assert.ok(
+        h.logs.some((l) =>
+          /^\[a\] autoscale: not scaling up to 3 worker\(s\), backlog: .*skipped: 2 worker\(s\) is the most the cores run at once/.test(
+            l,
+          ),
+        ),
+      );
       assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
     });
 

@@ -1,10 +1,21 @@
 /**
  * The container's own CPU and memory from its cgroup (v2, else v1). Inside a container the
- * machine's totals say nothing about the limit the kernel's OOM killer enforces. `read` returns a
- * file's text or null, so every rule is testable without a cgroup.
+ * machine's totals say nothing about the limit the kernel's OOM killer enforces, nor about the CPU
+ * quota the scheduler throttles it to. `read` returns a file's text or null, so every rule is
+ * testable without a cgroup.
  */
+import { readFileSync } from 'node:fs';
 
 export type ReadFile = (path: string) => string | null;
+
+/** The file's text, or null when it cannot be read (no cgroup, or not this version's file). */
+export const readOrNull: ReadFile = (path) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+};
 
 export interface MemoryReading {
   readonly usedBytes: number;
@@ -14,6 +25,7 @@ export interface MemoryReading {
 const kV2 = '/sys/fs/cgroup';
 const kV1Memory = '/sys/fs/cgroup/memory';
 const kV1CpuAcct = ['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/cpu,cpuacct'];
+const kV1Cpu = ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'];
 
 /**
  * Memory under the cgroup's limit, or null when no limit below the machine's memory is set (v2
@@ -59,6 +71,26 @@ export function cgroupCpuMicros(read: ReadFile): number | null {
     if (ns !== null) return ns / 1000;
   }
   return null;
+}
+
+/**
+ * The CPUs the cgroup's quota allows, rounded up (v2 cpu.max "200000 100000" = 2; v1
+ * cpu.cfs_quota_us over cpu.cfs_period_us), or null with no quota ("max", -1) or no cgroup.
+ * `docker run --cpus` and a Kubernetes CPU limit set it; the CPU affinity does not show it.
+ */
+export function cgroupCpuLimit(read: ReadFile): number | null {
+  const v2 = /^(\d+) (\d+)$/.exec(read(`${kV2}/cpu.max`)?.trim() ?? '');
+  if (v2) return quotaCpus(Number(v2[1]), Number(v2[2]));
+  for (const dir of kV1Cpu) {
+    const quota = read(`${dir}/cpu.cfs_quota_us`)?.trim();
+    const period = readNumber(read, `${dir}/cpu.cfs_period_us`);
+    if (quota !== undefined && /^\d+$/.test(quota) && period !== null) return quotaCpus(Number(quota), period);
+  }
+  return null;
+}
+
+function quotaCpus(quota: number, period: number): number | null {
+  return quota > 0 && period > 0 ? Math.max(1, Math.ceil(quota / period)) : null;
 }
 
 function readNumber(read: ReadFile, path: string): number | null {
