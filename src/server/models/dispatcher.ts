@@ -18,6 +18,12 @@ import type { ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 export const kCoalesce = 8;
+/**
+ * With more than one worker, most run time (µs) the requests of one coalesced frame may add up to:
+ * the last of them waits for the runs before it, which another worker might have taken. A frame
+ * saves a round trip of tens of µs; past about a millisecond of runs it costs the tail more.
+ */
+const kCoalesceMicros = 1000;
 
 /** Batch ids on the wire: a worker's answers find their batch by it. */
 export const batchIds = new IdAllocator(MAX_WIRE_ID);
@@ -61,6 +67,8 @@ export class Dispatcher {
   #callerTimerAt = 0;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
+  /** One request's run time, µs, averaged over the last answers of one (0 = none yet). */
+  #runMicros = 0;
   /** Dispatch counters (requests / batches = mean batch size). */
   readonly stats = { requests: 0, batches: 0 };
 
@@ -138,10 +146,11 @@ export class Dispatcher {
         return;
       }
       // With batch_size 1 and a backlog, several requests share one frame and one round trip (run
-      // one by one): on this VM each parent⇄worker hop costs more than running a small model.
+      // one by one): on this VM each parent⇄worker hop costs more than running a small model. With
+      // several workers, only as many as run in about a millisecond (#coalesced).
       const independent = batchSize === 1 && this.#queue.length > 1 && !streaming;
       const now = this.deps.clock.now();
-      const jobs = this.#queue.take(independent ? kCoalesce : batchSize, now);
+      const jobs = this.#queue.take(independent ? this.#coalesced() : batchSize, now);
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
       if (this.#batchTimer) {
@@ -170,9 +179,18 @@ export class Dispatcher {
     }
   }
 
+  /** How many queued requests share a frame: all kCoalesce with one worker or quick runs, fewer as runs grow. */
+  #coalesced(): number {
+    if (this.#runMicros === 0 || this.deps.workers.workers.length < 2) return kCoalesce;
+    return Math.max(1, Math.min(kCoalesce, Math.floor(kCoalesceMicros / this.#runMicros)));
+  }
+
   /** A worker answered some or (`done`) the rest of a batch. */
   onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
+    // An answer of one request run alone times one run (a refused one, 0 µs, times nothing).
+    if (size === 1 && msg.responses.length === 1 && msg.modelMicros > 0)
+      this.#runMicros = this.#runMicros === 0 ? msg.modelMicros : 0.8 * this.#runMicros + 0.2 * msg.modelMicros;
     for (const r of msg.responses) {
       const job = batch.jobs.find((j) => j.id === r.id);
       if (!job) continue;

@@ -124,6 +124,51 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     await close(h);
   });
 
+  /** Model `a` in two workers that have each answered one request as a run of `runMicros`; then 10 requests: 4 fill the pipelines, 6 wait. */
+  async function twoWorkersBehind(runMicros: number) {
+    const h = processHarness('', { autoLoad: true });
+    await h.manager.load({ modelName: 'a', url: h.model('a'), initialWorkers: 2 });
+    const workers = h.processes.live();
+    assert.equal(workers.length, 2);
+    const learn = [submit(h), submit(h)];
+    await waitFor(() => workers.every((w) => w.batches.length === 1), 'one request in each worker');
+    for (const w of workers) w.answer(runMicros);
+    for (const r of learn) assert.equal((await r.outcome).status, 200);
+    const sent = Array.from({ length: 10 }, () => submit(h));
+    await waitFor(() => workers.every((w) => w.batches.length === 2), 'both pipelines to fill');
+    await settle();
+    workers[0].answer(runMicros);
+    await waitFor(() => workers[0].batches.length === 2, 'the next frame for the first worker');
+    return { h, workers, sent, next: workers[0].batches[1] };
+  }
+
+  it('with two workers, sends a slow model its queued requests one per frame: none waits behind runs the other worker could take', async () => {
+    const { h, workers, sent, next } = await twoWorkersBehind(5000);
+    assert.equal(next.requests.length, 1, 'a 5 ms run: one request a frame');
+    while (workers.some((w) => w.batches.length > 0)) {
+      for (const w of workers) w.answer(5000);
+      await settle();
+    }
+    for (const r of sent) assert.equal((await r.outcome).status, 200);
+    await close(h);
+  });
+
+  it('with two workers, still coalesces the queued requests of a quick model, up to a millisecond of runs', async () => {
+    const quick = await twoWorkersBehind(10);
+    assert.equal(quick.next.requests.length, 6, 'every queued request of a 10 µs model in one frame');
+    assert.equal(quick.next.independent, true);
+    const middling = await twoWorkersBehind(300);
+    assert.equal(middling.next.requests.length, 3, '300 µs runs: three to a millisecond');
+    for (const { h, workers, sent } of [quick, middling]) {
+      while (workers.some((w) => w.batches.length > 0)) {
+        for (const w of workers) w.answer(10);
+        await settle();
+      }
+      for (const r of sent) assert.equal((await r.outcome).status, 200);
+      await close(h);
+    }
+  });
+
   it('times out on the response timeout: a queued request 504 "waited in the queue", the running ones 504 and their worker killed, not a millisecond early', async () => {
     const { h, worker } = await loaded({ responseTimeoutSeconds: 2 });
     const running = [submit(h), submit(h)];
