@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# npm test's set-up (npm runs it as pretest): the README promises that `npm ci && npm test` prepares
+# npm test's set-up, run first by the test script (a pretest script would never run: .npmrc's
+# ignore-scripts=true skips pre- and post-scripts too): the README promises that `npm ci && npm test` prepares
 # everything, so the system programs some tests run are installed here, from Debian's apt, when one
 # is missing and this runs as root with apt-get: nginx and haproxy (the shipped router configs), python3-requests
 # (examples/invoke.py), curl (examples/invoke.sh). Anywhere else nothing is installed and the tests

@@ -159,7 +159,10 @@ export class Autoscaler {
     return now > first.at ? (ranMicros - first.micros) / ((now - first.at) * 1000) : 0;
   }
 
-  /** One round: the change to make now, or null. Its outcome is reported back: applied(), skippedForMemory() or withdrawn(). */
+  /**
+   * One round: the change to make now, or null. Its outcome is reported back: applied(),
+   * skippedForMemory() or withdrawn(); one marked `skipped` (the cores are full) is settled already.
+   */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
     const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cooldownMs, cpuWorkers } = this.settings;

@@ -147,6 +147,20 @@ describe('autoscale promotion of a shared model', () => {
       }
     }
 
+    /**
+     * Answers what `processes` hold, turn after turn, until every one of `requests` is settled: with
+     * a worker on each side of a move, a hot model's queued requests reach them a frame at a time.
+     */
+    async function answerUntilSettled(h: Promoted, processes: FakeProcess[], requests: Array<Promise<unknown>>) {
+      let done = false;
+      const all = Promise.all(requests).finally(() => (done = true));
+      await waitFor(() => {
+        for (const p of processes) answerAll(h, p);
+        return done;
+      }, 'every request of the move to be answered');
+      await all;
+    }
+
     /** Round by round (at most a minute of virtual time), `each` before the round, until `cond`. */
     async function untilRound(
       h: Promoted,
@@ -205,8 +219,7 @@ describe('autoscale promotion of a shared model', () => {
       await settle();
       // Loaded: the new process takes what waited; the old slot finishes what it holds, then is released.
       assert.ok(own.batches.length > 0, 'the queue went to the new process');
-      answerAll(h, own);
-      answerAll(h, host);
+      await answerUntilSettled(h, [own, host], during);
       await waitFor(() => model.workers.length === 1 && model.workers[0].hostId === null, 'the old slot to go');
       await waitFor(() => host.slots.size === 1, 'the host to release a');
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
@@ -258,8 +271,7 @@ describe('autoscale promotion of a shared model', () => {
       await waitFor(() => host.loads.length > 0, 'the Load in the shared host');
       host.load();
       await settle();
-      answerAll(h, host);
-      answerAll(h, own);
+      await answerUntilSettled(h, [host, own], back);
       await waitFor(() => !own.alive, 'the own process to stop');
       assert.deepEqual(new Set((await Promise.all(back)).map((r) => r.status)), new Set([200]));
       assert.equal(model.workers.length, 1);
