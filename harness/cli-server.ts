@@ -133,11 +133,21 @@ export async function withCliServer<T>(
 
 /** A port that was free a moment ago (for keys that must name a real port, not 0). */
 export async function freePort(): Promise<number> {
-  const srv = net.createServer().listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((r) => srv.close(r));
+  const [port] = await freePorts(1);
   return port;
+}
+
+/**
+ * `n` ports free now and different from each other: all are held open until each has its own, so
+ * two listeners of one router (HTTP and gRPC) never get the same port, which HAProxy's SO_REUSEPORT
+ * would then share between them without an error.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = Array.from({ length: n }, () => net.createServer().listen(0, '127.0.0.1'));
+  await Promise.all(servers.map((srv) => once(srv, 'listening')));
+  const ports = servers.map((srv) => (srv.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
+  return ports;
 }
 
 /** `node dist/src/main.js serve --mms-config FILE` (FILE holding `properties` as written) run to its exit, for start-up errors. */

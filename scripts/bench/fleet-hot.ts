@@ -14,7 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { freePort } from '../../harness/cli-server';
+import { freePorts } from '../../harness/cli-server';
 import { cpuMicros, descendantsOf } from '../../harness/process-probes';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
 import { Haproxy, localHaproxyConfig } from '../fleet/haproxy';
@@ -57,7 +57,7 @@ interface Router {
 
 async function startRouter(kind: RouterKind, ports: readonly number[]): Promise<Router> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-hot-'));
-  const port = await freePort();
+  const [port, grpcPort] = await freePorts(2);
   let proxy: Nginx | Haproxy;
   let names: string[];
   if (kind === 'round-robin' || kind === 'consistent-hash') {
@@ -68,7 +68,7 @@ async function startRouter(kind: RouterKind, ports: readonly number[]): Promise<
   } else {
     const config = localHaproxyConfig({
       httpPort: port,
-      grpcPort: await freePort(),
+      grpcPort,
       replicas: ports.map((httpPort) => ({ httpPort })),
       balanceFactor: Number(kind.slice('bounded-'.length)),
     });
@@ -178,7 +178,7 @@ async function run(
   models: readonly string[],
   kill: boolean,
 ): Promise<{ measured: Measured; killed?: Killed }> {
-  const ports = await Promise.all(Array.from({ length: INSTANCES }, () => freePort()));
+  const ports = await freePorts(INSTANCES);
   const servers = await Promise.all(ports.map((p) => startInstance(store, p, ROOM)));
   const router = await startRouter(kind, ports);
   try {

@@ -12,7 +12,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { freePort } from '../../harness/cli-server';
+import { freePorts } from '../../harness/cli-server';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
 import { Nginx, routerConfig, type Balancing } from '../fleet/nginx';
 import { requireProgram } from '../fleet/router-process';
@@ -95,10 +95,9 @@ interface Fleet {
 }
 
 async function startFleet(bin: string, store: string, rooms: number[], balancing: Balancing): Promise<Fleet> {
-  const ports = await Promise.all(rooms.map(() => freePort()));
+  const [nginxPort, ...ports] = await freePorts(rooms.length + 1);
   const servers = await Promise.all(rooms.map((room, i) => startInstance(store, ports[i], room)));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-fleet-nginx-'));
-  const nginxPort = await freePort();
   const nginx = await Nginx.start(
     bin,
     dir,

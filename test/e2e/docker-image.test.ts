@@ -16,7 +16,7 @@ import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
-import { freePort } from '../../harness/cli-server';
+import { freePorts } from '../../harness/cli-server';
 import { request, type JsonResponse } from '../../harness/http-requests';
 import { skipBecause } from '../helpers/skip';
 import { assertRowsClose } from '../helpers/assert-close';
@@ -189,8 +189,8 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      const port = await freePort();
-      grpcPort = await freePort();
+      const [port, grpc] = await freePorts(2);
+      grpcPort = grpc;
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('sm', [
@@ -358,7 +358,7 @@ describe('docker image (podman)', function () {
 
     before(async function () {
       this.timeout(60_000);
-      const [port, port8080] = [await freePort(), await freePort()];
+      const [port, port8080] = await freePorts(2);
       base = `http://127.0.0.1:${port}`;
       const t0 = Date.now();
       name = await startContainer('local', [

@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { findHaproxy, Haproxy, inFlight, localHaproxyConfig } from '../../scripts/fleet/haproxy';
-import { freePort } from '../../harness/cli-server';
+import { freePorts } from '../../harness/cli-server';
 import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
 import { mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
@@ -53,12 +53,12 @@ describe('deploy/haproxy: bounded-load consistent hashing on the model through r
       );
     const store = tempDir('mme-haproxy-store-');
     for (let i = 0; i < kModels; i++) writeModelDir(store, `m${i}`, mlpModel({ sizes: [16, 32, 4], seed: i + 1 }));
-    const grpcPorts = await Promise.all([0, 1, 2].map(() => freePort()));
+    // Five ports at once, all different: the replicas' gRPC ports, then the router's HTTP and gRPC.
+    const [httpPort, grpcPort, ...grpcPorts] = await freePorts(5);
     // Self-managed cache mode: each replica loads a model on its first request for it.
     servers = await Promise.all(
       grpcPorts.map((p) => startTestServer(`model_cache=on\ngrpc_inference_port=${p}`, { store })),
     );
-    const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const dir = tempDir('mme-haproxy-');
     statsSocket = path.join(dir, 'admin.sock');
     haproxy = await Haproxy.start(

@@ -7,7 +7,7 @@ import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/gr
 import { findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../scripts/fleet/nginx';
 import { connect, type GrpcClients } from '../../src/cli/grpc-calls';
 import { serviceDefinitions } from '../../src/grpc/protos';
-import { freePort } from '../../harness/cli-server';
+import { freePort, freePorts } from '../../harness/cli-server';
 import { tempDir } from '../../harness/test-server';
 import { skipBecause } from '../helpers/skip';
 
@@ -165,7 +165,7 @@ describe('deploy/nginx: model-name routing through real nginx', function () {
     const grpcFleet = await grpcReplicas(3);
     try {
       const dir = tempDir('mme-nginx-');
-      const [httpPort, grpcPort] = [await freePort(), await freePort()];
+      const [httpPort, grpcPort] = await freePorts(2);
       nginx = await Nginx.start(
         bin!,
         dir,
