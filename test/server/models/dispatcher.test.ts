@@ -142,14 +142,21 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     return { h, workers, sent, next: workers[0].batches[1] };
   }
 
+  /** Answers what `workers` hold, turn after turn (frames reach them one at a time), until every one of `sent` is settled: each 200. */
+  async function answerEvery(workers: FakeProcess[], sent: Submitted[], runMicros: number): Promise<void> {
+    let done = false;
+    const outcomes = Promise.all(sent.map((r) => r.outcome)).finally(() => (done = true));
+    await waitFor(() => {
+      for (const w of workers) while (w.batches.length > 0) w.answer(runMicros);
+      return done;
+    }, 'every request to be answered');
+    for (const o of await outcomes) assert.equal(o.status, 200);
+  }
+
   it('with two workers, sends a slow model its queued requests one per frame: none waits behind runs the other worker could take', async () => {
     const { h, workers, sent, next } = await twoWorkersBehind(5000);
     assert.equal(next.requests.length, 1, 'a 5 ms run: one request a frame');
-    while (workers.some((w) => w.batches.length > 0)) {
-      for (const w of workers) w.answer(5000);
-      await settle();
-    }
-    for (const r of sent) assert.equal((await r.outcome).status, 200);
+    await answerEvery(workers, sent, 5000);
     await close(h);
   });
 
@@ -160,11 +167,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const middling = await twoWorkersBehind(300);
     assert.equal(middling.next.requests.length, 3, '300 µs runs: three to a millisecond');
     for (const { h, workers, sent } of [quick, middling]) {
-      while (workers.some((w) => w.batches.length > 0)) {
-        for (const w of workers) w.answer(10);
-        await settle();
-      }
-      for (const r of sent) assert.equal((await r.outcome).status, 200);
+      await answerEvery(workers, sent, 10);
       await close(h);
     }
   });
