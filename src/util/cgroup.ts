@@ -82,9 +82,10 @@ export function cgroupCpuLimit(read: ReadFile): number | null {
   const v2 = /^(\d+) (\d+)$/.exec(read(`${kV2}/cpu.max`)?.trim() ?? '');
   if (v2) return quotaCpus(Number(v2[1]), Number(v2[2]));
   for (const dir of kV1Cpu) {
-    const quota = read(`${dir}/cpu.cfs_quota_us`)?.trim();
+    // -1 (no quota) is not a number readNumber takes: null, as for a missing file.
+    const quota = readNumber(read, `${dir}/cpu.cfs_quota_us`);
     const period = readNumber(read, `${dir}/cpu.cfs_period_us`);
-    if (quota !== undefined && /^\d+$/.test(quota) && period !== null) return quotaCpus(Number(quota), period);
+    if (quota !== null && period !== null) return quotaCpus(quota, period);
   }
   return null;
 }
