@@ -21,7 +21,7 @@ import { slowMatmulModel, writeModelDir, writeTinyMlp } from '../../harness/onnx
 import { postJson, request } from '../../harness/http-requests';
 import { percentile } from '../../harness/statistics';
 import { benchUsage, runBench, startBenchServer, type BenchServer } from './bench-run';
-import { postOn, sequentialSamples } from './latency';
+import { openLoop, postOn, sequentialSamples } from './latency';
 import { hammer } from '../../harness/load-generator';
 import { MLP_STORE_BODY } from './mlp-store';
 
@@ -78,8 +78,8 @@ export interface AutoscaleResult {
   modes: AutoscaleMode[];
 }
 
-/** Sends to `url` at `rps` from `start` for `ms`, each on a keep-alive socket of its own; resolves with every sample once all are answered. */
-async function openLoop(
+/** Sends to `url` at `rps` for `ms`, each on a keep-alive socket of its own; the samples' times count from `start`. */
+async function openLoopTo(
   agent: http.Agent,
   url: string,
   body: string,
@@ -88,19 +88,8 @@ async function openLoop(
   start: number,
 ): Promise<Sample[]> {
   const target = new URL(url);
-  const sends: Array<Promise<Sample>> = [];
-  const gap = 1000 / rps;
-  const t0 = performance.now();
-  for (let i = 0; i * gap < ms; i++) {
-    const due = t0 + i * gap;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const sent = performance.now();
-    sends.push(
-      postOn(agent, target, body).then((status) => ({ at: sent - start, ms: performance.now() - sent, status })),
-    );
-  }
-  return Promise.all(sends);
+  const sent = await openLoop(rps, ms, () => postOn(agent, target, body));
+  return sent.map((s) => ({ at: s.sent - start, ms: s.ms, status: s.result }));
 }
 
 const p99 = (s: readonly Sample[]) =>
@@ -154,10 +143,10 @@ async function runMode(
     const surgeMs = quick ? 8000 : 15_000;
     const start = performance.now();
     const initialOwn = (await hotWorkers(server)).own;
-    const neighbour = openLoop(agent, neighbourUrl, MLP_STORE_BODY, kNeighbourRps, beforeMs + surgeMs, start);
-    const hotBefore = await openLoop(agent, hotUrl, hotBody, before, beforeMs, start);
+    const neighbour = openLoopTo(agent, neighbourUrl, MLP_STORE_BODY, kNeighbourRps, beforeMs + surgeMs, start);
+    const hotBefore = await openLoopTo(agent, hotUrl, hotBody, before, beforeMs, start);
     const surgeAt = performance.now() - start;
-    const hotSurge = openLoop(agent, hotUrl, hotBody, before * kSurge, surgeMs, start);
+    const hotSurge = openLoopTo(agent, hotUrl, hotBody, before * kSurge, surgeMs, start);
     let nextWorkerMs: number | null = null;
     let watching = true;
     const timeline: AutoscaleMode['timeline'] = [];

@@ -25,7 +25,10 @@ export interface BenchServer extends CliServer {
  * Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs, and the
  * spare workers a deployment has by default (the test base has none).
  */
-export async function startBenchServer(properties: string[] = []): Promise<BenchServer> {
+export async function startBenchServer(
+  properties: string[] = [],
+  { launcher }: { launcher?: string[] } = {},
+): Promise<BenchServer> {
   const store = tempDir('mme-bench-');
   const server = await startCliServer(
     // MME_BENCH_PROPERTIES: config.properties lines of its own, e.g. a feature's cost on the same bench.
@@ -36,6 +39,7 @@ export async function startBenchServer(properties: string[] = []): Promise<Bench
       store,
       // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
       main: process.env.MME_BENCH_MAIN,
+      launcher,
       // MME_BENCH_PROFILE=DIR: CPU profiles of the server and its workers land in DIR (README, Performance).
       // MME_BENCH_NODE_ARGS: node options for the server alone (e.g. --trace-gc; its output joins the server's lines).
       nodeArgs: [

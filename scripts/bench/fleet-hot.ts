@@ -1,12 +1,15 @@
 /**
  * `npm run bench:fleet -- hot`: the fleet under a skewed load. Three instances (room for ROOM models
- * each) serve MODELS models behind each router in turn: nginx round robin, nginx consistent hashing on
- * the model (deploy/nginx), and HAProxy's consistent hashing with bounded loads (deploy/haproxy) at two
- * balance factors. Two workloads: (a) the Zipf stream of the plain fleet bench; (b) the same with one
- * model at HOT_SHARE of the requests. For each: every instance's share of the requests and of the CPU
- * (the server and its workers), the fleet's hit ratio (the servers' own counters), p50/p99/p99.9 at the
- * client. In (b) an instance is then killed (SIGKILL) halfway through: the requests that fail and the
- * models that move. Prints one JSON document (with the commit and the machine) on stdout.
+ * each, INSTANCE_CPUS CPUs each as a pod's limit) serve MODELS models behind each router in turn:
+ * nginx round robin, nginx consistent hashing on the model (deploy/nginx), and HAProxy's consistent
+ * hashing with bounded loads (deploy/haproxy) at three balance factors. Two workloads: (a) the Zipf
+ * stream of the plain fleet bench; (b) the same with one model at HOT_SHARE of the requests. Each is
+ * sent closed-loop (CLIENTS clients), then open-loop at two fixed rates (the same for every router).
+ * For each: every instance's share of the requests and of the CPU (the server and its workers), the
+ * fleet's hit ratio (the servers' own counters), p50/p99/p99.9 at the client, and every failure by
+ * status. In (b) an instance is then killed (SIGKILL) halfway through the closed-loop stream: the
+ * requests that fail and the models that move. Prints one JSON document (with the commit and the
+ * machine) on stdout.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,12 +20,13 @@ import { performance } from 'node:perf_hooks';
 import { freePorts } from '../../harness/cli-server';
 import { cpuMicros, descendantsOf } from '../../harness/process-probes';
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
+import { cpuLimit } from '../fleet/cpu-limit';
 import { Haproxy, localHaproxyConfig } from '../fleet/haproxy';
 import { Nginx, routerConfig } from '../fleet/nginx';
 import { requireProgram } from '../fleet/router-process';
 import type { BenchServer } from './bench-run';
 import { counters, hitRatioBetween, post, startInstance, WORKER_MODE } from './fleet-instances';
-import { percentiles } from './latency';
+import { openLoop, percentiles } from './latency';
 import { MLP_STORE_BODY, writeMlpStore } from './mlp-store';
 
 const MODELS = 300;
@@ -31,21 +35,41 @@ const INSTANCES = 3;
 const ZIPF_S = 0.9;
 const HOT_SHARE = 0.4;
 const REQUESTS = process.env.BENCH_QUICK ? 600 : 3000;
-/** Enough requests in flight for a bound on each instance's share of them to matter. */
+/**
+ * Enough requests in flight for a bound on each instance's share of them to matter, and below each
+ * instance's room: with more distinct models in flight on one instance than it may hold,
+ * none is idle to evict and the instance answers 507 (12 clients did, under plain hashing).
+ */
 const CLIENTS = 6;
+/** Each instance's CPU limit, as a pod's: the instances do not share the machine's cores (scripts/fleet/cpu-limit.ts). */
+const INSTANCE_CPUS = 0.5;
+/** Why the instances ran without their CPU limit, when they did (not root, no cgroup). */
+let unlimitedBecause: string | undefined;
 const SEED = 11;
+/**
+ * The open-loop stretches' rates, as shares of what the fleet served closed-loop behind round robin
+ * (the first router): a moderate load, and one at which an instance given a hot model's share runs
+ * out of CPU while the fleet as a whole still has some.
+ */
+const PACES = [0.8, 1];
+const PACED_MS = process.env.BENCH_QUICK ? 4000 : 10_000;
 
-type RouterKind = 'round-robin' | 'consistent-hash' | 'bounded-125' | 'bounded-150';
-const ROUTERS: readonly RouterKind[] = ['round-robin', 'consistent-hash', 'bounded-125', 'bounded-150'];
+type RouterKind = 'round-robin' | 'consistent-hash' | `bounded-${number}`;
+const FACTORS = [125, 150, 200];
+const ROUTERS: readonly RouterKind[] = [
+  'round-robin',
+  'consistent-hash',
+  ...FACTORS.map((f) => `bounded-${f}` as const),
+];
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /** The Zipf stream; with `hot`, each request is for the most popular model with probability HOT_SHARE instead. */
-function stream(hot: boolean): string[] {
-  const random = seededRandom(SEED);
+function stream(hot: boolean, seed: number, length: number): string[] {
+  const random = seededRandom(seed);
   const byRank = shuffled(MODELS, random);
   const rank = zipfSampler(MODELS, ZIPF_S, random);
-  return Array.from({ length: REQUESTS }, () => `m${byRank[hot && random() < HOT_SHARE ? 0 : rank()]}`);
+  return Array.from({ length }, () => `m${byRank[hot && random() < HOT_SHARE ? 0 : rank()]}`);
 }
 
 interface Router {
@@ -89,32 +113,73 @@ interface Served {
   latencies: number[];
   /** Requests that got no 200: status or network error. */
   failed: number;
+  /** Why they failed: the status, or the network error's code, with how many. */
+  failures: Record<string, number>;
   byReplica: Map<string, number>;
   /** The replica that served each model last. */
   replicaOf: Map<string, string>;
 }
 
+const emptyServed = (): Served => ({
+  latencies: [],
+  failed: 0,
+  failures: {},
+  byReplica: new Map(),
+  replicaOf: new Map(),
+});
+
+type Answer = Awaited<ReturnType<typeof post>> | string;
+
+/** One request for `model` through the router: its answer, or the network error's code. */
+const invoke = (agent: http.Agent, base: string, model: string): Promise<Answer> =>
+  post(agent, `${base}/models/${model}/invoke`, {}, MLP_STORE_BODY).catch(
+    (err: NodeJS.ErrnoException) => err.code ?? err.message,
+  );
+
+function record(out: Served, model: string, res: Answer, ms: number): void {
+  if (typeof res === 'string' || res.status !== 200) {
+    const why = typeof res === 'string' ? res : String(res.status);
+    out.failed++;
+    out.failures[why] = (out.failures[why] ?? 0) + 1;
+    if (typeof res !== 'string') log(`${model}: ${res.status} from ${res.replica}: ${res.text.slice(0, 200)}`);
+    return;
+  }
+  out.latencies.push(ms);
+  out.byReplica.set(res.replica, (out.byReplica.get(res.replica) ?? 0) + 1);
+  out.replicaOf.set(model, res.replica);
+}
+
 /** Sends `models` through the router from CLIENTS closed-loop clients; failures are counted, not thrown. */
 async function drive(base: string, models: readonly string[]): Promise<Served> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
-  const out: Served = { latencies: [], failed: 0, byReplica: new Map(), replicaOf: new Map() };
+  const out = emptyServed();
   let next = 0;
   const client = async () => {
     while (next < models.length) {
       const model = models[next++];
       const t0 = performance.now();
-      const res = await post(agent, `${base}/models/${model}/invoke`, {}, MLP_STORE_BODY).catch(() => null);
-      if (res?.status !== 200) {
-        out.failed++;
-        continue;
-      }
-      out.latencies.push(performance.now() - t0);
-      out.byReplica.set(res.replica, (out.byReplica.get(res.replica) ?? 0) + 1);
-      out.replicaOf.set(model, res.replica);
+      record(out, model, await invoke(agent, base, model), performance.now() - t0);
     }
   };
   try {
     await Promise.all(Array.from({ length: CLIENTS }, client));
+  } finally {
+    agent.destroy();
+  }
+  return out;
+}
+
+/** Sends `models` through the router at `rps`, open loop: the queue a slow instance builds shows in the latencies. */
+async function pace(base: string, models: readonly string[], rps: number): Promise<Served> {
+  const agent = new http.Agent({ keepAlive: true });
+  const out = emptyServed();
+  let next = 0;
+  try {
+    const sent = await openLoop(rps, (models.length / rps) * 1000, async () => {
+      const model = models[next++ % models.length];
+      return { model, res: await invoke(agent, base, model) };
+    });
+    for (const { ms, result } of sent) record(out, result.model, result.res, ms);
   } finally {
     agent.destroy();
   }
@@ -132,6 +197,7 @@ interface Measured {
   cpuShare: number[];
   /** The busiest instance's share of requests over the mean share. */
   busiestOverMean: number;
+  requestsPerSecond: number;
   hitRatio: number;
   p50: number;
   p99: number;
@@ -139,10 +205,16 @@ interface Measured {
   failed: number;
 }
 
-/** One stretch of the stream through the router: shares, hit ratio, latency. */
-async function measure(servers: BenchServer[], router: Router, models: readonly string[]): Promise<Measured & Served> {
+/** One stretch of the stream through the router (`send` sends it): shares, hit ratio, latency. */
+async function measure(
+  servers: BenchServer[],
+  router: Router,
+  send: () => Promise<Served>,
+): Promise<Measured & Served> {
   const [cpu0, c0] = [treeCpu(servers), await Promise.all(servers.map(counters))];
-  const served = await drive(router.base, models);
+  const t0 = performance.now();
+  const served = await send();
+  const seconds = (performance.now() - t0) / 1000;
   const [cpu1, c1] = [treeCpu(servers), await Promise.all(servers.map(counters))];
   const requests = router.names.map((n) => served.byReplica.get(n) ?? 0);
   const total = requests.reduce((a, b) => a + b, 0);
@@ -154,6 +226,7 @@ async function measure(servers: BenchServer[], router: Router, models: readonly 
     requestShare: requests.map((r) => round(r / total)),
     cpuShare: cpu.map((c) => round(c / cpuTotal)),
     busiestOverMean: round(Math.max(...requests) / (total / requests.length)),
+    requestsPerSecond: round(total / seconds, 1),
     hitRatio: round(hitRatioBetween(c0, c1)),
     p50: round(p50, 2),
     p99: round(p99, 2),
@@ -165,6 +238,7 @@ async function measure(servers: BenchServer[], router: Router, models: readonly 
 interface Killed {
   /** Requests after the kill that got no 200 (the killed instance's in-flight ones and any misrouted after). */
   failed: number;
+  failures: Record<string, number>;
   /** Models requested before and after the kill that are now served elsewhere. */
   moved: number;
   /** Of those, how many were not the killed instance's. */
@@ -172,36 +246,59 @@ interface Killed {
   modelsSeenBoth: number;
 }
 
+/** The open-loop stretch: its models and rate, chosen once the closed loop has measured the router. */
+type Paced = (closed: Measured) => Array<{ models: string[]; rps: number }>;
+
+type AtRate = Measured & { rps: number };
+
+/** Without the fields that are per request or per model: what the JSON keeps. */
+function summary({ replicaOf: _r, latencies: _l, byReplica: _b, ...m }: Measured & Served): Measured {
+  return m;
+}
+
 async function run(
   kind: RouterKind,
   store: string,
   models: readonly string[],
+  paced: Paced,
   kill: boolean,
-): Promise<{ measured: Measured; killed?: Killed }> {
+): Promise<{ measured: Measured; paced: AtRate[]; killed?: Killed }> {
   const ports = await freePorts(INSTANCES);
-  const servers = await Promise.all(ports.map((p) => startInstance(store, p, ROOM)));
+  const limits = ports.map((_, i) => cpuLimit(`mme-fleet-${i + 1}`, INSTANCE_CPUS));
+  const launchers = limits.map((l) => ('launcher' in l ? l.launcher : undefined));
+  for (const l of limits)
+    if ('reason' in l && !unlimitedBecause) log(`instances not CPU-limited: ${(unlimitedBecause = l.reason)}`);
+  const servers = await Promise.all(ports.map((p, i) => startInstance(store, p, ROOM, launchers[i])));
   const router = await startRouter(kind, ports);
   try {
     const half = kill ? models.length / 2 : models.length;
-    const {
-      replicaOf,
-      latencies: _l,
-      byReplica: _b,
-      ...measured
-    } = await measure(servers, router, models.slice(0, half));
-    if (!kill) return { measured };
+    const closed = await measure(servers, router, () => drive(router.base, models.slice(0, half)));
+    const measured = summary(closed);
+    const atRates: AtRate[] = [];
+    for (const open of paced(measured)) {
+      const atRate = {
+        rps: open.rps,
+        ...summary(await measure(servers, router, () => pace(router.base, open.models, open.rps))),
+      };
+      log(`${kind}, open loop at ${open.rps} req/s: ${JSON.stringify(atRate)}`);
+      atRates.push(atRate);
+    }
+    if (!kill) return { measured, paced: atRates };
     // The last instance dies at once (its workers with it: they die with their parent), mid-stream.
     const victim = servers.at(-1)!;
     const rest = drive(router.base, models.slice(half));
     await new Promise((r) => setTimeout(r, 200));
     victim.child.kill('SIGKILL');
     const after = await rest;
+    const replicaOf = closed.replicaOf;
     const seenBoth = [...after.replicaOf.keys()].filter((m) => replicaOf.has(m));
     const moved = seenBoth.filter((m) => replicaOf.get(m) !== after.replicaOf.get(m));
     return {
       measured,
+      paced: atRates,
       killed: {
         failed: after.failed,
+        failures: after.failures,
         moved: moved.length,
         movedNotKilled: moved.filter((m) => replicaOf.get(m) !== router.names.at(-1)).length,
         modelsSeenBoth: seenBoth.length,
@@ -210,6 +307,7 @@ async function run(
   } finally {
     await router.stop();
     await Promise.all(servers.map((s) => s.stop().catch(() => null)));
+    for (const l of limits) if ('remove' in l) l.remove();
   }
 }
 
@@ -222,12 +320,18 @@ export async function hotMain(): Promise<void> {
       ['zipf', false],
       ['hot', true],
     ] as const) {
-      const models = stream(hot);
+      const models = stream(hot, SEED, REQUESTS);
+      // One rate for every router of a workload: a share of what round robin (the first) served closed-loop.
+      let rates: number[] | undefined;
+      const paced: Paced = (closed) => {
+        rates ??= PACES.map((p) => Math.round(p * closed.requestsPerSecond));
+        return rates.map((rps, i) => ({ models: stream(hot, SEED + 1 + i, Math.ceil((rps * PACED_MS) / 1000)), rps }));
+      };
       for (const kind of ROUTERS) {
         log(
           `${workload}: ${kind}, ${models.length} requests over ${MODELS} models${hot ? ` (one at ${HOT_SHARE * 100} %)` : ''} …`,
         );
-        results[workload][kind] = await run(kind, store, models, hot);
+        results[workload][kind] = await run(kind, store, models, paced, hot);
         log(JSON.stringify(results[workload][kind]));
       }
     }
@@ -258,7 +362,11 @@ export async function hotMain(): Promise<void> {
           hotShare: HOT_SHARE,
           requests: REQUESTS,
           clients: CLIENTS,
+          paces: PACES,
+          pacedMs: PACED_MS,
           workerMode: WORKER_MODE,
+          instanceCpus: unlimitedBecause ? null : INSTANCE_CPUS,
+          unlimitedBecause,
         },
         results,
       },

@@ -8,16 +8,20 @@ import { startBenchServer, type BenchServer } from './bench-run';
 /** `npm run bench:fleet -- shared`: the instances hold their models in shared hosts, so a miss loads in milliseconds. */
 export const WORKER_MODE = process.argv.includes('shared') ? 'shared' : 'dedicated';
 
-export function startInstance(store: string, port: number, room: number): Promise<BenchServer> {
+/** One instance; `launcher` (e.g. a CPU limit's) runs before the server. */
+export function startInstance(store: string, port: number, room: number, launcher?: string[]): Promise<BenchServer> {
   const address = `http://127.0.0.1:${port}`;
-  return startBenchServer([
-    `inference_address=${address}`,
-    `management_address=${address}`,
-    `model_store=${store}`,
-    'model_cache=on',
-    `max_loaded_models=${room}`,
-    `worker_mode=${WORKER_MODE}`,
-  ]);
+  return startBenchServer(
+    [
+      `inference_address=${address}`,
+      `management_address=${address}`,
+      `model_store=${store}`,
+      'model_cache=on',
+      `max_loaded_models=${room}`,
+      `worker_mode=${WORKER_MODE}`,
+    ],
+    { launcher },
+  );
 }
 
 export interface Counters {

@@ -58,6 +58,31 @@ export function postOn(agent: http.Agent, target: URL, body: string): Promise<nu
   });
 }
 
+/** One call of an open loop: when it left (performance.now()), how long it took, what it gave. */
+export interface Sent<T> {
+  sent: number;
+  ms: number;
+  result: T;
+}
+
+/**
+ * Calls `send` `rps` times a second for `ms` (open loop: a call leaves on schedule whether or not the
+ * ones before it are answered, as traffic does; a closed loop would wait, and hide the queue);
+ * resolves with every call once all are settled. `send` must not reject.
+ */
+export async function openLoop<T>(rps: number, ms: number, send: () => Promise<T>): Promise<Sent<T>[]> {
+  const sends: Array<Promise<Sent<T>>> = [];
+  const gap = 1000 / rps;
+  const t0 = performance.now();
+  for (let i = 0; i * gap < ms; i++) {
+    const wait = t0 + i * gap - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const sent = performance.now();
+    sends.push(send().then((result) => ({ sent, ms: performance.now() - sent, result })));
+  }
+  return Promise.all(sends);
+}
+
 /**
  * Each request's latency (ms), in order: one round of an interleaved comparison. Several URLs (one
  * server) are taken in turn, on the same keep-alive connection.
