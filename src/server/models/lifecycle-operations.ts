@@ -57,6 +57,15 @@ export interface ShutdownCounts {
 /** After a bounded shutdown's drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
 
+/** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
+const kSkipLogEvery = 100;
+
+/** The line of a skipped autoscale step: the first of a run of skips, and every kSkipLogEvery-th after it (AutoscaleEvents counts each). */
+function logSkip(log: (line: string) => void, name: string, inARow: number, what: string): void {
+  if (inARow === 1) log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
+  else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
+}
+
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #loadSlots: Semaphore;
@@ -351,7 +360,7 @@ export class LifecycleOperations {
     const { events, log } = this.deps;
     if (d.skipped) {
       events.autoscaled(name, d.direction, d.skipped);
-      log(`[${name}] autoscale: not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
+      logSkip(log, name, scaler.skipsInARow, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
       return;
     }
     const unlock = this.#locks.tryAcquire(name);
@@ -376,8 +385,11 @@ export class LifecycleOperations {
           }
           scaler.skippedForMemory(d, err.message);
           events.autoscaled(name, d.direction, 'no_memory');
-          log(
-            `[${name}] autoscale: not ${to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`} (${d.why}): ${err.message}`,
+          logSkip(
+            log,
+            name,
+            scaler.skipsInARow,
+            `not ${to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`} (${d.why}): ${err.message}`,
           );
           return;
         }

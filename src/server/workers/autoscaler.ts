@@ -111,6 +111,7 @@ export class Autoscaler {
   #busyRounds = 0;
   /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
   #coolSince: number | null = null;
+  #skipsInARow = 0;
 
   /** `heavyShare`: shared_host_heavy_share, past which a shared model is promoted; 0 = never. */
   constructor(
@@ -150,6 +151,14 @@ export class Autoscaler {
     return this.#status;
   }
 
+  /**
+   * Scale-ups skipped (cores or memory) since the model last scaled or stopped asking to: a model
+   * that stays at its limit is skipped at every cooldown, and its log need not say so each time.
+   */
+  get skipsInARow(): number {
+    return this.#skipsInARow;
+  }
+
   /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed). */
   #threadShare(ranMicros: number): number {
     const now = this.clock.now();
@@ -165,7 +174,7 @@ export class Autoscaler {
    */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
-    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cooldownMs, cpuWorkers } = this.settings;
+    const { queueWaitMs, busyShare, cooldownMs } = this.settings;
     const p50 = this.medianWaitMs();
     const share = this.#threadShare(load.ranMicros);
     this.#status = {
@@ -174,9 +183,7 @@ export class Autoscaler {
       placement: load.placement,
       threadShare: Math.round(share * 1000) / 1000,
     };
-    const workers = Math.max(1, load.workers);
-    const backlog = load.queued / workers;
-    const busy = busyShare > 0 && load.placement === 'dedicated' && share > busyShare * workers;
+    const busy = busyShare > 0 && load.placement === 'dedicated' && share > busyShare * Math.max(1, load.workers);
     this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
     const quiet =
       load.queued === 0 &&
@@ -184,12 +191,28 @@ export class Autoscaler {
       (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
-    const movable = load.home === 'shared' && this.heavyShare > 0;
+    const movable = this.#movable(load);
     this.#heavyRounds = movable && load.placement === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
     if (!(movable && load.placement === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
       this.#coolSince = null;
     else this.#coolSince ??= now;
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
+    const d = this.#evaluate(load, now, p50, share);
+    // A round that asks for nothing ends a run of skips: the next skip starts a new one.
+    if (d === null) this.#skipsInARow = 0;
+    return d;
+  }
+
+  /** A model whose home is a shared host, with promotion on: it may move out and back. */
+  #movable(load: ModelLoad): boolean {
+    return load.home === 'shared' && this.heavyShare > 0;
+  }
+
+  /** The decision of a round past the cooldown, from the figures decide() has just taken. */
+  #evaluate(load: ModelLoad, now: number, p50: number, share: number): Decision | null {
+    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cpuWorkers } = this.settings;
+    const backlog = load.queued / Math.max(1, load.workers);
+    const movable = this.#movable(load);
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
     if (load.placement === 'shared')
@@ -245,6 +268,7 @@ export class Autoscaler {
     };
     this.#settle(d, 'skipped', d.why);
     this.#busyRounds = 0;
+    this.#skipsInARow++;
     this.#status = { ...this.#status, skippedForCores: this.#status.skippedForCores + 1 };
     return d;
   }
@@ -257,6 +281,7 @@ export class Autoscaler {
   /** The decision was applied: the cooldown starts, and after a step down (or a move) the next quiet period. */
   applied(d: Decision): void {
     this.#settle(d, 'applied', d.why);
+    this.#skipsInARow = 0;
     if (d.direction === 'down') this.#quietSince = this.clock.now();
     this.#heavyRounds = 0;
     this.#busyRounds = 0;
@@ -268,6 +293,7 @@ export class Autoscaler {
   /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */
   skippedForMemory(d: Decision, why: string): void {
     this.#settle(d, 'skipped', `${d.why}; skipped: ${why}`);
+    this.#skipsInARow++;
     this.#status = { ...this.#status, skippedForMemory: this.#status.skippedForMemory + 1 };
   }
 

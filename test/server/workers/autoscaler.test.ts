@@ -200,6 +200,38 @@ describe('autoscaler', () => {
       assert.equal(busy.status.skippedForCores, 1);
     });
 
+    it('counts the scale-ups skipped in a row until the model scales or stops asking, so a model held at its limit is not logged at every cooldown', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler({ ...kSettings, cpuWorkers: 1 }, clock);
+      const ask = (workers: number) => {
+        for (const ms of [150, 150, 150]) s.waited(ms);
+        return s.decide(load(workers, 9));
+      };
+      assert.equal(ask(1)?.skipped, 'no_cores');
+      assert.equal(s.skipsInARow, 1);
+      clock.advance(3000);
+      assert.equal(ask(1)?.skipped, 'no_cores');
+      s.skippedForMemory({ direction: 'up', reason: 'backlog', target: 2, why: 'x' }, 'no room');
+      assert.equal(s.skipsInARow, 3, 'a memory skip continues the run');
+      // The waits leave the window and nothing is queued: a round past the cooldown that asks for nothing ends the run.
+      clock.advance(3000);
+      assert.equal(s.decide(load(1, 0)), null);
+      assert.equal(s.skipsInARow, 0);
+      clock.advance(3000);
+      assert.equal(ask(1)?.skipped, 'no_cores');
+      assert.equal(s.skipsInARow, 1, 'the next skip starts a new run');
+      // Scaling ends a run too (here cores allow two).
+      const two = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
+      for (const ms of [150, 150, 150]) two.waited(ms);
+      const up = two.decide(load(1, 9))!;
+      two.skippedForMemory(up, 'no room');
+      assert.equal(two.skipsInARow, 1);
+      clock.advance(3000);
+      for (const ms of [150, 150, 150]) two.waited(ms);
+      two.applied(two.decide(load(1, 9))!);
+      assert.equal(two.skipsInARow, 0);
+    });
+
     it('autoscale_busy_share=0 never scales on the busy share', () => {
       const clock = new VirtualClock();
       const s = new Autoscaler({ ...kSettings, busyShare: 0 }, clock);
@@ -241,6 +273,10 @@ describe('autoscaler', () => {
       assert.deepEqual(h.events, ['a up backlog', 'a up no_cores']);
       assert.equal(h.manager.get('a').workerTarget, 2);
       assert.equal(h.manager.get('a').autoscaler!.status.skippedForCores, 1);
+      // Skipped again after the cooldown: counted again, logged once for the run.
+      await until(h, () => h.events.length === 3, 'the next try');
+      assert.deepEqual(h.events.slice(2), ['a up no_cores']);
+      assert.equal(h.logs.filter((l) => l.startsWith('[a] autoscale: not scaling up')).length, 1);
       assert.ok(
         h.logs.some((l) =>
           /^\[a\] autoscale: not scaling up to 3 worker\(s\), backlog: .*skipped: 2 worker\(s\) is the most the cores run at once/.test(
@@ -288,6 +324,12 @@ describe('autoscaler', () => {
       const took = await until(h, () => h.events.length === 2, 'the next try');
       assert.ok(took >= 3000, `tried again ${took} ms later, within the 3 s cooldown`);
       assert.deepEqual(h.events, ['a up no_memory', 'a up no_memory']);
+      assert.equal(
+        h.logs.filter((l) => l.startsWith('[a] autoscale: not scaling up')).length,
+        1,
+        'one line for the run',
+      );
+      assert.match(h.logs.find((l) => l.startsWith('[a] autoscale: not scaling up'))!, /one line every 100 skips\)$/);
       assert.equal(h.manager.get('a').workerTarget, 1);
       assert.deepEqual(new Set(await answerAll(h, [...requests, busyB])), new Set([200]));
     });
