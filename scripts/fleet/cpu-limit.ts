@@ -47,21 +47,19 @@ export function cpuLimit(name: string, cpus: number): CpuLimit | { reason: strin
   const h = hierarchy();
   if (!h) return { reason: 'no cgroup with a cpu controller here' };
   const dir = path.join(h.root, name);
+  const remove = () => {
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      // Never made (not root), or still busy (a worker not yet reaped): the next run reuses the name.
+    }
+  };
   try {
     fs.mkdirSync(dir, { recursive: true });
     h.quota(dir, cpus);
   } catch (err) {
-    fs.rmdirSync(dir);
+    remove();
     return { reason: `cannot set a CPU quota in ${dir}: ${(err as Error).message}` };
   }
-  return {
-    launcher: ['sh', '-c', 'echo $$ > "$0" && exec "$@"', path.join(dir, 'cgroup.procs')],
-    remove: () => {
-      try {
-        fs.rmdirSync(dir);
-      } catch {
-        // Still busy (a worker not yet reaped): the kernel keeps an empty cgroup; the next run reuses the name.
-      }
-    },
-  };
+  return { launcher: ['sh', '-c', 'echo $$ > "$0" && exec "$@"', path.join(dir, 'cgroup.procs')], remove };
 }

@@ -9,6 +9,7 @@ import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { tempDir, testProperties } from '../../harness/test-server';
 import { ProcessRegistry } from '../../src/server/processes/process-registry';
 import { VirtualClock } from '../helpers/virtual-clock';
+import { waitFor } from '../../harness/process-probes';
 import { watchProcesses } from '../../harness/watched-processes';
 import { FakeFleet, type FakeOptions } from './fake-fleet';
 import { FakeProcesses, type FakeProcessOptions } from './fake-process';
@@ -103,4 +104,19 @@ export async function statusOf(p: Promise<unknown>): Promise<{ status: number; c
     if (!isMmeError(err)) throw err;
     return { status: err.status, code: err.code, error: err };
   }
+}
+
+/**
+ * Runs `turn` (answering what the fake processes hold) again and again until every one of `pending`
+ * is settled, and resolves with their values: frames reach a worker one at a time, so one pass of
+ * answers does not settle a backlog.
+ */
+export async function answerUntilSettled<T>(pending: Array<Promise<T>>, turn: () => void, what: string): Promise<T[]> {
+  let done = false;
+  const all = Promise.all(pending).finally(() => (done = true));
+  await waitFor(() => {
+    turn();
+    return done;
+  }, what);
+  return all;
 }

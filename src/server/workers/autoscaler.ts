@@ -191,28 +191,25 @@ export class Autoscaler {
       (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
-    const movable = this.#movable(load);
+    const movable = load.home === 'shared' && this.heavyShare > 0;
     this.#heavyRounds = movable && load.placement === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
     if (!(movable && load.placement === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
       this.#coolSince = null;
     else this.#coolSince ??= now;
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
-    const d = this.#evaluate(load, now, p50, share);
+    const d = this.#evaluate(load, now, p50, share, movable);
     // A round that asks for nothing ends a run of skips: the next skip starts a new one.
     if (d === null) this.#skipsInARow = 0;
     return d;
   }
 
-  /** A model whose home is a shared host, with promotion on: it may move out and back. */
-  #movable(load: ModelLoad): boolean {
-    return load.home === 'shared' && this.heavyShare > 0;
-  }
-
-  /** The decision of a round past the cooldown, from the figures decide() has just taken. */
-  #evaluate(load: ModelLoad, now: number, p50: number, share: number): Decision | null {
+  /**
+   * The decision of a round past the cooldown, from the figures decide() has just taken (`movable`:
+   * a model whose home is a shared host, with promotion on).
+   */
+  #evaluate(load: ModelLoad, now: number, p50: number, share: number, movable: boolean): Decision | null {
     const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cpuWorkers } = this.settings;
     const backlog = load.queued / Math.max(1, load.workers);
-    const movable = this.#movable(load);
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
     if (load.placement === 'shared')

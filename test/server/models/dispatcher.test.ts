@@ -11,7 +11,13 @@ import type { InferMessage } from '../../../src/protocol/messages';
 import type { JobOptions } from '../../../src/server/jobs/job';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
 import { CancelToken } from '../../../src/util/cancel-token';
-import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import {
+  answerUntilSettled,
+  processHarness,
+  statusOf,
+  invokeRequest,
+  type ProcessHarness,
+} from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../../harness/process-probes';
 
@@ -144,13 +150,14 @@ describe('dispatcher (fake processes, virtual clock)', () => {
 
   /** Answers what `workers` hold, turn after turn (frames reach them one at a time), until every one of `sent` is settled: each 200. */
   async function answerEvery(workers: FakeProcess[], sent: Submitted[], runMicros: number): Promise<void> {
-    let done = false;
-    const outcomes = Promise.all(sent.map((r) => r.outcome)).finally(() => (done = true));
-    await waitFor(() => {
-      for (const w of workers) while (w.batches.length > 0) w.answer(runMicros);
-      return done;
-    }, 'every request to be answered');
-    for (const o of await outcomes) assert.equal(o.status, 200);
+    const outcomes = await answerUntilSettled(
+      sent.map((r) => r.outcome),
+      () => {
+        for (const w of workers) while (w.batches.length > 0) w.answer(runMicros);
+      },
+      'every request to be answered',
+    );
+    for (const o of outcomes) assert.equal(o.status, 200);
   }
 
   it('with two workers, sends a slow model its queued requests one per frame: none waits behind runs the other worker could take', async () => {

@@ -10,7 +10,13 @@ import assert from 'node:assert/strict';
 import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
 import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/workers/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
-import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import {
+  answerUntilSettled,
+  processHarness,
+  statusOf,
+  invokeRequest,
+  type ProcessHarness,
+} from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
@@ -147,20 +153,6 @@ describe('autoscale promotion of a shared model', () => {
       }
     }
 
-    /**
-     * Answers what `processes` hold, turn after turn, until every one of `requests` is settled: with
-     * a worker on each side of a move, a hot model's queued requests reach them a frame at a time.
-     */
-    async function answerUntilSettled(h: Promoted, processes: FakeProcess[], requests: Array<Promise<unknown>>) {
-      let done = false;
-      const all = Promise.all(requests).finally(() => (done = true));
-      await waitFor(() => {
-        for (const p of processes) answerAll(h, p);
-        return done;
-      }, 'every request of the move to be answered');
-      await all;
-    }
-
     /** Round by round (at most a minute of virtual time), `each` before the round, until `cond`. */
     async function untilRound(
       h: Promoted,
@@ -219,7 +211,11 @@ describe('autoscale promotion of a shared model', () => {
       await settle();
       // Loaded: the new process takes what waited; the old slot finishes what it holds, then is released.
       assert.ok(own.batches.length > 0, 'the queue went to the new process');
-      await answerUntilSettled(h, [own, host], during);
+      await answerUntilSettled(
+        during,
+        () => [own, host].forEach((p) => answerAll(h, p)),
+        'every request of the move to be answered',
+      );
       await waitFor(() => model.workers.length === 1 && model.workers[0].hostId === null, 'the old slot to go');
       await waitFor(() => host.slots.size === 1, 'the host to release a');
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
@@ -271,7 +267,11 @@ describe('autoscale promotion of a shared model', () => {
       await waitFor(() => host.loads.length > 0, 'the Load in the shared host');
       host.load();
       await settle();
-      await answerUntilSettled(h, [host, own], back);
+      await answerUntilSettled(
+        back,
+        () => [host, own].forEach((p) => answerAll(h, p)),
+        'every request of the move to be answered',
+      );
       await waitFor(() => !own.alive, 'the own process to stop');
       assert.deepEqual(new Set((await Promise.all(back)).map((r) => r.status)), new Set([200]));
       assert.equal(model.workers.length, 1);
