@@ -37,8 +37,8 @@ const HOT_SHARE = 0.4;
 const REQUESTS = process.env.BENCH_QUICK ? 600 : 3000;
 /**
  * Enough requests in flight for a bound on each instance's share of them to matter, and below each
- * instance's room: with more distinct models in flight on one instance than it may hold,
- * none is idle to evict and the instance answers 507 (12 clients did, under plain hashing).
+ * instance's room: more distinct models in flight on one instance than it may hold wait for each
+ * other's loads, which measures the cache's room, not the router.
  */
 const CLIENTS = 6;
 /** Each instance's CPU limit, as a pod's: the instances do not share the machine's cores (scripts/fleet/cpu-limit.ts). */

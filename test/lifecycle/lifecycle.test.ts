@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { MmeError } from '../../src/errors';
-import { harness, statusOf, invokeRequest } from './harness';
+import { answerUntilSettled, harness, statusOf, invokeRequest } from './harness';
 import { waitFor } from '../../harness/process-probes';
 
 describe('lifecycle core (dedicated workers on fake processes, events in a chosen order)', () => {
@@ -240,6 +240,47 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     assert.equal(h.manager.entry('a'), undefined);
     assert.equal(h.manager.entry('b'), undefined);
     assert.equal(h.manager.stats.evictions, 1);
+    await h.manager.close(0);
+  });
+
+  it('on-demand loads queued behind max_concurrent_loads are not counted as loaded: the one admitted evicts instead of answering 507', async () => {
+    const h = harness('model_cache=on\nmax_loaded_models=2\nmax_concurrent_loads=1\neviction_policy=lru');
+    const answerAll = () => {
+      for (const w of h.fleet.live()) if (w.batches.length > 0) w.answer();
+    };
+    for (const name of ['a', 'b', 'c', 'd', 'e']) h.model(name);
+    await answerUntilSettled(
+      [h.manager.invoke('a', invokeRequest()), h.manager.invoke('b', invokeRequest())],
+      answerAll,
+      'a and b to load and answer',
+    );
+    // c takes the one load slot while d and e wait for it: only a and b are loaded, and both are idle.
+    const misses = ['c', 'd', 'e'].map((name) => statusOf(h.manager.invoke(name, invokeRequest())));
+    const outcomes = await answerUntilSettled(misses, answerAll, 'c, d and e to load and answer');
+    assert.deepEqual(outcomes, [{ status: 200 }, { status: 200 }, { status: 200 }]);
+    assert.equal(h.manager.stats.evictions, 3);
+    assert.equal(h.manager.list().length, 2);
+    await h.manager.close(0);
+  });
+
+  it('a burst of more distinct models than max_loaded_models waits for room instead of 507: each load waits for the one before, whose waiters are answered first', async () => {
+    const h = harness('model_cache=on\nmax_loaded_models=1\nmax_concurrent_loads=4\neviction_policy=lru');
+    const names = ['a', 'b', 'c', 'd'];
+    for (const name of names) h.model(name);
+    let most = 0;
+    const answerAll = () => {
+      most = Math.max(most, h.fleet.live().length);
+      for (const w of h.fleet.live()) if (w.batches.length > 0) w.answer();
+    };
+    const burst = names
+      .flatMap((name) => [name, name])
+      .map((name) => statusOf(h.manager.invoke(name, invokeRequest())));
+    const outcomes = await answerUntilSettled(burst, answerAll, 'every model of the burst to load and answer');
+    assert.deepEqual(outcomes, Array(8).fill({ status: 200 }));
+    // Each model was loaded once and evicted only after both of its requests were answered.
+    assert.equal(h.manager.stats.loads, 4);
+    assert.equal(h.manager.stats.evictions, 3);
+    assert.equal(most, 1, 'never more than one model at a time');
     await h.manager.close(0);
   });
 

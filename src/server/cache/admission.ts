@@ -5,8 +5,14 @@
  * megabytes.
  *
  * A request that would not fit with every evictable model gone (larger than the budget, or than
- * what loading and leaving models leave of it) is refused before anything is evicted: a 507 that
- * emptied the cache first would cost every model it evicted for nothing.
+ * what failed models leave of it) is refused before anything is evicted: a 507 that emptied the
+ * cache first would cost every model it evicted for nothing.
+ *
+ * With the cache on, a load that would fit but not yet, because loads in progress or models being
+ * unloaded hold the room, waits for them (each is bounded by its own timeout) instead of answering
+ * 507: outside SageMaker nobody retries a 507, and a burst of more distinct models than
+ * max_loaded_models is the cache's ordinary work. Waiting holds the admission lock, so loads are
+ * admitted in the order they asked.
  *
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
  * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
@@ -23,11 +29,13 @@ export interface Resident {
   readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
   /** Serving: ready, or failed and retrying its workers. */
   readonly serving: boolean;
+  /** Counts against max_loaded_models: serving, or loading and admitted (it reserved). */
+  readonly countsAsLoaded: boolean;
   /** Requests holding it. */
   readonly active: number;
   /** What the budget counts for it: its reservation plus what its workers measure. */
   readonly heldBytes: number;
-  /** Adds to its reservation (bytes). */
+  /** Adds to its reservation (bytes); while loading, this admits it. */
   reserve(bytes: number): void;
   readonly model: {
     readonly memoryBytes: number;
@@ -48,10 +56,18 @@ export interface Tally<Entry> {
   readonly heldBytes: number;
   /** What those not ready hold: what no eviction can free (bytes). */
   readonly heldBytesNotReady: number;
-  /** How many count against max_loaded_models: serving or loading. */
+  /** How many count against max_loaded_models (Resident.countsAsLoaded). */
   readonly counted: number;
-  /** Of those, how many are not ready (loading or failed). */
+  /** Of those, how many are not ready (admitted loads, failed ones). */
   readonly countedNotReady: number;
+  /** What failed ones hold and how many they are: no eviction frees them, and they do not settle on their own. */
+  readonly heldBytesFailed: number;
+  readonly countedFailed: number;
+  /**
+   * Resolves at the next settle of an admitted load (ready or gone) or of a leaving entry (gone):
+   * room that nothing may evict now but soon will be evictable or free. Null when none is under way.
+   */
+  nextSettle(): Promise<void> | null;
   /** Serving ones whose memory figure moves (dedicated workers): re-measured when stale. */
   readonly moving: Iterable<Entry>;
 }
@@ -107,16 +123,25 @@ export class Admission<Entry extends Resident> {
       let count = 0;
       const fits = () =>
         used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
-      if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes)) {
+      // Only a load waits for room: a scale's caller (or the autoscaler) is answered at once.
+      const waits = this.deps.evicts && purpose.kind === 'load';
+      if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits)) {
         throw this.#noRoom(entry, needBytes, await this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
       }
-      // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
+      // Re-measured after every eviction and wait: an unload that finished meanwhile freed memory too.
       for (;;) {
         used = await this.#usedBytes(entry);
         count = this.#countedModels(entry);
         if (fits() || !this.deps.evicts || abort.aborted) break;
-        const victim = this.#nextVictim(entry.name, purpose.kind === 'scale' && purpose.autoscale === true);
-        if (!victim) break;
+        const victim = this.#fitsWithoutEvictable(entry, needBytes, false)
+          ? this.#nextVictim(entry.name, purpose.kind === 'scale' && purpose.autoscale === true)
+          : null;
+        if (!victim) {
+          const settle = waits ? this.deps.tally.nextSettle() : null;
+          if (!settle) break;
+          await untilSettledOrAborted(settle, abort);
+          continue;
+        }
         const full =
           maxLoadedModels > 0 && count >= maxLoadedModels
             ? `max_loaded_models=${maxLoadedModels} are loaded`
@@ -177,16 +202,21 @@ export class Admission<Entry extends Resident> {
 
   /**
    * Whether the request would fit once every model eviction can take (the ready ones) were gone:
-   * what stays is the fixed memory and the entries loading, failed or leaving.
+   * what stays is the fixed memory and the entries loading, failed or leaving; with
+   * `afterSettling`, once the loads in progress were done (and evictable) and the leaving entries
+   * gone too, so that only the failed ones stay.
    */
-  #fitsWithoutEvictable(entry: Entry, needBytes: number): boolean {
+  #fitsWithoutEvictable(entry: Entry, needBytes: number, afterSettling: boolean): boolean {
     const { budgetBytes, maxLoadedModels } = this.deps;
     const { tally } = this.deps;
     // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tallies below.
     const own = tally.has(entry) && entry.phase !== 'ready';
-    const stays = this.deps.fixedBytes() + tally.heldBytesNotReady - (own ? entry.heldBytes : 0);
-    const count = tally.countedNotReady - (own && (entry.serving || entry.phase === 'loading') ? 1 : 0);
-    return stays + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+    const stays = afterSettling ? tally.heldBytesFailed : tally.heldBytesNotReady - (own ? entry.heldBytes : 0);
+    const count = afterSettling ? tally.countedFailed : tally.countedNotReady - (own && entry.countsAsLoaded ? 1 : 0);
+    return (
+      this.deps.fixedBytes() + stays + entry.heldBytes + needBytes <= budgetBytes &&
+      (maxLoadedModels === 0 || count < maxLoadedModels)
+    );
   }
 
   /** Why the policy's order put `victim` here: an eviction that surprises (the busiest model) can be read from the log. */
@@ -258,7 +288,18 @@ export class Admission<Entry extends Resident> {
   }
 
   #countedModels(except: Entry): number {
-    const own = this.deps.tally.has(except) && (except.serving || except.phase === 'loading');
+    const own = this.deps.tally.has(except) && except.countsAsLoaded;
     return this.deps.tally.counted - (own ? 1 : 0);
   }
+}
+
+/** Resolves when `settle` does or `abort` fires, whichever is first, and leaves no listener behind. */
+function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal): Promise<void> {
+  if (abort.aborted) return Promise.resolve();
+  let onAbort = () => {};
+  const aborted = new Promise<void>((resolve) => {
+    onAbort = resolve;
+    abort.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([settle, aborted]).finally(() => abort.removeEventListener('abort', onAbort));
 }

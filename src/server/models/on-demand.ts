@@ -122,10 +122,18 @@ export class OnDemandLoader {
         missed = true;
         events.lookup(name, false);
       }
-      // Loading: wait for that load. Leaving: wait until it is gone, then load it again.
-      const settled = e.phase === 'loading' ? e.loadSettled : e.gone.then(() => true);
+      // Loading: wait for that load, holding the model from the instant it is ready. Leaving: wait
+      // until it is gone, then load it again.
+      const loading = e.phase === 'loading';
+      const giveUp = loading ? e.holdWhenReady() : null;
+      const settled = loading ? e.loadSettled : e.gone.then(() => null);
       const outcome = await within(settled, deadline - this.deps.clock.now(), 'timeout' as const, this.deps.clock);
+      if (outcome === true) {
+        this.#recordWait(name, t0, wait);
+        return e;
+      }
       if (outcome === 'timeout') {
+        giveUp?.();
         this.#recordWait(name, t0, wait);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
         throw new MmeError(

@@ -48,12 +48,17 @@ export class Registration implements ModelHealth, Resident {
   #artifact: ModelArtifact | null = null;
   /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
   #reservedBytes = 0;
+  /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
+  #admitted = false;
   /** Why the load failed, for every request that waited for it. */
   #loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
   #lastError: MmeError | null = null;
   /** Requests holding the model: from acquire to their answer, queued and running included. */
   #active = 0;
+  /** Requests waiting for the load that hold the model from the instant it is ready (holdWhenReady). */
+  #heldWhenReady = 0;
+  #wentReady = false;
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
   /** Resolves true when the load succeeded, false when it failed; once. */
@@ -126,8 +131,10 @@ export class Registration implements ModelHealth, Resident {
     this.#loadError = err;
   }
 
+  /** A reservation while loading is the load's admission. */
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
+    if (this.#phase === 'loading') this.#admitted = true;
     this.#listener?.heldChanged(this);
   }
 
@@ -151,10 +158,25 @@ export class Registration implements ModelHealth, Resident {
     return this.#phase === 'ready' || this.#phase === 'failed';
   }
 
+  /**
+   * Counts against max_loaded_models: serving, or loading past its admission. A load still waiting
+   * for its name's lock or a load slot (max_concurrent_loads) holds nothing yet: counting it would
+   * refuse the load ahead of it with 507 for models that are only queued.
+   */
+  get countsAsLoaded(): boolean {
+    return this.serving || (this.#phase === 'loading' && this.#admitted);
+  }
+
   to(next: Phase): void {
     if (!kNext[this.#phase].includes(next)) throw new IllegalTransitionError(this.name, this.#phase, next);
     const from = this.#phase;
     this.#phase = next;
+    if (from === 'loading') {
+      // Before anyone hears of the change: an eviction woken by it must see the waiters' holds.
+      this.#wentReady = next === 'ready';
+      if (this.#wentReady) this.#active += this.#heldWhenReady;
+      this.#heldWhenReady = 0;
+    }
     this.#listener?.phaseChanged(this, from, next);
     if (from === 'loading') this.#settleLoad(next === 'ready');
     if (next === 'gone') this.#settleGone();
@@ -172,6 +194,21 @@ export class Registration implements ModelHealth, Resident {
 
   hold(): void {
     this.#active++;
+  }
+
+  /**
+   * A request waiting for this load holds the model from the instant the load succeeds, before
+   * anything can see it idle: a load waiting for room (cache/admission.ts) wakes at that instant
+   * and would otherwise evict the model before the requests that waited for it reach it. The
+   * request that stops waiting before the load settles calls the returned function, which gives
+   * the hold back whether or not it was taken meanwhile.
+   */
+  holdWhenReady(): () => void {
+    this.#heldWhenReady++;
+    return () => {
+      if (this.#phase === 'loading') this.#heldWhenReady--;
+      else if (this.#wentReady) this.release();
+    };
   }
 
   release(): void {

@@ -38,6 +38,10 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   readonly #reported = new Map<Registration, number>();
   /** Serving registrations whose memory figure moves (dedicated workers). */
   readonly #moving = new Set<Registration>();
+  /** Live registrations that count against max_loaded_models (Registration.countsAsLoaded). */
+  readonly #counting = new Set<Registration>();
+  /** What admission waits on for room: settled at the next load that settles or entry that is gone. */
+  #settle: { promise: Promise<void>; resolve: () => void } | null = null;
 
   /** The name's current registration, in any phase. */
   current(name: string): Registration | undefined {
@@ -55,6 +59,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#live.add(entry);
     this.#reported.set(entry, entry.heldBytes);
     this.#tallyAdd(entry.phase, 1, entry.heldBytes);
+    this.#placeCounting(entry);
     entry.listen(this);
     this.#placeServing(entry);
   }
@@ -73,6 +78,8 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#tallyAdd(entry.phase, -1, -this.#reported.get(entry)!);
     this.#reported.delete(entry);
     this.#moving.delete(entry);
+    this.#counting.delete(entry);
+    this.#settled();
   }
 
   phaseChanged(entry: Registration, from: Phase, to: Phase): void {
@@ -80,6 +87,8 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     const held = this.#reported.get(entry)!;
     this.#tallyAdd(from, -1, -held);
     this.#tallyAdd(to, 1, held);
+    this.#placeCounting(entry);
+    if (from === 'loading') this.#settled();
     if (entry.serving && entry.model?.memoryMoves) this.#moving.add(entry);
     else this.#moving.delete(entry);
     if (this.#entries.get(entry.name) !== entry) return;
@@ -94,6 +103,13 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#reported.set(entry, now);
     this.#held.set(entry.phase, this.#held.get(entry.phase)! + now - before);
     this.#heldTotal += now - before;
+    // A reservation while loading is the load's admission.
+    this.#placeCounting(entry);
+  }
+
+  #placeCounting(entry: Registration): void {
+    if (entry.countsAsLoaded) this.#counting.add(entry);
+    else this.#counting.delete(entry);
   }
 
   /** Puts a current entry in or out of the serving names, as its phase says. */
@@ -125,11 +141,37 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   get counted(): number {
-    return this.#count.get('loading')! + this.#count.get('ready')! + this.#count.get('failed')!;
+    return this.#counting.size;
   }
 
   get countedNotReady(): number {
-    return this.#count.get('loading')! + this.#count.get('failed')!;
+    return this.#counting.size - this.#count.get('ready')!;
+  }
+
+  get heldBytesFailed(): number {
+    return this.#held.get('failed')!;
+  }
+
+  get countedFailed(): number {
+    return this.#count.get('failed')!;
+  }
+
+  nextSettle(): Promise<void> | null {
+    const admittedLoads = this.#counting.size - this.#count.get('ready')! - this.#count.get('failed')!;
+    const leaving = this.#count.get('draining')! + this.#count.get('stopping')!;
+    if (admittedLoads + leaving === 0) return null;
+    if (!this.#settle) {
+      let resolve = () => {};
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.#settle = { promise, resolve };
+    }
+    return this.#settle.promise;
+  }
+
+  #settled(): void {
+    const settle = this.#settle;
+    this.#settle = null;
+    settle?.resolve();
   }
 
   get moving(): Iterable<Registration> {

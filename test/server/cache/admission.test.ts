@@ -2,12 +2,14 @@
  * Memory admission (cache/admission.ts): a reservation fits the budget and max_loaded_models to the
  * byte, or is refused with a 507 that says what to change; with the cache on it first evicts, one
  * victim at a time in policy order, idle before busy, never one whose lock is taken or that is not
- * ready; stale measurements are refreshed first; two reservations never share the last bytes.
+ * ready; stale measurements are refreshed first; two reservations never share the last bytes; a
+ * load that fits once loads in progress settle waits for them, a scale does not.
  * Admission is a pure module: the registrations here are plain objects, the policy the real LRU,
  * time a virtual clock.
  */
 import assert from 'node:assert/strict';
 import { Admission, type AdmissionDeps, type Resident } from '../../../src/server/cache/admission';
+import type { EvictionPolicy } from '../../../src/server/cache/eviction-policy';
 import { createPolicy } from '../../../src/server/cache/policies';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
@@ -19,6 +21,7 @@ class Entry implements Resident {
   phase: Resident['phase'] = 'ready';
   active = 0;
   held: number;
+  admitted = false;
   model: {
     memoryBytes: number;
     memoryMeasuredAt: number;
@@ -41,8 +44,13 @@ class Entry implements Resident {
     return this.held + (this.model?.memoryBytes ?? 0);
   }
 
+  get countsAsLoaded(): boolean {
+    return this.serving || (this.phase === 'loading' && this.admitted);
+  }
+
   reserve(bytes: number): void {
     this.held += bytes;
+    if (this.phase === 'loading') this.admitted = true;
   }
 }
 
@@ -52,6 +60,9 @@ interface Setup {
   evicted: string[];
   locked: Set<string>;
   clock: VirtualClock;
+  /** Settles what nextSettle gave: a load or a leaving entry has moved on (the test moved it first). */
+  settle(): void;
+  policy: EvictionPolicy;
 }
 
 /** Admission over `resident` models (admitted to an LRU in the order given), with `deps` overriding the defaults. */
@@ -63,13 +74,15 @@ function setup(resident: Entry[], deps: Partial<AdmissionDeps<Entry>> = {}): Set
   clock.advance(resident.length);
   const evicted: string[] = [];
   const locked = new Set<string>();
+  let settle = () => {};
+  const nextSettle = () => new Promise<void>((resolve) => (settle = resolve));
   const admission = new Admission<Entry>({
     budgetBytes: 1000 * MiB,
     maxLoadedModels: 0,
     evicts: true,
     policy,
     clock,
-    tally: scanTally(() => entries.values()),
+    tally: scanTally(() => entries.values(), nextSettle),
     fixedBytes: () => 0,
     current: (name) => entries.get(name),
     tryLock: (name) => {
@@ -85,7 +98,7 @@ function setup(resident: Entry[], deps: Partial<AdmissionDeps<Entry>> = {}): Set
     },
     ...deps,
   });
-  return { admission, entries, evicted, locked, clock };
+  return { admission, entries, evicted, locked, clock, settle: () => settle(), policy };
 }
 
 /** Reserves `bytes` for a new entry `name`; returns the error message, or null when admitted. */
@@ -117,6 +130,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
   it('refuses a scale beyond what loading models leave of the budget before evicting anything', async () => {
     const loading = new Entry('loading', 600 * MiB);
     loading.phase = 'loading';
+    loading.admitted = true;
     const s = setup([new Entry('a', 300 * MiB), loading]);
     const grow = new Entry('grow', 50 * MiB);
     s.entries.set('grow', grow);
@@ -148,6 +162,20 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     );
   });
 
+  it('does not count loads still waiting for a load slot against max_loaded_models: they hold nothing yet', async () => {
+    const s = setup([new Entry('a', 10 * MiB), new Entry('b', 10 * MiB)], { maxLoadedModels: 2 });
+    for (const name of ['queued1', 'queued2']) {
+      const e = new Entry(name, 0);
+      e.phase = 'loading';
+      s.entries.set(name, e);
+    }
+    assert.equal(await reserve(s, 'x', 10 * MiB), null);
+    assert.deepEqual(s.evicted, ['a']);
+    // x, admitted, counts now: the next load evicts b, and the queued ones still count for nothing.
+    assert.equal(await reserve(s, 'queued1', 10 * MiB), null);
+    assert.deepEqual(s.evicted, ['a', 'b']);
+  });
+
   it('evicts idle models in policy order, one at a time, until the load fits, and no more', async () => {
     const s = setup([new Entry('a', 300 * MiB), new Entry('b', 300 * MiB), new Entry('c', 300 * MiB)]);
     assert.equal(await reserve(s, 'x', 500 * MiB), null);
@@ -165,9 +193,9 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
   });
 
   it('never evicts a model whose lock is taken or that is not ready, and then refuses with the busy-cache message', async () => {
-    const draining = new Entry('b', 300 * MiB);
-    draining.phase = 'draining';
-    const s = setup([new Entry('a', 300 * MiB), draining, new Entry('c', 300 * MiB)]);
+    const failed = new Entry('b', 300 * MiB);
+    failed.phase = 'failed';
+    const s = setup([new Entry('a', 300 * MiB), failed, new Entry('c', 300 * MiB)]);
     s.locked.add('a');
     const message = await reserve(s, 'x', 500 * MiB);
     assert.deepEqual(s.evicted, ['c']);
@@ -213,6 +241,61 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     s.clock.advance(1);
     assert.equal(await reserve(s, 'x', 500 * MiB), null);
     assert.equal(refreshed, 1);
+  });
+
+  it('a load that only fits once the loads in progress settle waits for them, then evicts one of them, never answering 507', async () => {
+    const s = setup([], { maxLoadedModels: 2 });
+    for (const name of ['l1', 'l2']) assert.equal(await reserve(s, name, 10 * MiB), null);
+    let outcome: string | null | undefined;
+    const x = reserve(s, 'x', 10 * MiB).then((o) => (outcome = o));
+    // Both loads still hold their places: nothing to evict, so x waits, and nothing settles it but them.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(outcome, undefined);
+    s.entries.get('l1')!.phase = 'ready';
+    s.policy.admit('l1', 10 * MiB, 1000, s.clock.now());
+    s.settle();
+    await x;
+    assert.equal(outcome, null);
+    assert.deepEqual(s.evicted, ['l1']);
+    assert.equal(s.entries.get('x')!.heldBytes, 10 * MiB);
+  });
+
+  it('a load that fits once a model being unloaded is gone waits for it, and evicts nothing it does not need to', async () => {
+    const draining = new Entry('b', 300 * MiB);
+    draining.phase = 'draining';
+    const s = setup([new Entry('a', 300 * MiB), draining, new Entry('c', 300 * MiB)]);
+    s.locked.add('a');
+    const x = reserve(s, 'x', 500 * MiB);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(s.evicted, ['c'], 'c was evicted; a is locked and b is leaving: x waits for b');
+    s.entries.delete('b');
+    s.settle();
+    assert.equal(await x, null);
+    assert.deepEqual(s.evicted, ['c']);
+  });
+
+  it('a load waiting for room stops at its abort (its reason, no 507) and holds nothing', async () => {
+    const s = setup([], { maxLoadedModels: 1 });
+    assert.equal(await reserve(s, 'l1', 10 * MiB), null);
+    const x = new Entry('x', 0);
+    x.phase = 'loading';
+    s.entries.set('x', x);
+    const abort = new AbortController();
+    const waiting = s.admission.reserve(x, 10 * MiB, abort.signal);
+    abort.abort(new Error('unloaded meanwhile'));
+    await assert.rejects(waiting, /unloaded meanwhile/);
+    assert.equal(x.heldBytes, 0);
+    assert.deepEqual(s.evicted, []);
+  });
+
+  it('a load that would not fit with every load settled and every model evicted, because failed models hold the room, is 507 at once', async () => {
+    const failed = new Entry('f', 10 * MiB);
+    failed.phase = 'failed';
+    const s = setup([failed], { maxLoadedModels: 1 });
+    assert.match(
+      (await reserve(s, 'x', 1))!,
+      /^Model x does not fit: 1 models are loaded and max_loaded_models is 1, and it would not fit/,
+    );
   });
 
   it('serialises reservations: two loads never both take the last free megabytes', async () => {

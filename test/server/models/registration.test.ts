@@ -21,4 +21,27 @@ describe('Registration', () => {
     failedLoad.to('stopping');
     assert.equal(await failedLoad.loadSettled, false);
   });
+
+  it('a load waiter holds the model from the instant it is ready, and gives the hold back if it stops waiting, before or after', () => {
+    const e = new Registration('m', '/m', true, false, new VirtualClock());
+    e.holdWhenReady(); // this waiter gets the model
+    const leavesEarly = e.holdWhenReady();
+    const leavesLate = e.holdWhenReady();
+    leavesEarly();
+    assert.equal(e.active, 0, 'nothing holds a model that is loading');
+    let activeWhenHeard = -1;
+    e.listen({ phaseChanged: () => (activeWhenHeard = e.active), heldChanged: () => {} });
+    e.to('ready');
+    assert.equal(activeWhenHeard, 2, 'the waiters held it before anyone heard it was ready');
+    leavesLate();
+    assert.equal(e.active, 1);
+    e.release();
+    assert.equal(e.active, 0);
+
+    const failing = new Registration('n', '/n', true, false, new VirtualClock());
+    const waiter = failing.holdWhenReady();
+    failing.to('stopping');
+    waiter();
+    assert.equal(failing.active, 0, 'a failed load holds nothing, and giving up after it releases nothing');
+  });
 });

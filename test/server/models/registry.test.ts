@@ -72,8 +72,16 @@ describe('model registry', () => {
               serving.slice(o.page, o.page + o.count),
             );
           }
-          for (const key of ['heldBytes', 'heldBytesNotReady', 'counted', 'countedNotReady'] as const)
+          for (const key of [
+            'heldBytes',
+            'heldBytesNotReady',
+            'counted',
+            'countedNotReady',
+            'heldBytesFailed',
+            'countedFailed',
+          ] as const)
             assert.equal(registry[key], reference[key], key);
+          assert.equal(registry.nextSettle() === null, reference.nextSettle() === null, 'something to wait for');
           assert.deepEqual(new Set(registry.moving), new Set(reference.moving));
           const serving = registry.list();
           assert.equal(registry.servingCount(), serving.length);
@@ -83,5 +91,34 @@ describe('model registry', () => {
         }
       }),
     );
+  });
+
+  it('nextSettle: null with nothing under way; settled when an admitted load leaves loading or a leaving entry is gone', async () => {
+    const registry = new ModelRegistry();
+    const clock = new VirtualClock();
+    const queued = new Registration('q', '/q', true, false, clock);
+    registry.claim(queued);
+    assert.equal(registry.nextSettle(), null, 'a load not yet admitted is nothing to wait for');
+    const a = new Registration('a', '/a', true, false, clock);
+    registry.claim(a);
+    a.reserve(10);
+    const first = registry.nextSettle()!;
+    assert.equal(registry.nextSettle(), first, 'one promise for every waiter');
+    let settled = false;
+    void first.then(() => (settled = true));
+    a.built(fakeModel(false));
+    a.to('ready');
+    await first;
+    assert.ok(settled);
+    assert.equal(registry.nextSettle(), null);
+    a.to('draining');
+    const second = registry.nextSettle()!;
+    assert.notEqual(second, first);
+    a.to('stopping');
+    a.to('gone');
+    registry.release(a);
+    registry.forget(a);
+    await second;
+    assert.equal(registry.nextSettle(), null);
   });
 });
