@@ -5,14 +5,15 @@
  * megabytes.
  *
  * A request that would not fit with every evictable model gone (larger than the budget, or than
- * what failed models leave of it) is refused before anything is evicted: a 507 that emptied the
- * cache first would cost every model it evicted for nothing.
+ * what failed models leave of it; for a scale, or without the cache, loading and leaving ones too)
+ * is refused before anything is evicted: a 507 that emptied the cache first would cost every model
+ * it evicted for nothing.
  *
  * With the cache on, a load that would fit but not yet, because loads in progress or models being
  * unloaded hold the room, waits for them (each is bounded by its own timeout) instead of answering
  * 507: outside SageMaker nobody retries a 507, and a burst of more distinct models than
- * max_loaded_models is the cache's ordinary work. Waiting holds the admission lock, so loads are
- * admitted in the order they asked.
+ * max_loaded_models is the cache's ordinary work. Loads that wait are admitted in the order they
+ * asked; a scale never waits, and is not held up by a load that does.
  *
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
  * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
@@ -103,12 +104,17 @@ export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number; autos
 
 export class Admission<Entry extends Resident> {
   readonly #lock = new Semaphore(1);
+  /** Loads that wait for room keep their order through the wait, without holding #lock meanwhile. */
+  readonly #loadsInOrder = new Semaphore(1);
 
   constructor(private readonly deps: AdmissionDeps<Entry>) {}
 
   /**
    * Makes room for `needBytes` more than `entry` holds now and adds it to its reservation, or throws
    * 507. `purpose` says what the memory is for in that error ("load", or a scale to N workers).
+   * With the cache on, a load whose room is held by loads in progress or leaving models waits for
+   * them; every decision is taken under one lock, which a wait does not hold, so a scale (or an
+   * autoscale round) is answered at once meanwhile.
    */
   async reserve(
     entry: Entry,
@@ -116,6 +122,31 @@ export class Admission<Entry extends Resident> {
     abort: AbortSignal,
     purpose: Purpose = { kind: 'load' },
   ): Promise<void> {
+    const waits = this.deps.evicts && purpose.kind === 'load';
+    const inTurn = waits ? await this.#loadsInOrder.acquire() : null;
+    try {
+      for (;;) {
+        const wait = await this.#tryReserve(entry, needBytes, abort, purpose, waits);
+        if (!wait) return;
+        await untilSettledOrAborted(wait.settle, abort);
+      }
+    } finally {
+      inTurn?.();
+    }
+  }
+
+  /**
+   * One attempt, under the lock: evicts what it needs and reserves (null), throws 507, or (when
+   * `waits`) returns what to wait for: the next load or leaving model to settle (in an object: an
+   * async function returning the promise itself would resolve only when it does).
+   */
+  async #tryReserve(
+    entry: Entry,
+    needBytes: number,
+    abort: AbortSignal,
+    purpose: Purpose,
+    waits: boolean,
+  ): Promise<{ settle: Promise<void> } | null> {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
@@ -123,14 +154,16 @@ export class Admission<Entry extends Resident> {
       let count = 0;
       const fits = () =>
         used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
-      // Only a load waits for room: a scale's caller (or the autoscaler) is answered at once.
-      const waits = this.deps.evicts && purpose.kind === 'load';
       if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits)) {
-        throw this.#noRoom(entry, needBytes, await this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
+        await this.#refreshStale(entry);
+        throw this.#noRoom(entry, needBytes, this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
       }
-      // Re-measured after every eviction and wait: an unload that finished meanwhile freed memory too.
+      // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
-        used = await this.#usedBytes(entry);
+        await this.#refreshStale(entry);
+        // From here to the decision nothing awaits, so no settle can slip between reading the
+        // tallies and asking for the next one.
+        used = this.#usedBytes(entry);
         count = this.#countedModels(entry);
         if (fits() || !this.deps.evicts || abort.aborted) break;
         const victim = this.#fitsWithoutEvictable(entry, needBytes, false)
@@ -138,9 +171,8 @@ export class Admission<Entry extends Resident> {
           : null;
         if (!victim) {
           const settle = waits ? this.deps.tally.nextSettle() : null;
-          if (!settle) break;
-          await untilSettledOrAborted(settle, abort);
-          continue;
+          if (settle) return { settle };
+          break;
         }
         const full =
           maxLoadedModels > 0 && count >= maxLoadedModels
@@ -155,6 +187,7 @@ export class Admission<Entry extends Resident> {
       abort.throwIfAborted();
       if (!fits()) throw this.#noRoom(entry, needBytes, used, count, purpose);
       entry.reserve(needBytes);
+      return null;
     } finally {
       release();
     }
@@ -265,25 +298,28 @@ export class Admission<Entry extends Resident> {
   }
 
   /**
-   * Memory every other registration holds, serving ones re-measured (all at once) when their figure
-   * is stale and can move. Models in shared hosts, whose figures never move, are not visited: with
-   * 100 000 of them this is a few sums under the admission lock that every load takes.
+   * Re-measures the serving models whose memory figure is stale and can move (all at once). Models
+   * in shared hosts, whose figures never move, are not visited: with 100 000 of them this costs a
+   * pass over the dedicated ones under the admission lock that every load takes.
    */
-  async #usedBytes(except: Entry): Promise<number> {
-    const { tally } = this.deps;
+  async #refreshStale(except: Entry): Promise<void> {
     const now = this.deps.clock.now();
     const stale: Entry[] = [];
-    for (const e of tally.moving) {
+    for (const e of this.deps.tally.moving) {
       if (e !== except && e.model && now - e.model.memoryMeasuredAt > kMemoryFreshMs) stale.push(e);
     }
-    if (stale.length > 0) {
-      await Promise.all(
-        stale.map(async (e) => {
-          await e.model!.refreshMemory();
-          this.deps.policy.resize(e.name, e.model!.memoryBytes);
-        }),
-      );
-    }
+    if (stale.length === 0) return;
+    await Promise.all(
+      stale.map(async (e) => {
+        await e.model!.refreshMemory();
+        this.deps.policy.resize(e.name, e.model!.memoryBytes);
+      }),
+    );
+  }
+
+  /** Memory every other registration holds, as last measured. */
+  #usedBytes(except: Entry): number {
+    const { tally } = this.deps;
     return this.deps.fixedBytes() + tally.heldBytes - (tally.has(except) ? except.heldBytes : 0);
   }
 

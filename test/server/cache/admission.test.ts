@@ -274,6 +274,27 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     assert.deepEqual(s.evicted, ['c']);
   });
 
+  it('a scale is answered while a load waits for room: the wait does not hold the admission lock', async () => {
+    const s = setup([new Entry('r', 10 * MiB)], { maxLoadedModels: 3 });
+    for (const name of ['l1', 'l2']) assert.equal(await reserve(s, name, 10 * MiB), null);
+    // r's name is held (by the scale below, as lifecycle-operations does): nothing to evict, x waits.
+    s.locked.add('r');
+    let outcome: string | null | undefined;
+    const x = reserve(s, 'x', 10 * MiB).then((o) => (outcome = o));
+    await s.admission.reserve(s.entries.get('r')!, 10 * MiB, new AbortController().signal, {
+      kind: 'scale',
+      workers: 2,
+    });
+    assert.equal(s.entries.get('r')!.heldBytes, 20 * MiB);
+    assert.equal(outcome, undefined, 'x still waits');
+    s.locked.delete('r');
+    s.entries.get('l1')!.phase = 'ready';
+    s.policy.admit('l1', 10 * MiB, 1000, s.clock.now());
+    s.settle();
+    await x;
+    assert.equal(outcome, null);
+  });
+
   it('a load waiting for room stops at its abort (its reason, no 507) and holds nothing', async () => {
     const s = setup([], { maxLoadedModels: 1 });
     assert.equal(await reserve(s, 'l1', 10 * MiB), null);
