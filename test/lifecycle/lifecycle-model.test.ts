@@ -38,8 +38,13 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('tick' as const) }),
 );
 
-function run(h: Harness, commands: Command[], shutdownAt: number | null): Promise<Outcomes> {
+/** `maxLoaded`: checked before every command, never more models loaded or admitted to load than that. */
+function run(h: Harness, commands: Command[], shutdownAt: number | null, maxLoaded = 0): Promise<Outcomes> {
   return runCommands(h.manager, h.store, commands, shutdownAt, async (c) => {
+    if (maxLoaded > 0) {
+      const counted = names.filter((n) => h.manager.entry(n)?.countsAsLoaded);
+      assert.ok(counted.length <= maxLoaded, `loaded or admitted: ${counted.join(', ')}`);
+    }
     const live = h.fleet.live();
     const w = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
     switch (c.kind) {
@@ -137,7 +142,7 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
           { autoLoad: false, memoryBytes: () => 1 },
         );
         for (const n of names) h.model(n);
-        const outcomes = await run(h, commands, null);
+        const outcomes = await run(h, commands, null, 2);
         await quiesce(h, outcomes.pending);
         await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
         assert.ok(h.manager.list().length <= 2);

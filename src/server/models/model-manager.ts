@@ -209,10 +209,16 @@ export class ModelManager {
     return this.#registry.failedCount();
   }
 
-  entry(
-    name: string,
-  ):
-    | { url: string; phase: Phase; loadedAtStartup: boolean; onDemand: boolean; lastError: MmeError | null }
+  /** The name's registration as describe (and the lifecycle tests) read it; countsAsLoaded: against max_loaded_models. */
+  entry(name: string):
+    | {
+        url: string;
+        phase: Phase;
+        loadedAtStartup: boolean;
+        onDemand: boolean;
+        lastError: MmeError | null;
+        countsAsLoaded: boolean;
+      }
     | undefined {
     return this.#registry.current(name);
   }
