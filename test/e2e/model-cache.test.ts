@@ -94,6 +94,19 @@ describe('self-managed model cache', () => {
     );
   });
 
+  it('serves a burst of more distinct models than max_loaded_models, each answered correctly, none 507', async () => {
+    const store = tempDir('mme-store-');
+    fillStore(store, 6);
+    // Four loads may run at once (max_concurrent_loads) and only two models may be loaded: each load
+    // waits for the ones ahead of it and evicts them once their own requests are answered.
+    t = await startTestServer('model_cache=on\nmax_loaded_models=2\nmax_concurrent_loads=4', { store });
+    const seeds = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5];
+    const results = await Promise.all(seeds.map((seed) => invoke(t, `m${seed}`, row)));
+    results.forEach((r, i) => assertMlp(r, seeds[i]));
+    assert.ok(t.server.manager.servingCount() <= 2);
+    assert.ok(workerPidsOf(process.pid).length <= 2 + 1, 'two loaded, and at most one leaving');
+  });
+
   it('lets in-flight requests finish while their model is evicted', async () => {
     const store = tempDir('mme-store-');
     writeModelDir(store, 'busy', addModel(), { 'handler.js': behaviourHandler });
