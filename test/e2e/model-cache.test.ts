@@ -188,7 +188,7 @@ describe('memory admission', () => {
     assert.equal(res.body.errorCode, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.match(
       res.body.message,
-      /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. unload a model/,
+      /does not fit: it needs about [\d.]+ MB and 0 MB of the 1 MB model memory budget is in use\. Unload a model/,
     );
     assert.equal(t.server.processes.spawned, spawnedBefore, 'a worker process was started');
   });

@@ -279,8 +279,10 @@ export class Admission<Entry extends Resident> {
       maxLoadedModels > 0 && count >= maxLoadedModels
         ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
         : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+    // An autoscale step may evict idle models only: for it, a busy one is one more reason.
+    const idleOnly = purpose.kind === 'scale' && purpose.autoscale === true;
     const fix = evicts
-      ? 'every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models'
+      ? `no other model could be evicted now (each is loading, failed${idleOnly ? ', busy' : ''} or held by an unload or a scale); retry later, or raise model_memory_budget_mb / max_loaded_models`
       : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
     const subject = scaling
       ? `Model ${entry.name} cannot scale to ${purpose.workers} workers`
@@ -291,10 +293,10 @@ export class Admission<Entry extends Resident> {
         `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`,
       );
     }
-    return new MmeError(
-      'MME_ERR_INSUFFICIENT_MEMORY',
-      `${subject}: ${what}. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or ' : ''}${fix}.`,
-    );
+    const advice = scaling
+      ? `Its workers are unchanged; scale to fewer workers, or ${fix}`
+      : fix[0].toUpperCase() + fix.slice(1);
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${advice}.`);
   }
 
   /**

@@ -145,7 +145,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     const s = setup([new Entry('a', 600 * MiB)], { evicts: false });
     assert.equal(
       await reserve(s, 'x', 400 * MiB + 1),
-      'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.',
+      'Model x does not fit: it needs about 400 MB and 600 MB of the 1000 MB model memory budget is in use. Unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models.',
     );
     assert.equal(s.entries.get('x')!.heldBytes, 0, 'a refused reservation holds nothing');
     assert.equal(await reserve(s, 'x', 400 * MiB), null);
@@ -176,6 +176,20 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     assert.deepEqual(s.evicted, ['a', 'b']);
   });
 
+  it('without the cache (SageMaker mode) too: queued loads do not make a load that fits answer 507', async () => {
+    const s = setup([new Entry('a', 10 * MiB)], { maxLoadedModels: 2, evicts: false });
+    for (const name of ['queued1', 'queued2']) {
+      const e = new Entry(name, 0);
+      e.phase = 'loading';
+      s.entries.set(name, e);
+    }
+    assert.equal(await reserve(s, 'x', 10 * MiB), null);
+    assert.match(
+      (await reserve(s, 'queued1', 10 * MiB))!,
+      /^Model queued1 does not fit: 2 models are loaded and max_loaded_models is 2\. Unload a model/,
+    );
+  });
+
   it('evicts idle models in policy order, one at a time, until the load fits, and no more', async () => {
     const s = setup([new Entry('a', 300 * MiB), new Entry('b', 300 * MiB), new Entry('c', 300 * MiB)]);
     assert.equal(await reserve(s, 'x', 500 * MiB), null);
@@ -201,7 +215,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     assert.deepEqual(s.evicted, ['c']);
     assert.equal(
       message,
-      'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. every other model is busy or loading, so nothing could be evicted; retry later, or raise model_memory_budget_mb / max_loaded_models.',
+      'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. No other model could be evicted now (each is loading, failed or held by an unload or a scale); retry later, or raise model_memory_budget_mb / max_loaded_models.',
     );
   });
 
