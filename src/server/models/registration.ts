@@ -34,6 +34,8 @@ export interface RegistrationListener {
   phaseChanged(entry: Registration, from: Phase, to: Phase): void;
   /** Its heldBytes changed: a reservation, or its model's memory figure. */
   heldChanged(entry: Registration): void;
+  /** Its load passed memory admission (while loading, once). */
+  admitted(entry: Registration): void;
 }
 
 export class IllegalTransitionError extends Error {
@@ -134,8 +136,16 @@ export class Registration implements ModelHealth, Resident {
   /** A reservation while loading is the load's admission. */
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
-    if (this.#phase === 'loading') this.#admitted = true;
     this.#listener?.heldChanged(this);
+    if (this.#phase === 'loading' && !this.#admitted) {
+      this.#admitted = true;
+      this.#listener?.admitted(this);
+    }
+  }
+
+  /** Its load passed memory admission (whatever its phase now). */
+  get loadAdmitted(): boolean {
+    return this.#admitted;
   }
 
   /** Gives back up to `bytes` of the reservation (what it stood for is measured now); all of it when omitted. */

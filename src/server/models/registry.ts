@@ -38,8 +38,11 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   readonly #reported = new Map<Registration, number>();
   /** Serving registrations whose memory figure moves (dedicated workers). */
   readonly #moving = new Set<Registration>();
-  /** Live registrations that count against max_loaded_models (Registration.countsAsLoaded). */
-  readonly #counting = new Set<Registration>();
+  /**
+   * Live registrations loading past their admission: with the serving ones, what max_loaded_models
+   * counts. A registration is admitted after its claim and leaves loading before it is forgotten.
+   */
+  #admittedLoads = 0;
   /** What admission waits on for room: settled at the next load that settles or entry that is gone. */
   #settle: { promise: Promise<void>; resolve: () => void } | null = null;
 
@@ -59,7 +62,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#live.add(entry);
     this.#reported.set(entry, entry.heldBytes);
     this.#tallyAdd(entry.phase, 1, entry.heldBytes);
-    this.#placeCounting(entry);
     entry.listen(this);
     this.#placeServing(entry);
   }
@@ -78,7 +80,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#tallyAdd(entry.phase, -1, -this.#reported.get(entry)!);
     this.#reported.delete(entry);
     this.#moving.delete(entry);
-    this.#counting.delete(entry);
     this.#settled();
   }
 
@@ -87,8 +88,10 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     const held = this.#reported.get(entry)!;
     this.#tallyAdd(from, -1, -held);
     this.#tallyAdd(to, 1, held);
-    this.#placeCounting(entry);
-    if (from === 'loading') this.#settled();
+    if (from === 'loading') {
+      if (entry.loadAdmitted) this.#admittedLoads--;
+      this.#settled();
+    }
     if (entry.serving && entry.model?.memoryMoves) this.#moving.add(entry);
     else this.#moving.delete(entry);
     if (this.#entries.get(entry.name) !== entry) return;
@@ -103,13 +106,10 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#reported.set(entry, now);
     this.#held.set(entry.phase, this.#held.get(entry.phase)! + now - before);
     this.#heldTotal += now - before;
-    // A reservation while loading is the load's admission.
-    this.#placeCounting(entry);
   }
 
-  #placeCounting(entry: Registration): void {
-    if (entry.countsAsLoaded) this.#counting.add(entry);
-    else this.#counting.delete(entry);
+  admitted(entry: Registration): void {
+    if (this.#live.has(entry) && entry.phase === 'loading') this.#admittedLoads++;
   }
 
   /** Puts a current entry in or out of the serving names, as its phase says. */
@@ -141,11 +141,11 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   get counted(): number {
-    return this.#counting.size;
+    return this.#admittedLoads + this.#count.get('ready')! + this.#count.get('failed')!;
   }
 
   get countedNotReady(): number {
-    return this.#counting.size - this.#count.get('ready')!;
+    return this.#admittedLoads + this.#count.get('failed')!;
   }
 
   get heldBytesFailed(): number {
@@ -157,9 +157,8 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   nextSettle(): Promise<void> | null {
-    const admittedLoads = this.#counting.size - this.#count.get('ready')! - this.#count.get('failed')!;
     const leaving = this.#count.get('draining')! + this.#count.get('stopping')!;
-    if (admittedLoads + leaving === 0) return null;
+    if (this.#admittedLoads + leaving === 0) return null;
     if (!this.#settle) {
       let resolve = () => {};
       const promise = new Promise<void>((r) => (resolve = r));
