@@ -136,4 +136,9 @@ export class FakeFleet {
   live(model?: string): FakeWorker[] {
     return this.workers.filter((w) => w.alive && (model === undefined || w.model === model));
   }
+
+  /** Every live worker that holds a batch answers its oldest one. */
+  answerEach(): void {
+    for (const w of this.live()) if (w.batches.length > 0) w.answer();
+  }
 }

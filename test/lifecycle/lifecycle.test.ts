@@ -245,9 +245,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('on-demand loads queued behind max_concurrent_loads are not counted as loaded: the one admitted evicts instead of answering 507', async () => {
     const h = harness('model_cache=on\nmax_loaded_models=2\nmax_concurrent_loads=1\neviction_policy=lru');
-    const answerAll = () => {
-      for (const w of h.fleet.live()) if (w.batches.length > 0) w.answer();
-    };
+    const answerAll = () => h.fleet.answerEach();
     for (const name of ['a', 'b', 'c', 'd', 'e']) h.model(name);
     await answerUntilSettled(
       [h.manager.invoke('a', invokeRequest()), h.manager.invoke('b', invokeRequest())],
@@ -270,7 +268,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     let most = 0;
     const answerAll = () => {
       most = Math.max(most, h.fleet.live().length);
-      for (const w of h.fleet.live()) if (w.batches.length > 0) w.answer();
+      h.fleet.answerEach();
     };
     const burst = names
       .flatMap((name) => [name, name])
