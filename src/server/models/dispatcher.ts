@@ -10,10 +10,9 @@ import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
-import { Fifo } from '../../util/fifo';
-import { MinHeap } from '../../util/min-heap';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
+import { Deadlines } from './deadlines';
 import type { ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
@@ -43,28 +42,10 @@ export interface DispatcherDeps {
   waited?(ms: number): void;
 }
 
-/** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
-const kPruneAtLeast = 1024;
-
 export class Dispatcher {
   readonly #queue: JobQueue;
   #batchTimer: Timer | null = null;
-  /**
-   * Every admitted job in admission order. All share the model's response timeout, so deadlines
-   * are in the same order: one timer, for the oldest unsettled job, serves them all.
-   */
-  readonly #deadlines = new Fifo<Job>();
-  #pruneAt = kPruneAtLeast;
-  #deadlineTimer: Timer | null = null;
-  /**
-   * Jobs whose caller's deadline comes before the response timeout, soonest first: their deadlines
-   * are in no particular order, so they have a heap and a timer of their own, and a request that
-   * names no deadline costs what it did before.
-   */
-  readonly #callerDeadlines = new MinHeap<Job>((a, b) => a.deadline < b.deadline);
-  #callerPruneAt = kPruneAtLeast;
-  #callerTimer: Timer | null = null;
-  #callerTimerAt = 0;
+  readonly #deadlines: Deadlines;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** One request's run time, µs, averaged over the last answers of one (0 = none yet). */
@@ -75,6 +56,9 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const settings = deps.settings();
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
+    this.#deadlines = new Deadlines(deps.clock, (job) =>
+      job.callerDeadline ? this.#onCallerDeadline(job) : this.#onTimeout(job),
+    );
   }
 
   get queueLength(): number {
@@ -82,7 +66,7 @@ export class Dispatcher {
   }
 
   /** Requests its workers hold: each process records what it was sent until it is answered. */
-  get runningCount(): number {
+  get inFlightRequests(): number {
     let n = 0;
     for (const w of this.deps.workers.workers) n += w.inFlightRequests;
     return n;
@@ -117,12 +101,8 @@ export class Dispatcher {
     if (opts.deadline !== undefined && opts.deadline < job.deadline) {
       job.deadline = opts.deadline;
       job.callerDeadline = true;
-      this.#callerDeadlines.push(job);
-      this.#armCallerDeadline();
-    } else {
-      this.#deadlines.push(job);
-      this.#armDeadline();
     }
+    this.#deadlines.add(job);
     opts.cancel?.onCancel(() => this.#onCancel(job));
     this.#queue.push(job);
     this.dispatch();
@@ -270,72 +250,15 @@ export class Dispatcher {
     for (const job of jobs) job.reject(error);
   }
 
-  #armDeadline(): void {
-    // Settled jobs leave on every admission, not only when the timer fires: through its options each
-    // holds its request's context (ServerResponse, IncomingMessage, closures), and kept for the whole
-    // response timeout they made every scavenge copy and promote megabytes: the p99.9 stall
-    // (docs/performance.md). Those behind an unsettled head go once the list doubles.
-    while (this.#deadlines.peek()?.settled) this.#deadlines.shift();
-    if (this.#deadlines.length > this.#pruneAt) {
-      this.#deadlines.prune((job) => job.settled);
-      this.#pruneAt = Math.max(kPruneAtLeast, 2 * this.#deadlines.length);
+  #onCallerDeadline(job: Job): void {
+    if (this.#queue.remove(job)) {
+      job.reject(this.#pastDeadline(true));
+      return;
     }
-    if (this.#deadlineTimer) return;
-    const head = this.#deadlines.peek();
-    if (head)
-      this.#deadlineTimer = this.deps.clock.setTimeout(
-        () => this.#onDeadline(),
-        Math.max(0, head.deadline - this.deps.clock.now()),
-      );
-  }
-
-  #onDeadline(): void {
-    this.#deadlineTimer = null;
-    const now = this.deps.clock.now();
-    for (let job = this.#deadlines.peek(); job && (job.settled || job.deadline <= now); job = this.#deadlines.peek()) {
-      this.#deadlines.shift();
-      if (!job.settled) this.#onTimeout(job);
-    }
-    this.#armDeadline();
-  }
-
-  /** As #armDeadline for the caller's deadlines: re-armed when a new one comes before the timer's. */
-  #armCallerDeadline(): void {
-    const heap = this.#callerDeadlines;
-    while (heap.peek()?.settled) heap.pop();
-    if (heap.length > this.#callerPruneAt) {
-      heap.prune((job) => job.settled);
-      this.#callerPruneAt = Math.max(kPruneAtLeast, 2 * heap.length);
-    }
-    const head = heap.peek();
-    if (this.#callerTimer && head && this.#callerTimerAt <= head.deadline) return;
-    this.deps.clock.clearTimeout(this.#callerTimer);
-    this.#callerTimer = null;
-    if (!head) return;
-    this.#callerTimerAt = head.deadline;
-    this.#callerTimer = this.deps.clock.setTimeout(
-      () => this.#onCallerDeadline(),
-      Math.max(0, head.deadline - this.deps.clock.now()),
-    );
-  }
-
-  #onCallerDeadline(): void {
-    this.#callerTimer = null;
-    const now = this.deps.clock.now();
-    const heap = this.#callerDeadlines;
-    for (let job = heap.peek(); job && (job.settled || job.deadline <= now); job = heap.peek()) {
-      heap.pop();
-      if (job.settled) continue;
-      if (this.#queue.remove(job)) {
-        job.reject(this.#pastDeadline(true));
-        continue;
-      }
-      // Running: its client is answered now, and the worker is told as on a disconnect (its
-      // handler sees context.isCancelled); the process lives on, unlike at the response timeout.
-      job.reject(this.#pastDeadline(false));
-      this.#holder(job)?.cancel(job);
-    }
-    this.#armCallerDeadline();
+    // Running: its client is answered now, and the worker is told as on a disconnect (its
+    // handler sees context.isCancelled); the process lives on, unlike at the response timeout.
+    job.reject(this.#pastDeadline(false));
+    this.#holder(job)?.cancel(job);
   }
 
   #pastDeadline(queued: boolean): MmeError {
@@ -409,12 +332,6 @@ export class Dispatcher {
     this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
-    // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
-    this.deps.clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = null;
-    this.#deadlines.drainAll();
-    this.deps.clock.clearTimeout(this.#callerTimer);
-    this.#callerTimer = null;
-    this.#callerDeadlines.drainAll();
+    this.#deadlines.close();
   }
 }
