@@ -69,29 +69,9 @@ class Reader {
   }
 }
 
-/**
- * The wire bytes before raw_input_contents of each request decoded here whose other fields all
- * came first and that has no id (the order every client writes): the same bytes, the same request
- * but for its raw contents (infer-memo.ts keys on them).
- */
-const kWireKeys = new WeakMap<ModelInferRequest, string>();
-
-/**
- * The longest key remembered, request prefix or answer header: an ordinary request's prefix is
- * tens of bytes, and the 256 kept per table (infer-memo.ts) then hold at most a few MB.
- */
-export const MAX_KEY_BYTES = 4096;
-
-export function wireKeyOf(req: ModelInferRequest): string | undefined {
-  return kWireKeys.get(req);
-}
-
 /** The ModelInferRequest proto-loader would build, or null when this message takes its path. */
 export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
   const r = new Reader(bytes);
-  /** Where the first raw_input_contents field starts (the end when none does). */
-  let rawStart = bytes.length;
-  let ordered = true;
   const req: ModelInferRequest & { parameters: object } = {
     model_name: '',
     model_version: '',
@@ -103,13 +83,10 @@ export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
   };
   const end = bytes.length;
   while (r.at < end) {
-    const fieldStart = r.at;
     const tag = r.varint(end);
     if (tag < 0) return null;
     const number = Math.floor(tag / 8);
     const wire = tag % 8;
-    if (number === 7) rawStart = Math.min(rawStart, fieldStart);
-    else if (rawStart < end) ordered = false;
     if (number >= 1 && number <= 7 && wire !== Wire.Len) return null;
     if (number === 1 || number === 2 || number === 3) {
       const s = r.string(end);
@@ -134,8 +111,6 @@ export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
       return null;
     }
   }
-  if (ordered && req.id === '' && req.raw_input_contents.length > 0 && rawStart <= MAX_KEY_BYTES)
-    kWireKeys.set(req, bytes.toString('latin1', 0, rawStart));
   return req;
 }
 
@@ -233,11 +208,8 @@ class Writer {
 /** A Len field's whole size: its tag (all field numbers here take one byte), length and payload. */
 const lenField = (payload: number) => 1 + varintSize(payload) + payload;
 
-/**
- * The ModelInferResponse's fields but raw_output_contents (which come last), as protobuf, or null
- * when it takes proto-loader's path (typed contents, parameters).
- */
-export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_contents'>): Buffer | null {
+/** The ModelInferResponse as protobuf, or null when it takes proto-loader's path (typed contents, parameters). */
+export function encodeInferResponse(res: ModelInferResponse): Buffer | null {
   if (!res.outputs.every(plainOutput)) return null;
   const strings = [res.model_name, res.model_version, res.id].map((s) => Buffer.byteLength(s));
   let size = strings.reduce((sum, n) => sum + (n > 0 ? lenField(n) : 0), 0);
@@ -249,6 +221,7 @@ export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_conte
     size += lenField(total);
     return { name, datatype, shape, total };
   });
+  for (const b of res.raw_output_contents) size += lenField(b.length);
   const w = new Writer(Buffer.allocUnsafe(size));
   [res.model_name, res.model_version, res.id].forEach((s, i) => {
     if (strings[i] > 0) w.string(i + 1, s, strings[i]);
@@ -264,28 +237,8 @@ export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_conte
     w.varint(sizes.shape);
     for (const d of o.shape) w.varint(d);
   });
+  for (const b of res.raw_output_contents) w.bytes(6, b);
   return w.out;
-}
-
-/** `head` (encodeAnswerHead's bytes) followed by `pieces` as raw_output_contents: the whole answer. */
-export function withRawOutputs(head: Buffer, pieces: readonly Buffer[]): Buffer {
-  let size = head.length;
-  for (const b of pieces) size += lenField(b.length);
-  const w = new Writer(Buffer.allocUnsafe(size));
-  w.at += head.copy(w.out);
-  for (const b of pieces) w.bytes(6, b);
-  return w.out;
-}
-
-/** The ModelInferResponse as protobuf, or null when it takes proto-loader's path (typed contents, parameters). */
-export function encodeInferResponse(res: ModelInferResponse): Buffer | null {
-  const head = encodeAnswerHead(res);
-  return head && withRawOutputs(head, res.raw_output_contents);
-}
-
-/** An answer already in protobuf (infer-memo.ts): the encoder passes it through. */
-export class EncodedAnswer {
-  constructor(readonly bytes: Buffer) {}
 }
 
 /** `service` with ModelInfer's codecs in front of the ones it has (which take what these leave). */
@@ -296,9 +249,7 @@ export function withInferCodec(service: ServiceDefinition): ServiceDefinition {
     ...method,
     requestDeserialize: (bytes: Buffer) => decodeInferRequest(bytes) ?? method.requestDeserialize(bytes),
     responseSerialize: (res: unknown) =>
-      res instanceof EncodedAnswer
-        ? res.bytes
-        : (encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res)),
+      encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res),
   };
   return { ...service, ModelInfer: modelInfer };
 }
