@@ -5,6 +5,7 @@
  */
 import { MmeError } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
+import { DeadlineList } from '../../util/deadline-list';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
@@ -12,7 +13,6 @@ import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
-import { Deadlines } from './deadlines';
 import type { ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
@@ -45,7 +45,10 @@ export interface DispatcherDeps {
 export class Dispatcher {
   readonly #queue: JobQueue;
   #batchTimer: Timer | null = null;
-  readonly #deadlines: Deadlines;
+  /** Jobs that keep the model's response timeout: all share it, so it comes in admission order. */
+  readonly #deadlines: DeadlineList<Job>;
+  /** Jobs whose caller's deadline comes first: a request naming none costs nothing more. */
+  readonly #callerDeadlines: DeadlineList<Job>;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** One request's run time, µs, averaged over the last answers of one (0 = none yet). */
@@ -56,9 +59,8 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const settings = deps.settings();
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
-    this.#deadlines = new Deadlines(deps.clock, (job) =>
-      job.callerDeadline ? this.#onCallerDeadline(job) : this.#onTimeout(job),
-    );
+    this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#onTimeout(job));
+    this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#onCallerDeadline(job));
   }
 
   get queueLength(): number {
@@ -102,7 +104,7 @@ export class Dispatcher {
       job.deadline = opts.deadline;
       job.callerDeadline = true;
     }
-    this.#deadlines.add(job);
+    (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
     opts.cancel?.onCancel(() => this.#onCancel(job));
     this.#queue.push(job);
     this.dispatch();
@@ -332,6 +334,8 @@ export class Dispatcher {
     this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
+    // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
     this.#deadlines.close();
+    this.#callerDeadlines.close();
   }
 }
