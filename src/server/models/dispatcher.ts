@@ -24,6 +24,9 @@ export const kCoalesce = 8;
  */
 const kCoalesceMicros = 1000;
 
+/** Why a job ends before its answer: the response timeout, its caller's deadline, or its client left. */
+type StopReason = 'timeout' | 'deadline' | 'cancel';
+
 /** Batch ids on the wire: a worker's answers find their batch by it. */
 export const batchIds = new IdAllocator(MAX_WIRE_ID);
 
@@ -59,8 +62,8 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const settings = deps.settings();
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
-    this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#onTimeout(job));
-    this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#onCallerDeadline(job));
+    this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#stop(job, 'timeout'));
+    this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#stop(job, 'deadline'));
   }
 
   get queueLength(): number {
@@ -97,7 +100,7 @@ export class Dispatcher {
     }
     const now = this.deps.clock.now();
     // Past its deadline already (an on-demand load took it): answered here, never queued.
-    if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#pastDeadline(true));
+    if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#stopError('deadline', true));
     const job = new Job(request, opts, now);
     job.deadline = now + settings.responseTimeoutMs;
     if (opts.deadline !== undefined && opts.deadline < job.deadline) {
@@ -105,7 +108,7 @@ export class Dispatcher {
       job.callerDeadline = true;
     }
     (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
-    opts.cancel?.onCancel(() => this.#onCancel(job));
+    opts.cancel?.onCancel(() => this.#stop(job, 'cancel'));
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
@@ -252,63 +255,49 @@ export class Dispatcher {
     for (const job of jobs) job.reject(error);
   }
 
-  #onCallerDeadline(job: Job): void {
-    if (this.#queue.remove(job)) {
-      job.reject(this.#pastDeadline(true));
-      return;
-    }
-    // Running: its client is answered now, and the worker is told as on a disconnect (its
-    // handler sees context.isCancelled); the process lives on, unlike at the response timeout.
-    job.reject(this.#pastDeadline(false));
-    this.#holder(job)?.cancel(job);
-  }
-
-  #pastDeadline(queued: boolean): MmeError {
-    const { name } = this.deps;
-    return new MmeError(
-      'MME_ERR_DEADLINE_EXCEEDED',
-      queued
-        ? `The request's deadline passed before it reached a worker of model ${name}; ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline), add workers or lower the request rate.`
-        : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline).`,
-    );
-  }
-
-  #onTimeout(job: Job): void {
-    const seconds = this.deps.settings().responseTimeoutMs / 1000;
-    if (this.#queue.remove(job)) {
-      job.reject(
-        new MmeError(
-          'MME_ERR_WORKER_TIMEOUT',
-          `Request to model ${this.deps.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`,
-        ),
-      );
-      return;
-    }
-    job.reject(
-      new MmeError(
-        'MME_ERR_WORKER_TIMEOUT',
-        `Model ${this.deps.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
-      ),
-    );
-    const worker = this.#holder(job);
+  /**
+   * `job` ends before its answer. Still queued, it is answered now. Running, its caller is answered
+   * (unless it left) and its worker told: a cancel, which its handler sees (context.isCancelled),
+   * or at the response timeout a kill, since a run cannot be interrupted from outside the process;
+   * the exit settles the rest of what it held, and the batches waiting in its pipe run elsewhere.
+   */
+  #stop(job: Job, why: StopReason): void {
+    const queued = this.#queue.remove(job);
+    if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
+    const worker = queued ? undefined : this.#holder(job);
     if (!worker) return;
-    // A run cannot be interrupted from outside the process: kill it. Its exit settles the rest of
-    // what it held, and the batches waiting in its pipe run elsewhere.
+    if (why !== 'timeout') return worker.cancel(job);
+    const seconds = this.deps.settings().responseTimeoutMs / 1000;
     this.deps.log(
       `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
     );
     worker.kill('timeout-kill');
   }
 
-  #onCancel(job: Job): void {
-    if (this.#queue.remove(job)) {
-      job.reject(
-        new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection before the request reached a worker.'),
+  /** What the caller of a job stopped for `why` gets. */
+  #stopError(why: StopReason, queued: boolean): MmeError {
+    const { name } = this.deps;
+    if (why === 'cancel')
+      return new MmeError(
+        'MME_ERR_CLIENT_CLOSED',
+        'The client closed the connection before the request reached a worker.',
       );
-      return;
+    if (why === 'deadline') {
+      const timeouts = '(X-Request-Timeout, parameters.timeout or the gRPC deadline)';
+      return new MmeError(
+        'MME_ERR_DEADLINE_EXCEEDED',
+        queued
+          ? `The request's deadline passed before it reached a worker of model ${name}; ask for a longer timeout ${timeouts}, add workers or lower the request rate.`
+          : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout ${timeouts}.`,
+      );
     }
-    // Already running: the handler can see it (context.isCancelled) and stop a long stream early.
-    this.#holder(job)?.cancel(job);
+    const seconds = this.deps.settings().responseTimeoutMs / 1000;
+    return new MmeError(
+      'MME_ERR_WORKER_TIMEOUT',
+      queued
+        ? `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`
+        : `Model ${name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+    );
   }
 
   #holder(job: Job): WorkerSlot | undefined {
