@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { charts, svgHeader } from '../../scripts/bench/charts';
-import { renderLatestMd } from '../../scripts/bench/report';
-import { LATEST_MD, readRun, RESULTS_DIR } from '../../scripts/bench/results';
+import { charts, svgHeader } from '../../scripts/bench/report/charts';
+import { renderLatestMd } from '../../scripts/bench/report/report';
+import { LATEST_MD, readRun, RESULTS_DIR } from '../../scripts/bench/report/results';
 import { ASSUMPTIONS } from '../../scripts/plan/assumptions';
 
 /** Every file under `dir`, relative to it. */
