@@ -55,7 +55,7 @@ const SEED = 11;
 const PACES = [0.8, 1];
 const PACED_MS = process.env.BENCH_QUICK ? 4000 : 10_000;
 
-type RouterKind = 'round-robin' | 'consistent-hash' | `bounded-${number}`;
+export type RouterKind = 'round-robin' | 'consistent-hash' | `bounded-${number}`;
 const FACTORS = [125, 150, 200];
 const ROUTERS: readonly RouterKind[] = [
   'consistent-hash',
@@ -193,7 +193,7 @@ const treeCpu = (servers: readonly BenchServer[]) =>
 
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 
-interface Measured {
+export interface Measured {
   requestShare: number[];
   cpuShare: number[];
   /** The busiest instance's share of requests over the mean share. */
@@ -204,6 +204,8 @@ interface Measured {
   p99: number;
   p999: number;
   failed: number;
+  /** Why they failed: the status, or the network error's code, with how many. */
+  failures: Record<string, number>;
 }
 
 /** One stretch of the stream through the router (`send` sends it): shares, hit ratio, latency. */
@@ -236,7 +238,7 @@ async function measure(
   };
 }
 
-interface Killed {
+export interface Killed {
   /** Requests after the kill that got no 200 (the killed instance's in-flight ones and any misrouted after). */
   failed: number;
   failures: Record<string, number>;
@@ -250,7 +252,14 @@ interface Killed {
 /** The open-loop stretch: its models and rate, chosen once the closed loop has measured the router. */
 type Paced = (closed: Measured) => Array<{ models: string[]; rps: number }>;
 
-type AtRate = Measured & { rps: number };
+export type AtRate = Measured & { rps: number };
+
+/** One router's figures for one workload, as the JSON keeps them (`killed` in the hot workload only). */
+export interface RouterRun {
+  measured: Measured;
+  paced: AtRate[];
+  killed?: Killed;
+}
 
 /** Without the fields that are per request or per model: what the JSON keeps. */
 function summary({ replicaOf: _r, latencies: _l, byReplica: _b, ...m }: Measured & Served): Measured {
@@ -263,7 +272,7 @@ async function run(
   models: readonly string[],
   paced: Paced,
   kill: boolean,
-): Promise<{ measured: Measured; paced: AtRate[]; killed?: Killed }> {
+): Promise<RouterRun> {
   const ports = await freePorts(INSTANCES);
   const limits = ports.map((_, i) => cpuLimit(`mme-fleet-${i + 1}`, INSTANCE_CPUS));
   const launchers = limits.map((l) => ('launcher' in l ? l.launcher : undefined));
