@@ -1,7 +1,7 @@
 /**
  * Trace-driven comparison of the model cache's eviction policies: `npm run cache-sim` prints the
  * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
- * when a policy or a trace does (test/scripts/cache-sim.test.ts keeps it in step).
+ * when a policy or a trace does (test/scripts/cache-sim/main.test.ts keeps it in step).
  */
 import { createPolicy } from '../../src/server/cache/policies';
 import { belady } from './belady';

@@ -4,7 +4,7 @@
  * taking turns at .npy [1,3,224,224] (~600 KB) at 4 connections, so drift on a shared machine hits
  * all three alike. Per side: req/s and CPU per request (µs, the server and its workers), medians
  * over the turns, and the server's GC time over its turns (nodejs_gc_duration_seconds).
- * Usage: node dist/scripts/bench/body-handoff.js   → JSON on stdout
+ * Usage: node dist/scripts/bench/data-plane/body-handoff.js   → JSON on stdout
  */
 import path from 'node:path';
 import { hammer } from '../../../harness/load-generator';
@@ -84,7 +84,7 @@ export async function benchBodyHandoff(): Promise<unknown> {
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/body-handoff.js',
+  'node dist/scripts/bench/data-plane/body-handoff.js',
   '.npy at 4 connections: body rings on, off, and the in-process baseline, in turns.',
 );
 

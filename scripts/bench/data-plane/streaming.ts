@@ -41,7 +41,7 @@ export async function benchStreaming(requests = process.env.BENCH_QUICK ? 10 : 5
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/streaming.js',
+  'node dist/scripts/bench/data-plane/streaming.js',
   'Time to first chunk against the whole response for the example text-generator.',
 );
 

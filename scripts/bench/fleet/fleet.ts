@@ -235,7 +235,7 @@ async function main(): Promise<void> {
 
 const USAGE = benchUsage(
   'npm run bench:fleet [-- shared] [-- hot]',
-  "Three instances behind nginx (installed from Debian when missing and root): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared); `hot` runs the skewed workloads through round robin, nginx's consistent hashing and HAProxy's bounded loads (scripts/bench/fleet-hot.ts), printing JSON.",
+  "Three instances behind nginx (installed from Debian when missing and root): model-hashing against round robin and one bigger instance; `shared` puts each instance's models in shared hosts (worker_mode=shared); `hot` runs the skewed workloads through round robin, nginx's consistent hashing and HAProxy's bounded loads (scripts/bench/fleet/hot.ts), printing JSON.",
 );
 
 if (require.main === module) runBench(USAGE, process.argv.includes('hot') ? hotMain : main, () => undefined);

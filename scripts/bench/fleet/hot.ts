@@ -41,7 +41,7 @@ const REQUESTS = process.env.BENCH_QUICK ? 600 : 3000;
  * other's loads, which measures the cache's room, not the router.
  */
 const CLIENTS = 6;
-/** Each instance's CPU limit, as a pod's: the instances do not share the machine's cores (scripts/fleet/cpu-limit.ts). */
+/** Each instance's CPU limit, as a pod's: the instances do not share the machine's cores (scripts/bench/fleet/cpu-limit.ts). */
 const INSTANCE_CPUS = 0.5;
 /** Why the instances ran without their CPU limit, when they did (not root, no cgroup). */
 let unlimitedBecause: string | undefined;

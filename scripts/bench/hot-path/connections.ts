@@ -50,7 +50,7 @@ export async function benchConnections(): Promise<ConnectionsPoint[]> {
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/connections.js',
+  'node dist/scripts/bench/hot-path/connections.js',
   'Tiny-model throughput and p99 at 1, 4, 16 and 64 connections, ours and the in-process server.',
 );
 

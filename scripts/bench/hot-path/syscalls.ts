@@ -2,7 +2,7 @@
  * Syscalls per request on both sides of the hot path, from `strace -c -f` attached to the server
  * and to its worker while a fixed load runs (the tiny MLP at 16 connections, or .npy at 4): what
  * issue 30 counts wake-ups with. Needs strace (apt-get install -y strace).
- * Usage: node dist/scripts/bench/syscalls.js [tiny|npy]   → JSON on stdout
+ * Usage: node dist/scripts/bench/hot-path/syscalls.js [tiny|npy]   → JSON on stdout
  */
 import { spawn } from 'node:child_process';
 import { hammer } from '../../../harness/load-generator';
@@ -91,7 +91,7 @@ export async function benchSyscalls(kind: string): Promise<unknown> {
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/syscalls.js [tiny|npy]',
+  'node dist/scripts/bench/hot-path/syscalls.js [tiny|npy]',
   'Syscalls per request, server and worker, under strace -c.',
 );
 

@@ -38,7 +38,7 @@ export async function benchDensity(budgetMB = process.env.BENCH_QUICK ? 512 : 40
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/density.js',
+  'node dist/scripts/bench/memory/density.js',
   'How many tiny models fit a 4 GiB model memory budget, and what one costs.',
 );
 

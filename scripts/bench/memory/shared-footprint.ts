@@ -60,7 +60,7 @@ export async function benchSharedFootprint(models = process.env.BENCH_QUICK ? 10
 }
 
 const USAGE = benchUsage(
-  'node dist/scripts/bench/shared-footprint.js',
+  'node dist/scripts/bench/memory/shared-footprint.js',
   'PSS of a shared host with one tiny model, and what each further tiny model adds.',
 );
 

@@ -2,7 +2,7 @@
  * The bench's charts, drawn from its JSON with Vega-Lite and written as bench-results/*.svg, which
  * docs/performance.md shows. Each SVG starts with a comment holding the SHA-256 of the Vega-Lite
  * spec it was drawn from (data included), so test/docs can tell a stale chart without drawing it.
- * `node dist/scripts/bench/charts.js` redraws them from the committed bench-results/latest.json.
+ * `node dist/scripts/bench/report/charts.js` redraws them from the committed bench-results/latest.json.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -217,7 +217,7 @@ export function specDigest(spec: Spec): string {
 
 /** The first line of each SVG: what drew it, from what. */
 export function svgHeader(chart: Chart): string {
-  return `<!-- Drawn by node dist/scripts/bench/charts.js from bench-results/latest.json; spec sha256 ${specDigest(chart.spec)} -->`;
+  return `<!-- Drawn by node dist/scripts/bench/report/charts.js from bench-results/latest.json; spec sha256 ${specDigest(chart.spec)} -->`;
 }
 
 interface VegaLite {
@@ -264,7 +264,7 @@ export async function writeCharts(run: BenchRun, dir = RESULTS_DIR): Promise<str
   return skipped;
 }
 
-const USAGE = `Usage: node dist/scripts/bench/charts.js
+const USAGE = `Usage: node dist/scripts/bench/report/charts.js
   Draws bench-results/*.svg from bench-results/latest.json (needs the dev dependencies vega and vega-lite).`;
 
 if (require.main === module && !printedHelp(USAGE)) {

@@ -1,6 +1,6 @@
 /**
  * What a bench run's JSON becomes in prose and tables: bench-results/latest.md, the figures section of
- * docs/performance.md and the README's summary. `node dist/scripts/bench/report.js` rewrites
+ * docs/performance.md and the README's summary. `node dist/scripts/bench/report/report.js` rewrites
  * latest.md; `node dist/scripts/docs-tables.js` rewrites the sections; test/docs fails when any of
  * them differs from what the committed latest.json renders.
  */
@@ -69,7 +69,7 @@ export function renderReadmeSummary(run: BenchRun): string {
   ].join('\n');
 }
 
-const USAGE = `Usage: node dist/scripts/bench/report.js
+const USAGE = `Usage: node dist/scripts/bench/report/report.js
   Rewrites bench-results/latest.md from bench-results/latest.json.`;
 
 if (require.main === module && !printedHelp(USAGE)) fs.writeFileSync(LATEST_MD, renderLatestMd(readRun()));

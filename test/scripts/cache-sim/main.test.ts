@@ -26,7 +26,7 @@ describe('cache-sim: the docs/cache.md table and the eviction_policy default', f
     }
   });
 
-  it('docs/cache.md has the current section (regenerate: node dist/scripts/cache-sim.js, between the cache-sim markers)', () => {
+  it('docs/cache.md has the current section (regenerate: node dist/scripts/cache-sim/main.js, between the cache-sim markers)', () => {
     const section = /<!-- cache-sim:start -->\n([\s\S]*?)\n<!-- cache-sim:end -->/.exec(
       fs.readFileSync(path.join(DOCS, 'cache.md'), 'utf8'),
     );

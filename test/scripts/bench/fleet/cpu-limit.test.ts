@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { cpuLimit } from '../../../../scripts/bench/fleet/cpu-limit';
 import { skipBecause } from '../../../helpers/skip';
 
-describe('scripts/fleet/cpu-limit: a fleet instance in a cgroup with a CPU quota of its own', function () {
+describe('scripts/bench/fleet/cpu-limit: a fleet instance in a cgroup with a CPU quota of its own', function () {
   it('runs the command it launches inside the cgroup, whose quota is the CPUs asked for, and removes the cgroup', function () {
     const name = `mme-test-cpu-limit-${process.pid}`;
     const limit = cpuLimit(name, 0.25);
