@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { kRepoRoot } from '../../../harness/repo-root';
 import { runNodeScript } from '../../../harness/run-node-script';
 
-const kExample = path.join(__dirname, '..', '..', '..', 'scripts', 'plan', 'example-inventory.csv');
+const kExample = path.join(kRepoRoot, 'scripts', 'plan', 'example-inventory.csv');
 
 describe('npm run plan with model_repository', () => {
   it('adds the download to a cold first request and bounds the repository traffic per scenario', async () => {
