@@ -423,7 +423,7 @@ export class LifecycleOperations {
     const measured = await model.refreshMemory();
     const live = model.workers.length;
     const perWorker =
-      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.placement);
+      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
     return this.#reserve(e, Math.ceil(added * perWorker), purpose);
   }
 

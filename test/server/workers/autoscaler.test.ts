@@ -88,7 +88,7 @@ const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w)
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {
-    const dedicated = { placement: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
+    const dedicated = { mode: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
     const load = (workers: number, queued: number) => ({ workers, min: 1, max: 4, queued, ...dedicated });
 
     it('asks for one worker more when the median queue wait passes the threshold, and nothing in the cooldown after', () => {
