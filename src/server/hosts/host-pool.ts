@@ -18,7 +18,7 @@ import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
-import type { Assignment } from '../processes/worker-slot';
+import type { Assignment } from './worker-slot';
 import { HostBalance } from './host-balance';
 import type { SpawnOptions } from './host-process';
 import { ModelSlot } from './model-slot';

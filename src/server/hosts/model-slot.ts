@@ -19,8 +19,8 @@ import {
 } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
-import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
-import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from '../processes/worker-slot';
+import { SlotLifecycle, type SlotView } from './slot-lifecycle';
+import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from './worker-slot';
 import type { BatchesView } from './batches-in-flight';
 import type { HostPolicy, PolicyHost, PolicySlot } from './host-policy';
 

@@ -8,7 +8,7 @@ import type { Clock, Timer } from '../../util/clock';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
-import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
+import type { InFlightBatch, WorkerSlot } from '../hosts/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Fifo } from '../../util/fifo';
 import { MinHeap } from '../../util/min-heap';

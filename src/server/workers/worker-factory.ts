@@ -11,7 +11,7 @@ import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
 import type { ProcessRegistry } from '../processes/process-registry';
-import type { Assignment, WorkerSlot } from '../processes/worker-slot';
+import type { Assignment, WorkerSlot } from '../hosts/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 

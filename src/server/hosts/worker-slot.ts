@@ -6,7 +6,7 @@
 import type { WorkerMode } from '../../config/types';
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
-import type { KillReason, WorkerExit } from './exit-reason';
+import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { SlotView } from './slot-lifecycle';
 
 export interface Assignment {

@@ -7,8 +7,8 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
-import { Autoscaler, type Decision } from '../../../src/server/workers/autoscaler';
+import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { VirtualClock } from '../../helpers/virtual-clock';

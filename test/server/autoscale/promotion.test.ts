@@ -7,8 +7,8 @@
  * answered once, by one process.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
-import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/workers/autoscaler';
+import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
   answerUntilSettled,
