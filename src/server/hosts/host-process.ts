@@ -24,7 +24,7 @@ import { exitReason, type KillReason, type WorkerExit } from '../processes/exit-
 import { processMemoryBytes } from '../processes/process-memory';
 import type { ProcessRegistry } from '../processes/process-registry';
 import { processStates, type ProcessState } from '../processes/worker-state';
-import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
+import { kWorkersProfiled, spawnProcess, type Launch } from '../processes/worker-spawn';
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
@@ -106,7 +106,7 @@ export class HostProcess implements SlotHost {
     const opened = this.opts.bodyHandoff?.open() ?? null;
     if (opened) env.MME_BODY_RING_FD = '4';
     else delete env.MME_BODY_RING_FD;
-    const spawned = spawnWorker(
+    const spawned = spawnProcess(
       this.opts.launch,
       env,
       this.clock,

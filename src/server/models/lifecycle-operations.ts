@@ -60,7 +60,7 @@ const kReapBoundMs = 5000;
 
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
-  readonly #loadSlots: Semaphore;
+  readonly #loadPermits: Semaphore;
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
@@ -71,7 +71,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
+    this.#loadPermits = new Semaphore(config.maxConcurrentLoads);
     this.budgetBytes = memoryBudgetBytes(
       config.modelMemoryBudgetBytes,
       config.modelMemoryReserveBytes,
@@ -138,7 +138,7 @@ export class LifecycleOperations {
     const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
-    const releaseSlot = await this.#loadSlots.acquire();
+    const releasePermit = await this.#loadPermits.acquire();
     const t0 = performance.now();
     try {
       abort.throwIfAborted();
@@ -184,7 +184,7 @@ export class LifecycleOperations {
       events.failedLoadReleased(name, Math.round((performance.now() - t0) * 1000));
       throw err;
     } finally {
-      releaseSlot();
+      releasePermit();
       unlock();
     }
   }
