@@ -27,7 +27,7 @@ describe('autoscale (real worker processes)', () => {
         'autoscale_backlog_per_worker=2',
         'autoscale_idle_seconds=1',
         'autoscale_cooldown_seconds=1',
-        // Two workers, whatever this machine's cores (the limit's own tests are in test/server/workers/autoscaler.test.ts).
+        // Two workers, whatever this machine's cores (the limit's own tests are in test/server/autoscale/autoscaler.test.ts).
         'autoscale_cores=2',
         'metrics_per_model_dimension=true',
       ].join('\n'),
