@@ -9,7 +9,7 @@ import { DeadlineList } from '../../util/deadline-list';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
-import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
+import type { InFlightBatch, WorkerSlot } from '../hosts/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';

@@ -7,8 +7,8 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
-import { Autoscaler, type Decision } from '../../../src/server/workers/autoscaler';
+import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { VirtualClock } from '../../helpers/virtual-clock';
@@ -88,7 +88,7 @@ const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w)
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {
-    const dedicated = { placement: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
+    const dedicated = { mode: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
     const load = (workers: number, queued: number) => ({ workers, min: 1, max: 4, queued, ...dedicated });
 
     it('asks for one worker more when the median queue wait passes the threshold, and nothing in the cooldown after', () => {
