@@ -9,7 +9,9 @@ import { isMmeError } from './errors';
 import { createLog } from './logger';
 import { MmeServer } from './mme-server';
 import { keepHeapRoom } from './server/heap-room';
+import { StopSignals } from './stop-signals';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
+import { realClock } from './util/clock';
 
 /** Text at info until the config names the log's format and level. */
 let log = createLog({ format: 'text', level: 'info' });
@@ -32,13 +34,14 @@ async function main(): Promise<void> {
     `sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`,
   );
   const server = new MmeServer(config, { log });
-  let stopping = false;
+  const signals = new StopSignals(realClock);
   const stop = (signal: string) => {
-    if (stopping) {
+    const action = signals.received();
+    if (action === 'repeat') return;
+    if (action === 'force') {
       log(`${signal} again: exiting now`);
       process.exit(1);
     }
-    stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
     server.close(config.shutdownTimeoutSeconds * 1000).then(
       ({ drained, cutOff }) => {
