@@ -87,6 +87,19 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(badJson.status, 400);
   });
 
+  it('answers 400 MME_ERR_UNKNOWN_FIELD for a body field a load does not know, with a did-you-mean and the known fields, and loads nothing', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const res = await loadModel(t, 'a', dir, { initial_worker: 2, pinnned: true });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_UNKNOWN_FIELD');
+    assert.equal(
+      res.body.message,
+      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned". The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous.',
+    );
+    assert.equal((await request(`${t.url}/models/a`)).status, 404);
+    assert.equal(workerPidsOf(process.pid).length, 0);
+  });
+
   it('answers 400 for a duration longer than a timer can wait, in the body or the query string, and loads at the longest one', async () => {
     const dir = writeModelDir(t.store, 'add', addModel());
     for (const [key, value] of [
