@@ -8,6 +8,7 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { createLog } from './logger';
 import { MmeServer } from './mme-server';
+import { readyLine } from './ready-line';
 import { keepHeapRoom } from './server/heap-room';
 import { StopSignals } from './stop-signals';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
@@ -60,15 +61,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   keepHeapRoom();
   await server.start();
-  // The limits in effect, so that a limit that did not take (a typo'd key, a wrong file) shows here.
-  const limits = `max_loaded_models=${config.maxLoadedModels || 'no limit'}, ${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
-  const mode = config.modelCache
-    ? `self-managed cache (model_cache on: invokes load models of model_store by name, eviction_policy=${config.evictionPolicy}, ${limits})`
-    : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
-  const failed = server.startupFailures;
-  const failures = failed.length ? `, ${failed.length} failed (${failed.join(', ')}: see their lines above)` : '';
   log(
-    `ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`,
+    readyLine(config, {
+      elapsedMs: performance.now() - started,
+      budgetBytes: server.manager.budgetBytes,
+      loaded: server.manager.list().length,
+      failed: server.startupFailures,
+    }),
   );
 }
 
