@@ -195,6 +195,18 @@ describe('POST /models and DELETE /models/{name}', () => {
     const res = await loadModel(t, 'corrupt', dir);
     assert.equal(res.status, 400);
     assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
+    assert.match(
+      res.body.message,
+      /onnxruntime could not read model\.onnx \(Protobuf parsing failed\.?\): check that it is whole \(17 bytes here: a truncated download or copy fails like this\), that it is not a Git LFS pointer, and that it is an ONNX model/,
+    );
+    assert.doesNotMatch(res.body.message, new RegExp(t.store), 'no server path');
+    const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 1234\n';
+    const lfs = await loadModel(t, 'lfs', writeModelDir(t.store, 'lfs', Buffer.from(pointer)));
+    assert.equal(lfs.status, 400);
+    assert.match(
+      lfs.body.message,
+      /model\.onnx .*: it is a Git LFS pointer \(\d+ bytes\), not the model: fetch the file itself \(git lfs pull\)/,
+    );
     assert.deepEqual(workerPidsOf(process.pid), []);
   });
 
