@@ -9,6 +9,11 @@ export const ERRORS = {
     type: 'BadRequestException',
     when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value',
   },
+  MME_ERR_UNKNOWN_FIELD: {
+    status: 400,
+    type: 'BadRequestException',
+    when: 'a POST /models body has a field the load request does not know (a typo is named with a did-you-mean, and the known fields listed)',
+  },
   MME_ERR_INVALID_INPUT: {
     status: 400,
     type: 'BadRequestException',

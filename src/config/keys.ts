@@ -6,6 +6,7 @@
  */
 
 import { timerLimit } from '../util/timer-limit';
+import { nearestName } from '../util/nearest-name';
 
 export type KeyKind = 'string' | 'int' | 'number' | 'bool' | 'address' | 'list' | 'regex';
 
@@ -682,26 +683,10 @@ export function keySpec(name: string): KeySpec | undefined {
 
 /** The known key nearest to `name` by edit distance, if it is close enough to be a typo of it. */
 export function nearestKey(name: string): KeyName | null {
-  let best: { name: KeyName; distance: number } | null = null;
-  for (const { name: known } of KEYS) {
-    const distance = editDistance(name.toLowerCase(), known);
-    if (best === null || distance < best.distance) best = { name: known, distance };
-  }
-  // A third of the name, at least 2: close enough for a typo, too far for an unrelated key.
-  return best !== null && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? best.name : null;
-}
-
-/** Levenshtein distance: insertions, deletions and substitutions of one character each count 1. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
+  return nearestName(
+    name,
+    KEYS.map((k) => k.name),
+  );
 }
 
 /** The environment variable that overrides a key when enable_envvars_config=true (MMS naming). */

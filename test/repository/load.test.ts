@@ -67,7 +67,7 @@ describe('model_repository: on-demand loads from S3', function () {
     const metrics = await request(`${t.managementUrl}/metrics`);
     assert.match(metrics.text, /^mme_repository_downloads_total [1-9]/m);
     assert.match(metrics.text, /^mme_repository_download_bytes_total [1-9]/m);
-    assert.match(metrics.text, /^mme_repository_download_time_seconds_count [1-9]/m);
+    assert.match(metrics.text, /^mme_model_downloading_time_seconds_count [1-9]/m);
     assert.match(metrics.text, /^mme_model_disk_cache_hits_total /m);
   });
 

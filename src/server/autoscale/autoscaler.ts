@@ -28,6 +28,7 @@
  * from flapping), and neither happens within cooldownMs of any other change.
  */
 import type { AutoscaleConfig, WorkerMode } from '../../config/types';
+import { roundedMs } from '../../logger';
 import type { Clock } from '../../util/clock';
 
 /** The window the median queue wait is taken over. */
@@ -226,7 +227,7 @@ export class Autoscaler {
         load.workers,
         `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
       );
-    const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
+    const figures = `median queue wait ${roundedMs(p50)} over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
     if (load.workers < load.max) {
       const up =
         p50 > queueWaitMs

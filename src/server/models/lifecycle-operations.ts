@@ -245,6 +245,7 @@ export class LifecycleOperations {
    * DELETE /models/{name}, bounded by unregister_model_timeout: waits for a load in progress (and
    * stops it when the bound is reached), drains admitted requests, kills the workers and waits for
    * them to exit. When the bound was reached the model is gone all the same, and the answer is 408.
+   * A name with only a remembered on-demand load failure has that failure forgotten.
    */
   async unload(name: string): Promise<void> {
     const { config, registry, log } = this.deps;
@@ -252,7 +253,13 @@ export class LifecycleOperations {
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
     const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
-    if (!entry || !(entry.serving || entry.phase === 'loading')) throw modelNotFound(name);
+    if (!entry || !(entry.serving || entry.phase === 'loading')) {
+      if (!this.deps.onDemand.forgetFailure(name)) throw modelNotFound(name);
+      log(
+        `[${name}] its remembered load failure was forgotten (DELETE /models/${name}): the next invoke loads it again`,
+      );
+      return;
+    }
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
