@@ -8,10 +8,9 @@
  * translations that succeeded are kept, keys are short (MAX_KEY_BYTES), and a table is cleared
  * when full: a client that sends a new shape every call costs a miss, never memory.
  */
-import type { ModelRequest } from '../gateway/gateway';
+import type { ModelAnswer, ModelRequest } from '../gateway/gateway';
 import { oipAnswer } from '../gateway/oip/infer-request';
 import { headerLengthOf, sliceBinary } from '../oip/binary-body';
-import type { InvokeResult } from '../server/jobs/job';
 import { EncodedAnswer, encodeAnswerHead, MAX_KEY_BYTES, withRawOutputs, wireKeyOf } from './infer-codec';
 import { fromOipAnswer, toOipBody, type ModelInferRequest, type ModelInferResponse } from './kserve-tensors';
 
@@ -61,7 +60,7 @@ export function oipBodyOf(req: ModelInferRequest): { body: ModelRequest['body'];
  * The worker's answer to `req` as a ModelInferResponse (fromOipAnswer), already encoded when it
  * answers in raw_output_contents and its header was seen before.
  */
-export function answerOf(req: ModelInferRequest, result: InvokeResult): ModelInferResponse | EncodedAnswer {
+export function answerOf(req: ModelInferRequest, result: ModelAnswer): ModelInferResponse | EncodedAnswer {
   const raw = req.raw_input_contents.length > 0;
   const headerLength = raw ? headerLengthOf(result.contentType) : null;
   const key =

@@ -20,15 +20,19 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelReady: unary(deps, 'ModelReady', (req: ModelRef) => ({ ready: modelReady(manager, req.name, req.version) })),
     ServerMetadata: unary(deps, 'ServerMetadata', () => serverMetadata()),
     ModelMetadata: unary(deps, 'ModelMetadata', (req: ModelRef) => modelMetadata(manager, req.name, req.version)),
-    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
+    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call, inv) => {
       checkVersion(req.model_name, req.model_version);
       const { body, headerLength } = oipBodyOf(req);
       const request = oipRequest(call.requestId, body, headerLength, call.headers());
       const result = await call.invoke(
+        inv,
         req.model_name,
         request,
         {},
-        { timeout: parameterValue(req, 'timeout'), priority: parameterValue(req, 'priority') },
+        {
+          timeout: parameterValue(req, 'timeout'),
+          priority: parameterValue(req, 'priority'),
+        },
       );
       return answerOf(req, result);
     }),

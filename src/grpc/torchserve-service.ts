@@ -9,10 +9,9 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import type { ModelRequest } from '../gateway/gateway';
+import type { Invocation, ModelRequest } from '../gateway/gateway';
 import { checkVersion } from '../gateway/oip/model-metadata';
-import type { CancelToken } from '../util/cancel-token';
-import type { ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../gateway/models';
 import { GrpcCall, unary, type GrpcDeps } from './call';
 import { decoded } from './lenient-decoding';
 import { answerInOrder, type StreamLoad } from './ordered-stream';
@@ -54,8 +53,13 @@ function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean):
   };
 }
 
-async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
-  const result = await call.invoke(req.model_name, modelRequest(req, call, false), { cancel });
+async function predict(
+  req: PredictionsRequest,
+  call: GrpcCall,
+  inv: Invocation,
+  signal?: AbortSignal,
+): Promise<PredictionResponse> {
+  const result = await call.invoke(inv, req.model_name, modelRequest(req, call, false), { signal });
   return { prediction: result.body };
 }
 
@@ -82,9 +86,9 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
       const call = new GrpcCall(deps, stream, 'StreamPredictions');
       Promise.resolve()
         .then(() => {
-          call.guard();
+          const inv = call.guard();
           const req = decoded(stream.request);
-          return call.invoke(req.model_name, modelRequest(req, call, true), {
+          return call.invoke(inv, req.model_name, modelRequest(req, call, true), {
             onChunk: (chunk, delivered) => {
               // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
               stream.write({ prediction: chunk.body! }, () => delivered());
@@ -107,11 +111,11 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
       answerInOrder(stream, {
         limit: (req) => streamLimit(deps.manager, req.model_name),
-        answer: async (req, cancel) => {
+        answer: async (req, signal) => {
           const sequenceId = req.sequenceId ?? '';
           try {
-            call.guard();
-            return { ...(await predict(decoded(req), call, cancel)), sequenceId };
+            const inv = call.guard();
+            return { ...(await predict(decoded(req), call, inv, signal)), sequenceId };
           } catch (err) {
             const status = call.fail(err);
             return {
@@ -121,7 +125,7 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
             };
           }
         },
-        cancel: call.cancel,
+        signal: call.signal,
         load,
         finished: () => {
           call.answered();

@@ -123,7 +123,7 @@ export class Dispatcher {
       this.#deadlines.push(job);
       this.#armDeadline();
     }
-    opts.cancel?.onCancel(() => this.#onCancel(job));
+    opts.signal?.addEventListener('abort', () => this.#onCancel(job), { once: true });
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
