@@ -181,6 +181,25 @@ export class GrpcCall {
     return result;
   }
 
+  /** Runs `work` past the guard, then `answer`s with its result, or with its failure as a gRPC status. */
+  serve<T>(
+    work: (inv: Invocation) => T | Promise<T>,
+    answer: (err: Partial<ServiceError> | null, res?: T) => void,
+  ): void {
+    Promise.resolve()
+      .then(() => work(this.guard()))
+      .then(
+        (res) => {
+          this.answered();
+          answer(null, res);
+        },
+        (err) => {
+          this.answered();
+          answer(this.fail(err));
+        },
+      );
+  }
+
   /**
    * The error as a gRPC status, logged as HTTP errors are: request id, method, status and code,
    * and the message only for server faults (4xx messages may echo client text).
@@ -199,20 +218,6 @@ export function unary<Req, Res>(
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const scope = new GrpcCall(deps, call, method, true);
-    Promise.resolve()
-      .then(() => {
-        const inv = scope.guard();
-        return fn(decoded(call.request), scope, inv);
-      })
-      .then(
-        (res) => {
-          scope.answered();
-          callback(null, res);
-        },
-        (err) => {
-          scope.answered();
-          callback(scope.fail(err));
-        },
-      );
+    scope.serve((inv) => fn(decoded(call.request), scope, inv), callback);
   };
 }

@@ -84,9 +84,8 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
     Predictions: unary(deps, 'Predictions', predict),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');
-      Promise.resolve()
-        .then(() => {
-          const inv = call.guard();
+      call.serve(
+        (inv) => {
           const req = decoded(stream.request);
           return call.invoke(inv, req.model_name, modelRequest(req, call, true), {
             onChunk: (chunk, delivered) => {
@@ -94,18 +93,15 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
               stream.write({ prediction: chunk.body! }, () => delivered());
             },
           });
-        })
-        .then(
-          (result) => {
-            call.answered();
-            stream.write({ prediction: result.body });
+        },
+        (err, result) => {
+          if (err) stream.emit('error', err);
+          else {
+            stream.write({ prediction: result!.body });
             stream.end();
-          },
-          (err) => {
-            call.answered();
-            stream.emit('error', call.fail(err));
-          },
-        );
+          }
+        },
+      );
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
