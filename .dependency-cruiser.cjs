@@ -57,6 +57,14 @@ module.exports = {
       from: { path: '^src/(http|grpc)/' },
       to: { path: '^src/(http|grpc)/', pathNot: '^src/$1/' },
     },
+    {
+      name: 'doors-see-the-server-through-the-gateway',
+      comment:
+        "A door decodes its wire into the gateway's request and encodes the gateway's answer: what it needs of the server core it takes from src/gateway (models.ts names it), never from src/server.",
+      severity: 'error',
+      from: { path: '^src/(http|grpc)/' },
+      to: { path: '^src/server/' },
+    },
     below(
       'gateway-is-below-the-doors',
       "The gateway knows no transport: a door translates its requests into the gateway's and back.",

@@ -10,6 +10,7 @@ import { withInferCodec } from './infer-codec';
 import { kserveService } from './kserve-service';
 import { lenientDecoding } from './lenient-decoding';
 import { StreamLoad } from './ordered-stream';
+import { malformedTimeoutStatus } from './status';
 import { serviceDefinitions } from './protos';
 import { TlsServerCredentials } from './tls-credentials';
 import { torchserveService } from './torchserve-service';
@@ -34,7 +35,11 @@ export class GrpcListener {
   static async listen(opts: GrpcListenOptions, deps: GrpcDeps): Promise<GrpcListener> {
     // Channelz (grpc-js's introspection service, which this server does not offer) would track
     // every call: closures and timestamps per call for counters nobody reads.
-    const server = new Server({ 'grpc.max_receive_message_length': opts.maxRequestSize, 'grpc.enable_channelz': 0 });
+    const server = new Server({
+      'grpc.max_receive_message_length': opts.maxRequestSize,
+      'grpc.enable_channelz': 0,
+      interceptors: [malformedTimeoutStatus],
+    });
     const defs = serviceDefinitions();
     const streams = new StreamLoad();
     server.addService(withInferCodec(lenientDecoding(defs.kserve.service)), kserveService(deps));

@@ -19,16 +19,20 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelReady: unary(deps, 'ModelReady', (req: ModelRef) => ({ ready: modelReady(manager, req.name, req.version) })),
     ServerMetadata: unary(deps, 'ServerMetadata', () => serverMetadata()),
     ModelMetadata: unary(deps, 'ModelMetadata', (req: ModelRef) => modelMetadata(manager, req.name, req.version)),
-    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
+    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call, inv) => {
       checkVersion(req.model_name, req.model_version);
       // The body goes to the worker in pieces, without a concat.
       const { header, binaries } = toOipBody(req);
       const request = oipRequest(call.requestId, [header, ...binaries], header.length, call.headers());
       const result = await call.invoke(
+        inv,
         req.model_name,
         request,
         {},
-        { timeout: parameterValue(req, 'timeout'), priority: parameterValue(req, 'priority') },
+        {
+          timeout: parameterValue(req, 'timeout'),
+          priority: parameterValue(req, 'priority'),
+        },
       );
       return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
     }),

@@ -108,7 +108,7 @@ export class Dispatcher {
       job.callerDeadline = true;
     }
     (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
-    opts.cancel?.onCancel(() => this.#stop(job, 'cancel'));
+    opts.signal?.addEventListener('abort', () => this.#stop(job, 'cancel'), { once: true });
     this.#queue.push(job);
     this.dispatch();
     return job.promise;

@@ -189,7 +189,7 @@ export class Model implements WorkerListener {
 
   submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
-    if (opts?.cancel?.cancelled)
+    if (opts?.signal?.aborted)
       return Promise.reject(
         new MmeError(
           'MME_ERR_CLIENT_CLOSED',

@@ -10,7 +10,6 @@ import { MILLISECONDS } from '../../../src/gateway/request-controls';
 import type { InferMessage } from '../../../src/protocol/messages';
 import type { JobOptions } from '../../../src/server/jobs/job';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
-import { CancelToken } from '../../../src/util/cancel-token';
 import {
   answerUntilSettled,
   processHarness,
@@ -35,11 +34,11 @@ async function loaded(
 /** Submits a request with its own request id; returns the id and its outcome. */
 function submit(
   h: ProcessHarness,
-  cancel?: CancelToken,
+  signal?: AbortSignal,
   opts: JobOptions = {},
 ): { id: string; outcome: ReturnType<typeof statusOf> } {
   const request = invokeRequest();
-  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel, ...opts })) };
+  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { signal, ...opts })) };
 }
 
 /** A request that asks for a deadline `ms` from now on the harness's clock. */
@@ -210,11 +209,11 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const { h, worker } = await loaded({});
     const sent = [submit(h), submit(h)];
     await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
-    const token = new CancelToken();
-    const cancelled = submit(h, token);
+    const client = new AbortController();
+    const cancelled = submit(h, client.signal);
     const kept = submit(h);
     await settle();
-    token.cancel();
+    client.abort();
     const c = await cancelled.outcome;
     assert.equal(c.status, 499);
     assert.equal(c.code, 'MME_ERR_CLIENT_CLOSED');
