@@ -21,10 +21,9 @@ export interface StreamLimits {
   firstMessageMs: number;
 }
 
-/** The interceptor, and how many calls it counts in flight now (tests). */
-export function streamLimits(limits: StreamLimits): { interceptor: ServerInterceptor; inFlight(): number } {
+export function streamLimits(limits: StreamLimits): ServerInterceptor {
   let inFlight = 0;
-  const interceptor: ServerInterceptor = (_method, call: ServerInterceptingCallInterface) => {
+  return (_method, call: ServerInterceptingCallInterface) => {
     if (inFlight >= limits.maxStreams) {
       const refuse = new ServerListenerBuilder()
         .withOnReceiveMetadata(() =>
@@ -72,5 +71,4 @@ export function streamLimits(limits: StreamLimits): { interceptor: ServerInterce
       .build();
     return new ServerInterceptingCall(call, responder);
   };
-  return { interceptor, inFlight: () => inFlight };
 }
