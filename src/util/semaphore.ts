@@ -16,7 +16,7 @@ export class Semaphore {
         const leave = () => {
           const at = this.#waiters.indexOf(granted);
           if (at >= 0) this.#waiters.splice(at, 1);
-          reject(abort!.reason);
+          reject(abort!.reason as Error);
         };
         const granted = () => {
           abort?.removeEventListener('abort', leave);
