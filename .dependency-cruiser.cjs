@@ -8,6 +8,12 @@ function below(name, comment, from, above) {
   return { name, comment, severity: 'error', from: { path: from }, to: { path: above } };
 }
 
+/** A src/server module (`target`) that only the modules matching `importers` may import. */
+function onlyFrom(name, comment, target, importers) {
+  const from = { pathNot: `^src/server/(${importers}|${target})\\.ts$` };
+  return { name, comment, severity: 'error', from, to: { path: `^src/server/${target}\\.ts$` } };
+}
+
 module.exports = {
   forbidden: [
     {
@@ -76,6 +82,28 @@ module.exports = {
       from: { path: '^src/protocol/' },
       to: { path: '^src/(server|http|grpc|worker-process)/' },
     },
+    // The worker mode (dedicated or shared) is chosen once, where a host is made: a dedicated
+    // worker's DedicatedPolicy in worker-factory.ts or spare-pool.ts, a shared host (SharedHost,
+    // which takes the SharedPolicy and the memory ledger) in host-pool.ts. Everything else asks the
+    // HostPolicy (host-policy.ts) it was given.
+    onlyFrom(
+      'dedicated-policy-is-chosen-where-a-worker-is-made',
+      'Only worker-factory.ts and spare-pool.ts make dedicated workers: no other module imports DedicatedPolicy.',
+      'hosts/dedicated-policy',
+      'workers/(worker-factory|spare-pool)',
+    ),
+    onlyFrom(
+      'shared-policy-is-the-shared-hosts-alone',
+      'A shared host is a SharedHost of the pool: only shared-host.ts imports SharedPolicy.',
+      'hosts/shared-policy',
+      'hosts/shared-host',
+    ),
+    onlyFrom(
+      'shared-hosts-are-made-by-the-pool',
+      'Only the host pool (and its heavy-model balance, which reads its hosts) imports SharedHost.',
+      'hosts/shared-host',
+      'hosts/(host-pool|host-balance)',
+    ),
     {
       name: 'shipped-code-stands-alone',
       comment:

@@ -8,7 +8,7 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { createLog } from './logger';
 import { MmeServer } from './mme-server';
-import { keepHeapRoom } from './server/heap-room';
+import { keepHeapRoom } from './heap-room';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
 
 /** Text at info until the config names the log's format and level. */

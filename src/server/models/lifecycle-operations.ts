@@ -15,6 +15,7 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
+import { autoscaleStep } from '../autoscale/autoscale-step';
 import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
@@ -58,18 +59,9 @@ export interface ShutdownCounts {
 /** After a bounded shutdown's drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
 
-/** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
-const kSkipLogEvery = 100;
-
-/** The line of a skipped autoscale step: the first of a run of skips, and every kSkipLogEvery-th after it (AutoscaleEvents counts each). */
-function logSkip(log: (line: string) => void, name: string, inARow: number, what: string): void {
-  if (inARow === 1) log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
-  else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
-}
-
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
-  readonly #loadSlots: Semaphore;
+  readonly #loadPermits: Semaphore;
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
@@ -80,7 +72,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
+    this.#loadPermits = new Semaphore(config.maxConcurrentLoads);
     this.budgetBytes = memoryBudgetBytes(
       config.modelMemoryBudgetBytes,
       config.modelMemoryReserveBytes,
@@ -159,10 +151,10 @@ export class LifecycleOperations {
         ),
       this.deps.clock,
     );
-    let releaseSlot = () => {};
+    let releasePermit = () => {};
     const t0 = performance.now();
     try {
-      releaseSlot = await this.#loadSlots.acquire(waiting.signal);
+      releasePermit = await this.#loadPermits.acquire(waiting.signal);
       const artifact = await this.#resolve(entry, req, abort);
       entry.resolved(artifact);
       abort.throwIfAborted();
@@ -207,7 +199,7 @@ export class LifecycleOperations {
       throw err;
     } finally {
       waiting.done();
-      releaseSlot();
+      releasePermit();
       unlock();
     }
   }
@@ -358,78 +350,21 @@ export class LifecycleOperations {
       scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
   }
 
-  /**
-   * One autoscale round of a serving model: its policy's decision, applied under its lock (a round
-   * that finds the name busy with another operation leaves it to the next). A scale-up reserves its
-   * worker's memory first, evicting only idle models; when there is no room it is skipped, logged
-   * and counted, and no caller sees it. A promotion or demotion reserves what its workers cost in
-   * the new place (both run while they hand over) the same way, then moves them (Model.move).
-   * Returns once the change is under way.
-   */
-  async autoscale(entry: Registration): Promise<void> {
-    const { name, model } = entry;
-    const scaler = model?.autoscaler;
-    if (!model || !scaler || entry.phase !== 'ready' || this.closing) return;
-    const d = scaler.decide(model.load);
-    if (!d) return;
-    const { events, log } = this.deps;
-    if (d.skipped) {
-      events.autoscaled(name, d.direction, d.skipped);
-      logSkip(log, name, scaler.skipsInARow, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
-      return;
-    }
-    const unlock = this.#locks.tryAcquire(name);
-    if (!unlock) return scaler.withdrawn();
-    const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
-    const what = to
-      ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`
-      : `${d.direction} to ${d.target} worker(s)`;
-    try {
-      if (this.deps.registry.current(name) !== entry || entry.phase !== 'ready') return scaler.withdrawn();
-      let reserved = 0;
-      if (d.direction === 'up' || to) {
-        const purpose: Purpose = { kind: 'scale', workers: d.target, autoscale: true };
-        try {
-          reserved = to
-            ? await this.#reserve(entry, this.#estimator.estimate(entry.artifact!.onnxBytes, d.target, to), purpose)
-            : await this.#reserveWorkers(entry, 1, purpose);
-        } catch (err) {
-          if (!isMmeError(err) || err.code !== 'MME_ERR_INSUFFICIENT_MEMORY') {
-            scaler.withdrawn();
-            throw err;
-          }
-          scaler.skippedForMemory(d, err.message);
-          events.autoscaled(name, d.direction, 'no_memory');
-          logSkip(
-            log,
-            name,
-            scaler.skipsInARow,
-            `not ${to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`} (${d.why}): ${err.message}`,
-          );
-          return;
-        }
-      }
-      scaler.applied(d);
-      events.autoscaled(name, d.direction, d.reason);
-      log(`[${name}] autoscale: ${what}, ${d.reason}: ${d.why}`);
-      const changing = (to ? model.move(to) : model.resize(d.target).then(() => true)).finally(async () => {
-        await model.refreshMemory();
-        entry.unreserve(reserved);
-      });
-      events.workers(name, d.target);
-      changing.then(
-        (moved) => {
-          const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
-          if (to)
-            log(
-              `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
-            );
-        },
-        (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
-      );
-    } finally {
-      unlock();
-    }
+  /** One autoscale round of a serving model (autoscale/autoscale-step.ts). */
+  autoscale(entry: Registration): Promise<void> {
+    const { registry, events, log } = this.deps;
+    return autoscaleStep(entry, {
+      tryLock: (name) => this.#locks.tryAcquire(name),
+      current: (name) => registry.current(name),
+      closing: () => this.closing,
+      reserve: (e, d, to, purpose) =>
+        to
+          ? this.#reserve(e, this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to), purpose)
+          : this.#reserveWorkers(e, 1, purpose),
+      autoscaled: (name, direction, reason) => events.autoscaled(name, direction, reason),
+      workers: (name, n) => events.workers(name, n),
+      log,
+    });
   }
 
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
@@ -438,7 +373,7 @@ export class LifecycleOperations {
     const measured = await model.refreshMemory();
     const live = model.workers.length;
     const perWorker =
-      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.placement);
+      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
     return this.#reserve(e, Math.ceil(added * perWorker), purpose);
   }
 

@@ -54,7 +54,7 @@ const kWorkerOomScoreAdj = '900';
 const kAbortReasonWaitMs = 500;
 
 /** `ringFd`: the worker's body ring (hosts/body-ring.ts), which it gets as fd 4. */
-export function spawnWorker(
+export function spawnProcess(
   launch: Launch | undefined,
   env: NodeJS.ProcessEnv,
   clock: Clock,

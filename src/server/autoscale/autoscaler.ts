@@ -1,0 +1,305 @@
+/**
+ * One model's autoscaling policy (autoscale=on): from its queue, the worker count it should run
+ * between min_worker and max_worker. Pure: it reads the injected clock and what it is told (each
+ * request's queue wait, the queue length and workers at each round) and says what to do; the
+ * lifecycle operations apply it (through the memory admission) and report back.
+ *
+ * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
+ *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
+ *   its waits are), or its runs take over busyShare of its workers' time at kShareRounds rounds
+ *   in a row: a saturated worker takes each request as it comes (two frames of batches in its
+ *   pipe), so nothing waits in the server's queue to be seen.
+ * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
+ *   of the threshold, and the runs would take under half of busyShare of one worker fewer: the
+ *   gaps are what keep a steady load from flapping), never below min_worker; each further step
+ *   waits another idleMs.
+ * - Not past cpuWorkers (autoscale_cores over each worker's threads): a CPU-bound worker beyond the
+ *   cores adds no throughput, and its runs, taking turns for a core, would read as busier still and
+ *   ask for another. Such a scale-up is skipped and counted (no_cores), as one without memory is.
+ * - No change within cooldownMs of the last one (or of a skipped scale-up), so a new worker has
+ *   loaded and drained the queue before the queue is judged again.
+ *
+ * A model loaded into a shared host (worker_mode=shared) is not scaled there: a host runs one
+ * session at a time, so a second slot beside the first adds no compute. When its session runs take
+ * over `heavyShare` (shared_host_heavy_share) of a thread, measured over the last kShareWindowMs, at
+ * kShareRounds rounds in a row, it is promoted: its workers move to processes of their own, where
+ * the rules above scale it. It is demoted back into a shared host once it is at min_worker and its
+ * runs have taken under half of `heavyShare` for idleMs (the gap keeps a model near the threshold
+ * from flapping), and neither happens within cooldownMs of any other change.
+ */
+import type { AutoscaleConfig, WorkerMode } from '../../config/types';
+import type { Clock } from '../../util/clock';
+
+/** The window the median queue wait is taken over. */
+export const kWindowMs = 2000;
+/** The window a model's share of a thread (its session runs' time over wall time) is taken over. */
+export const kShareWindowMs = 1000;
+/**
+ * Rounds in a row a share must stay past its threshold before it is acted on: a shared model's over
+ * shared_host_heavy_share before it is promoted, a dedicated one's over autoscale_busy_share before it
+ * gets a worker more.
+ */
+export const kShareRounds = 2;
+/** Waits the median is taken over at most (the most recent): bounded however high the rate. */
+const kSamplesKept = 512;
+
+export type Direction = 'up' | 'down';
+/**
+ * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period;
+ * promote = a heavy shared model moved to processes of its own (up), demote = moved back into a
+ * shared host (down); no_memory = a scale-up or move skipped for memory; no_cores = a scale-up
+ * skipped because the model's workers already fill the cores (autoscale_cores).
+ */
+export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory' | 'no_cores';
+
+/** What the model looks like at a round. */
+export interface ModelLoad {
+  /** Its worker set's target count now. */
+  workers: number;
+  min: number;
+  max: number;
+  /** Requests waiting in its queue. */
+  queued: number;
+  /** Where its workers run now, and where it was loaded (a shared model may be promoted, and comes back). */
+  mode: WorkerMode;
+  home: WorkerMode;
+  /** Its session runs' time so far, over all its workers, µs (only grows). */
+  ranMicros: number;
+  /** Its workers are moving (a promotion or demotion under way): nothing else is decided until they are. */
+  moving: boolean;
+}
+
+export interface Decision {
+  direction: Direction;
+  reason: Reason;
+  /** The worker count it asks for. */
+  target: number;
+  /** The figures behind it, for the log line and describe. */
+  why: string;
+  /** Set on a scale-up the policy itself skipped (the cores are full): nothing to apply, only to log and count. */
+  skipped?: 'no_cores';
+}
+
+/** What describe shows beside the worker target: the last decision and why, the median wait and where its workers run now. */
+export interface AutoscaleStatus {
+  lastDecision: { direction: Direction; reason: Reason; outcome: 'applied' | 'skipped'; why: string } | null;
+  skippedForMemory: number;
+  /** Scale-ups skipped because the model's workers already filled autoscale_cores. */
+  skippedForCores: number;
+  queueWaitP50Ms: number;
+  placement: WorkerMode;
+  /** Its session runs' share of one thread over the last kShareWindowMs (over 1 with several workers busy). */
+  threadShare: number;
+}
+
+export class Autoscaler {
+  /** Queue waits (ms) with when they were taken, oldest first. */
+  readonly #waits: Array<{ at: number; ms: number }> = [];
+  #lastChangeAt = -Infinity;
+  /** Since when the queue has been quiet at every round; null while it is not. */
+  #quietSince: number | null = null;
+  #status: AutoscaleStatus;
+  /** A decision is being applied: no other until it is done. */
+  #pending = false;
+  /** ranMicros at each round, oldest first: the newest at or before the share window's start, and those in it. */
+  readonly #ran: Array<{ at: number; micros: number }> = [];
+  /** Rounds in a row a shared model's share has been over heavyShare. */
+  #heavyRounds = 0;
+  /** Rounds in a row a dedicated model's runs have taken over busyShare of its workers' time. */
+  #busyRounds = 0;
+  /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
+  #coolSince: number | null = null;
+  #skipsInARow = 0;
+
+  /** `heavyShare`: shared_host_heavy_share, past which a shared model is promoted; 0 = never. */
+  constructor(
+    private readonly settings: AutoscaleConfig,
+    private readonly clock: Clock,
+    private readonly heavyShare = 0,
+    mode: WorkerMode = 'dedicated',
+  ) {
+    this.#status = {
+      lastDecision: null,
+      skippedForMemory: 0,
+      skippedForCores: 0,
+      queueWaitP50Ms: 0,
+      placement: mode,
+      threadShare: 0,
+    };
+  }
+
+  /** A request left the queue after `ms`. */
+  waited(ms: number): void {
+    this.#waits.push({ at: this.clock.now(), ms });
+    // Trimmed by halves, so a request costs O(1) however high the rate.
+    if (this.#waits.length >= 2 * kSamplesKept) this.#waits.splice(0, kSamplesKept);
+  }
+
+  /** Median queue wait over the window (0 with no request in it). */
+  medianWaitMs(): number {
+    const since = this.clock.now() - kWindowMs;
+    const old = this.#waits.findIndex((w) => w.at >= since);
+    this.#waits.splice(0, old < 0 ? this.#waits.length : Math.max(old, this.#waits.length - kSamplesKept));
+    if (this.#waits.length === 0) return 0;
+    const sorted = this.#waits.map((w) => w.ms).sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)];
+  }
+
+  get status(): AutoscaleStatus {
+    return this.#status;
+  }
+
+  /**
+   * Scale-ups skipped (cores or memory) since the model last scaled or stopped asking to: a model
+   * that stays at its limit is skipped at every cooldown, and its log need not say so each time.
+   */
+  get skipsInARow(): number {
+    return this.#skipsInARow;
+  }
+
+  /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed). */
+  #threadShare(ranMicros: number): number {
+    const now = this.clock.now();
+    this.#ran.push({ at: now, micros: ranMicros });
+    while (this.#ran.length > 1 && this.#ran[1].at <= now - kShareWindowMs) this.#ran.shift();
+    const first = this.#ran[0];
+    return now > first.at ? (ranMicros - first.micros) / ((now - first.at) * 1000) : 0;
+  }
+
+  /**
+   * One round: the change to make now, or null. Its outcome is reported back: applied(),
+   * skippedForMemory() or withdrawn(); one marked `skipped` (the cores are full) is settled already.
+   */
+  decide(load: ModelLoad): Decision | null {
+    const now = this.clock.now();
+    const { queueWaitMs, busyShare, cooldownMs } = this.settings;
+    const p50 = this.medianWaitMs();
+    const share = this.#threadShare(load.ranMicros);
+    this.#status = {
+      ...this.#status,
+      queueWaitP50Ms: p50,
+      placement: load.mode,
+      threadShare: Math.round(share * 1000) / 1000,
+    };
+    const busy = busyShare > 0 && load.mode === 'dedicated' && share > busyShare * Math.max(1, load.workers);
+    this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
+    const quiet =
+      load.queued === 0 &&
+      p50 <= queueWaitMs / 4 &&
+      (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
+    if (!quiet) this.#quietSince = null;
+    else this.#quietSince ??= now;
+    const movable = load.home === 'shared' && this.heavyShare > 0;
+    this.#heavyRounds = movable && load.mode === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
+    if (!(movable && load.mode === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
+      this.#coolSince = null;
+    else this.#coolSince ??= now;
+    if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
+    const d = this.#evaluate(load, now, p50, share, movable);
+    // A round that asks for nothing ends a run of skips: the next skip starts a new one.
+    if (d === null) this.#skipsInARow = 0;
+    return d;
+  }
+
+  /**
+   * The decision of a round past the cooldown, from the figures decide() has just taken (`movable`:
+   * a model whose home is a shared host, with promotion on).
+   */
+  #evaluate(load: ModelLoad, now: number, p50: number, share: number, movable: boolean): Decision | null {
+    const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cpuWorkers } = this.settings;
+    const backlog = load.queued / Math.max(1, load.workers);
+    const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
+    // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
+    if (load.mode === 'shared')
+      return this.#heavyRounds >= kShareRounds
+        ? this.#asked(
+            'up',
+            'promote',
+            load.workers,
+            `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`,
+          )
+        : null;
+    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs)
+      return this.#asked(
+        'down',
+        'demote',
+        load.workers,
+        `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
+      );
+    const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
+    if (load.workers < load.max) {
+      const up =
+        p50 > queueWaitMs
+          ? { reason: 'queue_wait' as const, why: `${figures}; autoscale_queue_wait_ms=${queueWaitMs}` }
+          : backlog > backlogPerWorker
+            ? { reason: 'backlog' as const, why: `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}` }
+            : this.#busyRounds >= kShareRounds
+              ? {
+                  reason: 'busy' as const,
+                  why: `${shareFigures} for ${load.workers} worker(s), over autoscale_busy_share=${busyShare} a worker at ${this.#busyRounds} rounds in a row`,
+                }
+              : null;
+      if (up && cpuWorkers > 0 && load.workers >= cpuWorkers) return this.#noCores(up.reason, load.workers + 1, up.why);
+      if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
+    }
+    if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
+      return this.#asked(
+        'down',
+        'idle',
+        load.workers - 1,
+        `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`,
+      );
+    return null;
+  }
+
+  /** A scale-up past the cores: skipped here, counted, and the cooldown starts as after any decision. */
+  #noCores(reason: Reason, target: number, why: string): Decision {
+    const d: Decision = {
+      direction: 'up',
+      reason,
+      target,
+      why: `${why}; skipped: ${target - 1} worker(s) is the most the cores run at once (autoscale_cores over onnx_intra_op_threads)`,
+      skipped: 'no_cores',
+    };
+    this.#settle(d, 'skipped', d.why);
+    this.#busyRounds = 0;
+    this.#skipsInARow++;
+    this.#status = { ...this.#status, skippedForCores: this.#status.skippedForCores + 1 };
+    return d;
+  }
+
+  #asked(direction: Direction, reason: Reason, target: number, why: string): Decision {
+    this.#pending = true;
+    return { direction, reason, target, why };
+  }
+
+  /** The decision was applied: the cooldown starts, and after a step down (or a move) the next quiet period. */
+  applied(d: Decision): void {
+    this.#settle(d, 'applied', d.why);
+    this.#skipsInARow = 0;
+    if (d.direction === 'down') this.#quietSince = this.clock.now();
+    this.#heavyRounds = 0;
+    this.#busyRounds = 0;
+    this.#coolSince = null;
+    if (d.reason === 'promote' || d.reason === 'demote')
+      this.#status = { ...this.#status, placement: d.reason === 'promote' ? 'dedicated' : 'shared' };
+  }
+
+  /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */
+  skippedForMemory(d: Decision, why: string): void {
+    this.#settle(d, 'skipped', `${d.why}; skipped: ${why}`);
+    this.#skipsInARow++;
+    this.#status = { ...this.#status, skippedForMemory: this.#status.skippedForMemory + 1 };
+  }
+
+  /** The decision could not be tried (another operation held the model): asked again next round. */
+  withdrawn(): void {
+    this.#pending = false;
+  }
+
+  #settle(d: Decision, outcome: 'applied' | 'skipped', why: string): void {
+    this.#pending = false;
+    this.#lastChangeAt = this.clock.now();
+    this.#status = { ...this.#status, lastDecision: { direction: d.direction, reason: d.reason, outcome, why } };
+  }
+}

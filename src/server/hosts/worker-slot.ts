@@ -1,0 +1,93 @@
+/**
+ * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
+ * and where the model runs. Its one implementation is ModelSlot (hosts/model-slot.ts), a model's slot in a
+ * worker process (a dedicated worker's one slot, or one of a shared host's).
+ */
+import type { WorkerMode } from '../../config/types';
+import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
+import type { Job } from '../jobs/job';
+import type { KillReason, WorkerExit } from '../processes/exit-reason';
+import type { SlotView } from './slot-lifecycle';
+
+export interface Assignment {
+  id: string;
+  /** The slot fills in its slot id, and whether its host is shared. */
+  load: Omit<LoadMessage, 'slot' | 'shared'>;
+  loadTimeoutMs: number;
+  maxFrameBytes: number;
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
+  capacity: number;
+  /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
+  onnxBytes: number;
+  /** Its session runs in a shared host took `micros` more (SharedHostRunTime); a dedicated worker does not time them. */
+  onRan?: (micros: number) => void;
+}
+
+/** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
+export interface InFlightBatch {
+  readonly msg: InferMessage;
+  readonly jobs: readonly Job[];
+}
+
+/** Who hears from a worker once it has a model. Called synchronously; must not throw. */
+export interface WorkerListener {
+  /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
+  onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  onChunk(worker: WorkerSlot, msg: ChunkMessage): void;
+  /**
+   * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
+   * (they may run elsewhere). The worker has forgotten both.
+   */
+  onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
+  onRelocate(worker: WorkerSlot): void;
+}
+
+export interface WorkerSlot {
+  readonly id: string;
+  readonly pid: number;
+  readonly gpuId: number;
+  readonly startTime: Date;
+  /** Its state (worker-state.ts), load, capacity and memory figure: only the worker itself changes them. */
+  readonly lifecycle: SlotView;
+  /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
+  readonly displaced?: boolean;
+  /** Process start-up this load waited for, µs. */
+  readonly spawnMicros: number;
+  /** Settles once the process has exited. */
+  readonly exited: Promise<WorkerExit>;
+  /** Batches sent and not answered in full. */
+  readonly inFlightBatches: number;
+  /** Requests sent and not answered yet: what the model's inFlightRequests adds up. */
+  readonly inFlightRequests: number;
+  /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
+  readonly backlog: number;
+  /** Whether it is a dedicated worker's slot or a shared host's. */
+  readonly mode: WorkerMode;
+  /** The shared host it is in, or null for a process of its own. */
+  readonly hostId: string | null;
+  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
+  readonly cpuShare: number | undefined;
+  /** Ready, not being killed, and with a free slot. */
+  readonly isIdle: boolean;
+  /** Idle with nothing in flight (what job tickets need). */
+  readonly isVacant: boolean;
+  listen(listener: WorkerListener): void;
+  run(msg: InferMessage, jobs: readonly Job[]): void;
+  /** Whether `job` is in one of its batches. */
+  holds(job: Job): boolean;
+  /** The request `id` it holds, if it is not answered yet. */
+  heldJob(id: number): Job | undefined;
+  cancel(job: Job): void;
+  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
+  acknowledge(job: Job, bytes: number): void;
+  /** A scaled preload_model process holds up to `capacity` batches from now on. */
+  resize(capacity: number): void;
+  /** Ends the process now; `reason` is what its exit will report. */
+  kill(reason: KillReason): void;
+  /** Out of dispatch: it finishes what it holds; stop() then ends it. */
+  retire(): void;
+  stop(): Promise<WorkerExit>;
+  /** What it costs now (bytes; 0 once it is gone), kept as its lifecycle's memoryBytes. */
+  measureMemory(): Promise<number>;
+}
