@@ -132,6 +132,11 @@ export const ERRORS = {
     type: 'ServiceUnavailableException',
     when: 'the model is still loading; retry after Retry-After seconds',
   },
+  MME_ERR_LOAD_WAIT_TIMEOUT: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: 'the load waited its load_timeout for a load slot or for room behind other loads; retry later',
+  },
   MME_ERR_MODEL_FAILED: {
     status: 503,
     type: 'ServiceUnavailableException',

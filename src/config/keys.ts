@@ -648,7 +648,7 @@ export const KEYS = [
     kind: 'int',
     default: '1024',
     range: atLeast(1),
-    doc: 'Most open client connections per listener; more are refused at once, which bounds file descriptors and memory.',
+    doc: 'Most open client connections per listener, the gRPC one included; more are refused at once, which bounds file descriptors and memory.',
   },
   {
     name: 'grpc_inference_address',

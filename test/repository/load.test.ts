@@ -131,6 +131,19 @@ describe('model_repository: on-demand loads from S3', function () {
     assert.ok(!fs.existsSync(path.join(cacheDir, 'cut')), 'a copy that does not load is not kept');
   });
 
+  it('answers 400 for a key that is both a file and a directory, for that model alone (test/repository/object-paths.test.ts has the rest)', async () => {
+    await s3.putModelDir('repo', 'clash', addModel());
+    await s3.put('repo/clash/model.onnx/inner', Buffer.from('x'));
+    const res = await invoke(t, 'clash', kInput);
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
+    assert.match(res.body.message, /"model\.onnx" that is both a file and the directory of other objects/);
+    assert.equal(res.headers.get('retry-after'), null);
+    // Not taken for a store outage: the next model loads from the same store at once.
+    await s3.putModelDir('repo', 'after-bad-keys', addModel());
+    assert.equal((await invoke(t, 'after-bad-keys', kInput)).status, 200);
+  });
+
   it('answers 503 when the store refuses the credentials, with its error code only in the log', async () => {
     const restore = setEnv({ AWS_ACCESS_KEY_ID: 'WRONGKEY', AWS_SECRET_ACCESS_KEY: 'wrong' });
     const refused = await startTestServer(s3.properties('repo', `model_cache_dir=${tempDir('mme-disk-cache-')}`));

@@ -20,6 +20,7 @@ import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { mb } from '../../util/mb';
+import { deadlineSignal } from '../../util/deadline-signal';
 import { Semaphore } from '../../util/semaphore';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
@@ -138,10 +139,22 @@ export class LifecycleOperations {
     const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
-    const releasePermit = await this.#loadPermits.acquire();
+    // The waits for a load slot and for room end at the load's own load_timeout, whatever the loads ahead do.
+    const waitSeconds = req.loadTimeoutSeconds ?? config.modelLoadTimeoutSeconds;
+    const waiting = deadlineSignal(
+      abort,
+      waitSeconds * 1000,
+      () =>
+        new MmeError(
+          'MME_ERR_LOAD_WAIT_TIMEOUT',
+          `Model ${name} waited ${waitSeconds} s (its load_timeout) for a load slot (max_concurrent_loads) or for room (max_loaded_models, the memory budget) behind other loads, and gave up; nothing of it is left. Retry later, or load it with a longer load_timeout.`,
+        ),
+      this.deps.clock,
+    );
+    let releasePermit = () => {};
     const t0 = performance.now();
     try {
-      abort.throwIfAborted();
+      releasePermit = await this.#loadPermits.acquire(waiting.signal);
       const artifact = await this.#resolve(entry, req, abort);
       entry.resolved(artifact);
       abort.throwIfAborted();
@@ -150,8 +163,9 @@ export class LifecycleOperations {
       await this.#admission.reserve(
         entry,
         this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode),
-        abort,
+        waiting.signal,
       );
+      waiting.done();
       const model = buildModel(
         { name, url: req.url, settings, artifact, handlerPath: resolveHandlerPath(artifact, config), health: entry },
         config,
@@ -184,6 +198,7 @@ export class LifecycleOperations {
       events.failedLoadReleased(name, Math.round((performance.now() - t0) * 1000));
       throw err;
     } finally {
+      waiting.done();
       releasePermit();
       unlock();
     }
