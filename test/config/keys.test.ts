@@ -57,7 +57,7 @@ describe('config key table', () => {
     assert.equal(rows.length, KEYS.length);
     assert.equal(
       lines.filter((l) => l === '| key | default | meaning |').length,
-      lines.filter((l) => l.startsWith('### ')).length,
+      lines.filter((l) => l.startsWith('## ')).length,
     );
     assert.ok(
       rows.includes(`| \`job_queue_size\` | \`100\` | ${KEYS.find((k) => k.name === 'job_queue_size')!.doc} |`),

@@ -87,9 +87,7 @@ export function renderKeysMarkdown(): string {
   };
   return kSections
     .map(([title, table]) =>
-      [`### ${title}`, '', '| key | default | meaning |', '|---|---|---|', ...Object.entries(table).map(row)].join(
-        '\n',
-      ),
+      [`## ${title}`, '', '| key | default | meaning |', '|---|---|---|', ...Object.entries(table).map(row)].join('\n'),
     )
     .join('\n\n');
 }
