@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   log(
     `sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`,
   );
+  log(config.modelStoreNote);
   const server = new MmeServer(config, { log });
   const signals = new StopSignals(realClock);
   const stop = (signal: string) => {

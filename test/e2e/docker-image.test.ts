@@ -1,6 +1,7 @@
 /**
  * The Docker image (docker/Dockerfile), built and run with podman as SageMaker runs it: `IMAGE serve`,
- * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
+ * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop;
+ * and bare, with nothing mounted, as a first `docker run IMAGE serve` starts it.
  *
  * It runs wherever podman works and the Dockerfile's base image (node:24-bookworm-slim, the default
  * NODE_IMAGE) is present, and is skipped otherwise (skip id podman) with a message saying how to enable it. Nothing
@@ -349,6 +350,24 @@ describe('docker image (podman)', function () {
       assert.equal(exitCode, 0, `container exit code ${exitCode}; log:\n${tail(logs.stdout + logs.stderr, 20)}`);
       assert.match(logs.stdout, /SIGTERM: draining/);
       console.log(`      podman stop returned in ${stopMs} ms with two 3 s requests in flight`);
+    });
+  });
+
+  describe('started bare: `IMAGE serve` with nothing mounted (issue 47)', function () {
+    it('answers /ping with no model store, and its start line says where models come from', async function () {
+      this.timeout(60_000);
+      const [port] = await freePorts(1);
+      const base = `http://127.0.0.1:${port}`;
+      const name = await startContainer('bare', ['-p', `127.0.0.1:${port}:9090`, '-e', 'SAGEMAKER_BIND_TO_PORT=9090']);
+      await waitReady(base, name, Date.now());
+      assert.equal((await http(`${base}/ping`)).status, 200);
+      assert.deepEqual((await http(`${base}/models`)).body.models, []);
+      const logs = await run('podman', ['logs', name], 10_000);
+      assert.match(
+        logs.stdout,
+        /no model store: model_store's default \/opt\/ml\/models does not exist; models load by url through POST \/models/,
+        logs.stdout + logs.stderr,
+      );
     });
   });
 
