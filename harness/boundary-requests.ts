@@ -14,6 +14,7 @@
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { FREE_CHUNKS, MIN_CHUNK_BYTES } from '../src/http/body';
+import { f32 } from './float32';
 import type { GrpcClients } from './grpc-clients';
 
 export const kInput = 'x';
@@ -144,7 +145,6 @@ export interface Round {
 // ---------------------------------------------------------------------------------------------------
 // Bytes
 
-const f32le = (values: readonly number[]) => Buffer.from(Float32Array.from(values).buffer);
 const flat = (r: readonly number[][]) => r.flat();
 const rowsOf = (n: number) =>
   Array.from({ length: n }, (_, i) => Array.from({ length: kColumns }, (_, j) => i + j / 8));
@@ -181,13 +181,13 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
   const values = flat(r);
   switch (layout) {
     case '<f4':
-      return npyFile(npyDict('<f4', shape), f32le(values));
+      return npyFile(npyDict('<f4', shape), f32(values));
     case 'v2':
-      return npyFile(npyDict('<f4', shape), f32le(values), 2);
+      return npyFile(npyDict('<f4', shape), f32(values), 2);
     case 'v3':
-      return npyFile(npyDict('<f4', shape), f32le(values), 3);
+      return npyFile(npyDict('<f4', shape), f32(values), 3);
     case '>f4': {
-      const b = f32le(values);
+      const b = f32(values);
       b.swap32();
       return npyFile(npyDict('>f4', shape), b);
     }
@@ -198,7 +198,7 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
     case 'fortran': {
       const columnMajor: number[] = [];
       for (let c = 0; c < kColumns; c++) for (const row of r) columnMajor.push(row[c]);
-      return npyFile(npyDict('<f4', shape, true), f32le(columnMajor));
+      return npyFile(npyDict('<f4', shape, true), f32(columnMajor));
     }
   }
 }
@@ -256,28 +256,28 @@ const kBrokenNpy: ReadonlyArray<() => Buffer> = [
   () => Buffer.from('\x93NUMPZ\x01\x00', 'latin1'),
   () => Buffer.from('\x93NUMPY', 'latin1'),
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)));
     b[6] = 9;
     return b;
   },
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)));
     b.writeUInt16LE(0xffff, 8);
     return b;
   },
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)), 2);
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)), 2);
     b.writeUInt32LE(0xffffffff, 8);
     return b;
   },
-  () => npyFile("{'descr': '<f4', 'shape': (1, 16), }", f32le(flat(oneRow))),
+  () => npyFile("{'descr': '<f4', 'shape': (1, 16), }", f32(flat(oneRow))),
   () => npyFile(npyDict('|O', '(1, 16)'), Buffer.alloc(128)),
-  () => npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 16), }", f32le(flat(oneRow))),
-  () => npyFile(npyDict('<f4', '(-1, 16)'), f32le(flat(oneRow))),
-  () => npyFile(npyDict('<f4', '(1 16)'), f32le(flat(oneRow))),
+  () => npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 16), }", f32(flat(oneRow))),
+  () => npyFile(npyDict('<f4', '(-1, 16)'), f32(flat(oneRow))),
+  () => npyFile(npyDict('<f4', '(1 16)'), f32(flat(oneRow))),
   () => npyFile(npyDict('<c8', '(1, 16)'), Buffer.alloc(128)),
-  () => npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)).subarray(0, 63)),
-  () => npyFile(npyDict('<f4', '(1, 16)'), Buffer.concat([f32le(flat(oneRow)), Buffer.alloc(1)])),
+  () => npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)).subarray(0, 63)),
+  () => npyFile(npyDict('<f4', '(1, 16)'), Buffer.concat([f32(flat(oneRow)), Buffer.alloc(1)])),
   () => npyFile(npyDict('<f3', '(1, 16)'), Buffer.alloc(48)),
   () => npyFile(npyDict('<U', '(1, 16)'), Buffer.alloc(0)),
   () => npyFile(npyDict('<U99999999999', '(1,)'), Buffer.alloc(0)),
@@ -861,7 +861,7 @@ export function validCall(c: ValidCase, model: string): Call {
         transport: 'http',
         path: `/v2/models/${model}/infer`,
         headers,
-        body: Buffer.concat([json, f32le(flat(c.rows))]),
+        body: Buffer.concat([json, f32(flat(c.rows))]),
         chunks: c.chunks,
       };
     }
@@ -869,7 +869,7 @@ export function validCall(c: ValidCase, model: string): Call {
       return kserve(
         model,
         c.raw,
-        [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32le(flat(c.rows)) }],
+        [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32(flat(c.rows)) }],
         c.namedOutput ? [kOutput] : [],
       );
     case 'torchserve': {
@@ -978,7 +978,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
             contentType: 'application/x-npy',
             body: npyFile(
               `{'descr': '${'<'.repeat(n)}f4', 'fortran_order': False, 'shape': (1, 16), }`,
-              f32le(flat(oneRow)),
+              f32(flat(oneRow)),
               2,
             ),
           });
@@ -1003,7 +1003,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
             : v2Tensor(oneRow),
         ],
       };
-      return oipHttp(c.carrier, model, header, c.binary ? f32le(flat(oneRow)) : null, {
+      return oipHttp(c.carrier, model, header, c.binary ? f32(flat(oneRow)) : null, {
         how: c.how,
         declared: c.declared,
       });
@@ -1025,7 +1025,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
           { name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: sizes[c.size] } },
         ],
       };
-      return oipHttp(c.carrier, model, header, f32le(flat(oneRow)));
+      return oipHttp(c.carrier, model, header, f32(flat(oneRow)));
     }
     case 'lying-shape': {
       if (c.carrier === 'invoke-json')
@@ -1055,7 +1055,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
         name: kInput,
         datatype: 'FP32',
         shape: [r.length, kColumns],
-        bytes: f32le(flat(r)),
+        bytes: f32(flat(r)),
       }));
       if (c.carrier.startsWith('kserve')) return kserve(model, c.carrier === 'kserve-raw', inputs);
       const header = {
@@ -1077,7 +1077,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
     case 'json-syntax':
       return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(c.body) });
     case 'kserve-contents': {
-      const bytes = f32le(flat(oneRow));
+      const bytes = f32(flat(oneRow));
       const input = { name: kInput, datatype: 'FP32', shape: ['1', String(kColumns)] };
       const request: Record<string, unknown> = {
         model_name: model,
@@ -1130,7 +1130,7 @@ function wireTypeMessage(c: Extract<MalformedCase, { attack: 'wire-type' }>, mod
     const entry = Buffer.concat([pbString(1, 'data'), nested, pbLen(2, Buffer.from(jsonBody('bare', oneRow)))]);
     message = Buffer.concat([pbString(1, model), pbLen(3, entry)]);
   } else {
-    const values = Buffer.concat(flat(oneRow).map((v) => f32le([v])));
+    const values = Buffer.concat(flat(oneRow).map((v) => f32([v])));
     const input = Buffer.concat([
       pbString(1, kInput),
       pbString(2, 'FP32'),
@@ -1213,7 +1213,7 @@ function oipCase(
   const name = o.name ?? kInput;
   const datatype = o.datatype ?? 'FP32';
   const shape = o.shape ?? [1, kColumns];
-  const bytes = o.bytes ?? f32le(flat(oneRow));
+  const bytes = o.bytes ?? f32(flat(oneRow));
   const outputs = o.outputs ?? [];
   if (carrier === 'kserve-typed' || carrier === 'kserve-raw') {
     const typed = o.typed ?? (datatype === 'FP32' || !o.bytes ? { fp32_contents: flat(oneRow) } : undefined);
@@ -1527,7 +1527,8 @@ function reshape(values: readonly number[], shape: readonly number[]): number[][
   return Array.from({ length: shape[0] }, (_, r) => values.slice(r * kColumns, (r + 1) * kColumns));
 }
 
-function csvRows(text: string): number[][] {
+/** The rows of a CSV answer: one line a row, numbers separated by commas. */
+export function csvRows(text: string): number[][] {
   return text
     .split('\n')
     .filter((l) => l !== '')

@@ -19,10 +19,10 @@ import { serviceDefinitions } from '../../src/grpc/protos';
 import { joinBody, oipContentType } from '../../src/oip/binary-body';
 import type { InvokeResult } from '../../src/server/jobs/job';
 import { field, text } from '../helpers/protobuf-wire';
+import { f32 } from '../../harness/float32';
 
 const method = (serviceDefinitions().kserve.service as unknown as Record<string, MethodDefinition<unknown, unknown>>)
   .ModelInfer;
-const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 
 function request(shape: number[], raw: Buffer, more: object = {}): ModelInferRequest {
   const bytes = method.requestSerialize({
