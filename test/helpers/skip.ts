@@ -14,6 +14,10 @@ export const kSkipIds = {
     needs: 'python3 with requests (examples/invoke.py)',
     bring: 'apt-get install python3-requests (as root), or pip install requests',
   },
+  'python-numpy': {
+    needs: "python3 with numpy (docs/first-model.md's .npy example)",
+    bring: 'apt-get install python3-numpy (as root), or pip install numpy',
+  },
   podman: {
     needs: "podman and the Dockerfile's base image node:24-bookworm-slim",
     bring: 'apt-get install podman (as root), then podman pull docker.io/library/node:24-bookworm-slim',
