@@ -1,8 +1,9 @@
 /**
  * The reference tables in docs/ are generated from the code that enforces them (config keys, error
- * codes, the planner's assumptions and example plans) or from the committed bench run
- * (bench-results/latest.json: docs/performance.md's figures and the README's summary), so they cannot
- * drift: `node dist/scripts/docs-tables.js` rewrites them and test/docs/tables.test.ts fails when they
+ * codes, the planner's assumptions and example plans) or from the committed bench runs
+ * (bench-results/latest.json: docs/performance.md's figures and the README's summary;
+ * bench-results/part22-fleet and part22-autoscale: docs/deploy.md's fleet tables and docs/workers.md's
+ * autoscaling figures), so they cannot drift: `node dist/scripts/docs-tables.js` rewrites them and test/docs/tables.test.ts fails when they
  * are stale.
  */
 import fs from 'node:fs';
@@ -10,9 +11,11 @@ import path from 'node:path';
 import { renderKeysMarkdown } from '../src/config/keys';
 import { ERRORS } from '../src/errors';
 import { printedHelp } from './cli-flags';
-import { renderPerformanceSection, renderReadmeSummary } from './bench/report';
-import { readRun } from './bench/results';
-import { renderPlan } from './plan';
+import { renderFrameWait, renderWithoutBusyShare } from './bench/report/autoscale-figures';
+import { FLEET_RUNS, renderFleetHotRun, renderFleetRun, renderFleetTargets } from './bench/report/fleet-figures';
+import { renderPerformanceSection, renderReadmeSummary } from './bench/report/report';
+import { readRun } from './bench/report/results';
+import { renderPlan } from './plan/main';
 import { MiB } from './plan/assumptions';
 import { renderAssumptionsMarkdown } from './plan/assumptions';
 import { inventoryWorkload, parseInventory } from './plan/workload';
@@ -20,6 +23,7 @@ import { inventoryWorkload, parseInventory } from './plan/workload';
 // Compiled to dist/scripts/, so the repository root is two levels up.
 export const ROOT = path.join(__dirname, '..', '..');
 export const DOCS = path.join(ROOT, 'docs');
+const kFleetReadme = path.join(ROOT, 'bench-results', 'part22-fleet', 'README.md');
 
 export function renderErrorsMarkdown(): string {
   const rows = Object.entries(ERRORS).map(([code, e]) => `| ${e.status} | \`${code}\` | ${e.type} | ${e.when} |`);
@@ -45,8 +49,16 @@ function renderPlanExample(args: { instances: number } | { targetHitRatio: numbe
   };
 }
 
-/** Each generated section: the docs file holding it and what renders it. */
-export const SECTIONS: ReadonlyArray<{ name: string; file: string; render: () => string }> = [
+/** A generated section: the docs file holding it, what renders it, and whether it sits inside a sentence. */
+interface Section {
+  name: string;
+  file: string;
+  render: () => string;
+  /** A phrase between its markers on one line, rather than lines of its own. */
+  inline?: true;
+}
+
+export const SECTIONS: readonly Section[] = [
   { name: 'config-keys', file: path.join(DOCS, 'configuration.md'), render: renderKeysMarkdown },
   { name: 'error-codes', file: path.join(DOCS, 'api.md'), render: renderErrorsMarkdown },
   { name: 'plan-assumptions', file: path.join(DOCS, 'deploy.md'), render: renderAssumptionsMarkdown },
@@ -58,23 +70,38 @@ export const SECTIONS: ReadonlyArray<{ name: string; file: string; render: () =>
   },
   { name: 'bench-figures', file: path.join(DOCS, 'performance.md'), render: () => renderPerformanceSection(readRun()) },
   { name: 'bench-summary', file: path.join(ROOT, 'README.md'), render: () => renderReadmeSummary(readRun()) },
+  { name: 'fleet-targets', file: path.join(DOCS, 'deploy.md'), render: () => renderFleetTargets() },
+  { name: 'fleet-hot-run', file: path.join(DOCS, 'deploy.md'), render: renderFleetHotRun },
+  ...Object.entries(FLEET_RUNS).flatMap(([commit, runs]) => [
+    { name: `fleet-targets-${commit}`, file: kFleetReadme, render: () => renderFleetTargets(runs) },
+    ...runs.map((run) => ({ name: `fleet-run-${run}`, file: kFleetReadme, render: () => renderFleetRun(run) })),
+  ]),
+  { name: 'autoscale-frame-wait', file: path.join(DOCS, 'workers.md'), render: renderFrameWait, inline: true },
+  {
+    name: 'autoscale-without-busy-share',
+    file: path.join(DOCS, 'workers.md'),
+    render: renderWithoutBusyShare,
+    inline: true,
+  },
 ];
 
 /** `text` (the contents of `file`) with every section that lives in that file regenerated. */
 export function renderDoc(file: string, text: string): string {
   let out = text;
-  for (const { name, render } of SECTIONS.filter((s) => s.file === file)) {
-    const re = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(<!-- ${name}:end -->)`);
+  for (const { name, render, inline } of SECTIONS.filter((s) => s.file === file)) {
+    const eol = inline ? '' : '\\n';
+    const re = new RegExp(`(<!-- ${name}:start -->${eol})[\\s\\S]*?(<!-- ${name}:end -->)`);
     if (!re.test(out))
       throw new Error(`${path.relative(ROOT, file)} has no <!-- ${name}:start --> … <!-- ${name}:end --> section`);
-    out = out.replace(re, (_, a: string, b: string) => `${a}${render()}\n${b}`);
+    out = out.replace(re, (_, a: string, b: string) => `${a}${render()}${inline ? '' : '\n'}${b}`);
   }
   return out;
 }
 
 const USAGE = `Usage: node dist/scripts/docs-tables.js
   Rewrites the generated sections of docs/ and the README (config keys, error codes, planner assumptions and
-  example plans, the bench figures) from the code that enforces them and from bench-results/latest.json.`;
+  example plans, the bench figures, the fleet and autoscaling figures) from the code that enforces them and from
+  bench-results/ (latest.json, part22-fleet/, part22-autoscale/).`;
 
 if (require.main === module && !printedHelp(USAGE)) {
   for (const file of new Set(SECTIONS.map((s) => s.file)))

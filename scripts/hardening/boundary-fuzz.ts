@@ -1,7 +1,7 @@
 /**
  * The boundary's invariants against a live server (issue 21), shared by the property test
  * (test/hardening/boundary-property.test.ts) and `npm run fuzz`: rounds of canaries and malformed
- * requests (harness/boundary-requests.ts) sent at once to a batching model, so that attacks
+ * requests (harness/boundary/) sent at once to a batching model, so that attacks
  * share batches with the canaries. After each round:
  *
  * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
@@ -18,26 +18,13 @@
  */
 import fc from 'fast-check';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
-import {
-  answerRows,
-  callOf,
-  caseLabel,
-  chunkVerdict,
-  describeOutcome,
-  isChunkRefusal,
-  kRoundSize,
-  knownAnswer,
-  refusalProblem,
-  roundArb,
-  send,
-  validCall,
-  type BoundaryCase,
-  type Call,
-  type Endpoints,
-  type Outcome,
-  type Round,
-  type ValidCase,
-} from '../../harness/boundary-requests';
+import { answerRows, caseLabel, describeOutcome, refusalProblem } from '../../harness/boundary/answers';
+import { callOf } from '../../harness/boundary/attacks';
+import { knownAnswer } from '../../harness/boundary/bytes';
+import { validCall, type Call } from '../../harness/boundary/calls';
+import type { BoundaryCase, Round, ValidCase } from '../../harness/boundary/cases';
+import { kRoundSize, roundArb } from '../../harness/boundary/generators';
+import { chunkVerdict, isChunkRefusal, send, type Endpoints, type Outcome } from '../../harness/boundary/sending';
 import { startCliServer, type CliServer } from '../../harness/cli-server';
 import { grpcClients } from '../../harness/grpc-clients';
 import { rssBytes, waitFor } from '../../harness/process-probes';

@@ -265,7 +265,7 @@ const kUsage = `Usage: npm run fuzz -- [options]
 
 Two fuzzers against live CLI servers (127.0.0.1 only):
   T-H4 http_fuzz   generated raw HTTP/1.x requests over every route; every answer valid HTTP below 500.
-  boundary         issue 21's rounds (harness/boundary-requests.ts): canaries of known answer and
+  boundary         issue 21's rounds (harness/boundary/): canaries of known answer and
                    malformed requests over every codec and route (HTTP JSON/CSV/.npy, /v2 JSON and
                    binary, KServe and TorchServe gRPC), sent at once to a batching model. Reports
                    operations, distinct failures and server RSS start -> end.

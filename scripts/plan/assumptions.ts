@@ -15,7 +15,7 @@ export const MiB = 1024 * 1024;
 /** Compiled to dist/scripts/plan/, so the repository root is three levels up. */
 export const BENCH_RESULTS = path.join(__dirname, '..', '..', '..', 'bench-results', 'latest.json');
 
-/** The fields of bench-results/latest.json the planner reads (scripts/bench/results.ts has the whole shape). */
+/** The fields of bench-results/latest.json the planner reads (scripts/bench/report/results.ts has the whole shape). */
 interface BenchRun {
   density: { perModelMB: number };
   cold: Array<{ model: string; p50Ms: number }>;

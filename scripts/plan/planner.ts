@@ -6,7 +6,7 @@
 import { createPolicy } from '../../src/server/cache/policies';
 import { simulate } from '../cache-sim/simulate';
 import type { Trace } from '../cache-sim/traces';
-import { HashRing } from '../fleet/hash-ring';
+import { HashRing } from './hash-ring';
 import { ASSUMPTIONS, MiB, type WorkerMode } from './assumptions';
 import { InputError, type Workload } from './workload';
 

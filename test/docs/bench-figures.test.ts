@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { charts, svgHeader } from '../../scripts/bench/charts';
-import { renderLatestMd } from '../../scripts/bench/report';
-import { LATEST_MD, readRun, RESULTS_DIR } from '../../scripts/bench/results';
+import { charts, svgHeader } from '../../scripts/bench/report/charts';
+import { renderLatestMd } from '../../scripts/bench/report/report';
+import { LATEST_MD, readRun, RESULTS_DIR } from '../../scripts/bench/report/results';
 import { ASSUMPTIONS } from '../../scripts/plan/assumptions';
 
 /** Every file under `dir`, relative to it. */
@@ -22,11 +22,11 @@ function filesUnder(dir: string): string[] {
 describe('docs: figures tied to the committed bench run', () => {
   const run = readRun();
 
-  it('bench-results/latest.md is what latest.json renders (regenerate: node dist/scripts/bench/report.js)', () => {
+  it('bench-results/latest.md is what latest.json renders (regenerate: node dist/scripts/bench/report/report.js)', () => {
     assert.equal(fs.readFileSync(LATEST_MD, 'utf8'), renderLatestMd(run));
   });
 
-  it('every chart was drawn from latest.json as it is (redraw: node dist/scripts/bench/charts.js)', () => {
+  it('every chart was drawn from latest.json as it is (redraw: node dist/scripts/bench/report/charts.js)', () => {
     const { charts: list } = charts(run);
     assert.ok(list.length >= 3, 'the connections, latency CDF and cache simulator charts at least');
     for (const chart of list) {

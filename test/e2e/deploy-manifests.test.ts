@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { keySpec } from '../../src/config/keys';
-import { MODEL_KEY_CONF } from '../../scripts/fleet/nginx';
+import { MODEL_KEY_CONF } from '../../harness/routers/nginx';
 import { skipBecause } from '../helpers/skip';
 
 const kDeploy = path.join(__dirname, '..', '..', '..', 'deploy');

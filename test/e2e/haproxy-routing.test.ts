@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import path from 'node:path';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
-import { findHaproxy, Haproxy, inFlight, localHaproxyConfig } from '../../scripts/fleet/haproxy';
+import { findHaproxy, Haproxy, inFlight, localHaproxyConfig } from '../../harness/routers/haproxy';
 import { freePorts } from '../../harness/cli-server';
 import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
 import { mlpModel, writeModelDir } from '../../harness/onnx-models';

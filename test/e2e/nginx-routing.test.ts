@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Metadata, Server, ServerCredentials, type ServiceError } from '@grpc/grpc-js';
-import { findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../scripts/fleet/nginx';
+import { findNginx, MODEL_KEY_CONF, Nginx, routerConfig, type Balancing } from '../../harness/routers/nginx';
 import { connect, type GrpcClients } from '../../src/cli/grpc-calls';
 import { serviceDefinitions } from '../../src/grpc/protos';
 import { freePort, freePorts } from '../../harness/cli-server';

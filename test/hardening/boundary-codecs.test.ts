@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { OIP_MEDIA_TYPE } from '../../src/oip/binary-body';
 import { mlpModel, writeModelDir } from '../../harness/onnx-models';
-import { deep, npyBody as npy } from '../../harness/boundary-requests';
+import { deep, npyBody as npy } from '../../harness/boundary/bytes';
 import { workerPidsOf } from '../../harness/process-probes';
 import { type JsonResponse, loadModel, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';

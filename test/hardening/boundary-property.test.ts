@@ -1,7 +1,7 @@
 /**
  * Issue 21's property test: hostile input costs nothing and never reaches another caller's answer.
  *
- * fast-check generates rounds (harness/boundary-requests.ts): 1–4 malformed requests and
+ * fast-check generates rounds (harness/boundary/generators.ts): 1–4 malformed requests and
  * canaries (valid requests of known answer) for the rest of 8, over every codec and route
  * (SageMaker invoke, /invocations and /predictions with JSON in all four shapes, CSV and .npy; /v2
  * infer JSON and binary; KServe ModelInfer typed and raw; TorchServe Predictions), HTTP bodies
@@ -30,7 +30,8 @@ import {
   type BoundaryServer,
   type WorkerMode,
 } from '../../scripts/hardening/boundary-fuzz';
-import { kRoundSize, roundArb, type Round, type ValidCase } from '../../harness/boundary-requests';
+import type { Round, ValidCase } from '../../harness/boundary/cases';
+import { kRoundSize, roundArb } from '../../harness/boundary/generators';
 import { rssBytes } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 
@@ -54,7 +55,7 @@ const kTimeLimitMs = kRuns * 3_000;
 
 const row = (start: number) => Array.from({ length: 16 }, (_, j) => start + j);
 
-/** Canary k's rows as the generator makes them distinct (boundary-requests.ts distinct()), from values shrunk to 0. */
+/** Canary k's rows as the generator makes them distinct (harness/boundary/generators.ts distinct()), from values shrunk to 0. */
 const rowsOf = (k: number) => [Array.from({ length: 16 }, (_, j) => 1000 * (k + 1) + j / 8)];
 const canary = {
   invokeNamed: (k: number): Extract<ValidCase, { via: 'http' }> => ({

@@ -11,7 +11,7 @@ import { loadModel } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
 import { npyFile, readFloat32Npy } from '../worker-process/npy-fixtures';
 import { assertRowsClose } from '../helpers/assert-close';
-import { csvRows } from '../../harness/boundary-requests';
+import { csvRows } from '../../harness/boundary/answers';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kRows = [

@@ -41,11 +41,11 @@ describe('scripts: --help', () => {
 
   it('finds the npm scripts and the directly run ones', () => {
     for (const s of [
-      'scripts/bench/run.js',
-      'scripts/bench/fleet.js',
+      'scripts/bench/all.js',
+      'scripts/bench/fleet/fleet.js',
       'scripts/hardening/soak.js',
-      'scripts/cache-sim.js',
-      'scripts/plan.js',
+      'scripts/cache-sim/main.js',
+      'scripts/plan/main.js',
       'scripts/sagemaker/deploy.js',
       'src/cli/mme-client.js',
       'scripts/docs-tables.js',

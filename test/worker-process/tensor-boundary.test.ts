@@ -14,7 +14,7 @@ import * as handler from '../../src/worker-process/default-handler';
 import { openSession, type OpenedSession } from '../../src/worker-process/session';
 import { RequestBudget, Tensor } from '../../src/worker-process/tensor';
 import { identityModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
-import { deep, npyBody as npy } from '../../harness/boundary-requests';
+import { deep, npyBody as npy } from '../../harness/boundary/bytes';
 import { tempDir } from '../../harness/test-server';
 import { f32 } from '../../harness/float32';
 

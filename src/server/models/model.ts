@@ -174,7 +174,7 @@ export class Model implements WorkerListener {
 
   /** Requests handed to its workers and not answered yet. */
   get inFlightRequests(): number {
-    return this.#dispatcher.runningCount;
+    return this.#dispatcher.inFlightRequests;
   }
 
   get stats(): { requests: number; batches: number } {

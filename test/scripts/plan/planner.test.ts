@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HashRing } from '../../../scripts/fleet/hash-ring';
+import { HashRing } from '../../../scripts/plan/hash-ring';
 import { DEDICATED, MiB, SHARED, type WorkerMode } from '../../../scripts/plan/assumptions';
 import { modelBudget, predict, smallestFleet } from '../../../scripts/plan/planner';
 import { inventoryWorkload, parseInventory, traceWorkload, type Workload } from '../../../scripts/plan/workload';
@@ -171,7 +171,7 @@ describe('consistent-hash ring', () => {
 
 describe('npm run plan', () => {
   it('prints the table for both worker modes, one instance and a fleet, with its assumptions', async () => {
-    const run = await runNodeScript('plan', [
+    const run = await runNodeScript('plan/main', [
       '--inventory',
       kExample,
       '--instance-memory-gib',
@@ -201,7 +201,7 @@ describe('npm run plan', () => {
       file,
       ['time_ms,model,size_mb', ...Array.from({ length: 400 }, (_, i) => `${i * 100},m${i % 7},50`)].join('\n'),
     );
-    const run = await runNodeScript('plan', [
+    const run = await runNodeScript('plan/main', [
       '--trace',
       file,
       '--instance-memory-gib',
@@ -218,7 +218,7 @@ describe('npm run plan', () => {
     const runs = [...readme.matchAll(/```\n\$ npm run -s plan -- (.*)\n([^`]*)```/g)];
     assert.equal(runs.length, 2);
     for (const [, args, shown] of runs) {
-      const run = await runNodeScript('plan', args.split(' '));
+      const run = await runNodeScript('plan/main', args.split(' '));
       assert.equal(run.code, 0, run.stderr);
       assert.ok(
         run.stdout.startsWith(shown),
@@ -241,7 +241,7 @@ describe('npm run plan', () => {
       ],
     ];
     for (const [args, message] of cases) {
-      const run = await runNodeScript('plan', args);
+      const run = await runNodeScript('plan/main', args);
       assert.equal(run.code, 2, run.stderr);
       assert.match(run.stderr, message);
     }

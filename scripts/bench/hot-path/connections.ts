@@ -1,0 +1,57 @@
+/**
+ * Throughput and p99 against the number of connections: tiny MLP 16→32→4, one worker, our server
+ * and the in-process node:http + onnxruntime server, interleaved at each count so the load of the
+ * shared machine hits both alike. What the hot path's single figure (16 connections) sits on.
+ */
+import path from 'node:path';
+import { hammer } from '../../../harness/load-generator';
+import { postJson } from '../../../harness/http-requests';
+import { writeTinyMlp } from '../../../harness/onnx-models';
+import { benchDurations, benchUsage, runBench, startBaseline, startBenchServer } from '../kit/bench-run';
+
+export interface ConnectionsPoint {
+  connections: number;
+  server: 'ours' | 'in-process';
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+export const kConnectionCounts = [1, 4, 16, 64] as const;
+
+export async function benchConnections(): Promise<ConnectionsPoint[]> {
+  const server = await startBenchServer();
+  const dir = writeTinyMlp(server.store);
+  const baseline = await startBaseline(path.join(dir, 'model.onnx'));
+  try {
+    const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i / 16)] } });
+    const d = benchDurations();
+    const targets = [
+      ['ours', `${server.url}/models/tiny/invoke`],
+      ['in-process', baseline.url],
+    ] as const;
+    for (const [, url] of targets) await hammer(url, body, { connections: 16, seconds: d.warmupSeconds });
+    const points: ConnectionsPoint[] = [];
+    for (const connections of kConnectionCounts) {
+      for (const [name, url] of targets) {
+        const r = await hammer(url, body, { connections, seconds: d.seconds });
+        if (r.errors + r.non2xx > 0)
+          throw new Error(`${name} at ${connections} connections: ${r.errors} errors, ${r.non2xx} non-2xx`);
+        points.push({ connections, server: name, rps: r.rps, p50: r.p50, p99: r.p99 });
+      }
+    }
+    return points;
+  } finally {
+    baseline.stop();
+    await server.stop();
+  }
+}
+
+const USAGE = benchUsage(
+  'node dist/scripts/bench/hot-path/connections.js',
+  'Tiny-model throughput and p99 at 1, 4, 16 and 64 connections, ours and the in-process server.',
+);
+
+if (require.main === module) runBench(USAGE, benchConnections);

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { renderCacheSimMarkdown, runCacheSim, type SimRow } from '../../../scripts/cache-sim/main';
+import { DOCS } from '../../../scripts/docs-tables';
+
+describe('cache-sim: the docs/cache.md table and the eviction_policy default', function () {
+  let rows: SimRow[];
+
+  before(function () {
+    this.timeout(120_000);
+    rows = runCacheSim();
+  });
+
+  it('GDSF spends less load time than LRU and hits more, on every trace', () => {
+    for (const trace of new Set(rows.map((r) => r.trace))) {
+      const [lru, gdsf] = ['LRU', 'GDSF'].map(
+        (policy) => rows.find((r) => r.trace === trace && r.policy === policy)?.result,
+      );
+      assert.ok(lru && gdsf, trace);
+      assert.ok(
+        gdsf.loadMicros < lru.loadMicros,
+        `${trace}: GDSF load time ${gdsf.loadMicros} µs, LRU ${lru.loadMicros} µs`,
+      );
+      assert.ok(gdsf.hits > lru.hits, `${trace}: GDSF ${gdsf.hits} hits, LRU ${lru.hits}`);
+    }
+  });
+
+  it('docs/cache.md has the current section (regenerate: node dist/scripts/cache-sim/main.js, between the cache-sim markers)', () => {
+    const section = /<!-- cache-sim:start -->\n([\s\S]*?)\n<!-- cache-sim:end -->/.exec(
+      fs.readFileSync(path.join(DOCS, 'cache.md'), 'utf8'),
+    );
+    assert.ok(section, 'docs/cache.md has no <!-- cache-sim:start --> … <!-- cache-sim:end --> section');
+    assert.equal(section[1], renderCacheSimMarkdown(rows));
+  });
+});
