@@ -8,7 +8,6 @@
  * here installs or fetches anything: CI's .ci/run prepares podman and the base image first.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +18,7 @@ import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
 import { freePorts } from '../../harness/cli-server';
 import { request, type JsonResponse } from '../../harness/http-requests';
+import { runCommand } from '../../harness/run-command';
 import { skipBecause } from '../helpers/skip';
 import { assertRowsClose } from '../helpers/assert-close';
 import { codeBlocks, makeIrisExample } from '../helpers/docs-examples';
@@ -29,30 +29,9 @@ const kRunId = `${process.pid}-${Date.now().toString(36)}`;
 const kImage = `localhost/sagemaker-mme-node-test:${kRunId}`;
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to completion (bounded); never rejects: callers look at the exit code. */
-function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      cmd,
-      args,
-      { cwd: kRepoRoot, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({
-          code,
-          stdout: String(stdout),
-          stderr: err && typeof err.code !== 'number' ? `${stderr}\n${err.message}` : String(stderr),
-        });
-      },
-    );
-  });
-}
+/** A command to completion in the repository root, killed at `timeoutMs`; never rejects: callers look at the exit code. */
+const run = (cmd: string, args: readonly string[], timeoutMs: number) =>
+  runCommand(cmd, args, { cwd: kRepoRoot, timeoutMs });
 
 async function podman(args: readonly string[], timeoutMs = 30_000): Promise<string> {
   const r = await run('podman', args, timeoutMs);

@@ -5,6 +5,7 @@
  * of the command above it (an error answer: curl exits 22 and prints it). The page's `shell` blocks (image, SageMaker) are not run here.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCli, type CliServer } from '../../harness/cli-server';
@@ -12,6 +13,7 @@ import { bash, codeBlocks, kRepoRoot } from '../helpers/docs-examples';
 import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
+import { skipBecause } from '../helpers/skip';
 
 /** The page's commands (continuation lines joined, here-documents kept whole) with the output shown under each. */
 function pageCommands(): Array<{ command: string; shown: string | null }> {
@@ -63,6 +65,8 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
 
   it('answers every command of the page as it shows', async function () {
     this.timeout(180_000);
+    if (spawnSync('python3', ['-c', 'import numpy']).status !== 0)
+      skipBecause(this, 'python-numpy', "python3 cannot import numpy, which the page's .npy example runs");
     const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
     assert.ok(grpc, s.lines.join('\n'));
     const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');

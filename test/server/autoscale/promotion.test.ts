@@ -20,6 +20,7 @@ import {
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
+import { settle } from '../../helpers/settle';
 
 const kProperties = [
   'worker_mode=shared',
@@ -34,10 +35,6 @@ const kProperties = [
 ].join('\n');
 /** A round's worth of session runs at 80 % of a thread: over the 0.5 threshold. */
 const kHotMicros = 0.8 * kRoundMs * 1000;
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-}
 
 describe('autoscale promotion of a shared model', () => {
   describe('the policy (virtual clock)', () => {

@@ -19,6 +19,7 @@ import {
 } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../../harness/process-probes';
+import { settle } from '../../helpers/settle';
 
 /** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
 async function loaded(
@@ -45,9 +46,6 @@ function submit(
 const within = (h: ProcessHarness, ms: number) => submit(h, undefined, { deadline: h.clock.now() + ms });
 
 const ids = (batch: InferMessage) => batch.requests.map((r) => r.requestId);
-
-/** Lets the invokes pass acquire() and reach submit(): a few turns of the event loop, no time. */
-const settle = () => new Promise((r) => setImmediate(r));
 
 type Submitted = ReturnType<typeof submit>;
 
@@ -152,7 +150,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const outcomes = await answerUntilSettled(
       sent.map((r) => r.outcome),
       () => {
-        for (const w of workers) while (w.batches.length > 0) w.answer(runMicros);
+        for (const w of workers) w.answerHeld(runMicros);
       },
       'every request to be answered',
     );

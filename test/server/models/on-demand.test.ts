@@ -9,13 +9,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import {
+  answerUntilSettled,
+  processHarness,
+  statusOf,
+  invokeRequest,
+  type ProcessHarness,
+} from '../../lifecycle/harness';
 import { waitFor } from '../../../harness/process-probes';
-
-/** A few turns of the event loop, no virtual time. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from '../../helpers/settle';
 
 function cache(properties = ''): ProcessHarness {
   return processHarness(`model_cache=on\n${properties}`);
@@ -34,16 +36,8 @@ async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
 
 /** Answers every batch `p` holds until `pending` have all settled. */
 async function answerAll(p: FakeProcess, pending: Array<Promise<{ status: number }>>): Promise<number[]> {
-  let done = false;
-  const all = Promise.all(pending).then((r) => {
-    done = true;
-    return r.map((x) => x.status);
-  });
-  await waitFor(() => {
-    while (p.batches.length > 0) p.answer();
-    return done;
-  }, 'every request to be answered');
-  return all;
+  const outcomes = await answerUntilSettled(pending, () => p.answerHeld(), 'every request to be answered');
+  return outcomes.map((r) => r.status);
 }
 
 describe('on-demand loader (model_cache on, fake processes, virtual clock)', () => {
