@@ -77,7 +77,9 @@ function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; co
 async function answerAll(h: ProcessHarness, requests: Array<Promise<{ status: number }>>): Promise<number[]> {
   let done = false;
   const all = Promise.all(requests).finally(() => (done = true));
-  while (!done) {
+  // A request the answers never settle is a failure, not a hang until mocha's timeout.
+  for (let round = 0; !done; round++) {
+    if (round === 1000) assert.fail(`${requests.length} requests still unsettled after 1000 rounds of answers`);
     for (const p of h.processes.live()) while (p.batches.length > 0) p.answer();
     await settle();
   }
