@@ -8,6 +8,12 @@ function below(name, comment, from, above) {
   return { name, comment, severity: 'error', from: { path: from }, to: { path: above } };
 }
 
+/** A src/server module (`target`) that only the modules matching `importers` may import. */
+function onlyFrom(name, comment, target, importers) {
+  const from = { pathNot: `^src/server/(${importers}|${target})\\.ts$` };
+  return { name, comment, severity: 'error', from, to: { path: `^src/server/${target}\\.ts$` } };
+}
+
 module.exports = {
   forbidden: [
     {
@@ -51,6 +57,14 @@ module.exports = {
       from: { path: '^src/(http|grpc)/' },
       to: { path: '^src/(http|grpc)/', pathNot: '^src/$1/' },
     },
+    {
+      name: 'doors-see-the-server-through-the-gateway',
+      comment:
+        "A door decodes its wire into the gateway's request and encodes the gateway's answer: what it needs of the server core it takes from src/gateway (models.ts names it), never from src/server.",
+      severity: 'error',
+      from: { path: '^src/(http|grpc)/' },
+      to: { path: '^src/server/' },
+    },
     below(
       'gateway-is-below-the-doors',
       "The gateway knows no transport: a door translates its requests into the gateway's and back.",
@@ -76,6 +90,28 @@ module.exports = {
       from: { path: '^src/protocol/' },
       to: { path: '^src/(server|http|grpc|worker-process)/' },
     },
+    // The worker mode (dedicated or shared) is chosen once, where a host is made: a dedicated
+    // worker's DedicatedPolicy in worker-factory.ts or spare-pool.ts, a shared host (SharedHost,
+    // which takes the SharedPolicy and the memory ledger) in host-pool.ts. Everything else asks the
+    // HostPolicy (host-policy.ts) it was given.
+    onlyFrom(
+      'dedicated-policy-is-chosen-where-a-worker-is-made',
+      'Only worker-factory.ts and spare-pool.ts make dedicated workers: no other module imports DedicatedPolicy.',
+      'hosts/dedicated-policy',
+      'workers/(worker-factory|spare-pool)',
+    ),
+    onlyFrom(
+      'shared-policy-is-the-shared-hosts-alone',
+      'A shared host is a SharedHost of the pool: only shared-host.ts imports SharedPolicy.',
+      'hosts/shared-policy',
+      'hosts/shared-host',
+    ),
+    onlyFrom(
+      'shared-hosts-are-made-by-the-pool',
+      'Only the host pool (and its heavy-model balance, which reads its hosts) imports SharedHost.',
+      'hosts/shared-host',
+      'hosts/(host-pool|host-balance)',
+    ),
     {
       name: 'shipped-code-stands-alone',
       comment:

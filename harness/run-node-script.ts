@@ -1,12 +1,8 @@
 /** Runs one of the repository's compiled scripts (dist/scripts/…) as its own process, as `npm run` does. */
-import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { type CommandRun, runCommand } from './run-command';
 
-export interface ScriptRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type ScriptRun = CommandRun;
 
 const kScripts = path.join(__dirname, '..', 'scripts');
 /** Shipped clients live under src/cli/, not scripts/. */
@@ -21,17 +17,5 @@ export function runNodeScript(
   args: string[],
   env: Record<string, string | undefined> = {},
 ): Promise<ScriptRun> {
-  const merged = Object.fromEntries(
-    Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined),
-  ) as Record<string, string>;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [`${kShipped[script] ?? path.join(kScripts, script)}.js`, ...args],
-      { env: merged },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-      },
-    );
-  });
+  return runCommand(process.execPath, [`${kShipped[script] ?? path.join(kScripts, script)}.js`, ...args], { env });
 }

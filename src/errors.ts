@@ -9,6 +9,11 @@ export const ERRORS = {
     type: 'BadRequestException',
     when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value',
   },
+  MME_ERR_UNKNOWN_FIELD: {
+    status: 400,
+    type: 'BadRequestException',
+    when: 'a POST /models body has a field the load request does not know (a typo is named with a did-you-mean, and the known fields listed)',
+  },
   MME_ERR_INVALID_INPUT: {
     status: 400,
     type: 'BadRequestException',
@@ -126,6 +131,11 @@ export const ERRORS = {
     status: 503,
     type: 'ServiceUnavailableException',
     when: 'the model is still loading; retry after Retry-After seconds',
+  },
+  MME_ERR_LOAD_WAIT_TIMEOUT: {
+    status: 503,
+    type: 'ServiceUnavailableException',
+    when: 'the load waited its load_timeout for a load slot or for room behind other loads; retry later',
   },
   MME_ERR_MODEL_FAILED: {
     status: 503,

@@ -41,6 +41,15 @@ const kSubject = /^\[([^\]\s]+)\] /;
 const kRequest = /^request (\S+) |\brequest-id=(\S+)/;
 const kWorker = /\bworker (\S+) \(pid (\d+)\)/;
 
+/**
+ * A duration for a log line, to the precision a reader can use: three significant figures below
+ * 100 ms ("3.74 ms", "42.1 ms"), whole milliseconds above ("1235 ms"); not 3.7411920000013197.
+ */
+export function roundedMs(ms: number): string {
+  const places = ms >= 100 ? 0 : ms >= 10 ? 1 : 2;
+  return `${Number(ms.toFixed(places))} ms`;
+}
+
 /** `line`'s level and context fields, the caller's `given` ones first. */
 export function lineFields(line: string, given: LogFields = {}): Required<Pick<LogFields, 'level'>> & LogFields {
   const fields: LogFields = {};

@@ -8,8 +8,11 @@ import { loadConfig } from './config/load';
 import { isMmeError } from './errors';
 import { createLog } from './logger';
 import { MmeServer } from './mme-server';
-import { keepHeapRoom } from './server/heap-room';
+import { keepHeapRoom } from './heap-room';
+import { readyLine } from './ready-line';
+import { StopSignals } from './stop-signals';
 import { exitOnUnhandledRejection } from './unhandled-rejection';
+import { realClock } from './util/clock';
 
 /** Text at info until the config names the log's format and level. */
 let log = createLog({ format: 'text', level: 'info' });
@@ -31,14 +34,16 @@ async function main(): Promise<void> {
   log(
     `sagemaker-mme-node ${kVersion} (Node ${process.version}); config: ${config.configFile ?? 'built-in defaults'}${config.unknownKeys.length ? `; unknown keys ignored: ${config.unknownKeys.join(', ')}` : ''}`,
   );
+  log(config.modelStoreNote);
   const server = new MmeServer(config, { log });
-  let stopping = false;
+  const signals = new StopSignals(realClock);
   const stop = (signal: string) => {
-    if (stopping) {
+    const action = signals.received();
+    if (action === 'repeat') return;
+    if (action === 'force') {
       log(`${signal} again: exiting now`);
       process.exit(1);
     }
-    stopping = true;
     log(`${signal}: draining for up to ${config.shutdownTimeoutSeconds} s (shutdown_timeout), then stopping workers`);
     server.close(config.shutdownTimeoutSeconds * 1000).then(
       ({ drained, cutOff }) => {
@@ -57,15 +62,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   keepHeapRoom();
   await server.start();
-  // The limits in effect, so that a limit that did not take (a typo'd key, a wrong file) shows here.
-  const limits = `max_loaded_models=${config.maxLoadedModels || 'no limit'}, ${Math.round(server.manager.budgetBytes / 2 ** 20)} MiB model memory budget`;
-  const mode = config.modelCache
-    ? `self-managed cache (model_cache on: invokes load models of model_store by name, eviction_policy=${config.evictionPolicy}, ${limits})`
-    : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
-  const failed = server.startupFailures;
-  const failures = failed.length ? `, ${failed.length} failed (${failed.join(', ')}: see their lines above)` : '';
   log(
-    `ready in ${Math.round(performance.now() - started)} ms: ${mode}, worker_mode=${config.workerMode}, ${server.manager.list().length} models loaded${failures}`,
+    readyLine(config, {
+      elapsedMs: performance.now() - started,
+      budgetBytes: server.manager.budgetBytes,
+      loaded: server.manager.list().length,
+      failed: server.startupFailures,
+    }),
   );
 }
 

@@ -11,9 +11,10 @@ import { InferenceToken } from './gateway/bearer-tokens';
 import { Gateway } from './gateway/gateway';
 import { RequestTracer } from './gateway/tracing';
 import { requestListener, type ListenerRole } from './http/app';
-import { koaListener, listen, type Listener, type ListenerLimits } from './http/listener';
+import { koaListener, listen, type Listener } from './http/listener';
 import { metricsApp } from './http/metrics-route';
 import { createLog } from './logger';
+import { kDefaultLimits, type ListenerLimits } from './util/listener-limits';
 import { isLoopback } from './util/loopback';
 import { realClock, type Clock } from './util/clock';
 import { TlsFiles } from './util/tls-files';
@@ -48,7 +49,7 @@ export class MmeServer {
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
-  readonly #limits: Partial<ListenerLimits>;
+  readonly #limits: ListenerLimits;
   /** inference_token, shared by every door's data plane; null when unset. */
   readonly #inferenceToken: InferenceToken | null;
   /** The certificate every TLS listener serves, watched for rotation; null without tls_cert_file. */
@@ -59,7 +60,7 @@ export class MmeServer {
     opts: MmeServerOptions = {},
   ) {
     this.#log = opts.log ?? createLog({ format: config.logFormat, level: config.logLevel });
-    this.#limits = { ...opts.listenerLimits, maxConnections: config.maxConnections };
+    this.#limits = { ...kDefaultLimits, ...opts.listenerLimits, maxConnections: config.maxConnections };
     this.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mme-artifacts-'));
     this.manager = new ModelManager(config, this.cacheDir, this.#log, {
       env: opts.env,
@@ -96,7 +97,7 @@ export class MmeServer {
   async start(): Promise<this> {
     const c = this.config;
     // Read first: a missing, unreadable or mismatched file stops start-up before any port is taken.
-    if (c.tls) this.#tls = new TlsFiles(c.tls, realClock, this.#log);
+    if (c.tls) this.#tls = await TlsFiles.open(c.tls, realClock, this.#log);
     const roles: Array<[ListenerRole, ServerConfig['inferenceAddress']]> = c.sharedListener
       ? [['both', c.inferenceAddress]]
       : [
@@ -134,7 +135,13 @@ export class MmeServer {
       // Loaded only when configured: grpc-js and protobufjs are a good part of the server's heap.
       const { GrpcListener } = await import('./grpc/grpc-server');
       this.grpc = await GrpcListener.listen(
-        { host: c.grpcInferenceAddress, port: c.grpcInferencePort, maxRequestSize: c.maxRequestSize, tls: this.#tls },
+        {
+          host: c.grpcInferenceAddress,
+          port: c.grpcInferencePort,
+          maxRequestSize: c.maxRequestSize,
+          tls: this.#tls,
+          limits: this.#limits,
+        },
         {
           gateway: this.gateway,
           manager: this.manager,

@@ -119,7 +119,8 @@ function reshape(values: readonly number[], shape: readonly number[]): number[][
   return Array.from({ length: shape[0] }, (_, r) => values.slice(r * kColumns, (r + 1) * kColumns));
 }
 
-function csvRows(text: string): number[][] {
+/** The rows of a CSV answer: one line a row, numbers separated by commas. */
+export function csvRows(text: string): number[][] {
   return text
     .split('\n')
     .filter((l) => l !== '')

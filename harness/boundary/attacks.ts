@@ -2,7 +2,6 @@
 import {
   codecBody,
   deep,
-  f32le,
   flat,
   jsonBody,
   kBrokenNpy,
@@ -13,6 +12,7 @@ import {
   rowsOf,
   v2Tensor,
 } from './bytes';
+import { f32 } from '../float32';
 import { type Call, carry, kserve, oipHttp, validCall } from './calls';
 import { type BoundaryCase, type MalformedCase, type OipCarrier, kColumns, kInput } from './cases';
 
@@ -112,7 +112,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
             contentType: 'application/x-npy',
             body: npyFile(
               `{'descr': '${'<'.repeat(n)}f4', 'fortran_order': False, 'shape': (1, 16), }`,
-              f32le(flat(oneRow)),
+              f32(flat(oneRow)),
               2,
             ),
           });
@@ -137,7 +137,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
             : v2Tensor(oneRow),
         ],
       };
-      return oipHttp(c.carrier, model, header, c.binary ? f32le(flat(oneRow)) : null, {
+      return oipHttp(c.carrier, model, header, c.binary ? f32(flat(oneRow)) : null, {
         how: c.how,
         declared: c.declared,
       });
@@ -159,7 +159,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
           { name: kInput, shape: [1, kColumns], datatype: 'FP32', parameters: { binary_data_size: sizes[c.size] } },
         ],
       };
-      return oipHttp(c.carrier, model, header, f32le(flat(oneRow)));
+      return oipHttp(c.carrier, model, header, f32(flat(oneRow)));
     }
     case 'lying-shape': {
       if (c.carrier === 'invoke-json')
@@ -189,7 +189,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
         name: kInput,
         datatype: 'FP32',
         shape: [r.length, kColumns],
-        bytes: f32le(flat(r)),
+        bytes: f32(flat(r)),
       }));
       if (c.carrier.startsWith('kserve')) return kserve(model, c.carrier === 'kserve-raw', inputs);
       const header = {
@@ -211,7 +211,7 @@ export function malformedCall(c: MalformedCase, model: string): Call {
     case 'json-syntax':
       return carry(c.carrier, model, { contentType: 'application/json', body: Buffer.from(c.body) });
     case 'kserve-contents': {
-      const bytes = f32le(flat(oneRow));
+      const bytes = f32(flat(oneRow));
       const input = { name: kInput, datatype: 'FP32', shape: ['1', String(kColumns)] };
       const request: Record<string, unknown> = {
         model_name: model,
@@ -264,7 +264,7 @@ function wireTypeMessage(c: Extract<MalformedCase, { attack: 'wire-type' }>, mod
     const entry = Buffer.concat([pbString(1, 'data'), nested, pbLen(2, Buffer.from(jsonBody('bare', oneRow)))]);
     message = Buffer.concat([pbString(1, model), pbLen(3, entry)]);
   } else {
-    const values = Buffer.concat(flat(oneRow).map((v) => f32le([v])));
+    const values = Buffer.concat(flat(oneRow).map((v) => f32([v])));
     const input = Buffer.concat([
       pbString(1, kInput),
       pbString(2, 'FP32'),
@@ -347,7 +347,7 @@ function oipCase(
   const name = o.name ?? kInput;
   const datatype = o.datatype ?? 'FP32';
   const shape = o.shape ?? [1, kColumns];
-  const bytes = o.bytes ?? f32le(flat(oneRow));
+  const bytes = o.bytes ?? f32(flat(oneRow));
   const outputs = o.outputs ?? [];
   if (carrier === 'kserve-typed' || carrier === 'kserve-raw') {
     const typed = o.typed ?? (datatype === 'FP32' || !o.bytes ? { fp32_contents: flat(oneRow) } : undefined);

@@ -1,7 +1,7 @@
 /** The bytes of boundary cases: .npy files (valid and broken), JSON and CSV bodies, and the known answer of a valid case. */
 import { type BodyCodec, type JsonShape, type NpyLayout, type ValidCase, kColumns, kInput } from './cases';
+import { f32 } from '../float32';
 
-export const f32le = (values: readonly number[]) => Buffer.from(Float32Array.from(values).buffer);
 export const flat = (r: readonly number[][]) => r.flat();
 export const rowsOf = (n: number) =>
   Array.from({ length: n }, (_, i) => Array.from({ length: kColumns }, (_, j) => i + j / 8));
@@ -38,13 +38,13 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
   const values = flat(r);
   switch (layout) {
     case '<f4':
-      return npyFile(npyDict('<f4', shape), f32le(values));
+      return npyFile(npyDict('<f4', shape), f32(values));
     case 'v2':
-      return npyFile(npyDict('<f4', shape), f32le(values), 2);
+      return npyFile(npyDict('<f4', shape), f32(values), 2);
     case 'v3':
-      return npyFile(npyDict('<f4', shape), f32le(values), 3);
+      return npyFile(npyDict('<f4', shape), f32(values), 3);
     case '>f4': {
-      const b = f32le(values);
+      const b = f32(values);
       b.swap32();
       return npyFile(npyDict('>f4', shape), b);
     }
@@ -55,7 +55,7 @@ function npyRows(r: number[][], layout: NpyLayout): Buffer {
     case 'fortran': {
       const columnMajor: number[] = [];
       for (let c = 0; c < kColumns; c++) for (const row of r) columnMajor.push(row[c]);
-      return npyFile(npyDict('<f4', shape, true), f32le(columnMajor));
+      return npyFile(npyDict('<f4', shape, true), f32(columnMajor));
     }
   }
 }
@@ -113,28 +113,28 @@ export const kBrokenNpy: ReadonlyArray<() => Buffer> = [
   () => Buffer.from('\x93NUMPZ\x01\x00', 'latin1'),
   () => Buffer.from('\x93NUMPY', 'latin1'),
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)));
     b[6] = 9;
     return b;
   },
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)));
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)));
     b.writeUInt16LE(0xffff, 8);
     return b;
   },
   () => {
-    const b = npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)), 2);
+    const b = npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)), 2);
     b.writeUInt32LE(0xffffffff, 8);
     return b;
   },
-  () => npyFile("{'descr': '<f4', 'shape': (1, 16), }", f32le(flat(oneRow))),
+  () => npyFile("{'descr': '<f4', 'shape': (1, 16), }", f32(flat(oneRow))),
   () => npyFile(npyDict('|O', '(1, 16)'), Buffer.alloc(128)),
-  () => npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 16), }", f32le(flat(oneRow))),
-  () => npyFile(npyDict('<f4', '(-1, 16)'), f32le(flat(oneRow))),
-  () => npyFile(npyDict('<f4', '(1 16)'), f32le(flat(oneRow))),
+  () => npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 16), }", f32(flat(oneRow))),
+  () => npyFile(npyDict('<f4', '(-1, 16)'), f32(flat(oneRow))),
+  () => npyFile(npyDict('<f4', '(1 16)'), f32(flat(oneRow))),
   () => npyFile(npyDict('<c8', '(1, 16)'), Buffer.alloc(128)),
-  () => npyFile(npyDict('<f4', '(1, 16)'), f32le(flat(oneRow)).subarray(0, 63)),
-  () => npyFile(npyDict('<f4', '(1, 16)'), Buffer.concat([f32le(flat(oneRow)), Buffer.alloc(1)])),
+  () => npyFile(npyDict('<f4', '(1, 16)'), f32(flat(oneRow)).subarray(0, 63)),
+  () => npyFile(npyDict('<f4', '(1, 16)'), Buffer.concat([f32(flat(oneRow)), Buffer.alloc(1)])),
   () => npyFile(npyDict('<f3', '(1, 16)'), Buffer.alloc(48)),
   () => npyFile(npyDict('<U', '(1, 16)'), Buffer.alloc(0)),
   () => npyFile(npyDict('<U99999999999', '(1,)'), Buffer.alloc(0)),

@@ -1,5 +1,6 @@
 /** A boundary case as it goes on the wire: the HTTP request or gRPC message of a valid case, on every route and codec. */
-import { OIP_TYPE, codecBody, f32le, flat, kMediaType, v2Tensor } from './bytes';
+import { OIP_TYPE, codecBody, flat, kMediaType, v2Tensor } from './bytes';
+import { f32 } from '../float32';
 import { type AcceptKind, type Carrier, type ValidCase, kColumns, kInput, kOutput } from './cases';
 
 /** A request as it goes on the wire. */
@@ -159,7 +160,7 @@ export function validCall(c: ValidCase, model: string): Call {
         transport: 'http',
         path: `/v2/models/${model}/infer`,
         headers,
-        body: Buffer.concat([json, f32le(flat(c.rows))]),
+        body: Buffer.concat([json, f32(flat(c.rows))]),
         chunks: c.chunks,
       };
     }
@@ -167,7 +168,7 @@ export function validCall(c: ValidCase, model: string): Call {
       return kserve(
         model,
         c.raw,
-        [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32le(flat(c.rows)) }],
+        [{ name: kInput, datatype: 'FP32', shape: [c.rows.length, kColumns], bytes: f32(flat(c.rows)) }],
         c.namedOutput ? [kOutput] : [],
       );
     case 'torchserve': {

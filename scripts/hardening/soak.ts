@@ -7,7 +7,7 @@
  *   T-H5 a pooled client and a load balancer for 10 minutes around the real keepAliveTimeout (65 s)
  * T-H5 runs alongside the others (it sends a request a minute); the rest run one after another.
  */
-import { kDefaultLimits } from '../../src/http/listener';
+import { kDefaultLimits } from '../../src/util/listener-limits';
 import { withCliServer } from '../../harness/cli-server';
 import { runEvictionCycle } from './eviction-cycle';
 import { keepAliveProblems } from './keepalive';

@@ -1,5 +1,6 @@
 /** Command line: what SageMaker passes (`serve`) plus the MMS flags that affect configuration. */
 import { MmeError } from '../errors';
+import type { Setting } from './values';
 
 export interface CliArgs {
   readonly command: 'serve' | null;
@@ -96,4 +97,12 @@ export function parseArgs(argv: readonly string[]): CliArgs {
  */
 function isValue(word: string | undefined): word is string {
   return word !== undefined && word !== 'serve' && !word.startsWith('-');
+}
+
+/** The flags that set config keys, as settings that override the file's. */
+export function cliSettings(args: CliArgs): Array<[string, Setting]> {
+  const settings: Array<[string, Setting]> = [];
+  if (args.modelStore !== null) settings.push(['model_store', { value: args.modelStore, from: 'by --model-store' }]);
+  if (args.models !== null) settings.push(['load_models', { value: args.models.join(','), from: 'by --models' }]);
+  return settings;
 }

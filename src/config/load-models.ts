@@ -1,5 +1,9 @@
 /** The load_models value: ALL, or a comma list of [name=]url. */
-import type { ModelToLoad } from './types';
+export interface ModelToLoad {
+  /** Explicit name from `name=url`, else derived from the url (directory or archive base name). */
+  readonly name: string;
+  readonly url: string;
+}
 
 export type LoadModels = 'ALL' | readonly ModelToLoad[];
 

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { MmeError } from '../errors';
 import { cgroupCpuLimit, readOrNull } from '../util/cgroup';
 import { parseArgs } from './cli';
+import { directoryProblem } from './model-store';
 import { resolveConfig, type Env } from './resolve';
 import type { ServerConfig } from './types';
 
@@ -25,15 +26,14 @@ export function loadConfig(
   const args = parseArgs(argv);
   const { file, namedBy } = chooseFile(env, args.mmsConfig, cwd);
   const fileText = readIfPresent(file, namedBy);
-  const config = resolveConfig({
+  return resolveConfig({
     fileText,
     configFile: fileText === null ? null : file,
     env,
     argv: args,
     cpuCount: usableCpus(),
+    dirProblem: directoryProblem(cwd),
   });
-  checkModelStore(config, cwd);
-  return config;
 }
 
 /**
@@ -44,30 +44,6 @@ export function loadConfig(
  */
 function usableCpus(): number {
   return Math.min(os.availableParallelism(), cgroupCpuLimit(readOrNull) ?? Number.POSITIVE_INFINITY);
-}
-
-/**
- * A missing model_store otherwise shows up late and far from its cause: a raw scandir stack after
- * "listening" (load_models=ALL), or a 404 for every invoke. Under SageMaker (SAGEMAKER_MULTI_MODEL)
- * the platform owns the directory and passes absolute urls, so there it is not checked.
- */
-function checkModelStore(config: ServerConfig, cwd: string): void {
-  if (config.modelStore === null || config.multiModel) return;
-  const dir = path.resolve(cwd, config.modelStore);
-  let problem: string | null = null;
-  try {
-    if (!fs.statSync(dir).isDirectory()) problem = 'is not a directory';
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    problem = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
-  }
-  if (problem !== null) {
-    const relative = dir === config.modelStore ? '' : ` (${config.modelStore} from ${cwd})`;
-    throw new MmeError(
-      'MME_ERR_CONFIG',
-      `config key model_store: ${dir}${relative} ${problem}; create it, or point model_store (or --model-store) at the directory that holds your model folders`,
-    );
-  }
 }
 
 /** `namedBy` is null for the implicit ./config.properties, which may be absent. */

@@ -6,34 +6,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { MmeError } from '../errors';
 import type { RepositoryConfig } from './types';
-import { invalidValue, type Setting } from './values';
-
-export interface RepositoryKeys {
-  readonly url: string | null;
-  readonly endpoint: string | null;
-  readonly ttlSeconds: number;
-  readonly timeoutSeconds: number;
-  readonly maxConcurrentDownloads: number;
-  readonly cacheDir: string | null;
-  readonly cacheDiskMb: number;
-}
+import type { Settings } from './settings';
+import { invalidValue } from './values';
 
 /** S3 bucket naming rules (3-63 of lower-case letters, digits, '.', '-'). */
 const kBucket = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
-export function repositoryConfig(
-  keys: RepositoryKeys,
-  settings: ReadonlyMap<string, Setting>,
-  multiModel: boolean,
-  modelCache: boolean,
-): RepositoryConfig | null {
-  const raw = keys.url;
+export function repositoryConfig(s: Settings, multiModel: boolean, modelCache: boolean): RepositoryConfig | null {
+  const raw = s.read('model_repository');
   if (raw === null) return null;
-  const from = (key: string) => settings.get(key)?.from ?? null;
   if (multiModel) {
     throw new MmeError(
       'MME_ERR_CONFIG',
-      `config key model_repository is set but SAGEMAKER_MULTI_MODEL=true: on SageMaker the platform downloads each model and calls POST /models, so the server must not fetch models itself; unset model_repository${from('model_repository') ? ` (set ${from('model_repository')})` : ''}`,
+      `config key model_repository is set but SAGEMAKER_MULTI_MODEL=true: on SageMaker the platform downloads each model and calls POST /models, so the server must not fetch models itself; unset model_repository${s.fromText('model_repository')}`,
     );
   }
   if (!modelCache) {
@@ -43,7 +28,7 @@ export function repositoryConfig(
       'needs the self-managed cache, which model_cache=off turns off',
       'model_cache=on (or auto outside SageMaker) with model_repository',
       'model_cache=on',
-      from('model_cache'),
+      s.from('model_cache'),
     );
   }
   const m = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(raw);
@@ -54,34 +39,23 @@ export function repositoryConfig(
     prefix.split('/').some((part) => part === '..' || part === '.') ||
     /\/\//.test(prefix)
   ) {
-    throw invalidValue(
-      'config key model_repository',
+    throw s.invalid(
+      'model_repository',
       raw,
       'is not an S3 bucket url',
       's3://bucket or s3://bucket/prefix',
       'model_repository=s3://my-bucket/models',
-      from('model_repository'),
-    );
-  }
-  if (keys.endpoint !== null && !/^https?:\/\/[^/]/.test(keys.endpoint)) {
-    throw invalidValue(
-      'config key model_repository_endpoint',
-      keys.endpoint,
-      'is not an http(s) URL',
-      'an http:// or https:// URL',
-      'model_repository_endpoint=http://minio:9000',
-      from('model_repository_endpoint'),
     );
   }
   return {
     url: raw,
     bucket: m[1],
     prefix,
-    endpoint: keys.endpoint,
-    ttlSeconds: keys.ttlSeconds,
-    timeoutSeconds: keys.timeoutSeconds,
-    maxConcurrentDownloads: keys.maxConcurrentDownloads,
-    cacheDir: path.resolve(keys.cacheDir ?? path.join(os.tmpdir(), 'mme-model-cache')),
-    cacheDiskBytes: keys.cacheDiskMb * 2 ** 20,
+    endpoint: s.read('model_repository_endpoint'),
+    ttlSeconds: s.read('model_repository_ttl'),
+    timeoutSeconds: s.read('model_repository_timeout'),
+    maxConcurrentDownloads: s.read('max_concurrent_downloads'),
+    cacheDir: path.resolve(s.read('model_cache_dir') ?? path.join(os.tmpdir(), 'mme-model-cache')),
+    cacheDiskBytes: s.read('model_cache_disk_mb') * 2 ** 20,
   };
 }

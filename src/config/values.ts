@@ -1,24 +1,14 @@
 /** Turns one key's text into its typed value, or an MME_ERR_CONFIG that names key, value and expectation. */
 import { MmeError } from '../errors';
 import { kAddressForms, parseAddress } from './address';
-import type { KeyKind, KeySpec } from './keys';
-import { parseLoadModels, type LoadModels } from './load-models';
-import type { ListenAddress } from './types';
+import type { KeyKind, NamedKeySpec } from './keys';
+import { parseLoadModels } from './load-models';
+import type { KindType } from './types';
 
 export interface Setting {
   readonly value: string;
   /** Where the value came from, finishing "set ...": "in /etc/x.properties", "by --models"; null for defaults. */
   readonly from: string | null;
-}
-
-export interface KindValue {
-  string: string | null;
-  int: number;
-  number: number;
-  bool: boolean;
-  address: ListenAddress;
-  list: LoadModels;
-  regex: RegExp | null;
 }
 
 const kInteger = /^[+-]?\d+$/;
@@ -40,12 +30,16 @@ export function invalidValue(
   );
 }
 
-export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
+export function readValue(
+  spec: NamedKeySpec,
+  setting: Setting,
+  subject = `config key ${spec.name}`,
+): KindType[KeyKind] | null {
   // Java keeps trailing whitespace in values; invisible in an editor, it is never meant.
   const text = setting.value.trim();
   const fail = (problem: string, expected: string): MmeError =>
     invalidValue(
-      `config key ${spec.name}`,
+      subject,
       setting.value,
       problem,
       expected,
@@ -53,9 +47,22 @@ export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
       setting.from,
     );
 
+  // Empty is unset: null where a key may be unset, else (for names and enums) the default.
+  if (text === '' && (spec.default === null || spec.kind === 'string' || spec.kind === 'enum')) {
+    if (spec.kind === 'list') return [];
+    return spec.default === null ? null : readValue(spec, { value: spec.default, from: null });
+  }
   switch (spec.kind) {
     case 'string':
-      return text === '' ? null : text;
+      return text;
+    case 'enum': {
+      const value = text.toLowerCase();
+      if (!spec.values?.includes(value)) throw fail('is not one of the allowed values', spec.values!.join(', '));
+      return value;
+    }
+    case 'url':
+      if (!isHttpUrl(text)) throw fail('is not an http(s) URL', 'an http:// or https:// URL');
+      return text;
     case 'int':
     case 'number': {
       const expected = `${spec.kind === 'int' ? 'a whole number' : 'a number'} ${spec.range?.text ?? ''}`.trim();
@@ -84,7 +91,7 @@ export function readValue(spec: KeySpec, setting: Setting): KindValue[KeyKind] {
       return models;
     }
     case 'regex':
-      return text === '' ? null : wholeNameRegex(text, fail);
+      return wholeNameRegex(text, fail);
   }
 }
 
@@ -99,4 +106,12 @@ function wholeNameRegex(source: string, fail: (problem: string, expected: string
     );
   }
   return new RegExp(`^(?:${source})$`);
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(text).protocol);
+  } catch {
+    return false;
+  }
 }

@@ -1,21 +1,30 @@
 /**
  * The one way to a model for every invoke, whichever door it came through (the HTTP invoke routes,
- * gRPC's ModelInfer and Predictions): the request id, the refusal during shutdown, the known-model
- * check, the default Accept, the run through the model manager with the client's cancellation, the
- * invocation metric and the error line. A door only translates: its transport's request into a
- * ModelRequest, and the InvokeResult or MmeError back into its transport's answer. KServe's
+ * gRPC's ModelInfer and Predictions): the request id, the guards (door-guard.ts), the known-model
+ * check, the caller's deadline and priority (its transport's and OIP's parameters), the default
+ * Accept, the run through the model manager with the client's AbortSignal, the status the metric
+ * and the trace record, and the error line. A door only translates: its transport's request into a
+ * ModelRequest, and the ModelAnswer or MmeError back into its transport's answer. KServe's
  * counterpart is its DataPlane (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { MmeError } from '../errors';
+import { MmeError, isMmeError } from '../errors';
 import type { MetricsRecorder } from '../metrics';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import { realClock, type Clock } from '../util/clock';
+import { DoorGuard, type DoorGuardOptions } from './door-guard';
 import { asMmeError, errorLine } from './error-line';
-import { kNoControls, requestPriority, requestTimeoutMs, type ControlLimits, type TimeUnit } from './request-controls';
+import {
+  kNoControls,
+  MICROSECONDS,
+  requestPriority,
+  requestTimeoutMs,
+  type ControlLimits,
+  type TimeUnit,
+} from './request-controls';
 import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
 /**
@@ -35,6 +44,18 @@ export interface ModelRequest {
   body: Buffer | readonly Buffer[];
   /** The client takes a streamed answer (intermediate chunks). */
   stream?: boolean;
+}
+
+/** A model's answer, as a door encodes it. */
+export type ModelAnswer = InvokeResult;
+
+/** How a door runs a request: the client's AbortSignal, and a streamed answer's chunks. */
+export type RunOptions = Pick<JobOptions, 'signal' | 'onChunk'>;
+
+/** OIP's parameters.timeout (microseconds, as Triton) and .priority, as a door decoded them. */
+export interface OipParameters {
+  timeout?: unknown;
+  priority?: unknown;
 }
 
 export interface GatewayOptions {
@@ -68,6 +89,11 @@ export class Gateway {
       throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
   }
 
+  /** The guard of one listener (`opts`) of a door. */
+  door(opts: DoorGuardOptions): DoorGuard {
+    return new DoorGuard(() => this.admit(), opts);
+  }
+
   /** The Accept a handler sees: the client's, or the default when the client accepts anything. */
   accept(accept: string | undefined): string {
     return !accept || accept.trim() === '*/*' ? this.opts.defaultAccept : accept;
@@ -96,6 +122,8 @@ export class Invocation {
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
+  /** The status the run ended with: the model's, its failure's, or 499 when the client went away. */
+  #status: number | undefined;
   /** The caller's deadline (the clock's now()) and priority level, when it asked for them. */
   #deadline: number | undefined;
   #priority: number | undefined;
@@ -135,6 +163,12 @@ export class Invocation {
     this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
   }
 
+  /** OIP's parameters, which win over a transport's own (the shorter timeout holds). */
+  askOip(asked: OipParameters): void {
+    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+    if (asked.priority !== undefined) this.askPriority(asked.priority, 'parameters.priority');
+  }
+
   /**
    * The caller's W3C trace context, read as soon as the door has the request's headers, so that a
    * request refused before it runs (by a guard, for an unknown model, for its body) still joins its
@@ -144,18 +178,34 @@ export class Invocation {
     if (this.opts.tracer) this.#trace = { runStart: 0, runEnd: 0, ...traceContext(headers) };
   }
 
-  /** Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it answers. */
-  async run(request: ModelRequest, opts: JobOptions): Promise<InvokeResult> {
-    if (this.#deadline !== undefined || this.#priority !== undefined)
-      opts = { ...opts, deadline: this.#deadline, priority: this.#priority };
+  /**
+   * Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it
+   * answers. The status finish() records is decided here: the model's, or its failure's (499 once
+   * the client went away).
+   */
+  async run(request: ModelRequest, run: RunOptions): Promise<ModelAnswer> {
+    const opts: JobOptions =
+      this.#deadline !== undefined || this.#priority !== undefined
+        ? { ...run, deadline: this.#deadline, priority: this.#priority }
+        : run;
     if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
-    this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    try {
+      this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+    } catch (err) {
+      this.#status = run.signal?.aborted ? 499 : isMmeError(err) ? err.status : 500;
+      throw err;
+    }
     if (this.#trace) this.#trace.runEnd = performance.now();
+    this.#status = this.#result.status;
     return this.#result;
   }
 
-  /** Counts a claimed invocation, once, with the status the client got as an HTTP status (499: it went away). */
-  finish(status: number): void {
+  /**
+   * Counts a claimed invocation, once, with the status the client got as an HTTP status: the run's,
+   * or `refused`'s when it failed before it ran.
+   */
+  finish(refused?: unknown): void {
+    const status = this.#status ?? (refused === undefined ? 200 : isMmeError(refused) ? refused.status : 500);
     const model = this.#model;
     const trace = this.#trace;
     // Refused before it named a model (a guard's 401, 403, 413, 503): never counted, but traced

@@ -13,13 +13,18 @@ import type { Context, Span } from '@opentelemetry/api';
 import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { performance } from 'node:perf_hooks';
 import type { InvokeResult } from '../server/jobs/job';
+import type { Log } from '../logger';
+import { realClock, type Clock } from '../util/clock';
+import { exportUrl, ReportedExporter } from './tracing-export';
 
 export interface TracingOptions {
   /** Share of the requests without a sampled caller that are traced: 0 < ratio <= 1. */
   readonly ratio: number;
   /** OTLP/HTTP base URL (…/v1/traces is added); null = the exporter reads the OTEL_* environment variables. */
   readonly endpoint: string | null;
-  readonly log: (line: string) => void;
+  readonly log: Log;
+  /** What paces the export-failure lines (realClock unless a test's). */
+  readonly clock?: Pick<Clock, 'now'>;
 }
 
 /** An answered request as a trace needs it; times are performance.now() milliseconds. */
@@ -130,7 +135,7 @@ export class RequestTracer {
       import('@opentelemetry/exporter-trace-otlp-proto'),
     ]);
     const { log, ratio, endpoint } = this.opts;
-    // Export failures (a collector down) are the operator's to see; the SDK says nothing otherwise.
+    // The SDK's own warnings and errors; a failed export is ReportedExporter's to tell.
     api.diag.setLogger(
       { error: (m) => log(`tracing: ${m}`), warn: (m) => log(`tracing: ${m}`), info() {}, debug() {}, verbose() {} },
       api.DiagLogLevel.WARN,
@@ -146,7 +151,12 @@ export class RequestTracer {
       sampler: new base.ParentBasedSampler({ root: new base.TraceIdRatioBasedSampler(ratio) }),
       spanProcessors: [
         new base.BatchSpanProcessor(
-          new exporter.OTLPTraceExporter(endpoint === null ? {} : { url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }),
+          new ReportedExporter(
+            new exporter.OTLPTraceExporter(endpoint === null ? {} : { url: exportUrl(endpoint, process.env) }),
+            exportUrl(endpoint, process.env),
+            log,
+            this.opts.clock ?? realClock,
+          ),
         ),
       ],
     });

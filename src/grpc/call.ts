@@ -1,8 +1,8 @@
 /**
  * What every gRPC call gets, as an HTTP request does, from the gateway: a request id (sent back as
- * x-request-id metadata), the listener guards, a CancelToken that fires on the client's cancel or
+ * x-request-id metadata), the listener's guard, an AbortSignal that aborts on the client's cancel or
  * deadline (queued work is dropped, a running streaming handler sees context.isCancelled), the
- * invocation metric, and the error log line.
+ * invocation metric and trace, and the error log line.
  */
 import {
   Metadata,
@@ -11,14 +11,19 @@ import {
   type ServerUnaryCall,
   type ServiceError,
 } from '@grpc/grpc-js';
-import { MmeError, isMmeError } from '../errors';
+import { MmeError } from '../errors';
 import type { InferenceToken } from '../gateway/bearer-tokens';
-import { newRequestId, type Gateway, type Invocation, type ModelRequest } from '../gateway/gateway';
-import { MICROSECONDS } from '../gateway/request-controls';
-import { CancelToken } from '../util/cancel-token';
-import { isLoopback } from '../util/loopback';
-import type { InvokeResult, JobOptions } from '../server/jobs/job';
-import type { ModelManager } from '../server/models/model-manager';
+import type { DoorGuard } from '../gateway/door-guard';
+import {
+  newRequestId,
+  type Gateway,
+  type Invocation,
+  type ModelAnswer,
+  type ModelRequest,
+  type OipParameters,
+  type RunOptions,
+} from '../gateway/gateway';
+import type { ModelManager } from '../gateway/models';
 import { decoded } from './lenient-decoding';
 import { grpcStatusOf, toServiceError } from './status';
 
@@ -32,9 +37,6 @@ export interface GrpcDeps {
   inferenceToken: InferenceToken | null;
 }
 
-/** The health checks, open without inference_token as HTTP's /ping is. */
-const kHealthMethods = new Set(['ServerLive', 'ServerReady', 'Ping']);
-
 /** What every kind of call (unary, server or bidirectional stream) offers. */
 type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata' | 'getDeadline'> & {
   on(event: 'cancelled', listener: () => void): unknown;
@@ -46,11 +48,28 @@ function authorityHost(authority: string): string {
   return m ? m[1] : authority;
 }
 
+/** One guard per listener, made at its first call. */
+const kDoors = new WeakMap<GrpcDeps, DoorGuard>();
+
+function doorOf(deps: GrpcDeps): DoorGuard {
+  let door = kDoors.get(deps);
+  if (!door) {
+    door = deps.gateway.door({
+      transport: 'grpc',
+      loopbackOnly: deps.loopbackOnly,
+      inferenceToken: deps.inferenceToken,
+    });
+    kDoors.set(deps, door);
+  }
+  return door;
+}
+
 export class GrpcCall {
   readonly requestId = newRequestId();
-  readonly cancel = new CancelToken();
+  readonly #client = new AbortController();
   #answered = false;
   #metadataPending = true;
+  #headers: Record<string, string> | null = null;
 
   /**
    * A stream's metadata goes out at once, before its first message. A unary call's waits for the
@@ -65,9 +84,14 @@ export class GrpcCall {
   ) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
-      if (!this.#answered) this.cancel.cancel();
+      if (!this.#answered) this.#client.abort();
     });
     if (!metadataAtAnswer) this.#sendMetadata();
+  }
+
+  /** Aborted on the client's cancel or deadline. */
+  get signal(): AbortSignal {
+    return this.#client.signal;
   }
 
   #sendMetadata(): void {
@@ -85,75 +109,95 @@ export class GrpcCall {
   }
 
   /**
-   * Refused before any work, as the HTTP guards refuse: during shutdown, a foreign :authority on a
-   * loopback listener, and a call without inference_token.
+   * An invocation of this call, past the listener's guard (door-guard.ts). The caller's trace
+   * context is read first, so a refusal joins its trace as an HTTP one does.
    */
-  guard(): void {
-    this.deps.gateway.admit();
-    if (this.deps.loopbackOnly && !isLoopback(authorityHost(this.call.getHost()))) {
-      throw new MmeError(
-        'MME_ERR_FORBIDDEN',
-        'This gRPC listener is bound to a loopback address and serves only calls whose :authority is localhost, 127.0.0.1 or [::1] (a guard against DNS rebinding). To serve other hosts, set grpc_inference_address to their address (e.g. 0.0.0.0).',
-      );
+  guard(): Invocation {
+    const inv = this.deps.gateway.invocation(this.requestId);
+    inv.traceFrom(this.headers());
+    const [authorization] = this.call.metadata.get('authorization');
+    try {
+      doorOf(this.deps).check({
+        operation: this.method,
+        host: authorityHost(this.call.getHost()),
+        authorization: typeof authorization === 'string' ? authorization : undefined,
+        dataPlane: true,
+      });
+    } catch (err) {
+      inv.finish(err);
+      throw err;
     }
-    if (this.deps.inferenceToken !== null && !kHealthMethods.has(this.method)) {
-      const [authorization] = this.call.metadata.get('authorization');
-      this.deps.inferenceToken.check(
-        typeof authorization === 'string' ? authorization : undefined,
-        'authorization metadata',
-      );
-    }
+    return inv;
   }
 
   /**
-   * The client's metadata as the handler's request headers (binary -bin entries left out). Without
-   * a prototype: a client's "__proto__" or "toString" is a header like any other.
+   * The client's metadata as the handler's request headers (binary -bin entries left out), a copy
+   * a request may add to. Without a prototype: a client's "__proto__" or "toString" is a header
+   * like any other.
    */
   headers(): Record<string, string> {
-    const out = Object.create(null) as Record<string, string>;
-    for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') out[k] = v;
-    return out;
+    if (this.#headers === null) {
+      this.#headers = Object.create(null) as Record<string, string>;
+      for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') this.#headers[k] = v;
+    }
+    return Object.assign(Object.create(null) as Record<string, string>, this.#headers);
   }
 
   /** The call's grpc-timeout, which grpc-js holds as a wall-clock deadline (Infinity: none). */
-  #askDeadline(invocation: Invocation): void {
+  #askDeadline(inv: Invocation): void {
     const deadline = this.call.getDeadline();
     const at = deadline instanceof Date ? deadline.getTime() : deadline;
-    if (Number.isFinite(at)) invocation.deadlineIn(at - Date.now());
+    if (Number.isFinite(at)) inv.deadlineIn(at - Date.now());
   }
 
   /**
-   * Runs one request on `name` through the gateway, within the call's deadline and the request's
-   * own parameters (`asked`: OIP's timeout, in microseconds, and priority). It is cancelled with the
-   * call unless `opts` brings its own token (one of a stream's requests). A handler's status from
-   * 400 up fails the call: gRPC has no error status with an answer.
+   * Runs one request on `name` through the gateway's invocation `inv` (from guard()), within the
+   * call's deadline and OIP's `parameters`. It is aborted with the call unless `run` brings its
+   * own signal (one of a stream's requests). A handler's status from 400 up fails the call: gRPC
+   * has no error status with an answer.
    */
   async invoke(
+    inv: Invocation,
     name: string,
     request: ModelRequest,
-    opts: JobOptions = {},
-    asked: { timeout?: unknown; priority?: unknown } = {},
-  ): Promise<InvokeResult> {
-    const cancel = opts.cancel ?? this.cancel;
-    const invocation = this.deps.gateway.invocation(this.requestId);
-    let status = 200;
+    run: RunOptions = {},
+    parameters: OipParameters = {},
+  ): Promise<ModelAnswer> {
+    let result: ModelAnswer;
     try {
-      invocation.target(name);
-      this.#askDeadline(invocation);
-      if (asked.timeout !== undefined) invocation.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
-      if (asked.priority !== undefined) invocation.askPriority(asked.priority, 'parameters.priority');
-      const result = await invocation.run(request, { ...opts, cancel });
+      inv.target(name);
+      this.#askDeadline(inv);
+      inv.askOip(parameters);
+      result = await inv.run(request, { ...run, signal: run.signal ?? this.#client.signal });
       if (result.status >= 400)
         throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {
           status: result.status,
         });
-      return result;
     } catch (err) {
-      status = cancel.cancelled ? 499 : isMmeError(err) ? err.status : 500;
+      inv.finish(err);
       throw err;
-    } finally {
-      invocation.finish(status);
     }
+    inv.finish();
+    return result;
+  }
+
+  /** Runs `work` past the guard, then `answer`s with its result, or with its failure as a gRPC status. */
+  serve<T>(
+    work: (inv: Invocation) => T | Promise<T>,
+    answer: (err: Partial<ServiceError> | null, res?: T) => void,
+  ): void {
+    Promise.resolve()
+      .then(() => work(this.guard()))
+      .then(
+        (res) => {
+          this.answered();
+          answer(null, res);
+        },
+        (err) => {
+          this.answered();
+          answer(this.fail(err));
+        },
+      );
   }
 
   /**
@@ -170,24 +214,10 @@ export class GrpcCall {
 export function unary<Req, Res>(
   deps: GrpcDeps,
   method: string,
-  fn: (request: Req, call: GrpcCall) => Res | Promise<Res>,
+  fn: (request: Req, call: GrpcCall, inv: Invocation) => Res | Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const scope = new GrpcCall(deps, call, method, true);
-    Promise.resolve()
-      .then(() => {
-        scope.guard();
-        return fn(decoded(call.request), scope);
-      })
-      .then(
-        (res) => {
-          scope.answered();
-          callback(null, res);
-        },
-        (err) => {
-          scope.answered();
-          callback(scope.fail(err));
-        },
-      );
+    scope.serve((inv) => fn(decoded(call.request), scope, inv), callback);
   };
 }

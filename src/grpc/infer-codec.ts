@@ -10,88 +10,24 @@
  * walk's, word for word), a message that is not well-formed protobuf.
  */
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import { BufferReader, Wire, type WireField } from '../util/protobuf-wire';
 import type { InferInputTensor, ModelInferRequest, ModelInferResponse } from './kserve-tensors';
 import { MAX_DIMS, MAX_ENTRIES } from './message-limits';
 
-const enum Wire {
-  Varint = 0,
-  Fixed64 = 1,
-  Len = 2,
-  Fixed32 = 5,
-}
-
 /** Beyond 7 varint bytes (2^49) a value is left to protobufjs, which reads 64 bits exactly. */
 const kMaxVarintBytes = 7;
+const kMaxVarint = 2 ** (7 * kMaxVarintBytes);
 
-/** A read position over one message, reused: the decoder allocates only what it returns. */
-class Reader {
-  at = 0;
-  constructor(readonly bytes: Buffer) {}
-
-  /** The next varint, or -1 when it is cut short or longer than kMaxVarintBytes. */
-  varint(end: number): number {
-    const b = this.bytes;
-    let value = 0;
-    for (let i = 0, scale = 1; i < kMaxVarintBytes && this.at < end; i++, scale *= 0x80) {
-      const byte = b[this.at++];
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) return value;
-    }
-    return -1;
-  }
-
-  /** The end of the length-delimited payload that starts here, or -1. */
-  payloadEnd(end: number): number {
-    const n = this.varint(end);
-    return n < 0 || this.at + n > end ? -1 : this.at + n;
-  }
-
-  /** Skips a field this decoder does not read; false for groups and anything malformed. */
-  skip(wire: number, end: number): boolean {
-    if (wire === Wire.Varint) return this.varint(end) >= 0;
-    if (wire === Wire.Len) {
-      const e = this.payloadEnd(end);
-      this.at = e;
-      return e >= 0;
-    }
-    const size = wire === Wire.Fixed64 ? 8 : wire === Wire.Fixed32 ? 4 : -1;
-    if (size < 0 || this.at + size > end) return false;
-    this.at += size;
-    return true;
-  }
-
-  string(end: number): string | null {
-    const e = this.payloadEnd(end);
-    if (e < 0) return null;
-    const s = this.bytes.toString('utf8', this.at, e);
-    this.at = e;
-    return s;
-  }
-}
-
-/**
- * The wire bytes before raw_input_contents of each request decoded here whose other fields all
- * came first and that has no id (the order every client writes): the same bytes, the same request
- * but for its raw contents (infer-memo.ts keys on them).
- */
-const kWireKeys = new WeakMap<ModelInferRequest, string>();
-
-/**
- * The longest key remembered, request prefix or answer header: an ordinary request's prefix is
- * tens of bytes, and the 256 kept per table (infer-memo.ts) then hold at most a few MB.
- */
-export const MAX_KEY_BYTES = 4096;
-
-export function wireKeyOf(req: ModelInferRequest): string | undefined {
-  return kWireKeys.get(req);
+/** The next field of [at, end), or null when it is malformed, a group or past 2^49 (protobufjs's). */
+function nextField(r: BufferReader, at: number, end: number): WireField | null {
+  const f = r.field(at, end);
+  if (!f || f.field * 8 >= kMaxVarint || f.varint >= kMaxVarint) return null;
+  return f.wire === Wire.Varint || f.wire === Wire.Len || f.wire === Wire.Fixed64 || f.wire === Wire.Fixed32 ? f : null;
 }
 
 /** The ModelInferRequest proto-loader would build, or null when this message takes its path. */
 export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
-  const r = new Reader(bytes);
-  /** Where the first raw_input_contents field starts (the end when none does). */
-  let rawStart = bytes.length;
-  let ordered = true;
+  const r = new BufferReader(bytes);
   const req: ModelInferRequest & { parameters: object } = {
     model_name: '',
     model_version: '',
@@ -101,61 +37,40 @@ export function decodeInferRequest(bytes: Buffer): ModelInferRequest | null {
     outputs: [],
     raw_input_contents: [],
   };
-  const end = bytes.length;
-  while (r.at < end) {
-    const fieldStart = r.at;
-    const tag = r.varint(end);
-    if (tag < 0) return null;
-    const number = Math.floor(tag / 8);
-    const wire = tag % 8;
-    if (number === 7) rawStart = Math.min(rawStart, fieldStart);
-    else if (rawStart < end) ordered = false;
-    if (number >= 1 && number <= 7 && wire !== Wire.Len) return null;
-    if (number === 1 || number === 2 || number === 3) {
-      const s = r.string(end);
-      if (s === null) return null;
-      if (number === 1) req.model_name = s;
-      else if (number === 2) req.model_version = s;
-      else req.id = s;
-    } else if (number === 5) {
-      const input = req.inputs.length < MAX_ENTRIES ? decodeInput(r, end) : null;
+  for (let at = 0; at < bytes.length; ) {
+    const f = nextField(r, at, bytes.length);
+    if (!f || (f.field >= 1 && f.field <= 7 && f.wire !== Wire.Len) || f.field === 4) return null;
+    at = f.end;
+    if (f.field === 1) req.model_name = r.text(f);
+    else if (f.field === 2) req.model_version = r.text(f);
+    else if (f.field === 3) req.id = r.text(f);
+    else if (f.field === 5) {
+      const input = req.inputs.length < MAX_ENTRIES ? decodeInput(r, f) : null;
       if (!input) return null;
       req.inputs.push(input);
-    } else if (number === 6) {
-      const name = req.outputs.length < MAX_ENTRIES ? decodeOutput(r, end) : null;
+    } else if (f.field === 6) {
+      const name = req.outputs.length < MAX_ENTRIES ? decodeOutput(r, f) : null;
       if (name === null) return null;
       req.outputs.push({ name, parameters: {} } as { name: string });
-    } else if (number === 7) {
-      const e = req.raw_input_contents.length < MAX_ENTRIES ? r.payloadEnd(end) : -1;
-      if (e < 0) return null;
-      req.raw_input_contents.push(bytes.subarray(r.at, e));
-      r.at = e;
-    } else if (number === 4 || !r.skip(wire, end)) {
-      return null;
+    } else if (f.field === 7) {
+      if (req.raw_input_contents.length >= MAX_ENTRIES) return null;
+      req.raw_input_contents.push(bytes.subarray(f.payload, f.end));
     }
   }
-  if (ordered && req.id === '' && req.raw_input_contents.length > 0 && rawStart <= MAX_KEY_BYTES)
-    kWireKeys.set(req, bytes.toString('latin1', 0, rawStart));
   return req;
 }
 
-function decodeInput(r: Reader, outer: number): InferInputTensor | null {
-  const end = r.payloadEnd(outer);
-  if (end < 0) return null;
+function decodeInput(r: BufferReader, tensor: WireField): InferInputTensor | null {
   const input = { name: '', datatype: '', shape: [] as string[], parameters: {}, contents: null };
-  while (r.at < end) {
-    const tag = r.varint(end);
-    if (tag < 0) return null;
-    const number = Math.floor(tag / 8);
-    const wire = tag % 8;
-    if (number === 1 || number === 2) {
-      const s = wire === Wire.Len ? r.string(end) : null;
-      if (s === null) return null;
-      if (number === 1) input.name = s;
-      else input.datatype = s;
-    } else if (number === 3) {
-      if (!readShape(r, wire, end, input.shape)) return null;
-    } else if (number === 4 || number === 5 || !r.skip(wire, end)) {
+  for (let at = tensor.payload; at < tensor.end; ) {
+    const f = nextField(r, at, tensor.end);
+    if (!f || f.field === 4 || f.field === 5) return null;
+    at = f.end;
+    if (f.field === 1 || f.field === 2) {
+      if (f.wire !== Wire.Len) return null;
+      if (f.field === 1) input.name = r.text(f);
+      else input.datatype = r.text(f);
+    } else if (f.field === 3 && !readShape(r, f, input.shape)) {
       return null;
     }
   }
@@ -163,34 +78,30 @@ function decodeInput(r: Reader, outer: number): InferInputTensor | null {
 }
 
 /** Packed or not, as protobufjs accepts either; dimensions as decimal strings (longs: String). */
-function readShape(r: Reader, wire: number, end: number, shape: string[]): boolean {
-  const stop = wire === Wire.Len ? r.payloadEnd(end) : wire === Wire.Varint ? end : -1;
-  if (stop < 0) return false;
-  do {
-    const d = shape.length < MAX_DIMS ? r.varint(stop) : -1;
+function readShape(r: BufferReader, f: WireField, shape: string[]): boolean {
+  if (f.wire === Wire.Varint) {
+    if (shape.length >= MAX_DIMS) return false;
+    shape.push(String(f.varint));
+    return true;
+  }
+  if (f.wire !== Wire.Len) return false;
+  for (let at = f.payload; at < f.end; ) {
+    const d = shape.length < MAX_DIMS ? r.varint(at, f.end, kMaxVarintBytes) : -1;
     if (d < 0) return false;
+    at = r.varintEnd;
     shape.push(String(d));
-  } while (wire === Wire.Len && r.at < stop);
+  }
   return true;
 }
 
 /** A requested output's name, or null. */
-function decodeOutput(r: Reader, outer: number): string | null {
-  const end = r.payloadEnd(outer);
-  if (end < 0) return null;
+function decodeOutput(r: BufferReader, output: WireField): string | null {
   let name = '';
-  while (r.at < end) {
-    const tag = r.varint(end);
-    if (tag < 0) return null;
-    const number = Math.floor(tag / 8);
-    const wire = tag % 8;
-    if (number === 1) {
-      const s = wire === Wire.Len ? r.string(end) : null;
-      if (s === null) return null;
-      name = s;
-    } else if (number === 2 || !r.skip(wire, end)) {
-      return null;
-    }
+  for (let at = output.payload; at < output.end; ) {
+    const f = nextField(r, at, output.end);
+    if (!f || f.field === 2 || (f.field === 1 && f.wire !== Wire.Len)) return null;
+    at = f.end;
+    if (f.field === 1) name = r.text(f);
   }
   return name;
 }
@@ -233,11 +144,8 @@ class Writer {
 /** A Len field's whole size: its tag (all field numbers here take one byte), length and payload. */
 const lenField = (payload: number) => 1 + varintSize(payload) + payload;
 
-/**
- * The ModelInferResponse's fields but raw_output_contents (which come last), as protobuf, or null
- * when it takes proto-loader's path (typed contents, parameters).
- */
-export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_contents'>): Buffer | null {
+/** The ModelInferResponse as protobuf, or null when it takes proto-loader's path (typed contents, parameters). */
+export function encodeInferResponse(res: ModelInferResponse): Buffer | null {
   if (!res.outputs.every(plainOutput)) return null;
   const strings = [res.model_name, res.model_version, res.id].map((s) => Buffer.byteLength(s));
   let size = strings.reduce((sum, n) => sum + (n > 0 ? lenField(n) : 0), 0);
@@ -249,6 +157,7 @@ export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_conte
     size += lenField(total);
     return { name, datatype, shape, total };
   });
+  for (const b of res.raw_output_contents) size += lenField(b.length);
   const w = new Writer(Buffer.allocUnsafe(size));
   [res.model_name, res.model_version, res.id].forEach((s, i) => {
     if (strings[i] > 0) w.string(i + 1, s, strings[i]);
@@ -264,28 +173,8 @@ export function encodeAnswerHead(res: Omit<ModelInferResponse, 'raw_output_conte
     w.varint(sizes.shape);
     for (const d of o.shape) w.varint(d);
   });
+  for (const b of res.raw_output_contents) w.bytes(6, b);
   return w.out;
-}
-
-/** `head` (encodeAnswerHead's bytes) followed by `pieces` as raw_output_contents: the whole answer. */
-export function withRawOutputs(head: Buffer, pieces: readonly Buffer[]): Buffer {
-  let size = head.length;
-  for (const b of pieces) size += lenField(b.length);
-  const w = new Writer(Buffer.allocUnsafe(size));
-  w.at += head.copy(w.out);
-  for (const b of pieces) w.bytes(6, b);
-  return w.out;
-}
-
-/** The ModelInferResponse as protobuf, or null when it takes proto-loader's path (typed contents, parameters). */
-export function encodeInferResponse(res: ModelInferResponse): Buffer | null {
-  const head = encodeAnswerHead(res);
-  return head && withRawOutputs(head, res.raw_output_contents);
-}
-
-/** An answer already in protobuf (infer-memo.ts): the encoder passes it through. */
-export class EncodedAnswer {
-  constructor(readonly bytes: Buffer) {}
 }
 
 /** `service` with ModelInfer's codecs in front of the ones it has (which take what these leave). */
@@ -296,9 +185,7 @@ export function withInferCodec(service: ServiceDefinition): ServiceDefinition {
     ...method,
     requestDeserialize: (bytes: Buffer) => decodeInferRequest(bytes) ?? method.requestDeserialize(bytes),
     responseSerialize: (res: unknown) =>
-      res instanceof EncodedAnswer
-        ? res.bytes
-        : (encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res)),
+      encodeInferResponse(res as ModelInferResponse) ?? method.responseSerialize(res),
   };
   return { ...service, ModelInfer: modelInfer };
 }

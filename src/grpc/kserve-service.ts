@@ -1,10 +1,9 @@
 /** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { oipRequest } from '../gateway/oip/infer-request';
+import { oipAnswer, oipRequest } from '../gateway/oip/infer-request';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import { unary, type GrpcDeps } from './call';
-import { answerOf, oipBodyOf } from './infer-memo';
-import { parameterValue, type ModelInferRequest } from './kserve-tensors';
+import { fromOipAnswer, parameterValue, toOipBody, type ModelInferRequest } from './kserve-tensors';
 
 interface ModelRef {
   name: string;
@@ -20,17 +19,22 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelReady: unary(deps, 'ModelReady', (req: ModelRef) => ({ ready: modelReady(manager, req.name, req.version) })),
     ServerMetadata: unary(deps, 'ServerMetadata', () => serverMetadata()),
     ModelMetadata: unary(deps, 'ModelMetadata', (req: ModelRef) => modelMetadata(manager, req.name, req.version)),
-    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call) => {
+    ModelInfer: unary(deps, 'ModelInfer', async (req: ModelInferRequest, call, inv) => {
       checkVersion(req.model_name, req.model_version);
-      const { body, headerLength } = oipBodyOf(req);
-      const request = oipRequest(call.requestId, body, headerLength, call.headers());
+      // The body goes to the worker in pieces, without a concat.
+      const { header, binaries } = toOipBody(req);
+      const request = oipRequest(call.requestId, [header, ...binaries], header.length, call.headers());
       const result = await call.invoke(
+        inv,
         req.model_name,
         request,
         {},
-        { timeout: parameterValue(req, 'timeout'), priority: parameterValue(req, 'priority') },
+        {
+          timeout: parameterValue(req, 'timeout'),
+          priority: parameterValue(req, 'priority'),
+        },
       );
-      return answerOf(req, result);
+      return fromOipAnswer(oipAnswer(req.model_name, result), req.raw_input_contents.length > 0);
     }),
   };
 }

@@ -13,6 +13,7 @@
  * type 7 is read as raw_input_contents), so the walk and the decoder would split the bytes
  * differently and the decoder would build what the walk never counted.
  */
+import { BufferReader, Wire, type WireField } from '../util/protobuf-wire';
 
 /** Inputs, outputs and raw_input_contents of one ModelInferRequest; entries of a parameters or input map. */
 export const MAX_ENTRIES = 1024;
@@ -22,15 +23,6 @@ export const MAX_DIMS = 64;
 export const MAX_TYPED_ELEMENTS = 1 << 20;
 /** bytes_contents elements of one message (each becomes a Buffer object): larger BYTES go raw. */
 export const MAX_TYPED_BYTES_ELEMENTS = 1 << 16;
-
-const enum Wire {
-  Varint = 0,
-  Fixed64 = 1,
-  Len = 2,
-  StartGroup = 3,
-  EndGroup = 4,
-  Fixed32 = 5,
-}
 
 /**
  * A message type as protobufjs decodes it: each declared field's wire types (a packed repeated
@@ -96,66 +88,12 @@ const kPredictionsRequest = schema([
   [4, kLen],
 ]);
 
-interface Field {
-  number: number;
-  wire: number;
-  /** Start and end of a length-delimited payload. */
-  start: number;
-  end: number;
-}
-
-/**
- * The fields of bytes[start, end), ending at the first thing that is not well-formed protobuf. A
- * tag of wire type 3, 4, 6 or 7 is yielded as a field of its own (start = end), the last, for the
- * caller to refuse (wireProblem).
- */
-function* fields(bytes: Buffer, start: number, end: number): Generator<Field, void, void> {
-  let at = start;
-  while (at < end) {
-    const tag = varint(bytes, at, end);
-    if (!tag) return;
-    at = tag.next;
-    const wire = tag.value % 8;
-    const number = Math.floor(tag.value / 8);
-    if (wire === Wire.Varint) {
-      const v = varint(bytes, at, end);
-      if (!v) return;
-      yield { number, wire, start: at, end: v.next };
-      at = v.next;
-    } else if (wire === Wire.Fixed64 || wire === Wire.Fixed32) {
-      const next = at + (wire === Wire.Fixed64 ? 8 : 4);
-      if (next > end) return;
-      yield { number, wire, start: at, end: next };
-      at = next;
-    } else if (wire === Wire.Len) {
-      const n = varint(bytes, at, end);
-      if (!n || n.next + n.value > end) return;
-      yield { number, wire, start: n.next, end: n.next + n.value };
-      at = n.next + n.value;
-    } else {
-      yield { number, wire, start: at, end: at };
-      return;
-    }
-  }
-}
-
-function varint(bytes: Buffer, at: number, end: number): { value: number; next: number } | null {
-  let value = 0;
-  for (let shift = 0, i = at; i < end && shift < 64; shift += 7, i++) {
-    const b = bytes[i];
-    // Past 2^53 the value is only a length or a tag we compare, and either is then out of range anyway.
-    value += (b & 0x7f) * 2 ** shift;
-    if (b < 0x80) return { value, next: i + 1 };
-  }
-  return null;
-}
-
 /** Elements of a repeated scalar field occurrence: one unpacked value, or a packed run. */
-function scalarCount(f: Field, bytes: Buffer, fixedSize: number): number {
+function scalarCount(f: WireField, bytes: Buffer, fixedSize: number): number {
   if (f.wire !== Wire.Len) return 1;
-  if (fixedSize > 0) return Math.floor((f.end - f.start) / fixedSize);
+  if (fixedSize > 0) return Math.floor((f.end - f.payload) / fixedSize);
   let n = 0;
-  for (let i = f.start; i < f.end; i++) if (bytes[i] < 0x80) n++;
+  for (let i = f.payload; i < f.end; i++) if (bytes[i] < 0x80) n++;
   return n;
 }
 
@@ -175,17 +113,17 @@ const kElementSize: ReadonlyMap<number, number> = new Map([
  * Why bytes[start, end), a `message` of type `type`, must not reach the decoder: a group, a wire
  * type protobuf lacks, or a declared field in a wire type its type does not take, at any depth.
  */
-function wireProblem(message: string, type: Schema, bytes: Buffer, start: number, end: number): string | null {
-  for (const f of fields(bytes, start, end)) {
+function wireProblem(message: string, type: Schema, r: BufferReader, start: number, end: number): string | null {
+  for (const f of r.fields(start, end)) {
     if (f.wire === Wire.StartGroup || f.wire === Wire.EndGroup)
-      return `the ${message} has a group (field ${f.number}, wire type ${f.wire}); proto3 messages have none, so send the fields its .proto declares`;
+      return `the ${message} has a group (field ${f.field}, wire type ${f.wire}); proto3 messages have none, so send the fields its .proto declares`;
     if (f.wire > Wire.Fixed32)
-      return `the ${message} has a field of wire type ${f.wire} (field ${f.number}), which protobuf does not have; send the fields its .proto declares`;
-    const declared = type.get(f.number);
+      return `the ${message} has a field of wire type ${f.wire} (field ${f.field}), which protobuf does not have; send the fields its .proto declares`;
+    const declared = type.get(f.field);
     if (!declared) continue;
     if (!declared.wires.includes(f.wire))
-      return `the ${message}'s field ${f.number} comes with wire type ${f.wire}, not its declared type's (${declared.wires.join(' or ')}); encode it as its .proto declares`;
-    const inner = declared.of && wireProblem(message, declared.of, bytes, f.start, f.end);
+      return `the ${message}'s field ${f.field} comes with wire type ${f.wire}, not its declared type's (${declared.wires.join(' or ')}); encode it as its .proto declares`;
+    const inner = declared.of && wireProblem(message, declared.of, r, f.payload, f.end);
     if (inner) return inner;
   }
   return null;
@@ -200,19 +138,20 @@ export function inferRequestProblem(bytes: Buffer): string | null {
   const m = 'ModelInferRequest';
   const typed = { elements: 0, bytes: 0 };
   const counts = new Map<number, number>();
-  const wrong = wireProblem(m, kInferRequest, bytes, 0, bytes.length);
+  const r = new BufferReader(bytes);
+  const wrong = wireProblem(m, kInferRequest, r, 0, bytes.length);
   if (wrong) return wrong;
-  for (const f of fields(bytes, 0, bytes.length)) {
-    const n = (counts.get(f.number) ?? 0) + 1;
-    counts.set(f.number, n);
+  for (const f of r.fields(0, bytes.length)) {
+    const n = (counts.get(f.field) ?? 0) + 1;
+    counts.set(f.field, n);
     const problem =
-      f.number === 5
-        ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(bytes, f, typed))
-        : f.number === 6
+      f.field === 5
+        ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(r, f, typed))
+        : f.field === 6
           ? over(n, MAX_ENTRIES, m, 'outputs', 'no model answers that many')
-          : f.number === 7
+          : f.field === 7
             ? over(n, MAX_ENTRIES, m, 'raw_input_contents entries', 'send one per input')
-            : f.number === 4
+            : f.field === 4
               ? over(n, MAX_ENTRIES, m, 'parameters', 'send fewer')
               : null;
     if (problem) return problem;
@@ -221,19 +160,19 @@ export function inferRequestProblem(bytes: Buffer): string | null {
 }
 
 /** One InferInputTensor's shape and parameters, and its typed contents added to the message's. */
-function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; bytes: number }): string | null {
+function inputProblem(r: BufferReader, input: WireField, typed: { elements: number; bytes: number }): string | null {
   const m = 'ModelInferRequest';
   let dims = 0;
   let parameters = 0;
-  for (const f of fields(bytes, input.start, input.end)) {
-    if (f.number === 3) dims += scalarCount(f, bytes, 0);
-    else if (f.number === 4) parameters++;
-    else if (f.number === 5) {
-      for (const c of fields(bytes, f.start, f.end)) {
-        const size = kElementSize.get(c.number);
+  for (const f of r.fields(input.payload, input.end)) {
+    if (f.field === 3) dims += scalarCount(f, r.bytes, 0);
+    else if (f.field === 4) parameters++;
+    else if (f.field === 5) {
+      for (const c of r.fields(f.payload, f.end)) {
+        const size = kElementSize.get(c.field);
         if (size === undefined) continue;
         if (size < 0) typed.bytes++;
-        else typed.elements += scalarCount(c, bytes, size);
+        else typed.elements += scalarCount(c, r.bytes, size);
       }
     }
     const problem =
@@ -260,11 +199,12 @@ function inputProblem(bytes: Buffer, input: Field, typed: { elements: number; by
 
 /** Why a TorchServe PredictionsRequest is refused before decoding, or null. */
 export function predictionsRequestProblem(bytes: Buffer): string | null {
-  const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, bytes, 0, bytes.length);
+  const r = new BufferReader(bytes);
+  const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, r, 0, bytes.length);
   if (wrong) return wrong;
   let entries = 0;
-  for (const f of fields(bytes, 0, bytes.length)) {
-    if (f.number === 3 && ++entries > MAX_ENTRIES)
+  for (const f of r.fields(0, bytes.length)) {
+    if (f.field === 3 && ++entries > MAX_ENTRIES)
       return over(
         entries,
         MAX_ENTRIES,

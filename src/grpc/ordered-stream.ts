@@ -9,7 +9,6 @@
  * queue unrun, a running one sees context.isCancelled.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
-import { CancelToken } from '../util/cancel-token';
 import { Fifo } from '../util/fifo';
 
 /** What the streams of one listener hold, for tests and diagnosis. */
@@ -32,16 +31,16 @@ export interface OrderedStream<Req, Res> {
   /** How many requests may be held once `req` is read: its model's job_queue_size. */
   limit(req: Req): number;
   /** The answer to `req`; a failure is an answer too, so it never rejects. */
-  answer(req: Req, cancel: CancelToken): Promise<Res>;
-  /** Fires on the client's cancel or deadline. */
-  cancel: CancelToken;
+  answer(req: Req, signal: AbortSignal): Promise<Res>;
+  /** Aborted on the client's cancel or deadline. */
+  signal: AbortSignal;
   load: StreamLoad;
   /** The client half-closed and every answer has been written. */
   finished(): void;
 }
 
 interface Held<Res> {
-  cancel: CancelToken;
+  client: AbortController;
   answer: Promise<Res>;
 }
 
@@ -67,23 +66,27 @@ export function answerInOrder<Req, Res>(stream: ServerDuplexStream<Req, Res>, op
     opts.load.change(by);
   };
   const released = () => {
-    if (opts.cancel.cancelled) return;
+    if (opts.signal.aborted) return;
     change(-1);
     if (stream.isPaused() && held < limit) stream.resume();
     if (ended && held === 0) opts.finished();
   };
 
-  opts.cancel.onCancel(() => {
-    for (const h of waiting.drainAll()) h.cancel.cancel();
-    change(-held);
-  });
+  opts.signal.addEventListener(
+    'abort',
+    () => {
+      for (const h of waiting.drainAll()) h.client.abort();
+      change(-held);
+    },
+    { once: true },
+  );
 
   // Answers leave in request order: each waits for the one before it.
   const writeAnswers = async () => {
     writing = true;
-    for (let next = waiting.peek(); next && !opts.cancel.cancelled; next = waiting.peek()) {
+    for (let next = waiting.peek(); next && !opts.signal.aborted; next = waiting.peek()) {
       const answer = await next.answer;
-      if (opts.cancel.cancelled) break;
+      if (opts.signal.aborted) break;
       waiting.shift();
       // Held until the write has gone out: a client that never reads its answers stops being read too.
       stream.write(answer, released);
@@ -92,10 +95,10 @@ export function answerInOrder<Req, Res>(stream: ServerDuplexStream<Req, Res>, op
   };
 
   stream.on('data', (req: Req) => {
-    if (opts.cancel.cancelled) return;
+    if (opts.signal.aborted) return;
     change(1);
-    const cancel = new CancelToken();
-    waiting.push({ cancel, answer: opts.answer(req, cancel) });
+    const client = new AbortController();
+    waiting.push({ client, answer: opts.answer(req, client.signal) });
     limit = opts.limit(req);
     if (held >= limit) stream.pause();
     if (!writing) void writeAnswers();

@@ -2,8 +2,14 @@
  * Server errors as gRPC statuses: the stable error code rides along in the trailing metadata
  * (mme-error-code), as errorCode does in the HTTP error body.
  */
-import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import type { ErrorCode, MmeError } from '../errors';
+import {
+  Metadata,
+  ServerInterceptingCall,
+  status as Status,
+  type ServerInterceptor,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import { MmeError, quote, type ErrorCode } from '../errors';
 
 /** Codes whose HTTP status does not say which gRPC status they are. */
 const kByCode: ReadonlyMap<ErrorCode, Status> = new Map([
@@ -56,3 +62,27 @@ export function toServiceError(e: MmeError): Partial<ServiceError> {
   metadata.set('mme-error-code', e.code);
   return { code: grpcStatusOf(e), details: capDetails(e.message), metadata };
 }
+
+/** How grpc-js 1.x words its refusal of a grpc-timeout it cannot parse (server-interceptors.ts). */
+const kBadTimeout = /^Invalid grpc-timeout value "(.*)"$/s;
+
+/**
+ * grpc-js refuses a malformed grpc-timeout itself, before any handler, as INTERNAL: a fault of the
+ * client's, which the API answers INVALID_ARGUMENT with the stable code, as every other malformed
+ * request. grpc-js sends that status from its own call object on the next tick, past every
+ * interceptor's chain, so this rewrites it on that object.
+ */
+export const malformedTimeoutStatus: ServerInterceptor = (_method, call) => {
+  const send = call.sendStatus.bind(call);
+  call.sendStatus = (status) => {
+    const bad = status.code === Status.INTERNAL ? kBadTimeout.exec(status.details) : null;
+    if (bad === null) return send(status);
+    const e = new MmeError(
+      'MME_ERR_INVALID_INPUT',
+      `grpc-timeout is ${quote(bad[1])}; set it to 1 to 8 digits and a unit (H, M, S, m, u or n), e.g. 500m, or leave it out for no deadline`,
+    );
+    const { code, details, metadata } = toServiceError(e);
+    send({ code: code!, details: details!, metadata: metadata! });
+  };
+  return new ServerInterceptingCall(call);
+};

@@ -10,9 +10,12 @@ import { ServerCredentials } from '@grpc/grpc-js';
 import type { TlsFiles } from '../util/tls-files';
 
 export class TlsServerCredentials extends ServerCredentials {
-  /** Subscribed until the server's TlsFiles closes, with the server. */
-  constructor(tls: TlsFiles) {
-    super({ requestCert: tls.mutual, rejectUnauthorized: tls.mutual }, tls.context);
+  /** Subscribed until the server's TlsFiles closes, with the server; a handshake longer than `handshakeTimeoutMs` is dropped. */
+  constructor(tls: TlsFiles, handshakeTimeoutMs: number) {
+    super(
+      { requestCert: tls.mutual, rejectUnauthorized: tls.mutual, handshakeTimeout: handshakeTimeoutMs },
+      tls.context,
+    );
     tls.onChange((context) => this.updateSecureContextOptions(context));
   }
 

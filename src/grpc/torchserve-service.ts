@@ -9,10 +9,9 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import type { ModelRequest } from '../gateway/gateway';
+import type { Invocation, ModelRequest } from '../gateway/gateway';
 import { checkVersion } from '../gateway/oip/model-metadata';
-import type { CancelToken } from '../util/cancel-token';
-import type { ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../gateway/models';
 import { GrpcCall, unary, type GrpcDeps } from './call';
 import { decoded } from './lenient-decoding';
 import { answerInOrder, type StreamLoad } from './ordered-stream';
@@ -54,8 +53,13 @@ function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean):
   };
 }
 
-async function predict(req: PredictionsRequest, call: GrpcCall, cancel?: CancelToken): Promise<PredictionResponse> {
-  const result = await call.invoke(req.model_name, modelRequest(req, call, false), { cancel });
+async function predict(
+  req: PredictionsRequest,
+  call: GrpcCall,
+  inv: Invocation,
+  signal?: AbortSignal,
+): Promise<PredictionResponse> {
+  const result = await call.invoke(inv, req.model_name, modelRequest(req, call, false), { signal });
   return { prediction: result.body };
 }
 
@@ -80,38 +84,34 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
     Predictions: unary(deps, 'Predictions', predict),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');
-      Promise.resolve()
-        .then(() => {
-          call.guard();
+      call.serve(
+        (inv) => {
           const req = decoded(stream.request);
-          return call.invoke(req.model_name, modelRequest(req, call, true), {
+          return call.invoke(inv, req.model_name, modelRequest(req, call, true), {
             onChunk: (chunk, delivered) => {
               // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
               stream.write({ prediction: chunk.body! }, () => delivered());
             },
           });
-        })
-        .then(
-          (result) => {
-            call.answered();
-            stream.write({ prediction: result.body });
+        },
+        (err, result) => {
+          if (err) stream.emit('error', err);
+          else {
+            stream.write({ prediction: result!.body });
             stream.end();
-          },
-          (err) => {
-            call.answered();
-            stream.emit('error', call.fail(err));
-          },
-        );
+          }
+        },
+      );
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
       answerInOrder(stream, {
         limit: (req) => streamLimit(deps.manager, req.model_name),
-        answer: async (req, cancel) => {
+        answer: async (req, signal) => {
           const sequenceId = req.sequenceId ?? '';
           try {
-            call.guard();
-            return { ...(await predict(decoded(req), call, cancel)), sequenceId };
+            const inv = call.guard();
+            return { ...(await predict(decoded(req), call, inv, signal)), sequenceId };
           } catch (err) {
             const status = call.fail(err);
             return {
@@ -121,7 +121,7 @@ export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServ
             };
           }
         },
-        cancel: call.cancel,
+        signal: call.signal,
         load,
         finished: () => {
           call.answered();

@@ -5,7 +5,7 @@ import { MmeError } from '../errors';
 import type { InferenceToken } from '../gateway/bearer-tokens';
 import type { Gateway } from '../gateway/gateway';
 import type { MetricsRecorder } from '../metrics';
-import type { ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../gateway/models';
 import { errorResponse, methodNotAllowed } from './error-response';
 import { bearerToken, listenerGuards, type ListenerGuards } from './guards';
 import { invokeRoute } from './invoke-route';
@@ -43,9 +43,11 @@ export interface AppOptions {
 export function requestListener(opts: AppOptions): http.RequestListener {
   const guards: ListenerGuards = {
     maxHeaders: kMaxHeadersCount,
-    loopbackOnly: opts.loopbackOnly,
-    gateway: opts.gateway,
-    inferenceToken: opts.role === 'management' ? null : opts.inferenceToken,
+    door: opts.gateway.door({
+      transport: 'http',
+      loopbackOnly: opts.loopbackOnly,
+      inferenceToken: opts.role === 'management' ? null : opts.inferenceToken,
+    }),
   };
   const koa = koaListener(koaApp(opts, guards));
   if (opts.role === 'management') return koa;
@@ -66,19 +68,17 @@ function koaApp(opts: AppOptions, guards: ListenerGuards): Koa {
   const app = new Koa();
   app.silent = true;
   const router = new Router();
+  // management_token guards what the management side serves: its API and /metrics, which names
+  // every model as GET /models does.
+  const managementGuard: Koa.Middleware = opts.managementToken
+    ? bearerToken(opts.managementToken, () => opts.metrics.unauthorized())
+    : (_ctx, next) => next();
   if (opts.role !== 'management') mountMetadataRoutes(router, opts.manager);
-  if (opts.role !== 'inference')
-    mountManagementRoutes(
-      router,
-      opts.manager,
-      opts.managementToken
-        ? bearerToken(opts.managementToken, () => opts.metrics.unauthorized())
-        : (_ctx, next) => next(),
-    );
+  if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, managementGuard);
   app.use(requestId(opts.accessLog ? opts.log : null));
   app.use(errorResponse(opts.log));
   app.use(listenerGuards(guards));
-  if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics));
+  if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics, managementGuard));
   app.use(router.routes());
   app.use(
     router.allowedMethods({

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { MmeError } from '../errors';
-import type { ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../gateway/models';
 
 export interface InvokePath {
   /** The route's pattern: error lines name it, never the client's path. */

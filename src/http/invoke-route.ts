@@ -13,14 +13,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError, quote } from '../errors';
-import type { Gateway, Invocation, ModelRequest } from '../gateway/gateway';
+import type { Gateway, Invocation, ModelAnswer, ModelRequest, RunOptions } from '../gateway/gateway';
+import type { ModelManager } from '../gateway/models';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import { oipControls, oipRequest } from '../gateway/oip/infer-request';
-import { MICROSECONDS, MILLISECONDS } from '../gateway/request-controls';
+import { MILLISECONDS } from '../gateway/request-controls';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
-import type { InvokeResult, JobOptions } from '../server/jobs/job';
-import type { ModelManager } from '../server/models/model-manager';
-import { CancelToken } from '../util/cancel-token';
 import { send, setAnswerHead, setErrorHead } from './answer';
 import { readBodyChunks } from './body';
 import { methodNotAllowed } from './error-response';
@@ -45,15 +43,15 @@ export interface InvokeRouteOptions {
 export type InvokeRoute = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 /**
- * Cancelled when the client closes its connection before the answer is out: a queued request then
+ * Aborted when the client closes its connection before the answer is out: a queued request then
  * costs nothing, and a streaming handler sees context.isCancelled.
  */
-function cancelOnClientClose(res: ServerResponse): CancelToken {
-  const cancel = new CancelToken();
+function abortOnClientClose(res: ServerResponse): AbortSignal {
+  const client = new AbortController();
   res.once('close', () => {
-    if (!res.writableFinished) cancel.cancel();
+    if (!res.writableFinished) client.abort();
   });
-  return cancel;
+  return client.signal;
 }
 
 type Http = { req: IncomingMessage; res: ServerResponse };
@@ -87,7 +85,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
       if (customAttributes !== undefined && head.headers[kCustomAttributes] === undefined)
         res.setHeader(kCustomAttributes, customAttributes);
     };
-    const onChunk: JobOptions['onChunk'] = (chunk, delivered) => {
+    const onChunk: RunOptions['onChunk'] = (chunk, delivered) => {
       if (chunk.head) setHead(chunk.head);
       res.write(chunk.body!, delivered);
     };
@@ -98,9 +96,9 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
       headers,
       body,
     };
-    let result: InvokeResult;
+    let result: ModelAnswer;
     try {
-      result = await inv.run(request, { cancel: cancelOnClientClose(res), onChunk });
+      result = await inv.run(request, { signal: abortOnClientClose(res), onChunk });
     } catch (err) {
       // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
       if (res.headersSent) res.destroy();
@@ -133,12 +131,9 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     const headerLength = declared
       ? Number(declared)
       : (headerLengthOf(req.headers['content-type'] ?? '') ?? body.reduce((n, b) => n + b.length, 0));
-    // The parameters win over the headers; the shorter timeout holds.
-    const asked = oipControls(body, headerLength);
-    if (asked.timeout !== undefined) inv.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
-    if (asked.priority !== undefined) inv.askPriority(asked.priority, 'parameters.priority');
+    inv.askOip(oipControls(body, headerLength));
     const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), {
-      cancel: cancelOnClientClose(res),
+      signal: abortOnClientClose(res),
     });
     // A JSON header alone is JSON; with binary outputs after it, the header's length says where it ends.
     const answerHeader = headerLengthOf(result.contentType);
@@ -160,6 +155,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     // Refusals before the route name no route in their error line.
     let where = `${req.method} -`;
     let answer: Answer;
+    let refused: unknown;
     try {
       inv.traceFrom(req.headers);
       refuse(req, res, guards);
@@ -174,11 +170,12 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
         answer = await (at.oip ? infer : invoke)({ req, res }, at, inv);
       }
     } catch (err) {
+      refused = err;
       const e = gateway.failure(err, inv.requestId, where);
       // Streamed: the connection was destroyed, the client sees the chunked body cut off.
       answer = res.headersSent ? null : setErrorHead(res, e, at.path);
     }
-    inv.finish(res.statusCode);
+    inv.finish(refused);
     accessLog?.(accessLine(req, res.statusCode, performance.now() - t0, inv.requestId));
     if (answer !== null) send(res, answer);
   };

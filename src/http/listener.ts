@@ -1,34 +1,16 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
 import { MmeError } from '../errors';
+import { kDefaultLimits, type ListenerLimits } from '../util/listener-limits';
 import type { TlsFiles } from '../util/tls-files';
 
-export interface ListenerLimits {
-  /** Most open client connections; more are refused at once. */
-  maxConnections: number;
-  keepAliveTimeoutMs: number;
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-}
-
-/**
- * Connection limits: keep-alive outlives load balancers' 60 s idle timeout (so they close first
- * and never race a reused socket); a request must finish arriving within requestTimeout (SageMaker's
- * 60 s plus a 6 MB upload; slowloris bound), its headers sooner. Passed to createServer, which
- * checks headersTimeout <= requestTimeout (setting them afterwards skips that check).
- */
-export const kDefaultLimits: Readonly<ListenerLimits> = Object.freeze({
-  maxConnections: 1024,
-  keepAliveTimeoutMs: 65_000,
-  headersTimeoutMs: 60_000,
-  requestTimeoutMs: 70_000,
-});
 /** Node's 2000 is far beyond any real client; fewer bounds per-request parsing work. */
 export const kMaxHeadersCount = 100;
-/** Node's own period for enforcing the two timeouts above; shorter timeouts get a shorter period. */
+/** Node's own period for enforcing the header and request timeouts; shorter timeouts get a shorter period. */
 const kCheckIntervalMs = 30_000;
 
 /** The whole answer to CONNECT, which never reaches the app. */
@@ -38,6 +20,24 @@ const kConnectRefused = (() => {
   );
   return `HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, PUT, DELETE\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 })();
+
+/**
+ * The whole answer to a plain-text HTTP request on an https:// listener, which OpenSSL recognizes
+ * in place of a ClientHello: a client that forgot the s gets one line saying so, not an empty reply.
+ */
+const kUseHttps = (() => {
+  const body = 'This port speaks HTTPS (TLS): send the request to https://, not http://\n';
+  return `HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+})();
+
+/**
+ * tlsClientError's socket is the TLS wrapper, already destroyed; the TCP socket under it (Node's
+ * `_parent`, set for every server-side TLS socket) is still open for the answer.
+ */
+function answerPlainHttp(err: NodeJS.ErrnoException, socket: TLSSocket): void {
+  const tcp = (socket as TLSSocket & { _parent?: Duplex })._parent;
+  if (err.code === 'ERR_SSL_HTTP_REQUEST' && tcp?.writable) tcp.end(kUseHttps);
+}
 
 export interface Listener {
   server: http.Server;
@@ -79,9 +79,16 @@ export async function listen(
   if (addr.scheme === 'https') {
     if (tls === null) throw new MmeError('MME_ERR_CONFIG', `${addr.raw} is https:// but tls_cert_file is not set`);
     const secure = https.createServer(
-      { ...options, ...tls.context, requestCert: tls.mutual, rejectUnauthorized: tls.mutual },
+      {
+        ...options,
+        ...tls.context,
+        requestCert: tls.mutual,
+        rejectUnauthorized: tls.mutual,
+        handshakeTimeout: l.headersTimeoutMs,
+      },
       handler,
     );
+    secure.on('tlsClientError', answerPlainHttp);
     secure.once(
       'close',
       tls.onChange((context) => secure.setSecureContext(context)),

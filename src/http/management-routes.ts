@@ -7,10 +7,7 @@ import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
-import type { ModelManager } from '../server/models/model-manager';
-import { modelNotFound } from '../server/models/model-names';
-import type { LoadRequest } from '../server/models/model-settings';
-import type { Model } from '../server/models/model';
+import { checkLoadRequestFields, modelNotFound, type LoadRequest, type Model, type ModelManager } from '../gateway/models';
 import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
 
@@ -166,6 +163,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
           'MME_ERR_BAD_REQUEST',
           'The request body must be a JSON object like {"model_name": "...", "url": "..."}.',
         );
+      checkLoadRequestFields(Object.keys(fields));
     }
   }
   const get = (key: string): unknown =>

@@ -6,7 +6,7 @@
  */
 import type Router from '@koa/router';
 import { modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
-import type { ModelManager } from '../server/models/model-manager';
+import type { ModelManager } from '../gateway/models';
 
 const kModel = '/v2/models/:name';
 const kVersioned = '/v2/models/:name/versions/:version';

@@ -1,15 +1,24 @@
-/** GET /metrics for Prometheus, on the management side or on metrics_address's listener of its own. */
-import Koa, { type Context, type Next } from 'koa';
+/**
+ * GET /metrics for Prometheus, on the management side (behind management_token, as the management
+ * API) or on metrics_address's listener of its own (guarded by its address alone).
+ */
+import Koa, { type Context, type Middleware, type Next } from 'koa';
 import type { MetricsRecorder } from '../metrics';
 
-/** Answers GET/HEAD /metrics; everything else (and everything when metrics_prometheus is off) goes to `next`. */
-export function metricsRoute(recorder: MetricsRecorder) {
+/**
+ * Answers GET/HEAD /metrics once `guard` lets it through; everything else (and everything when
+ * metrics_prometheus is off) goes to `next`.
+ */
+export function metricsRoute(recorder: MetricsRecorder, guard?: Middleware) {
   return async function metricsMiddleware(ctx: Context, next: Next): Promise<void> {
     const registry = recorder.prometheus?.registry;
     if (!registry || ctx.path !== '/metrics' || (ctx.method !== 'GET' && ctx.method !== 'HEAD'))
       return next() as Promise<void>;
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    const serve = async () => {
+      ctx.type = registry.contentType;
+      ctx.body = await registry.metrics();
+    };
+    await (guard ? guard(ctx, serve) : serve());
   };
 }
 

@@ -207,12 +207,12 @@ const defs = [
     help: 'Bytes downloaded from model_repository.',
   },
   {
-    name: 'RepositoryDownloadTime',
+    name: 'ModelDownloadingTime',
     unit: 'Microseconds',
     reduce: 'avg',
     scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_repository_download_time_seconds', buckets: kLoadSeconds },
-    help: "Time one model's download from model_repository took (part of its ModelLoadingTime).",
+    prometheus: { type: 'histogram', name: 'mme_model_downloading_time_seconds', buckets: kLoadSeconds },
+    help: "Time one model's download from model_repository took (part of its ModelLoadingTime); SageMaker's name for the download an MME does.",
   },
   {
     name: 'RepositoryErrors',

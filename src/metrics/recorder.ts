@@ -153,7 +153,7 @@ export class MetricsRecorder {
     this.#safely(() => {
       this.#add(M.RepositoryDownloads, model, 1);
       this.#add(M.RepositoryDownloadBytes, model, bytes);
-      this.#add(M.RepositoryDownloadTime, model, micros);
+      this.#add(M.ModelDownloadingTime, model, micros);
     });
   }
 

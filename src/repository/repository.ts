@@ -13,6 +13,7 @@ import { MmeError } from '../errors';
 import { Semaphore } from '../util/semaphore';
 import { DiskCache, type CachedModel } from './disk-cache';
 import { downloadTo } from './download';
+import { relativePaths } from './object-paths';
 import { ObjectStore, storeFailure, type StoredObject } from './object-store';
 
 /** Hooks the metrics module listens on; synchronous, never throwing. */
@@ -150,7 +151,10 @@ export class ModelRepository {
     version: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const rel = files.map((f) => relativePath(f.key.slice(prefix.length), name));
+    const rel = relativePaths(
+      files.map((f) => f.key.slice(prefix.length)),
+      name,
+    );
     const bytes = files.reduce((n, f) => n + f.size, 0);
     const release = await this.#slots.acquire();
     try {
@@ -214,16 +218,4 @@ export class ModelRepository {
   #key(name: string): string {
     return this.config.prefix ? `${this.config.prefix}/${name}` : name;
   }
-}
-
-/** A key below the model's prefix as a relative path that cannot leave the download directory. */
-function relativePath(rel: string, name: string): string {
-  const parts = rel.split('/');
-  if (parts.some((p) => p === '' || p === '.' || p === '..')) {
-    throw new MmeError(
-      'MME_ERR_INVALID_MODEL',
-      `Model ${name}: model_repository holds an object whose key has an empty, '.' or '..' path segment; rename it`,
-    );
-  }
-  return parts.join(path.sep);
 }

@@ -1,7 +1,8 @@
 /**
- * A binary min-heap of keyed items whose order can change: set (insert or re-rank), delete and
- * peek by key in O(log n) / O(1), and the items in order, lazily: the first k cost O(k log k),
- * whatever the size. `before(a, b)`: a goes first.
+ * The binary min-heap: keyed items whose order can change. Set (insert or re-rank), delete, pop
+ * and peek by key in O(log n) / O(1), and the items in order, lazily: the first k cost O(k log k),
+ * whatever the size. `before(a, b)`: a goes first. Users: the cache's victim order (gdsf.ts) and
+ * the dispatcher's deadlines (deadline-list.ts).
  */
 export class IndexedHeap<K, V> {
   readonly #keys: K[] = [];
@@ -35,6 +36,40 @@ export class IndexedHeap<K, V> {
     }
     this.#values[i] = value;
     this.#down(this.#up(i));
+  }
+
+  /** Takes the first item off, and gives its key. */
+  pop(): K | undefined {
+    if (this.#keys.length === 0) return undefined;
+    const key = this.#keys[0];
+    this.delete(key);
+    return key;
+  }
+
+  /** Drops every item whose key `dead` names: O(n). */
+  prune(dead: (key: K) => boolean): void {
+    let kept = 0;
+    for (let i = 0; i < this.#keys.length; i++) {
+      const key = this.#keys[i];
+      if (dead(key)) {
+        this.#at.delete(key);
+        continue;
+      }
+      this.#keys[kept] = key;
+      this.#values[kept] = this.#values[i];
+      this.#at.set(key, kept++);
+    }
+    this.#keys.length = kept;
+    this.#values.length = kept;
+    this.reorder((_, v) => v);
+  }
+
+  /** Empties the heap, and gives the keys it held. */
+  clear(): K[] {
+    const keys = this.#keys.splice(0);
+    this.#values.length = 0;
+    this.#at.clear();
+    return keys;
   }
 
   delete(key: K): boolean {

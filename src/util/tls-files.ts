@@ -6,13 +6,16 @@
  * which a watch on the file itself misses) and, in case a watch misses it, by a stat poll. Files
  * caught half-written, or not matching each other yet, leave the previous certificate in place
  * until the next change. Listeners apply a new context to new connections only: open ones keep
- * theirs, so a rotation drops nothing.
+ * theirs, so a rotation drops nothing. Files are read off the event loop, only when they are
+ * regular files of bounded size, within a bounded time: a FIFO or a device put where a certificate
+ * was expected is refused with a log line, never waited on.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { MmeError } from '../errors';
+import type { Log } from '../logger';
 import type { Timer, Timers } from './clock';
 
 export interface TlsPaths {
@@ -31,12 +34,16 @@ export interface TlsContext extends SecureContextOptions {
 const kPollMs = 10_000;
 /** A burst of watch events (a file written in pieces, a symlink swap) is read once, after it settles. */
 const kSettleMs = 200;
+/** A PEM bundle of many certificates is tens of KiB; past this it is not a certificate file. */
+const kMaxFileBytes = 1 << 20;
+/** A local file is read in milliseconds; a stalled network mount is not waited on for longer. */
+const kReadMs = 5_000;
 
 /** Reads and checks the three files: the context, or an MmeError naming the key and what to change. */
-export function readTlsContext(paths: TlsPaths): { context: TlsContext; certificate: X509Certificate } {
-  const certPem = readKeyFile('tls_cert_file', paths.certFile);
-  const keyPem = readKeyFile('tls_key_file', paths.keyFile);
-  const caPem = paths.clientCaFile === null ? null : readKeyFile('tls_client_ca_file', paths.clientCaFile);
+export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsContext; certificate: X509Certificate }> {
+  const certPem = await readKeyFile('tls_cert_file', paths.certFile);
+  const keyPem = await readKeyFile('tls_key_file', paths.keyFile);
+  const caPem = paths.clientCaFile === null ? null : await readKeyFile('tls_client_ca_file', paths.clientCaFile);
   const certificate = parseCertificate('tls_cert_file', paths.certFile, certPem);
   if (caPem !== null) parseCertificate('tls_client_ca_file', paths.clientCaFile!, caPem);
   let key: ReturnType<typeof createPrivateKey>;
@@ -65,20 +72,35 @@ function tlsError(message: string): MmeError {
   return new MmeError('MME_ERR_CONFIG', message);
 }
 
-function readKeyFile(key: string, file: string): Buffer {
+/** The file's bytes if it is a regular file of at most kMaxFileBytes read within kReadMs; else an MmeError saying why. */
+async function readKeyFile(key: string, file: string): Promise<Buffer> {
+  const refuse = (why: string) => tlsError(`config key ${key}: ${file} ${why}`);
+  let handle: fs.promises.FileHandle;
   try {
-    return fs.readFileSync(file);
+    // Without O_NONBLOCK, opening a FIFO waits for a writer, holding one of libuv's four threads for good.
+    handle = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why =
+    throw refuse(
       code === 'ENOENT'
         ? 'does not exist'
         : code === 'EACCES'
           ? `cannot be read by this user (uid ${process.getuid?.() ?? '?'})`
-          : code === 'EISDIR'
-            ? 'is a directory, not a file'
-            : `cannot be read (${code ?? String(err)})`;
-    throw tlsError(`config key ${key}: ${file} ${why}`);
+          : `cannot be read (${code ?? String(err)})`,
+    );
+  }
+  try {
+    const stat = await handle.stat();
+    if (stat.isDirectory()) throw refuse('is a directory, not a file');
+    if (!stat.isFile()) throw refuse('is not a regular file (a FIFO, socket or device); point it at the PEM file');
+    if (stat.size > kMaxFileBytes) throw refuse(`is ${stat.size} bytes, more than a PEM file's ${kMaxFileBytes}`);
+    return await handle.readFile({ signal: AbortSignal.timeout(kReadMs) });
+  } catch (err) {
+    throw (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError'
+      ? refuse(`could not be read within ${kReadMs / 1000} s`)
+      : err;
+  } finally {
+    await handle.close();
   }
 }
 
@@ -90,9 +112,23 @@ function parseCertificate(key: string, file: string, pem: Buffer): X509Certifica
   }
 }
 
-/** Who the certificate names and until when, for the log. */
+/** Who the certificate names, for which host names, and until when, for the log. */
 function describe(certificate: X509Certificate): string {
-  return `${certificate.subject.replace(/\n/g, ', ')}, valid until ${new Date(certificate.validTo).toISOString()}`;
+  const names = certificate.subjectAltName ? `for ${certificate.subjectAltName}` : 'with no subjectAltName';
+  return `${certificate.subject.replace(/\n/g, ', ')} ${names}, valid until ${new Date(certificate.validTo).toISOString()}`;
+}
+
+/** Clients match the host they dialled against the subjectAltName only (RFC 6125): without one, every client refuses the certificate. */
+function warnIfNoNames(certificate: X509Certificate, certFile: string, log: Log): void {
+  if (certificate.subjectAltName) return;
+  log(
+    `TLS certificate ${certFile} names no host in a subjectAltName: curl, browsers and gRPC clients refuse it for every host; issue it with one (docs/security.md has the openssl command)`,
+    { level: 'warn' },
+  );
+}
+
+function filesOf(paths: TlsPaths): string[] {
+  return [paths.certFile, paths.keyFile, ...(paths.clientCaFile ? [paths.clientCaFile] : [])];
 }
 
 export class TlsFiles {
@@ -104,20 +140,29 @@ export class TlsFiles {
   #poll: Timer | null = null;
   #settle: Timer | null = null;
   #closed = false;
+  #reading = false;
 
-  /** Reads the files (throws the start error) and starts watching them. */
-  constructor(
-    readonly paths: TlsPaths,
-    private readonly timers: Timers,
-    private readonly log: (line: string) => void,
-  ) {
-    this.#seen = this.#signature();
-    const { context, certificate } = readTlsContext(paths);
-    this.#context = context;
+  /** Reads the files (rejects with the start error) and starts watching them. */
+  static async open(paths: TlsPaths, timers: Timers, log: Log): Promise<TlsFiles> {
+    const seen = TlsFiles.#signatureOf(paths);
+    const { context, certificate } = await readTlsContext(paths);
     log(
       `TLS certificate from ${paths.certFile}: ${describe(certificate)}${paths.clientCaFile ? `; client certificates signed by ${paths.clientCaFile} required` : ''}`,
     );
-    for (const dir of new Set(this.#files().map((f) => path.dirname(f)))) {
+    warnIfNoNames(certificate, paths.certFile, log);
+    return new TlsFiles(paths, timers, log, context, seen);
+  }
+
+  private constructor(
+    readonly paths: TlsPaths,
+    private readonly timers: Timers,
+    private readonly log: Log,
+    context: TlsContext,
+    seen: string,
+  ) {
+    this.#context = context;
+    this.#seen = seen;
+    for (const dir of new Set(filesOf(paths).map((f) => path.dirname(f)))) {
       try {
         const watcher = fs.watch(dir, { persistent: false }, () => this.#soon());
         watcher.on('error', () => watcher.close()); // the poll still sees changes
@@ -145,20 +190,30 @@ export class TlsFiles {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Reads the files again if they changed since last read; applies them if they make a usable context. */
-  check(): void {
-    const signature = this.#signature();
-    if (signature === this.#seen || this.#closed) return;
+  /**
+   * Reads the files again if they changed since last read; applies them if they make a usable
+   * context. A change while a read is under way is seen by the next check.
+   */
+  async check(): Promise<void> {
+    if (this.#closed || this.#reading) return;
+    const signature = TlsFiles.#signatureOf(this.paths);
+    if (signature === this.#seen) return;
     this.#seen = signature;
-    let read: ReturnType<typeof readTlsContext>;
+    let read: Awaited<ReturnType<typeof readTlsContext>>;
+    this.#reading = true;
     try {
-      read = readTlsContext(this.paths);
+      read = await readTlsContext(this.paths);
     } catch (err) {
       this.log(
         `TLS files changed but cannot be used yet (${(err as Error).message}); still serving the previous certificate until they change again`,
+        { level: 'warn' },
       );
       return;
+    } finally {
+      this.#reading = false;
     }
+    if (this.#closed) return;
+    warnIfNoNames(read.certificate, this.paths.certFile, this.log);
     this.#context = read.context;
     for (const listener of this.#listeners) listener(read.context);
     this.log(`TLS certificate reloaded from ${this.paths.certFile}: ${describe(read.certificate)}`);
@@ -172,13 +227,9 @@ export class TlsFiles {
     this.timers.clearTimeout(this.#settle);
   }
 
-  #files(): string[] {
-    return [this.paths.certFile, this.paths.keyFile, ...(this.paths.clientCaFile ? [this.paths.clientCaFile] : [])];
-  }
-
   /** Inode, size, modification and change time of each file (following links; a chmod changes the last), or "-" for one that cannot be stat'ed. */
-  #signature(): string {
-    return this.#files()
+  static #signatureOf(paths: TlsPaths): string {
+    return filesOf(paths)
       .map((f) => {
         try {
           const s = fs.statSync(f);
@@ -194,14 +245,14 @@ export class TlsFiles {
     if (this.#settle !== null || this.#closed) return;
     this.#settle = this.timers.setTimeout(() => {
       this.#settle = null;
-      this.check();
+      void this.check();
     }, kSettleMs);
   }
 
   #schedulePoll(): void {
     if (this.#closed) return;
     this.#poll = this.timers.setTimeout(() => {
-      this.check();
+      void this.check();
       this.#schedulePoll();
     }, kPollMs);
     this.#poll.unref();

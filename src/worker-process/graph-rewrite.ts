@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { NodeField, type OnnxFile } from './onnx-file';
-import type { FieldSpan } from './protobuf-file';
+import type { FieldSpan } from '../util/protobuf-wire';
 import type { ZipMapOutput } from './served-outputs';
 
 const kNodeField = 1;

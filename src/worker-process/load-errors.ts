@@ -3,6 +3,8 @@
  * operator at fault and what this build supports, with how to re-export. onnxruntime's own
  * message (source paths, C++ signatures) stays in the server log only.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { MmeError, quote } from '../errors';
 import type { OnnxFile } from './onnx-file';
@@ -75,4 +77,36 @@ function targetOpsetHint(ranges: Array<{ domain: string; max: number }>): string
 
 function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_MODEL', message);
+}
+
+/** How a Git LFS pointer file starts: what a clone without git-lfs leaves in place of the model. */
+const kLfsPointer = 'version https://git-lfs';
+
+/**
+ * onnxruntime could not parse `onnxPath` at all ("Protobuf parsing failed"): what the file is, and
+ * what to check, from its size and first bytes; onnxruntime's message without the server path.
+ */
+export function unparsedModel(onnxPath: string, ortMessage: string): MmeError {
+  const name = path.basename(onnxPath);
+  const reason = /failed:\s*(.*)$/s.exec(ortMessage)?.[1].trim() ?? 'it could not parse the file';
+  let size = 0;
+  let head = '';
+  try {
+    const fd = fs.openSync(onnxPath, 'r');
+    try {
+      size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(64);
+      head = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('latin1');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    // Unreadable now: the general advice below still holds.
+  }
+  const check = head.startsWith(kLfsPointer)
+    ? `it is a Git LFS pointer (${size} bytes), not the model: fetch the file itself (git lfs pull) and load again`
+    : size === 0
+      ? 'it is empty: copy or download the model again'
+      : `check that it is whole (${size} bytes here: a truncated download or copy fails like this), that it is not a Git LFS pointer, and that it is an ONNX model (exported with torch.onnx.export, tf2onnx or skl2onnx), not another format`;
+  return invalid(`onnxruntime could not read ${name} (${reason}): ${check}`);
 }

@@ -16,7 +16,8 @@
  * of an unexpected wire type is skipped (as onnxruntime's parser does).
  */
 import type { ModelMetadata } from '../model-types';
-import { fields, span, withFile, WireType, type Field, type FieldSpan, type FileWindow } from './protobuf-file';
+import { Wire, type FieldSpan, type WireField } from '../util/protobuf-wire';
+import { fields, span, withFile, type FileWindow } from './protobuf-file';
 
 export interface GraphNode {
   name: string;
@@ -104,12 +105,12 @@ function readModel(file: FileWindow, path: string): OnnxFile {
     graph: { start: 0, end: 0, payload: 0 },
   };
   for (const f of fields(file, 0, file.size)) {
-    if (f.wire === WireType.Varint) {
+    if (f.wire === Wire.Varint) {
       if (f.field === ModelField.IrVersion) model.irVersion = f.varint;
       else if (f.field === ModelField.ModelVersion) model.modelVersion = f.varint;
       continue;
     }
-    if (f.wire !== WireType.Bytes) continue;
+    if (f.wire !== Wire.Len) continue;
     switch (f.field) {
       case ModelField.ProducerName:
         model.producerName = file.text(f);
@@ -147,19 +148,19 @@ function readModel(file: FileWindow, path: string): OnnxFile {
   return model;
 }
 
-function readGraph(file: FileWindow, graph: Field, model: OnnxFile): void {
+function readGraph(file: FileWindow, graph: WireField, model: OnnxFile): void {
   for (const f of fields(file, graph.payload, graph.end)) {
-    if (f.wire !== WireType.Bytes) continue;
+    if (f.wire !== Wire.Len) continue;
     if (f.field === GraphField.Node) model.nodes.push(readNode(file, f));
     else if (f.field === GraphField.Input) model.inputs.push(readValue(file, f));
     else if (f.field === GraphField.Output) model.outputs.push(readValue(file, f));
   }
 }
 
-function readNode(file: FileWindow, field: Field): GraphNode {
+function readNode(file: FileWindow, field: WireField): GraphNode {
   const node: GraphNode = { name: '', opType: '', domain: '', input: [], output: [], field: span(field) };
   for (const f of fields(file, field.payload, field.end)) {
-    if (f.wire !== WireType.Bytes) continue;
+    if (f.wire !== Wire.Len) continue;
     switch (f.field) {
       case NodeField.Input:
         node.input.push(file.text(f));
@@ -184,28 +185,28 @@ function readNode(file: FileWindow, field: Field): GraphNode {
 }
 
 /** A ValueInfoProto: its name (field 1) and whether its last TypeProto (field 2) holds a tensor_type. */
-function readValue(file: FileWindow, field: Field): GraphValue {
+function readValue(file: FileWindow, field: WireField): GraphValue {
   let name = '';
-  let type: Field | null = null;
+  let type: WireField | null = null;
   for (const f of fields(file, field.payload, field.end)) {
-    if (f.wire !== WireType.Bytes) continue;
+    if (f.wire !== Wire.Len) continue;
     if (f.field === PairField.First) name = file.text(f);
     else if (f.field === PairField.Second) type = f;
   }
   let tensor = false;
   if (type)
     for (const f of fields(file, type.payload, type.end))
-      if (f.field === TypeField.TensorType && f.wire === WireType.Bytes) tensor = true;
+      if (f.field === TypeField.TensorType && f.wire === Wire.Len) tensor = true;
   return { name, tensor, field: span(field) };
 }
 
 /** OperatorSetIdProto (domain, version) or StringStringEntryProto (key, value): field 1 text, field 2 a varint or text. */
-function readPair(file: FileWindow, field: Field): { text: string; varint: number; second: string } {
+function readPair(file: FileWindow, field: WireField): { text: string; varint: number; second: string } {
   const pair = { text: '', varint: 0, second: '' };
   for (const f of fields(file, field.payload, field.end)) {
-    if (f.field === PairField.First && f.wire === WireType.Bytes) pair.text = file.text(f);
-    else if (f.field === PairField.Second && f.wire === WireType.Varint) pair.varint = f.varint;
-    else if (f.field === PairField.Second && f.wire === WireType.Bytes) pair.second = file.text(f);
+    if (f.field === PairField.First && f.wire === Wire.Len) pair.text = file.text(f);
+    else if (f.field === PairField.Second && f.wire === Wire.Varint) pair.varint = f.varint;
+    else if (f.field === PairField.Second && f.wire === Wire.Len) pair.second = file.text(f);
   }
   return pair;
 }

@@ -5,7 +5,8 @@
  * walk is a loop down that chain, cut off at kMaxDepth, never a recursion the file's nesting decides.
  */
 import type { GraphValue, OnnxFile } from './onnx-file';
-import { fields, lastField, lastVarint, withFile, WireType, type Field, type FileWindow } from './protobuf-file';
+import { Wire, type WireField } from '../util/protobuf-wire';
+import { fields, lastField, lastVarint, withFile, type FileWindow } from './protobuf-file';
 
 /** onnx.TensorProto.DataType, by number. */
 const kElementNames = [
@@ -56,14 +57,14 @@ export function valueTypeNotation(model: OnnxFile, value: GraphValue): string {
  * TypeProto in `type`. Where a TypeProto holds several of its oneof's members (or one twice), the
  * last of each counts, and the first present of tensor, sparse tensor, sequence, map, optional.
  */
-function typeNotation(file: FileWindow, type: Field | null): string {
+function typeNotation(file: FileWindow, type: WireField | null): string {
   let open = '';
   let close = '';
   let at = type;
   for (let depth = 0; at; depth++) {
     if (depth === kMaxDepth) return `${open}...${close}`;
-    const members = new Map<number, Field>();
-    for (const f of fields(file, at.payload, at.end)) if (f.wire === WireType.Bytes) members.set(f.field, f);
+    const members = new Map<number, WireField>();
+    for (const f of fields(file, at.payload, at.end)) if (f.wire === Wire.Len) members.set(f.field, f);
     const tensor = members.get(TypeField.Tensor) ?? null;
     const sparse = members.get(TypeField.SparseTensor) ?? null;
     if (tensor || sparse)

@@ -1,25 +1,12 @@
 /**
- * A bounded walk over protobuf messages in a file: each field's tag, wire type and span, read
- * through one small window, with every length checked against the message that holds it. Nothing
- * is decoded beyond what a caller asks for, so a 2 GB model's weights are stepped over unread.
+ * A bounded walk over the protobuf messages in a file: the shared wire reader (util/protobuf-wire.ts)
+ * reading through one small window, so a 2 GB model's weights are stepped over unread and walking
+ * many small fields costs few syscalls. Anything malformed is a plain Error naming its byte.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { Wire, WireReader, type FieldSpan, type WireField } from '../util/protobuf-wire';
 
-/** A field's bytes, tag and length prefix included: [start, end); a length-delimited field's payload starts at `payload`. */
-export interface FieldSpan {
-  start: number;
-  end: number;
-  payload: number;
-}
-
-export const enum WireType {
-  Varint = 0,
-  Fixed64 = 1,
-  Bytes = 2,
-  Fixed32 = 5,
-}
-
-export function span(f: Field): FieldSpan {
+export function span(f: WireField): FieldSpan {
   return { start: f.start, end: f.end, payload: f.payload };
 }
 
@@ -33,50 +20,23 @@ export function withFile<T>(path: string, read: (file: FileWindow) => T): T {
   }
 }
 
-export interface Field extends FieldSpan {
-  field: number;
-  wire: number;
-  varint: number;
-}
-
-export function* fields(file: FileWindow, from: number, to: number): Generator<Field> {
-  let pos = from;
-  while (pos < to) {
-    const start = pos;
-    const [tag, afterTag] = file.varint(pos);
-    const field = Math.floor(tag / 8);
-    const wire = tag % 8;
-    let varint = 0;
-    let payload = afterTag;
-    switch (wire) {
-      case WireType.Varint:
-        [varint, pos] = file.varint(afterTag);
-        break;
-      case WireType.Fixed64:
-        pos = afterTag + 8;
-        break;
-      case WireType.Fixed32:
-        pos = afterTag + 4;
-        break;
-      case WireType.Bytes: {
-        const [length, afterLength] = file.varint(afterTag);
-        payload = afterLength;
-        pos = afterLength + length;
-        break;
-      }
-      default:
-        throw new Error(`not an ONNX model: unexpected protobuf wire type ${wire} at byte ${start}`);
-    }
-    if (field === 0 || pos > to)
-      throw new Error(`not an ONNX model: a protobuf field at byte ${start} runs past its message`);
-    yield { field, wire, start, end: pos, payload, varint };
+/** The fields of [from, to), throwing at anything that is not a well-formed protobuf field. */
+export function* fields(file: FileWindow, from: number, to: number): Generator<WireField> {
+  let at = from;
+  for (const f of file.fields(from, to)) {
+    if (f.wire === Wire.StartGroup || f.wire === Wire.EndGroup || f.wire > Wire.Fixed32)
+      throw new Error(`not an ONNX model: unexpected protobuf wire type ${f.wire} at byte ${f.start}`);
+    if (f.field === 0) throw new Error(`not an ONNX model: a protobuf field at byte ${f.start} has number 0`);
+    yield f;
+    at = f.end;
   }
+  if (at < to) throw new Error(`not an ONNX model: a protobuf field at byte ${at} runs past its message`);
 }
 
 /** The last length-delimited field `n` of a message, as protobuf merges a repeated singular message: the last one wins. */
-export function lastField(file: FileWindow, message: FieldSpan, n: number): Field | null {
-  let found: Field | null = null;
-  for (const f of fields(file, message.payload, message.end)) if (f.field === n && f.wire === WireType.Bytes) found = f;
+export function lastField(file: FileWindow, message: FieldSpan, n: number): WireField | null {
+  let found: WireField | null = null;
+  for (const f of fields(file, message.payload, message.end)) if (f.field === n && f.wire === Wire.Len) found = f;
   return found;
 }
 
@@ -84,14 +44,14 @@ export function lastField(file: FileWindow, message: FieldSpan, n: number): Fiel
 export function lastVarint(file: FileWindow, message: FieldSpan, n: number): number {
   let value = 0;
   for (const f of fields(file, message.payload, message.end))
-    if (f.field === n && f.wire === WireType.Varint) value = f.varint;
+    if (f.field === n && f.wire === Wire.Varint) value = f.varint;
   return value;
 }
 
 const kWindowBytes = 1 << 16;
 
-/** Positional reads through a small window, so walking many small fields costs few syscalls. */
-export class FileWindow {
+/** Positional reads through a small window. */
+export class FileWindow extends WireReader {
   readonly size: number;
   readonly #fd: number;
   #window = Buffer.alloc(kWindowBytes);
@@ -99,6 +59,7 @@ export class FileWindow {
   #windowEnd = 0;
 
   constructor(path: string) {
+    super();
     this.#fd = openSync(path, 'r');
     this.size = fstatSync(this.#fd).size;
   }
@@ -107,18 +68,9 @@ export class FileWindow {
     closeSync(this.#fd);
   }
 
-  /**
-   * A varint at `pos` and the offset after it. Values past 2^53 lose precision; sizes and versions
-   * never get there.
-   */
-  varint(pos: number): [number, number] {
-    const bytes = this.#slice(pos, Math.min(10, this.size - pos));
-    let value = 0;
-    for (let i = 0; i < bytes.length; i++) {
-      value += (bytes[i] & 0x7f) * 2 ** (7 * i);
-      if (bytes[i] < 0x80) return [value, pos + i + 1];
-    }
-    throw new Error(`not an ONNX model: bad protobuf varint at byte ${pos}`);
+  protected byteAt(pos: number): number {
+    if (pos < this.#windowStart || pos >= this.#windowEnd) this.#slice(pos, 1);
+    return this.#window[pos - this.#windowStart];
   }
 
   /** A field's payload as its own buffer (decoders may keep references into it). */

@@ -12,7 +12,8 @@ import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
 import type { GraphNode, OnnxFile } from './onnx-file';
 import { valueTypeNotation } from './onnx-types';
-import { fields, withFile, WireType, type FileWindow } from './protobuf-file';
+import { Wire } from '../util/protobuf-wire';
+import { fields, withFile, type FileWindow } from './protobuf-file';
 
 const kNodeAttribute = 5;
 const enum AttributeField {
@@ -74,16 +75,16 @@ function refuseNonTensorInputs(model: OnnxFile): void {
 function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string> {
   const found = new Map<string, Array<number | string>>();
   for (const a of fields(file, node.field.payload, node.field.end)) {
-    if (a.field !== kNodeAttribute || a.wire !== WireType.Bytes) continue;
+    if (a.field !== kNodeAttribute || a.wire !== Wire.Len) continue;
     let name = '';
     const ints: Array<number | string> = [];
     const strings: string[] = [];
     for (const f of fields(file, a.payload, a.end)) {
-      if (f.field === AttributeField.Name && f.wire === WireType.Bytes) name = file.text(f);
+      if (f.field === AttributeField.Name && f.wire === Wire.Len) name = file.text(f);
       // One varint (its bytes are the field's payload), or a packed run of them.
-      else if (f.field === AttributeField.Ints && (f.wire === WireType.Varint || f.wire === WireType.Bytes))
+      else if (f.field === AttributeField.Ints && (f.wire === Wire.Varint || f.wire === Wire.Len))
         readInt64s(file.bytes(f), ints);
-      else if (f.field === AttributeField.Strings && f.wire === WireType.Bytes) strings.push(file.text(f));
+      else if (f.field === AttributeField.Strings && f.wire === Wire.Len) strings.push(file.text(f));
     }
     if (!found.has(name)) found.set(name, name === 'classlabels_int64s' ? ints : strings);
   }

@@ -4,7 +4,7 @@ import { MmeError } from '../errors';
 import type { LoadMessage } from '../protocol/messages';
 import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
-import { explainLoadFailure } from './load-errors';
+import { explainLoadFailure, unparsedModel } from './load-errors';
 import { readOnnxFile, type OnnxFile } from './onnx-file';
 import { describeOutputs, zipMapOutputs } from './served-outputs';
 
@@ -74,7 +74,12 @@ async function readModel(onnxPath: string, options: ort.InferenceSession.Session
     return readOnnxFile(onnxPath);
   } catch (err) {
     // onnxruntime's parse error ("Protobuf parsing failed") is the one users search for, so it wins.
-    const session = await ort.InferenceSession.create(onnxPath, options);
+    let session: ort.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(onnxPath, options);
+    } catch (ortErr) {
+      throw unparsedModel(onnxPath, (ortErr as Error)?.message ?? String(ortErr));
+    }
     await session.release();
     throw new MmeError(
       'MME_ERR_INVALID_MODEL',

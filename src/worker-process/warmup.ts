@@ -15,9 +15,28 @@ const kOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const kProbeSessions = 16;
 
 export async function warmUpRuntime(): Promise<void> {
+  const x = firstTensor();
   const session = await ort.InferenceSession.create(kIdentityModel, kOptions);
-  await session.run({ x: new ort.Tensor('float32', Float32Array.of(1), [1]) });
+  await session.run({ x });
   await session.release();
+}
+
+/**
+ * The process's first Tensor, made with Float16Array hidden. onnxruntime-common picks each type's
+ * array once, at the first Tensor; where Float16Array exists (Node 24) it picks it for float16 and
+ * turns the Uint16Array the codecs make into a Float16Array view, whose byte length onnxruntime-node's
+ * binding (1.30) reads as 0: every float16 input failed with "not enough space" (microsoft/onnxruntime
+ * PR 32323). Picked here, float16 stays a Uint16Array both ways, as the binding returns it.
+ */
+function firstTensor(): ort.Tensor {
+  const g = globalThis as { Float16Array?: unknown };
+  const float16Array = g.Float16Array;
+  delete g.Float16Array;
+  try {
+    return new ort.Tensor('float32', Float32Array.of(1), [1]);
+  } finally {
+    if (float16Array !== undefined) g.Float16Array = float16Array;
+  }
 }
 
 /**

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { envOverrideName, KEYS, renderKeysMarkdown, type KeySpec } from '../../src/config/keys';
+import { envOverrideName, KEYS, renderKeysMarkdown } from '../../src/config/keys';
+import type { ServerConfig } from '../../src/config/types';
 import { readValue } from '../../src/config/values';
+import type { LogLevel } from '../../src/logger';
 
 describe('config key table', () => {
   it('names every key once', () => {
@@ -8,7 +10,7 @@ describe('config key table', () => {
     assert.equal(new Set(names).size, names.length);
   });
 
-  for (const spec of KEYS as readonly KeySpec[]) {
+  for (const spec of KEYS) {
     it(`${spec.name}: default and error-message example are valid values`, () => {
       readValue(spec, { value: spec.default ?? '', from: null });
       readValue(spec, { value: spec.example ?? spec.default ?? '', from: null });
@@ -34,7 +36,7 @@ describe('config key table', () => {
       ['shutdown_timeout', 1000],
     ];
     for (const [name, unitMs] of durations) {
-      const spec = (KEYS as readonly KeySpec[]).find((k) => k.name === name)!;
+      const spec = KEYS.find((k) => k.name === name)!;
       const max = Math.floor((2 ** 31 - 1) / unitMs);
       readValue(spec, { value: String(max), from: null });
       assert.throws(
@@ -49,17 +51,36 @@ describe('config key table', () => {
     assert.equal(envOverrideName('job_queue_size'), 'MMS_JOB_QUEUE_SIZE');
   });
 
-  it('renders one README row per key', () => {
+  it('renders one table per section, one row per key, with the values an enum allows', () => {
     const lines = renderKeysMarkdown().split('\n');
-    assert.equal(lines[0], '| key | default | meaning |');
-    assert.equal(lines.length, KEYS.length + 2);
-    assert.ok(
-      lines.includes(`| \`job_queue_size\` | \`100\` | ${KEYS.find((k) => k.name === 'job_queue_size')!.doc} |`),
+    const rows = lines.filter((l) => l.startsWith('| `'));
+    assert.equal(rows.length, KEYS.length);
+    assert.equal(
+      lines.filter((l) => l === '| key | default | meaning |').length,
+      lines.filter((l) => l.startsWith('## ')).length,
     );
-    assert.ok(lines.some((l) => l.startsWith('| `model_store` | (unset) |')));
+    assert.ok(
+      rows.includes(`| \`job_queue_size\` | \`100\` | ${KEYS.find((k) => k.name === 'job_queue_size')!.doc} |`),
+    );
+    assert.ok(rows.some((l) => l.startsWith('| `model_store` | `/opt/ml/models` |')));
+    assert.ok(
+      rows.some((l) => l.startsWith('| `worker_mode` | `dedicated` |') && l.endsWith(' One of: dedicated, shared. |')),
+    );
     assert.ok(
       lines.some((l) => l.includes('MMS_\\<KEY\\>')),
       'angle brackets are escaped',
     );
   });
 });
+
+// Compile-time: the config's plain fields take their names and types from the key tables.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const kTypesFollowTheTable: [
+  Equal<ServerConfig['workerMode'], 'dedicated' | 'shared'>,
+  Equal<ServerConfig['grpcInferencePort'], number | null>,
+  Equal<ServerConfig['logLevel'], LogLevel>,
+  Equal<ServerConfig['metricsCloudwatchEndpoint'], string | null>,
+  Equal<ServerConfig['modelMemoryBudgetBytes'], number>,
+  Equal<ServerConfig['grpcInferenceAddress'], string>,
+] = [true, true, true, true, true, true];
+void kTypesFollowTheTable;

@@ -6,6 +6,9 @@ import type { ServerConfig } from '../../src/config/types';
 
 const kNoArgs: CliArgs = { command: null, mmsConfig: null, modelStore: null, models: null, help: false };
 
+/** A machine without SageMaker's /opt/ml/models, where every other store the tests name exists. */
+const kNoOptMl = (dir: string) => (dir === '/opt/ml/models' ? '/opt/ml/models does not exist' : null);
+
 function resolve(
   fileText: string | null,
   env: Env = {},
@@ -17,6 +20,7 @@ function resolve(
     configFile: fileText === null ? null : '/etc/mme/config.properties',
     env,
     argv: { ...kNoArgs, ...argv },
+    dirProblem: kNoOptMl,
     ...extra,
   });
 }
@@ -52,6 +56,8 @@ describe('resolveConfig', () => {
         managementAddress: tcp('http://127.0.0.1:8081', 'http', '127.0.0.1', 8081),
         sharedListener: false,
         modelStore: null,
+        modelStoreNote:
+          "no model store: model_store's default /opt/ml/models does not exist; models load by url through POST /models (mount a model folder there, or set model_store, to load them by name)",
         loadModels: [],
         defaultWorkersPerModel: 0,
         workersPerModel: 1,
@@ -147,7 +153,7 @@ describe('resolveConfig', () => {
         [
           'inference_address=http://0.0.0.0:8080',
           'management_address=http://0.0.0.0:8080',
-          'model_store=/opt/ml/models',
+          'model_store=/data/models',
           'load_models=a=/m/a,b.tar.gz',
           'default_workers_per_model=2',
           'job_queue_size=7',
@@ -218,7 +224,8 @@ describe('resolveConfig', () => {
         inferenceAddress: tcp('http://0.0.0.0:8080', 'http', '0.0.0.0', 8080),
         managementAddress: tcp('http://0.0.0.0:8080', 'http', '0.0.0.0', 8080),
         sharedListener: true,
-        modelStore: '/opt/ml/models',
+        modelStore: '/data/models',
+        modelStoreNote: 'model store /data/models: models are looked up there by name; POST /models also loads a url',
         loadModels: [
           { name: 'a', url: '/m/a' },
           { name: 'b', url: 'b.tar.gz' },
@@ -368,7 +375,7 @@ describe('resolveConfig', () => {
       ['default_response_timeout=0', /default_response_timeout: "0" is out of range/],
       [
         'grpc_inference_port=70000',
-        /grpc_inference_port: "70000" is not a TCP port \(expected a whole number from 0 to 65535, or unset for no gRPC listener, e.g. grpc_inference_port=7070\)/,
+        /grpc_inference_port: "70000" is out of range \(expected a whole number 0 to 65535, e.g. grpc_inference_port=7070\)/,
       ],
       [
         'default_response_timeout_seconds=0',
@@ -422,10 +429,10 @@ describe('resolveConfig', () => {
     it('replaces every placeholder in every value from the environment', () => {
       const config = resolve(
         'inference_address=http://$$HOST_X$$:$$PORT_X$$\nmodel_store=$$STORE$$/models\nvmargs=$$VM$$\nallow_unknown_keys=true',
-        { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/opt/ml', VM: '-Xmx1g' },
+        { HOST_X: '0.0.0.0', PORT_X: '9090', STORE: '/data', VM: '-Xmx1g' },
       );
       assert.deepEqual(config.inferenceAddress, tcp('http://0.0.0.0:9090', 'http', '0.0.0.0', 9090));
-      assert.equal(config.modelStore, '/opt/ml/models');
+      assert.equal(config.modelStore, '/data/models');
     });
 
     it('inserts the value literally, even with $ or backslashes in it', () => {
@@ -634,7 +641,62 @@ describe('resolveConfig', () => {
     });
 
     it('rejects ALL without model_store', () => {
-      assertConfigError(() => resolve('load_models=ALL'), 'config key load_models is ALL but model_store is not set');
+      assertConfigError(
+        () => resolve('load_models=ALL\nmodel_store='),
+        'config key load_models is ALL but model_store is not set',
+      );
+      assertConfigError(
+        () => resolve('load_models=ALL'),
+        "config key load_models is ALL but model_store's default /opt/ml/models does not exist",
+      );
+    });
+  });
+
+  describe('model_store', () => {
+    const note = (config: ServerConfig) => config.modelStoreNote;
+
+    it('starts without a store when the default /opt/ml/models is missing, and says where models come from', () => {
+      for (const env of [{}, { SAGEMAKER_MULTI_MODEL: 'true' }, { SAGEMAKER_BIND_TO_PORT: '9090' }]) {
+        const config = resolve(null, env);
+        assert.equal(config.modelStore, null);
+        assert.match(
+          note(config),
+          /^no model store: model_store's default \/opt\/ml\/models does not exist; models load by url through POST \/models/,
+        );
+      }
+    });
+
+    it('uses the default /opt/ml/models where it exists', () => {
+      const config = resolve(null, {}, {}, { dirProblem: () => null });
+      assert.equal(config.modelStore, '/opt/ml/models');
+      assert.match(note(config), /^model store \/opt\/ml\/models: models are looked up there by name/);
+    });
+
+    it('refuses a store the file, MMS_MODEL_STORE or --model-store names when it is missing, even /opt/ml/models', () => {
+      const missing = (dir: string) => `${dir} does not exist`;
+      const refused = 'config key model_store: /opt/ml/models does not exist; create it, or point model_store';
+      assertConfigError(() => resolve('model_store=/opt/ml/models', {}, {}, { dirProblem: missing }), refused);
+      assertConfigError(
+        () => resolve('enable_envvars_config=true', { MMS_MODEL_STORE: '/opt/ml/models' }, {}, { dirProblem: missing }),
+        refused,
+      );
+      assertConfigError(() => resolve(null, {}, { modelStore: '/opt/ml/models' }, { dirProblem: missing }), refused);
+    });
+
+    it('does not check a named store under SAGEMAKER_MULTI_MODEL, where the platform owns it', () => {
+      const config = resolve(
+        'model_store=/sm',
+        { SAGEMAKER_MULTI_MODEL: 'true' },
+        {},
+        { dirProblem: (d) => `${d} does not exist` },
+      );
+      assert.equal(config.modelStore, '/sm');
+    });
+
+    it('has no store when model_store is written empty, and says so', () => {
+      const config = resolve('model_store=', {}, {}, { dirProblem: () => null });
+      assert.equal(config.modelStore, null);
+      assert.equal(note(config), 'no model store (model_store is empty): models load by url through POST /models');
     });
 
     it('derives names from the url when none is given', () => {
@@ -708,7 +770,9 @@ describe('resolveConfig', () => {
       it(`rejects SAGEMAKER_BIND_TO_PORT=${bad}`, () => {
         assertConfigError(
           () => resolve(null, { SAGEMAKER_BIND_TO_PORT: bad }),
-          `environment variable SAGEMAKER_BIND_TO_PORT: "${bad}" is not a port number (expected a whole number 1-65535, e.g. SAGEMAKER_BIND_TO_PORT=8080)`,
+          new RegExp(
+            `^environment variable SAGEMAKER_BIND_TO_PORT: "${bad}" is (not an integer|out of range) \\(expected a whole number 1-65535, e\\.g\\. SAGEMAKER_BIND_TO_PORT=8080\\)$`,
+          ),
         );
       });
     }

@@ -27,7 +27,7 @@ describe('autoscale (real worker processes)', () => {
         'autoscale_backlog_per_worker=2',
         'autoscale_idle_seconds=1',
         'autoscale_cooldown_seconds=1',
-        // Two workers, whatever this machine's cores (the limit's own tests are in test/server/workers/autoscaler.test.ts).
+        // Two workers, whatever this machine's cores (the limit's own tests are in test/server/autoscale/autoscaler.test.ts).
         'autoscale_cores=2',
         'metrics_per_model_dimension=true',
       ].join('\n'),
@@ -115,7 +115,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     const burst = [drive(), drive(), drive()];
     try {
       await waitFor(
-        () => model.placement === 'dedicated' && model.workers.length === 1 && model.workers[0].hostId === null,
+        () => model.mode === 'dedicated' && model.workers.length === 1 && model.workers[0].hostId === null,
         'the promotion to be done',
         120_000,
       );
@@ -135,7 +135,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     assert.equal((await invoke(t, 'tiny', { inputs: { x: [Array(16).fill(1)] } })).status, 200);
 
     await waitFor(
-      () => model.placement === 'shared' && model.workers[0]?.hostId === host,
+      () => model.mode === 'shared' && model.workers[0]?.hostId === host,
       'the demotion once quiet',
       60_000,
     );

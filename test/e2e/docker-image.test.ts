@@ -1,13 +1,13 @@
 /**
  * The Docker image (docker/Dockerfile), built and run with podman as SageMaker runs it: `IMAGE serve`,
- * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop.
+ * a model folder at /opt/ml/models, the MME API on 8080 (or SAGEMAKER_BIND_TO_PORT), SIGTERM on stop;
+ * and bare, with nothing mounted, as a first `docker run IMAGE serve` starts it.
  *
  * It runs wherever podman works and the Dockerfile's base image (node:24-bookworm-slim, the default
  * NODE_IMAGE) is present, and is skipped otherwise (skip id podman) with a message saying how to enable it. Nothing
  * here installs or fetches anything: CI's .ci/run prepares podman and the base image first.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
 import { freePorts } from '../../harness/cli-server';
 import { request, type JsonResponse } from '../../harness/http-requests';
+import { runCommand } from '../../harness/run-command';
 import { skipBecause } from '../helpers/skip';
 import { assertRowsClose } from '../helpers/assert-close';
 import { codeBlocks, makeIrisExample } from '../helpers/docs-examples';
@@ -28,30 +29,9 @@ const kRunId = `${process.pid}-${Date.now().toString(36)}`;
 const kImage = `localhost/sagemaker-mme-node-test:${kRunId}`;
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command to completion (bounded); never rejects: callers look at the exit code. */
-function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      cmd,
-      args,
-      { cwd: kRepoRoot, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({
-          code,
-          stdout: String(stdout),
-          stderr: err && typeof err.code !== 'number' ? `${stderr}\n${err.message}` : String(stderr),
-        });
-      },
-    );
-  });
-}
+/** A command to completion in the repository root, killed at `timeoutMs`; never rejects: callers look at the exit code. */
+const run = (cmd: string, args: readonly string[], timeoutMs: number) =>
+  runCommand(cmd, args, { cwd: kRepoRoot, timeoutMs });
 
 async function podman(args: readonly string[], timeoutMs = 30_000): Promise<string> {
   const r = await run('podman', args, timeoutMs);
@@ -349,6 +329,24 @@ describe('docker image (podman)', function () {
       assert.equal(exitCode, 0, `container exit code ${exitCode}; log:\n${tail(logs.stdout + logs.stderr, 20)}`);
       assert.match(logs.stdout, /SIGTERM: draining/);
       console.log(`      podman stop returned in ${stopMs} ms with two 3 s requests in flight`);
+    });
+  });
+
+  describe('started bare: `IMAGE serve` with nothing mounted (issue 47)', function () {
+    it('answers /ping with no model store, and its start line says where models come from', async function () {
+      this.timeout(60_000);
+      const [port] = await freePorts(1);
+      const base = `http://127.0.0.1:${port}`;
+      const name = await startContainer('bare', ['-p', `127.0.0.1:${port}:9090`, '-e', 'SAGEMAKER_BIND_TO_PORT=9090']);
+      await waitReady(base, name, Date.now());
+      assert.equal((await http(`${base}/ping`)).status, 200);
+      assert.deepEqual((await http(`${base}/models`)).body.models, []);
+      const logs = await run('podman', ['logs', name], 10_000);
+      assert.match(
+        logs.stdout,
+        /no model store: model_store's default \/opt\/ml\/models does not exist; models load by url through POST \/models/,
+        logs.stdout + logs.stderr,
+      );
     });
   });
 

@@ -3,21 +3,20 @@
  * and exits 0 having printed every answer. The Python one runs when python3 can import requests.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { startCliServer, type CliServer } from '../../harness/cli-server';
 import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
+import { runCommand } from '../../harness/run-command';
 import { skipBecause } from '../helpers/skip';
 
 const kRoot = path.resolve(__dirname, '../../..');
 
-function run(cmd: string, args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { cwd: kRoot, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, out: `${stdout}${stderr}` });
-    });
-  });
+/** The example's exit code and everything it printed. */
+async function run(cmd: string, args: string[]): Promise<{ code: number; out: string }> {
+  const r = await runCommand(cmd, args, { cwd: kRoot, timeoutMs: 120_000 });
+  return { code: r.code, out: `${r.stdout}${r.stderr}` };
 }
 
 describe('examples/: client examples against a real server', () => {

@@ -138,9 +138,19 @@ describe('self-managed model cache', () => {
     assert.equal(first.status, 400);
     assert.equal(first.body.errorCode, 'MME_ERR_INVALID_MODEL');
     const again = await Promise.all(Array.from({ length: 5 }, () => invoke(t, 'broken', row)));
-    for (const r of again) assert.deepEqual(r.body, first.body);
+    for (const r of again) {
+      assert.deepEqual({ ...r.body, message: '' }, { ...first.body, message: '' });
+      const left = /^Model broken failed to load recently and is not retried for (\d+) more s/.exec(r.body.message);
+      assert.ok(left && Number(left[1]) <= 600, r.body.message);
+      assert.ok(r.body.message.endsWith(`The failure: ${first.body.message}`), r.body.message);
+      assert.equal(r.headers.get('retry-after'), left[1]);
+    }
     assert.equal(t.server.manager.stats.loadFailures, 1);
     assert.equal(t.server.manager.stats.loads, 0);
+    const forget = await request(`${t.managementUrl}/models/broken`, { method: 'DELETE' });
+    assert.equal(forget.status, 200, forget.text);
+    assert.equal((await invoke(t, 'broken', row)).body.message, first.body.message, 'loaded again, failing afresh');
+    assert.equal(t.server.manager.stats.loadFailures, 2);
   });
 
   it('does not remember a load that a SIGKILL ended: the next invoke loads the model again', async () => {

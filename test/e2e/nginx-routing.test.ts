@@ -68,7 +68,8 @@ function grpcReplicaFor(clients: GrpcClients, model: string): Promise<string> {
 
 /**
  * deploy/nginx/nginx.conf as shipped, run in the foreground on loopback: only its listen ports,
- * the /etc/nginx/mme/ include directory and the replica lists (replicas-*.conf) are local.
+ * the /etc/nginx/mme/ include directory, the replica lists (replicas-*.conf) and, so that it runs
+ * without root, the access log and temporary files are local.
  */
 function deployedConfig(
   dir: string,
@@ -85,7 +86,12 @@ function deployedConfig(
   const local = conf
     .replaceAll('/etc/nginx/mme/', `${dir}/`)
     .replace(/^(\s*)listen 8080;$/m, `$1listen 127.0.0.1:${httpPort};`)
-    .replace(/^(\s*)listen 7070 http2;$/m, `$1listen 127.0.0.1:${grpcPort} http2;`);
+    .replace(/^(\s*)listen 7070 http2;$/m, `$1listen 127.0.0.1:${grpcPort} http2;`)
+    .replace(
+      /^http \{$/m,
+      `http {\n  access_log ${dir}/logs/access.log;\n` +
+        ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};\n`).join(''),
+    );
   assert.notEqual(local.includes('listen 8080') || local.includes('listen 7070'), true, 'both listeners made local');
   return `daemon off;\npid ${path.join(dir, 'nginx.pid')};\nerror_log stderr notice;\n${local}`;
 }

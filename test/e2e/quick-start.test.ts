@@ -5,7 +5,6 @@
  * with the `# ...` line the README shows under it.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCli, type CliServer } from '../../harness/cli-server';
@@ -13,6 +12,7 @@ import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
 import { assertJsonClose } from '../helpers/assert-close';
+import { bash } from '../helpers/docs-examples';
 
 // Compiled to dist/test/e2e/, so the repo root is three levels up.
 const kRoot = path.resolve(__dirname, '../../..');
@@ -34,14 +34,6 @@ function tourCommands(): Array<{ command: string; shown: string | null }> {
     commands.push({ command: line, shown: null });
   }
   return commands;
-}
-
-function bash(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile('bash', ['-c', command], { cwd: kRoot, timeout: 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
 }
 
 describe('README quick start (npm start with the repository config.properties, from the repository root)', () => {
@@ -89,6 +81,7 @@ describe('README quick start (npm start with the repository config.properties, f
           .replaceAll('127.0.0.1:8080', http)
           .replaceAll('127.0.0.1:7070', grpc)
           .replace(/^curl /, 'curl -sS --fail-with-body '),
+        kRoot,
       );
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
       // Numbers to 1e-6: onnxruntime's kernels on another CPU may round the last float32 bit differently.

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { once } from 'node:events';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import { credentials, status as Status } from '@grpc/grpc-js';
@@ -107,11 +109,20 @@ describe('TLS on every listener', () => {
       await assert.rejects(get(`${t.url}/ping`, { ca: caPem, maxVersion: 'TLSv1.1', minVersion: 'TLSv1' }));
     });
 
-    it('refuses a client that does not trust the CA, and a plain-text one', async () => {
+    it('refuses a client that does not trust the CA; a plain-text one gets one line saying to use https', async () => {
       await assert.rejects(get(`${t.url}/ping`), (err: NodeJS.ErrnoException) =>
         /CERT|SIGN|ISSUER/.test(err.code ?? ''),
       );
-      await assert.rejects(fetch(t.url.replace('https:', 'http:') + '/ping'));
+      const plain = await fetch(t.url.replace('https:', 'http:') + '/ping');
+      assert.equal(plain.status, 400);
+      assert.match(plain.headers.get('content-type')!, /^text\/plain/);
+      assert.equal(await plain.text(), 'This port speaks HTTPS (TLS): send the request to https://, not http://\n');
+    });
+
+    it('names the certificate and its subjectAltName at start', () => {
+      assert.ok(
+        t.logs.some((l) => /TLS certificate from .*CN=server for IP Address:127\.0\.0\.1, DNS:localhost/.test(l)),
+      );
     });
 
     it('over gRPC with ssl credentials; a plain-text or untrusting client cannot connect', async () => {
@@ -123,6 +134,24 @@ describe('TLS on every listener', () => {
         assert.equal((await failure(unary(other.kserve, 'ServerLive'))).code, Status.UNAVAILABLE);
         other.close();
       }
+    });
+  });
+
+  describe('handshake bound (the header bound, issue 49)', () => {
+    let t: TestServer;
+    before(async () => {
+      t = await startTestServer(tlsKeys(), { listenerLimits: { headersTimeoutMs: 200, requestTimeoutMs: 200 } });
+    });
+    after(() => t.close());
+
+    it('closes a connection that sends no ClientHello within headers_timeout, on HTTPS and gRPC', async () => {
+      const silent = (port: number) => {
+        const socket = net.connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        socket.resume();
+        return once(socket, 'close');
+      };
+      await Promise.all([silent(t.server.listeners[0].port), silent(t.server.grpc!.port)]);
     });
   });
 

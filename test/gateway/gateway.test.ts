@@ -60,17 +60,17 @@ describe('gateway', () => {
       const inv = gateway.invocation();
       inv.target('m');
       await inv.run(kRequest, {});
-      inv.finish(200);
-      inv.finish(200);
+      inv.finish();
+      inv.finish();
     }
     const busy = gateway.invocation();
     busy.target('m');
-    busy.finish(503);
+    busy.finish(new MmeError('MME_ERR_SHUTTING_DOWN', 'closing'));
     const unknown = gateway.invocation();
     assert.throws(() => unknown.target('some client text'), { code: 'MME_ERR_MODEL_NOT_FOUND' });
-    unknown.finish(404);
+    unknown.finish(new MmeError('MME_ERR_MODEL_NOT_FOUND', 'unknown'));
     // Refused before it named a model (a guard, a wrong version): no invocation.
-    gateway.invocation().finish(403);
+    gateway.invocation().finish(new MmeError('MME_ERR_FORBIDDEN', 'refused'));
     await r.flush();
     const stats = sink.stats(0);
     assert.equal(stats.Invocations.sum, 4, 'two answered, one refused, one for a model the server does not know');
@@ -104,12 +104,12 @@ describe('gateway', () => {
     inv.target('m');
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     await inv.run({ ...kRequest, headers: { traceparent, tracestate: ['a=1', 'b=2'] } }, {});
-    inv.finish(200);
-    inv.finish(200);
+    inv.finish();
+    inv.finish();
     const unknown = gateway.invocation();
     assert.throws(() => unknown.target('x'));
-    unknown.finish(404);
-    gateway.invocation().finish(403);
+    unknown.finish(new MmeError('MME_ERR_MODEL_NOT_FOUND', 'unknown'));
+    gateway.invocation().finish(new MmeError('MME_ERR_FORBIDDEN', 'refused'));
     assert.equal(traces.length, 2, 'the answered one and the 404; a refusal before a name is no invocation');
     const [t, t404] = traces;
     assert.deepEqual(

@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as Status, type Client, type ServiceError } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
 import { invoke, loadModel } from '../../harness/http-requests';
@@ -268,6 +268,7 @@ describe("OpenTelemetry traces of requests refused before the gateway: each join
     unauthorized: '1a2b3c4d5e6f708192a3b4c5d6e7f801',
     crossSite: '2b3c4d5e6f708192a3b4c5d6e7f80112',
     unknown: '3c4d5e6f708192a3b4c5d6e7f8011223',
+    grpcUnauthorized: '4d5e6f708192a3b4c5d6e7f801122334',
   };
   const kParent = '0123456789abcdef';
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>;
@@ -275,16 +276,22 @@ describe("OpenTelemetry traces of requests refused before the gateway: each join
   before(async () => {
     receiver = await otlpReceiver();
     const t = await startTestServer(
-      `inference_token=${kToken}\notel_traces_sampler_ratio=1\notel_exporter_otlp_endpoint=${receiver.url}`,
+      `inference_token=${kToken}\ngrpc_inference_port=0\notel_traces_sampler_ratio=1\notel_exporter_otlp_endpoint=${receiver.url}`,
       { env: {} },
     );
+    const c = grpcClients(t.server.grpc!.port);
     try {
       const traced = (trace: string, extra: Record<string, string>) =>
         invoke(t, 'absent', [1], { traceparent: `00-${trace}-${kParent}-01`, ...extra });
       statuses.unauthorized = (await traced(traces.unauthorized, {})).status;
       statuses.crossSite = (await traced(traces.crossSite, { origin: 'http://evil.example' })).status;
       statuses.unknown = (await traced(traces.unknown, { authorization: `Bearer ${kToken}` })).status;
+      const metadata = new Metadata();
+      metadata.set('traceparent', `00-${traces.grpcUnauthorized}-${kParent}-01`);
+      const refused = await grpcInfer(c.kserve, { model_name: 'absent' }, metadata).catch((e: ServiceError) => e);
+      statuses.grpcUnauthorized = (refused as ServiceError).code === Status.UNAUTHENTICATED ? 401 : -1;
     } finally {
+      c.close();
       // Closing flushes the batch of spans to the receiver.
       await t.close();
     }
@@ -293,8 +300,8 @@ describe("OpenTelemetry traces of requests refused before the gateway: each join
     await receiver?.close();
   });
 
-  it("a guard's refusal (401 without inference_token, 403 cross-site) and a 404 after the guards: one server span each, under the caller's parent, no children", () => {
-    const expected: Record<string, number> = { unauthorized: 401, crossSite: 403, unknown: 404 };
+  it("a guard's refusal (401 without inference_token over HTTP and gRPC, 403 cross-site) and a 404 after the guards: one server span each, under the caller's parent, no children", () => {
+    const expected: Record<string, number> = { unauthorized: 401, crossSite: 403, unknown: 404, grpcUnauthorized: 401 };
     assert.deepEqual(statuses, expected);
     for (const [what, trace] of Object.entries(traces)) {
       const spans = receiver.spans.filter((s) => s.traceId === trace);

@@ -26,9 +26,9 @@ import { collectGarbage } from '../helpers/gc';
 import { field, text, varint } from '../helpers/protobuf-wire';
 import { loadModel } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { f32 } from '../../harness/float32';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
-const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 const MiB = 2 ** 20;
 /** What no status's details may exceed (the bound for any error body). */
 const kMaxDetails = 64 * 1024;

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import path from 'node:path';
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import { holdingHandler } from '../../harness/fault-handlers';
@@ -111,5 +112,45 @@ describe('request deadline and priority: the gRPC door', () => {
     assert.equal(timeout?.code, Status.INVALID_ARGUMENT);
     assert.match(timeout.details, /parameters.timeout is "soon"/);
     assert.ok(!lines().includes('bad'), 'neither reached the handler');
+  });
+
+  /** A raw HTTP/2 call to ServerLive with `grpcTimeout` as its grpc-timeout (a grpc-js client sends only well-formed ones); its status and headers. */
+  function rawCall(grpcTimeout: string): Promise<http2.IncomingHttpHeaders> {
+    return new Promise((resolve, reject) => {
+      const session = http2.connect(`http://127.0.0.1:${t.server.grpc!.port}`);
+      session.on('error', reject);
+      const req = session.request({
+        ':method': 'POST',
+        ':path': '/inference.GRPCInferenceService/ServerLive',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-timeout': grpcTimeout,
+      });
+      let head: http2.IncomingHttpHeaders = {};
+      req.on('response', (h) => {
+        head = h;
+      });
+      // A trailers-only answer carries its status in the response head; otherwise it comes in the trailers.
+      req.on('trailers', (trailers) => {
+        head = { ...head, ...trailers };
+      });
+      req.on('end', () => {
+        session.close();
+        resolve(head);
+      });
+      req.on('error', reject);
+      req.resume();
+      req.end(Buffer.alloc(5)); // one empty message
+    });
+  }
+
+  it('refuses a malformed grpc-timeout with INVALID_ARGUMENT (not INTERNAL), as every other malformed request', async () => {
+    for (const value of ['abc', '', 'S']) {
+      const head = await rawCall(value);
+      assert.equal(head['grpc-status'], String(Status.INVALID_ARGUMENT), `grpc-timeout ${JSON.stringify(value)}`);
+      assert.equal(head['mme-error-code'], 'MME_ERR_INVALID_INPUT');
+      assert.match(decodeURIComponent(String(head['grpc-message'])), /^grpc-timeout is ".*"; set it to 1 to 8 digits/);
+    }
+    assert.equal((await rawCall('1S'))['grpc-status'], String(Status.OK), 'a well-formed one is served');
   });
 });

@@ -9,6 +9,7 @@ import { waitFor } from '../../harness/process-probes';
 import { loadModel, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
 import { assertValuesClose } from '../helpers/assert-close';
+import { f32 } from '../../harness/float32';
 
 // Compiled to dist/test/grpc/, so the repo root is three levels up.
 const GENERATOR_DIR = path.resolve(__dirname, '../../../model-store/text-generator');
@@ -17,7 +18,6 @@ const rows = [
   [1, 2, 3, 4],
   [0, -1, 0.5, 2],
 ];
-const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
 function collect<T>(

@@ -9,11 +9,11 @@ import { decodeInferRequest, encodeInferResponse } from '../../src/grpc/infer-co
 import type { ModelInferResponse } from '../../src/grpc/kserve-tensors';
 import { serviceDefinitions } from '../../src/grpc/protos';
 import { field, text, varint } from '../helpers/protobuf-wire';
+import { f32 } from '../../harness/float32';
 
 const method = (serviceDefinitions().kserve.service as unknown as Record<string, MethodDefinition<unknown, unknown>>)
   .ModelInfer;
 const encodeRequest = (req: object) => method.requestSerialize(req);
-const f32 = (values: number[]) => Buffer.from(Float32Array.from(values).buffer);
 
 describe('gRPC ModelInfer codecs (fast path beside proto-loader)', () => {
   it('a raw-contents request decodes to exactly what proto-loader builds', () => {

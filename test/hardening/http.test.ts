@@ -5,7 +5,7 @@
  * server's real limits (scripts/hardening/).
  */
 import assert from 'node:assert/strict';
-import { kDefaultLimits } from '../../src/http/listener';
+import { kDefaultLimits } from '../../src/util/listener-limits';
 import { runFuzz } from '../../scripts/hardening/fuzz';
 import { keepAliveProblems } from '../../scripts/hardening/keepalive';
 import { runSlowClients, slowClientProblems } from '../../scripts/hardening/slow-clients';

@@ -298,12 +298,12 @@ describe('hardening: bad inputs and security', () => {
       [
         'a corrupt .onnx in a directory',
         () => writeModelDir(tempIn(), 'm', randomBytes(512)),
-        /could not be loaded: .*Protobuf parsing failed/,
+        /onnxruntime could not read model\.onnx \(Protobuf parsing failed/,
       ],
       [
         'a corrupt .onnx in an archive',
         () => file('m.tar.gz', archive([{ path: 'model.onnx', data: randomBytes(512) }])),
-        /could not be loaded: .*Protobuf parsing failed/,
+        /onnxruntime could not read model\.onnx \(Protobuf parsing failed/,
       ],
       [
         'external data at ../../etc/passwd',

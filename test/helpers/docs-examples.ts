@@ -1,8 +1,8 @@
 /** The examples of the docs pages, taken from the page as a user copies them, so a test runs what the page shows. */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type CommandRun, runCommand } from '../../harness/run-command';
 
 // Compiled to dist/test/helpers/, so the repo root is three levels up.
 export const kRepoRoot = path.resolve(__dirname, '../../..');
@@ -14,21 +14,8 @@ export function codeBlocks(page: string, lang: string): string[] {
 }
 
 /** `bash -c command` in `cwd`; never rejects. */
-export function bash(
-  command: string,
-  cwd: string,
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'bash',
-      ['-c', command],
-      { cwd, timeout: 120_000, env: { ...process.env, ...env } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
+export function bash(command: string, cwd: string, env: Record<string, string> = {}): Promise<CommandRun> {
+  return runCommand('bash', ['-c', command], { cwd, env, timeoutMs: 120_000 });
 }
 
 /**

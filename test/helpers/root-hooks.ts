@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { checkEveryCliServerLog } from '../../harness/cli-server';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
-import { allowedSkips, pendingProblem } from './skip';
+import { type SkipPolicy, skipPolicy, skipReport } from './skip';
 import { watchedProcesses } from '../../harness/watched-processes';
 
 /**
@@ -28,7 +28,16 @@ export function expectUnhandledRejectionExit(): void {
   expectedWorkerExits++;
 }
 
+/** Read before the first test, so that a typo in MME_STRICT or MME_ALLOW_SKIP stops the run at once. */
+let policy: SkipPolicy | undefined;
+
+/** The tests that did not run, printed once mocha's summary is out (mochaGlobalTeardown runs after it). */
+let notRun: string | null = null;
+
 export const mochaHooks = {
+  beforeAll(): void {
+    policy = skipPolicy();
+  },
   async afterAll(this: Mocha.Context): Promise<void> {
     // Whatever a test did, no worker process may outlive the suite.
     await waitFor(() => workerPidsOf(process.pid).length === 0, 'every worker process to exit', 10_000).catch(
@@ -48,8 +57,13 @@ export const mochaHooks = {
       expectedWorkerExits,
       'worker processes that exited on a promise rejection nobody handled (the server log names the request)',
     );
-    // A test that did not run fails the run unless its reason is one MME_ALLOW_SKIP allows (.ci/run prints it).
-    const pending = pendingProblem(this.test!.parent!, allowedSkips());
-    if (pending) assert.fail(pending);
+    // A test that did not run is listed at the end; under MME_STRICT=1 it fails the run unless MME_ALLOW_SKIP names its id.
+    const report = skipReport(this.test!.parent!, policy ?? skipPolicy());
+    notRun = report.notRun;
+    if (report.failure) assert.fail(report.failure);
   },
 };
+
+export function mochaGlobalTeardown(): void {
+  if (notRun) console.log(`\n${notRun}\n`);
+}

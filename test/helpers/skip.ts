@@ -1,54 +1,96 @@
 import { spawnSync } from 'node:child_process';
 
 /**
- * Why a test may not run on a machine: each id names one missing prerequisite. The suite fails on any
- * pending test whose id is not listed in MME_ALLOW_SKIP (comma-separated), and on any test skipped
- * without one, so a green run never hides a test that did not run.
+ * Why a test may not run on a machine: each id names one prerequisite beyond Node and npm, and the
+ * command that brings it. `npm test` passes without them and ends with a block naming each test that
+ * did not run (the tiers of the README's testing section); under MME_STRICT=1 (.ci/run) each one fails
+ * the run unless MME_ALLOW_SKIP names its id. A test skipped without an id always fails the run.
  */
 export const kSkipIds = {
-  nginx: 'nginx is not installed (npm test installs it with apt-get when run as root)',
-  haproxy: 'haproxy is not installed (npm test installs it with apt-get when run as root)',
-  kubectl: 'kubectl is not installed',
-  'python-requests':
-    'python3 cannot import requests (npm test installs python3-requests with apt-get when run as root)',
-  podman: "podman or the Dockerfile's base image is not ready (.ci/run prepares both)",
-  'cgroup-cpu':
-    'no cgroup with a cpu controller can be made here (needs root and a writable cgroup v2 or v1 cpu hierarchy)',
-  'user-namespaces': 'unprivileged user and mount namespaces (unshare -Urm) are not available',
-  'peer-tests': 'the peer Postman collections (../shared/peer-tests) are not checked out beside the repository',
+  nginx: { needs: 'nginx', bring: 'apt-get install nginx (as root)' },
+  haproxy: { needs: 'haproxy', bring: 'apt-get install haproxy (as root)' },
+  kubectl: { needs: 'kubectl', bring: 'install kubectl (https://kubernetes.io/docs/tasks/tools/)' },
+  'python-requests': {
+    needs: 'python3 with requests (examples/invoke.py)',
+    bring: 'apt-get install python3-requests (as root), or pip install requests',
+  },
+  'python-numpy': {
+    needs: "python3 with numpy (docs/first-model.md's .npy example)",
+    bring: 'apt-get install python3-numpy (as root), or pip install numpy',
+  },
+  podman: {
+    needs: "podman and the Dockerfile's base image node:24-bookworm-slim",
+    bring: 'apt-get install podman (as root), then podman pull docker.io/library/node:24-bookworm-slim',
+  },
+  'cgroup-cpu': {
+    needs: 'root and a writable cgroup v2 or v1 cpu hierarchy',
+    bring: 'run npm test as root on a machine whose cgroups are writable',
+  },
+  'user-namespaces': {
+    needs: 'unprivileged user and mount namespaces (unshare -Urm)',
+    bring:
+      'sysctl -w kernel.unprivileged_userns_clone=1 (or user.max_user_namespaces > 0), or run where unshare is allowed',
+  },
+  'peer-tests': {
+    needs: "MMS's and TorchServe's Postman collections in ../shared/peer-tests (mms/, torchserve/)",
+    bring:
+      'copy test/postman/*.json of awslabs/multi-model-server to ../shared/peer-tests/mms/ and of pytorch/serve to ../shared/peer-tests/torchserve/ (CI clones beside shared/)',
+  },
 } as const;
 
 export type SkipId = keyof typeof kSkipIds;
 
-/** Tests and suites (a skip in a before-all hook skips its whole suite) that declared why they skip. */
-const declared = new Map<Mocha.Test | Mocha.Suite, SkipId>();
+const isSkipId = (id: string): id is SkipId => Object.hasOwn(kSkipIds, id);
 
-/** Skips the running test, or the suite of the running before-all hook, saying why; `id` must be allowed for the run to pass. */
+/** Tests and suites (a skip in a before-all hook skips its whole suite) that declared why they skip. */
+const declared = new Map<Mocha.Test | Mocha.Suite, { id: SkipId; why: string }>();
+
+/** Skips the running test, or the suite of the running before-all hook, saying why; see kSkipIds for what `id` means to the run. */
 export function skipBecause(ctx: Mocha.Context, id: SkipId, why: string): never {
+  if (!isSkipId(id))
+    throw new Error(`skipBecause: unknown skip id ${String(id)}; known: ${Object.keys(kSkipIds).join(', ')}`);
   const runnable = ctx.test!;
-  declared.set((runnable as { type?: string }).type === 'hook' ? runnable.parent! : (runnable as Mocha.Test), id);
+  declared.set((runnable as { type?: string }).type === 'hook' ? runnable.parent! : (runnable as Mocha.Test), {
+    id,
+    why,
+  });
   console.log(`      skipped [${id}]: ${why}`);
   ctx.skip();
 }
 
-/** The skip ids MME_ALLOW_SKIP names; unknown ids are an error, so a typo cannot allow nothing in silence. */
-export function allowedSkips(env: NodeJS.ProcessEnv = process.env): Set<SkipId> {
+/** What the run does with tests that did not run: list them (lenient), or fail on each whose id is not `allowed` (strict). */
+export interface SkipPolicy {
+  strict: boolean;
+  allowed: ReadonlySet<SkipId>;
+}
+
+/**
+ * The policy the environment asks for. MME_STRICT=1 is strict, 0 or unset lenient; MME_ALLOW_SKIP (ids,
+ * comma-separated) allows those ids in strict mode, and alone means strict for every other id (as it did
+ * before the lenient default). Unknown values are an error, so a typo cannot relax the run in silence.
+ */
+export function skipPolicy(env: NodeJS.ProcessEnv = process.env): SkipPolicy {
   const ids = (env.MME_ALLOW_SKIP ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  const unknown = ids.filter((id) => !(id in kSkipIds));
+  const unknown = ids.filter((id) => !isSkipId(id));
   if (unknown.length)
     throw new Error(
-      `MME_ALLOW_SKIP names unknown skip ids ${unknown.join(', ')}; known: ${Object.keys(kSkipIds).join(', ')}`,
+      `MME_ALLOW_SKIP names unknown skip ids ${unknown.join(', ').slice(0, 100)}; known: ${Object.keys(kSkipIds).join(', ')}`,
     );
-  return new Set(ids as SkipId[]);
+  const strictness = env.MME_STRICT ?? '';
+  if (!['', '0', '1'].includes(strictness))
+    throw new Error(
+      `MME_STRICT must be 1 (every skip fails the run) or 0 (skips are listed), not ${strictness.slice(0, 100)}`,
+    );
+  return { strict: strictness === '1' || (strictness === '' && ids.length > 0), allowed: new Set(ids as SkipId[]) };
 }
 
-function reasonOf(test: Mocha.Test): SkipId | undefined {
+function reasonOf(test: Mocha.Test): { id: SkipId; why: string } | undefined {
   for (let at: Mocha.Test | Mocha.Suite | undefined = test; at; at = at.parent) {
-    const id = declared.get(at);
-    if (id) return id;
+    const reason = declared.get(at);
+    if (reason) return reason;
   }
   return undefined;
 }
@@ -57,25 +99,44 @@ function pendingTests(suite: Mocha.Suite): Mocha.Test[] {
   return [...suite.tests.filter((t) => t.isPending()), ...suite.suites.flatMap(pendingTests)];
 }
 
-/**
- * What is wrong with the pending tests under `root`, or null when each one's id is allowed: tests skipped
- * without an id, and tests whose id MME_ALLOW_SKIP does not name.
- */
-export function pendingProblem(root: Mocha.Suite, allowed: ReadonlySet<SkipId>): string | null {
-  const lines: string[] = [];
-  const ids = new Set<SkipId>();
+/** What the run says about its pending tests: `failure` fails it, `notRun` is printed after the summary. */
+export interface SkipReport {
+  failure: string | null;
+  notRun: string | null;
+}
+
+/** Each test under `root` that did not run, grouped by id with what brings it, as `policy` judges them. */
+export function skipReport(root: Mocha.Suite, policy: SkipPolicy): SkipReport {
+  const bare: string[] = [];
+  const byId = new Map<SkipId, string[]>();
   for (const t of pendingTests(root)) {
-    const id = reasonOf(t);
-    if (id === undefined)
-      lines.push(`  ${t.fullTitle()}: skipped without a reason (skip with skipBecause, test/helpers/skip.ts)`);
-    else if (!allowed.has(id)) {
-      ids.add(id);
-      lines.push(`  ${t.fullTitle()}: [${id}] ${kSkipIds[id]}`);
-    }
+    const reason = reasonOf(t);
+    if (!reason) bare.push(`  ${t.fullTitle()}`);
+    else byId.set(reason.id, [...(byId.get(reason.id) ?? []), `  - ${t.fullTitle()} (${reason.why})`]);
   }
-  if (!lines.length) return null;
-  const allow = [...allowed, ...ids].join(',');
-  return `${lines.length} tests did not run; install what they need${ids.size ? `, or accept it with MME_ALLOW_SKIP=${allow}` : ''}:\n${lines.join('\n')}`;
+  const group = (id: SkipId, lines: string[]) =>
+    `[${id}] needs ${kSkipIds[id].needs}; to run: ${kSkipIds[id].bring}\n${lines.join('\n')}`;
+  const failing = policy.strict ? [...byId].filter(([id]) => !policy.allowed.has(id)) : [];
+  const failures: string[] = [];
+  if (bare.length)
+    failures.push(
+      `${bare.length} tests skipped without a reason (skip with skipBecause, test/helpers/skip.ts):\n${bare.join('\n')}`,
+    );
+  if (failing.length) {
+    const count = failing.reduce((n, [, lines]) => n + lines.length, 0);
+    const allow = [...policy.allowed, ...failing.map(([id]) => id)].join(',');
+    failures.push(
+      `${count} tests did not run under MME_STRICT=1; install what they need, or accept it with MME_ALLOW_SKIP=${allow}:\n` +
+        failing.map(([id, lines]) => group(id, lines)).join('\n'),
+    );
+  }
+  const listed = [...byId].filter(([id]) => !policy.strict || policy.allowed.has(id));
+  const count = listed.reduce((n, [, lines]) => n + lines.length, 0);
+  const notRun = count
+    ? `${count} tests did not run on this machine (the run passes without them; MME_STRICT=1 fails on them, as CI does):\n` +
+      listed.map(([id, lines]) => group(id, lines)).join('\n')
+    : null;
+  return { failure: failures.length ? failures.join('\n') : null, notRun };
 }
 
 /** Why `unshare -Urm` cannot make a user and mount namespace here, or null when it can. */

@@ -11,6 +11,7 @@ import { loadModel } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
 import { npyFile, readFloat32Npy } from '../worker-process/npy-fixtures';
 import { assertRowsClose } from '../helpers/assert-close';
+import { csvRows } from '../../harness/boundary/answers';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kRows = [
@@ -40,13 +41,6 @@ async function post(
     bytes,
     json: () => JSON.parse(bytes.toString()),
   };
-}
-
-function csvRows(text: string): number[][] {
-  return text
-    .trim()
-    .split('\n')
-    .map((line) => line.split(',').map(Number));
 }
 
 describe('content types of the default handler (Content-Type in, Accept out)', () => {

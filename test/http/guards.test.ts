@@ -219,4 +219,46 @@ describe('listener guards', () => {
       );
     });
   });
+
+  describe('with both tokens on one port', () => {
+    let t: TestServer;
+    const management = { authorization: 'Bearer s3cret-token' };
+    before(async () => {
+      t = await startTestServer(
+        'management_token=s3cret-token\ninference_token=data-token\nmetrics_per_model_dimension=true',
+      );
+      const dir = writeModelDir(t.store, 'tenant-secret-model', addModel());
+      const body = { model_name: 'tenant-secret-model', url: dir };
+      assert.equal((await request(`${t.url}/models`, { method: 'POST', json: body, headers: management })).status, 200);
+    });
+    after(async () => {
+      await t.close();
+    });
+
+    it('serves /metrics only with management_token, as GET /models; /ping stays open', async () => {
+      const invoke = await request(`${t.url}/models/tenant-secret-model/invoke`, {
+        method: 'POST',
+        json: { inputs: { x: [Array(16).fill(0)] } },
+        headers: { authorization: 'Bearer data-token' },
+      });
+      assert.equal(invoke.status, 200);
+      const refused: Record<string, string>[] = [
+        {},
+        { authorization: 'Bearer data-token' },
+        { authorization: 'Bearer wrong' },
+      ];
+      for (const headers of refused) {
+        for (const path of ['/metrics', '/models']) {
+          const r = await request(`${t.url}${path}`, { headers });
+          assert.equal(r.status, 401, `${path} with ${JSON.stringify(headers)}`);
+          assert.equal(r.headers.get('www-authenticate'), 'Bearer');
+          assert.doesNotMatch(r.text, /tenant-secret-model/);
+        }
+      }
+      const metrics = await request(`${t.url}/metrics`, { headers: management });
+      assert.equal(metrics.status, 200);
+      assert.match(metrics.text, /model="tenant-secret-model"/);
+      assert.equal((await request(`${t.url}/ping`)).status, 200);
+    });
+  });
 });

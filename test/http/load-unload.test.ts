@@ -87,6 +87,19 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(badJson.status, 400);
   });
 
+  it('answers 400 MME_ERR_UNKNOWN_FIELD for a body field a load does not know, with a did-you-mean and the known fields, and loads nothing', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const res = await loadModel(t, 'a', dir, { initial_worker: 2, pinnned: true });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_UNKNOWN_FIELD');
+    assert.equal(
+      res.body.message,
+      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned". The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous.',
+    );
+    assert.equal((await request(`${t.url}/models/a`)).status, 404);
+    assert.equal(workerPidsOf(process.pid).length, 0);
+  });
+
   it('answers 400 for a duration longer than a timer can wait, in the body or the query string, and loads at the longest one', async () => {
     const dir = writeModelDir(t.store, 'add', addModel());
     for (const [key, value] of [
@@ -182,6 +195,18 @@ describe('POST /models and DELETE /models/{name}', () => {
     const res = await loadModel(t, 'corrupt', dir);
     assert.equal(res.status, 400);
     assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
+    assert.match(
+      res.body.message,
+      /onnxruntime could not read model\.onnx \(Protobuf parsing failed\.?\): check that it is whole \(17 bytes here: a truncated download or copy fails like this\), that it is not a Git LFS pointer, and that it is an ONNX model/,
+    );
+    assert.doesNotMatch(res.body.message, new RegExp(t.store), 'no server path');
+    const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 1234\n';
+    const lfs = await loadModel(t, 'lfs', writeModelDir(t.store, 'lfs', Buffer.from(pointer)));
+    assert.equal(lfs.status, 400);
+    assert.match(
+      lfs.body.message,
+      /model\.onnx .*: it is a Git LFS pointer \(\d+ bytes\), not the model: fetch the file itself \(git lfs pull\)/,
+    );
     assert.deepEqual(workerPidsOf(process.pid), []);
   });
 

@@ -140,6 +140,11 @@ export class FakeProcess extends EventEmitter {
     }
   }
 
+  /** Answers every batch it holds, oldest first, each run taking `runMicros`. */
+  answerHeld(runMicros = 1): void {
+    while (this.batches.length > 0 && this.alive) this.answer(runMicros);
+  }
+
   /** Answers the oldest batch: every request 200 with its id; its session run took `runMicros` (the host reports each slot's total). */
   answer(runMicros = 1): void {
     const batch = this.batches.shift();

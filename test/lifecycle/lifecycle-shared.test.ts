@@ -84,7 +84,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
   const step = () => {
     for (const p of h.processes.live()) {
       while (p.loads.length > 0) p.load();
-      while (p.batches.length > 0) p.answer();
+      p.answerHeld();
     }
     h.clock.advance(1000);
   };

@@ -3,6 +3,7 @@ import { identityModel, mlpForward, mlpModel, multiIoModel, writeModelDir } from
 import { loadModels, request } from '../../harness/http-requests';
 import { startTestServer, type TestServer } from '../../harness/test-server';
 import { assertValuesClose } from '../helpers/assert-close';
+import { f32 } from '../../harness/float32';
 
 const kMlp = { sizes: [4, 8, 3] };
 
@@ -28,8 +29,6 @@ async function inferBinary(t: TestServer, name: string, header: unknown, ...tens
     binary: bytes.subarray(answerLength),
   };
 }
-
-const f32 = (...v: number[]) => Buffer.from(Float32Array.from(v).buffer);
 
 describe('Open Inference Protocol v2 over REST (/v2)', () => {
   let t: TestServer;
@@ -96,7 +95,7 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
       t,
       'mlp',
       { inputs: [{ name: 'input', shape: [1, 4], datatype: 'FP32', parameters: { binary_data_size: 16 } }] },
-      f32(1, 2, 3),
+      f32([1, 2, 3]),
     );
     assert.equal(short.status, 400);
     assert.match(short.header.error, /add up to 16 bytes, but 12 bytes follow/);
@@ -149,7 +148,7 @@ describe('Open Inference Protocol v2 over REST (/v2)', () => {
         outputs: [{ name: 'b_out', parameters: { binary_data: false } }, { name: 'sum' }],
         parameters: { binary_data_output: true },
       },
-      f32(1, 2, 3, 4),
+      f32([1, 2, 3, 4]),
     );
     assert.equal(res.status, 200, JSON.stringify(res.header));
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');

@@ -67,7 +67,7 @@ describe('model_repository: on-demand loads from S3', function () {
     const metrics = await request(`${t.managementUrl}/metrics`);
     assert.match(metrics.text, /^mme_repository_downloads_total [1-9]/m);
     assert.match(metrics.text, /^mme_repository_download_bytes_total [1-9]/m);
-    assert.match(metrics.text, /^mme_repository_download_time_seconds_count [1-9]/m);
+    assert.match(metrics.text, /^mme_model_downloading_time_seconds_count [1-9]/m);
     assert.match(metrics.text, /^mme_model_disk_cache_hits_total /m);
   });
 
@@ -129,6 +129,19 @@ describe('model_repository: on-demand loads from S3', function () {
     assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
     assert.doesNotMatch(res.text, new RegExp(cacheDir));
     assert.ok(!fs.existsSync(path.join(cacheDir, 'cut')), 'a copy that does not load is not kept');
+  });
+
+  it('answers 400 for a key that is both a file and a directory, for that model alone (test/repository/object-paths.test.ts has the rest)', async () => {
+    await s3.putModelDir('repo', 'clash', addModel());
+    await s3.put('repo/clash/model.onnx/inner', Buffer.from('x'));
+    const res = await invoke(t, 'clash', kInput);
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
+    assert.match(res.body.message, /"model\.onnx" that is both a file and the directory of other objects/);
+    assert.equal(res.headers.get('retry-after'), null);
+    // Not taken for a store outage: the next model loads from the same store at once.
+    await s3.putModelDir('repo', 'after-bad-keys', addModel());
+    assert.equal((await invoke(t, 'after-bad-keys', kInput)).status, 200);
   });
 
   it('answers 503 when the store refuses the credentials, with its error code only in the log', async () => {

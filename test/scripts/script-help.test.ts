@@ -4,9 +4,9 @@
  * worker) print on stderr and fail.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { runCommand } from '../../harness/run-command';
 
 // Compiled to dist/test/scripts/: dist is two levels up, the repository three.
 const kDist = path.resolve(__dirname, '../..');
@@ -34,13 +34,7 @@ function entryPoints(): string[] {
   return [...new Set([...fromNpm, ...direct])].sort();
 }
 
-function run(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--require', kNoSpawn, script, '--help'], { cwd: kRoot }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
-    });
-  });
-}
+const run = (script: string) => runCommand(process.execPath, ['--require', kNoSpawn, script, '--help'], { cwd: kRoot });
 
 describe('scripts: --help', () => {
   const scripts = entryPoints();

@@ -4,13 +4,15 @@ import fc from 'fast-check';
 import { IndexedHeap } from '../../src/util/indexed-heap';
 
 describe('indexed heap', () => {
-  it('property: its order is the map sorted by value then key, through any mix of set, delete and reorder', () => {
+  it('property: its order is the map sorted by value then key, through any mix of set, delete, pop, prune and reorder', () => {
     const key = fc.integer({ min: 0, max: 30 });
     const op = fc.oneof(
       fc.record({ set: key, value: fc.integer({ min: 0, max: 20 }) }),
       fc.record({ del: key }),
       fc.record({ reorder: fc.integer({ min: -5, max: 5 }) }),
       fc.record({ first: fc.nat(10) }),
+      fc.constant('pop' as const),
+      fc.constant('prune' as const),
     );
     // Ties by key, so the order is one answer.
     const before = (a: [number, number], b: [number, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
@@ -20,7 +22,14 @@ describe('indexed heap', () => {
         const model = new Map<number, number>();
         const sorted = () => [...model].sort((a, b) => a[1] - b[1] || a[0] - b[0]).map(([k]) => k);
         for (const o of ops) {
-          if ('set' in o) {
+          if (o === 'pop') {
+            const first = sorted()[0];
+            model.delete(first);
+            assert.equal(heap.pop(), first);
+          } else if (o === 'prune') {
+            heap.prune((k) => k % 3 === 0);
+            for (const k of model.keys()) if (k % 3 === 0) model.delete(k);
+          } else if ('set' in o) {
             heap.set(o.set, [o.value, o.set]);
             model.set(o.set, o.value);
           } else if ('del' in o) {
@@ -43,6 +52,8 @@ describe('indexed heap', () => {
           for (const [k, v] of model) assert.equal(heap.get(k)?.[0], v);
         }
         assert.deepEqual([...heap.ordered()], sorted());
+        assert.deepEqual(heap.clear().sort(), [...model.keys()].sort());
+        assert.equal(heap.size, 0);
       }),
     );
   });

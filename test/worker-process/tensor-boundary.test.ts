@@ -16,13 +16,10 @@ import { RequestBudget, Tensor } from '../../src/worker-process/tensor';
 import { identityModel, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { deep, npyBody as npy } from '../../harness/boundary/bytes';
 import { tempDir } from '../../harness/test-server';
+import { f32 } from '../../harness/float32';
 
 const kMlp = { sizes: [4, 8, 3], seed: 7 };
 const kMaxElements = 100_000;
-
-function f32(values: number[]): Buffer {
-  return Buffer.from(new Float32Array(values).buffer);
-}
 
 function request(body: Buffer | string, contentType: string, accept = 'application/json'): HandlerRequest {
   const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body);

@@ -91,8 +91,8 @@ export async function benchRepository(reps = process.env.BENCH_QUICK ? 2 : 3): P
           metric(after, 'mme_repository_download_bytes_total') -
           (metric(before, 'mme_repository_download_bytes_total') || 0);
         seconds +=
-          metric(after, 'mme_repository_download_time_seconds_sum') -
-          (metric(before, 'mme_repository_download_time_seconds_sum') || 0);
+          metric(after, 'mme_model_downloading_time_seconds_sum') -
+          (metric(before, 'mme_model_downloading_time_seconds_sum') || 0);
       }
       const diskMs = median(disk);
       const repositoryMs = median(repo);

@@ -123,7 +123,7 @@ export class Admission<Entry extends Resident> {
     purpose: Purpose = { kind: 'load' },
   ): Promise<void> {
     const waits = this.deps.evicts && purpose.kind === 'load';
-    const inTurn = waits ? await this.#loadsInOrder.acquire() : null;
+    const inTurn = waits ? await this.#loadsInOrder.acquire(abort) : null;
     try {
       for (;;) {
         const wait = await this.#tryReserve(entry, needBytes, abort, purpose, waits);

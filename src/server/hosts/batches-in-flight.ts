@@ -7,7 +7,7 @@
  */
 import type { InferMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
-import type { InFlightBatch } from '../processes/worker-slot';
+import type { InFlightBatch } from './worker-slot';
 
 /** What a batch is sent for: a model's slot, whose batches run at once or one after another. */
 interface BatchOwner {

@@ -12,7 +12,7 @@
  * moves at most once per kMoveCooldownMs, and a round moves at most kMovesPerRound of them.
  */
 import type { Clock, Timer } from '../../util/clock';
-import type { HostProcess } from './host-process';
+import type { SharedHost } from './shared-host';
 import type { ModelSlot } from './model-slot';
 
 const kRoundMs = 2000;
@@ -20,9 +20,9 @@ const kMoveCooldownMs = 60_000;
 const kMovesPerRound = 16;
 
 export interface HostBalanceDeps {
-  hosts(): readonly HostProcess[];
+  hosts(): readonly SharedHost[];
   /** Whether placement could put a model in `host` now (open, under max_models_per_worker). */
-  canTake(host: HostProcess): boolean;
+  canTake(host: SharedHost): boolean;
   clock: Clock;
   /** shared_host_heavy_share, > 0. */
   heavyShare: number;
@@ -80,7 +80,7 @@ export class HostBalance {
     }
   }
 
-  #heaviest(host: HostProcess, shares: Map<ModelSlot, number>): { model: ModelSlot; share: number } | null {
+  #heaviest(host: SharedHost, shares: Map<ModelSlot, number>): { model: ModelSlot; share: number } | null {
     let best: { model: ModelSlot; share: number } | null = null;
     for (const m of host.slots) {
       const share = shares.get(m) ?? 0;
@@ -89,7 +89,7 @@ export class HostBalance {
     return best;
   }
 
-  #moveNeighbours(host: HostProcess, heavy: ModelSlot, shares: Map<ModelSlot, number>, now: number): void {
+  #moveNeighbours(host: SharedHost, heavy: ModelSlot, shares: Map<ModelSlot, number>, now: number): void {
     const refuge = this.deps.hosts().some((h) => h !== host && h.heavyModel === null && this.deps.canTake(h));
     if (!refuge) return;
     let moved = 0;

@@ -18,10 +18,11 @@ import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
-import type { Assignment } from '../processes/worker-slot';
+import type { Assignment } from './worker-slot';
 import { HostBalance } from './host-balance';
-import { HostProcess, kSharedPolicy, type SpawnOptions } from './host-process';
+import type { SpawnOptions } from './host-process';
 import { ModelSlot } from './model-slot';
+import { SharedHost } from './shared-host';
 
 export interface HostPoolOptions {
   size: number;
@@ -43,7 +44,7 @@ export interface HostPoolOptions {
 const kFirstModelBytes = 2 ** 20;
 
 export class HostPool {
-  readonly #hosts: HostProcess[] = [];
+  readonly #hosts: SharedHost[] = [];
   #seq = 0;
   #closed = false;
   readonly #backoff: Backoff;
@@ -81,7 +82,7 @@ export class HostPool {
     });
   }
 
-  get hosts(): readonly HostProcess[] {
+  get hosts(): readonly SharedHost[] {
     return this.#hosts;
   }
 
@@ -105,7 +106,7 @@ export class HostPool {
     const candidates = light.length > 0 ? light : near;
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
-    let best: HostProcess | null = null;
+    let best: SharedHost | null = null;
     let bestBytes = Infinity;
     for (const h of candidates) {
       const bytes = h.placementBytes(loading);
@@ -129,7 +130,7 @@ export class HostPool {
     return new ModelSlot(assignment, best, this.opts.log);
   }
 
-  #canTake(host: HostProcess): boolean {
+  #canTake(host: SharedHost): boolean {
     return host.open && (this.opts.maxModelsPerHost === 0 || host.slotCount < this.opts.maxModelsPerHost);
   }
 
@@ -144,7 +145,7 @@ export class HostPool {
   }
 
   /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
-  recycle(host: HostProcess): void {
+  recycle(host: SharedHost): void {
     if (host.processState !== 'serving' || this.#closed) return;
     this.opts.log(
       `[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
@@ -162,25 +163,25 @@ export class HostPool {
     this.#wakeRoomWaiters();
   }
 
-  #start(): HostProcess {
-    const host = new HostProcess(this.opts.spawn, `host-${++this.#seq}`, kSharedPolicy, {
-      onStarted: (h) => {
-        void h.measureMemory().then((bytes) => {
-          h.baseBytes = bytes;
-          h.measuredBytes = Math.max(h.measuredBytes, bytes);
+  #start(): SharedHost {
+    const host: SharedHost = new SharedHost(this.opts.spawn, `host-${++this.#seq}`, {
+      onStarted: () => {
+        void host.measureMemory().then((bytes) => {
+          host.baseBytes = bytes;
+          host.measuredBytes = Math.max(host.measuredBytes, bytes);
         });
-        this.#backoff.watch(() => h.exitInfo === null);
+        this.#backoff.watch(() => host.exitInfo === null);
       },
-      onUnloaded: (h) => {
-        if (h.open) this.#wakeRoomWaiters();
-        void this.#afterUnload(h);
+      onUnloaded: () => {
+        if (host.open) this.#wakeRoomWaiters();
+        void this.#afterUnload(host);
       },
-      onExit: (h) => this.#onHostExit(h),
+      onExit: () => this.#onHostExit(host),
     });
     return host.start();
   }
 
-  async #afterUnload(host: HostProcess): Promise<void> {
+  async #afterUnload(host: SharedHost): Promise<void> {
     if (host.processState === 'draining') {
       if (host.slotCount === 0) await this.#retire(host);
       return;
@@ -190,13 +191,13 @@ export class HostPool {
     if (limit > 0 && host.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
   }
 
-  async #retire(host: HostProcess): Promise<void> {
+  async #retire(host: SharedHost): Promise<void> {
     const i = this.#hosts.indexOf(host);
     if (i >= 0) this.#hosts.splice(i, 1);
     await host.stop();
   }
 
-  #onHostExit(host: HostProcess): void {
+  #onHostExit(host: SharedHost): void {
     const i = this.#hosts.indexOf(host);
     if (i < 0 || this.#closed) return;
     this.#hosts.splice(i, 1);

@@ -1,18 +1,12 @@
 /**
  * A worker process as the server sees it (a TorchServe worker, a Ray Serve replica): spawned,
  * spoken to in frames over fd 3, killed, reaped. It holds one model's session per slot
- * (ModelSlot, model-slot.ts): many in a shared host (Ray Serve's model multiplexing), one in a
- * dedicated worker, which is a one-slot host with its own policy (HostPolicy). It routes frames to its slots by slot
- * id and batch id, and at its exit hands each slot back the batches it held, with the exit's
+ * (ModelSlot, model-slot.ts): many in a shared host, one in a dedicated worker. It routes frames to
+ * its slots by slot id and batch id, and at its exit hands each slot back the batches it held, with the exit's
  * reason (exit-reason.ts), split into the ones running and the ones still waiting in its pipe.
  * Its states are the process table of processes/worker-state.ts.
- *
- * Memory, in a shared host: `baseBytes` is its PSS once started, before any model; each model's
- * cost is the growth of its resident memory across the load (loads run one at a time in a host),
- * and at least the smallest session's cost there plus the model file's size: a load that reuses
- * memory freed by an unload shows little growth, yet its session holds its weights all the same.
- * What it holds beyond base + costs is memory freed by unloads that onnxruntime and the allocator
- * keep: the waste that recycling gives back. A dedicated worker's model costs its process's PSS.
+ * What it is (how it is spawned, numbers its slots, releases them, reads their memory) is its
+ * HostPolicy's; a shared host's memory ledger is SharedHost's (shared-host.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,16 +19,16 @@ import { within } from '../../util/within';
 import { writeFrame } from '../../protocol/frame-codec';
 import type { FrameReader } from '../../protocol/frame-reader';
 import { MessageKind, type Frame, type InferMessage } from '../../protocol/messages';
-import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { processMemoryBytes } from '../processes/process-memory';
 import type { ProcessRegistry } from '../processes/process-registry';
 import { processStates, type ProcessState } from '../processes/worker-state';
-import { kWorkersProfiled, spawnWorker, type Launch } from '../processes/worker-spawn';
-import { BatchesInFlight, type BatchesView, type LostBatch } from './batches-in-flight';
+import { kWorkersProfiled, spawnProcess, type Launch } from '../processes/worker-spawn';
+import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
+import type { HostPolicy } from './host-policy';
 import type { ModelSlot, SlotHost } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
@@ -53,24 +47,6 @@ export interface SpawnOptions {
   /** Where large request bodies reach the process (a ring in shared memory); null = over its socket. */
   bodyHandoff?: BodyHandoff | null;
 }
-
-/**
- * What differs between a dedicated worker and a shared host, fixed when the process starts.
- *
- * - dedicated: one slot (numbered 0), on its GPU; a slot leaves with its process (SIGKILL: onnxruntime-node
- *   leaks on session release, so memory only comes back with the process); its memory is the
- *   process's PSS; a preload_model worker runs its batches at once.
- * - shared: many slots (numbered from 1), on CPU (one CUDA_VISIBLE_DEVICES cannot serve models on
- *   different GPUs); a slot leaves with Unload and the host stays; a slot's memory is its load's cost.
- */
-export interface HostPolicy {
-  readonly shared: boolean;
-  /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
-  readonly gpuId: number;
-}
-
-export const kSharedPolicy: HostPolicy = { shared: true, gpuId: -1 };
-export const dedicatedPolicy = (gpuId: number): HostPolicy => ({ shared: false, gpuId });
 
 /** What the process's owner (a host pool, a spare pool) hears of it. Called synchronously; must not throw. */
 export interface HostEvents {
@@ -92,27 +68,13 @@ export class HostProcess implements SlotHost {
   readonly startTime = new Date();
   /** When it was spawned (performance.now()): a load's wait for process start-up counts from here or from the load's assignment. */
   readonly spawnedAt = performance.now();
-  /** PSS once started, before any model (bytes); 0 until measured. */
-  baseBytes = 0;
-  /** PSS at the last measurement (bytes). */
-  measuredBytes = 0;
   /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
-  /** Slot ids are u32 and a shared host may load and unload models for ever: they wrap, skipping the ones held. */
-  readonly slotIds = new IdAllocator(MAX_U32);
   #exitInfo: WorkerExit | null = null;
   /** Started arrived: the process is up and its runtime warm. */
   #hasStarted = false;
   readonly #state = processStates(() => `process ${this.id}`);
   readonly #slots = new Map<number, ModelSlot>();
-  /**
-   * Tallies kept as slots come and go, so placement costs the same with ten thousand models as with
-   * ten: how many slots each model name holds, and each loaded slot's cost (fixed at its load).
-   */
-  readonly #names = new Map<string, number>();
-  readonly #charged = new Map<number, number>();
-  #loadedBytes = 0;
-  #heavyModel: string | null = null;
   /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
   readonly #batches = new BatchesInFlight<ModelSlot>();
   #reader: FrameReader | null = null;
@@ -140,12 +102,11 @@ export class HostProcess implements SlotHost {
   /** Spawns the process; it reports Started once its runtime is warm. */
   start(): this {
     const env = { ...this.opts.env };
-    if (this.policy.shared) env.MME_SHARED_HOST = '1';
-    if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
+    this.policy.env(env);
     const opened = this.opts.bodyHandoff?.open() ?? null;
     if (opened) env.MME_BODY_RING_FD = '4';
     else delete env.MME_BODY_RING_FD;
-    const spawned = spawnWorker(
+    const spawned = spawnProcess(
       this.opts.launch,
       env,
       this.clock,
@@ -235,63 +196,20 @@ export class HostProcess implements SlotHost {
     return this.#slots.size;
   }
 
-  /** What its loaded models cost, as measured at their loads (bytes). */
-  get modelBytes(): number {
-    return this.#loadedBytes;
-  }
-
-  /** How many of its slots have loaded (modelBytes is theirs). */
-  get loadedCount(): number {
-    return this.#charged.size;
-  }
-
-  /**
-   * What placement compares (bytes): its models' measured costs, a load in progress counted as
-   * `loadingBytes`. Bases are left out: every host is the same process.
-   */
-  placementBytes(loadingBytes: number): number {
-    return this.#loadedBytes + (this.#slots.size - this.#charged.size) * loadingBytes;
-  }
-
-  /** Base plus its models (bytes). */
-  get usedBytes(): number {
-    return this.baseBytes + this.modelBytes;
-  }
-
-  /** Memory held beyond base + models at the last measurement: freed by unloads, not given back (bytes). */
-  get wasteBytes(): number {
-    return Math.max(0, this.measuredBytes - this.usedBytes);
-  }
-
-  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
-  get heavyModel(): string | null {
-    return this.#heavyModel;
-  }
-
-  markHeavy(model: string | null): void {
-    this.#heavyModel = model;
-  }
-
-  holdsModel(name: string): boolean {
-    return this.#names.has(name);
-  }
-
-  /**
-   * Takes a model in: a slot id now; the slot sends its Load once the process has started. A
-   * dedicated worker's one slot is 0, and the worker goes by its model's worker id from then on.
-   */
+  /** Takes a model in: a slot id now; the slot sends its Load once the process has started. */
   admit(slot: ModelSlot, maxFrameBytes: number): number {
-    const slotId = this.policy.shared ? this.slotIds.next((s) => this.#slots.has(s)) : 0;
+    const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
-    this.#names.set(slot.modelName, (this.#names.get(slot.modelName) ?? 0) + 1);
-    if (this.policy.shared) {
-      this.maxFrameBytes = Math.max(this.maxFrameBytes, maxFrameBytes);
-    } else {
-      this.id = slot.id;
-      this.maxFrameBytes = maxFrameBytes;
-    }
+    this.id = this.policy.hostIdFor(this, slot.id);
+    this.maxFrameBytes = this.policy.maxFrameBytes(this.maxFrameBytes, maxFrameBytes);
+    this.admitted(slot);
     return slotId;
   }
+
+  /** What a pooled host keeps of its slots as they come and go (shared-host.ts); nothing here. */
+  protected admitted(_slot: ModelSlot): void {}
+  protected charged(_slotId: number, _slot: ModelSlot): void {}
+  protected forgotten(_slotId: number, _slot: ModelSlot): void {}
 
   /** The largest frame accepted from the process: what its models may answer with. */
   set maxFrameBytes(n: number) {
@@ -331,11 +249,7 @@ export class HostProcess implements SlotHost {
     const slot = this.#slots.get(slotId);
     if (!slot) return;
     this.#slots.delete(slotId);
-    const held = this.#names.get(slot.modelName)!;
-    if (held > 1) this.#names.set(slot.modelName, held - 1);
-    else this.#names.delete(slot.modelName);
-    this.#loadedBytes -= this.#charged.get(slotId) ?? 0;
-    this.#charged.delete(slotId);
+    this.forgotten(slotId, slot);
   }
 
   /**
@@ -387,10 +301,7 @@ export class HostProcess implements SlotHost {
       case MessageKind.Loaded: {
         const slot = this.#slots.get(frame.msg.slot);
         slot?.onLoaded(frame.msg);
-        if (slot?.lifecycle.loaded && !this.#charged.has(frame.msg.slot)) {
-          this.#charged.set(frame.msg.slot, slot.lifecycle.memoryBytes);
-          this.#loadedBytes += slot.lifecycle.memoryBytes;
-        }
+        if (slot?.lifecycle.loaded) this.charged(frame.msg.slot, slot);
         break;
       }
       case MessageKind.LoadFailed:
@@ -425,36 +336,15 @@ export class HostProcess implements SlotHost {
     for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
     this.#resolveExit(exit);
     this.events.onExit?.(this);
-    // A shared host's models run side by side: each running request is told who else was running.
-    const told: WorkerExit = this.policy.shared
-      ? { ...exit, runningModels: [...new Set(lost.filter((l) => l.running).map((l) => l.slot.modelName))] }
-      : exit;
-    const suspect = this.policy.shared ? suspectLoad(exit, lost, slots) : null;
+    const notice = this.policy.exitNotice(exit, lost, slots.find((s) => s.loadPending) ?? null);
     for (const s of slots) {
       const mine = lost.filter((l) => l.slot === s);
-      const displaced = this.policy.shared && exit.reason !== 'stopped' && s !== suspect;
       s.onHostExit(
-        told,
+        notice.exit,
         mine.filter((l) => l.running).map((l) => l.batch),
         mine.filter((l) => !l.running).map((l) => l.batch),
-        displaced,
+        notice.displaced(s),
       );
     }
   }
-}
-
-/**
- * The load a shared host's death may be the doing of: the one the host was running (it runs loads
- * one at a time, in the order sent), unless a batch was running (any model's: they run beside the
- * loads), which its failure then answers for. None for a kill at a timeout: a load that ran out of
- * time has failed already, and a batch answers for its own. Every other model loading there is
- * displaced: its load starts again in another host.
- */
-function suspectLoad(
-  exit: WorkerExit,
-  lost: readonly LostBatch<ModelSlot>[],
-  slots: readonly ModelSlot[],
-): ModelSlot | null {
-  if (exit.reason === 'timeout-kill' || lost.some((l) => l.running)) return null;
-  return slots.find((s) => s.loadPending) ?? null;
 }

@@ -2,57 +2,45 @@
  * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
  * model): what the model's worker set sees as one of its workers, and the only WorkerSlot. It
  * shares its host's fate (a crash, a kill for a timeout). Its states are the worker table of
- * processes/worker-state.ts. What its host's policy decides: a dedicated worker's slot starts with
- * its process and leaves with it, and costs the process's PSS; a shared host's slot is loaded into
- * a running host, released with Unload, and costs its load's growth. It sees its host (HostProcess,
- * host-process.ts) only as a SlotHost, so the host may hold its slots without an import cycle.
+ * processes/worker-state.ts. How it starts, leaves and what it costs is its host's policy's
+ * (host-policy.ts). It sees its host (HostProcess, host-process.ts) only as a SlotHost, so the host
+ * may hold its slots without an import cycle.
  */
 import { performance } from 'node:perf_hooks';
-import { MmeError } from '../../errors';
-import type { Clock, Timer } from '../../util/clock';
+import type { WorkerMode } from '../../config/types';
+import type { MmeError } from '../../errors';
+import type { Timer } from '../../util/clock';
 import {
   MessageKind,
   type ChunkMessage,
-  type Frame,
   type InferMessage,
   type LoadedMessage,
   type ResultMessage,
 } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
-import { SlotLifecycle, type SlotView } from '../processes/slot-lifecycle';
-import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from '../processes/worker-slot';
-import type { ProcessState } from '../processes/worker-state';
+import { SlotLifecycle, type SlotView } from './slot-lifecycle';
+import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from './worker-slot';
 import type { BatchesView } from './batches-in-flight';
+import type { HostPolicy, PolicyHost, PolicySlot } from './host-policy';
 
 /** What a slot needs of the worker process it is in: HostProcess's side of their calls. */
-export interface SlotHost {
-  readonly id: string;
+export interface SlotHost extends PolicyHost {
   readonly pid: number;
-  /** Its HostPolicy's answer: a shared host, or a dedicated worker's process. */
-  readonly policy: { readonly shared: boolean };
+  readonly policy: HostPolicy;
   readonly gpuId: number;
-  readonly clock: Clock;
   /** When it was spawned (performance.now()). */
   readonly spawnedAt: number;
-  /** What the smallest session costs in it (bytes). */
-  readonly sessionBytes: number;
   readonly hasStarted: boolean;
   readonly killed: boolean;
-  readonly processState: ProcessState;
   /** The batches its slots sent and it has not answered in full. */
   readonly batches: BatchesView<ModelSlot>;
   /** Takes the slot in: its slot id. */
   admit(slot: ModelSlot, maxFrameBytes: number): number;
-  send(frame: Frame): void;
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void;
-  forget(slotId: number): void;
-  kill(reason: KillReason, causedBy?: string | null): void;
-  stop(): Promise<WorkerExit>;
-  measureMemory(): Promise<number>;
 }
 
-export class ModelSlot implements WorkerSlot {
+export class ModelSlot implements WorkerSlot, PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
   readonly #life: SlotLifecycle;
@@ -71,21 +59,16 @@ export class ModelSlot implements WorkerSlot {
   #loadedAt = 0;
   #runMicros = 0;
   #resolveExit!: (e: WorkerExit) => void;
+  readonly #policy: HostPolicy;
 
   constructor(
     private readonly assignment: Assignment,
     readonly host: SlotHost,
-    private readonly log: (line: string) => void,
+    readonly log: (line: string) => void,
   ) {
     this.id = assignment.id;
-    const shared = host.policy.shared;
-    // A dedicated worker's process may still be starting; a shared host's slot is loading from the start.
-    this.#life = new SlotLifecycle(
-      () => `worker ${this.id}`,
-      shared ? 'loading' : 'starting',
-      assignment.capacity,
-      host.clock,
-    );
+    this.#policy = host.policy;
+    this.#life = new SlotLifecycle(() => `worker ${this.id}`, this.#policy.firstState, assignment.capacity, host.clock);
     this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#life.bound(assignment.loadTimeoutMs, () => this.#loadTimedOut());
     this.slotId = host.admit(this, assignment.maxFrameBytes);
@@ -109,9 +92,28 @@ export class ModelSlot implements WorkerSlot {
     return this.host.gpuId;
   }
 
-  /** The shared host it is in, or null for a process of its own. */
+  get mode(): WorkerMode {
+    return this.#policy.mode;
+  }
+
   get hostId(): string | null {
-    return this.host.policy.shared ? this.host.id : null;
+    return this.#policy.sharedHostId(this.host);
+  }
+
+  get onnxBytes(): number {
+    return this.assignment.onnxBytes;
+  }
+
+  get loadedAt(): number {
+    return this.#loadedAt;
+  }
+
+  get memoryBytes(): number {
+    return this.#life.memoryBytes;
+  }
+
+  measured(bytes: number): void {
+    this.#life.measured(bytes);
   }
 
   /** Its batches run at once (a preload_model worker), not one after another. */
@@ -135,11 +137,8 @@ export class ModelSlot implements WorkerSlot {
     return this.#runMicros;
   }
 
-  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
-    if (!this.host.policy.shared) return undefined;
-    const elapsedMicros = (performance.now() - this.#loadedAt) * 1000;
-    return this.#loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, this.#runMicros / elapsedMicros) : 0;
+    return this.#policy.cpuShare(this);
   }
 
   get isIdle(): boolean {
@@ -163,10 +162,7 @@ export class ModelSlot implements WorkerSlot {
     if (!this.#hostWasUp)
       this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
     this.#life.loading();
-    this.host.send({
-      kind: MessageKind.Load,
-      msg: { ...this.assignment.load, slot: this.slotId, shared: this.host.policy.shared },
-    });
+    this.host.send({ kind: MessageKind.Load, msg: this.#policy.load(this.assignment.load, this.slotId) });
   }
 
   listen(listener: WorkerListener): void {
@@ -208,52 +204,42 @@ export class ModelSlot implements WorkerSlot {
     this.#life.retire();
   }
 
-  /**
-   * Ends its part and resolves once that is done. A dedicated worker: its process is stopped. A
-   * shared host's slot: its session is released, after the batches it sent there, once the host
-   * confirms; a host that does not answer within the model's load timeout is stuck, and killed.
-   */
+  /** Ends its part (its process stopped, or its session released) and resolves once that is done. */
   stop(): Promise<WorkerExit> {
     this.retire();
-    if (!this.host.policy.shared) return this.host.stop();
-    if (!this.#exitInfo && !this.#unloadTimer) {
-      this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
-      this.#unloadTimer = this.host.clock.setTimeout(() => {
-        this.log(
-          `[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`,
-        );
-        this.host.kill('timeout-kill', this.modelName);
-      }, this.assignment.loadTimeoutMs);
-    }
-    return this.exited;
+    return this.#policy.release(this);
   }
 
-  /** A dedicated worker's process's PSS, read now; a shared host's slot: its load's cost. */
-  async measureMemory(): Promise<number> {
-    if (this.host.policy.shared) return this.#exitInfo ? 0 : this.#life.memoryBytes;
-    const bytes = await this.host.measureMemory();
-    this.#life.measured(bytes);
-    return bytes;
+  /**
+   * Releases its session, after the batches it sent there, once the host confirms; a host that
+   * does not answer within the model's load timeout is stuck, and killed.
+   */
+  unload(): void {
+    if (this.#exitInfo || this.#unloadTimer) return;
+    this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
+    this.#unloadTimer = this.host.clock.setTimeout(() => {
+      this.log(
+        `[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`,
+      );
+      this.host.kill('timeout-kill', this.modelName);
+    }, this.assignment.loadTimeoutMs);
+  }
+
+  measureMemory(): Promise<number> {
+    return this.#policy.measure(this, this.#exitInfo !== null);
   }
 
   onLoaded(msg: LoadedMessage): void {
     if (!this.#life.succeed(msg)) return;
     this.#loadedAt = performance.now();
-    if (!this.host.policy.shared) return;
-    // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
-    this.#life.measured(Math.max(msg.rssGrowthBytes, this.host.sessionBytes + this.assignment.onnxBytes));
-    // Loaded into a host that began recycling meanwhile: move on with the others.
-    if (this.host.processState === 'draining') queueMicrotask(() => this.relocate());
+    this.#policy.loaded(this, msg);
   }
 
   onLoadFailed(err: MmeError): void {
-    const failed = this.#life.fail(err);
-    if (!this.host.policy.shared) {
-      if (failed) this.host.kill('stopped');
-      return;
-    }
-    // Its slot is empty in the host; nothing is left to release.
-    this.host.forget(this.slotId);
+    this.#policy.loadFailed(this, this.#life.fail(err));
+  }
+
+  ended(): void {
     this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
@@ -291,27 +277,7 @@ export class ModelSlot implements WorkerSlot {
 
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (!this.host.policy.shared) {
-      if (
-        this.#life.fail(
-          new MmeError(
-            'MME_ERR_LOAD_TIMEOUT',
-            `worker ${this.id} did not finish loading within ${limit}; it was stopped`,
-          ),
-        )
-      )
-        this.host.kill('timeout-kill', this.modelName);
-      return;
-    }
-    // A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck.
-    this.log(`[${this.id}] load in shared host ${this.host.id} took over ${limit}; killing the host`);
-    this.#life.fail(
-      new MmeError(
-        'MME_ERR_LOAD_TIMEOUT',
-        `model ${this.modelName} did not finish loading in shared host ${this.host.id} within ${limit}; the host was stopped`,
-      ),
-    );
-    this.host.kill('timeout-kill', this.modelName);
+    if (this.#life.fail(this.#policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

@@ -2,7 +2,6 @@ import type { MmeError } from '../../errors';
 import type { ChunkMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { forRequest } from '../../unhandled-rejection';
-import type { CancelToken } from '../../util/cancel-token';
 
 export interface InvokeResult {
   status: number;
@@ -21,8 +20,8 @@ export interface InvokeResult {
 }
 
 export interface JobOptions {
-  /** Cancelled when the client goes away: a queued job is dropped without running; a running one is told. */
-  cancel?: CancelToken;
+  /** Aborted when the client goes away: a queued job is dropped without running; a running one is told. */
+  signal?: AbortSignal;
   /**
    * Receives the intermediate chunks of a streamed response; the first carries the response head.
    * Call `delivered` once the chunk's bytes have left for the client: the handler sends more only then.
@@ -75,7 +74,7 @@ export class Job {
   }
 
   get cancelled(): boolean {
-    return this.opts.cancel?.cancelled === true;
+    return this.opts.signal?.aborted === true;
   }
 
   resolve(r: InvokeResult): void {

@@ -5,13 +5,12 @@
  */
 import { MmeError } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
+import { DeadlineList } from '../../util/deadline-list';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
-import type { InFlightBatch, WorkerSlot } from '../processes/worker-slot';
+import type { InFlightBatch, WorkerSlot } from '../hosts/worker-slot';
 import type { WorkerSet } from '../workers/worker-set';
-import { Fifo } from '../../util/fifo';
-import { MinHeap } from '../../util/min-heap';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
 import type { ModelSettings } from './model-settings';
@@ -24,6 +23,9 @@ export const kCoalesce = 8;
  * saves a round trip of tens of µs; past about a millisecond of runs it costs the tail more.
  */
 const kCoalesceMicros = 1000;
+
+/** Why a job ends before its answer: the response timeout, its caller's deadline, or its client left. */
+type StopReason = 'timeout' | 'deadline' | 'cancel';
 
 /** Batch ids on the wire: a worker's answers find their batch by it. */
 export const batchIds = new IdAllocator(MAX_WIRE_ID);
@@ -43,28 +45,13 @@ export interface DispatcherDeps {
   waited?(ms: number): void;
 }
 
-/** Deadline-list length below which settled jobs behind an unsettled head are left for the timer. */
-const kPruneAtLeast = 1024;
-
 export class Dispatcher {
   readonly #queue: JobQueue;
   #batchTimer: Timer | null = null;
-  /**
-   * Every admitted job in admission order. All share the model's response timeout, so deadlines
-   * are in the same order: one timer, for the oldest unsettled job, serves them all.
-   */
-  readonly #deadlines = new Fifo<Job>();
-  #pruneAt = kPruneAtLeast;
-  #deadlineTimer: Timer | null = null;
-  /**
-   * Jobs whose caller's deadline comes before the response timeout, soonest first: their deadlines
-   * are in no particular order, so they have a heap and a timer of their own, and a request that
-   * names no deadline costs what it did before.
-   */
-  readonly #callerDeadlines = new MinHeap<Job>((a, b) => a.deadline < b.deadline);
-  #callerPruneAt = kPruneAtLeast;
-  #callerTimer: Timer | null = null;
-  #callerTimerAt = 0;
+  /** Jobs that keep the model's response timeout: all share it, so it comes in admission order. */
+  readonly #deadlines: DeadlineList<Job>;
+  /** Jobs whose caller's deadline comes first: a request naming none costs nothing more. */
+  readonly #callerDeadlines: DeadlineList<Job>;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** One request's run time, µs, averaged over the last answers of one (0 = none yet). */
@@ -75,6 +62,8 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     const settings = deps.settings();
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
+    this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#stop(job, 'timeout'));
+    this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#stop(job, 'deadline'));
   }
 
   get queueLength(): number {
@@ -82,7 +71,7 @@ export class Dispatcher {
   }
 
   /** Requests its workers hold: each process records what it was sent until it is answered. */
-  get runningCount(): number {
+  get inFlightRequests(): number {
     let n = 0;
     for (const w of this.deps.workers.workers) n += w.inFlightRequests;
     return n;
@@ -111,19 +100,15 @@ export class Dispatcher {
     }
     const now = this.deps.clock.now();
     // Past its deadline already (an on-demand load took it): answered here, never queued.
-    if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#pastDeadline(true));
+    if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#stopError('deadline', true));
     const job = new Job(request, opts, now);
     job.deadline = now + settings.responseTimeoutMs;
     if (opts.deadline !== undefined && opts.deadline < job.deadline) {
       job.deadline = opts.deadline;
       job.callerDeadline = true;
-      this.#callerDeadlines.push(job);
-      this.#armCallerDeadline();
-    } else {
-      this.#deadlines.push(job);
-      this.#armDeadline();
     }
-    opts.cancel?.onCancel(() => this.#onCancel(job));
+    (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
+    opts.signal?.addEventListener('abort', () => this.#stop(job, 'cancel'), { once: true });
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
@@ -270,120 +255,49 @@ export class Dispatcher {
     for (const job of jobs) job.reject(error);
   }
 
-  #armDeadline(): void {
-    // Settled jobs leave on every admission, not only when the timer fires: through its options each
-    // holds its request's context (ServerResponse, IncomingMessage, closures), and kept for the whole
-    // response timeout they made every scavenge copy and promote megabytes: the p99.9 stall
-    // (docs/performance.md). Those behind an unsettled head go once the list doubles.
-    while (this.#deadlines.peek()?.settled) this.#deadlines.shift();
-    if (this.#deadlines.length > this.#pruneAt) {
-      this.#deadlines.prune((job) => job.settled);
-      this.#pruneAt = Math.max(kPruneAtLeast, 2 * this.#deadlines.length);
-    }
-    if (this.#deadlineTimer) return;
-    const head = this.#deadlines.peek();
-    if (head)
-      this.#deadlineTimer = this.deps.clock.setTimeout(
-        () => this.#onDeadline(),
-        Math.max(0, head.deadline - this.deps.clock.now()),
-      );
-  }
-
-  #onDeadline(): void {
-    this.#deadlineTimer = null;
-    const now = this.deps.clock.now();
-    for (let job = this.#deadlines.peek(); job && (job.settled || job.deadline <= now); job = this.#deadlines.peek()) {
-      this.#deadlines.shift();
-      if (!job.settled) this.#onTimeout(job);
-    }
-    this.#armDeadline();
-  }
-
-  /** As #armDeadline for the caller's deadlines: re-armed when a new one comes before the timer's. */
-  #armCallerDeadline(): void {
-    const heap = this.#callerDeadlines;
-    while (heap.peek()?.settled) heap.pop();
-    if (heap.length > this.#callerPruneAt) {
-      heap.prune((job) => job.settled);
-      this.#callerPruneAt = Math.max(kPruneAtLeast, 2 * heap.length);
-    }
-    const head = heap.peek();
-    if (this.#callerTimer && head && this.#callerTimerAt <= head.deadline) return;
-    this.deps.clock.clearTimeout(this.#callerTimer);
-    this.#callerTimer = null;
-    if (!head) return;
-    this.#callerTimerAt = head.deadline;
-    this.#callerTimer = this.deps.clock.setTimeout(
-      () => this.#onCallerDeadline(),
-      Math.max(0, head.deadline - this.deps.clock.now()),
-    );
-  }
-
-  #onCallerDeadline(): void {
-    this.#callerTimer = null;
-    const now = this.deps.clock.now();
-    const heap = this.#callerDeadlines;
-    for (let job = heap.peek(); job && (job.settled || job.deadline <= now); job = heap.peek()) {
-      heap.pop();
-      if (job.settled) continue;
-      if (this.#queue.remove(job)) {
-        job.reject(this.#pastDeadline(true));
-        continue;
-      }
-      // Running: its client is answered now, and the worker is told as on a disconnect (its
-      // handler sees context.isCancelled); the process lives on, unlike at the response timeout.
-      job.reject(this.#pastDeadline(false));
-      this.#holder(job)?.cancel(job);
-    }
-    this.#armCallerDeadline();
-  }
-
-  #pastDeadline(queued: boolean): MmeError {
-    const { name } = this.deps;
-    return new MmeError(
-      'MME_ERR_DEADLINE_EXCEEDED',
-      queued
-        ? `The request's deadline passed before it reached a worker of model ${name}; ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline), add workers or lower the request rate.`
-        : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout (X-Request-Timeout, parameters.timeout or the gRPC deadline).`,
-    );
-  }
-
-  #onTimeout(job: Job): void {
-    const seconds = this.deps.settings().responseTimeoutMs / 1000;
-    if (this.#queue.remove(job)) {
-      job.reject(
-        new MmeError(
-          'MME_ERR_WORKER_TIMEOUT',
-          `Request to model ${this.deps.name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`,
-        ),
-      );
-      return;
-    }
-    job.reject(
-      new MmeError(
-        'MME_ERR_WORKER_TIMEOUT',
-        `Model ${this.deps.name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
-      ),
-    );
-    const worker = this.#holder(job);
+  /**
+   * `job` ends before its answer. Still queued, it is answered now. Running, its caller is answered
+   * (unless it left) and its worker told: a cancel, which its handler sees (context.isCancelled),
+   * or at the response timeout a kill, since a run cannot be interrupted from outside the process;
+   * the exit settles the rest of what it held, and the batches waiting in its pipe run elsewhere.
+   */
+  #stop(job: Job, why: StopReason): void {
+    const queued = this.#queue.remove(job);
+    if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
+    const worker = queued ? undefined : this.#holder(job);
     if (!worker) return;
-    // A run cannot be interrupted from outside the process: kill it. Its exit settles the rest of
-    // what it held, and the batches waiting in its pipe run elsewhere.
+    if (why !== 'timeout') return worker.cancel(job);
+    const seconds = this.deps.settings().responseTimeoutMs / 1000;
     this.deps.log(
       `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
     );
     worker.kill('timeout-kill');
   }
 
-  #onCancel(job: Job): void {
-    if (this.#queue.remove(job)) {
-      job.reject(
-        new MmeError('MME_ERR_CLIENT_CLOSED', 'The client closed the connection before the request reached a worker.'),
+  /** What the caller of a job stopped for `why` gets. */
+  #stopError(why: StopReason, queued: boolean): MmeError {
+    const { name } = this.deps;
+    if (why === 'cancel')
+      return new MmeError(
+        'MME_ERR_CLIENT_CLOSED',
+        'The client closed the connection before the request reached a worker.',
       );
-      return;
+    if (why === 'deadline') {
+      const timeouts = '(X-Request-Timeout, parameters.timeout or the gRPC deadline)';
+      return new MmeError(
+        'MME_ERR_DEADLINE_EXCEEDED',
+        queued
+          ? `The request's deadline passed before it reached a worker of model ${name}; ask for a longer timeout ${timeouts}, add workers or lower the request rate.`
+          : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout ${timeouts}.`,
+      );
     }
-    // Already running: the handler can see it (context.isCancelled) and stop a long stream early.
-    this.#holder(job)?.cancel(job);
+    const seconds = this.deps.settings().responseTimeoutMs / 1000;
+    return new MmeError(
+      'MME_ERR_WORKER_TIMEOUT',
+      queued
+        ? `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`
+        : `Model ${name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+    );
   }
 
   #holder(job: Job): WorkerSlot | undefined {
@@ -410,11 +324,7 @@ export class Dispatcher {
     this.#batchTimer = null;
     this.failQueued(err);
     // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
-    this.deps.clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = null;
-    this.#deadlines.drainAll();
-    this.deps.clock.clearTimeout(this.#callerTimer);
-    this.#callerTimer = null;
-    this.#callerDeadlines.drainAll();
+    this.#deadlines.close();
+    this.#callerDeadlines.close();
   }
 }

@@ -4,7 +4,7 @@
  * counted and announced the same way wherever it happens.
  */
 
-import type { Direction, Reason } from '../workers/autoscaler';
+import type { Direction, Reason } from '../autoscale/autoscaler';
 
 export interface CacheStats {
   hits: number;

@@ -15,10 +15,12 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import type { ServerConfig } from '../../config/types';
 import { MmeError, isMmeError } from '../../errors';
+import { autoscaleStep } from '../autoscale/autoscale-step';
 import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { mb } from '../../util/mb';
+import { deadlineSignal } from '../../util/deadline-signal';
 import { Semaphore } from '../../util/semaphore';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
@@ -57,18 +59,9 @@ export interface ShutdownCounts {
 /** After a bounded shutdown's drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
 
-/** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
-const kSkipLogEvery = 100;
-
-/** The line of a skipped autoscale step: the first of a run of skips, and every kSkipLogEvery-th after it (AutoscaleEvents counts each). */
-function logSkip(log: (line: string) => void, name: string, inARow: number, what: string): void {
-  if (inARow === 1) log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
-  else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
-}
-
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
-  readonly #loadSlots: Semaphore;
+  readonly #loadPermits: Semaphore;
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
@@ -79,7 +72,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#loadSlots = new Semaphore(config.maxConcurrentLoads);
+    this.#loadPermits = new Semaphore(config.maxConcurrentLoads);
     this.budgetBytes = memoryBudgetBytes(
       config.modelMemoryBudgetBytes,
       config.modelMemoryReserveBytes,
@@ -146,10 +139,22 @@ export class LifecycleOperations {
     const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
-    const releaseSlot = await this.#loadSlots.acquire();
+    // The waits for a load slot and for room end at the load's own load_timeout, whatever the loads ahead do.
+    const waitSeconds = req.loadTimeoutSeconds ?? config.modelLoadTimeoutSeconds;
+    const waiting = deadlineSignal(
+      abort,
+      waitSeconds * 1000,
+      () =>
+        new MmeError(
+          'MME_ERR_LOAD_WAIT_TIMEOUT',
+          `Model ${name} waited ${waitSeconds} s (its load_timeout) for a load slot (max_concurrent_loads) or for room (max_loaded_models, the memory budget) behind other loads, and gave up; nothing of it is left. Retry later, or load it with a longer load_timeout.`,
+        ),
+      this.deps.clock,
+    );
+    let releasePermit = () => {};
     const t0 = performance.now();
     try {
-      abort.throwIfAborted();
+      releasePermit = await this.#loadPermits.acquire(waiting.signal);
       const artifact = await this.#resolve(entry, req, abort);
       entry.resolved(artifact);
       abort.throwIfAborted();
@@ -158,8 +163,9 @@ export class LifecycleOperations {
       await this.#admission.reserve(
         entry,
         this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode),
-        abort,
+        waiting.signal,
       );
+      waiting.done();
       const model = buildModel(
         { name, url: req.url, settings, artifact, handlerPath: resolveHandlerPath(artifact, config), health: entry },
         config,
@@ -192,7 +198,8 @@ export class LifecycleOperations {
       events.failedLoadReleased(name, Math.round((performance.now() - t0) * 1000));
       throw err;
     } finally {
-      releaseSlot();
+      waiting.done();
+      releasePermit();
       unlock();
     }
   }
@@ -253,6 +260,7 @@ export class LifecycleOperations {
    * DELETE /models/{name}, bounded by unregister_model_timeout: waits for a load in progress (and
    * stops it when the bound is reached), drains admitted requests, kills the workers and waits for
    * them to exit. When the bound was reached the model is gone all the same, and the answer is 408.
+   * A name with only a remembered on-demand load failure has that failure forgotten.
    */
   async unload(name: string): Promise<void> {
     const { config, registry, log } = this.deps;
@@ -260,7 +268,13 @@ export class LifecycleOperations {
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
     const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
-    if (!entry || !(entry.serving || entry.phase === 'loading')) throw modelNotFound(name);
+    if (!entry || !(entry.serving || entry.phase === 'loading')) {
+      if (!this.deps.onDemand.forgetFailure(name)) throw modelNotFound(name);
+      log(
+        `[${name}] its remembered load failure was forgotten (DELETE /models/${name}): the next invoke loads it again`,
+      );
+      return;
+    }
     let late = false;
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
@@ -343,78 +357,21 @@ export class LifecycleOperations {
       scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
   }
 
-  /**
-   * One autoscale round of a serving model: its policy's decision, applied under its lock (a round
-   * that finds the name busy with another operation leaves it to the next). A scale-up reserves its
-   * worker's memory first, evicting only idle models; when there is no room it is skipped, logged
-   * and counted, and no caller sees it. A promotion or demotion reserves what its workers cost in
-   * the new place (both run while they hand over) the same way, then moves them (Model.move).
-   * Returns once the change is under way.
-   */
-  async autoscale(entry: Registration): Promise<void> {
-    const { name, model } = entry;
-    const scaler = model?.autoscaler;
-    if (!model || !scaler || entry.phase !== 'ready' || this.closing) return;
-    const d = scaler.decide(model.load);
-    if (!d) return;
-    const { events, log } = this.deps;
-    if (d.skipped) {
-      events.autoscaled(name, d.direction, d.skipped);
-      logSkip(log, name, scaler.skipsInARow, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
-      return;
-    }
-    const unlock = this.#locks.tryAcquire(name);
-    if (!unlock) return scaler.withdrawn();
-    const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
-    const what = to
-      ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`
-      : `${d.direction} to ${d.target} worker(s)`;
-    try {
-      if (this.deps.registry.current(name) !== entry || entry.phase !== 'ready') return scaler.withdrawn();
-      let reserved = 0;
-      if (d.direction === 'up' || to) {
-        const purpose: Purpose = { kind: 'scale', workers: d.target, autoscale: true };
-        try {
-          reserved = to
-            ? await this.#reserve(entry, this.#estimator.estimate(entry.artifact!.onnxBytes, d.target, to), purpose)
-            : await this.#reserveWorkers(entry, 1, purpose);
-        } catch (err) {
-          if (!isMmeError(err) || err.code !== 'MME_ERR_INSUFFICIENT_MEMORY') {
-            scaler.withdrawn();
-            throw err;
-          }
-          scaler.skippedForMemory(d, err.message);
-          events.autoscaled(name, d.direction, 'no_memory');
-          logSkip(
-            log,
-            name,
-            scaler.skipsInARow,
-            `not ${to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`} (${d.why}): ${err.message}`,
-          );
-          return;
-        }
-      }
-      scaler.applied(d);
-      events.autoscaled(name, d.direction, d.reason);
-      log(`[${name}] autoscale: ${what}, ${d.reason}: ${d.why}`);
-      const changing = (to ? model.move(to) : model.resize(d.target).then(() => true)).finally(async () => {
-        await model.refreshMemory();
-        entry.unreserve(reserved);
-      });
-      events.workers(name, d.target);
-      changing.then(
-        (moved) => {
-          const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
-          if (to)
-            log(
-              `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
-            );
-        },
-        (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
-      );
-    } finally {
-      unlock();
-    }
+  /** One autoscale round of a serving model (autoscale/autoscale-step.ts). */
+  autoscale(entry: Registration): Promise<void> {
+    const { registry, events, log } = this.deps;
+    return autoscaleStep(entry, {
+      tryLock: (name) => this.#locks.tryAcquire(name),
+      current: (name) => registry.current(name),
+      closing: () => this.closing,
+      reserve: (e, d, to, purpose) =>
+        to
+          ? this.#reserve(e, this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to), purpose)
+          : this.#reserveWorkers(e, 1, purpose),
+      autoscaled: (name, direction, reason) => events.autoscaled(name, direction, reason),
+      workers: (name, n) => events.workers(name, n),
+      log,
+    });
   }
 
   /** Reserves what `added` more workers of the model cost (as its workers measure now, else the estimate); returns the bytes reserved. */
@@ -423,7 +380,7 @@ export class LifecycleOperations {
     const measured = await model.refreshMemory();
     const live = model.workers.length;
     const perWorker =
-      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.placement);
+      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
     return this.#reserve(e, Math.ceil(added * perWorker), purpose);
   }
 

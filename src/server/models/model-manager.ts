@@ -22,7 +22,7 @@ import type { InvokeResult, JobOptions } from '../jobs/job';
 import type { Launch } from '../hosts/host-process';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory } from '../workers/worker-factory';
-import { AutoscaleRounds } from './autoscale-rounds';
+import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
 import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Model } from './model';
@@ -51,7 +51,7 @@ export class ModelManager {
   readonly #workers: WorkerFactory;
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
-  readonly #autoscale: AutoscaleRounds | null;
+  readonly #autoscale: AutoscaleRounds<Registration> | null;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   readonly repository: ModelRepository | null;
 

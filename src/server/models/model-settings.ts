@@ -5,6 +5,45 @@
 import path from 'node:path';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
+import { MmeError, quote } from '../../errors';
+import { nearestName } from '../../util/nearest-name';
+
+/** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
+export const kLoadRequestFields = [
+  'model_name',
+  'url',
+  'handler',
+  'batch_size',
+  'max_batch_delay',
+  'initial_workers',
+  'response_timeout',
+  'load_timeout',
+  'job_queue_size',
+  'use_job_ticket',
+  'preload_model',
+  'device_ids',
+  'worker_mode',
+  'synchronous',
+] as const;
+
+/**
+ * A field a load request does not know would be dropped in silence ("pinnned": true loads a model
+ * unpinned): refused, with the known ones and a did-you-mean, as an unknown config key is at start.
+ */
+export function checkLoadRequestFields(fields: readonly string[]): void {
+  const known: readonly string[] = kLoadRequestFields;
+  const unknown = fields.filter((f) => !known.includes(f));
+  if (unknown.length === 0) return;
+  const described = unknown.slice(0, 5).map((f) => {
+    const meant = nearestName(f, kLoadRequestFields);
+    return `${quote(f)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
+  });
+  const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : '';
+  throw new MmeError(
+    'MME_ERR_UNKNOWN_FIELD',
+    `Unknown field${unknown.length > 1 ? 's' : ''} in the load request: ${described.join(', ')}${more}. The fields are ${kLoadRequestFields.join(', ')}.`,
+  );
+}
 
 export interface LoadRequest {
   modelName: string;

@@ -8,9 +8,9 @@ import type { Clock } from '../../util/clock';
 import type { ChunkMessage, LoadMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../processes/worker-slot';
-import type { AutoscaleConfig } from '../../config/types';
-import { Autoscaler, type ModelLoad, type Placement } from '../workers/autoscaler';
+import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../hosts/worker-slot';
+import type { AutoscaleConfig, WorkerMode } from '../../config/types';
+import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -82,7 +82,7 @@ export class Model implements WorkerListener {
   readonly #dispatcher: Dispatcher;
   #workerSeq = 0;
   /** Where new workers start: its worker_mode, or (a promoted shared model) processes of its own. */
-  #placement: Placement;
+  #mode: WorkerMode;
   #moving = false;
   /** Its session runs' time so far over every worker it has had (in a process of its own: its handler's time), µs. */
   #ranMicros = 0;
@@ -93,7 +93,7 @@ export class Model implements WorkerListener {
     public settings: ModelSettings,
     private readonly deps: ModelDeps,
   ) {
-    this.#placement = settings.workerMode;
+    this.#mode = settings.workerMode;
     this.lastUsedAt = deps.clock.now();
     const heavyShare = deps.startOwnWorker ? deps.heavyShare : 0;
     this.autoscaler =
@@ -149,12 +149,12 @@ export class Model implements WorkerListener {
    * model in a shared host costs what its load measured, for good.
    */
   get memoryMoves(): boolean {
-    return this.#placement === 'dedicated';
+    return this.#mode === 'dedicated';
   }
 
   /** Where its workers run now (a shared model's are in processes of their own while it is promoted). */
-  get placement(): Placement {
-    return this.#placement;
+  get mode(): WorkerMode {
+    return this.#mode;
   }
 
   /** What an autoscale round judges. */
@@ -165,7 +165,7 @@ export class Model implements WorkerListener {
       min: minWorkers,
       max: maxWorkers,
       queued: this.queueLength,
-      placement: this.#placement,
+      mode: this.#mode,
       home: workerMode,
       ranMicros: this.#ranMicros,
       moving: this.#moving,
@@ -174,7 +174,7 @@ export class Model implements WorkerListener {
 
   /** Requests handed to its workers and not answered yet. */
   get inFlightRequests(): number {
-    return this.#dispatcher.runningCount;
+    return this.#dispatcher.inFlightRequests;
   }
 
   get stats(): { requests: number; batches: number } {
@@ -189,7 +189,7 @@ export class Model implements WorkerListener {
 
   submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
-    if (opts?.cancel?.cancelled)
+    if (opts?.signal?.aborted)
       return Promise.reject(
         new MmeError(
           'MME_ERR_CLIENT_CLOSED',
@@ -212,7 +212,7 @@ export class Model implements WorkerListener {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const start =
-      this.#placement === 'dedicated' ? (this.deps.startOwnWorker ?? this.deps.startWorker) : this.deps.startWorker;
+      this.#mode === 'dedicated' ? (this.deps.startOwnWorker ?? this.deps.startWorker) : this.deps.startWorker;
     const worker = start({
       id,
       load: {
@@ -241,7 +241,7 @@ export class Model implements WorkerListener {
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // A process of its own times no session runs (only a shared host's models share a thread, and
     // are timed): its handler's time stands for them, what it would take of a host if it went back.
-    if (worker.hostId === null) this.#ranMicros += msg.modelMicros;
+    if (worker.mode === 'dedicated') this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
@@ -302,15 +302,14 @@ export class Model implements WorkerListener {
    * successor has loaded (or failed, and is replaced as a death is) and every old worker is gone:
    * true if every worker moved. A worker with nowhere to go (every shared host full) stays.
    */
-  async move(to: Placement): Promise<boolean> {
-    const from = this.#placement;
-    this.#placement = to;
+  async move(to: WorkerMode): Promise<boolean> {
+    const from = this.#mode;
+    this.#mode = to;
     this.#moving = true;
     try {
       const moved = await this.#set.moveAll();
       // Nowhere to go (every shared host full): the workers serve on where they are, and new ones start there.
-      if (!moved && !this.#set.workers.some((w) => (w.hostId === null) === (to === 'dedicated')))
-        this.#placement = from;
+      if (!moved && !this.#set.workers.some((w) => w.mode === to)) this.#mode = from;
       return moved;
     } finally {
       this.#moving = false;

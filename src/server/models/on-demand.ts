@@ -48,8 +48,43 @@ const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MME_ERR_REPOSITORY_TIMEOUT',
 ]);
 
+/** A failed on-demand load, answered instead of loading again until `until` or a change of `files`. */
+interface RememberedFailure {
+  error: MmeError;
+  until: number;
+  /** The model's files in model_store when it failed (filesSignature); null when it came from model_repository. */
+  files: string | null;
+}
+
+/** A store entry with more files than this is not watched for changes: its failure is remembered by time only. */
+const kMaxWatchedFiles = 1000;
+
+/**
+ * Path, size and mtime of every file under `target` (itself when a file), in one string: a fixed
+ * handler or a new model.onnx changes it, even when written in place (a directory's own mtime moves
+ * only when an entry is added or removed).
+ */
+function filesSignature(target: string): string | null {
+  const parts: string[] = [];
+  const visit = (p: string, rel: string): boolean => {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(p);
+    } catch {
+      parts.push(`${rel} gone`);
+      return true;
+    }
+    if (!st.isDirectory()) return parts.push(`${rel} ${st.size} ${st.mtimeMs}`) <= kMaxWatchedFiles;
+    return fs
+      .readdirSync(p)
+      .sort()
+      .every((e) => visit(path.join(p, e), `${rel}/${e}`));
+  };
+  return visit(target, '.') ? parts.join('\n') : null;
+}
+
 export class OnDemandLoader {
-  readonly #failedLoads = new Map<string, { error: MmeError; until: number }>();
+  readonly #failedLoads = new Map<string, RememberedFailure>();
 
   constructor(private readonly deps: OnDemandDeps) {}
 
@@ -65,9 +100,12 @@ export class OnDemandLoader {
     );
   }
 
-  /** An explicit load of `name` starts afresh: a failure remembered for it no longer answers. */
-  forgetFailure(name: string): void {
-    this.#failedLoads.delete(name);
+  /**
+   * An explicit load or unload of `name` starts afresh: a failure remembered for it no longer
+   * answers. True when there was one.
+   */
+  forgetFailure(name: string): boolean {
+    return this.#failedLoads.delete(name);
   }
 
   /**
@@ -78,7 +116,11 @@ export class OnDemandLoader {
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
     if (seconds > 0 && kModelFailures.has(err.code))
-      this.#failedLoads.set(name, { error: err, until: this.deps.clock.now() + seconds * 1000 });
+      this.#failedLoads.set(name, {
+        error: err,
+        until: this.deps.clock.now() + seconds * 1000,
+        files: this.#files(name),
+      });
   }
 
   /**
@@ -161,7 +203,8 @@ export class OnDemandLoader {
   #loadOnDemand(name: string): boolean {
     const failed = this.#failedLoads.get(name);
     if (failed) {
-      if (failed.until >= this.deps.clock.now()) throw failed.error;
+      const left = failed.until - this.deps.clock.now();
+      if (left >= 0 && this.#files(name) === failed.files) throw remembered(name, failed.error, left);
       this.#failedLoads.delete(name);
     }
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
@@ -169,6 +212,12 @@ export class OnDemandLoader {
     // The load logs its own failure; the invokes waiting for it get the error from the registration.
     this.deps.startLoad(name, url).catch(() => {});
     return true;
+  }
+
+  /** The signature of `name`'s files in model_store (null when it has none there: a repository model). */
+  #files(name: string): string | null {
+    const file = this.#findInStore(name);
+    return file === null ? null : filesSignature(path.resolve(this.deps.config.modelStore!, file));
   }
 
   /**
@@ -183,4 +232,14 @@ export class OnDemandLoader {
     }
     return null;
   }
+}
+
+/** The failure a remembered load answers with: the load's own, saying it is remembered, for how long, and how to retry now. */
+function remembered(name: string, error: MmeError, leftMs: number): MmeError {
+  const seconds = Math.max(1, Math.ceil(leftMs / 1000));
+  return new MmeError(
+    error.code,
+    `Model ${name} failed to load recently and is not retried for ${seconds} more s (load_failure_cache_seconds); to retry now, fix its files in model_store or send DELETE /models/${name}. The failure: ${error.message}`,
+    { status: error.status, headers: { ...error.headers, 'Retry-After': String(seconds) }, cause: error },
+  );
 }

@@ -1,6 +1,7 @@
 /**
  * The lifecycle of one model name's registration, in one place. Every transition goes through
- * to(), which refuses any move the table does not list:
+ * to(), on the shared StateMachine (util/state-machine.ts), which refuses any move the table does
+ * not list:
  *
  *   loading ──▶ ready ◀──▶ failed          (failed: its workers keep dying; it recovers on its own)
  *      │          │          │
@@ -15,6 +16,7 @@
 import type { MmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { Timers } from '../../util/clock';
+import { StateMachine } from '../../util/state-machine';
 import type { Resident } from '../cache/admission';
 import type { Model, ModelHealth } from './model';
 
@@ -38,14 +40,8 @@ export interface RegistrationListener {
   admitted(entry: Registration): void;
 }
 
-export class IllegalTransitionError extends Error {
-  constructor(name: string, from: Phase, to: Phase) {
-    super(`model ${name}: illegal lifecycle transition ${from} → ${to}`);
-  }
-}
-
 export class Registration implements ModelHealth, Resident {
-  #phase: Phase = 'loading';
+  readonly #phase = new StateMachine<Phase>(() => `model ${this.name}`, 'loading', kNext);
   #model: Model | null = null;
   #artifact: ModelArtifact | null = null;
   /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
@@ -92,7 +88,7 @@ export class Registration implements ModelHealth, Resident {
   }
 
   get phase(): Phase {
-    return this.#phase;
+    return this.#phase.state;
   }
 
   get model(): Model | null {
@@ -137,7 +133,7 @@ export class Registration implements ModelHealth, Resident {
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
     this.#listener?.heldChanged(this);
-    if (this.#phase === 'loading' && !this.#admitted) {
+    if (this.#phase.state === 'loading' && !this.#admitted) {
       this.#admitted = true;
       this.#listener?.admitted(this);
     }
@@ -155,7 +151,7 @@ export class Registration implements ModelHealth, Resident {
   }
 
   get failed(): boolean {
-    return this.#phase === 'failed';
+    return this.#phase.state === 'failed';
   }
 
   /** What the memory budget counts for it: its reservation while loading, then what its workers measure. */
@@ -165,7 +161,7 @@ export class Registration implements ModelHealth, Resident {
 
   /** Serving or able to serve: ready, or failed and retrying its workers. */
   get serving(): boolean {
-    return this.#phase === 'ready' || this.#phase === 'failed';
+    return this.#phase.state === 'ready' || this.#phase.state === 'failed';
   }
 
   /**
@@ -174,13 +170,12 @@ export class Registration implements ModelHealth, Resident {
    * refuse the load ahead of it with 507 for models that are only queued.
    */
   get countsAsLoaded(): boolean {
-    return this.serving || (this.#phase === 'loading' && this.#admitted);
+    return this.serving || (this.#phase.state === 'loading' && this.#admitted);
   }
 
   to(next: Phase): void {
-    if (!kNext[this.#phase].includes(next)) throw new IllegalTransitionError(this.name, this.#phase, next);
-    const from = this.#phase;
-    this.#phase = next;
+    const from = this.#phase.state;
+    this.#phase.to(next);
     if (from === 'loading') {
       // Before anyone hears of the change: an eviction woken by it must see the waiters' holds.
       this.#wentReady = next === 'ready';
@@ -195,11 +190,11 @@ export class Registration implements ModelHealth, Resident {
   markFailed(err: MmeError): void {
     // Describe and invokes show it: a worker's load error may name the server's copy of the files.
     this.#lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
-    if (this.#phase === 'ready') this.to('failed');
+    if (this.#phase.state === 'ready') this.to('failed');
   }
 
   markRecovered(): void {
-    if (this.#phase === 'failed') this.to('ready');
+    if (this.#phase.state === 'failed') this.to('ready');
   }
 
   hold(): void {
@@ -216,7 +211,7 @@ export class Registration implements ModelHealth, Resident {
   holdWhenReady(): () => void {
     this.#heldWhenReady++;
     return () => {
-      if (this.#phase === 'loading') this.#heldWhenReady--;
+      if (this.#phase.state === 'loading') this.#heldWhenReady--;
       else if (this.#wentReady) this.release();
     };
   }

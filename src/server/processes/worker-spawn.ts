@@ -19,7 +19,7 @@ import type { Frame } from '../../protocol/messages';
 export type Launch = (
   cmd: string,
   args: readonly string[],
-  options: { stdio: Array<'ignore' | 'pipe' | number>; env: NodeJS.ProcessEnv },
+  options: { stdio: Array<'ignore' | 'pipe' | number>; env: NodeJS.ProcessEnv; detached: boolean },
 ) => ChildProcess;
 
 export interface SpawnHooks {
@@ -54,7 +54,7 @@ const kWorkerOomScoreAdj = '900';
 const kAbortReasonWaitMs = 500;
 
 /** `ringFd`: the worker's body ring (hosts/body-ring.ts), which it gets as fd 4. */
-export function spawnWorker(
+export function spawnProcess(
   launch: Launch | undefined,
   env: NodeJS.ProcessEnv,
   clock: Clock,
@@ -65,7 +65,9 @@ export function spawnWorker(
   const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
   const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', 'pipe'];
   if (ringFd !== null) stdio.push(ringFd);
-  const child = (launch ?? spawn)(cmd, args, { stdio, env });
+  // Its own process group: a terminal's Ctrl-C reaches the server, which drains, not the workers
+  // mid-request. It still dies with the server (pdeathsig above, and the end of fd 3).
+  const child = (launch ?? spawn)(cmd, args, { stdio, env, detached: true });
   if (child.pid) fs.writeFile(`/proc/${child.pid}/oom_score_adj`, kWorkerOomScoreAdj, () => undefined);
   for (const stream of [child.stdout!, child.stderr!]) {
     readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line: string) => hooks.onLine(line));

@@ -1,9 +1,8 @@
 /**
  * The two transition tables below the registration (registration.ts has the one above): a worker
  * process's (HostProcess: a dedicated worker or a shared host), and a slot's (ModelSlot: a model's
- * worker, the one slot of a dedicated worker or one of a shared host's). Each state
- * is private to its owner and changes only through `to()`, which refuses any move its table does
- * not list: a move the code did not expect is a bug, and surfaces as one.
+ * worker, the one slot of a dedicated worker or one of a shared host's). Each runs on the shared
+ * StateMachine (util/state-machine.ts), whose `to()` refuses any move its table does not list.
  *
  * A process:
  *
@@ -20,6 +19,8 @@
  * A worker retired before it loaded goes to stopping from starting or loading; one that dies or is
  * killed in any live state is failed, unless it was stopping or ready and the server stopped it.
  */
+import { StateMachine } from '../../util/state-machine';
+
 export type ProcessState = 'starting' | 'serving' | 'draining' | 'exited';
 export type WorkerState = 'starting' | 'loading' | 'ready' | 'stopping' | 'stopped' | 'failed';
 
@@ -38,39 +39,6 @@ const kWorkerNext: Readonly<Record<WorkerState, readonly WorkerState[]>> = {
   stopped: [],
   failed: [],
 };
-
-export class IllegalStateError extends Error {
-  constructor(what: string, from: string, to: string) {
-    super(`${what}: illegal state transition ${from} → ${to}`);
-  }
-}
-
-/** One owner's state under one table. */
-export class StateMachine<S extends string> {
-  #state: S;
-
-  constructor(
-    private readonly what: () => string,
-    initial: S,
-    private readonly table: Readonly<Record<S, readonly S[]>>,
-  ) {
-    this.#state = initial;
-  }
-
-  get state(): S {
-    return this.#state;
-  }
-
-  to(next: S): void {
-    if (!this.table[this.#state].includes(next)) throw new IllegalStateError(this.what(), this.#state, next);
-    this.#state = next;
-  }
-
-  /** Whether `next` is a move the table allows from here. */
-  can(next: S): boolean {
-    return this.table[this.#state].includes(next);
-  }
-}
 
 export const processStates = (what: () => string) => new StateMachine<ProcessState>(what, 'starting', kProcessNext);
 export const workerStates = (what: () => string, initial: WorkerState) =>

@@ -5,7 +5,8 @@
  * over (kRefillAfterMs). Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is
  * fixed at spawn.
  */
-import { dedicatedPolicy, HostProcess, type SpawnOptions } from '../hosts/host-process';
+import { DedicatedPolicy } from '../hosts/dedicated-policy';
+import { HostProcess, type SpawnOptions } from '../hosts/host-process';
 import type { ModelSlot } from '../hosts/model-slot';
 
 /**
@@ -53,7 +54,7 @@ export class SparePool {
       const host = new HostProcess(
         this.spawnOptions,
         `spare-${this.spawnOptions.processes.spawned + 1}`,
-        dedicatedPolicy(-1),
+        new DedicatedPolicy(-1),
         {
           onExit: (h) => {
             if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now

@@ -7,10 +7,11 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
-import { dedicatedPolicy, HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
+import { DedicatedPolicy } from '../hosts/dedicated-policy';
+import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
 import type { ProcessRegistry } from '../processes/process-registry';
-import type { Assignment, WorkerSlot } from '../processes/worker-slot';
+import type { Assignment, WorkerSlot } from '../hosts/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 
@@ -125,7 +126,7 @@ export class WorkerFactory {
     const gpuId = assignment.load.gpuId;
     const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
     const spare = gpuId < 0 ? this.#spares?.take(admit) : null;
-    return spare ?? admit(new HostProcess(this.#spawnOptions(), assignment.id, dedicatedPolicy(gpuId)).start());
+    return spare ?? admit(new HostProcess(this.#spawnOptions(), assignment.id, new DedicatedPolicy(gpuId)).start());
   }
 
   #spawnOptions(): SpawnOptions {

@@ -20,7 +20,7 @@ import type { LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit, type WorkerExit } from '../processes/exit-reason';
-import type { WorkerSlot } from '../processes/worker-slot';
+import type { WorkerSlot } from '../hosts/worker-slot';
 
 export interface WorkerSetDeps {
   name: string;

@@ -9,11 +9,7 @@ import assert from 'node:assert/strict';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../../harness/process-probes';
-
-/** A few turns of the event loop, no virtual time: frames and exits are handled. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from '../../helpers/settle';
 
 /** Waits for `model`'s load to reach a host, answers it there and returns that host's process. */
 async function loadIn(h: ProcessHarness, model: string): Promise<FakeProcess> {

@@ -10,7 +10,6 @@ import { MILLISECONDS } from '../../../src/gateway/request-controls';
 import type { InferMessage } from '../../../src/protocol/messages';
 import type { JobOptions } from '../../../src/server/jobs/job';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
-import { CancelToken } from '../../../src/util/cancel-token';
 import {
   answerUntilSettled,
   processHarness,
@@ -20,6 +19,7 @@ import {
 } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../../harness/process-probes';
+import { settle } from '../../helpers/settle';
 
 /** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
 async function loaded(
@@ -35,20 +35,17 @@ async function loaded(
 /** Submits a request with its own request id; returns the id and its outcome. */
 function submit(
   h: ProcessHarness,
-  cancel?: CancelToken,
+  signal?: AbortSignal,
   opts: JobOptions = {},
 ): { id: string; outcome: ReturnType<typeof statusOf> } {
   const request = invokeRequest();
-  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { cancel, ...opts })) };
+  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { signal, ...opts })) };
 }
 
 /** A request that asks for a deadline `ms` from now on the harness's clock. */
 const within = (h: ProcessHarness, ms: number) => submit(h, undefined, { deadline: h.clock.now() + ms });
 
 const ids = (batch: InferMessage) => batch.requests.map((r) => r.requestId);
-
-/** Lets the invokes pass acquire() and reach submit(): a few turns of the event loop, no time. */
-const settle = () => new Promise((r) => setImmediate(r));
 
 type Submitted = ReturnType<typeof submit>;
 
@@ -153,7 +150,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const outcomes = await answerUntilSettled(
       sent.map((r) => r.outcome),
       () => {
-        for (const w of workers) while (w.batches.length > 0) w.answer(runMicros);
+        for (const w of workers) w.answerHeld(runMicros);
       },
       'every request to be answered',
     );
@@ -210,11 +207,11 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     const { h, worker } = await loaded({});
     const sent = [submit(h), submit(h)];
     await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
-    const token = new CancelToken();
-    const cancelled = submit(h, token);
+    const client = new AbortController();
+    const cancelled = submit(h, client.signal);
     const kept = submit(h);
     await settle();
-    token.cancel();
+    client.abort();
     const c = await cancelled.outcome;
     assert.equal(c.status, 499);
     assert.equal(c.code, 'MME_ERR_CLIENT_CLOSED');

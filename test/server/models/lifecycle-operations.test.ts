@@ -9,11 +9,7 @@
 import assert from 'node:assert/strict';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../../harness/process-probes';
-
-/** A few turns of the event loop, no virtual time. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from '../../helpers/settle';
 
 /** Whether `p` has settled after the pending turns of the event loop. */
 async function isSettled(p: Promise<unknown>): Promise<boolean> {

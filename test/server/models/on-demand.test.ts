@@ -6,14 +6,18 @@
  * ModelManager on fake worker processes, on a virtual clock.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { FakeProcess } from '../../lifecycle/fake-process';
-import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import {
+  answerUntilSettled,
+  processHarness,
+  statusOf,
+  invokeRequest,
+  type ProcessHarness,
+} from '../../lifecycle/harness';
 import { waitFor } from '../../../harness/process-probes';
-
-/** A few turns of the event loop, no virtual time. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from '../../helpers/settle';
 
 function cache(properties = ''): ProcessHarness {
   return processHarness(`model_cache=on\n${properties}`);
@@ -32,16 +36,8 @@ async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
 
 /** Answers every batch `p` holds until `pending` have all settled. */
 async function answerAll(p: FakeProcess, pending: Array<Promise<{ status: number }>>): Promise<number[]> {
-  let done = false;
-  const all = Promise.all(pending).then((r) => {
-    done = true;
-    return r.map((x) => x.status);
-  });
-  await waitFor(() => {
-    while (p.batches.length > 0) p.answer();
-    return done;
-  }, 'every request to be answered');
-  return all;
+  const outcomes = await answerUntilSettled(pending, () => p.answerHeld(), 'every request to be answered');
+  return outcomes.map((r) => r.status);
 }
 
 describe('on-demand loader (model_cache on, fake processes, virtual clock)', () => {
@@ -93,7 +89,14 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     h.clock.advance(10_000);
     const cached = await invoke(h);
     assert.equal(cached.code, 'MME_ERR_INVALID_MODEL');
-    assert.equal(cached.error, failed.error, 'the very error of the load, at once');
+    assert.equal(cached.error!.cause, failed.error, 'the very error of the load, at once');
+    assert.equal(cached.error!.status, failed.error!.status);
+    assert.match(
+      cached.error!.message,
+      /^Model a failed to load recently and is not retried for 1 more s \(load_failure_cache_seconds\); to retry now, fix its files in model_store or send DELETE \/models\/a\. The failure: /,
+    );
+    assert.ok(cached.error!.message.endsWith(failed.error!.message));
+    assert.equal(cached.error!.headers['Retry-After'], '1');
     assert.equal(h.processes.all.length, 1, 'no second load inside the 10 s');
     h.clock.advance(1);
     const retried = invoke(h);
@@ -115,6 +118,30 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     assert.equal((await explicit).status, 200);
     const after = invoke(h);
     assert.deepEqual(await answerAll(h.processes.all[1], [after]), [200]);
+    await h.manager.close(0);
+  });
+
+  it("forgets a remembered failure on DELETE /models/{name}, which answers as an unload (no 404), and when the model's files change", async () => {
+    const h = cache('load_failure_cache_seconds=60');
+    const dir = h.model('a');
+    const failOnce = async (n: number) => {
+      const first = invoke(h);
+      (await loadReaches(h, n)).load('bad graph');
+      assert.equal((await first).code, 'MME_ERR_INVALID_MODEL');
+      await waitFor(() => h.manager.entry('a') === undefined, 'the failed load to be released');
+      assert.equal((await invoke(h)).error!.headers['Retry-After'], '60', 'remembered');
+    };
+    await failOnce(1);
+    await h.manager.unload('a');
+    assert.ok(h.logs.some((l) => l.includes('[a] its remembered load failure was forgotten (DELETE /models/a)')));
+    await failOnce(2);
+    // A fixed handler written in place: the directory's own mtime does not move, the file's size does.
+    fs.writeFileSync(path.join(dir, 'handler.js'), 'exports.handle = async (requests) => requests.map(() => "{}");\n');
+    const retried = invoke(h);
+    const p = await loadReaches(h, 3);
+    p.load();
+    assert.deepEqual(await answerAll(p, [retried]), [200]);
+    assert.equal((await statusOf(h.manager.unload('b'))).status, 404, 'a name with nothing remembered is still 404');
     await h.manager.close(0);
   });
 

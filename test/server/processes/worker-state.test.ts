@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { IllegalStateError, processStates, workerStates } from '../../../src/server/processes/worker-state';
+import { processStates, workerStates } from '../../../src/server/processes/worker-state';
+import { IllegalStateError } from '../../../src/util/state-machine';
 
 describe('process and worker states', () => {
   it('the process and worker tables refuse any move they do not list', () => {

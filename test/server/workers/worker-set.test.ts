@@ -10,11 +10,7 @@ import { kStableMs } from '../../../src/server/processes/backoff';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
 import { waitFor } from '../../../harness/process-probes';
-
-/** A few turns of the event loop, no virtual time: frames and exits are handled. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-}
+import { settle } from '../../helpers/settle';
 
 /** Model `a` loaded with `workers` dedicated workers that load at once. */
 async function loaded(workers = 1): Promise<ProcessHarness> {

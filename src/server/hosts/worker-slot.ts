@@ -3,9 +3,10 @@
  * and where the model runs. Its one implementation is ModelSlot (hosts/model-slot.ts), a model's slot in a
  * worker process (a dedicated worker's one slot, or one of a shared host's).
  */
+import type { WorkerMode } from '../../config/types';
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
-import type { KillReason, WorkerExit } from './exit-reason';
+import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { SlotView } from './slot-lifecycle';
 
 export interface Assignment {
@@ -61,6 +62,8 @@ export interface WorkerSlot {
   readonly inFlightRequests: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
+  /** Whether it is a dedicated worker's slot or a shared host's. */
+  readonly mode: WorkerMode;
   /** The shared host it is in, or null for a process of its own. */
   readonly hostId: string | null;
   /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */

@@ -7,22 +7,24 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
-import { Autoscaler, type Decision } from '../../../src/server/workers/autoscaler';
+import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
-import { processHarness, statusOf, invokeRequest, type ProcessHarness } from '../../lifecycle/harness';
+import {
+  answerUntilSettled,
+  processHarness,
+  statusOf,
+  invokeRequest,
+  type ProcessHarness,
+} from '../../lifecycle/harness';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
+import { settle } from '../../helpers/settle';
 
 const MiB = 2 ** 20;
 /** autoscale_cores: the worker counts here are the test's, whatever this machine's cores (its own tests set it lower). */
 const kProperties =
   'autoscale_queue_wait_ms=100\nautoscale_idle_seconds=5\nautoscale_cooldown_seconds=3\nautoscale_cores=16';
-
-/** A few turns of the event loop, no virtual time: frames, exits and a round's awaits are handled. */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-}
 
 /**
  * One round of virtual time, then the round it started is waited for as an event: it measures memory
@@ -75,22 +77,15 @@ function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; co
 
 /** Answers every batch the live processes hold until the requests are all settled. */
 async function answerAll(h: ProcessHarness, requests: Array<Promise<{ status: number }>>): Promise<number[]> {
-  let done = false;
-  const all = Promise.all(requests).finally(() => (done = true));
-  // A request the answers never settle is a failure, not a hang until mocha's timeout.
-  for (let round = 0; !done; round++) {
-    if (round === 1000) assert.fail(`${requests.length} requests still unsettled after 1000 rounds of answers`);
-    for (const p of h.processes.live()) while (p.batches.length > 0) p.answer();
-    await settle();
-  }
-  return (await all).map((r) => r.status);
+  const turn = () => h.processes.live().forEach((p) => p.answerHeld());
+  return (await answerUntilSettled(requests, turn, 'every request to be answered')).map((r) => r.status);
 }
 
 const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {
-    const dedicated = { placement: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
+    const dedicated = { mode: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
     const load = (workers: number, queued: number) => ({ workers, min: 1, max: 4, queued, ...dedicated });
 
     it('asks for one worker more when the median queue wait passes the threshold, and nothing in the cooldown after', () => {

@@ -27,7 +27,8 @@
  * runs have taken under half of `heavyShare` for idleMs (the gap keeps a model near the threshold
  * from flapping), and neither happens within cooldownMs of any other change.
  */
-import type { AutoscaleConfig } from '../../config/types';
+import type { AutoscaleConfig, WorkerMode } from '../../config/types';
+import { roundedMs } from '../../logger';
 import type { Clock } from '../../util/clock';
 
 /** The window the median queue wait is taken over. */
@@ -51,8 +52,6 @@ export type Direction = 'up' | 'down';
  * skipped because the model's workers already fill the cores (autoscale_cores).
  */
 export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory' | 'no_cores';
-/** Where a model's workers run: slots in shared hosts, or processes of their own. */
-export type Placement = 'shared' | 'dedicated';
 
 /** What the model looks like at a round. */
 export interface ModelLoad {
@@ -63,8 +62,8 @@ export interface ModelLoad {
   /** Requests waiting in its queue. */
   queued: number;
   /** Where its workers run now, and where it was loaded (a shared model may be promoted, and comes back). */
-  placement: Placement;
-  home: Placement;
+  mode: WorkerMode;
+  home: WorkerMode;
   /** Its session runs' time so far, over all its workers, µs (only grows). */
   ranMicros: number;
   /** Its workers are moving (a promotion or demotion under way): nothing else is decided until they are. */
@@ -89,7 +88,7 @@ export interface AutoscaleStatus {
   /** Scale-ups skipped because the model's workers already filled autoscale_cores. */
   skippedForCores: number;
   queueWaitP50Ms: number;
-  placement: Placement;
+  placement: WorkerMode;
   /** Its session runs' share of one thread over the last kShareWindowMs (over 1 with several workers busy). */
   threadShare: number;
 }
@@ -118,14 +117,14 @@ export class Autoscaler {
     private readonly settings: AutoscaleConfig,
     private readonly clock: Clock,
     private readonly heavyShare = 0,
-    placement: Placement = 'dedicated',
+    mode: WorkerMode = 'dedicated',
   ) {
     this.#status = {
       lastDecision: null,
       skippedForMemory: 0,
       skippedForCores: 0,
       queueWaitP50Ms: 0,
-      placement,
+      placement: mode,
       threadShare: 0,
     };
   }
@@ -180,10 +179,10 @@ export class Autoscaler {
     this.#status = {
       ...this.#status,
       queueWaitP50Ms: p50,
-      placement: load.placement,
+      placement: load.mode,
       threadShare: Math.round(share * 1000) / 1000,
     };
-    const busy = busyShare > 0 && load.placement === 'dedicated' && share > busyShare * Math.max(1, load.workers);
+    const busy = busyShare > 0 && load.mode === 'dedicated' && share > busyShare * Math.max(1, load.workers);
     this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
     const quiet =
       load.queued === 0 &&
@@ -192,8 +191,8 @@ export class Autoscaler {
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
     const movable = load.home === 'shared' && this.heavyShare > 0;
-    this.#heavyRounds = movable && load.placement === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
-    if (!(movable && load.placement === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
+    this.#heavyRounds = movable && load.mode === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
+    if (!(movable && load.mode === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
       this.#coolSince = null;
     else this.#coolSince ??= now;
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
@@ -212,7 +211,7 @@ export class Autoscaler {
     const backlog = load.queued / Math.max(1, load.workers);
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
-    if (load.placement === 'shared')
+    if (load.mode === 'shared')
       return this.#heavyRounds >= kShareRounds
         ? this.#asked(
             'up',
@@ -228,7 +227,7 @@ export class Autoscaler {
         load.workers,
         `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
       );
-    const figures = `median queue wait ${p50} ms over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
+    const figures = `median queue wait ${roundedMs(p50)} over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
     if (load.workers < load.max) {
       const up =
         p50 > queueWaitMs

@@ -7,8 +7,8 @@
  * answered once, by one process.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/models/autoscale-rounds';
-import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/workers/autoscaler';
+import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { Autoscaler, type Decision, type ModelLoad } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
   answerUntilSettled,
@@ -20,6 +20,7 @@ import {
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { kAutoscaleSettings as kSettings } from '../../helpers/autoscale-settings';
+import { settle } from '../../helpers/settle';
 
 const kProperties = [
   'worker_mode=shared',
@@ -35,10 +36,6 @@ const kProperties = [
 /** A round's worth of session runs at 80 % of a thread: over the 0.5 threshold. */
 const kHotMicros = 0.8 * kRoundMs * 1000;
 
-async function settle(): Promise<void> {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-}
-
 describe('autoscale promotion of a shared model', () => {
   describe('the policy (virtual clock)', () => {
     /** A round of a shared model (1 worker, min 1, max 1) whose runs took `share` of a thread since the last. */
@@ -53,7 +50,7 @@ describe('autoscale promotion of a shared model', () => {
             min: 1,
             max: 1,
             queued: 0,
-            placement: 'shared',
+            mode: 'shared',
             home: 'shared',
             ranMicros,
             moving: false,
@@ -97,12 +94,12 @@ describe('autoscale promotion of a shared model', () => {
       const s = new Autoscaler(kSettings, clock, 0.5, 'shared');
       const promote = rounds(s, clock, [0.9, 0.9, 0.9])[2]!;
       s.applied(promote);
-      const dedicated = { placement: 'dedicated', workers: 2, max: 2 } as const;
+      const dedicated = { mode: 'dedicated', workers: 2, max: 2 } as const;
       // Cool from here, with a second worker autoscale added: the idle scale-down comes first.
       const down = rounds(s, clock, Array(12).fill(0), dedicated).find((d) => d !== null);
       assert.deepEqual([down?.direction, down?.reason], ['down', 'idle']);
       s.applied(down!);
-      const after = rounds(s, clock, Array(30).fill(0), { placement: 'dedicated' });
+      const after = rounds(s, clock, Array(30).fill(0), { mode: 'dedicated' });
       const i = after.findIndex((d) => d !== null);
       assert.deepEqual([after[i]?.direction, after[i]?.reason, after[i]?.target], ['down', 'demote', 1]);
       assert.ok((i + 1) * kRoundMs >= kSettings.idleMs, `demoted ${(i + 1) * kRoundMs} ms after the scale-down`);
@@ -110,11 +107,11 @@ describe('autoscale promotion of a shared model', () => {
     });
 
     it('does not flap: a share between half the threshold and the threshold moves nothing in ten minutes, either way', () => {
-      for (const placement of ['shared', 'dedicated'] as const) {
+      for (const mode of ['shared', 'dedicated'] as const) {
         const clock = new VirtualClock();
         const s = new Autoscaler(kSettings, clock, 0.5, 'shared');
-        const decisions = rounds(s, clock, Array(1200).fill(0.4), { placement }).filter((d) => d !== null);
-        assert.deepEqual(decisions, [], placement);
+        const decisions = rounds(s, clock, Array(1200).fill(0.4), { mode }).filter((d) => d !== null);
+        assert.deepEqual(decisions, [], mode);
       }
     });
   });
@@ -192,7 +189,7 @@ describe('autoscale promotion of a shared model', () => {
         },
       );
       assert.deepEqual(h.events, ['a up promote'], h.logs.join('\n'));
-      assert.equal(model.placement, 'dedicated');
+      assert.equal(model.mode, 'dedicated');
       assert.ok(
         h.logs.some((l) =>
           /^\[a\] autoscale: promoted to processes of its own \(1 worker\(s\)\), promote: its runs took \d+ % of a thread/.test(
@@ -245,7 +242,7 @@ describe('autoscale promotion of a shared model', () => {
       );
       await waitFor(() => h.logs.some((l) => l.startsWith('[a] autoscale: demote not done: nowhere to go')), 'the log');
       assert.ok(h.logs.some((l) => /^\[a\] worker a-w\d+ stays where it is: .*max_models_per_worker/.test(l)));
-      assert.equal(model.placement, 'dedicated');
+      assert.equal(model.mode, 'dedicated');
       assert.equal(own.alive, true);
       const stayed = send(h, 2);
       await settle();
@@ -260,7 +257,7 @@ describe('autoscale promotion of a shared model', () => {
         () => answerAll(h, own),
       );
       assert.deepEqual(h.events, ['a up promote', 'a down demote', 'a down demote']);
-      assert.equal(model.placement, 'shared');
+      assert.equal(model.mode, 'shared');
       const back = send(h, 6);
       await settle();
       assert.ok(own.batches.length > 0, 'requests are in the own process’s hands during the move back');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { growingPercent, kHeapRoomBytes } from '../../src/server/heap-room';
+import { growingPercent, kHeapRoomBytes } from '../src/heap-room';
 
 const MiB = 2 ** 20;
 
@@ -31,7 +31,7 @@ describe('heap room: the growing percent that keeps kHeapRoomBytes above the liv
       const given = [];
       const set = v8.setFlagsFromString;
       v8.setFlagsFromString = (f) => { given.push(f); set(f); };
-      const { keepHeapRoom } = require(${JSON.stringify(path.resolve(__dirname, '../../src/server/heap-room'))});
+      const { keepHeapRoom } = require(${JSON.stringify(path.resolve(__dirname, '../src/heap-room'))});
       keepHeapRoom();
       const atStart = given.slice();
       globalThis.kept = Array.from({ length: 1_500_000 }, (_, i) => ({ i, s: 'model-' + i }));

@@ -1,28 +1,28 @@
 /**
  * The autoscale rounds (autoscale=on): every kRoundMs, each serving model with an autoscaler gets
- * one round (LifecycleOperations.autoscale). A timer on the server's clock, re-armed after each
+ * one round (autoscale-step.ts). A timer on the server's clock, re-armed after each
  * round, so a virtual clock drives it in tests and a slow round never overlaps the next.
  */
 import type { Clock, Timer } from '../../util/clock';
-import type { Registration } from './registration';
+import type { ScaledEntry } from './autoscale-step';
 
 /** How often a model's queue is judged: a burst gets its first extra worker within about this. */
 export const kRoundMs = 500;
 
-export interface RoundsDeps {
+export interface RoundsDeps<E extends ScaledEntry> {
   clock: Clock;
-  entries(): Iterable<Registration>;
-  round(entry: Registration): Promise<void>;
+  entries(): Iterable<E>;
+  round(entry: E): Promise<void>;
   log(line: string): void;
 }
 
-export class AutoscaleRounds {
+export class AutoscaleRounds<E extends ScaledEntry> {
   #timer: Timer | null = null;
   #stopped = false;
   /** The round under way: it awaits memory measurements (real I/O), whatever clock drives the timer. */
   #running: Promise<void> = Promise.resolve();
 
-  constructor(private readonly deps: RoundsDeps) {}
+  constructor(private readonly deps: RoundsDeps<E>) {}
 
   start(): void {
     if (this.#stopped || this.#timer) return;

@@ -7,8 +7,8 @@
 import type { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/messages';
 import type { Clock, Timer } from '../../util/clock';
-import type { WorkerExit } from './exit-reason';
-import { workerStates, type WorkerState } from './worker-state';
+import type { WorkerExit } from '../processes/exit-reason';
+import { workerStates, type WorkerState } from '../processes/worker-state';
 
 /** What the rest of the server reads of a worker's lifecycle; only the worker changes it. */
 export type SlotView = Pick<SlotLifecycle, 'state' | 'ready' | 'loaded' | 'loadError' | 'capacity' | 'memoryBytes'>;

@@ -1,0 +1,112 @@
+/**
+ * One autoscale round of a serving model (autoscale-rounds.ts calls it for each): its autoscaler's
+ * decision, applied under the name's lock (a round that finds the name busy with another operation
+ * leaves it to the next). A scale-up reserves its worker's memory first, evicting only idle models;
+ * when there is no room it is skipped, logged and counted, and no caller sees it. A promotion or
+ * demotion reserves what its workers cost in the new place (both run while they hand over) the same
+ * way, then moves them (Model.move). Returns once the change is under way.
+ */
+import type { WorkerMode } from '../../config/types';
+import { isMmeError, type MmeError } from '../../errors';
+import type { Purpose } from '../cache/admission';
+import type { WorkerSlot } from '../hosts/worker-slot';
+import type { Autoscaler, Decision, Direction, ModelLoad, Reason } from './autoscaler';
+
+/** What a round needs of the model (Model, models/model.ts). */
+export interface ScaledModel {
+  readonly autoscaler: Autoscaler | null;
+  readonly load: ModelLoad;
+  readonly workers: readonly WorkerSlot[];
+  move(to: WorkerMode): Promise<boolean>;
+  resize(target: number): Promise<void>;
+  refreshMemory(): Promise<number>;
+}
+
+/** What a round needs of the model's registration (models/registration.ts). */
+export interface ScaledEntry {
+  readonly name: string;
+  readonly phase: string;
+  readonly model: ScaledModel | null;
+  unreserve(bytes: number): void;
+}
+
+export interface StepDeps<E extends ScaledEntry> {
+  /** The name's lock, if it is free now. */
+  tryLock(name: string): (() => void) | null;
+  /** The registration now under `name`. */
+  current(name: string): E | undefined;
+  closing(): boolean;
+  /** Reserves what the decision adds (a worker more, or the workers in `to`); returns the bytes reserved. */
+  reserve(entry: E, d: Decision, to: WorkerMode | null, purpose: Purpose): Promise<number>;
+  autoscaled(name: string, direction: Direction, reason: Reason): void;
+  workers(name: string, n: number): void;
+  log(line: string): void;
+}
+
+/** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
+const kSkipLogEvery = 100;
+
+/** The line of a skipped autoscale step: the first of a run of skips, and every kSkipLogEvery-th after it (AutoscaleEvents counts each). */
+function logSkip(log: (line: string) => void, name: string, inARow: number, what: string): void {
+  if (inARow === 1) log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
+  else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
+}
+
+export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepDeps<E>): Promise<void> {
+  const { name, model } = entry;
+  const scaler = model?.autoscaler;
+  if (!model || !scaler || entry.phase !== 'ready' || deps.closing()) return;
+  const d = scaler.decide(model.load);
+  if (!d) return;
+  const log = (line: string) => deps.log(line);
+  if (d.skipped) {
+    deps.autoscaled(name, d.direction, d.skipped);
+    logSkip(log, name, scaler.skipsInARow, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
+    return;
+  }
+  const unlock = deps.tryLock(name);
+  if (!unlock) return scaler.withdrawn();
+  const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
+  const what = to
+    ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`
+    : `${d.direction} to ${d.target} worker(s)`;
+  try {
+    if (deps.current(name) !== entry || entry.phase !== 'ready') return scaler.withdrawn();
+    let reserved = 0;
+    if (d.direction === 'up' || to) {
+      try {
+        reserved = await deps.reserve(entry, d, to, { kind: 'scale', workers: d.target, autoscale: true });
+      } catch (err) {
+        if (!isMmeError(err) || err.code !== 'MME_ERR_INSUFFICIENT_MEMORY') {
+          scaler.withdrawn();
+          throw err;
+        }
+        scaler.skippedForMemory(d, err.message);
+        deps.autoscaled(name, d.direction, 'no_memory');
+        const skipped = to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`;
+        logSkip(log, name, scaler.skipsInARow, `not ${skipped} (${d.why}): ${err.message}`);
+        return;
+      }
+    }
+    scaler.applied(d);
+    deps.autoscaled(name, d.direction, d.reason);
+    log(`[${name}] autoscale: ${what}, ${d.reason}: ${d.why}`);
+    const changing = (to ? model.move(to) : model.resize(d.target).then(() => true)).finally(async () => {
+      await model.refreshMemory();
+      entry.unreserve(reserved);
+    });
+    deps.workers(name, d.target);
+    changing.then(
+      (moved) => {
+        const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
+        if (to)
+          log(
+            `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
+          );
+      },
+      (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
+    );
+  } finally {
+    unlock();
+  }
+}

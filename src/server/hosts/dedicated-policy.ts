@@ -1,0 +1,72 @@
+/**
+ * A dedicated worker: a process of its own for one model's worker (TorchServe's worker), one slot
+ * (numbered 0), on its GPU. Its slot leaves with its process (SIGKILL: onnxruntime-node leaks on
+ * session release, so memory only comes back with the process), and costs the process's PSS.
+ */
+import { MmeError } from '../../errors';
+import type { LoadMessage } from '../../protocol/messages';
+import type { WorkerExit } from '../processes/exit-reason';
+import type { ExitNotice, HostPolicy, PolicyHost, PolicySlot } from './host-policy';
+
+export class DedicatedPolicy implements HostPolicy {
+  readonly mode = 'dedicated' as const;
+  readonly firstState = 'starting' as const;
+
+  constructor(readonly gpuId: number) {}
+
+  env(env: NodeJS.ProcessEnv): void {
+    if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
+  }
+
+  slotId(): number {
+    return 0;
+  }
+
+  maxFrameBytes(_hostMax: number, slotMax: number): number {
+    return slotMax;
+  }
+
+  hostIdFor(_host: PolicyHost, slotWorkerId: string): string {
+    return slotWorkerId;
+  }
+
+  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slot: number): LoadMessage {
+    return { ...load, slot, shared: false };
+  }
+
+  sharedHostId(): null {
+    return null;
+  }
+
+  /** Its process runs no one else's sessions: there is no share to take. */
+  cpuShare(): undefined {
+    return undefined;
+  }
+
+  release(slot: PolicySlot): Promise<WorkerExit> {
+    return slot.host.stop();
+  }
+
+  async measure(slot: PolicySlot): Promise<number> {
+    const bytes = await slot.host.measureMemory();
+    slot.measured(bytes);
+    return bytes;
+  }
+
+  loaded(): void {}
+
+  loadFailed(slot: PolicySlot, first: boolean): void {
+    if (first) slot.host.kill('stopped');
+  }
+
+  loadTimeout(slot: PolicySlot, limit: string): MmeError {
+    return new MmeError(
+      'MME_ERR_LOAD_TIMEOUT',
+      `worker ${slot.id} did not finish loading within ${limit}; it was stopped`,
+    );
+  }
+
+  exitNotice(exit: WorkerExit): ExitNotice {
+    return { exit, displaced: () => false };
+  }
+}

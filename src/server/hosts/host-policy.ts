@@ -1,0 +1,91 @@
+/**
+ * What differs between a dedicated worker and a shared host, fixed where the process is made
+ * (worker-factory.ts and spare-pool.ts make dedicated ones, host-pool.ts shared ones). The two
+ * implementations (dedicated-policy.ts, shared-policy.ts) are the only code that knows which mode a
+ * host is in: the process (host-process.ts) and its slots (model-slot.ts) ask the policy instead.
+ */
+import type { WorkerMode } from '../../config/types';
+import type { MmeError } from '../../errors';
+import type { Frame, LoadedMessage, LoadMessage } from '../../protocol/messages';
+import type { Clock } from '../../util/clock';
+import type { KillReason, WorkerExit } from '../processes/exit-reason';
+import type { ProcessState, WorkerState } from '../processes/worker-state';
+import type { LostBatch } from './batches-in-flight';
+
+/** What a policy sees of a process. */
+export interface PolicyHost {
+  readonly id: string;
+  readonly clock: Clock;
+  /** What the smallest session costs in it (bytes). */
+  readonly sessionBytes: number;
+  readonly processState: ProcessState;
+  send(frame: Frame): void;
+  forget(slotId: number): void;
+  kill(reason: KillReason, causedBy?: string | null): void;
+  stop(): Promise<WorkerExit>;
+  measureMemory(): Promise<number>;
+}
+
+/** What a policy sees of a model's slot in a process (ModelSlot). */
+export interface PolicySlot {
+  readonly id: string;
+  readonly modelName: string;
+  readonly slotId: number;
+  readonly host: PolicyHost;
+  readonly exited: Promise<WorkerExit>;
+  /** Size of the model file and its external data (bytes). */
+  readonly onnxBytes: number;
+  /** When its Loaded arrived (performance.now(); 0 before), and its session runs' time since, µs. */
+  readonly loadedAt: number;
+  readonly runMicros: number;
+  /** What it costs (bytes), as last measured, and sets that. */
+  readonly memoryBytes: number;
+  measured(bytes: number): void;
+  /** Its slot in the host is empty (released, or never loaded): it ends, stopped. */
+  ended(): void;
+  /** Sends Unload, and kills the host if it does not answer within the load timeout. */
+  unload(): void;
+  relocate(): void;
+  log(line: string): void;
+}
+
+/** What each slot of a process that exited is told. */
+export interface ExitNotice {
+  readonly exit: WorkerExit;
+  /** The process's death is not this slot's doing: a load in progress may be tried elsewhere. */
+  displaced(slot: PolicySlot): boolean;
+}
+
+export interface HostPolicy {
+  readonly mode: WorkerMode;
+  /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
+  readonly gpuId: number;
+  /** A slot's first state: a dedicated worker's process may still be starting; a shared host's slot loads at once. */
+  readonly firstState: WorkerState;
+  /** Sets what the process is told of its kind when it is spawned. */
+  env(env: NodeJS.ProcessEnv): void;
+  /** A new slot's id in the process; `held` says which ids its slots hold. */
+  slotId(held: (id: number) => boolean): number;
+  /** The largest frame the process accepts once it also holds a slot allowing `slotMax` (it allowed `hostMax`). */
+  maxFrameBytes(hostMax: number, slotMax: number): number;
+  /** The process goes by this id from now on (a dedicated worker takes its model's worker id). */
+  hostIdFor(host: PolicyHost, slotWorkerId: string): string;
+  /** The Load a slot sends. */
+  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slotId: number): LoadMessage;
+  /** The shared host a slot is in, or null for a process of its own. */
+  sharedHostId(host: PolicyHost): string | null;
+  /** The fraction of a thread its session runs have taken since its load (0–1), where that is timed. */
+  cpuShare(slot: PolicySlot): number | undefined;
+  /** Ends the slot's part: resolves once that is done. */
+  release(slot: PolicySlot): Promise<WorkerExit>;
+  /** What the slot costs now (bytes), kept as its memory figure. */
+  measure(slot: PolicySlot, exited: boolean): Promise<number>;
+  /** Its Loaded arrived (the load had no outcome yet). */
+  loaded(slot: PolicySlot, msg: LoadedMessage): void;
+  /** Its load failed: `first` when this is the load's outcome (not a late one). */
+  loadFailed(slot: PolicySlot, first: boolean): void;
+  /** The load ran out of `limit`: the error it fails with (the slot then kills its host). */
+  loadTimeout(slot: PolicySlot, limit: string): MmeError;
+  /** What each slot hears when the process exits, given the batches it held. */
+  exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice;
+}

@@ -1,0 +1,99 @@
+/**
+ * A shared host in the pool (host-pool.ts): a HostProcess with the shared policy and the memory
+ * ledger placement and recycling read, kept as slots come and go so placement costs the same with
+ * ten thousand models as with ten.
+ *
+ * `baseBytes` is its PSS once started, before any model; each model's cost is the growth of its
+ * resident memory across the load (loads run one at a time in a host), and at least the smallest
+ * session's cost there plus the model file's size: a load that reuses memory freed by an unload
+ * shows little growth, yet its session holds its weights all the same. What it holds beyond base +
+ * costs is memory freed by unloads that onnxruntime and the allocator keep: the waste that
+ * recycling gives back.
+ */
+import type { IdAllocator } from '../../protocol/ids';
+import { HostProcess, type HostEvents, type SpawnOptions } from './host-process';
+import type { ModelSlot } from './model-slot';
+import { SharedPolicy } from './shared-policy';
+
+export class SharedHost extends HostProcess {
+  /** PSS once started, before any model (bytes); 0 until measured. */
+  baseBytes = 0;
+  /** PSS at the last measurement (bytes). */
+  measuredBytes = 0;
+  /** How many slots each model name holds, and each loaded slot's cost (fixed at its load). */
+  readonly #names = new Map<string, number>();
+  readonly #charged = new Map<number, number>();
+  #loadedBytes = 0;
+  #heavyModel: string | null = null;
+  readonly #policy: SharedPolicy;
+
+  constructor(opts: SpawnOptions, id: string, events: HostEvents) {
+    const policy = new SharedPolicy();
+    super(opts, id, policy, events);
+    this.#policy = policy;
+  }
+
+  /** Its slot ids, which wrap at u32. */
+  get slotIds(): IdAllocator {
+    return this.#policy.slotIds;
+  }
+
+  /** What its loaded models cost, as measured at their loads (bytes). */
+  get modelBytes(): number {
+    return this.#loadedBytes;
+  }
+
+  /** How many of its slots have loaded (modelBytes is theirs). */
+  get loadedCount(): number {
+    return this.#charged.size;
+  }
+
+  /**
+   * What placement compares (bytes): its models' measured costs, a load in progress counted as
+   * `loadingBytes`. Bases are left out: every host is the same process.
+   */
+  placementBytes(loadingBytes: number): number {
+    return this.#loadedBytes + (this.slotCount - this.#charged.size) * loadingBytes;
+  }
+
+  /** Base plus its models (bytes). */
+  get usedBytes(): number {
+    return this.baseBytes + this.modelBytes;
+  }
+
+  /** Memory held beyond base + models at the last measurement: freed by unloads, not given back (bytes). */
+  get wasteBytes(): number {
+    return Math.max(0, this.measuredBytes - this.usedBytes);
+  }
+
+  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
+  get heavyModel(): string | null {
+    return this.#heavyModel;
+  }
+
+  markHeavy(model: string | null): void {
+    this.#heavyModel = model;
+  }
+
+  holdsModel(name: string): boolean {
+    return this.#names.has(name);
+  }
+
+  protected override admitted(slot: ModelSlot): void {
+    this.#names.set(slot.modelName, (this.#names.get(slot.modelName) ?? 0) + 1);
+  }
+
+  protected override charged(slotId: number, slot: ModelSlot): void {
+    if (this.#charged.has(slotId)) return;
+    this.#charged.set(slotId, slot.lifecycle.memoryBytes);
+    this.#loadedBytes += slot.lifecycle.memoryBytes;
+  }
+
+  protected override forgotten(slotId: number, slot: ModelSlot): void {
+    const held = this.#names.get(slot.modelName)!;
+    if (held > 1) this.#names.set(slot.modelName, held - 1);
+    else this.#names.delete(slot.modelName);
+    this.#loadedBytes -= this.#charged.get(slotId) ?? 0;
+    this.#charged.delete(slotId);
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * A shared host (Ray Serve's model multiplexing): many models' slots in one process, numbered from
+ * 1, on CPU (one CUDA_VISIBLE_DEVICES cannot serve models on different GPUs). A slot is loaded into
+ * a running host and released with Unload; the host stays. A slot costs its load's growth.
+ */
+import { performance } from 'node:perf_hooks';
+import { MmeError } from '../../errors';
+import type { LoadedMessage, LoadMessage } from '../../protocol/messages';
+import { IdAllocator, MAX_U32 } from '../../protocol/ids';
+import type { WorkerExit } from '../processes/exit-reason';
+import type { LostBatch } from './batches-in-flight';
+import type { ExitNotice, HostPolicy, PolicyHost, PolicySlot } from './host-policy';
+
+export class SharedPolicy implements HostPolicy {
+  readonly mode = 'shared' as const;
+  readonly gpuId = -1;
+  readonly firstState = 'loading' as const;
+  /** Slot ids are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
+  readonly slotIds = new IdAllocator(MAX_U32);
+
+  env(env: NodeJS.ProcessEnv): void {
+    env.MME_SHARED_HOST = '1';
+  }
+
+  slotId(held: (id: number) => boolean): number {
+    return this.slotIds.next(held);
+  }
+
+  maxFrameBytes(hostMax: number, slotMax: number): number {
+    return Math.max(hostMax, slotMax);
+  }
+
+  hostIdFor(host: PolicyHost): string {
+    return host.id;
+  }
+
+  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slot: number): LoadMessage {
+    return { ...load, slot, shared: true };
+  }
+
+  sharedHostId(host: PolicyHost): string {
+    return host.id;
+  }
+
+  cpuShare(slot: PolicySlot): number {
+    const elapsedMicros = (performance.now() - slot.loadedAt) * 1000;
+    return slot.loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, slot.runMicros / elapsedMicros) : 0;
+  }
+
+  /** Its session is released, after the batches it sent there, once the host confirms (slot.unload()). */
+  release(slot: PolicySlot): Promise<WorkerExit> {
+    slot.unload();
+    return slot.exited;
+  }
+
+  /** Its load's cost, fixed at the load. */
+  async measure(slot: PolicySlot, exited: boolean): Promise<number> {
+    return exited ? 0 : slot.memoryBytes;
+  }
+
+  loaded(slot: PolicySlot, msg: LoadedMessage): void {
+    // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
+    slot.measured(Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes));
+    // Loaded into a host that began recycling meanwhile: move on with the others.
+    if (slot.host.processState === 'draining') queueMicrotask(() => slot.relocate());
+  }
+
+  /** Its slot is empty in the host; nothing is left to release. */
+  loadFailed(slot: PolicySlot): void {
+    slot.host.forget(slot.slotId);
+    slot.ended();
+  }
+
+  /** A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck. */
+  loadTimeout(slot: PolicySlot, limit: string): MmeError {
+    slot.log(`[${slot.id}] load in shared host ${slot.host.id} took over ${limit}; killing the host`);
+    return new MmeError(
+      'MME_ERR_LOAD_TIMEOUT',
+      `model ${slot.modelName} did not finish loading in shared host ${slot.host.id} within ${limit}; the host was stopped`,
+    );
+  }
+
+  /**
+   * The models run side by side: each running request is told who else was running. The load the
+   * death may be the doing of is the one the host was running (it runs loads one at a time, in the
+   * order sent), unless a batch was running (any model's: they run beside the loads), which its
+   * failure then answers for. None for a kill at a timeout: a load that ran out of time has failed
+   * already, and a batch answers for its own. Every other model loading there is displaced: its
+   * load starts again in another host.
+   */
+  exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice {
+    const running = lost.filter((l) => l.running);
+    const suspect = exit.reason === 'timeout-kill' || running.length > 0 ? null : loading;
+    return {
+      exit: { ...exit, runningModels: [...new Set(running.map((l) => l.slot.modelName))] },
+      displaced: (slot) => exit.reason !== 'stopped' && slot !== suspect,
+    };
+  }
+}
