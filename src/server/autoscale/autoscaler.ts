@@ -6,9 +6,10 @@
  *
  * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
  *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
- *   its waits are), or its runs take over busyShare of its workers' time at kShareRounds rounds
- *   in a row: a saturated worker takes each request as it comes (two frames of batches in its
- *   pipe), so nothing waits in the server's queue to be seen.
+ *   its waits are; with no worker, at min_worker=0, one request waiting is enough), or its runs
+ *   take over busyShare of its workers' time at kShareRounds rounds in a row: a saturated worker
+ *   takes each request as it comes (two frames of batches in its pipe), so nothing waits in the
+ *   server's queue to be seen.
  * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
  *   of the threshold, and the runs would take under half of busyShare of one worker fewer: the
  *   gaps are what keep a steady load from flapping), never below min_worker; each further step
@@ -232,8 +233,11 @@ export class Autoscaler {
       const up =
         p50 > queueWaitMs
           ? { reason: 'queue_wait' as const, why: `${figures}; autoscale_queue_wait_ms=${queueWaitMs}` }
-          : backlog > backlogPerWorker
-            ? { reason: 'backlog' as const, why: `${figures}; autoscale_backlog_per_worker=${backlogPerWorker}` }
+          : backlog > backlogPerWorker || (load.workers === 0 && load.queued > 0)
+            ? {
+                reason: 'backlog' as const,
+                why: `${figures}; ${load.workers === 0 ? 'none running (min_worker=0)' : `autoscale_backlog_per_worker=${backlogPerWorker}`}`,
+              }
             : this.#busyRounds >= kShareRounds
               ? {
                   reason: 'busy' as const,

@@ -43,6 +43,8 @@ export interface DispatcherDeps {
   clock: Clock;
   /** A request left the queue for a worker after `ms` in it (the autoscaler's measure). */
   waited?(ms: number): void;
+  /** With no worker, its queue still takes requests: autoscale starts a worker when it sees them. */
+  scalesFromZero(): boolean;
 }
 
 export class Dispatcher {
@@ -81,7 +83,7 @@ export class Dispatcher {
     const { name } = this.deps;
     const settings = this.deps.settings();
     if (this.#closed) return Promise.reject(this.#closed);
-    if (this.deps.workers.target === 0) return Promise.reject(this.noWorker());
+    if (this.deps.workers.target === 0 && !this.deps.scalesFromZero()) return Promise.reject(this.noWorker());
     if (settings.useJobTicket && !this.deps.workers.hasVacant()) {
       return Promise.reject(
         new MmeError(

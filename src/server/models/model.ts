@@ -128,6 +128,7 @@ export class Model implements WorkerListener {
       log: deps.log,
       clock: deps.clock,
       waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
+      scalesFromZero: () => this.#scalesFromZero,
     });
   }
 
@@ -270,10 +271,18 @@ export class Model implements WorkerListener {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
     if (this.settings.preloadModel) for (const w of this.#set.workers) w.resize(min);
     const scaling = this.#set.scale(processCount(this.settings));
-    // Scaled to zero: what waits in the queue would wait for a worker that never comes.
-    if (this.#set.target === 0) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
+    // Scaled to zero: what waits in the queue would wait for a worker that never comes (unless autoscale brings one).
+    if (this.#set.target === 0 && !this.#scalesFromZero) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
     this.#dispatcher.dispatch();
     return scaling;
+  }
+
+  /**
+   * min_worker=0 under autoscale: a request queues, and the next round's backlog rule starts a
+   * worker. Not in a shared host, where autoscale adds no slot.
+   */
+  get #scalesFromZero(): boolean {
+    return this.autoscaler !== null && this.#mode === 'dedicated' && this.settings.maxWorkers > 0;
   }
 
   /** A request's queue wait, for the autoscaler while it has a range to scale in. */
