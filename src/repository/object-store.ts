@@ -26,6 +26,12 @@ export type GetResult =
 const kMaxAttempts = 4;
 /** A model directory is a handful of files; a prefix holding more is a mistake, not a model. */
 export const kMaxObjects = 1000;
+/**
+ * Listing pages one load may ask for: a model directory of kMaxObjects fits in one page of S3's
+ * 1000 keys, or a few of a store that pages smaller. A store answering empty pages with
+ * IsTruncated forever would otherwise be asked hundreds of times a second until the load ends.
+ */
+export const kMaxListPages = 20;
 
 const kRefused = new Set([
   'AccessDenied',
@@ -71,7 +77,14 @@ export class ObjectStore {
     const out: StoredObject[] = [];
     let token: string | undefined;
     const { client, sdk } = await this.#connect();
-    do {
+    for (let pages = 0; ; pages++) {
+      if (pages === kMaxListPages) {
+        throw new MmeError(
+          'MME_ERR_REPOSITORY_UNAVAILABLE',
+          `model_repository's listing of ${prefix.slice(0, 100)} went on past ${kMaxListPages} pages (the most one load asks for, kMaxListPages) with ${out.length} objects: the store keeps answering IsTruncated; check the store`,
+          { headers: { 'Retry-After': '5' } },
+        );
+      }
       const page = await client.send(
         new sdk.ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: prefix, ContinuationToken: token }),
         { abortSignal: signal },
@@ -86,8 +99,8 @@ export class ObjectStore {
         );
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return out;
+      if (!token) return out;
+    }
   }
 
   /** GetObject, conditional on the ETag we hold when one is given. */

@@ -28,7 +28,7 @@ export const kCacheKeys = {
     doc: 'MiB kept free for the server process itself, the page cache and request buffers when the budget is derived from the memory limit.',
   }),
   max_concurrent_loads: int('4', atLeast(1), {
-    doc: 'Loads of different models that may run at the same time; more wait their turn.',
+    doc: 'Loads of different models that may run at the same time; more wait their turn. Loads from model_repository take at most all but one of them (with 1, the one), so a slow store never keeps a local load waiting.',
   }),
   load_wait_timeout: num('30', secondsAboveZero, {
     field: 'loadWaitTimeoutSeconds',

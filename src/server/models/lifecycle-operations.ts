@@ -21,7 +21,6 @@ import { KeyedLock } from '../../util/keyed-lock';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
-import { Semaphore } from '../../util/semaphore';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
 import type { EvictionPolicy } from '../cache/eviction-policy';
@@ -29,6 +28,7 @@ import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/m
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
+import { LoadPermits } from './load-permits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
@@ -61,7 +61,7 @@ const kReapBoundMs = 5000;
 
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
-  readonly #loadPermits: Semaphore;
+  readonly #loadPermits: LoadPermits;
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
@@ -72,7 +72,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#loadPermits = new Semaphore(config.maxConcurrentLoads);
+    this.#loadPermits = new LoadPermits(config.maxConcurrentLoads);
     this.budgetBytes = memoryBudgetBytes(
       config.modelMemoryBudgetBytes,
       config.modelMemoryReserveBytes,
@@ -119,13 +119,20 @@ export class LifecycleOperations {
     return this.#runLoad(entry, req);
   }
 
+  /** The repository this load fetches from: only the on-demand loader makes its url (a client's s3:// url is never fetched). */
+  #repositoryOf(entry: Registration, req: LoadRequest): ModelRepository | null {
+    const { repository } = this.deps;
+    return entry.onDemand && req.url === repository?.urlOf(entry.name) ? repository : null;
+  }
+
   /** The model on local disk: from model_repository for an on-demand load that found it there, else from the url. */
   async #resolve(entry: Registration, req: LoadRequest, abort: AbortSignal): ReturnType<typeof resolveArtifact> {
-    const { config, repository } = this.deps;
+    const { config } = this.deps;
     const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
-    // Only the on-demand loader makes this url: a client's s3:// url (POST /models) is never fetched.
-    if (entry.onDemand && repository && req.url === repository.urlOf(entry.name))
-      return repositoryArtifact(repository, entry.name, opts, abort);
+    const seconds = req.loadTimeoutSeconds ?? config.modelLoadTimeoutSeconds;
+    const repository = this.#repositoryOf(entry, req);
+    if (repository)
+      return repositoryArtifact(repository, entry.name, opts, abort, { seconds, timers: this.deps.clock });
     // MMS resolves a relative url against model_store; errors name the url as the client sent it.
     return resolveArtifact(req.url, {
       ...opts,
@@ -154,7 +161,7 @@ export class LifecycleOperations {
     let releasePermit = () => {};
     const t0 = performance.now();
     try {
-      releasePermit = await this.#loadPermits.acquire(waiting.signal);
+      releasePermit = await this.#loadPermits.acquire(this.#repositoryOf(entry, req) !== null, waiting.signal);
       const artifact = await this.#resolve(entry, req, abort);
       entry.resolved(artifact);
       abort.throwIfAborted();
