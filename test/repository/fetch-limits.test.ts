@@ -66,6 +66,35 @@ describe('model_repository: a fetch has a page cap and an overall deadline', fun
     }
   });
 
+  it('ends a download that trickles a byte at a time at the load_timeout: never silent, never done', async () => {
+    // The slow store outside the machine: a byte every 50 ms of a declared megabyte, until the client leaves.
+    const trickling = await LocalAwsEndpoint.start((req, res) => {
+      if (new URL(req.url, 'http://x').searchParams.get('list-type') === '2') {
+        res.writeHead(200, { 'content-type': 'application/xml' });
+        res.end(
+          '<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>',
+        );
+        return;
+      }
+      res.writeHead(200, { 'content-length': '1000000', etag: '"0123456789abcdef0123456789abcdef"' });
+      const drip = setInterval(() => res.write(Buffer.alloc(1)), 50);
+      res.on('close', () => clearInterval(drip));
+    });
+    const dir = tempDir('mme-disk-cache-');
+    const t = await startTestServer(
+      `model_repository=s3://${kBucket}/repo\nmodel_repository_endpoint=${trickling.url}\nmodel_repository_timeout=600\nmodel_load_timeout=1\nmodel_cache_dir=${dir}`,
+    );
+    try {
+      const res = await invoke(t, 'slow', kInput);
+      assert.equal(res.status, 504, res.text);
+      assert.match(res.body.message, /did not finish within its load_timeout \(1 s\)/);
+      assert.deepEqual(fs.readdirSync(dir), [], 'nothing of the download is kept');
+    } finally {
+      await t.close();
+      await trickling.close();
+    }
+  });
+
   it('leaves a load slot to local loads while repository fetches hang (max_concurrent_loads=2)', async () => {
     const held: Array<() => void> = [];
     let answering = false;
