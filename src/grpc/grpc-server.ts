@@ -54,7 +54,10 @@ export class GrpcListener {
       'grpc.enable_channelz': 0,
       'grpc.max_connection_idle_ms': limits.keepAliveTimeoutMs,
       'grpc.max_concurrent_streams': limits.maxStreamsPerConnection,
-      interceptors: [malformedTimeoutStatus, streamLimits({ maxStreams: limits.maxStreams, firstMessageMs: limits.requestTimeoutMs })],
+      interceptors: [
+        malformedTimeoutStatus,
+        streamLimits({ maxStreams: limits.maxStreams, firstMessageMs: limits.requestTimeoutMs }),
+      ],
     });
     const defs = serviceDefinitions();
     const streams = new StreamLoad();

@@ -7,7 +7,13 @@ import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
 import type { WorkerMode } from '../config/types';
-import { checkLoadRequestFields, modelNotFound, type LoadRequest, type Model, type ModelManager } from '../gateway/models';
+import {
+  checkLoadRequestFields,
+  modelNotFound,
+  type LoadRequest,
+  type Model,
+  type ModelManager,
+} from '../gateway/models';
 import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
 

@@ -37,6 +37,11 @@ import { request } from '../../harness/http-requests';
 
 /** Generated rounds per worker mode: a round (one full batch, its solo answers first) takes ~0.15 s. */
 const kRuns = Number(process.env.BOUNDARY_RUNS ?? 100);
+// 0, a typo or a fraction would run nothing, or a property fast-check refuses, and still pass.
+if (!Number.isInteger(kRuns) || kRuns < 1)
+  throw new Error(
+    `BOUNDARY_RUNS is "${String(process.env.BOUNDARY_RUNS).slice(0, 100)}"; set it to a whole number ≥ 1`,
+  );
 /**
  * The seed is always chosen here, never inside fast-check, so that a failure can be named before
  * shrinking ends: BOUNDARY_SEED (with BOUNDARY_PATH) replays a run, and a shrinking that outlasts

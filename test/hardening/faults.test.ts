@@ -43,16 +43,6 @@ describe('hardening: faults', () => {
     }
 
     /** Log lines as they are written, with the time each arrived. */
-    function timedLogs(): Array<{ at: number; line: string }> {
-      const lines: Array<{ at: number; line: string }> = [];
-      const push = t.logs.push.bind(t.logs);
-      t.logs.push = (...more: string[]) => {
-        for (const line of more) lines.push({ at: Date.now(), line });
-        return push(...more);
-      };
-      return lines;
-    }
-
     it('T-F1 worker_sigkill_midrequest: the 8 requests a killed worker was running fail at once, not at their timeout; it restarts and serves; WorkerRestarts counts it', async () => {
       t = await startTestServer();
       await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
@@ -77,7 +67,7 @@ describe('hardening: faults', () => {
 
     it('T-F2 crash_loop_backoff: a worker that dies right after each successful load is restarted with growing back-off, the model turns FAILED with the reason, and /ping stays 200', async () => {
       t = await startTestServer();
-      const logs = timedLogs();
+      const logs = t.logs;
       await loadBehaviour('loop', {}, exitsAfterLoading);
       const spawned = t.server.processes.spawned;
       // Counted when the model turns FAILED: the restarts go on after that, 2 s apart. The poll's short
@@ -92,7 +82,6 @@ describe('hardening: faults', () => {
         'the model to be marked FAILED',
         20_000,
       );
-      const failedAt = Date.now();
       const refused = await invoke(t, 'loop', {});
       assert.equal(refused.status, 503, refused.text);
       assert.equal(refused.body.errorCode, 'MME_ERR_MODEL_FAILED');
@@ -102,26 +91,17 @@ describe('hardening: faults', () => {
       assert.equal(ping.body.status, 'Partial Healthy');
       assert.equal((await request(`${t.url}/models/loop`)).body.status, 'FAILED');
       // The original worker and three replacements died before the third failed restart marked the model
-      // FAILED; MMS's back-off put 0, 1 and 1 s before the replacements.
-      const failedAt3 = logs.findIndex((l) => /\[loop\] replacement worker died \(attempt 3\)/.test(l.line));
-      assert.ok(failedAt3 >= 0, logs.map((l) => l.line).join('\n'));
+      // FAILED. The back-off's 0, 1, 1 and then 2 s are checked on the virtual clock in
+      // test/server/workers/worker-set.test.ts; here, on the wall clock, only their order.
+      const failedAt3 = logs.findIndex((l) => /\[loop\] replacement worker died \(attempt 3\)/.test(l));
+      assert.ok(failedAt3 >= 0, logs.join('\n'));
       const crashes = logs
         .slice(0, failedAt3)
-        .filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l.line))
-        .map((l) => l.at);
-      assert.equal(crashes.length, 4, logs.map((l) => l.line).join('\n'));
+        .filter((l) => /\[loop\] worker .* exited with code 1; restarting/.test(l));
+      assert.equal(crashes.length, 4, logs.join('\n'));
       assert.equal(spawnedAtFailed, 3);
-      for (const k of [2, 3])
-        assert.ok(
-          crashes[k] - crashes[k - 1] >= 900,
-          `crash ${k} came ${crashes[k] - crashes[k - 1]} ms after crash ${k - 1}`,
-        );
-      // Restarts go on (the cause may go away), 2 s apart now: a crash loop costs little CPU.
+      // Restarts go on (the cause may go away).
       await waitFor(() => t.server.processes.spawned - spawned === 4, 'the next restart', 10_000);
-      assert.ok(
-        Date.now() - failedAt >= 1800,
-        `the next restart came ${Date.now() - failedAt} ms after the model was marked failed`,
-      );
     });
 
     it('T-F3 hung_worker_timeout: a stopped worker fails its request at the response timeout and is killed and replaced; queued requests are answered, none dropped', async () => {

@@ -495,13 +495,11 @@ describe('hardening: bombs, listeners, error hygiene and configuration', () => {
       ['unregister_model_timeout=-1', 'unregister_model_timeout'],
       ['max_request_size=\\u0031k', 'max_request_size'],
     ]) {
-      const t0 = Date.now();
       await assert.rejects(startCliServer(line), (err: Error) => {
         assert.match(err.message, /server exited with 1/, line);
         assert.match(err.message, new RegExp(`config key ${key}`), line);
         return true;
       });
-      assert.ok(Date.now() - t0 < 10_000, `${line}: start-up took ${Date.now() - t0} ms to fail`);
     }
     const store = tempDir('mme-store-');
     writeModelDir(store, 'm', addModel());

