@@ -15,7 +15,7 @@ import { hammer, type Hammered } from '../../harness/load-generator';
 import { withCliServer, type CliServer } from '../../harness/cli-server';
 import { rssBytes, waitFor } from '../../harness/process-probes';
 import { timedPing, type TimedPing } from '../../harness/raw-http';
-import { pingProblems } from './ping-bounds';
+import { pingLatencyProblems, pingProblems } from './ping-bounds';
 import { CaseReport } from './report';
 import { loadModel, request } from '../../harness/http-requests';
 
@@ -154,7 +154,11 @@ if (require.main === module) {
     const p2 = await runPingUnderPressure(1024, 60);
     report.add(
       'T-P2 ping_under_pressure, 1 GiB archive under c 16',
-      [...(p2.loadStatus === 200 ? [] : [`load ${p2.loadStatus}`]), ...pingProblems(p2.pings)],
+      [
+        ...(p2.loadStatus === 200 ? [] : [`load ${p2.loadStatus}`]),
+        ...pingProblems(p2.pings),
+        ...pingLatencyProblems(p2.pings),
+      ],
       `${p2.pings.length} pings`,
     );
     const p3 = await runBaseline(60, 5);

@@ -63,7 +63,7 @@ void CaseReport.run(USAGE, async (report) => {
   );
   report.add(
     'T-H2 slowloris_headers_and_body, real timeouts',
-    slowClientProblems(slow, limits),
+    slowClientProblems(slow, limits, true),
     `${slow.probes.length} probes`,
   );
 

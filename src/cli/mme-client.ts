@@ -37,6 +37,7 @@ import {
 } from '@grpc/grpc-js';
 import type { V2InferRequest } from '../oip/types';
 import { connect, modelInferRequest, unaryCall, v2Response } from './grpc-calls';
+import { tlsCredentials } from './grpc-tls';
 
 const USAGE = `Usage: mme-client [--url URL] COMMAND
   load NAME PATH [--workers N]   POST /models {"model_name": NAME, "url": PATH}
@@ -197,9 +198,7 @@ function bearer(token: string | null): Record<string, string> {
 
 /** How to reach the gRPC listener: TLS with the same files as https, every call with the inference token. */
 function grpcChannel(opts: Options): { options: ClientOptions; channel: ChannelCredentials } {
-  const channel = opts.grpcTls
-    ? credentials.createSsl(opts.tls.ca ?? null, opts.tls.key ?? null, opts.tls.cert ?? null)
-    : credentials.createInsecure();
+  const channel = opts.grpcTls ? tlsCredentials(opts.grpc, opts.tls) : credentials.createInsecure();
   const token = opts.inferenceToken;
   // An interceptor rather than call credentials, which grpc-js refuses on a plain-text channel.
   const withToken: Interceptor = (options, next) =>

@@ -13,6 +13,7 @@ import { fileSettings, unknownKeysError, type Env } from './file-settings';
 import { fieldOf, KEYS } from './keys';
 import { metricsConfig } from './metrics-config';
 import { directoryProblem, modelStoreConfig, type DirProblem } from './model-store';
+import { refusePlaceholders } from './placeholders';
 import { repositoryConfig } from './repository';
 import { applyBindToPort, maxPayloadFromEnv, multiModelFromEnv } from './sagemaker-env';
 import { Settings } from './settings';
@@ -37,6 +38,7 @@ export interface ResolveInput {
 const kSageMakerInvokeLimitSeconds = 60;
 
 export function resolveConfig(input: ResolveInput): ServerConfig {
+  refusePlaceholders(input.env);
   const file = fileSettings(input.fileText, input.configFile, input.env);
   const values = file.settings;
   for (const [key, setting] of cliSettings(input.argv)) values.set(key, setting);

@@ -15,7 +15,7 @@ const kOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const kProbeSessions = 16;
 
 export async function warmUpRuntime(): Promise<void> {
-  const x = firstTensor();
+  const x = pinTensorArrayTypes();
   const session = await ort.InferenceSession.create(kIdentityModel, kOptions);
   await session.run({ x });
   await session.release();
@@ -26,9 +26,10 @@ export async function warmUpRuntime(): Promise<void> {
  * array once, at the first Tensor; where Float16Array exists (Node 24) it picks it for float16 and
  * turns the Uint16Array the codecs make into a Float16Array view, whose byte length onnxruntime-node's
  * binding (1.30) reads as 0: every float16 input failed with "not enough space" (microsoft/onnxruntime
- * PR 32323). Picked here, float16 stays a Uint16Array both ways, as the binding returns it.
+ * PR 32323). Picked here, float16 stays a Uint16Array both ways, as the binding returns it. Any
+ * process that makes tensors calls it first (a worker at warm-up; the test process at load).
  */
-function firstTensor(): ort.Tensor {
+export function pinTensorArrayTypes(): ort.Tensor {
   const g = globalThis as { Float16Array?: unknown };
   const float16Array = g.Float16Array;
   delete g.Float16Array;

@@ -99,6 +99,28 @@ describe('mme-client with TLS, mutual TLS and tokens', () => {
     assert.match(ok(await run(['--grpc', grpc, ...tlsArgs, 'grpc-ping'])), /Healthy/);
   });
 
+  it('calls gRPC over TLS to an IP address with no DEP0123 warning (no server name sent); a server its CA did not sign is refused', async () => {
+    const byAddress = grpc.replace('localhost', '127.0.0.1');
+    const run1 = await run(['--grpc', byAddress, ...tlsArgs, 'grpc-ping']);
+    assert.match(ok(run1), /Healthy/);
+    assert.doesNotMatch(run1.stderr, /DEP0123|Warning/);
+    const otherCa = makeCa(tempDir('mme-client-other-ca-'), 'other');
+    const untrusted = await run([
+      '--grpc',
+      byAddress,
+      '--cacert',
+      otherCa.cert,
+      '--cert',
+      client.cert,
+      '--key',
+      client.key,
+      'grpc-ping',
+    ]);
+    assert.equal(untrusted.code, 1, untrusted.stdout);
+    assert.match(untrusted.stderr, /unable to verify the first certificate.*gRPC status 14/);
+    assert.doesNotMatch(untrusted.stderr, /DEP0123/);
+  });
+
   it('is refused by the TLS handshake without a client certificate, or without the CA', async () => {
     for (const args of [
       ['--cacert', ca.cert],

@@ -521,6 +521,20 @@ describe('resolveConfig', () => {
     });
   });
 
+  describe('deployment placeholders', () => {
+    it('refuses any environment variable still holding SET-YOUR-…, naming each and where to set it', () => {
+      assertConfigError(
+        () => resolve(null, { PATH: '/usr/bin', AWS_ROLE_ARN: 'SET-YOUR-ROLE-ARN', MMS_X: 's3://SET-YOUR-BUCKET/m' }),
+        'environment variable AWS_ROLE_ARN="SET-YOUR-ROLE-ARN", MMS_X="s3://SET-YOUR-BUCKET/m" still holds a placeholder',
+        'deploy/k8s/settings.env',
+      );
+    });
+
+    it('lets values that only resemble one through', () => {
+      assert.equal(resolve(null, { AWS_ROLE_ARN: 'arn:aws:iam::1:role/set-your-own' }).inferenceAddress.port, 8080);
+    });
+  });
+
   describe('response timeout', () => {
     it("is 60 s (SageMaker's invoke limit) when neither key is written", () => {
       assert.equal(resolve(null).responseTimeoutSeconds, 60);

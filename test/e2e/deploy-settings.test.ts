@@ -1,6 +1,7 @@
 /**
  * deploy/k8s's settings, as docs/deploy.md "Kubernetes: your settings" walks through them: as
- * shipped nothing runs (the repository url stops the server at start-up), and the page's commands,
+ * shipped nothing runs (each SET-YOUR- placeholder stops the server at start-up or leaves the pods
+ * waiting), the namespace-dependent names follow settings.env, and the page's commands,
  * run on a copy of deploy/, put the user's bucket, role and registry where `kubectl kustomize` renders them.
  */
 import assert from 'node:assert/strict';
@@ -45,6 +46,19 @@ function rendered(objects: Doc[]): { repository: string; role: string; image: st
   };
 }
 
+/** Where in `o` a value holds a SET-YOUR- placeholder, as dotted paths (list entries with a name by it). */
+function placeholders(o: Doc, at: string): string[] {
+  if (typeof o === 'string') return o.includes('SET-YOUR-') ? [at] : [];
+  if (o === null || typeof o !== 'object') return [];
+  if (Array.isArray(o))
+    return o.flatMap((v, i) =>
+      typeof v?.name === 'string' && 'value' in v
+        ? placeholders(v.value, `${at}.${v.name}`)
+        : placeholders(v, `${at}.${i}`),
+    );
+  return Object.entries(o).flatMap(([k, v]) => placeholders(v, `${at}.${k}`));
+}
+
 describe('deploy/k8s settings (docs/deploy.md "Kubernetes: your settings")', function () {
   before(function () {
     if (!kKubectl) skipBecause(this, 'kubectl', 'kubectl is not installed; install it to render the manifests');
@@ -61,16 +75,75 @@ describe('deploy/k8s settings (docs/deploy.md "Kubernetes: your settings")', fun
     assert.equal(objects.filter((o) => o.kind === 'ConfigMap').length, 0, 'local-config: kustomize keeps it');
   });
 
-  it('as shipped, the repository url stops the server with one line naming model_repository (the pod is never Ready)', async () => {
-    const { repository } = rendered(render(kRepoRoot, 'k8s'));
-    const run = await runCliToExit(testProperties(tempDir('mme-store-'), 'enable_envvars_config=true'), {
-      MMS_MODEL_REPOSITORY: repository,
-    });
-    assert.equal(run.code, 1, run.stdout);
-    assert.match(
-      run.stderr.trim(),
-      /^config key model_repository: "s3:\/\/SET-YOUR-BUCKET\/mme-models" is not an S3 bucket url .*; set by environment variable MMS_MODEL_REPOSITORY$/,
+  it('as shipped, every SET-YOUR- placeholder of every rendering stops something at once, naming it', async () => {
+    const dirs = [
+      'k8s',
+      ...fs.readdirSync(path.join(kRepoRoot, 'deploy/k8s-overlays')).map((d) => `k8s-overlays/${d}`),
+    ];
+    const placed = new Set<string>();
+    for (const dir of dirs) {
+      for (const o of render(kRepoRoot, dir)) for (const at of placeholders(o, `${o.kind}`)) placed.add(at);
+    }
+    // The pod's environment and the role annotation, which EKS's IRSA webhook copies into the pod's
+    // AWS_ROLE_ARN, stop the server; the issuer leaves the Certificate, and so the pods' Secret, unmade.
+    assert.deepEqual([...placed].sort(), [
+      'Certificate.spec.issuerRef.name',
+      'ServiceAccount.metadata.annotations.eks.amazonaws.com/role-arn',
+      'StatefulSet.spec.template.spec.containers.0.env.MMS_MODEL_REPOSITORY',
+    ]);
+    const objects = render(kRepoRoot, 'k8s');
+    const pod = objects.find((o) => o.kind === 'StatefulSet').spec.template.spec;
+    const podEnv = Object.fromEntries(
+      pod.containers[0].env.filter((e: Doc) => e.value !== undefined).map((e: Doc) => [e.name, e.value]),
     );
+    for (const [env, name] of [
+      [{ MMS_MODEL_REPOSITORY: podEnv.MMS_MODEL_REPOSITORY }, 'MMS_MODEL_REPOSITORY'],
+      [{ AWS_ROLE_ARN: rendered(objects).role }, 'AWS_ROLE_ARN'],
+    ] as const) {
+      const run = await runCliToExit(testProperties(tempDir('mme-store-'), 'enable_envvars_config=true'), env);
+      assert.equal(run.code, 1, run.stdout);
+      assert.match(
+        run.stderr.trim(),
+        new RegExp(
+          `^environment variable ${name}="[^"]*SET-YOUR-[^"]*" still holds a placeholder .*deploy/k8s/settings.env`,
+        ),
+      );
+    }
+    const tls = render(kRepoRoot, 'k8s-overlays/tls');
+    const secret = tls.find((o) => o.kind === 'Certificate').spec.secretName;
+    const volume = tls
+      .find((o) => o.kind === 'StatefulSet')
+      .spec.template.spec.volumes.find((v: Doc) => v.secret?.secretName === secret);
+    assert.ok(volume && volume.secret.optional !== true, 'the pods wait for the Secret the Certificate writes');
+  });
+
+  it("NAMESPACE, CLUSTER_DOMAIN and DNS_RESOLVER of settings.env name the certificate and the routers' replicas", () => {
+    const root = tempDir('mme-deploy-');
+    fs.cpSync(path.join(kRepoRoot, 'deploy'), path.join(root, 'deploy'), { recursive: true });
+    const file = path.join(root, 'deploy/k8s/settings.env');
+    fs.writeFileSync(
+      file,
+      fs
+        .readFileSync(file, 'utf8')
+        .replace(/^NAMESPACE=.*$/m, 'NAMESPACE=ml')
+        .replace(/^CLUSTER_DOMAIN=.*$/m, 'CLUSTER_DOMAIN=corp.internal')
+        .replace(/^DNS_RESOLVER=.*$/m, 'DNS_RESOLVER=coredns.dns.svc.corp.internal'),
+    );
+    const certificate = render(root, 'k8s-overlays/tls').find((o) => o.kind === 'Certificate');
+    assert.deepEqual(certificate.spec.dnsNames, [
+      'sagemaker-mme-node',
+      'sagemaker-mme-node.ml.svc',
+      'sagemaker-mme-node.ml.svc.corp.internal',
+      '*.sagemaker-mme-node-pods.ml.svc.corp.internal',
+    ]);
+    for (const [dir, want] of [
+      ['nginx-router', { CLUSTER_DOMAIN: 'corp.internal', DNS_RESOLVER: 'coredns.dns.svc.corp.internal' }],
+      ['haproxy-router', { CLUSTER_DOMAIN: 'corp.internal' }],
+    ] as const) {
+      const router = render(root, `k8s-overlays/${dir}`).find((o) => o.kind === 'Deployment');
+      const env = router.spec.template.spec.containers[0].env.filter((e: Doc) => e.name in want);
+      assert.deepEqual(Object.fromEntries(env.map((e: Doc) => [e.name, e.value])), want, dir);
+    }
   });
 
   it("the page's commands, run from a copy of the repository root, set bucket, role and registry in every rendering", async () => {

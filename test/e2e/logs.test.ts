@@ -14,6 +14,7 @@ import { freePort, kMain, withCliServer } from '../../harness/cli-server';
 import { waitFor } from '../../harness/process-probes';
 import { invoke, loadModel, request } from '../../harness/http-requests';
 import { tempDir, testProperties } from '../../harness/test-server';
+import { kRepoRoot } from '../helpers/docs-examples';
 
 const kModel = mlpModel({ sizes: [2, 2, 1], seed: 1 });
 /** A handler that writes to its stdout while loading: a worker's output line. */
@@ -67,7 +68,19 @@ describe('server log (log_format, log_level)', () => {
     };
     assert.match(find(/^sagemaker-mme-node \d+\.\d+\.\d+/).msg, /Node v\d+/);
     find(/^ready in \d+ ms/);
-    assert.equal(find(/^\[greeter\] loaded from/).model, 'greeter');
+    const loaded = find(/^\[greeter\] loaded from/);
+    assert.equal(loaded.model, 'greeter');
+    // docs/troubleshooting.md points at this line for a model's memory figure, in the form users see.
+    const form = /`(\[name\] loaded [^`]*MB)`/.exec(
+      fs.readFileSync(path.join(kRepoRoot, 'docs/troubleshooting.md'), 'utf8'),
+    );
+    assert.ok(form, 'troubleshooting.md names the loaded line');
+    const pattern = form[1]
+      .replace(/[[\]]/g, '\\$&')
+      .replace('name', 'greeter')
+      .replace(' … ', ' .*')
+      .replace('N', '[\\d.]+');
+    assert.match(loaded.msg, new RegExp(`^${pattern}$`));
     const output = find(/greeter handler initialised/);
     assert.match(output.worker ?? '', /^greeter-w\d+$/);
     assert.ok(Number.isInteger(output.pid) && output.pid !== serverPid, "the worker's own pid");

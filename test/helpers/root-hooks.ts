@@ -3,6 +3,11 @@ import { checkEveryCliServerLog } from '../../harness/cli-server';
 import { waitFor, workerPidsOf } from '../../harness/process-probes';
 import { type SkipPolicy, skipPolicy, skipReport } from './skip';
 import { watchedProcesses } from '../../harness/watched-processes';
+import { pinTensorArrayTypes } from '../../src/worker-process/warmup';
+
+// Tests make onnxruntime tensors in this process too (fixtures, in-process baselines): pin float16 to
+// Uint16Array before any of them, as each worker does, or Node 24's Float16Array breaks the binding.
+pinTensorArrayTypes();
 
 /**
  * Promise rejections nobody handled in this process: in-process servers, helpers, tests. Mocha's own
