@@ -1,5 +1,6 @@
 // Issue 49 C1 figures: idle gRPC connections kept past max_connections, and server RSS under
-// headers-only ModelInfer streams without a token. Usage: node c1.js MAIN_JS PORT_BASE
+// headers-only ModelInfer streams without a token. Prints one JSON object.
+// Usage: node grpc-connections.js MAIN_JS PORT_BASE
 const { spawn } = require('node:child_process');
 const fs = require('node:fs'); const net = require('node:net'); const http2 = require('node:http2');
 const os = require('node:os'); const path = require('node:path');
@@ -25,7 +26,7 @@ const wait = (ms) => new Promise((r) => setTimeout(r, ms));
   const socks = []; let closed = 0; const errs = {};
   for (let i = 0; i < 250; i++) { const s = net.connect(base + 2, '127.0.0.1'); s.on('close', () => closed++); s.on('error', (e) => { errs[e.code] = (errs[e.code] ?? 0) + 1; }); socks.push(s); }
   await wait(3000);
-  console.log(`idle TCP connections to gRPC: 250 opened, ${250 - closed} kept after 3 s (max_connections=100) errors ${JSON.stringify(errs)}`);
+  const kept = 250 - closed;
   for (const s of socks) s.destroy();
   await wait(1000);
   // 2. headers-only ModelInfer streams, no token, on 2 connections.
@@ -41,7 +42,7 @@ const wait = (ms) => new Promise((r) => setTimeout(r, ms));
   }
   await wait(5000);
   const rss1 = rss();
-  console.log(`streams: ${opened} requested on 2 connections; ${answered} answered (headers), ${refused} refused/reset; server RSS ${rss0.toFixed(0)} -> ${rss1.toFixed(0)} MiB (+${(rss1 - rss0).toFixed(0)}) ${JSON.stringify(serrs)}`);
+  console.log(JSON.stringify({ main: mainJs, idleConnectionsOpened: 250, idleConnectionsKept: kept, connectErrors: errs, streamsRequested: opened, streamsAnswered: answered, streamsRefused: refused, streamErrors: serrs, serverRssMiBBefore: Math.round(rss0), serverRssMiBAfter: Math.round(rss1) }));
   for (const s of sessions) s.destroy();
   srv.kill('SIGKILL'); fs.rmSync(dir, { recursive: true, force: true }); process.exit(0);
 })();
