@@ -39,7 +39,7 @@ export function buildModel(
     maxResponseSize: config.maxResponseSize,
     onnxBytes: artifact.onnxBytes,
     assignGpu: workers.gpuFor(settings.workerMode, name, settings.deviceIds),
-    startWorker: workers.starter(settings.workerMode),
+    startWorker: workers.starter(settings.workerMode, workers.limits.forModel(name, settings)),
     // A shared model promoted by autoscale runs in processes of its own, on CPU as its host did.
     startOwnWorker: settings.workerMode === 'shared' ? workers.starter('dedicated') : undefined,
     waitForRoom: workers.waitForRoom(settings.workerMode),

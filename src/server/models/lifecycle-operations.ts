@@ -29,6 +29,7 @@ import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
 import type { LifecycleEvents } from './lifecycle-events';
 import { LoadPermits } from './load-permits';
+import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
@@ -169,7 +170,7 @@ export class LifecycleOperations {
       const processes = processCount(settings);
       await this.#admission.reserve(
         entry,
-        this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode),
+        limitBytes(settings) ?? this.#estimator.estimate(artifact.onnxBytes, processes, settings.workerMode),
         waiting.signal,
       );
       waiting.done();
@@ -185,7 +186,9 @@ export class LifecycleOperations {
       const loadMicros = Math.round((performance.now() - t0) * 1000);
       entry.unreserve();
       entry.to('ready');
-      this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
+      // A limited model's figure is its limit, which says nothing of what a model file costs.
+      if (limitBytes(settings) === null)
+        this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
       events.workers(name, model.workerTarget);

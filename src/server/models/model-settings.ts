@@ -7,6 +7,7 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
+import { isLimited } from '../processes/process-limits';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
 export const kLoadRequestFields = [
@@ -24,6 +25,8 @@ export const kLoadRequestFields = [
   'device_ids',
   'worker_mode',
   'synchronous',
+  'memory_limit_mb',
+  'cpu_limit',
 ] as const;
 
 /**
@@ -61,6 +64,8 @@ export interface LoadRequest {
   workerMode?: WorkerMode;
   synchronous?: boolean;
   loadedAtStartup?: boolean;
+  memoryLimitMb?: number;
+  cpuLimit?: number;
 }
 
 export interface ModelSettings {
@@ -79,12 +84,21 @@ export interface ModelSettings {
   /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
   priorityLevels: number;
   priorityAgingMs: number;
+  /** Its workers' memory and CPU, held by the kernel (processes/process-limits.ts); null = none. */
+  memoryLimitMb: number | null;
+  cpuLimit: number | null;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
+  const memoryLimitMb = req.memoryLimitMb ?? mc.memoryLimitMb ?? null;
+  const cpuLimit = req.cpuLimit ?? mc.cpuLimit ?? null;
   // A model whose own config says dedicated insists: its handler may not be fit to share a process.
-  const workerMode = mc.workerMode === 'dedicated' ? 'dedicated' : (req.workerMode ?? mc.workerMode ?? c.workerMode);
+  // A limited model too: a limit holds whole processes, and a shared host's are its neighbours' as well.
+  const workerMode =
+    mc.workerMode === 'dedicated' || isLimited({ memoryLimitMb, cpuLimit })
+      ? 'dedicated'
+      : (req.workerMode ?? mc.workerMode ?? c.workerMode);
   const shared = workerMode === 'shared';
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
   const workers = req.initialWorkers ?? mc.minWorkers ?? (shared ? 1 : c.workersPerModel);
@@ -103,6 +117,8 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     workerMode,
     priorityLevels: c.priorityLevels,
     priorityAgingMs: c.priorityAgingMs,
+    memoryLimitMb,
+    cpuLimit,
   };
 }
 

@@ -11,6 +11,7 @@ import type { WorkerExit } from '../processes/exit-reason';
 import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../hosts/worker-slot';
 import type { AutoscaleConfig, WorkerMode } from '../../config/types';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
+import { limitBytes, workersWithinCpuLimit } from '../processes/process-limits';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -164,7 +165,7 @@ export class Model implements WorkerListener {
     return {
       workers: this.#set.target,
       min: minWorkers,
-      max: maxWorkers,
+      max: workersWithinCpuLimit(maxWorkers, this.settings.cpuLimit),
       queued: this.queueLength,
       mode: this.#mode,
       home: workerMode,
@@ -334,7 +335,7 @@ export class Model implements WorkerListener {
 
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
-    this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
+    this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.deps.clock.now();
     this.deps.health.memoryChanged?.();
     return this.memoryBytes;

@@ -10,6 +10,8 @@ import { HostPool } from '../hosts/host-pool';
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
+import { LimitEnforcement } from '../processes/limit-enforcement';
+import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
 import type { Assignment, WorkerSlot } from '../hosts/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
@@ -31,7 +33,12 @@ export interface WorkerFactoryOptions {
   onSharedHostRecycled: () => void;
   /** What every timer of the workers, hosts and models waits on: the server's clock. */
   clock: Clock;
+  /** How memory_limit_mb and cpu_limit are held; default: cgroups where this server can make them, none for fake processes. */
+  limits?: LimitEnforcement;
 }
+
+/** How often the memory watch (no cgroups) measures a limited model's workers. */
+const kMemoryWatchMs = 1000;
 
 export class WorkerFactory {
   readonly #gpus: GpuAssigner;
@@ -41,12 +48,18 @@ export class WorkerFactory {
   #hosts: HostPool | null = null;
   /** Where large request bodies reach the workers; null = over their sockets (or fake processes, which read no ring). */
   readonly #bodyHandoff: BodyHandoff | null;
+  /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
+  readonly limits: LimitEnforcement;
 
   constructor(
     private readonly config: ServerConfig,
     private readonly opts: WorkerFactoryOptions,
   ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
+    const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
+    this.limits =
+      opts.limits ??
+      (opts.launch ? new LimitEnforcement({ reason: 'fake processes' }, watch) : LimitEnforcement.probe(watch));
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     this.#bodyHandoff = opts.launch
       ? null
@@ -89,9 +102,9 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  /** Where a model's workers start: a shared host, or a process of its own. */
-  starter(mode: WorkerMode): (assignment: Assignment) => WorkerSlot {
-    if (mode === 'dedicated') return (a) => this.#startProcess(a);
+  /** Where a model's workers start: a shared host, or a process of its own (held to `limits`, if it has any). */
+  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => WorkerSlot {
+    if (mode === 'dedicated') return (a) => this.#startProcess(a, limits);
     this.#hosts ??= new HostPool({
       size: this.config.sharedWorkers,
       maxModelsPerHost: this.config.maxModelsPerWorker,
@@ -122,11 +135,13 @@ export class WorkerFactory {
     this.#gpus.forget(name);
   }
 
-  #startProcess(assignment: Assignment): ModelSlot {
+  #startProcess(assignment: Assignment, limits: ProcessLimits | null): ModelSlot {
     const gpuId = assignment.load.gpuId;
     const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-    const spare = gpuId < 0 ? this.#spares?.take(admit) : null;
-    return spare ?? admit(new HostProcess(this.#spawnOptions(), assignment.id, new DedicatedPolicy(gpuId)).start());
+    // A spare started outside the model's limits: a limited model's processes join them at spawn.
+    const spare = gpuId < 0 && limits === null ? this.#spares?.take(admit) : null;
+    const spawn = { ...this.#spawnOptions(), limits };
+    return spare ?? admit(new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start());
   }
 
   #spawnOptions(): SpawnOptions {

@@ -8,7 +8,7 @@ describe('scripts/bench/fleet/cpu-limit: a fleet instance in a cgroup with a CPU
   it('runs the command it launches inside the cgroup, whose quota is the CPUs asked for, and removes the cgroup', function () {
     const name = `mme-test-cpu-limit-${process.pid}`;
     const limit = cpuLimit(name, 0.25);
-    if ('reason' in limit) skipBecause(this, 'cgroup-cpu', limit.reason);
+    if ('reason' in limit) skipBecause(this, 'cgroup', limit.reason);
     try {
       const procs = limit.launcher.at(-1)!;
       const dir = procs.slice(0, -'/cgroup.procs'.length);
