@@ -23,7 +23,8 @@ export const kSkipIds = {
     bring: 'apt-get install podman (as root), then podman pull docker.io/library/node:24-bookworm-slim',
   },
   cgroup: {
-    needs: "root and a writable cgroup tree (v2 with the memory and cpu controllers, or v1's memory and cpu hierarchies)",
+    needs:
+      "root and a writable cgroup tree (v2 with the memory and cpu controllers, or v1's memory and cpu hierarchies)",
     bring: 'run npm test as root on a machine whose cgroups are writable',
   },
   'user-namespaces': {
