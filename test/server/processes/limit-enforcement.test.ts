@@ -81,7 +81,7 @@ describe('limit enforcement: a limited model in a cgroup of its own (real proces
     );
   });
 
-  it('cpu_limit=0.5 under worker_mode=shared: processes of its own, the CFS quota in their cgroup, which goes with the last worker', async () => {
+  it('cpu_limit=0.5 under worker_mode=shared: processes of its own, the CFS quota in their cgroup, autoscale within it, the cgroup gone with the last worker', async () => {
     t = await startTestServer('worker_mode=shared');
     await loadBehaviour('cpu', { cpu_limit: 0.5, initial_workers: 2 });
     const d = await describeModel('cpu');
@@ -96,6 +96,7 @@ describe('limit enforcement: a limited model in a cgroup of its own (real proces
       ? fs.readFileSync(`${dirs[0]}/cpu.max`, 'utf8').trim()
       : `${fs.readFileSync(`${dirs[0]}/cpu.cfs_quota_us`, 'utf8').trim()} ${fs.readFileSync(`${dirs[0]}/cpu.cfs_period_us`, 'utf8').trim()}`;
     assert.equal(quota, '50000 100000');
+    assert.equal(t.server.manager.get('cpu').load.max, 1, 'autoscale plans within ceil(cpu_limit) workers');
     assert.equal((await invoke(t, 'cpu', { spinMs: 5 })).status, 200);
     assert.equal((await request(`${t.managementUrl}/models/cpu`, { method: 'DELETE' })).status, 200);
     assert.equal(fs.existsSync(dirs[0]), false, 'the cgroup is removed with the last worker');
