@@ -64,6 +64,17 @@ function pemFile(option: string, file: string): Buffer {
   }
 }
 
+/** The options that take any text, by the field they set. */
+type TextOption = 'url' | 'contentType' | 'targetModel' | 'grpc' | 'inferenceToken' | 'managementToken';
+const kTextOptions = new Map<string, TextOption>([
+  ['--url', 'url'],
+  ['--content-type', 'contentType'],
+  ['--target-model', 'targetModel'],
+  ['--grpc', 'grpc'],
+  ['--token', 'inferenceToken'],
+  ['--management-token', 'managementToken'],
+]);
+
 function parse(argv: readonly string[]): Options {
   const opts: Options = {
     url: process.env.MME_URL || 'http://127.0.0.1:8080',
@@ -85,33 +96,20 @@ function parse(argv: readonly string[]): Options {
       if (v === undefined) throw new UsageError(`${arg} needs a value`);
       return v;
     };
+    const field = kTextOptions.get(arg);
+    if (field !== undefined) {
+      opts[field] = value();
+      continue;
+    }
     switch (arg) {
-      case '--url':
-        opts.url = value();
-        break;
       case '--workers': {
         const n = Number(value());
         if (!Number.isInteger(n) || n < 1) throw new UsageError('--workers must be a whole number >= 1');
         opts.workers = n;
         break;
       }
-      case '--content-type':
-        opts.contentType = value();
-        break;
-      case '--target-model':
-        opts.targetModel = value();
-        break;
-      case '--grpc':
-        opts.grpc = value();
-        break;
       case '--stream':
         opts.stream = true;
-        break;
-      case '--token':
-        opts.inferenceToken = value();
-        break;
-      case '--management-token':
-        opts.managementToken = value();
         break;
       case '--cacert':
         opts.tls.ca = pemFile(arg, value());

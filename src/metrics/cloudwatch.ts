@@ -5,12 +5,12 @@
  * by the server except close().
  */
 import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
-
-type Sdk = typeof import('@aws-sdk/client-cloudwatch');
 import { batchLength, toDatums } from './cloudwatch-data';
 import type { Dimension } from './dimensions';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
+
+type Sdk = typeof import('@aws-sdk/client-cloudwatch');
 
 export interface CloudWatchSinkOptions {
   readonly namespace: string;
@@ -73,22 +73,24 @@ export class CloudWatchSink implements IntervalSink {
     // A loop, not push(...): an interval with many models can exceed the arguments limit.
     for (const datum of toDatums(snapshot, this.opts.dimensions)) this.#queue.push(datum);
     this.#trim();
-    this.#loop ??= this.#run().finally(() => {
-      this.#loop = null;
-    });
+    this.#startLoop();
   }
 
   async close(timeoutMs: number): Promise<void> {
     this.#closing = true;
     this.#wake?.();
-    this.#loop ??= this.#run().finally(() => {
-      this.#loop = null;
-    });
+    this.#startLoop();
     const timer = setTimeout(() => this.#abort.abort(), timeoutMs);
     await this.#loop;
     clearTimeout(timer);
     this.dropped += this.#queue.splice(0).length;
     (await this.#sdk)?.client.destroy();
+  }
+
+  #startLoop(): void {
+    this.#loop ??= this.#run().finally(() => {
+      this.#loop = null;
+    });
   }
 
   /** Sends until the queue is empty; while closing, gives up at the first failure. */

@@ -17,7 +17,6 @@ export interface KeySpec {
   readonly kind: KeyKind;
   /** As written in a file; null = unset. */
   readonly default: string | null;
-  /** For int/number keys. */
   readonly range?: Range;
   /** For enum keys: the values allowed, in any case. */
   readonly values?: readonly string[];
