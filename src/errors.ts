@@ -183,7 +183,7 @@ export function quoteValue(value: unknown): string {
   return 'an object';
 }
 
-function capMessage(message: string): string {
+export function capMessage(message: string): string {
   return message.length <= MESSAGE_LIMIT
     ? message
     : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
