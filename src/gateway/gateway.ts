@@ -20,6 +20,7 @@ import { asMmeError, errorLine } from './error-line';
 import {
   kNoControls,
   MICROSECONDS,
+  MILLISECONDS,
   requestPriority,
   requestTimeoutMs,
   type ControlLimits,
@@ -152,7 +153,7 @@ export class Invocation implements ClientSignal {
    * The caller's timeout `value` as its door reads it (a 400 when it is no whole number), from now;
    * with several (a gRPC deadline and parameters.timeout) the soonest holds.
    */
-  askTimeout(value: unknown, unit: TimeUnit, where: string): void {
+  askTimeout(value: unknown, where: string, unit: TimeUnit = MILLISECONDS): void {
     const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
     if (ms !== null) this.deadlineIn(ms);
   }
@@ -171,7 +172,7 @@ export class Invocation implements ClientSignal {
 
   /** OIP's parameters, which win over a transport's own (the shorter timeout holds). */
   askOip(asked: OipParameters): void {
-    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
     if (asked.priority !== undefined) this.askPriority(asked.priority, 'parameters.priority');
   }
 

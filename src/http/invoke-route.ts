@@ -17,7 +17,6 @@ import type { Gateway, Invocation, ModelAnswer, ModelRequest, RunOptions } from 
 import type { ModelManager } from '../gateway/models';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import { oipControls, oipRequest } from '../gateway/oip/infer-request';
-import { MILLISECONDS } from '../gateway/request-controls';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { send, setAnswerHead, setErrorHead } from './answer';
 import { readBodyChunks } from './body';
@@ -57,7 +56,7 @@ type Http = { req: IncomingMessage; res: ServerResponse };
 /** The caller's deadline (milliseconds from now) and priority, from its headers; counted before the body is read. */
 function askFromHeaders(req: IncomingMessage, inv: Invocation): void {
   const timeout = req.headers[kTimeout];
-  if (timeout !== undefined) inv.askTimeout(timeout, MILLISECONDS, 'X-Request-Timeout');
+  if (timeout !== undefined) inv.askTimeout(timeout, 'X-Request-Timeout');
   const priority = req.headers[kPriority];
   if (priority !== undefined) inv.askPriority(priority, 'X-Request-Priority');
 }
