@@ -19,9 +19,19 @@ export interface InvokeResult {
   loadWaitMicros?: number;
 }
 
+/**
+ * What a job reads of its client's AbortSignal: whether it left, and the one handler told when it
+ * does. An AbortSignal is one; the gateway's Invocation is a cheaper one (an AbortSignal and its
+ * listener cost microseconds of CPU a request: bench-results/part27-fold).
+ */
+export interface ClientSignal {
+  readonly aborted: boolean;
+  onabort: ((event: Event) => unknown) | null;
+}
+
 export interface JobOptions {
   /** Aborted when the client goes away: a queued job is dropped without running; a running one is told. */
-  signal?: AbortSignal;
+  signal?: ClientSignal;
   /**
    * Receives the intermediate chunks of a streamed response; the first carries the response head.
    * Call `delivered` once the chunk's bytes have left for the client: the handler sends more only then.

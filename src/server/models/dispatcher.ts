@@ -110,7 +110,7 @@ export class Dispatcher {
       job.callerDeadline = true;
     }
     (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
-    opts.signal?.addEventListener('abort', () => this.#stop(job, 'cancel'), { once: true });
+    if (opts.signal) opts.signal.onabort = () => this.#stop(job, 'cancel');
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
