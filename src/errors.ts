@@ -135,7 +135,7 @@ export const ERRORS = {
   MME_ERR_LOAD_WAIT_TIMEOUT: {
     status: 503,
     type: 'ServiceUnavailableException',
-    when: 'the load waited its load_timeout for a load slot or for room behind other loads; retry later',
+    when: 'the load waited its load_timeout for a load permit or for room behind other loads; retry later',
   },
   MME_ERR_MODEL_FAILED: {
     status: 503,

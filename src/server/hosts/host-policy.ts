@@ -89,3 +89,14 @@ export interface HostPolicy {
   /** What each slot hears when the process exits, given the batches it held. */
   exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice;
 }
+
+/** What a worker mode is before any host is made: what a model asks of the mode its workers start in. */
+export interface ModePolicy {
+  /** Each slot is a process of its own: its memory moves with use, its handler's time is its run time, autoscale adds and removes it. */
+  readonly ownsProcess: boolean;
+}
+
+export const kModePolicies: Readonly<Record<WorkerMode, ModePolicy>> = {
+  dedicated: { ownsProcess: true },
+  shared: { ownsProcess: false },
+};
