@@ -21,7 +21,7 @@ import { deadlineSignal } from '../../util/deadline-signal';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
 import type { EvictionPolicy } from '../cache/eviction-policy';
-import { kModePolicies } from '../hosts/host-policy';
+import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { Model } from './model';
@@ -145,7 +145,7 @@ export class LifecycleOperations {
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
       events.loaded(name, loadMicros);
       events.sink.modelWorkers?.(name, model.workerTarget);
-      const where = kModePolicies[mode].ownsProcess
+      const where = kModeTraits[mode].ownProcess
         ? `with ${model.workers.length} worker(s)`
         : `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);

@@ -7,7 +7,7 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
-import { kModePolicies } from '../hosts/host-policy';
+import { kModeTraits } from '../hosts/host-policy';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
 export const kLoadRequestFields = [
@@ -82,11 +82,11 @@ export interface ModelSettings {
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
   // A model whose own config asks for a process of its own insists: its handler may not be fit to share one.
-  const insists = mc.workerMode && kModePolicies[mc.workerMode].ownsProcess ? mc.workerMode : undefined;
+  const insists = mc.workerMode && kModeTraits[mc.workerMode].ownProcess ? mc.workerMode : undefined;
   const workerMode = insists ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
-  const { ownsProcess } = kModePolicies[workerMode];
+  const { ownProcess } = kModeTraits[workerMode];
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
-  const workers = req.initialWorkers ?? mc.minWorkers ?? (ownsProcess ? c.workersPerModel : 1);
+  const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
   return {
     minWorkers: workers,
     maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
@@ -97,7 +97,7 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
     // A host already shares one process among models: there is no session to share among workers.
-    preloadModel: ownsProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
+    preloadModel: ownProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     workerMode,
     priorityLevels: c.priorityLevels,

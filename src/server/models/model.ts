@@ -9,7 +9,7 @@ import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/
 import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch, WorkerSlot, WorkerListener } from '../hosts/worker-slot';
-import { kModePolicies } from '../hosts/host-policy';
+import { kModeTraits } from '../hosts/host-policy';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { WorkerFactory } from '../workers/worker-factory';
@@ -148,7 +148,7 @@ export class Model implements WorkerListener {
 
   /** A process of its own's PSS moves with its use; a model in a shared host costs what its load measured, for good. */
   get memoryMoves(): boolean {
-    return kModePolicies[this.#mode].ownsProcess;
+    return kModeTraits[this.#mode].ownProcess;
   }
 
   /** Where its workers run now (a shared model's are in processes of their own while it is promoted). */
@@ -248,7 +248,7 @@ export class Model implements WorkerListener {
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // A process of its own times no session runs: its handler's time stands for what it would take of a host.
-    if (kModePolicies[worker.mode].ownsProcess) this.#ranMicros += msg.modelMicros;
+    if (kModeTraits[worker.mode].ownProcess) this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
@@ -282,7 +282,7 @@ export class Model implements WorkerListener {
 
   /** min_worker=0 under autoscale: a request queues, and the next round starts a worker (never a shared host's slot). */
   get #scalesFromZero(): boolean {
-    return this.autoscaler !== null && kModePolicies[this.#mode].ownsProcess && this.settings.maxWorkers > 0;
+    return this.autoscaler !== null && kModeTraits[this.#mode].ownProcess && this.settings.maxWorkers > 0;
   }
 
   /** A request's queue wait, for the autoscaler while it has a range to scale in. */
