@@ -81,7 +81,7 @@ export const ERRORS = {
     when: 'the model is still loading; retry after Retry-After seconds',
   }),
   MME_ERR_LOAD_WAIT_TIMEOUT: error(503, 'ServiceUnavailableException', {
-    when: 'the load waited its load_timeout for a load slot or for room behind other loads; retry later',
+    when: 'the load waited its load_timeout for a load permit or for room behind other loads; retry later',
   }),
   MME_ERR_MODEL_FAILED: error(503, 'ServiceUnavailableException', {
     when: "the model's workers keep failing to start; describe shows the cause",

@@ -1,8 +1,8 @@
 /**
  * What differs between a dedicated worker and a shared host, fixed where the process is made
  * (worker-factory.ts and spare-pool.ts make dedicated ones, host-pool.ts shared ones). The two
- * implementations (dedicated-policy.ts, shared-policy.ts) are the only code that knows which mode a
- * host is in: the process (host-process.ts) and its slots (model-slot.ts) ask the policy instead.
+ * implementations (dedicated-policy.ts, shared-policy.ts) and kModeTraits are the only code that
+ * knows which mode a host is in: the process and its slots ask the policy instead.
  */
 import type { WorkerMode } from '../../config/types';
 import type { MmeError } from '../../errors';
@@ -11,6 +11,19 @@ import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { ProcessState, WorkerState } from '../processes/worker-state';
 import type { LostBatch } from './batches-in-flight';
+
+/** What a mode means before any host is made: for the code that picks where a model's workers start. */
+export interface ModeTraits {
+  /** Each worker is a process of its own, so more workers add compute (a shared host runs one session at a time). */
+  readonly ownProcess: boolean;
+  /** Where autoscale promotes a hot model of this mode to, or null. */
+  readonly promotedTo: WorkerMode | null;
+}
+
+export const kModeTraits: Readonly<Record<WorkerMode, ModeTraits>> = {
+  dedicated: { ownProcess: true, promotedTo: null },
+  shared: { ownProcess: false, promotedTo: 'dedicated' },
+};
 
 /** What a policy sees of a process. */
 export interface PolicyHost {
