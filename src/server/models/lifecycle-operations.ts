@@ -191,7 +191,7 @@ export class LifecycleOperations {
       events.workers(name, model.workerTarget);
       const where =
         settings.workerMode === 'shared'
-          ? `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}`
+          ? `in shared host(s) ${model.workers.map((w) => w.sharedHostId).join(', ')}`
           : `with ${model.workers.length} worker(s)`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
