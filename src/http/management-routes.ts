@@ -121,7 +121,7 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
       id: w.id,
       pid: w.pid,
       // The shared host holding it (worker_mode=shared), or null for a process of its own.
-      host: w.hostId,
+      host: w.sharedHostId,
       // Its share of that host's thread since its load (0–1), from its session runs' measured time.
       ...(w.cpuShare === undefined ? {} : { cpuShare: Math.round(w.cpuShare * 1e6) / 1e6 }),
       startTime: w.startTime.toISOString(),

@@ -147,7 +147,7 @@ export class LifecycleOperations {
       events.sink.modelWorkers?.(name, model.workerTarget);
       const where = kModeTraits[mode].ownProcess
         ? `with ${model.workers.length} worker(s)`
-        : `in shared host(s) ${model.workers.map((w) => w.hostId).join(', ')}`;
+        : `in shared host(s) ${model.workers.map((w) => w.sharedHostId).join(', ')}`;
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = entry.loadFailed(thrown, log);
