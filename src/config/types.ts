@@ -1,6 +1,7 @@
 /** The resolved, frozen configuration every other module reads. Built only by resolveConfig(). */
 import type { TlsPaths } from '../util/tls-files';
 import type { KeyKind, KeyName, KeyTable } from './keys';
+import { kWorkerKeys } from './keys/workers';
 import type { LoadModels } from './load-models';
 
 /** What each kind of key reads as, when set. */
@@ -57,6 +58,11 @@ export interface RepositoryConfig {
 
 /** dedicated: processes of the model's own; shared: a slot in a host process holding many models. */
 export type WorkerMode = PlainConfig['workerMode'];
+
+/** Whether client text names a mode: the one check for every door that reads one (the key table lists them). */
+export function isWorkerMode(v: unknown): v is WorkerMode {
+  return (kWorkerKeys.worker_mode.values as readonly unknown[]).includes(v);
+}
 
 /**
  * The keys read as they are (PlainConfig), and what the resolvers make of the others: several keys

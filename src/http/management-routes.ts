@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
-import type { WorkerMode } from '../config/types';
+import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
   checkLoadRequestFields,
   modelNotFound,
@@ -202,7 +202,7 @@ function nameFromUrl(url: string): string {
 
 function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
-  if (v === 'dedicated' || v === 'shared') return v;
+  if (isWorkerMode(v)) return v;
   throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
 }
 
