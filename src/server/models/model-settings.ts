@@ -7,6 +7,7 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
+import { kModeTraits } from '../hosts/host-policy';
 import { isLimited } from '../processes/process-limits';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
@@ -29,10 +30,7 @@ export const kLoadRequestFields = [
   'cpu_limit',
 ] as const;
 
-/**
- * A field a load request does not know would be dropped in silence ("pinnned": true loads a model
- * unpinned): refused, with the known ones and a did-you-mean, as an unknown config key is at start.
- */
+/** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
 export function checkLoadRequestFields(fields: readonly string[]): void {
   const known: readonly string[] = kLoadRequestFields;
   const unknown = fields.filter((f) => !known.includes(f));
@@ -93,15 +91,14 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
   const mc = artifact.modelConfig;
   const memoryLimitMb = req.memoryLimitMb ?? mc.memoryLimitMb ?? null;
   const cpuLimit = req.cpuLimit ?? mc.cpuLimit ?? null;
-  // A model whose own config says dedicated insists: its handler may not be fit to share a process.
+  // A model whose own config asks for a process of its own insists: its handler may not be fit to share one.
   // A limited model too: a limit holds whole processes, and a shared host's are its neighbours' as well.
-  const workerMode =
-    mc.workerMode === 'dedicated' || isLimited({ memoryLimitMb, cpuLimit })
-      ? 'dedicated'
-      : (req.workerMode ?? mc.workerMode ?? c.workerMode);
-  const shared = workerMode === 'shared';
+  const insists = mc.workerMode && kModeTraits[mc.workerMode].ownProcess ? mc.workerMode : undefined;
+  const limited = isLimited({ memoryLimitMb, cpuLimit }) ? 'dedicated' : undefined;
+  const workerMode = insists ?? limited ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
+  const { ownProcess } = kModeTraits[workerMode];
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
-  const workers = req.initialWorkers ?? mc.minWorkers ?? (shared ? 1 : c.workersPerModel);
+  const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
   return {
     minWorkers: workers,
     maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
@@ -112,7 +109,7 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
     // A host already shares one process among models: there is no session to share among workers.
-    preloadModel: !shared && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
+    preloadModel: ownProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     workerMode,
     priorityLevels: c.priorityLevels,
@@ -127,11 +124,7 @@ export function processCount(s: Pick<ModelSettings, 'preloadModel' | 'minWorkers
   return s.preloadModel ? Math.min(1, s.minWorkers) : s.minWorkers;
 }
 
-/**
- * The handler module: the one the artifact found (the load request's, model-config.json's or
- * handler.js, each checked to be a regular file inside the model directory, reached through no
- * link), else default_service_handler, which is the operator's own choice and may live anywhere.
- */
+/** The artifact's handler (checked to be inside the model directory), else default_service_handler, the operator's own choice. */
 export function resolveHandlerPath(artifact: ModelArtifact, c: ServerConfig): string | null {
   if (artifact.handlerPath) return artifact.handlerPath;
   return c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null;
