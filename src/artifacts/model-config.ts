@@ -27,6 +27,10 @@ export interface ModelDirConfig {
   readonly handler?: string;
   /** Where the model runs; "dedicated" here is final (a model that must not share a process). */
   readonly workerMode?: 'dedicated' | 'shared';
+  /** Never evicted by the cache (pinned). */
+  readonly pinned?: boolean;
+  /** Its eviction class (eviction_priority). */
+  readonly evictionPriority?: 'low' | 'normal' | 'high';
 }
 
 // A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
@@ -68,6 +72,8 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   handler: (v) =>
     typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory',
   workerMode: (v) => (v === 'dedicated' || v === 'shared' ? null : '"dedicated" or "shared"'),
+  pinned: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
 };
 
 function invalid(message: string): MmeError {

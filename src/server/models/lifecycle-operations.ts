@@ -23,7 +23,7 @@ import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
-import type { EvictionPolicy } from '../cache/eviction-policy';
+import type { ClassedPolicy } from '../cache/eviction-classes';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import type { WorkerFactory } from '../workers/worker-factory';
 import { buildModel } from './build-model';
@@ -40,7 +40,7 @@ export interface OperationsDeps {
   cacheDir: string;
   registry: ModelRegistry;
   workers: WorkerFactory;
-  policy: EvictionPolicy;
+  policy: ClassedPolicy;
   events: LifecycleEvents;
   onDemand: OnDemandLoader;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
@@ -186,7 +186,7 @@ export class LifecycleOperations {
       entry.unreserve();
       entry.to('ready');
       this.#estimator.learn(artifact.onnxBytes, processes, settings.workerMode, model.memoryBytes);
-      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now(), settings);
       events.loaded(name, loadMicros);
       events.workers(name, model.workerTarget);
       const where =

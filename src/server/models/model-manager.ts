@@ -15,7 +15,6 @@ import { ModelRepository } from '../../repository/repository';
 import type { MmeError } from '../../errors';
 import type { InvokeRequest } from '../../protocol/messages';
 import { realClock, type Clock } from '../../util/clock';
-import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -70,7 +69,7 @@ export class ModelManager {
       onSharedHostRestarted: () => events.sharedHostRestarted(),
       onSharedHostRecycled: () => events.sharedHostRecycled(),
     });
-    const policy: EvictionPolicy = createPolicy(config.evictionPolicy);
+    const policy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({

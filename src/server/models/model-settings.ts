@@ -7,6 +7,7 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
+import type { EvictionPriority } from '../cache/eviction-policy';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
 export const kLoadRequestFields = [
@@ -24,6 +25,8 @@ export const kLoadRequestFields = [
   'device_ids',
   'worker_mode',
   'synchronous',
+  'pinned',
+  'eviction_priority',
 ] as const;
 
 /**
@@ -61,6 +64,8 @@ export interface LoadRequest {
   workerMode?: WorkerMode;
   synchronous?: boolean;
   loadedAtStartup?: boolean;
+  pinned?: boolean;
+  evictionPriority?: EvictionPriority;
 }
 
 export interface ModelSettings {
@@ -79,6 +84,10 @@ export interface ModelSettings {
   /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
   priorityLevels: number;
   priorityAgingMs: number;
+  /** Never evicted by the cache (only DELETE unloads it); counted against the budget all the same. */
+  pinned: boolean;
+  /** Its eviction class: the cache takes low before normal before high (cache/eviction-classes.ts). */
+  evictionPriority: EvictionPriority;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
@@ -103,6 +112,8 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     workerMode,
     priorityLevels: c.priorityLevels,
     priorityAgingMs: c.priorityAgingMs,
+    pinned: req.pinned ?? mc.pinned ?? false,
+    evictionPriority: req.evictionPriority ?? mc.evictionPriority ?? 'normal',
   };
 }
 
