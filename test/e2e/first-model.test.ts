@@ -9,37 +9,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCli, type CliServer } from '../../harness/cli-server';
-import { bash, codeBlocks, kRepoRoot } from '../helpers/docs-examples';
+import { bash, kRepoRoot, pageCommands } from '../helpers/docs-examples';
 import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
 import { skipBecause } from '../helpers/skip';
-
-/** The page's commands (continuation lines joined, here-documents kept whole) with the output shown under each. */
-function pageCommands(): Array<{ command: string; shown: string | null }> {
-  const commands: Array<{ command: string; shown: string | null }> = [];
-  for (const block of codeBlocks('docs/first-model.md', 'sh')) {
-    const lines = block.replace(/\\\n/g, '').split('\n');
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (line.trim() === '') continue;
-      if (line.startsWith('# ')) {
-        const last = commands.at(-1);
-        if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
-        continue;
-      }
-      const heredoc = /<<'(\w+)'$/.exec(line);
-      if (!heredoc) {
-        commands.push({ command: line, shown: null });
-        continue;
-      }
-      const end = lines.indexOf(heredoc[1], i + 1);
-      commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
-      i = end;
-    }
-  }
-  return commands;
-}
 
 describe("docs/first-model.md (npm start's configuration, every sh block as written)", () => {
   let s: CliServer;
@@ -70,7 +44,7 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
     const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
     assert.ok(grpc, s.lines.join('\n'));
     const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
-    const commands = pageCommands();
+    const commands = pageCommands('docs/first-model.md');
     assert.ok(commands.length >= 12, `the page has its commands (found ${commands.length})`);
     for (const { command, shown } of commands) {
       const line = command

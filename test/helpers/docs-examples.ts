@@ -13,6 +13,35 @@ export function codeBlocks(page: string, lang: string): string[] {
   return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]);
 }
 
+/**
+ * The commands of a page's `sh` blocks (continuation lines joined, here-documents kept whole), each
+ * with the `# {…}` output line shown under it, if any.
+ */
+export function pageCommands(page: string): Array<{ command: string; shown: string | null }> {
+  const commands: Array<{ command: string; shown: string | null }> = [];
+  for (const block of codeBlocks(page, 'sh')) {
+    const lines = block.replace(/\\\n/g, '').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i];
+      if (line.trim() === '') continue;
+      if (line.startsWith('# ')) {
+        const last = commands.at(-1);
+        if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
+        continue;
+      }
+      const heredoc = /<<'(\w+)'$/.exec(line);
+      if (!heredoc) {
+        commands.push({ command: line, shown: null });
+        continue;
+      }
+      const end = lines.indexOf(heredoc[1], i + 1);
+      commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
+      i = end;
+    }
+  }
+  return commands;
+}
+
 /** `bash -c command` in `cwd`; never rejects. */
 export function bash(command: string, cwd: string, env: Record<string, string> = {}): Promise<CommandRun> {
   return runCommand('bash', ['-c', command], { cwd, env, timeoutMs: 120_000 });
