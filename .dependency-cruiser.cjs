@@ -65,6 +65,17 @@ module.exports = {
       from: { path: '^src/(http|grpc)/' },
       to: { path: '^src/server/' },
     },
+    {
+      name: 'doors-see-only-the-gateways-contract',
+      comment:
+        "A door takes of src/gateway its contract alone: the Gateway and its Invocation (gateway.ts), the server's names (models.ts), the guard and its tokens (door-guard.ts, bearer-tokens.ts) and the OIP shapes (oip/). How the gateway parses controls, logs errors and traces is its own.",
+      severity: 'error',
+      from: { path: '^src/(http|grpc)/' },
+      to: {
+        path: '^src/gateway/',
+        pathNot: '^src/gateway/(gateway|models|door-guard|bearer-tokens)\\.ts$|^src/gateway/oip/',
+      },
+    },
     below(
       'gateway-is-below-the-doors',
       "The gateway knows no transport: a door translates its requests into the gateway's and back.",

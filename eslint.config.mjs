@@ -103,4 +103,23 @@ export default tseslint.config(
     },
   },
   { files: ['test/**/*.ts'], plugins: { timing }, rules: { 'timing/no-timed-assertions': 'error' } },
+  {
+    // Issue 44: the worker mode is a type. Only the two host policies (and kModeTraits beside their
+    // interface) know which mode they are; everything else asks them, so a third mode is one file.
+    files: ['src/**/*.ts'],
+    ignores: ['src/server/hosts/{host,dedicated,shared}-policy.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'BinaryExpression[operator=/^[!=]==?$/] > Literal[value=/^(shared|dedicated)$/]',
+          message: 'Ask the host policy (or kModeTraits) instead of comparing worker modes.',
+        },
+        {
+          selector: 'SwitchCase > Literal[value=/^(shared|dedicated)$/]',
+          message: 'Ask the host policy (or kModeTraits) instead of switching on worker modes.',
+        },
+      ],
+    },
+  },
 );

@@ -3,172 +3,106 @@
  * status it maps to, and the MMS exception type that goes in the `type` field of the MMS error body
  * `{"code": <status>, "type": "...", "message": "..."}`. docs/api.md's error table is this table.
  */
+const error = (status: number, type: string, e: { when: string }) => ({ status, type, when: e.when });
+
 export const ERRORS = {
-  MME_ERR_BAD_REQUEST: {
-    status: 400,
-    type: 'BadRequestException',
+  MME_ERR_BAD_REQUEST: error(400, 'BadRequestException', {
     when: 'a management request is malformed: missing url or model_name, bad name, bad parameter value',
-  },
-  MME_ERR_UNKNOWN_FIELD: {
-    status: 400,
-    type: 'BadRequestException',
+  }),
+  MME_ERR_UNKNOWN_FIELD: error(400, 'BadRequestException', {
     when: 'a POST /models body has a field the load request does not know (a typo is named with a did-you-mean, and the known fields listed)',
-  },
-  MME_ERR_INVALID_INPUT: {
-    status: 400,
-    type: 'BadRequestException',
+  }),
+  MME_ERR_INVALID_INPUT: error(400, 'BadRequestException', {
     when: 'an invoke body does not fit the model: bad JSON, unknown or missing input, wrong shape or element type; or a handler raised a 4xx (its status is kept)',
-  },
-  MME_ERR_BODY_CHUNKS_TOO_SMALL: {
-    status: 400,
-    type: 'BadRequestException',
+  }),
+  MME_ERR_BODY_CHUNKS_TOO_SMALL: error(400, 'BadRequestException', {
     when: 'a chunked request body came in too many tiny chunks (past 1024 chunks, fewer than 64 bytes a chunk on average): send larger chunks or a Content-Length',
-  },
-  MME_ERR_INVALID_MODEL: {
-    status: 400,
-    type: 'InvalidModelException',
+  }),
+  MME_ERR_INVALID_MODEL: error(400, 'InvalidModelException', {
     when: 'the model artifact is unusable: no .onnx file, several without model.onnx, a bad archive or model-config.json, a file onnxruntime cannot load, a handler that fails to import',
-  },
-  MME_ERR_UNAUTHORIZED: {
-    status: 401,
-    type: 'UnauthorizedException',
+  }),
+  MME_ERR_UNAUTHORIZED: error(401, 'UnauthorizedException', {
     when: 'the management API (management_token) or the data plane (inference_token) needs a bearer token and the request has none or a wrong one',
-  },
-  MME_ERR_FORBIDDEN: { status: 403, type: 'ForbiddenException', when: 'the request was refused by a listener guard' },
-  MME_ERR_MODEL_NOT_FOUND: {
-    status: 404,
-    type: 'ModelNotFoundException',
+  }),
+  MME_ERR_FORBIDDEN: error(403, 'ForbiddenException', { when: 'the request was refused by a listener guard' }),
+  MME_ERR_MODEL_NOT_FOUND: error(404, 'ModelNotFoundException', {
     when: 'the model is not loaded, or the load url does not exist',
-  },
-  MME_ERR_RESOURCE_NOT_FOUND: { status: 404, type: 'ResourceNotFoundException', when: 'no such route' },
-  MME_ERR_METHOD_NOT_ALLOWED: {
-    status: 405,
-    type: 'MethodNotAllowedException',
+  }),
+  MME_ERR_RESOURCE_NOT_FOUND: error(404, 'ResourceNotFoundException', { when: 'no such route' }),
+  MME_ERR_METHOD_NOT_ALLOWED: error(405, 'MethodNotAllowedException', {
     when: 'the route exists but not for this HTTP method',
-  },
-  MME_ERR_NOT_ACCEPTABLE: {
-    status: 406,
-    type: 'NotAcceptableException',
+  }),
+  MME_ERR_NOT_ACCEPTABLE: error(406, 'NotAcceptableException', {
     when: 'the Accept header asks for a response type the handler cannot produce',
-  },
-  MME_ERR_UNLOAD_TIMEOUT: {
-    status: 408,
-    type: 'RequestTimeoutException',
+  }),
+  MME_ERR_UNLOAD_TIMEOUT: error(408, 'RequestTimeoutException', {
     when: 'an unload took longer than unregister_model_timeout: the model is unloaded all the same, its running requests were stopped and its workers killed',
-  },
-  MME_ERR_DEADLINE_EXCEEDED: {
-    status: 408,
-    type: 'RequestTimeoutException',
+  }),
+  MME_ERR_DEADLINE_EXCEEDED: error(408, 'RequestTimeoutException', {
     when: "the request's own deadline (X-Request-Timeout, OIP parameters.timeout, gRPC grpc-timeout) passed before its answer: while queued it never reached a worker; while running its handler was told to stop (context.isCancelled)",
-  },
-  MME_ERR_MODEL_CONFLICT: {
-    status: 409,
-    type: 'ConflictStatusException',
+  }),
+  MME_ERR_MODEL_CONFLICT: error(409, 'ConflictStatusException', {
     when: 'a model of that name is already loaded or loading',
-  },
-  MME_ERR_PAYLOAD_TOO_LARGE: {
-    status: 413,
-    type: 'RequestEntityTooLargeException',
+  }),
+  MME_ERR_PAYLOAD_TOO_LARGE: error(413, 'RequestEntityTooLargeException', {
     when: 'the request body is over max_request_size',
-  },
-  MME_ERR_UNSUPPORTED_MEDIA_TYPE: {
-    status: 415,
-    type: 'UnsupportedMediaTypeException',
+  }),
+  MME_ERR_UNSUPPORTED_MEDIA_TYPE: error(415, 'UnsupportedMediaTypeException', {
     when: 'the handler cannot read the request Content-Type',
-  },
-  MME_ERR_CLIENT_CLOSED: {
-    status: 499,
-    type: 'ClientClosedRequestException',
+  }),
+  MME_ERR_CLIENT_CLOSED: error(499, 'ClientClosedRequestException', {
     when: 'the client closed its connection before the answer (logged and in metrics as a cancellation, never as a 4xx or 5xx error)',
-  },
-  MME_ERR_HEADERS_TOO_LARGE: {
-    status: 431,
-    type: 'RequestHeaderFieldsTooLargeException',
+  }),
+  MME_ERR_HEADERS_TOO_LARGE: error(431, 'RequestHeaderFieldsTooLargeException', {
     when: 'request headers are too large or too many',
-  },
-  MME_ERR_INTERNAL: { status: 500, type: 'InternalServerException', when: 'a bug: the server log has the details' },
-  MME_ERR_WORKER_DIED: {
-    status: 500,
-    type: 'InternalServerException',
+  }),
+  MME_ERR_INTERNAL: error(500, 'InternalServerException', { when: 'a bug: the server log has the details' }),
+  MME_ERR_WORKER_DIED: error(500, 'InternalServerException', {
     when: 'the worker process running this request crashed (it is restarted; queued requests are kept)',
-  },
-  MME_ERR_WORKER_PROTOCOL: {
-    status: 500,
-    type: 'InternalServerException',
+  }),
+  MME_ERR_WORKER_PROTOCOL: error(500, 'InternalServerException', {
     when: 'the worker sent a malformed or oversized frame; it was stopped and is being replaced',
-  },
-  MME_ERR_LOAD_FAILED: {
-    status: 500,
-    type: 'InternalServerException',
-    when: 'a worker exited while loading the model',
-  },
-  MME_ERR_LOAD_TIMEOUT: {
-    status: 500,
-    type: 'InternalServerException',
+  }),
+  MME_ERR_LOAD_FAILED: error(500, 'InternalServerException', { when: 'a worker exited while loading the model' }),
+  MME_ERR_LOAD_TIMEOUT: error(500, 'InternalServerException', {
     when: 'a worker did not finish loading within model_load_timeout',
-  },
-  MME_ERR_MODEL_ERROR: {
-    status: 500,
-    type: 'PredictionException',
+  }),
+  MME_ERR_MODEL_ERROR: error(500, 'PredictionException', {
     when: 'the model or its handler failed on this request (a handler may raise its own 5xx status)',
-  },
-  MME_ERR_RESPONSE_TOO_LARGE: {
-    status: 500,
-    type: 'InternalServerException',
-    when: 'the response is over max_response_size',
-  },
-  MME_ERR_QUEUE_FULL: {
-    status: 503,
-    type: 'ServiceUnavailableException',
+  }),
+  MME_ERR_RESPONSE_TOO_LARGE: error(500, 'InternalServerException', { when: 'the response is over max_response_size' }),
+  MME_ERR_QUEUE_FULL: error(503, 'ServiceUnavailableException', {
     when: "the model's job queue (job_queue_size) is full",
-  },
-  MME_ERR_NO_WORKER: {
-    status: 503,
-    type: 'ServiceUnavailableException',
+  }),
+  MME_ERR_NO_WORKER: error(503, 'ServiceUnavailableException', {
     when: 'the model has no worker, or job tickets are on and every worker is busy',
-  },
-  MME_ERR_MODEL_LOADING: {
-    status: 503,
-    type: 'ServiceUnavailableException',
+  }),
+  MME_ERR_MODEL_LOADING: error(503, 'ServiceUnavailableException', {
     when: 'the model is still loading; retry after Retry-After seconds',
-  },
-  MME_ERR_LOAD_WAIT_TIMEOUT: {
-    status: 503,
-    type: 'ServiceUnavailableException',
-    when: 'the load waited its load_timeout for a load slot or for room behind other loads; retry later',
-  },
-  MME_ERR_MODEL_FAILED: {
-    status: 503,
-    type: 'ServiceUnavailableException',
+  }),
+  MME_ERR_LOAD_WAIT_TIMEOUT: error(503, 'ServiceUnavailableException', {
+    when: 'the load waited its load_timeout for a load permit or for room behind other loads; retry later',
+  }),
+  MME_ERR_MODEL_FAILED: error(503, 'ServiceUnavailableException', {
     when: "the model's workers keep failing to start; describe shows the cause",
-  },
-  MME_ERR_SHUTTING_DOWN: { status: 503, type: 'ServiceUnavailableException', when: 'the server is shutting down' },
-  MME_ERR_REPOSITORY_UNAVAILABLE: {
-    status: 503,
-    type: 'ServiceUnavailableException',
+  }),
+  MME_ERR_SHUTTING_DOWN: error(503, 'ServiceUnavailableException', { when: 'the server is shutting down' }),
+  MME_ERR_REPOSITORY_UNAVAILABLE: error(503, 'ServiceUnavailableException', {
     when: "model_repository refused the download (credentials, permissions: the store's error code is in the server log), kept failing after retries, or the disk cache has no room that is not held by loaded models",
-  },
-  MME_ERR_REPOSITORY_TIMEOUT: {
-    status: 504,
-    type: 'RepositoryTimeoutException',
+  }),
+  MME_ERR_REPOSITORY_TIMEOUT: error(504, 'RepositoryTimeoutException', {
     when: 'model_repository stayed silent longer than model_repository_timeout (no answer, or a download that stalled)',
-  },
-  MME_ERR_WORKER_TIMEOUT: {
-    status: 504,
-    type: 'WorkerTimeoutException',
+  }),
+  MME_ERR_WORKER_TIMEOUT: error(504, 'WorkerTimeoutException', {
     when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced',
-  },
-  MME_ERR_INSUFFICIENT_MEMORY: {
-    status: 507,
-    type: 'InsufficientMemoryException',
+  }),
+  MME_ERR_INSUFFICIENT_MEMORY: error(507, 'InsufficientMemoryException', {
     when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)',
-  },
-  MME_ERR_CONFIG: {
-    status: 500,
-    type: 'ConfigurationException',
+  }),
+  MME_ERR_CONFIG: error(500, 'ConfigurationException', {
     when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)',
-  },
-} as const satisfies Record<string, { status: number; type: string; when: string }>;
+  }),
+};
 
 export type ErrorCode = keyof typeof ERRORS;
 
@@ -186,7 +120,6 @@ export class MmeError extends Error {
   /** HTTP status; a custom handler may raise any 4xx/5xx, so it is not always the table's. */
   readonly status: number;
   readonly type: string;
-  /** Extra response headers, e.g. Retry-After on 503. */
   readonly headers: Readonly<Record<string, string>>;
 
   constructor(
@@ -250,7 +183,7 @@ export function quoteValue(value: unknown): string {
   return 'an object';
 }
 
-function capMessage(message: string): string {
+export function capMessage(message: string): string {
   return message.length <= MESSAGE_LIMIT
     ? message
     : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;

@@ -36,7 +36,6 @@ export class MmeServer {
   /** This server's worker processes: what its shutdown kills, what tests count. */
   readonly processes = new ProcessRegistry();
   readonly metrics: MetricsRecorder;
-  /** What every invoke goes through, whichever listener it came in on. */
   readonly gateway: Gateway;
   /** OpenTelemetry traces of the invocations; null = off (otel_traces_sampler_ratio 0). */
   readonly tracer: RequestTracer | null;
@@ -44,13 +43,11 @@ export class MmeServer {
   #metricsListener: Listener | null = null;
   /** load_models that failed to load at start-up (each logged with its reason). */
   readonly startupFailures: string[] = [];
-  /** The gRPC inference listener, when grpc_inference_port is set. */
   grpc: GrpcListener | null = null;
   /** Where .tar.gz artifacts are extracted (one fresh directory per load, removed on unload). */
   readonly cacheDir: string;
   readonly #log: (line: string) => void;
   readonly #limits: ListenerLimits;
-  /** inference_token, shared by every door's data plane; null when unset. */
   readonly #inferenceToken: InferenceToken | null;
   /** The certificate every TLS listener serves, watched for rotation; null without tls_cert_file. */
   #tls: TlsFiles | null = null;

@@ -5,13 +5,9 @@
  * server names when a worker ends that way (exit-reason.ts). Node's default (a stack, exit 1) says
  * neither which request nor that this was the cause.
  */
-import { MESSAGE_LIMIT } from './errors';
+import { capMessage } from './errors';
 
-/**
- * What a process (a worker, a shared host, the server itself) exits with after a promise rejection
- * nobody handled: a bug that left something undone. Its own code, so the exit names its cause; 70
- * is a worker whose onnxruntime failed to start, 1 Node's own.
- */
+/** Its own code, so the exit names its cause: 70 is a worker whose onnxruntime failed to start, 1 Node's own. */
 export const UNHANDLED_REJECTION_EXIT_CODE = 71;
 
 /** Errors and promises tied to the request(s) they are for. */
@@ -37,10 +33,7 @@ function requestIdsOf(reason: unknown, promise: Promise<unknown>): string | unde
 }
 
 function describe(reason: unknown): string {
-  const text = reason instanceof Error ? (reason.stack ?? `${reason.name}: ${reason.message}`) : String(reason);
-  return text.length <= MESSAGE_LIMIT
-    ? text
-    : `${text.slice(0, MESSAGE_LIMIT)}… (${text.length - MESSAGE_LIMIT} more characters)`;
+  return capMessage(reason instanceof Error ? (reason.stack ?? `${reason.name}: ${reason.message}`) : String(reason));
 }
 
 /** From now on, a rejection nobody handles is logged and ends the process with UNHANDLED_REJECTION_EXIT_CODE. */

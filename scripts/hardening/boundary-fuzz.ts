@@ -1,8 +1,9 @@
 /**
  * The boundary's invariants against a live server (issue 21), shared by the property test
- * (test/hardening/boundary-property.test.ts) and `npm run fuzz`: rounds of canaries and malformed
- * requests (harness/boundary/) sent at once to a batching model, so that attacks
- * share batches with the canaries. After each round:
+ * (test/hardening/boundary-property.test.ts), `npm run fuzz` and the memory soak
+ * (./boundary-memory.ts): rounds of canaries and malformed requests (harness/boundary/) sent at
+ * once to a batching model, so that attacks share batches with the canaries. After each round
+ * (runRound):
  *
  * - every canary got exactly its solo answer: the answer of a twin of the model that never batches
  *   (batch_size 1), asked first with the body whole, which must itself be the known answer x + 1;
@@ -10,11 +11,13 @@
  *   its bytes, the body reader's chunk-count refusal (chunkVerdict);
  * - every malformed request got a 4xx (INVALID_ARGUMENT over gRPC) whose body is at most 64 KiB;
  * - no worker or shared host process was replaced;
- * - the server's RSS, sampled through the round, grew by at most kServerRssGrowth over its RSS at
- *   the round's start, and the workers' (or host's) by at most kWorkerRssGrowth (growth within a
- *   round, so a failing round fails alone and shrinks; what stays is checked against the warm
- *   baseline by retainedRssProblems once the rounds are done);
  * - nothing answered 5xx (implied by the first two).
+ *
+ * The scripts also bound memory, which the test does not (a measurement, and Node releases differ
+ * in it): roundRssFailures, the server's RSS sampled through the round at most kServerRssGrowth
+ * over its RSS at the round's start and the workers' (or host's) at most kWorkerRssGrowth (growth
+ * within a round, so a failing round fails alone); retainedRss, what stays over the warm
+ * baseline once the rounds are done.
  */
 import fc from 'fast-check';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
@@ -179,50 +182,52 @@ class Monitor {
   }
 }
 
+/** RSS at a round's start and its peak through the round, bytes. */
+export interface RssSpan {
+  start: number;
+  peak: number;
+}
+
 export interface RoundReport {
+  /** The round's correctness: answers, refusals, processes. */
   failures: Failure[];
   /** Requests sent: the solo answers and the round itself. */
   operations: number;
-  peakServerRss: number;
-  peakWorkerRss: number;
+  serverRss: RssSpan;
+  /** The workers' (or shared host's) together. */
+  workerRss: RssSpan;
 }
 
 const MiB = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
 const sameRows = (a: number[][], b: number[][]) =>
   a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((v, j) => Object.is(v, b[i][j])));
 
-/**
- * Runs one round (solo answers first, then every case at once) and returns what broke the
- * invariants. `inFlight` rounds running at once share the server, so the RSS bounds are that many
- * times the bound of one.
- */
-export async function runRound(srv: BoundaryServer, round: Round, inFlight = 1): Promise<RoundReport> {
+/** Runs one round (solo answers first, then every case at once) and returns what broke the invariants. */
+export async function runRound(srv: BoundaryServer, round: Round): Promise<RoundReport> {
   const { cli } = srv;
   // A connection of its own (grpc-js otherwise shares one per target): a round that breaks its
   // connection fails alone, and the next round starts clean.
   const grpc = grpcClients(srv.grpcPort, { 'grpc.use_local_subchannel_pool': 1 });
   try {
-    return await runRoundOn(srv, round, { url: cli.url, grpc }, inFlight);
+    return await runRoundOn(srv, round, { url: cli.url, grpc });
   } finally {
     grpc.close();
   }
 }
 
-async function runRoundOn(
-  srv: BoundaryServer,
-  round: Round,
-  endpoints: Endpoints,
-  inFlight: number,
-): Promise<RoundReport> {
+/** The round's malformed cases, for a failure's detail. */
+const attacksOf = (round: Round) =>
+  round.cases
+    .filter((c) => c.kind === 'malformed')
+    .map(caseLabel)
+    .join(', ') || 'none';
+
+async function runRoundOn(srv: BoundaryServer, round: Round, endpoints: Endpoints): Promise<RoundReport> {
   const { cli } = srv;
   const failures: Failure[] = [];
   const pidsBefore = await readyPids(cli);
   const valid = round.cases.filter((c): c is ValidCase => c.kind === 'valid');
-  const attacks =
-    round.cases
-      .filter((c) => c.kind === 'malformed')
-      .map(caseLabel)
-      .join(', ') || 'none';
+  const attacks = attacksOf(round);
 
   const solo = await Promise.all(
     valid.map(async (c) => {
@@ -308,28 +313,42 @@ async function runRoundOn(
       detail: `pids ${pidsBefore.join(',')} → ${pidsAfter.join(',')} in a round with [${attacks}]`,
     });
   }
-  if (monitor.peakServer > monitor.serverRssAtStart + inFlight * kServerRssGrowth) {
-    failures.push({
-      signature: 'server RSS over its bound',
-      detail: `${MiB(monitor.serverRssAtStart)} -> ${MiB(monitor.peakServer)} (bound: + ${MiB(inFlight * kServerRssGrowth)}) in a round with [${attacks}]`,
-    });
-  }
-  if (monitor.peakWorkers > monitor.workersRssAtStart + inFlight * kWorkerRssGrowth) {
-    failures.push({
-      signature: `${srv.mode === 'shared' ? 'host' : 'worker'} RSS over its bound`,
-      detail: `${MiB(monitor.workersRssAtStart)} -> ${MiB(monitor.peakWorkers)} (bound: + ${MiB(inFlight * kWorkerRssGrowth)}) in a round with [${attacks}]`,
-    });
-  }
   return {
     failures,
     operations: valid.length + round.cases.length,
-    peakServerRss: monitor.peakServer,
-    peakWorkerRss: monitor.peakWorkers,
+    serverRss: { start: monitor.serverRssAtStart, peak: monitor.peakServer },
+    workerRss: { start: monitor.workersRssAtStart, peak: monitor.peakWorkers },
   };
 }
 
+/**
+ * A round's RSS growth past its bounds. `inFlight` rounds running at once share the server, so
+ * the bounds are that many times the bound of one.
+ */
+export function roundRssFailures(srv: BoundaryServer, round: Round, report: RoundReport, inFlight = 1): Failure[] {
+  const failures: Failure[] = [];
+  const check = (what: string, span: RssSpan, bound: number) => {
+    if (span.peak > span.start + inFlight * bound)
+      failures.push({
+        signature: `${what} RSS over its bound`,
+        detail: `${MiB(span.start)} -> ${MiB(span.peak)} (bound: + ${MiB(inFlight * bound)}) in a round with [${attacksOf(round)}]`,
+      });
+  };
+  check('server', report.serverRss, kServerRssGrowth);
+  check(srv.mode === 'shared' ? 'host' : 'worker', report.workerRss, kWorkerRssGrowth);
+  return failures;
+}
+
+export interface RetainedRss {
+  /** RSS now, bytes: the server's, and its workers' (or host's) together. */
+  server: number;
+  workers: number;
+  /** Each of them past its bound over the warm baseline. */
+  problems: string[];
+}
+
 /** What the rounds left behind: RSS the server or its workers kept past the same bounds over their warm baseline. */
-export async function retainedRssProblems(srv: BoundaryServer, inFlight = 1): Promise<string[]> {
+export async function retainedRss(srv: BoundaryServer, inFlight = 1): Promise<RetainedRss> {
   const server = rssBytes(srv.cli.pid);
   const workers = workerRss(await readyPids(srv.cli));
   const problems: string[] = [];
@@ -342,7 +361,7 @@ export async function retainedRssProblems(srv: BoundaryServer, inFlight = 1): Pr
     problems.push(
       `the ${srv.mode === 'shared' ? 'host' : 'workers'} kept ${MiB(workers)} after the rounds, warm ${MiB(srv.baseline.workers)} (bound: + ${MiB(bound.workers)})`,
     );
-  return problems;
+  return { server, workers, problems };
 }
 
 /** A failing round as an assertion message: each failure with its case. */
@@ -397,11 +416,11 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
       while (operations < opts.operations) {
         const roundSeed = opts.seed + rounds++;
         const round = fc.sample(roundArb, { seed: roundSeed, numRuns: 1 })[0];
-        const report = await runRound(srv, round, opts.concurrency);
+        const report = await runRound(srv, round);
         operations += report.operations;
-        peaks.server = Math.max(peaks.server, report.peakServerRss);
-        peaks.workers = Math.max(peaks.workers, report.peakWorkerRss);
-        for (const f of report.failures) {
+        peaks.server = Math.max(peaks.server, report.serverRss.peak);
+        peaks.workers = Math.max(peaks.workers, report.workerRss.peak);
+        for (const f of [...report.failures, ...roundRssFailures(srv, round, report, opts.concurrency)]) {
           const seen = findings.get(f.signature);
           if (seen) seen.count++;
           else {
@@ -418,18 +437,18 @@ export async function fuzzBoundary(opts: FuzzOptions): Promise<FuzzReport> {
       }
     };
     await Promise.all(Array.from({ length: opts.concurrency }, loop));
-    for (const detail of await retainedRssProblems(srv, opts.concurrency)) {
+    const retained = await retainedRss(srv, opts.concurrency);
+    for (const detail of retained.problems) {
       const signature = `${detail.split(' kept ')[0]} kept more RSS than its bound after the rounds`;
       findings.set(signature, { first: { signature, detail }, roundSeed: opts.seed, count: 1 });
     }
-    const pids = await readyPids(srv.cli);
     return {
       mode: opts.mode,
       operations,
       rounds,
       findings,
-      serverRss: { start: srv.baseline.server, end: rssBytes(srv.cli.pid), peak: peaks.server },
-      workerRss: { start: srv.baseline.workers, end: workerRss(pids), peak: peaks.workers },
+      serverRss: { start: srv.baseline.server, end: retained.server, peak: peaks.server },
+      workerRss: { start: srv.baseline.workers, end: retained.workers, peak: peaks.workers },
       seconds: (Date.now() - t0) / 1000,
     };
   } finally {

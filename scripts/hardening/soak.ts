@@ -5,10 +5,12 @@
  *   T-P4 300 loads under a memory budget, each 507 answered by unloading the least recently used
  *   T-H2 300 header and 50 body slowloris sockets at the server's real timeouts (60 s / 70 s)
  *   T-H5 a pooled client and a load balancer for 10 minutes around the real keepAliveTimeout (65 s)
+ *   the boundary property's rounds under their RSS bounds, in both worker modes (./boundary-memory.ts)
  * T-H5 runs alongside the others (it sends a request a minute); the rest run one after another.
  */
 import { kDefaultLimits } from '../../src/util/listener-limits';
 import { withCliServer } from '../../harness/cli-server';
+import { reportBoundaryMemory } from './boundary-memory';
 import { runEvictionCycle } from './eviction-cycle';
 import { keepAliveProblems } from './keepalive';
 import { runLeakSoak } from './leak-soak';
@@ -16,7 +18,7 @@ import { CaseReport } from './report';
 import { runSlowClients, slowClientProblems } from './slow-clients';
 
 const USAGE = `Usage: npm run soak
-  The long reliability cases at full size (load/unload cycles, leak checks, eviction cycles, slow clients), each against its own CLI server, with a 10-minute keep-alive case alongside; takes tens of minutes or more.`;
+  The long reliability cases at full size (load/unload cycles, leak checks, eviction cycles, slow clients, the boundary rounds' memory), each against its own CLI server, with a 10-minute keep-alive case alongside; takes tens of minutes or more.`;
 
 void CaseReport.run(USAGE, async (report) => {
   const progress = (what: string) => (line: string) => console.log(`  ${what} ${line}`);
@@ -66,6 +68,8 @@ void CaseReport.run(USAGE, async (report) => {
     slowClientProblems(slow, limits, true),
     `${slow.probes.length} probes`,
   );
+
+  await reportBoundaryMemory(report, 300, Date.now() % 2 ** 31);
 
   await keepAlive;
 });

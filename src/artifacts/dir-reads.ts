@@ -1,14 +1,8 @@
 /**
- * The file-system reads that find a model in a directory (realpath, stat, lstat, readdir and
- * model-config.json), asynchronous or synchronous, and which of the two a server uses.
- *
- * A load reads 7 small things. On a local file system each is a few µs in the kernel, and the
- * asynchronous form costs more than the read: a hand-off to libuv's thread pool and one back per
- * call, each a wake-up of another thread. With 8 shared loads in flight those hand-offs queued
- * behind the server's other work and resolving a directory took 12 ms instead of 1.2
- * (bench-results/part21-model-count/README.md, "Loads in flight"). On a network or FUSE file
- * system (EFS, NFS, s3 mounts) a read can take milliseconds or hang: there the event loop must not
- * wait for it, and the reads stay asynchronous.
+ * The file-system reads that find a model in a directory, asynchronous or synchronous. On a local
+ * file system each of a load's 7 reads is a few µs, less than the thread-pool hand-off: with 8 loads
+ * in flight, resolving a directory took 12 ms instead of 1.2 (bench-results/part21-model-count).
+ * On a network or FUSE file system (EFS, NFS, s3 mounts) a read can hang: there they stay asynchronous.
  */
 import fs, { constants, type Dirent, type Stats } from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -19,10 +13,7 @@ export interface DirReads {
   stat(p: string): Promise<Stats>;
   lstat(p: string): Promise<Stats>;
   readdir(p: string): Promise<Dirent[]>;
-  /**
-   * The text of `p`, opened without following a symbolic link (ELOOP if it is one); `check` sees its
-   * stat first and throws to refuse it (not a regular file, too large).
-   */
+  /** The text of `p`, opened without following a link (ELOOP); `check` sees its stat first and throws to refuse it. */
   readNoFollow(p: string, check: (st: Stats) => void): Promise<string>;
 }
 
@@ -42,7 +33,7 @@ export const asyncReads: DirReads = {
   },
 };
 
-// Promises all the same, so that callers need no second path; a throw becomes a rejection.
+// Promises all the same, so that callers need no second path.
 export const syncReads: DirReads = {
   realpath: async (p) => fs.realpathSync.native(p),
   stat: async (p) => fs.statSync(p),
@@ -75,11 +66,7 @@ export function isLocalFileSystem(type: number): boolean {
   return kLocalFileSystems.has(type);
 }
 
-/**
- * Synchronous reads when every root a model may come from is on a local file system, else
- * asynchronous. A root that does not exist yet is judged by its nearest existing parent (SageMaker
- * mounts /opt/ml/models before the container starts; elsewhere it is usually absent).
- */
+/** Synchronous reads when every root is on a local file system; a root not there yet is judged by its nearest parent. */
 export async function dirReadsFor(roots: readonly string[]): Promise<DirReads> {
   if (roots.length === 0) return asyncReads;
   const local = await Promise.all(

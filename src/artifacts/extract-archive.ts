@@ -1,8 +1,6 @@
 /**
- * Safe extraction of an untrusted model .tar.gz with node-tar 7 (reference: reliability-security.md §2).
- * Runs inside the short-lived extraction child (extract-child.ts): some node-tar parser bugs crash the
- * process outright, and after a failure the child's pending writes end with the child, so the parent can
- * delete the destination knowing nothing will recreate files in it.
+ * Safe extraction of an untrusted model .tar.gz with node-tar 7 (reference: reliability-security.md §2),
+ * inside the short-lived extraction child (extract-child.ts).
  */
 import { createReadStream } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
@@ -14,13 +12,12 @@ import { isMmeError, MmeError, quote } from '../errors';
 import { diskFullError, errnoOf, fsFailure, isDiskFull } from './fs-errors';
 
 export interface ArchiveLimits {
-  /** Most entries (files and directories) an archive may hold. Default 10 000. */
   maxEntries?: number;
-  /** Most bytes the entries may declare in total. Default 4 GiB. */
+  /** Most bytes the entries may declare in total. */
   maxTotalBytes?: number;
-  /** Highest uncompressed:compressed ratio, enforced once past compressionRatioFloor. Default 200. */
+  /** Highest uncompressed:compressed ratio, enforced once past compressionRatioFloor. */
   maxCompressionRatio?: number;
-  /** Uncompressed bytes after which the ratio is enforced. Default 10 MiB: small archives compress far better. */
+  /** Uncompressed bytes after which the ratio is enforced: small archives compress far better. */
   compressionRatioFloor?: number;
 }
 
@@ -46,7 +43,7 @@ function formatBytes(n: number): string {
       : `${n} bytes`;
 }
 
-/** Turns whatever the stream chain failed with into the client-facing error, hiding the extraction path. */
+/** The client-facing error, without the extraction path. */
 function classify(err: unknown, dest: string): MmeError {
   if (isMmeError(err)) return err;
   if (isDiskFull(err)) return diskFullError('extracting the model archive', err);
@@ -59,7 +56,7 @@ function classify(err: unknown, dest: string): MmeError {
   return fsFailure('extracting the model archive', err);
 }
 
-/** Extracts `archive` into the existing, empty directory `dest`. Rejects with an MmeError. */
+/** Into the existing, empty directory `dest`; rejects with an MmeError. */
 export async function extractArchive(archive: string, dest: string, limits: Required<ArchiveLimits>): Promise<void> {
   // Loaded with the first archive: a server fed directories never holds node-tar.
   const { Unpack } = await import('tar');
@@ -146,10 +143,7 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
   });
 }
 
-/**
- * Checks what actually landed on disk, independently of the filter: only directories and regular files
- * with a single link. Defence in depth against a parser differential letting a link through.
- */
+/** What landed on disk, independently of the filter: defence against a parser differential letting a link through. */
 async function verifyTree(dir: string): Promise<void> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);

@@ -10,30 +10,18 @@ import { ArchiveLimits, DEFAULT_ARCHIVE_LIMITS } from './extract-archive';
 import { asyncReads, type DirReads } from './dir-reads';
 import { extractInChild } from './extract-child';
 import { errnoOf, fsFailure } from './fs-errors';
-import type { ModelDirConfig } from './model-config';
-import { resolveModelDir } from './model-dir';
+import { resolveModelDir, type ModelDir } from './model-dir';
 
 export type { ArchiveLimits } from './extract-archive';
-export type { ModelDirConfig } from './model-config';
 
-export interface ModelArtifact {
-  /** The url exactly as the load request gave it. */
+export interface ModelArtifact extends ModelDir {
+  /** As the load request gave it. */
   url: string;
-  /** The directory holding the .onnx file (handler and model-config.json are read from here). */
-  dir: string;
-  onnxPath: string;
-  onnxBytes: number;
-  /** The load request's handler, else model-config.json's, else handler.js beside the model; null for none. */
-  handlerPath: string | null;
-  modelConfig: ModelDirConfig;
   /** Where an archive was extracted (removed by dispose()); null for a plain directory. */
   extractedTo: string | null;
-  /** Removes the extraction directory; a no-op for a plain directory. Safe to call more than once. */
+  /** Removes the extraction directory, if any; safe to call more than once. */
   dispose(): Promise<void>;
-  /**
-   * `err` with the model's directory (or the extraction directory) shown as the url (a worker's load
-   * error names the files it read): a client sees the paths it sent, never the server's own.
-   */
+  /** `err` with the model's directory shown as the url: a client sees the paths it sent, never the server's own. */
   hidePaths(err: unknown): unknown;
 }
 
@@ -44,10 +32,9 @@ export interface ResolveArtifactOptions {
   roots?: readonly string[];
   /** What a relative url is resolved against (model_store, as MMS does); omitted = the working directory. */
   store?: string | null;
-  /** The load request's handler: a path inside the model directory, checked as model-config.json's is. */
+  /** The load request's handler. */
   handler?: string;
   limits?: ArchiveLimits;
-  /** How the model directory is read (dir-reads.ts); asynchronous when not given. */
   reads?: DirReads;
 }
 
@@ -74,10 +61,7 @@ function insideAny(p: string, roots: readonly string[]): boolean {
   return roots.some((root) => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep));
 }
 
-/**
- * The roots are the server's own paths: the answer names the key that sets them, not them; the
- * cause (which the server log shows, the client never) lists the roots in effect.
- */
+/** The roots are the server's own paths: only the cause, which the client never sees, lists them. */
 function outsideRoots(url: string, roots: readonly string[]): MmeError {
   return new MmeError(
     'MME_ERR_BAD_REQUEST',

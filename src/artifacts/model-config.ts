@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { isMmeError, MmeError, quote } from '../errors';
+import { isWorkerMode } from '../config/types';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
 import { timerLimit } from '../util/timer-limit';
@@ -71,7 +72,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
     Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0',
   handler: (v) =>
     typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory',
-  workerMode: (v) => (v === 'dedicated' || v === 'shared' ? null : '"dedicated" or "shared"'),
+  workerMode: (v) => (isWorkerMode(v) ? null : '"dedicated" or "shared"'),
   pinned: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
 };

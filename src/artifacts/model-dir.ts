@@ -8,9 +8,8 @@ import { isSafeRelativePath, MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig 
 const DEFAULT_HANDLER = 'handler.js';
 const PREFERRED_MODEL = 'model.onnx';
 
-/** What a model directory holds, once its .onnx file is chosen. */
 export interface ModelDir {
-  /** The directory holding the .onnx file: the root, or one of its subdirectories. */
+  /** The directory holding the .onnx file (and the handler and model-config.json): the root, or a subdirectory. */
   dir: string;
   onnxPath: string;
   onnxBytes: number;
@@ -32,25 +31,24 @@ function listing(names: string[]): string {
   return names.length > 10 ? `${shown}, ... (${names.length} in all)` : shown;
 }
 
-interface Scan {
-  /** .onnx files, relative to the model root. */
-  onnx: string[];
-  subdirs: string[];
-}
-
 /**
  * Lists one directory without following links: Dirent types come from the directory entry itself, so a
  * symlinked directory is neither a file nor a directory here. Dot-entries are skipped because macOS tar
  * adds "._model.onnx" AppleDouble companions that are not models.
  */
-async function scan(root: string, rel: string, where: (rel: string) => string, reads: DirReads): Promise<Scan> {
+async function scan(
+  root: string,
+  rel: string,
+  where: (rel: string) => string,
+  reads: DirReads,
+): Promise<{ onnx: string[]; subdirs: string[] }> {
   let entries: Dirent[];
   try {
     entries = await reads.readdir(path.join(root, rel));
   } catch (err) {
     throw fsFailure(`listing ${where(rel || '.')}`, err);
   }
-  const result: Scan = { onnx: [], subdirs: [] };
+  const result = { onnx: [] as string[], subdirs: [] as string[] };
   for (const e of entries) {
     if (e.name.startsWith('.')) continue;
     const relName = rel ? `${rel}/${e.name}` : e.name;
@@ -106,15 +104,9 @@ async function lstatInside(dir: string, rel: string, where: (rel: string) => str
 }
 
 /** A handler path and who named it (for messages): the load request, or model-config.json. */
-interface NamedHandler {
-  rel: string;
-  namedIn: string;
-}
+type NamedHandler = { rel: string; namedIn: string };
 
-/**
- * The handler file, by one rule whoever names it: a regular file inside the model directory, with
- * no symbolic link on the way. handler.js beside the model is used when nothing names one.
- */
+/** The handler file, by one rule whoever names it: a regular file inside the model directory, no link on the way. */
 async function findHandler(
   dir: string,
   named: NamedHandler | null,
@@ -146,8 +138,7 @@ function namedHandler(requested: string | undefined, config: ModelDirConfig, con
 
 /**
  * Picks the .onnx file in a model directory and reads the handler and model-config.json beside it.
- * `label` names the directory in messages (the url the client sent, never an internal path);
- * `requestedHandler` is the load request's handler, relative to the directory holding the .onnx file.
+ * `label` names the directory in messages (the url the client sent, never an internal path).
  */
 export async function resolveModelDir(
   root: string,

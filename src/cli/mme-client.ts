@@ -1,29 +1,9 @@
 #!/usr/bin/env node
 /**
- * A small client for the SageMaker MME container API (what SageMaker itself calls), for trying a running
- * server or image by hand:
- *
- * Installed as the package bin `mme-client`, and `npm run -s mme-client -- ARGS` in this repository.
- *
- *   node dist/src/cli/mme-client.js [--url URL] load NAME PATH [--workers N]
- *   node dist/src/cli/mme-client.js [--url URL] list
- *   node dist/src/cli/mme-client.js [--url URL] describe NAME
- *   node dist/src/cli/mme-client.js [--url URL] invoke NAME JSON|@FILE [--content-type TYPE] [--target-model T]
- *   node dist/src/cli/mme-client.js [--url URL] unload NAME
- *   node dist/src/cli/mme-client.js [--url URL] scale NAME MIN [MAX]
- *   node dist/src/cli/mme-client.js [--url URL] ping
- *   node dist/src/cli/mme-client.js [--url URL] v2-infer NAME JSON|@FILE
- *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-infer NAME JSON|@FILE
- *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-predict NAME JSON|@FILE [--stream]
- *   node dist/src/cli/mme-client.js [--grpc HOST:PORT] grpc-ping
- *
- * PATH is as the container sees it: in the image, /opt/ml/models/NAME. The URL defaults to $MME_URL, else
- * http://127.0.0.1:8080; --grpc defaults to $MME_GRPC, else 127.0.0.1:7070 (grpc_inference_port). The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
- *
- * A server with inference_token or management_token, or TLS (tls_cert_file, tls_client_ca_file):
- * --token / --management-token (or $MME_INFERENCE_TOKEN / $MME_MANAGEMENT_TOKEN) go out as
- * Authorization: Bearer (gRPC: authorization metadata); an https:// URL and --grpc-tls use TLS,
- * trusting --cacert (else the system's CAs) and presenting --cert and --key for mutual TLS.
+ * A small client for the SageMaker MME container API (what SageMaker itself calls), for trying a
+ * running server or image by hand: the package bin `mme-client`, `npm run -s mme-client -- ARGS` here.
+ * USAGE below lists its commands; PATH is as the container sees it (in the image, /opt/ml/models/NAME).
+ * The response body goes to stdout; a non-2xx answer exits 1 with the body on stderr.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -84,6 +64,17 @@ function pemFile(option: string, file: string): Buffer {
   }
 }
 
+/** The options that take any text, by the field they set. */
+type TextOption = 'url' | 'contentType' | 'targetModel' | 'grpc' | 'inferenceToken' | 'managementToken';
+const kTextOptions = new Map<string, TextOption>([
+  ['--url', 'url'],
+  ['--content-type', 'contentType'],
+  ['--target-model', 'targetModel'],
+  ['--grpc', 'grpc'],
+  ['--token', 'inferenceToken'],
+  ['--management-token', 'managementToken'],
+]);
+
 function parse(argv: readonly string[]): Options {
   const opts: Options = {
     url: process.env.MME_URL || 'http://127.0.0.1:8080',
@@ -105,33 +96,20 @@ function parse(argv: readonly string[]): Options {
       if (v === undefined) throw new UsageError(`${arg} needs a value`);
       return v;
     };
+    const field = kTextOptions.get(arg);
+    if (field !== undefined) {
+      opts[field] = value();
+      continue;
+    }
     switch (arg) {
-      case '--url':
-        opts.url = value();
-        break;
       case '--workers': {
         const n = Number(value());
         if (!Number.isInteger(n) || n < 1) throw new UsageError('--workers must be a whole number >= 1');
         opts.workers = n;
         break;
       }
-      case '--content-type':
-        opts.contentType = value();
-        break;
-      case '--target-model':
-        opts.targetModel = value();
-        break;
-      case '--grpc':
-        opts.grpc = value();
-        break;
       case '--stream':
         opts.stream = true;
-        break;
-      case '--token':
-        opts.inferenceToken = value();
-        break;
-      case '--management-token':
-        opts.managementToken = value();
         break;
       case '--cacert':
         opts.tls.ca = pemFile(arg, value());

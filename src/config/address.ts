@@ -7,7 +7,6 @@ export const kAddressForms = 'http://host:port, https://host[:port] or unix:/pat
 const kTcpAddress = /^(https?):\/\/(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]]+)(?::(\d+))?\/?$/i;
 const kUnixAddress = /^unix:(\/\S*)$/i;
 
-/** The parsed address, or why the text is not one. */
 export function parseAddress(raw: string): ListenAddress | { problem: string } {
   const unix = kUnixAddress.exec(raw);
   if (unix) return { raw, scheme: 'unix', host: '', port: 0, path: unix[1] };

@@ -7,7 +7,6 @@ export interface ModelToLoad {
 
 export type LoadModels = 'ALL' | readonly ModelToLoad[];
 
-/** The parsed list, or why the text is not one. */
 export function parseLoadModels(value: string): LoadModels | { problem: string } {
   if (value.trim().toUpperCase() === 'ALL') return 'ALL';
   const models: ModelToLoad[] = [];

@@ -23,7 +23,6 @@ import type { AutoscaleConfig, PlainConfig, ServerConfig } from './types';
 export type { Env } from './file-settings';
 
 export interface ResolveInput {
-  /** config.properties text, or null when no file is read. */
   readonly fileText: string | null;
   readonly configFile: string | null;
   readonly env: Env;

@@ -32,7 +32,6 @@ export class Settings {
     return this.#values.get(name)?.from ?? null;
   }
 
-  /** " (set in FILE)", or '' for a default. */
   fromText(name: KeyName): string {
     const from = this.from(name);
     return from ? ` (set ${from})` : '';

@@ -1,7 +1,8 @@
 /** The security keys that several values decide together: the tls_* files with the listeners' schemes, and inference_token. */
 import { MmeError } from '../errors';
 import type { Settings } from './settings';
-import type { ListenAddress, TlsConfig } from './types';
+import type { TlsPaths } from '../util/tls-files';
+import type { ListenAddress } from './types';
 
 /**
  * An https:// listener needs the certificate; with one, an http:// inference_address is a likely
@@ -11,7 +12,7 @@ import type { ListenAddress, TlsConfig } from './types';
 export function tlsConfig(
   s: Settings,
   addresses: ReadonlyArray<readonly [string, ListenAddress | null]>,
-): TlsConfig | null {
+): TlsPaths | null {
   const certFile = s.read('tls_cert_file');
   const keyFile = s.read('tls_key_file');
   const clientCaFile = s.read('tls_client_ca_file');

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError } from '../errors';
 import type { MetricsRecorder } from '../metrics';
-import type { InvokeResult, JobOptions } from '../server/jobs/job';
+import type { ClientSignal, InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import { realClock, type Clock } from '../util/clock';
@@ -20,6 +20,7 @@ import { asMmeError, errorLine } from './error-line';
 import {
   kNoControls,
   MICROSECONDS,
+  MILLISECONDS,
   requestPriority,
   requestTimeoutMs,
   type ControlLimits,
@@ -49,7 +50,10 @@ export interface ModelRequest {
 /** A model's answer, as a door encodes it. */
 export type ModelAnswer = InvokeResult;
 
-/** How a door runs a request: the client's AbortSignal, and a streamed answer's chunks. */
+/**
+ * How a door runs a request: a streamed answer's chunks, and the signal of a request that can be
+ * aborted alone (one of a gRPC stream's); without one, the invocation is its own (abort()).
+ */
 export type RunOptions = Pick<JobOptions, 'signal' | 'onChunk'>;
 
 /** OIP's parameters.timeout (microseconds, as Triton) and .priority, as a door decoded them. */
@@ -117,8 +121,11 @@ export class Gateway {
  * It counts in the invocation metric once a door claimed it for a name (target()): requests refused
  * before that (a guard, a route without a model, a wrong version) are no invocations.
  */
-export class Invocation {
+export class Invocation implements ClientSignal {
   readonly #t0 = performance.now();
+  /** Its client went away (abort()): queued, it leaves the queue; running, its handler is told. */
+  aborted = false;
+  onabort: ClientSignal['onabort'] = null;
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
@@ -146,7 +153,7 @@ export class Invocation {
    * The caller's timeout `value` as its door reads it (a 400 when it is no whole number), from now;
    * with several (a gRPC deadline and parameters.timeout) the soonest holds.
    */
-  askTimeout(value: unknown, unit: TimeUnit, where: string): void {
+  askTimeout(value: unknown, where: string, unit: TimeUnit = MILLISECONDS): void {
     const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
     if (ms !== null) this.deadlineIn(ms);
   }
@@ -165,8 +172,15 @@ export class Invocation {
 
   /** OIP's parameters, which win over a transport's own (the shorter timeout holds). */
   askOip(asked: OipParameters): void {
-    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, MICROSECONDS, 'parameters.timeout');
+    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
     if (asked.priority !== undefined) this.askPriority(asked.priority, 'parameters.priority');
+  }
+
+  /** The client went away before its answer was out. */
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.onabort?.(new Event('abort'));
   }
 
   /**
@@ -184,15 +198,13 @@ export class Invocation {
    * the client went away).
    */
   async run(request: ModelRequest, run: RunOptions): Promise<ModelAnswer> {
-    const opts: JobOptions =
-      this.#deadline !== undefined || this.#priority !== undefined
-        ? { ...run, deadline: this.#deadline, priority: this.#priority }
-        : run;
+    const signal = run.signal ?? this;
+    const opts: JobOptions = { onChunk: run.onChunk, signal, deadline: this.#deadline, priority: this.#priority };
     if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
     try {
       this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
     } catch (err) {
-      this.#status = run.signal?.aborted ? 499 : isMmeError(err) ? err.status : 500;
+      this.#status = signal.aborted ? 499 : isMmeError(err) ? err.status : 500;
       throw err;
     }
     if (this.#trace) this.#trace.runEnd = performance.now();

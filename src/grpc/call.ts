@@ -66,7 +66,10 @@ function doorOf(deps: GrpcDeps): DoorGuard {
 
 export class GrpcCall {
   readonly requestId = newRequestId();
-  readonly #client = new AbortController();
+  /** Made for a stream, whose requests are aborted together; a unary call's invocation is aborted alone. */
+  #client: AbortController | null = null;
+  #invocation: Invocation | null = null;
+  #cancelled = false;
   #answered = false;
   #metadataPending = true;
   #headers: Record<string, string> | null = null;
@@ -84,13 +87,20 @@ export class GrpcCall {
   ) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
-      if (!this.#answered) this.#client.abort();
+      if (this.#answered) return;
+      this.#cancelled = true;
+      this.#client?.abort();
+      this.#invocation?.abort();
     });
     if (!metadataAtAnswer) this.#sendMetadata();
   }
 
   /** Aborted on the client's cancel or deadline. */
   get signal(): AbortSignal {
+    if (this.#client === null) {
+      this.#client = new AbortController();
+      if (this.#cancelled) this.#client.abort();
+    }
     return this.#client.signal;
   }
 
@@ -168,7 +178,11 @@ export class GrpcCall {
       inv.target(name);
       this.#askDeadline(inv);
       inv.askOip(parameters);
-      result = await inv.run(request, { ...run, signal: run.signal ?? this.#client.signal });
+      if (run.signal === undefined) {
+        this.#invocation = inv;
+        if (this.#cancelled) inv.abort();
+      }
+      result = await inv.run(request, run);
       if (result.status >= 400)
         throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {
           status: result.status,

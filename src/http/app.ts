@@ -76,7 +76,7 @@ function koaApp(opts: AppOptions, guards: ListenerGuards): Koa {
   if (opts.role !== 'management') mountMetadataRoutes(router, opts.manager);
   if (opts.role !== 'inference') mountManagementRoutes(router, opts.manager, managementGuard);
   app.use(requestId(opts.accessLog ? opts.log : null));
-  app.use(errorResponse(opts.log));
+  app.use(errorResponse(opts.gateway));
   app.use(listenerGuards(guards));
   if (opts.role !== 'inference' && opts.serveMetrics) app.use(metricsRoute(opts.metrics, managementGuard));
   app.use(router.routes());

@@ -1,13 +1,13 @@
 import type { Context, Next } from 'koa';
 import { MmeError, isMmeError } from '../errors';
-import { asMmeError, errorLine } from '../gateway/error-line';
+import type { Gateway } from '../gateway/gateway';
 
 /**
  * Turns every error a Koa route throws into MMS's body `{"code","type","message"}` (plus our stable
  * `errorCode`), or under /v2 the Open Inference Protocol's `{"error"}`. Unknown errors become a
  * generic 500: stacks and paths stay in the server log.
  */
-export function errorResponse(log: (line: string) => void) {
+export function errorResponse(gateway: Pick<Gateway, 'failure'>) {
   return async function errorResponseMiddleware(ctx: Context, next: Next): Promise<void> {
     try {
       await next();
@@ -18,14 +18,10 @@ export function errorResponse(log: (line: string) => void) {
         );
       }
     } catch (err) {
-      const e = koaError(err) ?? asMmeError(err, log);
-      log(
-        errorLine(
-          ctx.state.requestId as string | undefined,
-          `${ctx.method} ${(ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-'}`,
-          e.status,
-          e,
-        ),
+      const e = gateway.failure(
+        koaError(err) ?? err,
+        ctx.state.requestId as string | undefined,
+        `${ctx.method} ${(ctx as Context & { _matchedRoute?: string })._matchedRoute ?? '-'}`,
       );
       ctx.status = e.status;
       ctx.set(e.headers as Record<string, string>);

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import { MmeError } from '../errors';
 import { bearerMatcher } from '../gateway/bearer-tokens';
-import type { DoorGuard } from '../gateway/door-guard';
+import { pathOf, type DoorGuard } from '../gateway/door-guard';
 import { closeAfterAnswer } from './body';
 import { invokePath } from './invoke-paths';
 
@@ -36,9 +36,10 @@ export function hostName(req: IncomingMessage): string {
 
 /**
  * Throws what a request is refused with before any route: too many headers (431), then the
- * gateway's refusals. The 431 and the shutdown's 503 end the connection once answered.
+ * gateway's refusals. The 431 and the shutdown's 503 end the connection once answered. An invoke
+ * route knows its request is for the data plane (`forDataPlane`).
  */
-export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards): void {
+export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards, forDataPlane = false): void {
   if (req.rawHeaders.length / 2 > guards.maxHeaders) {
     closeAfterAnswer(req, res);
     throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${guards.maxHeaders} headers.`);
@@ -46,10 +47,10 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
   const url = req.url ?? '';
   try {
     guards.door.check({
-      operation: pathOf(url) ?? url,
+      operation: url,
       host: hostName(req),
       authorization: req.headers.authorization,
-      dataPlane: dataPlane(url),
+      dataPlane: forDataPlane || dataPlane(url),
       method: req.method,
       origin: req.headers.origin,
       hostHeader: req.headers.host,
@@ -62,14 +63,6 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
 
 /** The Open Inference Protocol's paths: its metadata, readiness and health checks, besides its infer (an invoke path). */
 const kOipPaths = /^\/v2(\/|$)/i;
-
-function pathOf(url: string): string | null {
-  try {
-    return new URL(url, 'http://h').pathname;
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Whether a request is for the data plane, which inference_token guards (its health checks

@@ -17,7 +17,6 @@ import type { Gateway, Invocation, ModelAnswer, ModelRequest, RunOptions } from 
 import type { ModelManager } from '../gateway/models';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import { oipControls, oipRequest } from '../gateway/oip/infer-request';
-import { MILLISECONDS } from '../gateway/request-controls';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
 import { send, setAnswerHead, setErrorHead } from './answer';
 import { readBodyChunks } from './body';
@@ -43,15 +42,13 @@ export interface InvokeRouteOptions {
 export type InvokeRoute = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 /**
- * Aborted when the client closes its connection before the answer is out: a queued request then
- * costs nothing, and a streaming handler sees context.isCancelled.
+ * `inv` is aborted when the client closes its connection before the answer is out: a queued request
+ * then costs nothing, and a streaming handler sees context.isCancelled.
  */
-function abortOnClientClose(res: ServerResponse): AbortSignal {
-  const client = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) client.abort();
+function abortOnClientClose(res: ServerResponse, inv: Invocation): void {
+  res.on('close', () => {
+    if (!res.writableFinished) inv.abort();
   });
-  return client.signal;
 }
 
 type Http = { req: IncomingMessage; res: ServerResponse };
@@ -59,7 +56,7 @@ type Http = { req: IncomingMessage; res: ServerResponse };
 /** The caller's deadline (milliseconds from now) and priority, from its headers; counted before the body is read. */
 function askFromHeaders(req: IncomingMessage, inv: Invocation): void {
   const timeout = req.headers[kTimeout];
-  if (timeout !== undefined) inv.askTimeout(timeout, MILLISECONDS, 'X-Request-Timeout');
+  if (timeout !== undefined) inv.askTimeout(timeout, 'X-Request-Timeout');
   const priority = req.headers[kPriority];
   if (priority !== undefined) inv.askPriority(priority, 'X-Request-Priority');
 }
@@ -98,7 +95,8 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     };
     let result: ModelAnswer;
     try {
-      result = await inv.run(request, { signal: abortOnClientClose(res), onChunk });
+      abortOnClientClose(res, inv);
+      result = await inv.run(request, { onChunk });
     } catch (err) {
       // The head and some chunks are out: an unfinished chunked body is the only failure signal left.
       if (res.headersSent) res.destroy();
@@ -132,9 +130,8 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
       ? Number(declared)
       : (headerLengthOf(req.headers['content-type'] ?? '') ?? body.reduce((n, b) => n + b.length, 0));
     inv.askOip(oipControls(body, headerLength));
-    const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), {
-      signal: abortOnClientClose(res),
-    });
+    abortOnClientClose(res, inv);
+    const result = await inv.run(oipRequest(inv.requestId, body, headerLength, req.headers), {});
     // A JSON header alone is JSON; with binary outputs after it, the header's length says where it ends.
     const answerHeader = headerLengthOf(result.contentType);
     const binary = answerHeader !== null && answerHeader !== result.body.length;
@@ -158,7 +155,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     let refused: unknown;
     try {
       inv.traceFrom(req.headers);
-      refuse(req, res, guards);
+      refuse(req, res, guards, true);
       // OPTIONS asks which methods the path takes: an empty 200 with Allow, as the router answered it.
       if (req.method === 'OPTIONS') {
         res.setHeader('Allow', 'POST');

@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
-import type { WorkerMode } from '../config/types';
+import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
   checkLoadRequestFields,
   modelNotFound,
@@ -125,7 +125,7 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
       id: w.id,
       pid: w.pid,
       // The shared host holding it (worker_mode=shared), or null for a process of its own.
-      host: w.hostId,
+      host: w.sharedHostId,
       // Its share of that host's thread since its load (0–1), from its session runs' measured time.
       ...(w.cpuShare === undefined ? {} : { cpuShare: Math.round(w.cpuShare * 1e6) / 1e6 }),
       startTime: w.startTime.toISOString(),
@@ -208,7 +208,7 @@ function nameFromUrl(url: string): string {
 
 function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
-  if (v === 'dedicated' || v === 'shared') return v;
+  if (isWorkerMode(v)) return v;
   throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
 }
 

@@ -37,264 +37,134 @@ const kLoadSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600
 const kIdleSeconds = [1, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600];
 const kBatchSizes = [1, 2, 4, 8, 16, 32, 64, 128];
 
+type Scope = MetricDef['scope'];
+type Entry = { readonly help: string; readonly unit?: Unit; readonly labels?: readonly string[] };
+type Def<N extends string> = Omit<MetricDef, 'id' | 'name'> & { readonly name: N };
+
+/** A count of events: summed per interval, a Prometheus counter. */
+const counter = <const N extends string>(name: N, scope: Scope, prometheus: string, e: Entry): Def<N> => ({
+  name,
+  unit: e.unit ?? 'None',
+  reduce: 'sum',
+  scope,
+  prometheus: { type: 'counter', name: prometheus, labels: e.labels },
+  help: e.help,
+});
+/** 1 per hit, 0 per miss: the interval's average is the hit ratio, Prometheus counts the hits. */
+const ratio = <const N extends string>(name: N, prometheus: string, e: Entry): Def<N> => ({
+  ...counter(name, 'model', prometheus, e),
+  reduce: 'avg',
+});
+const histogram = <const N extends string>(name: N, unit: Unit, prom: string, buckets: number[], e: Entry): Def<N> => ({
+  name,
+  unit,
+  reduce: 'avg',
+  scope: 'model',
+  prometheus: { type: 'histogram', name: prom, buckets },
+  help: e.help,
+});
+const gauge = <const N extends string>(name: N, scope: Scope, unit: Unit, prom: string, e: Entry): Def<N> => ({
+  name,
+  unit,
+  reduce: 'avg',
+  scope,
+  prometheus: { type: 'gauge', name: prom },
+  help: e.help,
+});
+
 const defs = [
-  {
-    name: 'Invocations',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_invocations_total' },
-    help: 'Invoke requests answered, whatever the status.',
-  },
-  {
-    name: 'Invocation4XXErrors',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_invocation_4xx_errors_total' },
+  counter('Invocations', 'model', 'mme_invocations_total', { help: 'Invoke requests answered, whatever the status.' }),
+  counter('Invocation4XXErrors', 'model', 'mme_invocation_4xx_errors_total', {
     help: 'Invoke requests answered with a 4xx status (1 per such request, else 0: the average is the 4xx rate).',
-  },
-  {
-    name: 'Invocation5XXErrors',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_invocation_5xx_errors_total' },
+  }),
+  counter('Invocation5XXErrors', 'model', 'mme_invocation_5xx_errors_total', {
     help: 'Invoke requests answered with a 5xx status (1 per such request, else 0: the average is the 5xx rate).',
-  },
-  {
-    name: 'ModelCacheHit',
-    unit: 'None',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_model_cache_hits_total' },
+  }),
+  ratio('ModelCacheHit', 'mme_model_cache_hits_total', {
     help: 'Invoke requests whose model was already loaded (1 per hit, 0 per miss, an invoke that waited for its load; a 404 is neither: the average is the hit ratio).',
-  },
-  {
-    name: 'ModelLatency',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_model_latency_seconds', buckets: kRequestSeconds },
+  }),
+  histogram('ModelLatency', 'Microseconds', 'mme_model_latency_seconds', kRequestSeconds, {
     help: 'Time the model (its worker) took to answer a request.',
-  },
-  {
-    name: 'OverheadLatency',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_overhead_latency_seconds', buckets: kRequestSeconds },
+  }),
+  histogram('OverheadLatency', 'Microseconds', 'mme_overhead_latency_seconds', kRequestSeconds, {
     help: 'Request time outside the model: total minus ModelLatency and minus the on-demand load wait, which ModelLoadingWaitTime reports (HTTP, queueing, batching, transfer).',
-  },
-  {
-    name: 'QueueTime',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_queue_time_seconds', buckets: kRequestSeconds },
+  }),
+  histogram('QueueTime', 'Microseconds', 'mme_queue_time_seconds', kRequestSeconds, {
     help: "Time a request waited in its model's job queue for a worker.",
-  },
-  {
-    name: 'BatchSize',
-    unit: 'None',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_batch_size', buckets: kBatchSizes },
-    help: 'Requests in the batch a request ran in.',
-  },
-  {
-    name: 'ModelLoadingTime',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_model_loading_time_seconds', buckets: kLoadSeconds },
+  }),
+  histogram('BatchSize', 'None', 'mme_batch_size', kBatchSizes, { help: 'Requests in the batch a request ran in.' }),
+  histogram('ModelLoadingTime', 'Microseconds', 'mme_model_loading_time_seconds', kLoadSeconds, {
     help: 'Time a successful model load took (POST /models, or an on-demand load).',
-  },
-  {
-    name: 'ModelLoadFailures',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_model_load_failures_total' },
-    help: 'Model loads that failed.',
-  },
-  {
-    name: 'ModelUnloadingTime',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_model_unloading_time_seconds', buckets: kLoadSeconds },
+  }),
+  counter('ModelLoadFailures', 'model', 'mme_model_load_failures_total', { help: 'Model loads that failed.' }),
+  histogram('ModelUnloadingTime', 'Microseconds', 'mme_model_unloading_time_seconds', kLoadSeconds, {
     help: 'Time a model unload took; the sample count is the number of unloads (high = thrashing).',
-  },
-  {
-    name: 'ModelLoadingWaitTime',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_model_loading_wait_time_seconds', buckets: kLoadSeconds },
+  }),
+  histogram('ModelLoadingWaitTime', 'Microseconds', 'mme_model_loading_wait_time_seconds', kLoadSeconds, {
     help: 'Time an invoke request waited for its model to be loaded on demand.',
-  },
-  {
-    name: 'ModelEvictions',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_model_evictions_total' },
+  }),
+  counter('ModelEvictions', 'model', 'mme_model_evictions_total', {
     help: 'Models unloaded by the model cache to make room.',
-  },
-  {
-    name: 'EvictedModelIdleTime',
-    unit: 'Seconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_evicted_model_idle_seconds', buckets: kIdleSeconds },
+  }),
+  histogram('EvictedModelIdleTime', 'Seconds', 'mme_evicted_model_idle_seconds', kIdleSeconds, {
     help: 'How long an evicted model had been idle; short times mean the cache is too small for the working set.',
-  },
-  {
-    name: 'WorkerRestarts',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_worker_restarts_total' },
+  }),
+  counter('WorkerRestarts', 'model', 'mme_worker_restarts_total', {
     help: 'Worker processes started to replace one that died (crashed, killed, or hung past the response timeout).',
-  },
-  {
-    name: 'SharedHostRestarts',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'host',
-    prometheus: { type: 'counter', name: 'mme_shared_host_restarts_total' },
+  }),
+  counter('SharedHostRestarts', 'host', 'mme_shared_host_restarts_total', {
     help: 'Shared hosts (worker_mode=shared) started to replace one that died; every model in it reloaded elsewhere.',
-  },
-  {
-    name: 'SharedHostRunTime',
+  }),
+  counter('SharedHostRunTime', 'model', 'mme_shared_host_run_seconds_total', {
     unit: 'Microseconds',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_shared_host_run_seconds_total' },
     help: "Time a shared-host model's session runs took on its host's one thread; over the interval's length, the share of the host it used (describe's cpuShare is the same since its load).",
-  },
-  {
-    name: 'SharedHostRecycles',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'host',
-    prometheus: { type: 'counter', name: 'mme_shared_host_recycles_total' },
+  }),
+  counter('SharedHostRecycles', 'host', 'mme_shared_host_recycles_total', {
     help: 'Shared hosts replaced because they kept more freed memory than shared_worker_recycle_mb.',
-  },
-  {
-    name: 'AutoscaleEvents',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_autoscale_events_total', labels: ['direction', 'reason'] },
+  }),
+  counter('AutoscaleEvents', 'model', 'mme_autoscale_events_total', {
+    labels: ['direction', 'reason'],
     help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait, backlog or busy) or retired (down, idle), a heavy shared model promoted to processes of its own (up, promote) or demoted back into a shared host (down, demote), or a scale-up or move skipped because the memory budget had no room (no_memory) or its workers already fill the cores (no_cores, autoscale_cores). Prometheus labels them by direction and reason; the server log has each one with its figures.',
-  },
-  {
-    name: 'RepositoryDownloads',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_repository_downloads_total' },
+  }),
+  counter('RepositoryDownloads', 'model', 'mme_repository_downloads_total', {
     help: 'Models downloaded from model_repository into the disk cache (first use, or changed in the repository).',
-  },
-  {
-    name: 'RepositoryDownloadBytes',
+  }),
+  counter('RepositoryDownloadBytes', 'model', 'mme_repository_download_bytes_total', {
     unit: 'Bytes',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_repository_download_bytes_total' },
     help: 'Bytes downloaded from model_repository.',
-  },
-  {
-    name: 'ModelDownloadingTime',
-    unit: 'Microseconds',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'histogram', name: 'mme_model_downloading_time_seconds', buckets: kLoadSeconds },
+  }),
+  histogram('ModelDownloadingTime', 'Microseconds', 'mme_model_downloading_time_seconds', kLoadSeconds, {
     help: "Time one model's download from model_repository took (part of its ModelLoadingTime); SageMaker's name for the download an MME does.",
-  },
-  {
-    name: 'RepositoryErrors',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_repository_errors_total' },
+  }),
+  counter('RepositoryErrors', 'model', 'mme_repository_errors_total', {
     help: 'Fetches from model_repository that failed after retries (refused credentials, timeout, store errors, no disk room); a missing model is not counted.',
-  },
-  {
-    name: 'ModelDiskCacheHit',
-    unit: 'None',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'counter', name: 'mme_model_disk_cache_hits_total' },
+  }),
+  ratio('ModelDiskCacheHit', 'mme_model_disk_cache_hits_total', {
     help: 'Loads from model_repository served by the disk cache without a download (1 per hit, 0 per download: the average is the disk cache hit ratio).',
-  },
-  {
-    name: 'UnauthorizedRequests',
-    unit: 'None',
-    reduce: 'sum',
-    scope: 'host',
-    prometheus: { type: 'counter', name: 'mme_unauthorized_requests_total' },
+  }),
+  counter('UnauthorizedRequests', 'host', 'mme_unauthorized_requests_total', {
     help: 'Requests refused with 401 for a missing or wrong bearer token: inference_token on the data plane (HTTP and gRPC), management_token on the management API.',
-  },
-  {
-    name: 'LoadedModelCount',
-    unit: 'None',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_loaded_model_count' },
-    help: 'Models loaded in this container.',
-  },
-  {
-    name: 'ModelWorkers',
-    unit: 'None',
-    reduce: 'avg',
-    scope: 'model',
-    prometheus: { type: 'gauge', name: 'mme_model_workers' },
+  }),
+  gauge('LoadedModelCount', 'host', 'None', 'mme_loaded_model_count', { help: 'Models loaded in this container.' }),
+  gauge('ModelWorkers', 'model', 'None', 'mme_model_workers', {
     help: 'Worker processes a model runs toward (min_worker, or what autoscale set since): per model with metrics_per_model_dimension, the sum over models without.',
-  },
-  {
-    name: 'CPUUtilization',
-    unit: 'Percent',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_cpu_utilization_percent' },
+  }),
+  gauge('CPUUtilization', 'host', 'Percent', 'mme_cpu_utilization_percent', {
     help: 'CPU used by the container (its cgroup; the machine outside one), summed over cores: 0-100 x cores, as SageMaker reports it.',
-  },
-  {
-    name: 'MemoryUtilization',
-    unit: 'Percent',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_memory_utilization_percent' },
+  }),
+  gauge('MemoryUtilization', 'host', 'Percent', 'mme_memory_utilization_percent', {
     help: "Memory used, as a percentage of the container's limit (or of the machine's memory without one).",
-  },
-  {
-    name: 'MemoryUsed',
-    unit: 'Megabytes',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_memory_used_megabytes' },
+  }),
+  gauge('MemoryUsed', 'host', 'Megabytes', 'mme_memory_used_megabytes', {
     help: 'Memory used in MiB, page cache that can be reclaimed excluded.',
-  },
-  {
-    name: 'MemoryAvailable',
-    unit: 'Megabytes',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_memory_available_megabytes' },
+  }),
+  gauge('MemoryAvailable', 'host', 'Megabytes', 'mme_memory_available_megabytes', {
     help: "Memory still available in MiB, up to the container's limit.",
-  },
-  {
-    name: 'DiskUtilization',
-    unit: 'Percent',
-    reduce: 'avg',
-    scope: 'host',
-    prometheus: { type: 'gauge', name: 'mme_disk_utilization_percent' },
+  }),
+  gauge('DiskUtilization', 'host', 'Percent', 'mme_disk_utilization_percent', {
     help: 'Space used on the filesystem holding model_store (/ when unset).',
-  },
-] as const satisfies readonly Omit<MetricDef, 'id'>[];
+  }),
+];
 
 type Name = (typeof defs)[number]['name'];
 

@@ -5,12 +5,11 @@
  * by the server except close().
  */
 import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
-
-type Sdk = typeof import('@aws-sdk/client-cloudwatch');
-import { batchLength, toDatums } from './cloudwatch-data';
-import type { Dimension } from './dimensions';
+import { seriesDimensions, type Dimension } from './dimensions';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
+
+type Sdk = typeof import('@aws-sdk/client-cloudwatch');
 
 export interface CloudWatchSinkOptions {
   readonly namespace: string;
@@ -73,22 +72,24 @@ export class CloudWatchSink implements IntervalSink {
     // A loop, not push(...): an interval with many models can exceed the arguments limit.
     for (const datum of toDatums(snapshot, this.opts.dimensions)) this.#queue.push(datum);
     this.#trim();
-    this.#loop ??= this.#run().finally(() => {
-      this.#loop = null;
-    });
+    this.#startLoop();
   }
 
   async close(timeoutMs: number): Promise<void> {
     this.#closing = true;
     this.#wake?.();
-    this.#loop ??= this.#run().finally(() => {
-      this.#loop = null;
-    });
+    this.#startLoop();
     const timer = setTimeout(() => this.#abort.abort(), timeoutMs);
     await this.#loop;
     clearTimeout(timer);
     this.dropped += this.#queue.splice(0).length;
     (await this.#sdk)?.client.destroy();
+  }
+
+  #startLoop(): void {
+    this.#loop ??= this.#run().finally(() => {
+      this.#loop = null;
+    });
   }
 
   /** Sends until the queue is empty; while closing, gives up at the first failure. */
@@ -175,4 +176,36 @@ function describe(err: unknown): string {
   const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
   return `${e.name ?? 'Error'}${status === undefined ? '' : ` (HTTP ${status})`}: ${e.message ?? String(err)}`;
+}
+
+/**
+ * PutMetricData limits (API reference, as of SDK 3.1164): at most 1000 metric data per request and
+ * 1 MB per HTTP POST. The byte budget leaves room for the envelope and counts the body before the
+ * SDK's gzip, so a request is under the limit compressed or not.
+ */
+const kMaxDatumsPerRequest = 1000;
+const kMaxRequestBytes = 1_000_000 - 16_384;
+
+function toDatums(snapshot: Snapshot, endpoint: readonly Dimension[]): MetricDatum[] {
+  const timestamp = new Date(snapshot.timestampMs);
+  return snapshot.series.map((s) => ({
+    MetricName: s.def.name,
+    Unit: s.def.unit,
+    Timestamp: timestamp,
+    Dimensions: seriesDimensions(endpoint, s.model).map(([Name, Value]) => ({ Name, Value })),
+    StatisticValues: { SampleCount: s.count, Sum: s.sum, Minimum: s.min, Maximum: s.max },
+  }));
+}
+
+/** How many data from the front of `queue` fit in one request (at least one). */
+function batchLength(queue: readonly MetricDatum[]): number {
+  let bytes = 0;
+  let n = 0;
+  while (n < queue.length && n < kMaxDatumsPerRequest) {
+    // JSON size of the datum; the Date stringifies longer than the epoch seconds on the wire.
+    bytes += JSON.stringify(queue[n]).length + 1;
+    if (bytes > kMaxRequestBytes && n > 0) break;
+    n++;
+  }
+  return n;
 }

@@ -34,7 +34,6 @@ export function emfRenderer(namespace: string, endpoint: readonly Dimension[]): 
     });
 }
 
-/** The endpoint's series first; one group per model after it. */
 function groupByModel(series: readonly Series[]): Map<string | null, Series[]> {
   const groups = new Map<string | null, Series[]>([[null, []]]);
   for (const s of series) {

@@ -19,7 +19,6 @@ export type { InvocationEvent, MetricsRecorder } from './recorder';
 
 export interface MetricsOptions {
   readonly log: (line: string) => void;
-  /** Wall clock for interval timestamps, ms since the epoch. */
   readonly now?: () => number;
 }
 

@@ -14,7 +14,6 @@ export interface Series {
   readonly max: number;
 }
 
-/** What every interval sink receives. */
 export interface Snapshot {
   /** End of the interval, ms since the epoch. */
   readonly timestampMs: number;
@@ -77,7 +76,6 @@ export class IntervalAggregator {
   }
 }
 
-/** A gauge reading as a one-sample series. */
 export function gaugeSeries(def: MetricDef, value: number): Series {
   return { def, model: null, count: 1, sum: value, min: value, max: value };
 }

@@ -13,7 +13,6 @@ type Observe = (model: string, value: number, labels?: Record<string, string>) =
 
 export class PrometheusMetrics {
   readonly registry = new Registry();
-  /** Indexed by metric id. */
   readonly #observe: Observe[];
   /** Per-model gauges, cleared before each interval's readings. */
   readonly #modelGauges: Gauge[] = [];

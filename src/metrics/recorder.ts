@@ -1,10 +1,9 @@
 /**
- * The one object the server tells about events: its lifecycle methods match the model manager's
- * ManagerEvents (so `manager.events = recorder`), and invocation() is fed by the gateway
- * (src/gateway/gateway.ts) for every door alike. Event methods only add to in-memory statistic
- * sets (and Prometheus's counters): O(1), no I/O, no promise, and they never throw. Every metric_time_interval the
- * interval is closed, the system is sampled and each sink gets the result; a sink that fails or
- * stalls only loses its own data.
+ * The one object the server tells about events: the model manager's ManagerEvents
+ * (`manager.events = recorder`) and the gateway's invocation() for every door. Event methods only
+ * add to in-memory statistic sets and Prometheus's counters: O(1), no I/O, and they never throw.
+ * Every metric_time_interval the interval is closed, the system sampled and each sink handed the
+ * result; a sink that fails or stalls loses only its own data.
  */
 import { ERRORS } from '../errors';
 import { within } from '../util/within';
@@ -17,17 +16,15 @@ import type { IntervalSink } from './sink';
 export interface InvocationEvent {
   /** The model invoked; '' when the request named none the server knows (counted for the endpoint only). */
   readonly model: string;
-  /** The HTTP status answered. */
   readonly status: number;
-  /** From request arrival to response, microseconds. */
+  /** From request arrival to response. */
   readonly totalMicros: number;
-  /** Time in the worker, microseconds (0 when the request never reached one). */
+  /** 0 when the request never reached a worker. */
   readonly modelMicros: number;
-  /** Time in the model's job queue, microseconds. */
   readonly queueMicros: number;
   /** Requests in the batch it ran in; 0 = it never ran (404, queue full, timeout in the queue). */
   readonly batchSize: number;
-  /** Time it waited for an on-demand load, µs: ModelLoadingWaitTime's, so not overhead. */
+  /** ModelLoadingWaitTime's, so not overhead. */
   readonly loadWaitMicros?: number;
 }
 
@@ -36,12 +33,11 @@ export interface RecorderParts {
   readonly perModel: boolean;
   readonly sinks: readonly IntervalSink[];
   readonly prometheus: PrometheusMetrics | null;
-  /** Instance-level readings for one interval (CPU, memory, disk). */
+  /** CPU, memory, disk. */
   readonly sampleSystem: () => Promise<Series[]>;
   readonly log: (line: string) => void;
   /** Wall clock, ms since the epoch: the interval timestamps. */
   readonly now?: () => number;
-  /** What ticks the intervals (tests pass a virtual clock). */
   readonly timers?: Timers;
 }
 
@@ -56,7 +52,7 @@ export class MetricsRecorder {
   readonly #timers: Timers;
   readonly #interval: IntervalAggregator;
   #loadedModels = 0;
-  /** Each model's worker target (ModelWorkers), as last reported. */
+  /** ModelWorkers by model, as last reported. */
   readonly #workers = new Map<string, number>();
   /** Their sum, kept as they change: a load costs the same with 100 000 models as with ten. */
   #workersTotal = 0;
@@ -73,12 +69,11 @@ export class MetricsRecorder {
     this.#interval = new IntervalAggregator(parts.perModel);
   }
 
-  /** The registry GET /metrics serves, or null when metrics_prometheus is off. */
+  /** null when metrics_prometheus is off. */
   get prometheus(): PrometheusMetrics | null {
     return this.#parts.prometheus;
   }
 
-  /** Data each interval sink had to discard, by sink name. */
   dropped(): ReadonlyMap<string, number> {
     return new Map(this.#parts.sinks.map((s) => [s.name, s.dropped]));
   }
@@ -101,12 +96,10 @@ export class MetricsRecorder {
     }
   }
 
-  /** An invoke found its model loaded (hit) or had to wait for a load (miss). */
   cacheLookup(model: string, hit: boolean): void {
     this.#safely(() => this.#add(M.ModelCacheHit, model, hit ? 1 : 0));
   }
 
-  /** A load finished: its time when it worked, a failure count when it did not. */
   modelLoaded(model: string, micros: number, ok: boolean): void {
     this.#safely(() => this.#add(ok ? M.ModelLoadingTime : M.ModelLoadFailures, model, ok ? micros : 1));
   }
@@ -115,12 +108,11 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.ModelUnloadingTime, model, micros));
   }
 
-  /** An invoke waited `micros` for its model's on-demand load. */
   loadWait(model: string, micros: number): void {
     this.#safely(() => this.#add(M.ModelLoadingWaitTime, model, micros));
   }
 
-  /** The model cache evicted a model idle for idleMs (its unload time goes to modelUnloaded). */
+  /** Its unload time goes to modelUnloaded. */
   evicted(model: string, idleMs: number): void {
     this.#safely(() => {
       this.#add(M.ModelEvictions, model, 1);
@@ -128,27 +120,22 @@ export class MetricsRecorder {
     });
   }
 
-  /** A worker of `model` died unexpectedly and a replacement was started. */
   workerRestarted(model: string): void {
     this.#safely(() => this.#add(M.WorkerRestarts, model, 1));
   }
 
-  /** A shared host died and a new one was started in its place. */
   sharedHostRestarted(): void {
     this.#safely(() => this.#add(M.SharedHostRestarts, '', 1));
   }
 
-  /** `model`'s session runs in its shared host took `micros` more. */
   sharedHostRunTime(model: string, micros: number): void {
     this.#safely(() => this.#add(M.SharedHostRunTime, model, micros));
   }
 
-  /** A shared host was recycled for the memory it kept. */
   sharedHostRecycled(): void {
     this.#safely(() => this.#add(M.SharedHostRecycles, '', 1));
   }
 
-  /** A model was downloaded from model_repository. */
   repositoryDownload(model: string, bytes: number, micros: number): void {
     this.#safely(() => {
       this.#add(M.RepositoryDownloads, model, 1);
@@ -161,17 +148,15 @@ export class MetricsRecorder {
     this.#safely(() => this.#add(M.RepositoryErrors, model, 1));
   }
 
-  /** A load from model_repository found its model on disk (hit) or downloaded it (miss). */
   diskCacheLookup(model: string, hit: boolean): void {
     this.#safely(() => this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0));
   }
 
-  /** A request was refused for a missing or wrong bearer token (never told which token it sent). */
   unauthorized(): void {
     this.#safely(() => this.#add(M.UnauthorizedRequests, '', 1));
   }
 
-  /** `model` runs toward `workers` workers now; 0 = it is gone. */
+  /** 0 = the model is gone. */
   modelWorkers(model: string, workers: number): void {
     this.#safely(() => {
       this.#workersTotal += workers - (this.#workers.get(model) ?? 0);
@@ -185,7 +170,7 @@ export class MetricsRecorder {
     });
   }
 
-  /** An autoscale decision for `model`: applied, or (reason no_memory, no_cores) a scale-up skipped. */
+  /** Applied, or (reason no_memory, no_cores) a scale-up skipped. */
   autoscaleEvent(model: string, direction: string, reason: string): void {
     this.#safely(() => this.#add(M.AutoscaleEvents, model, 1, { direction, reason }));
   }
@@ -211,7 +196,7 @@ export class MetricsRecorder {
     this.#timer.unref();
   }
 
-  /** Ends the current interval now and hands it to every sink (the timer calls this; tests may too). */
+  /** Ends the current interval now (the timer calls this; tests may too). */
   flush(): Promise<void> {
     return this.#closed ? this.#flushing : this.#flush();
   }
@@ -238,7 +223,6 @@ export class MetricsRecorder {
     return this.#flushing;
   }
 
-  /** ModelWorkers now: the sum over models, and each model's when metrics are per model. */
   #workerSeries(): Series[] {
     if (this.#workers.size === 0) return [];
     const def = METRICS[M.ModelWorkers];

@@ -8,6 +8,5 @@ export interface IntervalSink {
   readonly dropped: number;
   /** Takes the interval and returns at once: delivery never holds up the caller. */
   write(snapshot: Snapshot): void;
-  /** Delivers what is still pending, giving up after timeoutMs. */
   close(timeoutMs: number): Promise<void>;
 }

@@ -16,7 +16,6 @@ export interface SystemSamplerOptions {
   readonly diskPath: string;
   readonly read?: ReadFile;
   readonly machineBytes?: number;
-  /** Monotonic milliseconds, for the CPU rate. */
   readonly clockMs?: () => number;
 }
 

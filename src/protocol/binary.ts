@@ -4,7 +4,6 @@
  * per-request messages are small and hot: no JSON, no replacer, no schema walk.
  */
 
-/** 2^32: an id's high word counts these. */
 const kWord = 0x1_0000_0000;
 /** The high word of 2^53 − 1. */
 const kMaxHighWord = 0x1f_ffff;
@@ -60,7 +59,7 @@ export class BinaryWriter {
     this.#pos = this.#buf.writeDoubleBE(v, this.#pos);
   }
 
-  /** A job or batch id (protocol/ids.ts): 8 bytes, high word first; any safe integer ≥ 0. */
+  /** 8 bytes, high word first (protocol/ids.ts). */
   id(v: number): void {
     if (!Number.isSafeInteger(v) || v < 0)
       throw new RangeError(`an id must be an integer from 0 to 2^53 − 1, not ${v}`);
@@ -76,7 +75,6 @@ export class BinaryWriter {
     this.#pos += this.#buf.write(v, this.#pos, n, 'utf8');
   }
 
-  /** Zeros up to the next body boundary: the payload that follows starts aligned. */
   align(): void {
     const n = padding(this.#pos);
     this.#room(n);
@@ -103,10 +101,7 @@ export class BinaryWriter {
     this.#buf.writeUInt32BE(n, at);
   }
 
-  /**
-   * The body's length here; the body itself (or its pieces) goes to `bodies`, written after the
-   * header as it is, then the zeros that bring the next body to its boundary.
-   */
+  /** The body's length here; the body itself (or its pieces) and its padding go to `bodies`, written after the header. */
   body(b: Buffer | readonly Buffer[] | undefined, bodies: Buffer[]): void {
     let n = 0;
     if (b === undefined || Buffer.isBuffer(b)) {
@@ -141,52 +136,42 @@ export class BinaryReader {
     this.#bodyAt = end;
   }
 
-  #need(n: number): void {
-    if (this.#pos + n > this.end)
-      throw new RangeError(`frame header truncated: need ${n} bytes at ${this.#pos}, header ends at ${this.end}`);
+  /** Where the next `n` bytes start, once checked to be in the header; the position moves past them. */
+  #take(n: number): number {
+    const at = this.#pos;
+    if (at + n > this.end)
+      throw new RangeError(`frame header truncated: need ${n} bytes at ${at}, header ends at ${this.end}`);
+    this.#pos = at + n;
+    return at;
   }
 
   u8(): number {
-    this.#need(1);
-    return this.buf[this.#pos++];
+    return this.buf[this.#take(1)];
   }
 
   u16(): number {
-    this.#need(2);
-    const v = this.buf.readUInt16BE(this.#pos);
-    this.#pos += 2;
-    return v;
+    return this.buf.readUInt16BE(this.#take(2));
   }
 
   u32(): number {
-    this.#need(4);
-    const v = this.buf.readUInt32BE(this.#pos);
-    this.#pos += 4;
-    return v;
+    return this.buf.readUInt32BE(this.#take(4));
   }
 
   f64(): number {
-    this.#need(8);
-    const v = this.buf.readDoubleBE(this.#pos);
-    this.#pos += 8;
-    return v;
+    return this.buf.readDoubleBE(this.#take(8));
   }
 
   id(): number {
-    this.#need(8);
-    const high = this.buf.readUInt32BE(this.#pos);
-    if (high > kMaxHighWord) throw new RangeError(`frame header holds an id past 2^53 − 1 at ${this.#pos}`);
-    const v = high * kWord + this.buf.readUInt32BE(this.#pos + 4);
-    this.#pos += 8;
-    return v;
+    const at = this.#take(8);
+    const high = this.buf.readUInt32BE(at);
+    if (high > kMaxHighWord) throw new RangeError(`frame header holds an id past 2^53 − 1 at ${at}`);
+    return high * kWord + this.buf.readUInt32BE(at + 4);
   }
 
   str(): string {
     const n = this.u32();
-    this.#need(n);
-    const v = this.buf.toString('utf8', this.#pos, this.#pos + n);
-    this.#pos += n;
-    return v;
+    const at = this.#take(n);
+    return this.buf.toString('utf8', at, at + n);
   }
 
   headers(): Record<string, string> {

@@ -1,6 +1,5 @@
 /**
- * The bytes of a frame, written and read by both processes (src/server/processes in the server,
- * src/worker-process in the child). One frame:
+ * The bytes of a frame, written and read by both processes. One frame:
  *
  *   u32 BE  length of everything after this field
  *   u8      message kind (MessageKind)
@@ -11,9 +10,7 @@
  *   ...     payload: raw bytes (request/response bodies, tensor data) back to back, sliced by the
  *           lengths the header lists; the header's end and each body are padded with zeros to
  *           BODY_ALIGN bytes of the frame, so typed data in a body can be read in place
- *
- * Bodies are never serialised: a frame is written as its header followed by the body buffers
- * themselves (one writev), and read back as slices of the frame buffer.
+ * Bodies are never copied: written as themselves after the header (one writev), read back as slices.
  */
 import type { Socket } from 'node:net';
 import { BinaryReader, BinaryWriter } from './binary';
@@ -77,21 +74,12 @@ export function encodeFrame(frame: Frame): Buffer[] {
  */
 export function writeFrame(socket: Socket, frame: Frame, flush: 'tick' | 'now'): void {
   const parts = encodeFrame(frame);
-  if (flush === 'tick') {
-    if (socket.writableCorked === 0) {
-      socket.cork();
-      process.nextTick(() => socket.uncork());
-    }
-    for (const b of parts) socket.write(b);
-    return;
-  }
-  if (parts.length === 1) {
-    socket.write(parts[0]);
-    return;
-  }
-  socket.cork();
+  const cork = flush === 'tick' ? socket.writableCorked === 0 : parts.length > 1;
+  if (cork) socket.cork();
   for (const b of parts) socket.write(b);
-  socket.uncork();
+  if (!cork) return;
+  if (flush === 'tick') process.nextTick(() => socket.uncork());
+  else socket.uncork();
 }
 
 /** Decodes one whole frame; bodies are slices of `buf`, which belongs to this frame alone. */
@@ -111,7 +99,7 @@ export function decodeFrame(buf: Buffer): Frame {
     case MessageKind.ChunkAck:
       return { kind, msg: { id: r.id(), bytes: r.u32() } };
     default:
-      // The JSON-framed kinds: the kind read above decides the message's type, which the compiler cannot tie to it.
+      // The JSON-framed kinds: the compiler cannot tie the kind read above to the message's type.
       return { kind, msg: JSON.parse(buf.toString('utf8', kPrefix, headerEnd)) as never };
   }
 }

@@ -1,7 +1,4 @@
-/**
- * Cuts a socket's byte stream back into frames (frame-codec.ts), in both processes: the server reads
- * its workers' answers with it, a worker process its parent's requests.
- */
+/** Cuts a socket's byte stream back into frames (frame-codec.ts), in both processes. */
 import { decodeFrame, FrameTooLargeError } from './frame-codec';
 import type { Frame } from './messages';
 
@@ -9,17 +6,15 @@ import type { Frame } from './messages';
 const kScratchBytes = 64 * 1024;
 
 /**
- * Incremental decoder for a byte stream, fed in one of two ways:
- * - push(chunk): buffers the socket allocated (a 'data' listener). A frame that arrives whole in a
- *   chunk is decoded in place; one cut across chunks is copied once into a buffer of its own size.
- * - readTarget() / wrote(): the socket reads straight into memory the reader hands it (net.Socket's
- *   `onread`), so a large frame lands in its own buffer with no copy and no buffer per read: the
- *   external-memory churn that made V8 run back-to-back collections on large bodies.
- * Either way a decoded frame's bodies are slices of memory nothing writes to again; in the second way
- * each frame starts on an 8-byte boundary of its own buffer, so its bodies keep their alignment.
+ * Fed in one of two ways:
+ * - push(chunk) (a 'data' listener): a frame whole in a chunk is decoded in place; one cut across
+ *   chunks is copied once into a buffer of its own size.
+ * - readTarget() / wrote() (net.Socket's `onread`): a large frame lands in its own aligned buffer
+ *   with no copy and no buffer per read, the churn that made V8 collect back to back on large bodies.
+ * Either way a decoded frame's bodies are slices of memory nothing writes to again.
  */
 export class FrameReader {
-  /** The frame being filled, allocated once its length is known, and how much of it has arrived. */
+  /** The frame being filled, and how much of it has arrived. */
   #frame: Buffer | null = null;
   #filled = 0;
   /** A length prefix cut across reads. */

@@ -26,7 +26,6 @@ const kMeta = 'meta.json';
 export class DiskCache {
   /** Insertion order is recency: touched entries move to the end. */
   readonly #index = new Map<string, CachedModel>();
-  /** Loads holding each model, by name. */
   readonly #pins = new Map<string, number>();
   #usedBytes = 0;
   #reservedBytes = 0;
@@ -76,7 +75,6 @@ export class DiskCache {
     return this.#index.get(name);
   }
 
-  /** Where the load reads the model from. */
   localPath(name: string): string {
     const m = this.#index.get(name)!;
     return path.join(this.dir, name, m.kind === 'dir' ? 'model' : path.posix.basename(m.key));
@@ -99,7 +97,6 @@ export class DiskCache {
     };
   }
 
-  /** Most recently used from now on. */
   touch(name: string): void {
     const m = this.#index.get(name);
     if (!m) return;
@@ -140,7 +137,6 @@ export class DiskCache {
     return mkdtemp(path.join(this.dir, kTmp));
   }
 
-  /** Removes an abandoned download directory. */
   async discardTemp(tmp: string): Promise<void> {
     await rm(tmp, { recursive: true, force: true });
   }
@@ -164,7 +160,6 @@ export class DiskCache {
     this.#usedBytes += model.bytes;
   }
 
-  /** Records that the repository confirmed `name`'s copy now. */
   async validated(name: string): Promise<void> {
     const m = this.#index.get(name);
     if (!m) return;

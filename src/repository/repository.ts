@@ -24,7 +24,6 @@ export interface RepositoryEvents {
 }
 
 export interface FetchedModel {
-  /** The model directory or archive on local disk. */
   readonly path: string;
   /** Lets the disk cache evict it again: call when the model is unloaded. */
   readonly release: () => void;
@@ -49,7 +48,6 @@ export class ModelRepository {
     this.#slots = new Semaphore(config.maxConcurrentDownloads);
   }
 
-  /** What describe and the logs show as the model's url. */
   urlOf(name: string): string {
     return `s3://${this.config.bucket}/${this.#key(name)}`;
   }

@@ -20,7 +20,6 @@ export class IndexedHeap<K, V> {
     return i === undefined ? undefined : this.#values[i];
   }
 
-  /** The first item's key. */
   peek(): K | undefined {
     return this.#keys[0];
   }
@@ -38,7 +37,6 @@ export class IndexedHeap<K, V> {
     this.#down(this.#up(i));
   }
 
-  /** Takes the first item off, and gives its key. */
   pop(): K | undefined {
     if (this.#keys.length === 0) return undefined;
     const key = this.#keys[0];
@@ -64,7 +62,6 @@ export class IndexedHeap<K, V> {
     this.reorder((_, v) => v);
   }
 
-  /** Empties the heap, and gives the keys it held. */
   clear(): K[] {
     const keys = this.#keys.splice(0);
     this.#values.length = 0;

@@ -6,7 +6,6 @@ export class KeyedLock {
   /** Held keys, with the waiters queued behind the holder. */
   readonly #held = new Map<string, Array<() => void>>();
 
-  /** Resolves with a release function once `key` is free. */
   async acquire(key: string): Promise<() => void> {
     const waiters = this.#held.get(key);
     if (waiters) await new Promise<void>((resolve) => waiters.push(resolve));
@@ -14,7 +13,6 @@ export class KeyedLock {
     return this.#releaser(key);
   }
 
-  /** The release function if nobody holds `key` right now, else null. */
   tryAcquire(key: string): (() => void) | null {
     if (this.#held.has(key)) return null;
     this.#held.set(key, []);

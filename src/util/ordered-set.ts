@@ -56,7 +56,6 @@ export class OrderedSet {
     return this.#members.has(key);
   }
 
-  /** Returns whether it was new. */
   add(key: string): boolean {
     if (this.#members.has(key)) return false;
     this.#members.add(key);
@@ -66,7 +65,6 @@ export class OrderedSet {
     return true;
   }
 
-  /** Returns whether it was there. */
   delete(key: string): boolean {
     if (!this.#members.delete(key)) return false;
     this.#root = this.#remove(this.#root, key);

@@ -22,7 +22,6 @@ export interface FieldSpan {
 }
 
 export interface WireField extends FieldSpan {
-  /** The field number. */
   field: number;
   wire: number;
   /** A varint field's value (0 for other wire types). */
@@ -102,7 +101,6 @@ export class BufferReader extends WireReader {
     return this.bytes[pos];
   }
 
-  /** A Len field's payload as text. */
   text(f: FieldSpan): string {
     return this.bytes.toString('utf8', f.payload, f.end);
   }

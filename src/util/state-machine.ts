@@ -30,7 +30,6 @@ export class StateMachine<S extends string> {
     this.#state = next;
   }
 
-  /** Whether `next` is a move the table allows from here. */
   can(next: S): boolean {
     return this.table[this.#state].includes(next);
   }

@@ -1,14 +1,10 @@
 /**
- * The server's certificate (tls_cert_file, tls_key_file, and tls_client_ca_file for mTLS), shared
- * by every TLS listener: read and checked at start-up (a missing, unreadable or mismatched file is
- * a one-line start error), then reloaded when the files change, as cert-manager rotates them. A
- * change is noticed by watching the files' directories (a Kubernetes secret volume swaps a symlink,
- * which a watch on the file itself misses) and, in case a watch misses it, by a stat poll. Files
- * caught half-written, or not matching each other yet, leave the previous certificate in place
- * until the next change. Listeners apply a new context to new connections only: open ones keep
- * theirs, so a rotation drops nothing. Files are read off the event loop, only when they are
- * regular files of bounded size, within a bounded time: a FIFO or a device put where a certificate
- * was expected is refused with a log line, never waited on.
+ * The certificate every TLS listener serves (tls_cert_file, tls_key_file, tls_client_ca_file):
+ * checked at start-up, then reloaded when cert-manager rotates the files. Changes are seen by
+ * watching the directories (a Kubernetes secret volume swaps a symlink, which a file watch misses)
+ * and by a stat poll; files half-written or not matching yet leave the previous certificate in
+ * place. New contexts apply to new connections only, so a rotation drops nothing. A FIFO or device
+ * where a certificate was expected is refused, never waited on.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
@@ -21,7 +17,7 @@ import type { Timer, Timers } from './clock';
 export interface TlsPaths {
   readonly certFile: string;
   readonly keyFile: string;
-  /** Client certificates must be signed by this CA (mTLS); null = no client certificate asked for. */
+  /** null = no client certificate asked for (no mTLS). */
   readonly clientCaFile: string | null;
 }
 
@@ -30,7 +26,7 @@ export interface TlsContext extends SecureContextOptions {
   readonly minVersion: 'TLSv1.2';
 }
 
-/** A stat poll this often catches a change the directory watch missed; a stat of three files costs nothing. */
+/** Catches a change the directory watch missed; a stat of three files costs nothing. */
 const kPollMs = 10_000;
 /** A burst of watch events (a file written in pieces, a symlink swap) is read once, after it settles. */
 const kSettleMs = 200;
@@ -39,7 +35,7 @@ const kMaxFileBytes = 1 << 20;
 /** A local file is read in milliseconds; a stalled network mount is not waited on for longer. */
 const kReadMs = 5_000;
 
-/** Reads and checks the three files: the context, or an MmeError naming the key and what to change. */
+/** The context, or an MmeError naming the key and what to change. */
 export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsContext; certificate: X509Certificate }> {
   const certPem = await readKeyFile('tls_cert_file', paths.certFile);
   const keyPem = await readKeyFile('tls_key_file', paths.keyFile);
@@ -72,7 +68,6 @@ function tlsError(message: string): MmeError {
   return new MmeError('MME_ERR_CONFIG', message);
 }
 
-/** The file's bytes if it is a regular file of at most kMaxFileBytes read within kReadMs; else an MmeError saying why. */
 async function readKeyFile(key: string, file: string): Promise<Buffer> {
   const refuse = (why: string) => tlsError(`config key ${key}: ${file} ${why}`);
   let handle: fs.promises.FileHandle;
@@ -112,7 +107,6 @@ function parseCertificate(key: string, file: string, pem: Buffer): X509Certifica
   }
 }
 
-/** Who the certificate names, for which host names, and until when, for the log. */
 function describe(certificate: X509Certificate): string {
   const names = certificate.subjectAltName ? `for ${certificate.subjectAltName}` : 'with no subjectAltName';
   return `${certificate.subject.replace(/\n/g, ', ')} ${names}, valid until ${new Date(certificate.validTo).toISOString()}`;
@@ -133,7 +127,7 @@ function filesOf(paths: TlsPaths): string[] {
 
 export class TlsFiles {
   #context: TlsContext;
-  /** The files' stat signature when last read (successfully or not): a change is a new signature. */
+  /** The files' stat signature when last read, successfully or not. */
   #seen: string;
   readonly #listeners = new Set<(context: TlsContext) => void>();
   readonly #watchers: fs.FSWatcher[] = [];
@@ -142,7 +136,7 @@ export class TlsFiles {
   #closed = false;
   #reading = false;
 
-  /** Reads the files (rejects with the start error) and starts watching them. */
+  /** Rejects with the start error. */
   static async open(paths: TlsPaths, timers: Timers, log: Log): Promise<TlsFiles> {
     const seen = TlsFiles.#signatureOf(paths);
     const { context, certificate } = await readTlsContext(paths);
@@ -174,26 +168,21 @@ export class TlsFiles {
     this.#schedulePoll();
   }
 
-  /** The current certificate, key and CA. */
   get context(): TlsContext {
     return this.#context;
   }
 
-  /** Client certificates are required (tls_client_ca_file is set). */
   get mutual(): boolean {
     return this.paths.clientCaFile !== null;
   }
 
-  /** Calls `listener` with each new context; returns what stops that. */
+  /** Returns what stops the calls. */
   onChange(listener: (context: TlsContext) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /**
-   * Reads the files again if they changed since last read; applies them if they make a usable
-   * context. A change while a read is under way is seen by the next check.
-   */
+  /** A change while a read is under way is seen by the next check. */
   async check(): Promise<void> {
     if (this.#closed || this.#reading) return;
     const signature = TlsFiles.#signatureOf(this.paths);
@@ -227,7 +216,7 @@ export class TlsFiles {
     this.timers.clearTimeout(this.#settle);
   }
 
-  /** Inode, size, modification and change time of each file (following links; a chmod changes the last), or "-" for one that cannot be stat'ed. */
+  /** Following links; ctime sees a chmod too. */
   static #signatureOf(paths: TlsPaths): string {
     return filesOf(paths)
       .map((f) => {

@@ -1,9 +1,7 @@
 /**
- * The worker's side of its body ring (server/hosts/body-ring.ts): the read-only shared-memory file
- * the server passed as fd 4 (MME_BODY_RING_FD). A request whose body the server put there carries
- * its region instead (InvokeRequest.ring); it is read with one pread into a buffer of the request's
- * own, checked first (protocol/ring-region.ts): nothing a frame says can make it read bytes that
- * are not that request's.
+ * The worker's side of its body ring (server/hosts/body-ring.ts), the shared-memory file passed as
+ * fd 4: a body is read with one pread into a buffer of its own, its region checked first
+ * (protocol/ring-region.ts), so nothing a frame says can make it read another request's bytes.
  */
 import fs from 'node:fs';
 import type { InvokeRequest } from '../protocol/messages';
@@ -27,17 +25,13 @@ export class BodyRingReader {
     private readonly bytes: number,
   ) {}
 
-  /** The ring the server gave this process, if it gave one. */
   static fromEnv(env: NodeJS.ProcessEnv): BodyRingReader | null {
     const fd = Number(env.MME_BODY_RING_FD);
     if (!Number.isInteger(fd) || fd < 0) return null;
     return new BodyRingReader(fd, fs.fstatSync(fd).size);
   }
 
-  /**
-   * Puts `r`'s body in place from the ring, if it is there: true if it did. Throws (an MmeError)
-   * when its region is not its own.
-   */
+  /** Puts `r`'s body in place from the ring, if it is there: true if it did. */
   fetch(r: InvokeRequest): boolean {
     if (!r.ring) return false;
     const { offset, length } = r.ring;

@@ -1,10 +1,8 @@
 /**
- * Answers for classifiers converted by skl2onnx / onnxmltools, whose probabilities come out of a
- * ZipMap (served-outputs.ts serves it as a [rows, classes] tensor):
- *   - JSON: one {class label: probability} object per row, as onnxruntime's Python API returns it;
- *   - text/csv: one line per row, as SageMaker's XGBoost container answers — the positive-class
- *     probability for a binary classifier, every class probability for a multi-class one, or
- *     what `Accept: text/csv;output=label|probabilities|probability` asks for.
+ * Answers for classifiers whose probabilities come out of a ZipMap: in JSON one {label: probability}
+ * object per row (as onnxruntime's Python API), in text/csv one line per row as SageMaker's XGBoost
+ * container answers (the positive class of a binary classifier, else every class), or what
+ * `Accept: text/csv;output=label|probabilities|probability` asks for.
  */
 import { MmeError } from '../errors';
 import type { TensorInfo } from '../model-types';
@@ -14,7 +12,6 @@ import type { PlainTensor } from './tensor';
 export const kCsvOutputParameter = 'output';
 const kCsvOutputs = ['label', 'probabilities', 'probability'] as const;
 
-/** Row r's probabilities keyed by class label. */
 export function probabilityRows(
   t: PlainTensor,
   classLabels: ReadonlyArray<number | string>,
@@ -27,10 +24,7 @@ export function probabilityRows(
   );
 }
 
-/**
- * The one tensor a text/csv answer holds for a classifier (a model with a ZipMap output and at
- * most one other, its label); null for any other model, which answers as before.
- */
+/** The tensor a text/csv answer holds for a classifier (a ZipMap output and at most one other, its label), else null. */
 export function classifierCsvColumns(
   outputs: Record<string, PlainTensor>,
   infos: readonly TensorInfo[],

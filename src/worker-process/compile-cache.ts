@@ -1,8 +1,6 @@
 /**
- * V8's compile cache (node:module enableCompileCache, Node ≥ 22.1): a worker started after the
- * first one reuses the code the first compiled, so a spare is ready sooner. Absent on older Node
- * (20 has none): then nothing happens. MME_COMPILE_CACHE_DIR names the directory; by default one
- * under the system temp directory, shared by every worker of this user. Imported first by main.ts:
+ * V8's compile cache (Node ≥ 22.1; nothing on 20): a worker reuses the code the first one compiled,
+ * so a spare is ready sooner. MME_COMPILE_CACHE_DIR names the directory. Imported first by main.ts:
  * it caches only what is required after it.
  */
 import module from 'node:module';

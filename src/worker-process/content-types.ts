@@ -1,23 +1,13 @@
 /**
- * The default handler's content types: which codec reads a request (by Content-Type, else 415) and
- * which writes its response (by Accept, else 406). JSON feeds any model; CSV and .npy carry one
- * array, so they feed single-input models and answer for single-output models.
+ * The default handler's codecs: by Content-Type (else 415) for a request, by Accept (else 406) for
+ * its answer. CSV and .npy carry one array: single-input models, single-output answers.
  */
 import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
 import { classifierCsvColumns } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
-import {
-  checkShape,
-  decodeJson,
-  describeInput,
-  emptyFeeds,
-  encodeJson,
-  type DecodedRequest,
-  type JsonFormat,
-  type OutputSelection,
-} from './json-codec';
+import { checkShape, decodeJson, encodeJson, onlyInput, type DecodedRequest, type EncodeMeta } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
 import { OIP_MEDIA_TYPE } from '../oip/binary-body';
@@ -25,20 +15,8 @@ import { decodeOip, encodeOip, type EncodedBody } from './oip-codec';
 import { castTo } from './nested-arrays';
 import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
-export interface EncodeMeta {
-  /** The JSON shape the request came in, mirrored in a JSON response. */
-  format: JsonFormat;
-  modelName: string;
-  id?: string;
-  /** The request's Accept header: its parameters can shape the answer (classifier-answers.ts). */
-  accept: string;
-  outputs: readonly TensorInfo[];
-  selection?: OutputSelection;
-}
-
 interface Codec {
   mediaType: string;
-  /** `budget` bounds what this one request may decode into (tensor.ts). */
   decode(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest;
   /** A body, or a body with a content type of its own (when it carries parameters). */
   encode(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string | Buffer | EncodedBody;
@@ -47,7 +25,7 @@ interface Codec {
 const json: Codec = {
   mediaType: 'application/json',
   decode: (req, inputs, budget) => decodeJson(req.data !== undefined ? req.data : parseJson(req.body), inputs, budget),
-  encode: (outputs, meta) => encodeJson(meta.format, outputs, meta.outputs, meta.modelName, meta.id, meta.selection),
+  encode: encodeJson,
 };
 
 const csv: Codec = {
@@ -72,7 +50,7 @@ const npy: Codec = {
 const oip: Codec = {
   mediaType: OIP_MEDIA_TYPE,
   decode: decodeOip,
-  encode: (outputs, meta) => encodeOip(outputs, meta.outputs, meta.modelName, meta.id, meta.selection),
+  encode: encodeOip,
 };
 
 const kCodecs = [json, csv, npy, oip];
@@ -129,15 +107,8 @@ function single(
   mediaType: string,
   decode: (info: TensorInfo) => Tensor,
 ): DecodedRequest {
-  if (inputs.length !== 1) {
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
-      `a ${mediaType} body is one array, so it can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send application/json {"inputs": {"<input name>": [...]}} instead`,
-    );
-  }
-  const feeds = emptyFeeds();
-  feeds[inputs[0].name] = decode(inputs[0]);
-  return { format: 'bare', feeds };
+  const what = `a ${mediaType} body is one array, so it`;
+  return { format: 'bare', feeds: onlyInput(inputs, what, decode, 'application/json ') };
 }
 
 function onlyOutput(outputs: Record<string, PlainTensor>, mediaType: string): PlainTensor {

@@ -9,7 +9,6 @@ import type { ResponseHead, TensorInfo } from '../model-types';
 import type { PlainTensor } from './tensor';
 
 export interface HandlerRequest {
-  /** Raw request body as received by the server. */
   body: Buffer;
   contentType: string;
   /** The Accept header; SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT when the client sent none or accepts any type. */
@@ -31,21 +30,8 @@ export interface SystemProperties {
 }
 
 /** What every batch's context shares: the model and its session. */
-export interface ModelInfo {
-  modelName: string;
-  modelDir: string;
-  gpuId: number;
-  batchSize: number;
-  session: ort.InferenceSession;
-  inputs: readonly TensorInfo[];
-  outputs: readonly TensorInfo[];
-  /** The handler exports `streaming = true`: it may send intermediate chunks, one request per batch. */
-  streaming: boolean;
-  /** Most bytes of a stream's chunks that may be on their way to a client (max_stream_buffer). */
-  maxStreamBuffer: number;
-  /** Most tensor elements one request may decode into (max_request_elements). */
-  maxRequestElements: number;
-}
+export type ModelInfo = Pick<HandlerContext, 'modelName' | 'modelDir' | 'gpuId' | 'batchSize' | 'session'> &
+  Pick<HandlerContext, 'inputs' | 'outputs' | 'streaming' | 'maxRequestElements'> & { maxStreamBuffer: number };
 
 /** Sends one chunk of request `index`; `head` rides along with that request's first chunk. */
 export type SendChunk = (index: number, chunk: Buffer, head?: ResponseHead) => void;
@@ -95,20 +81,19 @@ export function headFault(head: unknown): string | null {
 
 const handlerMistake = (fault: string) => new MmeError('MME_ERR_MODEL_ERROR', `the handler set ${fault}`);
 
-/**
- * One context per batch (a preload_model process runs several batches at once), built on the
- * model's shared info; `initialize` receives one with an empty batch.
- */
+/** One context per batch (a preload_model process runs several at once); `initialize` gets one with an empty batch. */
 export class HandlerContext {
-  readonly modelName: string;
-  readonly modelDir: string;
-  readonly gpuId: number;
-  readonly batchSize: number;
-  readonly session: ort.InferenceSession;
-  readonly inputs: readonly TensorInfo[];
-  readonly outputs: readonly TensorInfo[];
-  readonly streaming: boolean;
-  readonly maxRequestElements: number;
+  // Set from the ModelInfo in the constructor.
+  declare readonly modelName: string;
+  declare readonly modelDir: string;
+  declare readonly gpuId: number;
+  declare readonly batchSize: number;
+  declare readonly session: ort.InferenceSession;
+  declare readonly inputs: readonly TensorInfo[];
+  declare readonly outputs: readonly TensorInfo[];
+  /** The handler exports `streaming = true`: it may send intermediate chunks, one request per batch. */
+  declare readonly streaming: boolean;
+  declare readonly maxRequestElements: number;
   readonly systemProperties: SystemProperties;
   /** Per-request scratch space handlers can use to pass data between preprocess and postprocess. */
   readonly state: Array<Record<string, unknown>>;
@@ -126,16 +111,9 @@ export class HandlerContext {
     readonly requests: HandlerRequest[],
     private readonly sendChunk: SendChunk,
   ) {
-    this.modelName = model.modelName;
-    this.modelDir = model.modelDir;
-    this.gpuId = model.gpuId;
-    this.batchSize = model.batchSize;
-    this.session = model.session;
-    this.inputs = model.inputs;
-    this.outputs = model.outputs;
-    this.streaming = model.streaming;
-    this.maxRequestElements = model.maxRequestElements;
-    this.#streamLimit = model.maxStreamBuffer;
+    const { maxStreamBuffer, ...info } = model;
+    Object.assign(this, info);
+    this.#streamLimit = maxStreamBuffer;
     this.systemProperties = {
       model_dir: model.modelDir,
       gpu_id: model.gpuId,
@@ -152,10 +130,7 @@ export class HandlerContext {
     return this.#responses;
   }
 
-  /**
-   * Checks every request's head once the handler is done with the batch. A faulty one is replaced
-   * by the defaults, so its error answer carries nothing of it; its request gets that error.
-   */
+  /** Once the handler is done: a faulty head is replaced by the defaults, and its request gets the error. */
   checkResponses(): Array<MmeError | null> {
     return this.requests.map((_, i) => {
       const fault = headFault(this.#responses[i]);
@@ -165,11 +140,7 @@ export class HandlerContext {
     });
   }
 
-  /**
-   * Runs the session on plain tensors ({type, dims, data}) or ort.Tensors and returns plain tensors
-   * by output name. A handler in a model directory cannot require onnxruntime-node (it is not on
-   * that directory's module path), so this is its way to build feeds.
-   */
+  /** Plain tensors or ort.Tensors in, plain tensors out: a handler in a model directory cannot require onnxruntime-node. */
   async run(feeds: Record<string, PlainTensor | ort.Tensor>): Promise<Record<string, PlainTensor>> {
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const [name, t] of Object.entries(feeds)) {
@@ -245,7 +216,6 @@ export class HandlerContext {
     return new Promise((resolve) => this.#drainWaiters.push({ index, resolve }));
   }
 
-  /** The server handed `bytes` of request `index`'s chunks to its client's socket. */
   acknowledge(index: number, bytes: number): void {
     this.#unacked[index] = Math.max(0, (this.#unacked[index] ?? 0) - bytes);
     this.#wakeDrained();
@@ -274,7 +244,6 @@ export class HandlerContext {
     return this.#cancelled.has(index);
   }
 
-  /** Called by the worker when the server reports that the client of request `index` is gone. */
   cancel(index: number): void {
     this.#cancelled.add(index);
     this.#wakeDrained();

@@ -57,10 +57,7 @@ function cellValue(text: string, type: string, row: number, column: number): unk
   return value;
 }
 
-/**
- * One line per row of the first axis: a scalar is one line, a vector one value per line, and
- * higher ranks flatten their trailing axes into the columns.
- */
+/** One line per row of the first axis; higher ranks flatten their trailing axes into the columns. */
 export function encodeCsv(t: PlainTensor): string {
   const values = jsonElements(t).map(cellText);
   const rows = t.dims.length === 0 ? 1 : t.dims[0];

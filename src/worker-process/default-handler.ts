@@ -1,10 +1,7 @@
 /**
- * The default handler: decode each request into tensors by its Content-Type, run the batch through
- * the ONNX session (merging compatible requests along the batch axis), encode each result in the
- * type its Accept asks for (src/worker-process/content-types.ts).
- *
- * A slot that holds an Error fails that request alone, so one bad request in a batch never fails
- * its neighbours. Custom handlers may use the same convention.
+ * The default handler: decode each request by its Content-Type, run the batch (merging compatible
+ * requests along the batch axis), encode each result as its Accept asks (content-types.ts). A slot
+ * holding an Error fails that request alone; custom handlers may use the same convention.
  */
 import { MmeError, looksLikeOutOfMemory } from '../errors';
 import type { TensorInfo } from '../model-types';
@@ -19,11 +16,9 @@ export async function preprocess(requests: HandlerRequest[], ctx: HandlerContext
   return requests.map((req, i) => {
     try {
       const budget = new RequestBudget(ctx.maxRequestElements, req.body.length);
-      const decoded = decoderFor(req.contentType).decode(req, ctx.inputs, budget);
-      ctx.state[i].format = decoded.format;
-      ctx.state[i].id = decoded.id;
-      ctx.state[i].selection = decoded.selection;
-      return decoded.feeds;
+      const { feeds, format, id, selection } = decoderFor(req.contentType).decode(req, ctx.inputs, budget);
+      Object.assign(ctx.state[i], { format, id, selection });
+      return feeds;
     } catch (err) {
       return err as Error;
     }
@@ -58,10 +53,7 @@ export async function inference(inputs: Array<Slot<AnyFeeds>>, ctx: HandlerConte
   return results;
 }
 
-/**
- * Requests can share a run when every input has the same type and trailing dims and the model's
- * first dimension is free. Returns null when this request must run alone.
- */
+/** Requests share a run when every input has the same type and trailing dims and the model's first dimension is free. */
 function batchKey(feeds: AnyFeeds, infos: readonly TensorInfo[]): string | null {
   let key = '';
   let rows = -1;
@@ -76,9 +68,8 @@ function batchKey(feeds: AnyFeeds, infos: readonly TensorInfo[]): string | null 
 }
 
 /**
- * One run for several requests. Only checked Tensors are joined, and the outputs are split by the
- * rows each request brought: any disagreement (a custom preprocess's malformed tensor, an output
- * that is not per row) runs the requests one by one instead, so a bad request fails alone.
+ * One run for several requests, split by the rows each brought; any disagreement (a malformed
+ * custom tensor, an output not per row) runs them one by one instead, so a bad request fails alone.
  */
 async function runMerged(ctx: HandlerContext, members: AnyFeeds[]): Promise<Feeds[] | null> {
   const tensors = members.map((f) => asTensors(f, ctx.inputs));

@@ -9,28 +9,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { NodeField, type OnnxFile } from './onnx-file';
-import type { FieldSpan } from '../util/protobuf-wire';
+import { Wire, type FieldSpan } from '../util/protobuf-wire';
 import type { ZipMapOutput } from './served-outputs';
 
 const kNodeField = 1;
 const kOutputField = 12;
 const kGraphField = 7;
-const kVarint = 0;
-const kLengthDelimited = 2;
-/** ValueInfoProto.name / .type; TypeProto.tensor_type; Tensor.elem_type / .shape; TensorShapeProto.dim; Dimension.dim_value / .dim_param. */
-// Field numbers of several messages, one member per field: equal numbers are expected.
-/* eslint-disable @typescript-eslint/no-duplicate-enum-values */
-const enum TypeFields {
-  Name = 1,
-  Type = 2,
-  TensorType = 1,
-  ElemType = 1,
-  Shape = 2,
-  Dim = 1,
-  DimValue = 1,
-  DimParam = 2,
-}
-/* eslint-enable @typescript-eslint/no-duplicate-enum-values */
 const kFloat = 1;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
@@ -47,18 +31,11 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
     ];
     replacements.set(node.field, field(kNodeField, Buffer.concat(identity)));
     const out = model.outputs[z.output];
-    const shape = Buffer.concat([
-      field(TypeFields.Dim, text(TypeFields.DimParam, 'N')),
-      field(TypeFields.Dim, number(TypeFields.DimValue, z.classLabels.length)),
-    ]);
-    const tensor = field(
-      TypeFields.TensorType,
-      Buffer.concat([number(TypeFields.ElemType, kFloat), field(TypeFields.Shape, shape)]),
-    );
-    replacements.set(
-      out.field,
-      field(kOutputField, Buffer.concat([text(TypeFields.Name, out.name), field(TypeFields.Type, tensor)])),
-    );
+    // ValueInfoProto {1 name, 2 type: TypeProto {1 tensor_type: {1 elem_type, 2 shape: TensorShapeProto
+    // {1 dim: Dimension {1 dim_value, 2 dim_param}}}}}
+    const shape = Buffer.concat([field(1, text(2, 'N')), field(1, number(1, z.classLabels.length))]);
+    const tensor = field(1, Buffer.concat([number(1, kFloat), field(2, shape)]));
+    replacements.set(out.field, field(kOutputField, Buffer.concat([text(1, out.name), field(2, tensor)])));
   }
   const { graph } = model;
   const parts: Buffer[] = [];
@@ -77,12 +54,12 @@ function text(fieldNumber: number, value: string): Buffer {
 }
 
 function number(fieldNumber: number, value: number): Buffer {
-  return Buffer.concat([varint(fieldNumber * 8 + kVarint), varint(value)]);
+  return Buffer.concat([varint(fieldNumber * 8 + Wire.Varint), varint(value)]);
 }
 
 /** A length-delimited field: tag, length, payload. */
 function field(fieldNumber: number, payload: Uint8Array): Buffer {
-  return Buffer.concat([varint(fieldNumber * 8 + kLengthDelimited), varint(payload.length), payload]);
+  return Buffer.concat([varint(fieldNumber * 8 + Wire.Len), varint(payload.length), payload]);
 }
 
 function varint(value: number): Buffer {

@@ -1,8 +1,6 @@
 /**
- * Composes the model's handler: a custom module (handler.js in the model directory, or the file
- * the model config / load request / default_service_handler names) may export `initialize`, and
- * either `handle` or any of `preprocess` / `inference` / `postprocess`; the default handler fills in
- * whatever it leaves out. `streaming = true` declares that it sends intermediate chunks.
+ * Composes the model's handler (MMS's service): a custom module may export `initialize`, and either
+ * `handle` or any of `preprocess` / `inference` / `postprocess`; the default handler fills in the rest.
  */
 import path from 'node:path';
 import { MmeError } from '../errors';
@@ -104,10 +102,8 @@ function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
 }
 
 /**
- * Where in the handler's own source `err` arose, as model-directory-relative file:line:column, so
- * that "Unexpected token ';'" points at the line to fix; null when no frame is in that file.
- * A SyntaxError from require has no frame there: V8 puts "file:line", the source line and a caret
- * under the column at the top of its stack instead.
+ * Where in the handler's source `err` arose (model-directory-relative file:line:column), or null. A
+ * SyntaxError from require has no frame there: V8 tops its stack with "file:line", the line and a caret.
  */
 function sourcePosition(err: Error, file: string, modelDir: string): string | null {
   const stack = String(err.stack);

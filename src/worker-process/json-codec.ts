@@ -5,13 +5,13 @@
  *   {"inputs": [{"name","shape","datatype","data"}]} (Open Inference Protocol v2) → v2 response
  *   [[...], ...]  bare array (SageMaker SDK JSONSerializer of an ndarray) → bare array
  */
-import { MmeError, quote, quoteValue } from '../errors';
+import { quote, quoteValue } from '../errors';
 import { ortTypeOf, rawStrings, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
 import type { V2Parameters, V2Tensor } from '../oip/types';
 import type { TensorInfo } from '../model-types';
 import { probabilityRows } from './classifier-answers';
 import { fromNested, jsonElements, nest, shapeOf } from './nested-arrays';
-import { countElements, Tensor, type PlainTensor, type RequestBudget } from './tensor';
+import { countElements, invalidInput, Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
 export type JsonFormat = 'named' | 'instances' | 'v2' | 'bare';
 
@@ -33,22 +33,25 @@ export interface DecodedRequest {
   feeds: Feeds;
   /** v2 request id, echoed in the response. */
   id?: string;
-  /** OIP requests: which outputs to answer, and which in binary (oip-codec.ts). */
   selection?: OutputSelection;
+}
+
+/** What shapes an answer besides its tensors: how the request came, and the model. */
+export interface EncodeMeta extends Omit<DecodedRequest, 'feeds'> {
+  modelName: string;
+  /** The request's Accept header: its parameters can shape the answer (classifier-answers.ts). */
+  accept: string;
+  outputs: readonly TensorInfo[];
 }
 
 export function describeInput(info: TensorInfo): string {
   return `${info.name} (${info.type} [${info.shape.join(', ')}])`;
 }
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
-
 export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   if (Array.isArray(parsed)) return { format: 'bare', feeds: single(parsed, inputs, 'the request body', budget) };
   if (parsed === null || typeof parsed !== 'object') {
-    throw invalid(
+    throw invalidInput(
       'the JSON body must be an object like {"inputs": {"<input name>": [[...]]}}, {"instances": [...]}, a v2 {"inputs": [{"name","shape","datatype","data"}]} body, or a bare nested array',
     );
   }
@@ -66,7 +69,7 @@ export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budge
     };
   if (given && typeof given === 'object')
     return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
-  throw invalid(
+  throw invalidInput(
     `the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`,
   );
 }
@@ -81,14 +84,15 @@ export function outputSelection(header: object): OutputSelection {
       (outputs as unknown[]).every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string')
     )
   ) {
-    throw invalid('"outputs" must be a list of {"name": "<output name>"} objects');
+    throw invalidInput('"outputs" must be a list of {"name": "<output name>"} objects');
   }
   // Each name once: the answer would build an output once per mention (a 13 KB request naming one
   // output 1000 times cost a worker 2 GB). Every codec's request (v2 JSON, binary, gRPC) comes here.
   if (outputs !== undefined) {
     const seen = new Set<string>();
     for (const o of outputs as Array<{ name: string }>) {
-      if (seen.has(o.name)) throw invalid(`requested output ${quote(o.name)} is listed twice; name each output once`);
+      if (seen.has(o.name))
+        throw invalidInput(`requested output ${quote(o.name)} is listed twice; name each output once`);
       seen.add(o.name);
     }
   }
@@ -99,10 +103,7 @@ export function outputSelection(header: object): OutputSelection {
   };
 }
 
-/**
- * The outputs a v2 answer holds, in the order asked. The names are the client's: "__proto__" or
- * "toString" must find nothing, not Object's members.
- */
+/** The outputs a v2 answer holds, in the order asked; "__proto__" or "toString" must find nothing. */
 export function selectedOutputs(
   outputs: Record<string, PlainTensor>,
   selection: OutputSelection | undefined,
@@ -110,7 +111,7 @@ export function selectedOutputs(
   if (!selection?.outputs) return Object.entries(outputs);
   return selection.outputs.map(({ name }) => {
     if (!Object.hasOwn(outputs, name))
-      throw invalid(
+      throw invalidInput(
         `requested output ${quote(name)} is not one of the model's outputs: ${Object.keys(outputs).join(', ')}`,
       );
     return [name, outputs[name]];
@@ -122,16 +123,25 @@ function own(o: object, key: string): unknown {
   return Object.hasOwn(o, key) ? (o as Record<string, unknown>)[key] : undefined;
 }
 
-function single(value: unknown[], inputs: readonly TensorInfo[], what: string, budget: RequestBudget): Feeds {
+/** Feeds for the model's only input; `what` names the one array the body holds, `send` the media type to use instead. */
+export function onlyInput(
+  inputs: readonly TensorInfo[],
+  what: string,
+  decode: (info: TensorInfo) => Tensor,
+  send = '',
+): Feeds {
   if (inputs.length !== 1) {
-    throw invalid(
-      `${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send {"inputs": {"<input name>": [...]}} instead`,
+    throw invalidInput(
+      `${what} can only feed a model with one input, but this model has ${inputs.length}: ${inputs.map(describeInput).join(', ')}; send ${send}{"inputs": {"<input name>": [...]}} instead`,
     );
   }
-  const info = inputs[0];
   const feeds = emptyFeeds();
-  feeds[info.name] = nestedTensor(info, value, budget);
+  feeds[inputs[0].name] = decode(inputs[0]);
   return feeds;
+}
+
+function single(value: unknown[], inputs: readonly TensorInfo[], what: string, budget: RequestBudget): Feeds {
+  return onlyInput(inputs, what, (info) => nestedTensor(info, value, budget));
 }
 
 function decodeNamed(given: Record<string, unknown>, inputs: readonly TensorInfo[], budget: RequestBudget): Feeds {
@@ -149,10 +159,7 @@ function nestedTensor(info: TensorInfo, value: unknown, budget: RequestBudget): 
   return Tensor.build(info.type, dims, budget, what, () => fromNested(info.type, value, dims, what));
 }
 
-/**
- * v2 input tensors → feeds. `raw` holds the bytes of inputs sent in binary (the binary tensor
- * extension, or gRPC raw contents); the others carry JSON `data`, flat or nested in row-major order.
- */
+/** v2 input tensors → feeds; `raw` holds the bytes of inputs sent in binary, the others carry JSON `data`. */
 export function decodeV2(
   list: unknown[],
   inputs: readonly TensorInfo[],
@@ -163,8 +170,10 @@ export function decodeV2(
   for (const item of list) {
     const name = item && typeof item === 'object' ? own(item, 'name') : undefined;
     if (typeof name !== 'string')
-      throw invalid('each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"');
-    if (byName.has(name)) throw invalid(`v2 input ${quote(name)} is listed twice; send each input once`);
+      throw invalidInput(
+        'each element of a v2 "inputs" list must be an object with "name", "shape", "datatype" and "data"',
+      );
+    if (byName.has(name)) throw invalidInput(`v2 input ${quote(name)} is listed twice; send each input once`);
     byName.set(name, item as Record<string, unknown>);
   }
   checkNames([...byName.keys()], inputs);
@@ -174,13 +183,13 @@ export function decodeV2(
     const what = `v2 input ${info.name}`;
     const shape = own(item, 'shape');
     const datatype = own(item, 'datatype');
-    if (!Array.isArray(shape)) throw invalid(`${what}: "shape" must be a list of non-negative integers`);
+    if (!Array.isArray(shape)) throw invalidInput(`${what}: "shape" must be a list of non-negative integers`);
     countElements(shape, what);
     const type = ortTypeOf(datatype);
     if (type === undefined)
-      throw invalid(`${what}: datatype ${quoteValue(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+      throw invalidInput(`${what}: datatype ${quoteValue(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
     if (type !== info.type)
-      throw invalid(
+      throw invalidInput(
         `${what}: datatype ${datatype as string} does not match the model's ${v2Datatype(info.type)} (${info.type})`,
       );
     checkShape(info, shape as number[]);
@@ -200,7 +209,8 @@ function v2DataTensor(info: TensorInfo, shape: number[], data: unknown, budget: 
   const dataDims = Array.isArray(data) ? shapeOf(data, `${what} "data"`) : [];
   return Tensor.build(info.type, shape, budget, what, (n) => {
     const given = dataDims.reduce((a, b) => a * b, 1);
-    if (given !== n) throw invalid(`${what}: "data" has ${given} elements but shape [${shape.join(', ')}] needs ${n}`);
+    if (given !== n)
+      throw invalidInput(`${what}: "data" has ${given} elements but shape [${shape.join(', ')}] needs ${n}`);
     return fromNested(info.type, data, dataDims, what);
   });
 }
@@ -209,11 +219,13 @@ function checkNames(given: string[], inputs: readonly TensorInfo[]): void {
   const expected = new Set(inputs.map((i) => i.name));
   for (const name of given) {
     if (!expected.has(name))
-      throw invalid(`unknown input ${quote(name)}; the model's inputs are: ${inputs.map(describeInput).join(', ')}`);
+      throw invalidInput(
+        `unknown input ${quote(name)}; the model's inputs are: ${inputs.map(describeInput).join(', ')}`,
+      );
   }
   const present = new Set(given);
   for (const info of inputs) {
-    if (!present.has(info.name)) throw invalid(`missing input ${describeInput(info)}`);
+    if (!present.has(info.name)) throw invalidInput(`missing input ${describeInput(info)}`);
   }
 }
 
@@ -221,21 +233,15 @@ export function checkShape(info: TensorInfo, dims: readonly number[]): void {
   const ok =
     dims.length === info.shape.length && info.shape.every((d, i) => typeof d !== 'number' || d < 0 || d === dims[i]);
   if (!ok) {
-    throw invalid(
+    throw invalidInput(
       `input ${info.name} has shape [${dims.join(', ')}] but the model expects [${info.shape.join(', ')}] (${info.type}; named dimensions may be any size)`,
     );
   }
 }
 
-/** `selection` applies to v2 answers, which list only the outputs the request named (in JSON whatever their binary_data). */
-export function encodeJson(
-  format: JsonFormat,
-  outputs: Record<string, PlainTensor>,
-  infos: readonly TensorInfo[],
-  modelName: string,
-  id?: string,
-  selection?: OutputSelection,
-): string {
+/** A v2 answer lists only the outputs the request named (in JSON whatever their binary_data). */
+export function encodeJson(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string {
+  const { format, outputs: infos } = meta;
   const names = Object.keys(outputs);
   const value = (n: string) =>
     jsonValue(
@@ -247,9 +253,9 @@ export function encodeJson(
       return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
     case 'v2':
       return JSON.stringify({
-        model_name: modelName,
-        ...(id === undefined ? {} : { id }),
-        outputs: selectedOutputs(outputs, selection).map(([n, t]) => v2Output(n, t, infos, true)),
+        model_name: meta.modelName,
+        ...(meta.id === undefined ? {} : { id: meta.id }),
+        outputs: selectedOutputs(outputs, meta.selection).map(([n, t]) => v2Output(n, t, infos, true)),
       });
     case 'instances':
     case 'bare': {
@@ -262,10 +268,7 @@ export function encodeJson(
   }
 }
 
-/**
- * One v2 output tensor, `data` left out when the caller sends it in binary. v2 carries tensors
- * only: a ZipMap output goes as its [rows, classes] tensor, its labels beside it.
- */
+/** One v2 output tensor; a ZipMap output goes as its [rows, classes] tensor, its labels beside it. */
 export function v2Output(name: string, t: PlainTensor, infos: readonly TensorInfo[], withData: boolean): V2Tensor {
   const labels = infos.find((info) => info.name === name)?.classLabels;
   return {

@@ -1,7 +1,6 @@
 /**
- * Why onnxruntime refused a model, in terms a model's owner can act on: the IR version, opset or
- * operator at fault and what this build supports, with how to re-export. onnxruntime's own
- * message (source paths, C++ signatures) stays in the server log only.
+ * Why onnxruntime refused a model, in terms its owner can act on (what is at fault, what this build
+ * supports, how to re-export); onnxruntime's own message stays in the server log.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,10 +18,7 @@ const kOperatorFaults = [
   /[\w.]*:(\w+)\((-?\d+)\) is not a registered function\/op/,
 ];
 
-/**
- * onnxruntime's refusal of external data outside the model directory, which goes on to show where
- * the path resolved to (a link's target, a directory above the model's): a server path, not said.
- */
+/** External data outside the model directory; onnxruntime's message goes on to show a server path, not said. */
 const kExternalDataEscape =
   /External data path validation failed for initializer: (.*?)\. Error: External data path escapes model directory\. External data path: "([^"]*)"/;
 
@@ -82,10 +78,7 @@ function invalid(message: string): MmeError {
 /** How a Git LFS pointer file starts: what a clone without git-lfs leaves in place of the model. */
 const kLfsPointer = 'version https://git-lfs';
 
-/**
- * onnxruntime could not parse `onnxPath` at all ("Protobuf parsing failed"): what the file is, and
- * what to check, from its size and first bytes; onnxruntime's message without the server path.
- */
+/** onnxruntime could not parse `onnxPath` at all: what to check, from its size and first bytes. */
 export function unparsedModel(onnxPath: string, ortMessage: string): MmeError {
   const name = path.basename(onnxPath);
   const reason = /failed:\s*(.*)$/s.exec(ortMessage)?.[1].trim() ?? 'it could not parse the file';

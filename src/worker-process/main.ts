@@ -1,14 +1,10 @@
 /**
- * Entry point of a worker process: a dedicated worker (one model) or a shared host (many models,
- * one per slot). Talks to the parent over fd 3 (a socketpair the parent created) with the frames
- * of src/protocol/; stdout/stderr are free for logs, which the parent prefixes and forwards.
- *
- * Each model's batches run one after another, in the order sent (the parent counts each model's
- * oldest batch as the one running when the process dies); different models' batches run side by
- * side, so in a shared host a model never waits behind a slow neighbour's queue, at most behind the
- * one run it has on the thread (onnxruntime-node's run holds the event loop while it computes). A
- * dedicated preload_model worker runs its batches at once. Loads run one after another, so each
- * one's memory growth is its own.
+ * Entry point of a worker process (a dedicated worker or a shared host): frames of src/protocol/
+ * over fd 3, a socketpair the parent made; stdout/stderr are logs the parent forwards. Each model's
+ * batches run in the order sent (the parent counts its oldest as the one running when the process
+ * dies), different models' side by side, so a model never waits behind a neighbour's queue; a
+ * preload_model worker runs its batches at once. Loads run one at a time: each one's memory growth
+ * is its own.
  */
 // First: the compile cache covers only what is required after it.
 import './compile-cache';
@@ -27,13 +23,11 @@ const kMaxFrame = 2 ** 31 - 1;
 const models = new Map<number, ModelRuntime>();
 /** Tail of each model's chain of batches (and its unload, which waits for them), by slot. */
 const chains = new Map<number, Promise<void>>();
-/** Tail of the one-at-a-time chain of loads. */
 let loading: Promise<void> = Promise.resolve();
 const running: RunningRequests = new Map();
-// A shared host (MME_SHARED_HOST is set by the server) gives its models' session runs fair turns.
+// A shared host gives its models' session runs fair turns.
 const shared = process.env.MME_SHARED_HOST === '1';
 const turns = shared ? new FairTurns() : null;
-/** Where the server puts large request bodies (fd 4), if it gave this process a ring. */
 const bodies = BodyRingReader.fromEnv(process.env);
 
 function send(frame: Frame): void {
@@ -46,14 +40,13 @@ function log(line: string): void {
 
 exitOnUnhandledRejection(log);
 
-/** Runs a batch; a failure that escapes it (a bug) names the batch's requests if nobody handles it. */
+/** A failure that escapes a batch (a bug) names its requests. */
 function run(runtime: ModelRuntime, batch: InferMessage): Promise<void> {
   return runtime.runBatch(batch).catch((err: unknown) => {
     throw forRequest(err, batch.requests.map((r) => r.requestId).join(', '));
   });
 }
 
-/** Runs `work` after everything already chained for `slot`. */
 function chain(slot: number, work: () => Promise<void>): void {
   const tail = (chains.get(slot) ?? Promise.resolve()).then(work);
   chains.set(slot, tail);
@@ -109,8 +102,7 @@ const reader = new FrameReader(kMaxFrame, (frame) => {
   }
 });
 
-// Reads land where the reader says (its own buffer, or straight into a large frame's): no buffer
-// allocated per read, and a frame's bytes are copied at most once on their way in.
+// Reads land where the reader says: no buffer per read, a frame's bytes copied at most once.
 // (Node's Socket constructor takes `onread`; its typings list it only for connect.)
 const channelOptions: net.SocketConstructorOpts & net.ConnectOpts = {
   fd: 3,
@@ -127,7 +119,6 @@ const channelOptions: net.SocketConstructorOpts & net.ConnectOpts = {
 // Declared after the reader: the socket asks for its first read target as it is made.
 const channel = new net.Socket(channelOptions);
 // Started goes out once the runtime is warm: a spare worker then loads a model in milliseconds.
-// A shared host also measures what a session costs.
 warmUpRuntime()
   .then(() => (shared ? measureSessionBytes() : 0))
   .then(

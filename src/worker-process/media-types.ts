@@ -50,10 +50,7 @@ function specificity(range: string): number {
   return range === '*/*' ? 0 : range.endsWith('/*') ? 1 : 2;
 }
 
-/**
- * The offered type the Accept header prefers: highest q, then the offer order. An empty header
- * accepts the first offer; null means nothing offered is acceptable (406).
- */
+/** The offered type Accept prefers (highest q, then offer order); an empty header takes the first; null: 406. */
 export function negotiate(accept: string, offered: readonly string[]): string | null {
   const ranges = parseAccept(accept);
   if (ranges.length === 0) return offered[0] ?? null;

@@ -1,7 +1,4 @@
-/**
- * One model inside a worker process: its ONNX session, its handler, and how a batch of its
- * requests becomes answers. A dedicated worker holds one; a shared host holds many, one per slot.
- */
+/** One model inside a worker process (a shared host holds one per slot): its session, handler, and batches. */
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
 import type {
@@ -23,9 +20,7 @@ import { openSession } from './session';
 export type RunningRequests = Map<number, { ctx: HandlerContext; index: number }>;
 
 export interface RuntimeIo {
-  /** Sends a Result frame. */
   result(msg: ResultMessage): void;
-  /** Sends a Chunk frame for request `id`. */
   chunk(id: number, body: Buffer, head: Parameters<SendChunk>[2]): void;
   running: RunningRequests;
   log(line: string): void;
@@ -36,23 +31,14 @@ export interface RuntimeIo {
 }
 
 export class ModelRuntime {
-  readonly #handler: Handler;
-  readonly #model: ModelInfo;
-  readonly #clock: RunClock;
-
   private constructor(
     readonly load: LoadMessage,
-    handler: Handler,
-    model: ModelInfo,
-    clock: RunClock,
+    private readonly handler: Handler,
+    private readonly model: ModelInfo,
+    private readonly clock: RunClock,
     private readonly io: RuntimeIo,
-  ) {
-    this.#handler = handler;
-    this.#model = model;
-    this.#clock = clock;
-  }
+  ) {}
 
-  /** Opens the session and initialises the handler; `Loaded` describes it. */
   static async open(
     msg: LoadMessage,
     io: RuntimeIo,
@@ -67,10 +53,10 @@ export class ModelRuntime {
     try {
       handler = loadHandler(msg.handlerPath, msg.modelDir);
       const model: ModelInfo = {
-        // The parent sends a streaming handler one request per batch, whatever batch_size says.
         modelName: msg.modelName,
         modelDir: msg.modelDir,
         gpuId: msg.gpuId,
+        // The parent sends a streaming handler one request per batch, whatever batch_size says.
         batchSize: handler.streaming ? 1 : msg.batchSize,
         session: opened.session,
         inputs: opened.inputs,
@@ -80,9 +66,8 @@ export class ModelRuntime {
         maxRequestElements: msg.maxRequestElements,
       };
       await handler.initialize(new HandlerContext(model, [], () => undefined));
-      const runtime = new ModelRuntime(msg, handler, model, clock, io);
       return {
-        runtime,
+        runtime: new ModelRuntime(msg, handler, model, clock, io),
         loaded: {
           loadMicros: Math.round((performance.now() - t0) * 1000),
           sessionMicros,
@@ -101,16 +86,16 @@ export class ModelRuntime {
     }
   }
 
-  /** Releases the session and forgets the handler module, so a later load of it starts fresh. */
+  /** Forgets the handler module too, so a later load of it starts fresh. */
   async release(): Promise<void> {
-    await this.#model.session.release();
+    await this.model.session.release();
     if (this.load.handlerPath) unloadHandler(this.load.handlerPath, this.load.modelDir);
   }
 
   async runBatch(batch: InferMessage): Promise<void> {
     // A request whose body cannot be had from the ring fails alone; the rest of its batch runs.
     const refused: WireResponse[] = [];
-    /** Bodies read from the ring that nothing keeps once answered: the default handler's (a custom one may hold on to them). */
+    // Bodies read from the ring that nothing keeps once answered: the default handler's (a custom one may keep them).
     const recycled: Buffer[] = [];
     const requests = batch.requests.filter((r) => {
       try {
@@ -122,7 +107,7 @@ export class ModelRuntime {
       }
     });
     if (refused.length > 0)
-      this.io.result({ batchId: batch.batchId, modelMicros: 0, runMicros: this.#clock.micros, responses: refused });
+      this.io.result({ batchId: batch.batchId, modelMicros: 0, runMicros: this.clock.micros, responses: refused });
     // Independent requests travel together only to save round trips: each runs as its own batch of
     // one, and its answer leaves the moment it is ready. Holding it for the next would be a bet on
     // how long that one runs, and a next request that blocks would keep it forever.
@@ -133,14 +118,13 @@ export class ModelRuntime {
       this.io.result({
         batchId: batch.batchId,
         modelMicros: Math.round((performance.now() - t0) * 1000),
-        runMicros: this.#clock.micros,
+        runMicros: this.clock.micros,
         responses,
       });
     }
     for (const body of recycled) this.io.bodies!.recycle(body);
   }
 
-  /** Reads `r`'s body from the ring if it is there: true if it was. */
   #fetchBody(r: InvokeRequest): boolean {
     if (!r.ring) return false;
     if (!this.io.bodies)
@@ -148,10 +132,9 @@ export class ModelRuntime {
     return this.io.bodies.fetch(r);
   }
 
-  /** One call of the handler for `wire` requests (one model batch). */
   async #runGroup(wire: InvokeRequest[]): Promise<WireResponse[]> {
     const requests = wire.map((r) => toHandlerRequest(r, this.load.decodeInputRequest));
-    const ctx = new HandlerContext(this.#model, requests, (index, body, head) => {
+    const ctx = new HandlerContext(this.model, requests, (index, body, head) => {
       this.#checkSize(body, 'streamed chunk');
       this.io.chunk(wire[index].id, body, head);
     });
@@ -159,7 +142,7 @@ export class ModelRuntime {
     wire.forEach((r, index) => running.set(r.id, { ctx, index }));
     let results: unknown[];
     try {
-      results = await this.#handler.handle(requests, ctx);
+      results = await this.handler.handle(requests, ctx);
     } catch (err) {
       const error = asError(err);
       results = requests.map(() => error);
@@ -202,10 +185,7 @@ export class ModelRuntime {
     }
   }
 
-  /**
-   * Checked here, before sending, so that an oversized answer fails its own request alone: the
-   * server's frame limit is then never what stops it.
-   */
+  /** Checked before sending, so an oversized answer fails its own request alone, never the server's frame limit. */
   #checkSize(body: Buffer, what: string): void {
     const limit = this.load.maxResponseSize;
     if (body.length > limit) {
@@ -286,9 +266,8 @@ function describeThrown(value: unknown): string {
  */
 function requestError(err: Error): MmeError {
   if (isMmeError(err)) return err;
-  const status = Number(
-    (err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode,
-  );
+  // asError has read statusCode into status.
+  const status = Number((err as { status?: unknown }).status);
   if (Number.isInteger(status) && status >= 400 && status <= 599)
     return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
   if (looksLikeOutOfMemory(err.message) || (err instanceof RangeError && /allocation|memory/i.test(err.message))) {

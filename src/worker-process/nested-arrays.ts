@@ -3,9 +3,9 @@
  * rectangular), filling typed arrays with the checks JSON values get, and nesting flat values back.
  * The depth of every walk is bounded by MAX_RANK, never by the client's nesting.
  */
-import { MmeError, quoteValue } from '../errors';
+import { type MmeError, quoteValue } from '../errors';
 import { fromHalf, toHalf } from './float16';
-import { allocate, MAX_RANK, Tensor, type PlainTensor, type TensorData } from './tensor';
+import { allocate, invalidInput, MAX_RANK, Tensor, type PlainTensor, type TensorData } from './tensor';
 
 /** Shape of a nested array, checked to be rectangular. */
 export function shapeOf(value: unknown, what: string): number[] {
@@ -13,10 +13,7 @@ export function shapeOf(value: unknown, what: string): number[] {
   let v = value;
   while (Array.isArray(v)) {
     if (dims.length === MAX_RANK)
-      throw new MmeError(
-        'MME_ERR_INVALID_INPUT',
-        `${what} is nested deeper than ${MAX_RANK} levels; no tensor has that many dimensions`,
-      );
+      throw invalidInput(`${what} is nested deeper than ${MAX_RANK} levels; no tensor has that many dimensions`);
     dims.push(v.length);
     if (v.length === 0) break;
     v = v[0];
@@ -36,10 +33,7 @@ function checkRectangular(v: unknown, dims: number[], depth: number, what: strin
 }
 
 function ragged(what: string): MmeError {
-  return new MmeError(
-    'MME_ERR_INVALID_INPUT',
-    `${what} is not a rectangular array: every row at the same depth must have the same length`,
-  );
+  return invalidInput(`${what} is not a rectangular array: every row at the same depth must have the same length`);
 }
 
 /** Fills a flat typed array of `type` from a (rectangular) nested array or a flat list. */
@@ -81,25 +75,18 @@ function fillFloats(
   if (at + v.length > out.length) throw ragged(what);
   for (let i = 0; i < v.length; i++) {
     const x: unknown = v[i];
-    if (typeof x !== 'number') throw notNumber(x, type, what);
+    if (typeof x !== 'number') throw badElement(x, 'numbers', type, what);
     out[at + i] = x;
   }
   return at + v.length;
 }
 
-function notNumber(v: unknown, type: string, what: string): MmeError {
-  return new MmeError(
-    'MME_ERR_INVALID_INPUT',
-    `${what} has element ${quoteValue(v)}, but the model expects numbers (tensor type ${type})`,
-  );
+function badElement(v: unknown, expected: string, type: string, what: string): MmeError {
+  return invalidInput(`${what} has element ${quoteValue(v)}, but the model expects ${expected} (tensor type ${type})`);
 }
 
 function converter(type: string, what: string): (v: unknown) => unknown {
-  const bad = (v: unknown, expected: string) =>
-    new MmeError(
-      'MME_ERR_INVALID_INPUT',
-      `${what} has element ${quoteValue(v)}, but the model expects ${expected} (tensor type ${type})`,
-    );
+  const bad = (v: unknown, expected: string) => badElement(v, expected, type, what);
   switch (type) {
     case 'string':
       return (v) => {
@@ -120,15 +107,11 @@ function converter(type: string, what: string): (v: unknown) => unknown {
         throw bad(v, 'integers');
       };
     case 'float16':
-      return (v) => {
-        if (typeof v !== 'number') throw bad(v, 'numbers');
-        return toHalf(v);
-      };
     case 'float32':
     case 'float64':
       return (v) => {
-        if (typeof v !== 'number') throw notNumber(v, type, what);
-        return v;
+        if (typeof v !== 'number') throw bad(v, 'numbers');
+        return type === 'float16' ? toHalf(v) : v;
       };
     default:
       return (v) => {

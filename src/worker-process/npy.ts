@@ -18,7 +18,7 @@ const kAlign = 64;
 /** np.save leaves room in the header for the first axis to grow to this many digits. */
 const kGrowthAxisDigits = 21;
 
-/** descr type code (without byte order) ⇄ onnxruntime tensor type. */
+/** descr type code (without byte order) → onnxruntime tensor type. */
 const kTypeByCode: ReadonlyMap<string, string> = new Map([
   ['b1', 'bool'],
   ['i1', 'int8'],
@@ -34,7 +34,6 @@ const kTypeByCode: ReadonlyMap<string, string> = new Map([
   ['f8', 'float64'],
 ]);
 const kCodeByType: ReadonlyMap<string, string> = new Map([...kTypeByCode].map(([code, type]) => [type, code]));
-/** The largest Unicode code point: a U<n> element holding more is not text. */
 const kMaxCodePoint = 0x10ffff;
 
 function invalid(message: string): MmeError {
@@ -173,7 +172,7 @@ export function writeNpy(t: PlainTensor): Buffer {
   if (t.type === 'string') {
     const strings = t.data as string[];
     let width = 1;
-    for (const s of strings) width = Math.max(width, codePointLength(s));
+    for (const s of strings) width = Math.max(width, [...s].length);
     descr = `<U${width}`;
     data = Buffer.alloc(strings.length * width * 4);
     strings.forEach((s, i) => [...s].forEach((ch, k) => data.writeUInt32LE(ch.codePointAt(0)!, (i * width + k) * 4)));
@@ -207,13 +206,7 @@ function npyHeader(descr: string, dims: readonly number[]): Buffer {
   return head;
 }
 
-/** Header text plus its spaces and "\n", so that the data starts on a 64-byte boundary. */
+/** Header text plus the spaces and "\n" that bring the data to a 64-byte boundary. */
 function paddedLength(prefix: number, textLength: number): number {
   return textLength + 1 + kAlign - ((prefix + textLength + 1) % kAlign);
-}
-
-function codePointLength(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
 }

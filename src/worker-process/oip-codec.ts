@@ -1,12 +1,10 @@
 /**
- * The default handler's Open Inference Protocol v2 codec, for
- * application/vnd.sagemaker-triton.binary+json: a JSON inference header, then binary tensors
- * (src/oip/binary-body.ts). /v2/models/{name}/infer and gRPC ModelInfer send the worker this, so
- * tensors a client sends or wants raw never become JSON on either side. Inputs may mix JSON `data`
- * and binary; the answer holds the outputs the request lists (all when it lists none), each in
- * binary when its binary_data or the request's binary_data_output says so.
+ * The default handler's Open Inference Protocol v2 codec (a JSON header, then binary tensors:
+ * src/oip/binary-body.ts), which /v2 infer and gRPC ModelInfer send the worker, so raw tensors
+ * never become JSON on either side. Each output goes in binary when its binary_data or the
+ * request's binary_data_output says so.
  */
-import { MmeError, quote } from '../errors';
+import { quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw } from '../oip/datatypes';
 import type { V2InferRequest, V2InferResponse } from '../oip/types';
@@ -18,23 +16,19 @@ import {
   selectedOutputs,
   v2Output,
   type DecodedRequest,
-  type OutputSelection,
+  type EncodeMeta,
 } from './json-codec';
-import type { PlainTensor, RequestBudget } from './tensor';
+import { invalidInput, type PlainTensor, type RequestBudget } from './tensor';
 
 export interface EncodedBody {
   body: Buffer;
   contentType: string;
 }
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
-
 export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], budget: RequestBudget): DecodedRequest {
   const { header, binary } = splitBody<V2InferRequest>(req.body, headerLengthOf(req.contentType) ?? req.body.length);
   if (!Array.isArray(header.inputs))
-    throw invalid(
+    throw invalidInput(
       'the inference header has no "inputs" list; send {"inputs": [{"name", "shape", "datatype", "data"}]}',
     );
   const selection = outputSelection(header);
@@ -42,7 +36,7 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
   const sizes = inBinary.map((item) => {
     const n = item.parameters!.binary_data_size;
     if (!Number.isSafeInteger(n) || n! < 0)
-      throw invalid(
+      throw invalidInput(
         `input ${typeof item.name === 'string' ? quote(item.name) : 'without a name'}: binary_data_size must be a byte count`,
       );
     return n!;
@@ -56,13 +50,8 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
   };
 }
 
-export function encodeOip(
-  outputs: Record<string, PlainTensor>,
-  infos: readonly TensorInfo[],
-  modelName: string,
-  id: string | undefined,
-  selection: OutputSelection | undefined,
-): EncodedBody {
+export function encodeOip(outputs: Record<string, PlainTensor>, meta: EncodeMeta): EncodedBody {
+  const { selection, outputs: infos, id } = meta;
   const binaries: Buffer[] = [];
   const tensors = selectedOutputs(outputs, selection).map(([name, t]) => {
     const binary =
@@ -75,7 +64,11 @@ export function encodeOip(
     }
     return tensor;
   });
-  const response: V2InferResponse = { model_name: modelName, ...(id === undefined ? {} : { id }), outputs: tensors };
+  const response: V2InferResponse = {
+    model_name: meta.modelName,
+    ...(id === undefined ? {} : { id }),
+    outputs: tensors,
+  };
   const { body, headerLength } = joinBody(response, binaries);
   return { body, contentType: oipContentType(headerLength) };
 }

@@ -1,23 +1,16 @@
 /**
- * Reads what serving needs from a model.onnx — metadata, opset imports, each node's name, operator
- * and value names, each graph input's and output's name and whether it is a tensor — straight from
- * the protobuf wire format, and skips the weights.
+ * Reads what serving needs from a model.onnx (metadata, opsets, nodes, graph inputs and outputs)
+ * straight from the protobuf wire format: requiring onnx-proto costs a worker 11–24 ms. Anything
+ * else is read on demand from the spans recorded here (served-outputs.ts, onnx-types.ts).
  *
- * By hand, not with onnx-proto: requiring onnx-proto costs a worker 11–24 ms, and serving needs only
- * these few fields. What a ZipMap output or a non-tensor value needs besides (class labels, a type's
- * notation) is read on demand from the spans recorded here (served-outputs.ts, onnx-types.ts).
- *
- * The file is untrusted input: every length is checked against its message before it is followed
- * (protobuf-file.ts), and the walk is a fixed set of nested loops (ModelProto → GraphProto →
- * NodeProto / ValueInfoProto → TypeProto), never a recursion whose depth the file chooses. Every
- * level is read through one small window on the file, so a node holding a large Constant costs no
- * more memory than its name, and the weights in `graph.initializer` are stepped over, never read.
- * Where a message repeats a singular field the last one wins (as onnx-proto decodes it), and a field
- * of an unexpected wire type is skipped (as onnxruntime's parser does).
+ * The file is untrusted: every length is checked before it is followed, the walk is a fixed set of
+ * nested loops, never a recursion whose depth the file chooses, and it reads through one small
+ * window, so the weights are stepped over, never read. A repeated singular field: the last wins
+ * (as onnx-proto decodes it); a field of an unexpected wire type is skipped (as onnxruntime does).
  */
 import type { ModelMetadata } from '../model-types';
 import { Wire, type FieldSpan, type WireField } from '../util/protobuf-wire';
-import { fields, span, withFile, type FileWindow } from './protobuf-file';
+import { fields, withFile, type FileWindow } from './protobuf-file';
 
 export interface GraphNode {
   name: string;
@@ -25,7 +18,7 @@ export interface GraphNode {
   domain: string;
   input: string[];
   output: string[];
-  /** Where the NodeProto sits in the file. */
+  /** The NodeProto in the file. */
   field: FieldSpan;
 }
 
@@ -33,7 +26,6 @@ export interface GraphValue {
   name: string;
   /** Its type is a tensor (TypeProto.tensor_type); anything else (a sequence, a map, no type) is not. */
   tensor: boolean;
-  /** Where the ValueInfoProto sits in the file. */
   field: FieldSpan;
 }
 
@@ -51,15 +43,18 @@ export interface OnnxFile extends Omit<ModelMetadata, 'opsets'> {
 
 const enum ModelField {
   IrVersion = 1,
-  ProducerName = 2,
-  ProducerVersion = 3,
-  Domain = 4,
   ModelVersion = 5,
-  DocString = 6,
   Graph = 7,
   OpsetImport = 8,
   MetadataProps = 14,
 }
+/** ModelProto's text fields, by number. */
+const kModelText = new Map<number, 'producerName' | 'producerVersion' | 'domain' | 'docString'>([
+  [2, 'producerName'],
+  [3, 'producerVersion'],
+  [4, 'domain'],
+  [6, 'docString'],
+]);
 const enum GraphField {
   Node = 1,
   Input = 11,
@@ -111,19 +106,9 @@ function readModel(file: FileWindow, path: string): OnnxFile {
       continue;
     }
     if (f.wire !== Wire.Len) continue;
+    const text = kModelText.get(f.field);
+    if (text) model[text] = file.text(f);
     switch (f.field) {
-      case ModelField.ProducerName:
-        model.producerName = file.text(f);
-        break;
-      case ModelField.ProducerVersion:
-        model.producerVersion = file.text(f);
-        break;
-      case ModelField.Domain:
-        model.domain = file.text(f);
-        break;
-      case ModelField.DocString:
-        model.docString = file.text(f);
-        break;
       case ModelField.OpsetImport: {
         const op = readPair(file, f);
         model.opsets.set(op.text === 'ai.onnx' ? '' : op.text, op.varint);
@@ -135,7 +120,7 @@ function readModel(file: FileWindow, path: string): OnnxFile {
         break;
       }
       case ModelField.Graph:
-        model.graph = { start: f.start, end: f.end, payload: f.payload };
+        model.graph = f;
         model.nodes = [];
         model.inputs = [];
         model.outputs = [];
@@ -158,7 +143,7 @@ function readGraph(file: FileWindow, graph: WireField, model: OnnxFile): void {
 }
 
 function readNode(file: FileWindow, field: WireField): GraphNode {
-  const node: GraphNode = { name: '', opType: '', domain: '', input: [], output: [], field: span(field) };
+  const node: GraphNode = { name: '', opType: '', domain: '', input: [], output: [], field };
   for (const f of fields(file, field.payload, field.end)) {
     if (f.wire !== Wire.Len) continue;
     switch (f.field) {
@@ -197,7 +182,7 @@ function readValue(file: FileWindow, field: WireField): GraphValue {
   if (type)
     for (const f of fields(file, type.payload, type.end))
       if (f.field === TypeField.TensorType && f.wire === Wire.Len) tensor = true;
-  return { name, tensor, field: span(field) };
+  return { name, tensor, field };
 }
 
 /** OperatorSetIdProto (domain, version) or StringStringEntryProto (key, value): field 1 text, field 2 a varint or text. */

@@ -1,8 +1,6 @@
 /**
- * ONNX's own notation for a value's type — `seq(map(int64,tensor(float)))`, as onnxruntime's Python
- * API prints a ZipMap output — so describe and errors show what a model really takes or produces.
- * Read from the ValueInfoProto's bytes: a TypeProto nests at most one TypeProto per level, so the
- * walk is a loop down that chain, cut off at kMaxDepth, never a recursion the file's nesting decides.
+ * ONNX's own notation for a value's type, e.g. `seq(map(int64,tensor(float)))`, for describe and
+ * errors. A TypeProto nests at most one TypeProto per level: the walk is a loop cut off at kMaxDepth.
  */
 import type { GraphValue, OnnxFile } from './onnx-file';
 import { Wire, type WireField } from '../util/protobuf-wire';
@@ -47,16 +45,11 @@ function elementName(elemType: number): string {
   return kElementNames[elemType] ?? `type${elemType}`;
 }
 
-/** The notation of `value`'s type, read from the model file. */
 export function valueTypeNotation(model: OnnxFile, value: GraphValue): string {
   return withFile(model.path, (file) => typeNotation(file, lastField(file, value.field, kValueInfoType)));
 }
 
-/**
- * `tensor(float)`, `seq(map(string,tensor(float)))`, `optional(tensor(int64))`, ... of the
- * TypeProto in `type`. Where a TypeProto holds several of its oneof's members (or one twice), the
- * last of each counts, and the first present of tensor, sparse tensor, sequence, map, optional.
- */
+/** Where a TypeProto holds several of its oneof's members, the first present of tensor, sparse tensor, sequence, map, optional counts. */
 function typeNotation(file: FileWindow, type: WireField | null): string {
   let open = '';
   let close = '';

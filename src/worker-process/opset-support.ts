@@ -1,7 +1,6 @@
 /**
- * The opset versions this onnxruntime build accepts, per operator domain, asked of onnxruntime
- * itself rather than written down: a tiny Identity model importing the domain at version v loads
- * exactly when v is supported. Only load failures ask, so a good model's load pays nothing.
+ * The opset versions this onnxruntime build accepts, asked of it: a tiny Identity model importing a
+ * domain at version v loads exactly when v is supported. Only load failures ask.
  */
 import * as ort from 'onnxruntime-node';
 import type * as OnnxProto from 'onnx-proto';
@@ -9,7 +8,7 @@ import type * as OnnxProto from 'onnx-proto';
 /** The domains onnxruntime's CPU build implements with versioned opsets ('' is ai.onnx). */
 export const kKnownDomains = ['', 'ai.onnx.ml'] as const;
 
-/** Above any opset ONNX has released; the search's upper bound. */
+/** Above any opset ONNX has released. */
 const kCeiling = 64;
 const kDefaultDomainVersion = 13;
 const cache = new Map<string, Promise<number>>();

@@ -1,16 +1,10 @@
 /**
- * A bounded walk over the protobuf messages in a file: the shared wire reader (util/protobuf-wire.ts)
- * reading through one small window, so a 2 GB model's weights are stepped over unread and walking
- * many small fields costs few syscalls. Anything malformed is a plain Error naming its byte.
+ * The shared wire reader (util/protobuf-wire.ts) over a file through one small window: weights are
+ * stepped over unread, and small fields cost few syscalls. Malformed input is an Error naming its byte.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { Wire, WireReader, type FieldSpan, type WireField } from '../util/protobuf-wire';
 
-export function span(f: WireField): FieldSpan {
-  return { start: f.start, end: f.end, payload: f.payload };
-}
-
-/** Runs `read` on `path` opened as a FileWindow, and closes it. */
 export function withFile<T>(path: string, read: (file: FileWindow) => T): T {
   const file = new FileWindow(path);
   try {

@@ -1,13 +1,9 @@
 /**
- * A model's session runs in its process: timed (what its share of a shared host's CPU is computed
- * from) and, in a shared host, taken in fair turns across models.
- *
- * onnxruntime-node runs a session synchronously inside a setImmediate callback (dist/backend.js):
- * a run holds the host's one thread until it is done. Different models' batches run side by side,
- * yet a slow model's next run is always queued before a tiny model's request is even read, so
- * the tiny one would wait one and a half slow runs. FairTurns gives the thread, run by run, to the
- * waiting model that has had the least of it, and picks only after the event loop has read what
- * arrived meanwhile: a tiny model waits at most for the run in progress.
+ * A model's session runs, timed (its share of a shared host's CPU) and taken in fair turns.
+ * onnxruntime-node runs a session synchronously in a setImmediate callback, holding the host's one
+ * thread; a slow model's next run is queued before a tiny model's request is even read, so the tiny
+ * one would wait one and a half slow runs. FairTurns gives the thread to the waiting model served
+ * least, picking only after the event loop has read what arrived: a tiny model waits for one run.
  */
 import { performance } from 'node:perf_hooks';
 import type { InferenceSession } from 'onnxruntime-node';
@@ -19,7 +15,6 @@ export class RunClock {
   micros = 0;
   /** Its place in FairTurns: run time counted from the moment it last had to wait, µs. */
   served = 0;
-  /** Runs waiting for their turn. */
   readonly waiting: Array<() => void> = [];
 
   /** Times every run of `session` (a handler's own calls of context.session.run included) and takes it in `turns`. */

@@ -1,12 +1,8 @@
 /**
- * Which graph values the server can exchange, decided at load from the model file.
- *
- * onnxruntime-node binds tensors only: a sequence or map output fails every run ("Non tensor type
- * is temporarily not supported"). skl2onnx and onnxmltools end every classifier in a ZipMap whose
- * output is seq(map(label, float)); that one is served through the [rows, classes] tensor ZipMap
- * reads (graph-rewrite.ts turns the ZipMap into an Identity), and answered as one
- * {label: probability} object per row. Any other non-tensor input or output is refused here, at
- * load, with its name and type, rather than failing at every invoke.
+ * Which graph values the server can exchange, decided at load. onnxruntime-node binds tensors only;
+ * skl2onnx and onnxmltools end every classifier in a ZipMap (seq(map(label, float))), served as the
+ * [rows, classes] tensor it reads (graph-rewrite.ts). Any other non-tensor value is refused at load,
+ * rather than failing at every invoke.
  */
 import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
@@ -23,9 +19,8 @@ const enum AttributeField {
 }
 
 export interface ZipMapOutput {
-  /** Index in the graph's outputs. */
+  /** Indexes in the graph's outputs and nodes. */
   output: number;
-  /** Index of the ZipMap node in the graph's nodes. */
   node: number;
   /** Class labels in column order, JSON-safe (int64 beyond 2^53 as decimal strings). */
   classLabels: Array<number | string>;
@@ -68,10 +63,7 @@ function refuseNonTensorInputs(model: OnnxFile): void {
   }
 }
 
-/**
- * The first classlabels_int64s attribute's labels if it has any, else the first
- * classlabels_strings attribute's, read from the node's bytes (int64s exactly, packed or not).
- */
+/** The first classlabels_int64s attribute's labels if any, else classlabels_strings' (int64s exactly, packed or not). */
 function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string> {
   const found = new Map<string, Array<number | string>>();
   for (const a of fields(file, node.field.payload, node.field.end)) {
@@ -112,10 +104,7 @@ function readInt64s(bytes: Buffer, out: Array<number | string>): void {
   if (shift !== 0n) throw new MmeError('MME_ERR_INVALID_MODEL', 'a ZipMap class label is not a whole protobuf varint');
 }
 
-/**
- * The outputs as describe and handlers see them: the session's own metadata, except that a ZipMap
- * output keeps its real ONNX type and lists its class labels beside the tensor the session returns.
- */
+/** The session's outputs, but a ZipMap's with its real ONNX type and its class labels beside the tensor. */
 export function describeOutputs(sessionOutputs: TensorInfo[], model: OnnxFile, zipMaps: ZipMapOutput[]): TensorInfo[] {
   return sessionOutputs.map((info) => {
     const z = zipMaps.find((zm) => model.outputs[zm.output].name === info.name);

@@ -20,10 +20,9 @@ export interface OpenedSession {
 const kDocStringChars = 1000;
 
 /**
- * Reads the model file first (served-outputs.ts decides which outputs can be served, and a ZipMap
- * output makes onnxruntime load a rewritten graph from memory), then opens the session with
- * explicit thread counts: every worker of every model is its own process, so ORT's default (one
- * thread per core, spinning) would start models × workers × cores threads.
+ * Reads the model file first (a ZipMap output makes onnxruntime load a rewritten graph from memory),
+ * then opens the session with explicit thread counts: ORT's default (one spinning thread per core)
+ * would start models × workers × cores threads.
  */
 export async function openSession(msg: LoadMessage, warn: (line: string) => void): Promise<OpenedSession> {
   const model = await readModel(msg.onnxPath, sessionOptions(msg));

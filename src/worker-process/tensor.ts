@@ -1,14 +1,8 @@
 /**
- * The one tensor type every codec produces (JSON, CSV, .npy, OIP v2 JSON and binary, and through
- * them both gRPC services), and the only one batching accepts.
- *
- * A Tensor is made only by `Tensor.build`, which checks, before the data exists:
- *   - the type is one onnxruntime-node takes;
- *   - every dim is a non-negative safe integer, the rank at most MAX_RANK;
- *   - a request's elements fit its RequestBudget: max_request_elements, and its body, since every
- *     element costs at least one byte of body in every codec;
- * and after the codec produced the data: it is an array of the type's kind holding exactly one
- * element per element of `dims`. Batching relies on that last rule: a tensor whose data and dims
+ * The one tensor type every codec produces, and the only one batching accepts. `Tensor.build`, its
+ * one maker, checks the type, the dims (non-negative safe integers, rank ≤ MAX_RANK) and the
+ * request's budget before the data exists, then that the data is an array of the type's kind with
+ * one element per element of `dims`: batching relies on it, since a tensor whose data and dims
  * disagree would shift every later request's rows in a merged batch into another caller's answer.
  */
 import { MmeError } from '../errors';
@@ -45,55 +39,42 @@ const kCtors: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
   ['float16', Uint16Array],
 ]);
 
-export const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
+const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
 
 /** numpy's limit on dimensions (NPY_MAXDIMS); no ONNX model comes near it. */
 export const MAX_RANK = 64;
 
-function invalid(message: string): MmeError {
+export function invalidInput(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
-
-function isTensorType(type: string): boolean {
-  return type === 'string' || kCtors.has(type);
-}
-
-/** Bytes per element of a fixed-size type; never 0. */
-export function itemSize(type: string): number {
-  const Ctor = kCtors.get(type);
-  if (!Ctor) throw invalid(`tensor type ${type} has no fixed element size`);
-  return Ctor.BYTES_PER_ELEMENT;
 }
 
 export function allocate(type: string, n: number): TensorData {
   if (type === 'string') return new Array<string>(n).fill('');
   const Ctor = kCtors.get(type);
-  if (!Ctor) throw invalid(`tensor type ${type} is not supported; supported: ${TENSOR_TYPES.join(', ')}`);
+  if (!Ctor) throw invalidInput(`tensor type ${type} is not supported; supported: ${TENSOR_TYPES.join(', ')}`);
   return new Ctor(n);
 }
 
-/**
- * The element count of `dims`, each checked. A product past max safe integer is refused as it
- * grows, so no declared shape can make the count itself inexact.
- */
+/** The element count of `dims`, each checked; refused as it grows past 2^53, so it is never inexact. */
 export function countElements(dims: readonly unknown[], what: string): number {
-  if (dims.length > MAX_RANK) throw invalid(`${what} has ${dims.length} dimensions; at most ${MAX_RANK} are supported`);
+  if (dims.length > MAX_RANK)
+    throw invalidInput(`${what} has ${dims.length} dimensions; at most ${MAX_RANK} are supported`);
   let n = 1;
   for (const d of dims) {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalid(
+      throw invalidInput(
         `${what} has shape dimension ${typeof d === 'number' ? d : typeof d}; every dimension must be a non-negative integer`,
       );
     }
     n *= d;
-    if (!Number.isSafeInteger(n)) throw invalid(`${what} declares more than 2^53 elements`);
+    if (!Number.isSafeInteger(n)) throw invalidInput(`${what} declares more than 2^53 elements`);
   }
   return n;
 }
 
 /**
- * What one request may decode into: at most max_request_elements over all its tensors, and no more
- * elements than its body has bytes. Taken before any data is allocated.
+ * What one request may decode into, taken before any data is allocated: at most max_request_elements
+ * over all its tensors, and no more elements than its body has bytes (each costs one in every codec).
  */
 export class RequestBudget {
   #elements = 0;
@@ -106,12 +87,12 @@ export class RequestBudget {
   take(n: number, what: string): void {
     const total = this.#elements + n;
     if (total > this.maxElements) {
-      throw invalid(
+      throw invalidInput(
         `${what} has ${n} elements, and the request ${total} in all, over max_request_elements (${this.maxElements}); send fewer rows per request`,
       );
     }
     if (total > this.bodyBytes) {
-      throw invalid(
+      throw invalidInput(
         `${what} declares ${n} elements, more than the ${this.bodyBytes}-byte body can hold; check its shape`,
       );
     }
@@ -128,10 +109,7 @@ export class Tensor implements PlainTensor {
     Object.freeze(dims);
   }
 
-  /**
-   * The one way to make a Tensor. `produce` makes the data for the checked count; it runs only
-   * once the budget (when a request's) has room for it.
-   */
+  /** `produce` makes the data for the checked count, once the budget has room for it. */
   static build(
     type: string,
     dims: readonly unknown[],
@@ -139,14 +117,15 @@ export class Tensor implements PlainTensor {
     what: string,
     produce: (count: number) => TensorData,
   ): Tensor {
-    if (!isTensorType(type)) throw invalid(`${what} has tensor type ${type}; supported: ${TENSOR_TYPES.join(', ')}`);
+    if (type !== 'string' && !kCtors.has(type))
+      throw invalidInput(`${what} has tensor type ${type}; supported: ${TENSOR_TYPES.join(', ')}`);
     const n = countElements(dims, what);
     budget?.take(n, what);
     const data = produce(n);
     const Ctor = kCtors.get(type);
     const kindOk = Ctor ? data instanceof Ctor : Array.isArray(data);
     if (!kindOk || data.length !== n) {
-      throw invalid(
+      throw invalidInput(
         `${what} holds ${data.length} ${kindOk ? '' : `${data.constructor?.name ?? typeof data} `}elements, but a ${type} tensor of shape [${dims.join(', ')}] needs ${n}`,
       );
     }
@@ -159,10 +138,9 @@ export class Tensor implements PlainTensor {
   }
 
   /**
-   * Fixed-size elements from raw bytes, little-endian unless `bigEndian`. The bytes must be exactly
-   * count × item size. Little-endian bytes on an element boundary are viewed in place (a request
-   * body: its frame's memory is never reused); others are copied into an aligned array. `typeName`
-   * is the type as the client named it (a .npy descr, an OIP datatype), for the message.
+   * Fixed-size elements from exactly count × item size bytes, little-endian unless `bigEndian`;
+   * viewed in place when aligned and little-endian (a frame's memory is never reused), else copied.
+   * `typeName` is the type as the client named it, for the message.
    */
   static fromBytes(
     type: string,
@@ -173,15 +151,17 @@ export class Tensor implements PlainTensor {
     what: string,
     typeName = type,
   ): Tensor {
-    const size = itemSize(type);
+    const Ctor = kCtors.get(type);
+    if (!Ctor) throw invalidInput(`tensor type ${type} has no fixed element size`);
+    const size = Ctor.BYTES_PER_ELEMENT;
     return Tensor.build(type, dims, budget, what, (n) => {
       if (bytes.length !== n * size) {
-        throw invalid(
+        throw invalidInput(
           `${what} has ${bytes.length} bytes of ${typeName} data, but its shape [${dims.join(', ')}] needs ${n} elements of ${size} bytes (${n * size})`,
         );
       }
       if ((!bigEndian || size === 1) && bytes.byteOffset % size === 0)
-        return new (kCtors.get(type)!)(bytes.buffer, bytes.byteOffset, n);
+        return new Ctor(bytes.buffer, bytes.byteOffset, n);
       const out = allocate(type, n) as NumericData;
       const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
       raw.set(bytes);
@@ -190,10 +170,7 @@ export class Tensor implements PlainTensor {
     });
   }
 
-  /**
-   * Tensors of one type and trailing dims, joined along axis 0. Every offset is derived from dims
-   * and checked against the data it copies.
-   */
+  /** Tensors of one type and trailing dims, joined along axis 0; every offset is checked against the data it copies. */
   static concat(parts: readonly Tensor[]): Tensor {
     const first = parts[0];
     const trailing = first.dims.slice(1);

@@ -22,12 +22,10 @@ export async function warmUpRuntime(): Promise<void> {
 }
 
 /**
- * The process's first Tensor, made with Float16Array hidden. onnxruntime-common picks each type's
- * array once, at the first Tensor; where Float16Array exists (Node 24) it picks it for float16 and
- * turns the Uint16Array the codecs make into a Float16Array view, whose byte length onnxruntime-node's
- * binding (1.30) reads as 0: every float16 input failed with "not enough space" (microsoft/onnxruntime
- * PR 32323). Picked here, float16 stays a Uint16Array both ways, as the binding returns it. Any
- * process that makes tensors calls it first (a worker at warm-up; the test process at load).
+ * The process's first Tensor, made with Float16Array hidden: onnxruntime-common picks each type's
+ * array at the first Tensor, and with Float16Array (Node 24) turns float16's Uint16Array into a
+ * Float16Array view whose byte length the 1.30 binding reads as 0, so every float16 input failed
+ * (microsoft/onnxruntime PR 32323). Any process that makes tensors calls it first.
  */
 export function pinTensorArrayTypes(): ort.Tensor {
   const g = globalThis as { Float16Array?: unknown };
@@ -41,10 +39,8 @@ export function pinTensorArrayTypes(): ort.Tensor {
 }
 
 /**
- * What the smallest session costs in this process (bytes): the resident growth across opening
- * kProbeSessions of the identity graph, each. A shared host charges each model at least this much:
- * a load that reuses memory freed earlier shows little or no growth of its own, yet its session
- * holds memory all the same.
+ * What the smallest session costs, bytes: a shared host charges each model at least this, since a
+ * load that reuses freed memory shows little growth of its own yet holds memory all the same.
  */
 export async function measureSessionBytes(): Promise<number> {
   const rss0 = process.memoryUsage.rss();

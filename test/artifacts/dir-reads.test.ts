@@ -20,9 +20,16 @@ describe('dir-reads: which reads a server uses for its model roots', () => {
   });
 
   it("judges a root that does not exist yet by its nearest existing parent's file system", async () => {
-    const expected = isLocalFileSystem(statfsSync(tmp()).type) ? syncReads : asyncReads;
-    assert.equal(await dirReadsFor([path.join(tmp(), 'not', 'yet', 'mounted')]), expected);
-    assert.equal(await dirReadsFor([tmp(), path.join(tmp(), 'absent')]), expected);
+    // Two parents whose file system Linux fixes, whatever the machine's disks: /dev/shm is tmpfs
+    // (local), /proc is procfs (not a file system models come from).
+    assert.equal(statfsSync('/dev/shm').type, 0x01021994, '/dev/shm is tmpfs');
+    assert.equal(statfsSync('/proc').type, 0x9fa0, '/proc is procfs');
+    const underShm = path.join('/dev/shm', `mme-absent-${process.pid}`, 'not', 'yet', 'mounted');
+    const underProc = path.join('/proc', 'mme-absent', 'not', 'yet', 'mounted');
+    assert.equal(await dirReadsFor([underShm]), syncReads);
+    assert.equal(await dirReadsFor(['/dev/shm', underShm]), syncReads);
+    assert.equal(await dirReadsFor([underProc]), asyncReads);
+    assert.equal(await dirReadsFor([underShm, underProc]), asyncReads);
   });
 
   it('gives the same answers and the same errno in both forms', async () => {

@@ -118,7 +118,11 @@ describe('resolveArtifact: .tar.gz archives', function () {
           { path: 'zeros.bin', data: new Uint8Array(5 * 2 ** 20) },
         ]),
       );
+      // 5 MiB of zeros inflate over 1000:1 (past the cap of 200) but stay under the 10 MiB floor.
+      assert.ok(5 * 2 ** 20 < DEFAULT_ARCHIVE_LIMITS.compressionRatioFloor);
       const a = await resolveArtifact(archive, { cacheDir: cacheDir() });
+      assert.equal(statSync(path.join(a.dir, 'zeros.bin')).size, 5 * 2 ** 20);
+      assert.ok(existsSync(a.onnxPath));
       await a.dispose();
     });
 

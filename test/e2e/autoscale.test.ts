@@ -103,7 +103,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     assert.equal((await loadModel(t, name, writeModelDir(t.store, name, slowMatmulModel(640)))).status, 200);
     assert.equal((await loadModel(t, 'tiny', writeModelDir(t.store, 'tiny', addModel()))).status, 200);
     const model = t.server.manager.get(name);
-    const [host] = model.workers.map((w) => w.hostId);
+    const [host] = model.workers.map((w) => w.sharedHostId);
     assert.ok(host, 'loaded into the shared host');
     const row = { inputs: { input: [Array.from({ length: 640 }, (_, i) => (i % 7) / 7)] } };
     let done = false;
@@ -115,7 +115,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     const burst = [drive(), drive(), drive()];
     try {
       await waitFor(
-        () => model.mode === 'dedicated' && model.workers.length === 1 && model.workers[0].hostId === null,
+        () => model.mode === 'dedicated' && model.workers.length === 1 && model.workers[0].sharedHostId === null,
         'the promotion to be done',
         120_000,
       );
@@ -135,7 +135,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     assert.equal((await invoke(t, 'tiny', { inputs: { x: [Array(16).fill(1)] } })).status, 200);
 
     await waitFor(
-      () => model.mode === 'shared' && model.workers[0]?.hostId === host,
+      () => model.mode === 'shared' && model.workers[0]?.sharedHostId === host,
       'the demotion once quiet',
       60_000,
     );

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startCli, type CliServer } from '../../harness/cli-server';
-import { bash, kRepoRoot, pageCommands } from '../helpers/docs-examples';
+import { bash, codeBlocks, kRepoRoot, outputsShown, shownCommands } from '../helpers/docs-examples';
 import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
@@ -44,8 +44,10 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
     const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
     assert.ok(grpc, s.lines.join('\n'));
     const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
-    const commands = pageCommands('docs/first-model.md');
+    const blocks = codeBlocks('docs/first-model.md', 'sh');
+    const commands = blocks.flatMap(shownCommands);
     assert.ok(commands.length >= 12, `the page has its commands (found ${commands.length})`);
+    let compared = 0;
     for (const { command, shown } of commands) {
       const line = command
         .replaceAll('127.0.0.1:8080', http)
@@ -57,8 +59,11 @@ describe("docs/first-model.md (npm start's configuration, every sh block as writ
       // A shown error answer: curl --fail-with-body prints it and exits 22.
       const refused = typeof (expected as { code?: unknown } | null)?.code === 'number';
       assert.equal(run.code, refused ? 22 : 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
-      if (shown !== null) assert.deepEqual(JSON.parse(run.stdout), expected, command);
+      if (shown === null) continue;
+      assert.deepEqual(JSON.parse(run.stdout), expected, command);
+      compared++;
     }
+    assert.equal(compared, outputsShown(blocks), 'every output the page shows was compared with its answer');
     // What the page leaves in the repository is ignored by git there.
     const ignored = await bash('git check-ignore model-store/mymodel/model.onnx rows.npy out.npy', kRepoRoot);
     assert.equal(ignored.code, 0, ignored.stdout + ignored.stderr);

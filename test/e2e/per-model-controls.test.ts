@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { withCliServer } from '../../harness/cli-server';
-import { bash, kRepoRoot, pageCommands } from '../helpers/docs-examples';
+import { bash, codeBlocks, kRepoRoot, outputsShown, shownCommands } from '../helpers/docs-examples';
 
 /** A model's measured memory differs from run to run: the page shows one run's figure. */
 const anyMegabytes = (text: string) => text.replace(/\d+(\.\d+)? MB\)/g, 'N MB)');
@@ -19,8 +19,14 @@ describe('docs/per-model-controls.md (every sh block as written, on a real serve
     await withCliServer('model_cache=on\nmax_loaded_models=2', async (s, store) => {
       fs.cpSync(path.join(kRepoRoot, 'model-store', 'mlp'), path.join(store, 'mlp'), { recursive: true });
       const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
-      const commands = pageCommands('docs/per-model-controls.md');
+      const blocks = codeBlocks('docs/per-model-controls.md', 'sh');
+      const commands = blocks.flatMap(shownCommands);
       assert.ok(commands.length >= 6, `the page has its commands (found ${commands.length})`);
+      assert.equal(
+        commands.filter((c) => c.shown !== null).length,
+        outputsShown(blocks),
+        'every shown output is compared',
+      );
       for (const { command, shown } of commands) {
         const run = await bash(
           command.replaceAll('127.0.0.1:8080', http).replace(/^curl /, 'curl -sS --fail-with-body '),

@@ -12,28 +12,17 @@ import { waitFor } from '../../harness/process-probes';
 import { request } from '../../harness/http-requests';
 import { tempDir } from '../../harness/test-server';
 import { assertJsonClose } from '../helpers/assert-close';
-import { bash } from '../helpers/docs-examples';
+import { bash, outputsShown, shownCommands } from '../helpers/docs-examples';
 
 // Compiled to dist/test/e2e/, so the repo root is three levels up.
 const kRoot = path.resolve(__dirname, '../../..');
 
-/** The README's quick tour: each command (continuation lines joined) with the output shown under it, if any. */
-function tourCommands(): Array<{ command: string; shown: string | null }> {
+/** The README's quick tour: its sh block. */
+function tourBlock(): string {
   const readme = fs.readFileSync(path.join(kRoot, 'README.md'), 'utf8');
   const block = /## Quick tour[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme);
   assert.ok(block, 'README.md has a "Quick tour" section with a sh block');
-  const commands: Array<{ command: string; shown: string | null }> = [];
-  for (const line of block[1].replace(/\\\n/g, '').split('\n')) {
-    if (line.trim() === '') continue;
-    if (line.startsWith('# ')) {
-      const last = commands.at(-1);
-      // A comment right under a command is its output; others introduce the next commands.
-      if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
-      continue;
-    }
-    commands.push({ command: line, shown: null });
-  }
-  return commands;
+  return block[1];
 }
 
 describe('README quick start (npm start with the repository config.properties, from the repository root)', () => {
@@ -73,8 +62,10 @@ describe('README quick start (npm start with the repository config.properties, f
     const grpc = s.lines.map((l) => /gRPC .*listening on (\S+)/.exec(l)?.[1]).find(Boolean);
     assert.ok(grpc, `the server reports its gRPC listener:\n${s.lines.join('\n')}`);
     const http = s.url.replace(/^http:\/\//, '').replace(/\/$/, '');
-    const commands = tourCommands();
+    const block = tourBlock();
+    const commands = shownCommands(block);
     assert.ok(commands.length >= 8, `the tour has its commands (found ${commands.length})`);
+    let compared = 0;
     for (const { command, shown } of commands) {
       const run = await bash(
         command
@@ -85,7 +76,10 @@ describe('README quick start (npm start with the repository config.properties, f
       );
       assert.equal(run.code, 0, `${command}\nexit ${run.code}\n${run.stdout}\n${run.stderr}`);
       // Numbers to 1e-6: onnxruntime's kernels on another CPU may round the last float32 bit differently.
-      if (shown !== null) assertJsonClose(JSON.parse(run.stdout), JSON.parse(shown), command);
+      if (shown === null) continue;
+      assertJsonClose(JSON.parse(run.stdout), JSON.parse(shown), command);
+      compared++;
     }
+    assert.equal(compared, outputsShown([block]), 'every output the tour shows was compared with its answer');
   });
 });

@@ -13,34 +13,39 @@ export function codeBlocks(page: string, lang: string): string[] {
   return [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1]);
 }
 
+/** A command of a sh block, with the JSON output shown under it (`# {…}`), if any. */
+export interface ShownCommand {
+  command: string;
+  shown: string | null;
+}
+
 /**
- * The commands of a page's `sh` blocks (continuation lines joined, here-documents kept whole), each
- * with the `# {…}` output line shown under it, if any.
+ * A sh block's commands (continuation lines joined, here-documents kept whole), each with the
+ * `# {…}` line right under it; other comments introduce the next commands.
  */
-export function pageCommands(page: string): Array<{ command: string; shown: string | null }> {
-  const commands: Array<{ command: string; shown: string | null }> = [];
-  for (const block of codeBlocks(page, 'sh')) {
-    const lines = block.replace(/\\\n/g, '').split('\n');
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (line.trim() === '') continue;
-      if (line.startsWith('# ')) {
-        const last = commands.at(-1);
-        if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
-        continue;
-      }
-      const heredoc = /<<'(\w+)'$/.exec(line);
-      if (!heredoc) {
-        commands.push({ command: line, shown: null });
-        continue;
-      }
-      const end = lines.indexOf(heredoc[1], i + 1);
-      commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
-      i = end;
+export function shownCommands(block: string): ShownCommand[] {
+  const commands: ShownCommand[] = [];
+  const lines = block.replace(/\\\n/g, '').split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.trim() === '') continue;
+    if (line.startsWith('# ')) {
+      const last = commands.at(-1);
+      if (last && last.shown === null && line.startsWith('# {')) last.shown = line.slice(2);
+      continue;
     }
+    const heredoc = /<<'(\w+)'$/.exec(line);
+    const end = heredoc ? lines.indexOf(heredoc[1], i + 1) : i;
+    assert.ok(end >= i, `the here-document of "${line.slice(0, 100)}" has no ${heredoc?.[1]} line`);
+    commands.push({ command: lines.slice(i, end + 1).join('\n'), shown: null });
+    i = end;
   }
   return commands;
 }
+
+/** How many outputs (`# {…}` lines) the blocks show, counted apart from shownCommands: what a test must have compared. */
+export const outputsShown = (blocks: readonly string[]) =>
+  blocks.reduce((n, b) => n + (b.match(/^# \{/gm) ?? []).length, 0);
 
 /** `bash -c command` in `cwd`; never rejects. */
 export function bash(command: string, cwd: string, env: Record<string, string> = {}): Promise<CommandRun> {

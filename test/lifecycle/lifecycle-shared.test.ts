@@ -129,7 +129,7 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
   const hosts = h.manager.hosts?.hosts ?? [];
   for (const w of placed) {
     const host = hosts.find((h) => h === w.host);
-    assert.ok(host?.exitInfo === null, `${w.id} is placed in ${w.hostId}, which is gone`);
+    assert.ok(host?.exitInfo === null, `${w.id} is placed in ${w.sharedHostId}, which is gone`);
   }
   for (const host of hosts) {
     // A host's slots are exactly the registry's placements in it…

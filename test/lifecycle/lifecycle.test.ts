@@ -252,7 +252,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
       answerAll,
       'a and b to load and answer',
     );
-    // c takes the one load slot while d and e wait for it: only a and b are loaded, and both are idle.
+    // c takes the one load permit while d and e wait for it: only a and b are loaded, and both are idle.
     const misses = ['c', 'd', 'e'].map((name) => statusOf(h.manager.invoke(name, invokeRequest())));
     const outcomes = await answerUntilSettled(misses, answerAll, 'c, d and e to load and answer');
     assert.deepEqual(outcomes, [{ status: 200 }, { status: 200 }, { status: 200 }]);

@@ -1,5 +1,5 @@
 /**
- * Issue 49's C2: every wait of a load has a deadline of its own. A load waiting for a load slot or
+ * Issue 49's C2: every wait of a load has a deadline of its own. A load waiting for a load permit or
  * for room gives up at its own load_timeout, whatever the loads ahead of it do, and DELETE of a
  * load still waiting answers within unregister_model_timeout. Fake workers whose loads never
  * finish (the test never calls load()), timeouts on the virtual clock.
@@ -27,19 +27,19 @@ async function armed<T>(h: Harness, start: () => Promise<T>, what: string): Prom
 }
 
 describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C2)', () => {
-  it('a load waiting for a load slot gives up at its own load_timeout (503), while the load ahead still holds it', async () => {
+  it('a load waiting for a load permit gives up at its own load_timeout (503), while the load ahead still holds it', async () => {
     const h = harness('max_concurrent_loads=1\nmodel_load_timeout=3600', { autoLoad: false });
     const ahead = await stuckLoad(h, 'a');
     const waiting = await armed(
       h,
       () => statusOf(h.manager.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
-      "b's wait for a load slot",
+      "b's wait for a load permit",
     );
     h.clock.advance(5000);
     const b = await waiting.outcome;
     assert.equal(b.status, 503);
     assert.equal(b.code, 'MME_ERR_LOAD_WAIT_TIMEOUT');
-    assert.match(b.error!.message, /waited 5 s \(its load_timeout\) for a load slot/);
+    assert.match(b.error!.message, /waited 5 s \(its load_timeout\) for a load permit/);
     assert.equal(h.manager.entry('b'), undefined, 'nothing of b is left');
     assert.equal(h.manager.entry('a')?.phase, 'loading', 'a still loads');
     await h.manager.close(0);
@@ -64,7 +64,7 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     await ahead.outcome;
   });
 
-  it('DELETE of a load waiting for a load slot answers within unregister_model_timeout', async () => {
+  it('DELETE of a load waiting for a load permit answers within unregister_model_timeout', async () => {
     const h = harness('max_concurrent_loads=1\nmodel_load_timeout=3600\nunregister_model_timeout=2', {
       autoLoad: false,
     });

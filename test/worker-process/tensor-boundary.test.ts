@@ -33,26 +33,34 @@ const row = fc.array(
 );
 const rows = fc.array(row, { minLength: 1, maxLength: 3 });
 
+/** A generated request: `rows` is the mlp input an honest one carries, null for a hostile one. */
+interface Generated {
+  req: HandlerRequest;
+  rows: number[][] | null;
+}
+
 /** An honest request for the mlp, in any of its codecs. */
-const honest = rows.chain((r) =>
-  fc.constantFrom(
-    request(JSON.stringify({ inputs: { input: r } }), 'application/json'),
-    request(JSON.stringify({ instances: r }), 'application/json'),
-    request(JSON.stringify(r), 'application/json'),
-    request(
-      JSON.stringify({ inputs: [{ name: 'input', shape: [r.length, 4], datatype: 'FP32', data: r.flat() }] }),
-      'application/json',
-    ),
-    request(r.map((x) => x.join(',')).join('\n'), 'text/csv'),
-    request(npy('<f4', `${r.length}, 4`, f32(r.flat())), 'application/x-npy'),
-    request(npy('<f8', `${r.length}, 4`, Buffer.from(new Float64Array(r.flat()).buffer)), 'application/x-npy'),
-  ),
+const honest: fc.Arbitrary<Generated> = rows.chain((r) =>
+  fc
+    .constantFrom(
+      request(JSON.stringify({ inputs: { input: r } }), 'application/json'),
+      request(JSON.stringify({ instances: r }), 'application/json'),
+      request(JSON.stringify(r), 'application/json'),
+      request(
+        JSON.stringify({ inputs: [{ name: 'input', shape: [r.length, 4], datatype: 'FP32', data: r.flat() }] }),
+        'application/json',
+      ),
+      request(r.map((x) => x.join(',')).join('\n'), 'text/csv'),
+      request(npy('<f4', `${r.length}, 4`, f32(r.flat())), 'application/x-npy'),
+      request(npy('<f8', `${r.length}, 4`, Buffer.from(new Float64Array(r.flat()).buffer)), 'application/x-npy'),
+    )
+    .map((req) => ({ req, rows: r })),
 );
 
 const kContentTypes = ['application/json', 'text/csv', 'application/x-npy', `${OIP_MEDIA_TYPE};json-header-size=8`];
 
 /** The attacks the issue found, their neighbours, and arbitrary input. */
-const hostile = fc.oneof(
+const hostileRequests = fc.oneof(
   fc
     .record({
       descr: fc.constantFrom('<U0', '<f0', '<f4', '<U1', '|b1', '<i8', '>f4', '<c8', '|O8'),
@@ -126,6 +134,8 @@ const hostile = fc.oneof(
     );
   }),
 );
+
+const hostile: fc.Arbitrary<Generated> = hostileRequests.map((req) => ({ req, rows: null }));
 
 function assertBounded400(err: unknown): void {
   assert.ok(isMmeError(err), `not an MmeError: ${String(err)}`);
@@ -208,9 +218,9 @@ describe("the worker's tensor boundary (one validated Tensor, batches that keep 
     for (const release of contexts) await release();
   });
 
-  it('every codec decodes a body into checked Tensors or a 400 of bounded size: never another error, never a tensor whose data and dims disagree', () => {
+  it('every codec decodes an honest body into its rows, and any body into checked Tensors or a 400 of bounded size: never another error, never a tensor whose data and dims disagree', () => {
     fc.assert(
-      fc.property(fc.oneof(honest, hostile), (req) => {
+      fc.property(fc.oneof(honest, hostile), ({ req, rows }) => {
         let decoded;
         try {
           decoded = decoderFor(req.contentType).decode(
@@ -219,21 +229,35 @@ describe("the worker's tensor boundary (one validated Tensor, batches that keep 
             new RequestBudget(kMaxElements, req.body.length),
           );
         } catch (err) {
+          assert.equal(rows, null, `an honest ${req.contentType} body was refused: ${String(err)}`);
           assertBounded400(err);
           return;
         }
         for (const t of Object.values(decoded.feeds)) assertChecked(t);
+        if (rows) {
+          const input = decoded.feeds.input;
+          assert.deepEqual(input?.dims, [rows.length, 4], `an honest ${req.contentType} body`);
+          assert.deepEqual(Array.from(input.data as Float32Array), rows.flat(), `an honest ${req.contentType} body`);
+        }
       }),
       { numRuns: 400 },
     );
   });
 
-  it("a request's answer is the same alone or batched with any others, malformed ones included; a malformed one fails alone with 400", async () => {
+  it("a request's answer is the same alone or batched with any others, malformed ones included; an honest one is answered, a malformed one fails alone with 400", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.oneof(honest, hostile), { minLength: 2, maxLength: 6 }), async (batch) => {
-        const solo = await Promise.all(batch.map((req) => answers(mlp, [req]).then((a) => a[0])));
-        const together = await answers(mlp, batch);
+        const solo = await Promise.all(batch.map(({ req }) => answers(mlp, [req]).then((a) => a[0])));
+        const together = await answers(
+          mlp,
+          batch.map(({ req }) => req),
+        );
         together.forEach((answer, i) => {
+          if (batch[i].rows)
+            assert.ok(
+              !(solo[i] instanceof Error),
+              `honest request ${i} (${batch[i].req.contentType}) refused alone: ${String(solo[i])}`,
+            );
           if (solo[i] instanceof Error) {
             assertBounded400(answer);
             assert.equal((answer as Error).message, solo[i].message);

@@ -17,7 +17,6 @@ export interface KeySpec {
   readonly kind: KeyKind;
   /** As written in a file; null = unset. */
   readonly default: string | null;
-  /** For int/number keys. */
   readonly range?: Range;
   /** For enum keys: the values allowed, in any case. */
   readonly values?: readonly string[];
@@ -45,13 +44,9 @@ export const address = kind('address');
 
 /** Kinds whose default is no example of a value: the error messages show `example` instead. */
 const exampled =
-  <K extends KeyKind>(kind: K) =>
-  <const D extends string | null, const E extends Entry>(dflt: D, example: string, entry: E) => ({
-    kind,
-    default: dflt,
-    example,
-    ...entry,
-  });
+  <K extends KeyKind>(k: K) =>
+  <const D extends string | null, const E extends Entry>(dflt: D, example: string, entry: E) =>
+    kind(k)(dflt, { example, ...entry });
 export const str = exampled('string');
 export const list = exampled('list');
 export const regex = exampled('regex');
@@ -59,13 +54,9 @@ export const regex = exampled('regex');
 export const url = exampled('url');
 
 const numeric =
-  <K extends 'int' | 'number'>(kind: K) =>
-  <const D extends string | null, const E extends Entry>(dflt: D, range: Range, entry: E) => ({
-    kind,
-    default: dflt,
-    range,
-    ...entry,
-  });
+  <K extends 'int' | 'number'>(k: K) =>
+  <const D extends string | null, const E extends Entry>(dflt: D, range: Range, entry: E) =>
+    kind(k)(dflt, { range, ...entry });
 export const int = numeric('int');
 export const num = numeric('number');
 

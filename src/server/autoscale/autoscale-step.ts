@@ -66,7 +66,7 @@ export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepD
   }
   const unlock = deps.tryLock(name);
   if (!unlock) return scaler.withdrawn();
-  const to = d.reason === 'promote' ? 'dedicated' : d.reason === 'demote' ? 'shared' : null;
+  const to = d.to ?? null;
   const what = to
     ? `${d.reason === 'promote' ? 'promoted to processes of its own' : 'demoted into a shared host'} (${d.target} worker(s))`
     : `${d.direction} to ${d.target} worker(s)`;
@@ -98,7 +98,7 @@ export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepD
     deps.workers(name, d.target);
     changing.then(
       (moved) => {
-        const where = model.workers.map((w) => w.hostId ?? `pid ${w.pid}`).join(', ');
+        const where = model.workers.map((w) => w.sharedHostId ?? `pid ${w.pid}`).join(', ');
         if (to)
           log(
             `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,

@@ -1,46 +1,37 @@
 /**
  * One model's autoscaling policy (autoscale=on): from its queue, the worker count it should run
- * between min_worker and max_worker. Pure: it reads the injected clock and what it is told (each
- * request's queue wait, the queue length and workers at each round) and says what to do; the
- * lifecycle operations apply it (through the memory admission) and report back.
+ * between min_worker and max_worker. Pure: it reads the injected clock and what it is told, and
+ * says what to do; the lifecycle operations apply it (through the memory admission) and report back.
  *
- * - Up, one worker at a time, when the median queue wait over the last kWindowMs passes
- *   queueWaitMs, or the requests waiting per worker pass backlogPerWorker (a burst is seen before
- *   its waits are; with no worker, at min_worker=0, one request waiting is enough), or its runs
- *   take over busyShare of its workers' time at kShareRounds rounds in a row: a saturated worker
- *   takes each request as it comes (two frames of batches in its pipe), so nothing waits in the
- *   server's queue to be seen.
- * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter
- *   of the threshold, and the runs would take under half of busyShare of one worker fewer: the
- *   gaps are what keep a steady load from flapping), never below min_worker; each further step
- *   waits another idleMs.
+ * - Up, one worker at a time, when the median queue wait over kWindowMs passes queueWaitMs, or the
+ *   requests waiting per worker pass backlogPerWorker (a burst is seen before its waits are; at
+ *   min_worker=0 one request waiting is enough), or its runs take over busyShare of its workers'
+ *   time at kShareRounds rounds in a row: a saturated worker takes each request as it comes (two
+ *   frames of batches in its pipe), so nothing waits in the server's queue to be seen.
+ * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter of
+ *   the threshold, runs under half of busyShare of one worker fewer: the gaps keep a steady load
+ *   from flapping), never below min_worker.
  * - Not past cpuWorkers (autoscale_cores over each worker's threads): a CPU-bound worker beyond the
- *   cores adds no throughput, and its runs, taking turns for a core, would read as busier still and
- *   ask for another. Such a scale-up is skipped and counted (no_cores), as one without memory is.
+ *   cores adds no throughput, and its runs, taking turns for a core, would read as busier still.
+ *   Such a scale-up is skipped and counted (no_cores).
  * - No change within cooldownMs of the last one (or of a skipped scale-up), so a new worker has
  *   loaded and drained the queue before the queue is judged again.
  *
- * A model loaded into a shared host (worker_mode=shared) is not scaled there: a host runs one
- * session at a time, so a second slot beside the first adds no compute. When its session runs take
- * over `heavyShare` (shared_host_heavy_share) of a thread, measured over the last kShareWindowMs, at
- * kShareRounds rounds in a row, it is promoted: its workers move to processes of their own, where
- * the rules above scale it. It is demoted back into a shared host once it is at min_worker and its
- * runs have taken under half of `heavyShare` for idleMs (the gap keeps a model near the threshold
- * from flapping), and neither happens within cooldownMs of any other change.
+ * A model whose workers share a host is not scaled there: a host runs one session at a time. When
+ * its runs take over `heavyShare` (shared_host_heavy_share) of a thread over kShareWindowMs at
+ * kShareRounds rounds in a row, it is promoted (its mode's promotedTo, host-policy.ts): its workers
+ * move to processes of their own, where the rules above scale it. It is demoted home once at
+ * min_worker with runs under half of `heavyShare` for idleMs (the gap keeps it from flapping).
  */
 import type { AutoscaleConfig, WorkerMode } from '../../config/types';
 import { roundedMs } from '../../logger';
 import type { Clock } from '../../util/clock';
+import { kModeTraits } from '../hosts/host-policy';
 
-/** The window the median queue wait is taken over. */
 export const kWindowMs = 2000;
 /** The window a model's share of a thread (its session runs' time over wall time) is taken over. */
 export const kShareWindowMs = 1000;
-/**
- * Rounds in a row a share must stay past its threshold before it is acted on: a shared model's over
- * shared_host_heavy_share before it is promoted, a dedicated one's over autoscale_busy_share before it
- * gets a worker more.
- */
+/** Rounds in a row a share must stay past its threshold (heavy, or busy) before it is acted on. */
 export const kShareRounds = 2;
 /** Waits the median is taken over at most (the most recent): bounded however high the rate. */
 const kSamplesKept = 512;
@@ -60,7 +51,6 @@ export interface ModelLoad {
   workers: number;
   min: number;
   max: number;
-  /** Requests waiting in its queue. */
   queued: number;
   /** Where its workers run now, and where it was loaded (a shared model may be promoted, and comes back). */
   mode: WorkerMode;
@@ -74,10 +64,11 @@ export interface ModelLoad {
 export interface Decision {
   direction: Direction;
   reason: Reason;
-  /** The worker count it asks for. */
   target: number;
   /** The figures behind it, for the log line and describe. */
   why: string;
+  /** Where a promotion or demotion moves the workers. */
+  to?: WorkerMode;
   /** Set on a scale-up the policy itself skipped (the cores are full): nothing to apply, only to log and count. */
   skipped?: 'no_cores';
 }
@@ -86,7 +77,6 @@ export interface Decision {
 export interface AutoscaleStatus {
   lastDecision: { direction: Direction; reason: Reason; outcome: 'applied' | 'skipped'; why: string } | null;
   skippedForMemory: number;
-  /** Scale-ups skipped because the model's workers already filled autoscale_cores. */
   skippedForCores: number;
   queueWaitP50Ms: number;
   placement: WorkerMode;
@@ -101,13 +91,10 @@ export class Autoscaler {
   /** Since when the queue has been quiet at every round; null while it is not. */
   #quietSince: number | null = null;
   #status: AutoscaleStatus;
-  /** A decision is being applied: no other until it is done. */
   #pending = false;
   /** ranMicros at each round, oldest first: the newest at or before the share window's start, and those in it. */
   readonly #ran: Array<{ at: number; micros: number }> = [];
-  /** Rounds in a row a shared model's share has been over heavyShare. */
   #heavyRounds = 0;
-  /** Rounds in a row a dedicated model's runs have taken over busyShare of its workers' time. */
   #busyRounds = 0;
   /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
   #coolSince: number | null = null;
@@ -183,7 +170,8 @@ export class Autoscaler {
       placement: load.mode,
       threadShare: Math.round(share * 1000) / 1000,
     };
-    const busy = busyShare > 0 && load.mode === 'dedicated' && share > busyShare * Math.max(1, load.workers);
+    const own = kModeTraits[load.mode].ownProcess;
+    const busy = busyShare > 0 && own && share > busyShare * Math.max(1, load.workers);
     this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
     const quiet =
       load.queued === 0 &&
@@ -191,10 +179,9 @@ export class Autoscaler {
       (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
     if (!quiet) this.#quietSince = null;
     else this.#quietSince ??= now;
-    const movable = load.home === 'shared' && this.heavyShare > 0;
-    this.#heavyRounds = movable && load.mode === 'shared' && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
-    if (!(movable && load.mode === 'dedicated' && load.queued === 0 && share < this.heavyShare / 2))
-      this.#coolSince = null;
+    const movable = kModeTraits[load.home].promotedTo !== null && this.heavyShare > 0;
+    this.#heavyRounds = movable && !own && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
+    if (!(movable && own && load.queued === 0 && share < this.heavyShare / 2)) this.#coolSince = null;
     else this.#coolSince ??= now;
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
     const d = this.#evaluate(load, now, p50, share, movable);
@@ -212,13 +199,14 @@ export class Autoscaler {
     const backlog = load.queued / Math.max(1, load.workers);
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
-    if (load.mode === 'shared')
+    if (!kModeTraits[load.mode].ownProcess)
       return this.#heavyRounds >= kShareRounds
         ? this.#asked(
             'up',
             'promote',
             load.workers,
             `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`,
+            kModeTraits[load.home].promotedTo!,
           )
         : null;
     if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs)
@@ -227,6 +215,7 @@ export class Autoscaler {
         'demote',
         load.workers,
         `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
+        load.home,
       );
     const figures = `median queue wait ${roundedMs(p50)} over ${kWindowMs / 1000} s, ${load.queued} queued for ${load.workers} worker(s)`;
     if (load.workers < load.max) {
@@ -273,9 +262,9 @@ export class Autoscaler {
     return d;
   }
 
-  #asked(direction: Direction, reason: Reason, target: number, why: string): Decision {
+  #asked(direction: Direction, reason: Reason, target: number, why: string, to?: WorkerMode): Decision {
     this.#pending = true;
-    return { direction, reason, target, why };
+    return to ? { direction, reason, target, why, to } : { direction, reason, target, why };
   }
 
   /** The decision was applied: the cooldown starts, and after a step down (or a move) the next quiet period. */
@@ -286,8 +275,7 @@ export class Autoscaler {
     this.#heavyRounds = 0;
     this.#busyRounds = 0;
     this.#coolSince = null;
-    if (d.reason === 'promote' || d.reason === 'demote')
-      this.#status = { ...this.#status, placement: d.reason === 'promote' ? 'dedicated' : 'shared' };
+    if (d.to) this.#status = { ...this.#status, placement: d.to };
   }
 
   /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */

@@ -6,7 +6,7 @@
 import { MmeError } from '../../errors';
 import type { LoadMessage } from '../../protocol/messages';
 import type { WorkerExit } from '../processes/exit-reason';
-import type { ExitNotice, HostPolicy, PolicyHost, PolicySlot } from './host-policy';
+import type { ExitNotice, HostPolicy, PolicySlot } from './host-policy';
 
 export class DedicatedPolicy implements HostPolicy {
   readonly mode = 'dedicated' as const;
@@ -26,7 +26,7 @@ export class DedicatedPolicy implements HostPolicy {
     return slotMax;
   }
 
-  hostIdFor(_host: PolicyHost, slotWorkerId: string): string {
+  label(_hostId: string, slotWorkerId: string): string {
     return slotWorkerId;
   }
 

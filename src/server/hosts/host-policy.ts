@@ -1,8 +1,8 @@
 /**
  * What differs between a dedicated worker and a shared host, fixed where the process is made
  * (worker-factory.ts and spare-pool.ts make dedicated ones, host-pool.ts shared ones). The two
- * implementations (dedicated-policy.ts, shared-policy.ts) are the only code that knows which mode a
- * host is in: the process (host-process.ts) and its slots (model-slot.ts) ask the policy instead.
+ * implementations (dedicated-policy.ts, shared-policy.ts) and kModeTraits are the only code that
+ * knows which mode a host is in: the process and its slots ask the policy instead.
  */
 import type { WorkerMode } from '../../config/types';
 import type { MmeError } from '../../errors';
@@ -11,6 +11,19 @@ import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { ProcessState, WorkerState } from '../processes/worker-state';
 import type { LostBatch } from './batches-in-flight';
+
+/** What a mode means before any host is made: for the code that picks where a model's workers start. */
+export interface ModeTraits {
+  /** Each worker is a process of its own, so more workers add compute (a shared host runs one session at a time). */
+  readonly ownProcess: boolean;
+  /** Where autoscale promotes a hot model of this mode to, or null. */
+  readonly promotedTo: WorkerMode | null;
+}
+
+export const kModeTraits: Readonly<Record<WorkerMode, ModeTraits>> = {
+  dedicated: { ownProcess: true, promotedTo: null },
+  shared: { ownProcess: false, promotedTo: 'dedicated' },
+};
 
 /** What a policy sees of a process. */
 export interface PolicyHost {
@@ -38,7 +51,6 @@ export interface PolicySlot {
   /** When its Loaded arrived (performance.now(); 0 before), and its session runs' time since, µs. */
   readonly loadedAt: number;
   readonly runMicros: number;
-  /** What it costs (bytes), as last measured, and sets that. */
   readonly memoryBytes: number;
   measured(bytes: number): void;
   /** Its slot in the host is empty (released, or never loaded): it ends, stopped. */
@@ -60,17 +72,15 @@ export interface HostPolicy {
   readonly mode: WorkerMode;
   /** GPU made visible to the process as CUDA_VISIBLE_DEVICES, or -1. */
   readonly gpuId: number;
-  /** A slot's first state: a dedicated worker's process may still be starting; a shared host's slot loads at once. */
+  /** A dedicated worker's process may still be starting; a shared host's slot loads at once. */
   readonly firstState: WorkerState;
-  /** Sets what the process is told of its kind when it is spawned. */
   env(env: NodeJS.ProcessEnv): void;
   /** A new slot's id in the process; `held` says which ids its slots hold. */
   slotId(held: (id: number) => boolean): number;
   /** The largest frame the process accepts once it also holds a slot allowing `slotMax` (it allowed `hostMax`). */
   maxFrameBytes(hostMax: number, slotMax: number): number;
-  /** The process goes by this id from now on (a dedicated worker takes its model's worker id). */
-  hostIdFor(host: PolicyHost, slotWorkerId: string): string;
-  /** The Load a slot sends. */
+  /** What the process's log lines are tagged with once it holds slot `slotWorkerId` (a dedicated worker: its model's worker id). */
+  label(hostId: string, slotWorkerId: string): string;
   load(load: Omit<LoadMessage, 'slot' | 'shared'>, slotId: number): LoadMessage;
   /** The shared host a slot is in, or null for a process of its own. */
   sharedHostId(host: PolicyHost): string | null;
@@ -80,12 +90,10 @@ export interface HostPolicy {
   release(slot: PolicySlot): Promise<WorkerExit>;
   /** What the slot costs now (bytes), kept as its memory figure. */
   measure(slot: PolicySlot, exited: boolean): Promise<number>;
-  /** Its Loaded arrived (the load had no outcome yet). */
   loaded(slot: PolicySlot, msg: LoadedMessage): void;
   /** Its load failed: `first` when this is the load's outcome (not a late one). */
   loadFailed(slot: PolicySlot, first: boolean): void;
-  /** The load ran out of `limit`: the error it fails with (the slot then kills its host). */
+  /** The error a load that ran out of `limit` fails with (the slot then kills its host). */
   loadTimeout(slot: PolicySlot, limit: string): MmeError;
-  /** What each slot hears when the process exits, given the batches it held. */
   exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice;
 }

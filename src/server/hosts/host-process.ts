@@ -1,12 +1,8 @@
 /**
  * A worker process as the server sees it (a TorchServe worker, a Ray Serve replica): spawned,
- * spoken to in frames over fd 3, killed, reaped. It holds one model's session per slot
- * (ModelSlot, model-slot.ts): many in a shared host, one in a dedicated worker. It routes frames to
- * its slots by slot id and batch id, and at its exit hands each slot back the batches it held, with the exit's
- * reason (exit-reason.ts), split into the ones running and the ones still waiting in its pipe.
- * Its states are the process table of processes/worker-state.ts.
- * What it is (how it is spawned, numbers its slots, releases them, reads their memory) is its
- * HostPolicy's; a shared host's memory ledger is SharedHost's (shared-host.ts).
+ * spoken to in frames over fd 3, killed, reaped. It holds one model's session per slot (ModelSlot),
+ * routes frames to them, and at its exit hands each slot back the batches it held, running or
+ * still waiting in its pipe. What differs by mode is its HostPolicy's.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,23 +32,18 @@ export type { Launch } from '../processes/worker-spawn';
 export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   log: Log;
-  /** Default: child_process.spawn. */
   launch?: Launch;
-  /** What a process costs now (bytes; 0 once gone). Default: its PSS (process-memory.ts); fake processes have none. */
+  /** Default: its PSS (process-memory.ts); fake processes have none. */
   readMemory?: (pid: number) => Promise<number>;
-  /** What its timers (and those of its slots) run on: the server's clock. */
   clock: Clock;
-  /** The server's processes, which this one joins while it lives. */
   processes: ProcessRegistry;
-  /** Where large request bodies reach the process (a ring in shared memory); null = over its socket. */
+  /** null = large request bodies go over its socket. */
   bodyHandoff?: BodyHandoff | null;
 }
 
 /** What the process's owner (a host pool, a spare pool) hears of it. Called synchronously; must not throw. */
 export interface HostEvents {
-  /** Started arrived: it is up and its runtime warm. */
   onStarted?(host: HostProcess): void;
-  /** A slot was released with Unload. */
   onUnloaded?(host: HostProcess): void;
   /** The process is gone; called before its slots hear of it. */
   onExit?(host: HostProcess): void;
@@ -63,43 +54,39 @@ const kProfileExitMs = 5000;
 const kHeapExhausted = /JavaScript heap out of memory/;
 
 export class HostProcess implements SlotHost {
-  id: string;
   pid = 0;
   readonly startTime = new Date();
   /** When it was spawned (performance.now()): a load's wait for process start-up counts from here or from the load's assignment. */
   readonly spawnedAt = performance.now();
   /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
+  /** What its log lines are tagged with: a dedicated worker's is its model's worker id (a spare takes one when taken). */
+  #label: string;
   #exitInfo: WorkerExit | null = null;
-  /** Started arrived: the process is up and its runtime warm. */
   #hasStarted = false;
-  readonly #state = processStates(() => `process ${this.id}`);
+  readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
-  /** The one record of work in flight: every batch sent and not answered in full, with its slot. */
   readonly #batches = new BatchesInFlight<ModelSlot>();
   #reader: FrameReader | null = null;
-  /** Its body ring, if it has one: large bodies go there instead of into its socket. */
   #ring: BodyRing | null = null;
   #child: ChildProcess | null = null;
   #channel: Socket | null = null;
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #killedBy: KillReason | null = null;
-  /** The model whose action the kill was for, if one's. */
   #causedBy: string | null = null;
   #heapExhausted = false;
 
   constructor(
     private readonly opts: SpawnOptions,
-    id: string,
+    readonly id: string,
     readonly policy: HostPolicy,
     private readonly events: HostEvents = {},
   ) {
-    this.id = id;
+    this.#label = id;
     this.#exited = new Promise((r) => (this.#resolveExit = r));
   }
 
-  /** Spawns the process; it reports Started once its runtime is warm. */
   start(): this {
     const env = { ...this.opts.env };
     this.policy.env(env);
@@ -113,11 +100,11 @@ export class HostProcess implements SlotHost {
       {
         onLine: (line) => {
           if (kHeapExhausted.test(line)) this.#heapExhausted = true;
-          this.opts.log(`[${this.id}] ${line}`, { worker: this.id, pid: this.pid });
+          this.opts.log(`[${this.#label}] ${line}`, { worker: this.#label, pid: this.pid });
         },
         onFrame: (f) => this.#onFrame(f),
         onProtocolError: (err) => {
-          this.opts.log(`[${this.id}] protocol error: ${err.message}; stopping the worker`);
+          this.opts.log(`[${this.#label}] protocol error: ${err.message}; stopping the worker`);
           this.kill('protocol-error');
         },
         onExit: (code, signal) => this.#reap(code, signal),
@@ -135,11 +122,10 @@ export class HostProcess implements SlotHost {
     this.#channel = spawned.channel;
     this.#reader = spawned.reader;
     this.pid = spawned.child.pid ?? 0;
-    spawned.child.on('error', (err) => this.opts.log(`[${this.id}] spawn failed: ${err.message}`));
+    spawned.child.on('error', (err) => this.opts.log(`[${this.#label}] spawn failed: ${err.message}`));
     return this;
   }
 
-  /** What its timers run on (the server's clock), and those of the slots it holds. */
   get clock(): Clock {
     return this.opts.clock;
   }
@@ -148,7 +134,6 @@ export class HostProcess implements SlotHost {
     return this.policy.gpuId;
   }
 
-  /** starting → serving → draining → exited (worker-state.ts). */
   get processState(): ProcessState {
     return this.#state.state;
   }
@@ -163,22 +148,18 @@ export class HostProcess implements SlotHost {
     return this.#hasStarted;
   }
 
-  /** How it ended; null while it runs. */
   get exitInfo(): WorkerExit | null {
     return this.#exitInfo;
   }
 
-  /** The server has killed it (or begun to): it takes no more work. */
   get killed(): boolean {
     return this.#killedBy !== null;
   }
 
-  /** Why the server killed it, if it did. */
   get killedBy(): KillReason | null {
     return this.#killedBy;
   }
 
-  /** Settles once the process has exited. */
   get exited(): Promise<WorkerExit> {
     return this.#exited;
   }
@@ -200,7 +181,7 @@ export class HostProcess implements SlotHost {
   admit(slot: ModelSlot, maxFrameBytes: number): number {
     const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
-    this.id = this.policy.hostIdFor(this, slot.id);
+    this.#label = this.policy.label(this.id, slot.id);
     this.maxFrameBytes = this.policy.maxFrameBytes(this.maxFrameBytes, maxFrameBytes);
     this.admitted(slot);
     return slotId;
@@ -220,7 +201,6 @@ export class HostProcess implements SlotHost {
     return this.#reader!.maxFrameBytes;
   }
 
-  /** The batches its slots sent and it has not answered in full. */
   get batches(): BatchesView<ModelSlot> {
     return this.#batches;
   }
@@ -230,7 +210,6 @@ export class HostProcess implements SlotHost {
     if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
   }
 
-  /** Sends a batch on `slot`'s behalf; the process owns it until it is answered or ends. */
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
     // The frame carries large bodies' places in the ring instead of the bodies; `msg` keeps them (a retry elsewhere).
@@ -244,7 +223,6 @@ export class HostProcess implements SlotHost {
     this.#batches.add(slot, msg, jobs);
   }
 
-  /** The slot is released, or was never loaded: forget it. */
   forget(slotId: number): void {
     const slot = this.#slots.get(slotId);
     if (!slot) return;
@@ -265,7 +243,6 @@ export class HostProcess implements SlotHost {
     if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
   }
 
-  /** Ends the process and resolves once it has exited and its memory is released. */
   async stop(): Promise<WorkerExit> {
     if (kWorkersProfiled && this.#channel && !this.exitInfo) {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
@@ -277,7 +254,6 @@ export class HostProcess implements SlotHost {
     return this.#exited;
   }
 
-  /** What the process costs now (PSS), bytes; 0 once it is gone. */
   measureMemory(): Promise<number> {
     return this.pid && !this.exitInfo ? (this.opts.readMemory ?? processMemoryBytes)(this.pid) : Promise.resolve(0);
   }

@@ -1,10 +1,8 @@
 /**
  * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
- * model): what the model's worker set sees as one of its workers, and the only WorkerSlot. It
- * shares its host's fate (a crash, a kill for a timeout). Its states are the worker table of
- * processes/worker-state.ts. How it starts, leaves and what it costs is its host's policy's
- * (host-policy.ts). It sees its host (HostProcess, host-process.ts) only as a SlotHost, so the host
- * may hold its slots without an import cycle.
+ * model), and the only WorkerSlot. It shares its host's fate (a crash, a kill for a timeout). How it
+ * starts, leaves and what it costs is its host's policy's. It sees its host only as a SlotHost, so
+ * the host may hold its slots without an import cycle.
  */
 import { performance } from 'node:perf_hooks';
 import type { WorkerMode } from '../../config/types';
@@ -33,7 +31,6 @@ export interface SlotHost extends PolicyHost {
   readonly spawnedAt: number;
   readonly hasStarted: boolean;
   readonly killed: boolean;
-  /** The batches its slots sent and it has not answered in full. */
   readonly batches: BatchesView<ModelSlot>;
   /** Takes the slot in: its slot id. */
   admit(slot: ModelSlot, maxFrameBytes: number): number;
@@ -55,7 +52,7 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   readonly #assignedAt = performance.now();
   /** Its host had started when the slot was admitted: its load waited for no start-up. */
   readonly #hostWasUp: boolean;
-  /** When its Loaded arrived (performance.now()), and what its session runs have taken since, µs (the host's latest figure). */
+  /** When its Loaded arrived (performance.now()), and its session runs' time since, µs (the host's latest figure). */
   #loadedAt = 0;
   #runMicros = 0;
   #resolveExit!: (e: WorkerExit) => void;
@@ -96,7 +93,7 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     return this.#policy.mode;
   }
 
-  get hostId(): string | null {
+  get sharedHostId(): string | null {
     return this.#policy.sharedHostId(this.host);
   }
 
@@ -154,7 +151,6 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     return this.#loadSent && !this.#life.settled;
   }
 
-  /** The host has started (or had): send the Load. */
   sendLoad(): void {
     if (this.#life.settled) return;
     this.#loadSent = true;
@@ -169,7 +165,6 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     this.#listener = listener;
   }
 
-  /** A preload_model worker runs up to `capacity` batches at once; scaling it changes that. */
   resize(capacity: number): void {
     this.#life.resize(capacity);
   }
@@ -204,7 +199,6 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     this.#life.retire();
   }
 
-  /** Ends its part (its process stopped, or its session released) and resolves once that is done. */
   stop(): Promise<WorkerExit> {
     this.retire();
     return this.#policy.release(this);
@@ -261,7 +255,6 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
-  /** `displaced`: the host's death is not this model's doing, so a load in progress may be tried elsewhere. */
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
     if (!this.#life.settled) {
       this.displaced = displaced;
@@ -270,7 +263,6 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
     this.#end(exit, running, waiting);
   }
 
-  /** The host is being recycled: the model's worker set starts it elsewhere, then retires this one. */
   relocate(): void {
     if (this.#life.state === 'ready') this.#listener?.onRelocate(this);
   }

@@ -30,8 +30,8 @@ export class SharedPolicy implements HostPolicy {
     return Math.max(hostMax, slotMax);
   }
 
-  hostIdFor(host: PolicyHost): string {
-    return host.id;
+  label(hostId: string): string {
+    return hostId;
   }
 
   load(load: Omit<LoadMessage, 'slot' | 'shared'>, slot: number): LoadMessage {

@@ -1,7 +1,6 @@
 /**
  * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and where the model runs. Its one implementation is ModelSlot (hosts/model-slot.ts), a model's slot in a
- * worker process (a dedicated worker's one slot, or one of a shared host's).
+ * and where the model runs. Its one implementation is ModelSlot (model-slot.ts).
  */
 import type { WorkerMode } from '../../config/types';
 import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
@@ -15,11 +14,11 @@ export interface Assignment {
   load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
-  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
+  /** The pipeline depth, or a preload_model process's concurrent runs. */
   capacity: number;
   /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
-  /** Its session runs in a shared host took `micros` more (SharedHostRunTime); a dedicated worker does not time them. */
+  /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
   onRan?: (micros: number) => void;
 }
 
@@ -48,13 +47,11 @@ export interface WorkerSlot {
   readonly pid: number;
   readonly gpuId: number;
   readonly startTime: Date;
-  /** Its state (worker-state.ts), load, capacity and memory figure: only the worker itself changes them. */
   readonly lifecycle: SlotView;
   /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
   readonly displaced?: boolean;
   /** Process start-up this load waited for, µs. */
   readonly spawnMicros: number;
-  /** Settles once the process has exited. */
   readonly exited: Promise<WorkerExit>;
   /** Batches sent and not answered in full. */
   readonly inFlightBatches: number;
@@ -62,10 +59,9 @@ export interface WorkerSlot {
   readonly inFlightRequests: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
-  /** Whether it is a dedicated worker's slot or a shared host's. */
   readonly mode: WorkerMode;
-  /** The shared host it is in, or null for a process of its own. */
-  readonly hostId: string | null;
+  /** The shared host it is in, or null for a process of its own (its host's id is then its own). */
+  readonly sharedHostId: string | null;
   /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
   readonly cpuShare: number | undefined;
   /** Ready, not being killed, and with a free slot. */
@@ -74,7 +70,6 @@ export interface WorkerSlot {
   readonly isVacant: boolean;
   listen(listener: WorkerListener): void;
   run(msg: InferMessage, jobs: readonly Job[]): void;
-  /** Whether `job` is in one of its batches. */
   holds(job: Job): boolean;
   /** The request `id` it holds, if it is not answered yet. */
   heldJob(id: number): Job | undefined;
@@ -83,7 +78,7 @@ export interface WorkerSlot {
   acknowledge(job: Job, bytes: number): void;
   /** A scaled preload_model process holds up to `capacity` batches from now on. */
   resize(capacity: number): void;
-  /** Ends the process now; `reason` is what its exit will report. */
+  /** Ends its process now; `reason` is what its exit will report. */
   kill(reason: KillReason): void;
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void;

@@ -2,14 +2,11 @@ import { Fifo } from '../../util/fifo';
 import type { Job } from './job';
 
 /**
- * A model's bounded queue of admitted jobs (MMS's per-model data queue, job_queue_size). Jobs put
- * back after their worker died go to the head, so they keep their turn.
- *
- * With several priority levels (priority_levels, Triton's schedule policy) each level is a FIFO and
- * take() serves the head with the best effective level: its own, improved by one for every
- * `agingMs` it has waited, the older first on a tie. So a job is never passed by one that arrived
- * (its level + 1) × agingMs after it, whatever that one's level: low priority never starves. A take
- * looks at one head per level (O(levels)); with one level it is the plain FIFO.
+ * A model's bounded queue of admitted jobs (MMS's per-model data queue, job_queue_size); jobs put
+ * back after their worker died keep their turn at the head. With priority_levels (Triton's schedule
+ * policy) each level is a FIFO and take() serves the head with the best level, improved by one for
+ * every `agingMs` it waited (the older on a tie): a job is never passed by one that arrived
+ * (its level + 1) × agingMs after it, so low priority never starves.
  */
 export class JobQueue {
   readonly #levels: Fifo<Job>[];
@@ -45,7 +42,7 @@ export class JobQueue {
     this.#length += jobs.length;
   }
 
-  /** Takes up to n jobs that are still wanted, at `now` (the clock their admittedAt is on); cancelled and settled ones are dropped on the way. */
+  /** Up to n jobs still wanted at `now`; cancelled and settled ones are dropped on the way. */
   take(n: number, now: number): Job[] {
     const out: Job[] = [];
     while (out.length < n && this.#length > 0) {
@@ -71,7 +68,6 @@ export class JobQueue {
     return this.#levels[job.opts.priority ?? this.#defaultLevel] ?? this.#levels[this.#defaultLevel];
   }
 
-  /** The level whose head goes next. */
   #next(now: number): Fifo<Job> {
     let best: Fifo<Job> | undefined;
     let bestRank = Number.POSITIVE_INFINITY;

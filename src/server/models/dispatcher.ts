@@ -3,7 +3,7 @@
  * cancellation. It hands batches to idle workers and settles each job from what the worker hands
  * back: a result, or its exit with the batches it held. It never reaches into a worker.
  */
-import { MmeError } from '../../errors';
+import { MmeError, type ErrorCode } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
 import { DeadlineList } from '../../util/deadline-list';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
@@ -18,47 +18,44 @@ import type { ModelSettings } from './model-settings';
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 export const kCoalesce = 8;
 /**
- * With more than one worker, most run time (µs) the requests of one coalesced frame may add up to:
- * the last of them waits for the runs before it, which another worker might have taken. A frame
- * saves a round trip of tens of µs; past about a millisecond of runs it costs the tail more.
+ * With more than one worker, most run time (µs) one coalesced frame may add up to: its last request
+ * waits for the runs before it, which another worker might have taken. A frame saves a round trip
+ * of tens of µs; past about a millisecond of runs it costs the tail more.
  */
 const kCoalesceMicros = 1000;
 
-/** Why a job ends before its answer: the response timeout, its caller's deadline, or its client left. */
 type StopReason = 'timeout' | 'deadline' | 'cancel';
 
-/** Batch ids on the wire: a worker's answers find their batch by it. */
 export const batchIds = new IdAllocator(MAX_WIRE_ID);
 
 export interface DispatcherDeps {
   name: string;
   settings(): ModelSettings;
-  /** The handler streams: each request runs alone, since its chunks go straight to its client. */
+  /** Each request of a streaming handler runs alone: its chunks go straight to its client. */
   streaming(): boolean;
   workers: WorkerSet;
-  /** The model's handler is a custom one: requests carry their headers to it. */
+  /** A custom handler gets the requests' headers. */
   withHeaders: boolean;
   log(line: string): void;
-  /** What the response timeout and the batch window run on: the server's clock. */
   clock: Clock;
-  /** A request left the queue for a worker after `ms` in it (the autoscaler's measure). */
+  /** A request left the queue after `ms` in it (the autoscaler's measure). */
   waited?(ms: number): void;
   /** With no worker, its queue still takes requests: autoscale starts a worker when it sees them. */
   scalesFromZero(): boolean;
 }
 
+const refuse = (code: ErrorCode, message: string) => Promise.reject(new MmeError(code, message));
+
 export class Dispatcher {
   readonly #queue: JobQueue;
   #batchTimer: Timer | null = null;
-  /** Jobs that keep the model's response timeout: all share it, so it comes in admission order. */
+  /** Jobs that keep the response timeout, in admission order; and those whose caller's deadline comes first. */
   readonly #deadlines: DeadlineList<Job>;
-  /** Jobs whose caller's deadline comes first: a request naming none costs nothing more. */
   readonly #callerDeadlines: DeadlineList<Job>;
   #batchWindowOver = false;
   #closed: MmeError | null = null;
   /** One request's run time, µs, averaged over the last answers of one (0 = none yet). */
   #runMicros = 0;
-  /** Dispatch counters (requests / batches = mean batch size). */
   readonly stats = { requests: 0, batches: 0 };
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -72,7 +69,6 @@ export class Dispatcher {
     return this.#queue.length;
   }
 
-  /** Requests its workers hold: each process records what it was sent until it is answered. */
   get inFlightRequests(): number {
     let n = 0;
     for (const w of this.deps.workers.workers) n += w.inFlightRequests;
@@ -84,33 +80,22 @@ export class Dispatcher {
     const settings = this.deps.settings();
     if (this.#closed) return Promise.reject(this.#closed);
     if (this.deps.workers.target === 0 && !this.deps.scalesFromZero()) return Promise.reject(this.noWorker());
-    if (settings.useJobTicket && !this.deps.workers.hasVacant()) {
-      return Promise.reject(
-        new MmeError(
-          'MME_ERR_NO_WORKER',
-          `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
-        ),
+    if (settings.useJobTicket && !this.deps.workers.hasVacant())
+      return refuse(
+        'MME_ERR_NO_WORKER',
+        `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
       );
-    }
-    if (this.#queue.isFull) {
-      return Promise.reject(
-        new MmeError(
-          'MME_ERR_QUEUE_FULL',
-          `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`,
-        ),
+    if (this.#queue.isFull)
+      return refuse(
+        'MME_ERR_QUEUE_FULL',
+        `The job queue of model ${name} is full (${settings.jobQueueSize} requests waiting). Retry later, raise job_queue_size (config.properties, or jobQueueSize in the model's model-config.json), or add workers with PUT /models/${name}?min_worker=N.`,
       );
-    }
     const now = this.deps.clock.now();
     // Past its deadline already (an on-demand load took it): answered here, never queued.
     if (opts.deadline !== undefined && opts.deadline <= now) return Promise.reject(this.#stopError('deadline', true));
-    const job = new Job(request, opts, now);
-    job.deadline = now + settings.responseTimeoutMs;
-    if (opts.deadline !== undefined && opts.deadline < job.deadline) {
-      job.deadline = opts.deadline;
-      job.callerDeadline = true;
-    }
+    const job = new Job(request, opts, now, now + settings.responseTimeoutMs);
     (job.callerDeadline ? this.#callerDeadlines : this.#deadlines).add(job);
-    opts.signal?.addEventListener('abort', () => this.#stop(job, 'cancel'), { once: true });
+    if (opts.signal) opts.signal.onabort = () => this.#stop(job, 'cancel');
     this.#queue.push(job);
     this.dispatch();
     return job.promise;
@@ -132,9 +117,8 @@ export class Dispatcher {
         }, maxBatchDelayMs);
         return;
       }
-      // With batch_size 1 and a backlog, several requests share one frame and one round trip (run
-      // one by one): on this VM each parent⇄worker hop costs more than running a small model. With
-      // several workers, only as many as run in about a millisecond (#coalesced).
+      // With batch_size 1 and a backlog, several requests share one frame and round trip (run one by
+      // one): each parent⇄worker hop costs more than running a small model.
       const independent = batchSize === 1 && this.#queue.length > 1 && !streaming;
       const now = this.deps.clock.now();
       const jobs = this.#queue.take(independent ? this.#coalesced() : batchSize, now);
@@ -166,13 +150,12 @@ export class Dispatcher {
     }
   }
 
-  /** How many queued requests share a frame: all kCoalesce with one worker or quick runs, fewer as runs grow. */
+  /** How many queued requests share a frame: kCoalesce with one worker or quick runs, fewer as runs grow. */
   #coalesced(): number {
     if (this.#runMicros === 0 || this.deps.workers.workers.length < 2) return kCoalesce;
     return Math.max(1, Math.min(kCoalesce, Math.floor(kCoalesceMicros / this.#runMicros)));
   }
 
-  /** A worker answered some or (`done`) the rest of a batch. */
   onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     // An answer of one request run alone times one run (a refused one, 0 µs, times nothing).
@@ -198,15 +181,8 @@ export class Dispatcher {
     }
     // A response the worker did not send back (never expected) must not leave its caller waiting.
     if (!done) return;
-    for (const job of batch.jobs) {
-      if (!job.settled)
-        job.reject(
-          new MmeError(
-            'MME_ERR_INTERNAL',
-            `The worker of model ${this.deps.name} answered a batch without this request.`,
-          ),
-        );
-    }
+    const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
+    for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
   }
 
   onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
@@ -224,9 +200,7 @@ export class Dispatcher {
    */
   onExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
-    for (const batch of running) {
-      for (const job of batch.jobs) job.reject(err);
-    }
+    for (const batch of running) for (const job of batch.jobs) job.reject(err);
     const requeue: Job[] = [];
     for (const batch of waiting) {
       for (const job of batch.jobs) {
@@ -241,20 +215,13 @@ export class Dispatcher {
     if (requeue.length > 0) this.#queue.unshift(requeue);
   }
 
-  /**
-   * A batch whose frame could not be written (a bug: nothing a client sends should get here). The
-   * worker holds nothing of it, so its jobs fail now rather than wait for a timeout, and the worker
-   * serves the next batch.
-   */
+  /** A frame that could not be written (a bug): the worker holds nothing of it, so its jobs fail now. */
   #unsent(jobs: readonly Job[], err: unknown): void {
     this.deps.log(
       `[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`,
     );
-    const error = new MmeError(
-      'MME_ERR_INTERNAL',
-      `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`,
-    );
-    for (const job of jobs) job.reject(error);
+    const error = `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`;
+    for (const job of jobs) job.reject(new MmeError('MME_ERR_INTERNAL', error));
   }
 
   /**
@@ -266,7 +233,7 @@ export class Dispatcher {
   #stop(job: Job, why: StopReason): void {
     const queued = this.#queue.remove(job);
     if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
-    const worker = queued ? undefined : this.#holder(job);
+    const worker = queued ? undefined : this.deps.workers.workers.find((w) => w.holds(job));
     if (!worker) return;
     if (why !== 'timeout') return worker.cancel(job);
     const seconds = this.deps.settings().responseTimeoutMs / 1000;
@@ -276,7 +243,6 @@ export class Dispatcher {
     worker.kill('timeout-kill');
   }
 
-  /** What the caller of a job stopped for `why` gets. */
   #stopError(why: StopReason, queued: boolean): MmeError {
     const { name } = this.deps;
     if (why === 'cancel')
@@ -302,10 +268,6 @@ export class Dispatcher {
     );
   }
 
-  #holder(job: Job): WorkerSlot | undefined {
-    return this.deps.workers.workers.find((w) => w.holds(job));
-  }
-
   noWorker(): MmeError {
     const { name } = this.deps;
     return new MmeError(
@@ -314,7 +276,7 @@ export class Dispatcher {
     );
   }
 
-  /** Fails every queued job with `err` (the model is marked failed); running ones finish. */
+  /** Running jobs finish. */
   failQueued(err: MmeError): void {
     for (const job of this.#queue.drainAll()) job.reject(err);
   }
@@ -325,7 +287,6 @@ export class Dispatcher {
     this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
-    // Running jobs are settled by their workers' exits; their deadlines need no timer after this.
     this.#deadlines.close();
     this.#callerDeadlines.close();
   }

@@ -30,8 +30,9 @@ export interface ManagerEvents {
   sharedHostRecycled?(): void;
   sharedHostRunTime?(model: string, micros: number): void;
   loadedModelCount?(n: number): void;
-  /** `model` runs `workers` worker processes now (0: it left). */
+  /** `model`'s worker target is `workers` now: after its load, a scale, an autoscale step; 0 once it is gone. */
   modelWorkers?(model: string, workers: number): void;
+  /** Applied (up or down), or a scale-up skipped (no_memory, no_cores). */
   autoscaleEvent?(model: string, direction: Direction, reason: Reason): void;
 }
 
@@ -48,10 +49,9 @@ export class LifecycleEvents {
     loadWaits: 0,
     loadWaitMicros: 0,
   };
-  /** Where the hooks go (the metrics recorder), set once the server has built it. */
+  /** The metrics recorder, set once the server has built it. */
   sink: ManagerEvents = {};
 
-  /** `servingCount`: how many models serve now, reported after every change. */
   constructor(private readonly servingCount: () => number) {}
 
   lookup(name: string, hit: boolean): void {
@@ -94,31 +94,5 @@ export class LifecycleEvents {
     this.stats.loadWaits++;
     this.stats.loadWaitMicros += micros;
     this.sink.loadWait?.(name, micros);
-  }
-
-  workerRestarted(name: string): void {
-    this.sink.workerRestarted?.(name);
-  }
-
-  sharedHostRestarted(): void {
-    this.sink.sharedHostRestarted?.();
-  }
-
-  sharedHostRecycled(): void {
-    this.sink.sharedHostRecycled?.();
-  }
-
-  /** Its worker target is `n` now: after its load, a scale, an autoscale step; 0 once it is gone. */
-  workers(name: string, n: number): void {
-    this.sink.modelWorkers?.(name, n);
-  }
-
-  /** An autoscale decision: applied (up or down), or a scale-up skipped (reason no_memory or no_cores). */
-  autoscaled(name: string, direction: Direction, reason: Reason): void {
-    this.sink.autoscaleEvent?.(name, direction, reason);
-  }
-
-  sharedHostRunTime(name: string, micros: number): void {
-    this.sink.sharedHostRunTime?.(name, micros);
   }
 }

@@ -1,48 +1,34 @@
 /**
- * The models of this server (MMS's ModelManager), as the front ends see them. It wires together
- * the parts that each do one job and answers for them:
- *
- * - ModelRegistry: which registration holds each name; list, describe and counts;
- * - LifecycleOperations: load, unload, scale, eviction and shutdown, each under the name's lock;
- * - OnDemandLoader: the route from an invoke to a loaded model, loading it from model_store when
- *   the self-managed cache is on;
- * - WorkerFactory: where workers start (spares, shared hosts, GPUs);
- * - LifecycleEvents: the cache counters and the metrics hooks;
- * - AutoscaleRounds: each model's autoscale round (autoscale=on), applied by LifecycleOperations.
+ * The models of this server (MMS's ModelManager), as the front ends see them: it wires together
+ * ModelRegistry (names, list, describe, counts), LifecycleOperations (load, unload, scale,
+ * eviction, shutdown), OnDemandLoader (invoke to loaded model), WorkerFactory (where workers
+ * start), LifecycleEvents (cache counters, metrics hooks) and AutoscaleRounds.
  */
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
-import type { MmeError } from '../../errors';
 import type { InvokeRequest } from '../../protocol/messages';
-import { realClock, type Clock } from '../../util/clock';
+import { realClock } from '../../util/clock';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
-import type { Launch } from '../hosts/host-process';
 import { ProcessRegistry } from '../processes/process-registry';
-import { WorkerFactory } from '../workers/worker-factory';
+import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
-import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
+import { LifecycleOperations } from './lifecycle-operations';
+import type { ShutdownCounts } from './shutdown';
 import type { Model } from './model';
-import type { Registration, Phase } from './registration';
+import type { Registration } from './registration';
 import type { LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import { ModelRegistry, type ListedModel } from './registry';
 
-export type { ShutdownCounts } from './lifecycle-operations';
+export type { ShutdownCounts } from './shutdown';
 
-export interface ManagerOptions {
-  env?: NodeJS.ProcessEnv;
-  /** What starts a worker process (lifecycle tests start fake processes that speak frames). */
-  launch?: Launch;
-  /** What a worker process costs now (bytes); default its PSS. Fake processes have none. */
-  readMemory?: (pid: number) => Promise<number>;
-  /** The server's worker processes (default: a record of this manager's own). */
-  processes?: ProcessRegistry;
-  /** What every timer and `now` of the lifecycle core runs on; default the real clock (tests pass a virtual one). */
-  clock?: Clock;
-}
+/** Defaults: process.env, real processes, a record of this manager's own processes, the real clock. */
+export type ManagerOptions = Partial<
+  Pick<WorkerFactoryOptions, 'env' | 'launch' | 'readMemory' | 'processes' | 'clock'>
+>;
 
 export class ModelManager {
   readonly #registry = new ModelRegistry();
@@ -51,7 +37,7 @@ export class ModelManager {
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
   readonly #autoscale: AutoscaleRounds<Registration> | null;
-  /** model_repository, where on-demand loads look after model_store; null when not configured. */
+  /** model_repository; null when not configured. */
   readonly repository: ModelRepository | null;
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
@@ -66,8 +52,8 @@ export class ModelManager {
       launch: opts.launch,
       readMemory: opts.readMemory,
       processes: opts.processes ?? new ProcessRegistry(),
-      onSharedHostRestarted: () => events.sharedHostRestarted(),
-      onSharedHostRecycled: () => events.sharedHostRecycled(),
+      onSharedHostRestarted: () => events.sink.sharedHostRestarted?.(),
+      onSharedHostRecycled: () => events.sink.sharedHostRecycled?.(),
     });
     const policy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
@@ -104,7 +90,6 @@ export class ModelManager {
     return this.#events.stats;
   }
 
-  /** Where the metrics hooks go. */
   get events(): ManagerEvents {
     return this.#events.sink;
   }
@@ -122,12 +107,10 @@ export class ModelManager {
     return this.#ops.closing;
   }
 
-  /** Spare workers started and waiting for a model. */
   get sparesReady(): number {
     return this.#workers.sparesReady;
   }
 
-  /** The shared hosts, if any model has used them. */
   /** Resolves once the autoscale round under way (if any) has finished: a virtual clock's tests advance past it then. */
   autoscaleSettled(): Promise<void> {
     return this.#autoscale?.settled() ?? Promise.resolve();
@@ -159,14 +142,10 @@ export class ModelManager {
     return this.#onDemand.knows(name);
   }
 
-  acquire(name: string, wait?: { micros: number }): Promise<Registration> {
-    return this.#onDemand.acquire(name, wait);
-  }
-
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
   async invoke(name: string, request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     const wait = { micros: 0 };
-    const entry = await this.acquire(name, wait);
+    const entry = await this.#onDemand.acquire(name, wait);
     try {
       const result = await entry.model!.submit(request, opts);
       return wait.micros === 0 ? result : { ...result, loadWaitMicros: wait.micros };
@@ -203,26 +182,18 @@ export class ModelManager {
     return this.#registry.page(start, count);
   }
 
-  /** How many serving models are failed. */
   failedCount(): number {
     return this.#registry.failedCount();
   }
 
   /** The name's registration as describe (and the lifecycle tests) read it; countsAsLoaded: against max_loaded_models. */
-  entry(name: string):
-    | {
-        url: string;
-        phase: Phase;
-        loadedAtStartup: boolean;
-        onDemand: boolean;
-        lastError: MmeError | null;
-        countsAsLoaded: boolean;
-      }
-    | undefined {
+  entry(
+    name: string,
+  ): Pick<Registration, 'url' | 'phase' | 'loadedAtStartup' | 'onDemand' | 'lastError' | 'countsAsLoaded'> | undefined {
     return this.#registry.current(name);
   }
 
   usedBytes(): number {
-    return this.#registry.usedBytes();
+    return this.#registry.heldBytes;
   }
 }

@@ -8,6 +8,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
 import type { EvictionPriority } from '../cache/eviction-policy';
+import { kModeTraits } from '../hosts/host-policy';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
 export const kLoadRequestFields = [
@@ -29,10 +30,7 @@ export const kLoadRequestFields = [
   'eviction_priority',
 ] as const;
 
-/**
- * A field a load request does not know would be dropped in silence ("pinnned": true loads a model
- * unpinned): refused, with the known ones and a did-you-mean, as an unknown config key is at start.
- */
+/** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
 export function checkLoadRequestFields(fields: readonly string[]): void {
   const known: readonly string[] = kLoadRequestFields;
   const unknown = fields.filter((f) => !known.includes(f));
@@ -92,11 +90,12 @@ export interface ModelSettings {
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
-  // A model whose own config says dedicated insists: its handler may not be fit to share a process.
-  const workerMode = mc.workerMode === 'dedicated' ? 'dedicated' : (req.workerMode ?? mc.workerMode ?? c.workerMode);
-  const shared = workerMode === 'shared';
+  // A model whose own config asks for a process of its own insists: its handler may not be fit to share one.
+  const insists = mc.workerMode && kModeTraits[mc.workerMode].ownProcess ? mc.workerMode : undefined;
+  const workerMode = insists ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
+  const { ownProcess } = kModeTraits[workerMode];
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
-  const workers = req.initialWorkers ?? mc.minWorkers ?? (shared ? 1 : c.workersPerModel);
+  const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
   return {
     minWorkers: workers,
     maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
@@ -107,7 +106,7 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
     // A host already shares one process among models: there is no session to share among workers.
-    preloadModel: !shared && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
+    preloadModel: ownProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     workerMode,
     priorityLevels: c.priorityLevels,
@@ -122,11 +121,7 @@ export function processCount(s: Pick<ModelSettings, 'preloadModel' | 'minWorkers
   return s.preloadModel ? Math.min(1, s.minWorkers) : s.minWorkers;
 }
 
-/**
- * The handler module: the one the artifact found (the load request's, model-config.json's or
- * handler.js, each checked to be a regular file inside the model directory, reached through no
- * link), else default_service_handler, which is the operator's own choice and may live anywhere.
- */
+/** The artifact's handler (checked to be inside the model directory), else default_service_handler, the operator's own choice. */
 export function resolveHandlerPath(artifact: ModelArtifact, c: ServerConfig): string | null {
   if (artifact.handlerPath) return artifact.handlerPath;
   return c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null;

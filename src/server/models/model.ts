@@ -1,15 +1,19 @@
 /**
- * One loaded model: its worker set and its dispatcher, wired together. It is the listener of its
- * workers: a result goes to the dispatcher; an exit goes to the dispatcher (to settle or requeue
- * what the worker held), then to the worker set (to replace it), then work is dispatched again.
+ * One loaded model: its worker set and its dispatcher, wired together, and what each worker loads.
+ * It is the listener of its workers: a result goes to the dispatcher; an exit goes to the
+ * dispatcher (to settle or requeue what the worker held), then to the worker set, then work is
+ * dispatched again.
  */
 import { MmeError } from '../../errors';
-import type { Clock } from '../../util/clock';
-import type { ChunkMessage, LoadMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
-import type { Assignment, InFlightBatch, WorkerSlot, WorkerListener } from '../hosts/worker-slot';
-import type { AutoscaleConfig, WorkerMode } from '../../config/types';
+import type { InFlightBatch, WorkerSlot, WorkerListener } from '../hosts/worker-slot';
+import { kModeTraits } from '../hosts/host-policy';
+import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { ServerConfig, WorkerMode } from '../../config/types';
+import type { WorkerFactory } from '../workers/worker-factory';
+import type { LifecycleEvents } from './lifecycle-events';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
@@ -26,34 +30,22 @@ export interface ModelHealth {
   memoryChanged?(): void;
 }
 
-export interface ModelDeps {
-  /** Everything a worker needs to load this model except its id and GPU. */
-  load: Omit<
-    LoadMessage,
-    'workerId' | 'gpuId' | 'batchSize' | 'concurrentBatches' | 'maxResponseSize' | 'slot' | 'shared'
-  >;
-  maxResponseSize: number;
-  /** Size of the model file and its external data. */
-  onnxBytes: number;
-  assignGpu: () => number;
-  /** A started worker (a warm spare when one is free) given this assignment: the seam tests fake. */
-  startWorker: (assignment: Assignment) => WorkerSlot;
-  /** A shared model's: where its workers start while it is promoted (a process of its own each). */
-  startOwnWorker?: (assignment: Assignment) => WorkerSlot;
-  log: (line: string) => void;
+/** What a model is built from: its registration's load. */
+export interface ModelParts {
+  name: string;
+  url: string;
+  settings: ModelSettings;
+  artifact: ModelArtifact;
+  handlerPath: string | null;
   health: ModelHealth;
-  /** A replacement worker was started (WorkerRestarts). */
-  onRestarted?: () => void;
-  /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
-  onRan?: (micros: number) => void;
-  /** Where a worker set with nowhere to start a worker waits for room (shared hosts). */
-  waitForRoom?: (wake: () => void) => void;
-  /** What its timers (restart back-off, response timeout, batch window) and idle age run on: the server's clock. */
-  clock: Clock;
-  /** autoscale's thresholds; null = off. */
-  autoscale: AutoscaleConfig | null;
-  /** shared_host_heavy_share: past it a shared model is promoted (autoscale on); 0 = never. */
-  heavyShare: number;
+}
+
+/** The server's parts a model's workers use. */
+export interface ModelContext {
+  config: ServerConfig;
+  workers: WorkerFactory;
+  events: LifecycleEvents;
+  log: (line: string) => void;
 }
 
 /**
@@ -73,60 +65,69 @@ export class Model implements WorkerListener {
   memoryMeasuredAt = 0;
   /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
   lastUsedAt: number;
-  /**
-   * Its autoscaling policy, or null: autoscale off, or workers it cannot add one by one (one
-   * preload_model process). A shared host's model is promoted rather than scaled.
-   */
+  /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
+  readonly name: string;
+  readonly url: string;
+  settings: ModelSettings;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
+  readonly #health: ModelHealth;
+  /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
+  readonly #assignGpu: () => number;
   #workerSeq = 0;
   /** Where new workers start: its worker_mode, or (a promoted shared model) processes of its own. */
   #mode: WorkerMode;
-  #moving = false;
+  /** While it moves: the workers started in the new place. */
+  #arrived: Set<WorkerSlot> | null = null;
   /** Its session runs' time so far over every worker it has had (in a process of its own: its handler's time), µs. */
   #ranMicros = 0;
 
   constructor(
-    readonly name: string,
-    readonly url: string,
-    public settings: ModelSettings,
-    private readonly deps: ModelDeps,
+    private readonly parts: ModelParts,
+    private readonly ctx: ModelContext,
   ) {
+    const { config, workers, events, log } = ctx;
+    const { clock } = workers;
+    const { name, settings, handlerPath, health } = parts;
+    this.name = name;
+    this.url = parts.url;
+    this.settings = settings;
+    this.#health = health;
+    this.#assignGpu = workers.gpuFor(settings.workerMode, name, settings.deviceIds);
     this.#mode = settings.workerMode;
-    this.lastUsedAt = deps.clock.now();
-    const heavyShare = deps.startOwnWorker ? deps.heavyShare : 0;
+    this.lastUsedAt = clock.now();
     this.autoscaler =
-      deps.autoscale && !settings.preloadModel
-        ? new Autoscaler(deps.autoscale, deps.clock, heavyShare, settings.workerMode)
+      config.autoscale && !settings.preloadModel
+        ? new Autoscaler(config.autoscale, clock, config.sharedHostHeavyShare, settings.workerMode)
         : null;
     this.#set = new WorkerSet(processCount(settings), {
       name,
       spawn: () => this.#spawn(),
-      log: deps.log,
+      log,
       onLoaded: (_worker, loaded) => {
         this.inputs = loaded.inputs;
         this.outputs = loaded.outputs;
         this.streaming = loaded.streaming;
         this.#dispatcher.dispatch();
       },
-      onRestarted: () => deps.onRestarted?.(),
+      onRestarted: () => events.sink.workerRestarted?.(name),
       onFailed: (err) => {
-        deps.health.markFailed(err);
+        health.markFailed(err);
         this.#dispatcher.failQueued(this.#failedError());
       },
-      onRecovered: () => deps.health.markRecovered(),
-      waitForRoom: deps.waitForRoom,
-      clock: deps.clock,
+      onRecovered: () => health.markRecovered(),
+      waitForRoom: workers.waitForRoom(settings.workerMode),
+      clock,
     });
     this.#dispatcher = new Dispatcher({
       name,
       settings: () => this.settings,
       streaming: () => this.streaming,
       workers: this.#set,
-      withHeaders: deps.load.handlerPath !== null,
-      log: deps.log,
-      clock: deps.clock,
+      withHeaders: handlerPath !== null,
+      log,
+      clock,
       waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
       scalesFromZero: () => this.#scalesFromZero,
     });
@@ -145,12 +146,9 @@ export class Model implements WorkerListener {
     return this.#set.target;
   }
 
-  /**
-   * Whether memoryBytes can change after the load: a dedicated worker's PSS moves with its use; a
-   * model in a shared host costs what its load measured, for good.
-   */
+  /** A process of its own's PSS moves with its use; a model in a shared host costs what its load measured, for good. */
   get memoryMoves(): boolean {
-    return this.#mode === 'dedicated';
+    return kModeTraits[this.#mode].ownProcess;
   }
 
   /** Where its workers run now (a shared model's are in processes of their own while it is promoted). */
@@ -158,7 +156,6 @@ export class Model implements WorkerListener {
     return this.#mode;
   }
 
-  /** What an autoscale round judges. */
   get load(): ModelLoad {
     const { minWorkers, maxWorkers, workerMode } = this.settings;
     return {
@@ -169,11 +166,10 @@ export class Model implements WorkerListener {
       mode: this.#mode,
       home: workerMode,
       ranMicros: this.#ranMicros,
-      moving: this.#moving,
+      moving: this.#arrived !== null,
     };
   }
 
-  /** Requests handed to its workers and not answered yet. */
   get inFlightRequests(): number {
     return this.#dispatcher.inFlightRequests;
   }
@@ -197,52 +193,62 @@ export class Model implements WorkerListener {
           'The client closed the connection while the request waited for the model; it was not run.',
         ),
       );
-    if (this.deps.health.failed) return Promise.reject(this.#failedError());
-    this.lastUsedAt = this.deps.clock.now();
+    if (this.#health.failed) return Promise.reject(this.#failedError());
+    this.lastUsedAt = this.ctx.workers.clock.now();
     return this.#dispatcher.submit(request, opts);
   }
 
   #failedError(): MmeError {
     return new MmeError(
       'MME_ERR_MODEL_FAILED',
-      `Model ${this.name} has no working worker: ${this.deps.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`,
+      `Model ${this.name} has no working worker: ${this.#health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`,
     );
   }
 
   #spawn(): WorkerSlot {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
-    const start =
-      this.#mode === 'dedicated' ? (this.deps.startOwnWorker ?? this.deps.startWorker) : this.deps.startWorker;
-    const worker = start({
+    const { config } = this.ctx;
+    const { maxResponseSize } = config;
+    const { artifact } = this.parts;
+    const worker = this.ctx.workers.starter(this.#mode)({
       id,
       load: {
-        ...this.deps.load,
+        modelName: this.name,
+        modelDir: artifact.dir,
+        onnxPath: artifact.onnxPath,
+        handlerPath: this.parts.handlerPath,
+        intraOpThreads: config.intraOpThreads,
+        interOpThreads: config.interOpThreads,
+        graphOptimizationLevel: config.graphOptimizationLevel,
+        decodeInputRequest: config.decodeInputRequest,
+        maxStreamBuffer: config.maxStreamBuffer,
+        maxRequestElements: config.maxRequestElements,
         workerId: id,
-        gpuId: this.deps.assignGpu(),
+        gpuId: this.#assignGpu(),
         batchSize,
         concurrentBatches: preloadModel,
-        maxResponseSize: this.deps.maxResponseSize,
+        maxResponseSize,
       },
       loadTimeoutMs,
-      onnxBytes: this.deps.onnxBytes,
+      onnxBytes: artifact.onnxBytes,
       onRan: (micros) => {
         this.#ranMicros += micros;
-        this.deps.onRan?.(micros);
+        this.ctx.events.sink.sharedHostRunTime?.(this.name, micros);
       },
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
-      maxFrameBytes: this.deps.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
+      maxFrameBytes: maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
       capacity: preloadModel ? minWorkers : kPipelineDepth,
     });
     worker.listen(this);
+    this.#arrived?.add(worker);
     return worker;
   }
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
-    // A process of its own times no session runs (only a shared host's models share a thread, and
-    // are timed): its handler's time stands for them, what it would take of a host if it went back.
-    if (worker.mode === 'dedicated') this.#ranMicros += msg.modelMicros;
+    // A process of its own times no session runs: its handler's time stands for what it would take of a host.
+    if (kModeTraits[worker.mode].ownProcess) this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
@@ -263,10 +269,7 @@ export class Model implements WorkerListener {
     this.#dispatcher.dispatch();
   }
 
-  /**
-   * MMS scale API: run `min` workers (max is what autoscale may add up to). Applied at once;
-   * resolves when the started workers have loaded and the retired ones have exited.
-   */
+  /** MMS scale API: run `min` workers (up to `max` with autoscale); resolves when the change is done. */
   scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
     if (this.settings.preloadModel) for (const w of this.#set.workers) w.resize(min);
@@ -277,12 +280,9 @@ export class Model implements WorkerListener {
     return scaling;
   }
 
-  /**
-   * min_worker=0 under autoscale: a request queues, and the next round's backlog rule starts a
-   * worker. Not in a shared host, where autoscale adds no slot.
-   */
+  /** min_worker=0 under autoscale: a request queues, and the next round starts a worker (never a shared host's slot). */
   get #scalesFromZero(): boolean {
-    return this.autoscaler !== null && this.#mode === 'dedicated' && this.settings.maxWorkers > 0;
+    return this.autoscaler !== null && kModeTraits[this.#mode].ownProcess && this.settings.maxWorkers > 0;
   }
 
   /** A request's queue wait, for the autoscaler while it has a range to scale in. */
@@ -293,10 +293,7 @@ export class Model implements WorkerListener {
     this.autoscaler!.waited(Math.max(0, ms - (batchSize > 1 ? maxBatchDelayMs : 0)));
   }
 
-  /**
-   * Autoscale: run `target` workers, min_worker and max_worker unchanged. Resolves when the started
-   * worker has loaded, or the retired one exited.
-   */
+  /** Autoscale: run `target` workers, min_worker and max_worker unchanged. */
   resize(target: number): Promise<void> {
     const scaling = this.#set.scale(target);
     this.#dispatcher.dispatch();
@@ -304,29 +301,27 @@ export class Model implements WorkerListener {
   }
 
   /**
-   * Autoscale's promotion (to dedicated) or demotion (to shared): each worker's successor starts in
-   * the new place and takes the model's requests once it has loaded; the old one finishes what it
-   * holds, then goes (its slot released, or its process stopped). No request waits for the move,
-   * and none runs twice: a request is in one worker's hands at a time. Resolves when every
-   * successor has loaded (or failed, and is replaced as a death is) and every old worker is gone:
-   * true if every worker moved. A worker with nowhere to go (every shared host full) stays.
+   * Autoscale's promotion or demotion: each worker's successor starts in the new place and takes
+   * requests once loaded; the old one finishes what it holds, then goes. No request waits or runs
+   * twice. Resolves when every successor has loaded and every old worker is gone: true if all moved.
    */
   async move(to: WorkerMode): Promise<boolean> {
     const from = this.#mode;
     this.#mode = to;
-    this.#moving = true;
+    const arrived = new Set<WorkerSlot>();
+    this.#arrived = arrived;
     try {
       const moved = await this.#set.moveAll();
       // Nowhere to go (every shared host full): the workers serve on where they are, and new ones start there.
-      if (!moved && !this.#set.workers.some((w) => w.mode === to)) this.#mode = from;
+      if (!moved && !this.#set.workers.some((w) => arrived.has(w))) this.#mode = from;
       return moved;
     } finally {
-      this.#moving = false;
+      this.#arrived = null;
       this.#dispatcher.dispatch();
     }
   }
 
-  /** Stops every worker and waits until each process has exited; queued jobs fail with `err`, running ones by their workers' exit. */
+  /** Queued jobs fail with `err`, running ones by their workers' exit. */
   async stop(err: MmeError): Promise<void> {
     this.#dispatcher.close(err);
     await this.#set.stop();
@@ -335,8 +330,8 @@ export class Model implements WorkerListener {
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
-    this.memoryMeasuredAt = this.deps.clock.now();
-    this.deps.health.memoryChanged?.();
+    this.memoryMeasuredAt = this.ctx.workers.clock.now();
+    this.#health.memoryChanged?.();
     return this.memoryBytes;
   }
 }

@@ -1,10 +1,8 @@
 /**
  * The route from an invoke to a loaded model (Triton's repository manager role): a hit, a wait for
  * a load in progress, or, with the self-managed cache on, a load from model_store (or
- * model_repository) started for it.
- * Concurrent invokes share one load; a model whose on-demand load failed recently answers with that
- * failure instead of loading again (ModelMesh's lesson: a broken model must not be reloaded on
- * every request).
+ * model_repository) that concurrent invokes share. A model whose on-demand load failed recently
+ * answers with that failure (ModelMesh's lesson: a broken model must not be reloaded per request).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,11 +25,9 @@ export interface OnDemandDeps {
   events: LifecycleEvents;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   repository: ModelRepository | null;
-  /** Shutdown has begun. */
   closing(): boolean;
   /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
   startLoad(name: string, url: string): Promise<void>;
-  /** What the negative cache's expiry, the policy's time and load_wait_timeout run on: the server's clock. */
   clock: Clock;
 }
 
@@ -48,22 +44,17 @@ const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MME_ERR_REPOSITORY_TIMEOUT',
 ]);
 
-/** A failed on-demand load, answered instead of loading again until `until` or a change of `files`. */
+/** A failed on-demand load, answered until `until` or a change of its `files` in model_store (null: from model_repository). */
 interface RememberedFailure {
   error: MmeError;
   until: number;
-  /** The model's files in model_store when it failed (filesSignature); null when it came from model_repository. */
   files: string | null;
 }
 
 /** A store entry with more files than this is not watched for changes: its failure is remembered by time only. */
 const kMaxWatchedFiles = 1000;
 
-/**
- * Path, size and mtime of every file under `target` (itself when a file), in one string: a fixed
- * handler or a new model.onnx changes it, even when written in place (a directory's own mtime moves
- * only when an entry is added or removed).
- */
+/** Path, size and mtime of every file under `target`: a file rewritten in place changes it, a directory's mtime would not. */
 function filesSignature(target: string): string | null {
   const parts: string[] = [];
   const visit = (p: string, rel: string): boolean => {
@@ -88,10 +79,7 @@ export class OnDemandLoader {
 
   constructor(private readonly deps: OnDemandDeps) {}
 
-  /**
-   * Whether an invoke for `name` can be served: loaded, loading, or (cache on) in model_store. With
-   * model_repository any valid name may be there: only the load can tell, and a 404 is cached.
-   */
+  /** Loaded, loading, or (cache on) in model_store; with model_repository any valid name (a 404 there is cached). */
   knows(name: string): boolean {
     const { registry, config, repository } = this.deps;
     return (
@@ -100,18 +88,14 @@ export class OnDemandLoader {
     );
   }
 
-  /**
-   * An explicit load or unload of `name` starts afresh: a failure remembered for it no longer
-   * answers. True when there was one.
-   */
+  /** An explicit load or unload of `name` starts afresh; true when a failure was remembered. */
   forgetFailure(name: string): boolean {
     return this.#failedLoads.delete(name);
   }
 
   /**
-   * An on-demand load of `name` failed with `err`: invokes get it for load_failure_cache_seconds,
-   * when the failure is the model's own or its store's. A failure of the instance (memory short now,
-   * a worker killed by someone else, shutdown) may be gone on the next try, so it is not remembered.
+   * Invokes get `err` for load_failure_cache_seconds when the failure is the model's own or its
+   * store's; one of the instance (memory short now, shutdown) may be gone on the next try.
    */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
@@ -124,10 +108,9 @@ export class OnDemandLoader {
   }
 
   /**
-   * The registration serving `name`, held (release() it): at once when loaded (a cache hit); after
-   * waiting for a load in progress; or, with the cache on, after loading it from model_store
-   * (single-flight: concurrent invokes share one load). A request that waited for a load that
-   * failed gets that load's error. Waits at most load_wait_timeout, jittered, then 503 + Retry-After.
+   * The registration serving `name`, held (release() it): at once, after a load in progress, or
+   * after a load it starts. A request that waited for a failed load gets its error. Waits at most
+   * load_wait_timeout, jittered, then 503 + Retry-After.
    */
   async acquire(name: string, wait?: { micros: number }): Promise<Registration> {
     const { config, registry, events } = this.deps;
@@ -164,8 +147,7 @@ export class OnDemandLoader {
         missed = true;
         events.lookup(name, false);
       }
-      // Loading: wait for that load, holding the model from the instant it is ready. Leaving: wait
-      // until it is gone, then load it again.
+      // Loading: wait for it, holding the model from the instant it is ready. Leaving: wait until it is gone.
       const loading = e.phase === 'loading';
       const giveUp = loading ? e.holdWhenReady() : null;
       const settled = loading ? e.loadSettled : e.gone.then(() => null);
@@ -195,11 +177,7 @@ export class OnDemandLoader {
     this.deps.events.waited(name, micros);
   }
 
-  /**
-   * Starts loading `name` from model_store if it is there, else from model_repository (which
-   * answers 404 when it has none); false when neither can have it. A model whose on-demand load
-   * failed recently answers with that failure instead of loading again.
-   */
+  /** Starts loading `name` from model_store, else model_repository; false when neither can have it. */
   #loadOnDemand(name: string): boolean {
     const failed = this.#failedLoads.get(name);
     if (failed) {
@@ -214,16 +192,12 @@ export class OnDemandLoader {
     return true;
   }
 
-  /** The signature of `name`'s files in model_store (null when it has none there: a repository model). */
   #files(name: string): string | null {
     const file = this.#findInStore(name);
     return file === null ? null : filesSignature(path.resolve(this.deps.config.modelStore!, file));
   }
 
-  /**
-   * `<name>/`, `<name>.tar.gz` or `<name>.tgz` in model_store, as a url relative to it (the name was
-   * checked to be one safe path segment): what a load error shows, never the store's own path.
-   */
+  /** `<name>/`, `<name>.tar.gz` or `<name>.tgz` in model_store, relative to it: what a load error shows. */
   #findInStore(name: string): string | null {
     const store = this.deps.config.modelStore;
     if (!store) return null;
@@ -234,7 +208,7 @@ export class OnDemandLoader {
   }
 }
 
-/** The failure a remembered load answers with: the load's own, saying it is remembered, for how long, and how to retry now. */
+/** A remembered failure: the load's own, saying for how long, and how to retry now. */
 function remembered(name: string, error: MmeError, leftMs: number): MmeError {
   const seconds = Math.max(1, Math.ceil(leftMs / 1000));
   return new MmeError(

@@ -1,7 +1,6 @@
 /**
- * The lifecycle of one model name's registration, in one place. Every transition goes through
- * to(), on the shared StateMachine (util/state-machine.ts), which refuses any move the table does
- * not list:
+ * The lifecycle of one model name's registration. Every transition goes through to(), on the
+ * shared StateMachine, which refuses any move the table does not list:
  *
  *   loading ──▶ ready ◀──▶ failed          (failed: its workers keep dying; it recovers on its own)
  *      │          │          │
@@ -13,10 +12,11 @@
  * removes that entry, never whatever now holds its name. Each transition that others wait for has
  * one promise, made once: `loadSettled` (it left loading) and `gone`.
  */
-import type { MmeError } from '../../errors';
+import { MmeError, isMmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { Timers } from '../../util/clock';
 import { StateMachine } from '../../util/state-machine';
+import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
 import type { Model, ModelHealth } from './model';
 
@@ -48,7 +48,6 @@ export class Registration implements ModelHealth, Resident {
   #reservedBytes = 0;
   /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
   #admitted = false;
-  /** Why the load failed, for every request that waited for it. */
   #loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
   #lastError: MmeError | null = null;
@@ -59,7 +58,7 @@ export class Registration implements ModelHealth, Resident {
   #wentReady = false;
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
-  /** Resolves true when the load succeeded, false when it failed; once. */
+  /** true when the load succeeded, false when it failed. */
   readonly loadSettled: Promise<boolean>;
   readonly gone: Promise<void>;
   #settleLoad!: (ok: boolean) => void;
@@ -67,7 +66,6 @@ export class Registration implements ModelHealth, Resident {
   #idleWaiters: Array<() => void> = [];
   #listener: RegistrationListener | null = null;
 
-  /** `timers`: what whenIdle's bound runs on (the server's clock). */
   constructor(
     readonly name: string,
     readonly url: string,
@@ -103,30 +101,40 @@ export class Registration implements ModelHealth, Resident {
     return this.#loadError;
   }
 
-  /** `listener` hears of every phase and memory change from now on. */
   listen(listener: RegistrationListener): void {
     this.#listener = listener;
   }
 
-  /** Its model's memory figure changed (it was measured). */
   memoryChanged(): void {
     this.#listener?.heldChanged(this);
   }
 
-  /** Its files are in place (the load resolved its url). */
   resolved(artifact: ModelArtifact): void {
     this.#artifact = artifact;
   }
 
-  /** Its model is built: its workers start next. */
   built(model: Model): void {
     this.#model = model;
     this.#listener?.heldChanged(this);
   }
 
-  /** Its load failed: what every request that waited for it gets. */
-  loadFailed(err: MmeError): void {
-    this.#loadError = err;
+  /**
+   * Its load failed: what its callers and every request that waited for it get (an abort's reason,
+   * or the failure with server paths hidden). Logged here, once for every kind of load: on
+   * SageMaker the platform sends POST /models, so the server log is the only place a user can read why.
+   */
+  loadFailed(thrown: unknown, log: (line: string) => void): MmeError {
+    const reason: unknown = this.abortLoad.signal.aborted ? this.abortLoad.signal.reason : thrown;
+    const err: unknown = this.#artifact?.hidePaths(reason) ?? reason;
+    const kind = this.onDemand ? 'on-demand load' : this.loadedAtStartup ? 'start-up load' : 'load';
+    const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+    log(
+      `[${this.name}] ${kind} from ${this.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : ((err as Error)?.stack ?? String(err))}`,
+    );
+    this.#loadError = isMmeError(err)
+      ? err
+      : new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+    return this.#loadError;
   }
 
   /** A reservation while loading is the load's admission. */
@@ -139,7 +147,6 @@ export class Registration implements ModelHealth, Resident {
     }
   }
 
-  /** Its load passed memory admission (whatever its phase now). */
   get loadAdmitted(): boolean {
     return this.#admitted;
   }
@@ -154,7 +161,7 @@ export class Registration implements ModelHealth, Resident {
     return this.#phase.state === 'failed';
   }
 
-  /** What the memory budget counts for it: its reservation while loading, then what its workers measure. */
+  /** What the memory budget counts for it: its reservation, and what its workers measure. */
   get heldBytes(): number {
     return this.#reservedBytes + (this.#model?.memoryBytes ?? 0);
   }
@@ -165,9 +172,8 @@ export class Registration implements ModelHealth, Resident {
   }
 
   /**
-   * Counts against max_loaded_models: serving, or loading past its admission. A load still waiting
-   * for its name's lock or a load slot (max_concurrent_loads) holds nothing yet: counting it would
-   * refuse the load ahead of it with 507 for models that are only queued.
+   * Counts against max_loaded_models: serving, or loading past its admission. A load waiting for its
+   * name's lock or a load permit holds nothing yet: counting it would refuse the load ahead with 507.
    */
   get countsAsLoaded(): boolean {
     return this.serving || (this.#phase.state === 'loading' && this.#admitted);
@@ -202,11 +208,9 @@ export class Registration implements ModelHealth, Resident {
   }
 
   /**
-   * A request waiting for this load holds the model from the instant the load succeeds, before
-   * anything can see it idle: a load waiting for room (cache/admission.ts) wakes at that instant
-   * and would otherwise evict the model before the requests that waited for it reach it. The
-   * request that stops waiting before the load settles calls the returned function, which gives
-   * the hold back whether or not it was taken meanwhile.
+   * A request waiting for this load holds the model from the instant it succeeds: a load waiting
+   * for room wakes then and would otherwise evict it before they reach it. A request that stops
+   * waiting first calls the returned function, which gives the hold back if it was taken.
    */
   holdWhenReady(): () => void {
     this.#heldWhenReady++;
@@ -228,16 +232,10 @@ export class Registration implements ModelHealth, Resident {
   /** Resolves true once no request holds the model, or false after `boundMs`. */
   whenIdle(boundMs: number): Promise<boolean> {
     if (this.#active === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = () => {
-        this.timers.clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = this.timers.setTimeout(() => {
-        this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
-        resolve(false);
-      }, boundMs);
-      this.#idleWaiters.push(done);
+    let done = () => {};
+    const idle = new Promise<boolean>((r) => this.#idleWaiters.push((done = () => r(true))));
+    return within(idle, boundMs, false, this.timers).finally(() => {
+      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
     });
   }
 }

@@ -1,10 +1,8 @@
 /**
- * Which registration holds each name, and every registration not yet gone. Queries only: the
- * lifecycle operations (lifecycle-operations.ts) are the only ones that add or remove entries.
- *
- * Every query costs the same with 100 000 models as with ten: the registrations tell the registry
- * of each phase and memory change (Registration.listen), and it keeps the serving names in order
- * (a page of GET /models is O(log n + page)) and the tallies memory admission reads.
+ * Which registration holds each name, and every registration not yet gone; only the lifecycle
+ * operations add or remove entries. Every query costs the same with 100 000 models as with ten:
+ * registrations report each phase and memory change, and the registry keeps the serving names in
+ * order (a page of GET /models is O(log n + page)) and the tallies memory admission reads.
  */
 import { OrderedSet } from '../../util/ordered-set';
 import type { Tally } from '../cache/admission';
@@ -23,7 +21,6 @@ export interface ListedModel {
 const kPhases: readonly Phase[] = ['loading', 'ready', 'failed', 'draining', 'stopping', 'gone'];
 
 export class ModelRegistry implements Tally<Registration>, RegistrationListener {
-  /** The current registration of each name. */
   readonly #entries = new Map<string, Registration>();
   /** Every registration not yet gone, current or leaving: what holds memory. */
   readonly #live = new Set<Registration>();
@@ -38,15 +35,11 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   readonly #reported = new Map<Registration, number>();
   /** Serving registrations whose memory figure moves (dedicated workers). */
   readonly #moving = new Set<Registration>();
-  /**
-   * Live registrations loading past their admission: with the serving ones, what max_loaded_models
-   * counts. A registration is admitted after its claim and leaves loading before it is forgotten.
-   */
+  /** Live registrations loading past their admission: with the serving ones, what max_loaded_models counts. */
   #admittedLoads = 0;
   /** What admission waits on for room: settled at the next load that settles or entry that is gone. */
   #settle: { promise: Promise<void>; resolve: () => void } | null = null;
 
-  /** The name's current registration, in any phase. */
   current(name: string): Registration | undefined {
     return this.#entries.get(name);
   }
@@ -74,7 +67,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return true;
   }
 
-  /** `entry` is gone and holds no memory. */
   forget(entry: Registration): void {
     if (!this.#live.delete(entry)) return;
     this.#tallyAdd(entry.phase, -1, -this.#reported.get(entry)!);
@@ -112,7 +104,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     if (this.#live.has(entry) && entry.phase === 'loading') this.#admittedLoads++;
   }
 
-  /** Puts a current entry in or out of the serving names, as its phase says. */
   #placeServing(entry: Registration): void {
     if (entry.serving && entry.model) {
       this.#serving.add(entry.name);
@@ -132,6 +123,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#live.has(entry);
   }
 
+  /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
   get heldBytes(): number {
     return this.#heldTotal;
   }
@@ -177,7 +169,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#moving;
   }
 
-  /** The model if registered (ready or failed); 404 otherwise. For describe. */
+  /** The serving model, or 404. */
   get(name: string): Model {
     const e = this.#entries.get(name);
     if (!e?.model || !e.serving) throw modelNotFound(name);
@@ -190,7 +182,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return e !== undefined && (e.serving || e.phase === 'loading');
   }
 
-  /** How many models serve (ready or failed). */
   servingCount(): number {
     return this.#serving.size;
   }
@@ -205,21 +196,14 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#serving.size === 1 ? this.#serving.slice(0, 1)[0] : null;
   }
 
-  /** Serving models (ready or failed), sorted by name. */
   list(): ListedModel[] {
     return this.page(0, this.#serving.size);
   }
 
-  /** Up to `count` serving models from position `start` in name order: one page of GET /models. */
   page(start: number, count: number): ListedModel[] {
     return this.#serving.slice(start, count).map((name) => {
       const e = this.#entries.get(name)!;
       return { name, url: e.url, model: e.model!, loadedAtStartup: e.loadedAtStartup, failed: e.failed };
     });
-  }
-
-  /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
-  usedBytes(): number {
-    return this.#heldTotal;
   }
 }

@@ -8,6 +8,7 @@ import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
+import { kModeTraits } from '../hosts/host-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
 import type { ProcessRegistry } from '../processes/process-registry';
@@ -19,18 +20,22 @@ export interface WorkerFactoryOptions {
   /** The environment workers start with, before blacklist_env_vars filters it. */
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
-  /** The seam below the processes: what starts one (lifecycle tests start fake processes that speak frames). */
+  /** What starts a process (lifecycle tests start fake processes that speak frames). */
   launch?: Launch;
-  /** What a process costs now (bytes); default its PSS. Fake processes have none. */
   readMemory?: (pid: number) => Promise<number>;
-  /** The server's processes: what its shutdown kills. */
   processes: ProcessRegistry;
-  /** A shared host that died was replaced. */
   onSharedHostRestarted: () => void;
-  /** A shared host was recycled. */
   onSharedHostRecycled: () => void;
-  /** What every timer of the workers, hosts and models waits on: the server's clock. */
   clock: Clock;
+}
+
+/** Where a model of one mode starts its workers. */
+interface Place {
+  starter(): (assignment: Assignment) => WorkerSlot;
+  /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
+  waitForRoom?: (wake: () => void) => void;
+  /** The GPU each new worker of the model gets. */
+  gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
 }
 
 export class WorkerFactory {
@@ -39,8 +44,23 @@ export class WorkerFactory {
   readonly #spares: SparePool | null;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
-  /** Where large request bodies reach the workers; null = over their sockets (or fake processes, which read no ring). */
+  /** null = bodies go over the sockets (and fake processes read no ring). */
   readonly #bodyHandoff: BodyHandoff | null;
+  readonly #places: Readonly<Record<WorkerMode, Place>> = {
+    dedicated: {
+      starter: () => (a) => this.#startProcess(a),
+      gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
+    },
+    shared: {
+      starter: () => {
+        const hosts = this.#pool();
+        return (a) => hosts.place(a);
+      },
+      waitForRoom: (wake) => this.#hosts?.waitForRoom(wake),
+      // One CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs.
+      gpuFor: () => () => -1,
+    },
+  };
 
   constructor(
     private readonly config: ServerConfig,
@@ -59,27 +79,23 @@ export class WorkerFactory {
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     this.#spares =
-      config.spareWorkers > 0 && !opts.launch && (config.workerMode === 'dedicated' || promotes)
+      config.spareWorkers > 0 && !opts.launch && (kModeTraits[config.workerMode].ownProcess || promotes)
         ? new SparePool(config.spareWorkers, this.#spawnOptions())
         : null;
   }
 
-  /** The server's worker processes. */
   get processes(): ProcessRegistry {
     return this.opts.processes;
   }
 
-  /** What every timer of the workers, hosts and models waits on: the server's clock. */
   get clock(): Clock {
     return this.opts.clock;
   }
 
-  /** Spare workers started and waiting for a model. */
   get sparesReady(): number {
     return this.#spares?.ready ?? 0;
   }
 
-  /** The shared hosts, if any model has used them. */
   get hosts(): HostPool | null {
     return this.#hosts;
   }
@@ -89,9 +105,19 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  /** Where a model's workers start: a shared host, or a process of its own. */
   starter(mode: WorkerMode): (assignment: Assignment) => WorkerSlot {
-    if (mode === 'dedicated') return (a) => this.#startProcess(a);
+    return this.#places[mode].starter();
+  }
+
+  waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
+    return this.#places[mode].waitForRoom;
+  }
+
+  gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
+    return this.#places[mode].gpuFor(name, deviceIds);
+  }
+
+  #pool(): HostPool {
     this.#hosts ??= new HostPool({
       size: this.config.sharedWorkers,
       maxModelsPerHost: this.config.maxModelsPerWorker,
@@ -102,19 +128,7 @@ export class WorkerFactory {
       onRestarted: this.opts.onSharedHostRestarted,
       onRecycled: this.opts.onSharedHostRecycled,
     });
-    const hosts = this.#hosts;
-    return (a) => hosts.place(a);
-  }
-
-  /** Where a model with nowhere to start a worker waits for room: the shared hosts (dedicated workers start anywhere). */
-  waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
-    if (mode === 'dedicated') return undefined;
-    return (wake) => this.#hosts?.waitForRoom(wake);
-  }
-
-  /** The GPU each new worker of the model gets. Hosts run on CPU: one CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs. */
-  gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
-    return mode === 'shared' ? () => -1 : () => this.#gpus.assign(name, deviceIds);
+    return this.#hosts;
   }
 
   /** The model's name no longer holds GPUs. */

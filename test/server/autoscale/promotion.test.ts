@@ -213,7 +213,7 @@ describe('autoscale promotion of a shared model', () => {
         () => [own, host].forEach((p) => answerAll(h, p)),
         'every request of the move to be answered',
       );
-      await waitFor(() => model.workers.length === 1 && model.workers[0].hostId === null, 'the old slot to go');
+      await waitFor(() => model.workers.length === 1 && model.workers[0].sharedHostId === null, 'the old slot to go');
       await waitFor(() => host.slots.size === 1, 'the host to release a');
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
       assert.equal(model.autoscaler!.status.placement, 'dedicated');
@@ -272,7 +272,7 @@ describe('autoscale promotion of a shared model', () => {
       await waitFor(() => !own.alive, 'the own process to stop');
       assert.deepEqual(new Set((await Promise.all(back)).map((r) => r.status)), new Set([200]));
       assert.equal(model.workers.length, 1);
-      assert.equal(model.workers[0].hostId, 'host-1');
+      assert.equal(model.workers[0].sharedHostId, 'host-1');
       assert.equal(model.autoscaler!.status.placement, 'shared');
       assert.ok(h.logs.some((l) => /^\[a\] autoscale: demote done; its workers are in host-1$/.test(l)));
       const counts = [...h.answered.values()];

@@ -10,7 +10,7 @@ import { JobQueue } from '../../../src/server/jobs/job-queue';
 let nextRequest = 0;
 function job(admittedAt: number, priority?: number): Job {
   const request = { id: 0, requestId: `q-${nextRequest++}`, contentType: '', accept: '', body: Buffer.alloc(0) };
-  return new Job(request, { priority }, admittedAt);
+  return new Job(request, { priority }, admittedAt, Number.POSITIVE_INFINITY);
 }
 
 describe('job queue', () => {

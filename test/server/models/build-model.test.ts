@@ -1,5 +1,5 @@
 /**
- * What a model's workers are told to load with (server/models/build-model.ts): the server's
+ * What a model's workers are told to load with (server/models/model.ts): the server's
  * onnxruntime settings reach every Load frame, in a dedicated worker and in a shared host alike.
  * Fake processes that record the frames they receive.
  */

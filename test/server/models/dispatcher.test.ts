@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { Gateway } from '../../../src/gateway/gateway';
-import { MILLISECONDS } from '../../../src/gateway/request-controls';
 import type { InferMessage } from '../../../src/protocol/messages';
 import type { JobOptions } from '../../../src/server/jobs/job';
 import type { LoadRequest } from '../../../src/server/models/model-settings';
@@ -328,7 +327,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
       await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
       const inv = gateway.invocation();
       inv.target('a');
-      inv.askTimeout('60000', MILLISECONDS, 'X-Request-Timeout');
+      inv.askTimeout('60000', 'X-Request-Timeout');
       const capped = statusOf(inv.run({ ...invokeRequest(), body: Buffer.from('{}') }, {}));
       await settle();
       h.clock.advance(999);

@@ -87,7 +87,7 @@ describe('model registry', () => {
           assert.equal(registry.servingCount(), serving.length);
           assert.equal(registry.failedCount(), serving.filter((m) => m.failed).length);
           assert.equal(registry.onlyModel(), serving.length === 1 ? serving[0].name : null);
-          assert.equal(registry.usedBytes(), reference.heldBytes);
+          assert.equal(registry.heldBytes, reference.heldBytes);
         }
       }),
     );

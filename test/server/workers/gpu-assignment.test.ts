@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { behaviourHandler } from '../../../harness/fault-handlers';
 import { addModel, writeModelDir } from '../../../harness/onnx-models';
 import { invoke, loadModel, request } from '../../../harness/http-requests';
-import { startTestServer } from '../../../harness/test-server';
+import { waitFor } from '../../../harness/process-probes';
+import { startTestServer, tempDir } from '../../../harness/test-server';
 import { GpuAssigner } from '../../../src/server/workers/gpu-assignment';
 
 describe('GPU assignment', () => {
@@ -37,10 +40,18 @@ describe('GPU assignment', () => {
       const described = await request(`${t.url}/models/g`);
       assert.deepEqual(described.body.workers.map((w: { gpuId: number }) => w.gpuId).sort(), [0, 1]);
       assert.ok(described.body.workers.every((w: { executionProvider: string }) => w.executionProvider === 'cpu'));
-      const seen = new Set<string>();
-      const results = await Promise.all(Array.from({ length: 8 }, () => invoke(t, 'g', { sleepMs: 30 })));
-      for (const r of results) seen.add(r.body.cuda);
-      assert.deepEqual([...seen].sort(), ['0', '1']);
+      // Two requests held in the handler until a gate opens: the second is sent once the first is in
+      // a worker, so it goes to the other one, whatever the machine's speed.
+      const model = t.server.manager.get('g');
+      const gate = path.join(tempDir('mme-gpu-gate-'), 'open');
+      const held: Array<Promise<{ body: { cuda: string } }>> = [];
+      for (let n = 1; n <= 2; n++) {
+        held.push(invoke(t, 'g', { awaitFile: gate }));
+        await waitFor(() => model.inFlightRequests === n && model.queueLength === 0, `request ${n} in a worker`);
+      }
+      fs.writeFileSync(gate, '');
+      const seen = (await Promise.all(held)).map((r) => r.body.cuda);
+      assert.deepEqual(seen.sort(), ['0', '1']);
       assert.ok(
         t.logs.some((l) => /GPU \d assigned but the CUDA execution provider is not available.*running on CPU/.test(l)),
         'fallback warning logged',
