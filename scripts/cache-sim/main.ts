@@ -6,13 +6,13 @@
 import { createPolicy } from '../../src/server/cache/policies';
 import { belady } from './belady';
 import { printedHelp } from '../cli-flags';
-import { simulate, type Capacity, type PolicyFactory, type SimResult } from './simulate';
+import { CAPACITY, SEED } from './budget';
+import { renderClassesMarkdown } from './classes';
+import { simulate, type PolicyFactory, type SimResult } from './simulate';
 import { scanTrace, shiftingTrace, TRACE_SHAPE, zipfTrace, type Trace } from './traces';
 
+export { CAPACITY, SEED } from './budget';
 const GiB = 1024 ** 3;
-export const SEED = 1;
-/** About a fifth of the 300 models' 10 GiB: a cache that must choose. */
-export const CAPACITY: Capacity = { bytes: 2 * GiB };
 
 const POLICIES: ReadonlyArray<{ readonly label: string; readonly factory: PolicyFactory }> = [
   { label: 'LRU', factory: () => createPolicy('lru') },
@@ -93,6 +93,8 @@ ${renderTable(rows)}`;
 }
 
 const USAGE = `Usage: npm run cache-sim
-  Replays the seeded traces against every eviction policy and prints the cache-sim section of docs/cache.md.`;
+  Replays the seeded traces against every eviction policy and prints the cache-sim sections of docs/cache.md:
+  the policies, then what eviction classes cost.`;
 
-if (require.main === module && !printedHelp(USAGE)) console.log(renderCacheSimMarkdown());
+if (require.main === module && !printedHelp(USAGE))
+  console.log(`${renderCacheSimMarkdown()}\n\n${renderClassesMarkdown()}`);

@@ -1,7 +1,7 @@
 /**
  * Replays a trace through an eviction policy the way the MME cache manager drives it: a hit touches,
  * a miss always loads (an invoke cannot be refused), evicting the policy's first choices until the
- * model fits. Loads are instantaneous and nothing is pinned, so only the policy's choices differ.
+ * model fits. Loads are instantaneous, so only the policy's choices (and the models' classes) differ.
  */
 import type { EvictionPolicy } from '../../src/server/cache/eviction-policy';
 import type { SimModel, SimRequest, Trace } from './traces';
@@ -61,7 +61,7 @@ export function simulate(
     used += model.sizeBytes;
     bytesLoaded += model.sizeBytes;
     loadMicros += model.loadMicros;
-    policy.admit(model.name, model.sizeBytes, model.loadMicros, request.at);
+    policy.admit(model.name, model.sizeBytes, model.loadMicros, request.at, model.standing);
     observe?.(request, false, used);
   }
   return { requests: trace.requests.length, hits, loads: trace.requests.length - hits, bytesLoaded, loadMicros };

@@ -4,11 +4,14 @@
  * size, with some spread; popularity is independent of size.
  */
 import { seededRandom, shuffled, zipfSampler } from '../../harness/random';
+import type { Standing } from '../../src/server/cache/eviction-policy';
 
 export interface SimModel {
   readonly name: string;
   readonly sizeBytes: number;
   readonly loadMicros: number;
+  /** Its pinned and eviction_priority settings; absent = unpinned, normal. */
+  readonly standing?: Standing;
 }
 
 export interface SimRequest {

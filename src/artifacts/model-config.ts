@@ -33,6 +33,10 @@ export interface ModelDirConfig {
   readonly memoryLimitMb?: number;
   /** Cores its worker processes may use together (cpu_limit, fractional). */
   readonly cpuLimit?: number;
+  /** Never evicted by the cache (pinned). */
+  readonly pinned?: boolean;
+  /** Its eviction class (eviction_priority). */
+  readonly evictionPriority?: 'low' | 'normal' | 'high';
 }
 
 // A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
@@ -96,6 +100,8 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   workerMode: (v) => (isWorkerMode(v) ? null : '"dedicated" or "shared"'),
   memoryLimitMb: memoryLimitProblem,
   cpuLimit: cpuLimitProblem,
+  pinned: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
 };
 
 function invalid(message: string): MmeError {

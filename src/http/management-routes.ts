@@ -41,17 +41,19 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     const start = Math.max(0, intParam(ctx, 'next_page_token', 0, -Infinity));
     // One page, not the whole sorted list: with 100 000 models a page costs what it does with ten.
     const page = manager.page(start, pageSize);
-    // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true).
+    // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true)
+    // and only a pinned model's entry says so.
     const withMemory = boolParam(ctx, 'memory', false);
     const body: {
-      models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number }>;
+      models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number; pinned?: true }>;
       nextPageToken?: string;
     } = {
-      models: page.map((m) =>
-        withMemory
-          ? { modelName: m.name, modelUrl: m.url, memoryUsage: m.model.memoryBytes }
-          : { modelName: m.name, modelUrl: m.url },
-      ),
+      models: page.map((m) => ({
+        modelName: m.name,
+        modelUrl: m.url,
+        ...(withMemory ? { memoryUsage: m.model.memoryBytes } : {}),
+        ...(m.model.settings.pinned ? { pinned: true as const } : {}),
+      })),
     };
     if (start + pageSize < manager.servingCount()) body.nextPageToken = String(start + pageSize);
     ctx.body = body;
@@ -120,6 +122,8 @@ function describe(
       s.memoryLimitMb === null && s.cpuLimit === null
         ? null
         : { memoryLimitMb: s.memoryLimitMb, cpuLimit: s.cpuLimit, enforcedBy: limitsEnforcedBy, ownProcesses: true },
+    pinned: s.pinned,
+    evictionPriority: s.evictionPriority,
     loadedAtStartup: entry.loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
@@ -203,6 +207,8 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     synchronous: optBool(get('synchronous'), 'synchronous'),
     memoryLimitMb: optLimit(get('memory_limit_mb'), 'memory_limit_mb', memoryLimitProblem),
     cpuLimit: optLimit(get('cpu_limit'), 'cpu_limit', cpuLimitProblem),
+    pinned: optBool(get('pinned'), 'pinned'),
+    evictionPriority: optEvictionPriority(get('eviction_priority')),
   };
 }
 
@@ -216,6 +222,15 @@ function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
   if (isWorkerMode(v)) return v;
   throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
+}
+
+function optEvictionPriority(v: unknown): 'low' | 'normal' | 'high' | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (v === 'low' || v === 'normal' || v === 'high') return v;
+  throw new MmeError(
+    'MME_ERR_BAD_REQUEST',
+    `eviction_priority must be "low", "normal" or "high"; got ${quoteValue(v)}.`,
+  );
 }
 
 function optString(v: unknown, key: string): string | undefined {

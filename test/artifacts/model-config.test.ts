@@ -76,6 +76,8 @@ describe('model-config.json', () => {
     ['cpuLimit', 0, /a number of cores >= 0\.01 and <= \d+ \(this machine's cores\), got 0/],
     ['cpuLimit', 4096, /a number of cores >= 0\.01 and <= \d+/],
     ['cpuLimit', '0.5', /a number of cores/],
+    ['pinned', 'yes', /true or false, got "yes"/],
+    ['evictionPriority', 'urgent', /"low", "normal" or "high", got "urgent"/],
   ];
   for (const [field, value, message] of wrong) {
     it(`refuses ${field}: ${JSON.stringify(value)}, naming the field and file`, () =>

@@ -153,4 +153,34 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
       { numRuns: 300 },
     );
   });
+
+  it('self-managed cache: a pinned model survives any sequence of loads, invokes, evictions, crashes and time', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
+        const h = harness(
+          'model_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1',
+          { autoLoad: false, memoryBytes: () => 1 },
+        );
+        for (const n of [...names, 'pinned']) h.model(n);
+        const loading = h.manager.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
+        await waitFor(
+          () => (
+            h.fleet.live().forEach((w) => w.lifecycle.loaded || w.load()), h.manager.entry('pinned')?.phase === 'ready'
+          ),
+          'the pinned model to load',
+          10_000,
+          1,
+        );
+        await loading;
+        const outcomes = await run(h, commands, null, 2);
+        await quiesce(h, outcomes.pending);
+        // Crashes may leave it failed for a while (its workers restart); it is never evicted.
+        assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
+        assert.ok(!h.logs.some((l) => /^\[pinned\] evicted/.test(l)), h.logs.join('\n'));
+        assert.ok(h.manager.list().length <= 2);
+        await h.manager.close(0);
+      }),
+      { numRuns: 200 },
+    );
+  });
 });

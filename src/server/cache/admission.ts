@@ -16,13 +16,17 @@
  * asked; a scale never waits, and is not held up by a load that does.
  *
  * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
- * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice.
+ * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice. Pinned models are
+ * never victims: they stay as loading and failed ones do, and a request that would fit only
+ * without them is refused at once with a 507 that names them.
  */
-import { MmeError } from '../../errors';
 import type { Clock } from '../../util/clock';
 import { Semaphore } from '../../util/semaphore';
-import type { EvictionPolicy } from './eviction-policy';
+import type { ClassedPolicy } from './eviction-classes';
+import { noRoom, victimWhy, type Ask, type PinnedHold, type Purpose } from './no-room';
 import { mb } from '../../util/mb';
+
+export type { Purpose } from './no-room';
 
 /** What admission needs of a model's registration (models/registration.ts's Registration). */
 export interface Resident {
@@ -81,7 +85,8 @@ export interface AdmissionDeps<Entry extends Resident> {
   maxLoadedModels: number;
   /** The self-managed cache may evict to make room. */
   evicts: boolean;
-  policy: EvictionPolicy;
+  /** The victim order, and the pinned models that are never in it. */
+  policy: ClassedPolicy;
   /** The server's clock: the policy's time and the age of memory measurements. */
   clock: Clock;
   /** Every entry that holds or reserves memory, leaving ones included. */
@@ -95,12 +100,6 @@ export interface AdmissionDeps<Entry extends Resident> {
   /** Drains and stops `entry` (its lock is held); `why` says what it made room for and why this one, for the log. */
   evict(entry: Entry, why: string): Promise<void>;
 }
-
-/**
- * What a reservation is for, as its 507 says. `autoscale`: a worker the server chose to add, which
- * may evict only idle models, never one busier than the model it is for.
- */
-export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number; autoscale?: boolean };
 
 export class Admission<Entry extends Resident> {
   readonly #lock = new Semaphore(1);
@@ -154,9 +153,12 @@ export class Admission<Entry extends Resident> {
       let count = 0;
       const fits = () =>
         used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
-      if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits)) {
+      if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits, this.#pinnedHold(entry))) {
         await this.#refreshStale(entry);
-        throw this.#noRoom(entry, needBytes, this.#usedBytes(entry), this.#countedModels(entry), purpose, false);
+        // Room that pinned models hold is room no eviction frees: the 507 names them.
+        const ask = this.#ask(entry, needBytes, this.#usedBytes(entry), this.#countedModels(entry));
+        const pinned = this.#fitsWithoutEvictable(entry, needBytes, waits, null) ? this.#pinnedHold(entry) : null;
+        throw noRoom(this.deps, ask, purpose, pinned ? { pinned } : 'fits-never');
       }
       // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
@@ -166,7 +168,7 @@ export class Admission<Entry extends Resident> {
         used = this.#usedBytes(entry);
         count = this.#countedModels(entry);
         if (fits() || !this.deps.evicts || abort.aborted) break;
-        const victim = this.#fitsWithoutEvictable(entry, needBytes, false)
+        const victim = this.#fitsWithoutEvictable(entry, needBytes, false, this.#pinnedHold(entry))
           ? this.#nextVictim(entry.name, purpose.kind === 'scale' && purpose.autoscale === true)
           : null;
         if (!victim) {
@@ -185,7 +187,7 @@ export class Admission<Entry extends Resident> {
         }
       }
       abort.throwIfAborted();
-      if (!fits()) throw this.#noRoom(entry, needBytes, used, count, purpose);
+      if (!fits()) throw noRoom(this.deps, this.#ask(entry, needBytes, used, count), purpose, 'no-victim');
       entry.reserve(needBytes);
       return null;
     } finally {
@@ -221,7 +223,8 @@ export class Admission<Entry extends Resident> {
       if (release) victim = { ...busy[i], release };
     }
     if (victim === null) return null;
-    return { entry: victim.entry, release: victim.release, why: this.#why(victim.entry, victim.rank) };
+    const why = victimWhy(policy, clock.now(), victim.rank, victim.entry.active > 0);
+    return { entry: victim.entry, release: victim.release, why };
   }
 
   /** The name's lock, if free and the entry still holds the name and is ready under it. */
@@ -237,66 +240,40 @@ export class Admission<Entry extends Resident> {
    * Whether the request would fit once every model eviction can take (the ready ones) were gone:
    * what stays is the fixed memory and the entries loading, failed or leaving; with
    * `afterSettling`, once the loads in progress were done (and evictable) and the leaving entries
-   * gone too, so that only the failed ones stay.
+   * gone too, so that only the failed ones stay. The `pinned` ones stay too (null: as if evictable).
    */
-  #fitsWithoutEvictable(entry: Entry, needBytes: number, afterSettling: boolean): boolean {
+  #fitsWithoutEvictable(entry: Entry, needBytes: number, afterSettling: boolean, pinned: PinnedHold | null): boolean {
     const { budgetBytes, maxLoadedModels } = this.deps;
     const { tally } = this.deps;
     // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tallies below.
     const own = tally.has(entry) && entry.phase !== 'ready';
-    const stays = afterSettling ? tally.heldBytesFailed : tally.heldBytesNotReady - (own ? entry.heldBytes : 0);
-    const count = afterSettling ? tally.countedFailed : tally.countedNotReady - (own && entry.countsAsLoaded ? 1 : 0);
+    const stays =
+      (afterSettling ? tally.heldBytesFailed : tally.heldBytesNotReady - (own ? entry.heldBytes : 0)) +
+      (pinned?.heldBytes ?? 0);
+    const count =
+      (afterSettling ? tally.countedFailed : tally.countedNotReady - (own && entry.countsAsLoaded ? 1 : 0)) +
+      (pinned?.names.length ?? 0);
     return (
       this.deps.fixedBytes() + stays + entry.heldBytes + needBytes <= budgetBytes &&
       (maxLoadedModels === 0 || count < maxLoadedModels)
     );
   }
 
-  /** Why the policy's order put `victim` here: an eviction that surprises (the busiest model) can be read from the log. */
-  #why(victim: Entry, rank: number): string {
-    const { policy, clock } = this.deps;
-    const first: string[] = [];
-    for (const name of policy.victims(clock.now())) {
-      if (first.length === 5) break;
-      first.push(name);
+  /** The ready pinned models other than `except`: what no eviction frees (pinned ones are few: a pass over them). */
+  #pinnedHold(except: Entry): PinnedHold {
+    const names: string[] = [];
+    let heldBytes = 0;
+    for (const name of this.deps.policy.pinned) {
+      const e = this.deps.current(name);
+      if (e === undefined || e === except || e.phase !== 'ready') continue;
+      names.push(name);
+      heldBytes += e.heldBytes;
     }
-    const shown = first.join(', ') + (policy.size > 5 ? `, … (${policy.size})` : '');
-    const busy = victim.active > 0 ? ', busy: every model before it was busy or changing' : ', idle';
-    return `eviction_policy=${policy.name} ranks it ${rank} of ${policy.size}${busy}; eviction order ${shown}`;
+    return { names, heldBytes };
   }
 
-  #noRoom(
-    entry: Entry,
-    needBytes: number,
-    used: number,
-    count: number,
-    purpose: Purpose,
-    evictionWouldHelp = true,
-  ): MmeError {
-    const { maxLoadedModels, evicts, budgetBytes } = this.deps;
-    const scaling = purpose.kind === 'scale';
-    const what =
-      maxLoadedModels > 0 && count >= maxLoadedModels
-        ? `${count} models are loaded and max_loaded_models is ${maxLoadedModels}`
-        : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
-    // An autoscale step may evict idle models only: for it, a busy one is one more reason.
-    const idleOnly = purpose.kind === 'scale' && purpose.autoscale === true;
-    const fix = evicts
-      ? `no other model could be evicted now (each is loading, failed${idleOnly ? ', busy' : ''} or held by an unload or a scale); retry later, or raise model_memory_budget_mb / max_loaded_models`
-      : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
-    const subject = scaling
-      ? `Model ${entry.name} cannot scale to ${purpose.workers} workers`
-      : `Model ${entry.name} does not fit`;
-    if (!evictionWouldHelp) {
-      return new MmeError(
-        'MME_ERR_INSUFFICIENT_MEMORY',
-        `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`,
-      );
-    }
-    const advice = scaling
-      ? `Its workers are unchanged; scale to fewer workers, or ${fix}`
-      : fix[0].toUpperCase() + fix.slice(1);
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${advice}.`);
+  #ask(entry: Entry, needBytes: number, used: number, count: number): Ask {
+    return { name: entry.name, needBytes, usedBytes: used + entry.heldBytes, count };
   }
 
   /**

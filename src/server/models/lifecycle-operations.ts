@@ -20,7 +20,7 @@ import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
 import { within } from '../../util/within';
 import { Admission, type Purpose } from '../cache/admission';
-import type { EvictionPolicy } from '../cache/eviction-policy';
+import type { ClassedPolicy } from '../cache/eviction-classes';
 import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import type { WorkerFactory } from '../workers/worker-factory';
@@ -40,7 +40,7 @@ export interface OperationsDeps {
   cacheDir: string;
   registry: ModelRegistry;
   workers: WorkerFactory;
-  policy: EvictionPolicy;
+  policy: ClassedPolicy;
   events: LifecycleEvents;
   onDemand: OnDemandLoader;
   repository: ModelRepository | null;
@@ -143,7 +143,7 @@ export class LifecycleOperations {
       entry.unreserve();
       entry.to('ready');
       if (limit === null) this.#estimator.learn(artifact.onnxBytes, processes, mode, model.memoryBytes);
-      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now());
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now(), settings);
       events.loaded(name, loadMicros);
       events.sink.modelWorkers?.(name, model.workerTarget);
       const where = kModeTraits[mode].ownProcess

@@ -8,7 +8,6 @@ import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import type { InvokeRequest } from '../../protocol/messages';
 import { realClock } from '../../util/clock';
-import type { EvictionPolicy } from '../cache/eviction-policy';
 import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -57,7 +56,7 @@ export class ModelManager {
       onSharedHostRestarted: () => events.sink.sharedHostRestarted?.(),
       onSharedHostRecycled: () => events.sink.sharedHostRecycled?.(),
     });
-    const policy: EvictionPolicy = createPolicy(config.evictionPolicy);
+    const policy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.#onDemand = new OnDemandLoader({

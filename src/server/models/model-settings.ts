@@ -7,6 +7,7 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
+import type { EvictionPriority } from '../cache/eviction-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { isLimited } from '../processes/process-limits';
 
@@ -28,6 +29,8 @@ export const kLoadRequestFields = [
   'synchronous',
   'memory_limit_mb',
   'cpu_limit',
+  'pinned',
+  'eviction_priority',
 ] as const;
 
 /** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
@@ -64,6 +67,8 @@ export interface LoadRequest {
   loadedAtStartup?: boolean;
   memoryLimitMb?: number;
   cpuLimit?: number;
+  pinned?: boolean;
+  evictionPriority?: EvictionPriority;
 }
 
 export interface ModelSettings {
@@ -85,6 +90,10 @@ export interface ModelSettings {
   /** Its workers' memory and CPU, held by the kernel (processes/process-limits.ts); null = none. */
   memoryLimitMb: number | null;
   cpuLimit: number | null;
+  /** Never evicted by the cache (only DELETE unloads it); counted against the budget all the same. */
+  pinned: boolean;
+  /** Its eviction class: the cache takes low before normal before high (cache/eviction-classes.ts). */
+  evictionPriority: EvictionPriority;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
@@ -116,6 +125,8 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     priorityAgingMs: c.priorityAgingMs,
     memoryLimitMb,
     cpuLimit,
+    pinned: req.pinned ?? mc.pinned ?? false,
+    evictionPriority: req.evictionPriority ?? mc.evictionPriority ?? 'normal',
   };
 }
 

@@ -9,7 +9,6 @@
  */
 import assert from 'node:assert/strict';
 import { Admission, type AdmissionDeps, type Resident } from '../../../src/server/cache/admission';
-import type { EvictionPolicy } from '../../../src/server/cache/eviction-policy';
 import { createPolicy } from '../../../src/server/cache/policies';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
@@ -62,7 +61,7 @@ interface Setup {
   clock: VirtualClock;
   /** Settles what nextSettle gave: a load or a leaving entry has moved on (the test moved it first). */
   settle(): void;
-  policy: EvictionPolicy;
+  policy: ReturnType<typeof createPolicy>;
 }
 
 /** Admission over `resident` models (admitted to an LRU in the order given), with `deps` overriding the defaults. */
@@ -217,6 +216,47 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
       message,
       'Model x does not fit: it needs about 500 MB and 600 MB of the 1000 MB model memory budget is in use. No other model could be evicted now (each is loading, failed or held by an unload or a scale); retry later, or raise model_memory_budget_mb / max_loaded_models.',
     );
+  });
+
+  it('never evicts a pinned model: it evicts the others and the pinned one stays', async () => {
+    const s = setup([new Entry('a', 300 * MiB), new Entry('b', 300 * MiB), new Entry('c', 300 * MiB)]);
+    s.policy.admit('a', 300 * MiB, 1000, s.clock.now(), { pinned: true, evictionPriority: 'normal' });
+    assert.equal(await reserve(s, 'x', 500 * MiB), null);
+    assert.deepEqual(s.evicted, ['b', 'c']);
+    assert.deepEqual([...s.entries.keys()], ['a', 'x']);
+  });
+
+  it('refuses at once, naming the pinned models, a load that would fit only by evicting them', async () => {
+    const s = setup([new Entry('a', 500 * MiB), new Entry('b', 300 * MiB), new Entry('c', 100 * MiB)]);
+    for (const name of ['a', 'b'])
+      s.policy.admit(name, s.entries.get(name)!.heldBytes, 1000, s.clock.now(), {
+        pinned: true,
+        evictionPriority: 'normal',
+      });
+    assert.equal(
+      await reserve(s, 'x', 300 * MiB),
+      'Model x does not fit: it needs about 300 MB and 900 MB of the 1000 MB model memory budget is in use, and only evicting pinned models would make room, which the cache never does: a, b (2 pinned, 800 MB). Unload one of them (DELETE /models/{name}) or load it again without "pinned": true, or raise model_memory_budget_mb / max_loaded_models.',
+    );
+    assert.deepEqual(s.evicted, [], 'nothing was evicted for a load that could not fit');
+    assert.equal(await reserve(s, 'y', 200 * MiB), null, 'a load that fits beside them evicts the unpinned one');
+    assert.deepEqual(s.evicted, ['c']);
+  });
+
+  it('counts pinned models against max_loaded_models, and refuses a scale they block saying its workers are unchanged', async () => {
+    const s = setup([new Entry('a', 10 * MiB), new Entry('b', 10 * MiB)], { maxLoadedModels: 2 });
+    s.policy.admit('a', 10 * MiB, 1000, s.clock.now(), { pinned: true, evictionPriority: 'low' });
+    s.policy.admit('b', 10 * MiB, 1000, s.clock.now(), { pinned: true, evictionPriority: 'high' });
+    assert.match(
+      (await reserve(s, 'x', MiB))!,
+      /^Model x does not fit: 2 models are loaded and max_loaded_models is 2, and only evicting pinned models would make room, which the cache never does: a, b \(2 pinned, 20 MB\)\./,
+    );
+    const grow = s.entries.get('b')!;
+    s.entries.get('a')!.held = 990 * MiB;
+    await assert.rejects(
+      s.admission.reserve(grow, 100 * MiB, new AbortController().signal, { kind: 'scale', workers: 2 }),
+      /cannot scale to 2 workers: .*only evicting pinned models would make room.*: a \(1 pinned, 990 MB\)\. Its workers are unchanged; scale to fewer workers, or unload one of them/,
+    );
+    assert.deepEqual(s.evicted, []);
   });
 
   it('says the workers are unchanged when a scale-up is refused', async () => {
