@@ -1,14 +1,8 @@
 /**
- * The server process's V8 heap keeps room above its live size between full collections.
- *
- * Why: request bodies reach the server as Buffers outside the heap (node:http hands over each piece of
- * a body in a fresh one), a .npy image being ten of them. The server's own heap is small (~12 MB
- * live) and V8 sized its old generation's limit from it with little room above it, so under .npy
- * traffic it ran incremental marking and a mark-compact every ~50 ms, a seventh of the server's
- * time, while the in-process baseline (under 8 MB, below V8's threshold for marking) scavenged the
- * same garbage at a fraction of the cost. With room: one in the same 2 s instead of 40
- * (bench-results/part21-data-plane/README.md, "Heap room"). The room is bounded in bytes, not as a factor:
- * once the live heap reaches it (a registry of 100 000 models), V8's own growing factor applies.
+ * The server's V8 heap keeps room above its live size between full collections: its small live heap
+ * (~12 MB) left V8 so little room that the Buffers of .npy bodies cost a mark-compact every ~50 ms, a
+ * seventh of its time; with room, one in 2 s instead of 40 (bench-results/part21-data-plane/README.md,
+ * "Heap room"). Bounded in bytes: once the live heap reaches it, V8's own growing factor applies.
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -27,10 +21,7 @@ export function growingPercent(liveBytes: number): number {
   return Math.ceil((100 * kHeapRoomBytes) / Math.max(liveBytes, 2 ** 20) / 50) * 50;
 }
 
-/**
- * Sets the growing percent now and again after every full collection (the limit V8 computes at
- * the end of the next one uses it), for the rest of the process's life.
- */
+/** Sets the growing percent now and after every full collection (the next one's limit uses it). */
 export function keepHeapRoom(): void {
   let applied = -1;
   const apply = () => {

@@ -1,12 +1,8 @@
 /**
- * The only part of config loading that touches the outside world: finds and reads the file, then
- * hands everything to the pure resolveConfig.
- *
- * File lookup as MMS: env MMS_CONFIG_FILE, else --mms-config / -f, else ./config.properties, else
- * built-in defaults. MMS silently ignores a missing file in every case; we do so only for the
- * implicit ./config.properties. A file someone named explicitly but that is missing is an error,
- * because in MMS a typo in that path quietly started the server on defaults (127.0.0.1, no model
- * store), which surfaced much later as unreachable pings or failing loads.
+ * Config loading's I/O: finds and reads the file, then hands everything to the pure resolveConfig.
+ * Lookup as MMS: env MMS_CONFIG_FILE, else --mms-config / -f, else ./config.properties, else defaults.
+ * Unlike MMS, a missing file someone named is an error: in MMS a typo there quietly started the server
+ * on defaults (127.0.0.1, no store), seen much later as unreachable pings or failing loads.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,10 +1,8 @@
 /**
- * model_store and what depends on it. A missing store otherwise shows up late and far from its
- * cause (a raw scandir stack after "listening", a 404 for every invoke), so a store someone named
- * must exist. The default, SageMaker's /opt/ml/models, is nobody's choice: when it is missing
- * (`docker run IMAGE serve` with nothing mounted) the server starts without a store and loads models
- * by url, which is SageMaker's MME contract anyway. Under SAGEMAKER_MULTI_MODEL the platform owns
- * the directory and passes absolute urls, so a named store is not checked there.
+ * model_store and what depends on it. A store someone named must exist (else it shows up late: a
+ * scandir stack after "listening", a 404 per invoke). The default /opt/ml/models is nobody's choice:
+ * missing, the server starts without a store and loads by url (SageMaker's MME contract). Under
+ * SAGEMAKER_MULTI_MODEL the platform owns the directory and passes absolute urls: not checked there.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -5,6 +5,7 @@
  * by the server except close().
  */
 import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
+import { realClock, type Timer, type Timers } from '../util/clock';
 import { seriesDimensions, type Dimension } from './dimensions';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
@@ -24,6 +25,8 @@ export interface CloudWatchSinkOptions {
   readonly maxBackoffMs?: number;
   /** One request's limit: a hung endpoint must not stall the loop for the SDK's 15 minutes. */
   readonly requestTimeoutMs?: number;
+  /** The back-off, request and close timers run on these, so a test can drive them on virtual time. */
+  readonly timers?: Timers;
 }
 
 export class CloudWatchSink implements IntervalSink {
@@ -41,8 +44,11 @@ export class CloudWatchSink implements IntervalSink {
   #failures = 0;
   #wake: (() => void) | null = null;
   #closing = false;
+  readonly #timers: Timers;
 
-  constructor(readonly opts: CloudWatchSinkOptions) {}
+  constructor(readonly opts: CloudWatchSinkOptions) {
+    this.#timers = opts.timers ?? realClock;
+  }
 
   #connect(): Promise<{ client: CloudWatchClient; sdk: Sdk }> {
     const { opts } = this;
@@ -53,11 +59,8 @@ export class CloudWatchSink implements IntervalSink {
         ...(opts.endpoint === null ? {} : { endpoint: opts.endpoint }),
         // This loop retries with its own back-off and bound; SDK retries would hide both.
         maxAttempts: 1,
-        requestHandler: {
-          requestTimeout: opts.requestTimeoutMs ?? 10_000,
-          throwOnRequestTimeout: true,
-          connectionTimeout: 5_000,
-        },
+        // The request's limit is #send's timer, on the sink's timers rather than the SDK's real ones.
+        requestHandler: { connectionTimeout: 5_000 },
       }),
     }));
     return this.#sdk;
@@ -79,9 +82,9 @@ export class CloudWatchSink implements IntervalSink {
     this.#closing = true;
     this.#wake?.();
     this.#startLoop();
-    const timer = setTimeout(() => this.#abort.abort(), timeoutMs);
+    const timer = this.#timers.setTimeout(() => this.#abort.abort(), timeoutMs);
     await this.#loop;
-    clearTimeout(timer);
+    this.#timers.clearTimeout(timer);
     this.dropped += this.#queue.splice(0).length;
     (await this.#sdk)?.client.destroy();
   }
@@ -123,14 +126,23 @@ export class CloudWatchSink implements IntervalSink {
   }
 
   async #send(batch: MetricDatum[]): Promise<unknown> {
+    const limit = new AbortController();
+    let timer: Timer | null = null;
     try {
       const { client, sdk } = await this.#connect();
+      const ms = this.opts.requestTimeoutMs ?? 10_000;
+      timer = this.#timers.setTimeout(
+        () => limit.abort(Object.assign(new Error(`no answer within ${ms} ms`), { name: 'TimeoutError' })),
+        ms,
+      );
       await client.send(new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), {
-        abortSignal: this.#abort.signal,
+        abortSignal: AbortSignal.any([this.#abort.signal, limit.signal]),
       });
       return null;
     } catch (err) {
-      return err ?? new Error('unknown error');
+      return limit.signal.aborted ? limit.signal.reason : (err ?? new Error('unknown error'));
+    } finally {
+      this.#timers.clearTimeout(timer);
     }
   }
 
@@ -153,11 +165,11 @@ export class CloudWatchSink implements IntervalSink {
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.#timers.clearTimeout(timer);
         this.#wake = null;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = this.#timers.setTimeout(done, ms);
       timer.unref();
       this.#wake = done;
     });

@@ -59,17 +59,16 @@ export class PrometheusMetrics {
       registers: [this.registry],
     };
     const p = def.prometheus;
+    const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
     switch (p.type) {
       case 'counter': {
         const c = new Counter({ ...common, name: p.name });
-        const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
         return byModel
           ? (model, v, labels = {}) => c.inc(model ? { ...labels, model } : labels, v * scale)
           : (_model, v, labels = {}) => c.inc(labels, v * scale);
       }
       case 'histogram': {
         const h = new Histogram({ ...common, name: p.name, buckets: [...p.buckets] });
-        const scale = def.unit === 'Microseconds' ? 1e-6 : 1;
         return byModel
           ? (model, v) => (model ? h.observe({ model }, v * scale) : h.observe(v * scale))
           : (_model, v) => h.observe(v * scale);

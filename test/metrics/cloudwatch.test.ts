@@ -6,6 +6,8 @@ import { CloudWatchSink } from '../../src/metrics/cloudwatch';
 import { M, METRICS } from '../../src/metrics/catalog';
 import { gaugeSeries, type Snapshot } from '../../src/metrics/interval';
 import { waitFor } from '../../harness/process-probes';
+import type { Timer } from '../../src/util/clock';
+import { VirtualClock } from '../helpers/virtual-clock';
 import { FakeCloudWatch, type ReceivedDatum } from './fake-cloudwatch';
 import { configWith, invoke, request, sleep, useFakeAwsCredentials } from './helpers';
 
@@ -170,6 +172,28 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
   });
 
   describe('when CloudWatch misbehaves', () => {
+    const kMaxBackoffMs = 20;
+    const kRequestTimeoutMs = 3000;
+    /** Virtual time, so that a request times out only when the test moves time past its limit. */
+    class SinkClock extends VirtualClock {
+      backoffs = 0;
+      override setTimeout(fn: () => void, ms: number): Timer {
+        if (ms <= kMaxBackoffMs) this.backoffs++;
+        return super.setTimeout(fn, ms);
+      }
+      /** The sink arms its n-th back-off once the n-th failed answer is in. */
+      armed(n: number): Promise<void> {
+        return waitFor(() => this.backoffs >= n, `back-off ${n}`, 60_000);
+      }
+      async backOff(n: number): Promise<void> {
+        await this.armed(n);
+        this.advance(kMaxBackoffMs);
+      }
+    }
+    let clock: SinkClock;
+    beforeEach(() => {
+      clock = new SinkClock();
+    });
     const snapshot = (i: number): Snapshot => ({
       timestampMs: kNow + i * 60_000,
       series: [gaugeSeries(METRICS[M.LoadedModelCount], i)],
@@ -181,11 +205,11 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
         endpoint: fake.url,
         maxBuffered,
         dimensions: [],
-        // The timeout only has to end the scripted hang: long enough that a busy machine never trips it otherwise.
         log: (line) => log.push(line),
         backoffMs: 5,
-        maxBackoffMs: 20,
-        requestTimeoutMs: 3000,
+        maxBackoffMs: kMaxBackoffMs,
+        requestTimeoutMs: kRequestTimeoutMs,
+        timers: clock,
       });
     }
 
@@ -194,6 +218,11 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       const s = sink(log);
       fake.script.push('fail', 'throttle', 'hang');
       s.write(snapshot(1));
+      await clock.backOff(1);
+      await clock.backOff(2);
+      await waitFor(() => fake.attempts === 3, 'the request that hangs');
+      clock.advance(kRequestTimeoutMs);
+      await clock.backOff(3);
       // The sink counts the batch, and logs the recovery, once the answer is in: after the fake has it.
       await waitFor(() => s.sent === 1, 'the sink to count the retried batch delivered', 60_000);
       assert.equal(fake.calls.length, 1);
@@ -227,12 +256,14 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       fake.mode = 'fail';
       for (let i = 1; i <= 5; i++) s.write(snapshot(i));
       let most = s.queued;
-      await waitFor(() => {
+      for (let n = 1; n <= 3; n++) {
+        if (n > 1) clock.advance(kMaxBackoffMs);
+        await clock.armed(n);
         most = Math.max(most, s.queued);
-        return fake.attempts >= 3;
-      }, 'a few failed attempts');
+      }
       assert.ok(most <= 3, `${most} data queued`);
       fake.mode = 'ok';
+      clock.advance(kMaxBackoffMs);
       await waitFor(() => fake.calls.length === 1, 'the queue to drain');
       assert.deepEqual(
         fake.data().map((d) => d.StatisticValues!.Sum),
@@ -247,7 +278,10 @@ describe('metrics: CloudWatch sink (real SDK against a local PutMetricData endpo
       const s = sink();
       fake.mode = 'hang';
       s.write(snapshot(1));
-      await s.close(150);
+      const closed = s.close(150);
+      await waitFor(() => fake.attempts === 1, 'the request that hangs');
+      clock.advance(150);
+      await closed;
       assert.equal(s.dropped, 1);
     });
   });

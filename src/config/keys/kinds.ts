@@ -73,6 +73,12 @@ export const oneOf = <const V extends readonly string[], const E extends Entry>(
   ...entry,
 });
 
+/** A section its own resolver reads: none of its keys is a ServerConfig field of its own. */
+export const resolverRead = <const T extends Record<string, KeySpec>>(table: T) =>
+  Object.fromEntries(Object.entries(table).map(([name, spec]) => [name, { ...spec, field: null }])) as {
+    readonly [K in keyof T]: T[K] & { readonly field: null };
+  };
+
 export const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
 export const between = (min: number, max: number): Range => ({
   allows: (n) => n >= min && n <= max,
