@@ -1,18 +1,10 @@
-/**
- * Bearer tokens, whichever door a request came through: the management API's management_token
- * (src/http/guards.ts) and the data plane's inference_token, which HTTP's listener guards and gRPC's
- * calls check alike (InferenceToken).
- */
+/** Bearer tokens, whichever door: management_token and the data plane's inference_token. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { MmeError } from '../errors';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/**
- * Whether an Authorization value is "Bearer <one of tokens>", in constant time: both sides are
- * hashed first, so lengths never differ, and every token is compared, so the time says nothing
- * about which one matched or how many there are.
- */
+/** Constant time: both sides are hashed, and every token is compared, so the time says nothing of which matched. */
 export function bearerMatcher(tokens: readonly string[]): (authorization: string | undefined) => boolean {
   const expected = tokens.map(digest);
   return (authorization) => {
@@ -25,15 +17,10 @@ export function bearerMatcher(tokens: readonly string[]): (authorization: string
   };
 }
 
-/**
- * inference_token: the data plane (every invoke and the OIP metadata, over HTTP and gRPC; health
- * checks stay open) needs one of its tokens. Several let a token be rotated without a moment when
- * clients holding the old or the new one are refused.
- */
+/** Several tokens let one be rotated without a moment when clients holding the old or the new one are refused. */
 export class InferenceToken {
   readonly #matches: (authorization: string | undefined) => boolean;
 
-  /** `refused` counts each refusal (the UnauthorizedRequests metric). */
   constructor(
     tokens: readonly string[],
     private readonly refused: () => void,

@@ -1,11 +1,8 @@
 /**
- * Who may call what, whichever door a request came through: one guard per listener, run before
- * any work. During shutdown every request is refused (admit); a listener on a loopback address
- * serves only requests that name a loopback host (a DNS-rebinding page in a browser sends its own
- * domain); a request that changes state and carries a foreign Origin is refused (a cross-site
- * page's "simple" POST needs no preflight); with inference_token set, the data plane needs one of
- * its tokens, the health checks excepted. A door reads these facts off its wire (Knock) and
- * answers the MmeError this throws.
+ * Who may call what, whichever door: one guard per listener, run before any work. A loopback
+ * listener serves only loopback hosts (a DNS-rebinding page sends its own domain); a foreign Origin
+ * may not change state (a cross-site "simple" POST needs no preflight); inference_token guards the
+ * data plane, the health checks excepted.
  */
 import { MmeError } from '../errors';
 import { isLoopback } from '../util/loopback';
@@ -13,22 +10,19 @@ import type { InferenceToken } from './bearer-tokens';
 
 export type Transport = 'http' | 'grpc';
 
-/** What a door read off a request for its guard. */
 export interface Knock {
   /** The HTTP request target or the gRPC method: the health checks (kHealthChecks) are open. */
   operation: string;
-  /** The host the client named (Host or :authority), without its port. */
+  /** Host or :authority, without its port. */
   host: string;
   authorization: string | undefined;
-  /** The request is for the data plane, which inference_token guards. */
   dataPlane: boolean;
-  /** HTTP only: the method, Origin and whole Host, for the cross-site check. */
+  /** HTTP only, for the cross-site check. */
   method?: string;
   origin?: string;
   hostHeader?: string;
 }
 
-/** An HTTP request target's path; null when it does not parse. */
 export function pathOf(url: string): string | null {
   try {
     return new URL(url, 'http://h').pathname;
@@ -37,17 +31,12 @@ export function pathOf(url: string): string | null {
   }
 }
 
-/**
- * The health checks, open without inference_token: SageMaker's /ping and TorchServe's Ping, OIP's
- * liveness and readiness, as each door spells them. The HTTP target is parsed only here, when a
- * token is set: a URL costs microseconds a request.
- */
+/** Open without inference_token. The HTTP target is parsed only here, when a token is set: a URL costs microseconds. */
 const kHealthChecks: Record<Transport, (operation: string) => boolean> = {
   http: (target) => /^\/(ping|v2\/health\/(live|ready))\/?$/i.test(pathOf(target) ?? target),
   grpc: (method) => /^(Ping|ServerLive|ServerReady)$/.test(method),
 };
 
-/** What each door's refusals tell its client to change. */
 const kWords: Record<Transport, { credential: 'Authorization header' | 'authorization metadata'; loopback: string }> = {
   http: {
     credential: 'Authorization header',
@@ -64,14 +53,11 @@ const kWords: Record<Transport, { credential: 'Authorization header' | 'authoriz
 const kCrossSite =
   'A request that changes state is not accepted from another site: its Origin header names a page that is not this server. Send it without an Origin (from a server, curl or an SDK), not from a browser page.';
 
-/** Methods a browser sends cross-site only after a preflight, or that change nothing. */
 const kSafeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * Whether a request may change state given its Origin: no Origin (curl, SDKs, SageMaker, gRPC:
- * nothing but a browser sends one), or the server's own (scheme://host:port equal to the request's
- * Host). A page elsewhere can still send a CORS "simple" request (POST with text/plain or a form
- * body) from a browser on this machine or network, and the Host guard alone does not see it.
+ * No Origin (only a browser sends one) or the server's own may change state: a page elsewhere can
+ * send a CORS "simple" POST from a browser on this network, which the Host guard does not see.
  */
 export function originAllowed(
   method: string | undefined,
@@ -88,9 +74,8 @@ export function originAllowed(
 
 export interface DoorGuardOptions {
   transport: Transport;
-  /** The listener is on a loopback address. */
   loopbackOnly: boolean;
-  /** inference_token on this listener's data plane; null = none set, or a management-only listener. */
+  /** null = none set, or a management-only listener. */
   inferenceToken: InferenceToken | null;
 }
 
@@ -100,7 +85,7 @@ export class DoorGuard {
     private readonly opts: DoorGuardOptions,
   ) {}
 
-  /** Throws the refusal (503, 403, 401) for `k`, in that order; nothing for a request that may pass. */
+  /** Throws the refusal (503, 403, 401), in that order. */
   check(k: Knock): void {
     this.admit();
     const words = kWords[this.opts.transport];

@@ -1,7 +1,4 @@
-/**
- * What every door does with an error: turn it into the MmeError the client is answered with, and
- * log it with the request id, so that a client's report can be found in the log.
- */
+/** Every door's error: the MmeError the client gets, logged with the request id. */
 import { MmeError, isMmeError } from '../errors';
 
 /** `err` as the MmeError the client gets; anything unexpected is logged whole and becomes a generic 500. */
@@ -12,10 +9,8 @@ export function asMmeError(err: unknown, log: (line: string) => void): MmeError 
 }
 
 /**
- * `where` names the call without client text ("POST /models/:name/invoke", "grpc ModelInfer"), and
- * `shown` is the status as the door answered it. Names, paths and 4xx messages may echo what the
- * client sent, so the message is logged for server faults only: the server wrote it, about names
- * it has validated.
+ * `where` names the call without client text. 4xx messages may echo what the client sent, so the
+ * message is logged for server faults only.
  */
 export function errorLine(requestId: string | undefined, where: string, shown: string | number, e: MmeError): string {
   return `request ${requestId ?? '-'} ${where}: ${shown} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`;

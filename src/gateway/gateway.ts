@@ -1,11 +1,7 @@
 /**
- * The one way to a model for every invoke, whichever door it came through (the HTTP invoke routes,
- * gRPC's ModelInfer and Predictions): the request id, the guards (door-guard.ts), the known-model
- * check, the caller's deadline and priority (its transport's and OIP's parameters), the default
- * Accept, the run through the model manager with the client's AbortSignal, the status the metric
- * and the trace record, and the error line. A door only translates: its transport's request into a
- * ModelRequest, and the ModelAnswer or MmeError back into its transport's answer. KServe's
- * counterpart is its DataPlane (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
+ * The one way to a model for every invoke, whichever door it came through: guards, target,
+ * deadline and priority, run, metric, trace and error line. KServe's counterpart is its DataPlane
+ * (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -28,35 +24,25 @@ import {
 } from './request-controls';
 import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
-/**
- * A client's request for a model, as both doors build it and the model's handler reads it
- * (context.requests[i]). On its way to a worker it becomes the frame's request, which adds the id
- * its job travels under.
- */
+/** A client's request for a model, as the model's handler reads it (context.requests[i]). */
 export interface ModelRequest {
-  /** The x-request-id the client got back: handlers log it, so one request can be followed across processes. */
+  /** The x-request-id the client got back: handlers log it, so a request can be followed across processes. */
   requestId: string;
   contentType: string;
-  /** The client's Accept, or the default one (Gateway.accept). */
   accept: string;
   /** The client's headers, lower-case names; a worker gets them only for a custom handler, which may read them. */
   headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** One buffer, or the pieces the client's socket delivered: they go to the worker back to back, never joined here. */
   body: Buffer | readonly Buffer[];
-  /** The client takes a streamed answer (intermediate chunks). */
   stream?: boolean;
 }
 
-/** A model's answer, as a door encodes it. */
 export type ModelAnswer = InvokeResult;
 
-/**
- * How a door runs a request: a streamed answer's chunks, and the signal of a request that can be
- * aborted alone (one of a gRPC stream's); without one, the invocation is its own (abort()).
- */
+/** A request aborted alone (one of a gRPC stream's) brings its signal; else the invocation is its own. */
 export type RunOptions = Pick<JobOptions, 'signal' | 'onChunk'>;
 
-/** OIP's parameters.timeout (microseconds, as Triton) and .priority, as a door decoded them. */
+/** OIP's parameters.timeout (microseconds, as Triton) and .priority. */
 export interface OipParameters {
   timeout?: unknown;
   priority?: unknown;
@@ -68,9 +54,7 @@ export interface GatewayOptions {
   log: (line: string) => void;
   /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
   defaultAccept: string;
-  /** max_request_timeout and priority_levels; none by default. */
   controls?: ControlLimits;
-  /** The model manager's clock, which a caller's deadline is set on. */
   clock?: Clock;
   /** null = tracing off (otel_traces_sampler_ratio 0): an invocation then notes nothing for it. */
   tracer?: RequestTracer | null;
@@ -84,31 +68,25 @@ export function newRequestId(): string {
 export class Gateway {
   constructor(private readonly opts: GatewayOptions) {}
 
-  /**
-   * During shutdown every request is 503 while admitted ones finish: a 404 would tell SageMaker the
-   * model is gone from this host.
-   */
+  /** During shutdown every request is 503: a 404 would tell SageMaker the model is gone from this host. */
   admit(): void {
     if (this.opts.manager.closing)
       throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
   }
 
-  /** The guard of one listener (`opts`) of a door. */
   door(opts: DoorGuardOptions): DoorGuard {
     return new DoorGuard(() => this.admit(), opts);
   }
 
-  /** The Accept a handler sees: the client's, or the default when the client accepts anything. */
   accept(accept: string | undefined): string {
     return !accept || accept.trim() === '*/*' ? this.opts.defaultAccept : accept;
   }
 
-  /** An invocation timed from now; a door's several requests may share one request id (a gRPC stream's). */
+  /** A gRPC stream's requests share one request id. */
   invocation(requestId = newRequestId()): Invocation {
     return new Invocation(this.opts, requestId);
   }
 
-  /** `err` as the MmeError a client gets for request `requestId`, logged (errorLine). */
   failure(err: unknown, requestId: string | undefined, where: string, shown?: (e: MmeError) => string): MmeError {
     const e = asMmeError(err, this.opts.log);
     this.opts.log(errorLine(requestId, where, shown ? shown(e) : e.status, e));
@@ -117,24 +95,20 @@ export class Gateway {
 }
 
 /**
- * One request for a model, timed from the moment its door took it to the answer the client got.
- * It counts in the invocation metric once a door claimed it for a name (target()): requests refused
- * before that (a guard, a route without a model, a wrong version) are no invocations.
+ * One request for a model, timed from its door to its answer. It counts in the invocation metric
+ * once claimed for a name (target()): requests refused before that are no invocations.
  */
 export class Invocation implements ClientSignal {
   readonly #t0 = performance.now();
-  /** Its client went away (abort()): queued, it leaves the queue; running, its handler is told. */
   aborted = false;
   onabort: ClientSignal['onabort'] = null;
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
-  /** The status the run ended with: the model's, its failure's, or 499 when the client went away. */
   #status: number | undefined;
-  /** The caller's deadline (the clock's now()) and priority level, when it asked for them. */
   #deadline: number | undefined;
   #priority: number | undefined;
-  /** Made only when tracing: when the run began and ended, and the caller's trace context. */
+  /** Made only when tracing. */
   #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null = null;
 
   constructor(
@@ -142,61 +116,47 @@ export class Invocation implements ClientSignal {
     readonly requestId: string,
   ) {}
 
-  /** Claims the invocation for `name`: 404 for a name the server does not know, before any body is read. */
+  /** A 404 for an unknown name comes before any body is read. */
   target(name: string): void {
     const known = this.opts.manager.knows(name);
     this.#model = known ? name : '';
     if (!known) throw modelNotFound(name);
   }
 
-  /**
-   * The caller's timeout `value` as its door reads it (a 400 when it is no whole number), from now;
-   * with several (a gRPC deadline and parameters.timeout) the soonest holds.
-   */
+  /** With several timeouts (a gRPC deadline and parameters.timeout) the soonest holds. */
   askTimeout(value: unknown, where: string, unit: TimeUnit = MILLISECONDS): void {
     const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
     if (ms !== null) this.deadlineIn(ms);
   }
 
-  /** A deadline the transport already parsed (gRPC's), `ms` from now: past already when <= 0. */
   deadlineIn(ms: number): void {
     const max = this.opts.controls?.maxRequestTimeoutMs || ms;
     const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
     if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
   }
 
-  /** The caller's priority as its door reads it: a 400 outside priority_levels; the last one asked holds. */
   askPriority(value: unknown, where: string): void {
     this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
   }
 
-  /** OIP's parameters, which win over a transport's own (the shorter timeout holds). */
+  /** OIP's priority wins over a transport's own. */
   askOip(asked: OipParameters): void {
     if (asked.timeout !== undefined) this.askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
     if (asked.priority !== undefined) this.askPriority(asked.priority, 'parameters.priority');
   }
 
-  /** The client went away before its answer was out. */
   abort(): void {
     if (this.aborted) return;
     this.aborted = true;
     this.onabort?.(new Event('abort'));
   }
 
-  /**
-   * The caller's W3C trace context, read as soon as the door has the request's headers, so that a
-   * request refused before it runs (by a guard, for an unknown model, for its body) still joins its
-   * caller's trace. Nothing is kept when tracing is off.
-   */
+  /** Read before the guards, so that a refused request still joins its caller's trace. */
   traceFrom(headers: Readonly<Record<string, string | string[] | undefined>>): void {
     if (this.opts.tracer) this.#trace = { runStart: 0, runEnd: 0, ...traceContext(headers) };
   }
 
-  /**
-   * Runs `request` on the claimed model; the model counts as busy (a drain waits for it) until it
-   * answers. The status finish() records is decided here: the model's, or its failure's (499 once
-   * the client went away).
-   */
+  /** Decides the status finish() records: the model's, its failure's, or 499 once the client went away. */
   async run(request: ModelRequest, run: RunOptions): Promise<ModelAnswer> {
     const signal = run.signal ?? this;
     const opts: JobOptions = { onChunk: run.onChunk, signal, deadline: this.#deadline, priority: this.#priority };
@@ -212,10 +172,7 @@ export class Invocation implements ClientSignal {
     return this.#result;
   }
 
-  /**
-   * Counts a claimed invocation, once, with the status the client got as an HTTP status: the run's,
-   * or `refused`'s when it failed before it ran.
-   */
+  /** Counts a claimed invocation once, with the run's status or `refused`'s when it failed before running. */
   finish(refused?: unknown): void {
     const status = this.#status ?? (refused === undefined ? 200 : isMmeError(refused) ? refused.status : 500);
     const model = this.#model;

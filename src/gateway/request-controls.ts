@@ -1,21 +1,17 @@
-/**
- * A caller's deadline and priority, whichever door they came through (X-Request-Timeout and
- * X-Request-Priority, OIP parameters.timeout and .priority, gRPC's grpc-timeout): checked and
- * bounded here, once, so the dispatcher gets them ready to enforce.
- */
+/** A caller's deadline and priority, whichever door they came through: checked and bounded once, here. */
 import { MmeError, quoteValue } from '../errors';
 import { MAX_TIMER_MS } from '../util/timer-limit';
 
 export interface ControlLimits {
-  /** max_request_timeout in ms; 0 = no cap but the model's response timeout. */
+  /** 0 = no cap but the model's response timeout. */
   maxRequestTimeoutMs: number;
-  /** priority_levels: 1 = off. */
+  /** 1 = off. */
   priorityLevels: number;
 }
 
 export const kNoControls: ControlLimits = { maxRequestTimeoutMs: 0, priorityLevels: 1 };
 
-/** How a door counts its timeout: a header in milliseconds, OIP's parameter in microseconds (as Triton). */
+/** A header counts milliseconds, OIP's parameter microseconds (as Triton). */
 export interface TimeUnit {
   ms: number;
   name: string;
@@ -33,10 +29,7 @@ function invalid(message: string): MmeError {
   return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
-/**
- * The caller's timeout `value`, read at `where`, as milliseconds bounded by max_request_timeout (and
- * by what a timer can wait); null for 0, which asks for none (as Triton's timeout 0).
- */
+/** Milliseconds bounded by max_request_timeout and what a timer can wait; null for 0 (none, as Triton's). */
 export function requestTimeoutMs(value: unknown, unit: TimeUnit, where: string, limits: ControlLimits): number | null {
   const n = wholeNumber(value);
   if (!(n >= 0))
@@ -47,10 +40,7 @@ export function requestTimeoutMs(value: unknown, unit: TimeUnit, where: string, 
   return Math.min(n * unit.ms, limits.maxRequestTimeoutMs || MAX_TIMER_MS, MAX_TIMER_MS);
 }
 
-/**
- * The caller's priority `value` (1 goes first, 0 = the default level) as a level index from 0, or
- * undefined for the default; outside 0..priority_levels it is 400, so no caller goes past the levels.
- */
+/** 1 goes first, 0 = the default level (undefined); outside 0..priority_levels it is 400. */
 export function requestPriority(value: unknown, where: string, limits: ControlLimits): number | undefined {
   const n = wholeNumber(value);
   const levels = limits.priorityLevels;

@@ -1,7 +1,6 @@
 /**
- * The OTLP exporter, with its failures told to the operator: one WARN line naming the endpoint, the
- * reason and the spans dropped, at most once a minute while the collector stays down, and one line
- * when it answers again. Left to itself the SDK logs each failed batch as raw JSON with a stack.
+ * The OTLP exporter, its failures one line a minute while the collector stays down: left to itself
+ * the SDK logs each failed batch as raw JSON with a stack.
  */
 import type { Log } from '../logger';
 import type { Clock } from '../util/clock';
@@ -12,7 +11,6 @@ export interface ExportResult {
   error?: Error;
 }
 
-/** The part of the SDK's SpanExporter that the span processor calls. */
 export interface SpanExporter<S> {
   export(spans: S[], done: (result: ExportResult) => void): void;
   shutdown(): Promise<void>;
@@ -20,7 +18,6 @@ export interface SpanExporter<S> {
 }
 
 const kSuccess = 0;
-/** A collector that stays down gets one line a minute, not one per batch (every few seconds). */
 export const kReportEveryMs = 60_000;
 
 export class ReportedExporter<S> implements SpanExporter<S> {
@@ -28,7 +25,6 @@ export class ReportedExporter<S> implements SpanExporter<S> {
   readonly #endpoint: string;
   readonly #log: Log;
   readonly #clock: Pick<Clock, 'now'>;
-  /** Spans dropped since the last line said so. */
   #unreported = 0;
   /** Spans dropped since the last export that worked; 0 while exports work. */
   #dropped = 0;

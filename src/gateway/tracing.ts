@@ -1,13 +1,8 @@
 /**
- * OpenTelemetry traces of the invocations (otel_traces_sampler_ratio > 0): one server span a request,
- * whichever door it came through, with child spans for its on-demand load, its queue wait, the
- * worker's run and the answer's encoding, exported with OTLP/HTTP (protobuf). The spans are made once
- * the request is answered, from the times the Invocation noted and the figures the worker's answer
- * frame carries (modelMicros, queueMicros): no span object lives while a request is in flight, and
- * the worker sends nothing more than it already did.
- *
- * The SDK is loaded at the first request traced, as the CloudWatch sink loads the AWS SDK: with
- * tracing off (the default) the server never requires it, and the gateway allocates nothing for it.
+ * OpenTelemetry traces of the invocations: one server span a request with children for load, queue,
+ * run and encode, made once the request is answered from the times noted and the worker's answer
+ * frame, so no span lives while a request is in flight. The SDK is loaded at the first request
+ * traced: with tracing off the server never requires it.
  */
 import type { Context, Span } from '@opentelemetry/api';
 import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
@@ -23,7 +18,6 @@ export interface TracingOptions {
   /** OTLP/HTTP base URL (…/v1/traces is added); null = the exporter reads the OTEL_* environment variables. */
   readonly endpoint: string | null;
   readonly log: Log;
-  /** What paces the export-failure lines (realClock unless a test's). */
   readonly clock?: Pick<Clock, 'now'>;
 }
 
@@ -32,20 +26,18 @@ export interface InvocationTrace {
   readonly requestId: string;
   /** '' for a name the server does not know (client text: never a span name). */
   readonly model: string;
-  /** The status the client got, as an HTTP status (a gRPC call's is the one its gRPC status maps from). */
+  /** As an HTTP status (a gRPC call's is the one its gRPC status maps from). */
   readonly status: number;
   readonly start: number;
   readonly end: number;
-  /** When the run through the model manager began and the model's answer came back (0: it never did). */
+  /** 0: the run never began or ended. */
   readonly runStart: number;
   readonly runEnd: number;
-  /** The caller's W3C trace context (traceparent, tracestate headers or gRPC metadata). */
   readonly traceparent: string | undefined;
   readonly tracestate: string | undefined;
   readonly result: InvokeResult | undefined;
 }
 
-/** The caller's W3C trace context from a request's headers (HTTP) or metadata (gRPC). */
 export function traceContext(
   headers: Readonly<Record<string, string | string[] | undefined>> | undefined,
 ): Pick<InvocationTrace, 'traceparent' | 'tracestate'> {
@@ -61,10 +53,7 @@ export function traceContext(
 /** Answered requests waiting for their spans (the SDK's first load, the next turn); beyond it they are not traced. */
 const kMaxPending = 4096;
 
-/**
- * Semantic-convention names still "development" there, which the package exports only from its
- * incubating entry point and asks users to copy rather than import.
- */
+/** Still "development": the package asks users to copy it rather than import its incubating entry. */
 const ATTR_PROCESS_PID = 'process.pid';
 
 type Emit = (t: InvocationTrace) => void;
@@ -78,10 +67,7 @@ export class RequestTracer {
 
   constructor(readonly opts: TracingOptions) {}
 
-  /**
-   * Traces an answered request (if sampled). Its spans are made on a later turn of the event loop:
-   * the door sends the answer first, so tracing adds to the server's CPU, not to the request's latency.
-   */
+  /** Spans are made on a later turn: tracing adds to the server's CPU, not to the request's latency. */
   record(t: InvocationTrace): void {
     if (this.#pending.length < kMaxPending) this.#pending.push(t);
     if (this.#emit) {
@@ -115,7 +101,6 @@ export class RequestTracer {
     }
   }
 
-  /** Exports the spans still buffered, then stops the exporter; a failed export is logged, never thrown. */
   async close(): Promise<void> {
     await this.#loading;
     if (this.#emit) this.#drain();

@@ -1,8 +1,7 @@
 /**
- * What every gRPC call gets, as an HTTP request does, from the gateway: a request id (sent back as
- * x-request-id metadata), the listener's guard, an AbortSignal that aborts on the client's cancel or
- * deadline (queued work is dropped, a running streaming handler sees context.isCancelled), the
- * invocation metric and trace, and the error log line.
+ * What every gRPC call gets from the gateway, as an HTTP request does: a request id (x-request-id
+ * metadata), the listener's guard, an abort on the client's cancel or deadline, metric, trace and
+ * error line.
  */
 import {
   Metadata,
@@ -29,26 +28,20 @@ import { grpcStatusOf, toServiceError } from './status';
 
 export interface GrpcDeps {
   gateway: Gateway;
-  /** For the metadata, readiness and Ping calls, and a stream's bound. */
   manager: ModelManager;
-  /** The listener is on a loopback address: serve only calls whose :authority is a loopback name. */
   loopbackOnly: boolean;
-  /** inference_token: every call but the health checks needs it; null when unset. */
   inferenceToken: InferenceToken | null;
 }
 
-/** What every kind of call (unary, server or bidirectional stream) offers. */
 type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata' | 'getDeadline'> & {
   on(event: 'cancelled', listener: () => void): unknown;
 };
 
-/** ":authority" is host[:port], with IPv6 hosts in brackets. */
 function authorityHost(authority: string): string {
   const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority);
   return m ? m[1] : authority;
 }
 
-/** One guard per listener, made at its first call. */
 const kDoors = new WeakMap<GrpcDeps, DoorGuard>();
 
 function doorOf(deps: GrpcDeps): DoorGuard {
@@ -66,7 +59,7 @@ function doorOf(deps: GrpcDeps): DoorGuard {
 
 export class GrpcCall {
   readonly requestId = newRequestId();
-  /** Made for a stream, whose requests are aborted together; a unary call's invocation is aborted alone. */
+  /** Made only for a stream; a unary call's invocation is its own signal. */
   #client: AbortController | null = null;
   #invocation: Invocation | null = null;
   #cancelled = false;
@@ -75,9 +68,8 @@ export class GrpcCall {
   #headers: Record<string, string> | null = null;
 
   /**
-   * A stream's metadata goes out at once, before its first message. A unary call's waits for the
-   * answer (`metadataAtAnswer`): its HEADERS frame then leaves in the same write as the message and
-   * the status, one socket write and one client wake-up per call instead of two.
+   * A unary call's metadata waits for the answer (`metadataAtAnswer`): its HEADERS frame then leaves
+   * in one socket write with the message and status, one client wake-up instead of two.
    */
   constructor(
     readonly deps: GrpcDeps,
@@ -95,7 +87,6 @@ export class GrpcCall {
     if (!metadataAtAnswer) this.#sendMetadata();
   }
 
-  /** Aborted on the client's cancel or deadline. */
   get signal(): AbortSignal {
     if (this.#client === null) {
       this.#client = new AbortController();
@@ -112,16 +103,13 @@ export class GrpcCall {
     this.call.sendMetadata(metadata);
   }
 
-  /** The answer (or error) is on its way: a close from now on is no cancel. */
+  /** A close from now on is no cancel. */
   answered(): void {
     this.#sendMetadata();
     this.#answered = true;
   }
 
-  /**
-   * An invocation of this call, past the listener's guard (door-guard.ts). The caller's trace
-   * context is read first, so a refusal joins its trace as an HTTP one does.
-   */
+  /** The trace context is read first, so a refusal joins its trace as an HTTP one does. */
   guard(): Invocation {
     const inv = this.deps.gateway.invocation(this.requestId);
     inv.traceFrom(this.headers());
@@ -141,9 +129,8 @@ export class GrpcCall {
   }
 
   /**
-   * The client's metadata as the handler's request headers (binary -bin entries left out), a copy
-   * a request may add to. Without a prototype: a client's "__proto__" or "toString" is a header
-   * like any other.
+   * The client's metadata as request headers (-bin entries left out), a copy a request may add to;
+   * without a prototype, so a client's "__proto__" is a header like any other.
    */
   headers(): Record<string, string> {
     if (this.#headers === null) {
@@ -153,19 +140,14 @@ export class GrpcCall {
     return Object.assign(Object.create(null) as Record<string, string>, this.#headers);
   }
 
-  /** The call's grpc-timeout, which grpc-js holds as a wall-clock deadline (Infinity: none). */
+  /** grpc-js holds grpc-timeout as a wall-clock deadline (Infinity: none). */
   #askDeadline(inv: Invocation): void {
     const deadline = this.call.getDeadline();
     const at = deadline instanceof Date ? deadline.getTime() : deadline;
     if (Number.isFinite(at)) inv.deadlineIn(at - Date.now());
   }
 
-  /**
-   * Runs one request on `name` through the gateway's invocation `inv` (from guard()), within the
-   * call's deadline and OIP's `parameters`. It is aborted with the call unless `run` brings its
-   * own signal (one of a stream's requests). A handler's status from 400 up fails the call: gRPC
-   * has no error status with an answer.
-   */
+  /** A handler's status from 400 up fails the call: gRPC has no error status with an answer. */
   async invoke(
     inv: Invocation,
     name: string,
@@ -195,7 +177,6 @@ export class GrpcCall {
     return result;
   }
 
-  /** Runs `work` past the guard, then `answer`s with its result, or with its failure as a gRPC status. */
   serve<T>(
     work: (inv: Invocation) => T | Promise<T>,
     answer: (err: Partial<ServiceError> | null, res?: T) => void,
@@ -214,17 +195,12 @@ export class GrpcCall {
       );
   }
 
-  /**
-   * The error as a gRPC status, logged as HTTP errors are: request id, method, status and code,
-   * and the message only for server faults (4xx messages may echo client text).
-   */
   fail(err: unknown): Partial<ServiceError> {
     const e = this.deps.gateway.failure(err, this.requestId, `grpc ${this.method}`, (x) => Status[grpcStatusOf(x)]);
     return toServiceError(e);
   }
 }
 
-/** A unary method: guarded, answered, and its failure mapped to a gRPC status. */
 export function unary<Req, Res>(
   deps: GrpcDeps,
   method: string,

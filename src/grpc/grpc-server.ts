@@ -1,14 +1,7 @@
 /**
- * The gRPC listener (grpc_inference_address:grpc_inference_port): KServe's GRPCInferenceService
- * and TorchServe's InferenceAPIsService on one port, behind the same model manager, queue,
- * batching, metrics and guards as HTTP. max_request_size bounds each received message.
- *
- * It keeps the bounds of every listener (src/util/listener-limits.ts): grpc-js binds a port with no
- * connection limit, so the port is this module's own net.Server, whose maxConnections closes one
- * connection too many at once, and which hands each connection it keeps to grpc-js's http2 server
- * (a connection injector). The TLS handshake is bounded like an HTTPS one, a connection with no
- * call open is closed after the keep-alive time, and calls are bounded per connection and in all
- * (src/grpc/stream-limits.ts).
+ * The gRPC listener: KServe's GRPCInferenceService and TorchServe's InferenceAPIsService on one
+ * port. grpc-js binds a port with no connection limit, so the port is this module's own net.Server
+ * (maxConnections), which hands each connection it keeps to grpc-js's http2 server.
  */
 import net from 'node:net';
 import { type ConnectionInjector, Server, ServerCredentials } from '@grpc/grpc-js';
@@ -27,7 +20,6 @@ import { torchserveService } from './torchserve-service';
 
 export interface GrpcListenOptions {
   host: string;
-  /** 0 = an ephemeral port (tests). */
   port: number;
   maxRequestSize: number;
   /** The server's certificate (TLS, mTLS with a client CA); null = plain text. */

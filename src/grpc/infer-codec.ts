@@ -1,13 +1,7 @@
 /**
- * ModelInfer's two messages without protobufjs, for the common shape: a request whose tensors
- * travel in raw_input_contents, and an answer in raw_output_contents. proto-loader's path walks the
- * wire for the limits (message-limits.ts), decodes into protobufjs messages, then converts them
- * with toObject (longs, defaults): three passes and two object graphs. Here one pass builds the
- * object the handler reads, counting as it goes, and an answer is written straight into its buffer.
- *
- * Anything else returns null and takes proto-loader's path, which stays the reference: typed
- * contents, parameters, a dimension past 2^49, a count over a limit (so the refusal is the limits
- * walk's, word for word), a message that is not well-formed protobuf.
+ * ModelInfer's two messages without protobufjs for raw contents: one pass instead of proto-loader's
+ * three (limits walk, decode, toObject). Anything else (typed contents, parameters, a dimension past
+ * 2^49, a count over a limit, malformed protobuf) returns null and takes proto-loader's path.
  */
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { BufferReader, Wire, type WireField } from '../util/protobuf-wire';

@@ -1,8 +1,6 @@
 /**
- * ModelInferRequest ⇄ the OIP body the worker reads (src/oip/binary-body.ts). Every input goes to
- * the worker as binary: raw_input_contents as they came, typed `contents` packed into the same raw
- * layout here; the worker answers every output in binary, which goes back as raw_output_contents
- * when the request used raw contents, else as typed contents. No tensor passes through JSON.
+ * ModelInferRequest ⇄ the OIP body the worker reads (src/oip/binary-body.ts): every tensor travels
+ * binary, typed `contents` packed into the raw layout here; none passes through JSON.
  */
 import { MmeError, quote, quoteValue } from '../errors';
 import { sliceBinary, type SplitBody } from '../oip/binary-body';
@@ -51,10 +49,7 @@ export interface ModelInferResponse {
   raw_output_contents: Buffer[];
 }
 
-/**
- * InferTensorContents' field for each datatype (FP16 has none: it travels raw only). A Map: the
- * datatype is client text, and "constructor" must find nothing.
- */
+/** FP16 has none: it travels raw only. A Map: the datatype is client text. */
 const kContentsField: ReadonlyMap<string, string> = new Map([
   ['BOOL', 'bool_contents'],
   ['INT8', 'int_contents'],
@@ -82,7 +77,6 @@ function shapeText(shape: readonly number[]): string {
   return shape.length <= kShownDims ? `[${shown}]` : `[${shown}, …] (${shape.length} dimensions)`;
 }
 
-/** The input's datatype and shape, checked before anything is built from them. */
 function checkedShape(t: InferInputTensor): number[] {
   const what = `input ${quote(t.name)}`;
   if (ortTypeOf(t.datatype) === undefined)
@@ -112,7 +106,6 @@ function hasTypedContents(t: InferInputTensor): boolean {
   return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
 }
 
-/** A request parameter's value, whichever field the client set; undefined when absent. */
 export function parameterValue(req: ModelInferRequest, key: string): unknown {
   const p = req.parameters && Object.hasOwn(req.parameters, key) ? req.parameters[key] : undefined;
   return p?.parameter_choice ? (p as Record<string, unknown>)[p.parameter_choice] : undefined;

@@ -1,9 +1,6 @@
 /**
- * A request message that does not decode is the client's mistake, but grpc-js answers it with
- * INTERNAL ("Error deserializing request") before any handler runs. The server's methods decode
- * leniently instead: an undecodable message reaches the handler as a marker, and decoded() turns
- * it into the INVALID_ARGUMENT any other bad request gets. A message whose repeated fields would
- * cost far more to decode than it weighs (message-limits.ts) is refused the same way, undecoded.
+ * grpc-js answers an undecodable message INTERNAL before any handler runs; it is the client's
+ * mistake, so it reaches the handler as a marker that decoded() turns into INVALID_ARGUMENT.
  */
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
@@ -30,7 +27,6 @@ function requestTypeName(method: MethodDefinition<unknown, unknown>): string | u
   return (method as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
 }
 
-/** `service` with each method's request decoder returning an Undecodable instead of throwing. */
 export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
   const out: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(service as Record<string, MethodDefinition<unknown, unknown>>)) {

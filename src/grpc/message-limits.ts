@@ -1,17 +1,10 @@
 /**
- * What decoding a request message would build, counted from its wire bytes before protobufjs
- * builds any of it. protobufjs makes one object per repeated element: an empty `bytes_contents`
- * element is 2 bytes on the wire and ~270 bytes in the heap, an empty InferInputTensor more, so a
- * message within max_request_size could still cost the server hundreds of MB. Each repeated field a
- * client controls has a count limit here; the limits are far above what a model's request needs.
- *
- * A message that is not valid protobuf is left to the decoder, which reports it: this walk only
- * stops early. Groups (wire types 3 and 4) are refused: no proto3 message has one, and protobufjs
- * skips a group it does not know, so a walk that stopped there would let the rest through uncounted.
- * So are wire types 6 and 7, and a declared field whose tag has another wire type than its type's:
- * protobufjs decodes a declared field as its type whatever the tag's wire type says (field 7, wire
- * type 7 is read as raw_input_contents), so the walk and the decoder would split the bytes
- * differently and the decoder would build what the walk never counted.
+ * What decoding a request message would build, counted from its wire bytes before protobufjs builds
+ * any of it: an empty `bytes_contents` element is 2 bytes on the wire and ~270 in the heap, so a
+ * message within max_request_size could cost hundreds of MB. Groups, wire types 6 and 7, and a
+ * declared field in a wire type its type does not take are refused: protobufjs skips unknown groups
+ * and decodes a declared field as its type whatever the tag says, so the walk and the decoder would
+ * split the bytes differently. Invalid protobuf is left to the decoder to report.
  */
 import { BufferReader, Wire, type WireField } from '../util/protobuf-wire';
 

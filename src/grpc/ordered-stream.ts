@@ -1,21 +1,14 @@
 /**
- * The flow control of a stream of requests (StreamPredictions2). Each request read is submitted at
- * once, so it is queued and batched like any other, and its answer is written in the order the
- * requests came. The stream holds at most `limit` requests: from reading one until its answer has
- * left (queued, running, answered but behind an earlier one, or in an unsent write). At the limit
- * it stops reading, so grpc-js stops pulling from HTTP/2 and HTTP/2's flow control stops the
- * client: a client writing faster than the model answers costs the server `limit` requests, not
- * everything it sent. A cancel drops every held request at once: queued ones leave the model's
- * queue unrun, a running one sees context.isCancelled.
+ * The flow control of StreamPredictions2: each request read is submitted at once and answered in
+ * order. The stream holds at most `limit` requests until their answers have left; at the limit it
+ * stops reading, so HTTP/2's flow control stops a client writing faster than the model answers.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import { Fifo } from '../util/fifo';
 
 /** What the streams of one listener hold, for tests and diagnosis. */
 export class StreamLoad {
-  /** Requests read from every stream so far. */
   read = 0;
-  /** Requests read and not yet answered (or dropped by a cancel). */
   held = 0;
   /** The most `held` has been. */
   peakHeld = 0;
@@ -28,11 +21,9 @@ export class StreamLoad {
 }
 
 export interface OrderedStream<Req, Res> {
-  /** How many requests may be held once `req` is read: its model's job_queue_size. */
   limit(req: Req): number;
   /** The answer to `req`; a failure is an answer too, so it never rejects. */
   answer(req: Req, signal: AbortSignal): Promise<Res>;
-  /** Aborted on the client's cancel or deadline. */
   signal: AbortSignal;
   load: StreamLoad;
   /** The client half-closed and every answer has been written. */

@@ -1,15 +1,8 @@
-/**
- * The two gRPC services' definitions, loaded from the .proto files in proto/ (KServe's
- * inference.GRPCInferenceService and TorchServe's InferenceAPIsService). The server and every
- * client here (tests, src/cli/mme-client, the bench) load them the same way.
- */
+/** The two gRPC services' definitions from proto/, loaded the same way by the server and every client. */
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 
-/**
- * Required without its typings: they pull in long@5's, whose global `Long` clashes with the
- * long@4 typings onnx-proto's protobufjs uses.
- */
+/** Required without its typings: long@5's global `Long` clashes with the long@4 typings onnx-proto uses. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const protoLoader = require('@grpc/proto-loader') as {
   loadSync(files: string[], options: object): Parameters<typeof grpc.loadPackageDefinition>[0];

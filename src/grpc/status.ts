@@ -34,9 +34,8 @@ const kByHttpStatus: ReadonlyMap<number, Status> = new Map([
 ]);
 
 /**
- * Most characters of a status's details. They travel percent-encoded in the grpc-message trailer
- * (up to 9 bytes a character), and gRPC C++ clients refuse metadata over 8 KiB by default, which
- * turns the status into INTERNAL at their end.
+ * Details travel percent-encoded (up to 9 bytes a character), and gRPC C++ clients turn metadata
+ * over 8 KiB into INTERNAL.
  */
 export const DETAILS_LIMIT = 1024;
 
@@ -67,10 +66,8 @@ export function toServiceError(e: MmeError): Partial<ServiceError> {
 const kBadTimeout = /^Invalid grpc-timeout value "(.*)"$/s;
 
 /**
- * grpc-js refuses a malformed grpc-timeout itself, before any handler, as INTERNAL: a fault of the
- * client's, which the API answers INVALID_ARGUMENT with the stable code, as every other malformed
- * request. grpc-js sends that status from its own call object on the next tick, past every
- * interceptor's chain, so this rewrites it on that object.
+ * grpc-js refuses a malformed grpc-timeout as INTERNAL, a client fault that is INVALID_ARGUMENT
+ * here; it sends it from its own call object past every interceptor, so this rewrites it there.
  */
 export const malformedTimeoutStatus: ServerInterceptor = (_method, call) => {
   const send = call.sendStatus.bind(call);

@@ -1,10 +1,7 @@
 /**
- * The gRPC listener's bounds on calls, as a server interceptor that runs when a call's headers
- * arrive, before any message is read or decoded: at most `maxStreams` calls in flight over every
- * connection (one more is RESOURCE_EXHAUSTED at once), and a call whose first message (or
- * half-close) has not arrived within `firstMessageMs` of its headers ends DEADLINE_EXCEEDED, as an
- * HTTP request that does not arrive within request_timeout is 408. Together with the per-connection
- * stream limit they bound what a client can make the server hold before any token is checked.
+ * The gRPC listener's bounds on calls, run when a call's headers arrive: at most `maxStreams` in
+ * flight, and a first message within `firstMessageMs` (as HTTP's request_timeout 408). They bound
+ * what a client can make the server hold before any token is checked.
  */
 import {
   type ServerInterceptingCallInterface,
@@ -16,7 +13,6 @@ import {
 } from '@grpc/grpc-js';
 
 export interface StreamLimits {
-  /** Calls in flight over every connection. */
   maxStreams: number;
   firstMessageMs: number;
 }

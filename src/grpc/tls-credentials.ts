@@ -1,10 +1,6 @@
 /**
- * gRPC's side of the server's certificate (src/util/tls-files.ts): grpc-js serves TLS from a
- * ServerCredentials whose secure-context updates it applies to its http2 server with
- * setSecureContext, as the HTTP listeners do, so a reloaded certificate reaches new connections
- * without a restart and open ones are kept. grpc-js's own rotating credentials
- * (experimental.createCertificateProviderServerCredentials) are not used: they set grpc's cipher
- * list, and its factory passes its two providers to the constructor in swapped order (1.14).
+ * gRPC's side of the server's certificate: a reload reaches new connections via setSecureContext.
+ * grpc-js's own rotating credentials set grpc's cipher list and swap their two providers (1.14).
  */
 import { ServerCredentials } from '@grpc/grpc-js';
 import type { TlsFiles } from '../util/tls-files';

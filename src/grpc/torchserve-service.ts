@@ -1,11 +1,7 @@
 /**
- * TorchServe's InferenceAPIsService: Ping, Predictions, StreamPredictions (a streaming handler's
- * intermediate chunks, then its final answer, one message each) and StreamPredictions2 (a stream
- * of requests, answered in order, each failure as that answer's status; ordered-stream.ts bounds
- * what it holds by the model's job_queue_size).
- *
- * The `input` map's "data" or "body" entry is the request body; its other entries are request
- * headers, so {"content-type": "text/csv"} picks the default handler's decoder (JSON without one).
+ * TorchServe's InferenceAPIsService: Ping, Predictions, StreamPredictions (one message per chunk)
+ * and StreamPredictions2 (requests answered in order, each failure as that answer's status). The
+ * `input` map's "data" or "body" entry is the body; its other entries are request headers.
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
@@ -63,7 +59,7 @@ async function predict(
   return { prediction: result.body };
 }
 
-/** How many of a stream's requests may be held: the model's job_queue_size, or 1 until it is loaded (its settings are not known yet). */
+/** The model's job_queue_size, or 1 until it is loaded (its settings are not known yet). */
 function streamLimit(manager: ModelManager, name: string): number {
   try {
     return manager.get(name).settings.jobQueueSize;

@@ -1,7 +1,4 @@
-/**
- * How the invoke routes write an answer on node:http: a model's (its status, its handler's headers
- * and content type) or an error's (errorBodyText), with HTTP's framing rules.
- */
+/** How the invoke routes write a model's or an error's answer on node:http. */
 import type { ServerResponse } from 'node:http';
 import type { MmeError } from '../errors';
 import { errorBodyText } from './error-response';
@@ -11,18 +8,13 @@ const kNoBody = new Set([204, 205, 304]);
 /** Types read as UTF-8 text unless they say otherwise. */
 const kTextual = /^(text\/[^;\s]+|application\/json|application\/javascript)$/;
 
-/**
- * The Content-Type an answer goes out with: the type its handler chose, with "; charset=utf-8"
- * added to text and JSON types that name no charset (what this server's codecs write), and
- * application/octet-stream for none, or for a value that is no media type.
- */
+/** "; charset=utf-8" added to text and JSON types that name none; octet-stream for no media type. */
 export function answerType(type: string): string {
   const essence = type.split(';', 1)[0].trim().toLowerCase();
   if (!essence.includes('/')) return 'application/octet-stream';
   return kTextual.test(essence) && !/charset=/i.test(type) ? `${type}; charset=utf-8` : type;
 }
 
-/** The status and headers of a model's answer; the Content-Type is answerType's. */
 export function setAnswerHead(
   res: ServerResponse,
   status: number,
@@ -34,7 +26,6 @@ export function setAnswerHead(
   res.setHeader('Content-Type', answerType(contentType));
 }
 
-/** The status and headers of an error answer for `path`; returns its body. */
 export function setErrorHead(res: ServerResponse, e: MmeError, path: string): string {
   res.statusCode = e.status;
   for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);

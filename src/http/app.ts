@@ -25,21 +25,14 @@ export interface AppOptions {
   /** GET /metrics on this listener's management side (false when metrics_address has its own). */
   serveMetrics: boolean;
   maxRequestSize: number;
-  /** The listener is on a loopback address: refuse requests for other Host names. */
   loopbackOnly: boolean;
   managementToken: string | null;
-  /** inference_token, checked on the data plane of a listener that serves one. */
   inferenceToken: InferenceToken | null;
-  /** One line per request (access_log). */
   accessLog: boolean;
   log: (line: string) => void;
 }
 
-/**
- * What one listener answers: the invoke routes (invoke-route.ts) on its inference side, and Koa
- * everything else — health, OIP metadata and, on the management side, the management API and
- * /metrics. The SageMaker port (role both) serves the two sides alike.
- */
+/** The invoke routes on a listener's inference side, Koa everything else. */
 export function requestListener(opts: AppOptions): http.RequestListener {
   const guards: ListenerGuards = {
     maxHeaders: kMaxHeadersCount,

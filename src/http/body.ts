@@ -6,12 +6,9 @@ import { MmeError } from '../errors';
 const kLingerMs = 5000;
 
 /**
- * Ends the connection once the answer to a refused request is out, without resetting it. Keeping
- * it alive would make Node read the whole unwanted body; closing it with input unread makes the
- * kernel send RST, and a client still uploading loses the answer. So, like nginx's lingering
- * close: half-close after the response, read and discard until the client closes too, for at most
- * kLingerMs. The rest is discarded as raw socket reads, never through Node's HTTP parser, which
- * would make one JS call per chunk of it (a million tiny chunks: seconds of the event loop).
+ * Like nginx's lingering close: keeping the connection alive would read the whole unwanted body,
+ * closing it with input unread sends RST and a client still uploading loses the answer. The rest
+ * is read as raw socket reads, never through Node's HTTP parser (one JS call per chunk).
  */
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   discardInput(req.socket);
@@ -22,10 +19,8 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): voi
 }
 
 /**
- * Unhooks Node's HTTP parser from the connection now and drops everything else the client sends
- * unparsed: Node's server unhooks its parser from a socket that gets a 'data' listener of its own,
- * once the parser's own feed (the socket's other 'data' listener) is gone. What the parser holds
- * already (one socket read at most) it still hands over.
+ * Node's server unhooks its parser from a socket that gets a 'data' listener of its own once the
+ * parser's own feed is gone; what the parser holds already it still hands over.
  */
 function discardInput(socket: Socket): void {
   socket.removeAllListeners('data');
@@ -40,7 +35,6 @@ function tooLarge(http: { req: IncomingMessage; res: ServerResponse }, limit: nu
   );
 }
 
-/** The whole body as one buffer (management requests: small JSON). */
 export async function readBody(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer> {
   const chunks = await readBodyChunks(http, limit);
   return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
@@ -52,10 +46,8 @@ export const FREE_CHUNKS = 1024;
 export const MIN_CHUNK_BYTES = 64;
 
 /**
- * Node's HTTP parser hands each chunk of a chunked body to JS on its own, so a body's cost in time
- * is its chunk count: a million 1-byte chunks are seconds of the event loop, every caller stalled.
- * A body is refused once its chunks so far pass FREE_CHUNKS plus one per MIN_CHUNK_BYTES of its
- * bytes so far, so the work a body costs stays proportional to its bytes, as with any other body.
+ * Node hands each chunk of a chunked body to JS on its own: a million 1-byte chunks are seconds of
+ * the event loop. This keeps a body's work proportional to its bytes.
  */
 export function tooManyChunks(chunks: number, bytes: number): boolean {
   return chunks > FREE_CHUNKS + bytes / MIN_CHUNK_BYTES;
@@ -71,14 +63,11 @@ function chunksTooSmall(http: { req: IncomingMessage; res: ServerResponse }, chu
 
 /** A socket chunk this large is kept as it is; smaller ones, in a run, are copied together. */
 const kSmallPiece = 16 * 1024;
-/** The block a run of small chunks is copied into. */
 const kBlock = 64 * 1024;
 
 /**
- * A body's pieces, bounded in number by its bytes: socket-sized chunks are kept as they came (no
- * copy), and a run of small ones (a chunked body of a million 1-byte chunks) is copied into 64 KiB
- * blocks. Kept as they came, each would be a Buffer of ~500 bytes of heap and a piece of its own in
- * the write to the worker: O(chunks) memory and work for O(bytes) of payload.
+ * A body's pieces, bounded in number by its bytes: a run of small chunks is copied into blocks, as
+ * each kept alone would cost ~500 bytes of heap and a piece of its own in the write to the worker.
  */
 class BodyPieces {
   readonly pieces: Buffer[] = [];
@@ -110,7 +99,6 @@ class BodyPieces {
     this.used = last.length + chunk.length;
   }
 
-  /** The pieces, the open block's bytes included. */
   done(): Buffer[] {
     this.seal();
     return this.pieces;
@@ -124,12 +112,8 @@ class BodyPieces {
 }
 
 /**
- * Reads the whole body, refusing before reading past `limit`: a declared Content-Length over the
- * limit is refused without reading at all, and a chunked body is cut off at the limit, or as soon
- * as its chunks are too many for its bytes (tooManyChunks). Either way
- * the connection ends once the 413 is out (closeAfterAnswer). The pieces are not joined: an invoke
- * body goes on to its worker as they are (one writev), so this process copies no socket-sized
- * chunk, and their number is bounded by the body's bytes (BodyPieces).
+ * Refuses before reading past `limit`, the connection ending once the 413 is out. The pieces are
+ * not joined: an invoke body goes on to its worker as they are (one writev).
  */
 export function readBodyChunks(http: { req: IncomingMessage; res: ServerResponse }, limit: number): Promise<Buffer[]> {
   const { req } = http;

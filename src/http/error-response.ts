@@ -2,11 +2,7 @@ import type { Context, Next } from 'koa';
 import { MmeError, isMmeError } from '../errors';
 import type { Gateway } from '../gateway/gateway';
 
-/**
- * Turns every error a Koa route throws into MMS's body `{"code","type","message"}` (plus our stable
- * `errorCode`), or under /v2 the Open Inference Protocol's `{"error"}`. Unknown errors become a
- * generic 500: stacks and paths stay in the server log.
- */
+/** MMS's error body (plus `errorCode`), or OIP's `{"error"}` under /v2; stacks stay in the server log. */
 export function errorResponse(gateway: Pick<Gateway, 'failure'>) {
   return async function errorResponseMiddleware(ctx: Context, next: Next): Promise<void> {
     try {
@@ -48,7 +44,6 @@ export function isOipPath(path: string): boolean {
   return path === '/v2' || path.startsWith('/v2/');
 }
 
-/** The error body a client gets for `path`: OIP's under /v2, MMS's elsewhere. */
 export function errorBodyText(e: MmeError, path: string): string {
   return JSON.stringify(isOipPath(path) ? { error: e.message } : e.toBody(), null, 2);
 }

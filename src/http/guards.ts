@@ -1,9 +1,6 @@
 /**
- * What HTTP refuses before any route runs: requests with too many headers, then the gateway's
- * guard (door-guard.ts: shutdown, a foreign Host on a loopback listener, a foreign Origin, the data
- * plane without inference_token), and the management API without management_token (ShellTorch and
- * ShadowRay were open management APIs). Koa's routes and the invoke routes (invoke-route.ts) run
- * the same refusals (refuse()).
+ * What HTTP refuses before any route runs: too many headers, the gateway's guard, and the
+ * management API without management_token (ShellTorch and ShadowRay were open management APIs).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
@@ -16,14 +13,10 @@ import { invokePath } from './invoke-paths';
 export interface ListenerGuards {
   /** More headers than this is 431 (the listener parses one header more than allowed, so this can tell). */
   maxHeaders: number;
-  /** The gateway's guard for this listener. */
   door: DoorGuard;
 }
 
-/**
- * The host name a request's Host header names: the first of a list, an IPv6 address with its
- * brackets, '' for none.
- */
+/** The first of a list, an IPv6 address with its brackets, '' for none. */
 export function hostName(req: IncomingMessage): string {
   const host = (req.headers.host ?? '').split(',', 1)[0].trim();
   if (host[0] !== '[') return host.split(':', 1)[0];
@@ -34,11 +27,7 @@ export function hostName(req: IncomingMessage): string {
   }
 }
 
-/**
- * Throws what a request is refused with before any route: too many headers (431), then the
- * gateway's refusals. The 431 and the shutdown's 503 end the connection once answered. An invoke
- * route knows its request is for the data plane (`forDataPlane`).
- */
+/** The 431 and the shutdown's 503 end the connection once answered. */
 export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards, forDataPlane = false): void {
   if (req.rawHeaders.length / 2 > guards.maxHeaders) {
     closeAfterAnswer(req, res);
@@ -61,21 +50,15 @@ export function refuse(req: IncomingMessage, res: ServerResponse, guards: Listen
   }
 }
 
-/** The Open Inference Protocol's paths: its metadata, readiness and health checks, besides its infer (an invoke path). */
 const kOipPaths = /^\/v2(\/|$)/i;
 
-/**
- * Whether a request is for the data plane, which inference_token guards (its health checks
- * excepted): every invoke path (wherever it is served), and the OIP paths. The management API, on
- * a listener that serves both, stays management_token's.
- */
+/** Every invoke path and the OIP paths; the management API on the same listener stays management_token's. */
 function dataPlane(url: string): boolean {
   if (invokePath(url) !== null) return true;
   const path = pathOf(url);
   return path === null || kOipPaths.test(path); // no route serves an unparseable one: guarded all the same
 }
 
-/** The refusals as Koa middleware, for the routes Koa serves. */
 export function listenerGuards(guards: ListenerGuards) {
   return async function listenerGuardsMiddleware(ctx: Context, next: Next): Promise<void> {
     refuse(ctx.req, ctx.res, guards);
@@ -83,7 +66,7 @@ export function listenerGuards(guards: ListenerGuards) {
   };
 }
 
-/** management_token on the management routes, compared in constant time; `refused` counts each refusal. */
+/** Compared in constant time. */
 export function bearerToken(token: string, refused: () => void) {
   const matches = bearerMatcher([token]);
   return async function bearerTokenMiddleware(ctx: Context, next: Next): Promise<void> {

@@ -1,8 +1,6 @@
 /**
- * Which requests the invoke routes take, and which model each is for. The paths match as the
- * router's do (routes are case-insensitive, a trailing slash is allowed, a name is one
- * percent-decoded segment), whatever the method: another method on an invoke path is the invoke
- * route's 405.
+ * Which requests the invoke routes take, and which model each is for: case-insensitive, a trailing
+ * slash allowed, a name one percent-decoded segment, whatever the method (another one is a 405).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { MmeError } from '../errors';
@@ -17,7 +15,6 @@ export interface InvokePath {
   oip: boolean;
   /** Only under /v2/models/{name}/versions/{version}/infer. */
   version?: string;
-  /** The path without the query (an OIP path answers errors in OIP's shape). */
   path: string;
   query: string;
 }
@@ -46,7 +43,6 @@ function decoded(segment: string): string {
   }
 }
 
-/** The invoke route `url` is for, or null for a path no invoke route serves. */
 export function invokePath(url: string): InvokePath | null {
   let target = url;
   if (target[0] !== '/') {
@@ -77,9 +73,8 @@ const kTargetModel = 'x-amzn-sagemaker-target-model';
 const kMultiplexedModel = 'serve_multiplexed_model_id';
 
 /**
- * The model a POST /invocations is for. SageMaker sends the TargetModel (e.g.
- * "path/model-a.tar.gz") in a header; locally that header, Ray Serve's serve_multiplexed_model_id or
- * ?model_name= names the model. With neither, the only loaded model serves, as in single-model mode.
+ * SageMaker sends the TargetModel in a header; locally Ray Serve's header or ?model_name= may name
+ * the model. With none, the only loaded model serves, as in single-model mode.
  */
 export function invocationsTarget(
   headers: IncomingHttpHeaders,

@@ -1,15 +1,8 @@
 /**
- * The invoke routes — POST /models/{name}/invoke, /invocations, /predictions/{name} and
- * /v2/models/{name}[/versions/{version}]/infer — straight from node:http through the gateway: no
- * Koa context, no middleware dispatch, a handful of objects a request. Every request on an invoke
- * path is answered here, refusals included: the listener's guards (guards.ts), 405 for another
- * method, 404 for a model the server does not know, 413 for a body over max_request_size. Koa serves
- * the rest of the API.
- *
- * A handler that sends intermediate chunks is streamed with HTTP/1.1 chunked encoding: the first
- * chunk sends the status and headers, and a chunk is acknowledged to the worker only once the
- * client's socket took it (back-pressure: a client that stops reading stops the handler,
- * context.drained, instead of filling this process).
+ * The invoke routes (invoke-paths.ts) straight from node:http through the gateway: no Koa context,
+ * no middleware, a handful of objects a request; refusals included, every request on an invoke
+ * path is answered here. A streamed chunk is acknowledged to the worker only once the client's
+ * socket took it: a client that stops reading stops the handler instead of filling this process.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError, quote } from '../errors';
@@ -38,13 +31,9 @@ export interface InvokeRouteOptions {
   log: (line: string) => void;
 }
 
-/** Takes a request on an invoke path (true) or leaves it to Koa (false) without touching it. */
+/** Takes a request on an invoke path (true) or leaves it to Koa (false). */
 export type InvokeRoute = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-/**
- * `inv` is aborted when the client closes its connection before the answer is out: a queued request
- * then costs nothing, and a streaming handler sees context.isCancelled.
- */
 function abortOnClientClose(res: ServerResponse, inv: Invocation): void {
   res.on('close', () => {
     if (!res.writableFinished) inv.abort();
@@ -53,7 +42,6 @@ function abortOnClientClose(res: ServerResponse, inv: Invocation): void {
 
 type Http = { req: IncomingMessage; res: ServerResponse };
 
-/** The caller's deadline (milliseconds from now) and priority, from its headers; counted before the body is read. */
 function askFromHeaders(req: IncomingMessage, inv: Invocation): void {
   const timeout = req.headers[kTimeout];
   if (timeout !== undefined) inv.askTimeout(timeout, 'X-Request-Timeout');
@@ -67,7 +55,6 @@ type Answer = Buffer | string | null;
 export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
   const { gateway, guards, log, accessLog } = opts;
 
-  /** A model's answer, streamed when its handler sends chunks. */
   const invoke = async (http: Http, at: InvokePath, inv: Invocation): Promise<Answer> => {
     const { req, res } = http;
     inv.target(at.name ?? invocationsTarget(req.headers, at.query, opts.manager));
@@ -110,7 +97,7 @@ export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
     return result.body;
   };
 
-  /** An Open Inference Protocol v2 inference: the body goes to the worker as it came, a JSON header and any binary tensors. */
+  /** The OIP body goes to the worker as it came, a JSON header and any binary tensors. */
   const infer = async (http: Http, at: InvokePath, inv: Invocation): Promise<Answer> => {
     const { req, res } = http;
     const name = at.name!;

@@ -30,10 +30,7 @@ const kUseHttps = (() => {
   return `HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 })();
 
-/**
- * tlsClientError's socket is the TLS wrapper, already destroyed; the TCP socket under it (Node's
- * `_parent`, set for every server-side TLS socket) is still open for the answer.
- */
+/** tlsClientError's socket is the TLS wrapper, already destroyed; the TCP one under it (`_parent`) is open. */
 function answerPlainHttp(err: NodeJS.ErrnoException, socket: TLSSocket): void {
   const tcp = (socket as TLSSocket & { _parent?: Duplex })._parent;
   if (err.code === 'ERR_SSL_HTTP_REQUEST' && tcp?.writable) tcp.end(kUseHttps);
@@ -41,16 +38,12 @@ function answerPlainHttp(err: NodeJS.ErrnoException, socket: TLSSocket): void {
 
 export interface Listener {
   server: http.Server;
-  /** The bound port (useful with port 0) or the socket path. */
   address: string;
   port: number;
   close(): Promise<void>;
 }
 
-/**
- * Koa's request callback as node:http's listener. Its promise never rejects (Koa sends any error
- * through ctx.onerror and the app's 'error' event), so nothing is left to handle here.
- */
+/** Koa's callback never rejects (errors go through ctx.onerror and the app's 'error' event). */
 export function koaListener(app: Koa): http.RequestListener {
   const handle = app.callback();
   return (req, res) => {
@@ -58,10 +51,7 @@ export function koaListener(app: Koa): http.RequestListener {
   };
 }
 
-/**
- * Listens on `addr`: https:// with `tls`'s certificate (which must then be given), whose reloads
- * apply to the connections that come after them; http:// and unix: in plain text.
- */
+/** A certificate reload applies to the connections that come after it. */
 export async function listen(
   handler: http.RequestListener,
   addr: ListenAddress,

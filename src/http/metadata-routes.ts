@@ -1,9 +1,4 @@
-/**
- * The data plane's health and metadata, served by Koa: SageMaker's /ping, and the Open Inference
- * Protocol v2 over REST (KServe, Triton, MLServer clients): health, server and model metadata,
- * model readiness. Its inference, /v2/models/{name}/infer, is an invoke route (invoke-route.ts).
- * Errors under /v2 are OIP's {"error": "..."} (error-response.ts).
- */
+/** The data plane's health and metadata on Koa: SageMaker's /ping and OIP v2 over REST (KServe, Triton, MLServer). */
 import type Router from '@koa/router';
 import { modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
 import type { ModelManager } from '../gateway/models';

@@ -1,14 +1,8 @@
-/**
- * GET /metrics for Prometheus, on the management side (behind management_token, as the management
- * API) or on metrics_address's listener of its own (guarded by its address alone).
- */
+/** GET /metrics for Prometheus, on the management side or on metrics_address's listener. */
 import Koa, { type Context, type Middleware, type Next } from 'koa';
 import type { MetricsRecorder } from '../metrics';
 
-/**
- * Answers GET/HEAD /metrics once `guard` lets it through; everything else (and everything when
- * metrics_prometheus is off) goes to `next`.
- */
+/** Everything else (all of it when metrics_prometheus is off) goes to `next`. */
 export function metricsRoute(recorder: MetricsRecorder, guard?: Middleware) {
   return async function metricsMiddleware(ctx: Context, next: Next): Promise<void> {
     const registry = recorder.prometheus?.registry;

@@ -1,7 +1,4 @@
-/**
- * Every request gets an x-request-id (newRequestId): it is answered with, logged with every error,
- * handed to the model's handler, and written in the access log line when access_log is on.
- */
+/** Every request's x-request-id, and the access log line. */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Next } from 'koa';
 import { newRequestId } from '../gateway/gateway';

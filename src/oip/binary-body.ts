@@ -1,10 +1,7 @@
 /**
- * Triton's binary tensor extension framing: a JSON inference header, then the binary tensors back
- * to back in the order the header lists them, each named there by parameters.binary_data_size.
- * Over REST the header's length travels as `Inference-Header-Content-Length`; between the server
- * and a worker (and for Triton's SageMaker clients) it is the `json-header-size` parameter of
- * `application/vnd.sagemaker-triton.binary+json`, the content type the worker's OIP codec reads.
- * A body without binary tensors is the header alone.
+ * Triton's binary tensor extension: a JSON inference header, then the binary tensors back to back.
+ * Over REST the header's length is `Inference-Header-Content-Length`; to a worker (and for Triton's
+ * SageMaker clients) the `json-header-size` parameter of application/vnd.sagemaker-triton.binary+json.
  */
 import { MmeError } from '../errors';
 
@@ -15,7 +12,6 @@ export function oipContentType(headerLength: number): string {
   return `${OIP_MEDIA_TYPE};json-header-size=${headerLength}`;
 }
 
-/** The json-header-size parameter of `contentType`, or null when it has none. */
 export function headerLengthOf(contentType: string): number | null {
   const m = /;\s*json-header-size\s*=\s*"?(\d+)"?/i.exec(contentType);
   return m ? Number(m[1]) : null;
@@ -23,11 +19,9 @@ export function headerLengthOf(contentType: string): number | null {
 
 export interface SplitBody<H> {
   header: H;
-  /** Everything after the header: the binary tensors. */
   binary: Buffer;
 }
 
-/** Parses the JSON header of a body whose first `headerLength` bytes are the header. */
 export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
   if (!Number.isSafeInteger(headerLength) || headerLength < 0 || headerLength > body.length) {
     throw new MmeError(

@@ -1,17 +1,11 @@
 /**
- * Open Inference Protocol v2 tensor datatypes: their names against onnxruntime's tensor types, and
- * the raw layout that the binary tensor extension (REST) and raw_input_contents /
- * raw_output_contents (gRPC) carry: elements flat, row-major, little-endian, with no padding;
- * BOOL one byte each; FP16 the IEEE half bits; BYTES each element as a u32 LE length then its
- * bytes. Used by both processes: the server converts gRPC's typed contents, the worker decodes
- * tensors.
+ * Open Inference Protocol v2 tensor datatypes and their raw layout (binary extension, raw_*_contents):
+ * flat, row-major, little-endian, unpadded; BOOL one byte; FP16 the IEEE half bits; BYTES each a u32
+ * LE length then its bytes.
  */
 import { MmeError, quote, quoteValue } from '../errors';
 
-/**
- * OIP datatype → onnxruntime-node tensor type. A Map, as every table here: datatypes arrive as
- * client text, and "constructor" or "__proto__" must find nothing rather than Object's members.
- */
+/** A Map, as every table here: datatypes are client text, and "__proto__" must find nothing. */
 const kV2ToOrt: ReadonlyMap<string, string> = new Map([
   ['BOOL', 'bool'],
   ['UINT8', 'uint8'],
@@ -29,15 +23,13 @@ const kV2ToOrt: ReadonlyMap<string, string> = new Map([
 ]);
 const kOrtToV2: ReadonlyMap<string, string> = new Map([...kV2ToOrt].map(([k, v]) => [v, k]));
 
-/** Every OIP datatype name, for error messages. */
 export const V2_DATATYPES: readonly string[] = [...kV2ToOrt.keys()];
 
-/** The onnxruntime type of an OIP datatype the client named; undefined for anything else. */
 export function ortTypeOf(datatype: unknown): string | undefined {
   return typeof datatype === 'string' ? kV2ToOrt.get(datatype) : undefined;
 }
 
-/** The OIP datatype of an onnxruntime type; unknown types keep their own name. */
+/** Unknown types keep their own name. */
 export function v2Datatype(ortType: string): string {
   return kOrtToV2.get(ortType) ?? ortType;
 }

@@ -1,7 +1,4 @@
-/**
- * A v2 inference as the worker's OIP codec takes it (src/worker-process/oip-codec.ts), and its
- * answer taken apart again, for both doors (REST /v2/models/{name}/infer and gRPC ModelInfer).
- */
+/** A v2 inference as the worker's OIP codec takes it, and its answer taken apart, for both doors. */
 import { MmeError } from '../../errors';
 import type { InvokeResult } from '../../server/jobs/job';
 import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
@@ -45,11 +42,7 @@ function mentions(chunks: readonly Buffer[], key: Buffer): boolean {
   return false;
 }
 
-/**
- * The request's own parameters.timeout (microseconds) and parameters.priority, as the client wrote
- * them. The JSON header is parsed here only when it names either key: other requests go to the
- * worker unparsed, as before; a header that does not parse is the worker's to refuse.
- */
+/** The JSON header is parsed only when it names either key; one that does not parse is the worker's to refuse. */
 export function oipControls(body: readonly Buffer[], headerLength: number): { timeout?: unknown; priority?: unknown } {
   const chunks = body.length === 1 ? [body[0].subarray(0, headerLength)] : headerChunks(body, headerLength);
   if (!mentions(chunks, kTimeoutKey) && !mentions(chunks, kPriorityKey)) return {};

@@ -1,8 +1,4 @@
-/**
- * What the Open Inference Protocol's metadata and readiness calls answer, for REST (/v2) and gRPC
- * alike: server metadata, a model's tensors as OIP datatypes with -1 for dynamic dimensions, and
- * model readiness. Each model has one version, "1"; an unversioned request means it.
- */
+/** What OIP's metadata and readiness calls answer, for REST and gRPC. Each model has one version, "1". */
 import { MmeError, quote } from '../../errors';
 import type { TensorInfo } from '../../model-types';
 import type { ModelManager } from '../../server/models/model-manager';
@@ -44,7 +40,6 @@ function tensorMetadata(info: TensorInfo): TensorMetadata {
   };
 }
 
-/** An empty version means the model's only one. */
 export function checkVersion(name: string, version: string | undefined): void {
   if (version && version !== MODEL_VERSION) {
     throw new MmeError(
@@ -54,7 +49,7 @@ export function checkVersion(name: string, version: string | undefined): void {
   }
 }
 
-/** Metadata of a loaded model; 404 for one that is not loaded (an infer loads a model_store one on demand). */
+/** 404 for one not loaded (an infer loads a model_store one on demand). */
 export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
   checkVersion(name, version);
   const model = manager.get(name);
@@ -67,7 +62,6 @@ export function modelMetadata(manager: ModelManager, name: string, version?: str
   };
 }
 
-/** Whether the model serves requests now; 404 for a name the server cannot serve at all. */
 export function modelReady(manager: ModelManager, name: string, version?: string): boolean {
   checkVersion(name, version);
   if (!manager.knows(name)) throw modelNotFound(name);
