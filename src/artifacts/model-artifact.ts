@@ -32,7 +32,6 @@ export interface ResolveArtifactOptions {
   roots?: readonly string[];
   /** What a relative url is resolved against (model_store, as MMS does); omitted = the working directory. */
   store?: string | null;
-  /** The load request's handler. */
   handler?: string;
   limits?: ArchiveLimits;
   reads?: DirReads;

@@ -6,6 +6,7 @@ import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
 import { explainLoadFailure, unparsedModel } from './load-errors';
 import { readOnnxFile, type OnnxFile } from './onnx-file';
+import { domainName } from './opset-support';
 import { describeOutputs, zipMapOutputs } from './served-outputs';
 
 export interface OpenedSession {
@@ -93,28 +94,24 @@ async function create(
   gpuId: number,
   warn: (line: string) => void,
 ): Promise<{ session: ort.InferenceSession; executionProvider: string }> {
-  if (gpuId < 0) return { session: await open(source, base), executionProvider: 'cpu' };
+  // InferenceSession.create's overloads take a path or bytes, never the union.
+  const open = (options: ort.InferenceSession.SessionOptions) =>
+    typeof source === 'string'
+      ? ort.InferenceSession.create(source, options)
+      : ort.InferenceSession.create(source, options);
+  if (gpuId < 0) return { session: await open(base), executionProvider: 'cpu' };
   try {
     // CUDA_VISIBLE_DEVICES (set by the parent) makes the assigned GPU device 0 in this process.
     return {
-      session: await open(source, { ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] }),
+      session: await open({ ...base, executionProviders: [{ name: 'cuda', deviceId: 0 }] }),
       executionProvider: 'cuda',
     };
   } catch (err) {
     warn(
       `GPU ${gpuId} assigned but the CUDA execution provider is not available (${(err as Error).message.split('\n')[0]}); running on CPU`,
     );
-    return { session: await open(source, base), executionProvider: 'cpu' };
+    return { session: await open(base), executionProvider: 'cpu' };
   }
-}
-
-function open(
-  source: string | Uint8Array,
-  options: ort.InferenceSession.SessionOptions,
-): Promise<ort.InferenceSession> {
-  return typeof source === 'string'
-    ? ort.InferenceSession.create(source, options)
-    : ort.InferenceSession.create(source, options);
 }
 
 function metadataOf(model: OnnxFile): ModelMetadata {
@@ -125,7 +122,7 @@ function metadataOf(model: OnnxFile): ModelMetadata {
     domain: model.domain,
     modelVersion: model.modelVersion,
     docString: model.docString.slice(0, kDocStringChars),
-    opsets: Object.fromEntries([...model.opsets].map(([domain, version]) => [domain || 'ai.onnx', version])),
+    opsets: Object.fromEntries([...model.opsets].map(([domain, version]) => [domainName(domain), version])),
     metadataProps: model.metadataProps,
   };
 }
