@@ -115,16 +115,15 @@ export class HostPool {
         bestBytes = bytes;
       }
     }
-    if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost)) {
-      throw new MmeError(
-        'MME_ERR_NO_WORKER',
-        `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`,
-      );
-    }
     if (!best) {
+      const full = maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost);
       throw new MmeError(
         'MME_ERR_NO_WORKER',
-        `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`,
+        `Model ${name} has no shared host to go to: ${
+          full
+            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
+            : 'the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.'
+        }`,
       );
     }
     return new ModelSlot(assignment, best, this.opts.log);

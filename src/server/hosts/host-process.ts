@@ -24,8 +24,8 @@ import { kWorkersProfiled, spawnProcess, type Launch } from '../processes/worker
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
-import type { HostPolicy } from './host-policy';
-import type { ModelSlot, SlotHost } from './model-slot';
+import type { HostPolicy, SlotHost } from './host-policy';
+import type { ModelSlot } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
 

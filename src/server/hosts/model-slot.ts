@@ -19,23 +19,7 @@ import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { SlotLifecycle, type SlotView } from './slot-lifecycle';
 import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from './worker-slot';
-import type { BatchesView } from './batches-in-flight';
-import type { HostPolicy, PolicyHost, PolicySlot } from './host-policy';
-
-/** What a slot needs of the worker process it is in: HostProcess's side of their calls. */
-export interface SlotHost extends PolicyHost {
-  readonly pid: number;
-  readonly policy: HostPolicy;
-  readonly gpuId: number;
-  /** When it was spawned (performance.now()). */
-  readonly spawnedAt: number;
-  readonly hasStarted: boolean;
-  readonly killed: boolean;
-  readonly batches: BatchesView<ModelSlot>;
-  /** Takes the slot in: its slot id. */
-  admit(slot: ModelSlot, maxFrameBytes: number): number;
-  sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void;
-}
+import type { HostPolicy, PolicySlot, SlotHost } from './host-policy';
 
 export class ModelSlot implements WorkerSlot, PolicySlot {
   readonly id: string;
