@@ -138,7 +138,6 @@ export class HostProcess implements SlotHost {
     return this.#state.state;
   }
 
-  /** It takes new work: not draining or gone, and not being killed. */
   get open(): boolean {
     const s = this.#state.state;
     return (s === 'starting' || s === 'serving') && this.#killedBy === null;
@@ -205,7 +204,6 @@ export class HostProcess implements SlotHost {
     return this.#batches;
   }
 
-  /** A frame on a slot's behalf (Load, Unload, Cancel, ChunkAck). */
   send(frame: Frame): void {
     if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
   }
