@@ -68,6 +68,7 @@ async function main(): Promise<void> {
       budgetBytes: server.manager.budgetBytes,
       loaded: server.manager.list().length,
       failed: server.startupFailures,
+      modelLimits: server.manager.limits.describe(),
     }),
   );
 }

@@ -10,6 +10,8 @@ export interface ReadyFigures {
   readonly budgetBytes: number;
   readonly loaded: number;
   readonly failed: readonly string[];
+  /** How memory_limit_mb and cpu_limit are held (cgroups, or the server's memory watch and why). */
+  readonly modelLimits: string;
 }
 
 export function readyLine(config: ServerConfig, f: ReadyFigures): string {
@@ -19,7 +21,7 @@ export function readyLine(config: ServerConfig, f: ReadyFigures): string {
     : `SageMaker mode (model_cache off: the platform loads and unloads; ${limits})`;
   const failures = f.failed.length ? `, ${f.failed.length} failed (${f.failed.join(', ')}: see their lines above)` : '';
   const on = switchedOn(config);
-  return `ready in ${Math.round(f.elapsedMs)} ms: ${mode}, worker_mode=${config.workerMode}, ${f.loaded} models loaded${failures}${on.length ? `; on: ${on.join(', ')}` : ''}`;
+  return `ready in ${Math.round(f.elapsedMs)} ms: ${mode}, worker_mode=${config.workerMode}, ${f.modelLimits}, ${f.loaded} models loaded${failures}${on.length ? `; on: ${on.join(', ')}` : ''}`;
 }
 
 /** The security and observability switches that are on, each as its key(s) and what it covers. */

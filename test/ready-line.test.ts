@@ -12,14 +12,20 @@ function config(text: string) {
   });
 }
 
-const figures = { elapsedMs: 1234.56, budgetBytes: 512 * 2 ** 20, loaded: 2, failed: [] };
+const figures = {
+  elapsedMs: 1234.56,
+  budgetBytes: 512 * 2 ** 20,
+  loaded: 2,
+  failed: [],
+  modelLimits: 'per-model limits (memory_limit_mb, cpu_limit): cgroup v2',
+};
 
 describe('readyLine', () => {
   it('names nothing more when no token, TLS, tracing or repository is on', () => {
     const line = readyLine(config(''), figures);
     assert.match(
       line,
-      /^ready in 1235 ms: self-managed cache \(model_cache on: .*512 MiB model memory budget\), worker_mode=dedicated, 2 models loaded$/,
+      /^ready in 1235 ms: self-managed cache \(model_cache on: .*512 MiB model memory budget\), worker_mode=dedicated, per-model limits \(memory_limit_mb, cpu_limit\): cgroup v2, 2 models loaded$/,
     );
   });
 

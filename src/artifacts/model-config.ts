@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { isMmeError, MmeError, quote } from '../errors';
 import { isWorkerMode } from '../config/types';
@@ -28,6 +29,10 @@ export interface ModelDirConfig {
   readonly handler?: string;
   /** Where the model runs; "dedicated" here is final (a model that must not share a process). */
   readonly workerMode?: 'dedicated' | 'shared';
+  /** MB its worker processes may use together (memory_limit_mb): the kernel stops them past it. */
+  readonly memoryLimitMb?: number;
+  /** Cores its worker processes may use together (cpu_limit, fractional). */
+  readonly cpuLimit?: number;
 }
 
 // A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
@@ -54,6 +59,26 @@ export function isSafeRelativePath(p: string): boolean {
   return p.length > 0 && !p.includes('\0') && !path.isAbsolute(p) && !p.split(/[\\/]/).includes('..');
 }
 
+/**
+ * The least memory_limit_mb: a warm worker (Node and onnxruntime, before any model) takes 40-60 MB,
+ * so under 64 MB every worker would be stopped before its model loaded.
+ */
+export const kMinMemoryLimitMb = 64;
+
+/** What memory_limit_mb must be, when it is not. */
+export const memoryLimitProblem: Check = intAtLeast(kMinMemoryLimitMb);
+
+/**
+ * What cpu_limit must be, when it is not: cores, at least the 1 % a CFS quota can hold (1 ms of each
+ * 100 ms period) and at most the machine's cores, past which it would limit nothing.
+ */
+export const cpuLimitProblem: Check = (v) => {
+  const cores = os.availableParallelism();
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0.01 && v <= cores
+    ? null
+    : `a number of cores >= 0.01 and <= ${cores} (this machine's cores)`;
+};
+
 const FIELDS: Record<keyof ModelDirConfig, Check> = {
   batchSize: intAtLeast(1),
   maxBatchDelay: durationAtLeast(0, 1, 'ms'),
@@ -69,6 +94,8 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   handler: (v) =>
     typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory',
   workerMode: (v) => (isWorkerMode(v) ? null : '"dedicated" or "shared"'),
+  memoryLimitMb: memoryLimitProblem,
+  cpuLimit: cpuLimitProblem,
 };
 
 function invalid(message: string): MmeError {

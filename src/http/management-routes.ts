@@ -14,6 +14,7 @@ import {
   type Model,
   type ModelManager,
 } from '../gateway/models';
+import { cpuLimitProblem, memoryLimitProblem } from '../artifacts/model-config';
 import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
 
@@ -59,7 +60,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   router.get('/models/:name', guard, async (ctx) => {
     const model = manager.get(ctx.params.name);
     await model.refreshMemory();
-    ctx.body = describe(model, manager.entry(model.name)!);
+    ctx.body = describe(model, manager.entry(model.name)!, manager.limits.mode);
   });
 
   router.put('/models/:name', guard, async (ctx) => {
@@ -87,7 +88,11 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   });
 }
 
-function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string; lastError: MmeError | null }) {
+function describe(
+  model: Model,
+  entry: { loadedAtStartup: boolean; phase: string; lastError: MmeError | null },
+  limitsEnforcedBy: string,
+) {
   const failed = entry.phase === 'failed';
   const s = model.settings;
   return {
@@ -110,6 +115,11 @@ function describe(model: Model, entry: { loadedAtStartup: boolean; phase: string
     useJobTicket: s.useJobTicket,
     preloadModel: s.preloadModel,
     workerMode: s.workerMode,
+    // Its limits, what holds them, and that its workers are processes of their own whatever worker_mode says.
+    limits:
+      s.memoryLimitMb === null && s.cpuLimit === null
+        ? null
+        : { memoryLimitMb: s.memoryLimitMb, cpuLimit: s.cpuLimit, enforcedBy: limitsEnforcedBy, ownProcesses: true },
     loadedAtStartup: entry.loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
@@ -191,6 +201,8 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     deviceIds: optIntList(get('device_ids'), 'device_ids'),
     workerMode: optWorkerMode(get('worker_mode')),
     synchronous: optBool(get('synchronous'), 'synchronous'),
+    memoryLimitMb: optLimit(get('memory_limit_mb'), 'memory_limit_mb', memoryLimitProblem),
+    cpuLimit: optLimit(get('cpu_limit'), 'cpu_limit', cpuLimitProblem),
   };
 }
 
@@ -226,6 +238,15 @@ function optInt(v: unknown, key: string, min: number, max?: { max: number; text:
     );
   }
   return n;
+}
+
+/** A per-model limit, held to model-config.json's rule for it: both places take the same values. */
+function optLimit(v: unknown, key: string, problem: (v: unknown) => string | null): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = typeof v === 'string' && /^\d+(\.\d+)?$/.test(v) ? Number(v) : v;
+  const need = problem(n);
+  if (need !== null) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be ${need}; got ${quoteValue(v)}.`);
+  return n as number;
 }
 
 function optBool(v: unknown, key: string): boolean | undefined {

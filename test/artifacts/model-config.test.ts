@@ -29,6 +29,8 @@ describe('model-config.json', () => {
       useJobTicket: true,
       deviceIds: [0, 1],
       handler: 'handler.js',
+      memoryLimitMb: 150,
+      cpuLimit: 0.5,
     };
     const config = parse(full);
     assert.deepEqual(config, full);
@@ -68,6 +70,12 @@ describe('model-config.json', () => {
     ],
     ['responseTimeout', 2_200_000, /an integer >= 1 and <= 2147483 seconds/],
     ['maxBatchDelay', 2 ** 31, /an integer >= 0 and <= 2147483647 ms/],
+    // Below a warm worker's own footprint, every worker would be stopped before its model loaded.
+    ['memoryLimitMb', 63, /an integer >= 64, got 63/],
+    ['memoryLimitMb', 150.5, /an integer >= 64/],
+    ['cpuLimit', 0, /a number of cores >= 0\.01 and <= \d+ \(this machine's cores\), got 0/],
+    ['cpuLimit', 4096, /a number of cores >= 0\.01 and <= \d+/],
+    ['cpuLimit', '0.5', /a number of cores/],
   ];
   for (const [field, value, message] of wrong) {
     it(`refuses ${field}: ${JSON.stringify(value)}, naming the field and file`, () =>

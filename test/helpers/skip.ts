@@ -22,8 +22,9 @@ export const kSkipIds = {
     needs: "podman and the Dockerfile's base image node:24-bookworm-slim",
     bring: 'apt-get install podman (as root), then podman pull docker.io/library/node:24-bookworm-slim',
   },
-  'cgroup-cpu': {
-    needs: 'root and a writable cgroup v2 or v1 cpu hierarchy',
+  cgroup: {
+    needs:
+      "root and a writable cgroup tree (v2 with the memory and cpu controllers, or v1's memory and cpu hierarchies)",
     bring: 'run npm test as root on a machine whose cgroups are writable',
   },
   'user-namespaces': {

@@ -94,10 +94,27 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(res.body.errorCode, 'MME_ERR_UNKNOWN_FIELD');
     assert.equal(
       res.body.message,
-      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned". The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous.',
+      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned". The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous, memory_limit_mb, cpu_limit.',
     );
     assert.equal((await request(`${t.url}/models/a`)).status, 404);
     assert.equal(workerPidsOf(process.pid).length, 0);
+  });
+
+  it('answers 400 for memory_limit_mb under a warm worker or cpu_limit past the cores, in the body or the query string, and loads nothing', async () => {
+    const dir = writeModelDir(t.store, 'add', addModel());
+    const under = await loadModel(t, 'a', dir, { memory_limit_mb: 32 });
+    assert.equal(under.status, 400, under.text);
+    assert.equal(under.body.message, 'memory_limit_mb must be an integer >= 64; got 32.');
+    const past = await request(`${t.url}/models?model_name=a&url=${encodeURIComponent(dir)}&cpu_limit=4096`, {
+      method: 'POST',
+    });
+    assert.equal(past.status, 400, past.text);
+    assert.match(
+      past.body.message,
+      /^cpu_limit must be a number of cores >= 0\.01 and <= \d+ \(this machine's cores\); got "4096"\.$/,
+    );
+    assert.equal((await loadModel(t, 'a', dir, { cpu_limit: 'half' })).status, 400);
+    assert.equal((await request(`${t.url}/models/a`)).status, 404);
   });
 
   it('answers 400 for a duration longer than a timer can wait, in the body or the query string, and loads at the longest one', async () => {

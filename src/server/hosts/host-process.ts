@@ -4,23 +4,21 @@
  * routes frames to them, and at its exit hands each slot back the batches it held, running or
  * still waiting in its pipe. What differs by mode is its HostPolicy's.
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import type { Socket } from 'node:net';
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
 import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import { writeFrame } from '../../protocol/frame-codec';
-import type { FrameReader } from '../../protocol/frame-reader';
 import { MessageKind, type Frame, type InferMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { exitReason, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { processMemoryBytes } from '../processes/process-memory';
+import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
 import { processStates, type ProcessState } from '../processes/worker-state';
-import { kWorkersProfiled, spawnProcess, type Launch } from '../processes/worker-spawn';
+import { kWorkersProfiled, spawnProcess, type Launch, type SpawnedWorker } from '../processes/worker-spawn';
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
@@ -39,6 +37,8 @@ export interface SpawnOptions {
   processes: ProcessRegistry;
   /** null = large request bodies go over its socket. */
   bodyHandoff?: BodyHandoff | null;
+  /** Its model's memory_limit_mb and cpu_limit (processes/process-limits.ts), joined at spawn; none for a shared host. */
+  limits?: ProcessLimits | null;
 }
 
 /** What the process's owner (a host pool, a spare pool) hears of it. Called synchronously; must not throw. */
@@ -67,10 +67,9 @@ export class HostProcess implements SlotHost {
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
-  #reader: FrameReader | null = null;
   #ring: BodyRing | null = null;
-  #child: ChildProcess | null = null;
-  #channel: Socket | null = null;
+  /** The process, its frame channel (fd 3) and the reader of its frames. */
+  #spawned: SpawnedWorker | null = null;
   readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
   #killedBy: KillReason | null = null;
@@ -118,10 +117,9 @@ export class HostProcess implements SlotHost {
     }
     this.opts.processes.spawned++;
     this.opts.processes.live.add(this);
-    this.#child = spawned.child;
-    this.#channel = spawned.channel;
-    this.#reader = spawned.reader;
+    this.#spawned = spawned;
     this.pid = spawned.child.pid ?? 0;
+    this.opts.limits?.joined(this);
     spawned.child.on('error', (err) => this.opts.log(`[${this.#label}] spawn failed: ${err.message}`));
     return this;
   }
@@ -193,11 +191,11 @@ export class HostProcess implements SlotHost {
 
   /** The largest frame accepted from the process: what its models may answer with. */
   set maxFrameBytes(n: number) {
-    this.#reader!.maxFrameBytes = n;
+    this.#spawned!.reader.maxFrameBytes = n;
   }
 
   get maxFrameBytes(): number {
-    return this.#reader!.maxFrameBytes;
+    return this.#spawned!.reader.maxFrameBytes;
   }
 
   get batches(): BatchesView<ModelSlot> {
@@ -205,7 +203,7 @@ export class HostProcess implements SlotHost {
   }
 
   send(frame: Frame): void {
-    if (this.#channel && !this.exitInfo) writeFrame(this.#channel, frame, 'tick');
+    if (this.#spawned && !this.exitInfo) writeFrame(this.#spawned.channel, frame, 'tick');
   }
 
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
@@ -238,14 +236,14 @@ export class HostProcess implements SlotHost {
       this.#killedBy = reason;
       this.#causedBy = causedBy;
     }
-    if (this.#child && this.exitInfo === null) this.#child.kill('SIGKILL');
+    if (this.#spawned && this.exitInfo === null) this.#spawned.child.kill('SIGKILL');
   }
 
   async stop(): Promise<WorkerExit> {
-    if (kWorkersProfiled && this.#channel && !this.exitInfo) {
+    if (kWorkersProfiled && this.#spawned && !this.exitInfo) {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
       this.#killedBy ??= 'stopped';
-      this.#channel.end();
+      this.#spawned.channel.end();
       await within(this.#exited, kProfileExitMs, null, this.clock);
     }
     this.kill('stopped');
@@ -298,12 +296,13 @@ export class HostProcess implements SlotHost {
 
   #reap(code: number | null, signal: NodeJS.Signals | null): void {
     this.opts.processes.live.delete(this);
-    const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted });
+    const limitOom = this.opts.limits?.left(this) ?? false;
+    const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted, limitOom });
     const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
     this.#exitInfo = exit;
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
-    this.#channel?.destroy();
+    this.#spawned?.channel.destroy();
     this.#ring?.close();
     const lost = this.#batches.takeAll();
     const slots = [...this.#slots.values()];

@@ -13,6 +13,7 @@ import { createPolicy } from '../cache/policies';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { ProcessRegistry } from '../processes/process-registry';
+import type { LimitEnforcement } from '../processes/limit-enforcement';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents, type CacheStats, type ManagerEvents } from './lifecycle-events';
@@ -106,6 +107,11 @@ export class ModelManager {
   /** close() has begun: new requests are refused while admitted ones finish. */
   get closing(): boolean {
     return this.#ops.closing;
+  }
+
+  /** How memory_limit_mb and cpu_limit are held here (the ready line and GET /models/{name} say). */
+  get limits(): LimitEnforcement {
+    return this.#workers.limits;
   }
 
   get sparesReady(): number {

@@ -8,6 +8,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
 import { kModeTraits } from '../hosts/host-policy';
+import { isLimited } from '../processes/process-limits';
 
 /** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
 export const kLoadRequestFields = [
@@ -25,6 +26,8 @@ export const kLoadRequestFields = [
   'device_ids',
   'worker_mode',
   'synchronous',
+  'memory_limit_mb',
+  'cpu_limit',
 ] as const;
 
 /** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
@@ -59,6 +62,8 @@ export interface LoadRequest {
   workerMode?: WorkerMode;
   synchronous?: boolean;
   loadedAtStartup?: boolean;
+  memoryLimitMb?: number;
+  cpuLimit?: number;
 }
 
 export interface ModelSettings {
@@ -77,13 +82,20 @@ export interface ModelSettings {
   /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
   priorityLevels: number;
   priorityAgingMs: number;
+  /** Its workers' memory and CPU, held by the kernel (processes/process-limits.ts); null = none. */
+  memoryLimitMb: number | null;
+  cpuLimit: number | null;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
   const mc = artifact.modelConfig;
+  const memoryLimitMb = req.memoryLimitMb ?? mc.memoryLimitMb ?? null;
+  const cpuLimit = req.cpuLimit ?? mc.cpuLimit ?? null;
   // A model whose own config asks for a process of its own insists: its handler may not be fit to share one.
+  // A limited model too: a limit holds whole processes, and a shared host's are its neighbours' as well.
   const insists = mc.workerMode && kModeTraits[mc.workerMode].ownProcess ? mc.workerMode : undefined;
-  const workerMode = insists ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
+  const limited = isLimited({ memoryLimitMb, cpuLimit }) ? 'dedicated' : undefined;
+  const workerMode = insists ?? limited ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
   const { ownProcess } = kModeTraits[workerMode];
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
   const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
@@ -102,6 +114,8 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     workerMode,
     priorityLevels: c.priorityLevels,
     priorityAgingMs: c.priorityAgingMs,
+    memoryLimitMb,
+    cpuLimit,
   };
 }
 

@@ -15,6 +15,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { WorkerFactory } from '../workers/worker-factory';
 import type { LifecycleEvents } from './lifecycle-events';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
+import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/process-limits';
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
@@ -75,6 +76,8 @@ export class Model implements WorkerListener {
   readonly #health: ModelHealth;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
   readonly #assignGpu: () => number;
+  /** Its memory_limit_mb and cpu_limit as its processes join them (null: none). */
+  readonly #limits: ProcessLimits | null;
   #workerSeq = 0;
   /** Where new workers start: its worker_mode, or (a promoted shared model) processes of its own. */
   #mode: WorkerMode;
@@ -95,6 +98,8 @@ export class Model implements WorkerListener {
     this.settings = settings;
     this.#health = health;
     this.#assignGpu = workers.gpuFor(settings.workerMode, name, settings.deviceIds);
+    // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
+    this.#limits = workers.limits.forModel(name, settings);
     this.#mode = settings.workerMode;
     this.lastUsedAt = clock.now();
     this.autoscaler =
@@ -161,7 +166,7 @@ export class Model implements WorkerListener {
     return {
       workers: this.#set.target,
       min: minWorkers,
-      max: maxWorkers,
+      max: workersWithinCpuLimit(maxWorkers, this.settings.cpuLimit),
       queued: this.queueLength,
       mode: this.#mode,
       home: workerMode,
@@ -211,7 +216,10 @@ export class Model implements WorkerListener {
     const { config } = this.ctx;
     const { maxResponseSize } = config;
     const { artifact } = this.parts;
-    const worker = this.ctx.workers.starter(this.#mode)({
+    const worker = this.ctx.workers.starter(
+      this.#mode,
+      this.#limits,
+    )({
       id,
       load: {
         modelName: this.name,
@@ -329,7 +337,7 @@ export class Model implements WorkerListener {
 
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
-    this.memoryBytes = sizes.reduce((s, b) => s + b, 0);
+    this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.ctx.workers.clock.now();
     this.#health.memoryChanged?.();
     return this.memoryBytes;

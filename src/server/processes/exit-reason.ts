@@ -5,11 +5,22 @@
 import { MmeError } from '../../errors';
 import { UNHANDLED_REJECTION_EXIT_CODE } from '../../unhandled-rejection';
 
-/** oom: memory evidence, a SIGKILL the server did not send (the OOM killer) or V8's exhausted heap. */
-export type ExitReason = 'stopped' | 'timeout-kill' | 'protocol-error' | 'oom' | 'unhandled-rejection' | 'crashed';
+/**
+ * oom: memory evidence, a SIGKILL the server did not send (the OOM killer) or V8's exhausted heap;
+ * memory-limit: the model's memory_limit_mb ended it (its cgroup's oom_kill count rose, or the
+ * server's memory watch where there are no cgroups).
+ */
+export type ExitReason =
+  | 'stopped'
+  | 'timeout-kill'
+  | 'protocol-error'
+  | 'memory-limit'
+  | 'oom'
+  | 'unhandled-rejection'
+  | 'crashed';
 
 /** What the server did to a worker; set before the signal is sent, so the exit finds it. */
-export type KillReason = Extract<ExitReason, 'stopped' | 'timeout-kill' | 'protocol-error'>;
+export type KillReason = Extract<ExitReason, 'stopped' | 'timeout-kill' | 'protocol-error' | 'memory-limit'>;
 
 export interface WorkerExit {
   code: number | null;
@@ -28,10 +39,13 @@ export interface ExitEvidence {
   killedBy: KillReason | null;
   /** V8 printed "JavaScript heap out of memory" before the process ended. */
   heapExhausted: boolean;
+  /** The model's cgroup counted an OOM kill for this exit (process-limits.ts). */
+  limitOom?: boolean;
 }
 
 export function exitReason(e: ExitEvidence): ExitReason {
   if (e.killedBy) return e.killedBy;
+  if (e.limitOom) return 'memory-limit';
   // 137 = 128 + SIGKILL, as a wrapper that did not exec reports it.
   if (e.signal === 'SIGKILL' || e.code === 137 || e.heapExhausted) return 'oom';
   if (e.code === UNHANDLED_REJECTION_EXIT_CODE) return 'unhandled-rejection';
@@ -54,6 +68,8 @@ export function runningRequestError(model: string, exit: WorkerExit, timeoutSeco
         'MME_ERR_INSUFFICIENT_MEMORY',
         `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${alsoRunning(model, exit)}`,
       );
+    case 'memory-limit':
+      return memoryLimitError(`The worker of model ${model} ${how} while running this request`);
     case 'timeout-kill':
       if (exit.causedBy !== null && exit.causedBy !== model) {
         return new MmeError(
@@ -94,6 +110,7 @@ function alsoRunning(model: string, exit: WorkerExit): string {
 /** The error a load gets when its worker ends before reporting Loaded. */
 export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
   const how = describeExit(exit);
+  if (exit.reason === 'memory-limit') return memoryLimitError(`worker ${workerId} ${how} while loading the model`);
   if (exit.reason === 'oom')
     return new MmeError(
       'MME_ERR_INSUFFICIENT_MEMORY',
@@ -112,5 +129,13 @@ export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
   return new MmeError(
     'MME_ERR_LOAD_FAILED',
     `worker ${workerId} ${how} while loading the model; see the server log for its output`,
+  );
+}
+
+/** 507: memory evidence, and the model's own limit, which the client (or its operator) can change. */
+function memoryLimitError(what: string): MmeError {
+  return new MmeError(
+    'MME_ERR_INSUFFICIENT_MEMORY',
+    `${what}: the model went past its memory_limit_mb and its worker was stopped (the model's other workers and its neighbours were not); it restarts as after a crash. Raise memory_limit_mb (GET /models/{name} shows it), or send smaller requests.`,
   );
 }

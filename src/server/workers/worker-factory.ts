@@ -11,6 +11,8 @@ import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot } from '../hosts/model-slot';
+import { LimitEnforcement } from '../processes/limit-enforcement';
+import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
 import type { Assignment, WorkerSlot } from '../hosts/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
@@ -27,11 +29,17 @@ export interface WorkerFactoryOptions {
   onSharedHostRestarted: () => void;
   onSharedHostRecycled: () => void;
   clock: Clock;
+  /** How memory_limit_mb and cpu_limit are held; default: cgroups where this server can make them, none for fake processes. */
+  limits?: LimitEnforcement;
 }
+
+/** How often the memory watch (no cgroups) measures a limited model's workers. */
+const kMemoryWatchMs = 1000;
 
 /** Where a model of one mode starts its workers. */
 interface Place {
-  starter(): (assignment: Assignment) => WorkerSlot;
+  /** `limits`: the model's memory_limit_mb and cpu_limit, which its processes join at spawn (a limited model is never shared). */
+  starter(limits: ProcessLimits | null): (assignment: Assignment) => WorkerSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
   gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
@@ -45,9 +53,11 @@ export class WorkerFactory {
   #hosts: HostPool | null = null;
   /** null = bodies go over the sockets (and fake processes read no ring). */
   readonly #bodyHandoff: BodyHandoff | null;
+  /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
+  readonly limits: LimitEnforcement;
   readonly #places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      starter: () => (a) => this.#startProcess(a),
+      starter: (limits) => (a) => this.#startProcess(a, limits),
       gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
     },
     shared: {
@@ -66,6 +76,10 @@ export class WorkerFactory {
     private readonly opts: WorkerFactoryOptions,
   ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
+    const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
+    this.limits =
+      opts.limits ??
+      (opts.launch ? new LimitEnforcement({ reason: 'fake processes' }, watch) : LimitEnforcement.probe(watch));
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     this.#bodyHandoff = opts.launch
       ? null
@@ -104,8 +118,8 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  starter(mode: WorkerMode): (assignment: Assignment) => WorkerSlot {
-    return this.#places[mode].starter();
+  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => WorkerSlot {
+    return this.#places[mode].starter(limits);
   }
 
   waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
@@ -134,11 +148,13 @@ export class WorkerFactory {
     this.#gpus.forget(name);
   }
 
-  #startProcess(assignment: Assignment): ModelSlot {
+  #startProcess(assignment: Assignment, limits: ProcessLimits | null): ModelSlot {
     const gpuId = assignment.load.gpuId;
     const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-    const spare = gpuId < 0 ? this.#spares?.take(admit) : null;
-    return spare ?? admit(new HostProcess(this.#spawnOptions(), assignment.id, new DedicatedPolicy(gpuId)).start());
+    // A spare started outside the model's limits: a limited model's processes join them at spawn.
+    const spare = gpuId < 0 && limits === null ? this.#spares?.take(admit) : null;
+    const spawn = { ...this.#spawnOptions(), limits };
+    return spare ?? admit(new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start());
   }
 
   #spawnOptions(): SpawnOptions {

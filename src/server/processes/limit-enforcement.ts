@@ -1,0 +1,101 @@
+/**
+ * memory_limit_mb and cpu_limit, enforced on a model's worker processes: by a cgroup of the model's
+ * own (cgroup.ts) where the server can make one, else memory by the server watching its workers
+ * (memory-watch.ts), and a CPU limit refused, as nothing short of the kernel can hold a process to it.
+ */
+import { MmeError } from '../../errors';
+import type { Clock } from '../../util/clock';
+import { mb } from '../../util/mb';
+import { type Cgroup, type CgroupParent, cgroupParent } from './cgroup';
+import { MemoryWatch } from './memory-watch';
+import { isLimited, limitBytes, type LimitedProcess, type ModelLimits, type ProcessLimits } from './process-limits';
+
+/** A model's cgroup, made at its first worker's spawn and removed when its last worker has exited. */
+class CgroupLimits implements ProcessLimits {
+  #cgroup: Cgroup | null = null;
+  readonly #members = new Set<LimitedProcess>();
+
+  constructor(
+    private readonly make: () => Cgroup,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  joined(p: LimitedProcess): void {
+    if (!p.pid) return;
+    this.#cgroup ??= this.make();
+    this.#cgroup.join(p.pid);
+    this.#members.add(p);
+  }
+
+  left(p: LimitedProcess): boolean {
+    if (!this.#members.delete(p) || this.#cgroup === null) return false;
+    const oom = this.#cgroup.takeOomKill();
+    if (this.#members.size === 0) {
+      try {
+        this.#cgroup.remove();
+      } catch (err) {
+        // A process the server did not reap is still in it: the kernel keeps it until that one ends.
+        this.log(`cannot remove cgroup ${this.#cgroup.dirs.join(', ')}: ${(err as Error).message}`);
+      }
+      this.#cgroup = null;
+    }
+    return oom;
+  }
+}
+
+let cgroupSeq = 0;
+
+/** The server's way of enforcing limits, chosen once at start: what the start line says. */
+export class LimitEnforcement {
+  readonly #parent: CgroupParent | null;
+  /** Why there are no cgroups, when there are none. */
+  readonly why: string | null;
+
+  constructor(
+    parent: CgroupParent | { reason: string },
+    private readonly opts: { clock: Clock; log: (line: string) => void; watchIntervalMs: number },
+  ) {
+    this.#parent = 'reason' in parent ? null : parent;
+    this.why = 'reason' in parent ? parent.reason : null;
+  }
+
+  /** Probes the machine's cgroups (cgroup.ts), under `root`. */
+  static probe(
+    opts: { clock: Clock; log: (line: string) => void; watchIntervalMs: number },
+    root?: string,
+  ): LimitEnforcement {
+    return new LimitEnforcement(cgroupParent(root), opts);
+  }
+
+  /** How limits are enforced here: 'cgroup v1', 'cgroup v2', or 'memory watch' (the server's own). */
+  get mode(): string {
+    return this.#parent ? `cgroup v${this.#parent.version}` : 'memory watch';
+  }
+
+  /** The start line's words on it. */
+  describe(): string {
+    return this.#parent
+      ? `per-model limits (memory_limit_mb, cpu_limit): ${this.mode}, under the server's own cgroup`
+      : `per-model limits: memory_limit_mb by the server watching each worker's memory, cpu_limit refused (no cgroups: ${this.why})`;
+  }
+
+  /** The enforcement of one model's limits, or null when it has none; throws when they cannot be held here. */
+  forModel(name: string, limits: ModelLimits): ProcessLimits | null {
+    if (!isLimited(limits)) return null;
+    const memoryBytes = limitBytes(limits);
+    const parent = this.#parent;
+    if (parent) {
+      const cgroupName = `mme-${process.pid}-${++cgroupSeq}-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}`;
+      return new CgroupLimits(() => parent.make(cgroupName, { memoryBytes, cpuCores: limits.cpuLimit }), this.opts.log);
+    }
+    if (limits.cpuLimit !== null)
+      throw new MmeError(
+        'MME_ERR_BAD_REQUEST',
+        `Model ${name} asks for cpu_limit=${limits.cpuLimit}, which this server cannot enforce: it cannot make cgroups (${this.why}). Load it without cpu_limit, or run the server as root with a writable cgroup tree.`,
+      );
+    this.opts.log(
+      `[${name}] memory_limit_mb=${limits.memoryLimitMb} (${mb(memoryBytes!)}) is watched by the server (no cgroups)`,
+    );
+    return new MemoryWatch(name, memoryBytes!, this.opts);
+  }
+}
