@@ -1,10 +1,7 @@
 /**
- * One autoscale round of a serving model (autoscale-rounds.ts calls it for each): its autoscaler's
- * decision, applied under the name's lock (a round that finds the name busy with another operation
- * leaves it to the next). A scale-up reserves its worker's memory first, evicting only idle models;
- * when there is no room it is skipped, logged and counted, and no caller sees it. A promotion or
- * demotion reserves what its workers cost in the new place (both run while they hand over) the same
- * way, then moves them (Model.move). Returns once the change is under way.
+ * One autoscale round of a serving model: its autoscaler's decision, applied under the name's lock
+ * (a busy name is left to the next round). A scale-up or move reserves its memory first, evicting
+ * only idle models; with no room it is skipped, logged and counted, and no caller sees it.
  */
 import type { WorkerMode } from '../../config/types';
 import { isMmeError, type MmeError } from '../../errors';
@@ -33,7 +30,6 @@ export interface ScaledEntry {
 export interface StepDeps<E extends ScaledEntry> {
   /** The name's lock, if it is free now. */
   tryLock(name: string): (() => void) | null;
-  /** The registration now under `name`. */
   current(name: string): E | undefined;
   closing(): boolean;
   /** Reserves what the decision adds (a worker more, or the workers in `to`); returns the bytes reserved. */

@@ -1,27 +1,17 @@
 /**
  * One model's autoscaling policy (autoscale=on): from its queue, the worker count it should run
- * between min_worker and max_worker. Pure: it reads the injected clock and what it is told, and
- * says what to do; the lifecycle operations apply it (through the memory admission) and report back.
+ * between min_worker and max_worker. Pure: it reads the injected clock and what it is told.
  *
- * - Up, one worker at a time, when the median queue wait over kWindowMs passes queueWaitMs, or the
- *   requests waiting per worker pass backlogPerWorker (a burst is seen before its waits are; at
- *   min_worker=0 one request waiting is enough), or its runs take over busyShare of its workers'
- *   time at kShareRounds rounds in a row: a saturated worker takes each request as it comes (two
- *   frames of batches in its pipe), so nothing waits in the server's queue to be seen.
- * - Down, one worker at a time, after idleMs quiet (nothing queued, median wait under a quarter of
- *   the threshold, runs under half of busyShare of one worker fewer: the gaps keep a steady load
- *   from flapping), never below min_worker.
- * - Not past cpuWorkers (autoscale_cores over each worker's threads): a CPU-bound worker beyond the
- *   cores adds no throughput, and its runs, taking turns for a core, would read as busier still.
- *   Such a scale-up is skipped and counted (no_cores).
- * - No change within cooldownMs of the last one (or of a skipped scale-up), so a new worker has
- *   loaded and drained the queue before the queue is judged again.
+ * - Up, one worker at a time, on the median queue wait, the backlog per worker (a burst is seen
+ *   before its waits are), or runs over busyShare of its workers' time for kShareRounds rounds: a
+ *   saturated worker takes each request as it comes, so nothing waits in the queue to be seen.
+ * - Down after idleMs quiet, with gaps under each threshold so a steady load does not flap.
+ * - Not past cpuWorkers: a CPU-bound worker beyond the cores adds no throughput (no_cores).
+ * - No change within cooldownMs of the last, so a new worker has loaded before the queue is judged.
  *
- * A model whose workers share a host is not scaled there: a host runs one session at a time. When
- * its runs take over `heavyShare` (shared_host_heavy_share) of a thread over kShareWindowMs at
- * kShareRounds rounds in a row, it is promoted (its mode's promotedTo, host-policy.ts): its workers
- * move to processes of their own, where the rules above scale it. It is demoted home once at
- * min_worker with runs under half of `heavyShare` for idleMs (the gap keeps it from flapping).
+ * A host runs one session at a time, so a shared model is not scaled there: past `heavyShare` for
+ * kShareRounds rounds it is promoted to processes of its own (kModeTraits' promotedTo), and demoted
+ * home once at min_worker under half of it for idleMs.
  */
 import type { AutoscaleConfig, WorkerMode } from '../../config/types';
 import { roundedMs } from '../../logger';
@@ -37,17 +27,10 @@ export const kShareRounds = 2;
 const kSamplesKept = 512;
 
 export type Direction = 'up' | 'down';
-/**
- * Why: the median queue wait, the backlog per worker, the workers' busy share, a quiet period;
- * promote = a heavy shared model moved to processes of its own (up), demote = moved back into a
- * shared host (down); no_memory = a scale-up or move skipped for memory; no_cores = a scale-up
- * skipped because the model's workers already fill the cores (autoscale_cores).
- */
 export type Reason = 'queue_wait' | 'backlog' | 'busy' | 'idle' | 'promote' | 'demote' | 'no_memory' | 'no_cores';
 
 /** What the model looks like at a round. */
 export interface ModelLoad {
-  /** Its worker set's target count now. */
   workers: number;
   min: number;
   max: number;
@@ -65,7 +48,6 @@ export interface Decision {
   direction: Direction;
   reason: Reason;
   target: number;
-  /** The figures behind it, for the log line and describe. */
   why: string;
   /** Where a promotion or demotion moves the workers. */
   to?: WorkerMode;
@@ -85,10 +67,8 @@ export interface AutoscaleStatus {
 }
 
 export class Autoscaler {
-  /** Queue waits (ms) with when they were taken, oldest first. */
   readonly #waits: Array<{ at: number; ms: number }> = [];
   #lastChangeAt = -Infinity;
-  /** Since when the queue has been quiet at every round; null while it is not. */
   #quietSince: number | null = null;
   #status: AutoscaleStatus;
   #pending = false;
@@ -96,7 +76,6 @@ export class Autoscaler {
   readonly #ran: Array<{ at: number; micros: number }> = [];
   #heavyRounds = 0;
   #busyRounds = 0;
-  /** Since when a promoted model's share has been under half of heavyShare at every round; null while it is not. */
   #coolSince: number | null = null;
   #skipsInARow = 0;
 
@@ -117,14 +96,12 @@ export class Autoscaler {
     };
   }
 
-  /** A request left the queue after `ms`. */
   waited(ms: number): void {
     this.#waits.push({ at: this.clock.now(), ms });
     // Trimmed by halves, so a request costs O(1) however high the rate.
     if (this.#waits.length >= 2 * kSamplesKept) this.#waits.splice(0, kSamplesKept);
   }
 
-  /** Median queue wait over the window (0 with no request in it). */
   medianWaitMs(): number {
     const since = this.clock.now() - kWindowMs;
     const old = this.#waits.findIndex((w) => w.at >= since);
@@ -138,10 +115,7 @@ export class Autoscaler {
     return this.#status;
   }
 
-  /**
-   * Scale-ups skipped (cores or memory) since the model last scaled or stopped asking to: a model
-   * that stays at its limit is skipped at every cooldown, and its log need not say so each time.
-   */
+  /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
   get skipsInARow(): number {
     return this.#skipsInARow;
   }
@@ -155,10 +129,7 @@ export class Autoscaler {
     return now > first.at ? (ranMicros - first.micros) / ((now - first.at) * 1000) : 0;
   }
 
-  /**
-   * One round: the change to make now, or null. Its outcome is reported back: applied(),
-   * skippedForMemory() or withdrawn(); one marked `skipped` (the cores are full) is settled already.
-   */
+  /** One round's change, or null; its outcome comes back through applied(), skippedForMemory() or withdrawn(). */
   decide(load: ModelLoad): Decision | null {
     const now = this.clock.now();
     const { queueWaitMs, busyShare, cooldownMs } = this.settings;
@@ -190,10 +161,7 @@ export class Autoscaler {
     return d;
   }
 
-  /**
-   * The decision of a round past the cooldown, from the figures decide() has just taken (`movable`:
-   * a model whose home is a shared host, with promotion on).
-   */
+  /** `movable`: a model whose home is a shared host, with promotion on. */
   #evaluate(load: ModelLoad, now: number, p50: number, share: number, movable: boolean): Decision | null {
     const { queueWaitMs, backlogPerWorker, busyShare, idleMs, cpuWorkers } = this.settings;
     const backlog = load.queued / Math.max(1, load.workers);

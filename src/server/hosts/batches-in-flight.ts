@@ -1,9 +1,7 @@
 /**
- * The one record of the work a worker process holds (host-process.ts): every batch sent and not
- * answered in full, with the slot it was sent for (TorchServe's BatchAggregator holds the one batch its
- * worker thread sent; here one process serves many slots, so the record is the process's). A slot's idleness,
- * requests in flight and held jobs are read from it, and at the process's exit it says which of
- * its batches were running and which only waiting in the pipe.
+ * The one record of the batches a worker process holds, with the slot each was sent for
+ * (TorchServe's BatchAggregator holds its worker thread's one batch; here one process serves many
+ * slots). At the process's exit it says which batches were running and which only in the pipe.
  */
 import type { InferMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
@@ -30,11 +28,8 @@ export interface LostBatch<S> {
 
 /** What a slot reads of the record. */
 export interface BatchesView<S> {
-  /** Batches sent and not yet answered in full, all slots'. */
   readonly size: number;
-  /** Batches sent on `slot`'s behalf and not yet answered in full. */
   of(slot: S): number;
-  /** Requests sent on `slot`'s behalf and not answered yet. */
   requestsOf(slot: S): number;
   /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
   jobOf(slot: S, id: number): Job | undefined;
@@ -74,10 +69,7 @@ export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
     this.#perSlot.set(slot, this.of(slot) + 1);
   }
 
-  /**
-   * `answered` more of batch `batchId`'s requests were answered: the batch, forgotten once none is
-   * left (`left` ≤ 0); undefined for a batch not held.
-   */
+  /** `answered` more of the batch's requests were answered: the batch (forgotten once `left` ≤ 0), if held. */
   answer(batchId: number, answered: number): HeldBatch<S> | undefined {
     const held = this.#batches.get(batchId);
     if (!held) return undefined;

@@ -1,11 +1,8 @@
 /**
- * Where the server's body rings (body-ring.ts) live, decided once at start: body_handoff_dir, or
- * /dev/shm, or $TMPDIR when it is a tmpfs; or nowhere (missing, read-only, too small: Docker gives
- * 64 MB), and then every body goes over the sockets and the server says so once. Each ring file
- * is unlinked the moment it is open, once for the server (read-write) and once for its worker
- * (read-only, passed as fd 4): nothing is left in the directory however the server or a worker ends,
- * and its memory goes back with the last descriptor. What a server killed between create and unlink
- * leaves (files named with its pid) the next server to start there removes.
+ * Where the server's body rings (body-ring.ts) live: body_handoff_dir, /dev/shm, or a tmpfs $TMPDIR;
+ * or nowhere (Docker's /dev/shm is 64 MB), and then bodies go over the sockets. Each ring file is
+ * unlinked the moment both ends have it open, so nothing is left however a process ends; files a
+ * server killed in between leaves (named with its pid) the next server there removes.
  */
 import fs from 'node:fs';
 import os from 'node:os';

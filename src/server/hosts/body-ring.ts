@@ -1,16 +1,9 @@
 /**
- * One worker process's body ring, the server's side: a shared-memory file (opened by
- * body-handoff.ts, already unlinked, and passed to the worker as fd 4) that large request bodies
- * are written into, one pwritev per batch, instead of queueing behind each other in the worker's
- * socket. The Infer frame carries only where each body is (protocol/ring-region.ts); the worker
- * reads it with one pread. Without it a 600 KB body crossed a ~200 KB socketpair in several
- * wake-ups of both processes, and the server kept every 64 KiB socket read alive until the
- * socket drained: the external memory that drove its back-to-back mark-compacts.
- *
- * Space is handed out in order, around the ring; a batch's regions are reused only once the batch
- * is answered in full (the worker has read them long before), or with the ring when its process
- * ends. A batch that does not fit, a body larger than the ring, or a write that fails (tmpfs full)
- * travels in its frame as before.
+ * One worker process's body ring, the server's side: a shared-memory file (fd 4 of the worker) that
+ * large request bodies are written into, one pwritev per batch; the Infer frame carries only where
+ * each is (protocol/ring-region.ts). Through the socket a 600 KB body took several wake-ups of both
+ * processes, and the server's 64 KiB socket reads drove back-to-back mark-compacts. A batch's space
+ * is reused once it is answered in full; one that does not fit, or whose write fails, goes in its frame.
  */
 import fs from 'node:fs';
 import type { InferMessage, InvokeRequest } from '../../protocol/messages';
@@ -34,10 +27,7 @@ export class BodyRing {
   #closed = false;
   #writeFailed = false;
 
-  /**
-   * `onWriteFailed`: a write into the ring failed (its file system is full): told once per ring;
-   * the batch goes over the socket.
-   */
+  /** `onWriteFailed`: told once per ring that a write failed (tmpfs full); the batch goes over the socket. */
   constructor(
     readonly fd: number,
     readonly bytes: number,
@@ -45,11 +35,7 @@ export class BodyRing {
     private readonly onWriteFailed: (err: Error) => void,
   ) {}
 
-  /**
-   * Writes batch `msg`'s large bodies into the ring and returns the frame to send in its place, the
-   * bodies replaced by their regions; `msg` itself (what the server keeps) is left as it is. Returns
-   * `msg` when no body is large enough or they do not fit.
-   */
+  /** The frame to send for `msg`, its large bodies written into the ring; `msg` itself is left as it is. */
   place(msg: InferMessage): InferMessage {
     if (this.#closed) return msg;
     let need = 0;
@@ -86,7 +72,6 @@ export class BodyRing {
     return { ...msg, requests };
   }
 
-  /** Batch `batchId` is answered in full: its regions may be reused. */
   release(batchId: number): void {
     const held = this.#byBatch.get(batchId);
     if (!held) return;

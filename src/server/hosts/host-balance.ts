@@ -1,15 +1,9 @@
 /**
- * Keeps a heavy model from slowing its neighbours in a shared host. A host computes one session run
- * at a time (onnxruntime-node runs on the host's thread), so a model that runs for tens of ms makes
- * every model beside it wait up to that long, whatever the fair turns do.
- *
- * Every kRoundMs, each model's share of its host's thread over the round is read (the run time the
- * host reports in its answers, over the round's length). A model over `heavyShare` is heavy: its
- * host takes no new model while another host can (placement reads `heavyModel`), and the
- * neighbours that ran beside it in the round move to a host without a heavy model — started there
- * before they leave the old one (the same move as recycling), so no request is lost. The mark stays
- * until the model's share falls under half the threshold, so a model near it does not flap; a model
- * moves at most once per kMoveCooldownMs, and a round moves at most kMovesPerRound of them.
+ * Keeps a heavy model from slowing its neighbours in a shared host: a host runs one session at a
+ * time, so a model that runs for tens of ms makes every model beside it wait that long. Every
+ * kRoundMs, a model whose share of its host's thread is over `heavyShare` marks the host heavy
+ * (placement avoids it) and its neighbours move to a host without one, started there before they
+ * leave (as recycling does). The mark stays until the share falls under half, so it does not flap.
  */
 import type { Clock, Timer } from '../../util/clock';
 import type { SharedHost } from './shared-host';
@@ -24,7 +18,6 @@ export interface HostBalanceDeps {
   /** Whether placement could put a model in `host` now (open, under max_models_per_worker). */
   canTake(host: SharedHost): boolean;
   clock: Clock;
-  /** shared_host_heavy_share, > 0. */
   heavyShare: number;
   log(line: string): void;
 }

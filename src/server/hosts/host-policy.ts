@@ -6,11 +6,12 @@
  */
 import type { WorkerMode } from '../../config/types';
 import type { MmeError } from '../../errors';
-import type { Frame, LoadedMessage, LoadMessage } from '../../protocol/messages';
+import type { Frame, InferMessage, LoadedMessage, LoadMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { ProcessState, WorkerState } from '../processes/worker-state';
-import type { LostBatch } from './batches-in-flight';
+import type { Job } from '../jobs/job';
+import type { BatchesView, LostBatch } from './batches-in-flight';
 
 /** What a mode means before any host is made: for the code that picks where a model's workers start. */
 export interface ModeTraits {
@@ -25,14 +26,25 @@ export const kModeTraits: Readonly<Record<WorkerMode, ModeTraits>> = {
   shared: { ownProcess: false, promotedTo: 'dedicated' },
 };
 
-/** What a policy sees of a process. */
-export interface PolicyHost {
+/** What a policy and a slot see of the process the slot is in (HostProcess). */
+export interface SlotHost {
   readonly id: string;
+  readonly pid: number;
   readonly clock: Clock;
+  readonly policy: HostPolicy;
+  readonly gpuId: number;
+  /** When it was spawned (performance.now()). */
+  readonly spawnedAt: number;
   /** What the smallest session costs in it (bytes). */
   readonly sessionBytes: number;
   readonly processState: ProcessState;
+  readonly hasStarted: boolean;
+  readonly killed: boolean;
+  readonly batches: BatchesView<PolicySlot>;
+  /** Takes the slot in: its slot id. */
+  admit(slot: PolicySlot, maxFrameBytes: number): number;
   send(frame: Frame): void;
+  sendBatch(slot: PolicySlot, msg: InferMessage, jobs: readonly Job[]): void;
   forget(slotId: number): void;
   kill(reason: KillReason, causedBy?: string | null): void;
   stop(): Promise<WorkerExit>;
@@ -44,7 +56,7 @@ export interface PolicySlot {
   readonly id: string;
   readonly modelName: string;
   readonly slotId: number;
-  readonly host: PolicyHost;
+  readonly host: SlotHost;
   readonly exited: Promise<WorkerExit>;
   /** Size of the model file and its external data (bytes). */
   readonly onnxBytes: number;
@@ -83,7 +95,7 @@ export interface HostPolicy {
   label(hostId: string, slotWorkerId: string): string;
   load(load: Omit<LoadMessage, 'slot' | 'shared'>, slotId: number): LoadMessage;
   /** The shared host a slot is in, or null for a process of its own. */
-  sharedHostId(host: PolicyHost): string | null;
+  sharedHostId(host: SlotHost): string | null;
   /** The fraction of a thread its session runs have taken since its load (0–1), where that is timed. */
   cpuShare(slot: PolicySlot): number | undefined;
   /** Ends the slot's part: resolves once that is done. */

@@ -1,17 +1,10 @@
 /**
  * The shared hosts (worker_mode=shared): `shared_workers` processes, each holding many models.
- *
- * - Placement: a model goes to the serving host with the least memory in use (base + its models'
- *   measured costs) that does not hold it already, has room under max_models_per_worker and is not
- *   busy with a heavy model (host-balance.ts, which also moves the neighbours of one away).
- * - A host that dies unasked is replaced at once (its models reload through their own worker sets,
- *   into whichever host has room); one that keeps dying is replaced after a Fibonacci back-off.
- *   A worker set that found no room waits on its own back-off, and is woken sooner when a host
- *   starts or a slot frees (waitForRoom).
- * - Recycling: after each unload the host's PSS is measured; memory beyond base + models' costs is
- *   what unloads freed and the process kept. Past shared_worker_recycle_mb a replacement host is
- *   started, every model moves to it (started there before it leaves here, so no request is lost),
- *   and the old host stops once empty.
+ * A model goes to the serving host with the least memory in use that has room and is not busy with
+ * a heavy model (host-balance.ts). A host that dies unasked is replaced at once, or after a
+ * Fibonacci back-off if it keeps dying. Past shared_worker_recycle_mb of memory that unloads freed
+ * and the process kept, a new host starts, every model moves there (started before it leaves, so
+ * no request is lost) and the old host stops once empty.
  */
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
@@ -115,16 +108,15 @@ export class HostPool {
         bestBytes = bytes;
       }
     }
-    if (!best && maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost)) {
-      throw new MmeError(
-        'MME_ERR_NO_WORKER',
-        `Model ${name} has no shared host to go to: every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`,
-      );
-    }
     if (!best) {
+      const full = maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost);
       throw new MmeError(
         'MME_ERR_NO_WORKER',
-        `Model ${name} has no shared host to go to: the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.`,
+        `Model ${name} has no shared host to go to: ${
+          full
+            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
+            : 'the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.'
+        }`,
       );
     }
     return new ModelSlot(assignment, best, this.opts.log);

@@ -22,8 +22,8 @@ import { kWorkersProfiled, spawnProcess, type Launch, type SpawnedWorker } from 
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
-import type { HostPolicy } from './host-policy';
-import type { ModelSlot, SlotHost } from './model-slot';
+import type { HostPolicy, SlotHost } from './host-policy';
+import type { ModelSlot } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
 
@@ -136,7 +136,6 @@ export class HostProcess implements SlotHost {
     return this.#state.state;
   }
 
-  /** It takes new work: not draining or gone, and not being killed. */
   get open(): boolean {
     const s = this.#state.state;
     return (s === 'starting' || s === 'serving') && this.#killedBy === null;
@@ -203,7 +202,6 @@ export class HostProcess implements SlotHost {
     return this.#batches;
   }
 
-  /** A frame on a slot's behalf (Load, Unload, Cancel, ChunkAck). */
   send(frame: Frame): void {
     if (this.#spawned && !this.exitInfo) writeFrame(this.#spawned.channel, frame, 'tick');
   }

@@ -17,30 +17,24 @@ import {
 } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
-import { SlotLifecycle, type SlotView } from './slot-lifecycle';
-import type { Assignment, InFlightBatch, WorkerListener, WorkerSlot } from './worker-slot';
-import type { BatchesView } from './batches-in-flight';
-import type { HostPolicy, PolicyHost, PolicySlot } from './host-policy';
+import { workerStates, type WorkerState } from '../processes/worker-state';
+import type { Assignment, InFlightBatch, SlotView, WorkerListener, WorkerSlot } from './worker-slot';
+import type { HostPolicy, PolicySlot, SlotHost } from './host-policy';
 
-/** What a slot needs of the worker process it is in: HostProcess's side of their calls. */
-export interface SlotHost extends PolicyHost {
-  readonly pid: number;
-  readonly policy: HostPolicy;
-  readonly gpuId: number;
-  /** When it was spawned (performance.now()). */
-  readonly spawnedAt: number;
-  readonly hasStarted: boolean;
-  readonly killed: boolean;
-  readonly batches: BatchesView<ModelSlot>;
-  /** Takes the slot in: its slot id. */
-  admit(slot: ModelSlot, maxFrameBytes: number): number;
-  sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void;
-}
-
-export class ModelSlot implements WorkerSlot, PolicySlot {
+export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
-  readonly #life: SlotLifecycle;
+  readonly ready: Promise<LoadedMessage>;
+  readonly #state;
+  #loaded: LoadedMessage | null = null;
+  #loadError: MmeError | null = null;
+  /** The load has an outcome: Loaded, or a failure. */
+  #settled = false;
+  #loadTimer: Timer | null = null;
+  #capacity: number;
+  #memoryBytes = 0;
+  #resolve!: (m: LoadedMessage) => void;
+  #reject!: (e: MmeError) => void;
   displaced = false;
   spawnMicros = 0;
   readonly exited: Promise<WorkerExit>;
@@ -65,16 +59,38 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   ) {
     this.id = assignment.id;
     this.#policy = host.policy;
-    this.#life = new SlotLifecycle(() => `worker ${this.id}`, this.#policy.firstState, assignment.capacity, host.clock);
+    this.#state = workerStates(() => `worker ${this.id}`, this.#policy.firstState);
+    this.#capacity = assignment.capacity;
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.ready.catch(() => undefined);
     this.exited = new Promise((r) => (this.#resolveExit = r));
-    this.#life.bound(assignment.loadTimeoutMs, () => this.#loadTimedOut());
+    this.#loadTimer = host.clock.setTimeout(() => this.#loadTimedOut(), assignment.loadTimeoutMs);
     this.slotId = host.admit(this, assignment.maxFrameBytes);
     this.#hostWasUp = host.hasStarted;
     if (host.hasStarted) this.sendLoad();
   }
 
   get lifecycle(): SlotView {
-    return this.#life;
+    return this;
+  }
+
+  get state(): WorkerState {
+    return this.#state.state;
+  }
+
+  get loaded(): LoadedMessage | null {
+    return this.#loaded;
+  }
+
+  get loadError(): MmeError | null {
+    return this.#loadError;
+  }
+
+  get capacity(): number {
+    return this.#capacity;
   }
 
   get modelName(): string {
@@ -106,11 +122,11 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   get memoryBytes(): number {
-    return this.#life.memoryBytes;
+    return this.#memoryBytes;
   }
 
   measured(bytes: number): void {
-    this.#life.measured(bytes);
+    this.#memoryBytes = bytes;
   }
 
   /** Its batches run at once (a preload_model worker), not one after another. */
@@ -139,7 +155,7 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   get isIdle(): boolean {
-    return !this.host.killed && this.#life.idle(this.inFlightBatches);
+    return !this.host.killed && this.state === 'ready' && this.inFlightBatches < this.#capacity;
   }
 
   get isVacant(): boolean {
@@ -148,16 +164,17 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
 
   /** Its Load is in the host's one-at-a-time chain of loads, not yet answered. */
   get loadPending(): boolean {
-    return this.#loadSent && !this.#life.settled;
+    return this.#loadSent && !this.#settled;
   }
 
   sendLoad(): void {
-    if (this.#life.settled) return;
+    if (this.#settled) return;
     this.#loadSent = true;
     // Process start-up this load waited for: all of it for a fresh process, the rest of it for a spare still starting.
     if (!this.#hostWasUp)
       this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
-    this.#life.loading();
+    // A worker retired while it started stays stopping: it loads, but serves nothing.
+    if (this.state === 'starting') this.#state.to('loading');
     this.host.send({ kind: MessageKind.Load, msg: this.#policy.load(this.assignment.load, this.slotId) });
   }
 
@@ -166,7 +183,7 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   resize(capacity: number): void {
-    this.#life.resize(capacity);
+    this.#capacity = capacity;
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
@@ -196,7 +213,7 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   retire(): void {
-    this.#life.retire();
+    if (this.#state.can('stopping')) this.#state.to('stopping');
   }
 
   stop(): Promise<WorkerExit> {
@@ -224,13 +241,17 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   onLoaded(msg: LoadedMessage): void {
-    if (!this.#life.succeed(msg)) return;
+    if (this.#settled) return; // a late answer is ignored
+    this.#settle();
+    this.#loaded = msg;
+    if (this.state === 'loading') this.#state.to('ready');
+    this.#resolve(msg);
     this.#loadedAt = performance.now();
     this.#policy.loaded(this, msg);
   }
 
   onLoadFailed(err: MmeError): void {
-    this.#policy.loadFailed(this, this.#life.fail(err));
+    this.#policy.loadFailed(this, this.#fail(err));
   }
 
   ended(): void {
@@ -256,28 +277,45 @@ export class ModelSlot implements WorkerSlot, PolicySlot {
   }
 
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
-    if (!this.#life.settled) {
+    if (!this.#settled) {
       this.displaced = displaced;
-      this.#life.fail(loadExitError(this.id, exit));
+      this.#fail(loadExitError(this.id, exit));
     }
     this.#end(exit, running, waiting);
   }
 
   relocate(): void {
-    if (this.#life.state === 'ready') this.#listener?.onRelocate(this);
+    if (this.state === 'ready') this.#listener?.onRelocate(this);
   }
 
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (this.#life.fail(this.#policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
+    if (this.#fail(this.#policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
     this.host.clock.clearTimeout(this.#unloadTimer);
-    this.#life.ended(exit);
+    this.#settle();
+    // Stopped when the server stopped it, failed otherwise (a failed load stays failed).
+    if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
     this.#resolveExit(exit);
     this.#listener?.onExit(this, exit, running, waiting);
+  }
+
+  /** The load failed; false when it had an outcome already. */
+  #fail(err: MmeError): boolean {
+    if (this.#settled) return false;
+    this.#settle();
+    this.#loadError = err;
+    this.#state.to('failed');
+    this.#reject(err);
+    return true;
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    this.host.clock.clearTimeout(this.#loadTimer);
   }
 }

@@ -1,14 +1,9 @@
 /**
- * A shared host in the pool (host-pool.ts): a HostProcess with the shared policy and the memory
- * ledger placement and recycling read, kept as slots come and go so placement costs the same with
- * ten thousand models as with ten.
- *
- * `baseBytes` is its PSS once started, before any model; each model's cost is the growth of its
- * resident memory across the load (loads run one at a time in a host), and at least the smallest
- * session's cost there plus the model file's size: a load that reuses memory freed by an unload
- * shows little growth, yet its session holds its weights all the same. What it holds beyond base +
- * costs is memory freed by unloads that onnxruntime and the allocator keep: the waste that
- * recycling gives back.
+ * A shared host in the pool: a HostProcess with the shared policy and the memory ledger placement
+ * and recycling read, kept as slots come and go so placement costs the same with 10 000 models as
+ * with ten. A model's cost is its host's growth across its load (loads run one at a time), at least
+ * the smallest session plus the model file: a load into memory an unload freed shows little growth.
+ * What the host holds beyond base + costs is what unloads freed and the allocator kept (recycled).
  */
 import type { IdAllocator } from '../../protocol/ids';
 import { HostProcess, type HostEvents, type SpawnOptions } from './host-process';
@@ -33,7 +28,6 @@ export class SharedHost extends HostProcess {
     this.#policy = policy;
   }
 
-  /** Its slot ids, which wrap at u32. */
   get slotIds(): IdAllocator {
     return this.#policy.slotIds;
   }
@@ -48,15 +42,11 @@ export class SharedHost extends HostProcess {
     return this.#charged.size;
   }
 
-  /**
-   * What placement compares (bytes): its models' measured costs, a load in progress counted as
-   * `loadingBytes`. Bases are left out: every host is the same process.
-   */
+  /** What placement compares (bytes), a load in progress counted as `loadingBytes`; bases are left out, all alike. */
   placementBytes(loadingBytes: number): number {
     return this.#loadedBytes + (this.slotCount - this.#charged.size) * loadingBytes;
   }
 
-  /** Base plus its models (bytes). */
   get usedBytes(): number {
     return this.baseBytes + this.modelBytes;
   }

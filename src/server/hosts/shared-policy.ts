@@ -9,7 +9,7 @@ import type { LoadedMessage, LoadMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { LostBatch } from './batches-in-flight';
-import type { ExitNotice, HostPolicy, PolicyHost, PolicySlot } from './host-policy';
+import type { ExitNotice, HostPolicy, SlotHost, PolicySlot } from './host-policy';
 
 export class SharedPolicy implements HostPolicy {
   readonly mode = 'shared' as const;
@@ -38,7 +38,7 @@ export class SharedPolicy implements HostPolicy {
     return { ...load, slot, shared: true };
   }
 
-  sharedHostId(host: PolicyHost): string {
+  sharedHostId(host: SlotHost): string {
     return host.id;
   }
 

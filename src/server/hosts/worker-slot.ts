@@ -3,10 +3,11 @@
  * and where the model runs. Its one implementation is ModelSlot (model-slot.ts).
  */
 import type { WorkerMode } from '../../config/types';
-import type { ChunkMessage, InferMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
+import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
-import type { SlotView } from './slot-lifecycle';
+import type { MmeError } from '../../errors';
+import type { WorkerState } from '../processes/worker-state';
 
 export interface Assignment {
   id: string;
@@ -33,13 +34,25 @@ export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
   onChunk(worker: WorkerSlot, msg: ChunkMessage): void;
-  /**
-   * The process is gone. `running` were being computed (they fail); `waiting` were only in its pipe
-   * (they may run elsewhere). The worker has forgotten both.
-   */
+  /** The process is gone: `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
   onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
   onRelocate(worker: WorkerSlot): void;
+}
+
+/** What the rest of the server reads of a worker's lifecycle; only the worker changes it. */
+export interface SlotView {
+  readonly state: WorkerState;
+  readonly ready: Promise<LoadedMessage>;
+  readonly loaded: LoadedMessage | null;
+  readonly loadError: MmeError | null;
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
+  readonly capacity: number;
+  /**
+   * What it costs (bytes), as last measured. A dedicated worker: its process's PSS, refreshed on
+   * describe and before admission decides. A model in a shared host: the cost measured at its load.
+   */
+  readonly memoryBytes: number;
 }
 
 export interface WorkerSlot {
@@ -53,7 +66,6 @@ export interface WorkerSlot {
   /** Process start-up this load waited for, µs. */
   readonly spawnMicros: number;
   readonly exited: Promise<WorkerExit>;
-  /** Batches sent and not answered in full. */
   readonly inFlightBatches: number;
   /** Requests sent and not answered yet: what the model's inFlightRequests adds up. */
   readonly inFlightRequests: number;
@@ -64,21 +76,18 @@ export interface WorkerSlot {
   readonly sharedHostId: string | null;
   /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
   readonly cpuShare: number | undefined;
-  /** Ready, not being killed, and with a free slot. */
   readonly isIdle: boolean;
   /** Idle with nothing in flight (what job tickets need). */
   readonly isVacant: boolean;
   listen(listener: WorkerListener): void;
   run(msg: InferMessage, jobs: readonly Job[]): void;
   holds(job: Job): boolean;
-  /** The request `id` it holds, if it is not answered yet. */
   heldJob(id: number): Job | undefined;
   cancel(job: Job): void;
   /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
   acknowledge(job: Job, bytes: number): void;
   /** A scaled preload_model process holds up to `capacity` batches from now on. */
   resize(capacity: number): void;
-  /** Ends its process now; `reason` is what its exit will report. */
   kill(reason: KillReason): void;
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void;

@@ -5,11 +5,7 @@ import type { Clock, Timer } from '../../util/clock';
  * capped. The attempt counter resets after a successful load.
  */
 export const kBackoffCapSeconds = 60;
-/**
- * A restart has worked once what it started (a worker that loaded its model, a shared host that
- * started) has stayed up this long: one that dies sooner is a crash loop, and backs off like one
- * that cannot start at all.
- */
+/** A restart has worked once what it started has stayed up this long: one that dies sooner is a crash loop. */
 export const kStableMs = 10_000;
 
 export function restartDelaySeconds(attempt: number, capSeconds: number): number {
@@ -19,11 +15,6 @@ export function restartDelaySeconds(attempt: number, capSeconds: number): number
   return Math.min(a, capSeconds);
 }
 
-/**
- * One restart loop's back-off: the attempt count, the timer a restart waits on, and the watch that
- * resets the count once what a restart started has stayed up kStableMs. A model's worker set and
- * the shared host pool each hold one; time comes from the injected clock.
- */
 export class Backoff {
   #attempt = 0;
   #waiting: Timer | null = null;
@@ -37,7 +28,6 @@ export class Backoff {
     return this.#attempt;
   }
 
-  /** What the next restart waits, in seconds. */
   get delaySeconds(): number {
     return restartDelaySeconds(this.#attempt, kBackoffCapSeconds);
   }
@@ -83,7 +73,6 @@ export class Backoff {
     this.#watches.add(timer);
   }
 
-  /** No more restarts: every timer is cleared. */
   close(): void {
     this.clock.clearTimeout(this.#waiting);
     this.#waiting = null;

@@ -6,16 +6,9 @@ import { MmeError } from '../../errors';
 import { UNHANDLED_REJECTION_EXIT_CODE } from '../../unhandled-rejection';
 
 /**
- * - stopped: the server stopped it (unload, eviction, scale-down, shutdown, a failed load);
- * - timeout-kill: the server killed it for running past the response or load timeout;
- * - protocol-error: the server killed it for sending a malformed or oversized frame;
- * - oom: memory evidence — a SIGKILL the server did not send (the kernel's OOM killer), or V8
- *   aborting on an exhausted heap;
- * - memory-limit: the model's memory_limit_mb ended it: its cgroup's OOM kill (the server's
- *   evidence: the cgroup's oom_kill count rose), or the server's memory watch where there are no cgroups;
- * - unhandled-rejection: it reported a promise rejection nobody handled, and exited with
- *   UNHANDLED_REJECTION_EXIT_CODE;
- * - crashed: any other exit the server did not ask for.
+ * oom: memory evidence, a SIGKILL the server did not send (the OOM killer) or V8's exhausted heap;
+ * memory-limit: the model's memory_limit_mb ended it (its cgroup's oom_kill count rose, or the
+ * server's memory watch where there are no cgroups).
  */
 export type ExitReason =
   | 'stopped'
@@ -33,15 +26,9 @@ export interface WorkerExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   reason: ExitReason;
-  /**
-   * The model whose action made the server kill the process (a run or a load past its timeout),
-   * when it was one model's: in a shared host it may not be the model a request was for.
-   */
+  /** The model whose run or load past its timeout made the server kill the process: in a shared host, maybe not the request's. */
   causedBy: string | null;
-  /**
-   * A shared host's: every model that had a batch running in it when it ended (its models run side
-   * by side, so a crash may be any one's doing). Absent for a process of one model.
-   */
+  /** A shared host's models that had a batch running when it ended: a crash may be any one's doing. */
   runningModels?: readonly string[];
 }
 

@@ -1,23 +1,8 @@
 /**
- * The two transition tables below the registration (registration.ts has the one above): a worker
- * process's (HostProcess: a dedicated worker or a shared host), and a slot's (ModelSlot: a model's
- * worker, the one slot of a dedicated worker or one of a shared host's). Each runs on the shared
- * StateMachine (util/state-machine.ts), whose `to()` refuses any move its table does not list.
- *
- * A process:
- *
- *   starting ──Started──▶ serving ──recycle──▶ draining ──exit──▶ exited
- *
- * Any live process may exit (killed, stopped, crashed): starting or serving go to exited directly.
- * A kill does not change the state; `killed` says the server has begun to end it.
- *
- * A model's worker (describe shows these, upper-cased):
- *
- *   starting ──assigned, started──▶ loading ──Loaded──▶ ready ──retire──▶ stopping ──exit/Unloaded──▶ stopped
- *      └──── load failed, load timeout, death ─────────────────────────────────────────────────────▶ failed
- *
- * A worker retired before it loaded goes to stopping from starting or loading; one that dies or is
- * killed in any live state is failed, unless it was stopping or ready and the server stopped it.
+ * The transition tables below the registration's (registration.ts): a worker process's (HostProcess)
+ * and a model slot's (ModelSlot; describe shows these upper-cased). A kill does not change a
+ * process's state; `killed` says the server has begun to end it. A slot that dies in any live state
+ * is failed, unless it was ready or stopping and the server stopped it.
  */
 import { StateMachine } from '../../util/state-machine';
 

@@ -34,10 +34,7 @@ export class SparePool {
     return n;
   }
 
-  /**
-   * Puts a model into a spare, warm ones first, or returns null (the caller starts a fresh
-   * process). One still starting is worth taking too: it has a head start on any process spawned now.
-   */
+  /** A spare for the model, warm ones first, or null; one still starting has a head start on a fresh spawn. */
   take(admit: (host: HostProcess) => ModelSlot): ModelSlot | null {
     const live = [...this.#spares].filter((h) => h.exitInfo === null);
     const host = live.find((h) => h.hasStarted) ?? live[0];

@@ -42,7 +42,6 @@ interface Place {
   starter(limits: ProcessLimits | null): (assignment: Assignment) => WorkerSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
-  /** The GPU each new worker of the model gets. */
   gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
 }
 
@@ -145,7 +144,6 @@ export class WorkerFactory {
     return this.#hosts;
   }
 
-  /** The model's name no longer holds GPUs. */
   forgetGpus(name: string): void {
     this.#gpus.forget(name);
   }

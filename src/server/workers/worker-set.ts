@@ -1,19 +1,9 @@
 /**
  * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
- * Start, scale, restart after a death, move and stop each set what is wanted (the target count,
- * the workers being moved, stopped) and call reconcile(), which starts and retires workers. A
- * worker being moved out of a recycled host still serves, so it is not counted: its successor
- * starts at once (no back-off: nothing died), and it retires once that one has loaded. Stopped
- * means a target of 0 with every worker stopped at once rather than let finish as a scale-down does.
- * reconcile() is the only place a worker starts or is told to go: start()'s one second try of a
- * load whose shared host died of another model's doing is a reconcile() too (the displaced worker
- * has exited, so the count is short by it). Restarts wait on one Backoff (processes/backoff.ts).
- *
- * - A worker that dies unasked is replaced after a Fibonacci back-off. A replacement that dies
- *   before it has stayed up kStableMs counts as a failed restart; after kFailedAfter of them with
- *   no worker ready, the model is marked failed (it goes on retrying, and recovers on its own).
- * - Scale-down retires the least useful workers: loading ones, then idle ones; a busy one finishes
- *   what it holds, then exits.
+ * reconcile() is the only place a worker starts or is told to go. A worker moved out of a recycled
+ * host still serves, so it is not counted: its successor starts at once, and it retires once that
+ * one has loaded. Restarts wait on a Fibonacci back-off; after kFailedAfter failed ones with no
+ * worker ready the model is marked failed (it goes on retrying, and recovers on its own).
  */
 import { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/messages';
@@ -24,18 +14,14 @@ import type { WorkerSlot } from '../hosts/worker-slot';
 
 export interface WorkerSetDeps {
   name: string;
-  /** A new worker, assigned this model and listened to. */
   spawn(): WorkerSlot;
   log(line: string): void;
-  /** A worker reported Loaded. */
   onLoaded(worker: WorkerSlot, msg: LoadedMessage): void;
-  /** A replacement was started. */
   onRestarted(): void;
   onFailed(err: MmeError): void;
   onRecovered(): void;
   /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
   waitForRoom?(wake: () => void): void;
-  /** What the restart back-off waits on: the server's clock. */
   clock: Clock;
 }
 
@@ -127,11 +113,7 @@ export class WorkerSet {
     if (failed) throw failed.reason as MmeError;
   }
 
-  /**
-   * Brings the workers to what is wanted: a successor for each worker being moved, the live count
-   * to the target (starting none while a back-off is pending), extras retired; once stopped, every
-   * worker stopped at once (`exited` settles when they have).
-   */
+  /** Brings the workers to what is wanted; starts none while a back-off is pending. */
   reconcile(): { started: WorkerSlot[]; retired: WorkerSlot[]; exited: Array<Promise<WorkerExit>> } {
     const started: WorkerSlot[] = [];
     const retired: WorkerSlot[] = [];
@@ -160,11 +142,7 @@ export class WorkerSet {
     return { started, retired, exited };
   }
 
-  /**
-   * Moves `worker` elsewhere (its shared host is recycled): its successor starts now, and `worker`
-   * serves until the successor has loaded, then finishes what it holds and goes. Requests never
-   * wait for the move.
-   */
+  /** Moves `worker` out of a recycled host; it serves until its successor has loaded, so no request waits. */
   replace(worker: WorkerSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
@@ -172,10 +150,8 @@ export class WorkerSet {
   }
 
   /**
-   * Moves every worker (replace()) into wherever spawn() starts them now (an autoscale promotion or
-   * demotion). A worker whose successor has nowhere to start (every shared host full) stays where
-   * it is and serves on. Resolves when each successor has loaded or failed (then it is replaced as
-   * a death is) and each moved worker has exited: true if every worker moved.
+   * Moves every worker to wherever spawn() starts them now (an autoscale promotion or demotion); one
+   * with nowhere to go stays and serves on. True if every worker moved.
    */
   async moveAll(): Promise<boolean> {
     const moving = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
@@ -218,7 +194,6 @@ export class WorkerSet {
     });
   }
 
-  /** A batch came back: a retired worker that holds nothing more can go. */
   onAnswered(worker: WorkerSlot): void {
     this.#stopIfDone(worker);
   }
@@ -338,7 +313,6 @@ export class WorkerSet {
     return worker;
   }
 
-  /** Stops every worker, replaces none, and resolves once each process has exited. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#target = 0;
