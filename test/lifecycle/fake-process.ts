@@ -71,7 +71,7 @@ export class FakeProcess extends EventEmitter {
   #shared = false;
   /** Each slot's session run time so far, µs, as the host reports it. */
   readonly #ranMicros = new Map<number, number>();
-  /** Unloads wait for every load sent before them, as the real worker's do. */
+  /** Unloads wait for every load sent before them and for their slot's batches, as the real worker's do (worker-process/main.ts). */
   readonly #unloads: Array<{ slot: number; afterLoads: number }> = [];
 
   constructor(
@@ -133,10 +133,11 @@ export class FakeProcess extends EventEmitter {
   }
 
   #unloadReady(): void {
-    while (this.#unloads.length > 0 && this.#unloads[0].afterLoads <= this.#loadsDone) {
-      const { slot } = this.#unloads.shift()!;
-      this.slots.delete(slot);
-      this.#send({ kind: MessageKind.Unloaded, msg: { slot } });
+    for (const u of [...this.#unloads]) {
+      if (u.afterLoads > this.#loadsDone || this.batches.some((b) => (b.slot ?? 0) === u.slot)) continue;
+      this.#unloads.splice(this.#unloads.indexOf(u), 1);
+      this.slots.delete(u.slot);
+      this.#send({ kind: MessageKind.Unloaded, msg: { slot: u.slot } });
     }
   }
 
@@ -163,6 +164,7 @@ export class FakeProcess extends EventEmitter {
       // As the real worker: only a shared host times its session runs; the handler's time is always reported.
       msg: { batchId: batch.batchId, modelMicros: runMicros, runMicros: this.#shared ? ran : 0, responses },
     });
+    this.#unloadReady();
   }
 
   /** The process ends: by a signal, or on its own with a code. */

@@ -44,6 +44,20 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant('tick' as const) }),
 );
 
+/**
+ * Seed 1876983319's run, which hung: m0's request runs in a host being recycled when m1's load
+ * evicts m0. Its Unload must wait for that request's batch, as the real worker's does; the fake
+ * host answered it at once, the host retired with the batch unanswered, and the request never settled.
+ */
+const kEvictedWhileRunning: Command[] = [
+  { kind: 'invoke', name: 'm0' },
+  { kind: 'finishLoad', pick: 1, ok: true },
+  { kind: 'recycle', pick: 3 },
+  { kind: 'invoke', name: 'm1' },
+  { kind: 'tick' },
+  { kind: 'unload', name: 'm0' },
+];
+
 function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null): Promise<Outcomes> {
   return runCommands(h.manager, h.store, commands, shutdownAt, (c, outcomes) => {
     const live = h.processes.live();
@@ -178,6 +192,37 @@ describe('lifecycle model-based property in shared hosts (fast-check, fake proce
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('self-managed cache: a pinned model in a shared host survives any sequence of loads, evictions, host crashes and recycling', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
+        const h = processHarness(
+          'worker_mode=shared\nshared_workers=2\nmodel_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1',
+        );
+        for (const n of [...names, 'pinned']) h.model(n);
+        const loading = h.manager.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
+        await waitFor(
+          () => {
+            for (const p of h.processes.live()) while (p.loads.length > 0) p.load();
+            return h.manager.entry('pinned')?.phase === 'ready';
+          },
+          'the pinned model to load',
+          10_000,
+          1,
+        );
+        await loading;
+        const outcomes = await run(h, commands, null);
+        await quiesce(h, outcomes.pending, false);
+        // A host crash may leave it failed while it reloads elsewhere; it is never evicted.
+        assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
+        assert.ok(!h.logs.some((l) => /^\[pinned\] evicted/.test(l)), h.logs.join('\n'));
+        assert.ok(h.manager.list().length <= 2);
+        await h.manager.close(0);
+        await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
+      }),
+      { numRuns: 200, examples: [[kEvictedWhileRunning]] },
     );
   });
 });
