@@ -37,6 +37,8 @@ export interface ModelDirConfig {
   readonly pinned?: boolean;
   /** Its eviction class (eviction_priority). */
   readonly evictionPriority?: 'low' | 'normal' | 'high';
+  /** Seconds without a request before it is unloaded (idle_unload_seconds); 0 = never. */
+  readonly idleUnloadSeconds?: number;
 }
 
 // A config file is a few hundred bytes; the cap only stops a huge file from being read into memory.
@@ -102,6 +104,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   cpuLimit: cpuLimitProblem,
   pinned: (v) => (typeof v === 'boolean' ? null : 'true or false'),
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
+  idleUnloadSeconds: durationAtLeast(0, 1000, 'seconds'),
 };
 
 function invalid(message: string): MmeError {

@@ -11,6 +11,7 @@ import { cliSettings, type CliArgs } from './cli';
 import { applyEnvOverrides } from './env-settings';
 import { fileSettings, unknownKeysError, type Env } from './file-settings';
 import { fieldOf, KEYS } from './keys';
+import { idleUnloadRefused } from './keys/cache';
 import { metricsConfig } from './metrics-config';
 import { directoryProblem, modelStoreConfig, type DirProblem } from './model-store';
 import { refusePlaceholders } from './placeholders';
@@ -62,6 +63,12 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const plain = readPlain(s);
   const modelCache = s.read('model_cache');
   const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
+  const idleUnload = s.read('model_idle_unload_seconds');
+  if (idleUnload > 0 && !modelCacheOn)
+    throw new MmeError(
+      'MME_ERR_CONFIG',
+      `config key model_idle_unload_seconds is ${idleUnload}${s.fromText('model_idle_unload_seconds')}, but ${idleUnloadRefused(multiModel)}`,
+    );
   const metrics = metricsConfig(s, inferenceAddress, managementAddress);
 
   return deepFreeze({

@@ -42,10 +42,16 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     // One page, not the whole sorted list: with 100 000 models a page costs what it does with ten.
     const page = manager.page(start, pageSize);
     // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true)
-    // and only a pinned model's entry says so.
+    // and only a pinned model's entry, or one that unloads when idle, says so.
     const withMemory = boolParam(ctx, 'memory', false);
     const body: {
-      models: Array<{ modelName: string; modelUrl: string; memoryUsage?: number; pinned?: true }>;
+      models: Array<{
+        modelName: string;
+        modelUrl: string;
+        memoryUsage?: number;
+        pinned?: true;
+        idleUnloadSeconds?: number;
+      }>;
       nextPageToken?: string;
     } = {
       models: page.map((m) => ({
@@ -53,6 +59,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
         modelUrl: m.url,
         ...(withMemory ? { memoryUsage: m.model.memoryBytes } : {}),
         ...(m.model.settings.pinned ? { pinned: true as const } : {}),
+        ...(m.model.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.model.settings.idleUnloadSeconds } : {}),
       })),
     };
     if (start + pageSize < manager.servingCount()) body.nextPageToken = String(start + pageSize);
@@ -124,6 +131,7 @@ function describe(
         : { memoryLimitMb: s.memoryLimitMb, cpuLimit: s.cpuLimit, enforcedBy: limitsEnforcedBy, ownProcesses: true },
     pinned: s.pinned,
     evictionPriority: s.evictionPriority,
+    idleUnloadSeconds: s.idleUnloadSeconds,
     loadedAtStartup: entry.loadedAtStartup,
     queueLength: model.queueLength,
     memoryUsage: model.memoryBytes,
@@ -209,6 +217,7 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     cpuLimit: optLimit(get('cpu_limit'), 'cpu_limit', cpuLimitProblem),
     pinned: optBool(get('pinned'), 'pinned'),
     evictionPriority: optEvictionPriority(get('eviction_priority')),
+    idleUnloadSeconds: optInt(get('idle_unload_seconds'), 'idle_unload_seconds', 0, kSeconds),
   };
 }
 

@@ -106,6 +106,9 @@ const defs = [
   counter('ModelEvictions', 'model', 'mme_model_evictions_total', {
     help: 'Models unloaded by the model cache to make room.',
   }),
+  counter('ModelIdleUnloads', 'model', 'mme_model_idle_unloads_total', {
+    help: 'Models unloaded after idle_unload_seconds (or model_idle_unload_seconds) without a request; the next invoke loads each again.',
+  }),
   histogram('EvictedModelIdleTime', 'Seconds', 'mme_evicted_model_idle_seconds', kIdleSeconds, {
     help: 'How long an evicted model had been idle; short times mean the cache is too small for the working set.',
   }),

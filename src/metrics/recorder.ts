@@ -120,6 +120,10 @@ export class MetricsRecorder {
     });
   }
 
+  idleUnloaded(model: string): void {
+    this.#safely(() => this.#add(M.ModelIdleUnloads, model, 1));
+  }
+
   workerRestarted(model: string): void {
     this.#safely(() => this.#add(M.WorkerRestarts, model, 1));
   }

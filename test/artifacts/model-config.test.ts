@@ -78,6 +78,8 @@ describe('model-config.json', () => {
     ['cpuLimit', '0.5', /a number of cores/],
     ['pinned', 'yes', /true or false, got "yes"/],
     ['evictionPriority', 'urgent', /"low", "normal" or "high", got "urgent"/],
+    ['idleUnloadSeconds', -1, /an integer >= 0 and <= 2147483 seconds/],
+    ['idleUnloadSeconds', 1.5, /an integer >= 0/],
   ];
   for (const [field, value, message] of wrong) {
     it(`refuses ${field}: ${JSON.stringify(value)}, naming the field and file`, () =>

@@ -94,7 +94,7 @@ describe('POST /models and DELETE /models/{name}', () => {
     assert.equal(res.body.errorCode, 'MME_ERR_UNKNOWN_FIELD');
     assert.equal(
       res.body.message,
-      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned" (did you mean pinned?). The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous, memory_limit_mb, cpu_limit, pinned, eviction_priority.',
+      'Unknown fields in the load request: "initial_worker" (did you mean initial_workers?), "pinnned" (did you mean pinned?). The fields are model_name, url, handler, batch_size, max_batch_delay, initial_workers, response_timeout, load_timeout, job_queue_size, use_job_ticket, preload_model, device_ids, worker_mode, synchronous, memory_limit_mb, cpu_limit, pinned, eviction_priority, idle_unload_seconds.',
     );
     assert.equal((await request(`${t.url}/models/a`)).status, 404);
     assert.equal(workerPidsOf(process.pid).length, 0);

@@ -44,4 +44,14 @@ export const kCacheKeys = {
     field: 'evictionDrainTimeoutSeconds',
     doc: 'Seconds an evicted model may take to finish its queued and running requests before its workers are stopped.',
   }),
+  model_idle_unload_seconds: int('0', seconds(0), {
+    doc: "Seconds a model may go without a request before it is unloaded (its next invoke loads it again); a model's own idle_unload_seconds wins. 0 = never. Needs model_cache on: on SageMaker the platform decides what stays loaded. Pinned models are never unloaded for idleness.",
+  }),
 } as const satisfies Record<string, KeySpec>;
+
+/** Why idle unload is refused without the self-managed cache: nothing would load the model again. */
+export function idleUnloadRefused(multiModel: boolean): string {
+  return multiModel
+    ? 'on SageMaker (SAGEMAKER_MULTI_MODEL=true) the platform decides which models stay loaded and unloads them itself, and an invoke of a model unloaded here would answer 404 until it loaded it again; leave idle unloading to SageMaker and remove the setting'
+    : 'it needs the self-managed cache, which loads an unloaded model again on its next invoke; with model_cache=off nothing would, and that invoke would answer 404. Set model_cache=on, or remove the setting';
+}

@@ -25,6 +25,7 @@ export interface ManagerEvents {
   modelUnloaded?(model: string, micros: number): void;
   loadWait?(model: string, micros: number): void;
   evicted?(model: string, idleMs: number): void;
+  idleUnloaded?(model: string): void;
   workerRestarted?(model: string): void;
   sharedHostRestarted?(): void;
   sharedHostRecycled?(): void;
@@ -86,6 +87,12 @@ export class LifecycleEvents {
     this.stats.evictedIdleMs.push(idleMs);
     if (this.stats.evictedIdleMs.length > kEvictedAgesKept) this.stats.evictedIdleMs.shift();
     this.sink.evicted?.(name, idleMs);
+    this.unloaded(name, micros);
+  }
+
+  /** Unloaded after idle_unload_seconds without a request. */
+  idleUnloaded(name: string, micros: number): void {
+    this.sink.idleUnloaded?.(name);
     this.unloaded(name, micros);
   }
 

@@ -1,5 +1,5 @@
 /**
- * The five operations that change a registration: load, unload, scale, eviction and shutdown. Each
+ * The operations that change a registration: load, unload, scale, eviction, idle unload, shutdown. Each
  * holds the name's lock, so none acts on a state another is halfway through changing, and moves
  * the entry only through its transition table (registration.ts).
  *
@@ -29,7 +29,7 @@ import type { LifecycleEvents } from './lifecycle-events';
 import { LoadSource } from './load-source';
 import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
-import { checkModelName, modelNotFound, shuttingDown } from './model-names';
+import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
 import type { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
@@ -62,11 +62,8 @@ export class LifecycleOperations {
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
     this.#source = new LoadSource(deps);
-    this.budgetBytes = memoryBudgetBytes(
-      config.modelMemoryBudgetBytes,
-      config.modelMemoryReserveBytes,
-      memoryLimitBytes(),
-    );
+    const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
+    this.budgetBytes = memoryBudgetBytes(budget, reserve, memoryLimitBytes());
     this.#admission = new Admission({
       budgetBytes: this.budgetBytes,
       maxLoadedModels: config.maxLoadedModels,
@@ -91,10 +88,7 @@ export class LifecycleOperations {
       throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
     this.deps.onDemand.forgetFailure(name);
     const work = this.startLoad(name, req, false);
-    if (req.synchronous !== false) {
-      await work;
-      return 'loaded';
-    }
+    if (req.synchronous !== false) return work.then(() => 'loaded' as const);
     work.catch(() => {}); // logged by Registration.loadFailed
     return 'accepted';
   }
@@ -144,6 +138,8 @@ export class LifecycleOperations {
       entry.to('ready');
       if (limit === null) this.#estimator.learn(artifact.onnxBytes, processes, mode, model.memoryBytes);
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now(), settings);
+      const idleSeconds = settings.idleUnloadSeconds;
+      if (idleSeconds > 0) entry.unloadWhenIdle(idleSeconds * 1000, () => void this.#unloadIdle(entry, idleSeconds));
       events.loaded(name, loadMicros);
       events.sink.modelWorkers?.(name, model.workerTarget);
       const where = kModeTraits[mode].ownProcess
@@ -189,7 +185,7 @@ export class LifecycleOperations {
     const { name } = entry;
     const { config, log } = this.deps;
     const freed = entry.model!.memoryBytes;
-    const idleMs = this.deps.clock.now() - entry.model!.lastUsedAt;
+    const idleMs = entry.idleMs;
     const t0 = performance.now();
     if (!(await this.#drain(entry, config.evictionDrainTimeoutSeconds * 1000)))
       log(
@@ -201,6 +197,24 @@ export class LifecycleOperations {
     );
     this.deps.events.evicted(name, idleMs, elapsedMicros(t0));
     log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
+  }
+
+  /** Unloads `entry`, idle for its idle_unload_seconds: no request holds it, so none is cut off. */
+  async #unloadIdle(entry: Registration, seconds: number): Promise<void> {
+    const unlock = await this.#locks.acquire(entry.name);
+    try {
+      const idleMs = entry.idleMs;
+      // A request, or an operation that unloaded it, may have come while it waited for the lock.
+      if (!entry.serving || idleMs < seconds * 1000) return entry.checkIdle();
+      const t0 = performance.now();
+      const why = `idle for ${Math.round(idleMs / 1000)} s (idle_unload_seconds=${seconds})`;
+      entry.to('draining');
+      await this.#release(entry, shuttingDown());
+      this.deps.events.idleUnloaded(entry.name, elapsedMicros(t0));
+      this.deps.log(`[${entry.name}] unloaded: ${why}`);
+    } finally {
+      unlock();
+    }
   }
 
   /**
@@ -227,18 +241,13 @@ export class LifecycleOperations {
     if (!unlock) {
       late = true;
       // Still loading at the bound: stop the load, which then gives the lock up at once.
-      entry.abortLoad.abort(
-        new MmeError(
-          'MME_ERR_MODEL_CONFLICT',
-          `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`,
-        ),
-      );
+      const stopped = `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`;
+      entry.abortLoad.abort(new MmeError('MME_ERR_MODEL_CONFLICT', stopped));
       unlock = await locking;
     }
     try {
       if (registry.current(name) !== entry || !entry.serving) {
-        if (late)
-          throw this.#unloadTimeout(name, 'it was still loading; the load was stopped and nothing is left of it');
+        if (late) throw unloadTimeout(name, config, 'loading');
         throw modelNotFound(name);
       }
       if (!(await this.#drain(entry, deadline - clock.now()))) {
@@ -256,18 +265,7 @@ export class LifecycleOperations {
     }
     this.deps.events.unloaded(name, elapsedMicros(t0));
     log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
-    if (late)
-      throw this.#unloadTimeout(
-        name,
-        'requests were still running; they were stopped, its workers killed and its files removed',
-      );
-  }
-
-  #unloadTimeout(name: string, what: string): MmeError {
-    return new MmeError(
-      'MME_ERR_UNLOAD_TIMEOUT',
-      `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${this.deps.config.unregisterModelTimeoutSeconds} s): ${what}. The model is unloaded.`,
-    );
+    if (late) throw unloadTimeout(name, config, 'running');
   }
 
   /**
@@ -282,8 +280,7 @@ export class LifecycleOperations {
       const e = this.deps.registry.current(name);
       if (!e?.model || !e.serving) throw modelNotFound(name);
       const model = e.model;
-      const added =
-        processCount({ preloadModel: model.settings.preloadModel, minWorkers: min }) - processCount(model.settings);
+      const added = processCount({ ...model.settings, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
       // The reservation stands until the new workers are measured.
       scaling = model.scale(min, max).finally(async () => {

@@ -4,6 +4,8 @@
  */
 import path from 'node:path';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
+import type { ModelDirConfig } from '../../artifacts/model-config';
+import { idleUnloadRefused } from '../../config/keys/cache';
 import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError, quote } from '../../errors';
 import { nearestName } from '../../util/nearest-name';
@@ -31,6 +33,7 @@ export const kLoadRequestFields = [
   'cpu_limit',
   'pinned',
   'eviction_priority',
+  'idle_unload_seconds',
 ] as const;
 
 /** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
@@ -69,6 +72,7 @@ export interface LoadRequest {
   cpuLimit?: number;
   pinned?: boolean;
   evictionPriority?: EvictionPriority;
+  idleUnloadSeconds?: number;
 }
 
 export interface ModelSettings {
@@ -94,6 +98,8 @@ export interface ModelSettings {
   pinned: boolean;
   /** Its eviction class: the cache takes low before normal before high (cache/eviction-classes.ts). */
   evictionPriority: EvictionPriority;
+  /** Seconds without a request before it unloads itself (registration.ts); 0 = never, as for a pinned model. */
+  idleUnloadSeconds: number;
 }
 
 export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
@@ -106,6 +112,7 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
   const limited = isLimited({ memoryLimitMb, cpuLimit }) ? 'dedicated' : undefined;
   const workerMode = insists ?? limited ?? req.workerMode ?? mc.workerMode ?? c.workerMode;
   const { ownProcess } = kModeTraits[workerMode];
+  const pinned = req.pinned ?? mc.pinned ?? false;
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
   const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
   return {
@@ -125,9 +132,32 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     priorityAgingMs: c.priorityAgingMs,
     memoryLimitMb,
     cpuLimit,
-    pinned: req.pinned ?? mc.pinned ?? false,
+    pinned,
     evictionPriority: req.evictionPriority ?? mc.evictionPriority ?? 'normal',
+    idleUnloadSeconds: idleUnloadSeconds(req, mc, c, pinned),
   };
+}
+
+/**
+ * The request's, else model-config.json's, else model_idle_unload_seconds (for an unpinned model).
+ * Its own setting is refused where nothing would load the model again, and beside pinned: a pinned
+ * model leaves only by DELETE.
+ */
+function idleUnloadSeconds(req: LoadRequest, mc: ModelDirConfig, c: ServerConfig, pinned: boolean): number {
+  const own = req.idleUnloadSeconds ?? mc.idleUnloadSeconds;
+  if (own === undefined) return pinned ? 0 : c.modelIdleUnloadSeconds;
+  if (own === 0) return 0;
+  const [code, field] =
+    req.idleUnloadSeconds === undefined
+      ? (['MME_ERR_INVALID_MODEL', `model-config.json's "idleUnloadSeconds": ${own}`] as const)
+      : (['MME_ERR_BAD_REQUEST', `idle_unload_seconds=${own}`] as const);
+  if (!c.modelCache) throw new MmeError(code, `${field} is refused: ${idleUnloadRefused(c.multiModel)}.`);
+  if (pinned)
+    throw new MmeError(
+      code,
+      `${field} is refused for a pinned model, which only DELETE /models/{name} unloads; drop one of idle_unload_seconds and pinned.`,
+    );
+  return own;
 }
 
 /** preload_model shares one session between all slots: one process instead of minWorkers. */

@@ -64,8 +64,6 @@ export class Model implements WorkerListener {
   streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
-  /** clock.now() of the last admitted request (or of the load): the idle age eviction reports. */
-  lastUsedAt: number;
   /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
   readonly name: string;
@@ -101,7 +99,6 @@ export class Model implements WorkerListener {
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
     this.#mode = settings.workerMode;
-    this.lastUsedAt = clock.now();
     this.autoscaler =
       config.autoscale && !settings.preloadModel
         ? new Autoscaler(config.autoscale, clock, config.sharedHostHeavyShare, settings.workerMode)
@@ -199,7 +196,6 @@ export class Model implements WorkerListener {
         ),
       );
     if (this.#health.failed) return Promise.reject(this.#failedError());
-    this.lastUsedAt = this.ctx.workers.clock.now();
     return this.#dispatcher.submit(request, opts);
   }
 

@@ -14,7 +14,7 @@
  */
 import { MmeError, isMmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
-import type { Timers } from '../../util/clock';
+import type { Clock, Timer } from '../../util/clock';
 import { StateMachine } from '../../util/state-machine';
 import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
@@ -64,6 +64,10 @@ export class Registration implements ModelHealth, Resident {
   #settleLoad!: (ok: boolean) => void;
   #settleGone!: () => void;
   #idleWaiters: Array<() => void> = [];
+  /** idle_unload_seconds: called once no request has held it for `ms`; the timer looks lazily (a request arms none). */
+  #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
+  /** clock.now() when its last request finished, or it went ready: the idle age eviction reports and idle unload uses. */
+  #idleSince = 0;
   #listener: RegistrationListener | null = null;
 
   constructor(
@@ -71,7 +75,7 @@ export class Registration implements ModelHealth, Resident {
     readonly url: string,
     readonly onDemand: boolean,
     readonly loadedAtStartup: boolean,
-    private readonly timers: Timers,
+    private readonly clock: Clock,
   ) {
     this.loadSettled = new Promise((r) => (this.#settleLoad = r));
     this.gone = new Promise((r) => (this.#settleGone = r));
@@ -186,8 +190,10 @@ export class Registration implements ModelHealth, Resident {
       // Before anyone hears of the change: an eviction woken by it must see the waiters' holds.
       this.#wentReady = next === 'ready';
       if (this.#wentReady) this.#active += this.#heldWhenReady;
+      this.#idleSince = this.clock.now();
       this.#heldWhenReady = 0;
     }
+    if (next === 'draining') this.clock.clearTimeout(this.#idleUnload?.timer ?? null);
     this.#listener?.phaseChanged(this, from, next);
     if (from === 'loading') this.#settleLoad(next === 'ready');
     if (next === 'gone') this.#settleGone();
@@ -221,12 +227,12 @@ export class Registration implements ModelHealth, Resident {
   }
 
   release(): void {
-    this.#active--;
-    if (this.#active === 0 && this.#idleWaiters.length > 0) {
-      const waiters = this.#idleWaiters;
-      this.#idleWaiters = [];
-      for (const w of waiters) w();
-    }
+    if (--this.#active > 0) return;
+    this.#idleSince = this.clock.now();
+    if (this.#idleWaiters.length === 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
   }
 
   /** Resolves true once no request holds the model, or false after `boundMs`. */
@@ -234,8 +240,30 @@ export class Registration implements ModelHealth, Resident {
     if (this.#active === 0) return Promise.resolve(true);
     let done = () => {};
     const idle = new Promise<boolean>((r) => this.#idleWaiters.push((done = () => r(true))));
-    return within(idle, boundMs, false, this.timers).finally(() => {
+    return within(idle, boundMs, false, this.clock).finally(() => {
       this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
     });
+  }
+
+  /** Calls `unload` once no request has held it for `ms` (idle_unload_seconds), while it serves. */
+  unloadWhenIdle(ms: number, unload: () => void): void {
+    this.#idleUnload = { ms, unload, timer: null };
+    this.checkIdle();
+  }
+
+  /** How long no request has held it (ms): 0 while one does. */
+  get idleMs(): number {
+    return this.#active > 0 ? 0 : this.clock.now() - this.#idleSince;
+  }
+
+  /** Calls its unload if it has been idle long enough, else looks again when it could have been. */
+  checkIdle(): void {
+    const idle = this.#idleUnload;
+    if (!idle || !this.serving) return;
+    this.clock.clearTimeout(idle.timer);
+    const left = idle.ms - this.idleMs;
+    idle.timer = left > 0 ? this.clock.setTimeout(() => this.checkIdle(), left) : null;
+    if (idle.timer) idle.timer.unref();
+    else idle.unload();
   }
 }
