@@ -158,7 +158,7 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
         const h = harness(
-          'model_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1',
+          'model_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1\nmodel_idle_unload_seconds=3',
           { autoLoad: false, memoryBytes: () => 1 },
         );
         for (const n of [...names, 'pinned']) h.model(n);
@@ -176,7 +176,8 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
         await quiesce(h, outcomes.pending);
         // Crashes may leave it failed for a while (its workers restart); it is never evicted.
         assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
-        assert.ok(!h.logs.some((l) => /^\[pinned\] evicted/.test(l)), h.logs.join('\n'));
+        // Nor unloaded for idleness, while the others are (model_idle_unload_seconds=3).
+        assert.ok(!h.logs.some((l) => /^\[pinned\] (evicted|unloaded)/.test(l)), h.logs.join('\n'));
         assert.ok(h.manager.list().length <= 2);
         await h.manager.close(0);
       }),

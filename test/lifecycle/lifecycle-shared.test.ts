@@ -199,7 +199,7 @@ describe('lifecycle model-based property in shared hosts (fast-check, fake proce
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), async (commands) => {
         const h = processHarness(
-          'worker_mode=shared\nshared_workers=2\nmodel_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1',
+          'worker_mode=shared\nshared_workers=2\nmodel_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1\nmodel_idle_unload_seconds=3',
         );
         for (const n of [...names, 'pinned']) h.model(n);
         const loading = h.manager.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
@@ -217,7 +217,8 @@ describe('lifecycle model-based property in shared hosts (fast-check, fake proce
         await quiesce(h, outcomes.pending, false);
         // A host crash may leave it failed while it reloads elsewhere; it is never evicted.
         assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
-        assert.ok(!h.logs.some((l) => /^\[pinned\] evicted/.test(l)), h.logs.join('\n'));
+        // Nor unloaded for idleness, while the others are (model_idle_unload_seconds=3).
+        assert.ok(!h.logs.some((l) => /^\[pinned\] (evicted|unloaded)/.test(l)), h.logs.join('\n'));
         assert.ok(h.manager.list().length <= 2);
         await h.manager.close(0);
         await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
