@@ -5,6 +5,7 @@ import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { findHaproxy, Haproxy, inFlight, localHaproxyConfig } from '../../harness/routers/haproxy';
 import { freePorts } from '../../harness/cli-server';
 import { f32 } from '../../harness/float32';
+import { waitFor } from '../../harness/process-probes';
 import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
 import { mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
@@ -170,7 +171,7 @@ describe('deploy/haproxy: bounded-load consistent hashing on the model through r
     });
     // Every one placed (each while the ones before it were held) before any finishes.
     const total = async () => [...(await inFlight(statsSocket, 'mme')).values()].reduce((a, b) => a + b, 0);
-    while ((await total()) < kHeld) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(async () => (await total()) >= kHeld, `HAProxy to place all ${kHeld} held requests`, 60_000);
     const replicas: string[] = [];
     for (const { req, answered } of held) {
       req.end(kInvokeBody);
