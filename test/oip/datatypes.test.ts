@@ -105,10 +105,7 @@ describe('oip/datatypes: OIP v2 datatypes and their raw layout', () => {
   it('writes elements as raw bytes: typed arrays as they lie in memory (a view, not the whole buffer), BYTES length-prefixed', () => {
     const whole = Float32Array.from([9, 1.5, -2, 9]);
     assert.deepEqual([...toRaw(whole.subarray(1, 3))], [0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0xc0]);
-    assert.deepEqual(
-      [...toRaw(['é', Buffer.from([7])])],
-      [2, 0, 0, 0, 0xc3, 0xa9, 1, 0, 0, 0, 7],
-    );
+    assert.deepEqual([...toRaw(['é', Buffer.from([7])])], [2, 0, 0, 0, 0xc3, 0xa9, 1, 0, 0, 0, 7]);
     assert.equal(toRaw([]).length, 0);
   });
 

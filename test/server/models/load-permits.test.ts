@@ -52,7 +52,10 @@ describe('server/models/load-permits: max_concurrent_loads shared with the repos
     assert.equal(holding.length, 1, 'one at a time');
     holding[0].release!();
     await settle();
-    assert.ok(both.every((a) => a.release !== null), 'the other once it is given back');
+    assert.ok(
+      both.every((a) => a.release !== null),
+      'the other once it is given back',
+    );
   });
 
   it("a repository load whose wait is aborted gives back its share, and the abort's reason is its error", async () => {
