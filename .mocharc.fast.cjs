@@ -7,7 +7,7 @@ const full = require('./.mocharc.json');
 
 module.exports = {
   ...full,
-  spec: ['dist/test/{lifecycle,server,util,config,protocol}/**/*.test.js'],
+  spec: ['dist/test/{lifecycle,server,util,config,protocol,lint}/**/*.test.js'],
   ignore: [
     'dist/test/lifecycle/regressions.test.js',
     'dist/test/server/heap-room.test.js',

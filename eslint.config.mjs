@@ -13,60 +13,8 @@
 // - require-await: an async method that implements a Promise-returning interface needs no await.
 import tseslint from 'typescript-eslint';
 
-// test/ compares no measured duration with a bound: that fails on a busy machine and proves nothing
-// on an idle one. Tests wait for events, run on the virtual clock (test/helpers/virtual-clock.ts),
-// or leave the figure to a bench (scripts/bench). The rule reports an ordering comparison (< <= > >=)
-// that reads the wall clock (Date.now(), performance.now(), process.hrtime) or a variable set from
-// it, as in `Date.now() - t0 < 10_000` or `const tookMs = Date.now() - t0; assert.ok(tookMs >= 300)`.
-const isWallClockRead = (node) =>
-  node.type === 'CallExpression' &&
-  node.callee.type === 'MemberExpression' &&
-  ['now', 'hrtime', 'bigint'].includes(node.callee.property.name) &&
-  ['Date', 'performance', 'process', 'hrtime'].includes(
-    node.callee.object.type === 'MemberExpression' ? node.callee.object.property.name : node.callee.object.name,
-  );
-
-/** Whether `node` reads the wall clock, itself or through a variable whose initial value does. */
-function readsWallClock(node, scope, seen = new Set()) {
-  if (!node || typeof node.type !== 'string' || seen.has(node)) return false;
-  seen.add(node);
-  if (isWallClockRead(node)) return true;
-  if (node.type === 'Identifier') {
-    for (let s = scope; s; s = s.upper) {
-      const variable = s.set.get(node.name);
-      if (variable)
-        return variable.defs.some(
-          (d) => d.node.type === 'VariableDeclarator' && readsWallClock(d.node.init, scope, seen),
-        );
-    }
-    return false;
-  }
-  return Object.entries(node).some(
-    ([key, child]) =>
-      key !== 'parent' &&
-      (Array.isArray(child) ? child.some((c) => readsWallClock(c, scope, seen)) : readsWallClock(child, scope, seen)),
-  );
-}
-
-const timing = {
-  rules: {
-    'no-timed-assertions': {
-      meta: {
-        type: 'problem',
-        messages: {
-          timed:
-            'A wall-clock duration compared with a bound: wait for an event, use the virtual clock, or measure it in a bench.',
-        },
-      },
-      create: (context) => ({
-        BinaryExpression(node) {
-          if (['<', '<=', '>', '>='].includes(node.operator) && readsWallClock(node, context.sourceCode.getScope(node)))
-            context.report({ node, messageId: 'timed' });
-        },
-      }),
-    },
-  },
-};
+// test/ compares no measured duration with a bound (the rule's file says what it reports, and why).
+import timing from './test/lint/no-timed-assertions.cjs';
 
 const files = ['src/**/*.ts', 'harness/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts'];
 

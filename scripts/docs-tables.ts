@@ -3,7 +3,7 @@
  * codes, the planner's assumptions and example plans) or from the committed bench runs
  * (bench-results/latest.json: docs/performance.md's figures and the README's summary;
  * bench-results/part22-fleet and part22-autoscale: docs/deploy.md's fleet tables and docs/workers.md's
- * autoscaling figures), so they cannot drift: `node dist/scripts/docs-tables.js` rewrites them and test/docs/tables.test.ts fails when they
+ * autoscaling figures; latest.json again: workers.md's figures of the two worker modes), so they cannot drift: `node dist/scripts/docs-tables.js` rewrites them and test/docs/tables.test.ts fails when they
  * are stale.
  */
 import fs from 'node:fs';
@@ -13,6 +13,7 @@ import { ERRORS } from '../src/errors';
 import { printedHelp } from './cli-flags';
 import { renderFrameWait, renderWithoutBusyShare } from './bench/report/autoscale-figures';
 import { FLEET_RUNS, renderFleetHotRun, renderFleetRun, renderFleetTargets } from './bench/report/fleet-figures';
+import * as modes from './bench/report/modes-figures';
 import { renderPerformanceSection, renderReadmeSummary } from './bench/report/report';
 import { readRun } from './bench/report/results';
 import { renderPlan } from './plan/main';
@@ -76,6 +77,22 @@ export const SECTIONS: readonly Section[] = [
     { name: `fleet-targets-${commit}`, file: kFleetReadme, render: () => renderFleetTargets(runs) },
     ...runs.map((run) => ({ name: `fleet-run-${run}`, file: kFleetReadme, render: () => renderFleetRun(run) })),
   ]),
+  ...Object.entries({
+    'modes-dedicated-cost': modes.renderDedicatedCost,
+    'modes-shared-cost': modes.renderSharedCost,
+    'modes-pss-note': modes.renderPssNote,
+    'modes-pss': modes.renderPssRow,
+    'modes-cold': modes.renderColdRow,
+    'modes-throughput': modes.renderThroughputRow,
+    'modes-zipf': modes.renderZipfRow,
+    'modes-spare-drop': modes.renderSpareDrop,
+    'modes-noisy-neighbour': modes.renderNoisyNeighbour,
+  }).map(([name, render]) => ({
+    name,
+    file: path.join(DOCS, 'workers.md'),
+    render: () => render(readRun()),
+    inline: true as const,
+  })),
   { name: 'autoscale-frame-wait', file: path.join(DOCS, 'workers.md'), render: renderFrameWait, inline: true },
   {
     name: 'autoscale-without-busy-share',

@@ -6,6 +6,7 @@
  *   T-H2 300 header and 50 body slowloris sockets at the server's real timeouts (60 s / 70 s)
  *   T-H5 a pooled client and a load balancer for 10 minutes around the real keepAliveTimeout (65 s)
  *   the boundary property's rounds under their RSS bounds, in both worker modes (./boundary-memory.ts)
+ *   the RSS bounds of the hardening, repository and gRPC cases the tests run without them (./memory-bounds.ts)
  * T-H5 runs alongside the others (it sends a request a minute); the rest run one after another.
  */
 import { kDefaultLimits } from '../../src/util/listener-limits';
@@ -14,11 +15,12 @@ import { reportBoundaryMemory } from './boundary-memory';
 import { runEvictionCycle } from './eviction-cycle';
 import { keepAliveProblems } from './keepalive';
 import { runLeakSoak } from './leak-soak';
+import { reportMemoryBounds } from './memory-bounds';
 import { CaseReport } from './report';
 import { runSlowClients, slowClientProblems } from './slow-clients';
 
 const USAGE = `Usage: npm run soak
-  The long reliability cases at full size (load/unload cycles, leak checks, eviction cycles, slow clients, the boundary rounds' memory), each against its own CLI server, with a 10-minute keep-alive case alongside; takes tens of minutes or more.`;
+  The long reliability cases at full size (load/unload cycles, leak checks, eviction cycles, slow clients, the boundary rounds' and the other cases' memory), each against its own CLI server, with a 10-minute keep-alive case alongside; takes tens of minutes or more.`;
 
 void CaseReport.run(USAGE, async (report) => {
   const progress = (what: string) => (line: string) => console.log(`  ${what} ${line}`);
@@ -59,17 +61,19 @@ void CaseReport.run(USAGE, async (report) => {
       bodySockets: 50,
       headerByteEveryMs: 5000,
       bodyByteEveryMs: 100,
-      durationMs: 2 * (limits.requestTimeoutMs + limits.checkMs),
+      boundMs: 2 * (limits.requestTimeoutMs + limits.checkMs),
+      minProbes: 50,
       probeEveryMs: 100,
     }),
   );
   report.add(
     'T-H2 slowloris_headers_and_body, real timeouts',
-    slowClientProblems(slow, limits, true),
+    slowClientProblems(slow, limits, 50, true),
     `${slow.probes.length} probes`,
   );
 
   await reportBoundaryMemory(report, 300, Date.now() % 2 ** 31);
+  await reportMemoryBounds(report);
 
   await keepAlive;
 });

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { connect, unaryCall } from '../../src/cli/grpc-calls';
 import type { V2InferRequest } from '../../src/oip/types';
 import { behaviourHandler } from '../../harness/fault-handlers';
+import { f32 } from '../../harness/float32';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
 import { freePorts } from '../../harness/cli-server';
@@ -272,7 +273,7 @@ describe('docker image (podman)', function () {
       try {
         // The tensors as KServe's protocol defines raw contents, little-endian float32, written and read
         // here rather than by the server's own codec.
-        const raw = Buffer.from(Float32Array.from(rows.flat()).buffer);
+        const raw = f32(rows.flat());
         const reply = await unaryCall<any>(clients.kserve, 'ModelInfer', {
           model_name: 'mlp',
           inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 4] }],

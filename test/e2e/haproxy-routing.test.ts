@@ -4,6 +4,8 @@ import path from 'node:path';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { findHaproxy, Haproxy, inFlight, localHaproxyConfig } from '../../harness/routers/haproxy';
 import { freePorts } from '../../harness/cli-server';
+import { f32 } from '../../harness/float32';
+import { waitFor } from '../../harness/process-probes';
 import { grpcClients, type GrpcClients } from '../../harness/grpc-clients';
 import { mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
@@ -94,7 +96,7 @@ describe('deploy/haproxy: bounded-load consistent hashing on the model through r
         {
           model_name: model,
           inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }],
-          raw_input_contents: [Buffer.from(Float32Array.from(kRow).buffer)],
+          raw_input_contents: [f32(kRow)],
         },
         metadata,
         (err: ServiceError | null) => (err ? reject(err) : resolve(replica)),
@@ -169,7 +171,7 @@ describe('deploy/haproxy: bounded-load consistent hashing on the model through r
     });
     // Every one placed (each while the ones before it were held) before any finishes.
     const total = async () => [...(await inFlight(statsSocket, 'mme')).values()].reduce((a, b) => a + b, 0);
-    while ((await total()) < kHeld) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(async () => (await total()) >= kHeld, `HAProxy to place all ${kHeld} held requests`, 60_000);
     const replicas: string[] = [];
     for (const { req, answered } of held) {
       req.end(kInvokeBody);

@@ -21,8 +21,7 @@ import { MmeError } from '../../src/errors';
 import { behaviourHandler } from '../../harness/fault-handlers';
 import { addModel, mlpModel, multiIoModel, writeModelDir } from '../../harness/onnx-models';
 import { failure, grpcClients, unary, type GrpcClients } from '../../harness/grpc-clients';
-import { rssBytes, waitFor } from '../../harness/process-probes';
-import { collectGarbage } from '../helpers/gc';
+import { waitFor } from '../../harness/process-probes';
 import { field, text, varint } from '../helpers/protobuf-wire';
 import { loadModel } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
@@ -235,26 +234,16 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
     }
   });
 
-  it('gRPC typed BYTES of 1 000 000 empty elements (2 MB on the wire) is INVALID_ARGUMENT before decoding, and costs the server no memory', async () => {
+  it('gRPC typed BYTES of 1 000 000 empty elements (2 MB on the wire) is INVALID_ARGUMENT, refused by their count (the memory they cost: npm run soak)', async () => {
     const port = t.server.grpc!.port;
     const empties = Buffer.alloc(2 * 1_000_000);
     for (let i = 0; i < empties.length; i += 2) empties[i] = 8 * 8 + 2; // bytes_contents, length 0
     const message = inferRequest(input([1_000_000], empties));
-    // The server shares this process with the suite: what earlier tests left to collect must not
-    // count, so both readings follow a full collection.
-    collectGarbage();
-    const rss0 = rssBytes(process.pid);
     const err = await rawUnary(port, '/inference.GRPCInferenceService/ModelInfer', message);
     assertClientError(err, Status.INVALID_ARGUMENT, 'a million empty bytes_contents');
     assert.match(
       err.details,
       /more than 65536 bytes_contents elements; send large BYTES tensors in raw_input_contents/,
-    );
-    // Decoded, these were +268 MiB in the server process, kept after the answer.
-    collectGarbage();
-    assert.ok(
-      rssBytes(process.pid) - rss0 < 64 * MiB,
-      `RSS grew ${((rssBytes(process.pid) - rss0) / MiB).toFixed(0)} MiB`,
     );
   });
 
@@ -471,7 +460,7 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
 
   const ran = () => (fs.existsSync(log) ? fs.statSync(log).size : 0);
 
-  it('TorchServe StreamPredictions2 holds at most job_queue_size requests of a stream writing far faster than the model answers, RSS bounded; a cancel frees them and nothing more reaches the worker', async () => {
+  it('TorchServe StreamPredictions2 holds at most job_queue_size requests of a stream writing far faster than the model answers; a cancel frees them and nothing more reaches the worker (the RSS it costs: npm run soak)', async () => {
     const model = t.server.manager.get('slow');
     const streams = t.server.grpc!.streams;
     // One 1 MiB request, written 400 times without waiting: the client sends as fast as the server
@@ -484,8 +473,6 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
     const kMessages = 400;
     // A warm-up request first: the allocations of a first call are not the stream's.
     await unary(c.torchserve, 'Predictions', message);
-    const rss0 = rssBytes(process.pid);
-    let peakRss = rss0;
 
     const call = c.torchserve.StreamPredictions2() as ClientDuplexStream<unknown, StreamAnswer>;
     let answered = 0;
@@ -494,7 +481,6 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
     call.on('data', (m: StreamAnswer) => {
       if ((m.status?.code ?? Status.OK) !== Status.OK) notOk.push(`${m.status?.code}: ${m.status?.message}`);
       answered++;
-      peakRss = Math.max(peakRss, rssBytes(process.pid));
     });
     const closed = new Promise<ServiceError | null>((resolve) => {
       call.on('error', resolve);
@@ -509,9 +495,6 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
       streams.peakHeld <= kQueue,
       `the server held ${streams.peakHeld} requests of the stream (job_queue_size ${kQueue})`,
     );
-    // Generous: 400 MiB sent. Held requests, their frames to the worker and garbage not yet collected stay far below it.
-    const grown = peakRss - rss0;
-    assert.ok(grown < 150 * MiB, `server RSS grew by ${Math.round(grown / MiB)} MiB while the stream ran`);
 
     call.cancel();
     assert.equal((await closed)?.code, Status.CANCELLED);

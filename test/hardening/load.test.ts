@@ -16,11 +16,11 @@ import {
 import { pingProblems } from '../../scripts/hardening/ping-bounds';
 
 describe('hardening: load', () => {
-  it('T-P1 queue_overflow_503: 100 connections on one worker with a queue of 10 get only 200 or 503, no timeouts; memory stays bounded and the queue drains', async () => {
-    assert.deepEqual(queueOverflowProblems(await runQueueOverflow(3)), []);
+  it('T-P1 queue_overflow_503: 100 connections on one worker with a queue of 10 get only 200 or 503, no timeouts, and the queue drains (server RSS: npm run load)', async () => {
+    assert.deepEqual(queueOverflowProblems(await runQueueOverflow(3), null), []);
   });
 
-  it('T-P2 ping_under_pressure: /ping answers fast on fresh connections while invokes saturate the server and a 200 MiB archive loads', async () => {
+  it('T-P2 ping_under_pressure: /ping is answered on fresh connections while invokes saturate the server and a 200 MiB archive loads (its latency bounds: npm run load)', async () => {
     const r = await runPingUnderPressure(200, 4);
     assert.equal(r.loadStatus, 200);
     assert.equal(r.run.errors + r.run.non2xx, 0, JSON.stringify(r.run));
@@ -34,14 +34,14 @@ describe('hardening: load', () => {
     assert.deepEqual(baselineProblems(await runBaseline(1, 1, 2), null), []);
   });
 
-  it('T-P4 eviction_cycle: loading past the memory budget is 507 until the least recently used model is unloaded, before any worker dies, leaking nothing', async () => {
-    const r = await runEvictionCycle(12, 150);
+  it('T-P4 eviction_cycle: loading past the memory budget is 507 until the least recently used model is unloaded, before any worker dies, leaving no process or file descriptor behind (RSS growth: npm run soak)', async () => {
+    const r = await runEvictionCycle(12, 150, null);
     assert.ok(r.ok, r.problems.join('; '));
     assert.ok(r.refusals > 0, 'the budget never refused a load');
   });
 
-  it('T-P5 mixed_soak_with_chaos: 450 operations of 70/20/10 invoke/load/unload with a worker SIGKILLed every 150: no error outside the kills, no leak', async () => {
-    const r = await runChaos({ operations: 450, killEveryOps: 150 });
+  it('T-P5 mixed_soak_with_chaos: 450 operations of 70/20/10 invoke/load/unload with a worker SIGKILLed every 150: no error outside the kills, no process or file descriptor left (RSS growth: npm run chaos)', async () => {
+    const r = await runChaos({ operations: 450, killEveryOps: 150, rssGrowthLimit: null });
     assert.ok(r.ok, r.problems.join('; '));
     assert.ok(r.kills >= 2, `${r.kills} kills`);
     assert.ok(r.operations >= 450, `${r.operations} operations`);

@@ -12,7 +12,7 @@ import { VirtualClock } from '../helpers/virtual-clock';
 import { waitFor } from '../../harness/process-probes';
 import { watchProcesses } from '../../harness/watched-processes';
 import { FakeFleet, type FakeOptions } from './fake-fleet';
-import { FakeProcesses, type FakeProcessOptions } from './fake-process';
+import { FakeProcesses, type FakeProcess, type FakeProcessOptions } from './fake-process';
 
 export interface Harness {
   manager: ModelManager;
@@ -119,4 +119,13 @@ export async function answerUntilSettled<T>(pending: Array<Promise<T>>, turn: ()
     return done;
   }, what);
   return all;
+}
+
+/** The statuses of `pending` once answered: each turn answers every batch that `processes()` hold. */
+export async function answeredStatuses(
+  pending: Array<Promise<{ status: number }>>,
+  processes: () => readonly FakeProcess[],
+): Promise<number[]> {
+  const turn = () => processes().forEach((p) => p.answerHeld());
+  return (await answerUntilSettled(pending, turn, 'every request to be answered')).map((r) => r.status);
 }

@@ -39,6 +39,8 @@ export class FakeCloudWatch extends AwsServiceFake {
   readonly script: Mode[] = [];
   mode: Mode = 'ok';
   attempts = 0;
+  /** Requests held unanswered ('hang') whose connection the client has not yet given up. */
+  hanging = 0;
 
   private constructor(endpoint: LocalAwsEndpoint) {
     super(endpoint);
@@ -56,7 +58,11 @@ export class FakeCloudWatch extends AwsServiceFake {
   protected handle(req: AwsRequest, res: http.ServerResponse): void {
     this.attempts++;
     const mode = this.script.shift() ?? this.mode;
-    if (mode === 'hang') return;
+    if (mode === 'hang') {
+      this.hanging++;
+      res.once('close', () => this.hanging--);
+      return;
+    }
 
     const problem = this.check(req);
     if (problem !== null) {

@@ -24,6 +24,7 @@ import {
   type BenchServer,
 } from '../kit/bench-run';
 import { hammer } from '../../../harness/load-generator';
+import { f32 } from '../../../harness/float32';
 import { median } from '../../../harness/statistics';
 import { postJson } from '../../../harness/http-requests';
 import { writeTinyMlp } from '../../../harness/onnx-models';
@@ -201,7 +202,7 @@ async function startBench(main?: string): Promise<Bench> {
     infer: {
       model_name: 'tiny',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 16] }],
-      raw_input_contents: [Buffer.from(Float32Array.from(row).buffer)],
+      raw_input_contents: [f32(row)],
     },
   };
 }

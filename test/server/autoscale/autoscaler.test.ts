@@ -11,7 +11,7 @@ import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
 import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
-  answerUntilSettled,
+  answeredStatuses,
   processHarness,
   statusOf,
   invokeRequest,
@@ -76,10 +76,8 @@ function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; co
 }
 
 /** Answers every batch the live processes hold until the requests are all settled. */
-async function answerAll(h: ProcessHarness, requests: Array<Promise<{ status: number }>>): Promise<number[]> {
-  const turn = () => h.processes.live().forEach((p) => p.answerHeld());
-  return (await answerUntilSettled(requests, turn, 'every request to be answered')).map((r) => r.status);
-}
+const answerAll = (h: ProcessHarness, requests: Array<Promise<{ status: number }>>) =>
+  answeredStatuses(requests, () => h.processes.live());
 
 const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
 

@@ -143,7 +143,7 @@ describe('autoscale promotion of a shared model', () => {
     }
 
     /** Answers every batch `p` holds, each run taking `micros`, and counts each request answered. */
-    function answerAll(h: Promoted, p: FakeProcess, micros = 1): void {
+    function answerAndCount(h: Promoted, p: FakeProcess, micros = 1): void {
       while (p.batches.length > 0) {
         for (const r of p.batches[0].requests) h.answered.set(r.id, (h.answered.get(r.id) ?? 0) + 1);
         p.answer(micros);
@@ -185,7 +185,7 @@ describe('autoscale promotion of a shared model', () => {
         async () => {
           all.push(...send(h, 1));
           await settle();
-          answerAll(h, host, kHotMicros);
+          answerAndCount(h, host, kHotMicros);
         },
       );
       assert.deepEqual(h.events, ['a up promote'], h.logs.join('\n'));
@@ -210,7 +210,7 @@ describe('autoscale promotion of a shared model', () => {
       assert.ok(own.batches.length > 0, 'the queue went to the new process');
       await answerUntilSettled(
         during,
-        () => [own, host].forEach((p) => answerAll(h, p)),
+        () => [own, host].forEach((p) => answerAndCount(h, p)),
         'every request of the move to be answered',
       );
       await waitFor(() => model.workers.length === 1 && model.workers[0].sharedHostId === null, 'the old slot to go');
@@ -227,7 +227,7 @@ describe('autoscale promotion of a shared model', () => {
         async () => {
           all.push(...send(h, 1));
           await settle();
-          answerAll(h, own, kHotMicros);
+          answerAndCount(h, own, kHotMicros);
         },
       );
       assert.deepEqual(h.events, ['a up promote'], 'not demoted while hot');
@@ -238,7 +238,7 @@ describe('autoscale promotion of a shared model', () => {
         h,
         () => h.events.length > 1,
         'the first demotion',
-        () => answerAll(h, own),
+        () => answerAndCount(h, own),
       );
       await waitFor(() => h.logs.some((l) => l.startsWith('[a] autoscale: demote not done: nowhere to go')), 'the log');
       assert.ok(h.logs.some((l) => /^\[a\] worker a-w\d+ stays where it is: .*max_models_per_worker/.test(l)));
@@ -246,7 +246,7 @@ describe('autoscale promotion of a shared model', () => {
       assert.equal(own.alive, true);
       const stayed = send(h, 2);
       await settle();
-      answerAll(h, own);
+      answerAndCount(h, own);
       assert.deepEqual(new Set((await Promise.all(stayed)).map((r) => r.status)), new Set([200]));
       // Room again: after autoscale_idle_seconds under half the threshold, back into the shared host.
       await h.manager.unload('c');
@@ -254,7 +254,7 @@ describe('autoscale promotion of a shared model', () => {
         h,
         () => h.events.length > 2,
         'the demotion',
-        () => answerAll(h, own),
+        () => answerAndCount(h, own),
       );
       assert.deepEqual(h.events, ['a up promote', 'a down demote', 'a down demote']);
       assert.equal(model.mode, 'shared');
@@ -266,7 +266,7 @@ describe('autoscale promotion of a shared model', () => {
       await settle();
       await answerUntilSettled(
         back,
-        () => [host, own].forEach((p) => answerAll(h, p)),
+        () => [host, own].forEach((p) => answerAndCount(h, p)),
         'every request of the move to be answered',
       );
       await waitFor(() => !own.alive, 'the own process to stop');

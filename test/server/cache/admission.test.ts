@@ -13,6 +13,7 @@ import { createPolicy } from '../../../src/server/cache/policies';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { scanTally } from './scan-tally';
+import { settle } from '../../helpers/settle';
 
 const MiB = 2 ** 20;
 
@@ -303,7 +304,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     let outcome: string | null | undefined;
     const x = reserve(s, 'x', 10 * MiB).then((o) => (outcome = o));
     // Both loads still hold their places: nothing to evict, so x waits, and nothing settles it but them.
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     assert.equal(outcome, undefined);
     s.entries.get('l1')!.phase = 'ready';
     s.policy.admit('l1', 10 * MiB, 1000, s.clock.now());
@@ -320,7 +321,7 @@ describe('memory admission (plain registrations, LRU, virtual clock)', () => {
     const s = setup([new Entry('a', 300 * MiB), draining, new Entry('c', 300 * MiB)]);
     s.locked.add('a');
     const x = reserve(s, 'x', 500 * MiB);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     assert.deepEqual(s.evicted, ['c'], 'c was evicted; a is locked and b is leaving: x waits for b');
     s.entries.delete('b');
     s.settle();

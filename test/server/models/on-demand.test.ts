@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import {
-  answerUntilSettled,
+  answeredStatuses,
   processHarness,
   statusOf,
   invokeRequest,
@@ -35,10 +35,7 @@ async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
 }
 
 /** Answers every batch `p` holds until `pending` have all settled. */
-async function answerAll(p: FakeProcess, pending: Array<Promise<{ status: number }>>): Promise<number[]> {
-  const outcomes = await answerUntilSettled(pending, () => p.answerHeld(), 'every request to be answered');
-  return outcomes.map((r) => r.status);
-}
+const answerAll = (p: FakeProcess, pending: Array<Promise<{ status: number }>>) => answeredStatuses(pending, () => [p]);
 
 describe('on-demand loader (model_cache on, fake processes, virtual clock)', () => {
   it('loads a model from model_store on its first invoke; three concurrent invokes share one load, and the next is a hit', async () => {
