@@ -80,12 +80,7 @@ export class Gateway {
    * as the client gets it; `shown` answers it and says what the client saw. 4xx messages may echo
    * what the client sent, so the message is logged for server faults only.
    */
-  failure(
-    err: unknown,
-    requestId: string | undefined,
-    where: string,
-    shown?: (e: MmeError) => string | number,
-  ): MmeError {
+  failure(err: unknown, requestId: string | undefined, where: string, shown?: (e: MmeError) => string | number) {
     const { log } = this.opts;
     // Anything unexpected is logged whole and becomes a generic 500.
     if (!isMmeError(err)) log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
@@ -133,24 +128,17 @@ class Invocation {
     const payload = await request.body();
     let frame: InvokeRequest;
     let onChunk: JobOptions['onChunk'];
+    const { requestId } = request;
     if ('oipHeaderLength' in payload) {
-      const { body, oipHeaderLength } = payload;
+      const { headers, body, oipHeaderLength } = payload;
       // OIP's priority wins over a transport's own; with two deadlines the soonest holds.
       const asked = oipControls(body, oipHeaderLength);
       if (asked.timeout !== undefined) this.#askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
       if (asked.priority !== undefined) this.#askPriority(asked.priority, 'parameters.priority');
-      const contentType = oipContentType(oipHeaderLength);
-      frame = {
-        id: 0,
-        requestId: request.requestId,
-        contentType,
-        accept: OIP_MEDIA_TYPE,
-        headers: payload.headers,
-        body,
-      };
+      frame = { id: 0, requestId, headers, body, contentType: oipContentType(oipHeaderLength), accept: OIP_MEDIA_TYPE };
     } else {
       const accept = !payload.accept || payload.accept.trim() === '*/*' ? opts.defaultAccept : payload.accept;
-      frame = { id: 0, requestId: request.requestId, ...payload, accept };
+      frame = { id: 0, requestId, ...payload, accept };
       if (request.onChunk) onChunk = (chunk, delivered) => request.onChunk!(chunk, delivered);
     }
     const signal = request.signal;

@@ -40,9 +40,6 @@ export interface InvokeRouteOptions {
   log: (line: string) => void;
 }
 
-/** Takes a request on an invoke path (true) or leaves it to Koa (false). */
-export type InvokeRoute = (req: IncomingMessage, res: ServerResponse) => boolean;
-
 /** One request on an invoke path as the gateway's request; it is its own client signal (the socket closing). */
 class HttpInvoke implements DoorRequest, DoorSignal {
   readonly requestId = newRequestId();
@@ -190,7 +187,8 @@ class HttpInvoke implements DoorRequest, DoorSignal {
   }
 }
 
-export function invokeRoute(opts: InvokeRouteOptions): InvokeRoute {
+/** Takes a request on an invoke path (true) or leaves it to Koa (false). */
+export function invokeRoute(opts: InvokeRouteOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     const at = invokePath(req.url ?? '');
     if (!at) return false;
