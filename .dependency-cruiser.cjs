@@ -68,14 +68,20 @@ module.exports = {
     {
       name: 'doors-see-only-the-gateways-contract',
       comment:
-        "A door takes of src/gateway its contract alone: the Gateway and its Invocation (gateway.ts), the server's names (models.ts), the guard and its tokens (door-guard.ts, bearer-tokens.ts) and the OIP shapes (oip/). How the gateway parses controls, logs errors and traces is its own.",
+        "A door takes of src/gateway its contract alone: the request it decodes its wire into and the guard (door.ts), the Gateway that handles it (gateway.ts), the server's names for the management API (models.ts), the tokens (bearer-tokens.ts) and the OIP shapes (oip/). How the gateway guards, parses controls, runs, counts, traces and logs is its own.",
       severity: 'error',
       from: { path: '^src/(http|grpc)/' },
       to: {
         path: '^src/gateway/',
-        pathNot: '^src/gateway/(gateway|models|door-guard|bearer-tokens)\\.ts$|^src/gateway/oip/',
+        pathNot: '^src/gateway/(gateway|door|models|bearer-tokens)\\.ts$|^src/gateway/oip/',
       },
     },
+    below(
+      'the-door-contract-names-no-server-type',
+      "door.ts is what a door fills and is given back: it names none of the server's types (JobOptions, InvokeResult, the frames), so none reaches a door through it.",
+      '^src/gateway/door\\.ts$',
+      '^src/(server|protocol)/',
+    ),
     below(
       'gateway-is-below-the-doors',
       "The gateway knows no transport: a door translates its requests into the gateway's and back.",

@@ -142,8 +142,11 @@ export class MmeServer {
         {
           gateway: this.gateway,
           manager: this.manager,
-          loopbackOnly: isLoopback(c.grpcInferenceAddress),
-          inferenceToken: this.#inferenceToken,
+          guard: this.gateway.door({
+            transport: 'grpc',
+            loopbackOnly: isLoopback(c.grpcInferenceAddress),
+            inferenceToken: this.#inferenceToken,
+          }),
         },
       );
       this.#log(

@@ -1,18 +1,21 @@
 /**
- * The one way to a model for every invoke, whichever door it came through: guards, target,
- * deadline and priority, run, metric, trace and error line. KServe's counterpart is its DataPlane
- * (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
+ * The one way to a model for every request, whichever door it came through: guard, target,
+ * deadline and priority, run, metric, trace and error line, in handle(). A door only decodes its
+ * wire into a DoorRequest (door.ts) and encodes what it is given back. KServe's counterpart is its
+ * DataPlane (kserve/protocol/dataplane.py), which its REST and gRPC servers share.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { MmeError, isMmeError } from '../errors';
 import type { MetricsRecorder } from '../metrics';
-import type { ClientSignal, InvokeResult, JobOptions } from '../server/jobs/job';
+import { OIP_MEDIA_TYPE, oipContentType } from '../oip/binary-body';
+import type { InvokeRequest } from '../protocol/messages';
+import type { InvokeResult, JobOptions } from '../server/jobs/job';
 import type { ModelManager } from '../server/models/model-manager';
 import { modelNotFound } from '../server/models/model-names';
 import { realClock, type Clock } from '../util/clock';
-import { DoorGuard, type DoorGuardOptions } from './door-guard';
-import { asMmeError, errorLine } from './error-line';
+import { DoorGuard, type DoorGuardOptions, type DoorRequest, type ModelAnswer } from './door';
+import { oipControls } from './oip/infer-request';
 import {
   kNoControls,
   MICROSECONDS,
@@ -24,30 +27,6 @@ import {
 } from './request-controls';
 import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
-/** A client's request for a model, as the model's handler reads it (context.requests[i]). */
-export interface ModelRequest {
-  /** The x-request-id the client got back: handlers log it, so a request can be followed across processes. */
-  requestId: string;
-  contentType: string;
-  accept: string;
-  /** The client's headers, lower-case names; a worker gets them only for a custom handler, which may read them. */
-  headers?: Readonly<Record<string, string | string[] | undefined>>;
-  /** One buffer, or the pieces the client's socket delivered: they go to the worker back to back, never joined here. */
-  body: Buffer | readonly Buffer[];
-  stream?: boolean;
-}
-
-export type ModelAnswer = InvokeResult;
-
-/** A request aborted alone (one of a gRPC stream's) brings its signal; else the invocation is its own. */
-export type RunOptions = Pick<JobOptions, 'signal' | 'onChunk'>;
-
-/** OIP's parameters.timeout (microseconds, as Triton) and .priority. */
-export interface OipParameters {
-  timeout?: unknown;
-  priority?: unknown;
-}
-
 export interface GatewayOptions {
   manager: Pick<ModelManager, 'knows' | 'invoke' | 'closing'>;
   metrics: Pick<MetricsRecorder, 'invocation'>;
@@ -56,7 +35,7 @@ export interface GatewayOptions {
   defaultAccept: string;
   controls?: ControlLimits;
   clock?: Clock;
-  /** null = tracing off (otel_traces_sampler_ratio 0): an invocation then notes nothing for it. */
+  /** null = tracing off (otel_traces_sampler_ratio 0): a request then notes nothing for it. */
   tracer?: RequestTracer | null;
 }
 
@@ -68,40 +47,59 @@ export function newRequestId(): string {
 export class Gateway {
   constructor(private readonly opts: GatewayOptions) {}
 
-  /** During shutdown every request is 503: a 404 would tell SageMaker the model is gone from this host. */
-  admit(): void {
-    if (this.opts.manager.closing)
-      throw new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down; send the request to another instance.');
-  }
-
   door(opts: DoorGuardOptions): DoorGuard {
-    return new DoorGuard(() => this.admit(), opts);
+    return new DoorGuard(this.opts.manager, opts);
   }
 
-  accept(accept: string | undefined): string {
-    return !accept || accept.trim() === '*/*' ? this.opts.defaultAccept : accept;
+  /** Answers `request` once, with its model's answer or its failure; never rejects but for a fault of its door's. */
+  async handle(request: DoorRequest): Promise<void> {
+    const inv = new Invocation(this.opts, request);
+    let answer: ModelAnswer | null = null;
+    let failure: unknown;
+    try {
+      request.guard.check(request.knock);
+      const name = request.target();
+      if (name !== null) answer = await inv.run(name);
+    } catch (err) {
+      failure = err;
+    }
+    inv.finish(failure);
+    if (failure === undefined) {
+      try {
+        request.answer(answer);
+        return;
+      } catch (err) {
+        failure = err;
+      }
+    }
+    this.failure(failure, request.requestId, request.where, (e) => request.fail(e));
   }
 
-  /** A gRPC stream's requests share one request id. */
-  invocation(requestId = newRequestId()): Invocation {
-    return new Invocation(this.opts, requestId);
-  }
-
-  failure(err: unknown, requestId: string | undefined, where: string, shown?: (e: MmeError) => string): MmeError {
-    const e = asMmeError(err, this.opts.log);
-    this.opts.log(errorLine(requestId, where, shown ? shown(e) : e.status, e));
+  /**
+   * Logs a failure (with the request id; `where` names the call without client text) and gives it
+   * as the client gets it; `shown` answers it and says what the client saw. 4xx messages may echo
+   * what the client sent, so the message is logged for server faults only.
+   */
+  failure(err: unknown, requestId: string | undefined, where: string, shown?: (e: MmeError) => string | number) {
+    const { log } = this.opts;
+    // Anything unexpected is logged whole and becomes a generic 500.
+    if (!isMmeError(err)) log(`internal error: ${(err as Error)?.stack ?? String(err)}`);
+    const e = isMmeError(err)
+      ? err
+      : new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
+    log(
+      `request ${requestId ?? '-'} ${where}: ${shown ? shown(e) : e.status} ${e.code}${e.status >= 500 ? ` ${e.message}` : ''}`,
+    );
     return e;
   }
 }
 
 /**
- * One request for a model, timed from its door to its answer. It counts in the invocation metric
- * once claimed for a name (target()): requests refused before that are no invocations.
+ * One request, timed from its door to its answer. It counts in the invocation metric once it
+ * named a model (run()); one refused before that is no invocation, but is traced.
  */
-export class Invocation implements ClientSignal {
+class Invocation {
   readonly #t0 = performance.now();
-  aborted = false;
-  onabort: ClientSignal['onabort'] = null;
   /** The metric's model: '' for a name the server does not know (client text, unbounded: never a dimension). */
   #model: string | undefined;
   #result: InvokeResult | undefined;
@@ -109,60 +107,45 @@ export class Invocation implements ClientSignal {
   #deadline: number | undefined;
   #priority: number | undefined;
   /** Made only when tracing. */
-  #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null = null;
+  readonly #trace: ({ runStart: number; runEnd: number } & Pick<InvocationTrace, 'traceparent' | 'tracestate'>) | null;
 
   constructor(
     private readonly opts: GatewayOptions,
-    readonly requestId: string,
-  ) {}
+    private readonly request: DoorRequest,
+  ) {
+    this.#trace = opts.tracer ? { runStart: 0, runEnd: 0, ...traceContext(request.headers) } : null;
+  }
 
-  /** A 404 for an unknown name comes before any body is read. */
-  target(name: string): void {
-    const known = this.opts.manager.knows(name);
+  /** A 404 or a bad control comes before any body is read. Decides the status finish() records. */
+  async run(name: string): Promise<ModelAnswer> {
+    const { request, opts } = this;
+    const known = opts.manager.knows(name);
     this.#model = known ? name : '';
     if (!known) throw modelNotFound(name);
-  }
-
-  /** With several timeouts (a gRPC deadline and parameters.timeout) the soonest holds. */
-  askTimeout(value: unknown, where: string, unit: TimeUnit = MILLISECONDS): void {
-    const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
-    if (ms !== null) this.deadlineIn(ms);
-  }
-
-  deadlineIn(ms: number): void {
-    const max = this.opts.controls?.maxRequestTimeoutMs || ms;
-    const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
-    if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
-  }
-
-  askPriority(value: unknown, where: string): void {
-    this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
-  }
-
-  /** OIP's priority wins over a transport's own. */
-  askOip(asked: OipParameters): void {
-    if (asked.timeout !== undefined) this.askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
-    if (asked.priority !== undefined) this.askPriority(asked.priority, 'parameters.priority');
-  }
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.onabort?.(new Event('abort'));
-  }
-
-  /** Read before the guards, so that a refused request still joins its caller's trace. */
-  traceFrom(headers: Readonly<Record<string, string | string[] | undefined>>): void {
-    if (this.opts.tracer) this.#trace = { runStart: 0, runEnd: 0, ...traceContext(headers) };
-  }
-
-  /** Decides the status finish() records: the model's, its failure's, or 499 once the client went away. */
-  async run(request: ModelRequest, run: RunOptions): Promise<ModelAnswer> {
-    const signal = run.signal ?? this;
-    const opts: JobOptions = { onChunk: run.onChunk, signal, deadline: this.#deadline, priority: this.#priority };
-    if (this.opts.tracer) this.#trace = { runStart: performance.now(), runEnd: 0, ...traceContext(request.headers) };
+    if (request.timeout !== undefined) this.#askTimeout(request.timeout, 'X-Request-Timeout', MILLISECONDS);
+    if (request.priority !== undefined) this.#askPriority(request.priority, 'X-Request-Priority');
+    if (request.deadlineMs !== undefined) this.#deadlineIn(request.deadlineMs);
+    const payload = await request.body();
+    let frame: InvokeRequest;
+    let onChunk: JobOptions['onChunk'];
+    const { requestId } = request;
+    if ('oipHeaderLength' in payload) {
+      const { headers, body, oipHeaderLength } = payload;
+      // OIP's priority wins over a transport's own; with two deadlines the soonest holds.
+      const asked = oipControls(body, oipHeaderLength);
+      if (asked.timeout !== undefined) this.#askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
+      if (asked.priority !== undefined) this.#askPriority(asked.priority, 'parameters.priority');
+      frame = { id: 0, requestId, headers, body, contentType: oipContentType(oipHeaderLength), accept: OIP_MEDIA_TYPE };
+    } else {
+      const accept = !payload.accept || payload.accept.trim() === '*/*' ? opts.defaultAccept : payload.accept;
+      frame = { id: 0, requestId, ...payload, accept };
+      if (request.onChunk) onChunk = (chunk, delivered) => request.onChunk!(chunk, delivered);
+    }
+    const signal = request.signal;
+    const job: JobOptions = { onChunk, signal, deadline: this.#deadline, priority: this.#priority };
+    if (this.#trace) this.#trace.runStart = performance.now();
     try {
-      this.#result = await this.opts.manager.invoke(this.#model!, { id: 0, ...request }, opts);
+      this.#result = await opts.manager.invoke(name, frame, job);
     } catch (err) {
       this.#status = signal.aborted ? 499 : isMmeError(err) ? err.status : 500;
       throw err;
@@ -172,16 +155,29 @@ export class Invocation implements ClientSignal {
     return this.#result;
   }
 
-  /** Counts a claimed invocation once, with the run's status or `refused`'s when it failed before running. */
-  finish(refused?: unknown): void {
-    const status = this.#status ?? (refused === undefined ? 200 : isMmeError(refused) ? refused.status : 500);
+  #askTimeout(value: unknown, where: string, unit: TimeUnit): void {
+    const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
+    if (ms !== null) this.#deadlineIn(ms);
+  }
+
+  #deadlineIn(ms: number): void {
+    const max = this.opts.controls?.maxRequestTimeoutMs || ms;
+    const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
+    if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
+  }
+
+  #askPriority(value: unknown, where: string): void {
+    this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
+  }
+
+  /** Counts the invocation with the run's status, or `failure`'s when it failed before running. */
+  finish(failure: unknown): void {
+    const status = this.#status ?? (failure === undefined ? 200 : isMmeError(failure) ? failure.status : 500);
     const model = this.#model;
     const trace = this.#trace;
-    // Refused before it named a model (a guard's 401, 403, 413, 503): never counted, but traced
-    // when its door read the caller's trace context (traceFrom).
+    // Refused before it named a model (a guard's 401, 403, 431, 503, a 405): never counted, but
+    // traced in its caller's trace.
     if (model === undefined && (trace === null || status < 400)) return;
-    this.#model = undefined;
-    this.#trace = null;
     const r = this.#result;
     const end = performance.now();
     if (model !== undefined)
@@ -194,17 +190,16 @@ export class Invocation implements ClientSignal {
         batchSize: r?.batchSize ?? 0,
         loadWaitMicros: r?.loadWaitMicros,
       });
-    this.opts.tracer?.record({
-      requestId: this.requestId,
-      model: model ?? '',
-      status,
-      start: this.#t0,
-      end,
-      runStart: trace?.runStart ?? 0,
-      runEnd: trace?.runEnd ?? 0,
-      traceparent: trace?.traceparent,
-      tracestate: trace?.tracestate,
-      result: r,
-    });
+    // Tracing: its trace context was read when it came.
+    if (trace)
+      this.opts.tracer!.record({
+        ...trace,
+        requestId: this.request.requestId,
+        model: model ?? '',
+        status,
+        start: this.#t0,
+        end,
+        result: r,
+      });
   }
 }

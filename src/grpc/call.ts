@@ -1,7 +1,7 @@
 /**
- * What every gRPC call gets from the gateway, as an HTTP request does: a request id (x-request-id
- * metadata), the listener's guard, an abort on the client's cancel or deadline, metric, trace and
- * error line.
+ * A gRPC call as the gateway's requests: a request id (x-request-id metadata), the client's cancel,
+ * its metadata as headers, and each method's decoding of its message into a request and encoding
+ * of the answer.
  */
 import {
   Metadata,
@@ -11,58 +11,46 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import type { InferenceToken } from '../gateway/bearer-tokens';
-import type { DoorGuard } from '../gateway/door-guard';
-import {
-  newRequestId,
-  type Gateway,
-  type Invocation,
-  type ModelAnswer,
-  type ModelRequest,
-  type OipParameters,
-  type RunOptions,
-} from '../gateway/gateway';
+import type {
+  AnswerChunk,
+  DoorGuard,
+  DoorRequest,
+  DoorSignal,
+  Headers,
+  Knock,
+  ModelAnswer,
+  OipPayload,
+  Payload,
+} from '../gateway/door';
+import { newRequestId, type Gateway } from '../gateway/gateway';
 import type { ModelManager } from '../gateway/models';
 import { decoded } from './lenient-decoding';
-import { grpcStatusOf, toServiceError } from './status';
+import { toServiceError } from './status';
 
+/** What the services of one listener share; its guard is made once, where the listener is. */
 export interface GrpcDeps {
   gateway: Gateway;
   manager: ModelManager;
-  loopbackOnly: boolean;
-  inferenceToken: InferenceToken | null;
+  guard: DoorGuard;
+}
+
+/** What a method makes of its decoded message: the model it names, what the model gets, and the answer. */
+export interface GrpcMethod<Req, Res> {
+  /** Absent: the method answers without a model (health, metadata). */
+  target?(req: Req): string;
+  payload?(req: Req, call: GrpcCall): Payload | OipPayload;
+  answer(req: Req, answer: ModelAnswer | null): Res;
 }
 
 type SurfaceCall = Pick<ServerUnaryCall<unknown, unknown>, 'getHost' | 'metadata' | 'sendMetadata' | 'getDeadline'> & {
   on(event: 'cancelled', listener: () => void): unknown;
 };
 
-function authorityHost(authority: string): string {
-  const m = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(authority);
-  return m ? m[1] : authority;
-}
-
-const kDoors = new WeakMap<GrpcDeps, DoorGuard>();
-
-function doorOf(deps: GrpcDeps): DoorGuard {
-  let door = kDoors.get(deps);
-  if (!door) {
-    door = deps.gateway.door({
-      transport: 'grpc',
-      loopbackOnly: deps.loopbackOnly,
-      inferenceToken: deps.inferenceToken,
-    });
-    kDoors.set(deps, door);
-  }
-  return door;
-}
-
-export class GrpcCall {
+/** One call, and the signal of the request it carries (a stream's requests each have their own, and its own is the stream's). */
+export class GrpcCall implements DoorSignal {
   readonly requestId = newRequestId();
-  /** Made only for a stream; a unary call's invocation is its own signal. */
-  #client: AbortController | null = null;
-  #invocation: Invocation | null = null;
-  #cancelled = false;
+  aborted = false;
+  onabort: DoorSignal['onabort'] = null;
   #answered = false;
   #metadataPending = true;
   #headers: Record<string, string> | null = null;
@@ -74,25 +62,16 @@ export class GrpcCall {
   constructor(
     readonly deps: GrpcDeps,
     private readonly call: SurfaceCall,
-    private readonly method: string,
+    readonly method: string,
     metadataAtAnswer = false,
   ) {
     // grpc-js reports every closed stream as cancelled, answered ones too.
     call.on('cancelled', () => {
-      if (this.#answered) return;
-      this.#cancelled = true;
-      this.#client?.abort();
-      this.#invocation?.abort();
+      if (this.#answered || this.aborted) return;
+      this.aborted = true;
+      this.onabort?.(new Event('abort'));
     });
     if (!metadataAtAnswer) this.#sendMetadata();
-  }
-
-  get signal(): AbortSignal {
-    if (this.#client === null) {
-      this.#client = new AbortController();
-      if (this.#cancelled) this.#client.abort();
-    }
-    return this.#client.signal;
   }
 
   #sendMetadata(): void {
@@ -109,105 +88,106 @@ export class GrpcCall {
     this.#answered = true;
   }
 
-  /** The trace context is read first, so a refusal joins its trace as an HTTP one does. */
-  guard(): Invocation {
-    const inv = this.deps.gateway.invocation(this.requestId);
-    inv.traceFrom(this.headers());
+  get knock(): Knock {
     const [authorization] = this.call.metadata.get('authorization');
-    try {
-      doorOf(this.deps).check({
-        operation: this.method,
-        host: authorityHost(this.call.getHost()),
-        authorization: typeof authorization === 'string' ? authorization : undefined,
-        dataPlane: true,
-      });
-    } catch (err) {
-      inv.finish(err);
-      throw err;
-    }
-    return inv;
+    return {
+      operation: this.method,
+      host: this.call.getHost(),
+      authorization: typeof authorization === 'string' ? authorization : undefined,
+      dataPlane: true,
+    };
   }
 
   /**
-   * The client's metadata as request headers (-bin entries left out), a copy a request may add to;
-   * without a prototype, so a client's "__proto__" is a header like any other.
+   * The client's metadata as request headers (-bin entries left out); without a prototype, so a
+   * client's "__proto__" is a header like any other.
    */
-  headers(): Record<string, string> {
+  get headers(): Headers {
     if (this.#headers === null) {
       this.#headers = Object.create(null) as Record<string, string>;
       for (const [k, v] of Object.entries(this.call.metadata.getMap())) if (typeof v === 'string') this.#headers[k] = v;
     }
-    return Object.assign(Object.create(null) as Record<string, string>, this.#headers);
+    return this.#headers;
   }
 
   /** grpc-js holds grpc-timeout as a wall-clock deadline (Infinity: none). */
-  #askDeadline(inv: Invocation): void {
+  get deadlineMs(): number | undefined {
     const deadline = this.call.getDeadline();
     const at = deadline instanceof Date ? deadline.getTime() : deadline;
-    if (Number.isFinite(at)) inv.deadlineIn(at - Date.now());
-  }
-
-  /** A handler's status from 400 up fails the call: gRPC has no error status with an answer. */
-  async invoke(
-    inv: Invocation,
-    name: string,
-    request: ModelRequest,
-    run: RunOptions = {},
-    parameters: OipParameters = {},
-  ): Promise<ModelAnswer> {
-    let result: ModelAnswer;
-    try {
-      inv.target(name);
-      this.#askDeadline(inv);
-      inv.askOip(parameters);
-      if (run.signal === undefined) {
-        this.#invocation = inv;
-        if (this.#cancelled) inv.abort();
-      }
-      result = await inv.run(request, run);
-      if (result.status >= 400)
-        throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${name} answered with status ${result.status}.`, {
-          status: result.status,
-        });
-    } catch (err) {
-      inv.finish(err);
-      throw err;
-    }
-    inv.finish();
-    return result;
-  }
-
-  serve<T>(
-    work: (inv: Invocation) => T | Promise<T>,
-    answer: (err: Partial<ServiceError> | null, res?: T) => void,
-  ): void {
-    Promise.resolve()
-      .then(() => work(this.guard()))
-      .then(
-        (res) => {
-          this.answered();
-          answer(null, res);
-        },
-        (err) => {
-          this.answered();
-          answer(this.fail(err));
-        },
-      );
-  }
-
-  fail(err: unknown): Partial<ServiceError> {
-    const e = this.deps.gateway.failure(err, this.requestId, `grpc ${this.method}`, (x) => Status[grpcStatusOf(x)]);
-    return toServiceError(e);
+    return Number.isFinite(at) ? at - Date.now() : undefined;
   }
 }
 
-export function unary<Req, Res>(
-  deps: GrpcDeps,
-  method: string,
-  fn: (request: Req, call: GrpcCall, inv: Invocation) => Res | Promise<Res>,
-): handleUnaryCall<Req, Res> {
+export type GrpcSink<Res> = (err: Partial<ServiceError> | null, res?: Res) => void;
+
+/** One request of a call: a unary call's message, or one of a stream's. */
+export class GrpcRequest<Req, Res> implements DoorRequest {
+  #message: Req | undefined;
+  #name = '';
+
+  constructor(
+    private readonly call: GrpcCall,
+    private readonly method: GrpcMethod<Req, Res>,
+    private readonly raw: Req,
+    private readonly sink: GrpcSink<Res>,
+    readonly signal: DoorSignal = call,
+    readonly onChunk?: (chunk: AnswerChunk, delivered: () => void) => void,
+  ) {}
+
+  get requestId() {
+    return this.call.requestId;
+  }
+  get guard() {
+    return this.call.deps.guard;
+  }
+  get knock() {
+    return this.call.knock;
+  }
+  get headers() {
+    return this.call.headers;
+  }
+  get where() {
+    return `grpc ${this.call.method}`;
+  }
+  get deadlineMs() {
+    return this.call.deadlineMs;
+  }
+
+  target(): string | null {
+    this.#message = decoded(this.raw);
+    if (!this.method.target) return null;
+    this.#name = this.method.target(this.#message);
+    return this.#name;
+  }
+
+  body(): Payload | OipPayload {
+    return this.method.payload!(this.#message!, this.call);
+  }
+
+  /** A handler's status from 400 up fails the call: gRPC has no error status with an answer. */
+  answer(a: ModelAnswer | null): void {
+    if (a !== null && a.status >= 400)
+      throw new MmeError('MME_ERR_MODEL_ERROR', `Model ${this.#name} answered with status ${a.status}.`, {
+        status: a.status,
+      });
+    this.sink(null, this.method.answer(this.#message!, a));
+  }
+
+  fail(e: MmeError): string {
+    const status = toServiceError(e);
+    this.sink(status);
+    return Status[status.code!];
+  }
+}
+
+export function unary<Req, Res>(deps: GrpcDeps, name: string, method: GrpcMethod<Req, Res>): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    const scope = new GrpcCall(deps, call, method, true);
-    scope.serve((inv) => fn(decoded(call.request), scope, inv), callback);
+    const scope = new GrpcCall(deps, call, name, true);
+    void deps.gateway.handle(
+      new GrpcRequest(scope, method, call.request, (err, res) => {
+        scope.answered();
+        callback(err, res);
+      }),
+    );
   };
 }

@@ -106,9 +106,14 @@ function hasTypedContents(t: InferInputTensor): boolean {
   return t.contents !== null && Object.values(t.contents).some((values) => values.length > 0);
 }
 
-export function parameterValue(req: ModelInferRequest, key: string): unknown {
-  const p = req.parameters && Object.hasOwn(req.parameters, key) ? req.parameters[key] : undefined;
-  return p?.parameter_choice ? (p as Record<string, unknown>)[p.parameter_choice] : undefined;
+/** parameters.timeout and .priority, which the gateway reads from the JSON header as it does a REST client's. */
+function controls(req: ModelInferRequest): V2Parameters {
+  const out: V2Parameters = {};
+  for (const key of ['timeout', 'priority']) {
+    const p = req.parameters && Object.hasOwn(req.parameters, key) ? req.parameters[key] : undefined;
+    if (p?.parameter_choice) out[key] = (p as Record<string, unknown>)[p.parameter_choice];
+  }
+  return out;
 }
 
 /** The request as a JSON header plus one binary tensor per input, which go to the worker back to back. */
@@ -136,7 +141,7 @@ export function toOipBody(req: ModelInferRequest): { header: Buffer; binaries: B
       parameters: { binary_data_size: binaries[i].length },
     })),
     ...(req.outputs.length > 0 ? { outputs: req.outputs.map((o) => ({ name: o.name })) } : {}),
-    parameters: { binary_data_output: true },
+    parameters: { binary_data_output: true, ...controls(req) },
   };
   return { header: Buffer.from(JSON.stringify(header)), binaries };
 }

@@ -4,6 +4,7 @@
  * stops reading, so HTTP/2's flow control stops a client writing faster than the model answers.
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { DoorSignal } from '../gateway/door';
 import { Fifo } from '../util/fifo';
 
 /** What the streams of one listener hold, for tests and diagnosis. */
@@ -24,7 +25,8 @@ export interface OrderedStream<Req, Res> {
   limit(req: Req): number;
   /** The answer to `req`; a failure is an answer too, so it never rejects. */
   answer(req: Req, signal: AbortSignal): Promise<Res>;
-  signal: AbortSignal;
+  /** The stream's own, which this takes: its onabort is set here. */
+  signal: DoorSignal;
   load: StreamLoad;
   /** The client half-closed and every answer has been written. */
   finished(): void;
@@ -63,14 +65,10 @@ export function answerInOrder<Req, Res>(stream: ServerDuplexStream<Req, Res>, op
     if (ended && held === 0) opts.finished();
   };
 
-  opts.signal.addEventListener(
-    'abort',
-    () => {
-      for (const h of waiting.drainAll()) h.client.abort();
-      change(-held);
-    },
-    { once: true },
-  );
+  opts.signal.onabort = () => {
+    for (const h of waiting.drainAll()) h.client.abort();
+    change(-held);
+  };
 
   // Answers leave in request order: each waits for the one before it.
   const writeAnswers = async () => {

@@ -5,11 +5,9 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import type { Invocation, ModelRequest } from '../gateway/gateway';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import type { ModelManager } from '../gateway/models';
-import { GrpcCall, unary, type GrpcDeps } from './call';
-import { decoded } from './lenient-decoding';
+import { GrpcCall, GrpcRequest, unary, type GrpcDeps, type GrpcMethod, type GrpcSink } from './call';
 import { answerInOrder, type StreamLoad } from './ordered-stream';
 
 interface PredictionsRequest {
@@ -27,37 +25,31 @@ interface PredictionResponse {
 
 const kBodyKeys = ['data', 'body'];
 
-function modelRequest(req: PredictionsRequest, call: GrpcCall, stream: boolean): ModelRequest {
-  checkVersion(req.model_name, req.model_version);
-  // The map's keys are client text: only its own entries count.
-  const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
-  if (!key)
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
-      'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}',
-    );
-  const headers = call.headers();
-  for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
-  const accept = call.deps.gateway.accept(headers.accept);
+function predictions(stream: boolean): GrpcMethod<PredictionsRequest, PredictionResponse> {
   return {
-    requestId: call.requestId,
-    contentType: headers['content-type'] ?? '',
-    accept,
-    headers,
-    body: req.input[key],
-    ...(stream ? { stream: true } : {}),
+    target: (req) => {
+      checkVersion(req.model_name, req.model_version);
+      return req.model_name;
+    },
+    payload: (req, call) => {
+      // The map's keys are client text: only its own entries count.
+      const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));
+      if (!key)
+        throw new MmeError(
+          'MME_ERR_INVALID_INPUT',
+          'PredictionsRequest.input has no "data" or "body" entry; put the request body there, e.g. input {"data": "{\\"inputs\\": ...}"}',
+        );
+      const headers = Object.assign(Object.create(null) as Record<string, string>, call.headers);
+      for (const [k, v] of Object.entries(req.input)) if (k !== key) headers[k.toLowerCase()] = v.toString('utf8');
+      const contentType = headers['content-type'] ?? '';
+      return { headers, body: req.input[key], contentType, accept: headers.accept, ...(stream ? { stream } : {}) };
+    },
+    answer: (_req, result) => ({ prediction: result!.body }),
   };
 }
 
-async function predict(
-  req: PredictionsRequest,
-  call: GrpcCall,
-  inv: Invocation,
-  signal?: AbortSignal,
-): Promise<PredictionResponse> {
-  const result = await call.invoke(inv, req.model_name, modelRequest(req, call, false), { signal });
-  return { prediction: result.body };
-}
+const kPredictions = predictions(false);
+const kStreamPredictions = predictions(true);
 
 /** The model's job_queue_size, or 1 until it is loaded (its settings are not known yet). */
 function streamLimit(manager: ModelManager, name: string): number {
@@ -69,55 +61,54 @@ function streamLimit(manager: ModelManager, name: string): number {
 }
 
 export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServiceImplementation {
+  const { gateway, manager } = deps;
   return {
-    Ping: unary(deps, 'Ping', () => ({
-      health: JSON.stringify(
-        { status: deps.manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' },
-        null,
-        2,
-      ),
-    })),
-    Predictions: unary(deps, 'Predictions', predict),
+    Ping: unary(deps, 'Ping', {
+      answer: () => ({
+        health: JSON.stringify(
+          { status: manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' },
+          null,
+          2,
+        ),
+      }),
+    }),
+    Predictions: unary(deps, 'Predictions', kPredictions),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');
-      call.serve(
-        (inv) => {
-          const req = decoded(stream.request);
-          return call.invoke(inv, req.model_name, modelRequest(req, call, true), {
-            onChunk: (chunk, delivered) => {
-              // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
-              stream.write({ prediction: chunk.body! }, () => delivered());
-            },
-          });
-        },
+      const request = new GrpcRequest(
+        call,
+        kStreamPredictions,
+        stream.request,
         (err, result) => {
+          call.answered();
           if (err) stream.emit('error', err);
           else {
-            stream.write({ prediction: result!.body });
+            stream.write(result!);
             stream.end();
           }
         },
+        call,
+        // The handler sends its next chunk once this one is on its way (back-pressure, as over HTTP).
+        (chunk, delivered) => stream.write({ prediction: chunk.body! }, () => delivered()),
       );
+      void gateway.handle(request);
     },
     StreamPredictions2: (stream: ServerDuplexStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions2');
       answerInOrder(stream, {
-        limit: (req) => streamLimit(deps.manager, req.model_name),
-        answer: async (req, signal) => {
-          const sequenceId = req.sequenceId ?? '';
-          try {
-            const inv = call.guard();
-            return { ...(await predict(decoded(req), call, inv, signal)), sequenceId };
-          } catch (err) {
-            const status = call.fail(err);
-            return {
-              prediction: Buffer.alloc(0),
-              sequenceId,
-              status: { code: status.code!, message: status.details! },
-            };
-          }
-        },
-        signal: call.signal,
+        limit: (req) => streamLimit(manager, req.model_name),
+        answer: (req, signal) =>
+          new Promise((resolve) => {
+            const sequenceId = req.sequenceId ?? '';
+            const answered: GrpcSink<PredictionResponse> = (err, result) =>
+              resolve(
+                err
+                  ? { prediction: Buffer.alloc(0), sequenceId, status: { code: err.code!, message: err.details! } }
+                  : { ...result!, sequenceId },
+              );
+            void gateway.handle(new GrpcRequest(call, kPredictions, req, answered, signal));
+          }),
+        signal: call,
         load,
         finished: () => {
           call.answered();

@@ -40,10 +40,7 @@ export function methodNotAllowed(): MmeError {
   return new MmeError('MME_ERR_METHOD_NOT_ALLOWED', 'Method not allowed for this resource; see docs/api.md.');
 }
 
-export function isOipPath(path: string): boolean {
-  return path === '/v2' || path.startsWith('/v2/');
-}
-
 export function errorBodyText(e: MmeError, path: string): string {
-  return JSON.stringify(isOipPath(path) ? { error: e.message } : e.toBody(), null, 2);
+  const oip = path === '/v2' || path.startsWith('/v2/');
+  return JSON.stringify(oip ? { error: e.message } : e.toBody(), null, 2);
 }

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, Next } from 'koa';
 import { MmeError } from '../errors';
 import { bearerMatcher } from '../gateway/bearer-tokens';
-import { pathOf, type DoorGuard } from '../gateway/door-guard';
+import { pathOf, type DoorGuard, type Knock } from '../gateway/door';
 import { closeAfterAnswer } from './body';
 import { invokePath } from './invoke-paths';
 
@@ -16,38 +16,19 @@ export interface ListenerGuards {
   door: DoorGuard;
 }
 
-/** The first of a list, an IPv6 address with its brackets, '' for none. */
-export function hostName(req: IncomingMessage): string {
-  const host = (req.headers.host ?? '').split(',', 1)[0].trim();
-  if (host[0] !== '[') return host.split(':', 1)[0];
-  try {
-    return new URL(`http://${host}`).hostname;
-  } catch {
-    return '';
-  }
-}
-
-/** The 431 and the shutdown's 503 end the connection once answered. */
-export function refuse(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards, forDataPlane = false): void {
+/** What the guard sees of a request; more headers than allowed is 431, which ends the connection once answered. */
+export function knockOf(req: IncomingMessage, res: ServerResponse, guards: ListenerGuards, dataPlane: boolean): Knock {
   if (req.rawHeaders.length / 2 > guards.maxHeaders) {
     closeAfterAnswer(req, res);
     throw new MmeError('MME_ERR_HEADERS_TOO_LARGE', `The request has more than ${guards.maxHeaders} headers.`);
   }
-  const url = req.url ?? '';
-  try {
-    guards.door.check({
-      operation: url,
-      host: hostName(req),
-      authorization: req.headers.authorization,
-      dataPlane: forDataPlane || dataPlane(url),
-      method: req.method,
-      origin: req.headers.origin,
-      hostHeader: req.headers.host,
-    });
-  } catch (err) {
-    if ((err as MmeError).code === 'MME_ERR_SHUTTING_DOWN') closeAfterAnswer(req, res);
-    throw err;
-  }
+  const { host, authorization, origin } = req.headers;
+  return { operation: req.url ?? '', host, authorization, dataPlane, method: req.method, origin };
+}
+
+/** The shutdown's 503 ends the connection once answered. */
+export function closeOnShutdown(req: IncomingMessage, res: ServerResponse, err: unknown): void {
+  if ((err as MmeError | undefined)?.code === 'MME_ERR_SHUTTING_DOWN') closeAfterAnswer(req, res);
 }
 
 const kOipPaths = /^\/v2(\/|$)/i;
@@ -61,7 +42,12 @@ function dataPlane(url: string): boolean {
 
 export function listenerGuards(guards: ListenerGuards) {
   return async function listenerGuardsMiddleware(ctx: Context, next: Next): Promise<void> {
-    refuse(ctx.req, ctx.res, guards);
+    try {
+      guards.door.check(knockOf(ctx.req, ctx.res, guards, dataPlane(ctx.req.url ?? '')));
+    } catch (err) {
+      closeOnShutdown(ctx.req, ctx.res, err);
+      throw err;
+    }
     await next();
   };
 }

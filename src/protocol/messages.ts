@@ -69,7 +69,7 @@ export interface LoadedMessage {
   rssGrowthBytes: number;
 }
 
-/** The wire form of the gateway's ModelRequest, plus the id its job travels under. */
+/** The wire form of a door's Payload (gateway/door.ts), plus the id its job travels under. */
 export interface InvokeRequest {
   id: number;
   /** The x-request-id the client got back, for handlers' logs. */

@@ -1,19 +1,8 @@
-/** A v2 inference as the worker's OIP codec takes it, and its answer taken apart, for both doors. */
+/** A v2 inference's controls read from its JSON header, and its answer taken apart, for both doors. */
 import { MmeError } from '../../errors';
-import type { InvokeResult } from '../../server/jobs/job';
-import { headerLengthOf, OIP_MEDIA_TYPE, oipContentType, splitBody, type SplitBody } from '../../oip/binary-body';
+import { headerLengthOf, OIP_MEDIA_TYPE, splitBody, type SplitBody } from '../../oip/binary-body';
 import type { V2InferResponse } from '../../oip/types';
-import type { ModelRequest } from '../gateway';
-
-/** `body` is a JSON inference header of `headerLength` bytes, then the binary tensors it names. */
-export function oipRequest(
-  requestId: string,
-  body: ModelRequest['body'],
-  headerLength: number,
-  headers: ModelRequest['headers'],
-): ModelRequest {
-  return { requestId, contentType: oipContentType(headerLength), accept: OIP_MEDIA_TYPE, headers, body };
-}
+import type { ModelAnswer } from '../door';
 
 const kTimeoutKey = Buffer.from('"timeout"');
 const kPriorityKey = Buffer.from('"priority"');
@@ -62,7 +51,7 @@ export function oipControls(body: readonly Buffer[], headerLength: number): { ti
 }
 
 /** The answer's header and binary part; a handler that answered something else is a model error. */
-export function oipAnswer(model: string, result: InvokeResult): SplitBody<V2InferResponse> {
+export function oipAnswer(model: string, result: ModelAnswer): SplitBody<V2InferResponse> {
   let answer: SplitBody<V2InferResponse> | null;
   try {
     answer = splitBody<V2InferResponse>(result.body, headerLengthOf(result.contentType) ?? result.body.length);

@@ -20,7 +20,7 @@ export interface InvokeResult {
 
 /**
  * What a job reads of its client's AbortSignal: whether it left, and the one handler told when it
- * does. An AbortSignal is one; the gateway's Invocation is a cheaper one (an AbortSignal and its
+ * does. An AbortSignal is one; a door's request is a cheaper one (an AbortSignal and its
  * listener cost microseconds of CPU a request: bench-results/part27-fold).
  */
 export interface ClientSignal {

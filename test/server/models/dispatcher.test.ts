@@ -5,6 +5,7 @@
  * the test advances the clock, and what reaches the worker is read from the frames it was sent.
  */
 import assert from 'node:assert/strict';
+import type { MmeError } from '../../../src/errors';
 import { Gateway } from '../../../src/gateway/gateway';
 import type { InferMessage } from '../../../src/protocol/messages';
 import type { JobOptions } from '../../../src/server/jobs/job';
@@ -18,6 +19,7 @@ import {
 } from '../../lifecycle/harness';
 import type { FakeProcess } from '../../lifecycle/fake-process';
 import { waitFor } from '../../../harness/process-probes';
+import { testDoor } from '../../helpers/door-request';
 import { settle } from '../../helpers/settle';
 
 /** A model `a` loaded with `settings` in one dedicated worker; returns that worker's process. */
@@ -325,15 +327,14 @@ describe('dispatcher (fake processes, virtual clock)', () => {
       });
       const sent = [submit(h), submit(h)];
       await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
-      const inv = gateway.invocation();
-      inv.target('a');
-      inv.askTimeout('60000', 'X-Request-Timeout');
-      const capped = statusOf(inv.run({ ...invokeRequest(), body: Buffer.from('{}') }, {}));
+      const guard = gateway.door({ transport: 'http', loopbackOnly: false, inferenceToken: null });
+      const capped = testDoor({ guard, model: 'a', timeout: '60000', payload: { body: Buffer.from('{}') } });
+      void gateway.handle(capped.request);
       await settle();
       h.clock.advance(999);
       await settle();
       h.clock.advance(1);
-      assert.equal((await capped).code, 'MME_ERR_DEADLINE_EXCEEDED');
+      assert.equal(((await capped.outcome) as MmeError).code, 'MME_ERR_DEADLINE_EXCEEDED');
       worker.answer();
       worker.answer();
       for (const r of sent) assert.equal((await r.outcome).status, 200);
