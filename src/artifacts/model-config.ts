@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { isMmeError, MmeError, quote } from '../errors';
+import { errorOf, isMmeError, quote } from '../errors';
 import { isWorkerMode } from '../config/types';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
@@ -104,9 +104,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
 };
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_MODEL', message);
-}
+const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function preview(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);

@@ -71,10 +71,5 @@ async function fetchWithin(repo: ModelRepository, name: string, signal: AbortSig
 }
 
 function hidePath(err: unknown, local: string, url: string): unknown {
-  if (!isMmeError(err) || !err.message.includes(local)) return err;
-  return new MmeError(err.code, err.message.split(local).join(url), {
-    status: err.status,
-    headers: { ...err.headers },
-    cause: err,
-  });
+  return isMmeError(err) ? err.withMessage(err.message.split(local).join(url)) : err;
 }

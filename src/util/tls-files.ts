@@ -10,9 +10,11 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import { MmeError } from '../errors';
+import { errorOf } from '../errors';
 import type { Log } from '../logger';
 import type { Timer, Timers } from './clock';
+
+const tlsError = errorOf('MME_ERR_CONFIG');
 
 export interface TlsPaths {
   readonly certFile: string;
@@ -62,10 +64,6 @@ export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsCon
     throw tlsError(`tls_cert_file ${paths.certFile} cannot be used: ${(err as Error).message}`);
   }
   return { context, certificate };
-}
-
-function tlsError(message: string): MmeError {
-  return new MmeError('MME_ERR_CONFIG', message);
 }
 
 async function readKeyFile(key: string, file: string): Promise<Buffer> {
