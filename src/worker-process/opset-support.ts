@@ -4,6 +4,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { identityModel } from './graph-rewrite';
+import { kOneThread } from './warmup';
 
 /** The domains onnxruntime's CPU build implements with versioned opsets ('' is ai.onnx). */
 export const kKnownDomains = ['', 'ai.onnx.ml'] as const;
@@ -42,11 +43,8 @@ async function loads(domain: string, version: number): Promise<boolean> {
   const opsets: Array<[string, number]> = domain === '' ? [] : [['', kDefaultDomainVersion]];
   try {
     // Severity 3 (errors only): old opsets load with a warning each, which is no news to the server log.
-    const session = await ort.InferenceSession.create(identityModel([...opsets, [domain, version]]), {
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      logSeverityLevel: 3,
-    });
+    const model = identityModel([...opsets, [domain, version]]);
+    const session = await ort.InferenceSession.create(model, { ...kOneThread, logSeverityLevel: 3 });
     await session.release();
     return true;
   } catch {
