@@ -39,7 +39,7 @@ export async function repositoryArtifact(
   } catch (err) {
     fetched.release();
     // A copy that does not load is downloaded again next time rather than failing until the TTL.
-    if (isMmeError(err) && err.code === 'MME_ERR_INVALID_MODEL') await repo.discard(name);
+    if (isMmeError(err) && err.code === 'MME_ERR_INVALID_MODEL') await repo.cache.discard(name);
     throw hidePath(err, fetched.path, url);
   }
 }
