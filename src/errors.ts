@@ -145,11 +145,20 @@ export class MmeError extends Error {
     return { code: this.code, status: this.status, message: this.message };
   }
 
+  /** The same error told another way (the server's paths hidden): this one when the message is unchanged. */
+  withMessage(message: string): MmeError {
+    if (message === this.message) return this;
+    return new MmeError(this.code, message, { status: this.status, headers: { ...this.headers }, cause: this });
+  }
+
   static fromWire(w: WireError): MmeError {
     const code = (Object.hasOwn(ERRORS, w.code) ? w.code : 'MME_ERR_INTERNAL') as ErrorCode;
     return new MmeError(code, w.message, { status: w.status });
   }
 }
+
+/** The errors of one code, for a module that raises many: `const invalid = errorOf('MME_ERR_INVALID_MODEL')`. */
+export const errorOf = (code: ErrorCode) => (message: string) => new MmeError(code, message);
 
 export interface WireError {
   code: string;
@@ -194,25 +203,12 @@ export function isMmeError(err: unknown): err is MmeError {
 }
 
 /**
- * Substrings that mark a resource failure (507 rather than 500), taken from Triton's SageMaker
- * server, which maps the same engine messages for the same contract.
+ * What marks a resource failure (507 rather than 500), taken from Triton's SageMaker server, which
+ * maps the same engine messages for the same contract.
  */
-const kOutOfMemoryMarkers = [
-  'out of memory',
-  'outofmemory',
-  'memoryerror',
-  'failed to allocate memory',
-  'bad_alloc',
-  'cannot allocate memory',
-  'enomem',
-  'no space left on device',
-  'cuda_out_of_memory',
-  'cublas_status_alloc_failed',
-  'array buffer allocation failed',
-  'allocation failed',
-];
+const kOutOfMemory =
+  /out ?of ?memory|memoryerror|failed to allocate memory|bad_alloc|cannot allocate memory|enomem|no space left on device|cuda_out_of_memory|cublas_status_alloc_failed|allocation failed|\boom\b/i;
 
 export function looksLikeOutOfMemory(message: string): boolean {
-  const m = message.toLowerCase();
-  return kOutOfMemoryMarkers.some((s) => m.includes(s)) || /\boom\b/i.test(message);
+  return kOutOfMemory.test(message);
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { ReadEntry } from 'tar';
-import { isMmeError, MmeError, quote } from '../errors';
+import { errorOf, isMmeError, MmeError, quote } from '../errors';
 import { diskFullError, errnoOf, fsFailure, isDiskFull } from './fs-errors';
 
 export interface ArchiveLimits {
@@ -31,9 +31,7 @@ export const DEFAULT_ARCHIVE_LIMITS: Readonly<Required<ArchiveLimits>> = Object.
 // Links caused nearly every node-tar escape; devices and FIFOs have no place in a model.
 const ALLOWED_TYPES = new Set(['File', 'OldFile', 'ContiguousFile', 'Directory']);
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_MODEL', message);
-}
+const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function formatBytes(n: number): string {
   return n >= 2 ** 30

@@ -133,12 +133,9 @@ function hideDir(err: unknown, dir: string, url: string): unknown {
   const shown = quote(url);
   // One pass: a url that is itself the path (an absolute url) must not be replaced again.
   const pieces = err.message.split(dir);
-  const message = (
-    parent === path.parse(dir).root ? pieces : pieces.map((p) => p.split(parent).join(`${shown}/..`))
-  ).join(shown);
-  return message === err.message
-    ? err
-    : new MmeError(err.code, message, { status: err.status, headers: { ...err.headers }, cause: err });
+  return err.withMessage(
+    (parent === path.parse(dir).root ? pieces : pieces.map((p) => p.split(parent).join(`${shown}/..`))).join(shown),
+  );
 }
 
 async function extractModel(url: string, archive: string, opts: ResolveArtifactOptions): Promise<ModelArtifact> {

@@ -1,10 +1,10 @@
 import os from 'node:os';
 import path from 'node:path';
-import { isMmeError, MmeError, quote } from '../errors';
+import { errorOf, isMmeError, quote } from '../errors';
 import { isWorkerMode } from '../config/types';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
-import { timerLimit } from '../util/timer-limit';
+import { atLeast, duration, seconds, type Range } from '../config/keys/kinds';
 
 export const MODEL_CONFIG_FILE = 'model-config.json';
 
@@ -47,18 +47,12 @@ const MAX_CONFIG_BYTES = 64 * 1024;
 /** Returns what the value must be when it is invalid, else null. */
 type Check = (value: unknown) => string | null;
 
-const intAtLeast =
-  (min: number): Check =>
+/** An integer in the range a config key of the same meaning allows (durations: no longer than a timer holds). */
+const integer =
+  (range: Range): Check =>
   (v) =>
-    Number.isSafeInteger(v) && (v as number) >= min ? null : `an integer >= ${min}`;
-/** A duration: a timer's wait, so no longer than a timer holds. */
-const durationAtLeast = (min: number, unitMs: number, unit: string): Check => {
-  const limit = timerLimit(unitMs, unit);
-  return (v) =>
-    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= limit.max
-      ? null
-      : `an integer >= ${min} and <= ${limit.text}`;
-};
+    Number.isSafeInteger(v) && range.allows(v as number) ? null : `an integer ${range.text}`;
+const boolean: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
 
 /** The rule for a handler path, wherever it is named: relative, no '..' component, no NUL. */
 export function isSafeRelativePath(p: string): boolean {
@@ -72,7 +66,7 @@ export function isSafeRelativePath(p: string): boolean {
 export const kMinMemoryLimitMb = 64;
 
 /** What memory_limit_mb must be, when it is not. */
-export const memoryLimitProblem: Check = intAtLeast(kMinMemoryLimitMb);
+export const memoryLimitProblem: Check = integer(atLeast(kMinMemoryLimitMb));
 
 /**
  * What cpu_limit must be, when it is not: cores, at least the 1 % a CFS quota can hold (1 ms of each
@@ -86,15 +80,15 @@ export const cpuLimitProblem: Check = (v) => {
 };
 
 const FIELDS: Record<keyof ModelDirConfig, Check> = {
-  batchSize: intAtLeast(1),
-  maxBatchDelay: durationAtLeast(0, 1, 'ms'),
-  minWorkers: intAtLeast(0),
-  maxWorkers: intAtLeast(1),
-  jobQueueSize: intAtLeast(1),
-  responseTimeout: durationAtLeast(1, 1000, 'seconds'),
-  loadTimeout: durationAtLeast(1, 1000, 'seconds'),
-  useJobTicket: (v) => (typeof v === 'boolean' ? null : 'true or false'),
-  preloadModel: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  batchSize: integer(atLeast(1)),
+  maxBatchDelay: integer(duration(0, 1, 'ms')),
+  minWorkers: integer(atLeast(0)),
+  maxWorkers: integer(atLeast(1)),
+  jobQueueSize: integer(atLeast(1)),
+  responseTimeout: integer(seconds(1)),
+  loadTimeout: integer(seconds(1)),
+  useJobTicket: boolean,
+  preloadModel: boolean,
   deviceIds: (v) =>
     Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0) ? null : 'an array of integers >= 0',
   handler: (v) =>
@@ -102,14 +96,12 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   workerMode: (v) => (isWorkerMode(v) ? null : '"dedicated" or "shared"'),
   memoryLimitMb: memoryLimitProblem,
   cpuLimit: cpuLimitProblem,
-  pinned: (v) => (typeof v === 'boolean' ? null : 'true or false'),
+  pinned: boolean,
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
   idleUnloadSeconds: durationAtLeast(0, 1000, 'seconds'),
 };
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_MODEL', message);
-}
+const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function preview(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);

@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
-import { MmeError, quote } from '../errors';
+import { errorOf, MmeError, quote } from '../errors';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
 import { isSafeRelativePath, MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
@@ -18,9 +18,7 @@ export interface ModelDir {
   modelConfig: ModelDirConfig;
 }
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_MODEL', message);
-}
+const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function isOnnx(name: string): boolean {
   return name.toLowerCase().endsWith('.onnx');

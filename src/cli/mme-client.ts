@@ -17,7 +17,7 @@ import {
 } from '@grpc/grpc-js';
 import type { V2InferRequest } from '../oip/types';
 import { connect, modelInferRequest, unaryCall, v2Response } from './grpc-calls';
-import { tlsCredentials } from './grpc-tls';
+import { tlsCredentials, type TlsFiles } from './grpc-tls';
 
 const USAGE = `Usage: mme-client [--url URL] COMMAND
   load NAME PATH [--workers N]   POST /models {"model_name": NAME, "url": PATH}
@@ -50,7 +50,7 @@ interface Options {
   stream: boolean;
   inferenceToken: string | null;
   managementToken: string | null;
-  tls: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  tls: TlsFiles;
   grpcTls: boolean;
   words: string[];
 }

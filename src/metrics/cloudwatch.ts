@@ -5,7 +5,8 @@
  * by the server except close().
  */
 import type { CloudWatchClient, MetricDatum } from '@aws-sdk/client-cloudwatch';
-import { realClock, type Timer, type Timers } from '../util/clock';
+import { realClock, type Timers } from '../util/clock';
+import { deadlineSignal } from '../util/deadline-signal';
 import { seriesDimensions, type Dimension } from './dimensions';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
@@ -126,23 +127,20 @@ export class CloudWatchSink implements IntervalSink {
   }
 
   async #send(batch: MetricDatum[]): Promise<unknown> {
-    const limit = new AbortController();
-    let timer: Timer | null = null;
+    const ms = this.opts.requestTimeoutMs ?? 10_000;
+    const timeout = () => Object.assign(new Error(`no answer within ${ms} ms`), { name: 'TimeoutError' });
+    const limit = deadlineSignal(this.#abort.signal, ms, timeout, this.#timers);
     try {
       const { client, sdk } = await this.#connect();
-      const ms = this.opts.requestTimeoutMs ?? 10_000;
-      timer = this.#timers.setTimeout(
-        () => limit.abort(Object.assign(new Error(`no answer within ${ms} ms`), { name: 'TimeoutError' })),
-        ms,
-      );
-      await client.send(new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch }), {
-        abortSignal: AbortSignal.any([this.#abort.signal, limit.signal]),
-      });
+      const command = new sdk.PutMetricDataCommand({ Namespace: this.opts.namespace, MetricData: batch });
+      await client.send(command, { abortSignal: limit.signal });
       return null;
     } catch (err) {
-      return limit.signal.aborted ? limit.signal.reason : (err ?? new Error('unknown error'));
+      return limit.signal.aborted && !this.#abort.signal.aborted
+        ? limit.signal.reason
+        : (err ?? new Error('unknown error'));
     } finally {
-      this.#timers.clearTimeout(timer);
+      limit.done();
     }
   }
 

@@ -11,18 +11,13 @@ import { emfRenderer } from './emf';
 import { LineSink } from './lines';
 import { mmsRenderer } from './mms-log';
 import { PrometheusMetrics } from './prometheus';
-import { MetricsRecorder } from './recorder';
+import { MetricsRecorder, type RecorderParts } from './recorder';
 import type { IntervalSink } from './sink';
 import { SystemSampler } from './system';
 
 export type { InvocationEvent, MetricsRecorder } from './recorder';
 
-export interface MetricsOptions {
-  readonly log: (line: string) => void;
-  readonly now?: () => number;
-}
-
-export function createMetrics(config: ServerConfig, opts: MetricsOptions): MetricsRecorder {
+export function createMetrics(config: ServerConfig, opts: Pick<RecorderParts, 'log' | 'now'>): MetricsRecorder {
   const dimensions = endpointDimensions(config);
   const sinks: IntervalSink[] = [];
   if (config.metricsCloudwatch) {

@@ -1,6 +1,7 @@
 /** A sink that renders each interval as text lines (EMF, MMS) and appends them to stdout or a file. */
 import fs from 'node:fs';
 import type { Writable } from 'node:stream';
+import { within } from '../util/within';
 import type { Snapshot } from './interval';
 import type { IntervalSink } from './sink';
 
@@ -43,13 +44,6 @@ export class LineSink implements IntervalSink {
   }
 
   async close(timeoutMs: number): Promise<void> {
-    if (!this.#ownsStream) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.#stream.end(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    if (this.#ownsStream) await within(new Promise<void>((resolve) => this.#stream.end(resolve)), timeoutMs, undefined);
   }
 }

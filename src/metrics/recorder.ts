@@ -79,45 +79,39 @@ export class MetricsRecorder {
   }
 
   invocation(e: InvocationEvent): void {
-    try {
-      const m = e.model;
-      this.#add(M.Invocations, m, 1);
-      this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 && e.status !== kClientClosed ? 1 : 0);
-      this.#add(M.Invocation5XXErrors, m, e.status >= 500 ? 1 : 0);
-      // A request that never ran has no model time; zeros would drag the latency statistics down.
-      if (e.batchSize > 0) {
-        this.#add(M.ModelLatency, m, e.modelMicros);
-        this.#add(M.OverheadLatency, m, Math.max(0, e.totalMicros - e.modelMicros - (e.loadWaitMicros ?? 0)));
-        this.#add(M.QueueTime, m, e.queueMicros);
-        this.#add(M.BatchSize, m, e.batchSize);
-      }
-    } catch (err) {
-      this.#internalError(err);
+    const m = e.model;
+    this.#add(M.Invocations, m, 1);
+    this.#add(M.Invocation4XXErrors, m, e.status >= 400 && e.status < 500 && e.status !== kClientClosed ? 1 : 0);
+    this.#add(M.Invocation5XXErrors, m, e.status >= 500 ? 1 : 0);
+    // A request that never ran has no model time; zeros would drag the latency statistics down.
+    if (e.batchSize > 0) {
+      this.#add(M.ModelLatency, m, e.modelMicros);
+      this.#add(M.OverheadLatency, m, Math.max(0, e.totalMicros - e.modelMicros - (e.loadWaitMicros ?? 0)));
+      this.#add(M.QueueTime, m, e.queueMicros);
+      this.#add(M.BatchSize, m, e.batchSize);
     }
   }
 
   cacheLookup(model: string, hit: boolean): void {
-    this.#safely(() => this.#add(M.ModelCacheHit, model, hit ? 1 : 0));
+    this.#add(M.ModelCacheHit, model, hit ? 1 : 0);
   }
 
   modelLoaded(model: string, micros: number, ok: boolean): void {
-    this.#safely(() => this.#add(ok ? M.ModelLoadingTime : M.ModelLoadFailures, model, ok ? micros : 1));
+    this.#add(ok ? M.ModelLoadingTime : M.ModelLoadFailures, model, ok ? micros : 1);
   }
 
   modelUnloaded(model: string, micros: number): void {
-    this.#safely(() => this.#add(M.ModelUnloadingTime, model, micros));
+    this.#add(M.ModelUnloadingTime, model, micros);
   }
 
   loadWait(model: string, micros: number): void {
-    this.#safely(() => this.#add(M.ModelLoadingWaitTime, model, micros));
+    this.#add(M.ModelLoadingWaitTime, model, micros);
   }
 
   /** Its unload time goes to modelUnloaded. */
   evicted(model: string, idleMs: number): void {
-    this.#safely(() => {
-      this.#add(M.ModelEvictions, model, 1);
-      this.#add(M.EvictedModelIdleTime, model, idleMs / 1000);
-    });
+    this.#add(M.ModelEvictions, model, 1);
+    this.#add(M.EvictedModelIdleTime, model, idleMs / 1000);
   }
 
   idleUnloaded(model: string): void {
@@ -125,39 +119,37 @@ export class MetricsRecorder {
   }
 
   workerRestarted(model: string): void {
-    this.#safely(() => this.#add(M.WorkerRestarts, model, 1));
+    this.#add(M.WorkerRestarts, model, 1);
   }
 
   sharedHostRestarted(): void {
-    this.#safely(() => this.#add(M.SharedHostRestarts, '', 1));
+    this.#add(M.SharedHostRestarts, '', 1);
   }
 
   sharedHostRunTime(model: string, micros: number): void {
-    this.#safely(() => this.#add(M.SharedHostRunTime, model, micros));
+    this.#add(M.SharedHostRunTime, model, micros);
   }
 
   sharedHostRecycled(): void {
-    this.#safely(() => this.#add(M.SharedHostRecycles, '', 1));
+    this.#add(M.SharedHostRecycles, '', 1);
   }
 
   repositoryDownload(model: string, bytes: number, micros: number): void {
-    this.#safely(() => {
-      this.#add(M.RepositoryDownloads, model, 1);
-      this.#add(M.RepositoryDownloadBytes, model, bytes);
-      this.#add(M.ModelDownloadingTime, model, micros);
-    });
+    this.#add(M.RepositoryDownloads, model, 1);
+    this.#add(M.RepositoryDownloadBytes, model, bytes);
+    this.#add(M.ModelDownloadingTime, model, micros);
   }
 
   repositoryError(model: string): void {
-    this.#safely(() => this.#add(M.RepositoryErrors, model, 1));
+    this.#add(M.RepositoryErrors, model, 1);
   }
 
   diskCacheLookup(model: string, hit: boolean): void {
-    this.#safely(() => this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0));
+    this.#add(M.ModelDiskCacheHit, model, hit ? 1 : 0);
   }
 
   unauthorized(): void {
-    this.#safely(() => this.#add(M.UnauthorizedRequests, '', 1));
+    this.#add(M.UnauthorizedRequests, '', 1);
   }
 
   /** 0 = the model is gone. */
@@ -176,7 +168,7 @@ export class MetricsRecorder {
 
   /** Applied, or (reason no_memory, no_cores) a scale-up skipped. */
   autoscaleEvent(model: string, direction: string, reason: string): void {
-    this.#safely(() => this.#add(M.AutoscaleEvents, model, 1, { direction, reason }));
+    this.#add(M.AutoscaleEvents, model, 1, { direction, reason });
   }
 
   loadedModelCount(n: number): void {
@@ -237,10 +229,15 @@ export class MetricsRecorder {
     return [gaugeSeries(def, total), ...perModel];
   }
 
+  /** Every event goes through here, so a bug in metrics never reaches the request or load that reported it. */
   #add(id: number, model: string, value: number, labels?: Record<string, string>): void {
     if (!Number.isFinite(value)) return;
-    this.#interval.add(id, model, value);
-    this.#parts.prometheus?.observe(id, model, value, labels);
+    try {
+      this.#interval.add(id, model, value);
+      this.#parts.prometheus?.observe(id, model, value, labels);
+    } catch (err) {
+      this.#internalError(err);
+    }
   }
 
   #safely(fn: () => void): void {

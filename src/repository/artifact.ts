@@ -39,7 +39,7 @@ export async function repositoryArtifact(
   } catch (err) {
     fetched.release();
     // A copy that does not load is downloaded again next time rather than failing until the TTL.
-    if (isMmeError(err) && err.code === 'MME_ERR_INVALID_MODEL') await repo.discard(name);
+    if (isMmeError(err) && err.code === 'MME_ERR_INVALID_MODEL') await repo.cache.discard(name);
     throw hidePath(err, fetched.path, url);
   }
 }
@@ -71,10 +71,5 @@ async function fetchWithin(repo: ModelRepository, name: string, signal: AbortSig
 }
 
 function hidePath(err: unknown, local: string, url: string): unknown {
-  if (!isMmeError(err) || !err.message.includes(local)) return err;
-  return new MmeError(err.code, err.message.split(local).join(url), {
-    status: err.status,
-    headers: { ...err.headers },
-    cause: err,
-  });
+  return isMmeError(err) ? err.withMessage(err.message.split(local).join(url)) : err;
 }

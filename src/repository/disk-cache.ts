@@ -137,10 +137,6 @@ export class DiskCache {
     return mkdtemp(path.join(this.dir, kTmp));
   }
 
-  async discardTemp(tmp: string): Promise<void> {
-    await rm(tmp, { recursive: true, force: true });
-  }
-
   /** Puts a finished download in place of `name`'s entry (if any), in one rename. */
   async commit(name: string, tmp: string, model: CachedModel): Promise<void> {
     await writeFile(path.join(tmp, kMeta), JSON.stringify({ ...model, usedAt: Date.now() }));

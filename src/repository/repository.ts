@@ -5,7 +5,7 @@
  * operator's. The model manager's per-name lock makes each name's fetch single-flight; the
  * download semaphore bounds how many run at once.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RepositoryConfig } from '../config/types';
@@ -70,11 +70,6 @@ export class ModelRepository {
       else this.events.repositoryError?.(name);
       throw storeFailure(err, name, 'download', this.log);
     }
-  }
-
-  /** Forgets a copy that failed to load, so that the next attempt downloads it again. */
-  discard(name: string): Promise<void> {
-    return this.cache.discard(name);
   }
 
   close(): void {
@@ -202,7 +197,7 @@ export class ModelRepository {
         `[${name}] downloaded s3://${this.config.bucket}/${model.key}: ${(bytes / 2 ** 20).toFixed(1)} MiB in ${Math.round(micros / 1000)} ms`,
       );
     } catch (err) {
-      await this.cache.discardTemp(tmp);
+      await rm(tmp, { recursive: true, force: true });
       throw err;
     } finally {
       unreserve();

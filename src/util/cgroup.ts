@@ -23,7 +23,11 @@ export interface MemoryReading {
 }
 
 const kV2 = '/sys/fs/cgroup';
-const kV1Memory = '/sys/fs/cgroup/memory';
+/** Per version: the directory, the limit and usage files, and memory.stat's inactive page cache. */
+const kMemoryFiles = [
+  [kV2, 'memory.max', 'memory.current', 'inactive_file'],
+  ['/sys/fs/cgroup/memory', 'memory.limit_in_bytes', 'memory.usage_in_bytes', 'total_inactive_file'],
+] as const;
 const kV1CpuAcct = ['/sys/fs/cgroup/cpuacct', '/sys/fs/cgroup/cpu,cpuacct'];
 const kV1Cpu = ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'];
 
@@ -33,33 +37,15 @@ const kV1Cpu = ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'];
  * kernel reclaims before it OOM-kills, as `docker stats` does.
  */
 export function cgroupMemory(read: ReadFile, machineBytes: number): MemoryReading | null {
-  const v2 = readNumber(read, `${kV2}/memory.max`);
-  if (v2 !== null)
-    return reading(
-      v2,
-      readNumber(read, `${kV2}/memory.current`),
-      statField(read(`${kV2}/memory.stat`), 'inactive_file'),
-      machineBytes,
-    );
-  const v1 = readNumber(read, `${kV1Memory}/memory.limit_in_bytes`);
-  if (v1 !== null)
-    return reading(
-      v1,
-      readNumber(read, `${kV1Memory}/memory.usage_in_bytes`),
-      statField(read(`${kV1Memory}/memory.stat`), 'total_inactive_file'),
-      machineBytes,
-    );
+  for (const [dir, limitFile, usageFile, inactiveKey] of kMemoryFiles) {
+    const limit = readNumber(read, `${dir}/${limitFile}`);
+    if (limit === null) continue;
+    const usage = readNumber(read, `${dir}/${usageFile}`);
+    if (limit >= machineBytes || usage === null) return null;
+    const inactive = statField(read(`${dir}/memory.stat`), inactiveKey) ?? 0;
+    return { limitBytes: limit, usedBytes: Math.max(0, usage - inactive) };
+  }
   return null;
-}
-
-function reading(
-  limit: number,
-  usage: number | null,
-  inactive: number | null,
-  machineBytes: number,
-): MemoryReading | null {
-  if (limit >= machineBytes || usage === null) return null;
-  return { limitBytes: limit, usedBytes: Math.max(0, usage - (inactive ?? 0)) };
 }
 
 /** CPU time the cgroup has used so far, in microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage ns). */

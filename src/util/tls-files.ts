@@ -10,9 +10,11 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import { MmeError } from '../errors';
+import { errorOf } from '../errors';
 import type { Log } from '../logger';
 import type { Timer, Timers } from './clock';
+
+const tlsError = errorOf('MME_ERR_CONFIG');
 
 export interface TlsPaths {
   readonly certFile: string;
@@ -64,10 +66,6 @@ export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsCon
   return { context, certificate };
 }
 
-function tlsError(message: string): MmeError {
-  return new MmeError('MME_ERR_CONFIG', message);
-}
-
 async function readKeyFile(key: string, file: string): Promise<Buffer> {
   const refuse = (why: string) => tlsError(`config key ${key}: ${file} ${why}`);
   let handle: fs.promises.FileHandle;
@@ -107,13 +105,14 @@ function parseCertificate(key: string, file: string, pem: Buffer): X509Certifica
   }
 }
 
-function describe(certificate: X509Certificate): string {
+/**
+ * `what` and the certificate in one line; a warning when it names no host: clients match the host
+ * they dialled against the subjectAltName only (RFC 6125), so without one every client refuses it.
+ */
+function announce(log: Log, what: string, certificate: X509Certificate, certFile: string, suffix = ''): void {
   const names = certificate.subjectAltName ? `for ${certificate.subjectAltName}` : 'with no subjectAltName';
-  return `${certificate.subject.replace(/\n/g, ', ')} ${names}, valid until ${new Date(certificate.validTo).toISOString()}`;
-}
-
-/** Clients match the host they dialled against the subjectAltName only (RFC 6125): without one, every client refuses the certificate. */
-function warnIfNoNames(certificate: X509Certificate, certFile: string, log: Log): void {
+  const valid = new Date(certificate.validTo).toISOString();
+  log(`${what}: ${certificate.subject.replace(/\n/g, ', ')} ${names}, valid until ${valid}${suffix}`);
   if (certificate.subjectAltName) return;
   log(
     `TLS certificate ${certFile} names no host in a subjectAltName: curl, browsers and gRPC clients refuse it for every host; issue it with one (docs/security.md has the openssl command)`,
@@ -140,10 +139,8 @@ export class TlsFiles {
   static async open(paths: TlsPaths, timers: Timers, log: Log): Promise<TlsFiles> {
     const seen = TlsFiles.#signatureOf(paths);
     const { context, certificate } = await readTlsContext(paths);
-    log(
-      `TLS certificate from ${paths.certFile}: ${describe(certificate)}${paths.clientCaFile ? `; client certificates signed by ${paths.clientCaFile} required` : ''}`,
-    );
-    warnIfNoNames(certificate, paths.certFile, log);
+    const mutual = paths.clientCaFile ? `; client certificates signed by ${paths.clientCaFile} required` : '';
+    announce(log, `TLS certificate from ${paths.certFile}`, certificate, paths.certFile, mutual);
     return new TlsFiles(paths, timers, log, context, seen);
   }
 
@@ -202,10 +199,9 @@ export class TlsFiles {
       this.#reading = false;
     }
     if (this.#closed) return;
-    warnIfNoNames(read.certificate, this.paths.certFile, this.log);
     this.#context = read.context;
     for (const listener of this.#listeners) listener(read.context);
-    this.log(`TLS certificate reloaded from ${this.paths.certFile}: ${describe(read.certificate)}`);
+    announce(this.log, `TLS certificate reloaded from ${this.paths.certFile}`, read.certificate, this.paths.certFile);
   }
 
   close(): void {

@@ -4,13 +4,14 @@
  * container answers (the positive class of a binary classifier, else every class), or what
  * `Accept: text/csv;output=label|probabilities|probability` asks for.
  */
-import { MmeError } from '../errors';
+import { errorOf } from '../errors';
 import type { TensorInfo } from '../model-types';
 import { acceptParameter } from './media-types';
 import type { PlainTensor } from './tensor';
 
 export const kCsvOutputParameter = 'output';
 const kCsvOutputs = ['label', 'probabilities', 'probability'] as const;
+const notAcceptable = errorOf('MME_ERR_NOT_ACCEPTABLE');
 
 export function probabilityRows(
   t: PlainTensor,
@@ -65,8 +66,4 @@ function positiveClass(p: PlainTensor): PlainTensor {
   const data = new Float32Array(rows);
   for (let r = 0; r < rows; r++) data[r] = (p.data as Float32Array)[r * 2 + 1]!;
   return { type: p.type, dims: [rows], data };
-}
-
-function notAcceptable(message: string): MmeError {
-  return new MmeError('MME_ERR_NOT_ACCEPTABLE', message);
 }

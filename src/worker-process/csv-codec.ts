@@ -2,11 +2,11 @@
  * text/csv bodies ⇄ one tensor, as the SageMaker SDK's CSVSerializer and the built-in algorithms
  * exchange them: one line per row, comma-separated numbers, no header row.
  */
-import { MmeError, quote } from '../errors';
+import { quote } from '../errors';
 import type { TensorInfo } from '../model-types';
 import { checkShape } from './json-codec';
 import { fromNested, jsonElements } from './nested-arrays';
-import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
+import { invalidInput, Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
 /** NumPy / Python spellings of the non-finite floats (np.savetxt writes nan and inf). */
 const kNonFinite: ReadonlyMap<string, number> = new Map([
@@ -15,9 +15,7 @@ const kNonFinite: ReadonlyMap<string, number> = new Map([
   ['infinity', Infinity],
 ]);
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', `the text/csv body ${message}`);
-}
+const invalid = (message: string) => invalidInput(`the text/csv body ${message}`);
 
 /** Rows of numbers → a [rows, columns] tensor of the input's type. Blank lines are skipped, as np.loadtxt does. */
 export function decodeCsv(body: Buffer, info: TensorInfo, budget: RequestBudget): Tensor {

@@ -1,11 +1,12 @@
 /**
- * The model bytes onnxruntime loads when a ZipMap output is served as its tensor: each such ZipMap
- * node becomes an Identity of the same input and output names, and its graph output becomes
- * tensor(float) [rows, classes]. Names, order and everything else stay as they are.
+ * ONNX bytes written here field by field (no protobuf library to load for them): the model
+ * onnxruntime loads when a ZipMap output is served as its tensor, and the Identity model that warms
+ * up the runtime and probes its opsets.
  *
- * The new file is spliced from the old one's bytes (protobuf allows re-emitting a message's fields
- * piecewise), so the weights are copied as bytes, never decoded; the two new messages are written
- * here field by field (no protobuf library to load for them).
+ * A served ZipMap node becomes an Identity of the same input and output names, and its graph output
+ * tensor(float) [rows, classes]; names, order and everything else stay. The new file is spliced from
+ * the old one's bytes (protobuf allows re-emitting a message's fields piecewise), so the weights are
+ * copied as bytes, never decoded.
  */
 import { readFileSync } from 'node:fs';
 import { NodeField, type OnnxFile } from './onnx-file';
@@ -16,6 +17,7 @@ const kNodeField = 1;
 const kOutputField = 12;
 const kGraphField = 7;
 const kFloat = 1;
+const kIrVersion = 8;
 
 export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapOutput[]): Buffer {
   const bytes = readFileSync(path);
@@ -47,6 +49,16 @@ export function zipMapsAsTensors(path: string, model: OnnxFile, zipMaps: ZipMapO
   parts.push(bytes.subarray(pos, graph.end));
   const newGraph = Buffer.concat(parts);
   return Buffer.concat([bytes.subarray(0, graph.start), field(kGraphField, newGraph), bytes.subarray(graph.end)]);
+}
+
+/** y = Identity(x), float tensors of any shape, importing each [domain, version] of `opsets`. */
+export function identityModel(opsets: ReadonlyArray<readonly [string, number]>): Buffer {
+  const value = (n: number, name: string) =>
+    field(n, Buffer.concat([text(1, name), field(2, field(1, number(1, kFloat)))]));
+  const node = [text(NodeField.Input, 'x'), text(NodeField.Output, 'y'), text(NodeField.OpType, 'Identity')];
+  const graph = [field(kNodeField, Buffer.concat(node)), text(2, 'identity'), value(11, 'x'), value(kOutputField, 'y')];
+  const imports = opsets.map(([domain, version]) => field(8, Buffer.concat([text(1, domain), number(2, version)])));
+  return Buffer.concat([number(1, kIrVersion), field(kGraphField, Buffer.concat(graph)), ...imports]);
 }
 
 function text(fieldNumber: number, value: string): Buffer {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { MmeError, quote } from '../errors';
+import { errorOf, MmeError, quote } from '../errors';
 import type { OnnxFile } from './onnx-file';
 import { domainName, kKnownDomains, maxSupportedOpset } from './opset-support';
 
@@ -71,9 +71,7 @@ function targetOpsetHint(ranges: Array<{ domain: string; max: number }>): string
   return `{${ranges.map((r) => `'${r.domain}': ${r.max}`).join(', ')}}`;
 }
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_MODEL', message);
-}
+const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 /** How a Git LFS pointer file starts: what a clone without git-lfs leaves in place of the model. */
 const kLfsPointer = 'version https://git-lfs';

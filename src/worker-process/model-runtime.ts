@@ -44,11 +44,11 @@ export class ModelRuntime {
     io: RuntimeIo,
   ): Promise<{ runtime: ModelRuntime; loaded: Omit<LoadedMessage, 'slot' | 'pid' | 'rssGrowthBytes'> }> {
     const t0 = performance.now();
-    const opened = await openSession(msg, (line) => io.log(line));
+    const { session, ...described } = await openSession(msg, (line) => io.log(line));
     const sessionMicros = Math.round((performance.now() - t0) * 1000);
     const clock = new RunClock();
     // Only a shared host's models share a thread: a dedicated worker's runs go straight to onnxruntime.
-    if (io.turns) clock.watch(opened.session, io.turns);
+    if (io.turns) clock.watch(session, io.turns);
     let handler: Handler;
     try {
       handler = loadHandler(msg.handlerPath, msg.modelDir);
@@ -58,9 +58,9 @@ export class ModelRuntime {
         gpuId: msg.gpuId,
         // The parent sends a streaming handler one request per batch, whatever batch_size says.
         batchSize: handler.streaming ? 1 : msg.batchSize,
-        session: opened.session,
-        inputs: opened.inputs,
-        outputs: opened.outputs,
+        session,
+        inputs: described.inputs,
+        outputs: described.outputs,
         streaming: handler.streaming,
         maxStreamBuffer: msg.maxStreamBuffer,
         maxRequestElements: msg.maxRequestElements,
@@ -69,18 +69,15 @@ export class ModelRuntime {
       return {
         runtime: new ModelRuntime(msg, handler, model, clock, io),
         loaded: {
+          ...described,
           loadMicros: Math.round((performance.now() - t0) * 1000),
           sessionMicros,
-          executionProvider: opened.executionProvider,
-          inputs: opened.inputs,
-          outputs: opened.outputs,
-          metadata: opened.metadata,
           streaming: handler.streaming,
         },
       };
     } catch (err) {
       // A shared host goes on serving other models: a failed load must not keep the session.
-      await opened.session.release().catch(() => undefined);
+      await session.release().catch(() => undefined);
       if (msg.handlerPath) unloadHandler(msg.handlerPath, msg.modelDir);
       throw err;
     }

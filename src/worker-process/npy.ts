@@ -11,7 +11,7 @@
  * it pulls in a fetch polyfill. Object (pickled) arrays are refused, as np.load(allow_pickle=False) does.
  */
 import { MmeError, quote } from '../errors';
-import { RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
+import { invalidInput, RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
 
 const kMagic = Buffer.from('\x93NUMPY', 'latin1');
 const kAlign = 64;
@@ -36,9 +36,7 @@ const kTypeByCode: ReadonlyMap<string, string> = new Map([
 const kCodeByType: ReadonlyMap<string, string> = new Map([...kTypeByCode].map(([code, type]) => [type, code]));
 const kMaxCodePoint = 0x10ffff;
 
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', `the application/x-npy body ${message}`);
-}
+const invalid = (message: string) => invalidInput(`the application/x-npy body ${message}`);
 
 interface Header {
   descr: string;

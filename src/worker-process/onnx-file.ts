@@ -10,7 +10,7 @@
  */
 import type { ModelMetadata } from '../model-types';
 import { Wire, type FieldSpan, type WireField } from '../util/protobuf-wire';
-import { fields, withFile, type FileWindow } from './protobuf-file';
+import { fields, lastField, lastText, lastVarint, withFile, type FileWindow } from './protobuf-file';
 
 export interface GraphNode {
   name: string;
@@ -142,56 +142,33 @@ function readGraph(file: FileWindow, graph: WireField, model: OnnxFile): void {
   }
 }
 
+const kNodeText = new Map<number, 'name' | 'opType' | 'domain'>([
+  [NodeField.Name, 'name'],
+  [NodeField.OpType, 'opType'],
+  [NodeField.Domain, 'domain'],
+]);
+
 function readNode(file: FileWindow, field: WireField): GraphNode {
   const node: GraphNode = { name: '', opType: '', domain: '', input: [], output: [], field };
   for (const f of fields(file, field.payload, field.end)) {
     if (f.wire !== Wire.Len) continue;
-    switch (f.field) {
-      case NodeField.Input:
-        node.input.push(file.text(f));
-        break;
-      case NodeField.Output:
-        node.output.push(file.text(f));
-        break;
-      case NodeField.Name:
-        node.name = file.text(f);
-        break;
-      case NodeField.OpType:
-        node.opType = file.text(f);
-        break;
-      case NodeField.Domain:
-        node.domain = file.text(f);
-        break;
-      default:
-        break;
-    }
+    const text = kNodeText.get(f.field);
+    if (text) node[text] = file.text(f);
+    else if (f.field === NodeField.Input) node.input.push(file.text(f));
+    else if (f.field === NodeField.Output) node.output.push(file.text(f));
   }
   return node;
 }
 
 /** A ValueInfoProto: its name (field 1) and whether its last TypeProto (field 2) holds a tensor_type. */
 function readValue(file: FileWindow, field: WireField): GraphValue {
-  let name = '';
-  let type: WireField | null = null;
-  for (const f of fields(file, field.payload, field.end)) {
-    if (f.wire !== Wire.Len) continue;
-    if (f.field === PairField.First) name = file.text(f);
-    else if (f.field === PairField.Second) type = f;
-  }
-  let tensor = false;
-  if (type)
-    for (const f of fields(file, type.payload, type.end))
-      if (f.field === TypeField.TensorType && f.wire === Wire.Len) tensor = true;
-  return { name, tensor, field };
+  const type = lastField(file, field, PairField.Second);
+  const tensor = type !== null && lastField(file, type, TypeField.TensorType) !== null;
+  return { name: lastText(file, field, PairField.First), tensor, field };
 }
 
 /** OperatorSetIdProto (domain, version) or StringStringEntryProto (key, value): field 1 text, field 2 a varint or text. */
 function readPair(file: FileWindow, field: WireField): { text: string; varint: number; second: string } {
-  const pair = { text: '', varint: 0, second: '' };
-  for (const f of fields(file, field.payload, field.end)) {
-    if (f.field === PairField.First && f.wire === Wire.Len) pair.text = file.text(f);
-    else if (f.field === PairField.Second && f.wire === Wire.Varint) pair.varint = f.varint;
-    else if (f.field === PairField.Second && f.wire === Wire.Len) pair.second = file.text(f);
-  }
-  return pair;
+  const second = lastText(file, field, PairField.Second);
+  return { text: lastText(file, field, PairField.First), varint: lastVarint(file, field, PairField.Second), second };
 }

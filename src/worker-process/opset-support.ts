@@ -3,7 +3,8 @@
  * domain at version v loads exactly when v is supported. Only load failures ask.
  */
 import * as ort from 'onnxruntime-node';
-import type * as OnnxProto from 'onnx-proto';
+import { identityModel } from './graph-rewrite';
+import { kOneThread } from './warmup';
 
 /** The domains onnxruntime's CPU build implements with versioned opsets ('' is ai.onnx). */
 export const kKnownDomains = ['', 'ai.onnx.ml'] as const;
@@ -39,33 +40,11 @@ async function highestLoading(domain: string): Promise<number> {
 }
 
 async function loads(domain: string, version: number): Promise<boolean> {
-  // Required here, on a load failure's path only: a worker whose loads succeed never pays for onnx-proto.
-  const { onnx } = require('onnx-proto') as typeof OnnxProto;
-  const opsets =
-    domain === ''
-      ? [{ domain, version }]
-      : [
-          { domain: '', version: kDefaultDomainVersion },
-          { domain, version },
-        ];
-  const floatInfo = (name: string) => ({ name, type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT } } });
-  const bytes = onnx.ModelProto.encode({
-    irVersion: 8,
-    opsetImport: opsets,
-    graph: {
-      name: 'probe',
-      node: [{ opType: 'Identity', input: ['x'], output: ['y'] }],
-      input: [floatInfo('x')],
-      output: [floatInfo('y')],
-    },
-  }).finish();
+  const opsets: Array<[string, number]> = domain === '' ? [] : [['', kDefaultDomainVersion]];
   try {
     // Severity 3 (errors only): old opsets load with a warning each, which is no news to the server log.
-    const session = await ort.InferenceSession.create(bytes, {
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      logSeverityLevel: 3,
-    });
+    const model = identityModel([...opsets, [domain, version]]);
+    const session = await ort.InferenceSession.create(model, { ...kOneThread, logSeverityLevel: 3 });
     await session.release();
     return true;
   } catch {

@@ -34,6 +34,11 @@ export function lastField(file: FileWindow, message: FieldSpan, n: number): Wire
   return found;
 }
 
+export function lastText(file: FileWindow, message: FieldSpan, n: number): string {
+  const f = lastField(file, message, n);
+  return f ? file.text(f) : '';
+}
+
 /** The last varint field `n` of a message; 0 when absent, as protobuf's default. */
 export function lastVarint(file: FileWindow, message: FieldSpan, n: number): number {
   let value = 0;

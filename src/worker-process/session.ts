@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { MmeError } from '../errors';
-import type { LoadMessage } from '../protocol/messages';
+import type { LoadedMessage, LoadMessage } from '../protocol/messages';
 import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
 import { explainLoadFailure, unparsedModel } from './load-errors';
@@ -9,13 +9,10 @@ import { readOnnxFile, type OnnxFile } from './onnx-file';
 import { domainName } from './opset-support';
 import { describeOutputs, zipMapOutputs } from './served-outputs';
 
-export interface OpenedSession {
+/** The session, and what the Loaded frame tells the server of it. */
+export type OpenedSession = Pick<LoadedMessage, 'executionProvider' | 'inputs' | 'outputs' | 'metadata'> & {
   session: ort.InferenceSession;
-  executionProvider: string;
-  inputs: TensorInfo[];
-  outputs: TensorInfo[];
-  metadata: ModelMetadata;
-}
+};
 
 /** Enough of a doc_string to recognise the model; the load frame is no place for a manual. */
 const kDocStringChars = 1000;

@@ -5,7 +5,7 @@
  * one element per element of `dims`: batching relies on it, since a tensor whose data and dims
  * disagree would shift every later request's rows in a merged batch into another caller's answer.
  */
-import { MmeError } from '../errors';
+import { errorOf } from '../errors';
 import type { NumericArray } from '../oip/datatypes';
 
 export type NumericData = NumericArray;
@@ -44,9 +44,7 @@ const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
 /** numpy's limit on dimensions (NPY_MAXDIMS); no ONNX model comes near it. */
 export const MAX_RANK = 64;
 
-export function invalidInput(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
+export const invalidInput = errorOf('MME_ERR_INVALID_INPUT');
 
 export function allocate(type: string, n: number): TensorData {
   if (type === 'string') return new Array<string>(n).fill('');

@@ -1,22 +1,20 @@
 import * as ort from 'onnxruntime-node';
+import { identityModel } from './graph-rewrite';
 
 /**
- * A 70-byte ONNX graph (y = Identity(x), float32[1]). Creating and running it once initialises
- * onnxruntime's environment (~20 ms the first time in a process), so a worker started ahead of
- * need pays that before any model is assigned to it.
+ * Running the smallest model once initialises onnxruntime (~20 ms the first time in a process): a
+ * worker started ahead of need pays that before its model is known.
  */
-const kIdentityModel = Buffer.from(
-  'CAg6PAoQCgF4EgF5IghJZGVudGl0eRIGd2FybXVwWg8KAXgSCgoICAESBAoCCAFiDwoBeRIKCggIARIECgIIAUIECgAQDQ==',
-  'base64',
-);
+const kIdentityModel = identityModel([['', 13]]);
 
-const kOptions = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+/** One thread each: a session that only answers whether it loads, or warms up the runtime. */
+export const kOneThread = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 /** Sessions a shared host opens to measure what one costs. */
 const kProbeSessions = 16;
 
 export async function warmUpRuntime(): Promise<void> {
   const x = pinTensorArrayTypes();
-  const session = await ort.InferenceSession.create(kIdentityModel, kOptions);
+  const session = await ort.InferenceSession.create(kIdentityModel, kOneThread);
   await session.run({ x });
   await session.release();
 }
@@ -45,7 +43,7 @@ export function pinTensorArrayTypes(): ort.Tensor {
 export async function measureSessionBytes(): Promise<number> {
   const rss0 = process.memoryUsage.rss();
   const sessions = [];
-  for (let i = 0; i < kProbeSessions; i++) sessions.push(await ort.InferenceSession.create(kIdentityModel, kOptions));
+  for (let i = 0; i < kProbeSessions; i++) sessions.push(await ort.InferenceSession.create(kIdentityModel, kOneThread));
   const each = Math.max(0, process.memoryUsage.rss() - rss0) / kProbeSessions;
   for (const s of sessions) await s.release();
   return Math.round(each);
