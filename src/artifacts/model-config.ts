@@ -98,7 +98,7 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   cpuLimit: cpuLimitProblem,
   pinned: boolean,
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
-  idleUnloadSeconds: durationAtLeast(0, 1000, 'seconds'),
+  idleUnloadSeconds: integer(seconds(0)),
 };
 
 const invalid = errorOf('MME_ERR_INVALID_MODEL');
