@@ -1,6 +1,8 @@
 /** A caller's deadline and priority, whichever door they came through: checked and bounded once, here. */
-import { MmeError, quoteValue } from '../errors';
+import { errorOf, quoteValue } from '../errors';
 import { MAX_TIMER_MS } from '../util/timer-limit';
+
+const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 export interface ControlLimits {
   /** 0 = no cap but the model's response timeout. */
@@ -23,10 +25,6 @@ export const MICROSECONDS: TimeUnit = { ms: 0.001, name: 'microseconds' };
 function wholeNumber(value: unknown): number {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? value : Number.NaN;
   return typeof value === 'string' && /^\s*\d{1,15}\s*$/.test(value) ? Number(value) : Number.NaN;
-}
-
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
 }
 
 /** Milliseconds bounded by max_request_timeout and what a timer can wait; null for 0 (none, as Triton's). */

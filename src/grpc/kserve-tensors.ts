@@ -2,11 +2,13 @@
  * ModelInferRequest ⇄ the OIP body the worker reads (src/oip/binary-body.ts): every tensor travels
  * binary, typed `contents` packed into the raw layout here; none passes through JSON.
  */
-import { MmeError, quote, quoteValue } from '../errors';
+import { errorOf, quote, quoteValue } from '../errors';
 import { sliceBinary, type SplitBody } from '../oip/binary-body';
 import { fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
 import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
+
+const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 type Contents = Record<string, unknown[]>;
 type InferParameter = {
@@ -67,10 +69,6 @@ const kContentsField: ReadonlyMap<string, string> = new Map([
 
 /** Dimensions an error message lists; a shape's length is the client's to choose. */
 const kShownDims = 8;
-
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
 
 function shapeText(shape: readonly number[]): string {
   const shown = shape.slice(0, kShownDims).join(', ');

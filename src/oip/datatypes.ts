@@ -3,7 +3,9 @@
  * flat, row-major, little-endian, unpadded; BOOL one byte; FP16 the IEEE half bits; BYTES each a u32
  * LE length then its bytes.
  */
-import { MmeError, quote, quoteValue } from '../errors';
+import { errorOf, quote, quoteValue } from '../errors';
+
+const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 /** A Map, as every table here: datatypes are client text, and "__proto__" must find nothing. */
 const kV2ToOrt: ReadonlyMap<string, string> = new Map([
@@ -65,10 +67,6 @@ const kArrays: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
 
 /** Raw elements: a typed array for fixed-size datatypes, one Buffer per element for BYTES. */
 export type RawElements = NumericArray | Buffer[];
-
-function invalid(message: string): MmeError {
-  return new MmeError('MME_ERR_INVALID_INPUT', message);
-}
 
 /** Reads `count` elements of `datatype` from raw bytes (copied, so the array is aligned and owns its memory). */
 export function fromRaw(datatype: string, bytes: Buffer, count: number, what: string): RawElements {
