@@ -19,6 +19,7 @@ import { zipfTrace } from '../cache-sim/traces';
 import { benchBatching } from './hot-path/batching';
 import { benchCacheLive } from './cache/cache-live';
 import { writeCharts } from './report/charts';
+import { benchBackToBack } from './loads/back-to-back';
 import { benchColdStart } from './loads/cold-start';
 import { benchConnections } from './hot-path/connections';
 import { benchDataPlane } from './data-plane/data-plane';
@@ -103,6 +104,7 @@ async function main(): Promise<BenchRun> {
     const cycles = quick ? 5 : 12;
     return [...(await benchColdStart(0, cycles)), ...(await benchColdStart(1, cycles))];
   });
+  const backToBack = await section('back-to-back loads', () => benchBackToBack());
   const density = await section('density', () => benchDensity(quick ? 512 : 2048));
   const sharedFootprint = await section('shared footprint', () => benchSharedFootprint());
   const live = await section('cache live', async () => {
@@ -153,6 +155,7 @@ async function main(): Promise<BenchRun> {
     connections,
     sharedLoads,
     cold,
+    backToBack,
     density,
     sharedFootprint,
     sim,

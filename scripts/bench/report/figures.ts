@@ -213,6 +213,7 @@ export function figureRows(run: BenchRun): FigureRow[] {
         `process start ${ms(c.spawnMs)}, session ${ms(c.sessionMs)}; `,
       ),
     ),
+    ...(run.backToBack ? backToBackRows(run.backToBack) : []),
     {
       id: '5',
       figure: `density: tiny models loaded before a ${run.density.budgetMB} MiB budget answers 507; PSS per loaded model`,
@@ -313,6 +314,29 @@ export function figureRows(run: BenchRun): FigureRow[] {
     },
   ];
   return rows;
+}
+
+/** Back-to-back loads (loads/back-to-back.ts): each load, and the slowest against a fresh process's floor. */
+function backToBackRows(b: NonNullable<BenchRun['backToBack']>): FigureRow[] {
+  const what = `back-to-back loads: ${b.cycles} load/unload cycles of the tiny MLP with no pause (spare_workers=1)`;
+  return [
+    judged(
+      '4b',
+      `${what}, p50 of the loads`,
+      [b.p50Ms],
+      ms,
+      { atMost: 30 },
+      `loads ${b.loadMs.map(Math.round).join(', ')} ms; `,
+    ),
+    judged(
+      '4c',
+      `${what}: the slowest load over a fresh node + onnxruntime session (the floor, same run)`,
+      [b.slowestOverFloor],
+      times,
+      { atMost: 1.3 },
+      `${ms(b.slowestMs)} vs ${ms(b.floorMs)} = `,
+    ),
+  ];
 }
 
 /** The table with each figure's target and whether it is met, or (for docs/) the figures alone. */

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { SimRow } from '../../cache-sim/main';
 import type { benchBatching } from '../hot-path/batching';
+import type { BackToBackResult } from '../loads/back-to-back';
 import type { CacheLive } from '../cache/cache-live';
 import type { ColdStart } from '../loads/cold-start';
 import type { ConnectionsPoint } from '../hot-path/connections';
@@ -60,6 +61,8 @@ export interface BenchRun {
   connections: ConnectionsPoint[];
   sharedLoads: SharedLoadsResult;
   cold: ColdStart[];
+  /** Absent from runs before part 28. */
+  backToBack?: BackToBackResult;
   density: Density;
   sharedFootprint: SharedFootprint;
   sim: SimRow[];
