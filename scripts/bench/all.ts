@@ -28,6 +28,7 @@ import { benchGrpc } from './data-plane/grpc';
 import { benchUsage, runBench, useFullRunDurations } from './kit/bench-run';
 import { benchHotPath } from './hot-path/hot-path';
 import { benchNoisyNeighbour } from './workers/noisy-neighbour';
+import { benchAutoscalePairs } from './workers/autoscale-pairs';
 import { benchPreloadMemory } from './memory/preload-memory';
 import { renderLatestMd } from './report/report';
 import { LATEST_JSON, LATEST_MD, ROOT, type BenchRun, type SimRoomPoint } from './report/results';
@@ -99,6 +100,7 @@ async function main(): Promise<BenchRun> {
   const batching = await repeated('batching', benchBatching);
   const shared = await repeated('shared hosts', () => benchSharedHosts());
   const grpc = await repeated('gRPC', benchGrpc);
+  const autoscalePairs = await section('autoscale pairs', () => benchAutoscalePairs());
   const sharedLoads = await section('shared loads', () => benchSharedLoads());
   const cold = await section('cold start', async () => {
     const cycles = quick ? 5 : 12;
@@ -152,6 +154,7 @@ async function main(): Promise<BenchRun> {
     batching,
     shared,
     grpc,
+    autoscalePairs,
     connections,
     sharedLoads,
     cold,

@@ -297,6 +297,16 @@ export function figureRows(run: BenchRun): FigureRow[] {
       figure: `gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc[0].tokens} tokens, first message p50`,
       measured: `**${ms(mid(grpc, (g) => g.grpcFirstMessageMs))}** vs ${ms(mid(grpc, (g) => g.httpFirstChunkMs))}`,
     },
+    ...(run.autoscalePairs ?? []).map((a, i) =>
+      judged(
+        `12${'abc'[i] ?? ''}`,
+        `autoscale never slower: ${a.model}, 1..4 workers, 16 connections, the defaults (autoscale on) over autoscale=off, interleaved pairs (req/s)`,
+        a.pairs.map((p) => p.ratio),
+        times,
+        { atLeast: 0.95 },
+        `workers at the end ${a.pairs.map((p) => p.on.workers).join(', ')}; `,
+      ),
+    ),
     ...run.preload.map((p) => ({
       id: '10',
       figure: `preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights)`,

@@ -15,6 +15,7 @@ import type { Density } from '../memory/density';
 import type { GrpcBenchResult } from '../data-plane/grpc';
 import type { HotPathResult } from '../hot-path/hot-path';
 import type { NoisyNeighbourResult } from '../workers/noisy-neighbour';
+import type { AutoscalePairSet } from '../workers/autoscale-pairs';
 import type { benchPreloadMemory } from '../memory/preload-memory';
 import type { SharedFootprint } from '../memory/shared-footprint';
 import type { SharedHosts } from '../workers/shared-hosts';
@@ -58,6 +59,8 @@ export interface BenchRun {
   batching: Array<Awaited<ReturnType<typeof benchBatching>>>;
   shared: SharedHosts[];
   grpc: GrpcBenchResult[];
+  /** Absent from runs before part 28. */
+  autoscalePairs?: AutoscalePairSet[];
   connections: ConnectionsPoint[];
   sharedLoads: SharedLoadsResult;
   cold: ColdStart[];
