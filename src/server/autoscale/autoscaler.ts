@@ -6,12 +6,12 @@
  *   before its waits are), or runs over busyShare of its workers' time for kShareRounds rounds: a
  *   saturated worker takes each request as it comes, so nothing waits in the queue to be seen.
  * - Down after idleMs quiet, with gaps under each threshold so a steady load does not flap.
- * - Not past cpuWorkers: a CPU-bound worker beyond the cores adds no throughput (no_cores).
+ * - Not past cpuWorkers, less a core for the server's own process while it keeps one busy (a tiny
+ *   model's requests do): a CPU-bound worker beyond the cores adds no throughput (no_cores).
  * - No change within cooldownMs of the last, so a new worker has loaded before the queue is judged.
  * - Never slower: a scale-up after which the model completes no more requests (over kShareWindowMs
  *   once its cooldown is over) while it still asks for more added nothing but a process taking
- *   turns for the cores (with the server's own thread, which a tiny model keeps busy): it is undone
- *   (no_gain), and no scale-up is tried again for idleMs.
+ *   turns for the cores: it is undone (no_gain), and no scale-up is tried again for idleMs.
  *
  * A host runs one session at a time, so a shared model is not scaled there: past `heavyShare` for
  * kShareRounds rounds it is promoted to processes of its own (kModeTraits' promotedTo), and demoted
@@ -79,6 +79,8 @@ export interface AutoscaleStatus {
 }
 
 export class Autoscaler {
+  /** Cores the server's own process kept busy over the last round (AutoscaleRounds measures it). */
+  serverCores = 0;
   readonly #waits: Array<{ at: number; ms: number }> = [];
   #lastChangeAt = -Infinity;
   #quietSince: number | null = null;
@@ -206,8 +208,10 @@ export class Autoscaler {
     const up = load.workers < load.max ? this.#wantsMore(load, p50, shareFigures) : null;
     const held = `skipped: a scale-up did not help within the last autoscale_idle_seconds=${idleMs / 1000}`;
     if (up && now < this.#heldUntil) return this.#skip('no_gain', up.reason, load.workers + 1, `${up.why}; ${held}`);
-    const full = `skipped: ${load.workers} worker(s) is the most the cores run at once (autoscale_cores over onnx_intra_op_threads)`;
-    if (up && cpuWorkers > 0 && load.workers >= cpuWorkers)
+    // The server's process counts as a user of the cores it keeps busy more than half the time.
+    const server = Math.round(this.serverCores);
+    const full = `skipped: ${load.workers} worker(s) is the most the cores run at once (autoscale_cores over onnx_intra_op_threads${server ? `, less ${server} core(s) the server's own process keeps busy` : ''})`;
+    if (up && cpuWorkers > 0 && load.workers >= Math.max(1, cpuWorkers - server))
       return this.#skip('no_cores', up.reason, load.workers + 1, `${up.why}; ${full}`);
     if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
     if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)

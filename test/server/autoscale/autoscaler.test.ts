@@ -7,7 +7,8 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { AutoscaleRounds, kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import type { ScaledEntry } from '../../../src/server/autoscale/autoscale-step';
 import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
@@ -195,6 +196,39 @@ describe('autoscaler', () => {
       const decisions = busyRounds(busy, clock, 1, 1.0, 2000).map((x) => [x.reason, x.skipped]);
       assert.deepEqual(decisions, [['busy', 'no_cores']]);
       assert.equal(busy.status.skippedForCores, 1);
+    });
+
+    it("counts the server's own process as a user of the cores it keeps busy more than half the time", async () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
+      // The rounds tell each autoscaler what the server's process took: here 0.9 of a core over the 0.5 s round.
+      let cpu = 0;
+      const rounds = new AutoscaleRounds({
+        clock,
+        entries: () => [{ name: 'a', phase: 'ready', model: { autoscaler: s } } as unknown as ScaledEntry],
+        round: async () => undefined,
+        log: () => undefined,
+        cpuMicros: () => cpu,
+      });
+      rounds.start();
+      cpu += 0.9 * kRoundMs * 1000;
+      clock.advance(kRoundMs);
+      await rounds.settled();
+      rounds.stop();
+      assert.equal(s.serverCores, 0.9);
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const d = s.decide(load(1, 9));
+      assert.deepEqual([d?.direction, d?.reason, d?.target, d?.skipped], ['up', 'queue_wait', 2, 'no_cores']);
+      assert.match(
+        d!.why,
+        /skipped: 1 worker\(s\) is the most the cores run at once \(autoscale_cores over onnx_intra_op_threads, less 1 core\(s\) the server's own process keeps busy\)/,
+      );
+      // Under half a core: the second worker fits beside it.
+      clock.advance(3000);
+      s.serverCores = 0.4;
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const up = s.decide(load(1, 9));
+      assert.deepEqual([up?.target, up?.skipped], [2, undefined]);
     });
 
     it('counts the scale-ups skipped in a row until the model scales or stops asking, so a model held at its limit is not logged at every cooldown', () => {
