@@ -9,9 +9,10 @@
  * - Not past cpuWorkers, less a core for the server's own process while it keeps one busy (a tiny
  *   model's requests do): a CPU-bound worker beyond the cores adds no throughput (no_cores).
  * - No change within cooldownMs of the last, so a new worker has loaded before the queue is judged.
- * - Never slower: a scale-up after which the model completes no more requests (over kShareWindowMs
- *   once its cooldown is over) while it still asks for more added nothing but a process taking
- *   turns for the cores: it is undone (no_gain), and no scale-up is tried again for idleMs.
+ * - Never slower: a scale-up after which the model completes no more requests a second (over a
+ *   round, once its cooldown is over, against the round before it) while it still asks for more
+ *   added nothing but a process taking turns for the cores: it is undone (no_gain), and no
+ *   scale-up is tried again for idleMs.
  *
  * A host runs one session at a time, so a shared model is not scaled there: past `heavyShare` for
  * kShareRounds rounds it is promoted to processes of its own (kModeTraits' promotedTo), and demoted
@@ -29,9 +30,9 @@ export const kShareWindowMs = 1000;
 export const kShareRounds = 2;
 /** Waits the median is taken over at most (the most recent): bounded however high the rate. */
 const kSamplesKept = 512;
-/** A scale-up must raise the requests completed a second by more than this (a 1 s window's noise) to stay. */
+/** A scale-up must raise the requests completed a second by more than this (a round's noise) to stay. */
 const kMinGain = 0.05;
-/** Fewer completed in the window before a scale-up than this are too few to judge it by: it stays. */
+/** Fewer completed in the round before a scale-up than this are too few to judge it by: it stays. */
 const kJudgedFrom = 10;
 
 export type Direction = 'up' | 'down';
@@ -87,10 +88,11 @@ export class Autoscaler {
   #status: AutoscaleStatus;
   #pending = false;
   /** ranMicros and completed at each round, oldest first: the newest at or before the share window's start, and those in it. */
-  readonly #rounds: Array<{ at: number; micros: number; completed: number }> = [];
-  /** Requests completed in the window before the last scale-up (and a second), until it is judged. */
-  #trial: { at: number; workers: number; done: number; rate: number } | null = null;
-  #window = { done: 0, rate: 0 };
+  readonly #rounds: Array<{ at: number; micros: number; completed: number; queued: number }> = [];
+  /** The last scale-up, until it is judged: when, to how many, and the round before it (#window). */
+  #trial: { at: number; workers: number; done: number; rate: number; steady: boolean } | null = null;
+  /** Over the last round: requests completed, a second, and whether the model was loaded all through it (the round before saw it). */
+  #window = { done: 0, rate: 0, steady: false };
   /** No scale-up is tried before this (one did not help). */
   #heldUntil = -Infinity;
   #heavyRounds = 0;
@@ -142,11 +144,13 @@ export class Autoscaler {
   /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed); the requests completed in it kept. */
   #threadShare(load: ModelLoad): number {
     const now = this.clock.now();
-    this.#rounds.push({ at: now, micros: load.ranMicros, completed: load.completed });
+    const [a, b] = [this.#rounds.at(-2), this.#rounds.at(-1)];
+    this.#rounds.push({ at: now, micros: load.ranMicros, completed: load.completed, queued: load.queued });
     while (this.#rounds.length > 1 && this.#rounds[1].at <= now - kShareWindowMs) this.#rounds.shift();
     const first = this.#rounds[0];
-    const done = load.completed - first.completed;
-    this.#window = { done, rate: now > first.at ? (done * 1000) / (now - first.at) : 0 };
+    const done = b ? load.completed - b.completed : 0;
+    const steady = b !== undefined && (b.queued > 0 || (a !== undefined && b.completed > a.completed));
+    this.#window = { done, rate: b && now > b.at ? (done * 1000) / (now - b.at) : 0, steady };
     return now > first.at ? (load.ranMicros - first.micros) / ((now - first.at) * 1000) : 0;
   }
 
@@ -213,6 +217,8 @@ export class Autoscaler {
     const full = `skipped: ${load.workers} worker(s) is the most the cores run at once (autoscale_cores over onnx_intra_op_threads${server ? `, less ${server} core(s) the server's own process keeps busy` : ''})`;
     if (up && cpuWorkers > 0 && load.workers >= Math.max(1, cpuWorkers - server))
       return this.#skip('no_cores', up.reason, load.workers + 1, `${up.why}; ${full}`);
+    // A round that did not see the model's load all through cannot tell what its requests take of the server: the next one decides.
+    if (up && load.workers > 0 && load.workers >= cpuWorkers - 1 && cpuWorkers > 0 && !this.#window.steady) return null;
     if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
     if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
       return this.#asked(
@@ -240,15 +246,17 @@ export class Autoscaler {
   }
 
   /**
-   * The last scale-up, once a window has passed after its cooldown: undone if the model completes no
-   * more requests than before it while it still asks for more (too few to judge by: it stays).
+   * The last scale-up, once its cooldown is over: undone if the model completes no more requests a
+   * second than in the round before it while it still asks for more (a round partly idle, or too
+   * few to judge by: it stays).
    */
   #undo(load: ModelLoad, now: number, p50: number, share: number): Decision | null {
     const trial = this.#trial;
     if (!trial || now - trial.at < kShareWindowMs) return null;
     const { rate } = this.#window;
     const more = this.#wantsMore(load, p50, `its runs took ${Math.round(share * 100)} % of a thread`);
-    if (load.workers !== trial.workers || trial.done < kJudgedFrom || rate > trial.rate * (1 + kMinGain) || !more) {
+    const judged = trial.steady && trial.done >= kJudgedFrom && load.workers === trial.workers;
+    if (!judged || rate > trial.rate * (1 + kMinGain) || !more) {
       this.#trial = null;
       return null;
     }
