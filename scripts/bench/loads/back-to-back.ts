@@ -12,7 +12,7 @@ import readline from 'node:readline';
 import { writeTinyMlp } from '../../../harness/onnx-models';
 import { postJson, request } from '../../../harness/http-requests';
 import { median } from '../../../harness/statistics';
-import { ROOT } from '../report/results';
+import { kRepoRoot } from '../../../harness/repo-root';
 import { benchUsage, runBench, startBenchServer } from '../kit/bench-run';
 
 export interface BackToBackResult {
@@ -42,7 +42,7 @@ function floorOnce(onnxPath: string): Promise<number> {
   const program = `const ort = require('onnxruntime-node');
 ort.InferenceSession.create(process.argv[1], { intraOpNumThreads: 1, interOpNumThreads: 1 }).then(() => console.log('ready'));`;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['-e', program, onnxPath], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', program, onnxPath], { cwd: kRepoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).once('line', () => {
       resolve(performance.now() - t0);
