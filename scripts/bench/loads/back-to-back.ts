@@ -42,7 +42,10 @@ function floorOnce(onnxPath: string): Promise<number> {
   const program = `const ort = require('onnxruntime-node');
 ort.InferenceSession.create(process.argv[1], { intraOpNumThreads: 1, interOpNumThreads: 1 }).then(() => console.log('ready'));`;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['-e', program, onnxPath], { cwd: kRepoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', program, onnxPath], {
+    cwd: kRepoRoot,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).once('line', () => {
       resolve(performance.now() - t0);
