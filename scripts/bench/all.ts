@@ -19,6 +19,7 @@ import { zipfTrace } from '../cache-sim/traces';
 import { benchBatching } from './hot-path/batching';
 import { benchCacheLive } from './cache/cache-live';
 import { writeCharts } from './report/charts';
+import { benchBackToBack } from './loads/back-to-back';
 import { benchColdStart } from './loads/cold-start';
 import { benchConnections } from './hot-path/connections';
 import { benchDataPlane } from './data-plane/data-plane';
@@ -27,6 +28,7 @@ import { benchGrpc } from './data-plane/grpc';
 import { benchUsage, runBench, useFullRunDurations } from './kit/bench-run';
 import { benchHotPath } from './hot-path/hot-path';
 import { benchNoisyNeighbour } from './workers/noisy-neighbour';
+import { benchAutoscalePairs } from './workers/autoscale-pairs';
 import { benchPreloadMemory } from './memory/preload-memory';
 import { renderLatestMd } from './report/report';
 import { LATEST_JSON, LATEST_MD, ROOT, type BenchRun, type SimRoomPoint } from './report/results';
@@ -98,11 +100,13 @@ async function main(): Promise<BenchRun> {
   const batching = await repeated('batching', benchBatching);
   const shared = await repeated('shared hosts', () => benchSharedHosts());
   const grpc = await repeated('gRPC', benchGrpc);
+  const autoscalePairs = await section('autoscale pairs', () => benchAutoscalePairs());
   const sharedLoads = await section('shared loads', () => benchSharedLoads());
   const cold = await section('cold start', async () => {
     const cycles = quick ? 5 : 12;
     return [...(await benchColdStart(0, cycles)), ...(await benchColdStart(1, cycles))];
   });
+  const backToBack = await section('back-to-back loads', () => benchBackToBack());
   const density = await section('density', () => benchDensity(quick ? 512 : 2048));
   const sharedFootprint = await section('shared footprint', () => benchSharedFootprint());
   const live = await section('cache live', async () => {
@@ -150,9 +154,11 @@ async function main(): Promise<BenchRun> {
     batching,
     shared,
     grpc,
+    autoscalePairs,
     connections,
     sharedLoads,
     cold,
+    backToBack,
     density,
     sharedFootprint,
     sim,

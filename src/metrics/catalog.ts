@@ -127,7 +127,7 @@ const defs = [
   }),
   counter('AutoscaleEvents', 'model', 'mme_autoscale_events_total', {
     labels: ['direction', 'reason'],
-    help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait, backlog or busy) or retired (down, idle), a heavy shared model promoted to processes of its own (up, promote) or demoted back into a shared host (down, demote), or a scale-up or move skipped because the memory budget had no room (no_memory) or its workers already fill the cores (no_cores, autoscale_cores). Prometheus labels them by direction and reason; the server log has each one with its figures.',
+    help: 'Autoscale decisions (autoscale=on): a worker added (direction up, reason queue_wait, backlog or busy) or retired (down, idle), a heavy shared model promoted to processes of its own (up, promote) or demoted back into a shared host (down, demote), or a scale-up or move skipped because the memory budget had no room (no_memory) or its workers already fill the cores (no_cores, autoscale_cores), and a worker added that did not raise the requests the model completes, retired (down, no_gain), after which scale-ups are skipped (up, no_gain) for autoscale_idle_seconds. Prometheus labels them by direction and reason; the server log has each one with its figures.',
   }),
   counter('RepositoryDownloads', 'model', 'mme_repository_downloads_total', {
     help: 'Models downloaded from model_repository into the disk cache (first use, or changed in the repository).',

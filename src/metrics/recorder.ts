@@ -166,7 +166,7 @@ export class MetricsRecorder {
     });
   }
 
-  /** Applied, or (reason no_memory, no_cores) a scale-up skipped. */
+  /** Applied, or (reason no_memory, no_cores, no_gain) a scale-up skipped. */
   autoscaleEvent(model: string, direction: string, reason: string): void {
     this.#add(M.AutoscaleEvents, model, 1, { direction, reason });
   }

@@ -25,6 +25,8 @@ export interface FakeProcessOptions {
   autoLoad: boolean;
   /** Exit on the next tick after the server's SIGKILL (default true); false: the test calls exit(). */
   autoExit: boolean;
+  /** Say Started on the next tick (default true); false: the test calls start(), as a slow start-up. */
+  autoStart: boolean;
 }
 
 /** Fake pids start above Linux's largest (2^22): no real process has one, and /proc has none of them. */
@@ -86,7 +88,12 @@ export class FakeProcess extends EventEmitter {
     const reader = new FrameReader(1 << 30, (f) => this.#onFrame(f));
     mine.on('data', (chunk: Buffer) => reader.push(chunk));
     mine.on('error', () => undefined);
-    setImmediate(() => this.#send({ kind: MessageKind.Started, msg: { pid: 0, sessionBytes: 1000 } }));
+    if (fleet.options.autoStart) setImmediate(() => this.start());
+  }
+
+  /** The runtime is up: Started, as the real worker says once it is warm. */
+  start(): void {
+    this.#send({ kind: MessageKind.Started, msg: { pid: 0, sessionBytes: 1000 } });
   }
 
   /** The server's SIGKILL: the process ends on the next tick, as a killed one does (unless the test ends it). */
@@ -216,7 +223,7 @@ export class FakeProcesses {
   readonly options: FakeProcessOptions;
 
   constructor(options: Partial<FakeProcessOptions> = {}) {
-    this.options = { autoLoad: false, autoExit: true, ...options };
+    this.options = { autoLoad: false, autoExit: true, autoStart: true, ...options };
   }
 
   readonly launch: Launch = () => {

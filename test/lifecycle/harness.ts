@@ -39,6 +39,8 @@ export function harness(properties = '', fake: Partial<FakeOptions> = {}): Harne
 /** A ModelManager whose worker processes are fake processes speaking frames, on virtual time. */
 export interface ProcessHarness extends Omit<Harness, 'fleet'> {
   processes: FakeProcesses;
+  /** The server's record of its processes: the host each fake process is. */
+  registry: ProcessRegistry;
 }
 
 /** `readMemory`: what each fake process measures (default: nothing, as a pid without /proc). */
@@ -49,10 +51,12 @@ export function processHarness(
 ): ProcessHarness {
   const processes = new FakeProcesses(fake);
   const clock = new VirtualClock();
+  const registry = new ProcessRegistry();
   return {
-    ...managerOn(properties, { launch: processes.launch, clock, processes: new ProcessRegistry(), readMemory }),
+    ...managerOn(properties, { launch: processes.launch, clock, processes: registry, readMemory }),
     processes,
     clock,
+    registry,
   };
 }
 

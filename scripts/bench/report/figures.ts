@@ -213,6 +213,7 @@ export function figureRows(run: BenchRun): FigureRow[] {
         `process start ${ms(c.spawnMs)}, session ${ms(c.sessionMs)}; `,
       ),
     ),
+    ...(run.backToBack ? backToBackRows(run.backToBack) : []),
     {
       id: '5',
       figure: `density: tiny models loaded before a ${run.density.budgetMB} MiB budget answers 507; PSS per loaded model`,
@@ -296,6 +297,16 @@ export function figureRows(run: BenchRun): FigureRow[] {
       figure: `gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc[0].tokens} tokens, first message p50`,
       measured: `**${ms(mid(grpc, (g) => g.grpcFirstMessageMs))}** vs ${ms(mid(grpc, (g) => g.httpFirstChunkMs))}`,
     },
+    ...(run.autoscalePairs ?? []).map((a, i) =>
+      judged(
+        `12${'abc'[i] ?? ''}`,
+        `autoscale never slower: ${a.model}, 1..4 workers, 16 connections, the defaults (autoscale on) over autoscale=off, interleaved pairs (req/s)`,
+        a.pairs.map((p) => p.ratio),
+        times,
+        { atLeast: 0.95 },
+        `workers at the end ${a.pairs.map((p) => p.on.workers).join(', ')}; `,
+      ),
+    ),
     ...run.preload.map((p) => ({
       id: '10',
       figure: `preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights)`,
@@ -313,6 +324,29 @@ export function figureRows(run: BenchRun): FigureRow[] {
     },
   ];
   return rows;
+}
+
+/** Back-to-back loads (loads/back-to-back.ts): each load, and the slowest against a fresh process's floor. */
+function backToBackRows(b: NonNullable<BenchRun['backToBack']>): FigureRow[] {
+  const what = `back-to-back loads: ${b.cycles} load/unload cycles of the tiny MLP with no pause (spare_workers=1)`;
+  return [
+    judged(
+      '4b',
+      `${what}, p50 of the loads`,
+      [b.p50Ms],
+      ms,
+      { atMost: 30 },
+      `loads ${b.loadMs.map(Math.round).join(', ')} ms; `,
+    ),
+    judged(
+      '4c',
+      `${what}: the slowest load over a fresh node + onnxruntime session (the floor, same run)`,
+      [b.slowestOverFloor],
+      times,
+      { atMost: 1.3 },
+      `${ms(b.slowestMs)} vs ${ms(b.floorMs)} = `,
+    ),
+  ];
 }
 
 /** The table with each figure's target and whether it is met, or (for docs/) the figures alone. */

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { SimRow } from '../../cache-sim/main';
 import type { benchBatching } from '../hot-path/batching';
+import type { BackToBackResult } from '../loads/back-to-back';
 import type { CacheLive } from '../cache/cache-live';
 import type { ColdStart } from '../loads/cold-start';
 import type { ConnectionsPoint } from '../hot-path/connections';
@@ -14,6 +15,7 @@ import type { Density } from '../memory/density';
 import type { GrpcBenchResult } from '../data-plane/grpc';
 import type { HotPathResult } from '../hot-path/hot-path';
 import type { NoisyNeighbourResult } from '../workers/noisy-neighbour';
+import type { AutoscalePairSet } from '../workers/autoscale-pairs';
 import type { benchPreloadMemory } from '../memory/preload-memory';
 import type { SharedFootprint } from '../memory/shared-footprint';
 import type { SharedHosts } from '../workers/shared-hosts';
@@ -57,9 +59,13 @@ export interface BenchRun {
   batching: Array<Awaited<ReturnType<typeof benchBatching>>>;
   shared: SharedHosts[];
   grpc: GrpcBenchResult[];
+  /** Absent from runs before part 28. */
+  autoscalePairs?: AutoscalePairSet[];
   connections: ConnectionsPoint[];
   sharedLoads: SharedLoadsResult;
   cold: ColdStart[];
+  /** Absent from runs before part 28. */
+  backToBack?: BackToBackResult;
   density: Density;
   sharedFootprint: SharedFootprint;
   sim: SimRow[];

@@ -1,9 +1,10 @@
 /**
  * The autoscale rounds (autoscale=on): every kRoundMs, each serving model with an autoscaler gets
  * one round (autoscale-step.ts). A timer on the server's clock, re-armed after each
- * round, so a virtual clock drives it in tests and a slow round never overlaps the next.
+ * round, so a virtual clock drives it in tests and a slow round never overlaps the next. Each round
+ * tells every autoscaler the cores the server's own process used since the last.
  */
-import type { Clock, Timer } from '../../util/clock';
+import { realClock, type Clock, type Timer } from '../../util/clock';
 import type { ScaledEntry } from './autoscale-step';
 
 /** How often a model's queue is judged: a burst gets its first extra worker within about this. */
@@ -14,6 +15,13 @@ export interface RoundsDeps<E extends ScaledEntry> {
   entries(): Iterable<E>;
   round(entry: E): Promise<void>;
   log(line: string): void;
+  /** This process's CPU time so far, µs. Default: process.cpuUsage() on the real clock; none on another (CPU time against virtual time means nothing). */
+  cpuMicros?: () => number;
+}
+
+function processCpuMicros(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }
 
 export class AutoscaleRounds<E extends ScaledEntry> {
@@ -21,8 +29,13 @@ export class AutoscaleRounds<E extends ScaledEntry> {
   #stopped = false;
   /** The round under way: it awaits memory measurements (real I/O), whatever clock drives the timer. */
   #running: Promise<void> = Promise.resolve();
+  readonly #cpuMicros: () => number;
+  #cpuAt: { at: number; micros: number };
 
-  constructor(private readonly deps: RoundsDeps<E>) {}
+  constructor(private readonly deps: RoundsDeps<E>) {
+    this.#cpuMicros = deps.cpuMicros ?? (deps.clock === realClock ? processCpuMicros : () => 0);
+    this.#cpuAt = { at: deps.clock.now(), micros: this.#cpuMicros() };
+  }
 
   start(): void {
     if (this.#stopped || this.#timer) return;
@@ -32,7 +45,11 @@ export class AutoscaleRounds<E extends ScaledEntry> {
 
   async #run(): Promise<void> {
     this.#timer = null;
+    const now = { at: this.deps.clock.now(), micros: this.#cpuMicros() };
+    const cores = (now.micros - this.#cpuAt.micros) / Math.max(1, (now.at - this.#cpuAt.at) * 1000);
+    this.#cpuAt = now;
     const entries = [...this.deps.entries()].filter((e) => e.model?.autoscaler);
+    for (const e of entries) e.model!.autoscaler!.serverCores = cores;
     await Promise.all(
       entries.map((e) =>
         this.deps.round(e).catch((err: Error) => this.deps.log(`[${e.name}] autoscale round failed: ${err.message}`)),

@@ -33,7 +33,7 @@ export interface ManagerEvents {
   loadedModelCount?(n: number): void;
   /** `model`'s worker target is `workers` now: after its load, a scale, an autoscale step; 0 once it is gone. */
   modelWorkers?(model: string, workers: number): void;
-  /** Applied (up or down), or a scale-up skipped (no_memory, no_cores). */
+  /** Applied (up or down), or a scale-up skipped (no_memory, no_cores, no_gain). */
   autoscaleEvent?(model: string, direction: Direction, reason: Reason): void;
 }
 

@@ -168,6 +168,7 @@ export class Model implements WorkerListener {
       mode: this.#mode,
       home: workerMode,
       ranMicros: this.#ranMicros,
+      completed: this.stats.requests - this.inFlightRequests,
       moving: this.#arrived !== null,
     };
   }

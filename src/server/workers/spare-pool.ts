@@ -4,6 +4,11 @@
  * cold start — so a load takes a started spare and a new spare starts behind it, once that load is
  * over (kRefillAfterMs). Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is
  * fixed at spawn.
+ *
+ * Every dedicated process a load starts comes through here, so that at most one process starts
+ * per load: a load that finds the spare still starting waits for it rather than start another,
+ * and no spare starts while a load waits for a process to start (two starts at once on few cores
+ * make both take twice as long). Loads back to back then cost one process start each, not two.
  */
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type SpawnOptions } from '../hosts/host-process';
@@ -18,6 +23,8 @@ const kRefillAfterMs = 50;
 
 export class SparePool {
   readonly #spares = new Set<HostProcess>();
+  /** Loads waiting for their process to start (a spare still starting, or one of their own). */
+  readonly #starting = new Set<ModelSlot>();
   #closed = false;
 
   constructor(
@@ -34,19 +41,27 @@ export class SparePool {
     return n;
   }
 
-  /** A spare for the model, warm ones first, or null; one still starting has a head start on a fresh spawn. */
-  take(admit: (host: HostProcess) => ModelSlot): ModelSlot | null {
-    const live = [...this.#spares].filter((h) => h.exitInfo === null);
-    const host = live.find((h) => h.hasStarted) ?? live[0];
-    if (!host) return null;
-    this.#spares.delete(host);
-    const slot = admit(host);
-    const refill = () => this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
-    void Promise.race([slot.lifecycle.ready, slot.exited]).then(refill, refill);
+  /**
+   * The load's process: a spare when one `fits` it (a started one first; one still starting has a
+   * head start on a fresh spawn), else `fresh()`'s.
+   */
+  place(admit: (host: HostProcess) => ModelSlot, fresh: () => HostProcess, fits: boolean): ModelSlot {
+    const live = fits ? [...this.#spares].filter((h) => h.exitInfo === null) : [];
+    const spare = live.find((h) => h.hasStarted) ?? live[0];
+    if (spare) this.#spares.delete(spare);
+    const slot = admit(spare ?? fresh());
+    if (!spare?.hasStarted) this.#starting.add(slot);
+    const done = () => {
+      this.#starting.delete(slot);
+      this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
+    };
+    void Promise.race([slot.lifecycle.ready, slot.exited]).then(done, done);
     return slot;
   }
 
   #fill(): void {
+    // The last load waiting for a process start refills once it is over.
+    if (this.#starting.size > 0) return;
     while (!this.#closed && this.#spares.size < this.size) {
       const host = new HostProcess(
         this.spawnOptions,

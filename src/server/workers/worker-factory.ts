@@ -92,7 +92,7 @@ export class WorkerFactory {
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     this.#spares =
-      config.spareWorkers > 0 && !opts.launch && (kModeTraits[config.workerMode].ownProcess || promotes)
+      config.spareWorkers > 0 && (kModeTraits[config.workerMode].ownProcess || promotes)
         ? new SparePool(config.spareWorkers, this.#spawnOptions())
         : null;
   }
@@ -151,10 +151,10 @@ export class WorkerFactory {
   #startProcess(assignment: Assignment, limits: ProcessLimits | null): ModelSlot {
     const gpuId = assignment.load.gpuId;
     const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-    // A spare started outside the model's limits: a limited model's processes join them at spawn.
-    const spare = gpuId < 0 && limits === null ? this.#spares?.take(admit) : null;
     const spawn = { ...this.#spawnOptions(), limits };
-    return spare ?? admit(new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start());
+    const fresh = () => new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
+    // A spare started outside the model's limits: a limited model's processes join them at spawn.
+    return this.#spares?.place(admit, fresh, gpuId < 0 && limits === null) ?? admit(fresh());
   }
 
   #spawnOptions(): SpawnOptions {

@@ -7,7 +7,8 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import { AutoscaleRounds, kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
+import type { ScaledEntry } from '../../../src/server/autoscale/autoscale-step';
 import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
@@ -83,7 +84,7 @@ const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w)
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {
-    const dedicated = { mode: 'dedicated', home: 'dedicated', ranMicros: 0, moving: false } as const;
+    const dedicated = { mode: 'dedicated', home: 'dedicated', ranMicros: 0, completed: 0, moving: false } as const;
     const load = (workers: number, queued: number) => ({ workers, min: 1, max: 4, queued, ...dedicated });
 
     it('asks for one worker more when the median queue wait passes the threshold, and nothing in the cooldown after', () => {
@@ -164,6 +165,9 @@ describe('autoscaler', () => {
       const clock = new VirtualClock();
       const s = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
       for (const ms of [150, 150, 150]) s.waited(ms);
+      // Its first round with the queue did not see it all through (what the server's process takes is not known yet): the next decides.
+      assert.equal(s.decide(load(1, 1)), null);
+      clock.advance(kRoundMs);
       const first = s.decide(load(1, 1));
       assert.deepEqual(
         [first?.reason, first?.target, first?.skipped],
@@ -195,6 +199,39 @@ describe('autoscaler', () => {
       assert.equal(busy.status.skippedForCores, 1);
     });
 
+    it("counts the server's own process as a user of the cores it keeps busy more than half the time", async () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
+      // The rounds tell each autoscaler what the server's process took: here 0.9 of a core over the 0.5 s round.
+      let cpu = 0;
+      const rounds = new AutoscaleRounds({
+        clock,
+        entries: () => [{ name: 'a', phase: 'ready', model: { autoscaler: s } } as unknown as ScaledEntry],
+        round: async () => undefined,
+        log: () => undefined,
+        cpuMicros: () => cpu,
+      });
+      rounds.start();
+      cpu += 0.9 * kRoundMs * 1000;
+      clock.advance(kRoundMs);
+      await rounds.settled();
+      rounds.stop();
+      assert.equal(s.serverCores, 0.9);
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const d = s.decide(load(1, 9));
+      assert.deepEqual([d?.direction, d?.reason, d?.target, d?.skipped], ['up', 'queue_wait', 2, 'no_cores']);
+      assert.match(
+        d!.why,
+        /skipped: 1 worker\(s\) is the most the cores run at once \(autoscale_cores over onnx_intra_op_threads, less 1 core\(s\) the server's own process keeps busy\)/,
+      );
+      // Under half a core: the second worker fits beside it.
+      clock.advance(3000);
+      s.serverCores = 0.4;
+      for (const ms of [150, 150, 150]) s.waited(ms);
+      const up = s.decide(load(1, 9));
+      assert.deepEqual([up?.target, up?.skipped], [2, undefined]);
+    });
+
     it('counts the scale-ups skipped in a row until the model scales or stops asking, so a model held at its limit is not logged at every cooldown', () => {
       const clock = new VirtualClock();
       const s = new Autoscaler({ ...kSettings, cpuWorkers: 1 }, clock);
@@ -218,6 +255,8 @@ describe('autoscaler', () => {
       // Scaling ends a run too (here cores allow two).
       const two = new Autoscaler({ ...kSettings, cpuWorkers: 2 }, clock);
       for (const ms of [150, 150, 150]) two.waited(ms);
+      assert.equal(two.decide(load(1, 9)), null, 'the round before saw no queue');
+      clock.advance(kRoundMs);
       const up = two.decide(load(1, 9))!;
       two.skippedForMemory(up, 'no room');
       assert.equal(two.skipsInARow, 1);
@@ -231,6 +270,73 @@ describe('autoscaler', () => {
       const clock = new VirtualClock();
       const s = new Autoscaler({ ...kSettings, busyShare: 0 }, clock);
       assert.deepEqual(busyRounds(s, clock, 1, 1.0, 60_000), []);
+    });
+
+    /**
+     * Rounds of kRoundMs for `ms` in which the model completes `rate` requests a second with
+     * `queued` waiting (a backlog while over 4 a worker); applies each decision but a skip; the decisions.
+     */
+    function servedRounds(
+      s: Autoscaler,
+      clock: VirtualClock,
+      at: { workers: number },
+      rate: number,
+      queued: number,
+      ms: number,
+    ) {
+      const decisions: Decision[] = [];
+      for (let t = 0; t < ms; t += kRoundMs) {
+        clock.advance(kRoundMs);
+        done += (rate * kRoundMs) / 1000;
+        const d = s.decide({ ...load(at.workers, queued), completed: done });
+        if (!d) continue;
+        decisions.push(d);
+        if (d.skipped) continue;
+        s.applied(d);
+        at.workers = d.target;
+      }
+      return decisions.map((d) => `${d.direction} ${d.reason} ${d.target}${d.skipped ? ` skipped ${d.skipped}` : ''}`);
+    }
+    let done = 0;
+    beforeEach(() => (done = 0));
+
+    it('undoes a scale-up after which the model completes no more requests while it still asks for more, and tries none for autoscale_idle_seconds', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      const at = { workers: 1 };
+      assert.deepEqual(servedRounds(s, clock, at, 100, 0, 2000), [], 'serving its load, nothing queued');
+      // A backlog: one worker more; its cooldown (3 s) passes and the model completes 100 a second as before, 20 still queued.
+      assert.deepEqual(servedRounds(s, clock, at, 100, 20, 500), ['up backlog 2']);
+      assert.deepEqual(servedRounds(s, clock, at, 102, 20, 2500), [], 'judged only once its cooldown is over');
+      assert.deepEqual(servedRounds(s, clock, at, 102, 20, 500), ['down no_gain 1']);
+      assert.match(
+        s.status.lastDecision!.why,
+        /^102 requests a second completed with 2 worker\(s\) against 100 before the scale-up, and still median queue wait/,
+      );
+      // The backlog stays: each cooldown the scale-up is skipped, until autoscale_idle_seconds (5 s) after the undo.
+      assert.deepEqual(servedRounds(s, clock, at, 100, 20, 4500), ['up backlog 2 skipped no_gain']);
+      assert.match(
+        s.status.lastDecision!.why,
+        /skipped: a scale-up did not help within the last autoscale_idle_seconds=5$/,
+      );
+      assert.deepEqual(
+        servedRounds(s, clock, at, 100, 20, 1500),
+        ['up backlog 2'],
+        'tried again once the hold is over',
+      );
+    });
+
+    it('keeps a scale-up that raised the completed requests, and one after which nothing waits any more', () => {
+      const clock = new VirtualClock();
+      const s = new Autoscaler(kSettings, clock);
+      const at = { workers: 1 };
+      servedRounds(s, clock, at, 100, 0, 2000);
+      assert.deepEqual(servedRounds(s, clock, at, 100, 20, 500), ['up backlog 2']);
+      // Twice the requests with two workers, still a backlog: the next scale-up, not an undo.
+      assert.deepEqual(servedRounds(s, clock, at, 200, 20, 3000), ['up backlog 3']);
+      // As many completed with three, but the queue is gone: the worker cut the waits, so it stays.
+      assert.deepEqual(servedRounds(s, clock, at, 200, 0, 4000), []);
+      assert.equal(at.workers, 3);
     });
   });
 
@@ -258,6 +364,52 @@ describe('autoscaler', () => {
       assert.equal(status.lastDecision?.outcome, 'applied');
       assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
     });
+
+    /** The events, a scale-up's reason left out (the queue wait or the backlog, whichever a round sees first). */
+    const asked = (h: Seen) => h.events.map((e) => e.replace(/^(a up) (backlog|queue_wait)$/, '$1'));
+
+    /** Answers `n` batches, one at a time, from whichever live process holds one. */
+    async function answerBatches(h: ProcessHarness, n: number): Promise<void> {
+      const holding = () => h.processes.live().find((p) => p.batches.length > 0);
+      for (let i = 0; i < n; i++) {
+        await waitFor(() => holding() !== undefined, 'a batch to answer');
+        holding()!.answer();
+      }
+    }
+
+    for (const gain of [false, true])
+      it(`${gain ? 'keeps' : 'undoes'} a scale-up after which the workers answer ${gain ? 'twice as many' : 'no more'} requests with the backlog still there${gain ? '' : ': one worker again, logged and counted, and the next scale-up skipped until autoscale_idle_seconds'}`, async () => {
+        // At max_worker 1 first, so the rounds before the scale-up see the rate it is judged against.
+        const h = await loaded(1, `${kProperties}\njob_queue_size=2000`);
+        const requests = burst(h, 2000);
+        /** Rounds for `ms`, or until `done`: three batches answered in each (up to 8 requests each), from one worker or from all; or three from each. */
+        const serve = async (ms: number, done = () => false) => {
+          for (let t = 0; t < ms && !done(); t += kRoundMs) {
+            await answerBatches(h, gain ? 3 * liveWorkers(h).length : 3);
+            await step(h);
+          }
+        };
+        await serve(2000);
+        await h.manager.scale('a', 1, 3, true);
+        await serve(500, () => h.manager.get('a').workerTarget === 2);
+        await waitFor(() => liveWorkers(h).length === 2, 'the second worker to load');
+        await serve(3000);
+        if (gain) {
+          assert.deepEqual(asked(h), ['a up', 'a up'], 'kept, and one more asked for');
+        } else {
+          assert.deepEqual(asked(h), ['a up', 'a down no_gain']);
+          assert.equal(h.manager.get('a').workerTarget, 1);
+          assert.ok(
+            h.logs.some((l) =>
+              /^\[a\] autoscale: down to 1 worker\(s\), no_gain: \d+ requests a second completed with 2 worker/.test(l),
+            ),
+          );
+          await serve(3000);
+          assert.deepEqual(asked(h).slice(2), ['a up no_gain'], 'the backlog asks again: skipped');
+          assert.equal(h.manager.get('a').workerTarget, 1);
+        }
+        assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
+      });
 
     it('stops at the workers autoscale_cores runs at once: the scale-up past it is skipped, logged and counted, and every request answered', async () => {
       const h = await loaded(3, `${kProperties}\nautoscale_cores=2`);

@@ -53,6 +53,7 @@ describe('autoscale promotion of a shared model', () => {
             mode: 'shared',
             home: 'shared',
             ranMicros,
+            completed: 0,
             moving: false,
             ...at,
           }),

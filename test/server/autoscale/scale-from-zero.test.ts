@@ -28,6 +28,7 @@ describe('autoscale from zero workers (min_worker=0)', () => {
       mode: 'dedicated',
       home: 'dedicated',
       ranMicros: 0,
+      completed: 0,
       moving: false,
     } as const;
     assert.equal(s.decide({ ...load, queued: 0 }), null, 'nothing waiting: nothing to start');
