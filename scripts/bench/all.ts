@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CAPACITY, runCacheSim } from '../cache-sim/main';
-import { createPolicy } from '../../src/server/cache/policies';
+import { createPolicy } from '../../src/server/cache/eviction-classes';
 import { belady } from '../cache-sim/belady';
 import { simulate } from '../cache-sim/simulate';
 import { zipfTrace } from '../cache-sim/traces';

@@ -3,7 +3,7 @@
  * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
  * when a policy or a trace does (test/scripts/cache-sim/main.test.ts keeps it in step).
  */
-import { createPolicy } from '../../src/server/cache/policies';
+import { createPolicy } from '../../src/server/cache/eviction-classes';
 import { belady } from './belady';
 import { printedHelp } from '../cli-flags';
 import { CAPACITY, SEED } from './budget';

@@ -3,7 +3,7 @@
  * eviction policy) once per instance, with each model's memory and load time given by the worker
  * mode, and the requests split among instances as the router would split them.
  */
-import { createPolicy } from '../../src/server/cache/policies';
+import { createPolicy } from '../../src/server/cache/eviction-classes';
 import { simulate } from '../cache-sim/simulate';
 import type { Trace } from '../cache-sim/traces';
 import { HashRing } from './hash-ring';

@@ -48,6 +48,15 @@ export function cgroupMemory(read: ReadFile, machineBytes: number): MemoryReadin
   return null;
 }
 
+/** The cgroup's memory limit (v2, else v1), or null where none is written as a number ("max"). */
+export function cgroupMemoryLimit(read: ReadFile): number | null {
+  for (const [dir, limitFile] of kMemoryFiles) {
+    const limit = readNumber(read, `${dir}/${limitFile}`);
+    if (limit !== null) return limit;
+  }
+  return null;
+}
+
 /** CPU time the cgroup has used so far, in microseconds (v2 cpu.stat usage_usec, v1 cpuacct.usage ns). */
 export function cgroupCpuMicros(read: ReadFile): number | null {
   const v2 = statField(read(`${kV2}/cpu.stat`), 'usage_usec');

@@ -9,7 +9,7 @@ import { PrometheusMetrics } from '../../../src/metrics/prometheus';
 import { MetricsRecorder } from '../../../src/metrics/recorder';
 import { Admission } from '../../../src/server/cache/admission';
 import type { EvictionPolicy } from '../../../src/server/cache/eviction-policy';
-import { createPolicy, type PolicyName } from '../../../src/server/cache/policies';
+import { createPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
 import type { Model } from '../../../src/server/models/model';
 import { Registration } from '../../../src/server/models/registration';
 import { ModelRegistry } from '../../../src/server/models/registry';

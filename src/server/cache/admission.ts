@@ -1,24 +1,14 @@
 /**
- * Memory admission: a load, or a scale-up, reserves its estimated memory before any process
- * starts, or gets 507. With the self-managed cache on, it first evicts idle models in policy
- * order. Reservations are serialised, so two concurrent loads cannot both take the last free
- * megabytes.
+ * Memory admission: a load or a scale-up reserves its estimated memory before any process starts,
+ * or gets 507; with the self-managed cache on, it first evicts idle models in policy order.
+ * Reservations are serialised, so two concurrent loads cannot both take the last free megabytes.
  *
- * A request that would not fit with every evictable model gone (larger than the budget, or than
- * what failed models leave of it; for a scale, or without the cache, loading and leaving ones too)
- * is refused before anything is evicted: a 507 that emptied the cache first would cost every model
- * it evicted for nothing.
- *
- * With the cache on, a load that would fit but not yet, because loads in progress or models being
- * unloaded hold the room, waits for them (each is bounded by its own timeout) instead of answering
- * 507: outside SageMaker nobody retries a 507, and a burst of more distinct models than
- * max_loaded_models is the cache's ordinary work. Loads that wait are admitted in the order they
- * asked; a scale never waits, and is not held up by a load that does.
- *
- * Victims are chosen one at a time and re-checked under their own name's lock: a model that is
- * being unloaded, scaled or loaded meanwhile is skipped, never acted on twice. Pinned models are
- * never victims: they stay as loading and failed ones do, and a request that would fit only
- * without them is refused at once with a 507 that names them.
+ * A request that would not fit with every evictable model gone is refused before anything is
+ * evicted: a 507 that emptied the cache first would cost every model it evicted for nothing.
+ * With the cache on, a load whose room is held by loads in progress or leaving models waits for
+ * them instead (outside SageMaker nobody retries a 507), in the order loads asked; a scale never
+ * waits. Victims are re-checked under their own name's lock, so a model another operation holds is
+ * skipped, never acted on twice; pinned models are never victims.
  */
 import type { Clock } from '../../util/clock';
 import { Semaphore } from '../../util/semaphore';
@@ -28,17 +18,14 @@ import { mb } from '../../util/mb';
 
 export type { Purpose } from './no-room';
 
-/** What admission needs of a model's registration (models/registration.ts's Registration). */
+/** What admission needs of a model's registration (models/registration.ts). */
 export interface Resident {
   readonly name: string;
   readonly phase: 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
-  /** Serving: ready, or failed and retrying its workers. */
   readonly serving: boolean;
-  /** Counts against max_loaded_models: serving, or loading and admitted (it reserved). */
   readonly countsAsLoaded: boolean;
   /** Requests holding it. */
   readonly active: number;
-  /** What the budget counts for it: its reservation plus what its workers measure. */
   readonly heldBytes: number;
   /** Adds to its reservation (bytes); while loading, this admits it. */
   reserve(bytes: number): void;
@@ -55,27 +42,17 @@ export interface Resident {
  * date as they change (registry.ts), so a reservation costs the same with 100 000 models as with ten.
  */
 export interface Tally<Entry> {
-  /** Whether `entry` is one of them. */
   has(entry: Entry): boolean;
-  /** What they hold (bytes). */
-  readonly heldBytes: number;
-  /** What those not ready hold: what no eviction can free (bytes). */
-  readonly heldBytesNotReady: number;
-  /** How many count against max_loaded_models (Resident.countsAsLoaded). */
-  readonly counted: number;
-  /** Of those, how many are not ready (admitted loads, failed ones). */
-  readonly countedNotReady: number;
-  /** What failed ones hold and how many they are: no eviction frees them, and they do not settle on their own. */
-  readonly heldBytesFailed: number;
-  readonly countedFailed: number;
-  /**
-   * Resolves at the next settle of an admitted load (ready or gone) or of a leaving entry (gone):
-   * room that nothing may evict now but soon will be evictable or free. Null when none is under way.
-   */
+  /** What `holders` hold (bytes) and how many of them count against max_loaded_models. */
+  held(holders: Holders): { bytes: number; count: number };
+  /** Resolves at the next settle of an admitted load or a leaving entry; null when none is under way. */
   nextSettle(): Promise<void> | null;
   /** Serving ones whose memory figure moves (dedicated workers): re-measured when stale. */
   readonly moving: Iterable<Entry>;
 }
+
+/** All; those no eviction can free (not ready); failed ones, which do not settle on their own either. */
+export type Holders = 'all' | 'notReady' | 'failed';
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
@@ -85,19 +62,15 @@ export interface AdmissionDeps<Entry extends Resident> {
   maxLoadedModels: number;
   /** The self-managed cache may evict to make room. */
   evicts: boolean;
-  /** The victim order, and the pinned models that are never in it. */
   policy: ClassedPolicy;
-  /** The server's clock: the policy's time and the age of memory measurements. */
   clock: Clock;
-  /** Every entry that holds or reserves memory, leaving ones included. */
   tally: Tally<Entry>;
   /** Memory held whatever is loaded: the shared hosts' own (bytes). */
   fixedBytes(): number;
-  /** The name's current entry. */
   current(name: string): Entry | undefined;
   /** The name's lock if free now. */
   tryLock(name: string): (() => void) | null;
-  /** Drains and stops `entry` (its lock is held); `why` says what it made room for and why this one, for the log. */
+  /** Drains and stops `entry` (its lock is held); `why` is for the log. */
   evict(entry: Entry, why: string): Promise<void>;
 }
 
@@ -110,10 +83,8 @@ export class Admission<Entry extends Resident> {
 
   /**
    * Makes room for `needBytes` more than `entry` holds now and adds it to its reservation, or throws
-   * 507. `purpose` says what the memory is for in that error ("load", or a scale to N workers).
-   * With the cache on, a load whose room is held by loads in progress or leaving models waits for
-   * them; every decision is taken under one lock, which a wait does not hold, so a scale (or an
-   * autoscale round) is answered at once meanwhile.
+   * 507. Every decision is taken under one lock, which a load's wait does not hold, so a scale (or
+   * an autoscale round) is answered at once meanwhile.
    */
   async reserve(
     entry: Entry,
@@ -163,8 +134,7 @@ export class Admission<Entry extends Resident> {
       // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
         await this.#refreshStale(entry);
-        // From here to the decision nothing awaits, so no settle can slip between reading the
-        // tallies and asking for the next one.
+        // Nothing awaits from here to the decision: no settle slips between the tallies and nextSettle.
         used = this.#usedBytes(entry);
         count = this.#countedModels(entry);
         if (fits() || !this.deps.evicts || abort.aborted) break;
@@ -237,22 +207,16 @@ export class Admission<Entry extends Resident> {
   }
 
   /**
-   * Whether the request would fit once every model eviction can take (the ready ones) were gone:
-   * what stays is the fixed memory and the entries loading, failed or leaving; with
-   * `afterSettling`, once the loads in progress were done (and evictable) and the leaving entries
-   * gone too, so that only the failed ones stay. The `pinned` ones stay too (null: as if evictable).
+   * Whether it would fit with every ready model evicted; `afterSettling`, once loads in progress were
+   * done (and evictable) and leaving entries gone, so only failed ones stay; `pinned` ones stay too.
    */
   #fitsWithoutEvictable(entry: Entry, needBytes: number, afterSettling: boolean, pinned: PinnedHold | null): boolean {
-    const { budgetBytes, maxLoadedModels } = this.deps;
-    const { tally } = this.deps;
-    // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tallies below.
-    const own = tally.has(entry) && entry.phase !== 'ready';
-    const stays =
-      (afterSettling ? tally.heldBytesFailed : tally.heldBytesNotReady - (own ? entry.heldBytes : 0)) +
-      (pinned?.heldBytes ?? 0);
-    const count =
-      (afterSettling ? tally.countedFailed : tally.countedNotReady - (own && entry.countsAsLoaded ? 1 : 0)) +
-      (pinned?.names.length ?? 0);
+    const { budgetBytes, maxLoadedModels, tally } = this.deps;
+    // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tally.
+    const own = !afterSettling && tally.has(entry) && entry.phase !== 'ready';
+    const held = tally.held(afterSettling ? 'failed' : 'notReady');
+    const stays = held.bytes - (own ? entry.heldBytes : 0) + (pinned?.heldBytes ?? 0);
+    const count = held.count - (own && entry.countsAsLoaded ? 1 : 0) + (pinned?.names.length ?? 0);
     return (
       this.deps.fixedBytes() + stays + entry.heldBytes + needBytes <= budgetBytes &&
       (maxLoadedModels === 0 || count < maxLoadedModels)
@@ -276,11 +240,7 @@ export class Admission<Entry extends Resident> {
     return { name: entry.name, needBytes, usedBytes: used + entry.heldBytes, count };
   }
 
-  /**
-   * Re-measures the serving models whose memory figure is stale and can move (all at once). Models
-   * in shared hosts, whose figures never move, are not visited: with 100 000 of them this costs a
-   * pass over the dedicated ones under the admission lock that every load takes.
-   */
+  /** Re-measures stale figures that can move: never the shared hosts' models (100 000 under the lock). */
   async #refreshStale(except: Entry): Promise<void> {
     const now = this.deps.clock.now();
     const stale: Entry[] = [];
@@ -296,15 +256,14 @@ export class Admission<Entry extends Resident> {
     );
   }
 
-  /** Memory every other registration holds, as last measured. */
   #usedBytes(except: Entry): number {
     const { tally } = this.deps;
-    return this.deps.fixedBytes() + tally.heldBytes - (tally.has(except) ? except.heldBytes : 0);
+    return this.deps.fixedBytes() + tally.held('all').bytes - (tally.has(except) ? except.heldBytes : 0);
   }
 
   #countedModels(except: Entry): number {
     const own = this.deps.tally.has(except) && except.countsAsLoaded;
-    return this.deps.tally.counted - (own ? 1 : 0);
+    return this.deps.tally.held('all').count - (own ? 1 : 0);
   }
 }
 

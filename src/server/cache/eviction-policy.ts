@@ -17,23 +17,18 @@ export interface Standing {
 export interface EvictionPolicy {
   readonly name: string;
   /**
-   * A model finished loading: its measured memory (bytes) and how long the load took (µs). This
-   * counts as the model's first use, so the invoke that caused the load must not also `touch` it.
-   * `standing`: its class (classes.ts); a policy that ranks within one class ignores it.
+   * A model finished loading (bytes, µs). This counts as its first use, so the invoke that caused
+   * the load must not also `touch` it. `standing` is for ClassedPolicy; a class's policy ignores it.
    */
   admit(model: string, sizeBytes: number, loadMicros: number, now: number, standing?: Standing): void;
-  /** An invoke hit a loaded model. Unknown models are ignored. */
+  /** An invoke hit a loaded model. Unknown models are ignored by this and the next two. */
   touch(model: string, now: number): void;
-  /** The model left the cache (evicted or unloaded). Unknown models are ignored. */
   remove(model: string): void;
-  /** Its measured size changed (memory is re-measured after load). Unknown models are ignored. */
   resize(model: string, sizeBytes: number): void;
   /**
-   * Loaded models in eviction order, best victim first, produced as they are read (the first ones
-   * cost the same with 100 000 models as with ten); the caller skips pinned ones (in flight,
-   * loading). The order is undefined once the policy is told anything else.
+   * Best victim first, produced as read (the first cost the same with 100 000 models as with ten);
+   * the order is undefined once the policy is told anything else.
    */
   victims(now: number): Iterable<string>;
-  /** How many models it ranks. */
   readonly size: number;
 }

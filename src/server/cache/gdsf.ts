@@ -1,26 +1,17 @@
 /**
  * GreedyDual-Size-Frequency (Cherkasova 1998): priority = L + frequency × cost / size, where cost is
- * the measured load time and L ("aging") rises to the priority of each victim. For an MME the cost
- * that users feel is load time, and load time is a fixed overhead (worker start, session creation)
- * plus a part proportional to size, so a byte holding a small model saves the most load time: GDSF
- * keeps those and the frequently used big ones, and lets a one-off scan evict its own models instead
- * of the hot set. It never refuses a model (an MME miss must load), unlike TinyLFU's admission
- * filter; a new model starts with one use (L + cost / size) and sinks unless it is used again.
+ * the load time and L ("aging") rises to the priority of each victim. The cost users of an MME feel
+ * is load time, a fixed overhead plus a part proportional to size, so GDSF keeps small models and
+ * frequently used big ones, and a one-off scan evicts its own models instead of the hot set. A new
+ * model starts with one use and sinks unless it is used again (an MME miss must load: no admission
+ * filter as TinyLFU's).
  *
- * The cost is not one load's own time but what loads of that size cost, fitted over every load
- * seen: a fixed part (process start, session creation) plus a part per byte (LoadCostFit). One
- * load's time is noisy (a busy machine, a cold page cache): ranked by its own, the victim among
- * models of equal size and use was whichever load happened to measure slower, and a busy model could
- * go before one used twice whose one load measured slow. Fitted, equal models cost the same, and
- * decayed frequency and then recency (the tie-break) decide.
- *
- * Priorities decay with a half-life from each model's last use: without it a formerly hot model
- * keeps a priority that L needs thousands of evictions to reach, and squats in memory after the
- * traffic moved on. The whole priority decays (L with it, so newcomers still age against the rest),
- * which keeps the order of two models fixed until one of them is used: the victim order is a heap,
- * O(log n) per use and eviction with 100 000 models, not a sort of every model per eviction. Frequency is counted while cached only: carrying it across an
- * eviction let moderately popular big models squat: 5-9 % more load time on steady Zipf traces in
- * the simulator, and nothing saved on shifting ones.
+ * The cost is fitted over every load seen (LoadCostFit), not one load's own noisy time: equal models
+ * cost the same, and decayed frequency, then recency, decide. Priorities decay with a half-life from
+ * each model's last use, L with them, so a formerly hot model does not squat after the traffic moved
+ * on, and the order of two models stays fixed until one is used (a heap, O(log n) per use). Frequency
+ * is counted while cached only: carried across evictions it let popular big models squat (5-9 % more
+ * load time on steady Zipf traces in the simulator).
  */
 import { IndexedHeap } from '../../util/indexed-heap';
 import type { EvictionPolicy } from './eviction-policy';
@@ -35,17 +26,15 @@ interface Entry {
 }
 
 /**
- * Two minutes: a model called every 30 s weighs about six uses, one idle for ten minutes 1/32 of
- * what it had. In the simulator (50 requests/s) this spent at most 2.5 % more load time than the
- * best half-life on steady Zipf traffic and 1-6 % more when the hot set moved every 50 s to 13 min
- * (1 min favours fast moves, 10 min steady traffic); no decay at all spent 9-19 % more on moves.
+ * In the simulator two minutes spent at most 2.5 % more load time than the best half-life on steady
+ * Zipf traffic and 1-6 % more when the hot set moved; no decay at all spent 9-19 % more on moves.
  */
 export const DEFAULT_HALF_LIFE_MS = 2 * 60_000;
 
 /**
- * Load time as a fixed part plus a part per byte, by least squares over every load (Welford's
- * running means and co-moments: sizes in bytes would lose the variance to rounding in plain sums).
- * With one size seen, or a negative slope, the cost is the mean load time.
+ * Load time as a fixed part plus a part per byte, by least squares (Welford's running co-moments:
+ * sizes in bytes would lose the variance to rounding in plain sums). With one size seen, or a
+ * negative slope, the cost is the mean load time.
  */
 export class LoadCostFit {
   #n = 0;
@@ -63,12 +52,11 @@ export class LoadCostFit {
     this.#coVar += dSize * (loadMicros - this.#meanMicros);
   }
 
-  /** The mean size of the loads seen (bytes). */
   get meanSize(): number {
     return this.#meanSize;
   }
 
-  /** Microseconds a load of `sizeBytes` is expected to take (at least 1). */
+  /** µs, at least 1. */
   estimate(sizeBytes: number): number {
     const slope = this.#sizeVar > 0 ? Math.max(0, this.#coVar / this.#sizeVar) : 0;
     return Math.max(1, this.#meanMicros + slope * (sizeBytes - this.#meanSize));
@@ -113,9 +101,8 @@ export class GdsfPolicy implements EvictionPolicy {
   }
 
   /**
-   * L rises to the lowest priority in the cache: exactly the victim's when the caller evicted our
-   * first choice, and never above a model still cached when it skipped a pinned one or unloaded a
-   * hot model on request, so such removals cannot lift newcomers over models that stay.
+   * L rises to the lowest priority in the cache, never above a model still cached: removing a hot
+   * model (an unload, a skipped victim) cannot lift newcomers over models that stay.
    */
   remove(model: string): void {
     if (!this.#entries.has(model)) return;
@@ -140,7 +127,6 @@ export class GdsfPolicy implements EvictionPolicy {
     return 2 ** (-ms / this.halfLifeMs);
   }
 
-  /** L's value at `now`. */
   #aging(now: number): number {
     return 2 ** (this.#agingKey - this.#frame(now));
   }
@@ -150,11 +136,7 @@ export class GdsfPolicy implements EvictionPolicy {
     return Number.isFinite(this.halfLifeMs) ? now / this.halfLifeMs : 0;
   }
 
-  /**
-   * A priority decays as a whole from its model's last use, L included, so the order of two models
-   * never changes until one is used again: the key is log2(priority at last use) plus the time of
-   * that use on the decay's scale. A size not measured yet (0) must not divide by zero.
-   */
+  /** log2(priority at last use) plus the time of that use on the decay's scale (a size not measured yet is 0). */
   #key(e: Entry): Key {
     const priority = e.base + (e.frequency * this.#cost.estimate(e.sizeBytes)) / Math.max(e.sizeBytes, 1);
     return { key: Math.log2(priority) + this.#frame(e.lastUse), lastUse: e.lastUse };
@@ -164,11 +146,7 @@ export class GdsfPolicy implements EvictionPolicy {
     this.#order.set(model, this.#key(e));
   }
 
-  /**
-   * Ranks every model with the current fit when it moved past kCostDrift since the last time: the
-   * fit settles as loads are seen, so this is rare and O(1) amortized per load; equal models cost
-   * the same within the drift whatever their own load measured.
-   */
+  /** Re-ranks every model once the fit moved past kCostDrift: the fit settles, so this is rare (O(1) amortized). */
   #rerankIfCostMoved(): void {
     const { size, micros } = this.#rankedCost;
     if (micros > 0 && Math.abs(this.#cost.estimate(size) - micros) <= kCostDrift * micros) return;

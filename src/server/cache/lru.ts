@@ -12,11 +12,7 @@ interface Node {
 
 export class LruPolicy implements EvictionPolicy {
   readonly name = 'lru';
-  /**
-   * A list, oldest first, and each model's node: O(1) per use and per victim. (A Set re-inserted on
-   * use keeps the order too, but the entries it deletes stay as holes that finding its first entry
-   * steps over until the table is rehashed.)
-   */
+  /** A list, oldest first: a Set re-inserted on use leaves holes its first entry is found past. */
   readonly #nodes = new Map<string, Node>();
   #oldest: Node | null = null;
   #newest: Node | null = null;

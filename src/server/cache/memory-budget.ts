@@ -1,31 +1,11 @@
-/**
- * How much memory the model workers may use, and what a model will cost before it is loaded.
- */
-import { readFileSync } from 'node:fs';
+/** How much memory the model workers may use, and what a model will cost before it is loaded. */
 import os from 'node:os';
 import type { WorkerMode } from '../../config/types';
+import { cgroupMemoryLimit, readOrNull, type ReadFile } from '../../util/cgroup';
 
-/** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
-const kNoLimitV1 = 2 ** 60;
-
-/**
- * The memory limit this process lives under: the container's cgroup limit (v2 memory.max, else v1
- * memory.limit_in_bytes) when one is set, else the machine's memory.
- */
-export function memoryLimitBytes(read: (path: string) => string | null = readOrNull, totalmem = os.totalmem()): number {
-  const v2 = read('/sys/fs/cgroup/memory.max')?.trim();
-  if (v2 && /^\d+$/.test(v2)) return Math.min(Number(v2), totalmem);
-  const v1 = read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim();
-  if (v1 && /^\d+$/.test(v1) && Number(v1) < kNoLimitV1) return Math.min(Number(v1), totalmem);
-  return totalmem;
-}
-
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
+/** The container's cgroup memory limit when one is set, never above the machine's memory. */
+export function memoryLimitBytes(read: ReadFile = readOrNull, totalmem = os.totalmem()): number {
+  return Math.min(cgroupMemoryLimit(read) ?? totalmem, totalmem);
 }
 
 /** The explicit budget, else the memory limit minus the reserve. */

@@ -1,7 +1,4 @@
-/**
- * What admission (admission.ts) says: the 507 of a reservation that cannot fit, with what to change,
- * and why its policy's order chose a victim, for the eviction's log line.
- */
+/** What admission says: the 507 of a reservation that cannot fit, and why its policy chose a victim. */
 import { MmeError } from '../../errors';
 import { mb } from '../../util/mb';
 import type { EvictionPolicy } from './eviction-policy';
@@ -16,11 +13,9 @@ export interface Ask {
   readonly count: number;
 }
 
-/** The budget admission keeps. */
 export interface Budget {
   readonly budgetBytes: number;
   readonly maxLoadedModels: number;
-  /** The self-managed cache may evict. */
   readonly evicts: boolean;
 }
 
@@ -30,16 +25,16 @@ export interface Budget {
  */
 export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number; autoscale?: boolean };
 
-/** The pinned models in the way of a reservation: their names and what they hold. */
+/** The pinned models in the way of a reservation. */
 export interface PinnedHold {
   readonly names: readonly string[];
   readonly heldBytes: number;
 }
 
 /**
- * The 507: what is full, and what to change. `why`: `fits-never` when it would not fit with every
- * evictable model gone (so none was), `pinned` when it would fit only by evicting pinned models,
- * `no-victim` when nothing could be evicted now.
+ * The 507: what is full, and what to change. `fits-never`: it would not fit with every evictable
+ * model gone (so none was); `pinned`: only evicting pinned models would make room; `no-victim`:
+ * nothing could be evicted now.
  */
 export function noRoom(
   b: Budget,
@@ -58,26 +53,24 @@ export function noRoom(
     : `Model ${ask.name} does not fit`;
   const advise = (fix: string) =>
     scaling ? `Its workers are unchanged; scale to fewer workers, or ${fix}` : fix[0].toUpperCase() + fix.slice(1);
+  const raise = 'raise model_memory_budget_mb / max_loaded_models';
+  let said: string;
   if (typeof why === 'object') {
     const { names, heldBytes } = why.pinned;
     const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? `, … (${names.length})` : '');
-    return new MmeError(
-      'MME_ERR_INSUFFICIENT_MEMORY',
-      `${subject}: ${what}, and only evicting pinned models would make room, which the cache never does: ${shown} (${names.length} pinned, ${mb(heldBytes)}). ${advise('unload one of them (DELETE /models/{name}) or load it again without "pinned": true, or raise model_memory_budget_mb / max_loaded_models')}.`,
-    );
+    said = `, and only evicting pinned models would make room, which the cache never does: ${shown} (${names.length} pinned, ${mb(heldBytes)}). ${advise(`unload one of them (DELETE /models/{name}) or load it again without "pinned": true, or ${raise}`)}`;
+  } else if (why === 'fits-never') {
+    said = `, and it would not fit with every other model evicted either, so none was. ${advise(raise)}`;
+  } else {
+    // An autoscale step may evict idle models only: for it, a busy one is one more reason.
+    const idleOnly = purpose.kind === 'scale' && purpose.autoscale === true;
+    said = `. ${advise(
+      evicts
+        ? `no other model could be evicted now (each is loading, failed${idleOnly ? ', busy' : ''} or held by an unload or a scale); retry later, or ${raise}`
+        : `unload a model (DELETE /models/{name}), or ${raise}`,
+    )}`;
   }
-  if (why === 'fits-never') {
-    return new MmeError(
-      'MME_ERR_INSUFFICIENT_MEMORY',
-      `${subject}: ${what}, and it would not fit with every other model evicted either, so none was. ${scaling ? 'Its workers are unchanged; scale to fewer workers, or raise' : 'Raise'} model_memory_budget_mb / max_loaded_models.`,
-    );
-  }
-  // An autoscale step may evict idle models only: for it, a busy one is one more reason.
-  const idleOnly = purpose.kind === 'scale' && purpose.autoscale === true;
-  const fix = evicts
-    ? `no other model could be evicted now (each is loading, failed${idleOnly ? ', busy' : ''} or held by an unload or a scale); retry later, or raise model_memory_budget_mb / max_loaded_models`
-    : 'unload a model (DELETE /models/{name}), or raise model_memory_budget_mb / max_loaded_models';
-  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}. ${advise(fix)}.`);
+  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}${said}.`);
 }
 
 /** Why the policy's order put the victim at `rank`: an eviction that surprises (the busiest model) can be read from the log. */

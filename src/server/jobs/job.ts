@@ -18,11 +18,7 @@ export interface InvokeResult {
   loadWaitMicros?: number;
 }
 
-/**
- * What a job reads of its client's AbortSignal: whether it left, and the one handler told when it
- * does. An AbortSignal is one; a door's request is a cheaper one (an AbortSignal and its
- * listener cost microseconds of CPU a request: bench-results/part27-fold).
- */
+/** What a job reads of its client's AbortSignal; a door's request is a cheaper one (bench-results/part27-fold). */
 export interface ClientSignal {
   readonly aborted: boolean;
   onabort: ((event: Event) => unknown) | null;

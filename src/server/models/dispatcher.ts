@@ -17,11 +17,7 @@ import type { ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 export const kCoalesce = 8;
-/**
- * With more than one worker, most run time (µs) one coalesced frame may add up to: its last request
- * waits for the runs before it, which another worker might have taken. A frame saves a round trip
- * of tens of µs; past about a millisecond of runs it costs the tail more.
- */
+/** With several workers, most run time (µs) a coalesced frame may add up to: past it the tail costs more than the round trip saved. */
 const kCoalesceMicros = 1000;
 
 type StopReason = 'timeout' | 'deadline' | 'cancel';
@@ -193,11 +189,7 @@ export class Dispatcher {
     else worker.acknowledge(job, bytes);
   }
 
-  /**
-   * A worker is gone. Its running batches fail with the error its exit reason gives; batches only
-   * waiting in its pipe go back to the head of the queue, once — a job put back a second time
-   * fails too, so a poison request cannot crash worker after worker.
-   */
+  /** Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot crash worker after worker. */
   onExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
     for (const batch of running) for (const job of batch.jobs) job.reject(err);
@@ -225,10 +217,8 @@ export class Dispatcher {
   }
 
   /**
-   * `job` ends before its answer. Still queued, it is answered now. Running, its caller is answered
-   * (unless it left) and its worker told: a cancel, which its handler sees (context.isCancelled),
-   * or at the response timeout a kill, since a run cannot be interrupted from outside the process;
-   * the exit settles the rest of what it held, and the batches waiting in its pipe run elsewhere.
+   * `job` ends before its answer; a running one's worker is told: a cancel its handler sees, or at
+   * the response timeout a kill, since a run cannot be interrupted from outside the process.
    */
   #stop(job: Job, why: StopReason): void {
     const queued = this.#queue.remove(job);

@@ -1,8 +1,4 @@
-/**
- * What the lifecycle reports: the cache counters the manager keeps (stats) and the hooks the
- * metrics module listens on (ManagerEvents). One method per thing that happened, so each is
- * counted and announced the same way wherever it happens.
- */
+/** What the lifecycle reports, one method per thing that happened: cache counters and the metrics hooks. */
 
 import type { Direction, Reason } from '../autoscale/autoscaler';
 
@@ -12,10 +8,6 @@ export interface CacheStats {
   loads: number;
   loadFailures: number;
   evictions: number;
-  /** Idle age of each evicted model at eviction, ms (most recent last, bounded). */
-  evictedIdleMs: number[];
-  loadWaits: number;
-  loadWaitMicros: number;
 }
 
 /** Hooks the metrics module listens on; every call is synchronous and must not throw. */
@@ -37,8 +29,6 @@ export interface ManagerEvents {
   autoscaleEvent?(model: string, direction: Direction, reason: Reason): void;
 }
 
-const kEvictedAgesKept = 1000;
-
 export class LifecycleEvents {
   readonly stats: CacheStats = {
     hits: 0,
@@ -46,9 +36,6 @@ export class LifecycleEvents {
     loads: 0,
     loadFailures: 0,
     evictions: 0,
-    evictedIdleMs: [],
-    loadWaits: 0,
-    loadWaitMicros: 0,
   };
   /** The metrics recorder, set once the server has built it. */
   sink: ManagerEvents = {};
@@ -84,8 +71,6 @@ export class LifecycleEvents {
 
   evicted(name: string, idleMs: number, micros: number): void {
     this.stats.evictions++;
-    this.stats.evictedIdleMs.push(idleMs);
-    if (this.stats.evictedIdleMs.length > kEvictedAgesKept) this.stats.evictedIdleMs.shift();
     this.sink.evicted?.(name, idleMs);
     this.unloaded(name, micros);
   }
@@ -98,8 +83,6 @@ export class LifecycleEvents {
 
   /** A request waited `micros` for its model to load. */
   waited(name: string, micros: number): void {
-    this.stats.loadWaits++;
-    this.stats.loadWaitMicros += micros;
     this.sink.loadWait?.(name, micros);
   }
 }

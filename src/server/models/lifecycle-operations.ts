@@ -1,13 +1,7 @@
 /**
- * The operations that change a registration: load, unload, scale, eviction, idle unload, shutdown. Each
- * holds the name's lock, so none acts on a state another is halfway through changing, and moves
- * the entry only through its transition table (registration.ts).
- *
- * - A name is claimed synchronously before any work starts, so of 20 concurrent loads of one name
- *   exactly one proceeds and 19 get 409; an invoke for a model that is loading waits for that load.
- * - A load that would not fit the memory budget (or max_loaded_models) answers 507 before any
- *   process starts, unless the self-managed cache (model_cache) may evict something first.
- * - Unload and shutdown are bounded (unregister_model_timeout, shutdown_timeout), loads included.
+ * The operations that change a registration: load, unload, scale, eviction, idle unload, shutdown.
+ * Each holds the name's lock, so none acts on a state another is halfway through changing. A name
+ * is claimed synchronously before any work starts: of 20 concurrent loads of one name, 19 get 409.
  */
 import { performance } from 'node:perf_hooks';
 import type { ModelRepository } from '../../repository/repository';
@@ -217,11 +211,7 @@ export class LifecycleOperations {
     }
   }
 
-  /**
-   * DELETE /models/{name}, bounded by unregister_model_timeout (a load in progress is stopped at the
-   * bound): past it the model is gone all the same, and the answer is 408. A name with only a
-   * remembered on-demand load failure has that failure forgotten.
-   */
+  /** DELETE /models/{name}: past unregister_model_timeout (a load is stopped) it is gone all the same, with 408. */
   async unload(name: string): Promise<void> {
     const { config, registry, log, clock } = this.deps;
     const boundMs = config.unregisterModelTimeoutSeconds * 1000;
@@ -268,11 +258,7 @@ export class LifecycleOperations {
     if (late) throw unloadTimeout(name, config, 'running');
   }
 
-  /**
-   * Scales a loaded model; one still loading is scaled once its load is over (it holds the lock
-   * until then). Workers it adds must fit the memory budget first: 507 otherwise, with its workers
-   * as they were. `synchronous` waits for the new workers to load and the retired ones to exit.
-   */
+  /** Scales once a load in progress is over (it holds the lock); added workers must fit the budget first, else 507. */
   async scale(name: string, min: number, max: number, synchronous: boolean): Promise<void> {
     const unlock = await this.#locks.acquire(name);
     let scaling: Promise<void>;

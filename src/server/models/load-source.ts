@@ -1,6 +1,6 @@
 /**
  * Where a load's files come from (model_repository for an on-demand load that found the model
- * there, else its url), and the load permit it holds meanwhile.
+ * there, else its url), and the load permit it holds meanwhile (max_concurrent_loads).
  */
 import { resolveArtifact } from '../../artifacts/model-artifact';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
@@ -8,9 +8,9 @@ import type { ServerConfig } from '../../config/types';
 import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import type { Clock } from '../../util/clock';
-import { LoadPermits } from './load-permits';
 import type { LoadRequest } from './model-settings';
 import type { Registration } from './registration';
+import { Semaphore } from '../../util/semaphore';
 
 export class LoadSource {
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
@@ -52,5 +52,35 @@ export class LoadSource {
       store: config.modelStore,
       reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
     });
+  }
+}
+
+/**
+ * A fetch from model_repository goes at the store's pace, so repository loads hold at most every
+ * permit but one: a local load always finds one, whatever the store does.
+ */
+export class LoadPermits {
+  readonly #all: Semaphore;
+  readonly #repository: Semaphore;
+
+  constructor(permits: number) {
+    this.#all = new Semaphore(permits);
+    this.#repository = new Semaphore(Math.max(1, permits - 1));
+  }
+
+  /** Resolves with the permit's release; a wait `signal` ends leaves the line with its reason. */
+  async acquire(fromRepository: boolean, signal: AbortSignal): Promise<() => void> {
+    if (!fromRepository) return this.#all.acquire(signal);
+    const releaseShare = await this.#repository.acquire(signal);
+    try {
+      const release = await this.#all.acquire(signal);
+      return () => {
+        release();
+        releaseShare();
+      };
+    } catch (err) {
+      releaseShare();
+      throw err;
+    }
   }
 }

@@ -8,7 +8,7 @@ import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import type { InvokeRequest } from '../../protocol/messages';
 import { realClock } from '../../util/clock';
-import { createPolicy } from '../cache/policies';
+import { createPolicy } from '../cache/eviction-classes';
 import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { ProcessRegistry } from '../processes/process-registry';
@@ -200,6 +200,6 @@ export class ModelManager {
   }
 
   usedBytes(): number {
-    return this.#registry.heldBytes;
+    return this.#registry.held('all').bytes;
   }
 }

@@ -1,8 +1,6 @@
 /**
- * One loaded model: its worker set and its dispatcher, wired together, and what each worker loads.
- * It is the listener of its workers: a result goes to the dispatcher; an exit goes to the
- * dispatcher (to settle or requeue what the worker held), then to the worker set, then work is
- * dispatched again.
+ * One loaded model: its worker set and its dispatcher, wired together as its workers' listener (an
+ * exit goes to the dispatcher to settle what the worker held, then to the worker set).
  */
 import { MmeError } from '../../errors';
 import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
@@ -58,7 +56,6 @@ const kPipelineDepth = 2;
 const kFrameOverhead = 1 << 20;
 
 export class Model implements WorkerListener {
-  readonly loadedAt = new Date();
   inputs: TensorInfo[] = [];
   outputs: TensorInfo[] = [];
   streaming = false;
@@ -305,11 +302,7 @@ export class Model implements WorkerListener {
     return scaling;
   }
 
-  /**
-   * Autoscale's promotion or demotion: each worker's successor starts in the new place and takes
-   * requests once loaded; the old one finishes what it holds, then goes. No request waits or runs
-   * twice. Resolves when every successor has loaded and every old worker is gone: true if all moved.
-   */
+  /** Autoscale's promotion or demotion: each successor takes requests once loaded, the old worker finishes first. True if all moved. */
   async move(to: WorkerMode): Promise<boolean> {
     const from = this.#mode;
     this.#mode = to;

@@ -31,10 +31,7 @@ export interface OnDemandDeps {
   clock: Clock;
 }
 
-/**
- * Failures that a retry in a minute would meet again: the artifact is unusable, not there, makes its
- * worker exit or hang while loading, or its store is down (a retry per invoke would hammer it).
- */
+/** Failures a retry in a minute would meet again (a retry per invoke would hammer a store that is down). */
 const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MME_ERR_INVALID_MODEL',
   'MME_ERR_MODEL_NOT_FOUND',
@@ -107,11 +104,7 @@ export class OnDemandLoader {
       });
   }
 
-  /**
-   * The registration serving `name`, held (release() it): at once, after a load in progress, or
-   * after a load it starts. A request that waited for a failed load gets its error. Waits at most
-   * load_wait_timeout, jittered, then 503 + Retry-After.
-   */
+  /** The registration serving `name`, held (release() it); waits at most load_wait_timeout, jittered, then 503. */
   async acquire(name: string, wait?: { micros: number }): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);

@@ -123,9 +123,8 @@ export class Registration implements ModelHealth, Resident {
   }
 
   /**
-   * Its load failed: what its callers and every request that waited for it get (an abort's reason,
-   * or the failure with server paths hidden). Logged here, once for every kind of load: on
-   * SageMaker the platform sends POST /models, so the server log is the only place a user can read why.
+   * Its load failed: what its callers and waiters get (server paths hidden). Logged here, once for
+   * every kind of load: on SageMaker the server log is the only place a user can read why.
    */
   loadFailed(thrown: unknown, log: (line: string) => void): MmeError {
     const reason: unknown = this.abortLoad.signal.aborted ? this.abortLoad.signal.reason : thrown;
@@ -214,9 +213,8 @@ export class Registration implements ModelHealth, Resident {
   }
 
   /**
-   * A request waiting for this load holds the model from the instant it succeeds: a load waiting
-   * for room wakes then and would otherwise evict it before they reach it. A request that stops
-   * waiting first calls the returned function, which gives the hold back if it was taken.
+   * A waiting request holds the model from the instant the load succeeds, or a load waiting for room
+   * would evict it first; the returned function gives the hold back when it stops waiting.
    */
   holdWhenReady(): () => void {
     this.#heldWhenReady++;

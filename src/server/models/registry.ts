@@ -5,7 +5,7 @@
  * order (a page of GET /models is O(log n + page)) and the tallies memory admission reads.
  */
 import { OrderedSet } from '../../util/ordered-set';
-import type { Tally } from '../cache/admission';
+import type { Holders, Tally } from '../cache/admission';
 import type { Model } from './model';
 import type { Phase, Registration, RegistrationListener } from './registration';
 import { modelNotFound } from './model-names';
@@ -123,29 +123,11 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#live.has(entry);
   }
 
-  /** Memory the budget counts right now: serving models as measured, loading ones as reserved. */
-  get heldBytes(): number {
-    return this.#heldTotal;
-  }
-
-  get heldBytesNotReady(): number {
-    return this.#heldTotal - this.#held.get('ready')!;
-  }
-
-  get counted(): number {
-    return this.#admittedLoads + this.#count.get('ready')! + this.#count.get('failed')!;
-  }
-
-  get countedNotReady(): number {
-    return this.#admittedLoads + this.#count.get('failed')!;
-  }
-
-  get heldBytesFailed(): number {
-    return this.#held.get('failed')!;
-  }
-
-  get countedFailed(): number {
-    return this.#count.get('failed')!;
+  held(holders: Holders): { bytes: number; count: number } {
+    if (holders === 'failed') return { bytes: this.#held.get('failed')!, count: this.#count.get('failed')! };
+    const bytes = this.#heldTotal - (holders === 'notReady' ? this.#held.get('ready')! : 0);
+    const ready = holders === 'all' ? this.#count.get('ready')! : 0;
+    return { bytes, count: this.#admittedLoads + this.#count.get('failed')! + ready };
   }
 
   nextSettle(): Promise<void> | null {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../../src/server/cache/policies';
+import { createPolicy } from '../../../src/server/cache/eviction-classes';
 import { belady } from '../../../scripts/cache-sim/belady';
 import { simulate } from '../../../scripts/cache-sim/simulate';
 import { zipfTrace, type Trace } from '../../../scripts/cache-sim/traces';

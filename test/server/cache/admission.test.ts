@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { Admission, type AdmissionDeps, type Resident } from '../../../src/server/cache/admission';
-import { createPolicy } from '../../../src/server/cache/policies';
+import { createPolicy } from '../../../src/server/cache/eviction-classes';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { scanTally } from './scan-tally';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Standing } from '../../../src/server/cache/eviction-policy';
-import { createPolicy, type PolicyName } from '../../../src/server/cache/policies';
+import { createPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
 
 const MiB = 2 ** 20;
 const low: Standing = { pinned: false, evictionPriority: 'low' };

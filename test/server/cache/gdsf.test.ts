@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createPolicy } from '../../../src/server/cache/policies';
+import { createPolicy } from '../../../src/server/cache/eviction-classes';
 import { GdsfPolicy, LoadCostFit } from '../../../src/server/cache/gdsf';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createPolicy } from '../../../src/server/cache/policies';
+import { createPolicy } from '../../../src/server/cache/eviction-classes';
 import { LruPolicy } from '../../../src/server/cache/lru';
 
 describe('LRU eviction policy', () => {

@@ -3,52 +3,27 @@
  * feeds admission, and the reference the registry's kept tallies are checked against. `settle`:
  * what nextSettle gives while a load or a leaving entry is under way (the test settles it).
  */
-import type { Resident, Tally } from '../../../src/server/cache/admission';
+import type { Holders, Resident, Tally } from '../../../src/server/cache/admission';
 
 export function scanTally<Entry extends Resident>(
   entries: () => Iterable<Entry>,
   settle: () => Promise<void> = () => new Promise<void>(() => {}),
 ): Tally<Entry> {
-  const sum = (keep: (e: Entry) => boolean, of: (e: Entry) => number) => {
-    let n = 0;
-    for (const e of entries()) if (keep(e)) n += of(e);
-    return n;
+  const holds: Record<Holders, (e: Entry) => boolean> = {
+    all: () => true,
+    notReady: (e) => e.phase !== 'ready',
+    failed: (e) => e.phase === 'failed',
   };
-  const counted = (e: Entry) => e.countsAsLoaded;
   return {
     has: (entry) => [...entries()].includes(entry),
-    get heldBytes() {
-      return sum(
-        () => true,
-        (e) => e.heldBytes,
-      );
-    },
-    get heldBytesNotReady() {
-      return sum(
-        (e) => e.phase !== 'ready',
-        (e) => e.heldBytes,
-      );
-    },
-    get counted() {
-      return sum(counted, () => 1);
-    },
-    get countedNotReady() {
-      return sum(
-        (e) => e.phase !== 'ready' && counted(e),
-        () => 1,
-      );
-    },
-    get heldBytesFailed() {
-      return sum(
-        (e) => e.phase === 'failed',
-        (e) => e.heldBytes,
-      );
-    },
-    get countedFailed() {
-      return sum(
-        (e) => e.phase === 'failed',
-        () => 1,
-      );
+    held: (holders) => {
+      let [bytes, count] = [0, 0];
+      for (const e of entries()) {
+        if (!holds[holders](e)) continue;
+        bytes += e.heldBytes;
+        if (e.countsAsLoaded) count++;
+      }
+      return { bytes, count };
     },
     nextSettle: () => {
       for (const e of entries())
