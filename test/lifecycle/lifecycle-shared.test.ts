@@ -120,7 +120,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
       step();
       const settled = hosts().every(
         (host) =>
-          (!host.killed || host.exitInfo !== null) &&
+          (host.killedBy === null || host.exitInfo !== null) &&
           host.slots.every((s) => !['loading', 'stopping'].includes(s.lifecycle.state)),
       );
       return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);

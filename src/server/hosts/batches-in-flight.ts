@@ -1,13 +1,11 @@
 /**
  * The one record of the batches a worker process holds, with the slot each was sent for
- * (TorchServe's BatchAggregator holds its worker thread's one batch; here one process serves many
- * slots). At the process's exit it says which batches were running and which only in the pipe.
+ * (TorchServe's BatchAggregator, for many slots). At the process's exit it says which were running.
  */
 import type { InferMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import type { InFlightBatch } from './worker-slot';
 
-/** What a batch is sent for: a model's slot, whose batches run at once or one after another. */
 interface BatchOwner {
   readonly concurrentBatches: boolean;
 }
@@ -19,25 +17,24 @@ export interface HeldBatch<S> {
   left: number;
 }
 
-/** A batch the process held when it ended: `running` if it was being computed, not only in the pipe. */
+/** `running`: it was being computed, not only in the pipe. */
 export interface LostBatch<S> {
   readonly batch: InFlightBatch;
   readonly slot: S;
   readonly running: boolean;
 }
 
-/** What a slot reads of the record. */
 export interface BatchesView<S> {
   readonly size: number;
   of(slot: S): number;
   requestsOf(slot: S): number;
-  /** The request `id` of a batch sent on `slot`'s behalf and not answered in full (a streamed chunk's, a timeout's). */
+  /** The request `id` of a batch sent for `slot` and not answered in full (a streamed chunk's, a timeout's). */
   jobOf(slot: S, id: number): Job | undefined;
 }
 
 export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
   readonly #batches = new Map<number, HeldBatch<S>>();
-  /** How many of those each slot has: what its idleness is decided by. */
+  /** Each slot's count, kept: its idleness is read on every dispatch. */
   readonly #perSlot = new Map<S, number>();
 
   get size(): number {
@@ -63,13 +60,12 @@ export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
     return undefined;
   }
 
-  /** The batch was written to the process, which holds it from now until it is answered or ends. */
   add(slot: S, msg: InferMessage, jobs: readonly Job[]): void {
     this.#batches.set(msg.batchId, { batch: { msg, jobs }, slot, left: jobs.length });
     this.#perSlot.set(slot, this.of(slot) + 1);
   }
 
-  /** `answered` more of the batch's requests were answered: the batch (forgotten once `left` ≤ 0), if held. */
+  /** The batch, if held; forgotten once `left` ≤ 0. */
   answer(batchId: number, answered: number): HeldBatch<S> | undefined {
     const held = this.#batches.get(batchId);
     if (!held) return undefined;
@@ -83,7 +79,7 @@ export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
     return held;
   }
 
-  /** The process ended: every batch it held, running or waiting; the record is left empty. */
+  /** The process ended: the record is left empty. */
   takeAll(): LostBatch<S>[] {
     // Each slot's batches run one after another (different slots' side by side, in a shared host),
     // so each slot's oldest was running; a preload_model worker runs all of its batches at once.

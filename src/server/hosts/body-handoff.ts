@@ -1,27 +1,19 @@
 /**
  * Where the server's body rings (body-ring.ts) live: body_handoff_dir, /dev/shm, or a tmpfs $TMPDIR;
  * or nowhere (Docker's /dev/shm is 64 MB), and then bodies go over the sockets. Each ring file is
- * unlinked the moment both ends have it open, so nothing is left however a process ends; files a
- * server killed in between leaves (named with its pid) the next server there removes.
+ * unlinked once both ends have it open; a killed server's leftovers (named with its pid) the next removes.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BodyRing } from './body-ring';
 
-export interface BodyHandoffSettings {
-  /** One ring's size (bytes); 0 = off. */
+interface BodyHandoffSettings {
+  /** One ring's size; 0 = off. */
   readonly bytes: number;
   /** null = /dev/shm, else a tmpfs $TMPDIR. */
   readonly dir: string | null;
-  /** Smallest body that goes through a ring. */
   readonly minBytes: number;
-}
-
-/** A ring and the read-only descriptor its worker gets (closed here once the worker holds it). */
-export interface OpenedRing {
-  readonly ring: BodyRing;
-  readonly workerFd: number;
 }
 
 const kTmpfsMagic = 0x01021994;
@@ -58,8 +50,8 @@ export class BodyHandoff {
     return null;
   }
 
-  /** A ring for a new worker process, or null (its bodies go over its socket) if the file cannot be made now. */
-  open(): OpenedRing | null {
+  /** A ring and the read-only descriptor its worker gets, or null (bodies over the socket) if none can be made now. */
+  open(): { ring: BodyRing; workerFd: number } | null {
     const file = path.join(this.dir, `${kPrefix}${process.pid}-${this.#seq++}`);
     let fd = -1;
     let workerFd = -1;
@@ -85,7 +77,6 @@ export class BodyHandoff {
   }
 }
 
-/** Why `dir` cannot hold rings of `bytes`, or null. */
 function unusable(dir: string, bytes: number, mustBeTmpfs: boolean): string | null {
   let stats: fs.StatsFs;
   try {

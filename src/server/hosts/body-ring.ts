@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import type { InferMessage, InvokeRequest } from '../../protocol/messages';
 import { kRegionAlign, kRegionHeaderBytes, regionBytes, regionHeader } from '../../protocol/ring-region';
 
-/** The part of a ring taken by one batch's bodies: [start, end); released out of order, reused in order. */
+/** One batch's bodies: [start, end); released out of order, reused in order. */
 interface Held {
   readonly start: number;
   readonly end: number;
@@ -19,15 +19,14 @@ interface Held {
 const kZeros = Buffer.alloc(kRegionAlign);
 
 export class BodyRing {
-  /** Oldest first: space is reclaimed from the front, once the front batch is released. */
+  /** Oldest first: space is reclaimed from the front. */
   readonly #held: Held[] = [];
   readonly #byBatch = new Map<number, Held>();
-  /** Where the next batch's regions go. */
   #head = 0;
   #closed = false;
   #writeFailed = false;
 
-  /** `onWriteFailed`: told once per ring that a write failed (tmpfs full); the batch goes over the socket. */
+  /** `onWriteFailed`: told once per ring (tmpfs full); the batch goes over the socket. */
   constructor(
     readonly fd: number,
     readonly bytes: number,
@@ -35,7 +34,7 @@ export class BodyRing {
     private readonly onWriteFailed: (err: Error) => void,
   ) {}
 
-  /** The frame to send for `msg`, its large bodies written into the ring; `msg` itself is left as it is. */
+  /** The frame to send for `msg`, its large bodies written into the ring; `msg` is left as it is. */
   place(msg: InferMessage): InferMessage {
     if (this.#closed) return msg;
     let need = 0;

@@ -48,9 +48,8 @@ export class DedicatedPolicy implements HostPolicy {
   }
 
   async measure(slot: PolicySlot): Promise<number> {
-    const bytes = await slot.host.measureMemory();
-    slot.measured(bytes);
-    return bytes;
+    slot.memoryBytes = await slot.host.measureMemory();
+    return slot.memoryBytes;
   }
 
   loaded(): void {}

@@ -15,7 +15,7 @@ const kMovesPerRound = 16;
 
 export interface HostBalanceDeps {
   hosts(): readonly SharedHost[];
-  /** Whether placement could put a model in `host` now (open, under max_models_per_worker). */
+  /** Open, under max_models_per_worker. */
   canTake(host: SharedHost): boolean;
   clock: Clock;
   heavyShare: number;
@@ -68,7 +68,7 @@ export class HostBalance {
       if (!host.open) continue;
       const heavy = this.#heaviest(host, shares);
       const stays = heavy !== null && heavy.model.modelName === host.heavyModel && heavy.share >= heavyShare / 2;
-      host.markHeavy(heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null);
+      host.heavyModel = heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null;
       if (host.heavyModel !== null) this.#moveNeighbours(host, heavy!.model, shares, now);
     }
   }

@@ -1,10 +1,8 @@
 /**
- * The shared hosts (worker_mode=shared): `shared_workers` processes, each holding many models.
- * A model goes to the serving host with the least memory in use that has room and is not busy with
- * a heavy model (host-balance.ts). A host that dies unasked is replaced at once, or after a
- * Fibonacci back-off if it keeps dying. Past shared_worker_recycle_mb of memory that unloads freed
- * and the process kept, a new host starts, every model moves there (started before it leaves, so
- * no request is lost) and the old host stops once empty.
+ * The shared hosts (worker_mode=shared): `shared_workers` processes, each holding many models. A
+ * host that dies unasked is replaced at once, or after a back-off if it keeps dying. Past
+ * shared_worker_recycle_mb of memory that unloads freed and the process kept, a new host starts,
+ * every model moves there (started before it leaves, so no request is lost) and the old one stops.
  */
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
@@ -21,15 +19,15 @@ export interface HostPoolOptions {
   size: number;
   /** 0 = no cap: memory decides. */
   maxModelsPerHost: number;
-  /** Waste past which a host is recycled (bytes); 0 = never. */
+  /** Bytes; 0 = never. */
   recycleWasteBytes: number;
-  /** shared_host_heavy_share: past it a model's neighbours move away (host-balance.ts); 0 = never. */
+  /** shared_host_heavy_share (host-balance.ts); 0 = never. */
   heavyShare: number;
   spawn: SpawnOptions;
   log: Log;
-  /** A host that died was replaced (SharedHostRestarts). */
+  /** SharedHostRestarts. */
   onRestarted: () => void;
-  /** A host was recycled (SharedHostRecycles). */
+  /** SharedHostRecycles. */
   onRecycled: () => void;
 }
 
@@ -41,7 +39,7 @@ export class HostPool {
   #seq = 0;
   #closed = false;
   readonly #backoff: Backoff;
-  /** Worker sets that found no host with room, woken (once) when a host starts or a slot frees. */
+  /** Worker sets that found no host with room. */
   readonly #waitingForRoom = new Set<() => void>();
   readonly #balance: HostBalance | null;
 
@@ -79,20 +77,22 @@ export class HostPool {
     return this.#hosts;
   }
 
-  /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
+  /** Counted by the memory budget. */
   get baseBytes(): number {
     let n = 0;
     for (const h of this.#hosts) n += h.baseBytes;
     return n;
   }
 
-  /** Puts a model into the host with the most room; throws when every host is at max_models_per_worker. */
+  /**
+   * Puts a model into the serving host with the least memory in use that has room and holds no
+   * heavy model (host-balance.ts); throws when every host is at max_models_per_worker.
+   */
   place(assignment: Assignment): ModelSlot {
     const name = assignment.load.modelName;
     const { maxModelsPerHost } = this.opts;
     const open = this.#hosts.filter((h) => this.#canTake(h));
-    // A second copy of a model (min_workers > 1) goes to another host when there is one, and a host
-    // busy with a heavy model is the last choice.
+    // A second copy of a model (min_workers > 1) goes to another host when there is one.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
     const near = elsewhere.length > 0 ? elsewhere : open;
     const light = near.filter((h) => h.heavyModel === null);
@@ -136,7 +136,6 @@ export class HostPool {
     return n === 0 ? kFirstModelBytes : bytes / n;
   }
 
-  /** Replaces `host` by a fresh one and moves its models there; the old one stops once empty. */
   recycle(host: SharedHost): void {
     if (host.processState !== 'serving' || this.#closed) return;
     this.opts.log(
@@ -207,7 +206,7 @@ export class HostPool {
     else this.#backoff.wait(() => this.#refill());
   }
 
-  /** Starts the hosts missing from the pool's size (a recycled host's successor is already counted). */
+  /** A recycled host's successor is already counted. */
   #refill(): void {
     if (this.#closed) return;
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;

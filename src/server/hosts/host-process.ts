@@ -31,13 +31,13 @@ export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   log: Log;
   launch?: Launch;
-  /** Default: its PSS (process-memory.ts); fake processes have none. */
+  /** Default: its PSS; fake processes have none. */
   readMemory?: (pid: number) => Promise<number>;
   clock: Clock;
   processes: ProcessRegistry;
   /** null = large request bodies go over its socket. */
   bodyHandoff?: BodyHandoff | null;
-  /** Its model's memory_limit_mb and cpu_limit (processes/process-limits.ts), joined at spawn; none for a shared host. */
+  /** Its model's memory_limit_mb and cpu_limit, joined at spawn; none for a shared host. */
   limits?: ProcessLimits | null;
 }
 
@@ -45,7 +45,7 @@ export interface SpawnOptions {
 export interface HostEvents {
   onStarted?(host: HostProcess): void;
   onUnloaded?(host: HostProcess): void;
-  /** The process is gone; called before its slots hear of it. */
+  /** Called before its slots hear of it. */
   onExit?(host: HostProcess): void;
 }
 
@@ -55,24 +55,22 @@ const kHeapExhausted = /JavaScript heap out of memory/;
 
 export class HostProcess implements SlotHost {
   pid = 0;
-  readonly startTime = new Date();
-  /** When it was spawned (performance.now()): a load's wait for process start-up counts from here or from the load's assignment. */
   readonly spawnedAt = performance.now();
-  /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
-  /** What its log lines are tagged with: a dedicated worker's is its model's worker id (a spare takes one when taken). */
+  /** Set once, by the Started frame and the reaping; read-only to all but this class. */
+  hasStarted = false;
+  exitInfo: WorkerExit | null = null;
+  /** The first kill's reason: a worker killed for a timeout and then stopped by an unload timed out. */
+  killedBy: KillReason | null = null;
+  /** A dedicated worker's is its model's worker id (a spare takes one when taken). */
   #label: string;
-  #exitInfo: WorkerExit | null = null;
-  #hasStarted = false;
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
   #ring: BodyRing | null = null;
-  /** The process, its frame channel (fd 3) and the reader of its frames. */
   #spawned: SpawnedWorker | null = null;
-  readonly #exited: Promise<WorkerExit>;
   #resolveExit!: (e: WorkerExit) => void;
-  #killedBy: KillReason | null = null;
+  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
   #causedBy: string | null = null;
   #heapExhausted = false;
 
@@ -83,7 +81,6 @@ export class HostProcess implements SlotHost {
     private readonly events: HostEvents = {},
   ) {
     this.#label = id;
-    this.#exited = new Promise((r) => (this.#resolveExit = r));
   }
 
   start(): this {
@@ -128,40 +125,16 @@ export class HostProcess implements SlotHost {
     return this.opts.clock;
   }
 
-  get gpuId(): number {
-    return this.policy.gpuId;
-  }
-
   get processState(): ProcessState {
     return this.#state.state;
   }
 
   get open(): boolean {
     const s = this.#state.state;
-    return (s === 'starting' || s === 'serving') && this.#killedBy === null;
+    return (s === 'starting' || s === 'serving') && this.killedBy === null;
   }
 
-  get hasStarted(): boolean {
-    return this.#hasStarted;
-  }
-
-  get exitInfo(): WorkerExit | null {
-    return this.#exitInfo;
-  }
-
-  get killed(): boolean {
-    return this.#killedBy !== null;
-  }
-
-  get killedBy(): KillReason | null {
-    return this.#killedBy;
-  }
-
-  get exited(): Promise<WorkerExit> {
-    return this.#exited;
-  }
-
-  /** It takes no new work from now on (a shared host being recycled): it finishes what it holds, then the server stops it. */
+  /** A shared host being recycled: it finishes what it holds, then the server stops it. */
   drain(): void {
     this.#state.to('draining');
   }
@@ -179,7 +152,9 @@ export class HostProcess implements SlotHost {
     const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
     this.#label = this.policy.label(this.id, slot.id);
-    this.maxFrameBytes = this.policy.maxFrameBytes(this.maxFrameBytes, maxFrameBytes);
+    // The largest frame accepted from the process: what its models may answer with.
+    const reader = this.#spawned!.reader;
+    reader.maxFrameBytes = this.policy.maxFrameBytes(reader.maxFrameBytes, maxFrameBytes);
     this.admitted(slot);
     return slotId;
   }
@@ -188,15 +163,6 @@ export class HostProcess implements SlotHost {
   protected admitted(_slot: ModelSlot): void {}
   protected charged(_slotId: number, _slot: ModelSlot): void {}
   protected forgotten(_slotId: number, _slot: ModelSlot): void {}
-
-  /** The largest frame accepted from the process: what its models may answer with. */
-  set maxFrameBytes(n: number) {
-    this.#spawned!.reader.maxFrameBytes = n;
-  }
-
-  get maxFrameBytes(): number {
-    return this.#spawned!.reader.maxFrameBytes;
-  }
 
   get batches(): BatchesView<ModelSlot> {
     return this.#batches;
@@ -208,7 +174,7 @@ export class HostProcess implements SlotHost {
 
   sendBatch(slot: ModelSlot, msg: InferMessage, jobs: readonly Job[]): void {
     // Written first: a frame that cannot be encoded throws before the process is said to hold it.
-    // The frame carries large bodies' places in the ring instead of the bodies; `msg` keeps them (a retry elsewhere).
+    // `msg` keeps the bodies the frame has in the ring: a retry elsewhere needs them.
     const frame = this.#ring?.place(msg) ?? msg;
     try {
       this.send({ kind: MessageKind.Infer, msg: frame });
@@ -231,9 +197,8 @@ export class HostProcess implements SlotHost {
    * back with the process. `causedBy`: the model the kill is for, when it is one model's doing.
    */
   kill(reason: KillReason, causedBy: string | null = null): void {
-    // The first reason stands: a worker killed for a timeout and then stopped by an unload timed out.
-    if (this.#killedBy === null) {
-      this.#killedBy = reason;
+    if (this.killedBy === null) {
+      this.killedBy = reason;
       this.#causedBy = causedBy;
     }
     if (this.#spawned && this.exitInfo === null) this.#spawned.child.kill('SIGKILL');
@@ -242,12 +207,12 @@ export class HostProcess implements SlotHost {
   async stop(): Promise<WorkerExit> {
     if (kWorkersProfiled && this.#spawned && !this.exitInfo) {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
-      this.#killedBy ??= 'stopped';
+      this.killedBy ??= 'stopped';
       this.#spawned.channel.end();
-      await within(this.#exited, kProfileExitMs, null, this.clock);
+      await within(this.exited, kProfileExitMs, null, this.clock);
     }
     this.kill('stopped');
-    return this.#exited;
+    return this.exited;
   }
 
   measureMemory(): Promise<number> {
@@ -257,7 +222,7 @@ export class HostProcess implements SlotHost {
   #onFrame(frame: Frame): void {
     switch (frame.kind) {
       case MessageKind.Started:
-        this.#hasStarted = true;
+        this.hasStarted = true;
         if (this.#state.state === 'starting') this.#state.to('serving');
         this.sessionBytes = frame.msg.sessionBytes;
         this.events.onStarted?.(this);
@@ -285,7 +250,7 @@ export class HostProcess implements SlotHost {
       case MessageKind.Unloaded: {
         const slot = this.#slots.get(frame.msg.slot);
         this.forget(frame.msg.slot);
-        slot?.onUnloaded();
+        slot?.ended(0);
         this.events.onUnloaded?.(this);
         break;
       }
@@ -297,9 +262,9 @@ export class HostProcess implements SlotHost {
   #reap(code: number | null, signal: NodeJS.Signals | null): void {
     this.opts.processes.live.delete(this);
     const limitOom = this.opts.limits?.left(this) ?? false;
-    const reason = exitReason({ code, signal, killedBy: this.#killedBy, heapExhausted: this.#heapExhausted, limitOom });
-    const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.#killedBy ? this.#causedBy : null };
-    this.#exitInfo = exit;
+    const reason = exitReason({ code, signal, killedBy: this.killedBy, heapExhausted: this.#heapExhausted, limitOom });
+    const exit: WorkerExit = { code, signal, reason, causedBy: reason === this.killedBy ? this.#causedBy : null };
+    this.exitInfo = exit;
     this.#state.to('exited');
     if (exit.reason === 'unhandled-rejection') this.opts.processes.unhandledRejectionExits++;
     this.#spawned?.channel.destroy();

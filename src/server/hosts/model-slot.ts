@@ -1,8 +1,7 @@
 /**
  * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
- * model), and the only WorkerSlot. It shares its host's fate (a crash, a kill for a timeout). How it
- * starts, leaves and what it costs is its host's policy's. It sees its host only as a SlotHost, so
- * the host may hold its slots without an import cycle.
+ * model), and the only WorkerSlot. It shares its host's fate; how it starts, leaves and what it
+ * costs is its host's policy's.
  */
 import { performance } from 'node:perf_hooks';
 import type { WorkerMode } from '../../config/types';
@@ -21,22 +20,26 @@ import { workerStates, type WorkerState } from '../processes/worker-state';
 import type { Assignment, InFlightBatch, SlotView, WorkerListener, WorkerSlot } from './worker-slot';
 import type { HostPolicy, PolicySlot, SlotHost } from './host-policy';
 
+/** Fields the rest of the server reads through WorkerSlot, SlotView and PolicySlot, all read-only: only the slot and its policy write them. */
 export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
   readonly ready: Promise<LoadedMessage>;
   readonly #state;
-  #loaded: LoadedMessage | null = null;
-  #loadError: MmeError | null = null;
+  loaded: LoadedMessage | null = null;
+  loadError: MmeError | null = null;
+  capacity: number;
+  memoryBytes = 0;
+  displaced = false;
+  spawnMicros = 0;
+  loadedAt = 0;
+  /** The host's latest figure. */
+  runMicros = 0;
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
-  #capacity: number;
-  #memoryBytes = 0;
   #resolve!: (m: LoadedMessage) => void;
   #reject!: (e: MmeError) => void;
-  displaced = false;
-  spawnMicros = 0;
   readonly exited: Promise<WorkerExit>;
   readonly slotId: number;
   #listener: WorkerListener | null = null;
@@ -44,11 +47,8 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
   readonly #assignedAt = performance.now();
-  /** Its host had started when the slot was admitted: its load waited for no start-up. */
+  /** Its load waited for no start-up. */
   readonly #hostWasUp: boolean;
-  /** When its Loaded arrived (performance.now()), and its session runs' time since, µs (the host's latest figure). */
-  #loadedAt = 0;
-  #runMicros = 0;
   #resolveExit!: (e: WorkerExit) => void;
   readonly #policy: HostPolicy;
 
@@ -60,7 +60,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     this.id = assignment.id;
     this.#policy = host.policy;
     this.#state = workerStates(() => `worker ${this.id}`, this.#policy.firstState);
-    this.#capacity = assignment.capacity;
+    this.capacity = assignment.capacity;
     this.ready = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -81,18 +81,6 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.#state.state;
   }
 
-  get loaded(): LoadedMessage | null {
-    return this.#loaded;
-  }
-
-  get loadError(): MmeError | null {
-    return this.#loadError;
-  }
-
-  get capacity(): number {
-    return this.#capacity;
-  }
-
   get modelName(): string {
     return this.assignment.load.modelName;
   }
@@ -102,7 +90,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   }
 
   get gpuId(): number {
-    return this.host.gpuId;
+    return this.#policy.gpuId;
   }
 
   get mode(): WorkerMode {
@@ -115,18 +103,6 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
 
   get onnxBytes(): number {
     return this.assignment.onnxBytes;
-  }
-
-  get loadedAt(): number {
-    return this.#loadedAt;
-  }
-
-  get memoryBytes(): number {
-    return this.#memoryBytes;
-  }
-
-  measured(bytes: number): void {
-    this.#memoryBytes = bytes;
   }
 
   /** Its batches run at once (a preload_model worker), not one after another. */
@@ -146,16 +122,12 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.host.batches.size;
   }
 
-  get runMicros(): number {
-    return this.#runMicros;
-  }
-
   get cpuShare(): number | undefined {
     return this.#policy.cpuShare(this);
   }
 
   get isIdle(): boolean {
-    return !this.host.killed && this.state === 'ready' && this.inFlightBatches < this.#capacity;
+    return this.host.killedBy === null && this.state === 'ready' && this.inFlightBatches < this.capacity;
   }
 
   get isVacant(): boolean {
@@ -170,7 +142,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   sendLoad(): void {
     if (this.#settled) return;
     this.#loadSent = true;
-    // Process start-up this load waited for: all of it for a fresh process, the rest of it for a spare still starting.
+    // All of a fresh process's start-up, the rest of it for a spare still starting.
     if (!this.#hostWasUp)
       this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
     // A worker retired while it started stays stopping: it loads, but serves nothing.
@@ -183,7 +155,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   }
 
   resize(capacity: number): void {
-    this.#capacity = capacity;
+    this.capacity = capacity;
   }
 
   run(msg: InferMessage, jobs: readonly Job[]): void {
@@ -221,10 +193,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.#policy.release(this);
   }
 
-  /**
-   * Releases its session, after the batches it sent there, once the host confirms; a host that
-   * does not answer within the model's load timeout is stuck, and killed.
-   */
+  /** A host that does not answer within the model's load timeout is stuck, and killed. */
   unload(): void {
     if (this.#exitInfo || this.#unloadTimer) return;
     this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
@@ -243,10 +212,10 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   onLoaded(msg: LoadedMessage): void {
     if (this.#settled) return; // a late answer is ignored
     this.#settle();
-    this.#loaded = msg;
+    this.loaded = msg;
     if (this.state === 'loading') this.#state.to('ready');
     this.#resolve(msg);
-    this.#loadedAt = performance.now();
+    this.loadedAt = performance.now();
     this.#policy.loaded(this, msg);
   }
 
@@ -254,15 +223,15 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     this.#policy.loadFailed(this, this.#fail(err));
   }
 
-  ended(): void {
-    this.#end({ code: null, signal: null, reason: 'stopped', causedBy: null }, [], []);
+  ended(code: number | null = null): void {
+    this.#end({ code, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onAnswered(batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // The host reports the model's run time since its load: the metric takes the growth.
-    const ran = msg.runMicros - this.#runMicros;
+    const ran = msg.runMicros - this.runMicros;
     if (ran > 0) {
-      this.#runMicros = msg.runMicros;
+      this.runMicros = msg.runMicros;
       this.assignment.onRan?.(ran);
     }
     this.#listener?.onResult(this, batch, msg, done);
@@ -270,10 +239,6 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
 
   onChunk(msg: ChunkMessage): void {
     this.#listener?.onChunk(this, msg);
-  }
-
-  onUnloaded(): void {
-    this.#end({ code: 0, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }
 
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {
@@ -308,7 +273,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
   #fail(err: MmeError): boolean {
     if (this.#settled) return false;
     this.#settle();
-    this.#loadError = err;
+    this.loadError = err;
     this.#state.to('failed');
     this.#reject(err);
     return true;

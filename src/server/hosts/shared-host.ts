@@ -1,9 +1,7 @@
 /**
  * A shared host in the pool: a HostProcess with the shared policy and the memory ledger placement
  * and recycling read, kept as slots come and go so placement costs the same with 10 000 models as
- * with ten. A model's cost is its host's growth across its load (loads run one at a time), at least
- * the smallest session plus the model file: a load into memory an unload freed shows little growth.
- * What the host holds beyond base + costs is what unloads freed and the allocator kept (recycled).
+ * with ten. What the host holds beyond base + costs is what unloads freed and the allocator kept.
  */
 import type { IdAllocator } from '../../protocol/ids';
 import { HostProcess, type HostEvents, type SpawnOptions } from './host-process';
@@ -15,11 +13,12 @@ export class SharedHost extends HostProcess {
   baseBytes = 0;
   /** PSS at the last measurement (bytes). */
   measuredBytes = 0;
+  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
+  heavyModel: string | null = null;
   /** How many slots each model name holds, and each loaded slot's cost (fixed at its load). */
   readonly #names = new Map<string, number>();
   readonly #charged = new Map<number, number>();
   #loadedBytes = 0;
-  #heavyModel: string | null = null;
   readonly #policy: SharedPolicy;
 
   constructor(opts: SpawnOptions, id: string, events: HostEvents) {
@@ -32,17 +31,16 @@ export class SharedHost extends HostProcess {
     return this.#policy.slotIds;
   }
 
-  /** What its loaded models cost, as measured at their loads (bytes). */
   get modelBytes(): number {
     return this.#loadedBytes;
   }
 
-  /** How many of its slots have loaded (modelBytes is theirs). */
+  /** Its slots that have loaded (modelBytes is theirs). */
   get loadedCount(): number {
     return this.#charged.size;
   }
 
-  /** What placement compares (bytes), a load in progress counted as `loadingBytes`; bases are left out, all alike. */
+  /** What placement compares (bytes), a load in progress counted as `loadingBytes`; bases are all alike. */
   placementBytes(loadingBytes: number): number {
     return this.#loadedBytes + (this.slotCount - this.#charged.size) * loadingBytes;
   }
@@ -51,18 +49,9 @@ export class SharedHost extends HostProcess {
     return this.baseBytes + this.modelBytes;
   }
 
-  /** Memory held beyond base + models at the last measurement: freed by unloads, not given back (bytes). */
+  /** Bytes freed by unloads and not given back, at the last measurement. */
   get wasteBytes(): number {
     return Math.max(0, this.measuredBytes - this.usedBytes);
-  }
-
-  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
-  get heavyModel(): string | null {
-    return this.#heavyModel;
-  }
-
-  markHeavy(model: string | null): void {
-    this.#heavyModel = model;
   }
 
   holdsModel(name: string): boolean {

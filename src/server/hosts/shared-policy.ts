@@ -1,7 +1,8 @@
 /**
- * A shared host (Ray Serve's model multiplexing): many models' slots in one process, numbered from
- * 1, on CPU (one CUDA_VISIBLE_DEVICES cannot serve models on different GPUs). A slot is loaded into
- * a running host and released with Unload; the host stays. A slot costs its load's growth.
+ * A shared host (Ray Serve's model multiplexing): many models' slots in one process, on CPU (one
+ * CUDA_VISIBLE_DEVICES cannot serve models on different GPUs). A slot is loaded into a running
+ * host and released with Unload; the host stays. A slot costs its load's growth (loads run one at a
+ * time), at least the smallest session plus the model file.
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
@@ -47,20 +48,20 @@ export class SharedPolicy implements HostPolicy {
     return slot.loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, slot.runMicros / elapsedMicros) : 0;
   }
 
-  /** Its session is released, after the batches it sent there, once the host confirms (slot.unload()). */
+  /** Its session is released after the batches it sent there, once the host confirms. */
   release(slot: PolicySlot): Promise<WorkerExit> {
     slot.unload();
     return slot.exited;
   }
 
-  /** Its load's cost, fixed at the load. */
+  /** Fixed at its load. */
   async measure(slot: PolicySlot, exited: boolean): Promise<number> {
     return exited ? 0 : slot.memoryBytes;
   }
 
   loaded(slot: PolicySlot, msg: LoadedMessage): void {
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
-    slot.measured(Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes));
+    slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes);
     // Loaded into a host that began recycling meanwhile: move on with the others.
     if (slot.host.processState === 'draining') queueMicrotask(() => slot.relocate());
   }
@@ -81,12 +82,10 @@ export class SharedPolicy implements HostPolicy {
   }
 
   /**
-   * The models run side by side: each running request is told who else was running. The load the
-   * death may be the doing of is the one the host was running (it runs loads one at a time, in the
-   * order sent), unless a batch was running (any model's: they run beside the loads), which its
-   * failure then answers for. None for a kill at a timeout: a load that ran out of time has failed
-   * already, and a batch answers for its own. Every other model loading there is displaced: its
-   * load starts again in another host.
+   * Each running request is told who else was running. The death may be the doing of the load the
+   * host was running (one at a time, in order), unless a batch was running (they run beside the
+   * loads), or it was a kill at a timeout (that load or batch has failed already). Every other
+   * model loading there is displaced: its load starts again in another host.
    */
   exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice {
     const running = lost.filter((l) => l.running);

@@ -1,7 +1,4 @@
-/**
- * What a model's worker set and dispatcher need of one worker: the seam between the lifecycle core
- * and where the model runs. Its one implementation is ModelSlot (model-slot.ts).
- */
+/** What a model's worker set and dispatcher need of one worker; its one implementation is ModelSlot. */
 import type { WorkerMode } from '../../config/types';
 import type { ChunkMessage, InferMessage, LoadedMessage, LoadMessage, ResultMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
@@ -11,19 +8,17 @@ import type { WorkerState } from '../processes/worker-state';
 
 export interface Assignment {
   id: string;
-  /** The slot fills in its slot id, and whether its host is shared. */
   load: Omit<LoadMessage, 'slot' | 'shared'>;
   loadTimeoutMs: number;
   maxFrameBytes: number;
-  /** The pipeline depth, or a preload_model process's concurrent runs. */
   capacity: number;
-  /** Size of the .onnx file (and its external data): weights a session must hold, whatever else it reuses. */
+  /** Size of the .onnx file and its external data: weights a session must hold, whatever else it reuses. */
   onnxBytes: number;
   /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
   onRan?: (micros: number) => void;
 }
 
-/** A batch sent to a worker, with the jobs it answers. The worker owns it until it is answered or the worker ends. */
+/** A batch sent to a worker, which owns it until it is answered or the worker ends. */
 export interface InFlightBatch {
   readonly msg: InferMessage;
   readonly jobs: readonly Job[];
@@ -34,13 +29,12 @@ export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
   onChunk(worker: WorkerSlot, msg: ChunkMessage): void;
-  /** The process is gone: `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
+  /** `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
   onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
   onRelocate(worker: WorkerSlot): void;
 }
 
-/** What the rest of the server reads of a worker's lifecycle; only the worker changes it. */
 export interface SlotView {
   readonly state: WorkerState;
   readonly ready: Promise<LoadedMessage>;
@@ -48,10 +42,7 @@ export interface SlotView {
   readonly loadError: MmeError | null;
   /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
   readonly capacity: number;
-  /**
-   * What it costs (bytes), as last measured. A dedicated worker: its process's PSS, refreshed on
-   * describe and before admission decides. A model in a shared host: the cost measured at its load.
-   */
+  /** Bytes: a dedicated worker's PSS, refreshed on describe and before admission; in a shared host, its load's cost. */
   readonly memoryBytes: number;
 }
 
@@ -63,21 +54,20 @@ export interface WorkerSlot {
   readonly lifecycle: SlotView;
   /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
   readonly displaced?: boolean;
-  /** Process start-up this load waited for, µs. */
+  /** Process start-up its load waited for, µs. */
   readonly spawnMicros: number;
   readonly exited: Promise<WorkerExit>;
   readonly inFlightBatches: number;
-  /** Requests sent and not answered yet: what the model's inFlightRequests adds up. */
   readonly inFlightRequests: number;
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   readonly backlog: number;
   readonly mode: WorkerMode;
-  /** The shared host it is in, or null for a process of its own (its host's id is then its own). */
+  /** null for a process of its own. */
   readonly sharedHostId: string | null;
-  /** In a shared host: the fraction of the host's thread its session runs have taken since its load (0–1). */
+  /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   readonly cpuShare: number | undefined;
   readonly isIdle: boolean;
-  /** Idle with nothing in flight (what job tickets need). */
+  /** Idle with nothing in flight. */
   readonly isVacant: boolean;
   listen(listener: WorkerListener): void;
   run(msg: InferMessage, jobs: readonly Job[]): void;
@@ -92,6 +82,6 @@ export interface WorkerSlot {
   /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void;
   stop(): Promise<WorkerExit>;
-  /** What it costs now (bytes; 0 once it is gone), kept as its lifecycle's memoryBytes. */
+  /** Bytes, 0 once it is gone; kept as its lifecycle's memoryBytes. */
   measureMemory(): Promise<number>;
 }

@@ -1,10 +1,7 @@
 import type { Clock, Timer } from '../../util/clock';
 
-/**
- * MMS's worker restart back-off (WorkerThread.BACK_OFF): Fibonacci seconds 0, 1, 1, 2, 3, 5, …,
- * capped. The attempt counter resets after a successful load.
- */
-export const kBackoffCapSeconds = 60;
+/** MMS's worker restart back-off (WorkerThread.BACK_OFF): Fibonacci seconds 0, 1, 1, 2, 3, 5, …, capped. */
+const kBackoffCapSeconds = 60;
 /** A restart has worked once what it started has stayed up this long: one that dies sooner is a crash loop. */
 export const kStableMs = 10_000;
 
@@ -23,7 +20,6 @@ export class Backoff {
 
   constructor(private readonly clock: Clock) {}
 
-  /** Restarts counted as failed since the count last started again. */
   get attempt(): number {
     return this.#attempt;
   }
@@ -32,17 +28,15 @@ export class Backoff {
     return restartDelaySeconds(this.#attempt, kBackoffCapSeconds);
   }
 
-  /** A restart is waiting out its delay. */
   get waiting(): boolean {
     return this.#waiting !== null;
   }
 
-  /** A restart failed (or a death counts as one): the next one waits longer. */
   failed(): void {
     this.#attempt++;
   }
 
-  /** Runs `restart` once the current delay has passed; a restart already waiting makes this a no-op. */
+  /** A restart already waiting makes this a no-op. */
   wait(restart: () => void): void {
     if (this.#waiting) return;
     this.#restart = restart;

@@ -1,8 +1,8 @@
 /**
  * Cgroups of the server's own making, for a model's worker processes (memory_limit_mb, cpu_limit):
  * made under the server's own cgroup (/proc/self/cgroup), so a container's or a systemd unit's
- * limit still bounds them, in v2 (memory.max, cpu.max) or v1 (memory.limit_in_bytes,
- * cpu.cfs_quota_us) as the machine has it. The root is a parameter: tests lay out a fake tree.
+ * limit still bounds them, in v2 or v1 as the machine has it. The root is a parameter: tests lay
+ * out a fake tree.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +14,7 @@ export interface CgroupLimits {
 }
 
 /** The CFS period quotas are written against (the kernel's default). */
-export const kCpuPeriodMicros = 100_000;
+const kCpuPeriodMicros = 100_000;
 
 /** One made cgroup: its directories (one in v2; the memory and the cpu hierarchy's in v1). */
 export class Cgroup {
@@ -25,16 +25,15 @@ export class Cgroup {
     private readonly eventsFile: string,
   ) {}
 
-  /** Moves the process (all its threads) in: what it allocates and runs from now on counts here. */
+  /** Moves the process (all its threads) in. */
   join(pid: number): void {
     for (const dir of this.dirs) fs.writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
   }
 
   /**
-   * A process of it was SIGKILLed: whether the kernel's OOM killer did it for this cgroup's limit.
-   * The oom_kill counter (v2 memory.events, v1 memory.oom_control since Linux 4.13) rises once per
-   * kill, so each exit takes one. memory.failcnt is no evidence: it counts the limit's hits, which
-   * reclaim usually absorbs.
+   * A process of it was SIGKILLed: whether the OOM killer did it for this cgroup's limit. The
+   * oom_kill counter (v2 memory.events, v1 memory.oom_control since Linux 4.13) rises once per kill,
+   * so each exit takes one. memory.failcnt is no evidence: reclaim usually absorbs the limit's hits.
    */
   takeOomKill(): boolean {
     const m = /^oom_kill (\d+)$/m.exec(readOrNull(this.eventsFile) ?? '');
@@ -43,16 +42,15 @@ export class Cgroup {
     return true;
   }
 
-  /** Removes it; it must hold no process (each has exited and been reaped). */
+  /** It must hold no process (each has exited and been reaped). */
   remove(): void {
     for (const dir of this.dirs) fs.rmdirSync(dir);
   }
 }
 
-/** Where the server makes cgroups, and how: v2 or v1. */
 export interface CgroupParent {
   readonly version: 1 | 2;
-  /** Makes cgroup `name` with `limits` (throws when the kernel refuses). */
+  /** Throws when the kernel refuses. */
   make(name: string, limits: CgroupLimits): Cgroup;
 }
 
@@ -65,25 +63,33 @@ function ownPath(selfCgroup: string, controller: string): string | null {
   return null;
 }
 
-function writeAll(dir: string, files: ReadonlyArray<[string, string | null]>): void {
-  for (const [file, value] of files) if (value !== null) fs.writeFileSync(path.join(dir, file), value);
-}
-
-const quota = (cores: number) => String(Math.round(cores * kCpuPeriodMicros));
-
-/** Makes `dirs`, sets each up, and removes what it made if any step fails. */
-function makeDirs(setups: ReadonlyArray<[string, () => void]>): void {
+/**
+ * Makes each directory and writes its files (a null value is left as the kernel made it; a name
+ * ending in `?` is written only where the kernel made the file); removes what it made if a step fails.
+ */
+function makeDirs(dirs: ReadonlyArray<[string, Record<string, string | null>]>): void {
   const made: string[] = [];
   try {
-    for (const [dir, setUp] of setups) {
+    for (const [dir, files] of dirs) {
       fs.mkdirSync(dir);
       made.push(dir);
-      setUp();
+      for (const [name, value] of Object.entries(files)) {
+        const file = path.join(dir, name.replace(/\?$/, ''));
+        if (value !== null && (!name.endsWith('?') || fs.existsSync(file))) fs.writeFileSync(file, value);
+      }
     }
   } catch (err) {
     for (const dir of made.reverse()) fs.rmdirSync(dir);
     throw err;
   }
+}
+
+/** The limits as the files take them: bytes, and the CFS quota against kCpuPeriodMicros. */
+function limitValues(limits: CgroupLimits): { bytes: string | null; quota: string | null } {
+  return {
+    bytes: limits.memoryBytes === null ? null : String(limits.memoryBytes),
+    quota: limits.cpuCores === null ? null : String(Math.round(limits.cpuCores * kCpuPeriodMicros)),
+  };
 }
 
 function v2Parent(base: string): CgroupParent | { reason: string } {
@@ -106,21 +112,10 @@ function v2Parent(base: string): CgroupParent | { reason: string } {
     version: 2,
     make(name, limits) {
       const dir = path.join(base, name);
-      makeDirs([
-        [
-          dir,
-          () =>
-            writeAll(dir, [
-              ['memory.max', limits.memoryBytes === null ? null : String(limits.memoryBytes)],
-              // Swap would let a model past its limit keep going, slowly: the limit is of memory.
-              [
-                'memory.swap.max',
-                limits.memoryBytes === null || !fs.existsSync(path.join(dir, 'memory.swap.max')) ? null : '0',
-              ],
-              ['cpu.max', limits.cpuCores === null ? null : `${quota(limits.cpuCores)} ${kCpuPeriodMicros}`],
-            ]),
-        ],
-      ]);
+      const { bytes, quota } = limitValues(limits);
+      // Swap would let a model past its limit keep going, slowly: the limit is of memory.
+      const cpuMax = quota && `${quota} ${kCpuPeriodMicros}`;
+      makeDirs([[dir, { 'memory.max': bytes, 'memory.swap.max?': bytes && '0', 'cpu.max': cpuMax }]]);
       return new Cgroup([dir], path.join(dir, 'memory.events'));
     },
   };
@@ -134,35 +129,16 @@ function v1Parent(root: string, selfCgroup: string): CgroupParent | { reason: st
   );
   if (memoryPath === null || cpuPath === null || cpuMount === undefined || !fs.existsSync(path.join(root, 'memory')))
     return { reason: `no cgroup v2 and no v1 memory and cpu hierarchies under ${root}` };
-  const memoryBase = path.join(root, 'memory', memoryPath);
-  const cpuBase = path.join(root, cpuMount, cpuPath);
   return {
     version: 1,
     make(name, limits) {
-      const memoryDir = path.join(memoryBase, name);
-      const cpuDir = path.join(cpuBase, name);
-      const bytes = limits.memoryBytes === null ? null : String(limits.memoryBytes);
+      const memoryDir = path.join(root, 'memory', memoryPath, name);
+      const cpuDir = path.join(root, cpuMount, cpuPath, name);
+      const { bytes, quota } = limitValues(limits);
       makeDirs([
-        [
-          memoryDir,
-          () =>
-            writeAll(memoryDir, [
-              ['memory.limit_in_bytes', bytes],
-              // memory+swap at the same figure: no swapping past the limit (absent without swap accounting).
-              [
-                'memory.memsw.limit_in_bytes',
-                fs.existsSync(path.join(memoryDir, 'memory.memsw.limit_in_bytes')) ? bytes : null,
-              ],
-            ]),
-        ],
-        [
-          cpuDir,
-          () =>
-            writeAll(cpuDir, [
-              ['cpu.cfs_period_us', limits.cpuCores === null ? null : String(kCpuPeriodMicros)],
-              ['cpu.cfs_quota_us', limits.cpuCores === null ? null : quota(limits.cpuCores)],
-            ]),
-        ],
+        // memory+swap at the same figure: no swapping past the limit (absent without swap accounting).
+        [memoryDir, { 'memory.limit_in_bytes': bytes, 'memory.memsw.limit_in_bytes?': bytes }],
+        [cpuDir, { 'cpu.cfs_period_us': quota && String(kCpuPeriodMicros), 'cpu.cfs_quota_us': quota }],
       ]);
       return new Cgroup([memoryDir, cpuDir], path.join(memoryDir, 'memory.oom_control'));
     },
@@ -171,8 +147,8 @@ function v1Parent(root: string, selfCgroup: string): CgroupParent | { reason: st
 
 /**
  * Where this server can make cgroups under `root`, or why it cannot: v2 when the unified hierarchy
- * holds the controllers (root/cgroup.controllers), else v1's memory and cpu hierarchies. Proven by
- * making (and removing) one: a read-only tree or a non-root server fails here, not at a load.
+ * holds the controllers, else v1's memory and cpu hierarchies. Proven by making (and removing) one:
+ * a read-only tree or a non-root server fails here, not at a load.
  */
 export function cgroupParent(
   root = '/sys/fs/cgroup',

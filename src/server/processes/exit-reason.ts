@@ -2,13 +2,12 @@
  * Why a worker process ended, decided once, by whoever caused it. The status code its requests get
  * follows from the reason alone: 507 only on memory evidence, never for a kill the server made.
  */
-import { MmeError } from '../../errors';
+import { type ErrorCode, MmeError } from '../../errors';
 import { UNHANDLED_REJECTION_EXIT_CODE } from '../../unhandled-rejection';
 
 /**
- * oom: memory evidence, a SIGKILL the server did not send (the OOM killer) or V8's exhausted heap;
- * memory-limit: the model's memory_limit_mb ended it (its cgroup's oom_kill count rose, or the
- * server's memory watch where there are no cgroups).
+ * oom: a SIGKILL the server did not send (the OOM killer) or V8's exhausted heap; memory-limit: the
+ * model's memory_limit_mb ended it (its cgroup's oom_kill count rose, or the server's memory watch).
  */
 export type ExitReason =
   | 'stopped'
@@ -32,14 +31,13 @@ export interface WorkerExit {
   runningModels?: readonly string[];
 }
 
-export interface ExitEvidence {
+interface ExitEvidence {
   code: number | null;
   signal: NodeJS.Signals | null;
-  /** The server's own kill, if it sent one. */
   killedBy: KillReason | null;
   /** V8 printed "JavaScript heap out of memory" before the process ended. */
   heapExhausted: boolean;
-  /** The model's cgroup counted an OOM kill for this exit (process-limits.ts). */
+  /** The model's cgroup counted an OOM kill for this exit. */
   limitOom?: boolean;
 }
 
@@ -61,41 +59,52 @@ export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string 
 
 /** The error a request that was running on the worker gets. */
 export function runningRequestError(model: string, exit: WorkerExit, timeoutSeconds: number): MmeError {
-  const how = describeExit(exit);
+  if (exit.reason === 'timeout-kill' && exit.causedBy !== null && exit.causedBy !== model)
+    return new MmeError(
+      'MME_ERR_WORKER_TIMEOUT',
+      `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`,
+    );
+  if (exit.reason === 'timeout-kill')
+    return new MmeError(
+      'MME_ERR_WORKER_TIMEOUT',
+      `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+    );
+  const also = alsoRunning(model, exit);
+  return exitError(exit, `The worker of model ${model}`, 'while running this request', 'MME_ERR_WORKER_DIED', also);
+}
+
+/** The error a load gets when its worker ends before reporting Loaded. */
+export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
+  const also = ' See the server log for its output.';
+  return exitError(exit, `worker ${workerId}`, 'while loading the model', 'MME_ERR_LOAD_FAILED', also);
+}
+
+/** What a run and a load share: 507 only on memory evidence; `also` ends a crash's or an OOM's message. */
+function exitError(exit: WorkerExit, worker: string, during: string, crashed: ErrorCode, also: string): MmeError {
+  const what = `${worker} ${describeExit(exit)} ${during}`;
   switch (exit.reason) {
     case 'oom':
       return new MmeError(
         'MME_ERR_INSUFFICIENT_MEMORY',
-        `The worker of model ${model} ${how} while running this request: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${alsoRunning(model, exit)}`,
+        `${what}: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${also}`,
       );
     case 'memory-limit':
-      return memoryLimitError(`The worker of model ${model} ${how} while running this request`);
-    case 'timeout-kill':
-      if (exit.causedBy !== null && exit.causedBy !== model) {
-        return new MmeError(
-          'MME_ERR_WORKER_TIMEOUT',
-          `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`,
-        );
-      }
       return new MmeError(
-        'MME_ERR_WORKER_TIMEOUT',
-        `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
-      );
-    case 'protocol-error':
-      return new MmeError(
-        'MME_ERR_WORKER_PROTOCOL',
-        `The worker of model ${model} sent a malformed or oversized frame; it was stopped and is being replaced. The server log has the details.`,
+        'MME_ERR_INSUFFICIENT_MEMORY',
+        `${what}: the model went past its memory_limit_mb and its worker was stopped (the model's other workers and its neighbours were not); it restarts as after a crash. Raise memory_limit_mb (GET /models/{name} shows it), or send smaller requests.`,
       );
     case 'stopped':
       return new MmeError(
         'MME_ERR_SHUTTING_DOWN',
-        `The worker of model ${model} was stopped (unload, eviction, scale-down or server shutdown) before this request finished.`,
+        `${worker} was stopped (unload, eviction, scale-down or server shutdown) ${during}.`,
+      );
+    case 'protocol-error':
+      return new MmeError(
+        'MME_ERR_WORKER_PROTOCOL',
+        `${worker} sent a malformed or oversized frame ${during}; it was stopped. The server log has the details.`,
       );
     default:
-      return new MmeError(
-        'MME_ERR_WORKER_DIED',
-        `The worker of model ${model} ${how} while running this request.${alsoRunning(model, exit)}`,
-      );
+      return new MmeError(crashed, `${what}.${also}`);
   }
 }
 
@@ -105,37 +114,4 @@ function alsoRunning(model: string, exit: WorkerExit): string {
   if (others.length === 0) return '';
   const named = others.slice(0, 5).join(', ') + (others.length > 5 ? ` and ${others.length - 5} more` : '');
   return ` It was a shared host, also running requests of ${others.length === 1 ? 'model' : 'models'} ${named}; which of them caused it is not known.`;
-}
-
-/** The error a load gets when its worker ends before reporting Loaded. */
-export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
-  const how = describeExit(exit);
-  if (exit.reason === 'memory-limit') return memoryLimitError(`worker ${workerId} ${how} while loading the model`);
-  if (exit.reason === 'oom')
-    return new MmeError(
-      'MME_ERR_INSUFFICIENT_MEMORY',
-      `worker ${workerId} ${how} while loading the model: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap)`,
-    );
-  if (exit.reason === 'stopped')
-    return new MmeError(
-      'MME_ERR_SHUTTING_DOWN',
-      `worker ${workerId} was stopped (unload or server shutdown) while loading the model`,
-    );
-  if (exit.reason === 'protocol-error')
-    return new MmeError(
-      'MME_ERR_WORKER_PROTOCOL',
-      `worker ${workerId} sent a malformed frame while loading the model; the server log has the details`,
-    );
-  return new MmeError(
-    'MME_ERR_LOAD_FAILED',
-    `worker ${workerId} ${how} while loading the model; see the server log for its output`,
-  );
-}
-
-/** 507: memory evidence, and the model's own limit, which the client (or its operator) can change. */
-function memoryLimitError(what: string): MmeError {
-  return new MmeError(
-    'MME_ERR_INSUFFICIENT_MEMORY',
-    `${what}: the model went past its memory_limit_mb and its worker was stopped (the model's other workers and its neighbours were not); it restarts as after a crash. Raise memory_limit_mb (GET /models/{name} shows it), or send smaller requests.`,
-  );
 }

@@ -1,14 +1,19 @@
 /**
  * memory_limit_mb and cpu_limit, enforced on a model's worker processes: by a cgroup of the model's
  * own (cgroup.ts) where the server can make one, else memory by the server watching its workers
- * (memory-watch.ts), and a CPU limit refused, as nothing short of the kernel can hold a process to it.
+ * (MemoryWatch), and a CPU limit refused, as nothing short of the kernel can hold a process to it.
  */
 import { MmeError } from '../../errors';
-import type { Clock } from '../../util/clock';
+import type { Clock, Timer } from '../../util/clock';
 import { mb } from '../../util/mb';
 import { type Cgroup, type CgroupParent, cgroupParent } from './cgroup';
-import { MemoryWatch } from './memory-watch';
 import { isLimited, limitBytes, type LimitedProcess, type ModelLimits, type ProcessLimits } from './process-limits';
+
+interface WatchOptions {
+  clock: Clock;
+  log: (line: string) => void;
+  watchIntervalMs: number;
+}
 
 /** A model's cgroup, made at its first worker's spawn and removed when its last worker has exited. */
 class CgroupLimits implements ProcessLimits {
@@ -43,6 +48,62 @@ class CgroupLimits implements ProcessLimits {
   }
 }
 
+/**
+ * memory_limit_mb without cgroups: every interval while any worker runs, their PSS summed, and the
+ * largest stopped once the sum is past the limit, as the OOM killer would. Between two checks a
+ * worker may pass the limit: the watch bounds what a leak or a large request keeps, not a burst.
+ */
+export class MemoryWatch implements ProcessLimits {
+  readonly #members = new Set<LimitedProcess>();
+  #timer: Timer | null = null;
+
+  constructor(
+    private readonly name: string,
+    private readonly limitBytes: number,
+    private readonly opts: WatchOptions,
+  ) {}
+
+  joined(p: LimitedProcess): void {
+    this.#members.add(p);
+    this.#arm();
+  }
+
+  /** The watch's kills are the server's own (kill reason memory-limit): the exit says so without help. */
+  left(p: LimitedProcess): boolean {
+    this.#members.delete(p);
+    if (this.#members.size === 0) {
+      this.opts.clock.clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    return false;
+  }
+
+  #arm(): void {
+    if (this.#timer !== null || this.#members.size === 0) return;
+    this.#timer = this.opts.clock.setTimeout(() => void this.#check(), this.opts.watchIntervalMs);
+    this.#timer.unref();
+  }
+
+  async #check(): Promise<void> {
+    const members = [...this.#members];
+    const sizes = await Promise.all(members.map((p) => p.measureMemory()));
+    const total = sizes.reduce((s, b) => s + b, 0);
+    const largest = sizes.indexOf(Math.max(...sizes));
+    const p = members[largest];
+    // One gone meanwhile took its memory with it.
+    if (total > this.limitBytes && this.#members.has(p)) {
+      this.opts.log(
+        `[${this.name}] its workers use ${mb(total)}, past memory_limit_mb=${this.limitBytes / 2 ** 20}: stopping worker pid ${p.pid} (${mb(sizes[largest])})`,
+      );
+      // Out of the sums from now on, so no neighbour is stopped for the memory its exit frees.
+      this.#members.delete(p);
+      p.kill('memory-limit', this.name);
+    }
+    this.#timer = null;
+    this.#arm();
+  }
+}
+
 let cgroupSeq = 0;
 
 /** The server's way of enforcing limits, chosen once at start: what the start line says. */
@@ -53,21 +114,17 @@ export class LimitEnforcement {
 
   constructor(
     parent: CgroupParent | { reason: string },
-    private readonly opts: { clock: Clock; log: (line: string) => void; watchIntervalMs: number },
+    private readonly opts: WatchOptions,
   ) {
     this.#parent = 'reason' in parent ? null : parent;
     this.why = 'reason' in parent ? parent.reason : null;
   }
 
-  /** Probes the machine's cgroups (cgroup.ts), under `root`. */
-  static probe(
-    opts: { clock: Clock; log: (line: string) => void; watchIntervalMs: number },
-    root?: string,
-  ): LimitEnforcement {
+  static probe(opts: WatchOptions, root?: string): LimitEnforcement {
     return new LimitEnforcement(cgroupParent(root), opts);
   }
 
-  /** How limits are enforced here: 'cgroup v1', 'cgroup v2', or 'memory watch' (the server's own). */
+  /** 'cgroup v1', 'cgroup v2', or 'memory watch' (the server's own). */
   get mode(): string {
     return this.#parent ? `cgroup v${this.#parent.version}` : 'memory watch';
   }

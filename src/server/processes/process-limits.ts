@@ -1,15 +1,12 @@
-/**
- * What a model's limits (memory_limit_mb, cpu_limit) are, and what enforcing them sees of its
- * worker processes: limit-enforcement.ts chooses how they are held, cgroup.ts or memory-watch.ts holds them.
- */
+/** A model's limits (memory_limit_mb, cpu_limit) and what enforcing them (limit-enforcement.ts) sees of its workers. */
 
-/** A model's limits (null = none). */
+/** null = none. */
 export interface ModelLimits {
   readonly memoryLimitMb: number | null;
   readonly cpuLimit: number | null;
 }
 
-/** What enforcement sees of a worker process of a limited model (HostProcess). */
+/** A worker process of a limited model (HostProcess). */
 export interface LimitedProcess {
   readonly pid: number;
   measureMemory(): Promise<number>;
@@ -18,10 +15,7 @@ export interface LimitedProcess {
 
 /** One model's enforcement, which each of its worker processes joins at spawn and leaves at exit. */
 export interface ProcessLimits {
-  /**
-   * The process was just spawned (before its Started, so before any Load is sent to it): it is
-   * held to the limits from now on. Node's own start-up runs before the join, outside them.
-   */
+  /** Called before the process's Started, so before any Load: Node's own start-up runs outside the limits. */
   joined(p: LimitedProcess): void;
   /** It exited and was reaped; true when the limit ended it (its cgroup's OOM kill). */
   left(p: LimitedProcess): boolean;

@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
 
 /**
- * Memory a process really costs, in bytes: PSS from smaps_rollup (shared pages such as the node
- * binary and libonnxruntime are split between the processes mapping them), falling back to RSS.
- * Returns 0 when the process is gone.
+ * Memory a process really costs (bytes; 0 once gone): PSS, which splits shared pages such as the
+ * node binary and libonnxruntime between the processes mapping them, else RSS.
  */
 export async function processMemoryBytes(pid: number): Promise<number> {
   try {

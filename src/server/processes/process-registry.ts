@@ -4,7 +4,6 @@
  */
 import type { KillReason, WorkerExit } from './exit-reason';
 
-/** What the registry needs of a process (hosts/host-process.ts). */
 export interface LiveProcess {
   kill(reason: KillReason): void;
   readonly exited: Promise<WorkerExit>;

@@ -1,7 +1,6 @@
 /**
  * Starts a worker process (src/worker-process/main.ts, TorchServe's model_service_worker.py) and
- * wires its plumbing: the frame channel on fd 3, its stdout and stderr lines, its exit. What the
- * process is for — its slots, its batches — is hosts/host-process.ts's business.
+ * wires its plumbing: frames on fd 3, stdout and stderr lines, its exit. What it is for is host-process.ts's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,10 +11,7 @@ import type { Clock } from '../../util/clock';
 import { FrameReader } from '../../protocol/frame-reader';
 import type { Frame } from '../../protocol/messages';
 
-/**
- * What starts the process: child_process.spawn, or in lifecycle tests a fake process that speaks
- * the frames over fd 3 itself (test/lifecycle/fake-process.ts), so everything above it runs as is.
- */
+/** child_process.spawn, or in lifecycle tests a fake process speaking the frames (test/lifecycle/fake-process.ts). */
 export type Launch = (
   cmd: string,
   args: readonly string[],
@@ -23,17 +19,15 @@ export type Launch = (
 ) => ChildProcess;
 
 export interface SpawnHooks {
-  /** A line the process wrote to stdout or stderr. */
   onLine(line: string): void;
   onFrame(frame: Frame): void;
-  /** A frame could not be read: the reader is out of step with the stream, and reads nothing more. */
+  /** The reader is out of step with the stream, and reads nothing more. */
   onProtocolError(err: Error): void;
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
 export interface SpawnedWorker {
   readonly child: ChildProcess;
-  /** fd 3: frames both ways. */
   readonly channel: Socket;
   readonly reader: FrameReader;
 }
@@ -43,17 +37,17 @@ const kUnassignedFrameLimit = 1 << 20;
 const kWorkerScript = path.join(__dirname, '..', '..', 'worker-process', 'main.js');
 /** `node --cpu-prof[-dir=…] dist/src/main.js` profiles the workers too: both sides of every request. */
 const kProfilerArgs = process.execArgv.filter((a) => /^--(cpu|heap)-prof/.test(a));
-/** The server runs under a profiler, and so do its workers: they write their profiles on a clean exit. */
+/** The workers write their profiles on a clean exit. */
 export const kWorkersProfiled = kProfilerArgs.length > 0;
 // PR_SET_PDEATHSIG through util-linux: the kernel kills the worker when the server dies, even by
 // SIGKILL, even while the worker is stuck inside a native call that no JS timer could interrupt.
 const kSetpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) ?? null;
 // Make the kernel's OOM killer choose a worker, never the server holding every other model.
 const kWorkerOomScoreAdj = '900';
-/** How long an aborted worker's last stderr lines may take to arrive after its exit. */
+/** How long an aborted worker's last stderr lines (V8's reason) may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
-/** `ringFd`: the worker's body ring (hosts/body-ring.ts), which it gets as fd 4. */
+/** `ringFd`: the worker's body ring (hosts/body-ring.ts), its fd 4. */
 export function spawnProcess(
   launch: Launch | undefined,
   env: NodeJS.ProcessEnv,
@@ -86,7 +80,6 @@ export function spawnProcess(
   channel.on('data', onData);
   channel.on('error', () => undefined);
   child.on('exit', (code, signal) => {
-    // 'exit' can come before the last stderr lines: an abort waits (briefly) for V8's reason.
     if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return hooks.onExit(code, signal);
     let settled = false;
     const settle = () => {

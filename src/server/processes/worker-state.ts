@@ -1,8 +1,7 @@
 /**
- * The transition tables below the registration's (registration.ts): a worker process's (HostProcess)
- * and a model slot's (ModelSlot; describe shows these upper-cased). A kill does not change a
- * process's state; `killed` says the server has begun to end it. A slot that dies in any live state
- * is failed, unless it was ready or stopping and the server stopped it.
+ * A worker process's (HostProcess) and a model slot's (ModelSlot) transition tables. A kill does
+ * not change a process's state (killedBy says it). A slot that dies in any live state is failed,
+ * unless it was ready or stopping and the server stopped it.
  */
 import { StateMachine } from '../../util/state-machine';
 

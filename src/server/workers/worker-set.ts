@@ -20,7 +20,7 @@ export interface WorkerSetDeps {
   onRestarted(): void;
   onFailed(err: MmeError): void;
   onRecovered(): void;
-  /** Calls `wake` once when there may be room for a worker that had nowhere to start (a shared host started or freed a slot). */
+  /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
   clock: Clock;
 }
@@ -31,7 +31,7 @@ const kFailedAfter = 3;
 export class WorkerSet {
   readonly workers: WorkerSlot[] = [];
   #target: number;
-  /** start() has returned: deaths are replaced from now on (a death during start fails the load). */
+  /** Deaths are replaced from now on (a death during start() fails the load). */
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
@@ -60,12 +60,11 @@ export class WorkerSet {
     return this.#target;
   }
 
-  /** A death is being waited out before its replacement starts. */
   get restarting(): boolean {
     return this.#backoff.waiting;
   }
 
-  /** Starts the target count and resolves once all have loaded; rejects with the first failure. */
+  /** Rejects with the first failure. */
   async start(abort: AbortSignal): Promise<void> {
     const { started } = this.reconcile();
     const aborted = new Promise<never>((_, reject) => {
@@ -103,7 +102,7 @@ export class WorkerSet {
     }
   }
 
-  /** Sets the target and reconciles at once; resolves when the started workers have loaded and the retired ones exited. */
+  /** Resolves when the started workers have loaded and the retired ones exited. */
   async scale(target: number): Promise<void> {
     this.#target = target;
     const { started, retired } = this.reconcile();
@@ -113,7 +112,7 @@ export class WorkerSet {
     if (failed) throw failed.reason as MmeError;
   }
 
-  /** Brings the workers to what is wanted; starts none while a back-off is pending. */
+  /** Starts none while a back-off is pending. */
   reconcile(): { started: WorkerSlot[]; retired: WorkerSlot[]; exited: Array<Promise<WorkerExit>> } {
     const started: WorkerSlot[] = [];
     const retired: WorkerSlot[] = [];
@@ -223,7 +222,7 @@ export class WorkerSet {
     return this.workers.some((w) => w.isVacant);
   }
 
-  /** A worker exited: forget it, and replace it if the server did not mean it to end. */
+  /** Replaces it if the server did not mean it to end. */
   onExit(worker: WorkerSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);

@@ -29,7 +29,6 @@ interface FakeHost {
   /** Its slots, as HostProcess.slots: each a model's place in the host. */
   slots: FakeModel[];
   heavyModel: string | null;
-  markHeavy(model: string | null): void;
 }
 
 function model(modelName: string): FakeModel {
@@ -49,9 +48,6 @@ function host(id: string, ...models: FakeModel[]): FakeHost {
     open: true,
     slots: models,
     heavyModel: null,
-    markHeavy(m) {
-      this.heavyModel = m;
-    },
   };
 }
 

@@ -4,7 +4,7 @@
  * so the server runs in its no-cgroup mode).
  */
 import assert from 'node:assert/strict';
-import { MemoryWatch } from '../../../src/server/processes/memory-watch';
+import { MemoryWatch } from '../../../src/server/processes/limit-enforcement';
 import { waitFor } from '../../../harness/process-probes';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { harness, invokeRequest, statusOf } from '../../lifecycle/harness';
