@@ -97,7 +97,10 @@ export const ERRORS = {
     when: 'no answer within the response timeout (queue wait included); a worker that ran over is killed and replaced',
   }),
   MME_ERR_INSUFFICIENT_MEMORY: error(507, 'InsufficientMemoryException', {
-    when: 'not enough memory (or disk) to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)',
+    when: 'not enough memory to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)',
+  }),
+  MME_ERR_INSUFFICIENT_STORAGE: error(507, 'InsufficientStorageException', {
+    when: 'the disk is full (ENOSPC) or over its quota (EDQUOT) where the server writes a model (TMPDIR for extracted archives, model_cache_dir for model_repository downloads): 507 so that SageMaker unloads idle models, whose files go with them; elsewhere unload a model or give that directory more room',
   }),
   MME_ERR_CONFIG: error(500, 'ConfigurationException', {
     when: 'start-up only: config.properties, environment or command line is invalid (the message names the key)',

@@ -10,10 +10,21 @@ export function isDiskFull(err: unknown): boolean {
   return code === 'ENOSPC' || code === 'EDQUOT';
 }
 
-export function diskFullError(what: string, cause: unknown): MmeError {
-  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `No space left on device: the disk is full, so ${what} failed`, {
-    cause,
-  });
+/** Where a model's files are written, as the operator knows it (never the path itself, which the client sees). */
+const kExtractionDir = 'the directory where the server extracts model archives (in TMPDIR)';
+
+/**
+ * 507 as SageMaker's contract asks for a lack of any resource (it then unloads idle models, and their
+ * extracted files go with them), under its own code: MME_ERR_INSUFFICIENT_MEMORY means memory only.
+ */
+export function diskFullError(what: string, cause: unknown, dir = kExtractionDir): MmeError {
+  const full =
+    errnoOf(cause) === 'EDQUOT' ? 'the disk quota is used up (EDQUOT)' : 'no space is left on the disk (ENOSPC)';
+  return new MmeError(
+    'MME_ERR_INSUFFICIENT_STORAGE',
+    `${what} failed: ${full} of ${dir}. Unload a model (DELETE /models/{name}) to free its files, free space there, or give that directory a larger volume.`,
+    { cause },
+  );
 }
 
 /**

@@ -8,6 +8,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { diskFullError, isDiskFull } from '../artifacts/fs-errors';
 import type { RepositoryConfig } from '../config/types';
 import { MmeError } from '../errors';
 import { Semaphore } from '../util/semaphore';
@@ -64,6 +65,8 @@ export class ModelRepository {
       return { path: this.cache.localPath(name), release };
     } catch (err) {
       release();
+      // Our disk, not the store: "unavailable" would send the operator to the wrong place.
+      if (isDiskFull(err)) throw diskFullError(`downloading model ${name}`, err, 'model_cache_dir');
       const gone = err instanceof MmeError && err.code === 'MME_ERR_MODEL_NOT_FOUND';
       // Deleted from the repository: a copy kept on disk would outlive it.
       if (gone) await this.cache.discard(name);

@@ -403,9 +403,12 @@ describe('resolveArtifact: .tar.gz archives', function () {
     );
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout);
-    assert.equal(out.code, 'MME_ERR_INSUFFICIENT_MEMORY');
+    assert.equal(out.code, 'MME_ERR_INSUFFICIENT_STORAGE');
     assert.equal(out.status, 507);
-    assert.match(out.message, /disk is full/);
+    assert.match(
+      out.message,
+      /^extracting the model archive failed: no space is left on the disk \(ENOSPC\) of the directory where the server extracts model archives/,
+    );
     assert.deepEqual(out.left, []);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Filesystem failures as client-visible errors (src/artifacts/fs-errors.ts): a full disk is a
- * resource answer, anything else a failed load naming only the errno, never the paths Node's own
+ * 507 of its own (not the memory code), anything else a failed load naming only the errno, never the paths Node's own
  * message carries.
  */
 import assert from 'node:assert/strict';
@@ -39,13 +39,27 @@ describe('artifacts/fs-errors: filesystem failures as errors a client may see', 
     assert.equal(fsFailure('reading', 'odd').message, 'reading failed: odd');
   });
 
-  it('answers a full disk as the resource error SageMaker answers by unloading models, saying what failed', () => {
-    const full = Object.assign(new Error('ENOSPC: no space left on device, write /var/x'), { code: 'ENOSPC' });
-    for (const e of [fsFailure('writing the download', full), diskFullError('writing the download', full)]) {
-      assert.equal(e.code, 'MME_ERR_INSUFFICIENT_MEMORY');
-      assert.equal(e.status, 507);
-      assert.equal(e.message, 'No space left on device: the disk is full, so writing the download failed');
-      assert.ok(!e.message.includes('/var/x'));
+  it('answers a full disk or quota with 507 under its own code, naming the directory and what to do, never the memory code', () => {
+    for (const [errno, said] of [
+      ['ENOSPC', 'no space is left on the disk (ENOSPC)'],
+      ['EDQUOT', 'the disk quota is used up (EDQUOT)'],
+    ]) {
+      const full = Object.assign(new Error(`${errno}: write /var/x`), { code: errno });
+      for (const e of [fsFailure('writing the download', full), diskFullError('writing the download', full)]) {
+        assert.equal(e.code, 'MME_ERR_INSUFFICIENT_STORAGE');
+        assert.equal(e.status, 507, 'SageMaker unloads idle models on a 507, which frees their files');
+        assert.equal(e.type, 'InsufficientStorageException');
+        assert.equal(
+          e.message,
+          `writing the download failed: ${said} of the directory where the server extracts model archives (in TMPDIR). Unload a model (DELETE /models/{name}) to free its files, free space there, or give that directory a larger volume.`,
+        );
+        assert.ok(!e.message.includes('/var/x'));
+        assert.equal(e.cause, full);
+      }
     }
+    assert.match(
+      diskFullError('downloading', { code: 'ENOSPC' }, 'model_cache_dir').message,
+      /disk \(ENOSPC\) of model_cache_dir\./,
+    );
   });
 });

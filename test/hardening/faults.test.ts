@@ -249,8 +249,11 @@ describe('hardening: faults', () => {
     try {
       const full = await loadModel(s, 'big', path.join(store, 'big.tar.gz'));
       assert.equal(full.status, 507, full.text);
-      assert.equal(full.body.type, 'InsufficientMemoryException');
-      assert.match(full.body.message, /No space left on device/);
+      assert.equal(full.body.errorCode, 'MME_ERR_INSUFFICIENT_STORAGE', '507 means memory only under its own code');
+      assert.match(
+        full.body.message,
+        /no space is left on the disk \(ENOSPC\) of the directory where the server extracts model archives \(in TMPDIR\)\. Unload a model/,
+      );
       // The tmpfs is only visible inside the server's mount namespace, through its /proc root.
       const root = `/proc/${s.pid}/root${tmp}`;
       const extraction = fs.readdirSync(root).filter((d) => d.startsWith('mme-artifacts-'));

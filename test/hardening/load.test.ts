@@ -46,4 +46,10 @@ describe('hardening: load', () => {
     assert.ok(r.kills >= 2, `${r.kills} kills`);
     assert.ok(r.operations >= 450, `${r.operations} operations`);
   });
+
+  it('T-P5 kill attribution: with a worker SIGKILLed every 5 operations, every failure is one a kill caused (in flight at it, or before the server had reaped the worker and its models were whole again), by the order of events, not a clock', async () => {
+    const r = await runChaos({ operations: 150, killEveryOps: 5, rssGrowthLimit: null });
+    assert.ok(r.ok, r.problems.join('; '));
+    assert.ok(r.kills >= 25, `${r.kills} kills`);
+  });
 });

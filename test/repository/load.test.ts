@@ -7,6 +7,8 @@ import { addModel, identityModel } from '../../harness/onnx-models';
 import { waitFor } from '../../harness/process-probes';
 import { invoke, request } from '../../harness/http-requests';
 import { startTestServer, tempDir, type TestServer } from '../../harness/test-server';
+import { startCliServer } from '../../harness/cli-server';
+import { skipBecause, userNamespaceProblem } from '../helpers/skip';
 import { kBucket, kS3Env, LocalS3, setEnv } from '../../harness/local-s3';
 import { startStallingS3 } from './stalling-s3';
 
@@ -228,6 +230,43 @@ describe('model_repository: on-demand loads from S3', function () {
       assert.deepEqual(fs.readdirSync(dir).sort(), ['a', 'c']);
     } finally {
       await small.close();
+    }
+  });
+
+  it('answers a full model_cache_dir volume with 507 MME_ERR_INSUFFICIENT_STORAGE, not the store as unavailable, and forgets it', async function () {
+    // An unprivileged user and mount namespace puts a 256 KiB tmpfs under model_cache_dir, far below model_cache_disk_mb.
+    const noNamespaces = userNamespaceProblem();
+    if (noNamespaces) skipBecause(this, 'user-namespaces', noNamespaces);
+    const dir = tempDir('mme-disk-cache-');
+    await s3.putModelDir('full', 'big', addModel(), { 'padding.bin': Buffer.alloc(1024 * 1024, 7) });
+    await s3.putModelDir('full', 'small', addModel());
+    const server = await startCliServer(
+      s3.properties('full', `model_cache_dir=${dir}\nload_failure_cache_seconds=60`),
+      {
+        env: { CACHE: dir },
+        launcher: ['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs -o size=256k tmpfs "$CACHE" && exec "$@"', 'sh'],
+      },
+    );
+    try {
+      const full = await invoke(server, 'big', kInput);
+      assert.equal(full.status, 507, full.text);
+      assert.equal(full.body.errorCode, 'MME_ERR_INSUFFICIENT_STORAGE');
+      assert.match(
+        full.body.message,
+        /^downloading model big failed: no space is left on the disk \(ENOSPC\) of model_cache_dir\./,
+      );
+      // A disk, not the model: not remembered, so the next invoke tries (and fails) again.
+      const again = await invoke(server, 'big', kInput);
+      assert.doesNotMatch(again.body.message, /failed to load recently/);
+      assert.equal(again.body.errorCode, 'MME_ERR_INSUFFICIENT_STORAGE');
+      // The partial download is gone: the tmpfs (seen through the server's /proc root) holds room for the next model.
+      assert.equal((await invoke(server, 'small', kInput)).status, 200);
+      assert.deepEqual(
+        fs.readdirSync(`/proc/${server.pid}/root${dir}`).filter((d) => d !== 'small'),
+        [],
+      );
+    } finally {
+      await server.stop();
     }
   });
 });

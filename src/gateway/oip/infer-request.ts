@@ -18,15 +18,15 @@ function headerChunks(body: readonly Buffer[], length: number): Buffer[] {
   return out;
 }
 
-/** `key` in the bytes `chunks` hold back to back, across a boundary too. */
+/** `key` in the bytes `chunks` hold back to back, across seams too, however small the chunks. */
 function mentions(chunks: readonly Buffer[], key: Buffer): boolean {
-  for (let i = 0; i < chunks.length; i++) {
-    if (chunks[i].indexOf(key) >= 0) return true;
-    if (i > 0) {
-      const prev = chunks[i - 1];
-      const seam = Buffer.concat([prev.subarray(prev.length - key.length + 1), chunks[i].subarray(0, key.length - 1)]);
-      if (seam.indexOf(key) >= 0) return true;
-    }
+  const keep = key.length - 1;
+  // The last `keep` bytes before this chunk, which a key may start in.
+  let tail: Buffer = Buffer.alloc(0);
+  for (const c of chunks) {
+    if (c.indexOf(key) >= 0) return true;
+    if (tail.length > 0 && Buffer.concat([tail, c.subarray(0, keep)]).indexOf(key) >= 0) return true;
+    tail = c.length >= keep ? c.subarray(c.length - keep) : Buffer.concat([tail, c]).subarray(-keep);
   }
   return false;
 }
