@@ -152,6 +152,8 @@ function describe(
       gpuId: w.gpuId,
       memoryUsage: w.lifecycle.memoryBytes,
       executionProvider: w.lifecycle.loaded?.executionProvider ?? null,
+      // onnx_graph_optimization_level=auto resolved for this model's graph.
+      graphOptimizationLevel: w.lifecycle.loaded?.graphOptimizationLevel ?? null,
       // Cold-start split: process + runtime start, then handler init + session creation.
       startupMicros: w.lifecycle.loaded
         ? { spawn: w.spawnMicros, session: w.lifecycle.loaded.sessionMicros, load: w.lifecycle.loaded.loadMicros }

@@ -6,9 +6,11 @@
 import type { WireError } from '../errors';
 import type { ModelMetadata, ResponseHead, TensorInfo } from '../model-types';
 
-/** onnxruntime's graph optimization levels, as its session options name them (onnx_graph_optimization_level). */
+/** onnxruntime's graph optimization levels, as its session options name them. */
 export const kGraphOptimizationLevels = ['all', 'extended', 'basic', 'disabled'] as const;
 export type GraphOptimizationLevel = (typeof kGraphOptimizationLevels)[number];
+/** onnx_graph_optimization_level: a level, or auto (the worker picks one per model: worker-process/optimization-level.ts). */
+export const kGraphOptimizationSettings = ['auto', ...kGraphOptimizationLevels] as const;
 
 export const enum MessageKind {
   // parent → worker
@@ -38,7 +40,7 @@ export interface LoadMessage {
   gpuId: number;
   intraOpThreads: number;
   interOpThreads: number;
-  graphOptimizationLevel: GraphOptimizationLevel;
+  graphOptimizationLevel: (typeof kGraphOptimizationSettings)[number];
   decodeInputRequest: boolean;
   /** Run batches as they arrive (preload_model), not one after another (the parent counts only the oldest as running). */
   concurrentBatches: boolean;
@@ -60,6 +62,8 @@ export interface LoadedMessage {
   loadMicros: number;
   sessionMicros: number;
   executionProvider: string;
+  /** The level the session was created with: auto resolved for this model. */
+  graphOptimizationLevel: GraphOptimizationLevel;
   inputs: TensorInfo[];
   outputs: TensorInfo[];
   metadata: ModelMetadata;

@@ -1,16 +1,20 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { MmeError } from '../errors';
-import type { LoadedMessage, LoadMessage } from '../protocol/messages';
+import type { GraphOptimizationLevel, LoadedMessage, LoadMessage } from '../protocol/messages';
 import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
 import { explainLoadFailure, unparsedModel } from './load-errors';
 import { readOnnxFile, type OnnxFile } from './onnx-file';
 import { domainName } from './opset-support';
+import { levelFor } from './optimization-level';
 import { describeOutputs, zipMapOutputs } from './served-outputs';
 
 /** The session, and what the Loaded frame tells the server of it. */
-export type OpenedSession = Pick<LoadedMessage, 'executionProvider' | 'inputs' | 'outputs' | 'metadata'> & {
+export type OpenedSession = Pick<
+  LoadedMessage,
+  'executionProvider' | 'graphOptimizationLevel' | 'inputs' | 'outputs' | 'metadata'
+> & {
   session: ort.InferenceSession;
 };
 
@@ -23,15 +27,21 @@ const kDocStringChars = 1000;
  * would start models × workers × cores threads.
  */
 export async function openSession(msg: LoadMessage, warn: (line: string) => void): Promise<OpenedSession> {
-  const model = await readModel(msg.onnxPath, sessionOptions(msg));
+  const model = await readModel(msg.onnxPath, sessionOptions(msg, 'all'));
   const zipMaps = zipMapOutputs(model);
   const source: string | Uint8Array = zipMaps.length ? zipMapsAsTensors(msg.onnxPath, model, zipMaps) : msg.onnxPath;
-  const options = sessionOptions(msg, typeof source === 'string' ? undefined : path.dirname(msg.onnxPath));
+  const graphOptimizationLevel = levelFor(msg.graphOptimizationLevel, model);
+  const options = sessionOptions(
+    msg,
+    graphOptimizationLevel,
+    typeof source === 'string' ? undefined : path.dirname(msg.onnxPath),
+  );
   try {
     const { session, executionProvider } = await create(source, options, msg.gpuId, warn);
     return {
       session,
       executionProvider,
+      graphOptimizationLevel,
       inputs: describe(session.inputMetadata),
       outputs: describeOutputs(describe(session.outputMetadata), model, zipMaps),
       metadata: metadataOf(model),
@@ -46,12 +56,16 @@ export async function openSession(msg: LoadMessage, warn: (line: string) => void
 }
 
 /** `externalDataDir`: where a model loaded from memory finds its external data files (with the same escape checks). */
-function sessionOptions(msg: LoadMessage, externalDataDir?: string): ort.InferenceSession.SessionOptions {
+function sessionOptions(
+  msg: LoadMessage,
+  graphOptimizationLevel: GraphOptimizationLevel,
+  externalDataDir?: string,
+): ort.InferenceSession.SessionOptions {
   return {
     intraOpNumThreads: msg.intraOpThreads,
     interOpNumThreads: msg.interOpThreads,
     executionMode: 'sequential',
-    graphOptimizationLevel: msg.graphOptimizationLevel,
+    graphOptimizationLevel,
     // A shared host holds thousands of small sessions: the arena keeps each one's first-run buffers
     // (124 → 88 KiB a tiny MLP's session after a run, in the same process) and saves no run time at
     // these sizes; a dedicated worker's one session keeps it, for large tensors reused run after run.

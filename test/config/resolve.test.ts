@@ -85,7 +85,7 @@ describe('resolveConfig', () => {
         blacklistEnvVars: null,
         intraOpThreads: 1,
         interOpThreads: 1,
-        graphOptimizationLevel: 'all',
+        graphOptimizationLevel: 'auto',
         modelCache: true,
         maxLoadedModels: 0,
         modelMemoryBudgetBytes: 0,

@@ -122,6 +122,7 @@ export class FakeProcess extends EventEmitter {
           loadMicros: 1,
           sessionMicros: 1,
           executionProvider: 'cpu',
+          graphOptimizationLevel: 'all',
           inputs: [],
           outputs: [],
           streaming: false,

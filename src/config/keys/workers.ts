@@ -1,5 +1,5 @@
 /** Workers: the processes that run a model's sessions, how many, and what they may take. */
-import { kGraphOptimizationLevels } from '../../protocol/messages';
+import { kGraphOptimizationSettings } from '../../protocol/messages';
 import {
   atLeast,
   between,
@@ -55,9 +55,9 @@ export const kWorkerKeys = {
     field: 'interOpThreads',
     doc: 'onnxruntime threads running independent operators in parallel, per worker; 0 = onnxruntime default.',
   }),
-  onnx_graph_optimization_level: oneOf(kGraphOptimizationLevels, 'all', {
+  onnx_graph_optimization_level: oneOf(kGraphOptimizationSettings, 'auto', {
     field: 'graphOptimizationLevel',
-    doc: "onnxruntime's graph optimizations when a session is created: all, extended, basic or disabled. basic keeps constant folding and the simple fusions and skips the extended ones (Gemm with its activation, GELU, LayerNorm, attention) and the layout ones, which keep memory in every session: a tiny MLP's session costs 57 KiB loaded instead of 87 KiB. For thousands of small models in shared hosts; transformer models run slower without the fusions.",
+    doc: "onnxruntime's graph optimizations when a session is created: auto, all, extended, basic or disabled. basic keeps constant folding and the simple fusions and skips the extended ones (Gemm with its activation, GELU, LayerNorm, attention) and the layout ones, which keep ~30 KiB in every session: a tiny MLP's session costs 58 KiB loaded instead of 89 KiB. auto = basic for a graph of at most 4 nodes and 1 MiB (nothing to fuse: 100 000 tiny shared models fit in 8 GiB), all for any other (many-node graphs run 1.2-1.6× faster fused); GET /models/{name} shows each worker's level.",
   }),
   spare_workers: int('1', atLeast(0), {
     doc: 'Worker processes kept started (Node and onnxruntime initialised) with no model, so a load skips process start-up: cold start drops from ~150-300 ms to tens of ms. Each costs ~35 MB. Kept for dedicated loads, and in worker_mode=shared while autoscale may promote a hot model (autoscale on, shared_host_heavy_share > 0). 0 = none.',
