@@ -99,6 +99,9 @@ export const ERRORS = {
   MME_ERR_INSUFFICIENT_MEMORY: error(507, 'InsufficientMemoryException', {
     when: 'not enough memory to load or run the model: the budget has no room, the worker reported an allocation failure, or it was SIGKILLed by someone other than the server (the kernel OOM killer)',
   }),
+  MME_ERR_MODEL_LIMIT: error(507, 'ModelLimitException', {
+    when: 'max_loaded_models models are loaded and none could be evicted: 507 so that SageMaker unloads one (a count, not memory: the memory code means memory only); elsewhere unload a model or raise max_loaded_models',
+  }),
   MME_ERR_INSUFFICIENT_STORAGE: error(507, 'InsufficientStorageException', {
     when: 'the disk is full (ENOSPC) or over its quota (EDQUOT) where the server writes a model (TMPDIR for extracted archives, model_cache_dir for model_repository downloads): 507 so that SageMaker unloads idle models, whose files go with them; elsewhere unload a model or give that directory more room',
   }),
@@ -207,11 +210,18 @@ export function isMmeError(err: unknown): err is MmeError {
 
 /**
  * What marks a resource failure (507 rather than 500), taken from Triton's SageMaker server, which
- * maps the same engine messages for the same contract.
+ * maps the same engine messages for the same contract. A full disk (or /dev/shm, where onnxruntime
+ * and handlers map files) is 507 too, under its own code: the memory code means memory only.
  */
 const kOutOfMemory =
-  /out ?of ?memory|memoryerror|failed to allocate memory|bad_alloc|cannot allocate memory|enomem|no space left on device|cuda_out_of_memory|cublas_status_alloc_failed|allocation failed|\boom\b/i;
+  /out ?of ?memory|memoryerror|failed to allocate memory|bad_alloc|cannot allocate memory|enomem|cuda_out_of_memory|cublas_status_alloc_failed|allocation failed|\boom\b/i;
+const kOutOfSpace = /no space left on device|enospc|edquot|disk quota exceeded/i;
 
-export function looksLikeOutOfMemory(message: string): boolean {
-  return kOutOfMemory.test(message);
+/** The 507 a failure's message reports, `doing` what ran short (e.g. "loading the model"), or undefined. */
+export function shortageError(message: string, doing: string): MmeError | undefined {
+  if (kOutOfSpace.test(message))
+    return new MmeError('MME_ERR_INSUFFICIENT_STORAGE', `${doing} ran out of disk or shared-memory space: ${message}`);
+  if (kOutOfMemory.test(message))
+    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${doing} ran out of memory: ${message}`);
+  return undefined;
 }

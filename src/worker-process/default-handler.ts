@@ -3,7 +3,7 @@
  * requests along the batch axis), encode each result as its Accept asks (content-types.ts). A slot
  * holding an Error fails that request alone; custom handlers may use the same convention.
  */
-import { MmeError, looksLikeOutOfMemory } from '../errors';
+import { MmeError, shortageError } from '../errors';
 import type { TensorInfo } from '../model-types';
 import type { HandlerContext, HandlerRequest } from './context';
 import { decoderFor, encodeAnswer, encoderFor } from './content-types';
@@ -125,8 +125,8 @@ const kInputFaults =
 
 function classifyRunError(err: Error): MmeError {
   const msg = String(err?.message ?? err);
-  if (looksLikeOutOfMemory(msg))
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `onnxruntime ran out of memory: ${msg}`);
+  const shortage = shortageError(msg, 'onnxruntime');
+  if (shortage) return shortage;
   if (kInputFaults.test(msg)) return new MmeError('MME_ERR_INVALID_INPUT', `onnxruntime rejected the input: ${msg}`);
   return new MmeError('MME_ERR_MODEL_ERROR', `onnxruntime failed to run the model: ${msg}`);
 }

@@ -1,6 +1,6 @@
 /** One model inside a worker process (a shared host holds one per slot): its session, handler, and batches. */
 import { performance } from 'node:perf_hooks';
-import { MmeError, isMmeError, looksLikeOutOfMemory, type WireError } from '../errors';
+import { MmeError, isMmeError, shortageError, type WireError } from '../errors';
 import type {
   InferMessage,
   LoadedMessage,
@@ -202,15 +202,17 @@ function asMmeError(err: unknown): MmeError {
   return isMmeError(err) ? err : new MmeError('MME_ERR_INTERNAL', asError(err).message);
 }
 
-/** What a failed load reports: memory errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */
+/** What a failed load reports: memory or space errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */
 export function loadError(err: unknown): WireError {
   const error = asError(err);
   if (isMmeError(error)) return error.toWire();
   const { message } = error;
-  if (looksLikeOutOfMemory(message) || error instanceof RangeError) {
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `not enough memory to load the model: ${message}`).toWire();
-  }
-  return new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`).toWire();
+  const shortage =
+    shortageError(message, 'loading the model') ??
+    (error instanceof RangeError
+      ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `loading the model ran out of memory: ${message}`)
+      : undefined);
+  return (shortage ?? new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`)).toWire();
 }
 
 /**
@@ -267,8 +269,12 @@ function requestError(err: Error): MmeError {
   const status = Number((err as { status?: unknown }).status);
   if (Number.isInteger(status) && status >= 400 && status <= 599)
     return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
-  if (looksLikeOutOfMemory(err.message) || (err instanceof RangeError && /allocation|memory/i.test(err.message))) {
-    return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`);
-  }
-  return new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`);
+  const rangeError = err instanceof RangeError && /allocation|memory/i.test(err.message);
+  return (
+    shortageError(err.message, 'the model') ??
+    (rangeError
+      ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`)
+      : undefined) ??
+    new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`)
+  );
 }

@@ -208,6 +208,7 @@ describe('memory admission', () => {
     assert.equal((await loadModel(t, 'a', writeModelDir(t.store, 'a', mlpModel(spec(1))))).status, 200);
     const second = await loadModel(t, 'b', writeModelDir(t.store, 'b', mlpModel(spec(2))));
     assert.equal(second.status, 507);
+    assert.equal(second.body.errorCode, 'MME_ERR_MODEL_LIMIT', 'a count limit is not a lack of memory');
     assert.match(second.body.message, /1 models are loaded and max_loaded_models is 1/);
     assert.equal((await request(`${t.url}/models/a`, { method: 'DELETE' })).status, 200);
     assert.equal((await loadModel(t, 'b', path.join(t.store, 'b'))).status, 200);

@@ -1,4 +1,4 @@
-/** What admission says: the 507 of a reservation that cannot fit, and why its policy chose a victim. */
+/** What admission says: the 507 of a reservation that cannot fit (memory, or max_loaded_models), and why its policy chose a victim. */
 import { MmeError } from '../../errors';
 import { mb } from '../../util/mb';
 import type { EvictionPolicy } from './eviction-policy';
@@ -44,10 +44,10 @@ export function noRoom(
 ): MmeError {
   const { maxLoadedModels, evicts, budgetBytes } = b;
   const scaling = purpose.kind === 'scale';
-  const what =
-    maxLoadedModels > 0 && ask.count >= maxLoadedModels
-      ? `${ask.count} models are loaded and max_loaded_models is ${maxLoadedModels}`
-      : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(ask.needBytes)} and ${mb(ask.usedBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+  const counted = maxLoadedModels > 0 && ask.count >= maxLoadedModels;
+  const what = counted
+    ? `${ask.count} models are loaded and max_loaded_models is ${maxLoadedModels}`
+    : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(ask.needBytes)} and ${mb(ask.usedBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
   const subject = scaling
     ? `Model ${ask.name} cannot scale to ${purpose.workers} workers`
     : `Model ${ask.name} does not fit`;
@@ -70,7 +70,7 @@ export function noRoom(
         : `unload a model (DELETE /models/{name}), or ${raise}`,
     )}`;
   }
-  return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}${said}.`);
+  return new MmeError(counted ? 'MME_ERR_MODEL_LIMIT' : 'MME_ERR_INSUFFICIENT_MEMORY', `${subject}: ${what}${said}.`);
 }
 
 /** Why the policy's order put the victim at `rank`: an eviction that surprises (the busiest model) can be read from the log. */
