@@ -111,7 +111,10 @@ async function reserve(s: Setup, name: string, bytes: number): Promise<string | 
     return null;
   } catch (err) {
     assert.ok(isMmeError(err));
-    assert.equal(err.code, 'MME_ERR_INSUFFICIENT_MEMORY');
+    assert.equal(err.status, 507);
+    // The count is its own resource: the memory code means memory only.
+    const counted = /models are loaded and max_loaded_models is/.test(err.message);
+    assert.equal(err.code, counted ? 'MME_ERR_MODEL_LIMIT' : 'MME_ERR_INSUFFICIENT_MEMORY', err.message);
     return err.message;
   }
 }
