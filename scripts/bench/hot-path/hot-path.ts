@@ -8,8 +8,8 @@ import * as ort from 'onnxruntime-node';
 import { benchDurations, benchUsage, cpuPerRequest, runBench, startBaseline, startBenchServer } from '../kit/bench-run';
 import { hammer, type Hammered } from '../../../harness/load-generator';
 import { median } from '../../../harness/statistics';
-import { postJson } from '../../../harness/http-requests';
 import { writeTinyMlp } from '../../../harness/onnx-models';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { rawRunLatency, sequentialLatency, type Percentiles } from '../kit/latency';
 
 export interface HotPathResult {
@@ -25,14 +25,13 @@ export interface HotPathResult {
   overheadMs: number;
 }
 
-export async function benchHotPath(): Promise<HotPathResult> {
-  const server = await startBenchServer();
+export async function benchHotPath(settings: BenchSettings = settingsFromEnv()): Promise<HotPathResult> {
+  const server = await startBenchServer([], { settings });
   const dir = writeTinyMlp(server.store);
   const onnxPath = path.join(dir, 'model.onnx');
   const baseline = await startBaseline(onnxPath);
   try {
-    const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    await server.loadModel({ model_name: 'tiny', url: dir });
     const row = Array.from({ length: 16 }, (_, i) => i / 16);
     const body = JSON.stringify({ inputs: { input: [row] } });
     const d = benchDurations();
@@ -92,4 +91,4 @@ const USAGE = benchUsage(
   'Tiny-model throughput and p50 server overhead against the in-process limit.',
 );
 
-if (require.main === module) runBench(USAGE, benchHotPath);
+if (require.main === module) runBench(USAGE, () => benchHotPath());
