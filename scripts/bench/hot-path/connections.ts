@@ -1,5 +1,6 @@
 /**
- * Throughput and p99 against the number of connections: tiny MLP 16→32→4, one worker, our server
+ * Throughput and p99 against the number of connections: tiny MLP 16→32→4, one worker (the tuned
+ * settings; others with MME_BENCH_SETTINGS, kit/bench-settings.ts), our server
  * and the in-process node:http + onnxruntime server, interleaved at each count so the load of the
  * shared machine hits both alike. What the hot path's single figure (16 connections) sits on.
  */

@@ -1,6 +1,7 @@
 /**
- * The hot path, tiny model (16→32→4 MLP: overhead-dominated), one worker, against the in-process
- * limit measured in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
+ * The hot path, tiny model (16→32→4 MLP: overhead-dominated), one worker (the tuned settings;
+ * others with MME_BENCH_SETTINGS, kit/bench-settings.ts), against the in-process limit measured
+ * in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
  * p50 server overhead at concurrency 1 (our p50 − raw session.run p50; target ≤ 0.5 ms).
  */
 import path from 'node:path';
