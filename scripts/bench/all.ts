@@ -1,8 +1,9 @@
 /**
- * `npm run bench`: every benchmark, one after another (never two at once on 2 cores), in about a
- * quarter of an hour on the 2-vCPU bench machine. Each bench whose figure is a ratio against a
- * baseline runs `kRepeats` times, each with one shorter measured run, so its spread shows; the
- * others run once. Writes bench-results/latest.json (every raw figure, the commit, the machine, the
+ * `npm run bench`: every benchmark, one after another (never two at once on 2 cores), in about 24
+ * minutes on the 2-vCPU bench machine. Each bench whose figure is a ratio against a baseline runs
+ * `kRepeats` times, each with one shorter measured run, so its spread shows; the others run once.
+ * The throughput and latency benches also run once at the shipped defaults and once as the image
+ * runs on SageMaker (kit/bench-settings.ts). Writes bench-results/latest.json (every raw figure, the commit, the machine, the
  * load), latest.md and the charts, and regenerates the docs sections quoting them. BENCH_QUICK=1
  * runs short versions that only check the harness works.
  */
