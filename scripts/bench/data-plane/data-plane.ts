@@ -26,7 +26,7 @@ import {
   startBenchServer,
   type Measured,
 } from '../kit/bench-run';
-import { postJson } from '../../../harness/http-requests';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { hammer } from '../../../harness/load-generator';
 import { percentiles } from '../kit/latency';
 import { HEADER_LENGTH_HEADER, joinBody } from '../../../src/oip/binary-body';
@@ -96,18 +96,16 @@ function burst(url: string, body: string, n: number): Promise<number[]> {
   ).then((times) => times.sort((a, b) => a - b));
 }
 
-export async function benchDataPlane(): Promise<DataPlaneResult> {
-  const server = await startBenchServer();
+export async function benchDataPlane(settings: BenchSettings = settingsFromEnv()): Promise<DataPlaneResult> {
+  const server = await startBenchServer([], { settings });
   const dir = writeModelDir(server.store, 'image', imageClassifierModel());
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
     for (const [name, url] of [
       ['image', dir],
       ['slow', writeModelDir(server.store, 'slow', imageClassifierModel(), { 'handler.js': behaviourHandler })],
-    ]) {
-      const res = await postJson(`${server.url}/models`, { model_name: name, url, initial_workers: 1 });
-      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    }
+    ])
+      await server.loadModel({ model_name: name, url });
     const rand = seededRandom(3);
     // Four decimals, as a client serialising normalised pixels would send them: ~1.3 MB of JSON.
     const values = Array.from({ length: 3 * 224 * 224 }, () => Math.round(rand() * 1e4) / 1e4);
@@ -207,4 +205,4 @@ const USAGE = benchUsage(
   'Image-sized JSON and .npy requests and large responses against the in-process limit.',
 );
 
-if (require.main === module) runBench(USAGE, benchDataPlane);
+if (require.main === module) runBench(USAGE, () => benchDataPlane());

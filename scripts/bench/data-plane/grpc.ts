@@ -26,7 +26,7 @@ import {
 import { hammer } from '../../../harness/load-generator';
 import { f32 } from '../../../harness/float32';
 import { median } from '../../../harness/statistics';
-import { postJson } from '../../../harness/http-requests';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { writeTinyMlp } from '../../../harness/onnx-models';
 import { kRepoRoot } from '../../../harness/repo-root';
 
@@ -182,18 +182,17 @@ interface Bench {
 }
 
 /** `main`: another build's dist/src/main.js (as MME_BENCH_MAIN), for a before/after in one run. */
-async function startBench(main?: string): Promise<Bench> {
+async function startBench(settings: BenchSettings, main?: string): Promise<Bench> {
   const port = await freePort();
   const own = process.env.MME_BENCH_MAIN;
   if (main) process.env.MME_BENCH_MAIN = main;
-  const server = await startBenchServer([`grpc_inference_port=${port}`]).finally(() => {
+  const server = await startBenchServer([`grpc_inference_port=${port}`], { settings }).finally(() => {
     if (own === undefined) delete process.env.MME_BENCH_MAIN;
     else process.env.MME_BENCH_MAIN = own;
   });
   const clients = connect(`127.0.0.1:${port}`);
   const dir = writeTinyMlp(server.store);
-  const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  await server.loadModel({ model_name: 'tiny', url: dir });
   const row = Array.from({ length: 16 }, (_, i) => i / 16);
   return {
     server,
@@ -259,15 +258,14 @@ function durations(quick: boolean): { seconds: number; reps: number; warmupSecon
 }
 
 /** `quick`: short runs that only check the harness works (as BENCH_QUICK=1). */
-export async function benchGrpc(opts: { quick?: boolean } = {}): Promise<GrpcBenchResult> {
+export async function benchGrpc(opts: { quick?: boolean; settings?: BenchSettings } = {}): Promise<GrpcBenchResult> {
   const quick = opts.quick ?? Boolean(process.env.BENCH_QUICK);
-  const b = await startBench();
+  const b = await startBench(opts.settings ?? settingsFromEnv());
   const { server, clients, httpBody, infer } = b;
   try {
     const gen = path.join(server.store, 'text-generator');
     fs.cpSync(path.join(kRepoRoot, 'model-store', 'text-generator'), gen, { recursive: true });
-    const res = await postJson(`${server.url}/models`, { model_name: 'gen', url: gen, initial_workers: 1 });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    await server.loadModel({ model_name: 'gen', url: gen });
 
     const d = durations(quick);
     const http = await measure(`${server.url}/models/tiny/invoke`, httpBody, kConcurrency, d);
@@ -348,8 +346,9 @@ export async function benchGrpcPaced(opts: {
 }): Promise<{ rate: number; after: PacedRun; before?: PacedRun }> {
   const benches: Bench[] = [];
   try {
-    benches.push(await startBench());
-    if (opts.compare) benches.push(await startBench(opts.compare));
+    const settings = settingsFromEnv();
+    benches.push(await startBench(settings));
+    if (opts.compare) benches.push(await startBench(settings, opts.compare));
     // Warm-up: the first calls compile both paths.
     await pacedCpu(benches, opts.rate, { seconds: 1, reps: 1 }, opts.only);
     const [after, before] = (await pacedCpu(benches, opts.rate, opts, opts.only)).map(

@@ -1,13 +1,14 @@
 /**
- * Throughput and p99 against the number of connections: tiny MLP 16→32→4, one worker, our server
+ * Throughput and p99 against the number of connections: tiny MLP 16→32→4, one worker (the tuned
+ * settings; others with MME_BENCH_SETTINGS, kit/bench-settings.ts), our server
  * and the in-process node:http + onnxruntime server, interleaved at each count so the load of the
  * shared machine hits both alike. What the hot path's single figure (16 connections) sits on.
  */
 import path from 'node:path';
 import { hammer } from '../../../harness/load-generator';
-import { postJson } from '../../../harness/http-requests';
 import { writeTinyMlp } from '../../../harness/onnx-models';
 import { benchDurations, benchUsage, runBench, startBaseline, startBenchServer } from '../kit/bench-run';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 
 export interface ConnectionsPoint {
   connections: number;
@@ -19,13 +20,12 @@ export interface ConnectionsPoint {
 
 export const kConnectionCounts = [1, 4, 16, 64] as const;
 
-export async function benchConnections(): Promise<ConnectionsPoint[]> {
-  const server = await startBenchServer();
+export async function benchConnections(settings: BenchSettings = settingsFromEnv()): Promise<ConnectionsPoint[]> {
+  const server = await startBenchServer([], { settings });
   const dir = writeTinyMlp(server.store);
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
-    const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    await server.loadModel({ model_name: 'tiny', url: dir });
     const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i / 16)] } });
     const d = benchDurations();
     const targets = [
@@ -54,4 +54,4 @@ const USAGE = benchUsage(
   'Tiny-model throughput and p99 at 1, 4, 16 and 64 connections, ours and the in-process server.',
 );
 
-if (require.main === module) runBench(USAGE, benchConnections);
+if (require.main === module) runBench(USAGE, () => benchConnections());

@@ -1,6 +1,7 @@
 /**
- * The hot path, tiny model (16→32→4 MLP: overhead-dominated), one worker, against the in-process
- * limit measured in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
+ * The hot path, tiny model (16→32→4 MLP: overhead-dominated), one worker (the tuned settings;
+ * others with MME_BENCH_SETTINGS, kit/bench-settings.ts), against the in-process limit measured
+ * in the same run: throughput at concurrency 16 (target ≥ 0.7× the baseline) and
  * p50 server overhead at concurrency 1 (our p50 − raw session.run p50; target ≤ 0.5 ms).
  */
 import path from 'node:path';
@@ -8,8 +9,8 @@ import * as ort from 'onnxruntime-node';
 import { benchDurations, benchUsage, cpuPerRequest, runBench, startBaseline, startBenchServer } from '../kit/bench-run';
 import { hammer, type Hammered } from '../../../harness/load-generator';
 import { median } from '../../../harness/statistics';
-import { postJson } from '../../../harness/http-requests';
 import { writeTinyMlp } from '../../../harness/onnx-models';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { rawRunLatency, sequentialLatency, type Percentiles } from '../kit/latency';
 
 export interface HotPathResult {
@@ -25,14 +26,13 @@ export interface HotPathResult {
   overheadMs: number;
 }
 
-export async function benchHotPath(): Promise<HotPathResult> {
-  const server = await startBenchServer();
+export async function benchHotPath(settings: BenchSettings = settingsFromEnv()): Promise<HotPathResult> {
+  const server = await startBenchServer([], { settings });
   const dir = writeTinyMlp(server.store);
   const onnxPath = path.join(dir, 'model.onnx');
   const baseline = await startBaseline(onnxPath);
   try {
-    const res = await postJson(`${server.url}/models`, { model_name: 'tiny', url: dir, initial_workers: 1 });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    await server.loadModel({ model_name: 'tiny', url: dir });
     const row = Array.from({ length: 16 }, (_, i) => i / 16);
     const body = JSON.stringify({ inputs: { input: [row] } });
     const d = benchDurations();
@@ -92,4 +92,4 @@ const USAGE = benchUsage(
   'Tiny-model throughput and p50 server overhead against the in-process limit.',
 );
 
-if (require.main === module) runBench(USAGE, benchHotPath);
+if (require.main === module) runBench(USAGE, () => benchHotPath());

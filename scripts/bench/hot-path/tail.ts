@@ -8,8 +8,8 @@
  */
 import path from 'node:path';
 import { benchDurations, benchUsage, runBench, startBaseline, startBenchServer } from '../kit/bench-run';
-import { postJson } from '../../../harness/http-requests';
 import { writeTinyMlp } from '../../../harness/onnx-models';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { cdf, percentiles, sequentialSamples, type CdfPoint, type Percentiles } from '../kit/latency';
 
 export interface TailResult {
@@ -38,23 +38,16 @@ async function scavengeTotals(url: string): Promise<{ count: number; seconds: nu
   return { count: read('count'), seconds: read('sum') };
 }
 
-export async function benchTail(): Promise<TailResult> {
-  const server = await startBenchServer();
+export async function benchTail(settings: BenchSettings = settingsFromEnv()): Promise<TailResult> {
+  const server = await startBenchServer([], { settings });
   const dir = writeTinyMlp(server.store);
   const baseline = await startBaseline(path.join(dir, 'model.onnx'));
   try {
     for (const [name, workerMode] of [
       ['tiny', 'dedicated'],
       ['tiny-shared', 'shared'],
-    ]) {
-      const res = await postJson(`${server.url}/models`, {
-        model_name: name,
-        url: dir,
-        initial_workers: 1,
-        worker_mode: workerMode,
-      });
-      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    }
+    ])
+      await server.loadModel({ model_name: name, url: dir, worker_mode: workerMode });
     const body = JSON.stringify({ inputs: { input: [Array.from({ length: 16 }, (_, i) => i / 16)] } });
     const targets = {
       dedicated: `${server.url}/models/tiny/invoke`,
@@ -105,4 +98,4 @@ const USAGE = benchUsage(
   'p50 / p99 / p99.9 at concurrency 1, dedicated and shared, against the in-process server, interleaved.',
 );
 
-if (require.main === module) runBench(USAGE, benchTail);
+if (require.main === module) runBench(USAGE, () => benchTail());

@@ -2,15 +2,19 @@
  * The in-process limit: plain node:http and onnxruntime-node in ONE process, decoding and encoding
  * the same bodies (JSON, .npy, CSV, OIP v2 binary) with the same codecs as the workers. It would block under real load (run()
  * holds the event loop) but no HTTP + JSON server in Node can do the same work faster.
- * Usage: node baseline-server.js MODEL.onnx   → prints "listening on http://127.0.0.1:PORT"
+ * With a batch size and a delay it batches as the server does (in-process-batcher.ts).
+ * Usage: node baseline-server.js MODEL.onnx [BATCH_SIZE MAX_BATCH_DELAY_MS]
+ *   → prints "listening on http://127.0.0.1:PORT"
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as ort from 'onnxruntime-node';
 import { HEADER_LENGTH_HEADER, oipContentType } from '../../../src/oip/binary-body';
 import { decoderFor, encodeAnswer, encoderFor } from '../../../src/worker-process/content-types';
+import type { Feeds } from '../../../src/worker-process/json-codec';
 import { openSession } from '../../../src/worker-process/session';
-import { RequestBudget } from '../../../src/worker-process/tensor';
+import { RequestBudget, type PlainTensor } from '../../../src/worker-process/tensor';
+import { InProcessBatcher } from './in-process-batcher';
 
 async function main(): Promise<void> {
   const onnxPath = process.argv[2];
@@ -36,6 +40,27 @@ async function main(): Promise<void> {
     },
     console.error,
   );
+  const run = async (feeds: Feeds): Promise<Record<string, PlainTensor>> => {
+    const ortFeeds: Record<string, ort.Tensor> = {};
+    for (const [name, t] of Object.entries(feeds))
+      ortFeeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
+    const out = await opened.session.run(ortFeeds);
+    return Object.fromEntries(
+      Object.entries(out).map(([n, t]) => [
+        n,
+        { type: t.type, dims: t.dims as number[], data: t.data as Float32Array },
+      ]),
+    );
+  };
+  const [batchSize, maxBatchDelayMs] = process.argv.slice(3).map(Number);
+  const batcher =
+    batchSize > 1
+      ? new InProcessBatcher(
+          { batchSize, maxBatchDelayMs },
+          opened.inputs.map((i) => i.name),
+          run,
+        )
+      : null;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -52,16 +77,7 @@ async function main(): Promise<void> {
         opened.inputs,
         new RequestBudget(Infinity, body.length),
       );
-      const feeds: Record<string, ort.Tensor> = {};
-      for (const [name, t] of Object.entries(decoded.feeds))
-        feeds[name] = new ort.Tensor(t.type as never, t.data as never, t.dims);
-      const out = await opened.session.run(feeds);
-      const outputs = Object.fromEntries(
-        Object.entries(out).map(([n, t]) => [
-          n,
-          { type: t.type, dims: t.dims as number[], data: t.data as Float32Array },
-        ]),
-      );
+      const outputs = await (batcher ? batcher.submit(decoded.feeds) : run(decoded.feeds));
       const codec = encoderFor(req.headers.accept || 'application/json');
       const { body: answer, contentType: answerType } = encodeAnswer(codec, outputs, {
         format: decoded.format,

@@ -9,34 +9,45 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { type CliServer, startCliServer } from '../../../harness/cli-server';
+import { postJson } from '../../../harness/http-requests';
 import { hammer, type Hammered } from '../../../harness/load-generator';
 import { cpuMicros, descendantsOf } from '../../../harness/process-probes';
 import { median } from '../../../harness/statistics';
 import { tempDir } from '../../../harness/test-server';
 import { keySpec } from '../../../src/config/keys';
 import { printedHelp, UsageError } from '../../cli-flags';
+import { type BenchSettings, settingsSpec } from './bench-settings';
+import type { BatchWindow } from './in-process-batcher';
 
 export interface BenchServer extends CliServer {
   /** The model store, removed once the server stops. */
   store: string;
+  /** POST /models with `fields` and what the server's settings add to every load; anything but 200 throws. */
+  loadModel(fields: { model_name: string; url: string } & Record<string, unknown>): Promise<void>;
 }
 
 /**
  * Starts `node dist/src/main.js` on an ephemeral port with one listener for both APIs, and the
- * spare workers a deployment has by default (the test base has none).
+ * spare workers a deployment has by default (the test base has none). `properties` are the bench's
+ * own (what its rows measure); `settings` are how the server is tuned (bench-settings.ts).
  */
 export async function startBenchServer(
   properties: string[] = [],
-  { launcher }: { launcher?: string[] } = {},
+  { launcher, settings = 'tuned' }: { launcher?: string[]; settings?: BenchSettings } = {},
 ): Promise<BenchServer> {
   const store = tempDir('mme-bench-');
+  const spec = settingsSpec(settings);
   const server = await startCliServer(
     // MME_BENCH_PROPERTIES: config.properties lines of its own, e.g. a feature's cost on the same bench.
-    [`spare_workers=${keySpec('spare_workers')!.default}`, ...properties, process.env.MME_BENCH_PROPERTIES ?? ''].join(
-      '\n',
-    ),
+    [
+      `spare_workers=${keySpec('spare_workers')!.default}`,
+      ...spec.properties,
+      ...properties,
+      process.env.MME_BENCH_PROPERTIES ?? '',
+    ].join('\n'),
     {
       store,
+      env: spec.env,
       // MME_BENCH_MAIN=FILE: another build's dist/src/main.js, for a before/after on the same machine.
       main: process.env.MME_BENCH_MAIN,
       launcher,
@@ -53,6 +64,10 @@ export async function startBenchServer(
   return {
     ...server,
     store,
+    loadModel: async (fields) => {
+      const res = await postJson(`${server.url}/models`, { ...fields, ...spec.load });
+      if (res.status !== 200) throw new Error(`load ${fields.model_name}: ${res.status} ${res.text.slice(0, 300)}`);
+    },
     stop: async () => {
       const code = await server.stop();
       fs.rmSync(store, { recursive: true, force: true });
@@ -86,31 +101,49 @@ export async function measure(
   url: string,
   body: string | Buffer,
   connections: number,
-  opts: { seconds: number; reps: number; warmupSeconds: number },
+  opts: BenchDurations,
   contentType?: string,
   headers?: Record<string, string>,
 ): Promise<Measured> {
-  await hammer(url, body, { connections, seconds: opts.warmupSeconds, contentType, headers });
-  const runs: Hammered[] = [];
+  return (await measureInterleaved([url], body, connections, opts, { contentType, headers }))[0];
+}
+
+/**
+ * Each of `urls` warmed up once, then `reps` rounds of one measured run each, in turn, so a drift of
+ * the shared machine's load hits every side alike; the medians of each, in the order of `urls`.
+ */
+export async function measureInterleaved(
+  urls: readonly string[],
+  body: string | Buffer,
+  connections: number,
+  opts: BenchDurations,
+  request: { contentType?: string; headers?: Record<string, string> } = {},
+): Promise<Measured[]> {
+  for (const url of urls) await hammer(url, body, { connections, seconds: opts.warmupSeconds, ...request });
+  const runs: Hammered[][] = urls.map(() => []);
   for (let i = 0; i < opts.reps; i++)
-    runs.push(await hammer(url, body, { connections, seconds: opts.seconds, contentType, headers }));
-  return {
-    rps: median(runs.map((r) => r.rps)),
-    p50: median(runs.map((r) => r.p50)),
-    p99: median(runs.map((r) => r.p99)),
-    errors: runs.reduce((s, r) => s + r.errors, 0),
-    non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
-  };
+    for (const [k, url] of urls.entries())
+      runs[k].push(await hammer(url, body, { connections, seconds: opts.seconds, ...request }));
+  return runs.map((r) => ({
+    rps: median(r.map((x) => x.rps)),
+    p50: median(r.map((x) => x.p50)),
+    p99: median(r.map((x) => x.p99)),
+    errors: r.reduce((s, x) => s + x.errors, 0),
+    non2xx: r.reduce((s, x) => s + x.non2xx, 0),
+  }));
 }
 
 /**
  * The in-process limit (baseline-server.ts) in its own process, serving `onnxPath` with the same
- * codecs as the workers.
+ * codecs as the workers; with `batching`, requests are batched as the server batches them.
  */
-export async function startBaseline(onnxPath: string): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, [path.join(__dirname, 'baseline-server.js'), onnxPath], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+export async function startBaseline(
+  onnxPath: string,
+  batching?: BatchWindow,
+): Promise<{ url: string; pid: number; stop: () => void }> {
+  const args = [path.join(__dirname, 'baseline-server.js'), onnxPath];
+  if (batching) args.push(String(batching.batchSize), String(batching.maxBatchDelayMs));
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).on('line', (l) => {
       const m = /listening on (\S+)/.exec(l);
@@ -143,7 +176,9 @@ export function benchUsage(command: string, what: string): string {
   MME_BENCH_PROFILE=DIR  CPU profiles of the server and its workers land in DIR (see scripts/profile-top.ts)
   MME_BENCH_MAIN=FILE    the server to start instead of this build's dist/src/main.js (a before/after)
   MME_BENCH_NODE_ARGS=TEXT  node options for the server process alone, e.g. --max-semi-space-size=16
-  MME_BENCH_PROPERTIES=TEXT  config.properties lines added to the server's, e.g. otel_traces_sampler_ratio=1`;
+  MME_BENCH_PROPERTIES=TEXT  config.properties lines added to the server's, e.g. otel_traces_sampler_ratio=1
+  MME_BENCH_SETTINGS=NAME  the throughput and latency benches' server settings: tuned (one worker, the default),
+                         defaults (none set), sagemaker (the image's config.properties, SAGEMAKER_MULTI_MODEL=true)`;
 }
 
 /** How long a measured run lasts, how many a figure takes the median of, and the warm-up before them. */

@@ -4,7 +4,8 @@
  * `repeats` times: the row gives the median and each run's value, and the target is judged on the median.
  */
 import { median } from '../../../harness/statistics';
-import type { BenchRun } from './results';
+import { kOtherSettings, type OtherSettings } from '../kit/bench-settings';
+import type { BenchRun, SettingsFigures } from './results';
 
 export interface FigureRow {
   id: string;
@@ -66,84 +67,13 @@ function judged(
 }
 
 export function figureRows(run: BenchRun): FigureRow[] {
-  const { hot, tail, noisy, plane, batching, shared, grpc } = run;
+  const { shared } = run;
   const sl = run.sharedLoads;
-  const rows: FigureRow[] = [
-    judged(
-      '1',
-      'hot path: tiny MLP 16→32→4, 16 connections, 1 worker, over the in-process node:http + onnxruntime server (req/s)',
-      hot.map((h) => h.throughputRatio),
-      times,
-      { atLeast: 0.8 },
-      `${whole(mid(hot, (h) => h.ours.rps))} vs ${whole(mid(hot, (h) => h.baseline.rps))} req/s = `,
-    ),
-    judged(
-      '1b',
-      'the same: server + worker CPU per request over the in-process server’s (from /proc)',
-      hot.map((h) => h.oursCpuMicros / h.baselineCpuMicros),
-      times,
-      { atMost: 1.6 },
-      `${whole(mid(hot, (h) => h.oursCpuMicros))} vs ${whole(mid(hot, (h) => h.baselineCpuMicros))} µs = `,
-    ),
-    judged(
-      '2',
-      'latency at concurrency 1, tiny MLP: p50 over the in-process server’s (p50 ours / in-process / raw session.run)',
-      hot.map((h) => h.latencyOurs.p50 - h.latencyBaseline.p50),
-      ms,
-      { atMost: 0.2 },
-      `${ms(mid(hot, (h) => h.latencyOurs.p50))} / ${ms(mid(hot, (h) => h.latencyBaseline.p50))} / ${ms(mid(hot, (h) => h.rawRun.p50))}; `,
-    ),
-    judged(
-      '2b',
-      'p99 at concurrency 1, tiny MLP, ours (in-process server’s beside it)',
-      hot.map((h) => h.latencyOurs.p99),
-      ms,
-      { atMost: 0.6 },
-      `in-process ${ms(mid(hot, (h) => h.latencyBaseline.p99))}; ours `,
-    ),
-    {
-      id: '2g',
-      figure: `tail at concurrency 1, tiny MLP, ${tail[0].requests} requests a run interleaved with the in-process server: p50 / p99 / p99.9 dedicated; shared; in-process (medians of the runs)`,
-      measured: (['dedicated', 'shared', 'inProcess'] as const)
-        .map((k) => ['p50', 'p99', 'p999'].map((p) => ms(mid(tail, (t) => t[k][p as 'p50']))).join(' / '))
-        .join('; '),
-    },
-    judged(
-      '2h',
-      'c=1 p99 over the in-process p99',
-      tail.map((t) => t.p99Ratio),
-      times,
-      { atMost: 1.5 },
-    ),
-    judged(
-      '2i',
-      'c=1 p99.9 over the in-process p99.9',
-      tail.map((t) => t.p999Ratio),
-      times,
-      { atMost: 2 },
-    ),
-    judged(
-      '2j',
-      'c=1 p50 over the in-process p50',
-      tail.map((t) => t.p50OverheadMs),
-      ms,
-      { atMost: 0.15 },
-    ),
-    judged(
-      '2k',
-      'noisy neighbour: six tiny models at c=1 in turn beside a slow model on 4 connections, tiny req/s shared over dedicated',
-      noisy.map((n) => n.rpsRatio),
-      times,
-      { atLeast: 0.8 },
-      `${whole(mid(noisy, (n) => n.shared.tinyRps))} vs ${whole(mid(noisy, (n) => n.dedicated.tinyRps))} req/s = `,
-    ),
-    judged(
-      '2l',
-      'noisy neighbour: shared tiny p99 over dedicated tiny p99',
-      noisy.map((n) => n.p99Ratio),
-      times,
-      { atMost: 2 },
-    ),
+  const at = (rows: (f: SettingsFigures) => FigureRow[]) => besideOtherSettings(run, rows);
+  return [
+    ...at(hotRows),
+    ...at(tailRows),
+    ...at(noisyRows),
     judged('2m', `shared mode: load p50 one at a time (${sl.loads} loads)`, [sl.alone.p50], ms, { atMost: 5 }),
     judged(
       '2n',
@@ -152,57 +82,8 @@ export function figureRows(run: BenchRun): FigureRow[] {
       ms,
       { atMost: 15 },
     ),
-    judged(
-      '2c',
-      `image-sized request [1,3,224,224] float32 as JSON (${(plane[0].jsonBytes / 2 ** 20).toFixed(2)} MiB), 4 connections, over the in-process server (req/s)`,
-      plane.map((p) => p.json.ratio),
-      times,
-      { atLeast: 0.95 },
-      `${whole(mid(plane, (p) => p.json.ours.rps))} vs ${whole(mid(plane, (p) => p.json.baseline.rps))} req/s = `,
-    ),
-    judged(
-      '2d',
-      `the same as .npy (${(plane[0].npyBytes / 2 ** 10).toFixed(0)} KiB), 4 connections, over the in-process server (req/s)`,
-      plane.map((p) => p.npy.ratio),
-      times,
-      { atLeast: 0.8 },
-      `${whole(mid(plane, (p) => p.npy.ours.rps))} vs ${whole(mid(plane, (p) => p.npy.baseline.rps))} req/s = `,
-    ),
-    // Runs before OIP v2 binary was measured (latest.json of older commits) have no row for it.
-    ...(plane.every((p) => p.oip)
-      ? [
-          judged(
-            '2p',
-            `the same as OIP v2 binary to /v2/models/image/infer (${(plane[0].oipBytes / 2 ** 10).toFixed(0)} KiB), 4 connections, over the in-process server (req/s)`,
-            plane.map((p) => p.oip.ratio),
-            times,
-            { atLeast: 0.8 },
-            `${whole(mid(plane, (p) => p.oip.ours.rps))} vs ${whole(mid(plane, (p) => p.oip.baseline.rps))} req/s = `,
-          ),
-        ]
-      : []),
-    judged(
-      '2e',
-      'server event-loop delay p99 under the JSON image load',
-      plane.map((p) => p.eventLoopDelayP99Ms),
-      ms,
-      { atMost: 2 },
-    ),
-    judged(
-      '2f',
-      `slow model (${plane[0].slowRunMs} ms a request), 8 requests in one frame: the first one’s wait for its answer over its run time, p99`,
-      plane.map((p) => p.coalescedFirstAnswerRatio),
-      times,
-      { atMost: 1.2 },
-    ),
-    judged(
-      '3',
-      'batching: MLP 512→4096→512, 32 connections, batch_size 16 over 1 (req/s)',
-      batching.map((b) => b.ratio),
-      times,
-      { atLeast: 2.5 },
-      `${whole(mid(batching, (b) => b.rps16))} vs ${whole(mid(batching, (b) => b.rps1))} req/s = `,
-    ),
+    ...at(planeRows),
+    ...at(batchingRows),
     ...run.cold.map((c) =>
       judged(
         '4',
@@ -268,6 +149,223 @@ export function figureRows(run: BenchRun): FigureRow[] {
       figure: `streaming: example text-generator, ${run.streaming.tokens} tokens, one request at a time, p50`,
       measured: `first chunk **${ms(run.streaming.firstChunkMs)}**, whole response ${ms(run.streaming.totalMs)}`,
     },
+    ...at(grpcRows),
+    ...(run.autoscalePairs ?? []).map((a, i) =>
+      judged(
+        `12${'abc'[i] ?? ''}`,
+        `autoscale never slower: ${a.model}, 1..4 workers, 16 connections, the defaults (autoscale on) over autoscale=off, interleaved pairs (req/s)`,
+        a.pairs.map((p) => p.ratio),
+        times,
+        { atLeast: 0.95 },
+        `workers at the end ${a.pairs.map((p) => p.on.workers).join(', ')}; `,
+      ),
+    ),
+    ...run.preload.map((p) => ({
+      id: '10',
+      figure: `preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights)`,
+      measured: `${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off`,
+    })),
+    ...at(connectionsRows),
+  ];
+}
+
+/** How a row at other settings is named: its tuned row's id with a suffix, and what differs. */
+const kOtherSettingsRows: Record<OtherSettings, { suffix: string; what: string }> = {
+  defaults: { suffix: '·def', what: 'with the shipped defaults (nothing set; loads name only the model and its url)' },
+  sagemaker: {
+    suffix: '·sm',
+    what: 'as the image runs on SageMaker (its config.properties, SAGEMAKER_MULTI_MODEL=true; loads name only the model and its url)',
+  },
+};
+
+/** Each tuned row, then the same figure at each other settings the run measured (one run each). */
+function besideOtherSettings(run: BenchRun, rows: (f: SettingsFigures) => FigureRow[]): FigureRow[] {
+  const others = kOtherSettings.flatMap((s) => {
+    const figures = run.settings?.[s];
+    return figures ? [{ ...kOtherSettingsRows[s], rows: rows(figures) }] : [];
+  });
+  return rows(run).flatMap((row) => [
+    row,
+    ...others.flatMap((o) =>
+      o.rows
+        .filter((r) => r.id === row.id)
+        .map((r) => ({ ...r, id: `${row.id}${o.suffix}`, figure: `row ${row.id} ${o.what}` })),
+    ),
+  ]);
+}
+
+/** The hot path (hot-path.ts). */
+function hotRows({ hot }: SettingsFigures): FigureRow[] {
+  return [
+    judged(
+      '1',
+      'hot path: tiny MLP 16→32→4, 16 connections, 1 worker, over the in-process node:http + onnxruntime server (req/s)',
+      hot.map((h) => h.throughputRatio),
+      times,
+      { atLeast: 0.8 },
+      `${whole(mid(hot, (h) => h.ours.rps))} vs ${whole(mid(hot, (h) => h.baseline.rps))} req/s = `,
+    ),
+    judged(
+      '1b',
+      'the same: server + worker CPU per request over the in-process server’s (from /proc)',
+      hot.map((h) => h.oursCpuMicros / h.baselineCpuMicros),
+      times,
+      { atMost: 1.6 },
+      `${whole(mid(hot, (h) => h.oursCpuMicros))} vs ${whole(mid(hot, (h) => h.baselineCpuMicros))} µs = `,
+    ),
+    judged(
+      '2',
+      'latency at concurrency 1, tiny MLP: p50 over the in-process server’s (p50 ours / in-process / raw session.run)',
+      hot.map((h) => h.latencyOurs.p50 - h.latencyBaseline.p50),
+      ms,
+      { atMost: 0.2 },
+      `${ms(mid(hot, (h) => h.latencyOurs.p50))} / ${ms(mid(hot, (h) => h.latencyBaseline.p50))} / ${ms(mid(hot, (h) => h.rawRun.p50))}; `,
+    ),
+    judged(
+      '2b',
+      'p99 at concurrency 1, tiny MLP, ours (in-process server’s beside it)',
+      hot.map((h) => h.latencyOurs.p99),
+      ms,
+      { atMost: 0.6 },
+      `in-process ${ms(mid(hot, (h) => h.latencyBaseline.p99))}; ours `,
+    ),
+  ];
+}
+
+/** The tail at concurrency 1 (tail.ts). */
+function tailRows({ tail }: SettingsFigures): FigureRow[] {
+  return [
+    {
+      id: '2g',
+      figure: `tail at concurrency 1, tiny MLP, ${tail[0].requests} requests a run interleaved with the in-process server: p50 / p99 / p99.9 dedicated; shared; in-process (medians of the runs)`,
+      measured: (['dedicated', 'shared', 'inProcess'] as const)
+        .map((k) => ['p50', 'p99', 'p999'].map((p) => ms(mid(tail, (t) => t[k][p as 'p50']))).join(' / '))
+        .join('; '),
+    },
+    judged(
+      '2h',
+      'c=1 p99 over the in-process p99',
+      tail.map((t) => t.p99Ratio),
+      times,
+      { atMost: 1.5 },
+    ),
+    judged(
+      '2i',
+      'c=1 p99.9 over the in-process p99.9',
+      tail.map((t) => t.p999Ratio),
+      times,
+      { atMost: 2 },
+    ),
+    judged(
+      '2j',
+      'c=1 p50 over the in-process p50',
+      tail.map((t) => t.p50OverheadMs),
+      ms,
+      { atMost: 0.15 },
+    ),
+  ];
+}
+
+/** The noisy neighbour (noisy-neighbour.ts). */
+function noisyRows({ noisy }: SettingsFigures): FigureRow[] {
+  return [
+    judged(
+      '2k',
+      'noisy neighbour: six tiny models at c=1 in turn beside a slow model on 4 connections, tiny req/s shared over dedicated',
+      noisy.map((n) => n.rpsRatio),
+      times,
+      { atLeast: 0.8 },
+      `${whole(mid(noisy, (n) => n.shared.tinyRps))} vs ${whole(mid(noisy, (n) => n.dedicated.tinyRps))} req/s = `,
+    ),
+    judged(
+      '2l',
+      'noisy neighbour: shared tiny p99 over dedicated tiny p99',
+      noisy.map((n) => n.p99Ratio),
+      times,
+      { atMost: 2 },
+    ),
+  ];
+}
+
+/** Image-sized bodies (data-plane.ts). */
+function planeRows({ plane }: SettingsFigures): FigureRow[] {
+  return [
+    judged(
+      '2c',
+      `image-sized request [1,3,224,224] float32 as JSON (${(plane[0].jsonBytes / 2 ** 20).toFixed(2)} MiB), 4 connections, over the in-process server (req/s)`,
+      plane.map((p) => p.json.ratio),
+      times,
+      { atLeast: 0.95 },
+      `${whole(mid(plane, (p) => p.json.ours.rps))} vs ${whole(mid(plane, (p) => p.json.baseline.rps))} req/s = `,
+    ),
+    judged(
+      '2d',
+      `the same as .npy (${(plane[0].npyBytes / 2 ** 10).toFixed(0)} KiB), 4 connections, over the in-process server (req/s)`,
+      plane.map((p) => p.npy.ratio),
+      times,
+      { atLeast: 0.8 },
+      `${whole(mid(plane, (p) => p.npy.ours.rps))} vs ${whole(mid(plane, (p) => p.npy.baseline.rps))} req/s = `,
+    ),
+    // Runs before OIP v2 binary was measured (latest.json of older commits) have no row for it.
+    ...(plane.every((p) => p.oip)
+      ? [
+          judged(
+            '2p',
+            `the same as OIP v2 binary to /v2/models/image/infer (${(plane[0].oipBytes / 2 ** 10).toFixed(0)} KiB), 4 connections, over the in-process server (req/s)`,
+            plane.map((p) => p.oip.ratio),
+            times,
+            { atLeast: 0.8 },
+            `${whole(mid(plane, (p) => p.oip.ours.rps))} vs ${whole(mid(plane, (p) => p.oip.baseline.rps))} req/s = `,
+          ),
+        ]
+      : []),
+    judged(
+      '2e',
+      'server event-loop delay p99 under the JSON image load',
+      plane.map((p) => p.eventLoopDelayP99Ms),
+      ms,
+      { atMost: 2 },
+    ),
+    judged(
+      '2f',
+      `slow model (${plane[0].slowRunMs} ms a request), 8 requests in one frame: the first one’s wait for its answer over its run time, p99`,
+      plane.map((p) => p.coalescedFirstAnswerRatio),
+      times,
+      { atMost: 1.2 },
+    ),
+  ];
+}
+
+/** Dynamic batching (batching.ts). */
+function batchingRows({ batching }: SettingsFigures): FigureRow[] {
+  return [
+    judged(
+      '3',
+      'batching: MLP 512→4096→512, 32 connections, batch_size 16 over 1 (req/s)',
+      batching.map((b) => b.ratio),
+      times,
+      { atLeast: 2.5 },
+      `${whole(mid(batching, (b) => b.rps16))} vs ${whole(mid(batching, (b) => b.rps1))} req/s = `,
+    ),
+    // Runs before part 28 had no in-process batcher to compare with.
+    ...(batching.every((b) => b.inProcessRatio !== undefined)
+      ? [
+          judged(
+            '3b',
+            'batching at its limit: batch_size 16 (max_batch_delay 5 ms) over the in-process server batching the same requests the same way (same batch size and delay, one session.run a batch), interleaved (req/s)',
+            batching.map((b) => b.inProcessRatio!),
+            times,
+            { atLeast: 0.9 },
+            `${whole(mid(batching, (b) => b.rps16))} vs ${whole(mid(batching, (b) => b.inProcessRps!))} req/s = `,
+          ),
+        ]
+      : []),
+  ];
+}
+
+/** gRPC against HTTP (grpc.ts). */
+function grpcRows({ grpc }: SettingsFigures): FigureRow[] {
+  return [
     judged(
       '9',
       'gRPC ModelInfer (raw contents) over HTTP JSON invoke: tiny MLP, 16 in flight, 1 worker (req/s)',
@@ -297,33 +395,23 @@ export function figureRows(run: BenchRun): FigureRow[] {
       figure: `gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc[0].tokens} tokens, first message p50`,
       measured: `**${ms(mid(grpc, (g) => g.grpcFirstMessageMs))}** vs ${ms(mid(grpc, (g) => g.httpFirstChunkMs))}`,
     },
-    ...(run.autoscalePairs ?? []).map((a, i) =>
-      judged(
-        `12${'abc'[i] ?? ''}`,
-        `autoscale never slower: ${a.model}, 1..4 workers, 16 connections, the defaults (autoscale on) over autoscale=off, interleaved pairs (req/s)`,
-        a.pairs.map((p) => p.ratio),
-        times,
-        { atLeast: 0.95 },
-        `workers at the end ${a.pairs.map((p) => p.on.workers).join(', ')}; `,
-      ),
-    ),
-    ...run.preload.map((p) => ({
-      id: '10',
-      figure: `preload_model memory, 4 workers, ${p.model} (${p.weightsMB.toFixed(0)} MB weights)`,
-      measured: `${p.onMB.toFixed(0)} MB on vs ${p.offMB.toFixed(0)} MB off`,
-    })),
+  ];
+}
+
+/** By the number of connections (connections.ts). */
+function connectionsRows({ connections }: SettingsFigures): FigureRow[] {
+  return [
     {
       id: '11',
       figure: 'tiny MLP, ours over the in-process server by connections (req/s; chart: connections.svg)',
-      measured: [...new Set(run.connections.map((p) => p.connections))]
+      measured: [...new Set(connections.map((p) => p.connections))]
         .map((c) => {
-          const at = (server: string) => run.connections.find((p) => p.connections === c && p.server === server)!.rps;
+          const at = (server: string) => connections.find((p) => p.connections === c && p.server === server)!.rps;
           return `${c}: ${times(at('ours') / at('in-process'))}`;
         })
         .join(', '),
     },
   ];
-  return rows;
 }
 
 /** Back-to-back loads (loads/back-to-back.ts): each load, and the slowest against a fresh process's floor. */
@@ -373,5 +461,11 @@ export function renderProvenance(run: BenchRun): string {
     `${m.cpu} × ${m.cpus}, ${m.memoryGiB} GiB, Node ${m.node}, onnxruntime-node ${m.onnxruntime};`,
     `load average ${run.loadAverage.start.toFixed(1)} at the start, ${run.loadAverage.end.toFixed(1)} at the end.`,
     `Each ratio is the median of ${run.repeats} runs of its bench${run.quick ? ' (BENCH_QUICK: short runs that check the harness, not figures to quote)' : ''}.`,
+    ...(run.settings
+      ? [
+          'Rows without a suffix run the tuned settings (default_workers_per_model=1, initial_workers 1 on every load);',
+          'each ·def row is its row with the shipped defaults, each ·sm row as the image runs on SageMaker, one run each.',
+        ]
+      : []),
   ].join(' ');
 }

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SimRow } from '../../cache-sim/main';
-import type { benchBatching } from '../hot-path/batching';
+import type { BatchingResult } from '../hot-path/batching';
+import type { OtherSettings } from '../kit/bench-settings';
 import type { BackToBackResult } from '../loads/back-to-back';
 import type { CacheLive } from '../cache/cache-live';
 import type { ColdStart } from '../loads/cold-start';
@@ -56,7 +57,7 @@ export interface BenchRun {
   tail: TailResult[];
   noisy: NoisyNeighbourResult[];
   plane: DataPlaneResult[];
-  batching: Array<Awaited<ReturnType<typeof benchBatching>>>;
+  batching: BatchingResult[];
   shared: SharedHosts[];
   grpc: GrpcBenchResult[];
   /** Absent from runs before part 28. */
@@ -74,7 +75,15 @@ export interface BenchRun {
   liveModes: CacheLive[];
   preload: Awaited<ReturnType<typeof benchPreloadMemory>>;
   streaming: StreamingResult;
+  /**
+   * The throughput and latency benches again with the shipped defaults and as the image runs on
+   * SageMaker (kit/bench-settings.ts), one run each; absent from runs before part 28.
+   */
+  settings?: Partial<Record<OtherSettings, SettingsFigures>>;
 }
+
+/** The figures every settings of the server is measured for: each array one run long at other settings. */
+export type SettingsFigures = Pick<BenchRun, 'hot' | 'tail' | 'connections' | 'noisy' | 'plane' | 'batching' | 'grpc'>;
 
 export function readRun(file = LATEST_JSON): BenchRun {
   return JSON.parse(fs.readFileSync(file, 'utf8')) as BenchRun;

@@ -7,7 +7,7 @@
 import { slowMatmulModel, writeModelDir, writeTinyMlp } from '../../../harness/onnx-models';
 import { benchDurations, benchUsage, runBench, startBenchServer } from '../kit/bench-run';
 import { hammer, type Hammered } from '../../../harness/load-generator';
-import { postJson } from '../../../harness/http-requests';
+import { settingsFromEnv, type BenchSettings } from '../kit/bench-settings';
 import { percentiles, sequentialSamples, type Percentiles } from '../kit/latency';
 import { MLP_STORE_BODY } from '../kit/mlp-store';
 
@@ -28,8 +28,8 @@ export interface NoisyNeighbourResult {
   p99Ratio: number;
 }
 
-export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
-  const server = await startBenchServer(['spare_workers=0']);
+export async function benchNoisyNeighbour(settings: BenchSettings = settingsFromEnv()): Promise<NoisyNeighbourResult> {
+  const server = await startBenchServer(['spare_workers=0'], { settings });
   try {
     const tinyDir = writeTinyMlp(server.store);
     const slowDir = writeModelDir(server.store, 'slow', slowMatmulModel(kSlowN));
@@ -37,15 +37,8 @@ export async function benchNoisyNeighbour(): Promise<NoisyNeighbourResult> {
     const d = benchDurations();
     const run = async (mode: 'shared' | 'dedicated'): Promise<NeighbourMode> => {
       const names = Array.from({ length: kTiny }, (_, i) => `${mode}-tiny${i}`);
-      for (const [name, url] of [[`${mode}-slow`, slowDir], ...names.map((n) => [n, tinyDir])]) {
-        const res = await postJson(`${server.url}/models`, {
-          model_name: name,
-          url,
-          worker_mode: mode,
-          initial_workers: 1,
-        });
-        if (res.status !== 200) throw new Error(`load ${name}: ${res.status} ${JSON.stringify(res.body)}`);
-      }
+      for (const [name, url] of [[`${mode}-slow`, slowDir], ...names.map((n) => [n, tinyDir])])
+        await server.loadModel({ model_name: name, url, worker_mode: mode });
       const tinyUrls = names.map((n) => `${server.url}/models/${n}/invoke`);
       await sequentialSamples(tinyUrls, MLP_STORE_BODY, 200, 0);
       const seconds = d.seconds * d.reps;
@@ -80,4 +73,4 @@ const USAGE = benchUsage(
   'Six tiny models beside one slow model: shared hosts against dedicated processes.',
 );
 
-if (require.main === module) runBench(USAGE, benchNoisyNeighbour);
+if (require.main === module) runBench(USAGE, () => benchNoisyNeighbour());
