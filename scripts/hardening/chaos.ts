@@ -228,6 +228,14 @@ export function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         200,
         `unload ${m.modelName}`,
       );
+    // A host killed with no model on it counts as recovered once reaped, but its replacement may still
+    // be starting: wait for the pool to reach its size. A host that never comes back, or one too many,
+    // still fails below, named by the count.
+    const hosts = o.shared?.hosts;
+    if (hosts !== undefined)
+      await waitFor(() => footprint(s).processes === hosts, `${hosts} shared hosts`, kRecoveryBoundMs, 200).catch(
+        () => undefined,
+      );
     const end = { rssBytes: rssBytes(s.pid), fds: footprint(s).fds };
     samples.push(footprint(s));
     // Shared mode with the cache: a 409 load or a 404 unload/scale is an on-demand load or an eviction that came first.
