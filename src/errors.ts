@@ -195,10 +195,8 @@ export function quoteValue(value: unknown): string {
   return 'an object';
 }
 
-export function capMessage(message: string): string {
-  return message.length <= MESSAGE_LIMIT
-    ? message
-    : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
+export function capMessage(message: string, limit = MESSAGE_LIMIT): string {
+  return message.length <= limit ? message : `${message.slice(0, limit)}… (${message.length - limit} more characters)`;
 }
 
 export function isMmeError(err: unknown): err is MmeError {
