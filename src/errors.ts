@@ -111,13 +111,6 @@ export type ErrorCode = keyof typeof ERRORS;
 
 const kMmeError = Symbol.for('sagemaker-mme.error');
 
-export interface ErrorBody {
-  code: number;
-  type: string;
-  message: string;
-  errorCode: ErrorCode;
-}
-
 export class MmeError extends Error {
   readonly code: ErrorCode;
   /** HTTP status; a custom handler may raise any 4xx/5xx, so it is not always the table's. */
@@ -139,7 +132,7 @@ export class MmeError extends Error {
     Object.defineProperty(this, kMmeError, { value: true });
   }
 
-  toBody(): ErrorBody {
+  toBody() {
     return { code: this.status, type: this.type, message: this.message, errorCode: this.code };
   }
 
