@@ -146,7 +146,8 @@ function inferParameters(params: V2Parameters | undefined): Record<string, Infer
   );
 }
 
-function typedContents(datatype: string, bytes: Buffer, count: number): Contents {
+function typedContents(datatype: string, bytes: Buffer, shape: readonly number[]): Contents {
+  const count = shape.reduce((a, b) => a * b, 1);
   const elements = fromRaw(datatype, bytes, count, 'output');
   let values: unknown[];
   if (Array.isArray(elements)) values = elements;
@@ -174,15 +175,7 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
       datatype: o.datatype,
       shape: o.shape,
       parameters: inferParameters(o.parameters),
-      ...(asRaw
-        ? {}
-        : {
-            contents: typedContents(
-              o.datatype,
-              pieces[i],
-              o.shape.reduce((a, b) => a * b, 1),
-            ),
-          }),
+      ...(asRaw ? {} : { contents: typedContents(o.datatype, pieces[i], o.shape) }),
     })),
     raw_output_contents: asRaw ? pieces : [],
   };
