@@ -114,13 +114,6 @@ export type ErrorCode = keyof typeof ERRORS;
 
 const kMmeError = Symbol.for('sagemaker-mme.error');
 
-export interface ErrorBody {
-  code: number;
-  type: string;
-  message: string;
-  errorCode: ErrorCode;
-}
-
 export class MmeError extends Error {
   readonly code: ErrorCode;
   /** HTTP status; a custom handler may raise any 4xx/5xx, so it is not always the table's. */
@@ -142,7 +135,7 @@ export class MmeError extends Error {
     Object.defineProperty(this, kMmeError, { value: true });
   }
 
-  toBody(): ErrorBody {
+  toBody() {
     return { code: this.status, type: this.type, message: this.message, errorCode: this.code };
   }
 
@@ -198,10 +191,8 @@ export function quoteValue(value: unknown): string {
   return 'an object';
 }
 
-export function capMessage(message: string): string {
-  return message.length <= MESSAGE_LIMIT
-    ? message
-    : `${message.slice(0, MESSAGE_LIMIT)}… (${message.length - MESSAGE_LIMIT} more characters)`;
+export function capMessage(message: string, limit = MESSAGE_LIMIT): string {
+  return message.length <= limit ? message : `${message.slice(0, limit)}… (${message.length - limit} more characters)`;
 }
 
 export function isMmeError(err: unknown): err is MmeError {

@@ -159,8 +159,7 @@ export class MmeServer {
   }
 
   url(role: 'inference' | 'management'): string {
-    const l = this.listeners.find((x) => x.role === role || x.role === 'both')!;
-    return l.address;
+    return this.listeners.find((x) => x.role === role || x.role === 'both')!.address;
   }
 
   async #loadStartupModels(): Promise<void> {

@@ -13,15 +13,12 @@ export const kSamePressMs = 1000;
 export type StopAction = 'drain' | 'repeat' | 'force';
 
 export class StopSignals {
-  readonly #clock: Pick<Clock, 'now'>;
   #firstAt: number | null = null;
 
-  constructor(clock: Pick<Clock, 'now'>) {
-    this.#clock = clock;
-  }
+  constructor(private readonly clock: Pick<Clock, 'now'>) {}
 
   received(): StopAction {
-    const now = this.#clock.now();
+    const now = this.clock.now();
     if (this.#firstAt === null) {
       this.#firstAt = now;
       return 'drain';

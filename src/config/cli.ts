@@ -38,16 +38,10 @@ export function parseArgs(argv: readonly string[]): CliArgs {
 
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    if (arg === 'serve') {
-      command = 'serve';
-      continue;
-    }
-    if (arg === '--help' || arg === '-h') {
-      help = true;
-      continue;
-    }
-    if (arg === '--version') {
-      version = true;
+    if (arg === 'serve' || arg === '--help' || arg === '-h' || arg === '--version') {
+      if (arg === 'serve') command = 'serve';
+      else if (arg === '--version') version = true;
+      else help = true;
       continue;
     }
     if (!arg.startsWith('-')) {

@@ -5,31 +5,27 @@ import type { ValueOf } from './types';
 import { invalidValue, readValue, type Setting } from './values';
 
 export class Settings {
-  readonly #values: ReadonlyMap<string, Setting>;
-
-  constructor(values: ReadonlyMap<string, Setting>) {
-    this.#values = values;
-  }
+  constructor(private readonly values: ReadonlyMap<string, Setting>) {}
 
   /** The key's value as its kind reads it: the setting, else the default. */
   read<N extends KeyName>(name: N): ValueOf<N> {
     const spec = keySpec(name)!;
     // readValue returns the type of spec.kind; the cast only tells the compiler which kind N has.
-    return readValue(spec, this.#values.get(name) ?? { value: spec.default ?? '', from: null }) as ValueOf<N>;
+    return readValue(spec, this.values.get(name) ?? { value: spec.default ?? '', from: null }) as ValueOf<N>;
   }
 
   /** Set by a file, the command line or the environment (not left at its default). */
   has(name: KeyName): boolean {
-    return this.#values.has(name);
+    return this.values.has(name);
   }
 
   raw(name: KeyName): string | undefined {
-    return this.#values.get(name)?.value;
+    return this.values.get(name)?.value;
   }
 
   /** Where a key's value came from, finishing "set ...": "in /etc/x.properties"; null for a default. */
   from(name: KeyName): string | null {
-    return this.#values.get(name)?.from ?? null;
+    return this.values.get(name)?.from ?? null;
   }
 
   fromText(name: KeyName): string {

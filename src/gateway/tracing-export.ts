@@ -21,24 +21,20 @@ const kSuccess = 0;
 export const kReportEveryMs = 60_000;
 
 export class ReportedExporter<S> implements SpanExporter<S> {
-  readonly #inner: SpanExporter<S>;
-  readonly #endpoint: string;
-  readonly #log: Log;
-  readonly #clock: Pick<Clock, 'now'>;
   #unreported = 0;
   /** Spans dropped since the last export that worked; 0 while exports work. */
   #dropped = 0;
   #lastLineAt: number | null = null;
 
-  constructor(inner: SpanExporter<S>, endpoint: string, log: Log, clock: Pick<Clock, 'now'>) {
-    this.#inner = inner;
-    this.#endpoint = endpoint;
-    this.#log = log;
-    this.#clock = clock;
-  }
+  constructor(
+    private readonly inner: SpanExporter<S>,
+    private readonly endpoint: string,
+    private readonly log: Log,
+    private readonly clock: Pick<Clock, 'now'>,
+  ) {}
 
   export(spans: S[], done: (result: ExportResult) => void): void {
-    this.#inner.export(spans, (result) => {
+    this.inner.export(spans, (result) => {
       if (result.code === kSuccess) this.#worked();
       else this.#failed(spans.length, result.error);
       // Reported here: the span processor would hand the failure to the SDK's error handler again.
@@ -47,21 +43,21 @@ export class ReportedExporter<S> implements SpanExporter<S> {
   }
 
   shutdown(): Promise<void> {
-    return this.#inner.shutdown();
+    return this.inner.shutdown();
   }
 
   forceFlush(): Promise<void> {
-    return this.#inner.forceFlush?.() ?? Promise.resolve();
+    return this.inner.forceFlush?.() ?? Promise.resolve();
   }
 
   #failed(spans: number, error: Error | undefined): void {
     this.#unreported += spans;
     this.#dropped += spans;
-    const now = this.#clock.now();
+    const now = this.clock.now();
     if (this.#lastLineAt !== null && now - this.#lastLineAt < kReportEveryMs) return;
     const reason = (error?.message ?? 'no reason given').split('\n')[0].slice(0, 200);
-    this.#log(
-      `tracing: cannot export to ${this.#endpoint} (${reason}): ${this.#unreported} spans dropped${this.#lastLineAt === null ? '' : ' since the last line'}; said again at most once a minute while it lasts`,
+    this.log(
+      `tracing: cannot export to ${this.endpoint} (${reason}): ${this.#unreported} spans dropped${this.#lastLineAt === null ? '' : ' since the last line'}; said again at most once a minute while it lasts`,
       { level: 'warn' },
     );
     this.#lastLineAt = now;
@@ -70,7 +66,7 @@ export class ReportedExporter<S> implements SpanExporter<S> {
 
   #worked(): void {
     if (this.#dropped === 0) return;
-    this.#log(`tracing: export to ${this.#endpoint} works again; ${this.#dropped} spans were dropped in all`, {
+    this.log(`tracing: export to ${this.endpoint} works again; ${this.#dropped} spans were dropped in all`, {
       level: 'info',
     });
     this.#dropped = 0;

@@ -4,7 +4,7 @@
  */
 import { errorOf, quote, quoteValue } from '../errors';
 import { sliceBinary, type SplitBody } from '../oip/binary-body';
-import { fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
+import { contentsField, fromRaw, ortTypeOf, toArray, toRaw, V2_DATATYPES } from '../oip/datatypes';
 import { MODEL_VERSION } from '../gateway/oip/model-metadata';
 import type { V2InferRequest, V2InferResponse, V2Parameters } from '../oip/types';
 
@@ -51,22 +51,6 @@ export interface ModelInferResponse {
   raw_output_contents: Buffer[];
 }
 
-/** FP16 has none: it travels raw only. A Map: the datatype is client text. */
-const kContentsField: ReadonlyMap<string, string> = new Map([
-  ['BOOL', 'bool_contents'],
-  ['INT8', 'int_contents'],
-  ['INT16', 'int_contents'],
-  ['INT32', 'int_contents'],
-  ['INT64', 'int64_contents'],
-  ['UINT8', 'uint_contents'],
-  ['UINT16', 'uint_contents'],
-  ['UINT32', 'uint_contents'],
-  ['UINT64', 'uint64_contents'],
-  ['FP32', 'fp32_contents'],
-  ['FP64', 'fp64_contents'],
-  ['BYTES', 'bytes_contents'],
-]);
-
 /** Dimensions an error message lists; a shape's length is the client's to choose. */
 const kShownDims = 8;
 
@@ -89,7 +73,7 @@ function checkedShape(t: InferInputTensor): number[] {
 
 function typedToRaw(t: InferInputTensor, shape: readonly number[]): Buffer {
   const what = `input ${quote(t.name)}`;
-  const field = kContentsField.get(t.datatype);
+  const field = contentsField(t.datatype);
   if (!field) throw invalid(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
   const values = t.contents?.[field] ?? [];
   const count = shape.reduce((a, b) => a * b, 1);
@@ -162,7 +146,8 @@ function inferParameters(params: V2Parameters | undefined): Record<string, Infer
   );
 }
 
-function typedContents(datatype: string, bytes: Buffer, count: number): Contents {
+function typedContents(datatype: string, bytes: Buffer, shape: readonly number[]): Contents {
+  const count = shape.reduce((a, b) => a * b, 1);
   const elements = fromRaw(datatype, bytes, count, 'output');
   let values: unknown[];
   if (Array.isArray(elements)) values = elements;
@@ -170,7 +155,7 @@ function typedContents(datatype: string, bytes: Buffer, count: number): Contents
   else if (elements instanceof BigInt64Array || elements instanceof BigUint64Array)
     values = Array.from(elements as ArrayLike<bigint>, String);
   else values = Array.from(elements as ArrayLike<number>);
-  return { [kContentsField.get(datatype)!]: values };
+  return { [contentsField(datatype)!]: values };
 }
 
 /** The worker's answer as a ModelInferResponse; `raw` = answer in raw_output_contents (FP16 outputs force it). */
@@ -180,7 +165,7 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
     answer.binary,
     header.outputs.map((o) => o.parameters?.binary_data_size ?? 0),
   );
-  const asRaw = raw || header.outputs.some((o) => !kContentsField.has(o.datatype));
+  const asRaw = raw || header.outputs.some((o) => contentsField(o.datatype) === undefined);
   return {
     model_name: header.model_name,
     model_version: MODEL_VERSION,
@@ -190,15 +175,7 @@ export function fromOipAnswer(answer: SplitBody<V2InferResponse>, raw: boolean):
       datatype: o.datatype,
       shape: o.shape,
       parameters: inferParameters(o.parameters),
-      ...(asRaw
-        ? {}
-        : {
-            contents: typedContents(
-              o.datatype,
-              pieces[i],
-              o.shape.reduce((a, b) => a * b, 1),
-            ),
-          }),
+      ...(asRaw ? {} : { contents: typedContents(o.datatype, pieces[i], o.shape) }),
     })),
     raw_output_contents: asRaw ? pieces : [],
   };

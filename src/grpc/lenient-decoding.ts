@@ -6,15 +6,9 @@ import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
 import { inferRequestProblem, predictionsRequestProblem } from './message-limits';
 
-class Undecodable {
-  constructor(
-    readonly path: string,
-    readonly reason: string,
-  ) {}
-}
-
-class OverLimits {
-  constructor(readonly problem: string) {}
+/** What reaches the handler in place of a message refused before or by decoding: why. */
+class Refused {
+  constructor(readonly message: string) {}
 }
 
 /** The wire-level check of each request type that carries client-sized repeated fields. */
@@ -35,12 +29,15 @@ export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
       ...method,
       requestDeserialize: (bytes: Buffer) => {
         const problem = limits?.(bytes);
-        if (problem) return new OverLimits(problem);
+        if (problem) return new Refused(`Refused before decoding: ${problem}.`);
         try {
           return method.requestDeserialize(bytes);
         } catch (err) {
           // protobufjs's reason names offsets and wire types, never the message's bytes.
-          return new Undecodable(method.path, String((err as Error)?.message ?? err).slice(0, 200));
+          const reason = String((err as Error)?.message ?? err).slice(0, 200);
+          return new Refused(
+            `The request message is not a valid protobuf message for ${method.path} (${reason}); encode it with that method's request type from the .proto files.`,
+          );
         }
       },
     };
@@ -50,13 +47,6 @@ export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
 
 /** The request message, or INVALID_ARGUMENT when it did not decode. */
 export function decoded<T>(message: T): T {
-  if (message instanceof Undecodable) {
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
-      `The request message is not a valid protobuf message for ${message.path} (${message.reason}); encode it with that method's request type from the .proto files.`,
-    );
-  }
-  if (message instanceof OverLimits)
-    throw new MmeError('MME_ERR_INVALID_INPUT', `Refused before decoding: ${message.problem}.`);
+  if (message instanceof Refused) throw new MmeError('MME_ERR_INVALID_INPUT', message.message);
   return message;
 }

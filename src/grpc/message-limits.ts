@@ -90,17 +90,13 @@ function scalarCount(f: WireField, bytes: Buffer, fixedSize: number): number {
   return n;
 }
 
-/** InferTensorContents field number → fixed element size (0 = varint, -1 = bytes). */
-const kElementSize: ReadonlyMap<number, number> = new Map([
-  [1, 0],
-  [2, 0],
-  [3, 0],
-  [4, 0],
-  [5, 0],
-  [6, 4],
-  [7, 8],
-  [8, -1],
-]);
+/** InferTensorContents field number → element size, from its wire types: 0 = varint, 4 or 8 fixed, -1 = bytes. */
+const kElementSize: ReadonlyMap<number, number> = new Map(
+  [...kContents].map(([n, { wires }]) => [
+    n,
+    wires.includes(Wire.Varint) ? 0 : wires.includes(Wire.Fixed32) ? 4 : wires.includes(Wire.Fixed64) ? 8 : -1,
+  ]),
+);
 
 /**
  * Why bytes[start, end), a `message` of type `type`, must not reach the decoder: a group, a wire

@@ -9,7 +9,7 @@ import {
   type ServerInterceptor,
   type ServiceError,
 } from '@grpc/grpc-js';
-import { MmeError, quote, type ErrorCode } from '../errors';
+import { capMessage, MmeError, quote, type ErrorCode } from '../errors';
 
 /** Codes whose HTTP status does not say which gRPC status they are. */
 const kByCode: ReadonlyMap<ErrorCode, Status> = new Map([
@@ -48,12 +48,8 @@ export function grpcStatusOf(e: MmeError): Status {
 
 /** Well-formed as well as short: grpc-js percent-encodes details with encodeURI, which throws on a lone surrogate. */
 function capDetails(message: string): string {
-  const head =
-    message.length <= DETAILS_LIMIT
-      ? message
-      : `${message.slice(0, DETAILS_LIMIT)}… (${message.length - DETAILS_LIMIT} more characters)`;
   // UTF-8 encoding replaces a lone surrogate with U+FFFD.
-  return Buffer.from(head, 'utf8').toString('utf8');
+  return Buffer.from(capMessage(message, DETAILS_LIMIT), 'utf8').toString('utf8');
 }
 
 export function toServiceError(e: MmeError): Partial<ServiceError> {

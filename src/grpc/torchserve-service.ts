@@ -5,7 +5,7 @@
  */
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MmeError } from '../errors';
-import { checkVersion } from '../gateway/oip/model-metadata';
+import { checkVersion, pingStatus } from '../gateway/oip/model-metadata';
 import type { ModelManager } from '../gateway/models';
 import { GrpcCall, GrpcRequest, unary, type GrpcDeps, type GrpcMethod, type GrpcSink } from './call';
 import { answerInOrder, type StreamLoad } from './ordered-stream';
@@ -63,15 +63,7 @@ function streamLimit(manager: ModelManager, name: string): number {
 export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServiceImplementation {
   const { gateway, manager } = deps;
   return {
-    Ping: unary(deps, 'Ping', {
-      answer: () => ({
-        health: JSON.stringify(
-          { status: manager.list().some((m) => m.failed) ? 'Partial Healthy' : 'Healthy' },
-          null,
-          2,
-        ),
-      }),
-    }),
+    Ping: unary(deps, 'Ping', { answer: () => ({ health: JSON.stringify(pingStatus(manager), null, 2) }) }),
     Predictions: unary(deps, 'Predictions', kPredictions),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');

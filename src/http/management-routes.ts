@@ -44,16 +44,8 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true)
     // and only a pinned model's entry, or one that unloads when idle, says so.
     const withMemory = boolParam(ctx, 'memory', false);
-    const body: {
-      models: Array<{
-        modelName: string;
-        modelUrl: string;
-        memoryUsage?: number;
-        pinned?: true;
-        idleUnloadSeconds?: number;
-      }>;
-      nextPageToken?: string;
-    } = {
+    const next = start + pageSize;
+    ctx.body = {
       models: page.map((m) => ({
         modelName: m.name,
         modelUrl: m.url,
@@ -61,9 +53,8 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
         ...(m.model.settings.pinned ? { pinned: true as const } : {}),
         ...(m.model.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.model.settings.idleUnloadSeconds } : {}),
       })),
+      ...(next < manager.servingCount() ? { nextPageToken: String(next) } : {}),
     };
-    if (start + pageSize < manager.servingCount()) body.nextPageToken = String(start + pageSize);
-    ctx.body = body;
   });
 
   router.get('/models/:name', guard, async (ctx) => {

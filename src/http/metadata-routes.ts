@@ -1,6 +1,6 @@
 /** The data plane's health and metadata on Koa: SageMaker's /ping and OIP v2 over REST (KServe, Triton, MLServer). */
 import type Router from '@koa/router';
-import { modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
+import { modelMetadata, modelReady, pingStatus, serverMetadata } from '../gateway/oip/model-metadata';
 import type { ModelManager } from '../gateway/models';
 
 const kModel = '/v2/models/:name';
@@ -8,7 +8,7 @@ const kVersioned = '/v2/models/:name/versions/:version';
 
 export function mountMetadataRoutes(router: Router, manager: ModelManager): void {
   router.get('/ping', (ctx) => {
-    ctx.body = { status: manager.failedCount() > 0 ? 'Partial Healthy' : 'Healthy' };
+    ctx.body = pingStatus(manager);
   });
 
   router.get('/v2', (ctx) => {

@@ -41,36 +41,26 @@ type Scope = MetricDef['scope'];
 type Entry = { readonly help: string; readonly unit?: Unit; readonly labels?: readonly string[] };
 type Def<N extends string> = Omit<MetricDef, 'id' | 'name'> & { readonly name: N };
 
+const def = <const N extends string>(
+  name: N,
+  scope: Scope,
+  unit: Unit,
+  reduce: MetricDef['reduce'],
+  prometheus: PrometheusForm,
+  e: Entry,
+): Def<N> => ({ name, unit, reduce, scope, prometheus, help: e.help });
 /** A count of events: summed per interval, a Prometheus counter. */
-const counter = <const N extends string>(name: N, scope: Scope, prometheus: string, e: Entry): Def<N> => ({
-  name,
-  unit: e.unit ?? 'None',
-  reduce: 'sum',
-  scope,
-  prometheus: { type: 'counter', name: prometheus, labels: e.labels },
-  help: e.help,
-});
+const counter = <const N extends string>(name: N, scope: Scope, prometheus: string, e: Entry) =>
+  def(name, scope, e.unit ?? 'None', 'sum', { type: 'counter', name: prometheus, labels: e.labels }, e);
 /** 1 per hit, 0 per miss: the interval's average is the hit ratio, Prometheus counts the hits. */
 const ratio = <const N extends string>(name: N, prometheus: string, e: Entry): Def<N> => ({
   ...counter(name, 'model', prometheus, e),
   reduce: 'avg',
 });
-const histogram = <const N extends string>(name: N, unit: Unit, prom: string, buckets: number[], e: Entry): Def<N> => ({
-  name,
-  unit,
-  reduce: 'avg',
-  scope: 'model',
-  prometheus: { type: 'histogram', name: prom, buckets },
-  help: e.help,
-});
-const gauge = <const N extends string>(name: N, scope: Scope, unit: Unit, prom: string, e: Entry): Def<N> => ({
-  name,
-  unit,
-  reduce: 'avg',
-  scope,
-  prometheus: { type: 'gauge', name: prom },
-  help: e.help,
-});
+const histogram = <const N extends string>(name: N, unit: Unit, prom: string, buckets: number[], e: Entry) =>
+  def(name, 'model', unit, 'avg', { type: 'histogram', name: prom, buckets }, e);
+const gauge = <const N extends string>(name: N, scope: Scope, unit: Unit, prom: string, e: Entry) =>
+  def(name, scope, unit, 'avg', { type: 'gauge', name: prom }, e);
 
 const defs = [
   counter('Invocations', 'model', 'mme_invocations_total', { help: 'Invoke requests answered, whatever the status.' }),

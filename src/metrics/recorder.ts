@@ -47,7 +47,6 @@ const kSampleTimeoutMs = 5000;
 const kClientClosed = ERRORS.MME_ERR_CLIENT_CLOSED.status;
 
 export class MetricsRecorder {
-  readonly #parts: RecorderParts;
   readonly #now: () => number;
   readonly #timers: Timers;
   readonly #interval: IntervalAggregator;
@@ -62,8 +61,7 @@ export class MetricsRecorder {
   #closed = false;
   #reportedError = false;
 
-  constructor(parts: RecorderParts) {
-    this.#parts = parts;
+  constructor(private readonly parts: RecorderParts) {
     this.#now = parts.now ?? Date.now;
     this.#timers = parts.timers ?? realClock;
     this.#interval = new IntervalAggregator(parts.perModel);
@@ -71,11 +69,11 @@ export class MetricsRecorder {
 
   /** null when metrics_prometheus is off. */
   get prometheus(): PrometheusMetrics | null {
-    return this.#parts.prometheus;
+    return this.parts.prometheus;
   }
 
   dropped(): ReadonlyMap<string, number> {
-    return new Map(this.#parts.sinks.map((s) => [s.name, s.dropped]));
+    return new Map(this.parts.sinks.map((s) => [s.name, s.dropped]));
   }
 
   invocation(e: InvocationEvent): void {
@@ -159,10 +157,10 @@ export class MetricsRecorder {
       if (workers > 0) this.#workers.set(model, workers);
       else this.#workers.delete(model);
       // Prometheus sees the change now, not at the next interval: a scrape between two shows it.
-      const prometheus = this.#parts.prometheus;
+      const prometheus = this.parts.prometheus;
       if (!prometheus) return;
       if (this.#workers.size > 0) prometheus.observe(M.ModelWorkers, '', this.#workersTotal);
-      if (this.#parts.perModel && workers > 0) prometheus.observe(M.ModelWorkers, model, workers);
+      if (this.parts.perModel && workers > 0) prometheus.observe(M.ModelWorkers, model, workers);
     });
   }
 
@@ -173,7 +171,7 @@ export class MetricsRecorder {
 
   loadedModelCount(n: number): void {
     this.#loadedModels = n;
-    this.#safely(() => this.#parts.prometheus?.observe(M.LoadedModelCount, '', n));
+    this.#safely(() => this.parts.prometheus?.observe(M.LoadedModelCount, '', n));
   }
 
   start(): void {
@@ -188,7 +186,7 @@ export class MetricsRecorder {
     this.#timer = this.#timers.setTimeout(() => {
       this.#tick();
       void this.flush();
-    }, this.#parts.intervalMs);
+    }, this.parts.intervalMs);
     this.#timer.unref();
   }
 
@@ -204,7 +202,7 @@ export class MetricsRecorder {
     this.#timers.clearTimeout(this.#timer);
     this.#timer = null;
     await this.#flush();
-    await Promise.all(this.#parts.sinks.map((s) => s.close(timeoutMs).catch((err) => this.#sinkError(s.name, err))));
+    await Promise.all(this.parts.sinks.map((s) => s.close(timeoutMs).catch((err) => this.#sinkError(s.name, err))));
   }
 
   #flush(): Promise<void> {
@@ -223,7 +221,7 @@ export class MetricsRecorder {
     if (this.#workers.size === 0) return [];
     const def = METRICS[M.ModelWorkers];
     const total = this.#workersTotal;
-    const perModel = this.#parts.perModel
+    const perModel = this.parts.perModel
       ? [...this.#workers].map(([model, n]) => ({ ...gaugeSeries(def, n), model }))
       : [];
     return [gaugeSeries(def, total), ...perModel];
@@ -234,7 +232,7 @@ export class MetricsRecorder {
     if (!Number.isFinite(value)) return;
     try {
       this.#interval.add(id, model, value);
-      this.#parts.prometheus?.observe(id, model, value, labels);
+      this.parts.prometheus?.observe(id, model, value, labels);
     } catch (err) {
       this.#internalError(err);
     }
@@ -249,8 +247,8 @@ export class MetricsRecorder {
   }
 
   #deliver(snapshot: Snapshot): void {
-    this.#safely(() => this.#parts.prometheus?.write(snapshot));
-    for (const sink of this.#parts.sinks) {
+    this.#safely(() => this.parts.prometheus?.write(snapshot));
+    for (const sink of this.parts.sinks) {
       try {
         sink.write(snapshot);
       } catch (err) {
@@ -261,7 +259,7 @@ export class MetricsRecorder {
 
   async #sample(): Promise<Series[]> {
     try {
-      return await within(this.#parts.sampleSystem(), kSampleTimeoutMs, []);
+      return await within(this.parts.sampleSystem(), kSampleTimeoutMs, []);
     } catch (err) {
       this.#sinkError('system', err);
       return [];
@@ -269,13 +267,13 @@ export class MetricsRecorder {
   }
 
   #sinkError(name: string, err: unknown): void {
-    this.#parts.log(`metrics: ${name} failed: ${(err as Error)?.message ?? String(err)}`);
+    this.parts.log(`metrics: ${name} failed: ${(err as Error)?.message ?? String(err)}`);
   }
 
   /** A bug in metrics must not fail requests; say so once instead of on every request. */
   #internalError(err: unknown): void {
     if (this.#reportedError) return;
     this.#reportedError = true;
-    this.#parts.log(`metrics: recording failed (reported once): ${(err as Error)?.stack ?? String(err)}`);
+    this.parts.log(`metrics: recording failed (reported once): ${(err as Error)?.stack ?? String(err)}`);
   }
 }

@@ -7,35 +7,6 @@ import { errorOf, quote, quoteValue } from '../errors';
 
 const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
-/** A Map, as every table here: datatypes are client text, and "__proto__" must find nothing. */
-const kV2ToOrt: ReadonlyMap<string, string> = new Map([
-  ['BOOL', 'bool'],
-  ['UINT8', 'uint8'],
-  ['UINT16', 'uint16'],
-  ['UINT32', 'uint32'],
-  ['UINT64', 'uint64'],
-  ['INT8', 'int8'],
-  ['INT16', 'int16'],
-  ['INT32', 'int32'],
-  ['INT64', 'int64'],
-  ['FP16', 'float16'],
-  ['FP32', 'float32'],
-  ['FP64', 'float64'],
-  ['BYTES', 'string'],
-]);
-const kOrtToV2: ReadonlyMap<string, string> = new Map([...kV2ToOrt].map(([k, v]) => [v, k]));
-
-export const V2_DATATYPES: readonly string[] = [...kV2ToOrt.keys()];
-
-export function ortTypeOf(datatype: unknown): string | undefined {
-  return typeof datatype === 'string' ? kV2ToOrt.get(datatype) : undefined;
-}
-
-/** Unknown types keep their own name. */
-export function v2Datatype(ortType: string): string {
-  return kOrtToV2.get(ortType) ?? ortType;
-}
-
 export type NumericArray =
   | Float32Array
   | Float64Array
@@ -49,21 +20,44 @@ export type NumericArray =
   | BigUint64Array;
 type NumericCtor = { new (n: number): NumericArray; BYTES_PER_ELEMENT: number };
 
-/** The element array of each fixed-size datatype (BOOL as 0/1 bytes, FP16 as its bits), as onnxruntime takes it. */
-const kArrays: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
-  ['BOOL', Uint8Array],
-  ['UINT8', Uint8Array],
-  ['UINT16', Uint16Array],
-  ['UINT32', Uint32Array],
-  ['UINT64', BigUint64Array],
-  ['INT8', Int8Array],
-  ['INT16', Int16Array],
-  ['INT32', Int32Array],
-  ['INT64', BigInt64Array],
-  ['FP16', Uint16Array],
-  ['FP32', Float32Array],
-  ['FP64', Float64Array],
+/**
+ * Each datatype's onnxruntime type, the element array of a fixed-size one as onnxruntime takes it
+ * (BOOL as 0/1 bytes, FP16 as its bits) and its field of KServe's InferTensorContents (FP16 has
+ * none: it travels raw only). A Map: datatypes are client text, and "__proto__" must find nothing.
+ */
+type Datatype = { ort: string; array?: NumericCtor; contents?: string };
+const kDatatypes: ReadonlyMap<string, Datatype> = new Map<string, Datatype>([
+  ['BOOL', { ort: 'bool', array: Uint8Array, contents: 'bool_contents' }],
+  ['UINT8', { ort: 'uint8', array: Uint8Array, contents: 'uint_contents' }],
+  ['UINT16', { ort: 'uint16', array: Uint16Array, contents: 'uint_contents' }],
+  ['UINT32', { ort: 'uint32', array: Uint32Array, contents: 'uint_contents' }],
+  ['UINT64', { ort: 'uint64', array: BigUint64Array, contents: 'uint64_contents' }],
+  ['INT8', { ort: 'int8', array: Int8Array, contents: 'int_contents' }],
+  ['INT16', { ort: 'int16', array: Int16Array, contents: 'int_contents' }],
+  ['INT32', { ort: 'int32', array: Int32Array, contents: 'int_contents' }],
+  ['INT64', { ort: 'int64', array: BigInt64Array, contents: 'int64_contents' }],
+  ['FP16', { ort: 'float16', array: Uint16Array }],
+  ['FP32', { ort: 'float32', array: Float32Array, contents: 'fp32_contents' }],
+  ['FP64', { ort: 'float64', array: Float64Array, contents: 'fp64_contents' }],
+  ['BYTES', { ort: 'string', contents: 'bytes_contents' }],
 ]);
+const kOrtToV2: ReadonlyMap<string, string> = new Map([...kDatatypes].map(([v2, d]) => [d.ort, v2]));
+
+export const V2_DATATYPES: readonly string[] = [...kDatatypes.keys()];
+
+export function ortTypeOf(datatype: unknown): string | undefined {
+  return typeof datatype === 'string' ? kDatatypes.get(datatype)?.ort : undefined;
+}
+
+/** Unknown types keep their own name. */
+export function v2Datatype(ortType: string): string {
+  return kOrtToV2.get(ortType) ?? ortType;
+}
+
+/** The InferTensorContents field that holds `datatype`'s elements, if it has one. */
+export function contentsField(datatype: string): string | undefined {
+  return kDatatypes.get(datatype)?.contents;
+}
 
 /** Raw elements: a typed array for fixed-size datatypes, one Buffer per element for BYTES. */
 export type RawElements = NumericArray | Buffer[];
@@ -75,7 +69,7 @@ export function fromRaw(datatype: string, bytes: Buffer, count: number, what: st
     walkBytesElements(bytes, count, what, (start, end) => out.push(bytes.subarray(start, end)));
     return out;
   }
-  const Ctor = kArrays.get(datatype);
+  const Ctor = kDatatypes.get(datatype)?.array;
   if (!Ctor) throw invalid(`${what}: datatype ${quote(datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   if (bytes.length !== count * Ctor.BYTES_PER_ELEMENT) {
     throw invalid(
@@ -144,7 +138,7 @@ function bigElement(v: unknown): bigint | undefined {
 
 /** A new array of `datatype` filled from plain values (numbers, decimal strings or bigints for 64-bit integers, booleans). */
 export function toArray(datatype: string, values: ArrayLike<unknown>, what: string): NumericArray {
-  const Ctor = kArrays.get(datatype);
+  const Ctor = kDatatypes.get(datatype)?.array;
   if (!Ctor) throw invalid(`${what}: datatype ${quote(datatype)} has no typed contents; send it in raw contents`);
   const out = new Ctor(values.length);
   const big = out instanceof BigInt64Array || out instanceof BigUint64Array;

@@ -1,5 +1,5 @@
 /** Per-model worker autoscaling: when a model gets a worker more or one less. */
-import { atLeast, between, int, num, oneOf, seconds, resolverRead, type KeySpec } from './kinds';
+import { above, atLeast, between, int, num, oneOf, seconds, resolverRead, type KeySpec } from './kinds';
 
 export const kAutoscaleKeys = resolverRead({
   autoscale: oneOf(['auto', 'on', 'off'], 'auto', {
@@ -8,13 +8,9 @@ export const kAutoscaleKeys = resolverRead({
   autoscale_queue_wait_ms: int('100', atLeast(1), {
     doc: "Median time a model's requests waited in its queue over the last 2 s past which it gets one more worker (autoscale).",
   }),
-  autoscale_backlog_per_worker: num(
-    '4',
-    { allows: (n) => n > 0, text: '> 0' },
-    {
-      doc: "Requests waiting in a model's queue per worker past which it gets one more worker (autoscale), whatever their wait so far: a burst is seen before its waits are.",
-    },
-  ),
+  autoscale_backlog_per_worker: num('4', above(0), {
+    doc: "Requests waiting in a model's queue per worker past which it gets one more worker (autoscale), whatever their wait so far: a burst is seen before its waits are.",
+  }),
   autoscale_busy_share: num('0.8', between(0, 1), {
     doc: "Share of its workers' time (0-1, measured over the last 1 s) a model's session runs take past which it gets one more worker (autoscale), at two 0.5 s rounds in a row: a saturated worker takes each request as it comes, so nothing waits in the server's queue for the other two rules to see. A worker goes only once the runs would take under half of it with one worker fewer. 0 = queue wait and backlog only.",
   }),

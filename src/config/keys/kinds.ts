@@ -80,6 +80,7 @@ export const resolverRead = <const T extends Record<string, KeySpec>>(table: T) 
   };
 
 export const atLeast = (min: number): Range => ({ allows: (n) => n >= min, text: `>= ${min}` });
+export const above = (min: number): Range => ({ allows: (n) => n > min, text: `> ${min}` });
 export const between = (min: number, max: number): Range => ({
   allows: (n) => n >= min && n <= max,
   text: `${min} to ${max}`,

@@ -1,4 +1,4 @@
-/** What OIP's metadata and readiness calls answer, for REST and gRPC. Each model has one version, "1". */
+/** What the health, metadata and readiness calls answer, for REST and gRPC. Each model has one version, "1". */
 import { MmeError, quote } from '../../errors';
 import type { TensorInfo } from '../../model-types';
 import type { ModelManager } from '../../server/models/model-manager';
@@ -24,6 +24,11 @@ export interface ModelMetadata {
   platform: string;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
+}
+
+/** SageMaker's /ping body, and TorchServe's Ping health text. */
+export function pingStatus(manager: Pick<ModelManager, 'failedCount'>): { status: string } {
+  return { status: manager.failedCount() > 0 ? 'Partial Healthy' : 'Healthy' };
 }
 
 export function serverMetadata(): { name: string; version: string; extensions: string[] } {
