@@ -9,7 +9,6 @@ import { ModelRepository } from '../../repository/repository';
 import type { InvokeRequest } from '../../protocol/messages';
 import { realClock } from '../../util/clock';
 import { createPolicy } from '../cache/eviction-classes';
-import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { ProcessRegistry } from '../processes/process-registry';
 import type { LimitEnforcement } from '../processes/limit-enforcement';
@@ -34,10 +33,10 @@ export type ManagerOptions = Partial<
 export class ModelManager {
   readonly #registry = new ModelRegistry();
   readonly #events: LifecycleEvents;
-  readonly #workers: WorkerFactory;
+  readonly workers: WorkerFactory;
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
-  readonly #autoscale: AutoscaleRounds<Registration> | null;
+  readonly autoscale: AutoscaleRounds<Registration> | null;
   /** model_repository; null when not configured. */
   readonly repository: ModelRepository | null;
 
@@ -46,7 +45,7 @@ export class ModelManager {
     const clock = opts.clock ?? realClock;
     const events = new LifecycleEvents(() => registry.servingCount());
     this.#events = events;
-    this.#workers = new WorkerFactory(config, {
+    this.workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,
       clock,
@@ -73,7 +72,7 @@ export class ModelManager {
       config,
       cacheDir,
       registry,
-      workers: this.#workers,
+      workers: this.workers,
       policy,
       events,
       onDemand: this.#onDemand,
@@ -81,10 +80,10 @@ export class ModelManager {
       log,
       clock,
     });
-    this.#autoscale = config.autoscale
+    this.autoscale = config.autoscale
       ? new AutoscaleRounds({ clock, entries: () => registry.live, round: (e) => this.#ops.autoscale(e), log })
       : null;
-    this.#autoscale?.start();
+    this.autoscale?.start();
   }
 
   get stats(): CacheStats {
@@ -110,20 +109,7 @@ export class ModelManager {
 
   /** How memory_limit_mb and cpu_limit are held here (the ready line and GET /models/{name} say). */
   get limits(): LimitEnforcement {
-    return this.#workers.limits;
-  }
-
-  get sparesReady(): number {
-    return this.#workers.sparesReady;
-  }
-
-  /** Resolves once the autoscale round under way (if any) has finished: a virtual clock's tests advance past it then. */
-  autoscaleSettled(): Promise<void> {
-    return this.#autoscale?.settled() ?? Promise.resolve();
-  }
-
-  get hosts(): HostPool | null {
-    return this.#workers.hosts;
+    return this.workers.limits;
   }
 
   load(req: LoadRequest): Promise<'loaded' | 'accepted'> {
@@ -139,7 +125,7 @@ export class ModelManager {
   }
 
   close(drainMs: number): Promise<ShutdownCounts> {
-    this.#autoscale?.stop();
+    this.autoscale?.stop();
     return this.#ops.close(drainMs);
   }
 
