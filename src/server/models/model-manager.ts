@@ -37,7 +37,6 @@ export class ModelManager {
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
   readonly autoscale: AutoscaleRounds<Registration> | null;
-  /** model_repository; null when not configured. */
   readonly repository: ModelRepository | null;
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
@@ -102,7 +101,6 @@ export class ModelManager {
     return this.#ops.budgetBytes;
   }
 
-  /** close() has begun: new requests are refused while admitted ones finish. */
   get closing(): boolean {
     return this.#ops.closing;
   }
