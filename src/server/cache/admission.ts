@@ -256,10 +256,7 @@ export class Admission<Entry extends Resident> {
     );
   }
 
-  /**
-   * What `holders` other than `entry` hold with the fixed bytes, and how many count against
-   * max_loaded_models. The entry is loading (a load) or ready (a scale): among the not-ready only loading.
-   */
+  /** What `holders` but `entry` hold (fixed bytes included); a ready entry (a scale) is not among the not-ready. */
   #others(entry: Entry, holders: Holders): Held {
     const { tally } = this.deps;
     const held = tally.held(holders);
