@@ -405,7 +405,7 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     await traffic;
     assert.deepEqual(failures, []);
     // A threshold of 1 MB may recycle the new host too: whatever is left running is a host the pool serves with.
-    const pool = t.server.manager.hosts!;
+    const pool = t.server.manager.workers.hosts!;
     await waitFor(
       () => workerPidsOf(process.pid).every((pid) => pool.hosts.some((h) => h.pid === pid)),
       'retired hosts to exit',

@@ -114,7 +114,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     try {
       await load(t, 'a', 1);
       const slotOf = (name: string) => (t.server.manager.get(name).workers[0] as ModelSlot).slotId;
-      t.server.manager.hosts!.hosts[0].slotIds.skipTo(MAX_U32);
+      t.server.manager.workers.hosts!.hosts[0].slotIds.skipTo(MAX_U32);
       await load(t, 'b', 2);
       await load(t, 'c', 3);
       assert.deepEqual(['a', 'b', 'c'].map(slotOf), [1, MAX_U32, 2], 'c wrapped past the slot a holds');

@@ -62,7 +62,7 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
   return runCommands(h.manager, h.store, commands, shutdownAt, (c, outcomes) => {
     const live = h.processes.live();
     const p = live.length > 0 && 'pick' in c ? live[c.pick % live.length] : undefined;
-    const hosts = h.manager.hosts?.hosts ?? [];
+    const hosts = h.manager.workers.hosts?.hosts ?? [];
     switch (c.kind) {
       case 'answer':
         p?.answer();
@@ -74,7 +74,7 @@ function run(h: ProcessHarness, commands: Command[], shutdownAt: number | null):
         p?.exit(c.signal ? null : 1, c.signal ? 'SIGKILL' : null);
         return true;
       case 'recycle':
-        if (hosts.length > 0) h.manager.hosts!.recycle(hosts[c.pick % hosts.length]);
+        if (hosts.length > 0) h.manager.workers.hosts!.recycle(hosts[c.pick % hosts.length]);
         return true;
       case 'loadBesideCrash':
         outcomes.start({ kind: 'load', name: c.name });
@@ -114,7 +114,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
   );
   // A scale-down or a move is admitted before it is done: retired slots are released, their
   // successors load, retired and killed hosts exit, on the next ticks.
-  const hosts = () => h.manager.hosts?.hosts ?? [];
+  const hosts = () => h.manager.workers.hosts?.hosts ?? [];
   await waitFor(
     () => {
       step();
@@ -140,7 +140,7 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
     assert.equal(h.processes.live().length, 0);
     return;
   }
-  const hosts = h.manager.hosts?.hosts ?? [];
+  const hosts = h.manager.workers.hosts?.hosts ?? [];
   for (const w of placed) {
     const host = hosts.find((h) => h === w.host);
     assert.ok(host?.exitInfo === null, `${w.id} is placed in ${w.sharedHostId}, which is gone`);

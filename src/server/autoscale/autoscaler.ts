@@ -173,12 +173,11 @@ export class Autoscaler {
       load.queued === 0 &&
       p50 <= queueWaitMs / 4 &&
       (busyShare === 0 || share < (busyShare / 2) * Math.max(1, load.workers - 1));
-    if (!quiet) this.#quietSince = null;
-    else this.#quietSince ??= now;
+    this.#quietSince = quiet ? (this.#quietSince ?? now) : null;
     const movable = kModeTraits[load.home].promotedTo !== null && this.heavyShare > 0;
     this.#heavyRounds = movable && !own && share > this.heavyShare ? this.#heavyRounds + 1 : 0;
-    if (!(movable && own && load.queued === 0 && share < this.heavyShare / 2)) this.#coolSince = null;
-    else this.#coolSince ??= now;
+    const cool = movable && own && load.queued === 0 && share < this.heavyShare / 2;
+    this.#coolSince = cool ? (this.#coolSince ?? now) : null;
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
     const d = this.#undo(load, now, p50, share) ?? this.#evaluate(load, now, p50, share, movable);
     // A round that asks for nothing ends a run of skips: the next skip starts a new one.

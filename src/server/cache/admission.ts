@@ -44,7 +44,7 @@ export interface Resident {
 export interface Tally<Entry> {
   has(entry: Entry): boolean;
   /** What `holders` hold (bytes) and how many of them count against max_loaded_models. */
-  held(holders: Holders): { bytes: number; count: number };
+  held(holders: Holders): Held;
   /** Resolves at the next settle of an admitted load or a leaving entry; null when none is under way. */
   nextSettle(): Promise<void> | null;
   /** Serving ones whose memory figure moves (dedicated workers): re-measured when stale. */
@@ -53,6 +53,7 @@ export interface Tally<Entry> {
 
 /** All; those no eviction can free (not ready); failed ones, which do not settle on their own either. */
 export type Holders = 'all' | 'notReady' | 'failed';
+type Held = { bytes: number; count: number };
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
@@ -120,14 +121,11 @@ export class Admission<Entry extends Resident> {
     const release = await this.#lock.acquire();
     try {
       const { budgetBytes, maxLoadedModels } = this.deps;
-      let used = 0;
-      let count = 0;
-      const fits = () =>
-        used + entry.heldBytes + needBytes <= budgetBytes && (maxLoadedModels === 0 || count < maxLoadedModels);
+      let others = { bytes: 0, count: 0 };
       if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits, this.#pinnedHold(entry))) {
         await this.#refreshStale(entry);
         // Room that pinned models hold is room no eviction frees: the 507 names them.
-        const ask = this.#ask(entry, needBytes, this.#usedBytes(entry), this.#countedModels(entry));
+        const ask = this.#ask(entry, needBytes, this.#others(entry, 'all'));
         const pinned = this.#fitsWithoutEvictable(entry, needBytes, waits, null) ? this.#pinnedHold(entry) : null;
         throw noRoom(this.deps, ask, purpose, pinned ? { pinned } : 'fits-never');
       }
@@ -135,9 +133,8 @@ export class Admission<Entry extends Resident> {
       for (;;) {
         await this.#refreshStale(entry);
         // Nothing awaits from here to the decision: no settle slips between the tallies and nextSettle.
-        used = this.#usedBytes(entry);
-        count = this.#countedModels(entry);
-        if (fits() || !this.deps.evicts || abort.aborted) break;
+        others = this.#others(entry, 'all');
+        if (this.#fits(entry, needBytes, others) || !this.deps.evicts || abort.aborted) break;
         const victim = this.#fitsWithoutEvictable(entry, needBytes, false, this.#pinnedHold(entry))
           ? this.#nextVictim(entry.name, purpose.kind === 'scale' && purpose.autoscale === true)
           : null;
@@ -147,9 +144,9 @@ export class Admission<Entry extends Resident> {
           break;
         }
         const full =
-          maxLoadedModels > 0 && count >= maxLoadedModels
+          maxLoadedModels > 0 && others.count >= maxLoadedModels
             ? `max_loaded_models=${maxLoadedModels} are loaded`
-            : `it needs about ${mb(needBytes)} and ${mb(used + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+            : `it needs about ${mb(needBytes)} and ${mb(others.bytes + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
         try {
           await this.deps.evict(victim.entry, `to make room for ${entry.name} (${full}): ${victim.why}`);
         } finally {
@@ -157,7 +154,8 @@ export class Admission<Entry extends Resident> {
         }
       }
       abort.throwIfAborted();
-      if (!fits()) throw noRoom(this.deps, this.#ask(entry, needBytes, used, count), purpose, 'no-victim');
+      if (!this.#fits(entry, needBytes, others))
+        throw noRoom(this.deps, this.#ask(entry, needBytes, others), purpose, 'no-victim');
       entry.reserve(needBytes);
       return null;
     } finally {
@@ -211,15 +209,17 @@ export class Admission<Entry extends Resident> {
    * done (and evictable) and leaving entries gone, so only failed ones stay; `pinned` ones stay too.
    */
   #fitsWithoutEvictable(entry: Entry, needBytes: number, afterSettling: boolean, pinned: PinnedHold | null): boolean {
-    const { budgetBytes, maxLoadedModels, tally } = this.deps;
-    // The entry itself is loading (a load) or ready (a scale): only the loading one is in the tally.
-    const own = !afterSettling && tally.has(entry) && entry.phase !== 'ready';
-    const held = tally.held(afterSettling ? 'failed' : 'notReady');
-    const stays = held.bytes - (own ? entry.heldBytes : 0) + (pinned?.heldBytes ?? 0);
-    const count = held.count - (own && entry.countsAsLoaded ? 1 : 0) + (pinned?.names.length ?? 0);
+    const stays = this.#others(entry, afterSettling ? 'failed' : 'notReady');
+    stays.bytes += pinned?.heldBytes ?? 0;
+    stays.count += pinned?.names.length ?? 0;
+    return this.#fits(entry, needBytes, stays);
+  }
+
+  #fits(entry: Entry, needBytes: number, others: Held): boolean {
+    const { budgetBytes, maxLoadedModels } = this.deps;
     return (
-      this.deps.fixedBytes() + stays + entry.heldBytes + needBytes <= budgetBytes &&
-      (maxLoadedModels === 0 || count < maxLoadedModels)
+      others.bytes + entry.heldBytes + needBytes <= budgetBytes &&
+      (maxLoadedModels === 0 || others.count < maxLoadedModels)
     );
   }
 
@@ -236,8 +236,8 @@ export class Admission<Entry extends Resident> {
     return { names, heldBytes };
   }
 
-  #ask(entry: Entry, needBytes: number, used: number, count: number): Ask {
-    return { name: entry.name, needBytes, usedBytes: used + entry.heldBytes, count };
+  #ask(entry: Entry, needBytes: number, others: Held): Ask {
+    return { name: entry.name, needBytes, usedBytes: others.bytes + entry.heldBytes, count: others.count };
   }
 
   /** Re-measures stale figures that can move: never the shared hosts' models (100 000 under the lock). */
@@ -256,14 +256,13 @@ export class Admission<Entry extends Resident> {
     );
   }
 
-  #usedBytes(except: Entry): number {
+  /** What `holders` but `entry` hold (fixed bytes included); a ready entry (a scale) is not among the not-ready. */
+  #others(entry: Entry, holders: Holders): Held {
     const { tally } = this.deps;
-    return this.deps.fixedBytes() + tally.held('all').bytes - (tally.has(except) ? except.heldBytes : 0);
-  }
-
-  #countedModels(except: Entry): number {
-    const own = this.deps.tally.has(except) && except.countsAsLoaded;
-    return this.deps.tally.held('all').count - (own ? 1 : 0);
+    const held = tally.held(holders);
+    const own = tally.has(entry) && (holders === 'all' || (holders === 'notReady' && entry.phase !== 'ready'));
+    const count = held.count - (own && entry.countsAsLoaded ? 1 : 0);
+    return { bytes: this.deps.fixedBytes() + held.bytes - (own ? entry.heldBytes : 0), count };
   }
 }
 

@@ -75,7 +75,6 @@ export class LifecycleEvents {
     this.unloaded(name, micros);
   }
 
-  /** Unloaded after idle_unload_seconds without a request. */
   idleUnloaded(name: string, micros: number): void {
     this.sink.idleUnloaded?.(name);
     this.unloaded(name, micros);

@@ -28,7 +28,6 @@ export class LoadSource {
     this.#permits = new LoadPermits(deps.config.maxConcurrentLoads);
   }
 
-  /** Resolves with the permit's release; a wait `signal` ends leaves the line with its reason. */
   permit(entry: Registration, req: LoadRequest, signal: AbortSignal): Promise<() => void> {
     return this.#permits.acquire(this.#repositoryOf(entry, req) !== null, signal);
   }

@@ -9,7 +9,6 @@ import { ModelRepository } from '../../repository/repository';
 import type { InvokeRequest } from '../../protocol/messages';
 import { realClock } from '../../util/clock';
 import { createPolicy } from '../cache/eviction-classes';
-import type { HostPool } from '../hosts/host-pool';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { ProcessRegistry } from '../processes/process-registry';
 import type { LimitEnforcement } from '../processes/limit-enforcement';
@@ -34,11 +33,10 @@ export type ManagerOptions = Partial<
 export class ModelManager {
   readonly #registry = new ModelRegistry();
   readonly #events: LifecycleEvents;
-  readonly #workers: WorkerFactory;
+  readonly workers: WorkerFactory;
   readonly #onDemand: OnDemandLoader;
   readonly #ops: LifecycleOperations;
-  readonly #autoscale: AutoscaleRounds<Registration> | null;
-  /** model_repository; null when not configured. */
+  readonly autoscale: AutoscaleRounds<Registration> | null;
   readonly repository: ModelRepository | null;
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
@@ -46,7 +44,7 @@ export class ModelManager {
     const clock = opts.clock ?? realClock;
     const events = new LifecycleEvents(() => registry.servingCount());
     this.#events = events;
-    this.#workers = new WorkerFactory(config, {
+    this.workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,
       clock,
@@ -73,7 +71,7 @@ export class ModelManager {
       config,
       cacheDir,
       registry,
-      workers: this.#workers,
+      workers: this.workers,
       policy,
       events,
       onDemand: this.#onDemand,
@@ -81,10 +79,10 @@ export class ModelManager {
       log,
       clock,
     });
-    this.#autoscale = config.autoscale
+    this.autoscale = config.autoscale
       ? new AutoscaleRounds({ clock, entries: () => registry.live, round: (e) => this.#ops.autoscale(e), log })
       : null;
-    this.#autoscale?.start();
+    this.autoscale?.start();
   }
 
   get stats(): CacheStats {
@@ -103,27 +101,13 @@ export class ModelManager {
     return this.#ops.budgetBytes;
   }
 
-  /** close() has begun: new requests are refused while admitted ones finish. */
   get closing(): boolean {
     return this.#ops.closing;
   }
 
   /** How memory_limit_mb and cpu_limit are held here (the ready line and GET /models/{name} say). */
   get limits(): LimitEnforcement {
-    return this.#workers.limits;
-  }
-
-  get sparesReady(): number {
-    return this.#workers.sparesReady;
-  }
-
-  /** Resolves once the autoscale round under way (if any) has finished: a virtual clock's tests advance past it then. */
-  autoscaleSettled(): Promise<void> {
-    return this.#autoscale?.settled() ?? Promise.resolve();
-  }
-
-  get hosts(): HostPool | null {
-    return this.#workers.hosts;
+    return this.workers.limits;
   }
 
   load(req: LoadRequest): Promise<'loaded' | 'accepted'> {
@@ -139,7 +123,7 @@ export class ModelManager {
   }
 
   close(drainMs: number): Promise<ShutdownCounts> {
-    this.#autoscale?.stop();
+    this.autoscale?.stop();
     return this.#ops.close(drainMs);
   }
 

@@ -25,7 +25,6 @@ export interface ModelHealth {
   readonly lastError: MmeError | null;
   markFailed(err: MmeError): void;
   markRecovered(): void;
-  /** Its memory figure (memoryBytes) changed. */
   memoryChanged?(): void;
 }
 

@@ -44,7 +44,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#entries.get(name);
   }
 
-  /** Registrations that hold memory, leaving ones included. */
   get live(): ReadonlySet<Registration> {
     return this.#live;
   }

@@ -34,7 +34,7 @@ const kProperties =
 async function step(h: ProcessHarness): Promise<void> {
   h.clock.advance(kRoundMs);
   await settle();
-  await h.manager.autoscaleSettled();
+  await h.manager.autoscale?.settled();
   await settle();
 }
 

@@ -165,7 +165,7 @@ describe('autoscale promotion of a shared model', () => {
         h.clock.advance(kRoundMs);
         await settle();
         // The round measures memory (real I/O); the next is armed only once it is done: wait for it.
-        await h.manager.autoscaleSettled();
+        await h.manager.autoscale?.settled();
         await settle();
       }
     }

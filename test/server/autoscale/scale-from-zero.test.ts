@@ -52,7 +52,7 @@ describe('autoscale from zero workers (min_worker=0)', () => {
       assert.ok(t < 60_000, `no worker started within a minute of virtual time:\n${h.logs.join('\n')}`);
       h.clock.advance(kRoundMs);
       await settle();
-      await h.manager.autoscaleSettled();
+      await h.manager.autoscale?.settled();
       await settle();
     }
     started()!.answerHeld();
@@ -66,7 +66,7 @@ describe('autoscale from zero workers (min_worker=0)', () => {
       assert.ok(t < 60_000, 'not back to no worker within a minute of virtual time');
       h.clock.advance(kRoundMs);
       await settle();
-      await h.manager.autoscaleSettled();
+      await h.manager.autoscale?.settled();
     }
     await waitFor(() => h.processes.live().length === 0, 'its process to stop');
   });

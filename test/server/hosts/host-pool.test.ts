@@ -92,7 +92,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     const [old] = await place(h, 'a');
     const held = statusOf(h.manager.invoke('a', invokeRequest()));
     await waitFor(() => old.batches.length === 1, 'the request to reach the host');
-    h.manager.hosts!.recycle(h.manager.hosts!.hosts[0]);
+    h.manager.workers.hosts!.recycle(h.manager.workers.hosts!.hosts[0]);
     assert.equal(h.logs.filter((l) => l.includes('] recycling: ')).length, 1);
     const fresh = await loadIn(h, 'a');
     assert.notEqual(fresh, old);
