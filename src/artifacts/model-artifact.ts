@@ -50,10 +50,6 @@ function badUrl(url: string): MmeError {
   );
 }
 
-function underSystemRoot(p: string): boolean {
-  return SYSTEM_ROOTS.some((root) => p === root || p.startsWith(`${root}/`));
-}
-
 type Target = { kind: 'dir' | 'archive'; path: string };
 
 function insideAny(p: string, roots: readonly string[]): boolean {
@@ -82,7 +78,7 @@ async function locate(
 ): Promise<Target> {
   if (typeof url !== 'string' || url.trim() === '' || url.includes('\0') || REMOTE_URL.test(url)) throw badUrl(url);
   const resolved = path.resolve(store ?? '', url);
-  if (underSystemRoot(resolved)) throw badUrl(url);
+  if (insideAny(resolved, SYSTEM_ROOTS)) throw badUrl(url);
   // Checked on the path as written before anything is read, and again after links are followed.
   const realRoots = roots ? await Promise.all(roots.map((r) => reads.realpath(r).catch(() => path.resolve(r)))) : null;
   if (realRoots && !insideAny(resolved, [...roots!.map((r) => path.resolve(r)), ...realRoots]))
@@ -97,7 +93,7 @@ async function locate(
     }
     throw fsFailure(`reading ${quote(url)}`, err);
   }
-  if (underSystemRoot(real)) throw badUrl(url);
+  if (insideAny(real, SYSTEM_ROOTS)) throw badUrl(url);
   if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
   let st;
   try {

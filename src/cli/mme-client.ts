@@ -241,9 +241,10 @@ async function main(): Promise<void> {
       out = JSON.stringify({ models }, null, 2);
       break;
     }
-    case 'describe': {
+    case 'describe':
+    case 'unload': {
       const [model] = need(words, 1, 'NAME');
-      out = await manage('GET', `/models/${name(model)}`);
+      out = await manage(words[0] === 'unload' ? 'DELETE' : 'GET', `/models/${name(model)}`);
       break;
     }
     case 'invoke': {
@@ -252,11 +253,6 @@ async function main(): Promise<void> {
       const headers: Record<string, string> = { 'content-type': opts.contentType };
       if (opts.targetModel !== null) headers['x-amzn-sagemaker-target-model'] = opts.targetModel;
       out = await infer(`/models/${name(model)}/invoke`, body, headers);
-      break;
-    }
-    case 'unload': {
-      const [model] = need(words, 1, 'NAME');
-      out = await manage('DELETE', `/models/${name(model)}`);
       break;
     }
     case 'scale': {

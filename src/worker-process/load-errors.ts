@@ -2,12 +2,12 @@
  * Why onnxruntime refused a model, in terms its owner can act on (what is at fault, what this build
  * supports, how to re-export); onnxruntime's own message stays in the server log.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { errorOf, MmeError, quote } from '../errors';
 import type { OnnxFile } from './onnx-file';
 import { domainName, kKnownDomains, maxSupportedOpset } from './opset-support';
+import { withFile } from './protobuf-file';
 
 const kIrVersion = /Unsupported model IR version: (\d+), max supported IR version: (\d+)/;
 /** The operator onnxruntime names when it has no kernel or schema for a node. */
@@ -83,14 +83,10 @@ export function unparsedModel(onnxPath: string, ortMessage: string): MmeError {
   let size = 0;
   let head = '';
   try {
-    const fd = fs.openSync(onnxPath, 'r');
-    try {
-      size = fs.fstatSync(fd).size;
-      const buf = Buffer.alloc(64);
-      head = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('latin1');
-    } finally {
-      fs.closeSync(fd);
-    }
+    withFile(onnxPath, (file) => {
+      size = file.size;
+      head = file.bytes({ start: 0, payload: 0, end: Math.min(64, size) }).toString('latin1');
+    });
   } catch {
     // Unreadable now: the general advice below still holds.
   }

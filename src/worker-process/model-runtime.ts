@@ -153,16 +153,7 @@ export class ModelRuntime {
     const slot = ctx.responses[index];
     try {
       // Inside the try: instanceof itself throws for a Proxy whose getPrototypeOf trap does.
-      if (result instanceof Error) {
-        const error = requestError(asError(result));
-        return {
-          id,
-          status: error.status,
-          contentType: 'application/json',
-          headers: slot.headers,
-          error: error.toWire(),
-        };
-      }
+      if (result instanceof Error) return errorAnswer(id, requestError(asError(result)), slot.headers);
       const body = toBuffer(result);
       this.#checkSize(body, 'response');
       const contentType =
@@ -194,8 +185,8 @@ export class ModelRuntime {
   }
 }
 
-function errorAnswer(id: number, error: MmeError): WireResponse {
-  return { id, status: error.status, contentType: 'application/json', headers: {}, error: error.toWire() };
+function errorAnswer(id: number, error: MmeError, headers: Record<string, string> = {}): WireResponse {
+  return { id, status: error.status, contentType: 'application/json', headers, error: error.toWire() };
 }
 
 function asMmeError(err: unknown): MmeError {

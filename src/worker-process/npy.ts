@@ -11,7 +11,7 @@
  * it pulls in a fetch polyfill. Object (pickled) arrays are refused, as np.load(allow_pickle=False) does.
  */
 import { MmeError, quote } from '../errors';
-import { invalidInput, RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
+import { allocate, invalidInput, RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
 
 const kMagic = Buffer.from('\x93NUMPY', 'latin1');
 const kAlign = 64;
@@ -141,11 +141,7 @@ function toCOrder(t: Tensor): Tensor {
   const { dims, data: src } = t;
   const rank = dims.length;
   return Tensor.build(t.type, dims, null, 'the application/x-npy body', () => {
-    const out = (
-      Array.isArray(src)
-        ? new Array<string>(src.length)
-        : new (src.constructor as new (n: number) => NumericData)(src.length)
-    ) as unknown[];
+    const out = allocate(t.type, src.length) as unknown[];
     const fStride: number[] = [];
     for (let ax = 0, s = 1; ax < rank; s *= dims[ax], ax++) fStride.push(s);
     const index = new Array<number>(rank).fill(0);

@@ -66,15 +66,20 @@ export const enum NodeField {
   Output = 2,
   Name = 3,
   OpType = 4,
+  Attribute = 5,
   Domain = 7,
 }
 /** ValueInfoProto; OperatorSetIdProto and StringStringEntryProto number their two fields the same way. */
-const enum PairField {
+export const enum PairField {
   First = 1,
   Second = 2,
 }
-const enum TypeField {
-  TensorType = 1,
+export const enum TypeField {
+  Tensor = 1,
+  Sequence = 4,
+  Map = 5,
+  SparseTensor = 8,
+  Optional = 9,
 }
 
 /** Reads `path`; throws a plain Error naming the offset when the file is not a protobuf ModelProto. */
@@ -163,7 +168,7 @@ function readNode(file: FileWindow, field: WireField): GraphNode {
 /** A ValueInfoProto: its name (field 1) and whether its last TypeProto (field 2) holds a tensor_type. */
 function readValue(file: FileWindow, field: WireField): GraphValue {
   const type = lastField(file, field, PairField.Second);
-  const tensor = type !== null && lastField(file, type, TypeField.TensorType) !== null;
+  const tensor = type !== null && lastField(file, type, TypeField.Tensor) !== null;
   return { name: lastText(file, field, PairField.First), tensor, field };
 }
 

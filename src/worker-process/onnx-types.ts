@@ -2,7 +2,7 @@
  * ONNX's own notation for a value's type, e.g. `seq(map(int64,tensor(float)))`, for describe and
  * errors. A TypeProto nests at most one TypeProto per level: the walk is a loop cut off at kMaxDepth.
  */
-import type { GraphValue, OnnxFile } from './onnx-file';
+import { PairField, TypeField, type GraphValue, type OnnxFile } from './onnx-file';
 import { Wire, type WireField } from '../util/protobuf-wire';
 import { fields, lastField, lastVarint, withFile, type FileWindow } from './protobuf-file';
 
@@ -29,24 +29,16 @@ const kElementNames = [
 /** Deeper types are shown cut short: no real model nests this far, and an error must stay short. */
 const kMaxDepth = 8;
 
-const enum TypeField {
-  Tensor = 1,
-  Sequence = 4,
-  Map = 5,
-  SparseTensor = 8,
-  Optional = 9,
-}
 /** Tensor, SparseTensor, Sequence and Optional: elem_type; Map: key_type, then value_type (2). */
 const kElemType = 1;
 const kMapValueType = 2;
-const kValueInfoType = 2;
 
 function elementName(elemType: number): string {
   return kElementNames[elemType] ?? `type${elemType}`;
 }
 
 export function valueTypeNotation(model: OnnxFile, value: GraphValue): string {
-  return withFile(model.path, (file) => typeNotation(file, lastField(file, value.field, kValueInfoType)));
+  return withFile(model.path, (file) => typeNotation(file, lastField(file, value.field, PairField.Second)));
 }
 
 /** Where a TypeProto holds several of its oneof's members, the first present of tensor, sparse tensor, sequence, map, optional counts. */

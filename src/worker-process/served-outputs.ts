@@ -6,12 +6,11 @@
  */
 import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
-import type { GraphNode, OnnxFile } from './onnx-file';
+import { NodeField, type GraphNode, type OnnxFile } from './onnx-file';
 import { valueTypeNotation } from './onnx-types';
 import { Wire } from '../util/protobuf-wire';
 import { fields, withFile, type FileWindow } from './protobuf-file';
 
-const kNodeAttribute = 5;
 const enum AttributeField {
   Name = 1,
   Ints = 8,
@@ -67,7 +66,7 @@ function refuseNonTensorInputs(model: OnnxFile): void {
 function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string> {
   const found = new Map<string, Array<number | string>>();
   for (const a of fields(file, node.field.payload, node.field.end)) {
-    if (a.field !== kNodeAttribute || a.wire !== Wire.Len) continue;
+    if (a.field !== NodeField.Attribute || a.wire !== Wire.Len) continue;
     let name = '';
     const ints: Array<number | string> = [];
     const strings: string[] = [];
