@@ -180,7 +180,8 @@ export class ModelSlot implements PolicySlot {
       this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
     // A worker retired while it started stays stopping: it loads, but serves nothing.
     if (this.state === 'starting') this.#state.to('loading');
-    this.host.send({ kind: MessageKind.Load, msg: this.#policy.load(this.assignment.load, this.slotId) });
+    const msg = { ...this.assignment.load, slot: this.slotId, shared: this.sharedHostId !== null };
+    this.host.send({ kind: MessageKind.Load, msg });
   }
 
   listen(listener: WorkerListener): void {
