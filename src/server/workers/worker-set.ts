@@ -112,18 +112,11 @@ export class WorkerSet {
     if (failed) throw failed.reason as MmeError;
   }
 
-  /** Starts none while a back-off is pending. */
-  reconcile(): { started: ModelSlot[]; retired: ModelSlot[]; exited: Array<Promise<WorkerExit>> } {
+  /** Starts none while a back-off is pending, nor once stopped (stop() ends every worker). */
+  reconcile(): { started: ModelSlot[]; retired: ModelSlot[] } {
     const started: ModelSlot[] = [];
     const retired: ModelSlot[] = [];
-    const exited: Array<Promise<WorkerExit>> = [];
-    if (this.#stopped) {
-      for (const w of this.workers.slice()) {
-        retired.push(w);
-        exited.push(w.stop());
-      }
-      return { started, retired, exited };
-    }
+    if (this.#stopped) return { started, retired };
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
     const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
@@ -138,7 +131,7 @@ export class WorkerSet {
         this.#stopIfDone(w);
       }
     }
-    return { started, retired, exited };
+    return { started, retired };
   }
 
   /** Moves `worker` out of a recycled host; it serves until its successor has loaded, so no request waits. */
@@ -316,6 +309,6 @@ export class WorkerSet {
     this.#stopped = true;
     this.#target = 0;
     this.#backoff.close();
-    await Promise.all(this.reconcile().exited);
+    await Promise.all(this.workers.slice().map((w) => w.stop()));
   }
 }
