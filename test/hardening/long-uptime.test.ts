@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { IdAllocator, MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
-import type { ModelSlot } from '../../src/server/hosts/model-slot';
 import { batchIds } from '../../src/server/models/dispatcher';
+import type { SharedPolicy } from '../../src/server/hosts/shared-policy';
 import { jobIds } from '../../src/server/jobs/job';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
@@ -113,8 +113,8 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     const t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     try {
       await load(t, 'a', 1);
-      const slotOf = (name: string) => (t.server.manager.get(name).workers[0] as ModelSlot).slotId;
-      t.server.manager.workers.hosts!.hosts[0].slotIds.skipTo(MAX_U32);
+      const slotOf = (name: string) => t.server.manager.get(name).workers[0].slotId;
+      (t.server.manager.workers.hosts!.hosts[0].policy as SharedPolicy).slotIds.skipTo(MAX_U32);
       await load(t, 'b', 2);
       await load(t, 'c', 3);
       assert.deepEqual(['a', 'b', 'c'].map(slotOf), [1, MAX_U32, 2], 'c wrapped past the slot a holds');

@@ -9,7 +9,6 @@ import type { HostProcess, Launch } from '../../src/server/hosts/host-process';
 import type { ModelSlot } from '../../src/server/hosts/model-slot';
 import type { KillReason, WorkerExit } from '../../src/server/processes/exit-reason';
 import type { ProcessRegistry } from '../../src/server/processes/process-registry';
-import type { SlotView } from '../../src/server/hosts/worker-slot';
 import { VirtualClock } from '../helpers/virtual-clock';
 import { FakeProcesses, type FakeProcess, type FakeProcessOptions } from './fake-process';
 
@@ -36,7 +35,7 @@ export class FakeWorker {
     return this.slot.modelName;
   }
 
-  get lifecycle(): SlotView {
+  get lifecycle(): ModelSlot {
     return this.slot.lifecycle;
   }
 

@@ -135,7 +135,7 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
   // The registry's placements: every worker of every registered model, a slot in a live host.
   const placed = new Set<ModelSlot>();
   for (const model of checkRequestsAndRegistry(h.manager, h.logs, outcomes))
-    for (const w of model.workers) placed.add(w as ModelSlot);
+    for (const w of model.workers) placed.add(w);
   if (shutDown) {
     assert.equal(h.processes.live().length, 0);
     return;

@@ -6,7 +6,7 @@
 import type { WorkerMode } from '../../config/types';
 import { isMmeError, type MmeError } from '../../errors';
 import type { Purpose } from '../cache/admission';
-import type { WorkerSlot } from '../hosts/worker-slot';
+import type { ModelSlot as WorkerSlot } from '../hosts/model-slot';
 import type { Autoscaler, Decision, Direction, ModelLoad, Reason } from './autoscaler';
 
 /** What a round needs of the model (Model, models/model.ts). */

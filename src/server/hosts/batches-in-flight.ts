@@ -4,7 +4,12 @@
  */
 import type { InferMessage } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
-import type { InFlightBatch } from './worker-slot';
+
+/** A batch sent to a worker, which owns it until it is answered or the worker ends. */
+export interface InFlightBatch {
+  readonly msg: InferMessage;
+  readonly jobs: readonly Job[];
+}
 
 interface BatchOwner {
   readonly concurrentBatches: boolean;

@@ -4,7 +4,6 @@
  * session release, so memory only comes back with the process), and costs the process's PSS.
  */
 import { MmeError } from '../../errors';
-import type { LoadMessage } from '../../protocol/messages';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { ExitNotice, HostPolicy, PolicySlot } from './host-policy';
 
@@ -24,14 +23,6 @@ export class DedicatedPolicy implements HostPolicy {
 
   maxFrameBytes(_hostMax: number, slotMax: number): number {
     return slotMax;
-  }
-
-  label(_hostId: string, slotWorkerId: string): string {
-    return slotWorkerId;
-  }
-
-  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slot: number): LoadMessage {
-    return { ...load, slot, shared: false };
   }
 
   sharedHostId(): null {

@@ -4,7 +4,7 @@
  */
 import type { WorkerMode } from '../../config/types';
 import type { MmeError } from '../../errors';
-import type { Frame, InferMessage, LoadedMessage, LoadMessage } from '../../protocol/messages';
+import type { Frame, InferMessage, LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
 import type { ProcessState, WorkerState } from '../processes/worker-state';
@@ -80,9 +80,7 @@ export interface HostPolicy {
   slotId(held: (id: number) => boolean): number;
   /** The largest frame the process accepts once it also holds a slot allowing `slotMax`. */
   maxFrameBytes(hostMax: number, slotMax: number): number;
-  /** What the process's log lines are tagged with once it holds slot `slotWorkerId`. */
-  label(hostId: string, slotWorkerId: string): string;
-  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slotId: number): LoadMessage;
+  /** null for a process of its own; its log lines are tagged with this, or with its one slot's worker id. */
   sharedHostId(host: SlotHost): string | null;
   /** The fraction of a thread its session runs have taken since its load (0–1), where that is timed. */
   cpuShare(slot: PolicySlot): number | undefined;

@@ -9,10 +9,9 @@ import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
-import type { Assignment } from './worker-slot';
 import { HostBalance } from './host-balance';
 import type { SpawnOptions } from './host-process';
-import { ModelSlot } from './model-slot';
+import { ModelSlot, type Assignment } from './model-slot';
 import { SharedHost } from './shared-host';
 
 export interface HostPoolOptions {

@@ -151,7 +151,7 @@ export class HostProcess implements SlotHost {
   admit(slot: ModelSlot, maxFrameBytes: number): number {
     const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
-    this.#label = this.policy.label(this.id, slot.id);
+    this.#label = this.policy.sharedHostId(this) ?? slot.id;
     // The largest frame accepted from the process: what its models may answer with.
     const reader = this.#spawned!.reader;
     reader.maxFrameBytes = this.policy.maxFrameBytes(reader.maxFrameBytes, maxFrameBytes);

@@ -1,7 +1,7 @@
 /**
  * One model's place in a worker process (TorchServe's worker of a model, a Ray Serve multiplexed
- * model), and the only WorkerSlot. It shares its host's fate; how it starts, leaves and what it
- * costs is its host's policy's.
+ * model): what a model's worker set and dispatcher see of a worker. It shares its host's fate; how
+ * it starts, leaves and what it costs is its host's policy's.
  */
 import { performance } from 'node:perf_hooks';
 import type { WorkerMode } from '../../config/types';
@@ -12,25 +12,53 @@ import {
   type ChunkMessage,
   type InferMessage,
   type LoadedMessage,
+  type LoadMessage,
   type ResultMessage,
 } from '../../protocol/messages';
 import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { workerStates, type WorkerState } from '../processes/worker-state';
-import type { Assignment, InFlightBatch, SlotView, WorkerListener, WorkerSlot } from './worker-slot';
+import type { InFlightBatch } from './batches-in-flight';
 import type { HostPolicy, PolicySlot, SlotHost } from './host-policy';
 
-/** Fields the rest of the server reads through WorkerSlot, SlotView and PolicySlot, all read-only: only the slot and its policy write them. */
-export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
+export interface Assignment {
+  id: string;
+  load: Omit<LoadMessage, 'slot' | 'shared'>;
+  loadTimeoutMs: number;
+  maxFrameBytes: number;
+  capacity: number;
+  /** Size of the .onnx file and its external data: weights a session must hold, whatever else it reuses. */
+  onnxBytes: number;
+  /** Its session runs in a shared host took `micros` more (SharedHostRunTime). */
+  onRan?: (micros: number) => void;
+}
+
+/** Who hears from a worker once it has a model. Called synchronously; must not throw. */
+export interface WorkerListener {
+  /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
+  onResult(worker: ModelSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
+  onChunk(worker: ModelSlot, msg: ChunkMessage): void;
+  /** `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
+  onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
+  /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
+  onRelocate(worker: ModelSlot): void;
+}
+
+/** Its public fields are read-only to all but the slot and its policy. */
+export class ModelSlot implements PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
   readonly ready: Promise<LoadedMessage>;
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
   capacity: number;
+  /** Bytes: a dedicated worker's PSS, refreshed on describe and before admission; in a shared host, its load's cost. */
   memoryBytes = 0;
+  /** Its load failed only because its shared host died of something else's doing: it may load again elsewhere. */
   displaced = false;
+  /** Process start-up its load waited for, µs. */
   spawnMicros = 0;
   loadedAt = 0;
   /** The host's latest figure. */
@@ -73,7 +101,8 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     if (host.hasStarted) this.sendLoad();
   }
 
-  get lifecycle(): SlotView {
+  /** What callers read its load's state through: the slot itself. */
+  get lifecycle(): ModelSlot {
     return this;
   }
 
@@ -97,6 +126,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.#policy.mode;
   }
 
+  /** null for a process of its own. */
   get sharedHostId(): string | null {
     return this.#policy.sharedHostId(this.host);
   }
@@ -118,10 +148,12 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.host.batches.requestsOf(this);
   }
 
+  /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
   get backlog(): number {
     return this.host.batches.size;
   }
 
+  /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
     return this.#policy.cpuShare(this);
   }
@@ -130,6 +162,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     return this.host.killedBy === null && this.state === 'ready' && this.inFlightBatches < this.capacity;
   }
 
+  /** Idle with nothing in flight. */
   get isVacant(): boolean {
     return this.isIdle && this.inFlightBatches === 0;
   }
@@ -147,13 +180,15 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
       this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
     // A worker retired while it started stays stopping: it loads, but serves nothing.
     if (this.state === 'starting') this.#state.to('loading');
-    this.host.send({ kind: MessageKind.Load, msg: this.#policy.load(this.assignment.load, this.slotId) });
+    const msg = { ...this.assignment.load, slot: this.slotId, shared: this.sharedHostId !== null };
+    this.host.send({ kind: MessageKind.Load, msg });
   }
 
   listen(listener: WorkerListener): void {
     this.#listener = listener;
   }
 
+  /** A scaled preload_model process holds up to `capacity` batches from now on. */
   resize(capacity: number): void {
     this.capacity = capacity;
   }
@@ -175,6 +210,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
 
+  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
   acknowledge(job: Job, bytes: number): void {
     this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
   }
@@ -184,6 +220,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     this.host.kill(reason, this.modelName);
   }
 
+  /** Out of dispatch: it finishes what it holds; stop() then ends it. */
   retire(): void {
     if (this.#state.can('stopping')) this.#state.to('stopping');
   }
@@ -205,6 +242,7 @@ export class ModelSlot implements WorkerSlot, SlotView, PolicySlot {
     }, this.assignment.loadTimeoutMs);
   }
 
+  /** Bytes, 0 once it is gone; kept as its memoryBytes. */
   measureMemory(): Promise<number> {
     return this.#policy.measure(this, this.#exitInfo !== null);
   }

@@ -3,7 +3,6 @@
  * and recycling read, kept as slots come and go so placement costs the same with 10 000 models as
  * with ten. What the host holds beyond base + costs is what unloads freed and the allocator kept.
  */
-import type { IdAllocator } from '../../protocol/ids';
 import { HostProcess, type HostEvents, type SpawnOptions } from './host-process';
 import type { ModelSlot } from './model-slot';
 import { SharedPolicy } from './shared-policy';
@@ -19,16 +18,9 @@ export class SharedHost extends HostProcess {
   readonly #names = new Map<string, number>();
   readonly #charged = new Map<number, number>();
   #loadedBytes = 0;
-  readonly #policy: SharedPolicy;
 
   constructor(opts: SpawnOptions, id: string, events: HostEvents) {
-    const policy = new SharedPolicy();
-    super(opts, id, policy, events);
-    this.#policy = policy;
-  }
-
-  get slotIds(): IdAllocator {
-    return this.#policy.slotIds;
+    super(opts, id, new SharedPolicy(), events);
   }
 
   get modelBytes(): number {

@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
-import type { LoadedMessage, LoadMessage } from '../../protocol/messages';
+import type { LoadedMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { LostBatch } from './batches-in-flight';
@@ -29,14 +29,6 @@ export class SharedPolicy implements HostPolicy {
 
   maxFrameBytes(hostMax: number, slotMax: number): number {
     return Math.max(hostMax, slotMax);
-  }
-
-  label(hostId: string): string {
-    return hostId;
-  }
-
-  load(load: Omit<LoadMessage, 'slot' | 'shared'>, slot: number): LoadMessage {
-    return { ...load, slot, shared: true };
   }
 
   sharedHostId(host: SlotHost): string {

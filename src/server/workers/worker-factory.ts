@@ -10,11 +10,10 @@ import { HostPool } from '../hosts/host-pool';
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
-import { ModelSlot } from '../hosts/model-slot';
+import { ModelSlot, type Assignment } from '../hosts/model-slot';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
-import type { Assignment, WorkerSlot } from '../hosts/worker-slot';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 
@@ -39,7 +38,7 @@ const kMemoryWatchMs = 1000;
 /** Where a model of one mode starts its workers. */
 interface Place {
   /** `limits`: the model's memory_limit_mb and cpu_limit, which its processes join at spawn (a limited model is never shared). */
-  starter(limits: ProcessLimits | null): (assignment: Assignment) => WorkerSlot;
+  starter(limits: ProcessLimits | null): (assignment: Assignment) => ModelSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
   gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
@@ -118,7 +117,7 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => WorkerSlot {
+  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => ModelSlot {
     return this.#places[mode].starter(limits);
   }
 

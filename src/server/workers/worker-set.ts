@@ -10,13 +10,13 @@ import type { LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import { Backoff } from '../processes/backoff';
 import { describeExit, type WorkerExit } from '../processes/exit-reason';
-import type { WorkerSlot } from '../hosts/worker-slot';
+import type { ModelSlot } from '../hosts/model-slot';
 
 export interface WorkerSetDeps {
   name: string;
-  spawn(): WorkerSlot;
+  spawn(): ModelSlot;
   log(line: string): void;
-  onLoaded(worker: WorkerSlot, msg: LoadedMessage): void;
+  onLoaded(worker: ModelSlot, msg: LoadedMessage): void;
   onRestarted(): void;
   onFailed(err: MmeError): void;
   onRecovered(): void;
@@ -29,23 +29,23 @@ export interface WorkerSetDeps {
 const kFailedAfter = 3;
 
 export class WorkerSet {
-  readonly workers: WorkerSlot[] = [];
+  readonly workers: ModelSlot[] = [];
   #target: number;
   /** Deaths are replaced from now on (a death during start() fails the load). */
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
   /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
-  readonly #moving = new Map<WorkerSlot, WorkerSlot | null>();
+  readonly #moving = new Map<ModelSlot, ModelSlot | null>();
   /** Workers an autoscale move asked for: one with nowhere to go stays (a recycled host's must go). */
-  readonly #staysIfNowhere = new Set<WorkerSlot>();
+  readonly #staysIfNowhere = new Set<ModelSlot>();
   /** Replacements not yet stable: their death is a failed restart. */
-  readonly #onProbation = new Set<WorkerSlot>();
+  readonly #onProbation = new Set<ModelSlot>();
   #failed = false;
   /** A start found no room: the restart waiting on the back-off runs as soon as the room waited for comes. */
   #waitingForRoom = false;
   /** Workers start() began as a second try of a displaced load: a second displacement fails the load. */
-  readonly #secondTries = new Set<WorkerSlot>();
+  readonly #secondTries = new Set<ModelSlot>();
   #rr = 0;
 
   constructor(
@@ -88,7 +88,7 @@ export class WorkerSet {
    * successors reconcile() starts for it (once: a second such death fails the load). Workers
    * displaced together get their successors from the first of them to ask.
    */
-  async #loadedOrMoved(worker: WorkerSlot): Promise<void> {
+  async #loadedOrMoved(worker: ModelSlot): Promise<void> {
     try {
       await worker.lifecycle.ready;
     } catch (err) {
@@ -112,18 +112,11 @@ export class WorkerSet {
     if (failed) throw failed.reason as MmeError;
   }
 
-  /** Starts none while a back-off is pending. */
-  reconcile(): { started: WorkerSlot[]; retired: WorkerSlot[]; exited: Array<Promise<WorkerExit>> } {
-    const started: WorkerSlot[] = [];
-    const retired: WorkerSlot[] = [];
-    const exited: Array<Promise<WorkerExit>> = [];
-    if (this.#stopped) {
-      for (const w of this.workers.slice()) {
-        retired.push(w);
-        exited.push(w.stop());
-      }
-      return { started, retired, exited };
-    }
+  /** Starts none while a back-off is pending, nor once stopped (stop() ends every worker). */
+  reconcile(): { started: ModelSlot[]; retired: ModelSlot[] } {
+    const started: ModelSlot[] = [];
+    const retired: ModelSlot[] = [];
+    if (this.#stopped) return { started, retired };
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
     const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
@@ -131,18 +124,18 @@ export class WorkerSet {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
-      const rank = (w: WorkerSlot) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: ModelSlot) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
         this.#stopIfDone(w);
       }
     }
-    return { started, retired, exited };
+    return { started, retired };
   }
 
   /** Moves `worker` out of a recycled host; it serves until its successor has loaded, so no request waits. */
-  replace(worker: WorkerSlot): void {
+  replace(worker: ModelSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
     this.#reconcileOrRetry();
@@ -164,13 +157,13 @@ export class WorkerSet {
     return moved.length === moving.length;
   }
 
-  #startSuccessor(worker: WorkerSlot, started: WorkerSlot[]): void {
+  #startSuccessor(worker: ModelSlot, started: ModelSlot[]): void {
     const handOver = () => {
       this.#moving.delete(worker);
       worker.retire();
       this.#stopIfDone(worker);
     };
-    let successor: WorkerSlot;
+    let successor: ModelSlot;
     try {
       successor = this.#spawn();
     } catch (err) {
@@ -193,18 +186,18 @@ export class WorkerSet {
     });
   }
 
-  onAnswered(worker: WorkerSlot): void {
+  onAnswered(worker: ModelSlot): void {
     this.#stopIfDone(worker);
   }
 
-  #stopIfDone(worker: WorkerSlot): void {
+  #stopIfDone(worker: ModelSlot): void {
     if (worker.lifecycle.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
-  pickIdle(): WorkerSlot | null {
+  pickIdle(): ModelSlot | null {
     const n = this.workers.length;
-    let best: WorkerSlot | null = null;
+    let best: ModelSlot | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
@@ -223,7 +216,7 @@ export class WorkerSet {
   }
 
   /** Replaces it if the server did not mean it to end. */
-  onExit(worker: WorkerSlot, exit: WorkerExit): void {
+  onExit(worker: ModelSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -241,7 +234,7 @@ export class WorkerSet {
     this.#scheduleRestart();
   }
 
-  #restartFailed(worker: WorkerSlot, how: string): void {
+  #restartFailed(worker: ModelSlot, how: string): void {
     this.#backoff.failed();
     const err =
       worker.lifecycle.loadError ??
@@ -271,7 +264,7 @@ export class WorkerSet {
   }
 
   /** reconcile(), or, when there is nowhere to start a worker now (no shared host has room), a retry after a back-off. */
-  #reconcileOrRetry(): WorkerSlot[] {
+  #reconcileOrRetry(): ModelSlot[] {
     try {
       return this.reconcile().started;
     } catch (err) {
@@ -295,7 +288,7 @@ export class WorkerSet {
     if (this.#waitingForRoom) this.#backoff.cutShort();
   };
 
-  #spawn(): WorkerSlot {
+  #spawn(): ModelSlot {
     const worker = this.deps.spawn();
     this.workers.push(worker);
     worker.lifecycle.ready.then(
@@ -316,6 +309,6 @@ export class WorkerSet {
     this.#stopped = true;
     this.#target = 0;
     this.#backoff.close();
-    await Promise.all(this.reconcile().exited);
+    await Promise.all(this.workers.slice().map((w) => w.stop()));
   }
 }
