@@ -208,11 +208,14 @@ const kOutOfMemory =
   /out ?of ?memory|memoryerror|failed to allocate memory|bad_alloc|cannot allocate memory|enomem|cuda_out_of_memory|cublas_status_alloc_failed|allocation failed|\boom\b/i;
 const kOutOfSpace = /no space left on device|enospc|edquot|disk quota exceeded/i;
 
-/** The 507 a failure's message reports, `doing` what ran short (e.g. "loading the model"), or undefined. */
-export function shortageError(message: string, doing: string): MmeError | undefined {
+/**
+ * The 507 a failure's message reports, `doing` what ran short (e.g. "loading the model"), or undefined.
+ * `outOfMemory`: the caller already knows it from the error itself (a RangeError from an allocation).
+ */
+export function shortageError(message: string, doing: string, outOfMemory = false): MmeError | undefined {
   if (kOutOfSpace.test(message))
     return new MmeError('MME_ERR_INSUFFICIENT_STORAGE', `${doing} ran out of disk or shared-memory space: ${message}`);
-  if (kOutOfMemory.test(message))
+  if (outOfMemory || kOutOfMemory.test(message))
     return new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `${doing} ran out of memory: ${message}`);
   return undefined;
 }

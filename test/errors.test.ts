@@ -22,6 +22,11 @@ describe('errors: shortageError', () => {
     }
   });
 
+  it("takes the caller's word for memory (an allocation RangeError) unless the message names space", () => {
+    assert.equal(shortageError('Invalid array length', 'the model', true)?.code, 'MME_ERR_INSUFFICIENT_MEMORY');
+    assert.equal(shortageError('ENOSPC', 'the model', true)?.code, 'MME_ERR_INSUFFICIENT_STORAGE');
+  });
+
   it('leaves every other failure to its caller', () => {
     for (const msg of ['invalid dimensions for input', 'Room 404 not found', 'boomerang', ''])
       assert.equal(shortageError(msg, 'x'), undefined, msg);

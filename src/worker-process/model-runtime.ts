@@ -198,12 +198,10 @@ export function loadError(err: unknown): WireError {
   const error = asError(err);
   if (isMmeError(error)) return error.toWire();
   const { message } = error;
-  const shortage =
-    shortageError(message, 'loading the model') ??
-    (error instanceof RangeError
-      ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `loading the model ran out of memory: ${message}`)
-      : undefined);
-  return (shortage ?? new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`)).toWire();
+  return (
+    shortageError(message, 'loading the model', error instanceof RangeError) ??
+    new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`)
+  ).toWire();
 }
 
 /**
@@ -260,12 +258,9 @@ function requestError(err: Error): MmeError {
   const status = Number((err as { status?: unknown }).status);
   if (Number.isInteger(status) && status >= 400 && status <= 599)
     return new MmeError(status < 500 ? 'MME_ERR_INVALID_INPUT' : 'MME_ERR_MODEL_ERROR', err.message, { status });
-  const rangeError = err instanceof RangeError && /allocation|memory/i.test(err.message);
+  const allocation = err instanceof RangeError && /allocation|memory/i.test(err.message);
   return (
-    shortageError(err.message, 'the model') ??
-    (rangeError
-      ? new MmeError('MME_ERR_INSUFFICIENT_MEMORY', `the model ran out of memory: ${err.message}`)
-      : undefined) ??
+    shortageError(err.message, 'the model', allocation) ??
     new MmeError('MME_ERR_MODEL_ERROR', `the model's handler failed: ${err.message}`)
   );
 }
