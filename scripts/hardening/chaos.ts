@@ -4,9 +4,10 @@
  * operation that overlapped a kill (in flight at the kill, or begun before the server had replaced
  * the killed worker, as its models' state shows) is the injected fault doing its work; any other
  * failure counts against the 0.1 % error budget. The overlap is by the order of events, not by a
- * clock: a slow machine stretches the window, it cannot push a kill's failures out of it. The server's own RSS is sampled throughout (middle vs end) and
- * everything must be gone once the models are unloaded. `npm run chaos` runs one hour with a kill
- * every 5 minutes; the test suite runs 30 s with a kill every 10 s.
+ * clock: a slow machine stretches the window, it cannot push a kill's failures out of it. The
+ * server's own RSS is sampled throughout (middle vs end) and everything must be gone once the
+ * models are unloaded. `npm run chaos` runs one hour with a kill every 5 minutes; the test suite
+ * runs 30 s with a kill every 10 s.
  *
  * `npm run chaos -- MINUTES SECONDS shared` runs the shared-host version: two hosts, the
  * self-managed cache holding fewer models than the lanes use (so it evicts), and scale changes
