@@ -99,7 +99,7 @@ export class ModelRuntime {
         if (this.#fetchBody(r) && this.load.handlerPath === null) recycled.push(r.body as Buffer);
         return true;
       } catch (err) {
-        refused.push(errorAnswer(r.id, asMmeError(err)));
+        refused.push(errorAnswer(r.id, isMmeError(err) ? err : new MmeError('MME_ERR_INTERNAL', asError(err).message)));
         return false;
       }
     });
@@ -187,10 +187,6 @@ export class ModelRuntime {
 
 function errorAnswer(id: number, error: MmeError, headers: Record<string, string> = {}): WireResponse {
   return { id, status: error.status, contentType: 'application/json', headers, error: error.toWire() };
-}
-
-function asMmeError(err: unknown): MmeError {
-  return isMmeError(err) ? err : new MmeError('MME_ERR_INTERNAL', asError(err).message);
 }
 
 /** What a failed load reports: memory or space errors are 507, anything onnxruntime cannot parse or run is a bad artifact (400). */

@@ -20,12 +20,8 @@ export function domainName(domain: string): string {
 
 /** The highest version of `domain` (one of kKnownDomains) this build loads; the lowest is 1. */
 export function maxSupportedOpset(domain: string): Promise<number> {
-  let found = cache.get(domain);
-  if (!found) {
-    found = highestLoading(domain);
-    cache.set(domain, found);
-  }
-  return found;
+  if (!cache.has(domain)) cache.set(domain, highestLoading(domain));
+  return cache.get(domain)!;
 }
 
 async function highestLoading(domain: string): Promise<number> {
