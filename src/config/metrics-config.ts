@@ -39,8 +39,7 @@ function destination(value: string): string | null {
 /** null when /metrics belongs on the management listener (unset, or the same address written out). */
 function metricsAddress(s: Settings, inference: ListenAddress, management: ListenAddress): ListenAddress | null {
   const address = s.read('metrics_address');
-  if (address === null) return null;
-  if (sameAddress(address, management)) return null;
+  if (address === null || sameAddress(address, management)) return null;
   if (sameAddress(address, inference) || portClash(address, inference) || portClash(address, management)) {
     throw s.invalid(
       'metrics_address',

@@ -51,10 +51,7 @@ export function fieldOf(spec: NamedKeySpec): string | null {
 
 /** The known key nearest to `name` by edit distance, if it is close enough to be a typo of it. */
 export function nearestKey(name: string): KeyName | null {
-  return nearestName(
-    name,
-    KEYS.map((k) => k.name as KeyName),
-  );
+  return nearestName(name, kByName.keys() as Iterable<KeyName>);
 }
 
 /** The environment variable that overrides a key when enable_envvars_config=true (MMS naming). */
