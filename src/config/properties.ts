@@ -9,6 +9,7 @@ import { MmeError } from '../errors';
 
 /** Java's Properties whitespace: space, tab, form feed (not other Unicode spaces). */
 const kWhitespace = new Set([' ', '\t', '\f']);
+const kLeadingWhitespace = /^[ \t\f]+/;
 
 export function parseProperties(text: string, sourceName = 'properties text'): Map<string, string> {
   const result = new Map<string, string>();
@@ -22,7 +23,7 @@ export function parseProperties(text: string, sourceName = 'properties text'): M
   let logical = '';
   let startLine = 0;
   for (let i = 0; i < lines.length; i++) {
-    const line = skipLeadingWhitespace(lines[i]);
+    const line = lines[i].replace(kLeadingWhitespace, '');
     // As in Java (9+), blank and comment lines are recognised whenever the logical line is still
     // empty, even right after a continuation; a comment's trailing backslash never continues it.
     if (logical === '') {
@@ -40,12 +41,6 @@ export function parseProperties(text: string, sourceName = 'properties text'): M
   // A backslash on the last line continues into nothing.
   if (logical !== '') add(logical, startLine);
   return result;
-}
-
-function skipLeadingWhitespace(line: string): string {
-  let i = 0;
-  while (i < line.length && kWhitespace.has(line[i])) i++;
-  return line.slice(i);
 }
 
 /** An odd number of trailing backslashes: the last one escapes the line terminator. */

@@ -37,13 +37,15 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
       `the model has IR version ${ir[1]}, but ${runtime} reads IR versions up to ${ir[2]}; convert it again with an older onnx package or a lower target_opset`,
     );
   }
-  const ranges = await supportedRanges();
+  const ranges = await Promise.all(
+    kKnownDomains.map(async (domain) => ({ domain, max: await maxSupportedOpset(domain) })),
+  );
   const rangeText = ranges.map((r) => `${domainName(r.domain)} opsets 1 to ${r.max}`).join(', ');
   for (const r of ranges) {
     const imported = model.opsets.get(r.domain);
     if (imported !== undefined && imported > r.max) {
       return invalid(
-        `the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset=${targetOpsetHint(ranges)}`,
+        `the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset={${ranges.map((d) => `'${d.domain}': ${d.max}`).join(', ')}}`,
       );
     }
   }
@@ -61,14 +63,6 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
     );
   }
   return null;
-}
-
-async function supportedRanges(): Promise<Array<{ domain: string; max: number }>> {
-  return Promise.all(kKnownDomains.map(async (domain) => ({ domain, max: await maxSupportedOpset(domain) })));
-}
-
-function targetOpsetHint(ranges: Array<{ domain: string; max: number }>): string {
-  return `{${ranges.map((r) => `'${r.domain}': ${r.max}`).join(', ')}}`;
 }
 
 const invalid = errorOf('MME_ERR_INVALID_MODEL');

@@ -125,10 +125,7 @@ function readModel(file: FileWindow, path: string): OnnxFile {
         break;
       }
       case ModelField.Graph:
-        model.graph = f;
-        model.nodes = [];
-        model.inputs = [];
-        model.outputs = [];
+        Object.assign(model, { graph: f, nodes: [], inputs: [], outputs: [] });
         readGraph(file, f, model);
         break;
       default:
