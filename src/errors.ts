@@ -158,6 +158,8 @@ export class MmeError extends Error {
 
 /** The errors of one code, for a module that raises many: `const invalid = errorOf('MME_ERR_INVALID_MODEL')`. */
 export const errorOf = (code: ErrorCode) => (message: string) => new MmeError(code, message);
+/** A start-up error: what is wrong in config.properties, the environment or the command line, and what to change. */
+export const configError = errorOf('MME_ERR_CONFIG');
 
 export interface WireError {
   code: string;

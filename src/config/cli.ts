@@ -1,5 +1,5 @@
 /** Command line: what SageMaker passes (`serve`) plus the MMS flags that affect configuration. */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import type { Setting } from './values';
 
 export interface CliArgs {
@@ -45,14 +45,14 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       continue;
     }
     if (!arg.startsWith('-')) {
-      throw new MmeError('MME_ERR_CONFIG', `unexpected argument "${arg}" (accepted: ${kAccepted})`);
+      throw configError(`unexpected argument "${arg}" (accepted: ${kAccepted})`);
     }
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
     const flag = eq < 0 ? arg : arg.slice(0, eq);
     const inline = eq < 0 ? null : arg.slice(eq + 1);
     const takeOne = (): string => {
       const value = inline ?? (isValue(argv[i + 1]) ? argv[++i] : '');
-      if (value === '') throw new MmeError('MME_ERR_CONFIG', `${flag} needs a value (accepted: ${kAccepted})`);
+      if (value === '') throw configError(`${flag} needs a value (accepted: ${kAccepted})`);
       return value;
     };
     switch (flag) {
@@ -72,14 +72,11 @@ export function parseArgs(argv: readonly string[]): CliArgs {
           .map((m) => m.trim())
           .filter((m) => m !== '');
         if (models.length === 0)
-          throw new MmeError(
-            'MME_ERR_CONFIG',
-            `--models needs at least one [NAME=]URL or ALL (accepted: ${kAccepted})`,
-          );
+          throw configError(`--models needs at least one [NAME=]URL or ALL (accepted: ${kAccepted})`);
         break;
       }
       default:
-        throw new MmeError('MME_ERR_CONFIG', `unknown option "${arg}" (accepted: ${kAccepted})`);
+        throw configError(`unknown option "${arg}" (accepted: ${kAccepted})`);
     }
   }
   return { command, mmsConfig, modelStore, models, help, ...(version ? { version } : {}) };

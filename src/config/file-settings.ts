@@ -1,5 +1,5 @@
 /** The config file's settings: parsed as java.util.Properties, $$VAR$$ replaced from the environment. */
-import { MmeError } from '../errors';
+import { configError, type MmeError } from '../errors';
 import { keySpec, nearestKey } from './keys';
 import { parseProperties } from './properties';
 import type { Setting } from './values';
@@ -27,8 +27,7 @@ export function unknownKeysError(unknownKeys: readonly string[], configFile: str
     const meant = nearestKey(key);
     return `${key.slice(0, 100)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
   });
-  return new MmeError(
-    'MME_ERR_CONFIG',
+  return configError(
     `unknown config key${unknownKeys.length > 1 ? 's' : ''} in ${configFile ?? 'the config file'}: ${described.join(', ')}; fix the name, or set allow_unknown_keys=true to keep keys meant for other servers (they are then logged and ignored)`,
   );
 }
@@ -38,10 +37,7 @@ function substituteEnv(key: string, value: string, env: Env): string {
   return value.replace(kEnvPlaceholder, (_match, name: string) => {
     const replacement = env[name];
     if (replacement === undefined) {
-      throw new MmeError(
-        'MME_ERR_CONFIG',
-        `config key ${key} uses $$${name}$$ but environment variable ${name} is not set`,
-      );
+      throw configError(`config key ${key} uses $$${name}$$ but environment variable ${name} is not set`);
     }
     return replacement;
   });

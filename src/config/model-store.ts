@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import type { Settings } from './settings';
 import type { ServerConfig } from './types';
 
@@ -23,16 +23,14 @@ export function modelStoreConfig(
   const configured = named && s.raw('model_store')?.trim() === '' ? null : s.read('model_store');
   const problem = configured === null || (named && multiModel) ? null : dirProblem(configured);
   if (problem !== null && named) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key model_store: ${problem}; create it, or point model_store (or --model-store) at the directory that holds your model folders`,
     );
   }
   const modelStore = problem === null ? configured : null;
   const loadModels = s.read('load_models');
   if (loadModels === 'ALL' && modelStore === null) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key load_models is ALL but ${problem === null ? 'model_store is not set' : `model_store's default ${problem}`} (expected model_store=DIR, e.g. model_store=/opt/ml/models, or --model-store DIR)`,
     );
   }

@@ -4,7 +4,7 @@
  * placeholder (copied into AWS_ROLE_ARN by EKS's IRSA webhook) otherwise gives a Ready pod whose first
  * invoke fails.
  */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import type { Env } from './file-settings';
 
 const kPlaceholder = 'SET-YOUR-';
@@ -15,8 +15,7 @@ export function refusePlaceholders(env: Env): void {
     .sort();
   if (found.length === 0) return;
   const listed = found.map((name) => `${name}=${JSON.stringify(env[name]!.slice(0, 100))}`).join(', ');
-  throw new MmeError(
-    'MME_ERR_CONFIG',
+  throw configError(
     `environment variable ${listed} still holds a placeholder of the deployment files: set your value where it comes from (in Kubernetes, the ${kPlaceholder}… line of deploy/k8s/settings.env; docs/deploy.md "Kubernetes: your settings")`,
   );
 }

@@ -5,7 +5,7 @@
  * One deliberate difference: the text is taken as already-decoded Unicode (like load(Reader)), not
  * ISO-8859-1 bytes (load(InputStream)); \uXXXX escapes work either way.
  */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 
 /** Java's Properties whitespace: space, tab, form feed (not other Unicode spaces). */
 const kWhitespace = new Set([' ', '\t', '\f']);
@@ -96,10 +96,7 @@ function unescape(s: string, where: string): string {
     if (next === 'u') {
       const hex = s.slice(i + 1, i + 5);
       if (!/^[0-9A-Fa-f]{4}$/.test(hex)) {
-        throw new MmeError(
-          'MME_ERR_CONFIG',
-          `${where}: malformed \\uXXXX escape "\\u${hex}" (expected four hex digits, e.g. \\u00e9)`,
-        );
+        throw configError(`${where}: malformed \\uXXXX escape "\\u${hex}" (expected four hex digits, e.g. \\u00e9)`);
       }
       out += String.fromCharCode(parseInt(hex, 16));
       i += 4;

@@ -4,7 +4,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import type { RepositoryConfig } from './types';
 import type { Settings } from './settings';
 import { invalidValue } from './values';
@@ -16,8 +16,7 @@ export function repositoryConfig(s: Settings, multiModel: boolean, modelCache: b
   const raw = s.read('model_repository');
   if (raw === null) return null;
   if (multiModel) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key model_repository is set but SAGEMAKER_MULTI_MODEL=true: on SageMaker the platform downloads each model and calls POST /models, so the server must not fetch models itself; unset model_repository${s.fromText('model_repository')}`,
     );
   }

@@ -5,7 +5,7 @@
  * section resolvers make the rest. The caller (load.ts) reads the file; resolving only asks
  * whether the model store is a directory (dirProblem, replaceable in tests).
  */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import { portClash, sameAddress } from './address';
 import { cliSettings, type CliArgs } from './cli';
 import { applyEnvOverrides } from './env-settings';
@@ -53,8 +53,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
     input.env,
   );
   if (portClash(inferenceAddress, managementAddress)) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `inference_address ${inferenceAddress.raw} and management_address ${managementAddress.raw} use the same port with different hosts or schemes, so they cannot both listen; make them identical to serve both APIs on one port, or use different ports`,
     );
   }
@@ -65,8 +64,7 @@ export function resolveConfig(input: ResolveInput): ServerConfig {
   const modelCacheOn = modelCache === 'auto' ? !multiModel : modelCache === 'on';
   const idleUnload = s.read('model_idle_unload_seconds');
   if (idleUnload > 0 && !modelCacheOn)
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key model_idle_unload_seconds is ${idleUnload}${s.fromText('model_idle_unload_seconds')}, but ${idleUnloadRefused(multiModel)}`,
     );
   const metrics = metricsConfig(s, inferenceAddress, managementAddress);

@@ -2,7 +2,7 @@
  * The SageMaker platform's variables, which win over every other source. They are read as keys
  * are, through a kind and range, so that a wrong value is refused with the same wording.
  */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import { withPort } from './address';
 import type { Env } from './file-settings';
 import { MAX_BODY_BYTES, type NamedKeySpec } from './keys';
@@ -44,8 +44,7 @@ export function applyBindToPort(
   const port = platformValue('SAGEMAKER_BIND_TO_PORT', env) as number | null;
   if (port === null) return { inferenceAddress: inference, managementAddress: management };
   if (inference.scheme === 'unix') {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `environment variable SAGEMAKER_BIND_TO_PORT is ${port} but inference_address ${inference.raw} is a unix socket, which SageMaker cannot reach; use http://0.0.0.0:8080`,
     );
   }

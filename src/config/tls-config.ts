@@ -1,5 +1,5 @@
 /** The security keys that several values decide together: the tls_* files with the listeners' schemes, and inference_token. */
-import { MmeError } from '../errors';
+import { configError } from '../errors';
 import type { Settings } from './settings';
 import type { TlsPaths } from '../util/tls-files';
 import type { ListenAddress } from './types';
@@ -18,16 +18,14 @@ export function tlsConfig(
   const clientCaFile = s.read('tls_client_ca_file');
   if ((certFile === null) !== (keyFile === null) || (clientCaFile !== null && certFile === null)) {
     const set = (['tls_cert_file', 'tls_key_file', 'tls_client_ca_file'] as const).filter((k) => s.has(k));
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config keys tls_cert_file and tls_key_file go together (and tls_client_ca_file needs them), but only ${set.join(' and ')} ${set.length > 1 ? 'are' : 'is'} set${s.fromText(set[0])}; set both files for TLS, or none`,
     );
   }
   if (certFile === null || keyFile === null) {
     const https = addresses.find(([, a]) => a?.scheme === 'https');
     if (https) {
-      throw new MmeError(
-        'MME_ERR_CONFIG',
+      throw configError(
         `${https[0]} ${https[1]!.raw} is https:// but no certificate is configured; set tls_cert_file and tls_key_file, or use http://`,
       );
     }
@@ -35,8 +33,7 @@ export function tlsConfig(
   }
   const [, inference] = addresses[0];
   if (inference?.scheme === 'http') {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `tls_cert_file is set but inference_address ${inference.raw} is http://, so the data plane would be served in plain text; write https://${inference.raw.slice('http://'.length)} (management_address and metrics_address may stay http://)`,
     );
   }
@@ -48,15 +45,13 @@ export function inferenceTokens(s: Settings, multiModel: boolean): string[] {
   const raw = s.read('inference_token');
   if (raw === null) return [];
   if (multiModel) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key inference_token is set${s.fromText('inference_token')} but SAGEMAKER_MULTI_MODEL=true: SageMaker's platform sends no token, so every invoke would be refused; remove inference_token (SageMaker authenticates callers itself)`,
     );
   }
   const tokens = raw.split(',').map((t) => t.trim());
   if (tokens.some((t) => t === '' || /\s/.test(t))) {
-    throw new MmeError(
-      'MME_ERR_CONFIG',
+    throw configError(
       `config key inference_token has an empty token or one with a space${s.fromText('inference_token')} (expected a comma list of tokens, e.g. inference_token=$$MME_INFERENCE_TOKEN$$ or new-token,old-token)`,
     );
   }

@@ -1,5 +1,5 @@
 /** Turns one key's text into its typed value, or an MME_ERR_CONFIG that names key, value and expectation. */
-import { MmeError } from '../errors';
+import { configError, type MmeError } from '../errors';
 import { kAddressForms, parseAddress } from './address';
 import type { KeyKind, NamedKeySpec } from './keys';
 import { parseLoadModels } from './load-models';
@@ -24,10 +24,7 @@ export function invalidValue(
   from: string | null = null,
 ): MmeError {
   const source = from === null ? '' : `; set ${from}`;
-  return new MmeError(
-    'MME_ERR_CONFIG',
-    `${subject}: "${raw}" ${problem} (expected ${expected}, e.g. ${example})${source}`,
-  );
+  return configError(`${subject}: "${raw}" ${problem} (expected ${expected}, e.g. ${example})${source}`);
 }
 
 export function readValue(

@@ -10,11 +10,9 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import { errorOf } from '../errors';
+import { configError } from '../errors';
 import type { Log } from '../logger';
 import type { Timer, Timers } from './clock';
-
-const tlsError = errorOf('MME_ERR_CONFIG');
 
 export interface TlsPaths {
   readonly certFile: string;
@@ -48,12 +46,12 @@ export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsCon
   try {
     key = createPrivateKey(keyPem);
   } catch {
-    throw tlsError(
+    throw configError(
       `tls_key_file ${paths.keyFile} is not a PEM private key${/ENCRYPTED/.test(keyPem.toString('latin1')) ? ' that can be read without a passphrase (it is encrypted; decrypt it, e.g. openssl pkey -in key.pem -out plain.pem)' : ''}`,
     );
   }
   if (!certificate.checkPrivateKey(key)) {
-    throw tlsError(
+    throw configError(
       `tls_key_file ${paths.keyFile} does not match the certificate in tls_cert_file ${paths.certFile}; give the key the certificate was issued for`,
     );
   }
@@ -61,13 +59,13 @@ export async function readTlsContext(paths: TlsPaths): Promise<{ context: TlsCon
   try {
     createSecureContext(context);
   } catch (err) {
-    throw tlsError(`tls_cert_file ${paths.certFile} cannot be used: ${(err as Error).message}`);
+    throw configError(`tls_cert_file ${paths.certFile} cannot be used: ${(err as Error).message}`);
   }
   return { context, certificate };
 }
 
 async function readKeyFile(key: string, file: string): Promise<Buffer> {
-  const refuse = (why: string) => tlsError(`config key ${key}: ${file} ${why}`);
+  const refuse = (why: string) => configError(`config key ${key}: ${file} ${why}`);
   let handle: fs.promises.FileHandle;
   try {
     // Without O_NONBLOCK, opening a FIFO waits for a writer, holding one of libuv's four threads for good.
@@ -101,7 +99,7 @@ function parseCertificate(key: string, file: string, pem: Buffer): X509Certifica
   try {
     return new X509Certificate(pem);
   } catch {
-    throw tlsError(`config key ${key}: ${file} is not a PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
+    throw configError(`config key ${key}: ${file} is not a PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
   }
 }
 
