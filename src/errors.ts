@@ -160,6 +160,8 @@ export class MmeError extends Error {
 export const errorOf = (code: ErrorCode) => (message: string) => new MmeError(code, message);
 /** A start-up error: what is wrong in config.properties, the environment or the command line, and what to change. */
 export const configError = errorOf('MME_ERR_CONFIG');
+/** The model artifact is unusable (400): what is wrong with it and how to fix it. */
+export const invalidModel = errorOf('MME_ERR_INVALID_MODEL');
 
 export interface WireError {
   code: string;

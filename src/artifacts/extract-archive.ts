@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { ReadEntry } from 'tar';
-import { errorOf, isMmeError, MmeError, quote } from '../errors';
+import { invalidModel, isMmeError, MmeError, quote } from '../errors';
 import { diskFullError, errnoOf, fsFailure, isDiskFull } from './fs-errors';
 
 export interface ArchiveLimits {
@@ -30,8 +30,6 @@ export const DEFAULT_ARCHIVE_LIMITS: Readonly<Required<ArchiveLimits>> = Object.
 
 // Links caused nearly every node-tar escape; devices and FIFOs have no place in a model.
 const ALLOWED_TYPES = new Set(['File', 'OldFile', 'ContiguousFile', 'Directory']);
-
-const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function formatBytes(n: number): string {
   return n >= 2 ** 30
@@ -84,7 +82,7 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
         inflatedBytes += chunk.length;
         const ratio = inflatedBytes / Math.max(1, source.bytesRead);
         if (inflatedBytes > limits.compressionRatioFloor && ratio > limits.maxCompressionRatio) {
-          callback(invalid(`archive expands more than ${limits.maxCompressionRatio}:1 (a decompression bomb?)`));
+          callback(invalidModel(`archive expands more than ${limits.maxCompressionRatio}:1 (a decompression bomb?)`));
         } else {
           callback(null, chunk);
         }
@@ -94,7 +92,7 @@ export async function extractArchive(archive: string, dest: string, limits: Requ
     // Returning false alone would silently skip the entry; abort fails the whole load instead.
     // Never throw here: node-tar calls the filter synchronously from write().
     const refuse = (message: string): false => {
-      fail(invalid(message));
+      fail(invalidModel(message));
       return false;
     };
     const unpack = new Unpack({
@@ -148,6 +146,6 @@ async function verifyTree(dir: string): Promise<void> {
     const st = await lstat(p);
     if (st.isDirectory()) await verifyTree(p);
     else if (!st.isFile() || st.nlink !== 1)
-      throw invalid(`archive produced ${quote(entry.name)}, which is not a plain file or directory`);
+      throw invalidModel(`archive produced ${quote(entry.name)}, which is not a plain file or directory`);
   }
 }

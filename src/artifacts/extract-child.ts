@@ -4,7 +4,7 @@
  * and `/ping` stays responsive. This file is both the parent-side API and the child's entry point.
  */
 import { fork } from 'node:child_process';
-import { isMmeError, MmeError, WireError } from '../errors';
+import { invalidModel, isMmeError, MmeError, WireError } from '../errors';
 import { ArchiveLimits, extractArchive } from './extract-archive';
 
 interface ExtractRequest {
@@ -47,8 +47,7 @@ export function extractInChild(archive: string, dest: string, limits: Required<A
       if (signal === 'SIGKILL')
         return reject(new MmeError('MME_ERR_INSUFFICIENT_MEMORY', 'the archive extractor was killed (out of memory?)'));
       reject(
-        new MmeError(
-          'MME_ERR_INVALID_MODEL',
+        invalidModel(
           `the archive could not be extracted: the extractor ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`,
         ),
       );

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { errorOf, isMmeError, quote } from '../errors';
+import { invalidModel, isMmeError, quote } from '../errors';
 import { isWorkerMode } from '../config/types';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
@@ -101,8 +101,6 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   idleUnloadSeconds: integer(seconds(0)),
 };
 
-const invalid = errorOf('MME_ERR_INVALID_MODEL');
-
 function preview(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
@@ -114,21 +112,22 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw invalid(`${where} is not valid JSON: ${(err as Error).message}`);
+    throw invalidModel(`${where} is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`${where} must hold a JSON object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw invalidModel(`${where} must hold a JSON object`);
   const config: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const check = Object.hasOwn(FIELDS, key) ? FIELDS[key as keyof ModelDirConfig] : undefined;
     if (!check)
-      throw invalid(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
+      throw invalidModel(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
     const need = check(value);
-    if (need) throw invalid(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
+    if (need) throw invalidModel(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
     config[key] = Array.isArray(value) ? Object.freeze([...(value as unknown[])]) : value;
   }
   const { minWorkers, maxWorkers } = config as ModelDirConfig;
   if (minWorkers !== undefined && maxWorkers !== undefined && minWorkers > maxWorkers) {
-    throw invalid(`${where}: "minWorkers" (${minWorkers}) must not exceed "maxWorkers" (${maxWorkers})`);
+    throw invalidModel(`${where}: "minWorkers" (${minWorkers}) must not exceed "maxWorkers" (${maxWorkers})`);
   }
   return Object.freeze(config);
 }
@@ -142,13 +141,13 @@ export async function readModelConfig(
   let text: string;
   try {
     text = await reads.readNoFollow(path.join(dir, MODEL_CONFIG_FILE), (st) => {
-      if (!st.isFile()) throw invalid(`${where} is not a regular file`);
-      if (st.size > MAX_CONFIG_BYTES) throw invalid(`${where} is larger than ${MAX_CONFIG_BYTES / 1024} KiB`);
+      if (!st.isFile()) throw invalidModel(`${where} is not a regular file`);
+      if (st.size > MAX_CONFIG_BYTES) throw invalidModel(`${where} is larger than ${MAX_CONFIG_BYTES / 1024} KiB`);
     });
   } catch (err) {
     if (isMmeError(err)) throw err;
     if (errnoOf(err) === 'ENOENT') return Object.freeze({});
-    if (errnoOf(err) === 'ELOOP') throw invalid(`${where} is a symbolic link; links are not followed`);
+    if (errnoOf(err) === 'ELOOP') throw invalidModel(`${where} is a symbolic link; links are not followed`);
     throw fsFailure(`reading ${where}`, err);
   }
   return parseModelConfig(text, where);

@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
-import { errorOf, MmeError, quote } from '../errors';
+import { invalidModel, MmeError, quote } from '../errors';
 import { asyncReads, type DirReads } from './dir-reads';
 import { errnoOf, fsFailure } from './fs-errors';
 import { isSafeRelativePath, MODEL_CONFIG_FILE, ModelDirConfig, readModelConfig } from './model-config';
@@ -17,8 +17,6 @@ export interface ModelDir {
   handlerPath: string | null;
   modelConfig: ModelDirConfig;
 }
-
-const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 function isOnnx(name: string): boolean {
   return name.toLowerCase().endsWith('.onnx');
@@ -51,7 +49,7 @@ async function scan(
     if (e.name.startsWith('.')) continue;
     const relName = rel ? `${rel}/${e.name}` : e.name;
     if (isOnnx(e.name) && e.isSymbolicLink())
-      throw invalid(`${where(relName)} is a symbolic link; links are not followed`);
+      throw invalidModel(`${where(relName)} is a symbolic link; links are not followed`);
     if (isOnnx(e.name) && e.isFile()) result.onnx.push(relName);
     else if (e.isDirectory()) result.subdirs.push(relName);
   }
@@ -65,7 +63,7 @@ function choose(candidates: string[], label: string): string {
   const preferred = candidates.filter((c) => path.posix.basename(c) === PREFERRED_MODEL);
   if (preferred.length === 1) return preferred[0];
   const why = preferred.length ? `more than one is named ${PREFERRED_MODEL}` : `none is named ${PREFERRED_MODEL}`;
-  throw invalid(`${label} holds several .onnx files and ${why}: ${listing(candidates)}`);
+  throw invalidModel(`${label} holds several .onnx files and ${why}: ${listing(candidates)}`);
 }
 
 /** The .onnx file to serve, relative to root: top level first, else one directory down. */
@@ -75,7 +73,7 @@ async function findOnnx(root: string, label: string, where: (rel: string) => str
   const nested: string[] = [];
   for (const sub of top.subdirs) nested.push(...(await scan(root, sub, where, reads)).onnx);
   if (nested.length) return choose(nested, label);
-  throw invalid(`${label} must hold a .onnx file (at its top level or one directory down)`);
+  throw invalidModel(`${label} must hold a .onnx file (at its top level or one directory down)`);
 }
 
 /**
@@ -95,7 +93,7 @@ async function lstatInside(dir: string, rel: string, where: (rel: string) => str
       throw fsFailure(`reading ${where(rel)}`, err);
     }
     if (st.isSymbolicLink())
-      throw invalid(`${where(parts.slice(0, i + 1).join('/'))} is a symbolic link; links are not followed`);
+      throw invalidModel(`${where(parts.slice(0, i + 1).join('/'))} is a symbolic link; links are not followed`);
     if (i === parts.length - 1) return st;
   }
   return null;
@@ -115,9 +113,9 @@ async function findHandler(
   const st = await lstatInside(dir, rel, where, reads);
   if (!st) {
     if (!named) return null;
-    throw invalid(`handler ${quote(named.rel)} named in ${named.namedIn} does not exist`);
+    throw invalidModel(`handler ${quote(named.rel)} named in ${named.namedIn} does not exist`);
   }
-  if (!st.isFile()) throw invalid(`handler ${where(rel)} is not a regular file`);
+  if (!st.isFile()) throw invalidModel(`handler ${where(rel)} is not a regular file`);
   return path.join(dir, rel);
 }
 
@@ -156,7 +154,7 @@ export async function resolveModelDir(
   } catch (err) {
     throw fsFailure(`reading ${whereInDir(path.basename(onnxPath))}`, err);
   }
-  if (onnxBytes === 0) throw invalid(`${whereInDir(path.basename(onnxPath))} is empty`);
+  if (onnxBytes === 0) throw invalidModel(`${whereInDir(path.basename(onnxPath))} is empty`);
 
   const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE), reads);
   const handlerPath = await findHandler(

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { MmeError, quote } from '../errors';
+import { invalidModel, quote } from '../errors';
 
 /** Linux's NAME_MAX: a longer path segment cannot be a file name (ENAMETOOLONG). */
 const kMaxSegmentBytes = 255;
@@ -12,10 +12,7 @@ const kMaxSegmentBytes = 255;
  */
 export function relativePaths(keys: string[], name: string): string[] {
   const refuse = (key: string, why: string) =>
-    new MmeError(
-      'MME_ERR_INVALID_MODEL',
-      `Model ${name}: model_repository holds an object ${quote(key)} ${why}; rename it`,
-    );
+    invalidModel(`Model ${name}: model_repository holds an object ${quote(key)} ${why}; rename it`);
   const dirs = new Set<string>();
   for (const key of keys) {
     const parts = key.split('/');

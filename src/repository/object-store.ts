@@ -9,7 +9,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 import type { RepositoryConfig } from '../config/types';
-import { MmeError } from '../errors';
+import { invalidModel, MmeError } from '../errors';
 
 export interface StoredObject {
   readonly key: string;
@@ -93,8 +93,7 @@ export class ObjectStore {
         if (o.Key && !o.Key.endsWith('/')) out.push({ key: o.Key, size: o.Size ?? 0, etag: o.ETag ?? '' });
       }
       if (out.length > kMaxObjects) {
-        throw new MmeError(
-          'MME_ERR_INVALID_MODEL',
+        throw invalidModel(
           `the model directory in model_repository holds more than ${kMaxObjects} objects; a model is model.onnx with a few files beside it`,
         );
       }

@@ -3,7 +3,7 @@
  * `handle` or any of `preprocess` / `inference` / `postprocess`; the default handler fills in the rest.
  */
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { invalidModel, MmeError } from '../errors';
 import type { HandlerContext, HandlerRequest } from './context';
 import * as defaults from './default-handler';
 
@@ -94,8 +94,7 @@ function requireHandler(handlerPath: string, modelDir: string): HandlerModule {
         ? 'the file does not exist in the model directory'
         : String(e.message).split('\n')[0];
     const at = err instanceof Error ? sourcePosition(err, file, modelDir) : null;
-    throw new MmeError(
-      'MME_ERR_INVALID_MODEL',
+    throw invalidModel(
       `the model's handler ${path.basename(file)} failed to load: ${reason}${at === null ? '' : ` (at ${at})`}`,
     );
   }

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { errorOf, MmeError, quote } from '../errors';
+import { invalidModel, MmeError, quote } from '../errors';
 import type { OnnxFile } from './onnx-file';
 import { domainName, kKnownDomains, maxSupportedOpset } from './opset-support';
 import { withFile } from './protobuf-file';
@@ -26,14 +26,14 @@ const kExternalDataEscape =
 export async function explainLoadFailure(message: string, model: OnnxFile): Promise<MmeError | null> {
   const escape = kExternalDataEscape.exec(message);
   if (escape) {
-    return invalid(
+    return invalidModel(
       `initializer ${quote(escape[1])} keeps its data in ${quote(escape[2])}, which is outside the model directory (External data path escapes model directory); keep external data files inside the model directory, as regular files named by relative paths`,
     );
   }
   const runtime = `onnxruntime ${ort.env.versions.node ?? ''}`.trim();
   const ir = kIrVersion.exec(message);
   if (ir) {
-    return invalid(
+    return invalidModel(
       `the model has IR version ${ir[1]}, but ${runtime} reads IR versions up to ${ir[2]}; convert it again with an older onnx package or a lower target_opset`,
     );
   }
@@ -44,7 +44,7 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
   for (const r of ranges) {
     const imported = model.opsets.get(r.domain);
     if (imported !== undefined && imported > r.max) {
-      return invalid(
+      return invalidModel(
         `the model imports opset ${imported} of ${domainName(r.domain)}, but ${runtime} supports ${rangeText}; convert it again with a supported target opset, e.g. skl2onnx / onnxmltools target_opset={${ranges.map((d) => `'${d.domain}': ${d.max}`).join(', ')}}`,
       );
     }
@@ -58,14 +58,12 @@ export async function explainLoadFailure(message: string, model: OnnxFile): Prom
     const custom = (kKnownDomains as readonly string[]).includes(domain)
       ? ''
       : `, and no custom operator library for ${domainName(domain)} is loaded`;
-    return invalid(
+    return invalidModel(
       `the model uses operator ${m[1]} of ${where}, which ${runtime} does not have (it supports ${rangeText}${custom}); convert the model again with another target opset, or replace the operator`,
     );
   }
   return null;
 }
-
-const invalid = errorOf('MME_ERR_INVALID_MODEL');
 
 /** How a Git LFS pointer file starts: what a clone without git-lfs leaves in place of the model. */
 const kLfsPointer = 'version https://git-lfs';
@@ -89,5 +87,5 @@ export function unparsedModel(onnxPath: string, ortMessage: string): MmeError {
     : size === 0
       ? 'it is empty: copy or download the model again'
       : `check that it is whole (${size} bytes here: a truncated download or copy fails like this), that it is not a Git LFS pointer, and that it is an ONNX model (exported with torch.onnx.export, tf2onnx or skl2onnx), not another format`;
-  return invalid(`onnxruntime could not read ${name} (${reason}): ${check}`);
+  return invalidModel(`onnxruntime could not read ${name} (${reason}): ${check}`);
 }

@@ -1,6 +1,6 @@
 /** One model inside a worker process (a shared host holds one per slot): its session, handler, and batches. */
 import { performance } from 'node:perf_hooks';
-import { MmeError, isMmeError, shortageError, type WireError } from '../errors';
+import { invalidModel, isMmeError, MmeError, shortageError, type WireError } from '../errors';
 import type {
   InferMessage,
   LoadedMessage,
@@ -196,7 +196,7 @@ export function loadError(err: unknown): WireError {
   const { message } = error;
   return (
     shortageError(message, 'loading the model', error instanceof RangeError) ??
-    new MmeError('MME_ERR_INVALID_MODEL', `the model could not be loaded: ${message}`)
+    invalidModel(`the model could not be loaded: ${message}`)
   ).toWire();
 }
 

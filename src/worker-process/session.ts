@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { MmeError } from '../errors';
+import { invalidModel } from '../errors';
 import type { GraphOptimizationLevel, LoadedMessage, LoadMessage } from '../protocol/messages';
 import type { ModelMetadata, TensorInfo } from '../model-types';
 import { zipMapsAsTensors } from './graph-rewrite';
@@ -92,10 +92,7 @@ async function readModel(onnxPath: string, options: ort.InferenceSession.Session
       throw unparsedModel(onnxPath, (ortErr as Error)?.message ?? String(ortErr));
     }
     await session.release();
-    throw new MmeError(
-      'MME_ERR_INVALID_MODEL',
-      `${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`,
-    );
+    throw invalidModel(`${path.basename(onnxPath)} is not a readable ONNX model: ${(err as Error).message}`);
   }
 }
 
