@@ -7,7 +7,7 @@
  */
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { MmeError } from '../errors';
+import { unavailable } from './object-store';
 
 export interface CachedModel {
   readonly kind: 'dir' | 'archive';
@@ -118,10 +118,8 @@ export class DiskCache {
       );
     }
     if (this.#usedBytes + this.#reservedBytes + bytes > this.limitBytes) {
-      throw new MmeError(
-        'MME_ERR_REPOSITORY_UNAVAILABLE',
+      throw unavailable(
         `Model ${model} needs ${Math.ceil(bytes / 2 ** 20)} MiB in the disk cache, but models in use hold ${Math.ceil(this.#usedBytes / 2 ** 20)} of its ${Math.floor(this.limitBytes / 2 ** 20)} MiB (model_cache_disk_mb); unload a model or raise model_cache_disk_mb.`,
-        { headers: { 'Retry-After': '5' } },
       );
     }
     this.#reservedBytes += bytes;

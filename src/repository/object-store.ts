@@ -79,10 +79,8 @@ export class ObjectStore {
     const { client, sdk } = await this.#connect();
     for (let pages = 0; ; pages++) {
       if (pages === kMaxListPages) {
-        throw new MmeError(
-          'MME_ERR_REPOSITORY_UNAVAILABLE',
+        throw unavailable(
           `model_repository's listing of ${prefix.slice(0, 100)} went on past ${kMaxListPages} pages (the most one load asks for, kMaxListPages) with ${out.length} objects: the store keeps answering IsTruncated; check the store`,
-          { headers: { 'Retry-After': '5' } },
         );
       }
       const page = await client.send(
@@ -137,6 +135,11 @@ function nameOf(err: unknown): string {
   return e?.Code ?? e?.name ?? e?.code ?? 'Error';
 }
 
+/** 503: the model cannot be had from the repository now; a retry in a few seconds may find it. */
+export function unavailable(message: string): MmeError {
+  return new MmeError('MME_ERR_REPOSITORY_UNAVAILABLE', message, { headers: { 'Retry-After': '5' } });
+}
+
 /**
  * What a client is told when the store failed: 503 for refused credentials or a store that kept
  * failing, 504 for silence. The store's own error code goes to the log only: it can name the
@@ -156,9 +159,7 @@ export function storeFailure(err: unknown, model: string, where: string, log: (l
     );
   }
   const refused = kRefused.has(name) || status === 401 || status === 403;
-  return new MmeError(
-    'MME_ERR_REPOSITORY_UNAVAILABLE',
+  return unavailable(
     `Model ${model}: model_repository ${refused ? "refused the server's credentials" : 'is unavailable'}; the server log has the store's answer.`,
-    { headers: { 'Retry-After': '5' } },
   );
 }
