@@ -95,12 +95,9 @@ async function locate(
   }
   if (insideAny(real, SYSTEM_ROOTS)) throw badUrl(url);
   if (realRoots && !insideAny(real, realRoots)) throw outsideRoots(url, roots!);
-  let st;
-  try {
-    st = await reads.stat(real);
-  } catch (err) {
+  const st = await reads.stat(real).catch((err: unknown) => {
     throw fsFailure(`reading ${quote(url)}`, err);
-  }
+  });
   if (st.isDirectory()) return { kind: 'dir', path: real };
   // The name the client gave decides, not the link target's: a store may link to content-addressed blobs.
   if (st.isFile() && ARCHIVE_NAME.test(resolved)) return { kind: 'archive', path: real };

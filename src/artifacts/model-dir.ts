@@ -1,4 +1,3 @@
-import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import { invalidModel, MmeError, quote } from '../errors';
 import { asyncReads, type DirReads } from './dir-reads';
@@ -38,12 +37,9 @@ async function scan(
   where: (rel: string) => string,
   reads: DirReads,
 ): Promise<{ onnx: string[]; subdirs: string[] }> {
-  let entries: Dirent[];
-  try {
-    entries = await reads.readdir(path.join(root, rel));
-  } catch (err) {
+  const entries = await reads.readdir(path.join(root, rel)).catch((err: unknown) => {
     throw fsFailure(`listing ${where(rel || '.')}`, err);
-  }
+  });
   const result = { onnx: [] as string[], subdirs: [] as string[] };
   for (const e of entries) {
     if (e.name.startsWith('.')) continue;
@@ -148,12 +144,9 @@ export async function resolveModelDir(
   const dir = path.dirname(onnxPath);
   const whereInDir = at(path.posix.dirname(onnxRel));
 
-  let onnxBytes: number;
-  try {
-    onnxBytes = (await reads.lstat(onnxPath)).size;
-  } catch (err) {
+  const { size: onnxBytes } = await reads.lstat(onnxPath).catch((err: unknown) => {
     throw fsFailure(`reading ${whereInDir(path.basename(onnxPath))}`, err);
-  }
+  });
   if (onnxBytes === 0) throw invalidModel(`${whereInDir(path.basename(onnxPath))} is empty`);
 
   const modelConfig = await readModelConfig(dir, whereInDir(MODEL_CONFIG_FILE), reads);
