@@ -35,10 +35,10 @@ export interface WorkerFactoryOptions {
 /** How often the memory watch (no cgroups) measures a limited model's workers. */
 const kMemoryWatchMs = 1000;
 
-/** Where a model of one mode starts its workers. */
-interface Place {
+/** Where a model of one mode starts its workers: a model asks the place of its mode. */
+export interface Place {
   /** `limits`: the model's memory_limit_mb and cpu_limit, which its processes join at spawn (a limited model is never shared). */
-  starter(limits: ProcessLimits | null): (assignment: Assignment) => ModelSlot;
+  start(limits: ProcessLimits | null, assignment: Assignment): ModelSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
   gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
@@ -54,15 +54,30 @@ export class WorkerFactory {
   readonly #bodyHandoff: BodyHandoff | null;
   /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
   readonly limits: LimitEnforcement;
-  readonly #places: Readonly<Record<WorkerMode, Place>> = {
+  readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      starter: (limits) => (a) => this.#startProcess(a, limits),
+      start: (limits, assignment) => {
+        const gpuId = assignment.load.gpuId;
+        const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
+        const spawn = { ...this.#spawnOptions(), limits };
+        const fresh = () => new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
+        // A spare started outside the model's limits: a limited model's processes join them at spawn.
+        return this.#spares?.place(admit, fresh, gpuId < 0 && limits === null) ?? admit(fresh());
+      },
       gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
     },
     shared: {
-      starter: () => {
-        const hosts = this.#pool();
-        return (a) => hosts.place(a);
+      start: (_limits, assignment) => {
+        this.#hosts ??= new HostPool({
+          size: this.config.sharedWorkers,
+          maxModelsPerHost: this.config.maxModelsPerWorker,
+          recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
+          heavyShare: this.config.sharedHostHeavyShare,
+          spawn: this.#spawnOptions(),
+          onRestarted: this.opts.onSharedHostRestarted,
+          onRecycled: this.opts.onSharedHostRecycled,
+        });
+        return this.#hosts.place(assignment);
       },
       waitForRoom: (wake) => this.#hosts?.waitForRoom(wake),
       // One CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs.
@@ -117,43 +132,8 @@ export class WorkerFactory {
     return this.#hosts?.baseBytes ?? 0;
   }
 
-  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => ModelSlot {
-    return this.#places[mode].starter(limits);
-  }
-
-  waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
-    return this.#places[mode].waitForRoom;
-  }
-
-  gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
-    return this.#places[mode].gpuFor(name, deviceIds);
-  }
-
-  #pool(): HostPool {
-    this.#hosts ??= new HostPool({
-      size: this.config.sharedWorkers,
-      maxModelsPerHost: this.config.maxModelsPerWorker,
-      recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
-      heavyShare: this.config.sharedHostHeavyShare,
-      spawn: this.#spawnOptions(),
-      log: this.opts.log,
-      onRestarted: this.opts.onSharedHostRestarted,
-      onRecycled: this.opts.onSharedHostRecycled,
-    });
-    return this.#hosts;
-  }
-
   forgetGpus(name: string): void {
     this.#gpus.forget(name);
-  }
-
-  #startProcess(assignment: Assignment, limits: ProcessLimits | null): ModelSlot {
-    const gpuId = assignment.load.gpuId;
-    const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-    const spawn = { ...this.#spawnOptions(), limits };
-    const fresh = () => new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
-    // A spare started outside the model's limits: a limited model's processes join them at spawn.
-    return this.#spares?.place(admit, fresh, gpuId < 0 && limits === null) ?? admit(fresh());
   }
 
   #spawnOptions(): SpawnOptions {
