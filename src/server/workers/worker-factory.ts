@@ -11,6 +11,7 @@ import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot, type Assignment } from '../hosts/model-slot';
+import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
@@ -28,8 +29,6 @@ export interface WorkerFactoryOptions {
   onSharedHostRestarted: () => void;
   onSharedHostRecycled: () => void;
   clock: Clock;
-  /** How memory_limit_mb and cpu_limit are held; default: cgroups where this server can make them, none for fake processes. */
-  limits?: LimitEnforcement;
 }
 
 /** How often the memory watch (no cgroups) measures a limited model's workers. */
@@ -91,9 +90,8 @@ export class WorkerFactory {
   ) {
     this.#gpus = new GpuAssigner(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
-    this.limits =
-      opts.limits ??
-      (opts.launch ? new LimitEnforcement({ reason: 'fake processes' }, watch) : LimitEnforcement.probe(watch));
+    // Cgroups where this server can make them; none for fake processes.
+    this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     this.#bodyHandoff = opts.launch
       ? null
