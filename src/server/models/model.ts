@@ -271,7 +271,7 @@ export class Model implements WorkerListener {
   /** MMS scale API: run `min` workers (up to `max` with autoscale); resolves when the change is done. */
   scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
-    if (this.settings.preloadModel) for (const w of this.#set.workers) w.resize(min);
+    if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
     const scaling = this.#set.scale(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes (unless autoscale brings one).
     if (this.#set.target === 0 && !this.#scalesFromZero) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
