@@ -95,6 +95,12 @@ module.exports = {
       '^src/(gateway|http|grpc)/',
     ),
     below(
+      'processes-know-no-model',
+      "The seam under hosts/: processes/ knows a process as a pid, a channel and an exit, never a model's slot; what it needs of one is an interface HostProcess fills.",
+      '^src/server/processes/',
+      '^src/server/(?!processes/)',
+    ),
+    below(
       'shared-pieces-are-below-the-server',
       'Protocol, OIP codecs, errors, utilities, config, metrics, logging, artifacts and the repository serve every layer and import none above them.',
       '^src/(protocol|oip|util|config|metrics|artifacts|repository)/|^src/(errors|logger|unhandled-rejection|model-types)\\.ts$',
