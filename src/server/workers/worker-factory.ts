@@ -7,10 +7,9 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
-import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { kModeTraits } from '../hosts/host-policy';
-import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
-import { ModelSlot, type Assignment } from '../hosts/model-slot';
+import type { Launch, SpawnOptions } from '../hosts/host-process';
+import type { Assignment, ModelSlot } from '../hosts/model-slot';
 import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
@@ -46,7 +45,8 @@ export interface Place {
 export class WorkerFactory {
   readonly #gpus: GpuAssigner;
   readonly #env: NodeJS.ProcessEnv;
-  readonly #spares: SparePool | null;
+  /** Every dedicated worker starts through it, with no spares when it keeps none. */
+  readonly #spares: SparePool;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
   /** null = bodies go over the sockets (and fake processes read no ring). */
@@ -55,14 +55,7 @@ export class WorkerFactory {
   readonly limits: LimitEnforcement;
   readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      start: (limits, assignment) => {
-        const gpuId = assignment.load.gpuId;
-        const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-        const spawn = { ...this.#spawnOptions(), limits };
-        const fresh = () => new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
-        // A spare started outside the model's limits: a limited model's processes join them at spawn.
-        return this.#spares?.place(admit, fresh, gpuId < 0 && limits === null) ?? admit(fresh());
-      },
+      start: (limits, assignment) => this.#spares.place(limits, assignment),
       gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
     },
     shared: {
@@ -103,10 +96,8 @@ export class WorkerFactory {
     // its process in the time a load takes, not a process start. With shared the default and
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
-    this.#spares =
-      config.spareWorkers > 0 && (kModeTraits[config.workerMode].ownProcess || promotes)
-        ? new SparePool(config.spareWorkers, this.#spawnOptions())
-        : null;
+    const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
+    this.#spares = new SparePool(spares, this.#spawnOptions());
   }
 
   get processes(): ProcessRegistry {
@@ -118,7 +109,7 @@ export class WorkerFactory {
   }
 
   get sparesReady(): number {
-    return this.#spares?.ready ?? 0;
+    return this.#spares.ready;
   }
 
   get hosts(): HostPool | null {
@@ -140,7 +131,7 @@ export class WorkerFactory {
   }
 
   async closeSpares(): Promise<void> {
-    await this.#spares?.close();
+    await this.#spares.close();
   }
 
   async closeHosts(): Promise<void> {
