@@ -74,7 +74,7 @@ export class HostPool {
     return this.#hosts;
   }
 
-  /** Counted by the memory budget. */
+  /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
   get baseBytes(): number {
     let n = 0;
     for (const h of this.#hosts) n += h.baseBytes;

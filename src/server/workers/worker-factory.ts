@@ -43,7 +43,7 @@ export interface Place {
 }
 
 export class WorkerFactory {
-  readonly #gpus: GpuAssigner;
+  readonly gpus: GpuAssigner;
   readonly #env: NodeJS.ProcessEnv;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
   readonly #spares: SparePool;
@@ -56,7 +56,7 @@ export class WorkerFactory {
   readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
       start: (limits, assignment) => this.#spares.place(limits, assignment),
-      gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
+      gpuFor: (name, deviceIds) => () => this.gpus.assign(name, deviceIds),
     },
     shared: {
       start: (_limits, assignment) => {
@@ -81,7 +81,7 @@ export class WorkerFactory {
     private readonly config: ServerConfig,
     private readonly opts: WorkerFactoryOptions,
   ) {
-    this.#gpus = new GpuAssigner(config.numberOfGpu);
+    this.gpus = new GpuAssigner(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
     // Cgroups where this server can make them; none for fake processes.
     this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
@@ -114,15 +114,6 @@ export class WorkerFactory {
 
   get hosts(): HostPool | null {
     return this.#hosts;
-  }
-
-  /** What the shared hosts cost with no model in them (bytes): counted by the memory budget. */
-  get hostBaseBytes(): number {
-    return this.#hosts?.baseBytes ?? 0;
-  }
-
-  forgetGpus(name: string): void {
-    this.#gpus.forget(name);
   }
 
   #spawnOptions(): SpawnOptions {
