@@ -95,6 +95,12 @@ module.exports = {
       '^src/(gateway|http|grpc)/',
     ),
     below(
+      'processes-know-no-model',
+      "The seam under hosts/: processes/ knows a process as a pid, a channel and an exit, never a model's slot; what it needs of one is an interface HostProcess fills.",
+      '^src/server/processes/',
+      '^src/server/(?!processes/)',
+    ),
+    below(
       'shared-pieces-are-below-the-server',
       'Protocol, OIP codecs, errors, utilities, config, metrics, logging, artifacts and the repository serve every layer and import none above them.',
       '^src/(protocol|oip|util|config|metrics|artifacts|repository)/|^src/(errors|logger|unhandled-rejection|model-types)\\.ts$',
@@ -108,14 +114,14 @@ module.exports = {
       to: { path: '^src/(server|http|grpc|worker-process)/' },
     },
     // The worker mode (dedicated or shared) is chosen once, where a host is made: a dedicated
-    // worker's DedicatedPolicy in worker-factory.ts or spare-pool.ts, a shared host (SharedHost,
+    // worker's DedicatedPolicy in spare-pool.ts, a shared host (SharedHost,
     // which takes the SharedPolicy and the memory ledger) in host-pool.ts. Everything else asks the
     // HostPolicy (host-policy.ts) it was given.
     onlyFrom(
       'dedicated-policy-is-chosen-where-a-worker-is-made',
-      'Only worker-factory.ts and spare-pool.ts make dedicated workers: no other module imports DedicatedPolicy.',
+      'Only spare-pool.ts makes dedicated workers: no other module imports DedicatedPolicy.',
       'hosts/dedicated-policy',
-      'workers/(worker-factory|spare-pool)',
+      'workers/spare-pool',
     ),
     onlyFrom(
       'shared-policy-is-the-shared-hosts-alone',

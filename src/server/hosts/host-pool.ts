@@ -5,7 +5,6 @@
  * every model moves there (started before it leaves, so no request is lost) and the old one stops.
  */
 import { MmeError } from '../../errors';
-import type { Log } from '../../logger';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
@@ -23,7 +22,6 @@ export interface HostPoolOptions {
   /** shared_host_heavy_share (host-balance.ts); 0 = never. */
   heavyShare: number;
   spawn: SpawnOptions;
-  log: Log;
   /** SharedHostRestarts. */
   onRestarted: () => void;
   /** SharedHostRecycles. */
@@ -52,7 +50,7 @@ export class HostPool {
             canTake: (h) => this.#canTake(h),
             clock: opts.spawn.clock,
             heavyShare: opts.heavyShare,
-            log: (line) => opts.log(line),
+            log: (line) => opts.spawn.log(line),
           })
         : null;
   }
@@ -76,7 +74,7 @@ export class HostPool {
     return this.#hosts;
   }
 
-  /** Counted by the memory budget. */
+  /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
   get baseBytes(): number {
     let n = 0;
     for (const h of this.#hosts) n += h.baseBytes;
@@ -118,7 +116,7 @@ export class HostPool {
         }`,
       );
     }
-    return new ModelSlot(assignment, best, this.opts.log);
+    return new ModelSlot(assignment, best, this.opts.spawn.log);
   }
 
   #canTake(host: SharedHost): boolean {
@@ -137,7 +135,7 @@ export class HostPool {
 
   recycle(host: SharedHost): void {
     if (host.processState !== 'serving' || this.#closed) return;
-    this.opts.log(
+    this.opts.spawn.log(
       `[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
       { worker: host.id, pid: host.pid },
     );
@@ -195,7 +193,7 @@ export class HostPool {
     if (exit.reason === 'stopped') return;
     const delay = this.#backoff.delaySeconds;
     this.#backoff.failed();
-    this.opts.log(
+    this.opts.spawn.log(
       `[${host.id}] shared host (pid ${host.pid}) ${describeExit(exit)} (exit reason: ${exit.reason}${exit.causedBy ? `, for model ${exit.causedBy}` : ''}); its models reload in the other hosts, and a new host starts${delay > 0 ? ` in ${delay} s` : ''}`,
       { worker: host.id, pid: host.pid },
     );

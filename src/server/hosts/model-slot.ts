@@ -19,7 +19,7 @@ import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { workerStates, type WorkerState } from '../processes/worker-state';
 import type { InFlightBatch } from './batches-in-flight';
-import type { HostPolicy, PolicySlot, SlotHost } from './host-policy';
+import type { PolicySlot, SlotHost } from './host-policy';
 
 export interface Assignment {
   id: string;
@@ -52,7 +52,7 @@ export class ModelSlot implements PolicySlot {
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
-  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs. */
+  /** Batches it may hold at once: the pipeline depth, or a preload_model process's concurrent runs (its min_worker). */
   capacity: number;
   /** Bytes: a dedicated worker's PSS, refreshed on describe and before admission; in a shared host, its load's cost. */
   memoryBytes = 0;
@@ -78,7 +78,6 @@ export class ModelSlot implements PolicySlot {
   /** Its load waited for no start-up. */
   readonly #hostWasUp: boolean;
   #resolveExit!: (e: WorkerExit) => void;
-  readonly #policy: HostPolicy;
 
   constructor(
     private readonly assignment: Assignment,
@@ -86,8 +85,7 @@ export class ModelSlot implements PolicySlot {
     readonly log: (line: string) => void,
   ) {
     this.id = assignment.id;
-    this.#policy = host.policy;
-    this.#state = workerStates(() => `worker ${this.id}`, this.#policy.firstState);
+    this.#state = workerStates(() => `worker ${this.id}`, this.host.policy.firstState);
     this.capacity = assignment.capacity;
     this.ready = new Promise((resolve, reject) => {
       this.#resolve = resolve;
@@ -119,16 +117,16 @@ export class ModelSlot implements PolicySlot {
   }
 
   get gpuId(): number {
-    return this.#policy.gpuId;
+    return this.host.policy.gpuId;
   }
 
   get mode(): WorkerMode {
-    return this.#policy.mode;
+    return this.host.policy.mode;
   }
 
   /** null for a process of its own. */
   get sharedHostId(): string | null {
-    return this.#policy.sharedHostId(this.host);
+    return this.host.policy.sharedHostId(this.host);
   }
 
   get onnxBytes(): number {
@@ -155,7 +153,7 @@ export class ModelSlot implements PolicySlot {
 
   /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
-    return this.#policy.cpuShare(this);
+    return this.host.policy.cpuShare(this);
   }
 
   get isIdle(): boolean {
@@ -188,18 +186,9 @@ export class ModelSlot implements PolicySlot {
     this.#listener = listener;
   }
 
-  /** A scaled preload_model process holds up to `capacity` batches from now on. */
-  resize(capacity: number): void {
-    this.capacity = capacity;
-  }
-
   run(msg: InferMessage, jobs: readonly Job[]): void {
     msg.slot = this.slotId;
     this.host.sendBatch(this, msg, jobs);
-  }
-
-  holds(job: Job): boolean {
-    return this.host.batches.jobOf(this, job.id) === job;
   }
 
   heldJob(id: number): Job | undefined {
@@ -227,7 +216,7 @@ export class ModelSlot implements PolicySlot {
 
   stop(): Promise<WorkerExit> {
     this.retire();
-    return this.#policy.release(this);
+    return this.host.policy.release(this);
   }
 
   /** A host that does not answer within the model's load timeout is stuck, and killed. */
@@ -244,7 +233,7 @@ export class ModelSlot implements PolicySlot {
 
   /** Bytes, 0 once it is gone; kept as its memoryBytes. */
   measureMemory(): Promise<number> {
-    return this.#policy.measure(this, this.#exitInfo !== null);
+    return this.host.policy.measure(this, this.#exitInfo !== null);
   }
 
   onLoaded(msg: LoadedMessage): void {
@@ -254,11 +243,11 @@ export class ModelSlot implements PolicySlot {
     if (this.state === 'loading') this.#state.to('ready');
     this.#resolve(msg);
     this.loadedAt = performance.now();
-    this.#policy.loaded(this, msg);
+    this.host.policy.loaded(this, msg);
   }
 
   onLoadFailed(err: MmeError): void {
-    this.#policy.loadFailed(this, this.#fail(err));
+    this.host.policy.loadFailed(this, this.#fail(err));
   }
 
   ended(code: number | null = null): void {
@@ -293,7 +282,7 @@ export class ModelSlot implements PolicySlot {
 
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (this.#fail(this.#policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
+    if (this.#fail(this.host.policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

@@ -224,7 +224,7 @@ export class Dispatcher {
   #stop(job: Job, why: StopReason): void {
     const queued = this.#queue.remove(job);
     if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
-    const worker = queued ? undefined : this.deps.workers.workers.find((w) => w.holds(job));
+    const worker = queued ? undefined : this.deps.workers.workers.find((w) => w.heldJob(job.id) === job);
     if (!worker) return;
     if (why !== 'timeout') return worker.cancel(job);
     const seconds = this.deps.settings().responseTimeoutMs / 1000;

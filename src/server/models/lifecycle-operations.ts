@@ -65,7 +65,7 @@ export class LifecycleOperations {
       policy: deps.policy,
       clock: deps.clock,
       tally: registry,
-      fixedBytes: () => deps.workers.hostBaseBytes,
+      fixedBytes: () => deps.workers.hosts?.baseBytes ?? 0,
       current: (name) => registry.current(name),
       tryLock: (name) => this.#locks.tryAcquire(name),
       evict: (entry, why) => this.#evict(entry, why),
@@ -166,7 +166,7 @@ export class LifecycleOperations {
     entry.to('stopping');
     this.deps.policy.remove(entry.name);
     await entry.model?.stop(err);
-    if (this.deps.registry.release(entry)) this.deps.workers.forgetGpus(entry.name);
+    if (this.deps.registry.release(entry)) this.deps.workers.gpus.forget(entry.name);
     await entry.artifact?.dispose();
     entry.unreserve();
     entry.to('gone');

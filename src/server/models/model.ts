@@ -92,7 +92,7 @@ export class Model implements WorkerListener {
     this.url = parts.url;
     this.settings = settings;
     this.#health = health;
-    this.#assignGpu = workers.gpuFor(settings.workerMode, name, settings.deviceIds);
+    this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
     this.#mode = settings.workerMode;
@@ -116,7 +116,7 @@ export class Model implements WorkerListener {
         this.#dispatcher.failQueued(this.#failedError());
       },
       onRecovered: () => health.markRecovered(),
-      waitForRoom: workers.waitForRoom(settings.workerMode),
+      waitForRoom: workers.places[settings.workerMode].waitForRoom,
       clock,
     });
     this.#dispatcher = new Dispatcher({
@@ -210,10 +210,7 @@ export class Model implements WorkerListener {
     const { config } = this.ctx;
     const { maxResponseSize } = config;
     const { artifact } = this.parts;
-    const worker = this.ctx.workers.starter(
-      this.#mode,
-      this.#limits,
-    )({
+    const worker = this.ctx.workers.places[this.#mode].start(this.#limits, {
       id,
       load: {
         modelName: this.name,
@@ -274,7 +271,7 @@ export class Model implements WorkerListener {
   /** MMS scale API: run `min` workers (up to `max` with autoscale); resolves when the change is done. */
   scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
-    if (this.settings.preloadModel) for (const w of this.#set.workers) w.resize(min);
+    if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
     const scaling = this.#set.scale(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes (unless autoscale brings one).
     if (this.#set.target === 0 && !this.#scalesFromZero) this.#dispatcher.failQueued(this.#dispatcher.noWorker());

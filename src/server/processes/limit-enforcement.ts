@@ -6,7 +6,7 @@
 import { MmeError } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
 import { mb } from '../../util/mb';
-import { type Cgroup, type CgroupParent, cgroupParent } from './cgroup';
+import type { Cgroup, CgroupParent } from './cgroup';
 import { isLimited, limitBytes, type LimitedProcess, type ModelLimits, type ProcessLimits } from './process-limits';
 
 interface WatchOptions {
@@ -108,47 +108,37 @@ let cgroupSeq = 0;
 
 /** The server's way of enforcing limits, chosen once at start: what the start line says. */
 export class LimitEnforcement {
-  readonly #parent: CgroupParent | null;
-  /** Why there are no cgroups, when there are none. */
-  readonly why: string | null;
-
+  /** `reason`: why there are no cgroups. */
   constructor(
-    parent: CgroupParent | { reason: string },
+    private readonly parent: CgroupParent | { reason: string },
     private readonly opts: WatchOptions,
-  ) {
-    this.#parent = 'reason' in parent ? null : parent;
-    this.why = 'reason' in parent ? parent.reason : null;
-  }
-
-  static probe(opts: WatchOptions, root?: string): LimitEnforcement {
-    return new LimitEnforcement(cgroupParent(root), opts);
-  }
+  ) {}
 
   /** 'cgroup v1', 'cgroup v2', or 'memory watch' (the server's own). */
   get mode(): string {
-    return this.#parent ? `cgroup v${this.#parent.version}` : 'memory watch';
+    return 'reason' in this.parent ? 'memory watch' : `cgroup v${this.parent.version}`;
   }
 
   /** The start line's words on it. */
   describe(): string {
-    return this.#parent
-      ? `per-model limits (memory_limit_mb, cpu_limit): ${this.mode}, under the server's own cgroup`
-      : `per-model limits: memory_limit_mb by the server watching each worker's memory, cpu_limit refused (no cgroups: ${this.why})`;
+    return 'reason' in this.parent
+      ? `per-model limits: memory_limit_mb by the server watching each worker's memory, cpu_limit refused (no cgroups: ${this.parent.reason})`
+      : `per-model limits (memory_limit_mb, cpu_limit): ${this.mode}, under the server's own cgroup`;
   }
 
   /** The enforcement of one model's limits, or null when it has none; throws when they cannot be held here. */
   forModel(name: string, limits: ModelLimits): ProcessLimits | null {
     if (!isLimited(limits)) return null;
     const memoryBytes = limitBytes(limits);
-    const parent = this.#parent;
-    if (parent) {
+    const parent = this.parent;
+    if (!('reason' in parent)) {
       const cgroupName = `mme-${process.pid}-${++cgroupSeq}-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}`;
       return new CgroupLimits(() => parent.make(cgroupName, { memoryBytes, cpuCores: limits.cpuLimit }), this.opts.log);
     }
     if (limits.cpuLimit !== null)
       throw new MmeError(
         'MME_ERR_BAD_REQUEST',
-        `Model ${name} asks for cpu_limit=${limits.cpuLimit}, which this server cannot enforce: it cannot make cgroups (${this.why}). Load it without cpu_limit, or run the server as root with a writable cgroup tree.`,
+        `Model ${name} asks for cpu_limit=${limits.cpuLimit}, which this server cannot enforce: it cannot make cgroups (${parent.reason}). Load it without cpu_limit, or run the server as root with a writable cgroup tree.`,
       );
     this.opts.log(
       `[${name}] memory_limit_mb=${limits.memoryLimitMb} (${mb(memoryBytes!)}) is watched by the server (no cgroups)`,

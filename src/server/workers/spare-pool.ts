@@ -12,7 +12,8 @@
  */
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type SpawnOptions } from '../hosts/host-process';
-import type { ModelSlot } from '../hosts/model-slot';
+import { ModelSlot, type Assignment } from '../hosts/model-slot';
+import type { ProcessLimits } from '../processes/process-limits';
 
 /**
  * How long after the taken worker's Loaded its replacement starts: the load still reads the worker's
@@ -42,14 +43,20 @@ export class SparePool {
   }
 
   /**
-   * The load's process: a spare when one `fits` it (a started one first; one still starting has a
-   * head start on a fresh spawn), else `fresh()`'s.
+   * The load's process: a spare when one fits it (a started one first; one still starting has a
+   * head start on a fresh spawn), else a fresh one. Spares start outside any model's limits and on
+   * no GPU: a limited model's processes join its limits at spawn, a GPU worker's device is its env.
    */
-  place(admit: (host: HostProcess) => ModelSlot, fresh: () => HostProcess, fits: boolean): ModelSlot {
-    const live = fits ? [...this.#spares].filter((h) => h.exitInfo === null) : [];
+  place(limits: ProcessLimits | null, assignment: Assignment): ModelSlot {
+    const gpuId = assignment.load.gpuId;
+    const live = gpuId < 0 && limits === null ? [...this.#spares].filter((h) => h.exitInfo === null) : [];
     const spare = live.find((h) => h.hasStarted) ?? live[0];
     if (spare) this.#spares.delete(spare);
-    const slot = admit(spare ?? fresh());
+    const spawn = { ...this.spawnOptions, limits };
+    const host = spare ?? new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
+    const slot = new ModelSlot(assignment, host, this.spawnOptions.log);
+    // With no spares kept there is nothing to refill.
+    if (this.size === 0) return slot;
     if (!spare?.hasStarted) this.#starting.add(slot);
     const done = () => {
       this.#starting.delete(slot);

@@ -7,10 +7,10 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
-import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { kModeTraits } from '../hosts/host-policy';
-import { HostProcess, type Launch, type SpawnOptions } from '../hosts/host-process';
-import { ModelSlot, type Assignment } from '../hosts/model-slot';
+import type { Launch, SpawnOptions } from '../hosts/host-process';
+import type { Assignment, ModelSlot } from '../hosts/model-slot';
+import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
@@ -28,41 +28,48 @@ export interface WorkerFactoryOptions {
   onSharedHostRestarted: () => void;
   onSharedHostRecycled: () => void;
   clock: Clock;
-  /** How memory_limit_mb and cpu_limit are held; default: cgroups where this server can make them, none for fake processes. */
-  limits?: LimitEnforcement;
 }
 
 /** How often the memory watch (no cgroups) measures a limited model's workers. */
 const kMemoryWatchMs = 1000;
 
-/** Where a model of one mode starts its workers. */
-interface Place {
+/** Where a model of one mode starts its workers: a model asks the place of its mode. */
+export interface Place {
   /** `limits`: the model's memory_limit_mb and cpu_limit, which its processes join at spawn (a limited model is never shared). */
-  starter(limits: ProcessLimits | null): (assignment: Assignment) => ModelSlot;
+  start(limits: ProcessLimits | null, assignment: Assignment): ModelSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
   gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
 }
 
 export class WorkerFactory {
-  readonly #gpus: GpuAssigner;
+  readonly gpus: GpuAssigner;
   readonly #env: NodeJS.ProcessEnv;
-  readonly #spares: SparePool | null;
+  /** Every dedicated worker starts through it, with no spares when it keeps none. */
+  readonly #spares: SparePool;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
   /** null = bodies go over the sockets (and fake processes read no ring). */
   readonly #bodyHandoff: BodyHandoff | null;
   /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
   readonly limits: LimitEnforcement;
-  readonly #places: Readonly<Record<WorkerMode, Place>> = {
+  readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      starter: (limits) => (a) => this.#startProcess(a, limits),
-      gpuFor: (name, deviceIds) => () => this.#gpus.assign(name, deviceIds),
+      start: (limits, assignment) => this.#spares.place(limits, assignment),
+      gpuFor: (name, deviceIds) => () => this.gpus.assign(name, deviceIds),
     },
     shared: {
-      starter: () => {
-        const hosts = this.#pool();
-        return (a) => hosts.place(a);
+      start: (_limits, assignment) => {
+        this.#hosts ??= new HostPool({
+          size: this.config.sharedWorkers,
+          maxModelsPerHost: this.config.maxModelsPerWorker,
+          recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
+          heavyShare: this.config.sharedHostHeavyShare,
+          spawn: this.#spawnOptions(),
+          onRestarted: this.opts.onSharedHostRestarted,
+          onRecycled: this.opts.onSharedHostRecycled,
+        });
+        return this.#hosts.place(assignment);
       },
       waitForRoom: (wake) => this.#hosts?.waitForRoom(wake),
       // One CUDA_VISIBLE_DEVICES per process cannot serve models on different GPUs.
@@ -74,11 +81,10 @@ export class WorkerFactory {
     private readonly config: ServerConfig,
     private readonly opts: WorkerFactoryOptions,
   ) {
-    this.#gpus = new GpuAssigner(config.numberOfGpu);
+    this.gpus = new GpuAssigner(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
-    this.limits =
-      opts.limits ??
-      (opts.launch ? new LimitEnforcement({ reason: 'fake processes' }, watch) : LimitEnforcement.probe(watch));
+    // Cgroups where this server can make them; none for fake processes.
+    this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
     this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
     this.#bodyHandoff = opts.launch
       ? null
@@ -90,10 +96,8 @@ export class WorkerFactory {
     // its process in the time a load takes, not a process start. With shared the default and
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
-    this.#spares =
-      config.spareWorkers > 0 && (kModeTraits[config.workerMode].ownProcess || promotes)
-        ? new SparePool(config.spareWorkers, this.#spawnOptions())
-        : null;
+    const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
+    this.#spares = new SparePool(spares, this.#spawnOptions());
   }
 
   get processes(): ProcessRegistry {
@@ -105,55 +109,11 @@ export class WorkerFactory {
   }
 
   get sparesReady(): number {
-    return this.#spares?.ready ?? 0;
+    return this.#spares.ready;
   }
 
   get hosts(): HostPool | null {
     return this.#hosts;
-  }
-
-  /** What the shared hosts cost with no model in them (bytes): counted by the memory budget. */
-  get hostBaseBytes(): number {
-    return this.#hosts?.baseBytes ?? 0;
-  }
-
-  starter(mode: WorkerMode, limits: ProcessLimits | null = null): (assignment: Assignment) => ModelSlot {
-    return this.#places[mode].starter(limits);
-  }
-
-  waitForRoom(mode: WorkerMode): ((wake: () => void) => void) | undefined {
-    return this.#places[mode].waitForRoom;
-  }
-
-  gpuFor(mode: WorkerMode, name: string, deviceIds: readonly number[] | null): () => number {
-    return this.#places[mode].gpuFor(name, deviceIds);
-  }
-
-  #pool(): HostPool {
-    this.#hosts ??= new HostPool({
-      size: this.config.sharedWorkers,
-      maxModelsPerHost: this.config.maxModelsPerWorker,
-      recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
-      heavyShare: this.config.sharedHostHeavyShare,
-      spawn: this.#spawnOptions(),
-      log: this.opts.log,
-      onRestarted: this.opts.onSharedHostRestarted,
-      onRecycled: this.opts.onSharedHostRecycled,
-    });
-    return this.#hosts;
-  }
-
-  forgetGpus(name: string): void {
-    this.#gpus.forget(name);
-  }
-
-  #startProcess(assignment: Assignment, limits: ProcessLimits | null): ModelSlot {
-    const gpuId = assignment.load.gpuId;
-    const admit = (host: HostProcess) => new ModelSlot(assignment, host, this.opts.log);
-    const spawn = { ...this.#spawnOptions(), limits };
-    const fresh = () => new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
-    // A spare started outside the model's limits: a limited model's processes join them at spawn.
-    return this.#spares?.place(admit, fresh, gpuId < 0 && limits === null) ?? admit(fresh());
   }
 
   #spawnOptions(): SpawnOptions {
@@ -162,7 +122,7 @@ export class WorkerFactory {
   }
 
   async closeSpares(): Promise<void> {
-    await this.#spares?.close();
+    await this.#spares.close();
   }
 
   async closeHosts(): Promise<void> {
