@@ -65,7 +65,7 @@ export class MmeServer {
       processes: this.processes,
     });
     this.metrics = createMetrics(config, { log: this.#log });
-    this.manager.events = this.metrics;
+    this.manager.events.sink = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
     this.tracer =
@@ -77,7 +77,8 @@ export class MmeServer {
           })
         : null;
     this.gateway = new Gateway({
-      manager: this.manager,
+      models: this.manager.onDemand,
+      server: this.manager.lifecycle,
       metrics: this.metrics,
       log: this.#log,
       defaultAccept,
@@ -181,7 +182,7 @@ export class MmeServer {
     await Promise.all(
       models.map(async (m) => {
         try {
-          await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
+          await this.manager.lifecycle.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
         } catch {
           // The load has logged why; the ready line counts it.
           this.startupFailures.push(m.name);

@@ -24,7 +24,7 @@ const kMaxManagementBody = 64 * 1024;
 export function mountManagementRoutes(router: Router, manager: ModelManager, guard: Middleware): void {
   router.post('/models', guard, async (ctx) => {
     const req = await loadRequestOf(ctx);
-    const outcome = await manager.load(req);
+    const outcome = await manager.lifecycle.load(req);
     if (outcome === 'accepted') {
       ctx.status = 202;
       ctx.body = { status: 'Processing worker updates...' };
@@ -40,7 +40,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     const pageSize = limit > 100 || limit <= 0 ? 100 : limit;
     const start = Math.max(0, intParam(ctx, 'next_page_token', 0, -Infinity));
     // One page, not the whole sorted list: with 100 000 models a page costs what it does with ten.
-    const page = manager.page(start, pageSize);
+    const page = manager.registry.page(start, pageSize);
     // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true)
     // and only a pinned model's entry, or one that unloads when idle, says so.
     const withMemory = boolParam(ctx, 'memory', false);
@@ -53,27 +53,27 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
         ...(m.model.settings.pinned ? { pinned: true as const } : {}),
         ...(m.model.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.model.settings.idleUnloadSeconds } : {}),
       })),
-      ...(next < manager.servingCount() ? { nextPageToken: String(next) } : {}),
+      ...(next < manager.registry.servingCount() ? { nextPageToken: String(next) } : {}),
     };
   });
 
   router.get('/models/:name', guard, async (ctx) => {
-    const model = manager.get(ctx.params.name);
+    const model = manager.registry.get(ctx.params.name);
     await model.refreshMemory();
-    ctx.body = describe(model, manager.entry(model.name)!, manager.limits.mode);
+    ctx.body = describe(model, manager.registry.current(model.name)!, manager.workers.limits.mode);
   });
 
   router.put('/models/:name', guard, async (ctx) => {
     const name = ctx.params.name;
     // A model whose load is in progress is registered (POST answers 409 for it): it is scaled, and answered, once loaded.
-    if (!manager.registered(name)) throw modelNotFound(name);
+    if (!manager.registry.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
     if (max < min)
       throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
     // Awaited either way: a scale the memory budget refuses is 507, not 202.
-    await manager.scale(name, min, max, synchronous);
+    await manager.lifecycle.scale(name, min, max, synchronous);
     if (synchronous) {
       ctx.body = { status: 'Workers scaled' };
     } else {
@@ -83,7 +83,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   });
 
   router.delete('/models/:name', guard, async (ctx) => {
-    await manager.unload(ctx.params.name);
+    await manager.lifecycle.unload(ctx.params.name);
     ctx.body = { status: `Model "${ctx.params.name}" unregistered` };
   });
 }
