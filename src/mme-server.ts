@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { modelNameFromUrl } from './config/load-models';
 import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
 import { InferenceToken } from './gateway/bearer-tokens';
@@ -175,7 +176,7 @@ export class MmeServer {
       models = fs
         .readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
-        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: d.name }));
+        .map((d) => ({ name: modelNameFromUrl(d.name), url: d.name }));
     } else {
       models = loadModels.map((m) => ({ name: m.name, url: m.url }));
     }

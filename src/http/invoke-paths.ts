@@ -3,6 +3,7 @@
  * slash allowed, a name one percent-decoded segment, whatever the method (another one is a 405).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { modelNameFromUrl } from '../config/load-models';
 import { MmeError } from '../errors';
 import type { ModelRegistry } from '../gateway/models';
 
@@ -87,11 +88,7 @@ export function invocationsTarget(
   // A repeated model_name names no one model.
   const wanted = header || (named.length === 1 ? named[0] : '');
   if (wanted) {
-    if (registry.registered(wanted)) return wanted;
-    return wanted
-      .split('/')
-      .pop()!
-      .replace(/\.(tar\.gz|tgz)$/, '');
+    return registry.registered(wanted) ? wanted : modelNameFromUrl(wanted);
   }
   const only = registry.onlyModel();
   if (only !== null) return only;

@@ -6,6 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
+import { modelNameFromUrl } from '../config/load-models';
 import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
   checkLoadRequestFields,
@@ -190,7 +191,8 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const get = (key: string): unknown =>
     fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined;
   const url = get('url');
-  const modelName = get('model_name') ?? (typeof url === 'string' ? nameFromUrl(url) : undefined);
+  // MMS derives the name from the archive when model_name is omitted.
+  const modelName = get('model_name') ?? (typeof url === 'string' ? modelNameFromUrl(url) : undefined);
   return {
     modelName: modelName as string,
     url: url as string,
@@ -212,12 +214,6 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     evictionPriority: optEvictionPriority(get('eviction_priority')),
     idleUnloadSeconds: optInt(get('idle_unload_seconds'), 'idle_unload_seconds', 0, kSeconds),
   };
-}
-
-/** MMS derives the name from the archive when model_name is omitted. */
-function nameFromUrl(url: string): string {
-  const base = url.replace(/\/+$/, '').split('/').pop() ?? '';
-  return base.replace(/\.(tar\.gz|tgz|onnx)$/, '');
 }
 
 function optWorkerMode(v: unknown): WorkerMode | undefined {
