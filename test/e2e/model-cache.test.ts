@@ -181,7 +181,7 @@ exports.handle = async (requests) => requests.map(() => '{"ok":true}');
     assert.equal(res.status, 503);
     assert.equal(res.body.errorCode, 'MME_ERR_MODEL_LOADING');
     assert.equal(res.headers.get('retry-after'), '1');
-    await waitFor(() => t.server.manager.registry.list().length === 1, 'the load to finish in the background');
+    await waitFor(() => t.server.manager.registry.servingCount() === 1, 'the load to finish in the background');
     assert.equal((await invoke(t, 'slow', { echo: 2 })).status, 200);
   });
 });

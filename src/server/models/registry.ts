@@ -177,10 +177,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#serving.size === 1 ? this.#serving.slice(0, 1)[0] : null;
   }
 
-  list(): ListedModel[] {
-    return this.page(0, this.#serving.size);
-  }
-
   page(start: number, count: number): ListedModel[] {
     return this.#serving.slice(start, count).map((name) => {
       const e = this.#entries.get(name)!;

@@ -218,7 +218,7 @@ describe('autoscale promotion of a shared model', () => {
       await waitFor(() => host.slots.size === 1, 'the host to release a');
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
       assert.equal(model.autoscaler!.status.placement, 'dedicated');
-      assert.equal(h.manager.registry.list().length, 2);
+      assert.equal(h.manager.registry.servingCount(), 2);
       // Still hot in its own process (its handler's time is what it would take of a host): it stays there.
       const hot = { until: h.clock.now() + 10_000 };
       await untilRound(
