@@ -263,9 +263,8 @@ export class LifecycleOperations {
     const unlock = await this.#locks.acquire(name);
     let scaling: Promise<void>;
     try {
-      const e = this.deps.registry.current(name);
-      if (!e?.model || !e.serving) throw modelNotFound(name);
-      const model = e.model;
+      const model = this.deps.registry.get(name);
+      const e = this.deps.registry.current(name)!;
       const added = processCount({ ...model.settings, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
       // The reservation stands until the new workers are measured.
