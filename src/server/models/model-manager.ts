@@ -15,7 +15,7 @@ import { LifecycleEvents } from './lifecycle-events';
 import { LifecycleOperations } from './lifecycle-operations';
 import type { ShutdownCounts } from './shutdown';
 import type { Registration } from './registration';
-import { OnDemandLoader } from './on-demand';
+import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
 export type { ShutdownCounts } from './shutdown';
@@ -53,16 +53,6 @@ export class ModelManager {
     const policy = createPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
-    this.onDemand = new OnDemandLoader({
-      config,
-      registry,
-      policy,
-      events,
-      repository,
-      clock,
-      closing: () => this.lifecycle.closing,
-      startLoad: (name, url) => this.lifecycle.startLoad(name, { modelName: name, url }, true),
-    });
     this.lifecycle = new LifecycleOperations({
       config,
       cacheDir,
@@ -70,11 +60,11 @@ export class ModelManager {
       workers: this.workers,
       policy,
       events,
-      onDemand: this.onDemand,
       repository,
       log,
       clock,
     });
+    this.onDemand = this.lifecycle.onDemand;
     this.autoscale = config.autoscale
       ? new AutoscaleRounds({ clock, entries: () => registry.live, round: (e) => this.lifecycle.autoscale(e), log })
       : null;
