@@ -50,9 +50,9 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
       models: page.map((m) => ({
         modelName: m.name,
         modelUrl: m.url,
-        ...(withMemory ? { memoryUsage: m.model.memoryBytes } : {}),
-        ...(m.model.settings.pinned ? { pinned: true as const } : {}),
-        ...(m.model.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.model.settings.idleUnloadSeconds } : {}),
+        ...(withMemory ? { memoryUsage: m.memoryBytes } : {}),
+        ...(m.settings.pinned ? { pinned: true as const } : {}),
+        ...(m.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.settings.idleUnloadSeconds } : {}),
       })),
       ...(next < manager.registry.servingCount() ? { nextPageToken: String(next) } : {}),
     };
