@@ -65,10 +65,10 @@ async function main(): Promise<void> {
   log(
     readyLine(config, {
       elapsedMs: performance.now() - started,
-      budgetBytes: server.manager.budgetBytes,
-      loaded: server.manager.list().length,
+      budgetBytes: server.manager.lifecycle.budgetBytes,
+      loaded: server.manager.registry.servingCount(),
       failed: server.startupFailures,
-      modelLimits: server.manager.limits.describe(),
+      modelLimits: server.manager.workers.limits.describe(),
     }),
   );
 }

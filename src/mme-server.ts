@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { modelNameFromUrl } from './config/load-models';
 import type { ServerConfig } from './config/types';
 import type { GrpcListener } from './grpc/grpc-server';
 import { InferenceToken } from './gateway/bearer-tokens';
@@ -65,7 +66,7 @@ export class MmeServer {
       processes: this.processes,
     });
     this.metrics = createMetrics(config, { log: this.#log });
-    this.manager.events = this.metrics;
+    this.manager.events.sink = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
     const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
     this.tracer =
@@ -77,7 +78,8 @@ export class MmeServer {
           })
         : null;
     this.gateway = new Gateway({
-      manager: this.manager,
+      models: this.manager.onDemand,
+      server: this.manager.lifecycle,
       metrics: this.metrics,
       log: this.#log,
       defaultAccept,
@@ -174,14 +176,14 @@ export class MmeServer {
       models = fs
         .readdirSync(modelStore, { withFileTypes: true })
         .filter((d) => d.isDirectory() || /\.(tar\.gz|tgz)$/.test(d.name))
-        .map((d) => ({ name: d.name.replace(/\.(tar\.gz|tgz)$/, ''), url: d.name }));
+        .map((d) => ({ name: modelNameFromUrl(d.name), url: d.name }));
     } else {
       models = loadModels.map((m) => ({ name: m.name, url: m.url }));
     }
     await Promise.all(
       models.map(async (m) => {
         try {
-          await this.manager.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
+          await this.manager.lifecycle.load({ modelName: m.name, url: m.url, loadedAtStartup: true });
         } catch {
           // The load has logged why; the ready line counts it.
           this.startupFailures.push(m.name);

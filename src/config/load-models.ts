@@ -39,8 +39,11 @@ function parseEntry(entry: string): ModelToLoad | { problem: string } {
   return { name, url: entry };
 }
 
-/** Base name of the url without query, trailing slashes and a .tar.gz / .tgz suffix. */
-function modelNameFromUrl(url: string): string {
+/**
+ * Base name of the url without query, trailing slashes and a .tar.gz / .tgz suffix: the name of a
+ * model load_models, a POST /models without model_name or a SageMaker TargetModel names by its url.
+ */
+export function modelNameFromUrl(url: string): string {
   // Only a url with a scheme has a query: in a plain path, '?' and '#' are ordinary characters.
   const path = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url.replace(/[?#].*$/, '') : url;
   const base = path.replace(/\/+$/, '').split('/').pop() ?? '';

@@ -11,7 +11,7 @@ import type { MetricsRecorder } from '../metrics';
 import { OIP_MEDIA_TYPE, oipContentType } from '../oip/binary-body';
 import type { InvokeRequest } from '../protocol/messages';
 import type { InvokeResult, JobOptions } from '../server/jobs/job';
-import type { ModelManager } from '../server/models/model-manager';
+import type { OnDemandLoader } from '../server/models/on-demand';
 import { modelNotFound } from '../server/models/model-names';
 import { realClock, type Clock } from '../util/clock';
 import { DoorGuard, type DoorGuardOptions, type DoorRequest, type ModelAnswer } from './door';
@@ -28,7 +28,9 @@ import {
 import { traceContext, type InvocationTrace, type RequestTracer } from './tracing';
 
 export interface GatewayOptions {
-  manager: Pick<ModelManager, 'knows' | 'invoke' | 'closing'>;
+  models: Pick<OnDemandLoader, 'knows' | 'invoke'>;
+  /** During shutdown every request is 503 (DoorGuard). */
+  server: { readonly closing: boolean };
   metrics: Pick<MetricsRecorder, 'invocation'>;
   log: (line: string) => void;
   /** What a request that accepts anything gets: SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
@@ -48,7 +50,7 @@ export class Gateway {
   constructor(private readonly opts: GatewayOptions) {}
 
   door(opts: DoorGuardOptions): DoorGuard {
-    return new DoorGuard(this.opts.manager, opts);
+    return new DoorGuard(this.opts.server, opts);
   }
 
   /** Answers `request` once, with its model's answer or its failure; never rejects but for a fault of its door's. */
@@ -119,7 +121,7 @@ class Invocation {
   /** A 404 or a bad control comes before any body is read. Decides the status finish() records. */
   async run(name: string): Promise<ModelAnswer> {
     const { request, opts } = this;
-    const known = opts.manager.knows(name);
+    const known = opts.models.knows(name);
     this.#model = known ? name : '';
     if (!known) throw modelNotFound(name);
     if (request.timeout !== undefined) this.#askTimeout(request.timeout, 'X-Request-Timeout', MILLISECONDS);
@@ -145,7 +147,7 @@ class Invocation {
     const job: JobOptions = { onChunk, signal, deadline: this.#deadline, priority: this.#priority };
     if (this.#trace) this.#trace.runStart = performance.now();
     try {
-      this.#result = await opts.manager.invoke(name, frame, job);
+      this.#result = await opts.models.invoke(name, frame, job);
     } catch (err) {
       this.#status = signal.aborted ? 499 : isMmeError(err) ? err.status : 500;
       throw err;

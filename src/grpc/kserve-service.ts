@@ -21,7 +21,7 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     }),
     ServerMetadata: unary(deps, 'ServerMetadata', { answer: () => serverMetadata() }),
     ModelMetadata: unary(deps, 'ModelMetadata', {
-      answer: (req: ModelRef) => modelMetadata(manager, req.name, req.version),
+      answer: (req: ModelRef) => modelMetadata(manager.registry, req.name, req.version),
     }),
     ModelInfer: unary(deps, 'ModelInfer', {
       target: (req: ModelInferRequest) => {

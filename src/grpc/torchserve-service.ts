@@ -54,7 +54,7 @@ const kStreamPredictions = predictions(true);
 /** The model's job_queue_size, or 1 until it is loaded (its settings are not known yet). */
 function streamLimit(manager: ModelManager, name: string): number {
   try {
-    return manager.get(name).settings.jobQueueSize;
+    return manager.registry.get(name).settings.jobQueueSize;
   } catch {
     return 1;
   }
@@ -63,7 +63,7 @@ function streamLimit(manager: ModelManager, name: string): number {
 export function torchserveService(deps: GrpcDeps, load: StreamLoad): UntypedServiceImplementation {
   const { gateway, manager } = deps;
   return {
-    Ping: unary(deps, 'Ping', { answer: () => ({ health: JSON.stringify(pingStatus(manager), null, 2) }) }),
+    Ping: unary(deps, 'Ping', { answer: () => ({ health: JSON.stringify(pingStatus(manager.registry), null, 2) }) }),
     Predictions: unary(deps, 'Predictions', kPredictions),
     StreamPredictions: (stream: ServerWritableStream<PredictionsRequest, PredictionResponse>) => {
       const call = new GrpcCall(deps, stream, 'StreamPredictions');

@@ -46,7 +46,7 @@ export function requestListener(opts: AppOptions): http.RequestListener {
   if (opts.role === 'management') return koa;
   const invoke = invokeRoute({
     gateway: opts.gateway,
-    manager: opts.manager,
+    registry: opts.manager.registry,
     guards,
     maxRequestSize: opts.maxRequestSize,
     accessLog: opts.accessLog ? opts.log : null,

@@ -3,8 +3,9 @@
  * slash allowed, a name one percent-decoded segment, whatever the method (another one is a 405).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { modelNameFromUrl } from '../config/load-models';
 import { MmeError } from '../errors';
-import type { ModelManager } from '../gateway/models';
+import type { ModelRegistry } from '../gateway/models';
 
 export interface InvokePath {
   /** The route's pattern: error lines name it, never the client's path. */
@@ -79,7 +80,7 @@ const kMultiplexedModel = 'serve_multiplexed_model_id';
 export function invocationsTarget(
   headers: IncomingHttpHeaders,
   query: string,
-  manager: Pick<ModelManager, 'registered' | 'onlyModel' | 'servingCount'>,
+  registry: Pick<ModelRegistry, 'registered' | 'onlyModel' | 'servingCount'>,
 ): string {
   const header =
     (headers[kMultiplexedModel] as string | undefined) || (headers[kTargetModel] as string | undefined) || '';
@@ -87,15 +88,11 @@ export function invocationsTarget(
   // A repeated model_name names no one model.
   const wanted = header || (named.length === 1 ? named[0] : '');
   if (wanted) {
-    if (manager.registered(wanted)) return wanted;
-    return wanted
-      .split('/')
-      .pop()!
-      .replace(/\.(tar\.gz|tgz)$/, '');
+    return registry.registered(wanted) ? wanted : modelNameFromUrl(wanted);
   }
-  const only = manager.onlyModel();
+  const only = registry.onlyModel();
   if (only !== null) return only;
-  const loaded = manager.servingCount();
+  const loaded = registry.servingCount();
   throw new MmeError(
     'MME_ERR_BAD_REQUEST',
     loaded === 0

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MmeError, quote } from '../errors';
 import type { AnswerChunk, DoorRequest, DoorSignal, ModelAnswer, OipPayload, Payload } from '../gateway/door';
 import { newRequestId, type Gateway } from '../gateway/gateway';
-import type { ModelManager } from '../gateway/models';
+import type { ModelRegistry } from '../gateway/models';
 import { checkVersion } from '../gateway/oip/model-metadata';
 import type { ResponseHead } from '../model-types';
 import { HEADER_LENGTH_HEADER, headerLengthOf } from '../oip/binary-body';
@@ -33,7 +33,7 @@ function answerType(type: string): string {
 
 export interface InvokeRouteOptions {
   gateway: Gateway;
-  manager: Pick<ModelManager, 'registered' | 'onlyModel' | 'servingCount'>;
+  registry: Pick<ModelRegistry, 'registered' | 'onlyModel' | 'servingCount'>;
   guards: ListenerGuards;
   maxRequestSize: number;
   accessLog: ((line: string) => void) | null;
@@ -85,7 +85,7 @@ class HttpInvoke implements DoorRequest, DoorSignal {
     if (req.method !== 'POST') throw methodNotAllowed();
     this.#routed = true;
     if (at.oip) checkVersion(at.name!, at.version);
-    return at.name ?? invocationsTarget(req.headers, at.query, this.opts.manager);
+    return at.name ?? invocationsTarget(req.headers, at.query, this.opts.registry);
   }
 
   /** The OIP body goes to the worker as it came, a JSON header and any binary tensors. */

@@ -6,6 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { MmeError, quote, quoteValue } from '../errors';
+import { modelNameFromUrl } from '../config/load-models';
 import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
   checkLoadRequestFields,
@@ -24,7 +25,7 @@ const kMaxManagementBody = 64 * 1024;
 export function mountManagementRoutes(router: Router, manager: ModelManager, guard: Middleware): void {
   router.post('/models', guard, async (ctx) => {
     const req = await loadRequestOf(ctx);
-    const outcome = await manager.load(req);
+    const outcome = await manager.lifecycle.load(req);
     if (outcome === 'accepted') {
       ctx.status = 202;
       ctx.body = { status: 'Processing worker updates...' };
@@ -40,7 +41,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     const pageSize = limit > 100 || limit <= 0 ? 100 : limit;
     const start = Math.max(0, intParam(ctx, 'next_page_token', 0, -Infinity));
     // One page, not the whole sorted list: with 100 000 models a page costs what it does with ten.
-    const page = manager.page(start, pageSize);
+    const page = manager.registry.page(start, pageSize);
     // The SageMaker toolkit's tests compare list entries exactly, so memory is opt-in (?memory=true)
     // and only a pinned model's entry, or one that unloads when idle, says so.
     const withMemory = boolParam(ctx, 'memory', false);
@@ -49,31 +50,31 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
       models: page.map((m) => ({
         modelName: m.name,
         modelUrl: m.url,
-        ...(withMemory ? { memoryUsage: m.model.memoryBytes } : {}),
-        ...(m.model.settings.pinned ? { pinned: true as const } : {}),
-        ...(m.model.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.model.settings.idleUnloadSeconds } : {}),
+        ...(withMemory ? { memoryUsage: m.memoryBytes } : {}),
+        ...(m.settings.pinned ? { pinned: true as const } : {}),
+        ...(m.settings.idleUnloadSeconds > 0 ? { idleUnloadSeconds: m.settings.idleUnloadSeconds } : {}),
       })),
-      ...(next < manager.servingCount() ? { nextPageToken: String(next) } : {}),
+      ...(next < manager.registry.servingCount() ? { nextPageToken: String(next) } : {}),
     };
   });
 
   router.get('/models/:name', guard, async (ctx) => {
-    const model = manager.get(ctx.params.name);
+    const model = manager.registry.get(ctx.params.name);
     await model.refreshMemory();
-    ctx.body = describe(model, manager.entry(model.name)!, manager.limits.mode);
+    ctx.body = describe(model, manager.registry.current(model.name)!, manager.workers.limits.mode);
   });
 
   router.put('/models/:name', guard, async (ctx) => {
     const name = ctx.params.name;
     // A model whose load is in progress is registered (POST answers 409 for it): it is scaled, and answered, once loaded.
-    if (!manager.registered(name)) throw modelNotFound(name);
+    if (!manager.registry.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
     if (max < min)
       throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
     // Awaited either way: a scale the memory budget refuses is 507, not 202.
-    await manager.scale(name, min, max, synchronous);
+    await manager.lifecycle.scale(name, min, max, synchronous);
     if (synchronous) {
       ctx.body = { status: 'Workers scaled' };
     } else {
@@ -83,7 +84,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
   });
 
   router.delete('/models/:name', guard, async (ctx) => {
-    await manager.unload(ctx.params.name);
+    await manager.lifecycle.unload(ctx.params.name);
     ctx.body = { status: `Model "${ctx.params.name}" unregistered` };
   });
 }
@@ -190,7 +191,8 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   const get = (key: string): unknown =>
     fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined;
   const url = get('url');
-  const modelName = get('model_name') ?? (typeof url === 'string' ? nameFromUrl(url) : undefined);
+  // MMS derives the name from the archive when model_name is omitted.
+  const modelName = get('model_name') ?? (typeof url === 'string' ? modelNameFromUrl(url) : undefined);
   return {
     modelName: modelName as string,
     url: url as string,
@@ -212,12 +214,6 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     evictionPriority: optEvictionPriority(get('eviction_priority')),
     idleUnloadSeconds: optInt(get('idle_unload_seconds'), 'idle_unload_seconds', 0, kSeconds),
   };
-}
-
-/** MMS derives the name from the archive when model_name is omitted. */
-function nameFromUrl(url: string): string {
-  const base = url.replace(/\/+$/, '').split('/').pop() ?? '';
-  return base.replace(/\.(tar\.gz|tgz|onnx)$/, '');
 }
 
 function optWorkerMode(v: unknown): WorkerMode | undefined {

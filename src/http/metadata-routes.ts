@@ -8,7 +8,7 @@ const kVersioned = '/v2/models/:name/versions/:version';
 
 export function mountMetadataRoutes(router: Router, manager: ModelManager): void {
   router.get('/ping', (ctx) => {
-    ctx.body = pingStatus(manager);
+    ctx.body = pingStatus(manager.registry);
   });
 
   router.get('/v2', (ctx) => {
@@ -24,7 +24,7 @@ export function mountMetadataRoutes(router: Router, manager: ModelManager): void
 
   for (const base of [kModel, kVersioned]) {
     router.get(base, (ctx) => {
-      ctx.body = modelMetadata(manager, ctx.params.name, ctx.params.version);
+      ctx.body = modelMetadata(manager.registry, ctx.params.name, ctx.params.version);
     });
     router.get(`${base}/ready`, (ctx) => {
       const name = ctx.params.name;

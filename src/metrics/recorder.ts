@@ -1,6 +1,6 @@
 /**
  * The one object the server tells about events: the model manager's ManagerEvents
- * (`manager.events = recorder`) and the gateway's invocation() for every door. Event methods only
+ * (`manager.events.sink = recorder`) and the gateway's invocation() for every door. Event methods only
  * add to in-memory statistic sets and Prometheus's counters: O(1), no I/O, and they never throw.
  * Every metric_time_interval the interval is closed, the system sampled and each sink handed the
  * result; a sink that fails or stalls loses only its own data.

@@ -47,7 +47,7 @@ describe('autoscale (real worker processes)', () => {
       method: 'PUT',
     });
     assert.equal(scaled.status, 200, scaled.text);
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const [first] = model.workers;
     // The first worker holds the barrier in every pipeline slot: what comes next waits in the queue.
     const slots = first.lifecycle.capacity;
@@ -102,7 +102,7 @@ describe('autoscale promotion (real shared host, real worker processes)', functi
     const name = 'heavy';
     assert.equal((await loadModel(t, name, writeModelDir(t.store, name, slowMatmulModel(640)))).status, 200);
     assert.equal((await loadModel(t, 'tiny', writeModelDir(t.store, 'tiny', addModel()))).status, 200);
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const [host] = model.workers.map((w) => w.sharedHostId);
     assert.ok(host, 'loaded into the shared host');
     const row = { inputs: { input: [Array.from({ length: 640 }, (_, i) => (i % 7) / 7)] } };

@@ -42,7 +42,7 @@ describe('dynamic batching', () => {
   });
 
   it('runs a full batch as one run and returns each caller its own rows', async () => {
-    const model = t.server.manager.get('a');
+    const model = t.server.manager.registry.get('a');
     const before = { ...model.stats };
     const inputs = Array.from({ length: 8 }, (_, i) =>
       Array.from({ length: (i % 3) + 1 }, (_, r) => [i, r, -i, (i * r) / 2]),
@@ -68,7 +68,7 @@ describe('dynamic batching', () => {
   });
 
   it('fails a bad request alone; the rest of its batch succeeds', async () => {
-    const model = t.server.manager.get('a');
+    const model = t.server.manager.registry.get('a');
     const before = { ...model.stats };
     const good = [[1, 2, 3, 4]];
     const calls = [
@@ -106,7 +106,7 @@ describe('dynamic batching', () => {
   });
 
   it('dispatches a partial batch when max_batch_delay expires', async () => {
-    const model = t.server.manager.get('ident');
+    const model = t.server.manager.registry.get('ident');
     const before = { ...model.stats };
     const res = await invoke(t, 'ident', { inputs: { x: [[1, 2]] } });
     assert.equal(res.status, 200, res.text);

@@ -36,6 +36,6 @@ describe('idle unload (real server, real workers)', () => {
     const again = await invoke(t, 'idle', { echo: 'again' });
     assert.equal(again.status, 200, again.text);
     assert.equal(again.body.echo, 'again');
-    assert.equal(t.server.manager.stats.loads, 2, 'loaded again on demand');
+    assert.equal(t.server.manager.events.stats.loads, 2, 'loaded again on demand');
   });
 });

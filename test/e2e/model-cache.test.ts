@@ -56,13 +56,13 @@ describe('self-managed model cache', () => {
     assert.equal((await invoke(t, '..', row)).status, 404);
     const list = (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName);
     assert.deepEqual(list, ['m0', 'm1', 'm2']);
-    assert.equal(t.server.manager.entry('m0')?.onDemand, true);
+    assert.equal(t.server.manager.registry.current('m0')?.onDemand, true);
     assert.deepEqual(
-      { hits: t.server.manager.stats.hits, misses: t.server.manager.stats.misses },
+      { hits: t.server.manager.events.stats.hits, misses: t.server.manager.events.stats.misses },
       { hits: 0, misses: 3 },
     );
     await invoke(t, 'm0', row);
-    assert.equal(t.server.manager.stats.hits, 1);
+    assert.equal(t.server.manager.events.stats.hits, 1);
   });
 
   it('serves 30 concurrent invokes of an unloaded model with exactly one load', async () => {
@@ -71,9 +71,9 @@ describe('self-managed model cache', () => {
     t = await startTestServer('model_cache=on', { store });
     const results = await Promise.all(Array.from({ length: 30 }, () => invoke(t, 'm0', row)));
     for (const r of results) assertMlp(r, 0);
-    assert.equal(t.server.manager.stats.loads, 1);
+    assert.equal(t.server.manager.events.stats.loads, 1);
     assert.equal(workerPidsOf(process.pid).length, 1);
-    assert.equal(t.server.manager.stats.misses, 30);
+    assert.equal(t.server.manager.events.stats.misses, 30);
   });
 
   it('evicts the least recently used model at max_loaded_models (lru)', async () => {
@@ -85,7 +85,7 @@ describe('self-managed model cache', () => {
     assertMlp(await invoke(t, 'm3', row), 3);
     const loaded = (await request(`${t.url}/models`)).body.models.map((m: { modelName: string }) => m.modelName);
     assert.deepEqual(loaded, ['m0', 'm2', 'm3']);
-    assert.equal(t.server.manager.stats.evictions, 1);
+    assert.equal(t.server.manager.events.stats.evictions, 1);
     assert.equal(workerPidsOf(process.pid).length, 3);
     assertMlp(await invoke(t, 'm1', row), 1); // reloaded on demand, evicting m2
     assert.deepEqual(
@@ -103,7 +103,7 @@ describe('self-managed model cache', () => {
     const seeds = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5];
     const results = await Promise.all(seeds.map((seed) => invoke(t, `m${seed}`, row)));
     results.forEach((r, i) => assertMlp(r, seeds[i]));
-    assert.ok(t.server.manager.servingCount() <= 2);
+    assert.ok(t.server.manager.registry.servingCount() <= 2);
     assert.ok(workerPidsOf(process.pid).length <= 2 + 1, 'two loaded, and at most one leaving');
   });
 
@@ -114,11 +114,14 @@ describe('self-managed model cache', () => {
     t = await startTestServer('model_cache=on\nmax_loaded_models=1', { store });
     const gate = path.join(tempDir('mme-gate-'), 'open');
     assert.equal((await invoke(t, 'busy', { echo: 'warm' })).status, 200);
-    const model = t.server.manager.get('busy');
+    const model = t.server.manager.registry.get('busy');
     const held = invoke(t, 'busy', { barrier: gate, echo: 'held' });
     await waitFor(() => model.inFlightRequests === 1, 'the held request to run');
     const other = invoke(t, 'm0', row);
-    await waitFor(() => t.server.manager.entry('busy')?.phase === 'draining', 'busy to be chosen for eviction');
+    await waitFor(
+      () => t.server.manager.registry.current('busy')?.phase === 'draining',
+      'busy to be chosen for eviction',
+    );
     fs.writeFileSync(gate, '');
     const heldRes = await held;
     assert.equal(heldRes.status, 200, heldRes.text);
@@ -145,12 +148,12 @@ describe('self-managed model cache', () => {
       assert.ok(r.body.message.endsWith(`The failure: ${first.body.message}`), r.body.message);
       assert.equal(r.headers.get('retry-after'), left[1]);
     }
-    assert.equal(t.server.manager.stats.loadFailures, 1);
-    assert.equal(t.server.manager.stats.loads, 0);
+    assert.equal(t.server.manager.events.stats.loadFailures, 1);
+    assert.equal(t.server.manager.events.stats.loads, 0);
     const forget = await request(`${t.managementUrl}/models/broken`, { method: 'DELETE' });
     assert.equal(forget.status, 200, forget.text);
     assert.equal((await invoke(t, 'broken', row)).body.message, first.body.message, 'loaded again, failing afresh');
-    assert.equal(t.server.manager.stats.loadFailures, 2);
+    assert.equal(t.server.manager.events.stats.loadFailures, 2);
   });
 
   it('does not remember a load that a SIGKILL ended: the next invoke loads the model again', async () => {
@@ -167,7 +170,7 @@ exports.handle = async (requests) => requests.map(() => '{"ok":true}');
     assert.equal(first.status, 507, first.text);
     const again = await invoke(t, 'victim', { echo: 2 });
     assert.equal(again.status, 200, "a failure of the instance is not the model's: it is tried again at once");
-    assert.equal(t.server.manager.stats.loadFailures, 1);
+    assert.equal(t.server.manager.events.stats.loadFailures, 1);
   });
 
   it('answers 503 with Retry-After when a load outlasts load_wait_timeout, and the load goes on', async () => {
@@ -178,7 +181,7 @@ exports.handle = async (requests) => requests.map(() => '{"ok":true}');
     assert.equal(res.status, 503);
     assert.equal(res.body.errorCode, 'MME_ERR_MODEL_LOADING');
     assert.equal(res.headers.get('retry-after'), '1');
-    await waitFor(() => t.server.manager.list().length === 1, 'the load to finish in the background');
+    await waitFor(() => t.server.manager.registry.servingCount() === 1, 'the load to finish in the background');
     assert.equal((await invoke(t, 'slow', { echo: 2 })).status, 200);
   });
 });
@@ -223,8 +226,8 @@ describe('memory admission', () => {
       assert.equal(res.status, 200, res.text);
     }
     const manager = t.server.manager;
-    assert.ok(manager.stats.evictions >= 1, 'no eviction although three workers exceed 70 MB');
-    assert.ok(manager.usedBytes() <= manager.budgetBytes);
+    assert.ok(manager.events.stats.evictions >= 1, 'no eviction although three workers exceed 70 MB');
+    assert.ok(manager.registry.held('all').bytes <= manager.lifecycle.budgetBytes);
     const described = (await request(`${t.url}/models/c`)).body;
     assert.ok(described.memoryUsage > 10 * 2 ** 20);
     const listed = (await request(`${t.url}/models?memory=true`)).body.models;

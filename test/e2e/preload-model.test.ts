@@ -33,7 +33,7 @@ describe('preload_model', () => {
     assert.equal(described.workers[0].concurrency, 3);
 
     const gate = path.join(tempDir('mme-gate-'), 'open');
-    const model = t.server.manager.get('pre');
+    const model = t.server.manager.registry.get('pre');
     const calls = Array.from({ length: 4 }, (_, i) => invoke(t, 'pre', { awaitFile: gate, echo: i }));
     await waitFor(
       () => model.inFlightRequests === 3 && model.queueLength === 1,

@@ -129,7 +129,10 @@ describe('shared worker hosts run their models side by side: a slow model never 
       order.push('slow');
       return res;
     });
-    await waitFor(() => t.server.manager.get('slow').inFlightRequests === 1, 'the slow request to reach the host');
+    await waitFor(
+      () => t.server.manager.registry.get('slow').inFlightRequests === 1,
+      'the slow request to reach the host',
+    );
     for (let i = 0; i < 8; i++) {
       const res = await invoke(t, 'tiny', { inputs: { input: rows } });
       assert.equal(res.status, 200, res.text);
@@ -245,13 +248,13 @@ describe('shared worker hosts: faults, memory and recycling', function () {
       const { manager } = t.server;
       // Waits without blocking the host: its other models' batches run meanwhile.
       const running = call('a', { awaitFile: go, ...death.cmd });
-      await waitFor(() => manager.get('a').inFlightRequests === 1, 'the crashing request to reach the host');
+      await waitFor(() => manager.registry.get('a').inFlightRequests === 1, 'the crashing request to reach the host');
       const queued = Array.from({ length: 4 }, (_, i) => call('a', { echo: i }));
       const beside = await Promise.all(Array.from({ length: 4 }, (_, i) => call('b', { echo: i })));
       for (const res of beside)
         assert.equal(res.body.pid, hostPid, `b is answered by the host a's request holds: ${res.text}`);
       await waitFor(
-        () => manager.get('a').queueLength + manager.get('a').inFlightRequests >= 5,
+        () => manager.registry.get('a').queueLength + manager.registry.get('a').inFlightRequests >= 5,
         "a's requests to be admitted",
       );
       fs.writeFileSync(go, '');
@@ -282,13 +285,13 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     const dir = tempDir();
     const { manager } = t.server;
     const runningB = call('b', { awaitFile: path.join(dir, 'never') });
-    await waitFor(() => manager.get('b').inFlightRequests === 1, "b's request to reach the host");
+    await waitFor(() => manager.registry.get('b').inFlightRequests === 1, "b's request to reach the host");
     const waitingB = call('b', { echo: 'after' });
     const runningA = call('a', { awaitFile: path.join(dir, 'go'), exit: 3 });
     await waitFor(
       () =>
-        manager.get('a').inFlightRequests === 1 &&
-        manager.get('b').queueLength + manager.get('b').inFlightRequests === 2,
+        manager.registry.get('a').inFlightRequests === 1 &&
+        manager.registry.get('b').queueLength + manager.registry.get('b').inFlightRequests === 2,
       "both models' requests to be admitted",
     );
     fs.writeFileSync(path.join(dir, 'go'), '');
@@ -320,7 +323,10 @@ describe('shared worker hosts: faults, memory and recycling', function () {
     const never = path.join(tempDir(), 'never');
     // Both run side by side in the host until slow's timeout kills it.
     const running = call('busy', { awaitFile: never });
-    await waitFor(() => t.server.manager.get('busy').inFlightRequests === 1, "busy's request to reach the host");
+    await waitFor(
+      () => t.server.manager.registry.get('busy').inFlightRequests === 1,
+      "busy's request to reach the host",
+    );
     const late = await call('slow', { awaitFile: never });
     assert.equal(late.status, 504, late.text);
     const victim = await running;
@@ -361,10 +367,10 @@ describe('shared worker hosts: faults, memory and recycling', function () {
       const res = await loadModel(t, `big${i}`, writeModelDir(t.store, `big${i}`, big(i)));
       assert.equal(res.status, 200, res.text);
     }
-    const { evictions } = t.server.manager.stats;
+    const { evictions } = t.server.manager.events.stats;
     assert.ok(evictions >= 1, 'loads past the budget evicted models instead of failing');
-    assert.equal(t.server.manager.servingCount(), loads - evictions);
-    assert.ok(t.server.manager.usedBytes() <= t.server.manager.budgetBytes);
+    assert.equal(t.server.manager.registry.servingCount(), loads - evictions);
+    assert.ok(t.server.manager.registry.held('all').bytes <= t.server.manager.lifecycle.budgetBytes);
     const res = await invoke(t, 'big0', { inputs: { input: rows } });
     assert.equal(res.status, 200, 'an evicted model loads again on its next request');
     assertRowsClose(res.body.outputs.output, mlpForward({ sizes: [4, 1024, 1024, 3], seed: 0 }, rows), 'big0');

@@ -47,7 +47,7 @@ describe('worker management', () => {
   async function hold(
     name: string,
   ): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const slots = model.workers[0].lifecycle.capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
     await waitFor(() => model.inFlightRequests === 1, 'the held request to reach the worker');
@@ -61,7 +61,7 @@ describe('worker management', () => {
   it('answers 503 at once when the queue is full, and every admitted request 200', async () => {
     const name = await loadBehaviour({ job_queue_size: 5 });
     const { response: held, fillers } = await hold(name);
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     let refusedSoFar = 0;
     const sent = Array.from({ length: 10 }, (_, i) =>
       invoke(t, name, { echo: i }).then((r) => {
@@ -85,7 +85,7 @@ describe('worker management', () => {
 
   it('with job tickets, admits a request only when a worker is idle', async () => {
     const name = await loadBehaviour({ use_job_ticket: true });
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const held = invoke(t, name, { barrier, echo: 'held' });
     await waitFor(() => model.inFlightRequests === 1, 'the held request to reach the worker');
     const refused = await invoke(t, name, { echo: 1 });
@@ -101,7 +101,7 @@ describe('worker management', () => {
     const { response: held, fillers } = await hold(name);
     const marker = path.join(path.dirname(barrier), 'ran');
     const abort = new AbortController();
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const gone = fetch(`${t.url}/models/${name}/invoke`, {
       method: 'POST',
       body: JSON.stringify({ touch: marker }),
@@ -127,7 +127,7 @@ describe('worker management', () => {
     assert.match(res.body.message, /did not answer within 1 s/);
     await waitFor(() => !isAlive(before), 'the hung worker to be killed');
     // The replacement's start would count against this model's 1 s response timeout on a busy machine.
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     await waitFor(
       () => model.workers.some((w) => w.pid !== before && w.lifecycle.state === 'ready'),
       'the replacement worker',
@@ -139,7 +139,7 @@ describe('worker management', () => {
 
   it('counts queue wait against the response timeout', async () => {
     const name = await loadBehaviour({ response_timeout: 1 });
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const slots = model.workers[0].lifecycle.capacity;
     const held = invoke(t, name, { sleepMs: 3000 });
     const fillers = Array.from({ length: slots - 1 }, () => invoke(t, name, { sleepMs: 3000 }));
@@ -154,7 +154,7 @@ describe('worker management', () => {
   it('fails only the in-flight request when its worker is SIGKILLed (507), and serves every queued one', async () => {
     const name = await loadBehaviour();
     const { response: held, fillers } = await hold(name);
-    const model = t.server.manager.get(name);
+    const model = t.server.manager.registry.get(name);
     const queued = Array.from({ length: 5 }, (_, i) => invoke(t, name, { echo: i }));
     await waitFor(() => model.queueLength === 5, 'five queued requests');
     const [pid] = workerPidsOf(process.pid);
@@ -202,7 +202,7 @@ describe('worker management', () => {
     let failuresAtFailed = -1;
     await waitFor(
       () => {
-        if (t.server.manager.entry(name)?.phase !== 'failed') return false;
+        if (t.server.manager.registry.current(name)?.phase !== 'failed') return false;
         failuresAtFailed = failures();
         return true;
       },
@@ -218,7 +218,7 @@ describe('worker management', () => {
     assert.equal((await request(`${t.url}/models/${name}`)).body.status, 'FAILED');
     fs.rmSync(path.join(t.store, name, 'crash-on-init'));
     await waitFor(
-      () => t.server.manager.entry(name)?.phase === 'ready',
+      () => t.server.manager.registry.current(name)?.phase === 'ready',
       'the model to recover after the next back-off',
       15_000,
     );
@@ -244,7 +244,7 @@ describe('worker management', () => {
     const async = await request(`${t.url}/models/${name}?min_worker=2&max_worker=2`, { method: 'PUT' });
     assert.equal(async.status, 202);
     await waitFor(
-      () => t.server.manager.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      () => t.server.manager.registry.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
       'the second worker to load',
     );
     assert.equal(workerPidsOf(process.pid).length, 2);

@@ -27,13 +27,14 @@ const kAnswer = {
 
 function gatewayOver(
   known: string[],
-  invoke: GatewayOptions['manager']['invoke'],
+  invoke: GatewayOptions['models']['invoke'],
   more: Partial<GatewayOptions> & { closing?: boolean } = {},
 ) {
   const { r, sink } = recorder();
   const logs: string[] = [];
   const gateway = new Gateway({
-    manager: { knows: (name) => known.includes(name), invoke, closing: more.closing ?? false },
+    models: { knows: (name) => known.includes(name), invoke },
+    server: { closing: more.closing ?? false },
     metrics: r,
     log: (line) => logs.push(line),
     defaultAccept: 'text/csv',
@@ -53,7 +54,7 @@ function gatewayOver(
 const notCalled = () => Promise.reject(new Error('not called'));
 
 describe('gateway', () => {
-  it("the recorder is the model manager's events object as it is (manager.events = recorder)", () => {
+  it("the recorder is the model manager's events object as it is (manager.events.sink = recorder)", () => {
     const events: ManagerEvents = recorder().r;
     assert.equal(typeof events.cacheLookup, 'function');
   });

@@ -461,7 +461,7 @@ describe('gRPC boundary (issue 21): StreamPredictions2 holds at most job_queue_s
   const ran = () => (fs.existsSync(log) ? fs.statSync(log).size : 0);
 
   it('TorchServe StreamPredictions2 holds at most job_queue_size requests of a stream writing far faster than the model answers; a cancel frees them and nothing more reaches the worker (the RSS it costs: npm run soak)', async () => {
-    const model = t.server.manager.get('slow');
+    const model = t.server.manager.registry.get('slow');
     const streams = t.server.grpc!.streams;
     // One 1 MiB request, written 400 times without waiting: the client sends as fast as the server
     // lets it (the same object each time, so the client's side of this process holds one copy).

@@ -164,7 +164,7 @@ describe('gRPC: KServe GRPCInferenceService and TorchServe InferenceAPIsService 
   });
 
   it('shares the queue with HTTP: RESOURCE_EXHAUSTED when it is full, and a deadline drops queued work unrun', async () => {
-    const model = t.server.manager.get('busy');
+    const model = t.server.manager.registry.get('busy');
     const predict = (cmd: unknown, deadlineMs?: number) =>
       unary(c.torchserve, 'Predictions', { model_name: 'busy', input: { data: json(cmd) } }, deadlineMs);
     const marker = path.join(path.dirname(barrier), 'ran');

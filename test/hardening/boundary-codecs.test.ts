@@ -43,11 +43,11 @@ for (const mode of ['dedicated', 'shared'] as const) {
 
     /** The hostile body and an honest one as one batch of two: both are in flight before either answers. */
     async function beside(hostile: () => Promise<JsonResponse>): Promise<JsonResponse> {
-      const batches = t.server.manager.get('m').stats.batches;
+      const batches = t.server.manager.registry.get('m').stats.batches;
       const [bad, good] = await Promise.all([hostile(), post(kHonest, 'application/json')]);
       assert.equal(good.status, 200, good.text);
       assert.equal(good.text, solo, 'the honest caller got another answer than its own');
-      assert.equal(t.server.manager.get('m').stats.batches - batches, 1, 'the two requests ran as one batch');
+      assert.equal(t.server.manager.registry.get('m').stats.batches - batches, 1, 'the two requests ran as one batch');
       return bad;
     }
 

@@ -54,7 +54,10 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     const d = (await request(`${t.managementUrl}/models/m`)).body;
     assert.equal(d.minWorkers, 1, 'the old scale is kept');
     assert.equal(d.workers.length, 1);
-    assert.ok(t.server.manager.usedBytes() <= t.server.manager.budgetBytes, 'no reservation is left behind');
+    assert.ok(
+      t.server.manager.registry.held('all').bytes <= t.server.manager.lifecycle.budgetBytes,
+      'no reservation is left behind',
+    );
     assert.equal((await invoke(t, 'm', { inputs: { input: [[1, 2, 3, 4]] } })).status, 200);
   });
 
@@ -97,7 +100,7 @@ describe('issue 21, the boundary: server and worker lifecycle holes', function (
     assert.match(missing.body.message, /handler "nope\.js" named in the load request does not exist/);
     assert.ok(!fs.existsSync(marker), 'the linked handler never ran');
     assert.equal(t.server.processes.spawned, spawned, 'no worker was started for a refused handler');
-    assert.deepEqual(t.server.manager.list(), []);
+    assert.equal(t.server.manager.registry.servingCount(), 0);
     // The rule is about links, not about the parameter: a real file inside the directory still loads.
     const ok = await loadModel(
       t,

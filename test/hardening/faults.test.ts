@@ -46,7 +46,7 @@ describe('hardening: faults', () => {
     it('T-F1 worker_sigkill_midrequest: the 8 requests a killed worker was running fail at once, not at their timeout; it restarts and serves; WorkerRestarts counts it', async () => {
       t = await startTestServer();
       await loadBehaviour('m', { batch_size: 8, max_batch_delay: 10_000, response_timeout: 60 });
-      const model = t.server.manager.get('m');
+      const model = t.server.manager.registry.get('m');
       const inFlight = Array.from({ length: 8 }, (_, i) => invoke(t, 'm', { barrier, echo: i }));
       await waitFor(() => model.inFlightRequests === 8, 'a batch of 8 running in the worker');
       const [pid] = workerPidsOf(process.pid);
@@ -75,7 +75,7 @@ describe('hardening: faults', () => {
       let spawnedAtFailed = -1;
       await waitFor(
         () => {
-          if (t.server.manager.entry('loop')?.phase !== 'failed') return false;
+          if (t.server.manager.registry.current('loop')?.phase !== 'failed') return false;
           spawnedAtFailed = t.server.processes.spawned - spawned;
           return true;
         },
@@ -107,7 +107,7 @@ describe('hardening: faults', () => {
     it('T-F3 hung_worker_timeout: a stopped worker fails its request at the response timeout and is killed and replaced; queued requests are answered, none dropped', async () => {
       t = await startTestServer();
       await loadBehaviour('m', { response_timeout: 2 });
-      const model = t.server.manager.get('m');
+      const model = t.server.manager.registry.get('m');
       const held = invoke(t, 'm', { barrier, echo: 'held' });
       await waitFor(() => model.inFlightRequests === 1, 'the request to reach the worker');
       const [pid] = workerPidsOf(process.pid);

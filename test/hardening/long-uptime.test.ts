@@ -97,7 +97,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
           ),
           'the log has the cause',
         );
-        const model = t.server.manager.get('mlp');
+        const model = t.server.manager.registry.get('mlp');
         assert.equal(model.inFlightRequests, 0, 'no job is left running');
         assert.deepEqual(
           model.workers.map((w) => w.inFlightBatches),
@@ -113,7 +113,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     const t = await startTestServer('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     try {
       await load(t, 'a', 1);
-      const slotOf = (name: string) => t.server.manager.get(name).workers[0].slotId;
+      const slotOf = (name: string) => t.server.manager.registry.get(name).workers[0].slotId;
       (t.server.manager.workers.hosts!.hosts[0].policy as SharedPolicy).slotIds.skipTo(MAX_U32);
       await load(t, 'b', 2);
       await load(t, 'c', 3);

@@ -243,7 +243,7 @@ describe('custom handlers', () => {
 
   describe('batching', () => {
     it('hands the handler the whole batch, and each caller its own result', async () => {
-      const model = t.server.manager.get('probe-4');
+      const model = t.server.manager.registry.get('probe-4');
       const before = model.stats.batches;
       const results = await Promise.all([0, 1, 2, 3].map((i) => invoke(t, 'probe-4', { caller: i })));
       results.forEach((res, i) => {
@@ -268,7 +268,7 @@ describe('custom handlers', () => {
       const { image } = JSON.parse(readFileSync(path.join(OCR_DIR, 'example-request.json'), 'utf8')) as {
         image: number[][][];
       };
-      const model = t.server.manager.get('ocr-pair');
+      const model = t.server.manager.registry.get('ocr-pair');
       const before = model.stats.batches;
       const [upright, upsideDown] = await Promise.all([
         invoke(t, 'ocr-pair', { image }),

@@ -60,7 +60,7 @@ describe('request deadline and priority: the HTTP door', () => {
     });
 
   it('X-Request-Timeout: a request still queued at its deadline is 408 MME_ERR_DEADLINE_EXCEEDED and never runs', async () => {
-    const model = t.server.manager.get('queued');
+    const model = t.server.manager.registry.get('queued');
     const held = [invoke('queued', 'a1'), invoke('queued', 'a2')];
     await waitFor(
       () => lines('queued').includes('a1') && model.inFlightRequests + model.queueLength === 2,
@@ -76,7 +76,7 @@ describe('request deadline and priority: the HTTP door', () => {
   });
 
   it('X-Request-Timeout: a request running at its deadline is 408 and its handler sees isCancelled; the worker lives on', async () => {
-    const pid = t.server.manager.get('running').workers[0].pid;
+    const pid = t.server.manager.registry.get('running').workers[0].pid;
     const { r, tag } = await runningAtDeadline('running', (ms, tag) =>
       invoke('running', tag, { 'x-request-timeout': String(ms) }),
     );
@@ -84,7 +84,7 @@ describe('request deadline and priority: the HTTP door', () => {
     await waitFor(() => lines('running').includes(`cancelled ${tag}`), 'the handler to see the cancellation');
     fs.writeFileSync(releaseOf('running'), '');
     assert.equal((await invoke('running', 'next')).status, 200);
-    assert.equal(t.server.manager.get('running').workers[0].pid, pid, 'the same worker process');
+    assert.equal(t.server.manager.registry.get('running').workers[0].pid, pid, 'the same worker process');
   });
 
   it('v2 infer: parameters.timeout in microseconds cancels the running request with 408', async () => {

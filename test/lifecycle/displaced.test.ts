@@ -10,8 +10,8 @@ import { processHarness, statusOf } from './harness';
 describe('lifecycle in shared hosts: a load displaced by a host death', () => {
   it('starts again in the new host and loads (200); the load the host was running fails (507)', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
-    const a = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
-    const b = statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
+    const a = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
+    const b = statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b') }));
     await waitFor(() => h.processes.live()[0]?.loads.length === 2, 'both loads to reach the one host');
     const [host1] = h.processes.live();
     // The two loads race through artifact checks, so either may reach the host first. The host runs
@@ -33,7 +33,7 @@ describe('lifecycle in shared hosts: a load displaced by a host death', () => {
         new RegExp(`\\[${second}\\] its shared host died while it loaded, through no fault of this model`).test(l),
       ),
     );
-    assert.equal(h.manager.get(second).workers.length, 1);
+    assert.equal(h.manager.registry.get(second).workers.length, 1);
     await h.manager.close(0);
   });
 });

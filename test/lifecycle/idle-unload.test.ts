@@ -19,7 +19,7 @@ import { answerUntilSettled, invokeRequest, processHarness, statusOf, type Proce
 /** Invokes `name` and answers what the processes hold until its answer comes. */
 async function invoke(h: ProcessHarness, name = 'a'): Promise<number> {
   const [r] = await answerUntilSettled(
-    [statusOf(h.manager.invoke(name, invokeRequest()))],
+    [statusOf(h.manager.onDemand.invoke(name, invokeRequest()))],
     () => {
       for (const p of h.processes.live()) p.answerHeld();
     },
@@ -32,7 +32,7 @@ async function invoke(h: ProcessHarness, name = 'a'): Promise<number> {
 async function stillLoadedAfter(h: ProcessHarness, ms: number, name = 'a'): Promise<boolean> {
   h.clock.advance(ms);
   await settle();
-  return h.manager.registered(name);
+  return h.manager.registry.registered(name);
 }
 
 function withModelConfig(dir: string, config: object): string {
@@ -49,16 +49,16 @@ for (const mode of ['dedicated', 'shared']) {
       const h = start('model_idle_unload_seconds=30');
       h.model('a');
       const counted: string[] = [];
-      h.manager.events = { idleUnloaded: (m) => counted.push(m) };
+      h.manager.events.sink = { idleUnloaded: (m) => counted.push(m) };
       assert.equal(await invoke(h), 200);
-      assert.equal(h.manager.get('a').settings.idleUnloadSeconds, 30);
+      assert.equal(h.manager.registry.get('a').settings.idleUnloadSeconds, 30);
       assert.equal(await stillLoadedAfter(h, 29_999), true, 'loaded until its idle time has passed');
       h.clock.advance(1);
-      await waitFor(() => !h.manager.registered('a'), 'the idle unload');
+      await waitFor(() => !h.manager.registry.registered('a'), 'the idle unload');
       assert.ok(h.logs.includes('[a] unloaded: idle for 30 s (idle_unload_seconds=30)'), h.logs.join('\n'));
       assert.deepEqual(counted, ['a']);
       assert.equal(await invoke(h), 200, 'the next invoke loads it on demand');
-      assert.equal(h.manager.stats.loads, 2);
+      assert.equal(h.manager.events.stats.loads, 2);
       await h.manager.close(0);
     });
 
@@ -66,53 +66,53 @@ for (const mode of ['dedicated', 'shared']) {
       const h = start('model_idle_unload_seconds=10');
       h.model('a');
       assert.equal(await invoke(h), 200);
-      const running = statusOf(h.manager.invoke('a', invokeRequest()));
+      const running = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
       await waitFor(() => h.processes.live().some((p) => p.batches.length === 1), 'the request to reach its worker');
       assert.equal(await stillLoadedAfter(h, 25_000), true, 'not idle while its request runs');
       for (const p of h.processes.live()) p.answerHeld();
       assert.equal((await running).status, 200);
       assert.equal(await stillLoadedAfter(h, 9_999), true, 'idle for 10 s only from the answer on');
       h.clock.advance(1);
-      await waitFor(() => !h.manager.registered('a'), 'the idle unload');
+      await waitFor(() => !h.manager.registry.registered('a'), 'the idle unload');
       await h.manager.close(0);
     });
 
     it("takes the load request's idle_unload_seconds over model-config.json's, and model-config.json's over the server's", async () => {
       const h = start('model_idle_unload_seconds=100');
-      await h.manager.load({
+      await h.manager.lifecycle.load({
         modelName: 'a',
         url: withModelConfig(h.model('a'), { idleUnloadSeconds: 50 }),
         idleUnloadSeconds: 5,
       });
-      await h.manager.load({ modelName: 'b', url: withModelConfig(h.model('b'), { idleUnloadSeconds: 50 }) });
-      await h.manager.load({ modelName: 'c', url: withModelConfig(h.model('c'), { idleUnloadSeconds: 0 }) });
+      await h.manager.lifecycle.load({ modelName: 'b', url: withModelConfig(h.model('b'), { idleUnloadSeconds: 50 }) });
+      await h.manager.lifecycle.load({ modelName: 'c', url: withModelConfig(h.model('c'), { idleUnloadSeconds: 0 }) });
       assert.deepEqual(
-        ['a', 'b', 'c'].map((n) => h.manager.get(n).settings.idleUnloadSeconds),
+        ['a', 'b', 'c'].map((n) => h.manager.registry.get(n).settings.idleUnloadSeconds),
         [5, 50, 0],
       );
       h.clock.advance(5_000);
-      await waitFor(() => !h.manager.registered('a'), 'a to be unloaded after its own 5 s');
+      await waitFor(() => !h.manager.registry.registered('a'), 'a to be unloaded after its own 5 s');
       assert.equal(await stillLoadedAfter(h, 44_999, 'b'), true);
       h.clock.advance(1);
-      await waitFor(() => !h.manager.registered('b'), 'b to be unloaded after its model-config.json 50 s');
+      await waitFor(() => !h.manager.registry.registered('b'), 'b to be unloaded after its model-config.json 50 s');
       assert.equal(await stillLoadedAfter(h, 3_600_000, 'c'), true, '0: never');
       await h.manager.close(0);
     });
 
     it('never unloads a pinned model for idleness, and refuses idle_unload_seconds beside pinned', async () => {
       const h = start('model_idle_unload_seconds=5');
-      await h.manager.load({ modelName: 'p', url: h.model('p'), pinned: true });
-      assert.equal(h.manager.get('p').settings.idleUnloadSeconds, 0);
+      await h.manager.lifecycle.load({ modelName: 'p', url: h.model('p'), pinned: true });
+      assert.equal(h.manager.registry.get('p').settings.idleUnloadSeconds, 0);
       assert.equal(await stillLoadedAfter(h, 60_000, 'p'), true);
       const both = await statusOf(
-        h.manager.load({ modelName: 'q', url: h.model('q'), pinned: true, idleUnloadSeconds: 5 }),
+        h.manager.lifecycle.load({ modelName: 'q', url: h.model('q'), pinned: true, idleUnloadSeconds: 5 }),
       );
       assert.equal(both.status, 400);
       assert.equal(
         both.error?.message,
         'idle_unload_seconds=5 is refused for a pinned model, which only DELETE /models/{name} unloads; drop one of idle_unload_seconds and pinned.',
       );
-      assert.equal(h.manager.registered('q'), false);
+      assert.equal(h.manager.registry.registered('q'), false);
       await h.manager.close(0);
     });
   });

@@ -42,7 +42,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 function run(h: Harness, commands: Command[], shutdownAt: number | null, maxLoaded = 0): Promise<Outcomes> {
   return runCommands(h.manager, h.store, commands, shutdownAt, async (c) => {
     if (maxLoaded > 0) {
-      const counted = names.filter((n) => h.manager.entry(n)?.countsAsLoaded);
+      const counted = names.filter((n) => h.manager.registry.current(n)?.countsAsLoaded);
       assert.ok(counted.length <= maxLoaded, `loaded or admitted: ${counted.join(', ')}`);
     }
     const live = h.fleet.live();
@@ -145,7 +145,7 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
         const outcomes = await run(h, commands, null, 2);
         await quiesce(h, outcomes.pending);
         await waitFor(() => !h.fleet.live().some((w) => w.killedBy), 'killed workers to exit', 10_000, 1);
-        assert.ok(h.manager.list().length <= 2);
+        assert.ok(h.manager.registry.servingCount() <= 2);
         checkInvariants(h, outcomes, false, true);
         await h.manager.close(0);
         assert.equal(h.fleet.live().length, 0);
@@ -162,10 +162,11 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
           { autoLoad: false, memoryBytes: () => 1 },
         );
         for (const n of [...names, 'pinned']) h.model(n);
-        const loading = h.manager.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
+        const loading = h.manager.lifecycle.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
         await waitFor(
           () => (
-            h.fleet.live().forEach((w) => w.lifecycle.loaded || w.load()), h.manager.entry('pinned')?.phase === 'ready'
+            h.fleet.live().forEach((w) => w.lifecycle.loaded || w.load()),
+            h.manager.registry.current('pinned')?.phase === 'ready'
           ),
           'the pinned model to load',
           10_000,
@@ -175,10 +176,10 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
         const outcomes = await run(h, commands, null, 2);
         await quiesce(h, outcomes.pending);
         // Crashes may leave it failed for a while (its workers restart); it is never evicted.
-        assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
+        assert.ok(['ready', 'failed'].includes(h.manager.registry.current('pinned')!.phase));
         // Nor unloaded for idleness, while the others are (model_idle_unload_seconds=3).
         assert.ok(!h.logs.some((l) => /^\[pinned\] (evicted|unloaded)/.test(l)), h.logs.join('\n'));
-        assert.ok(h.manager.list().length <= 2);
+        assert.ok(h.manager.registry.servingCount() <= 2);
         await h.manager.close(0);
       }),
       { numRuns: 200 },

@@ -202,11 +202,11 @@ describe('lifecycle model-based property in shared hosts (fast-check, fake proce
           'worker_mode=shared\nshared_workers=2\nmodel_cache=on\nmax_loaded_models=2\nload_failure_cache_seconds=0\nunregister_model_timeout=2\neviction_drain_timeout=1\nmodel_idle_unload_seconds=3',
         );
         for (const n of [...names, 'pinned']) h.model(n);
-        const loading = h.manager.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
+        const loading = h.manager.lifecycle.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
         await waitFor(
           () => {
             for (const p of h.processes.live()) while (p.loads.length > 0) p.load();
-            return h.manager.entry('pinned')?.phase === 'ready';
+            return h.manager.registry.current('pinned')?.phase === 'ready';
           },
           'the pinned model to load',
           10_000,
@@ -216,10 +216,10 @@ describe('lifecycle model-based property in shared hosts (fast-check, fake proce
         const outcomes = await run(h, commands, null);
         await quiesce(h, outcomes.pending, false);
         // A host crash may leave it failed while it reloads elsewhere; it is never evicted.
-        assert.ok(['ready', 'failed'].includes(h.manager.entry('pinned')!.phase));
+        assert.ok(['ready', 'failed'].includes(h.manager.registry.current('pinned')!.phase));
         // Nor unloaded for idleness, while the others are (model_idle_unload_seconds=3).
         assert.ok(!h.logs.some((l) => /^\[pinned\] (evicted|unloaded)/.test(l)), h.logs.join('\n'));
-        assert.ok(h.manager.list().length <= 2);
+        assert.ok(h.manager.registry.servingCount() <= 2);
         await h.manager.close(0);
         await waitFor(() => h.processes.live().length === 0, 'every host to exit', 10_000, 1);
       }),

@@ -12,9 +12,9 @@ import { waitFor } from '../../harness/process-probes';
 describe('lifecycle core (dedicated workers on fake processes, events in a chosen order)', () => {
   it('a response timeout that fires before the result: 504 once, the late result is dropped, the worker is replaced', async () => {
     const h = harness('default_response_timeout_seconds=1', { autoExit: false });
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     const [w1] = h.fleet.live('a');
-    const slow = statusOf(h.manager.invoke('a', invokeRequest()));
+    const slow = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     h.clock.advance(999);
     assert.equal(w1.killedBy, null, 'nothing happens before the response timeout');
@@ -28,7 +28,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     // The first restart's back-off is 0 s: it runs once the clock ticks.
     h.clock.advance(0);
     await waitFor(() => h.fleet.live('a').length === 1 && h.fleet.live('a')[0] !== w1, 'the replacement');
-    const next = h.manager.invoke('a', invokeRequest());
+    const next = h.manager.onDemand.invoke('a', invokeRequest());
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.batches.length === 1, 'the next request to reach the replacement');
     w2.answer();
@@ -41,9 +41,9 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('a result that arrives first settles the request; its timer never kills the worker', async () => {
     const h = harness('default_response_timeout_seconds=1');
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
-    const p = h.manager.invoke('a', invokeRequest());
+    const p = h.manager.onDemand.invoke('a', invokeRequest());
     await waitFor(() => w.batches.length === 1, 'dispatch');
     w.answer();
     assert.equal((await statusOf(p)).status, 200);
@@ -53,16 +53,16 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('a worker that dies while scale-up loads it fails the scale (500, not 507); the model keeps serving and the set refills', async () => {
     const h = harness();
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.autoLoad = false;
-    const scaling = statusOf(h.manager.scale('a', 2, 2, true));
+    const scaling = statusOf(h.manager.lifecycle.scale('a', 2, 2, true));
     await waitFor(() => h.fleet.of('a').length === 2, 'the second worker');
     h.fleet.of('a')[1].exit(null, 1);
     const scaled = await scaling;
     assert.equal(scaled.status, 500);
     assert.equal(scaled.code, 'MME_ERR_LOAD_FAILED');
-    assert.equal(h.manager.entry('a')!.phase, 'ready');
-    const p = h.manager.invoke('a', invokeRequest());
+    assert.equal(h.manager.registry.current('a')!.phase, 'ready');
+    const p = h.manager.onDemand.invoke('a', invokeRequest());
     const [w1] = h.fleet.of('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch to the surviving worker');
     w1.answer();
@@ -71,7 +71,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
     await waitFor(
-      () => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      () => h.manager.registry.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
       'two ready workers',
     );
     await h.manager.close(0);
@@ -79,7 +79,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('a replacement whose load fails is a failed restart: it is retried with back-off, and after three the model is FAILED', async () => {
     const h = harness();
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.autoLoad = false;
     h.fleet.live('a')[0].exit(null, 1);
     // Fibonacci back-off: the first restart at once, each after a failed one 1 s later.
@@ -98,22 +98,22 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
       w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model file is gone'));
       await waitFor(() => !w.alive, `replacement ${n - 1} to exit`);
     }
-    await waitFor(() => h.manager.entry('a')!.lastError !== null, 'the model to be marked failed');
-    assert.match(h.manager.entry('a')!.lastError!.message, /the model file is gone/);
-    assert.equal((await statusOf(h.manager.invoke('a', invokeRequest()))).code, 'MME_ERR_MODEL_FAILED');
+    await waitFor(() => h.manager.registry.current('a')!.lastError !== null, 'the model to be marked failed');
+    assert.match(h.manager.registry.current('a')!.lastError!.message, /the model file is gone/);
+    assert.equal((await statusOf(h.manager.onDemand.invoke('a', invokeRequest()))).code, 'MME_ERR_MODEL_FAILED');
     await h.manager.close(0);
   });
 
   it('a replacement that cannot be started now (no room anywhere) is retried after a back-off; queued requests wait for it', async () => {
     const h = harness();
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.startsLeft = 0;
-    const queued = statusOf(h.manager.invoke('a', invokeRequest()));
+    const queued = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     const [w1] = h.fleet.live('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit(null, 1);
     assert.equal((await queued).status, 500);
-    const waiting = statusOf(h.manager.invoke('a', invokeRequest()));
+    const waiting = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     h.clock.advance(0);
     assert.ok(
       h.logs.some((l) => /could not start a replacement worker: no room/.test(l)),
@@ -133,20 +133,20 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('a moved worker (its shared host is recycled) serves until its successor has loaded, then goes', async () => {
     const h = harness();
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     h.fleet.options.autoLoad = false;
     const [w1] = h.fleet.live('a');
-    const model = h.manager.get('a');
+    const model = h.manager.registry.get('a');
     model.onRelocate(w1.slot);
     assert.equal(h.fleet.of('a').length, 2, 'the successor starts at once');
-    const during = statusOf(h.manager.invoke('a', invokeRequest()));
+    const during = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'the request to go to the old worker while the successor loads');
     w1.answer();
     assert.equal((await during).status, 200);
     const w2 = h.fleet.of('a')[1];
     w2.load();
     await waitFor(() => w1.killedBy === 'stopped', 'the old worker to go once the successor is ready');
-    const after = statusOf(h.manager.invoke('a', invokeRequest()));
+    const after = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w2.batches.length === 1, 'the next request to reach the successor');
     w2.answer();
     assert.equal((await after).status, 200);
@@ -156,13 +156,13 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('a busy worker retired by scale-down finishes its batch; a crash of it then is 500 and starts no replacement', async () => {
     const h = harness('default_workers_per_model=2');
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     const requests = [
-      statusOf(h.manager.invoke('a', invokeRequest())),
-      statusOf(h.manager.invoke('a', invokeRequest())),
+      statusOf(h.manager.onDemand.invoke('a', invokeRequest())),
+      statusOf(h.manager.onDemand.invoke('a', invokeRequest())),
     ];
     await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
-    await h.manager.scale('a', 1, 1, false);
+    await h.manager.lifecycle.scale('a', 1, 1, false);
     const retired = h.fleet.live('a').find((w) => w.lifecycle.state === 'stopping')!;
     const kept = h.fleet.live('a').find((w) => w.lifecycle.state === 'ready')!;
     retired.exit(null, 1);
@@ -181,21 +181,21 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     ] as const) {
       it(`${what}: ${status}, and nothing is left`, async () => {
         const h = harness('', { autoLoad: false });
-        const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+        const load = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
         await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
         h.fleet.of('a')[0].exit(end === 'SIGKILL' ? 'SIGKILL' : null, end === 'SIGKILL' ? null : 1);
         const r = await load;
         assert.equal(r.status, status);
         assert.equal(r.code, code);
-        assert.equal(h.manager.entry('a'), undefined);
-        assert.equal(h.manager.usedBytes(), 0);
+        assert.equal(h.manager.registry.current('a'), undefined);
+        assert.equal(h.manager.registry.held('all').bytes, 0);
       });
     }
   });
 
   it('shutdown during a load stops the load at once (503, never 507) and leaves no worker', async () => {
     const h = harness('', { autoLoad: false });
-    const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    const load = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
     await h.manager.close(60_000);
     const r = await load;
@@ -203,7 +203,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     assert.equal(r.code, 'MME_ERR_SHUTTING_DOWN');
     assert.equal(h.fleet.of('a')[0].exitInfo!.reason, 'stopped');
     assert.equal(h.fleet.live().length, 0);
-    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.registry.current('a'), undefined);
   });
 
   it("unload during an eviction's drain: the victim being drained is 404, another model unloads (200), the eviction picks again and the load fits", async () => {
@@ -214,21 +214,21 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     h.model('a');
     h.model('b');
     h.model('c', 20 * 2 ** 20);
-    const held = h.manager.invoke('a', invokeRequest());
+    const held = h.manager.onDemand.invoke('a', invokeRequest());
     await waitFor(() => h.fleet.of('a')[0]?.batches.length === 1, 'a request running on a');
     const [wa] = h.fleet.of('a');
-    const bHeld = h.manager.invoke('b', invokeRequest());
+    const bHeld = h.manager.onDemand.invoke('b', invokeRequest());
     await waitFor(() => h.fleet.of('b')[0]?.batches.length === 1, 'a request running on b');
     const [wb] = h.fleet.of('b');
-    const c = statusOf(h.manager.invoke('c', invokeRequest()));
+    const c = statusOf(h.manager.onDemand.invoke('c', invokeRequest()));
     await waitFor(
-      () => h.manager.entry('a')?.phase === 'draining',
+      () => h.manager.registry.current('a')?.phase === 'draining',
       'a (least recently used) to drain for the eviction',
     );
-    assert.equal((await statusOf(h.manager.unload('a'))).status, 404);
+    assert.equal((await statusOf(h.manager.lifecycle.unload('a'))).status, 404);
     wb.answer();
     assert.equal((await statusOf(bHeld)).status, 200);
-    assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
+    assert.equal((await statusOf(h.manager.lifecycle.unload('b'))).status, 200);
     wa.answer();
     assert.equal((await statusOf(held)).status, 200);
     await waitFor(
@@ -237,9 +237,9 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     );
     h.fleet.live('c')[0].answer();
     assert.equal((await c).status, 200);
-    assert.equal(h.manager.entry('a'), undefined);
-    assert.equal(h.manager.entry('b'), undefined);
-    assert.equal(h.manager.stats.evictions, 1);
+    assert.equal(h.manager.registry.current('a'), undefined);
+    assert.equal(h.manager.registry.current('b'), undefined);
+    assert.equal(h.manager.events.stats.evictions, 1);
     await h.manager.close(0);
   });
 
@@ -248,16 +248,16 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     const answerAll = () => h.fleet.answerEach();
     for (const name of ['a', 'b', 'c', 'd', 'e']) h.model(name);
     await answerUntilSettled(
-      [h.manager.invoke('a', invokeRequest()), h.manager.invoke('b', invokeRequest())],
+      [h.manager.onDemand.invoke('a', invokeRequest()), h.manager.onDemand.invoke('b', invokeRequest())],
       answerAll,
       'a and b to load and answer',
     );
     // c takes the one load permit while d and e wait for it: only a and b are loaded, and both are idle.
-    const misses = ['c', 'd', 'e'].map((name) => statusOf(h.manager.invoke(name, invokeRequest())));
+    const misses = ['c', 'd', 'e'].map((name) => statusOf(h.manager.onDemand.invoke(name, invokeRequest())));
     const outcomes = await answerUntilSettled(misses, answerAll, 'c, d and e to load and answer');
     assert.deepEqual(outcomes, [{ status: 200 }, { status: 200 }, { status: 200 }]);
-    assert.equal(h.manager.stats.evictions, 3);
-    assert.equal(h.manager.list().length, 2);
+    assert.equal(h.manager.events.stats.evictions, 3);
+    assert.equal(h.manager.registry.servingCount(), 2);
     await h.manager.close(0);
   });
 
@@ -272,12 +272,12 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     };
     const burst = names
       .flatMap((name) => [name, name])
-      .map((name) => statusOf(h.manager.invoke(name, invokeRequest())));
+      .map((name) => statusOf(h.manager.onDemand.invoke(name, invokeRequest())));
     const outcomes = await answerUntilSettled(burst, answerAll, 'every model of the burst to load and answer');
     assert.deepEqual(outcomes, Array(8).fill({ status: 200 }));
     // Each model was loaded once and evicted only after both of its requests were answered.
-    assert.equal(h.manager.stats.loads, 4);
-    assert.equal(h.manager.stats.evictions, 3);
+    assert.equal(h.manager.events.stats.loads, 4);
+    assert.equal(h.manager.events.stats.evictions, 3);
     assert.equal(most, 1, 'never more than one model at a time');
     await h.manager.close(0);
   });
@@ -285,20 +285,20 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
   it('load during unload: the new load waits for the unload, which never removes the new registration', async () => {
     const h = harness();
     const url = h.model('a');
-    await h.manager.load({ modelName: 'a', url });
+    await h.manager.lifecycle.load({ modelName: 'a', url });
     const [w1] = h.fleet.live('a');
-    const held = h.manager.invoke('a', invokeRequest());
+    const held = h.manager.onDemand.invoke('a', invokeRequest());
     await waitFor(() => w1.batches.length === 1, 'a request running');
-    const unload = statusOf(h.manager.unload('a'));
-    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
-    const reload = statusOf(h.manager.load({ modelName: 'a', url }));
-    assert.equal(h.manager.entry('a')!.phase, 'loading');
-    assert.equal((await statusOf(h.manager.load({ modelName: 'a', url }))).status, 409);
+    const unload = statusOf(h.manager.lifecycle.unload('a'));
+    await waitFor(() => h.manager.registry.current('a')?.phase === 'draining', 'the unload to drain');
+    const reload = statusOf(h.manager.lifecycle.load({ modelName: 'a', url }));
+    assert.equal(h.manager.registry.current('a')!.phase, 'loading');
+    assert.equal((await statusOf(h.manager.lifecycle.load({ modelName: 'a', url }))).status, 409);
     w1.answer();
     assert.equal((await statusOf(held)).status, 200);
     assert.equal((await unload).status, 200);
     assert.equal((await reload).status, 200);
-    assert.equal(h.manager.entry('a')!.phase, 'ready');
+    assert.equal(h.manager.registry.current('a')!.phase, 'ready');
     assert.equal(h.fleet.live('a').length, 1);
     assert.notEqual(h.fleet.live('a')[0], w1);
     await h.manager.close(0);
@@ -306,12 +306,12 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
 
   it('unload is bounded by unregister_model_timeout: 408, the running request is stopped (503), the worker killed, the model gone', async () => {
     const h = harness('unregister_model_timeout=1');
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
     const [w] = h.fleet.live('a');
-    const held = statusOf(h.manager.invoke('a', invokeRequest()));
+    const held = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w.batches.length === 1, 'a request running');
-    const unloading = statusOf(h.manager.unload('a'));
-    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'the unload to drain');
+    const unloading = statusOf(h.manager.lifecycle.unload('a'));
+    await waitFor(() => h.manager.registry.current('a')?.phase === 'draining', 'the unload to drain');
     h.clock.advance(1000);
     const r = await unloading;
     assert.equal(r.status, 408);
@@ -320,39 +320,39 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     const answered = await held;
     assert.equal(answered.status, 503);
     assert.equal(w.exitInfo!.reason, 'stopped');
-    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.registry.current('a'), undefined);
   });
 
   it('an unload that outlasts a load in progress stops the load: 408, then nothing is left of either', async () => {
     const h = harness('unregister_model_timeout=1', { autoLoad: false });
-    const load = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    const load = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.fleet.of('a').length === 1, 'the worker');
-    const unloading = statusOf(h.manager.unload('a'));
+    const unloading = statusOf(h.manager.lifecycle.unload('a'));
     h.clock.advance(1000);
     const r = await unloading;
     assert.equal(r.status, 408);
     assert.equal((await load).status, 409);
     assert.equal(h.fleet.live().length, 0);
-    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.registry.current('a'), undefined);
   });
 
   it('with load_failure_cache_seconds=0, an invoke that waited for a failing load gets its error (400) after one load, not 503 after many', async () => {
     const h = harness('model_cache=on\nload_failure_cache_seconds=0', { autoLoad: false });
     h.model('broken');
-    const invoke = statusOf(h.manager.invoke('broken', invokeRequest()));
+    const invoke = statusOf(h.manager.onDemand.invoke('broken', invokeRequest()));
     await waitFor(() => h.fleet.of('broken').length === 1, 'the load');
     h.fleet.of('broken')[0].failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'the model could not be loaded: bad graph'));
     const r = await invoke;
     assert.equal(r.status, 400);
     assert.equal(r.code, 'MME_ERR_INVALID_MODEL');
     assert.equal(h.fleet.of('broken').length, 1);
-    assert.equal(h.manager.stats.loadFailures, 1);
+    assert.equal(h.manager.events.stats.loadFailures, 1);
   });
 
   it('a worker the server kills is never 507; one killed by someone else is', async () => {
     const h = harness('default_workers_per_model=1', { autoExit: false });
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
-    const first = statusOf(h.manager.invoke('a', invokeRequest()));
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
+    const first = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     const [w1] = h.fleet.live('a');
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     w1.exit('SIGKILL');
@@ -361,11 +361,11 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
     await waitFor(() => w2.lifecycle.state === 'ready', 'the replacement to load');
-    const second = statusOf(h.manager.invoke('a', invokeRequest()));
+    const second = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);
     // A drain bounded by 0 s ends when the clock next ticks.
-    await waitFor(() => h.manager.entry('a')?.phase === 'draining', 'shutdown to drain the model');
+    await waitFor(() => h.manager.registry.current('a')?.phase === 'draining', 'shutdown to drain the model');
     h.clock.advance(0);
     await waitFor(() => w2.killedBy === 'stopped', 'shutdown to kill the worker');
     w2.exit('SIGKILL');

@@ -55,17 +55,17 @@ export class Outcomes {
   start(c: RegistryCommand): void {
     switch (c.kind) {
       case 'load':
-        this.track('load', c.name, this.manager.load({ modelName: c.name, url: `${this.store}/${c.name}` }));
+        this.track('load', c.name, this.manager.lifecycle.load({ modelName: c.name, url: `${this.store}/${c.name}` }));
         break;
       case 'unload':
-        this.track('unload', c.name, this.manager.unload(c.name));
+        this.track('unload', c.name, this.manager.lifecycle.unload(c.name));
         break;
       case 'invoke':
         this.invokes++;
-        this.track('invoke', c.name, this.manager.invoke(c.name, invokeRequest()));
+        this.track('invoke', c.name, this.manager.onDemand.invoke(c.name, invokeRequest()));
         break;
       default:
-        this.track('scale', c.name, this.manager.scale(c.name, c.workers, c.workers, false));
+        this.track('scale', c.name, this.manager.lifecycle.scale(c.name, c.workers, c.workers, false));
     }
   }
 }
@@ -95,7 +95,7 @@ export async function runCommands<C extends { kind: string }>(
  * (load_wait_timeout) that goes on: the test lets that load settle too before it checks.
  */
 export function registrySettled(manager: ModelManager): boolean {
-  return names.every((n) => ['ready', 'failed', undefined].includes(manager.entry(n)?.phase));
+  return names.every((n) => ['ready', 'failed', undefined].includes(manager.registry.current(n)?.phase));
 }
 
 /**
@@ -109,10 +109,10 @@ export function checkRequestsAndRegistry(manager: ModelManager, logs: string[], 
   assert.ok(!logs.some((l) => /illegal .*transition|load failed: .*Error/.test(l)), logs.join('\n'));
   const registered: Model[] = [];
   for (const n of names) {
-    const e = manager.entry(n);
+    const e = manager.registry.current(n);
     if (!e) continue;
     assert.ok(e.phase === 'ready' || e.phase === 'failed', `${n} is stuck in ${e.phase}`);
-    registered.push(manager.get(n));
+    registered.push(manager.registry.get(n));
   }
   return registered;
 }
@@ -129,7 +129,7 @@ export function checkNamesNeverTakenOver(manager: ModelManager, outcomes: Outcom
       )
       .at(-1);
     assert.equal(
-      manager.registered(n),
+      manager.registry.registered(n),
       last?.kind === 'load' && last.status === 200,
       `${n}: last ${JSON.stringify(last)}`,
     );

@@ -47,7 +47,7 @@ describe('lifecycle regressions (real processes)', () => {
   it('requests that travel to the worker together are each answered as soon as they are ready, not with the others', async () => {
     t = await startTestServer();
     await behaviour('slow');
-    const model = t.server.manager.get('slow');
+    const model = t.server.manager.registry.get('slow');
     const gates = tempDir('mme-gates-');
     const gate = (i: number) => path.join(gates, `g${i}`);
     const answered = new Set<number>();
@@ -121,7 +121,10 @@ describe('lifecycle regressions (real processes)', () => {
     };
     // One request running and one waiting in the worker's pipe: the next one queues.
     const busy = [invoke(t, 'held', { barrier: gate }), invoke(t, 'held', { barrier: gate })];
-    await waitFor(() => t.server.manager.get('held').inFlightRequests === 2, 'the worker and its pipe to be busy');
+    await waitFor(
+      () => t.server.manager.registry.get('held').inFlightRequests === 2,
+      'the worker and its pipe to be busy',
+    );
     const body = JSON.stringify({ echo: 'gone' });
     const req = http.request(`${t.url}/models/held/invoke`, {
       method: 'POST',
@@ -129,7 +132,7 @@ describe('lifecycle regressions (real processes)', () => {
     });
     req.on('error', () => undefined);
     req.end(body);
-    await waitFor(() => t.server.manager.get('held').queueLength === 1, 'the second request to queue');
+    await waitFor(() => t.server.manager.registry.get('held').queueLength === 1, 'the second request to queue');
     req.destroy();
     await waitFor(() => statuses.length === 1, 'the cancelled request to be recorded');
     assert.deepEqual(statuses, [499]);
@@ -171,14 +174,14 @@ describe('lifecycle regressions (real processes)', () => {
     const res = await invoke(t, 'broken', {});
     assert.equal(res.status, 400, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_INVALID_MODEL');
-    assert.equal(t.server.manager.stats.loadFailures, 1);
+    assert.equal(t.server.manager.events.stats.loadFailures, 1);
   });
 
   it('unload answers 408 at unregister_model_timeout with the running request stopped and no process left', async () => {
     t = await startTestServer('unregister_model_timeout=1');
     await behaviour('stuck');
     const busy = invoke(t, 'stuck', { hang: true });
-    await waitFor(() => t.server.manager.get('stuck').inFlightRequests === 1, 'the worker to be busy');
+    await waitFor(() => t.server.manager.registry.get('stuck').inFlightRequests === 1, 'the worker to be busy');
     const res = await request(`${t.url}/models/stuck`, { method: 'DELETE' });
     assert.equal(res.status, 408, res.text);
     assert.equal(res.body.errorCode, 'MME_ERR_UNLOAD_TIMEOUT');

@@ -27,11 +27,14 @@ describe('lifecycle in shared hosts: a worker set waiting for room', () => {
       return p;
     };
     const ready = (model: string) =>
-      waitFor(() => h.manager.get(model).workers.some((w) => w.lifecycle.state === 'ready'), `${model} to be ready`);
-    const a = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+      waitFor(
+        () => h.manager.registry.get(model).workers.some((w) => w.lifecycle.state === 'ready'),
+        `${model} to be ready`,
+      );
+    const a = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     const hostOfA = await loaded('a');
     assert.equal((await a).status, 200);
-    const b = statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
+    const b = statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b') }));
     const hostOfB = await loaded('b');
     assert.equal((await b).status, 200);
 
@@ -51,7 +54,7 @@ describe('lifecycle in shared hosts: a worker set waiting for room', () => {
 
     // Unloading b frees its slot: a loads there at once. Virtual time never passes 0 in this test,
     // so a's back-off (1 s by now) has not run.
-    assert.equal((await statusOf(h.manager.unload('b'))).status, 200);
+    assert.equal((await statusOf(h.manager.lifecycle.unload('b'))).status, 200);
     await waitFor(() => processOf('a') !== undefined, "a's replacement to be placed in the slot b freed");
     assert.equal(h.clock.now(), 0);
     await loaded('a');

@@ -16,7 +16,7 @@ const kRefillMs = 50;
 
 function spareHarness(): ProcessHarness & { load(name: string): ReturnType<typeof statusOf> } {
   const h = processHarness('spare_workers=1', { autoStart: false });
-  return { ...h, load: (name) => statusOf(h.manager.load({ modelName: name, url: h.model(name) })) };
+  return { ...h, load: (name) => statusOf(h.manager.lifecycle.load({ modelName: name, url: h.model(name) })) };
 }
 
 /** Resolves once the server has given `p` a model to load (before or after it started). */
@@ -86,7 +86,7 @@ describe('spare hand-off (fake processes, virtual clock): one process start at m
     const r = await loading;
     assert.equal(r.code, 'MME_ERR_LOAD_FAILED');
     assert.match(r.error!.message, /exited with code 1 while loading the model/);
-    assert.equal(h.manager.registered('a'), false, 'the failed load left its name registered');
+    assert.equal(h.manager.registry.registered('a'), false, 'the failed load left its name registered');
     h.clock.advance(kRefillMs);
     assert.equal(h.processes.live().length, 1, 'one new spare, nothing else');
     assert.notEqual(h.processes.live()[0], spare);

@@ -13,7 +13,7 @@ import { harness, statusOf, type Harness } from './harness';
  * its slot). The outcome comes in an object: an async function would wait for a promise it returns.
  */
 async function stuckLoad(h: Harness, name: string): Promise<{ outcome: Promise<unknown> }> {
-  const outcome = statusOf(h.manager.load({ modelName: name, url: h.model(name) }));
+  const outcome = statusOf(h.manager.lifecycle.load({ modelName: name, url: h.model(name) }));
   await waitFor(() => h.fleet.live(name).length === 1, `${name}'s worker to start loading`);
   return { outcome };
 }
@@ -32,7 +32,7 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     const ahead = await stuckLoad(h, 'a');
     const waiting = await armed(
       h,
-      () => statusOf(h.manager.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
+      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
       "b's wait for a load permit",
     );
     h.clock.advance(5000);
@@ -40,8 +40,8 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     assert.equal(b.status, 503);
     assert.equal(b.code, 'MME_ERR_LOAD_WAIT_TIMEOUT');
     assert.match(b.error!.message, /waited 5 s \(its load_timeout\) for a load permit/);
-    assert.equal(h.manager.entry('b'), undefined, 'nothing of b is left');
-    assert.equal(h.manager.entry('a')?.phase, 'loading', 'a still loads');
+    assert.equal(h.manager.registry.current('b'), undefined, 'nothing of b is left');
+    assert.equal(h.manager.registry.current('a')?.phase, 'loading', 'a still loads');
     await h.manager.close(0);
     await ahead.outcome;
   });
@@ -53,13 +53,13 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     const ahead = await stuckLoad(h, 'a');
     const waiting = await armed(
       h,
-      () => statusOf(h.manager.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
+      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
       "b's wait for room",
     );
     h.clock.advance(5000);
     const b = await waiting.outcome;
     assert.equal(b.code, 'MME_ERR_LOAD_WAIT_TIMEOUT');
-    assert.equal(h.manager.entry('b'), undefined);
+    assert.equal(h.manager.registry.current('b'), undefined);
     await h.manager.close(0);
     await ahead.outcome;
   });
@@ -69,14 +69,14 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
       autoLoad: false,
     });
     const ahead = await stuckLoad(h, 'a');
-    const load = { outcome: statusOf(h.manager.load({ modelName: 'b', url: h.model('b') })) };
-    const unload = await armed(h, () => statusOf(h.manager.unload('b')), "the unload's bound");
+    const load = { outcome: statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b') })) };
+    const unload = await armed(h, () => statusOf(h.manager.lifecycle.unload('b')), "the unload's bound");
     h.clock.advance(2000);
     const [unloaded, loaded] = await Promise.all([unload.outcome, load.outcome]);
     assert.equal(unloaded.code, 'MME_ERR_UNLOAD_TIMEOUT');
     assert.match(unloaded.error!.message, /still loading; the load was stopped and nothing is left of it/);
     assert.equal(loaded.code, 'MME_ERR_MODEL_CONFLICT');
-    assert.equal(h.manager.entry('b'), undefined);
+    assert.equal(h.manager.registry.current('b'), undefined);
     await h.manager.close(0);
     await ahead.outcome;
   });

@@ -25,11 +25,15 @@ describe('metrics: what counts as a cache miss, and what overhead leaves out', (
 
   it('counts a 404 as neither hit nor miss, an invoke that waited for the load as a miss, the next as a hit; the load wait is not overhead', async () => {
     assert.equal((await invoke(t, 'nope', [[1, 2, 3, 4]])).status, 404);
-    assert.deepEqual([t.server.manager.stats.hits, t.server.manager.stats.misses], [0, 0], 'a 404 is no lookup');
+    assert.deepEqual(
+      [t.server.manager.events.stats.hits, t.server.manager.events.stats.misses],
+      [0, 0],
+      'a 404 is no lookup',
+    );
 
     assert.equal((await invoke(t, 'm', [[1, 2, 3, 4]])).status, 200);
     assert.equal((await invoke(t, 'm', [[1, 2, 3, 4]])).status, 200);
-    assert.deepEqual([t.server.manager.stats.hits, t.server.manager.stats.misses], [1, 1]);
+    assert.deepEqual([t.server.manager.events.stats.hits, t.server.manager.events.stats.misses], [1, 1]);
 
     const text = (await request(`${t.managementUrl}/metrics`)).text;
     const wait = sample(text, 'mme_model_loading_wait_time_seconds_sum{model="m"}');

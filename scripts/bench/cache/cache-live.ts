@@ -85,7 +85,7 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
       }
     };
     await Promise.all(Array.from({ length: 4 }, client));
-    const { hits, misses, evictions } = server.manager.stats;
+    const { hits, misses, evictions } = server.manager.events.stats;
     const p = percentiles(samples);
     return {
       policy,
@@ -97,7 +97,7 @@ export async function benchCacheLive(o: CacheLiveOptions): Promise<CacheLive> {
       p50Ms: p.p50,
       p99Ms: p.p99,
       evictions,
-      loaded: server.manager.servingCount(),
+      loaded: server.manager.registry.servingCount(),
     };
   } finally {
     await server.close(0);

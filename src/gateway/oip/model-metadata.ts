@@ -2,6 +2,7 @@
 import { MmeError, quote } from '../../errors';
 import type { TensorInfo } from '../../model-types';
 import type { ModelManager } from '../../server/models/model-manager';
+import type { ModelRegistry } from '../../server/models/registry';
 import { modelNotFound } from '../../server/models/model-names';
 import { v2Datatype } from '../../oip/datatypes';
 import { SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
@@ -27,8 +28,8 @@ export interface ModelMetadata {
 }
 
 /** SageMaker's /ping body, and TorchServe's Ping health text. */
-export function pingStatus(manager: Pick<ModelManager, 'failedCount'>): { status: string } {
-  return { status: manager.failedCount() > 0 ? 'Partial Healthy' : 'Healthy' };
+export function pingStatus(registry: Pick<ModelRegistry, 'failedCount'>): { status: string } {
+  return { status: registry.failedCount() > 0 ? 'Partial Healthy' : 'Healthy' };
 }
 
 export function serverMetadata(): { name: string; version: string; extensions: string[] } {
@@ -55,9 +56,9 @@ export function checkVersion(name: string, version: string | undefined): void {
 }
 
 /** 404 for one not loaded (an infer loads a model_store one on demand). */
-export function modelMetadata(manager: ModelManager, name: string, version?: string): ModelMetadata {
+export function modelMetadata(registry: Pick<ModelRegistry, 'get'>, name: string, version?: string): ModelMetadata {
   checkVersion(name, version);
-  const model = manager.get(name);
+  const model = registry.get(name);
   return {
     name,
     versions: [MODEL_VERSION],
@@ -67,8 +68,12 @@ export function modelMetadata(manager: ModelManager, name: string, version?: str
   };
 }
 
-export function modelReady(manager: ModelManager, name: string, version?: string): boolean {
+export function modelReady(
+  manager: Pick<ModelManager, 'onDemand' | 'registry'>,
+  name: string,
+  version?: string,
+): boolean {
   checkVersion(name, version);
-  if (!manager.knows(name)) throw modelNotFound(name);
-  return manager.entry(name)?.phase === 'ready';
+  if (!manager.onDemand.knows(name)) throw modelNotFound(name);
+  return manager.registry.current(name)?.phase === 'ready';
 }

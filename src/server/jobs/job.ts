@@ -18,15 +18,12 @@ export interface InvokeResult {
   loadWaitMicros?: number;
 }
 
-/** What a job reads of its client's AbortSignal; a door's request is a cheaper one (bench-results/part27-fold). */
-export interface ClientSignal {
-  readonly aborted: boolean;
-  onabort: ((event: Event) => unknown) | null;
-}
-
 export interface JobOptions {
-  /** The client went away: a queued job is dropped without running; a running one is told. */
-  signal?: ClientSignal;
+  /**
+   * The client went away: a queued job is dropped without running; a running one is told. What it
+   * reads of an AbortSignal: a door's request is a cheaper one (bench-results/part27-fold).
+   */
+  signal?: Pick<AbortSignal, 'aborted' | 'onabort'>;
   /** A streamed response's chunks (the first carries its head); `delivered` once its bytes left: the handler sends more only then. */
   onChunk?: (chunk: ChunkMessage, delivered: () => void) => void;
   /** The caller's deadline on the server's clock (bounded by max_request_timeout): 408, a running job cancelled. */

@@ -25,7 +25,7 @@ import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
 import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
-import type { OnDemandLoader } from './on-demand';
+import { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
 import { closeAll, type ShutdownCounts } from './shutdown';
 
@@ -36,7 +36,6 @@ export interface OperationsDeps {
   workers: WorkerFactory;
   policy: ClassedPolicy;
   events: LifecycleEvents;
-  onDemand: OnDemandLoader;
   repository: ModelRepository | null;
   log: (line: string) => void;
   clock: Clock;
@@ -50,12 +49,19 @@ export class LifecycleOperations {
   readonly #estimator = new MemoryEstimator();
   readonly #source: LoadSource;
   readonly budgetBytes: number;
+  /** An invoke's route to its model, which loads it from model_store or model_repository through here. */
+  readonly onDemand: OnDemandLoader;
   /** close() has begun: new requests are refused while admitted ones finish. */
   closing = false;
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
     this.#source = new LoadSource(deps);
+    this.onDemand = new OnDemandLoader({
+      ...deps,
+      closing: () => this.closing,
+      startLoad: (name, url) => this.#startLoad(name, { modelName: name, url }, true),
+    });
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
     this.budgetBytes = memoryBudgetBytes(budget, reserve, memoryLimitBytes());
     this.#admission = new Admission({
@@ -80,15 +86,15 @@ export class LifecycleOperations {
     if (this.closing) throw shuttingDown();
     if (this.deps.registry.registered(name))
       throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
-    this.deps.onDemand.forgetFailure(name);
-    const work = this.startLoad(name, req, false);
+    this.onDemand.forgetFailure(name);
+    const work = this.#startLoad(name, req, false);
     if (req.synchronous !== false) return work.then(() => 'loaded' as const);
     work.catch(() => {}); // logged by Registration.loadFailed
     return 'accepted';
   }
 
   /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
-  startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
+  #startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
     const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
     this.deps.registry.claim(entry);
     return this.#runLoad(entry, req);
@@ -145,7 +151,7 @@ export class LifecycleOperations {
       events.loadFailed();
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
       await this.#release(entry, err);
-      if (entry.onDemand) this.deps.onDemand.rememberFailure(name, err);
+      if (entry.onDemand) this.onDemand.rememberFailure(name, err);
       events.failedLoadReleased(name, elapsedMicros(t0));
       throw err;
     } finally {
@@ -218,7 +224,7 @@ export class LifecycleOperations {
     const deadline = clock.now() + boundMs;
     const entry = registry.current(name);
     if (!entry || !registry.registered(name)) {
-      if (!this.deps.onDemand.forgetFailure(name)) throw modelNotFound(name);
+      if (!this.onDemand.forgetFailure(name)) throw modelNotFound(name);
       log(
         `[${name}] its remembered load failure was forgotten (DELETE /models/${name}): the next invoke loads it again`,
       );
@@ -263,9 +269,8 @@ export class LifecycleOperations {
     const unlock = await this.#locks.acquire(name);
     let scaling: Promise<void>;
     try {
-      const e = this.deps.registry.current(name);
-      if (!e?.model || !e.serving) throw modelNotFound(name);
-      const model = e.model;
+      const model = this.deps.registry.get(name);
+      const e = this.deps.registry.current(name)!;
       const added = processCount({ ...model.settings, minWorkers: min }) - processCount(model.settings);
       const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
       // The reservation stands until the new workers are measured.

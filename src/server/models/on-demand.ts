@@ -12,6 +12,8 @@ import { MmeError, type ErrorCode } from '../../errors';
 import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import type { ModelRepository } from '../../repository/repository';
+import type { InvokeRequest } from '../../protocol/messages';
+import type { InvokeResult, JobOptions } from '../jobs/job';
 import type { EvictionPolicy } from '../cache/eviction-policy';
 import type { LifecycleEvents } from './lifecycle-events';
 import type { Registration } from './registration';
@@ -104,8 +106,23 @@ export class OnDemandLoader {
       });
   }
 
+  /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
+  async invoke(name: string, request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
+    const wait = { micros: 0 };
+    const entry = await this.#acquire(name, wait);
+    try {
+      const result = await entry.model!.submit(request, opts);
+      return wait.micros === 0 ? result : { ...result, loadWaitMicros: wait.micros };
+    } catch (err) {
+      // A handler's error can name a file in the model's directory: shown as the url the client sent, as at load.
+      throw entry.artifact?.hidePaths(err) ?? err;
+    } finally {
+      entry.release();
+    }
+  }
+
   /** The registration serving `name`, held (release() it); waits at most load_wait_timeout, jittered, then 503. */
-  async acquire(name: string, wait?: { micros: number }): Promise<Registration> {
+  async #acquire(name: string, wait: { micros: number }): Promise<Registration> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.serving) {
@@ -164,10 +181,9 @@ export class OnDemandLoader {
   }
 
   /** `wait`, the caller's, gets the same figure: its request's overhead leaves it out. */
-  #recordWait(name: string, t0: number, wait: { micros: number } | undefined): void {
-    const micros = Math.round((performance.now() - t0) * 1000);
-    if (wait) wait.micros = micros;
-    this.deps.events.waited(name, micros);
+  #recordWait(name: string, t0: number, wait: { micros: number }): void {
+    wait.micros = Math.round((performance.now() - t0) * 1000);
+    this.deps.events.waited(name, wait.micros);
   }
 
   /** Starts loading `name` from model_store, else model_repository; false when neither can have it. */

@@ -10,14 +10,6 @@ import type { Model } from './model';
 import type { Phase, Registration, RegistrationListener } from './registration';
 import { modelNotFound } from './model-names';
 
-export interface ListedModel {
-  name: string;
-  url: string;
-  model: Model;
-  loadedAtStartup: boolean;
-  failed: boolean;
-}
-
 const kPhases: readonly Phase[] = ['loading', 'ready', 'failed', 'draining', 'stopping', 'gone'];
 
 export class ModelRegistry implements Tally<Registration>, RegistrationListener {
@@ -177,14 +169,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#serving.size === 1 ? this.#serving.slice(0, 1)[0] : null;
   }
 
-  list(): ListedModel[] {
-    return this.page(0, this.#serving.size);
-  }
-
-  page(start: number, count: number): ListedModel[] {
-    return this.#serving.slice(start, count).map((name) => {
-      const e = this.#entries.get(name)!;
-      return { name, url: e.url, model: e.model!, loadedAtStartup: e.loadedAtStartup, failed: e.failed };
-    });
+  page(start: number, count: number): Model[] {
+    return this.#serving.slice(start, count).map((name) => this.#entries.get(name)!.model!);
   }
 }

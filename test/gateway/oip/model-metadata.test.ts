@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { checkVersion, modelMetadata, serverMetadata } from '../../../src/gateway/oip/model-metadata';
-import type { ModelManager } from '../../../src/server/models/model-manager';
+import type { ModelRegistry } from '../../../src/server/models/registry';
 import type { TensorInfo } from '../../../src/model-types';
 import { throwsMme } from '../../helpers/throws-mme';
 
@@ -19,11 +19,11 @@ const outputs: TensorInfo[] = [
     tensor: { type: 'float32', shape: ['N', 2] },
   },
 ];
-const manager = { get: () => ({ inputs, outputs }) } as unknown as ModelManager;
+const registry = { get: () => ({ inputs, outputs }) } as unknown as ModelRegistry;
 
 describe('gateway/oip/model-metadata: OIP metadata', () => {
   it("describes a model's tensors in v2 datatypes, symbolic dimensions as -1, a ZipMap as its tensor", () => {
-    assert.deepEqual(modelMetadata(manager, 'm'), {
+    assert.deepEqual(modelMetadata(registry, 'm'), {
       name: 'm',
       versions: ['1'],
       platform: 'onnxruntime_onnx',
@@ -33,14 +33,14 @@ describe('gateway/oip/model-metadata: OIP metadata', () => {
         { name: 'probabilities', datatype: 'FP32', shape: [-1, 2] },
       ],
     });
-    assert.deepEqual(modelMetadata(manager, 'm', '1').versions, ['1']);
+    assert.deepEqual(modelMetadata(registry, 'm', '1').versions, ['1']);
   });
 
   it('knows one version: another is a 404 naming it, quoted', () => {
     checkVersion('m', undefined);
     checkVersion('m', '');
     throwsMme(
-      () => modelMetadata(manager, 'm', '2'),
+      () => modelMetadata(registry, 'm', '2'),
       'MME_ERR_MODEL_NOT_FOUND',
       /^Model "m" has no version "2"; its only version is 1 \(or leave the version out\)\.$/,
     );

@@ -62,25 +62,26 @@ interface Seen {
 async function loaded(max: number, properties = kProperties, memory?: number): Promise<ProcessHarness & Seen> {
   const h = processHarness(properties, { autoLoad: true }, memory ? async () => memory : undefined);
   const seen: Seen = { events: [], workers: new Map() };
-  h.manager.events = {
+  h.manager.events.sink = {
     autoscaleEvent: (model, direction, reason) => seen.events.push(`${model} ${direction} ${reason}`),
     modelWorkers: (model, n) => seen.workers.set(model, n),
   };
-  await h.manager.load({ modelName: 'a', url: h.model('a'), initialWorkers: 1 });
-  await h.manager.scale('a', 1, max, true);
+  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: 1 });
+  await h.manager.lifecycle.scale('a', 1, max, true);
   return { ...h, ...seen };
 }
 
 /** `n` requests to `a`, none answered yet. */
 function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; code?: string }>> {
-  return Array.from({ length: n }, () => statusOf(h.manager.invoke('a', invokeRequest())));
+  return Array.from({ length: n }, () => statusOf(h.manager.onDemand.invoke('a', invokeRequest())));
 }
 
 /** Answers every batch the live processes hold until the requests are all settled. */
 const answerAll = (h: ProcessHarness, requests: Array<Promise<{ status: number }>>) =>
   answeredStatuses(requests, () => h.processes.live());
 
-const liveWorkers = (h: ProcessHarness) => h.manager.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
+const liveWorkers = (h: ProcessHarness) =>
+  h.manager.registry.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {
@@ -345,21 +346,21 @@ describe('autoscaler', () => {
       const h = await loaded(3);
       const requests = burst(h, 60);
       await settle();
-      assert.equal(h.manager.get('a').workerTarget, 1);
+      assert.equal(h.manager.registry.get('a').workerTarget, 1);
       assert.equal(h.workers.get('a'), 1);
-      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the first scale-up');
       await waitFor(() => liveWorkers(h).length === 2, 'the second worker to load');
       assert.deepEqual(h.events, ['a up backlog']);
       assert.equal(h.workers.get('a'), 2);
       assert.ok(h.logs.some((l) => /\[a\] autoscale: up to 2 worker\(s\), backlog: .*queued for 1 worker/.test(l)));
       // The new worker took its share of the queue, but what is left is still a backlog: one more, after the cooldown.
-      const took = await until(h, () => h.manager.get('a').workerTarget === 3, 'the second scale-up');
+      const took = await until(h, () => h.manager.registry.get('a').workerTarget === 3, 'the second scale-up');
       assert.ok(took >= 3000, `the second scale-up came ${took} ms after the first, within the 3 s cooldown`);
       await waitFor(() => liveWorkers(h).length === 3, 'the third worker to load');
       await run(h, 10_000);
-      assert.equal(h.manager.get('a').workerTarget, 3, 'never past max_worker');
+      assert.equal(h.manager.registry.get('a').workerTarget, 3, 'never past max_worker');
       assert.deepEqual(h.events, ['a up backlog', 'a up backlog']);
-      const status = h.manager.get('a').autoscaler!.status;
+      const status = h.manager.registry.get('a').autoscaler!.status;
       assert.equal(status.lastDecision?.direction, 'up');
       assert.equal(status.lastDecision?.outcome, 'applied');
       assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
@@ -390,15 +391,15 @@ describe('autoscaler', () => {
           }
         };
         await serve(2000);
-        await h.manager.scale('a', 1, 3, true);
-        await serve(500, () => h.manager.get('a').workerTarget === 2);
+        await h.manager.lifecycle.scale('a', 1, 3, true);
+        await serve(500, () => h.manager.registry.get('a').workerTarget === 2);
         await waitFor(() => liveWorkers(h).length === 2, 'the second worker to load');
         await serve(3000);
         if (gain) {
           assert.deepEqual(asked(h), ['a up', 'a up'], 'kept, and one more asked for');
         } else {
           assert.deepEqual(asked(h), ['a up', 'a down no_gain']);
-          assert.equal(h.manager.get('a').workerTarget, 1);
+          assert.equal(h.manager.registry.get('a').workerTarget, 1);
           assert.ok(
             h.logs.some((l) =>
               /^\[a\] autoscale: down to 1 worker\(s\), no_gain: \d+ requests a second completed with 2 worker/.test(l),
@@ -406,7 +407,7 @@ describe('autoscaler', () => {
           );
           await serve(3000);
           assert.deepEqual(asked(h).slice(2), ['a up no_gain'], 'the backlog asks again: skipped');
-          assert.equal(h.manager.get('a').workerTarget, 1);
+          assert.equal(h.manager.registry.get('a').workerTarget, 1);
         }
         assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
       });
@@ -415,11 +416,11 @@ describe('autoscaler', () => {
       const h = await loaded(3, `${kProperties}\nautoscale_cores=2`);
       const requests = burst(h, 60);
       await settle();
-      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the first scale-up');
       await until(h, () => h.events.length === 2, 'the next decision');
       assert.deepEqual(h.events, ['a up backlog', 'a up no_cores']);
-      assert.equal(h.manager.get('a').workerTarget, 2);
-      assert.equal(h.manager.get('a').autoscaler!.status.skippedForCores, 1);
+      assert.equal(h.manager.registry.get('a').workerTarget, 2);
+      assert.equal(h.manager.registry.get('a').autoscaler!.status.skippedForCores, 1);
       // Skipped again after the cooldown: counted again, logged once for the run.
       await until(h, () => h.events.length === 3, 'the next try');
       assert.deepEqual(h.events.slice(2), ['a up no_cores']);
@@ -443,31 +444,31 @@ describe('autoscaler', () => {
       await settle();
       const [p] = h.processes.live();
       // Until the queue is empty, not until the pipe is: a frame still on its way is not a drained queue.
-      while (p.batches.length > 0 || h.manager.get('a').queueLength > 0) {
+      while (p.batches.length > 0 || h.manager.registry.get('a').queueLength > 0) {
         p.answer();
         await settle();
       }
-      await until(h, () => h.manager.get('a').workerTarget === 2, 'the scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the scale-up');
       assert.deepEqual(h.events, ['a up queue_wait']);
-      assert.match(h.manager.get('a').autoscaler!.status.lastDecision!.why, /median queue wait [1-9]\d\d ms/);
+      assert.match(h.manager.registry.get('a').autoscaler!.status.lastDecision!.why, /median queue wait [1-9]\d\d ms/);
       assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
     });
 
     it('skips and counts a scale-up the memory budget has no room for: no 507 to any caller, and the busy model beside it stays', async () => {
       // Every worker measures 60 MB; a and b take 120 of the 150 MB: a second worker of a only fits if b goes.
       const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
-      await h.manager.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
-      const busyB = statusOf(h.manager.invoke('b', invokeRequest()));
+      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      const busyB = statusOf(h.manager.onDemand.invoke('b', invokeRequest()));
       const requests = burst(h, 60);
       await settle();
       await until(h, () => h.events.length === 1, 'the decision');
       assert.deepEqual(h.events, ['a up no_memory']);
-      assert.equal(h.manager.get('a').workerTarget, 1);
-      assert.equal(h.manager.get('a').autoscaler!.status.skippedForMemory, 1);
-      assert.ok(h.manager.registered('b'), 'b, busy, was not evicted for it');
+      assert.equal(h.manager.registry.get('a').workerTarget, 1);
+      assert.equal(h.manager.registry.get('a').autoscaler!.status.skippedForMemory, 1);
+      assert.ok(h.manager.registry.registered('b'), 'b, busy, was not evicted for it');
       assert.ok(h.logs.some((l) => l.startsWith('[a] autoscale: not scaling up to 2 worker(s)')));
       assert.ok(!h.logs.some((l) => /^\[\w+\] evicted /.test(l)), 'nothing was evicted');
-      assert.equal(h.manager.stats.evictions, 0);
+      assert.equal(h.manager.events.stats.evictions, 0);
       // The cooldown holds the next try back; it is skipped again, and counted again.
       const took = await until(h, () => h.events.length === 2, 'the next try');
       assert.ok(took >= 3000, `tried again ${took} ms later, within the 3 s cooldown`);
@@ -478,18 +479,18 @@ describe('autoscaler', () => {
         'one line for the run',
       );
       assert.match(h.logs.find((l) => l.startsWith('[a] autoscale: not scaling up'))!, /one line every 100 skips\)$/);
-      assert.equal(h.manager.get('a').workerTarget, 1);
+      assert.equal(h.manager.registry.get('a').workerTarget, 1);
       assert.deepEqual(new Set(await answerAll(h, [...requests, busyB])), new Set([200]));
     });
 
     it('may evict an idle model for the worker (model_cache on): idle is never busier than the model it is for', async () => {
       const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
-      await h.manager.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
       const requests = burst(h, 60);
       await settle();
-      await until(h, () => h.manager.get('a').workerTarget === 2, 'the scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the scale-up');
       assert.deepEqual(h.events, ['a up backlog']);
-      assert.equal(h.manager.registered('b'), false);
+      assert.equal(h.manager.registry.registered('b'), false);
       assert.ok(h.logs.some((l) => /^\[b\] evicted to make room for a .*, idle;/.test(l)));
       assert.deepEqual(new Set(await answerAll(h, requests)), new Set([200]));
     });
@@ -500,23 +501,23 @@ describe('autoscaler', () => {
       await settle();
       // Each scale-up waits for the worker before it to load (a decision is applied before the next
       // is taken), and a load is real I/O (frames over a socketpair): wait for it as an event, not in rounds.
-      await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the first scale-up');
       await waitFor(() => liveWorkers(h).length === 2, 'the second worker');
-      await until(h, () => h.manager.get('a').workerTarget === 3, 'the second scale-up');
+      await until(h, () => h.manager.registry.get('a').workerTarget === 3, 'the second scale-up');
       await waitFor(() => liveWorkers(h).length === 3, 'the third worker');
       await answerAll(h, requests);
       // Quiet from here: a worker goes after autoscale_idle_seconds (5 s), the next after as long again.
-      const first = await until(h, () => h.manager.get('a').workerTarget === 2, 'the first scale-down');
+      const first = await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the first scale-down');
       assert.ok(first >= 5000, `a worker went after ${first} ms of quiet`);
       await waitFor(() => h.processes.live().length === 2, 'one worker to exit');
       assert.equal(h.workers.get('a'), 2);
-      const second = await until(h, () => h.manager.get('a').workerTarget === 1, 'the second scale-down');
+      const second = await until(h, () => h.manager.registry.get('a').workerTarget === 1, 'the second scale-down');
       assert.ok(second >= 5000, `the next went ${second} ms after the first`);
       await waitFor(() => h.processes.live().length === 1, 'the next worker to exit');
       await run(h, 30_000);
       assert.equal(h.processes.live().length, 1, 'never below min_worker');
       assert.deepEqual(h.events, ['a up backlog', 'a up backlog', 'a down idle', 'a down idle']);
-      assert.match(h.manager.get('a').autoscaler!.status.lastDecision!.why, /quiet for 5 s .*min_worker=1/);
+      assert.match(h.manager.registry.get('a').autoscaler!.status.lastDecision!.why, /quiet for 5 s .*min_worker=1/);
     });
 
     it('leaves the workers alone with max_worker = min_worker, and with autoscale=off', async () => {
@@ -528,7 +529,7 @@ describe('autoscaler', () => {
         const requests = burst(h, 60);
         await settle();
         await run(h, 10_000);
-        assert.equal(h.manager.get('a').workerTarget, 1);
+        assert.equal(h.manager.registry.get('a').workerTarget, 1);
         assert.deepEqual(h.events, []);
         await answerAll(h, requests);
       }

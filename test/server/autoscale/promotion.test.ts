@@ -126,7 +126,7 @@ describe('autoscale promotion of a shared model', () => {
 
     /** Loads `name` into the shared host, answering its Load by hand. */
     async function load(h: ProcessHarness, name: string): Promise<void> {
-      const loading = h.manager.load({ modelName: name, url: h.model(name) });
+      const loading = h.manager.lifecycle.load({ modelName: name, url: h.model(name) });
       await waitFor(() => h.processes.live().some((p) => p.loads.length > 0), `${name}'s load`);
       for (const p of h.processes.live()) p.load();
       await loading;
@@ -135,7 +135,7 @@ describe('autoscale promotion of a shared model', () => {
     async function setUp(): Promise<Promoted> {
       const h = processHarness(kProperties, { autoLoad: false });
       const events: string[] = [];
-      h.manager.events = {
+      h.manager.events.sink = {
         autoscaleEvent: (model, direction, reason) => events.push(`${model} ${direction} ${reason}`),
       };
       await load(h, 'a');
@@ -171,12 +171,12 @@ describe('autoscale promotion of a shared model', () => {
     }
 
     const send = (h: Promoted, n: number) =>
-      Array.from({ length: n }, () => statusOf(h.manager.invoke('a', invokeRequest())));
+      Array.from({ length: n }, () => statusOf(h.manager.onDemand.invoke('a', invokeRequest())));
 
     it('promotes a hot model to a process of its own and demotes it once cool (not while the host is full); requests in flight while it moves are answered once each', async () => {
       const h = await setUp();
       const [host] = h.processes.live();
-      const model = h.manager.get('a');
+      const model = h.manager.registry.get('a');
       const all: Array<Promise<{ status: number }>> = [];
       // `a` runs hot: each round, a request whose run takes 80 % of the round.
       await untilRound(
@@ -218,7 +218,7 @@ describe('autoscale promotion of a shared model', () => {
       await waitFor(() => host.slots.size === 1, 'the host to release a');
       assert.deepEqual(new Set((await Promise.all([...all, ...during])).map((r) => r.status)), new Set([200]));
       assert.equal(model.autoscaler!.status.placement, 'dedicated');
-      assert.equal(h.manager.list().length, 2);
+      assert.equal(h.manager.registry.servingCount(), 2);
       // Still hot in its own process (its handler's time is what it would take of a host): it stays there.
       const hot = { until: h.clock.now() + 10_000 };
       await untilRound(
@@ -250,7 +250,7 @@ describe('autoscale promotion of a shared model', () => {
       answerAndCount(h, own);
       assert.deepEqual(new Set((await Promise.all(stayed)).map((r) => r.status)), new Set([200]));
       // Room again: after autoscale_idle_seconds under half the threshold, back into the shared host.
-      await h.manager.unload('c');
+      await h.manager.lifecycle.unload('c');
       await untilRound(
         h,
         () => h.events.length > 2,

@@ -39,11 +39,11 @@ describe('autoscale from zero workers (min_worker=0)', () => {
 
   it('a model scaled to min_worker=0&max_worker=2 queues a request, starts a worker for it and answers 200; back to none when idle', async () => {
     const h = processHarness(kProperties.join('\n'), { autoLoad: true });
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
-    await h.manager.scale('a', 0, 2, true);
-    const model = h.manager.get('a');
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.scale('a', 0, 2, true);
+    const model = h.manager.registry.get('a');
     assert.equal(model.workerTarget, 0);
-    const answered = statusOf(h.manager.invoke('a', invokeRequest()));
+    const answered = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await settle();
     assert.equal(model.queueLength, 1, 'the request waits in the queue, not refused');
     // Rounds on the virtual clock until autoscale has started a worker and it holds the request.
@@ -73,9 +73,9 @@ describe('autoscale from zero workers (min_worker=0)', () => {
 
   it('without autoscale, a model at min_worker=0 still says at once that it has no worker', async () => {
     const h = processHarness('autoscale=off', { autoLoad: true });
-    await h.manager.load({ modelName: 'a', url: h.model('a') });
-    await h.manager.scale('a', 0, 2, true);
-    const r = await statusOf(h.manager.invoke('a', invokeRequest()));
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') });
+    await h.manager.lifecycle.scale('a', 0, 2, true);
+    const r = await statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     assert.deepEqual([r.status, r.code], [503, 'MME_ERR_NO_WORKER']);
     assert.match(r.error!.message, /PUT \/models\/a\?min_worker=1/);
   });

@@ -41,7 +41,7 @@ describe('body handoff (request bodies through shared memory, real workers)', ()
     );
     assert.equal(res.status, 200, res.text);
   }
-  const workerPid = (name: string) => t.server.manager.get(name).workers[0].pid;
+  const workerPid = (name: string) => t.server.manager.registry.get(name).workers[0].pid;
 
   beforeEach(async () => {
     dir = tempDir('mme-rings-');
@@ -74,7 +74,7 @@ describe('body handoff (request bodies through shared memory, real workers)', ()
     await Promise.all([load('a'), load('b')]);
     const barrier = path.join(tempDir('mme-barrier-'), 'open');
     const held = invoke(t, 'b', { barrier, echo: 'held' });
-    await waitFor(() => t.server.manager.get('b').inFlightRequests === 1, "b's request to reach its worker");
+    await waitFor(() => t.server.manager.registry.get('b').inFlightRequests === 1, "b's request to reach its worker");
     const killed = await invoke(t, 'a', { kill: true });
     assert.ok(killed.status >= 500, `the killed worker's request fails: ${killed.status}`);
     fs.writeFileSync(barrier, '');
@@ -117,7 +117,7 @@ describe('body handoff fallback', () => {
       const said = t.logs.filter((l) => l.includes('over their sockets'));
       assert.equal(said.length, 1, t.logs.join('\n'));
       assert.match(said[0], /--shm-size/);
-      assert.deepEqual(openIn(t.server.manager.get(name).workers[0].pid, notADir), []);
+      assert.deepEqual(openIn(t.server.manager.registry.get(name).workers[0].pid, notADir), []);
     } finally {
       await t.close();
     }

@@ -26,7 +26,9 @@ async function loadIn(h: ProcessHarness, model: string): Promise<FakeProcess> {
 
 /** Loads `model` and returns the process of the host it was placed in. */
 async function place(h: ProcessHarness, model: string, minWorkers = 1): Promise<FakeProcess[]> {
-  const loading = statusOf(h.manager.load({ modelName: model, url: h.model(model), initialWorkers: minWorkers }));
+  const loading = statusOf(
+    h.manager.lifecycle.load({ modelName: model, url: h.model(model), initialWorkers: minWorkers }),
+  );
   const hosts: FakeProcess[] = [];
   for (let i = 0; i < minWorkers; i++) hosts.push(await loadIn(h, model));
   assert.equal((await loading).status, 200);
@@ -57,11 +59,11 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
   it('refuses a model when every host holds max_models_per_worker, naming the key to raise', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmax_models_per_worker=1\nmodel_cache=off');
     await place(h, 'a');
-    const b = await statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
+    const b = await statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b') }));
     assert.equal(b.code, 'MME_ERR_NO_WORKER');
     assert.match(b.error!.message, /every one of the 1 hosts holds max_models_per_worker \(1\) models/);
     assert.equal(h.processes.all.length, 1, 'no host was started for it');
-    assert.equal(h.manager.registered('b'), false);
+    assert.equal(h.manager.registry.registered('b'), false);
     await h.manager.close(0);
   });
 
@@ -73,7 +75,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     assert.equal(h.processes.all.length, 2);
     assert.notEqual(second, first);
     await waitFor(
-      () => h.manager.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
+      () => h.manager.registry.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
       'a to be ready in the new host',
     );
     second.exit(null, 'SIGKILL');
@@ -90,7 +92,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
   it('recycles a host: its model loads in a new host before it leaves, a request it held is answered, and the old host stops once empty', async () => {
     const h = processHarness('worker_mode=shared\nshared_workers=1\nmodel_cache=off');
     const [old] = await place(h, 'a');
-    const held = statusOf(h.manager.invoke('a', invokeRequest()));
+    const held = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => old.batches.length === 1, 'the request to reach the host');
     h.manager.workers.hosts!.recycle(h.manager.workers.hosts!.hosts[0]);
     assert.equal(h.logs.filter((l) => l.includes('] recycling: ')).length, 1);
@@ -102,7 +104,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     assert.equal((await held).status, 200);
     await waitFor(() => !old.alive, 'the old host to stop once empty');
     assert.deepEqual(h.processes.live(), [fresh]);
-    const next = statusOf(h.manager.invoke('a', invokeRequest()));
+    const next = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => fresh.batches.length === 1, 'the next request to reach the new host');
     fresh.answer();
     assert.equal((await next).status, 200);

@@ -13,7 +13,7 @@ describe('build-model: the Load frame a worker gets', () => {
       const h = processHarness(
         `worker_mode=${mode}\nmodel_cache=off\nspare_workers=0\nonnx_graph_optimization_level=basic\nonnx_intra_op_threads=2`,
       );
-      const loaded = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+      const loaded = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
       await waitFor(() => h.processes.live()[0]?.loads.length === 1, 'the Load frame');
       const [p] = h.processes.live();
       const { graphOptimizationLevel, intraOpThreads, interOpThreads, shared } = p.loads[0];

@@ -28,7 +28,7 @@ async function loaded(
   properties = '',
 ): Promise<{ h: ProcessHarness; worker: FakeProcess }> {
   const h = processHarness(properties, { autoLoad: true });
-  await h.manager.load({ modelName: 'a', url: h.model('a'), ...settings });
+  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), ...settings });
   const [worker] = h.processes.live();
   return { h, worker: worker };
 }
@@ -40,7 +40,7 @@ function submit(
   opts: JobOptions = {},
 ): { id: string; outcome: ReturnType<typeof statusOf> } {
   const request = invokeRequest();
-  return { id: request.requestId, outcome: statusOf(h.manager.invoke('a', request, { signal, ...opts })) };
+  return { id: request.requestId, outcome: statusOf(h.manager.onDemand.invoke('a', request, { signal, ...opts })) };
 }
 
 /** A request that asks for a deadline `ms` from now on the harness's clock. */
@@ -131,7 +131,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
   /** Model `a` in two workers that have each answered one request as a run of `runMicros`; then 10 requests: 4 fill the pipelines, 6 wait. */
   async function twoWorkersBehind(runMicros: number) {
     const h = processHarness('', { autoLoad: true });
-    await h.manager.load({ modelName: 'a', url: h.model('a'), initialWorkers: 2 });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: 2 });
     const workers = h.processes.live();
     assert.equal(workers.length, 2);
     const learn = [submit(h), submit(h)];
@@ -318,7 +318,8 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     it('caps what a caller asks for at max_request_timeout, counted from when the gateway read it', async () => {
       const { h, worker } = await loaded({});
       const gateway = new Gateway({
-        manager: h.manager,
+        models: h.manager.onDemand,
+        server: h.manager.lifecycle,
         metrics: { invocation: () => undefined },
         log: () => undefined,
         defaultAccept: 'application/json',

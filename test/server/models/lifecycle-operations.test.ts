@@ -33,7 +33,7 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     const h = processHarness('', { autoLoad: true });
     const url = h.model('a');
     const outcomes = await Promise.all(
-      Array.from({ length: 5 }, () => statusOf(h.manager.load({ modelName: 'a', url }))),
+      Array.from({ length: 5 }, () => statusOf(h.manager.lifecycle.load({ modelName: 'a', url }))),
     );
     assert.deepEqual(outcomes.map((o) => o.status).sort(), [200, 409, 409, 409, 409]);
     assert.deepEqual(
@@ -46,22 +46,22 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
 
   it("runs a scale asked for during the load once the load is over, under the name's lock", async () => {
     const h = processHarness();
-    const loading = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    const loading = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.processes.all.length === 1, 'the load to start its worker');
-    const scaling = statusOf(h.manager.scale('a', 2, 2, true));
+    const scaling = statusOf(h.manager.lifecycle.scale('a', 2, 2, true));
     await settle();
     assert.equal(h.processes.all.length, 1, 'the scale waits for the load');
     await finishLoad(h, 1);
     assert.equal((await loading).status, 200);
     await finishLoad(h, 2);
     assert.equal((await scaling).status, 200);
-    assert.equal(h.manager.get('a').workers.length, 2);
+    assert.equal(h.manager.registry.get('a').workers.length, 2);
     await h.manager.close(0);
   });
 
   it('answers a load that does not fit the memory budget with 507 before any process starts, leaving nothing registered', async () => {
     const h = processHarness('model_memory_budget_mb=1');
-    const refused = await statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    const refused = await statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     assert.equal(refused.status, 507);
     assert.equal(refused.code, 'MME_ERR_INSUFFICIENT_MEMORY');
     assert.match(
@@ -69,36 +69,36 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
       /^Model a does not fit: it needs about .* of the 1 MB model memory budget is in use, and it would not fit with every other model evicted either/,
     );
     assert.equal(h.processes.all.length, 0);
-    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.registry.current('a'), undefined);
     await h.manager.close(0);
   });
 
   it('unloads after the running request is answered, then stops the worker; the name is free again', async () => {
     const h = processHarness('model_cache=off', { autoLoad: true });
     const url = h.model('a');
-    await h.manager.load({ modelName: 'a', url });
+    await h.manager.lifecycle.load({ modelName: 'a', url });
     const [worker] = h.processes.all;
-    const running = statusOf(h.manager.invoke('a', invokeRequest()));
+    const running = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => worker.batches.length === 1, 'the request to reach the worker');
-    const unloading = statusOf(h.manager.unload('a'));
+    const unloading = statusOf(h.manager.lifecycle.unload('a'));
     assert.equal(await isSettled(unloading), false, 'the unload drains first');
     assert.equal(worker.alive, true);
-    const refused = await statusOf(h.manager.invoke('a', invokeRequest()));
+    const refused = await statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     assert.equal(refused.code, 'MME_ERR_MODEL_NOT_FOUND', 'a draining model admits no new request');
     worker.answer();
     assert.equal((await running).status, 200);
     assert.equal((await unloading).status, 200);
     assert.equal(worker.alive, false);
-    assert.equal(h.manager.registered('a'), false);
-    assert.equal((await statusOf(h.manager.load({ modelName: 'a', url }))).status, 200);
+    assert.equal(h.manager.registry.registered('a'), false);
+    assert.equal((await statusOf(h.manager.lifecycle.load({ modelName: 'a', url }))).status, 200);
     await h.manager.close(0);
   });
 
   it('stops a load still running at unregister_model_timeout: the unload answers 408 at exactly the bound, the load 409, nothing is left', async () => {
     const h = processHarness('unregister_model_timeout=2');
-    const loading = statusOf(h.manager.load({ modelName: 'a', url: h.model('a') }));
+    const loading = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     await waitFor(() => h.processes.all[0]?.loads.length === 1, 'the load to reach its worker');
-    const unloading = statusOf(h.manager.unload('a'));
+    const unloading = statusOf(h.manager.lifecycle.unload('a'));
     await settle();
     h.clock.advance(1999);
     assert.equal(await isSettled(unloading), false);
@@ -114,28 +114,28 @@ describe('lifecycle operations (fake processes, virtual clock)', () => {
     assert.equal(load.code, 'MME_ERR_MODEL_CONFLICT');
     assert.match(load.error!.message, /was unloaded \(DELETE \/models\/a\) before its load finished/);
     await waitFor(() => h.processes.live().length === 0, 'the worker to be stopped');
-    assert.equal(h.manager.entry('a'), undefined);
+    assert.equal(h.manager.registry.current('a'), undefined);
     await h.manager.close(0);
   });
 
   it('shuts down: a load in progress stops at once, admitted requests drain for the bound, and the counts say 1 drained and 1 cut off', async () => {
     const h = processHarness();
     const urlA = h.model('a');
-    const loadingA = statusOf(h.manager.load({ modelName: 'a', url: urlA }));
+    const loadingA = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: urlA }));
     await finishLoad(h, 1);
     assert.equal((await loadingA).status, 200);
     const [worker] = h.processes.all;
     const requests = [
-      statusOf(h.manager.invoke('a', invokeRequest())),
-      statusOf(h.manager.invoke('a', invokeRequest())),
+      statusOf(h.manager.onDemand.invoke('a', invokeRequest())),
+      statusOf(h.manager.onDemand.invoke('a', invokeRequest())),
     ];
     await waitFor(() => worker.batches.length === 2, 'both requests to reach the worker');
-    const loadingB = statusOf(h.manager.load({ modelName: 'b', url: h.model('b') }));
+    const loadingB = statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b') }));
     await waitFor(() => h.processes.all.length === 2, "b's load to start");
     const closing = h.manager.close(5000);
     const b = await loadingB;
     assert.equal(b.code, 'MME_ERR_SHUTTING_DOWN');
-    assert.equal((await statusOf(h.manager.invoke('a', invokeRequest()))).code, 'MME_ERR_SHUTTING_DOWN');
+    assert.equal((await statusOf(h.manager.onDemand.invoke('a', invokeRequest()))).code, 'MME_ERR_SHUTTING_DOWN');
     worker.answer();
     assert.equal((await requests[0]).status, 200);
     h.clock.advance(4999);

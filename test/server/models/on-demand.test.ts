@@ -23,7 +23,7 @@ function cache(properties = ''): ProcessHarness {
   return processHarness(`model_cache=on\n${properties}`);
 }
 
-const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.invoke(name, invokeRequest()));
+const invoke = (h: ProcessHarness, name = 'a') => statusOf(h.manager.onDemand.invoke(name, invokeRequest()));
 
 /** Waits for the `n`th worker process to receive its Load; returns it. */
 async function loadReaches(h: ProcessHarness, n: number): Promise<FakeProcess> {
@@ -41,8 +41,8 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
   it('loads a model from model_store on its first invoke; three concurrent invokes share one load, and the next is a hit', async () => {
     const h = cache();
     h.model('a');
-    assert.equal(h.manager.knows('a'), true);
-    assert.equal(h.manager.registered('a'), false);
+    assert.equal(h.manager.onDemand.knows('a'), true);
+    assert.equal(h.manager.registry.registered('a'), false);
     const first = [invoke(h), invoke(h), invoke(h)];
     const p = await loadReaches(h, 1);
     await settle();
@@ -50,18 +50,18 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     p.load();
     assert.deepEqual(await answerAll(p, first), [200, 200, 200]);
     assert.deepEqual(
-      { hits: h.manager.stats.hits, misses: h.manager.stats.misses, loads: h.manager.stats.loads },
+      { hits: h.manager.events.stats.hits, misses: h.manager.events.stats.misses, loads: h.manager.events.stats.loads },
       { hits: 0, misses: 3, loads: 1 },
     );
     assert.deepEqual(await answerAll(p, [invoke(h)]), [200]);
-    assert.equal(h.manager.stats.hits, 1);
+    assert.equal(h.manager.events.stats.hits, 1);
     assert.equal(h.processes.all.length, 1);
     await h.manager.close(0);
   });
 
   it('answers a name that is in neither the store nor loaded with 404, and a name that is not a path segment with 400, starting nothing', async () => {
     const h = cache();
-    assert.equal(h.manager.knows('missing'), false);
+    assert.equal(h.manager.onDemand.knows('missing'), false);
     const missing = await invoke(h, 'missing');
     assert.equal(missing.status, 404);
     assert.equal(missing.code, 'MME_ERR_MODEL_NOT_FOUND');
@@ -80,7 +80,7 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     const failed = await first;
     assert.equal(failed.code, 'MME_ERR_INVALID_MODEL');
     await waitFor(
-      () => !h.manager.registered('a') && h.manager.entry('a') === undefined,
+      () => !h.manager.registry.registered('a') && h.manager.registry.current('a') === undefined,
       'the failed load to be released',
     );
     h.clock.advance(10_000);
@@ -109,8 +109,8 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     const first = invoke(h);
     (await loadReaches(h, 1)).load('bad graph');
     assert.equal((await first).code, 'MME_ERR_INVALID_MODEL');
-    await waitFor(() => h.manager.entry('a') === undefined, 'the failed load to be released');
-    const explicit = statusOf(h.manager.load({ modelName: 'a', url }));
+    await waitFor(() => h.manager.registry.current('a') === undefined, 'the failed load to be released');
+    const explicit = statusOf(h.manager.lifecycle.load({ modelName: 'a', url }));
     (await loadReaches(h, 2)).load();
     assert.equal((await explicit).status, 200);
     const after = invoke(h);
@@ -125,11 +125,11 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
       const first = invoke(h);
       (await loadReaches(h, n)).load('bad graph');
       assert.equal((await first).code, 'MME_ERR_INVALID_MODEL');
-      await waitFor(() => h.manager.entry('a') === undefined, 'the failed load to be released');
+      await waitFor(() => h.manager.registry.current('a') === undefined, 'the failed load to be released');
       assert.equal((await invoke(h)).error!.headers['Retry-After'], '60', 'remembered');
     };
     await failOnce(1);
-    await h.manager.unload('a');
+    await h.manager.lifecycle.unload('a');
     assert.ok(h.logs.some((l) => l.includes('[a] its remembered load failure was forgotten (DELETE /models/a)')));
     await failOnce(2);
     // A fixed handler written in place: the directory's own mtime does not move, the file's size does.
@@ -138,7 +138,11 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     const p = await loadReaches(h, 3);
     p.load();
     assert.deepEqual(await answerAll(p, [retried]), [200]);
-    assert.equal((await statusOf(h.manager.unload('b'))).status, 404, 'a name with nothing remembered is still 404');
+    assert.equal(
+      (await statusOf(h.manager.lifecycle.unload('b'))).status,
+      404,
+      'a name with nothing remembered is still 404',
+    );
     await h.manager.close(0);
   });
 
@@ -159,7 +163,7 @@ describe('on-demand loader (model_cache on, fake processes, virtual clock)', () 
     assert.equal(late.code, 'MME_ERR_MODEL_LOADING');
     assert.equal(late.error!.headers?.['Retry-After'], '1');
     p.load();
-    await waitFor(() => h.manager.registered('a'), 'the load to finish');
+    await waitFor(() => h.manager.registry.registered('a'), 'the load to finish');
     assert.deepEqual(await answerAll(p, [invoke(h)]), [200]);
     await h.manager.close(0);
   });

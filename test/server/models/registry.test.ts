@@ -11,9 +11,9 @@ import { ModelRegistry } from '../../../src/server/models/registry';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { scanTally } from '../cache/scan-tally';
 
-/** What the registry reads of a model: its memory figure and whether it moves. */
-function fakeModel(memoryMoves: boolean): Model {
-  return { memoryBytes: 0, memoryMoves } as unknown as Model;
+/** What the registry reads of a model: its name, its memory figure and whether it moves. */
+function fakeModel(name: string, memoryMoves: boolean): Model {
+  return { name, memoryBytes: 0, memoryMoves } as unknown as Model;
 }
 
 describe('model registry', () => {
@@ -39,7 +39,7 @@ describe('model registry', () => {
             if (old && (old.serving || old.phase === 'loading')) continue;
             const e = new Registration(o.load, `/${o.load}`, false, false, clock);
             registry.claim(e);
-            e.built(fakeModel(o.moves));
+            e.built(fakeModel(o.load, o.moves));
             latest.set(o.load, e);
           } else if ('step' in o) {
             const e = latest.get(o.step);
@@ -76,9 +76,9 @@ describe('model registry', () => {
             assert.deepEqual(registry.held(holders), reference.held(holders), holders);
           assert.equal(registry.nextSettle() === null, reference.nextSettle() === null, 'something to wait for');
           assert.deepEqual(new Set(registry.moving), new Set(reference.moving));
-          const serving = registry.list();
+          const serving = registry.page(0, Infinity);
           assert.equal(registry.servingCount(), serving.length);
-          assert.equal(registry.failedCount(), serving.filter((m) => m.failed).length);
+          assert.equal(registry.failedCount(), serving.filter((m) => registry.current(m.name)!.failed).length);
           assert.equal(registry.onlyModel(), serving.length === 1 ? serving[0].name : null);
         }
       }),
@@ -98,7 +98,7 @@ describe('model registry', () => {
     assert.equal(registry.nextSettle(), first, 'one promise for every waiter');
     let settled = false;
     void first.then(() => (settled = true));
-    a.built(fakeModel(false));
+    a.built(fakeModel('a', false));
     a.to('ready');
     await first;
     assert.ok(settled);

@@ -96,7 +96,7 @@ describe('limit enforcement: a limited model in a cgroup of its own (real proces
       ? fs.readFileSync(`${dirs[0]}/cpu.max`, 'utf8').trim()
       : `${fs.readFileSync(`${dirs[0]}/cpu.cfs_quota_us`, 'utf8').trim()} ${fs.readFileSync(`${dirs[0]}/cpu.cfs_period_us`, 'utf8').trim()}`;
     assert.equal(quota, '50000 100000');
-    assert.equal(t.server.manager.get('cpu').load.max, 1, 'autoscale plans within ceil(cpu_limit) workers');
+    assert.equal(t.server.manager.registry.get('cpu').load.max, 1, 'autoscale plans within ceil(cpu_limit) workers');
     assert.equal((await invoke(t, 'cpu', { spinMs: 5 })).status, 200);
     assert.equal((await request(`${t.managementUrl}/models/cpu`, { method: 'DELETE' })).status, 200);
     assert.equal(fs.existsSync(dirs[0]), false, 'the cgroup is removed with the last worker');

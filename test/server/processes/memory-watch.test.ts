@@ -52,12 +52,12 @@ describe('memory watch: memory_limit_mb without cgroups', () => {
   it('in the lifecycle core: the worker past the limit is stopped, its request answers 507 naming memory_limit_mb, the model restarts; cpu_limit is refused at load with why', async () => {
     let limitedBytes = 40 * MB;
     const h = harness('', { memoryBytes: (m) => (m === 'limited' ? limitedBytes : 10 * MB), autoExit: false });
-    await h.manager.load({ modelName: 'limited', url: h.model('limited'), memoryLimitMb: 150 });
-    await h.manager.load({ modelName: 'neighbour', url: h.model('neighbour') });
-    assert.equal(h.manager.get('limited').memoryBytes, 150 * MB, 'the budget counts the limit');
+    await h.manager.lifecycle.load({ modelName: 'limited', url: h.model('limited'), memoryLimitMb: 150 });
+    await h.manager.lifecycle.load({ modelName: 'neighbour', url: h.model('neighbour') });
+    assert.equal(h.manager.registry.get('limited').memoryBytes, 150 * MB, 'the budget counts the limit');
     assert.ok(h.logs.some((l) => /memory_limit_mb=150 \(150 MB\) is watched by the server/.test(l)));
     const [w1] = h.fleet.live('limited');
-    const running = statusOf(h.manager.invoke('limited', invokeRequest()));
+    const running = statusOf(h.manager.onDemand.invoke('limited', invokeRequest()));
     await waitFor(() => w1.batches.length === 1, 'dispatch');
     limitedBytes = 400 * MB;
     h.clock.advance(1000);
@@ -70,7 +70,7 @@ describe('memory watch: memory_limit_mb without cgroups', () => {
     limitedBytes = 40 * MB;
     h.clock.advance(0);
     await waitFor(() => h.fleet.live('limited').length === 1 && h.fleet.live('limited')[0] !== w1, 'the restart');
-    const refused = await statusOf(h.manager.load({ modelName: 'cpu', url: h.model('cpu'), cpuLimit: 0.5 }));
+    const refused = await statusOf(h.manager.lifecycle.load({ modelName: 'cpu', url: h.model('cpu'), cpuLimit: 0.5 }));
     assert.equal(refused.status, 400);
     assert.match(
       refused.error!.message,

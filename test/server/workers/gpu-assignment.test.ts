@@ -42,7 +42,7 @@ describe('GPU assignment', () => {
       assert.ok(described.body.workers.every((w: { executionProvider: string }) => w.executionProvider === 'cpu'));
       // Two requests held in the handler until a gate opens: the second is sent once the first is in
       // a worker, so it goes to the other one, whatever the machine's speed.
-      const model = t.server.manager.get('g');
+      const model = t.server.manager.registry.get('g');
       const gate = path.join(tempDir('mme-gpu-gate-'), 'open');
       const held: Array<Promise<{ body: { cuda: string } }>> = [];
       for (let n = 1; n <= 2; n++) {

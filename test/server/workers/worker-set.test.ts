@@ -15,7 +15,7 @@ import { settle } from '../../helpers/settle';
 /** Model `a` loaded with `workers` dedicated workers that load at once. */
 async function loaded(workers = 1): Promise<ProcessHarness> {
   const h = processHarness('', { autoLoad: true });
-  await h.manager.load({ modelName: 'a', url: h.model('a'), initialWorkers: workers });
+  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: workers });
   return h;
 }
 
@@ -39,7 +39,10 @@ async function restartAfter(h: ProcessHarness, ms: number): Promise<FakeProcess>
   h.clock.advance(ms > 0 ? 1 : 0);
   await waitFor(() => h.processes.all.length === before + 1, `the replacement after ${ms} ms`);
   const p = h.processes.all.at(-1)!;
-  await waitFor(() => h.manager.get('a').workers.some((w) => w.lifecycle.state === 'ready'), 'the replacement to load');
+  await waitFor(
+    () => h.manager.registry.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
+    'the replacement to load',
+  );
   return p;
 }
 
@@ -47,17 +50,17 @@ describe('worker set (fake processes, virtual clock)', () => {
   it('starts initial_workers, scale() adds exactly the missing ones, and a scale-down retires the idle workers and keeps the busy one', async () => {
     const h = await loaded(2);
     assert.equal(h.processes.live().length, 2);
-    await h.manager.scale('a', 3, 3, true);
+    await h.manager.lifecycle.scale('a', 3, 3, true);
     assert.equal(h.processes.live().length, 3);
-    assert.equal(h.manager.get('a').workers.length, 3);
-    const request = statusOf(h.manager.invoke('a', invokeRequest()));
+    assert.equal(h.manager.registry.get('a').workers.length, 3);
+    const request = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => h.processes.live().some((p) => p.batches.length === 1), 'the request to reach a worker');
     const busy = h.processes.live().find((p) => p.batches.length === 1)!;
-    await h.manager.scale('a', 1, 1, true);
+    await h.manager.lifecycle.scale('a', 1, 1, true);
     assert.deepEqual(h.processes.live(), [busy], 'the two idle workers went, the busy one stayed');
     busy.answer();
     assert.equal((await request).status, 200);
-    assert.equal(h.manager.get('a').workers.length, 1);
+    assert.equal(h.manager.registry.get('a').workers.length, 1);
     await h.manager.close(0);
   });
 
@@ -73,12 +76,12 @@ describe('worker set (fake processes, virtual clock)', () => {
       await crash(h, p, n);
       p = await restartAfter(h, backoffMs);
     }
-    assert.equal(h.manager.entry('a')!.phase, 'ready', 'two failed restarts do not fail the model');
+    assert.equal(h.manager.registry.current('a')!.phase, 'ready', 'two failed restarts do not fail the model');
     await crash(h, p, 4);
-    await waitFor(() => h.manager.entry('a')!.phase === 'failed', 'the model to be marked failed');
+    await waitFor(() => h.manager.registry.current('a')!.phase === 'failed', 'the model to be marked failed');
     assert.ok(h.logs.some((l) => l.includes('replacement worker died (attempt 3)')));
     p = await restartAfter(h, 2000);
-    await waitFor(() => h.manager.entry('a')!.phase === 'ready', 'the model to recover');
+    await waitFor(() => h.manager.registry.current('a')!.phase === 'ready', 'the model to recover');
     await h.manager.close(0);
   });
 
@@ -96,7 +99,7 @@ describe('worker set (fake processes, virtual clock)', () => {
 
   it('replaces nothing once stopped: a worker killed by an unload is not restarted', async () => {
     const h = await loaded(2);
-    assert.equal((await statusOf(h.manager.unload('a'))).status, 200);
+    assert.equal((await statusOf(h.manager.lifecycle.unload('a'))).status, 200);
     h.clock.advance(60_000);
     await settle();
     assert.equal(h.processes.live().length, 0);
