@@ -65,11 +65,20 @@ function* fields(r: BufferReader, from: number, to: number): Generator<WireField
   if (at < to) throw malformed(at);
 }
 
-/** Each varint of a packed (Len) or single (Varint) occurrence, exact to 64 bits. */
-function varints(r: BufferReader, f: WireField, take: (v: bigint) => void): void {
+/** Beyond 7 bytes (2^49) a varint is read as a bigint, exact to 64 bits. */
+const kNumberBytes = 7;
+
+/** Each varint of a packed (Len) or single (Varint) occurrence: a number below 2^49, else a bigint. */
+function varints(r: BufferReader, f: WireField, take: (v: number | bigint) => void): void {
   if (f.wire !== Wire.Len && f.wire !== Wire.Varint) return;
   const b = r.bytes;
   for (let at = f.payload; at < f.end; ) {
+    const n = r.varint(at, f.end, kNumberBytes);
+    if (n >= 0) {
+      at = r.varintEnd;
+      take(n);
+      continue;
+    }
     let v = 0n;
     for (let shift = 0n; ; shift += 7n) {
       if (at >= f.end || shift > 63n) throw malformed(at);
@@ -90,12 +99,12 @@ function floats(r: BufferReader, f: WireField, size: 4 | 8, take: (v: number) =>
 }
 
 /** A varint as the contents field's type decodes it (protobufjs's int32 keeps the low 32 bits). */
-const kFromVarint: Record<number, (v: bigint) => number | bigint | boolean> = {
-  1: (v) => v !== 0n,
-  2: (v) => Number(BigInt.asIntN(32, v)),
-  3: (v) => BigInt.asIntN(64, v),
-  4: (v) => Number(BigInt.asUintN(32, v)),
-  5: (v) => BigInt.asUintN(64, v),
+const kFromVarint: Record<number, (v: number | bigint) => number | bigint | boolean> = {
+  1: (v) => Number(v) !== 0,
+  2: (v) => Number(BigInt.asIntN(32, BigInt(v))),
+  3: (v) => BigInt.asIntN(64, BigInt(v)),
+  4: (v) => Number(BigInt.asUintN(32, BigInt(v))),
+  5: (v) => BigInt.asUintN(64, BigInt(v)),
 };
 
 function readContents(r: BufferReader, message: WireField, t: WireInput): void {
@@ -120,8 +129,8 @@ function readInput(r: BufferReader, tensor: WireField): WireInput {
     else if (f.field === 2 && f.wire === Wire.Len) t.datatype = r.text(f);
     else if (f.field === 3)
       varints(r, f, (v) => {
-        const d = BigInt.asIntN(64, v);
-        t.shape.push(d >= 0n && d <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(d) : String(d));
+        const d = typeof v === 'number' ? v : BigInt.asIntN(64, v);
+        t.shape.push(d >= 0 && d <= Number.MAX_SAFE_INTEGER ? Number(d) : String(d));
       });
     else if (f.field === 5 && f.wire === Wire.Len) readContents(r, f, t);
   }
@@ -273,7 +282,7 @@ function typedContents(w: Writer, datatype: string, t: PlainTensor): void {
   const number = kContents.indexOf(contentsField(datatype)!) + 1;
   const data = t.data as ArrayLike<number | bigint | string | Buffer>;
   if (number === 6 || number === 7) {
-    if (data.length > 0) w.bytes(number, toRaw(t.data as Float32Array));
+    if (data.length > 0) w.bytes(number, toRaw(t.data));
   } else if (number === kBytesField) {
     for (const s of data as ReadonlyArray<string | Buffer>) w.bytes(number, Buffer.isBuffer(s) ? s : Buffer.from(s));
   } else w.packed(number, data as ArrayLike<number | bigint>, (v: number | bigint) => BigInt.asUintN(64, BigInt(v)));
