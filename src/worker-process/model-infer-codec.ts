@@ -26,16 +26,7 @@ import type { PlainTensor, RequestBudget } from './tensor';
 const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 /** InferTensorContents' fields by number (1-based): its datatype's contentsField names one. */
-const kContents = [
-  'bool_contents',
-  'int_contents',
-  'int64_contents',
-  'uint_contents',
-  'uint64_contents',
-  'fp32_contents',
-  'fp64_contents',
-  'bytes_contents',
-];
+const kContents = 'bool int int64 uint uint64 fp32 fp64 bytes'.split(' ').map((type) => `${type}_contents`);
 const kBytesField = 8;
 
 interface WireInput {
@@ -225,13 +216,14 @@ class Writer {
   readonly #pieces: Buffer[] = [];
   #head: number[] = [];
 
-  varint(v: number | bigint): void {
-    if (typeof v === 'number' && v <= 0x7fffffff) {
+  /** A negative value as its 64-bit two's complement (ten bytes), as protobuf writes int32 and int64. */
+  varint(v: number | bigint | boolean): void {
+    if (typeof v === 'number' && v >= 0 && v <= 0x7fffffff) {
       for (; v >= 0x80; v >>>= 7) this.#head.push((v & 0x7f) | 0x80);
       this.#head.push(v);
       return;
     }
-    let n = BigInt(v);
+    let n = BigInt.asUintN(64, BigInt(v));
     for (; n >= 0x80n; n >>= 7n) this.#head.push(Number(n & 0x7fn) | 0x80);
     this.#head.push(Number(n));
   }
@@ -253,10 +245,10 @@ class Writer {
     this.bytes(field, inner.finish());
   }
 
-  packed(field: number, values: ArrayLike<number | bigint | boolean>, as: (v: never) => number | bigint): void {
+  packed(field: number, values: ArrayLike<number | bigint | boolean>): void {
     if (values.length === 0) return;
     const inner = new Writer();
-    for (let i = 0; i < values.length; i++) inner.varint(as(values[i] as never));
+    for (let i = 0; i < values.length; i++) inner.varint(values[i]);
     this.bytes(field, inner.finish());
   }
 
@@ -268,12 +260,9 @@ class Writer {
 
 /** InferParameter: bool_param 1, int64_param 2, string_param 3 (lists, e.g. class_labels, as JSON text). */
 function inferParameter(w: Writer, v: unknown): void {
-  if (typeof v === 'boolean') {
-    w.varint(1 * 8 + Wire.Varint);
-    w.varint(v ? 1 : 0);
-  } else if (Number.isSafeInteger(v)) {
-    w.varint(2 * 8 + Wire.Varint);
-    w.varint(BigInt.asUintN(64, BigInt(v as number)));
+  if (typeof v === 'boolean' || Number.isSafeInteger(v)) {
+    w.varint((typeof v === 'boolean' ? 1 : 2) * 8 + Wire.Varint);
+    w.varint(v as number | boolean);
   } else w.bytes(3, Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)));
 }
 
@@ -285,7 +274,7 @@ function typedContents(w: Writer, datatype: string, t: PlainTensor): void {
     if (data.length > 0) w.bytes(number, toRaw(t.data));
   } else if (number === kBytesField) {
     for (const s of data as ReadonlyArray<string | Buffer>) w.bytes(number, Buffer.isBuffer(s) ? s : Buffer.from(s));
-  } else w.packed(number, data as ArrayLike<number | bigint>, (v: number | bigint) => BigInt.asUintN(64, BigInt(v)));
+  } else w.packed(number, data as ArrayLike<number | bigint>);
 }
 
 /** The ModelInferResponse: raw_output_contents when the request came raw or an output has no typed field (FP16). */
@@ -302,7 +291,7 @@ export function encodeModelInfer(outputs: Record<string, PlainTensor>, meta: Enc
     w.message(5, (m) => {
       m.string(1, o.name);
       m.string(2, o.datatype);
-      m.packed(3, o.shape, (d: number) => d);
+      m.packed(3, o.shape);
       for (const [key, value] of Object.entries(o.parameters ?? {}))
         m.message(4, (e) => {
           e.string(1, key);
