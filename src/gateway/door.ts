@@ -35,6 +35,8 @@ export interface Payload {
   /** None or * / * is SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT, as in SageMaker's inference toolkit. */
   accept: string | undefined;
   stream?: boolean;
+  /** An OIP request's parameters.timeout (microseconds) and .priority, which its door read from its own encoding. */
+  oipControls?: { timeout?: unknown; priority?: unknown };
 }
 
 /** An OIP inference: a JSON header of `oipHeaderLength` bytes (its parameters.timeout and .priority the gateway's to read), then the binary tensors it names. */

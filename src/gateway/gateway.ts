@@ -131,16 +131,18 @@ class Invocation {
     let frame: InvokeRequest;
     let onChunk: JobOptions['onChunk'];
     const { requestId } = request;
-    if ('oipHeaderLength' in payload) {
+    const oip = 'oipHeaderLength' in payload;
+    // OIP's priority wins over a transport's own; with two deadlines the soonest holds.
+    const asked = oip ? oipControls(payload.body, payload.oipHeaderLength) : (payload.oipControls ?? {});
+    if (asked.timeout !== undefined) this.#askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
+    if (asked.priority !== undefined) this.#askPriority(asked.priority, 'parameters.priority');
+    if (oip) {
       const { headers, body, oipHeaderLength } = payload;
-      // OIP's priority wins over a transport's own; with two deadlines the soonest holds.
-      const asked = oipControls(body, oipHeaderLength);
-      if (asked.timeout !== undefined) this.#askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
-      if (asked.priority !== undefined) this.#askPriority(asked.priority, 'parameters.priority');
       frame = { id: 0, requestId, headers, body, contentType: oipContentType(oipHeaderLength), accept: OIP_MEDIA_TYPE };
     } else {
+      const { headers, body, contentType, stream } = payload;
       const accept = !payload.accept || payload.accept.trim() === '*/*' ? opts.defaultAccept : payload.accept;
-      frame = { id: 0, requestId, ...payload, accept };
+      frame = { id: 0, requestId, headers, body, contentType, accept, stream };
       if (request.onChunk) onChunk = (chunk, delivered) => request.onChunk!(chunk, delivered);
     }
     const signal = request.signal;

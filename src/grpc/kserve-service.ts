@@ -1,9 +1,10 @@
 /** KServe's inference.GRPCInferenceService (the Open Inference Protocol over gRPC). */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { oipAnswer } from '../gateway/oip/infer-request';
+import { MmeError } from '../errors';
 import { checkVersion, modelMetadata, modelReady, serverMetadata } from '../gateway/oip/model-metadata';
+import { MODEL_INFER_MEDIA_TYPE } from '../protocol/messages';
 import { unary, type GrpcDeps } from './call';
-import { fromOipAnswer, toOipBody, type ModelInferRequest } from './kserve-tensors';
+import type { ModelInferHead } from './infer-codec';
 
 interface ModelRef {
   name: string;
@@ -23,17 +24,26 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     ModelMetadata: unary(deps, 'ModelMetadata', {
       answer: (req: ModelRef) => modelMetadata(manager.registry, req.name, req.version),
     }),
+    // The worker reads the request's tensors and writes the answer's (worker-process/model-infer-codec.ts).
     ModelInfer: unary(deps, 'ModelInfer', {
-      target: (req: ModelInferRequest) => {
+      target: (req: ModelInferHead) => {
         checkVersion(req.model_name, req.model_version);
         return req.model_name;
       },
-      // The body goes to the worker in pieces, without a concat.
-      payload: (req, call) => {
-        const { header, binaries } = toOipBody(req);
-        return { headers: call.headers, body: [header, ...binaries], oipHeaderLength: header.length };
+      payload: (req, call) => ({
+        headers: call.headers,
+        body: req.bytes,
+        contentType: MODEL_INFER_MEDIA_TYPE,
+        accept: MODEL_INFER_MEDIA_TYPE,
+        oipControls: req.controls,
+      }),
+      answer: (req, result) => {
+        if (result!.contentType === MODEL_INFER_MEDIA_TYPE) return result!.body;
+        throw new MmeError(
+          'MME_ERR_MODEL_ERROR',
+          `Model ${req.model_name} answered ModelInfer with Content-Type ${result!.contentType.slice(0, 100)}; its handler must answer requests of Content-Type ${MODEL_INFER_MEDIA_TYPE} with a ModelInferResponse of that type.`,
+        );
       },
-      answer: (req, result) => fromOipAnswer(oipAnswer(req.model_name, result!), req.raw_input_contents.length > 0),
     }),
   };
 }

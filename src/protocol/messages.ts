@@ -12,6 +12,9 @@ export type GraphOptimizationLevel = (typeof kGraphOptimizationLevels)[number];
 /** onnx_graph_optimization_level: a level, or auto (the worker picks one per model: worker-process/optimization-level.ts). */
 export const kGraphOptimizationSettings = ['auto', ...kGraphOptimizationLevels] as const;
 
+/** A KServe ModelInferRequest or ModelInferResponse in protobuf, as gRPC ModelInfer carries it: the worker reads and writes it (worker-process/model-infer-codec.ts). */
+export const MODEL_INFER_MEDIA_TYPE = 'application/vnd.kserve.model-infer+protobuf';
+
 export const enum MessageKind {
   // parent → worker
   Load = 1,

@@ -12,6 +12,8 @@ import { essence, isJson, negotiate } from './media-types';
 import { parseNpy, writeNpy } from './npy';
 import { OIP_MEDIA_TYPE } from '../oip/binary-body';
 import { decodeOip, encodeOip, type EncodedBody } from './oip-codec';
+import { decodeModelInfer, encodeModelInfer } from './model-infer-codec';
+import { MODEL_INFER_MEDIA_TYPE } from '../protocol/messages';
 import { castTo } from './nested-arrays';
 import { Tensor, type PlainTensor, type RequestBudget } from './tensor';
 
@@ -53,7 +55,14 @@ const oip: Codec = {
   encode: encodeOip,
 };
 
-const kCodecs = [json, csv, npy, oip];
+/** KServe's ModelInferRequest and ModelInferResponse in protobuf (what gRPC ModelInfer sends). */
+const modelInfer: Codec = {
+  mediaType: MODEL_INFER_MEDIA_TYPE,
+  decode: decodeModelInfer,
+  encode: encodeModelInfer,
+};
+
+const kCodecs = [json, csv, npy, oip, modelInfer];
 const kMediaTypes = kCodecs.map((c) => c.mediaType);
 
 /** A missing Content-Type is read as JSON, as before content types were negotiated. */

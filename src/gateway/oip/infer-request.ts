@@ -1,8 +1,4 @@
-/** A v2 inference's controls read from its JSON header, and its answer taken apart, for both doors. */
-import { MmeError } from '../../errors';
-import { headerLengthOf, OIP_MEDIA_TYPE, splitBody, type SplitBody } from '../../oip/binary-body';
-import type { V2InferResponse } from '../../oip/types';
-import type { ModelAnswer } from '../door';
+/** A v2 inference's controls read from its JSON header. */
 
 const kTimeoutKey = Buffer.from('"timeout"');
 const kPriorityKey = Buffer.from('"priority"');
@@ -48,21 +44,4 @@ export function oipControls(body: readonly Buffer[], headerLength: number): { ti
     timeout: Object.hasOwn(p, 'timeout') ? p.timeout : undefined,
     priority: Object.hasOwn(p, 'priority') ? p.priority : undefined,
   };
-}
-
-/** The answer's header and binary part; a handler that answered something else is a model error. */
-export function oipAnswer(model: string, result: ModelAnswer): SplitBody<V2InferResponse> {
-  let answer: SplitBody<V2InferResponse> | null;
-  try {
-    answer = splitBody<V2InferResponse>(result.body, headerLengthOf(result.contentType) ?? result.body.length);
-  } catch {
-    answer = null;
-  }
-  if (!answer || !Array.isArray(answer.header.outputs)) {
-    throw new MmeError(
-      'MME_ERR_MODEL_ERROR',
-      `Model ${model} answered without an OIP v2 "outputs" list; its handler must answer v2 inference requests (Content-Type ${OIP_MEDIA_TYPE}) with a v2 response.`,
-    );
-  }
-  return answer;
 }

@@ -5,11 +5,10 @@ import type { ModelManager } from '../../server/models/model-manager';
 import type { ModelRegistry } from '../../server/models/registry';
 import { modelNotFound } from '../../server/models/model-names';
 import { v2Datatype } from '../../oip/datatypes';
-import { SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
+import { MODEL_VERSION, SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
 
 /** Triton's name for the binary tensor extension, which /v2/models/{name}/infer speaks. */
 export const SERVER_EXTENSIONS: readonly string[] = ['binary_tensor_data'];
-export const MODEL_VERSION = '1';
 /** Triton's platform name for ONNX models. */
 const kPlatform = 'onnxruntime_onnx';
 
