@@ -1,11 +1,12 @@
 /**
  * Shared-mode loads (POST /models → 200, worker_mode=shared, no spare process): p50 one at a time,
  * then with 8 loads in flight, as SageMaker sends them under traffic; the same server and store.
+ * With 8 in flight the 2 cores are the limit, so the client is node:http (postJsonLean), not fetch.
  */
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { benchUsage, runBench, startBenchServer } from '../kit/bench-run';
-import { postJson } from '../../../harness/http-requests';
+import { postJsonLean } from '../../../harness/http-requests';
 import { percentiles, type Percentiles } from '../kit/latency';
 import { writeMlpStore } from '../kit/mlp-store';
 
@@ -30,7 +31,7 @@ export async function benchSharedLoads(loads = process.env.BENCH_QUICK ? 32 : 16
     const loadOne = async (): Promise<number> => {
       const name = `m${next++}`;
       const t0 = performance.now();
-      const res = await postJson(`${server.url}/models`, { model_name: name, url: path.join(server.store, name) });
+      const res = await postJsonLean(`${server.url}/models`, { model_name: name, url: path.join(server.store, name) });
       if (res.status !== 200) throw new Error(`load ${name}: ${res.status} ${JSON.stringify(res.body)}`);
       return performance.now() - t0;
     };

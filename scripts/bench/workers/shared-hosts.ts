@@ -12,7 +12,7 @@ import { descendantsOf, treePssBytes } from '../../../harness/process-probes';
 import { hammer } from '../../../harness/load-generator';
 import { benchDurations, benchUsage, measure, runBench, startBenchServer } from '../kit/bench-run';
 import { median } from '../../../harness/statistics';
-import { postJson } from '../../../harness/http-requests';
+import { postJsonLean } from '../../../harness/http-requests';
 import { percentiles } from '../kit/latency';
 import { MLP_STORE_BODY, writeMlpStore } from '../kit/mlp-store';
 
@@ -58,7 +58,7 @@ export async function benchSharedHosts(
       Array.from({ length: inFlight }, async () => {
         for (let i = next++; i < models; i = next++) {
           const t0 = performance.now();
-          const res = await postJson(`${server.url}/models`, {
+          const res = await postJsonLean(`${server.url}/models`, {
             model_name: `m${i}`,
             url: path.join(server.store, `m${i}`),
           });
@@ -73,7 +73,7 @@ export async function benchSharedHosts(
 
     const solo = path.join(server.store, 'solo');
     fs.cpSync(path.join(server.store, 'm0'), solo, { recursive: true });
-    const res = await postJson(`${server.url}/models`, {
+    const res = await postJsonLean(`${server.url}/models`, {
       model_name: 'solo',
       url: solo,
       worker_mode: 'dedicated',
