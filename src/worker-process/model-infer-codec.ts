@@ -5,7 +5,7 @@
  * v2 codec's checks (decodeV2). The gRPC door has refused messages over its limits before they get
  * here (grpc/message-limits.ts); from HTTP nothing did, so nothing here makes an object per element.
  */
-import { errorOf, quote, quoteValue } from '../errors';
+import { quote, quoteValue } from '../errors';
 import { contentsField, ortTypeOf, toArray, toRaw, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
 import { MODEL_VERSION } from '../oip/server-identity';
 import { MODEL_INFER_MEDIA_TYPE } from '../protocol/messages';
@@ -21,9 +21,8 @@ import {
   type EncodeMeta,
 } from './json-codec';
 import type { EncodedBody } from './oip-codec';
-import type { PlainTensor, RequestBudget } from './tensor';
+import { invalidInput, type PlainTensor, type RequestBudget } from './tensor';
 
-const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 /** InferTensorContents' fields by number (1-based): its datatype's contentsField names one. */
 const kContents = 'bool int int64 uint uint64 fp32 fp64 bytes'.split(' ').map((type) => `${type}_contents`);
@@ -40,7 +39,7 @@ interface WireInput {
 }
 
 function malformed(at: number): Error {
-  return invalid(
+  return invalidInput(
     `the ${MODEL_INFER_MEDIA_TYPE} body is not a KServe ModelInferRequest (malformed protobuf at byte ${at}); encode it with grpc_predict_v2.proto`,
   );
 }
@@ -139,9 +138,9 @@ function shapeText(shape: readonly number[]): string {
 function checkedShape(t: WireInput): number[] {
   const what = `input ${quote(t.name)}`;
   if (ortTypeOf(t.datatype) === undefined)
-    throw invalid(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
+    throw invalidInput(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   return t.shape.map((d) => {
-    if (typeof d === 'string') throw invalid(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
+    if (typeof d === 'string') throw invalidInput(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
     return d;
   });
 }
@@ -149,12 +148,12 @@ function checkedShape(t: WireInput): number[] {
 function typedToRaw(t: WireInput, shape: readonly number[], bytes: Buffer): Buffer {
   const what = `input ${quote(t.name)}`;
   const field = contentsField(t.datatype);
-  if (!field) throw invalid(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
+  if (!field) throw invalidInput(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
   const number = kContents.indexOf(field) + 1;
   const count = shape.reduce((a, b) => a * b, 1);
   const given = number === kBytesField ? t.bytes.length / 2 : (t.contents.get(number)?.length ?? 0);
   if (given !== count)
-    throw invalid(`${what}: contents.${field} holds ${given} elements, but shape ${shapeText(shape)} needs ${count}`);
+    throw invalidInput(`${what}: contents.${field} holds ${given} elements, but shape ${shapeText(shape)} needs ${count}`);
   if (number !== kBytesField) return toRaw(toArray(t.datatype, t.contents.get(number) ?? [], what));
   const elements: Buffer[] = [];
   for (let i = 0; i < t.bytes.length; i += 2) elements.push(bytes.subarray(t.bytes[i], t.bytes[i + 1]));
@@ -187,14 +186,14 @@ export function decodeModelInfer(
     } else if (f.field === 7) raw.push(bytes.subarray(f.payload, f.end));
   }
   if (raw.length > 0 && raw.length !== given.length) {
-    throw invalid(
+    throw invalidInput(
       `raw_input_contents has ${raw.length} entries but there are ${given.length} inputs; send one per input, in the order of inputs`,
     );
   }
   // As in Triton: with both, which one the model should see is anyone's guess.
   const typed = raw.length > 0 ? given.find(hasTypedContents) : undefined;
   if (typed)
-    throw invalid(
+    throw invalidInput(
       `input ${quote(typed.name)} has typed contents, but the request sends raw_input_contents; send every input in one of them`,
     );
   const list = given.map((t) => ({ name: t.name, datatype: t.datatype, shape: checkedShape(t) }));

@@ -1,7 +1,7 @@
 /**
  * The default handler's Open Inference Protocol v2 codec (a JSON header, then binary tensors:
- * src/oip/binary-body.ts), which /v2 infer and gRPC ModelInfer send the worker, so raw tensors
- * never become JSON on either side. Each output goes in binary when its binary_data or the
+ * src/oip/binary-body.ts), which /v2 infer sends the worker, so raw tensors never become JSON on
+ * either side (gRPC ModelInfer sends its protobuf as it came: model-infer-codec.ts). Each output goes in binary when its binary_data or the
  * request's binary_data_output says so.
  */
 import { quote } from '../errors';
