@@ -23,7 +23,6 @@ import {
 import type { EncodedBody } from './oip-codec';
 import { invalidInput, type PlainTensor, type RequestBudget } from './tensor';
 
-
 /** InferTensorContents' fields by number (1-based): its datatype's contentsField names one. */
 const kContents = 'bool int int64 uint uint64 fp32 fp64 bytes'.split(' ').map((type) => `${type}_contents`);
 const kBytesField = 8;
@@ -140,7 +139,8 @@ function checkedShape(t: WireInput): number[] {
   if (ortTypeOf(t.datatype) === undefined)
     throw invalidInput(`${what}: datatype ${quote(t.datatype)} is not one of ${V2_DATATYPES.join(', ')}`);
   return t.shape.map((d) => {
-    if (typeof d === 'string') throw invalidInput(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
+    if (typeof d === 'string')
+      throw invalidInput(`${what}: shape dimension ${quoteValue(d)} is not a non-negative integer`);
     return d;
   });
 }
@@ -148,12 +148,15 @@ function checkedShape(t: WireInput): number[] {
 function typedToRaw(t: WireInput, shape: readonly number[], bytes: Buffer): Buffer {
   const what = `input ${quote(t.name)}`;
   const field = contentsField(t.datatype);
-  if (!field) throw invalidInput(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
+  if (!field)
+    throw invalidInput(`${what}: datatype ${t.datatype} has no typed contents; send it in raw_input_contents`);
   const number = kContents.indexOf(field) + 1;
   const count = shape.reduce((a, b) => a * b, 1);
   const given = number === kBytesField ? t.bytes.length / 2 : (t.contents.get(number)?.length ?? 0);
   if (given !== count)
-    throw invalidInput(`${what}: contents.${field} holds ${given} elements, but shape ${shapeText(shape)} needs ${count}`);
+    throw invalidInput(
+      `${what}: contents.${field} holds ${given} elements, but shape ${shapeText(shape)} needs ${count}`,
+    );
   if (number !== kBytesField) return toRaw(toArray(t.datatype, t.contents.get(number) ?? [], what));
   const elements: Buffer[] = [];
   for (let i = 0; i < t.bytes.length; i += 2) elements.push(bytes.subarray(t.bytes[i], t.bytes[i + 1]));
