@@ -42,24 +42,22 @@ export interface StepDeps<E extends ScaledEntry> {
 /** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
 const kSkipLogEvery = 100;
 
-/** The line of a skipped autoscale step: the first of a run of skips, and every kSkipLogEvery-th after it (AutoscaleEvents counts each). */
-function logSkip(log: (line: string) => void, name: string, inARow: number, what: string): void {
-  if (inARow === 1) log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
-  else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
-}
-
 export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepDeps<E>): Promise<void> {
   const { name, model } = entry;
   const scaler = model?.autoscaler;
   if (!model || !scaler || entry.phase !== 'ready' || deps.closing()) return;
   const d = scaler.decide(model.load);
   if (!d) return;
-  const log = (line: string) => deps.log(line);
-  if (d.skipped) {
-    deps.autoscaled(name, d.direction, d.skipped);
-    logSkip(log, name, scaler.skipsInARow, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
-    return;
-  }
+  const { log } = deps;
+  /** A skipped step is counted (AutoscaleEvents); its line comes at the first of a run of skips, and every kSkipLogEvery-th after it. */
+  const skip = (reason: Reason, what: string) => {
+    deps.autoscaled(name, d.direction, reason);
+    const inARow = scaler.skipsInARow;
+    if (inARow === 1)
+      log(`[${name}] autoscale: ${what} (while it stays skipped, one line every ${kSkipLogEvery} skips)`);
+    else if (inARow % kSkipLogEvery === 0) log(`[${name}] autoscale: ${what} (${inARow} skips in a row)`);
+  };
+  if (d.skipped) return skip(d.skipped, `not scaling up to ${d.target} worker(s), ${d.reason}: ${d.why}`);
   const unlock = deps.tryLock(name);
   if (!unlock) return scaler.withdrawn();
   const to = d.to ?? null;
@@ -78,10 +76,8 @@ export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepD
           throw err;
         }
         scaler.skippedForMemory(d, err.message);
-        deps.autoscaled(name, d.direction, 'no_memory');
         const skipped = to ? `moving: it would be ${what}` : `scaling up to ${d.target} worker(s)`;
-        logSkip(log, name, scaler.skipsInARow, `not ${skipped} (${d.why}): ${err.message}`);
-        return;
+        return skip('no_memory', `not ${skipped} (${d.why}): ${err.message}`);
       }
     }
     scaler.applied(d);
@@ -94,11 +90,11 @@ export async function autoscaleStep<E extends ScaledEntry>(entry: E, deps: StepD
     deps.workers(name, d.target);
     changing.then(
       (moved) => {
+        if (!to) return;
         const where = model.workers.map((w) => w.sharedHostId ?? `pid ${w.pid}`).join(', ');
-        if (to)
-          log(
-            `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
-          );
+        log(
+          `[${name}] autoscale: ${d.reason} ${moved ? 'done' : 'not done: nowhere to go'}; its workers are in ${where}`,
+        );
       },
       (err: MmeError) => log(`[${name}] autoscale: ${what} failed: ${err.message}`),
     );

@@ -85,7 +85,7 @@ export class Autoscaler {
   readonly #waits: Array<{ at: number; ms: number }> = [];
   #lastChangeAt = -Infinity;
   #quietSince: number | null = null;
-  #status: AutoscaleStatus;
+  readonly #status: AutoscaleStatus;
   #pending = false;
   /** ranMicros and completed at each round, oldest first: the newest at or before the share window's start, and those in it. */
   readonly #rounds: Array<{ at: number; micros: number; completed: number; queued: number }> = [];
@@ -133,7 +133,7 @@ export class Autoscaler {
   }
 
   get status(): AutoscaleStatus {
-    return this.#status;
+    return { ...this.#status };
   }
 
   /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
@@ -160,12 +160,8 @@ export class Autoscaler {
     const { queueWaitMs, busyShare, cooldownMs } = this.settings;
     const p50 = this.medianWaitMs();
     const share = this.#threadShare(load);
-    this.#status = {
-      ...this.#status,
-      queueWaitP50Ms: p50,
-      placement: load.mode,
-      threadShare: Math.round(share * 1000) / 1000,
-    };
+    Object.assign(this.#status, { queueWaitP50Ms: p50, placement: load.mode });
+    this.#status.threadShare = Math.round(share * 1000) / 1000;
     const own = kModeTraits[load.mode].ownProcess;
     const busy = busyShare > 0 && own && share > busyShare * Math.max(1, load.workers);
     this.#busyRounds = busy ? this.#busyRounds + 1 : 0;
@@ -268,8 +264,7 @@ export class Autoscaler {
     const d: Decision = { direction: 'up', reason, target, why, skipped };
     this.#settle(d, 'skipped', d.why);
     this.#busyRounds = 0;
-    this.#skipsInARow++;
-    if (skipped === 'no_cores') this.#status = { ...this.#status, skippedForCores: this.#status.skippedForCores + 1 };
+    if (skipped === 'no_cores') this.#status.skippedForCores++;
     return d;
   }
 
@@ -281,7 +276,6 @@ export class Autoscaler {
   /** The decision was applied: the cooldown starts, and after a step down (or a move) the next quiet period. */
   applied(d: Decision): void {
     this.#settle(d, 'applied', d.why);
-    this.#skipsInARow = 0;
     // A worker more is judged once its cooldown is over; one that did not help holds the next back.
     const resized = d.direction === 'up' && !d.to;
     this.#trial = resized ? { at: this.clock.now(), workers: d.target, ...this.#window } : null;
@@ -290,14 +284,13 @@ export class Autoscaler {
     this.#heavyRounds = 0;
     this.#busyRounds = 0;
     this.#coolSince = null;
-    if (d.to) this.#status = { ...this.#status, placement: d.to };
+    if (d.to) this.#status.placement = d.to;
   }
 
   /** A scale-up the memory budget had no room for: counted, and the cooldown starts all the same. */
   skippedForMemory(d: Decision, why: string): void {
     this.#settle(d, 'skipped', `${d.why}; skipped: ${why}`);
-    this.#skipsInARow++;
-    this.#status = { ...this.#status, skippedForMemory: this.#status.skippedForMemory + 1 };
+    this.#status.skippedForMemory++;
   }
 
   /** The decision could not be tried (another operation held the model): asked again next round. */
@@ -305,9 +298,11 @@ export class Autoscaler {
     this.#pending = false;
   }
 
+  /** An applied decision ends a run of skips; a skipped one continues it. */
   #settle(d: Decision, outcome: 'applied' | 'skipped', why: string): void {
     this.#pending = false;
     this.#lastChangeAt = this.clock.now();
-    this.#status = { ...this.#status, lastDecision: { direction: d.direction, reason: d.reason, outcome, why } };
+    this.#skipsInARow = outcome === 'applied' ? 0 : this.#skipsInARow + 1;
+    this.#status.lastDecision = { direction: d.direction, reason: d.reason, outcome, why };
   }
 }

@@ -10,10 +10,11 @@
  * waits. Victims are re-checked under their own name's lock, so a model another operation holds is
  * skipped, never acted on twice; pinned models are never victims.
  */
+import { once } from 'node:events';
 import type { Clock } from '../../util/clock';
 import { Semaphore } from '../../util/semaphore';
 import type { ClassedPolicy } from './eviction-classes';
-import { noRoom, victimWhy, type Ask, type PinnedHold, type Purpose } from './no-room';
+import { noRoom, victimWhy, type Ask, type Budget, type PinnedHold, type Purpose } from './no-room';
 import { mb } from '../../util/mb';
 
 export type { Purpose } from './no-room';
@@ -58,11 +59,7 @@ type Held = { bytes: number; count: number };
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
 const kMemoryFreshMs = 5000;
 
-export interface AdmissionDeps<Entry extends Resident> {
-  budgetBytes: number;
-  maxLoadedModels: number;
-  /** The self-managed cache may evict to make room. */
-  evicts: boolean;
+export interface AdmissionDeps<Entry extends Resident> extends Budget {
   policy: ClassedPolicy;
   clock: Clock;
   tally: Tally<Entry>;
@@ -267,12 +264,9 @@ export class Admission<Entry extends Resident> {
 }
 
 /** Resolves when `settle` does or `abort` fires, whichever is first, and leaves no listener behind. */
-function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal): Promise<void> {
-  if (abort.aborted) return Promise.resolve();
-  let onAbort = () => {};
-  const aborted = new Promise<void>((resolve) => {
-    onAbort = resolve;
-    abort.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([settle, aborted]).finally(() => abort.removeEventListener('abort', onAbort));
+async function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal): Promise<void> {
+  if (abort.aborted) return;
+  const done = new AbortController();
+  const aborted = once(abort, 'abort', { signal: done.signal }).catch(() => undefined);
+  await Promise.race([settle, aborted]).finally(() => done.abort());
 }

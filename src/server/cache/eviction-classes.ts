@@ -19,16 +19,14 @@ const kUnpinnedNormal: Standing = { pinned: false, evictionPriority: 'normal' };
 
 export class ClassedPolicy implements EvictionPolicy {
   readonly name: string;
-  /** Lowest class first. */
-  readonly #classes: ReadonlyArray<EvictionPolicy>;
+  /** Lowest class first (a Map keeps its insertion order). */
   readonly #byPriority: ReadonlyMap<EvictionPriority, EvictionPolicy>;
   readonly #classOf = new Map<string, EvictionPolicy>();
   readonly #pinned = new Set<string>();
 
   constructor(rank: () => EvictionPolicy) {
-    this.#classes = kEvictionPriorities.map(() => rank());
-    this.name = this.#classes[0].name;
-    this.#byPriority = new Map(kEvictionPriorities.map((p, i) => [p, this.#classes[i]]));
+    this.#byPriority = new Map(kEvictionPriorities.map((p) => [p, rank()]));
+    this.name = this.#byPriority.get('normal')!.name;
   }
 
   /** Pinned models are not ranked. */
@@ -66,6 +64,6 @@ export class ClassedPolicy implements EvictionPolicy {
   }
 
   *victims(now: number): Generator<string> {
-    for (const policy of this.#classes) yield* policy.victims(now);
+    for (const policy of this.#byPriority.values()) yield* policy.victims(now);
   }
 }

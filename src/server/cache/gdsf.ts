@@ -31,6 +31,8 @@ interface Entry {
  */
 export const DEFAULT_HALF_LIFE_MS = 2 * 60_000;
 
+type Key = { key: number; lastUse: number };
+
 /**
  * Load time as a fixed part plus a part per byte, by least squares (Welford's running co-moments:
  * sizes in bytes would lose the variance to rounding in plain sums). With one size seen, or a
@@ -87,17 +89,17 @@ export class GdsfPolicy implements EvictionPolicy {
     this.#cost.add(sizeBytes, loadMicros);
     const e: Entry = { sizeBytes, frequency: 1, lastUse: now, base: this.#aging(now) };
     this.#entries.set(model, e);
-    this.#rank(model, e);
+    this.#order.set(model, this.#key(e));
     this.#rerankIfCostMoved();
   }
 
   touch(model: string, now: number): void {
     const e = this.#entries.get(model);
     if (!e) return;
-    e.frequency = e.frequency * this.#decay(now - e.lastUse) + 1;
+    e.frequency = e.frequency * 2 ** (-(now - e.lastUse) / this.halfLifeMs) + 1;
     e.base = this.#aging(now);
     e.lastUse = now;
-    this.#rank(model, e);
+    this.#order.set(model, this.#key(e));
   }
 
   /**
@@ -115,16 +117,12 @@ export class GdsfPolicy implements EvictionPolicy {
     const e = this.#entries.get(model);
     if (!e) return;
     e.sizeBytes = sizeBytes;
-    this.#rank(model, e);
+    this.#order.set(model, this.#key(e));
   }
 
   /** Lowest priority first; ties go to the least recently used. */
   victims(_now?: number): Iterable<string> {
     return this.#order.ordered();
-  }
-
-  #decay(ms: number): number {
-    return 2 ** (-ms / this.halfLifeMs);
   }
 
   #aging(now: number): number {
@@ -142,10 +140,6 @@ export class GdsfPolicy implements EvictionPolicy {
     return { key: Math.log2(priority) + this.#frame(e.lastUse), lastUse: e.lastUse };
   }
 
-  #rank(model: string, e: Entry): void {
-    this.#order.set(model, this.#key(e));
-  }
-
   /** Re-ranks every model once the fit moved past kCostDrift: the fit settles, so this is rare (O(1) amortized). */
   #rerankIfCostMoved(): void {
     const { size, micros } = this.#rankedCost;
@@ -153,9 +147,4 @@ export class GdsfPolicy implements EvictionPolicy {
     this.#rankedCost = { size: this.#cost.meanSize, micros: this.#cost.estimate(this.#cost.meanSize) };
     this.#order.reorder((model) => this.#key(this.#entries.get(model)!));
   }
-}
-
-interface Key {
-  key: number;
-  lastUse: number;
 }

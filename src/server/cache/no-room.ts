@@ -16,6 +16,7 @@ export interface Ask {
 export interface Budget {
   readonly budgetBytes: number;
   readonly maxLoadedModels: number;
+  /** The self-managed cache may evict to make room. */
   readonly evicts: boolean;
 }
 

@@ -14,8 +14,7 @@ export function restartDelaySeconds(attempt: number, capSeconds: number): number
 
 export class Backoff {
   #attempt = 0;
-  #waiting: Timer | null = null;
-  #restart: (() => void) | null = null;
+  #waiting: { timer: Timer; restart: () => void } | null = null;
   readonly #watches = new Set<Timer>();
 
   constructor(private readonly clock: Clock) {}
@@ -39,22 +38,16 @@ export class Backoff {
   /** A restart already waiting makes this a no-op. */
   wait(restart: () => void): void {
     if (this.#waiting) return;
-    this.#restart = restart;
-    this.#waiting = this.clock.setTimeout(() => this.#run(), this.delaySeconds * 1000);
+    this.#waiting = { timer: this.clock.setTimeout(() => this.cutShort(), this.delaySeconds * 1000), restart };
   }
 
   /** What the waiting restart waits for has come (a shared host has room): it runs now. */
   cutShort(): void {
-    if (!this.#waiting) return;
-    this.clock.clearTimeout(this.#waiting);
-    this.#run();
-  }
-
-  #run(): void {
-    const restart = this.#restart!;
+    const waiting = this.#waiting;
+    if (!waiting) return;
+    this.clock.clearTimeout(waiting.timer);
     this.#waiting = null;
-    this.#restart = null;
-    restart();
+    waiting.restart();
   }
 
   /** What a restart started has worked if `stillUp()` after kStableMs: the count starts again. */
@@ -68,9 +61,8 @@ export class Backoff {
   }
 
   close(): void {
-    this.clock.clearTimeout(this.#waiting);
+    this.clock.clearTimeout(this.#waiting?.timer ?? null);
     this.#waiting = null;
-    this.#restart = null;
     for (const t of this.#watches) this.clock.clearTimeout(t);
     this.#watches.clear();
   }

@@ -31,9 +31,7 @@ export interface WorkerExit {
   runningModels?: readonly string[];
 }
 
-interface ExitEvidence {
-  code: number | null;
-  signal: NodeJS.Signals | null;
+interface ExitEvidence extends Pick<WorkerExit, 'code' | 'signal'> {
   killedBy: KillReason | null;
   /** V8 printed "JavaScript heap out of memory" before the process ended. */
   heapExhausted: boolean;
@@ -59,15 +57,12 @@ export function describeExit(exit: Pick<WorkerExit, 'code' | 'signal'>): string 
 
 /** The error a request that was running on the worker gets. */
 export function runningRequestError(model: string, exit: WorkerExit, timeoutSeconds: number): MmeError {
-  if (exit.reason === 'timeout-kill' && exit.causedBy !== null && exit.causedBy !== model)
-    return new MmeError(
-      'MME_ERR_WORKER_TIMEOUT',
-      `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`,
-    );
   if (exit.reason === 'timeout-kill')
     return new MmeError(
       'MME_ERR_WORKER_TIMEOUT',
-      `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+      exit.causedBy !== null && exit.causedBy !== model
+        ? `The shared host running this request of model ${model} was stopped because model ${exit.causedBy} ran past its timeout there (a request past its response timeout, or a load past model_load_timeout); model ${model} is being loaded in another host.`
+        : `Model ${model} did not answer within ${timeoutSeconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
     );
   const also = alsoRunning(model, exit);
   return exitError(exit, `The worker of model ${model}`, 'while running this request', 'MME_ERR_WORKER_DIED', also);
@@ -82,30 +77,26 @@ export function loadExitError(workerId: string, exit: WorkerExit): MmeError {
 /** What a run and a load share: 507 only on memory evidence; `also` ends a crash's or an OOM's message. */
 function exitError(exit: WorkerExit, worker: string, during: string, crashed: ErrorCode, also: string): MmeError {
   const what = `${worker} ${describeExit(exit)} ${during}`;
-  switch (exit.reason) {
-    case 'oom':
-      return new MmeError(
-        'MME_ERR_INSUFFICIENT_MEMORY',
-        `${what}: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${also}`,
-      );
-    case 'memory-limit':
-      return new MmeError(
-        'MME_ERR_INSUFFICIENT_MEMORY',
-        `${what}: the model went past its memory_limit_mb and its worker was stopped (the model's other workers and its neighbours were not); it restarts as after a crash. Raise memory_limit_mb (GET /models/{name} shows it), or send smaller requests.`,
-      );
-    case 'stopped':
-      return new MmeError(
-        'MME_ERR_SHUTTING_DOWN',
-        `${worker} was stopped (unload, eviction, scale-down or server shutdown) ${during}.`,
-      );
-    case 'protocol-error':
-      return new MmeError(
-        'MME_ERR_WORKER_PROTOCOL',
-        `${worker} sent a malformed or oversized frame ${during}; it was stopped. The server log has the details.`,
-      );
-    default:
-      return new MmeError(crashed, `${what}.${also}`);
-  }
+  const known: Partial<Record<ExitReason, [ErrorCode, string]>> = {
+    oom: [
+      'MME_ERR_INSUFFICIENT_MEMORY',
+      `${what}: out of memory (the kernel's OOM killer, or an exhausted JavaScript heap).${also}`,
+    ],
+    'memory-limit': [
+      'MME_ERR_INSUFFICIENT_MEMORY',
+      `${what}: the model went past its memory_limit_mb and its worker was stopped (the model's other workers and its neighbours were not); it restarts as after a crash. Raise memory_limit_mb (GET /models/{name} shows it), or send smaller requests.`,
+    ],
+    stopped: [
+      'MME_ERR_SHUTTING_DOWN',
+      `${worker} was stopped (unload, eviction, scale-down or server shutdown) ${during}.`,
+    ],
+    'protocol-error': [
+      'MME_ERR_WORKER_PROTOCOL',
+      `${worker} sent a malformed or oversized frame ${during}; it was stopped. The server log has the details.`,
+    ],
+  };
+  const [code, message] = known[exit.reason] ?? [crashed, `${what}.${also}`];
+  return new MmeError(code, message);
 }
 
 /** Who else had a request running in the same shared host: the exit may be their doing. */

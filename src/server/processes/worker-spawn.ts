@@ -8,6 +8,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { Socket } from 'node:net';
 import type { Clock } from '../../util/clock';
+import { within } from '../../util/within';
 import { FrameReader } from '../../protocol/frame-reader';
 import type { Frame } from '../../protocol/messages';
 
@@ -81,15 +82,8 @@ export function spawnProcess(
   channel.on('error', () => undefined);
   child.on('exit', (code, signal) => {
     if ((signal !== 'SIGABRT' && code !== 134) || child.stderr!.readableEnded) return hooks.onExit(code, signal);
-    let settled = false;
-    const settle = () => {
-      if (settled) return;
-      settled = true;
-      clock.clearTimeout(bound);
-      hooks.onExit(code, signal);
-    };
-    const bound = clock.setTimeout(settle, kAbortReasonWaitMs);
-    child.stderr!.once('end', settle);
+    const ended = new Promise((resolve) => child.stderr!.once('end', resolve));
+    void within(ended, kAbortReasonWaitMs, null, clock).then(() => hooks.onExit(code, signal));
   });
   return { child, channel, reader };
 }
