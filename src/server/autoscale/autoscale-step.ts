@@ -36,7 +36,7 @@ export interface StepDeps<E extends ScaledEntry> {
   reserve(entry: E, d: Decision, to: WorkerMode | null, purpose: Purpose): Promise<number>;
   autoscaled(name: string, direction: Direction, reason: Reason): void;
   workers(name: string, n: number): void;
-  log(line: string): void;
+  log: (line: string) => void;
 }
 
 /** A model held at its limit is skipped at every cooldown (3 s by default): its log line comes at the first skip, then every this many. */
