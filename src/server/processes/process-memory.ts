@@ -2,21 +2,16 @@ import { readFile } from 'node:fs/promises';
 
 /**
  * Memory a process really costs (bytes; 0 once gone): PSS, which splits shared pages such as the
- * node binary and libonnxruntime between the processes mapping them, else RSS.
+ * node binary and libonnxruntime between the processes mapping them, else RSS (older kernels have
+ * no smaps_rollup).
  */
 export async function processMemoryBytes(pid: number): Promise<number> {
-  try {
-    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
-    const m = /^Pss:\s+(\d+) kB/m.exec(rollup);
+  for (const [file, field] of [
+    ['smaps_rollup', /^Pss:\s+(\d+) kB/m],
+    ['status', /^VmRSS:\s+(\d+) kB/m],
+  ] as const) {
+    const m = field.exec(await readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => ''));
     if (m) return Number(m[1]) * 1024;
-  } catch {
-    // older kernels have no smaps_rollup; fall through to status
   }
-  try {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const m = /^VmRSS:\s+(\d+) kB/m.exec(status);
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
+  return 0;
 }
