@@ -16,36 +16,31 @@ interface WatchOptions {
 }
 
 /** A model's cgroup, made at its first worker's spawn and removed when its last worker has exited. */
-class CgroupLimits implements ProcessLimits {
-  #cgroup: Cgroup | null = null;
-  readonly #members = new Set<LimitedProcess>();
-
-  constructor(
-    private readonly make: () => Cgroup,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  joined(p: LimitedProcess): void {
-    if (!p.pid) return;
-    this.#cgroup ??= this.make();
-    this.#cgroup.join(p.pid);
-    this.#members.add(p);
-  }
-
-  left(p: LimitedProcess): boolean {
-    if (!this.#members.delete(p) || this.#cgroup === null) return false;
-    const oom = this.#cgroup.takeOomKill();
-    if (this.#members.size === 0) {
-      try {
-        this.#cgroup.remove();
-      } catch (err) {
-        // A process the server did not reap is still in it: the kernel keeps it until that one ends.
-        this.log(`cannot remove cgroup ${this.#cgroup.dirs.join(', ')}: ${(err as Error).message}`);
+function cgroupLimits(make: () => Cgroup, log: (line: string) => void): ProcessLimits {
+  let cgroup: Cgroup | null = null;
+  const members = new Set<LimitedProcess>();
+  return {
+    joined(p) {
+      if (!p.pid) return;
+      cgroup ??= make();
+      cgroup.join(p.pid);
+      members.add(p);
+    },
+    left(p) {
+      if (!members.delete(p) || cgroup === null) return false;
+      const oom = cgroup.takeOomKill();
+      if (members.size === 0) {
+        try {
+          cgroup.remove();
+        } catch (err) {
+          // A process the server did not reap is still in it: the kernel keeps it until that one ends.
+          log(`cannot remove cgroup ${cgroup.dirs.join(', ')}: ${(err as Error).message}`);
+        }
+        cgroup = null;
       }
-      this.#cgroup = null;
-    }
-    return oom;
-  }
+      return oom;
+    },
+  };
 }
 
 /**
@@ -133,7 +128,7 @@ export class LimitEnforcement {
     const parent = this.parent;
     if (!('reason' in parent)) {
       const cgroupName = `mme-${process.pid}-${++cgroupSeq}-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}`;
-      return new CgroupLimits(() => parent.make(cgroupName, { memoryBytes, cpuCores: limits.cpuLimit }), this.opts.log);
+      return cgroupLimits(() => parent.make(cgroupName, { memoryBytes, cpuCores: limits.cpuLimit }), this.opts.log);
     }
     if (limits.cpuLimit !== null)
       throw new MmeError(
