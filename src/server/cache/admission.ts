@@ -166,38 +166,31 @@ export class Admission<Entry extends Resident> {
    */
   #nextVictim(loading: string, idleOnly: boolean): { entry: Entry; release: () => void; why: string } | null {
     const { policy, clock } = this.deps;
-    const busy: Array<{ entry: Entry; rank: number }> = [];
+    // With the name's lock, if free and the entry still holds the name and is ready under it.
+    const locked = (entry: Entry, rank: number) => {
+      const release = this.deps.tryLock(entry.name);
+      if (release && this.deps.current(entry.name) === entry && entry.phase === 'ready')
+        return { entry, release, why: victimWhy(policy, clock.now(), rank, entry.active > 0) };
+      release?.();
+      return null;
+    };
+    const busy: Array<[Entry, number]> = [];
     let rank = 0;
-    let victim: { entry: Entry; rank: number; release: () => void } | null = null;
     for (const name of policy.victims(clock.now())) {
       rank++;
       const e = name === loading ? undefined : this.deps.current(name);
       if (e?.phase !== 'ready') continue;
       if (e.active > 0) {
-        if (!idleOnly) busy.push({ entry: e, rank });
+        if (!idleOnly) busy.push([e, rank]);
         continue;
       }
-      const release = this.#lockReady(e);
-      if (release) {
-        victim = { entry: e, rank, release };
-        break;
-      }
+      const victim = locked(e, rank);
+      if (victim) return victim;
     }
-    for (let i = 0; victim === null && i < busy.length; i++) {
-      const release = this.#lockReady(busy[i].entry);
-      if (release) victim = { ...busy[i], release };
+    for (const [e, r] of busy) {
+      const victim = locked(e, r);
+      if (victim) return victim;
     }
-    if (victim === null) return null;
-    const why = victimWhy(policy, clock.now(), victim.rank, victim.entry.active > 0);
-    return { entry: victim.entry, release: victim.release, why };
-  }
-
-  /** The name's lock, if free and the entry still holds the name and is ready under it. */
-  #lockReady(e: Entry): (() => void) | null {
-    const release = this.deps.tryLock(e.name);
-    if (!release) return null;
-    if (this.deps.current(e.name) === e && e.phase === 'ready') return release;
-    release();
     return null;
   }
 
