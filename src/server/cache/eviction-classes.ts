@@ -10,23 +10,23 @@ import { LruPolicy } from './lru';
 
 export type PolicyName = 'lru' | 'gdsf';
 
-/** The eviction_policy by its name, ranking each class: the one place that knows every implementation. */
+/** The eviction_policy by its name, ranking each class (the constructor is the one place that knows every implementation). */
 export function createPolicy(name: PolicyName): ClassedPolicy {
-  return new ClassedPolicy((): EvictionPolicy => (name === 'lru' ? new LruPolicy() : new GdsfPolicy()));
+  return new ClassedPolicy(name);
 }
 
 const kUnpinnedNormal: Standing = { pinned: false, evictionPriority: 'normal' };
 
 export class ClassedPolicy implements EvictionPolicy {
-  readonly name: string;
   /** Lowest class first (a Map keeps its insertion order). */
   readonly #byPriority: ReadonlyMap<EvictionPriority, EvictionPolicy>;
   readonly #classOf = new Map<string, EvictionPolicy>();
   readonly #pinned = new Set<string>();
 
-  constructor(rank: () => EvictionPolicy) {
-    this.#byPriority = new Map(kEvictionPriorities.map((p) => [p, rank()]));
-    this.name = this.#byPriority.get('normal')!.name;
+  constructor(readonly name: PolicyName) {
+    this.#byPriority = new Map(
+      kEvictionPriorities.map((p) => [p, name === 'lru' ? new LruPolicy() : new GdsfPolicy()]),
+    );
   }
 
   /** Pinned models are not ranked. */
