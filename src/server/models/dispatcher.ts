@@ -121,10 +121,8 @@ export class Dispatcher {
       const jobs = this.#queue.take(independent ? this.#coalesced() : batchSize, now);
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
-      if (this.#batchTimer) {
-        this.deps.clock.clearTimeout(this.#batchTimer);
-        this.#batchTimer = null;
-      }
+      this.deps.clock.clearTimeout(this.#batchTimer);
+      this.#batchTimer = null;
       for (const job of jobs) {
         job.dispatchedAt = now;
         this.deps.waited?.(now - job.admittedAt);

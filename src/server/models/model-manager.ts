@@ -12,13 +12,12 @@ import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents } from './lifecycle-events';
-import { LifecycleOperations } from './lifecycle-operations';
-import type { ShutdownCounts } from './shutdown';
+import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
-export type { ShutdownCounts } from './shutdown';
+export type { ShutdownCounts } from './lifecycle-operations';
 
 /** Defaults: process.env, real processes, a record of this manager's own processes, the real clock. */
 export type ManagerOptions = Partial<
