@@ -6,11 +6,10 @@
 import { MmeError, type ErrorCode } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
 import { DeadlineList } from '../../util/deadline-list';
-import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
-import type { ModelSlot as WorkerSlot } from '../hosts/model-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
@@ -178,14 +177,6 @@ export class Dispatcher {
     if (!done) return;
     const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
     for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
-  }
-
-  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    const job = worker.heldJob(msg.id);
-    if (!job) return;
-    const bytes = msg.body?.length ?? 0;
-    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-    else worker.acknowledge(job, bytes);
   }
 
   /** Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot crash worker after worker. */

@@ -8,7 +8,6 @@ import { resolveArtifact } from '../../artifacts/model-artifact';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
-import type { ServerConfig } from '../../config/types';
 import { MmeError } from '../../errors';
 import { autoscaleStep } from '../autoscale/autoscale-step';
 import type { Clock } from '../../util/clock';
@@ -20,26 +19,20 @@ import { Admission, type Purpose } from '../cache/admission';
 import type { ClassedPolicy } from '../cache/eviction-classes';
 import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
-import type { WorkerFactory } from '../workers/worker-factory';
-import { Model } from './model';
-import type { LifecycleEvents } from './lifecycle-events';
+import { Model, type ModelContext } from './model';
 import { LoadPermits } from './load-permits';
 import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
-import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
+import { processCount, resolveSettings, type LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
 
-export interface OperationsDeps {
-  config: ServerConfig;
+export interface OperationsDeps extends ModelContext {
   cacheDir: string;
   registry: ModelRegistry;
-  workers: WorkerFactory;
   policy: ClassedPolicy;
-  events: LifecycleEvents;
   repository: ModelRepository | null;
-  log: (line: string) => void;
   clock: Clock;
 }
 
@@ -141,8 +134,7 @@ export class LifecycleOperations {
       const bytes = limit ?? this.#estimator.estimate(artifact.onnxBytes, processes, mode);
       await this.#admission.reserve(entry, bytes, waiting.signal);
       waiting.done();
-      const handlerPath = resolveHandlerPath(artifact, config);
-      const model = new Model({ name, url: req.url, settings, artifact, handlerPath, health: entry }, this.deps);
+      const model = new Model(entry, settings, artifact, this.deps);
       entry.built(model);
       await model.start(abort);
       const loadMicros = elapsedMicros(t0);
