@@ -65,12 +65,6 @@ export class Dispatcher {
     return this.#queue.length;
   }
 
-  get inFlightRequests(): number {
-    let n = 0;
-    for (const w of this.deps.workers.workers) n += w.inFlightRequests;
-    return n;
-  }
-
   submit(request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const { name } = this.deps;
     const settings = this.deps.settings();

@@ -27,7 +27,7 @@ export type ManagerOptions = Partial<
 export class ModelManager {
   readonly registry = new ModelRegistry();
   /** The cache counters (`stats`) and the metrics hooks (`sink`). */
-  readonly events: LifecycleEvents;
+  readonly events = new LifecycleEvents(() => this.registry.servingCount());
   readonly workers: WorkerFactory;
   readonly onDemand: OnDemandLoader;
   readonly lifecycle: LifecycleOperations;
@@ -35,10 +35,8 @@ export class ModelManager {
   readonly repository: ModelRepository | null;
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
-    const registry = this.registry;
+    const { registry, events } = this;
     const clock = opts.clock ?? realClock;
-    const events = new LifecycleEvents(() => registry.servingCount());
-    this.events = events;
     this.workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,

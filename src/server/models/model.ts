@@ -163,7 +163,9 @@ export class Model implements WorkerListener {
   }
 
   get inFlightRequests(): number {
-    return this.#dispatcher.inFlightRequests;
+    let n = 0;
+    for (const w of this.#set.workers) n += w.inFlightRequests;
+    return n;
   }
 
   get stats(): { requests: number; batches: number } {
