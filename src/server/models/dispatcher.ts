@@ -6,11 +6,10 @@
 import { MmeError, type ErrorCode } from '../../errors';
 import type { Clock, Timer } from '../../util/clock';
 import { DeadlineList } from '../../util/deadline-list';
-import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
-import type { ModelSlot as WorkerSlot } from '../hosts/model-slot';
 import type { WorkerSet } from '../workers/worker-set';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
@@ -66,12 +65,6 @@ export class Dispatcher {
     return this.#queue.length;
   }
 
-  get inFlightRequests(): number {
-    let n = 0;
-    for (const w of this.deps.workers.workers) n += w.inFlightRequests;
-    return n;
-  }
-
   submit(request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const { name } = this.deps;
     const settings = this.deps.settings();
@@ -121,10 +114,8 @@ export class Dispatcher {
       const jobs = this.#queue.take(independent ? this.#coalesced() : batchSize, now);
       if (jobs.length === 0) break;
       this.#batchWindowOver = false;
-      if (this.#batchTimer) {
-        this.deps.clock.clearTimeout(this.#batchTimer);
-        this.#batchTimer = null;
-      }
+      this.deps.clock.clearTimeout(this.#batchTimer);
+      this.#batchTimer = null;
       for (const job of jobs) {
         job.dispatchedAt = now;
         this.deps.waited?.(now - job.admittedAt);
@@ -180,14 +171,6 @@ export class Dispatcher {
     if (!done) return;
     const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
     for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
-  }
-
-  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    const job = worker.heldJob(msg.id);
-    if (!job) return;
-    const bytes = msg.body?.length ?? 0;
-    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-    else worker.acknowledge(job, bytes);
   }
 
   /** Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot crash worker after worker. */

@@ -2,14 +2,6 @@
 
 import type { Direction, Reason } from '../autoscale/autoscaler';
 
-export interface CacheStats {
-  hits: number;
-  misses: number;
-  loads: number;
-  loadFailures: number;
-  evictions: number;
-}
-
 /** Hooks the metrics module listens on; every call is synchronous and must not throw. */
 export interface ManagerEvents {
   cacheLookup?(model: string, hit: boolean): void;
@@ -30,13 +22,8 @@ export interface ManagerEvents {
 }
 
 export class LifecycleEvents {
-  readonly stats: CacheStats = {
-    hits: 0,
-    misses: 0,
-    loads: 0,
-    loadFailures: 0,
-    evictions: 0,
-  };
+  /** The cache counters. */
+  readonly stats = { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0 };
   /** The metrics recorder, set once the server has built it. */
   sink: ManagerEvents = {};
 

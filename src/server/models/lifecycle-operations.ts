@@ -4,8 +4,10 @@
  * is claimed synchronously before any work starts: of 20 concurrent loads of one name, 19 get 409.
  */
 import { performance } from 'node:perf_hooks';
+import { resolveArtifact } from '../../artifacts/model-artifact';
+import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
+import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
-import type { ServerConfig } from '../../config/types';
 import { MmeError } from '../../errors';
 import { autoscaleStep } from '../autoscale/autoscale-step';
 import type { Clock } from '../../util/clock';
@@ -17,29 +19,31 @@ import { Admission, type Purpose } from '../cache/admission';
 import type { ClassedPolicy } from '../cache/eviction-classes';
 import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
-import type { WorkerFactory } from '../workers/worker-factory';
-import { Model } from './model';
-import type { LifecycleEvents } from './lifecycle-events';
-import { LoadSource } from './load-source';
+import { Model, type ModelContext } from './model';
+import { LoadPermits } from './load-permits';
 import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
-import { processCount, resolveHandlerPath, resolveSettings, type LoadRequest } from './model-settings';
+import { processCount, resolveSettings, type LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
-import { closeAll, type ShutdownCounts } from './shutdown';
 
-export interface OperationsDeps {
-  config: ServerConfig;
+export interface OperationsDeps extends ModelContext {
   cacheDir: string;
   registry: ModelRegistry;
-  workers: WorkerFactory;
   policy: ClassedPolicy;
-  events: LifecycleEvents;
   repository: ModelRepository | null;
-  log: (line: string) => void;
   clock: Clock;
 }
+
+/** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
+
+/** After the drain, how long killed processes get to be reaped. */
+const kReapBoundMs = 5000;
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
 
@@ -47,7 +51,10 @@ export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
-  readonly #source: LoadSource;
+  /** max_concurrent_loads: a load holds one of them while it runs. */
+  readonly #permits: LoadPermits;
+  /** Synchronous when every model root is on a local file system (decided once, at the first load). */
+  #readsChosen: Promise<DirReads> | null = null;
   readonly budgetBytes: number;
   /** An invoke's route to its model, which loads it from model_store or model_repository through here. */
   readonly onDemand: OnDemandLoader;
@@ -56,11 +63,11 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#source = new LoadSource(deps);
+    this.#permits = new LoadPermits(config.maxConcurrentLoads);
     this.onDemand = new OnDemandLoader({
       ...deps,
       closing: () => this.closing,
-      startLoad: (name, url) => this.#startLoad(name, { modelName: name, url }, true),
+      startLoad: (name, url) => this.#load({ modelName: name, url }, true),
     });
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
     this.budgetBytes = memoryBudgetBytes(budget, reserve, memoryLimitBytes());
@@ -87,22 +94,18 @@ export class LifecycleOperations {
     if (this.deps.registry.registered(name))
       throw new MmeError('MME_ERR_MODEL_CONFLICT', `Model ${name} is already registered.`);
     this.onDemand.forgetFailure(name);
-    const work = this.#startLoad(name, req, false);
+    const work = this.#load(req, false);
     if (req.synchronous !== false) return work.then(() => 'loaded' as const);
     work.catch(() => {}); // logged by Registration.loadFailed
     return 'accepted';
   }
 
-  /** Claims the name synchronously (a leaving registration of it finishes first, under the lock), then loads. */
-  #startLoad(name: string, req: LoadRequest, onDemand: boolean): Promise<void> {
-    const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, this.deps.clock);
+  /** Claims the name before its first await (a leaving registration of it finishes first, under the lock), then loads. */
+  async #load(req: LoadRequest, onDemand: boolean): Promise<void> {
+    const { config, events, log, clock } = this.deps;
+    const name = req.modelName;
+    const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, clock);
     this.deps.registry.claim(entry);
-    return this.#runLoad(entry, req);
-  }
-
-  async #runLoad(entry: Registration, req: LoadRequest): Promise<void> {
-    const { name } = entry;
-    const { config, events, log } = this.deps;
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
     // The waits for a load permit and for room end at the load's own load_timeout, whatever the loads ahead do.
@@ -115,13 +118,15 @@ export class LifecycleOperations {
           'MME_ERR_LOAD_WAIT_TIMEOUT',
           `Model ${name} waited ${waitSeconds} s (its load_timeout) for a load permit (max_concurrent_loads) or for room (max_loaded_models, the memory budget) behind other loads, and gave up; nothing of it is left. Retry later, or load it with a longer load_timeout.`,
         ),
-      this.deps.clock,
+      clock,
     );
     let releasePermit = () => {};
     const t0 = performance.now();
     try {
-      releasePermit = await this.#source.permit(entry, req, waiting.signal);
-      const artifact = await this.#source.resolve(entry, req, abort);
+      // Only the on-demand loader makes a repository url: a client's s3:// url is never fetched.
+      const repository = onDemand && req.url === this.deps.repository?.urlOf(name) ? this.deps.repository : null;
+      releasePermit = await this.#permits.acquire(repository !== null, waiting.signal);
+      const artifact = await this.#resolve(req, repository, waitSeconds, abort);
       entry.resolved(artifact);
       abort.throwIfAborted();
       const settings = resolveSettings(req, artifact, config);
@@ -129,15 +134,14 @@ export class LifecycleOperations {
       const bytes = limit ?? this.#estimator.estimate(artifact.onnxBytes, processes, mode);
       await this.#admission.reserve(entry, bytes, waiting.signal);
       waiting.done();
-      const handlerPath = resolveHandlerPath(artifact, config);
-      const model = new Model({ name, url: req.url, settings, artifact, handlerPath, health: entry }, this.deps);
+      const model = new Model(entry, settings, artifact, this.deps);
       entry.built(model);
       await model.start(abort);
       const loadMicros = elapsedMicros(t0);
       entry.unreserve();
       entry.to('ready');
       if (limit === null) this.#estimator.learn(artifact.onnxBytes, processes, mode, model.memoryBytes);
-      this.deps.policy.admit(name, model.memoryBytes, loadMicros, this.deps.clock.now(), settings);
+      this.deps.policy.admit(name, model.memoryBytes, loadMicros, clock.now(), settings);
       const idleSeconds = settings.idleUnloadSeconds;
       if (idleSeconds > 0) entry.unloadWhenIdle(idleSeconds * 1000, () => void this.#unloadIdle(entry, idleSeconds));
       events.loaded(name, loadMicros);
@@ -159,6 +163,19 @@ export class LifecycleOperations {
       releasePermit();
       unlock();
     }
+  }
+
+  /** The load's files: from model_repository (`repository`), else from its url. */
+  async #resolve(req: LoadRequest, repository: ModelRepository | null, seconds: number, abort: AbortSignal) {
+    const { config, cacheDir, clock } = this.deps;
+    const opts = { cacheDir, roots: config.modelRoots, handler: req.handler };
+    if (repository) return repositoryArtifact(repository, req.modelName, opts, abort, { seconds, timers: clock });
+    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+    return resolveArtifact(req.url, {
+      ...opts,
+      store: config.modelStore,
+      reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
+    });
   }
 
   /** Whether every admitted request finished within `boundMs`. */
@@ -318,21 +335,45 @@ export class LifecycleOperations {
     return bytes;
   }
 
-  /** Shutdown, bounded by `drainMs` plus the time to reap the processes (shutdown.ts). */
-  close(drainMs: number): Promise<ShutdownCounts> {
+  /**
+   * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
+   * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so it
+   * resolves within drainMs plus the time to reap the processes.
+   */
+  async close(drainMs: number): Promise<ShutdownCounts> {
     this.closing = true;
-    return closeAll(drainMs, this.deps, async (entry, deadline, counts) => {
-      const unlock = await this.#locks.acquire(entry.name);
-      try {
-        if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
-        const admitted = entry.active;
-        await this.#drain(entry, deadline - this.deps.clock.now());
-        counts.cutOff += entry.active;
-        counts.drained += admitted - entry.active;
-        await this.#release(entry, shuttingDown());
-      } finally {
-        unlock();
-      }
-    });
+    const { registry, workers, clock } = this.deps;
+    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
+    const deadline = clock.now() + drainMs;
+    const live = registry.live;
+    for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
+    const spares = workers.closeSpares();
+    const stopping = Promise.all(
+      [...live].map(async (entry) => {
+        const unlock = await this.#locks.acquire(entry.name);
+        try {
+          if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
+          const admitted = entry.active;
+          await this.#drain(entry, deadline - clock.now());
+          counts.cutOff += entry.active;
+          counts.drained += admitted - entry.active;
+          await this.#release(entry, shuttingDown());
+        } finally {
+          unlock();
+        }
+      }),
+    );
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
+      this.deps.log(
+        `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
+      );
+      const { live } = workers.processes;
+      for (const h of live) h.kill('stopped');
+      await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
+    }
+    await spares;
+    await workers.closeHosts();
+    this.deps.repository?.close();
+    return counts;
   }
 }

@@ -12,13 +12,12 @@ import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents } from './lifecycle-events';
-import { LifecycleOperations } from './lifecycle-operations';
-import type { ShutdownCounts } from './shutdown';
+import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
-export type { ShutdownCounts } from './shutdown';
+export type { ShutdownCounts } from './lifecycle-operations';
 
 /** Defaults: process.env, real processes, a record of this manager's own processes, the real clock. */
 export type ManagerOptions = Partial<
@@ -28,7 +27,7 @@ export type ManagerOptions = Partial<
 export class ModelManager {
   readonly registry = new ModelRegistry();
   /** The cache counters (`stats`) and the metrics hooks (`sink`). */
-  readonly events: LifecycleEvents;
+  readonly events = new LifecycleEvents(() => this.registry.servingCount());
   readonly workers: WorkerFactory;
   readonly onDemand: OnDemandLoader;
   readonly lifecycle: LifecycleOperations;
@@ -36,10 +35,8 @@ export class ModelManager {
   readonly repository: ModelRepository | null;
 
   constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
-    const registry = this.registry;
+    const { registry, events } = this;
     const clock = opts.clock ?? realClock;
-    const events = new LifecycleEvents(() => registry.servingCount());
-    this.events = events;
     this.workers = new WorkerFactory(config, {
       env: opts.env ?? process.env,
       log,

@@ -18,25 +18,17 @@ import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../proces
 import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
-import { processCount, type ModelSettings } from './model-settings';
+import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';
 
-/** The lifecycle the model reports its workers' health to (its registry entry). */
+/** Its registration: the load it was built from, and the lifecycle it reports its workers' health to. */
 export interface ModelHealth {
+  readonly name: string;
+  readonly url: string;
   readonly failed: boolean;
   readonly lastError: MmeError | null;
   markFailed(err: MmeError): void;
   markRecovered(): void;
   memoryChanged?(): void;
-}
-
-/** What a model is built from: its registration's load. */
-export interface ModelParts {
-  name: string;
-  url: string;
-  settings: ModelSettings;
-  artifact: ModelArtifact;
-  handlerPath: string | null;
-  health: ModelHealth;
 }
 
 /** The server's parts a model's workers use. */
@@ -65,10 +57,9 @@ export class Model implements WorkerListener {
   readonly autoscaler: Autoscaler | null;
   readonly name: string;
   readonly url: string;
-  settings: ModelSettings;
   readonly #set: WorkerSet;
   readonly #dispatcher: Dispatcher;
-  readonly #health: ModelHealth;
+  readonly #handlerPath: string | null;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
   readonly #assignGpu: () => number;
   /** Its memory_limit_mb and cpu_limit as its processes join them (null: none). */
@@ -82,16 +73,17 @@ export class Model implements WorkerListener {
   #ranMicros = 0;
 
   constructor(
-    private readonly parts: ModelParts,
+    private readonly health: ModelHealth,
+    public settings: ModelSettings,
+    private readonly artifact: ModelArtifact,
     private readonly ctx: ModelContext,
   ) {
     const { config, workers, events, log } = ctx;
     const { clock } = workers;
-    const { name, settings, handlerPath, health } = parts;
+    const { name } = health;
     this.name = name;
-    this.url = parts.url;
-    this.settings = settings;
-    this.#health = health;
+    this.url = health.url;
+    this.#handlerPath = resolveHandlerPath(artifact, config);
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
@@ -124,7 +116,7 @@ export class Model implements WorkerListener {
       settings: () => this.settings,
       streaming: () => this.streaming,
       workers: this.#set,
-      withHeaders: handlerPath !== null,
+      withHeaders: this.#handlerPath !== null,
       log,
       clock,
       waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
@@ -171,7 +163,9 @@ export class Model implements WorkerListener {
   }
 
   get inFlightRequests(): number {
-    return this.#dispatcher.inFlightRequests;
+    let n = 0;
+    for (const w of this.#set.workers) n += w.inFlightRequests;
+    return n;
   }
 
   get stats(): { requests: number; batches: number } {
@@ -193,14 +187,14 @@ export class Model implements WorkerListener {
           'The client closed the connection while the request waited for the model; it was not run.',
         ),
       );
-    if (this.#health.failed) return Promise.reject(this.#failedError());
+    if (this.health.failed) return Promise.reject(this.#failedError());
     return this.#dispatcher.submit(request, opts);
   }
 
   #failedError(): MmeError {
     return new MmeError(
       'MME_ERR_MODEL_FAILED',
-      `Model ${this.name} has no working worker: ${this.#health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`,
+      `Model ${this.name} has no working worker: ${this.health.lastError?.message ?? 'its workers keep failing'}. Unload and load it again once the cause is fixed.`,
     );
   }
 
@@ -209,14 +203,14 @@ export class Model implements WorkerListener {
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const { config } = this.ctx;
     const { maxResponseSize } = config;
-    const { artifact } = this.parts;
+    const { artifact } = this;
     const worker = this.ctx.workers.places[this.#mode].start(this.#limits, {
       id,
       load: {
         modelName: this.name,
         modelDir: artifact.dir,
         onnxPath: artifact.onnxPath,
-        handlerPath: this.parts.handlerPath,
+        handlerPath: this.#handlerPath,
         intraOpThreads: config.intraOpThreads,
         interOpThreads: config.interOpThreads,
         graphOptimizationLevel: config.graphOptimizationLevel,
@@ -254,7 +248,11 @@ export class Model implements WorkerListener {
   }
 
   onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    this.#dispatcher.onChunk(worker, msg);
+    const job = worker.heldJob(msg.id);
+    if (!job) return;
+    const bytes = msg.body?.length ?? 0;
+    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
+    else worker.acknowledge(job, bytes);
   }
 
   onRelocate(worker: WorkerSlot): void {
@@ -326,7 +324,7 @@ export class Model implements WorkerListener {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.ctx.workers.clock.now();
-    this.#health.memoryChanged?.();
+    this.health.memoryChanged?.();
     return this.memoryBytes;
   }
 }

@@ -108,11 +108,10 @@ export class OnDemandLoader {
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
   async invoke(name: string, request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
-    const wait = { micros: 0 };
-    const entry = await this.#acquire(name, wait);
+    const [entry, waitMicros] = await this.#acquire(name);
     try {
       const result = await entry.model!.submit(request, opts);
-      return wait.micros === 0 ? result : { ...result, loadWaitMicros: wait.micros };
+      return waitMicros === 0 ? result : { ...result, loadWaitMicros: waitMicros };
     } catch (err) {
       // A handler's error can name a file in the model's directory: shown as the url the client sent, as at load.
       throw entry.artifact?.hidePaths(err) ?? err;
@@ -121,15 +120,18 @@ export class OnDemandLoader {
     }
   }
 
-  /** The registration serving `name`, held (release() it); waits at most load_wait_timeout, jittered, then 503. */
-  async #acquire(name: string, wait: { micros: number }): Promise<Registration> {
+  /**
+   * The registration serving `name`, held (release() it), and how long it waited for its load (µs);
+   * waits at most load_wait_timeout, jittered, then 503.
+   */
+  async #acquire(name: string): Promise<[Registration, number]> {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.serving) {
       events.lookup(name, true);
       this.deps.policy.touch(name, this.deps.clock.now());
       first.hold();
-      return first;
+      return [first, 0];
     }
     if (this.deps.closing()) throw shuttingDown();
     if (!first && !config.modelCache) throw modelNotFound(name);
@@ -142,9 +144,8 @@ export class OnDemandLoader {
       const e = registry.current(name);
       if (e?.serving) {
         // No touch: the policy counts the load itself as the first use.
-        this.#recordWait(name, t0, wait);
         e.hold();
-        return e;
+        return [e, this.#waited(name, t0)];
       }
       if (this.deps.closing()) throw shuttingDown();
       if (!e) {
@@ -162,13 +163,10 @@ export class OnDemandLoader {
       const giveUp = loading ? e.holdWhenReady() : null;
       const settled = loading ? e.loadSettled : e.gone.then(() => null);
       const outcome = await within(settled, deadline - this.deps.clock.now(), 'timeout' as const, this.deps.clock);
-      if (outcome === true) {
-        this.#recordWait(name, t0, wait);
-        return e;
-      }
+      if (outcome === true) return [e, this.#waited(name, t0)];
       if (outcome === 'timeout') {
         giveUp?.();
-        this.#recordWait(name, t0, wait);
+        this.#waited(name, t0);
         const retryAfter = Math.max(1, Math.ceil(config.loadWaitTimeoutSeconds));
         throw new MmeError(
           'MME_ERR_MODEL_LOADING',
@@ -180,10 +178,11 @@ export class OnDemandLoader {
     }
   }
 
-  /** `wait`, the caller's, gets the same figure: its request's overhead leaves it out. */
-  #recordWait(name: string, t0: number, wait: { micros: number }): void {
-    wait.micros = Math.round((performance.now() - t0) * 1000);
-    this.deps.events.waited(name, wait.micros);
+  /** The wait since `t0`, µs, for the metric and the invoke's answer alike: its request's overhead leaves it out. */
+  #waited(name: string, t0: number): number {
+    const micros = Math.round((performance.now() - t0) * 1000);
+    this.deps.events.waited(name, micros);
+    return micros;
   }
 
   /** Starts loading `name` from model_store, else model_repository; false when neither can have it. */

@@ -18,7 +18,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   readonly #live = new Set<Registration>();
   /** Names whose current registration serves (ready or failed), in order. */
   readonly #serving = new OrderedSet();
-  #failed = 0;
   /** Live registrations and what they hold, by phase, as last reported. */
   readonly #count = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
   readonly #held = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
@@ -54,7 +53,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   release(entry: Registration): boolean {
     if (this.#entries.get(entry.name) !== entry) return false;
     this.#entries.delete(entry.name);
-    if (this.#serving.delete(entry.name) && entry.failed) this.#failed--;
+    this.#serving.delete(entry.name);
     return true;
   }
 
@@ -78,7 +77,6 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     if (entry.serving && entry.model?.memoryMoves) this.#moving.add(entry);
     else this.#moving.delete(entry);
     if (this.#entries.get(entry.name) !== entry) return;
-    if (from === 'failed' && this.#serving.has(entry.name)) this.#failed--;
     this.#placeServing(entry);
   }
 
@@ -87,8 +85,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     if (before === undefined) return;
     const now = entry.heldBytes;
     this.#reported.set(entry, now);
-    this.#held.set(entry.phase, this.#held.get(entry.phase)! + now - before);
-    this.#heldTotal += now - before;
+    this.#tallyAdd(entry.phase, 0, now - before);
   }
 
   admitted(entry: Registration): void {
@@ -96,12 +93,8 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   #placeServing(entry: Registration): void {
-    if (entry.serving && entry.model) {
-      this.#serving.add(entry.name);
-      if (entry.failed) this.#failed++;
-    } else {
-      this.#serving.delete(entry.name);
-    }
+    if (entry.serving && entry.model) this.#serving.add(entry.name);
+    else this.#serving.delete(entry.name);
   }
 
   #tallyAdd(phase: Phase, n: number, bytes: number): void {
@@ -159,9 +152,9 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#serving.size;
   }
 
-  /** How many of them are failed: /ping's Partial Healthy. */
+  /** How many of them are failed (a failed registration always holds its name): /ping's Partial Healthy. */
   failedCount(): number {
-    return this.#failed;
+    return this.#count.get('failed')!;
   }
 
   /** The name of the one serving model, or null when there are none or several (/invocations asks per request). */
