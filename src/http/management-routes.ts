@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { MmeError, quote, quoteValue } from '../errors';
+import { errorOf, MmeError, quote, quoteValue } from '../errors';
 import { modelNameFromUrl } from '../config/load-models';
 import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
@@ -20,6 +20,7 @@ import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
+const badRequest = errorOf('MME_ERR_BAD_REQUEST');
 
 /** `guard` runs before every management route (the bearer-token check when management_token is set). */
 export function mountManagementRoutes(router: Router, manager: ModelManager, guard: Middleware): void {
@@ -70,8 +71,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     if (!manager.registry.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
-    if (max < min)
-      throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
+    if (max < min) throw badRequest(`max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
     // Awaited either way: a scale the memory budget refuses is 507, not 202.
     await manager.lifecycle.scale(name, min, max, synchronous);
@@ -175,16 +175,10 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
       try {
         fields = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
       } catch {
-        throw new MmeError(
-          'MME_ERR_BAD_REQUEST',
-          'The request body is not valid JSON; send {"model_name": "...", "url": "..."}.',
-        );
+        throw badRequest('The request body is not valid JSON; send {"model_name": "...", "url": "..."}.');
       }
       if (!fields || typeof fields !== 'object' || Array.isArray(fields))
-        throw new MmeError(
-          'MME_ERR_BAD_REQUEST',
-          'The request body must be a JSON object like {"model_name": "...", "url": "..."}.',
-        );
+        throw badRequest('The request body must be a JSON object like {"model_name": "...", "url": "..."}.');
       checkLoadRequestFields(Object.keys(fields));
     }
   }
@@ -222,12 +216,12 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
 function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
   if (isWorkerMode(v)) return v;
-  throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
+  throw badRequest(`worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
 }
 
 function optString(v: unknown, key: string): string | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v !== 'string') throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a string.`);
+  if (typeof v !== 'string') throw badRequest(`${key} must be a string.`);
   return v;
 }
 
@@ -248,7 +242,7 @@ function optChecked<T>(
   if (v === undefined || v === null || v === '') return undefined;
   const n = v === 'true' || v === 'false' ? v === 'true' : typeof v === 'string' && numeral.test(v) ? Number(v) : v;
   const need = problem(n);
-  if (need !== null) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be ${need}; got ${quoteValue(v)}.`);
+  if (need !== null) throw badRequest(`${key} must be ${need}; got ${quoteValue(v)}.`);
   return n as T;
 }
 
@@ -274,10 +268,7 @@ function optIntList(v: unknown, key: string): number[] | undefined {
           .split(',')
           .map((s) => Number(s.trim()));
   if (!list.every((n) => typeof n === 'number' && Number.isInteger(n) && n >= 0))
-    throw new MmeError(
-      'MME_ERR_BAD_REQUEST',
-      `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`,
-    );
+    throw badRequest(`${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`);
   return list as number[];
 }
 
