@@ -193,15 +193,12 @@ export function predictionsRequestProblem(bytes: Buffer): string | null {
   const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, r, 0, bytes.length);
   if (wrong) return wrong;
   let entries = 0;
-  for (const f of r.fields(0, bytes.length)) {
-    if (f.field === 3 && ++entries > MAX_ENTRIES)
-      return over(
-        entries,
-        MAX_ENTRIES,
-        'PredictionsRequest',
-        'input entries',
-        'send the body as "data" and at most a few headers',
-      );
-  }
-  return null;
+  for (const f of r.fields(0, bytes.length)) if (f.field === 3) entries++;
+  return over(
+    entries,
+    MAX_ENTRIES,
+    'PredictionsRequest',
+    'input entries',
+    'send the body as "data" and at most a few headers',
+  );
 }
