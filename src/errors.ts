@@ -163,11 +163,8 @@ export const configError = errorOf('MME_ERR_CONFIG');
 /** The model artifact is unusable (400): what is wrong with it and how to fix it. */
 export const invalidModel = errorOf('MME_ERR_INVALID_MODEL');
 
-export interface WireError {
-  code: string;
-  status: number;
-  message: string;
-}
+/** An error as it crosses the worker pipe: its code as text, since the other side may not know it. */
+export type WireError = Pick<MmeError, 'status' | 'message'> & { code: string };
 
 /** Most characters of client input an error message quotes. */
 export const QUOTE_LIMIT = 100;

@@ -68,7 +68,6 @@ export class MmeServer {
     this.metrics = createMetrics(config, { log: this.#log });
     this.manager.events.sink = this.metrics;
     if (this.manager.repository) this.manager.repository.events = this.metrics;
-    const defaultAccept = process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json';
     this.tracer =
       config.otelTracesSamplerRatio > 0
         ? new RequestTracer({
@@ -82,7 +81,7 @@ export class MmeServer {
       server: this.manager.lifecycle,
       metrics: this.metrics,
       log: this.#log,
-      defaultAccept,
+      defaultAccept: process.env.SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT || 'application/json',
       controls: { maxRequestTimeoutMs: config.maxRequestTimeoutSeconds * 1000, priorityLevels: config.priorityLevels },
       clock: opts.clock ?? realClock,
       tracer: this.tracer,

@@ -52,7 +52,7 @@ const integer =
   (range: Range): Check =>
   (v) =>
     Number.isSafeInteger(v) && range.allows(v as number) ? null : `an integer ${range.text}`;
-const boolean: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
+export const boolean: Check = (v) => (typeof v === 'boolean' ? null : 'true or false');
 
 /** The rule for a handler path, wherever it is named: relative, no '..' component, no NUL. */
 export function isSafeRelativePath(p: string): boolean {
@@ -65,21 +65,8 @@ export function isSafeRelativePath(p: string): boolean {
  */
 export const kMinMemoryLimitMb = 64;
 
-/** What memory_limit_mb must be, when it is not. */
-export const memoryLimitProblem: Check = integer(atLeast(kMinMemoryLimitMb));
-
-/**
- * What cpu_limit must be, when it is not: cores, at least the 1 % a CFS quota can hold (1 ms of each
- * 100 ms period) and at most the machine's cores, past which it would limit nothing.
- */
-export const cpuLimitProblem: Check = (v) => {
-  const cores = os.availableParallelism();
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0.01 && v <= cores
-    ? null
-    : `a number of cores >= 0.01 and <= ${cores} (this machine's cores)`;
-};
-
-const FIELDS: Record<keyof ModelDirConfig, Check> = {
+/** What each field must be: the management API holds its fields of the same name to the same rules. */
+export const kChecks: Record<keyof ModelDirConfig, Check> = {
   batchSize: integer(atLeast(1)),
   maxBatchDelay: integer(duration(0, 1, 'ms')),
   minWorkers: integer(atLeast(0)),
@@ -94,8 +81,17 @@ const FIELDS: Record<keyof ModelDirConfig, Check> = {
   handler: (v) =>
     typeof v === 'string' && isSafeRelativePath(v) ? null : 'a relative path inside the model directory',
   workerMode: (v) => (isWorkerMode(v) ? null : '"dedicated" or "shared"'),
-  memoryLimitMb: memoryLimitProblem,
-  cpuLimit: cpuLimitProblem,
+  memoryLimitMb: integer(atLeast(kMinMemoryLimitMb)),
+  /**
+   * Cores, at least the 1 % a CFS quota can hold (1 ms of each 100 ms period) and at most the
+   * machine's cores, past which it would limit nothing.
+   */
+  cpuLimit: (v) => {
+    const cores = os.availableParallelism();
+    return typeof v === 'number' && Number.isFinite(v) && v >= 0.01 && v <= cores
+      ? null
+      : `a number of cores >= 0.01 and <= ${cores} (this machine's cores)`;
+  },
   pinned: boolean,
   evictionPriority: (v) => (v === 'low' || v === 'normal' || v === 'high' ? null : '"low", "normal" or "high"'),
   idleUnloadSeconds: integer(seconds(0)),
@@ -118,9 +114,9 @@ export function parseModelConfig(text: string, where: string): ModelDirConfig {
     throw invalidModel(`${where} must hold a JSON object`);
   const config: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
-    const check = Object.hasOwn(FIELDS, key) ? FIELDS[key as keyof ModelDirConfig] : undefined;
+    const check = Object.hasOwn(kChecks, key) ? kChecks[key as keyof ModelDirConfig] : undefined;
     if (!check)
-      throw invalidModel(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(FIELDS).join(', ')})`);
+      throw invalidModel(`${where}: unknown field ${quote(key)} (known fields: ${Object.keys(kChecks).join(', ')})`);
     const need = check(value);
     if (need) throw invalidModel(`${where}: "${key}" must be ${need}, got ${preview(value)}`);
     config[key] = Array.isArray(value) ? Object.freeze([...(value as unknown[])]) : value;

@@ -42,7 +42,6 @@ export function connect(
 }
 
 export function unaryCall<T = unknown>(client: ServiceClient, method: string, request: unknown): Promise<T> {
-  // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
     client[method](request, new Metadata(), (err: ServiceError | null, res: T) =>
       err ? reject(new Error(`${method}: ${err.details} (gRPC status ${err.code})`)) : resolve(res),
@@ -78,12 +77,8 @@ export function v2Response(res: RawResponse): V2InferResponse {
     ...(res.id ? { id: res.id } : {}),
     outputs: res.outputs.map((o, i) => {
       const shape = o.shape.map(Number);
-      const elements = fromRaw(
-        o.datatype,
-        res.raw_output_contents[i],
-        shape.reduce((a, b) => a * b, 1),
-        o.name,
-      );
+      const count = shape.reduce((a, b) => a * b, 1);
+      const elements = fromRaw(o.datatype, res.raw_output_contents[i], count, o.name);
       const data = Array.isArray(elements)
         ? elements.map((b) => b.toString('utf8'))
         : Array.from(elements as ArrayLike<number | bigint>, (x) => (typeof x === 'bigint' ? String(x) : x));

@@ -112,11 +112,8 @@ function parse(argv: readonly string[]): Options {
         opts.stream = true;
         break;
       case '--cacert':
-        opts.tls.ca = pemFile(arg, value());
-        opts.grpcTls = true;
-        break;
       case '--cert':
-        opts.tls.cert = pemFile(arg, value());
+        opts.tls[arg === '--cert' ? 'cert' : 'ca'] = pemFile(arg, value());
         opts.grpcTls = true;
         break;
       case '--key':

@@ -124,8 +124,7 @@ class Invocation {
     const known = opts.models.knows(name);
     this.#model = known ? name : '';
     if (!known) throw modelNotFound(name);
-    if (request.timeout !== undefined) this.#askTimeout(request.timeout, 'X-Request-Timeout', MILLISECONDS);
-    if (request.priority !== undefined) this.#askPriority(request.priority, 'X-Request-Priority');
+    this.#ask(request, ['X-Request-Timeout', 'X-Request-Priority'], MILLISECONDS);
     if (request.deadlineMs !== undefined) this.#deadlineIn(request.deadlineMs);
     const payload = await request.body();
     let frame: InvokeRequest;
@@ -134,8 +133,7 @@ class Invocation {
     const oip = 'oipHeaderLength' in payload;
     // OIP's priority wins over a transport's own; with two deadlines the soonest holds.
     const asked = oip ? oipControls(payload.body, payload.oipHeaderLength) : (payload.oipControls ?? {});
-    if (asked.timeout !== undefined) this.#askTimeout(asked.timeout, 'parameters.timeout', MICROSECONDS);
-    if (asked.priority !== undefined) this.#askPriority(asked.priority, 'parameters.priority');
+    this.#ask(asked, ['parameters.timeout', 'parameters.priority'], MICROSECONDS);
     if (oip) {
       const { headers, body, oipHeaderLength } = payload;
       frame = { id: 0, requestId, headers, body, contentType: oipContentType(oipHeaderLength), accept: OIP_MEDIA_TYPE };
@@ -159,19 +157,18 @@ class Invocation {
     return this.#result;
   }
 
-  #askTimeout(value: unknown, where: string, unit: TimeUnit): void {
-    const ms = requestTimeoutMs(value, unit, where, this.opts.controls ?? kNoControls);
+  /** A deadline and a priority the caller set, each where `names` says (a header, an OIP parameter). */
+  #ask(asked: { timeout?: unknown; priority?: unknown }, names: [string, string], unit: TimeUnit): void {
+    const limits = this.opts.controls ?? kNoControls;
+    const ms = asked.timeout === undefined ? null : requestTimeoutMs(asked.timeout, unit, names[0], limits);
     if (ms !== null) this.#deadlineIn(ms);
+    if (asked.priority !== undefined) this.#priority = requestPriority(asked.priority, names[1], limits);
   }
 
   #deadlineIn(ms: number): void {
     const max = this.opts.controls?.maxRequestTimeoutMs || ms;
     const at = (this.opts.clock ?? realClock).now() + Math.min(ms, max);
     if (this.#deadline === undefined || at < this.#deadline) this.#deadline = at;
-  }
-
-  #askPriority(value: unknown, where: string): void {
-    this.#priority = requestPriority(value, where, this.opts.controls ?? kNoControls);
   }
 
   /** Counts the invocation with the run's status, or `failure`'s when it failed before running. */

@@ -26,10 +26,7 @@ export function kserveService(deps: GrpcDeps): UntypedServiceImplementation {
     }),
     // The worker reads the request's tensors and writes the answer's (worker-process/model-infer-codec.ts).
     ModelInfer: unary(deps, 'ModelInfer', {
-      target: (req: ModelInferHead) => {
-        checkVersion(req.model_name, req.model_version);
-        return req.model_name;
-      },
+      target: (req: ModelInferHead) => checkVersion(req.model_name, req.model_version),
       payload: (req, call) => ({
         headers: call.headers,
         body: req.bytes,

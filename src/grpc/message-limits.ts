@@ -122,6 +122,14 @@ function over(count: number, limit: number, message: string, field: string, advi
   return count > limit ? `the ${message} has more than ${limit} ${field}; ${advice}` : null;
 }
 
+/** ModelInferRequest's repeated fields by number: what a message calls them, and the advice. */
+const kRepeatedFields = new Map<number, [string, string]>([
+  [4, ['parameters', 'send fewer']],
+  [5, ['inputs', 'no model takes that many']],
+  [6, ['outputs', 'no model answers that many']],
+  [7, ['raw_input_contents entries', 'send one per input']],
+]);
+
 /** Why a KServe ModelInferRequest is refused before decoding, or null. */
 export function inferRequestProblem(bytes: Buffer): string | null {
   const m = 'ModelInferRequest';
@@ -133,16 +141,9 @@ export function inferRequestProblem(bytes: Buffer): string | null {
   for (const f of r.fields(0, bytes.length)) {
     const n = (counts.get(f.field) ?? 0) + 1;
     counts.set(f.field, n);
+    const repeated = kRepeatedFields.get(f.field);
     const problem =
-      f.field === 5
-        ? (over(n, MAX_ENTRIES, m, 'inputs', 'no model takes that many') ?? inputProblem(r, f, typed))
-        : f.field === 6
-          ? over(n, MAX_ENTRIES, m, 'outputs', 'no model answers that many')
-          : f.field === 7
-            ? over(n, MAX_ENTRIES, m, 'raw_input_contents entries', 'send one per input')
-            : f.field === 4
-              ? over(n, MAX_ENTRIES, m, 'parameters', 'send fewer')
-              : null;
+      repeated && (over(n, MAX_ENTRIES, m, ...repeated) ?? (f.field === 5 ? inputProblem(r, f, typed) : null));
     if (problem) return problem;
   }
   return null;
@@ -192,15 +193,12 @@ export function predictionsRequestProblem(bytes: Buffer): string | null {
   const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, r, 0, bytes.length);
   if (wrong) return wrong;
   let entries = 0;
-  for (const f of r.fields(0, bytes.length)) {
-    if (f.field === 3 && ++entries > MAX_ENTRIES)
-      return over(
-        entries,
-        MAX_ENTRIES,
-        'PredictionsRequest',
-        'input entries',
-        'send the body as "data" and at most a few headers',
-      );
-  }
-  return null;
+  for (const f of r.fields(0, bytes.length)) if (f.field === 3) entries++;
+  return over(
+    entries,
+    MAX_ENTRIES,
+    'PredictionsRequest',
+    'input entries',
+    'send the body as "data" and at most a few headers',
+  );
 }

@@ -24,14 +24,9 @@ const kLoadOptions = {
   includeDirs: [PROTO_DIR],
 };
 
-export interface ServiceDefinitions {
-  kserve: grpc.ServiceClientConstructor;
-  torchserve: grpc.ServiceClientConstructor;
-}
+let loaded: Record<'kserve' | 'torchserve', grpc.ServiceClientConstructor> | null = null;
 
-let loaded: ServiceDefinitions | null = null;
-
-export function serviceDefinitions(): ServiceDefinitions {
+export function serviceDefinitions(): NonNullable<typeof loaded> {
   if (loaded) return loaded;
   const definition = protoLoader.loadSync(['grpc_predict_v2.proto', 'torchserve_inference.proto'], kLoadOptions);
   const pkg = grpc.loadPackageDefinition(definition) as unknown as {

@@ -27,10 +27,7 @@ const kBodyKeys = ['data', 'body'];
 
 function predictions(stream: boolean): GrpcMethod<PredictionsRequest, PredictionResponse> {
   return {
-    target: (req) => {
-      checkVersion(req.model_name, req.model_version);
-      return req.model_name;
-    },
+    target: (req) => checkVersion(req.model_name, req.model_version),
     payload: (req, call) => {
       // The map's keys are client text: only its own entries count.
       const key = kBodyKeys.find((k) => Object.hasOwn(req.input, k));

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type Koa from 'koa';
 import type { ListenAddress } from '../config/types';
-import { MmeError } from '../errors';
+import { configError, MmeError } from '../errors';
 import { kDefaultLimits, type ListenerLimits } from '../util/listener-limits';
 import type { TlsFiles } from '../util/tls-files';
 
@@ -67,7 +67,7 @@ export async function listen(
   };
   let server: http.Server;
   if (addr.scheme === 'https') {
-    if (tls === null) throw new MmeError('MME_ERR_CONFIG', `${addr.raw} is https:// but tls_cert_file is not set`);
+    if (tls === null) throw configError(`${addr.raw} is https:// but tls_cert_file is not set`);
     const secure = https.createServer(
       {
         ...options,

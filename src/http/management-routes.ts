@@ -5,7 +5,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { MmeError, quote, quoteValue } from '../errors';
+import { errorOf, MmeError, quote, quoteValue } from '../errors';
 import { modelNameFromUrl } from '../config/load-models';
 import { isWorkerMode, type WorkerMode } from '../config/types';
 import {
@@ -15,11 +15,12 @@ import {
   type Model,
   type ModelManager,
 } from '../gateway/models';
-import { cpuLimitProblem, memoryLimitProblem } from '../artifacts/model-config';
+import { boolean, kChecks, type ModelDirConfig } from '../artifacts/model-config';
 import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
 
 const kMaxManagementBody = 64 * 1024;
+const badRequest = errorOf('MME_ERR_BAD_REQUEST');
 
 /** `guard` runs before every management route (the bearer-token check when management_token is set). */
 export function mountManagementRoutes(router: Router, manager: ModelManager, guard: Middleware): void {
@@ -70,8 +71,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
     if (!manager.registry.registered(name)) throw modelNotFound(name);
     const min = intParam(ctx, 'min_worker', 1, 0);
     const max = intParam(ctx, 'max_worker', min, 0);
-    if (max < min)
-      throw new MmeError('MME_ERR_BAD_REQUEST', `max_worker (${max}) cannot be less than min_worker (${min}).`);
+    if (max < min) throw badRequest(`max_worker (${max}) cannot be less than min_worker (${min}).`);
     const synchronous = boolParam(ctx, 'synchronous', false);
     // Awaited either way: a scale the memory budget refuses is 507, not 202.
     await manager.lifecycle.scale(name, min, max, synchronous);
@@ -175,21 +175,18 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
       try {
         fields = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
       } catch {
-        throw new MmeError(
-          'MME_ERR_BAD_REQUEST',
-          'The request body is not valid JSON; send {"model_name": "...", "url": "..."}.',
-        );
+        throw badRequest('The request body is not valid JSON; send {"model_name": "...", "url": "..."}.');
       }
       if (!fields || typeof fields !== 'object' || Array.isArray(fields))
-        throw new MmeError(
-          'MME_ERR_BAD_REQUEST',
-          'The request body must be a JSON object like {"model_name": "...", "url": "..."}.',
-        );
+        throw badRequest('The request body must be a JSON object like {"model_name": "...", "url": "..."}.');
       checkLoadRequestFields(Object.keys(fields));
     }
   }
   const get = (key: string): unknown =>
     fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined;
+  /** A field model-config.json takes too, held to its rule there: both places take the same values. */
+  const configField = <K extends keyof ModelDirConfig>(key: string, field: K) =>
+    optChecked<ModelDirConfig[K]>(get(key), key, kChecks[field]);
   const url = get('url');
   // MMS derives the name from the archive when model_name is omitted.
   const modelName = get('model_name') ?? (typeof url === 'string' ? modelNameFromUrl(url) : undefined);
@@ -203,15 +200,15 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
     responseTimeoutSeconds: optInt(get('response_timeout'), 'response_timeout', 1, kSeconds),
     loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1, kSeconds),
     jobQueueSize: optInt(get('job_queue_size'), 'job_queue_size', 1),
-    useJobTicket: optBool(get('use_job_ticket'), 'use_job_ticket'),
-    preloadModel: optBool(get('preload_model'), 'preload_model'),
+    useJobTicket: configField('use_job_ticket', 'useJobTicket'),
+    preloadModel: configField('preload_model', 'preloadModel'),
     deviceIds: optIntList(get('device_ids'), 'device_ids'),
     workerMode: optWorkerMode(get('worker_mode')),
-    synchronous: optBool(get('synchronous'), 'synchronous'),
-    memoryLimitMb: optLimit(get('memory_limit_mb'), 'memory_limit_mb', memoryLimitProblem),
-    cpuLimit: optLimit(get('cpu_limit'), 'cpu_limit', cpuLimitProblem),
-    pinned: optBool(get('pinned'), 'pinned'),
-    evictionPriority: optEvictionPriority(get('eviction_priority')),
+    synchronous: optChecked<boolean>(get('synchronous'), 'synchronous', boolean),
+    memoryLimitMb: configField('memory_limit_mb', 'memoryLimitMb'),
+    cpuLimit: configField('cpu_limit', 'cpuLimit'),
+    pinned: configField('pinned', 'pinned'),
+    evictionPriority: configField('eviction_priority', 'evictionPriority'),
     idleUnloadSeconds: optInt(get('idle_unload_seconds'), 'idle_unload_seconds', 0, kSeconds),
   };
 }
@@ -219,21 +216,12 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
 function optWorkerMode(v: unknown): WorkerMode | undefined {
   if (v === undefined) return undefined;
   if (isWorkerMode(v)) return v;
-  throw new MmeError('MME_ERR_BAD_REQUEST', `worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
-}
-
-function optEvictionPriority(v: unknown): 'low' | 'normal' | 'high' | undefined {
-  if (v === undefined || v === null || v === '') return undefined;
-  if (v === 'low' || v === 'normal' || v === 'high') return v;
-  throw new MmeError(
-    'MME_ERR_BAD_REQUEST',
-    `eviction_priority must be "low", "normal" or "high"; got ${quoteValue(v)}.`,
-  );
+  throw badRequest(`worker_mode must be "dedicated" or "shared", got ${quoteValue(v)}`);
 }
 
 function optString(v: unknown, key: string): string | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v !== 'string') throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be a string.`);
+  if (typeof v !== 'string') throw badRequest(`${key} must be a string.`);
   return v;
 }
 
@@ -241,32 +229,33 @@ function optString(v: unknown, key: string): string | undefined {
 const kMillis = timerLimit(1, 'ms');
 const kSeconds = timerLimit(1000, 'seconds');
 
-function optInt(v: unknown, key: string, min: number, max?: { max: number; text: string }): number | undefined {
+/**
+ * A field held to `problem`, which says what it must be; query-string text is read first as the
+ * boolean or the number (as `numeral` spells one) it is.
+ */
+function optChecked<T>(
+  v: unknown,
+  key: string,
+  problem: (v: unknown) => string | null,
+  numeral = /^\d+(\.\d+)?$/,
+): T | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || (max !== undefined && n > max.max)) {
-    throw new MmeError(
-      'MME_ERR_BAD_REQUEST',
-      `${key} must be an integer >= ${min}${max === undefined ? '' : ` and <= ${max.text}`}; got ${quoteValue(v)}.`,
-    );
-  }
-  return n;
-}
-
-/** A per-model limit, held to model-config.json's rule for it: both places take the same values. */
-function optLimit(v: unknown, key: string, problem: (v: unknown) => string | null): number | undefined {
-  if (v === undefined || v === null || v === '') return undefined;
-  const n = typeof v === 'string' && /^\d+(\.\d+)?$/.test(v) ? Number(v) : v;
+  const n = v === 'true' || v === 'false' ? v === 'true' : typeof v === 'string' && numeral.test(v) ? Number(v) : v;
   const need = problem(n);
-  if (need !== null) throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be ${need}; got ${quoteValue(v)}.`);
-  return n as number;
+  if (need !== null) throw badRequest(`${key} must be ${need}; got ${quoteValue(v)}.`);
+  return n as T;
 }
 
-function optBool(v: unknown, key: string): boolean | undefined {
-  if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v === 'boolean') return v;
-  if (v === 'true' || v === 'false') return v === 'true';
-  throw new MmeError('MME_ERR_BAD_REQUEST', `${key} must be true or false; got ${quoteValue(v)}.`);
+function optInt(v: unknown, key: string, min: number, max?: { max: number; text: string }): number | undefined {
+  return optChecked(
+    v,
+    key,
+    (n) =>
+      Number.isInteger(n) && (n as number) >= min && (max === undefined || (n as number) <= max.max)
+        ? null
+        : `an integer >= ${min}${max === undefined ? '' : ` and <= ${max.text}`}`,
+    /^-?\d+$/,
+  );
 }
 
 function optIntList(v: unknown, key: string): number[] | undefined {
@@ -279,10 +268,7 @@ function optIntList(v: unknown, key: string): number[] | undefined {
           .split(',')
           .map((s) => Number(s.trim()));
   if (!list.every((n) => typeof n === 'number' && Number.isInteger(n) && n >= 0))
-    throw new MmeError(
-      'MME_ERR_BAD_REQUEST',
-      `${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`,
-    );
+    throw badRequest(`${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`);
   return list as number[];
 }
 
@@ -291,5 +277,5 @@ function intParam(ctx: Context, key: string, fallback: number, min: number): num
 }
 
 function boolParam(ctx: Context, key: string, fallback: boolean): boolean {
-  return optBool(ctx.query[key], key) ?? fallback;
+  return optChecked<boolean>(ctx.query[key], key, boolean) ?? fallback;
 }

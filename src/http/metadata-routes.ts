@@ -7,20 +7,17 @@ const kModel = '/v2/models/:name';
 const kVersioned = '/v2/models/:name/versions/:version';
 
 export function mountMetadataRoutes(router: Router, manager: ModelManager): void {
-  router.get('/ping', (ctx) => {
-    ctx.body = pingStatus(manager.registry);
-  });
-
-  router.get('/v2', (ctx) => {
-    ctx.body = serverMetadata();
-  });
-  router.get('/v2/health/live', (ctx) => {
-    ctx.body = { live: true };
-  });
-  // Shutdown answers 503 before any route (listenerGuards), so reaching here means ready.
-  router.get('/v2/health/ready', (ctx) => {
-    ctx.body = { ready: true };
-  });
+  const fixed: Array<[string, () => unknown]> = [
+    ['/ping', () => pingStatus(manager.registry)],
+    ['/v2', serverMetadata],
+    ['/v2/health/live', () => ({ live: true })],
+    // Shutdown answers 503 before any route (listenerGuards), so reaching here means ready.
+    ['/v2/health/ready', () => ({ ready: true })],
+  ];
+  for (const [route, body] of fixed)
+    router.get(route, (ctx) => {
+      ctx.body = body();
+    });
 
   for (const base of [kModel, kVersioned]) {
     router.get(base, (ctx) => {

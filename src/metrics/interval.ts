@@ -5,13 +5,9 @@
 import { METRICS, type MetricDef } from './catalog';
 
 /** One statistic set of one metric, for the whole endpoint (model null) or one model. */
-export interface Series {
+export interface Series extends Readonly<Pick<Stat, 'count' | 'sum' | 'min' | 'max'>> {
   readonly def: MetricDef;
   readonly model: string | null;
-  readonly count: number;
-  readonly sum: number;
-  readonly min: number;
-  readonly max: number;
 }
 
 export interface Snapshot {

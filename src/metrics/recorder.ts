@@ -113,7 +113,7 @@ export class MetricsRecorder {
   }
 
   idleUnloaded(model: string): void {
-    this.#safely(() => this.#add(M.ModelIdleUnloads, model, 1));
+    this.#add(M.ModelIdleUnloads, model, 1);
   }
 
   workerRestarted(model: string): void {
@@ -230,31 +230,27 @@ export class MetricsRecorder {
   /** Every event goes through here, so a bug in metrics never reaches the request or load that reported it. */
   #add(id: number, model: string, value: number, labels?: Record<string, string>): void {
     if (!Number.isFinite(value)) return;
-    try {
+    this.#safely(() => {
       this.#interval.add(id, model, value);
       this.parts.prometheus?.observe(id, model, value, labels);
-    } catch (err) {
-      this.#internalError(err);
-    }
+    });
   }
 
-  #safely(fn: () => void): void {
+  #safely(fn: () => void, onError = (err: unknown) => this.#internalError(err)): void {
     try {
       fn();
     } catch (err) {
-      this.#internalError(err);
+      onError(err);
     }
   }
 
   #deliver(snapshot: Snapshot): void {
     this.#safely(() => this.parts.prometheus?.write(snapshot));
-    for (const sink of this.parts.sinks) {
-      try {
-        sink.write(snapshot);
-      } catch (err) {
-        this.#sinkError(sink.name, err);
-      }
-    }
+    for (const sink of this.parts.sinks)
+      this.#safely(
+        () => sink.write(snapshot),
+        (err) => this.#sinkError(sink.name, err),
+      );
   }
 
   async #sample(): Promise<Series[]> {

@@ -3,7 +3,9 @@
  * Over REST the header's length is `Inference-Header-Content-Length`; to a worker (and for Triton's
  * SageMaker clients) the `json-header-size` parameter of application/vnd.sagemaker-triton.binary+json.
  */
-import { MmeError } from '../errors';
+import { errorOf } from '../errors';
+
+const invalid = errorOf('MME_ERR_INVALID_INPUT');
 
 export const OIP_MEDIA_TYPE = 'application/vnd.sagemaker-triton.binary+json';
 export const HEADER_LENGTH_HEADER = 'inference-header-content-length';
@@ -24,8 +26,7 @@ export interface SplitBody<H> {
 
 export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
   if (!Number.isSafeInteger(headerLength) || headerLength < 0 || headerLength > body.length) {
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
+    throw invalid(
       `the inference header length (${headerLength}) is not within the ${body.length}-byte body; set Inference-Header-Content-Length to the byte length of the JSON header`,
     );
   }
@@ -33,11 +34,10 @@ export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
   try {
     header = JSON.parse(body.subarray(0, headerLength).toString('utf8')) as H;
   } catch (err) {
-    throw new MmeError('MME_ERR_INVALID_INPUT', `the inference header is not valid JSON: ${(err as Error).message}`);
+    throw invalid(`the inference header is not valid JSON: ${(err as Error).message}`);
   }
   if (header === null || typeof header !== 'object' || Array.isArray(header)) {
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
+    throw invalid(
       'the inference header must be a JSON object like {"inputs": [{"name", "shape", "datatype", "data"}]}',
     );
   }
@@ -54,8 +54,7 @@ export function joinBody(header: unknown, binaries: readonly Buffer[]): { body: 
 export function sliceBinary(binary: Buffer, sizes: readonly number[]): Buffer[] {
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total !== binary.length) {
-    throw new MmeError(
-      'MME_ERR_INVALID_INPUT',
+    throw invalid(
       `the binary_data_size parameters add up to ${total} bytes, but ${binary.length} bytes follow the inference header`,
     );
   }

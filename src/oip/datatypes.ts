@@ -18,7 +18,11 @@ export type NumericArray =
   | Uint32Array
   | BigInt64Array
   | BigUint64Array;
-type NumericCtor = { new (n: number): NumericArray; BYTES_PER_ELEMENT: number };
+type NumericCtor = {
+  new (n: number): NumericArray;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): NumericArray;
+  BYTES_PER_ELEMENT: number;
+};
 
 /**
  * Each datatype's onnxruntime type, the element array of a fixed-size one as onnxruntime takes it
@@ -42,6 +46,10 @@ const kDatatypes: ReadonlyMap<string, Datatype> = new Map<string, Datatype>([
   ['BYTES', { ort: 'string', contents: 'bytes_contents' }],
 ]);
 const kOrtToV2: ReadonlyMap<string, string> = new Map([...kDatatypes].map(([v2, d]) => [d.ort, v2]));
+/** The element array of each fixed-size onnxruntime type (bool as 0/1 bytes, float16 as its bits). */
+export const ORT_ARRAYS: ReadonlyMap<string, NumericCtor> = new Map(
+  [...kDatatypes.values()].flatMap((d) => (d.array ? [[d.ort, d.array] as const] : [])),
+);
 
 export const V2_DATATYPES: readonly string[] = [...kDatatypes.keys()];
 

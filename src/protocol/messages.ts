@@ -103,11 +103,8 @@ export interface InferMessage {
   withHeaders?: boolean;
 }
 
-export interface WireResponse {
+export interface WireResponse extends ResponseHead {
   id: number;
-  status: number;
-  contentType: string;
-  headers: Record<string, string>;
   error?: WireError;
   body?: Buffer;
 }

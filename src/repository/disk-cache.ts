@@ -139,17 +139,15 @@ export class DiskCache {
   async commit(name: string, tmp: string, model: CachedModel): Promise<void> {
     await writeFile(path.join(tmp, kMeta), JSON.stringify({ ...model, usedAt: Date.now() }));
     const target = path.join(this.dir, name);
-    if (this.#index.has(name)) {
-      // Out of the way first: rename() cannot replace a non-empty directory.
-      const old = `${path.join(this.dir, kTmp)}old-${name}-${Date.now()}`;
+    // Out of the way first: rename() cannot replace a non-empty directory.
+    const old = this.#index.has(name) ? `${path.join(this.dir, kTmp)}old-${name}-${Date.now()}` : null;
+    if (old !== null) {
       await rename(target, old);
       this.#usedBytes -= this.#index.get(name)!.bytes;
       this.#index.delete(name);
-      await rename(tmp, target);
-      await rm(old, { recursive: true, force: true });
-    } else {
-      await rename(tmp, target);
     }
+    await rename(tmp, target);
+    if (old !== null) await rm(old, { recursive: true, force: true });
     this.#index.set(name, model);
     this.#usedBytes += model.bytes;
   }

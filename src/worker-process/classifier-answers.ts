@@ -11,7 +11,7 @@ import type { PlainTensor } from './tensor';
 
 export const kCsvOutputParameter = 'output';
 const kCsvOutputs = ['label', 'probabilities', 'probability'] as const;
-const notAcceptable = errorOf('MME_ERR_NOT_ACCEPTABLE');
+export const notAcceptable = errorOf('MME_ERR_NOT_ACCEPTABLE');
 
 export function probabilityRows(
   t: PlainTensor,

@@ -5,7 +5,7 @@
 import { MmeError, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
-import { classifierCsvColumns } from './classifier-answers';
+import { classifierCsvColumns, notAcceptable } from './classifier-answers';
 import { decodeCsv, encodeCsv } from './csv-codec';
 import { checkShape, decodeJson, encodeJson, onlyInput, type DecodedRequest, type EncodeMeta } from './json-codec';
 import { essence, isJson, negotiate } from './media-types';
@@ -82,8 +82,7 @@ export function decoderFor(contentType: string): Codec {
 export function encoderFor(accept: string): Codec {
   const type = negotiate(accept, kMediaTypes);
   if (!type) {
-    throw new MmeError(
-      'MME_ERR_NOT_ACCEPTABLE',
+    throw notAcceptable(
       `Accept ${quote(accept)} asks for no type the default handler produces; supported: ${kMediaTypes.join(', ')}`,
     );
   }
@@ -123,8 +122,7 @@ function single(
 function onlyOutput(outputs: Record<string, PlainTensor>, mediaType: string): PlainTensor {
   const names = Object.keys(outputs);
   if (names.length !== 1) {
-    throw new MmeError(
-      'MME_ERR_NOT_ACCEPTABLE',
+    throw notAcceptable(
       `${mediaType} holds one array, but this model has ${names.length} outputs (${names.join(', ')}); ask for Accept: application/json`,
     );
   }

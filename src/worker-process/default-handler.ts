@@ -39,16 +39,9 @@ export async function inference(inputs: Array<Slot<AnyFeeds>>, ctx: HandlerConte
     else groups.set(key, [i]);
   });
   for (const members of groups.values()) {
-    if (members.length === 1) {
-      results[members[0]] = await runSafely(ctx, inputs[members[0]] as AnyFeeds);
-      continue;
-    }
-    const merged = await runMerged(
-      ctx,
-      members.map((i) => inputs[i] as AnyFeeds),
-    );
-    if (merged) members.forEach((i, k) => (results[i] = merged[k]));
-    else for (const i of members) results[i] = await runSafely(ctx, inputs[i] as AnyFeeds);
+    const feeds = members.map((i) => inputs[i] as AnyFeeds);
+    const merged = feeds.length > 1 ? await runMerged(ctx, feeds) : null;
+    for (const [k, i] of members.entries()) results[i] = merged ? merged[k] : await runSafely(ctx, feeds[k]);
   }
   return results;
 }

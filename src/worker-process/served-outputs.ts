@@ -4,7 +4,7 @@
  * [rows, classes] tensor it reads (graph-rewrite.ts). Any other non-tensor value is refused at load,
  * rather than failing at every invoke.
  */
-import { MmeError, quote } from '../errors';
+import { invalidModel, quote } from '../errors';
 import type { TensorInfo } from '../model-types';
 import { NodeField, type GraphNode, type OnnxFile } from './onnx-file';
 import { valueTypeNotation } from './onnx-types';
@@ -37,8 +37,7 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
     const nodeIndex = producers.get(out.name);
     const node = nodeIndex === undefined ? undefined : model.nodes[nodeIndex];
     if (!node || node.opType !== 'ZipMap' || node.domain !== 'ai.onnx.ml') {
-      throw new MmeError(
-        'MME_ERR_INVALID_MODEL',
+      throw invalidModel(
         `output ${quote(out.name)} is a ${valueTypeNotation(model, out)}${node ? ` made by ${quote(node.opType)}` : ''}; onnxruntime-node returns tensors only, so this server serves a non-tensor output only when it comes from a ZipMap. Export the model with tensor outputs (skl2onnx: options={id(model): {'zipmap': False}}) or drop this output from the graph`,
       );
     }
@@ -55,8 +54,7 @@ export function zipMapOutputs(model: OnnxFile): ZipMapOutput[] {
 function refuseNonTensorInputs(model: OnnxFile): void {
   const bad = model.inputs.find((input) => !input.tensor);
   if (bad) {
-    throw new MmeError(
-      'MME_ERR_INVALID_MODEL',
+    throw invalidModel(
       `input ${quote(bad.name)} is a ${valueTypeNotation(model, bad)}; onnxruntime-node can feed tensors only. Convert the model with tensor inputs (skl2onnx: initial_types=[('input', FloatTensorType([None, n]))] instead of a DictVectorizer's map input)`,
     );
   }
@@ -81,8 +79,7 @@ function zipMapLabels(file: FileWindow, node: GraphNode): Array<number | string>
   }
   const labels = [found.get('classlabels_int64s'), found.get('classlabels_strings')].find((l) => l && l.length > 0);
   if (labels) return labels;
-  throw new MmeError(
-    'MME_ERR_INVALID_MODEL',
+  throw invalidModel(
     `ZipMap node ${quote(node.name || node.output[0] || '')} has neither classlabels_int64s nor classlabels_strings`,
   );
 }
@@ -100,7 +97,7 @@ function readInt64s(bytes: Buffer, out: Array<number | string>): void {
     value = 0n;
     shift = 0n;
   }
-  if (shift !== 0n) throw new MmeError('MME_ERR_INVALID_MODEL', 'a ZipMap class label is not a whole protobuf varint');
+  if (shift !== 0n) throw invalidModel('a ZipMap class label is not a whole protobuf varint');
 }
 
 /** The session's outputs, but a ZipMap's with its real ONNX type and its class labels beside the tensor. */

@@ -6,7 +6,7 @@
  * disagree would shift every later request's rows in a merged batch into another caller's answer.
  */
 import { errorOf } from '../errors';
-import type { NumericArray } from '../oip/datatypes';
+import { ORT_ARRAYS as kCtors, type NumericArray } from '../oip/datatypes';
 
 export type NumericData = NumericArray;
 export type TensorData = NumericData | string[];
@@ -17,27 +17,6 @@ export interface PlainTensor {
   dims: number[];
   data: TensorData;
 }
-
-type NumericCtor = {
-  new (n: number): NumericData;
-  new (buffer: ArrayBufferLike, byteOffset: number, length: number): NumericData;
-  BYTES_PER_ELEMENT: number;
-};
-
-const kCtors: ReadonlyMap<string, NumericCtor> = new Map<string, NumericCtor>([
-  ['float32', Float32Array],
-  ['float64', Float64Array],
-  ['int8', Int8Array],
-  ['uint8', Uint8Array],
-  ['int16', Int16Array],
-  ['uint16', Uint16Array],
-  ['int32', Int32Array],
-  ['uint32', Uint32Array],
-  ['int64', BigInt64Array],
-  ['uint64', BigUint64Array],
-  ['bool', Uint8Array],
-  ['float16', Uint16Array],
-]);
 
 const TENSOR_TYPES: readonly string[] = [...kCtors.keys(), 'string'];
 

@@ -6,17 +6,14 @@ import type { ModelRegistry } from '../../server/models/registry';
 import { modelNotFound } from '../../server/models/model-names';
 import { v2Datatype } from '../../oip/datatypes';
 import { MODEL_VERSION, SERVER_NAME, SERVER_VERSION } from '../../oip/server-identity';
+import type { V2Tensor } from '../../oip/types';
 
 /** Triton's name for the binary tensor extension, which /v2/models/{name}/infer speaks. */
 export const SERVER_EXTENSIONS: readonly string[] = ['binary_tensor_data'];
 /** Triton's platform name for ONNX models. */
 const kPlatform = 'onnxruntime_onnx';
 
-export interface TensorMetadata {
-  name: string;
-  datatype: string;
-  shape: number[];
-}
+export type TensorMetadata = Pick<V2Tensor, 'name' | 'datatype' | 'shape'>;
 
 export interface ModelMetadata {
   name: string;
@@ -45,13 +42,15 @@ function tensorMetadata(info: TensorInfo): TensorMetadata {
   };
 }
 
-export function checkVersion(name: string, version: string | undefined): void {
+/** The name, once its version is the model's (or none). */
+export function checkVersion(name: string, version: string | undefined): string {
   if (version && version !== MODEL_VERSION) {
     throw new MmeError(
       'MME_ERR_MODEL_NOT_FOUND',
       `Model ${quote(name)} has no version ${quote(version)}; its only version is ${MODEL_VERSION} (or leave the version out).`,
     );
   }
+  return name;
 }
 
 /** 404 for one not loaded (an infer loads a model_store one on demand). */
