@@ -21,19 +21,6 @@ export class DedicatedPolicy implements HostPolicy {
     return 0;
   }
 
-  maxFrameBytes(_hostMax: number, slotMax: number): number {
-    return slotMax;
-  }
-
-  sharedHostId(): null {
-    return null;
-  }
-
-  /** Its process runs no one else's sessions: there is no share to take. */
-  cpuShare(): undefined {
-    return undefined;
-  }
-
   release(slot: PolicySlot): Promise<WorkerExit> {
     return slot.host.stop();
   }
@@ -42,8 +29,6 @@ export class DedicatedPolicy implements HostPolicy {
     slot.memoryBytes = await slot.host.measureMemory();
     return slot.memoryBytes;
   }
-
-  loaded(): void {}
 
   loadFailed(slot: PolicySlot, first: boolean): void {
     if (first) slot.host.kill('stopped');

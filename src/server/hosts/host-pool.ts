@@ -147,11 +147,6 @@ export class HostPool {
   }
 
   #addHost(): void {
-    this.#hosts.push(this.#start());
-    this.#wakeRoomWaiters();
-  }
-
-  #start(): SharedHost {
     const host: SharedHost = new SharedHost(this.opts.spawn, `host-${++this.#seq}`, {
       onStarted: () => {
         void host.measureMemory().then((bytes) => {
@@ -166,7 +161,8 @@ export class HostPool {
       },
       onExit: () => this.#onHostExit(host),
     });
-    return host.start();
+    this.#hosts.push(host.start());
+    this.#wakeRoomWaiters();
   }
 
   async #afterUnload(host: SharedHost): Promise<void> {

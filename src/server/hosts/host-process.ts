@@ -151,10 +151,11 @@ export class HostProcess implements SlotHost {
   admit(slot: ModelSlot, maxFrameBytes: number): number {
     const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
-    this.#label = this.policy.sharedHostId(this) ?? slot.id;
-    // The largest frame accepted from the process: what its models may answer with.
+    this.#label = this.policy.sharedHostId?.(this) ?? slot.id;
+    // The largest frame accepted from the process: what its models may answer with (a dedicated
+    // worker's one slot allows more than the 1 MiB a process is held to before it has a model).
     const reader = this.#spawned!.reader;
-    reader.maxFrameBytes = this.policy.maxFrameBytes(reader.maxFrameBytes, maxFrameBytes);
+    reader.maxFrameBytes = Math.max(reader.maxFrameBytes, maxFrameBytes);
     this.admitted(slot);
     return slotId;
   }
@@ -270,19 +271,15 @@ export class HostProcess implements SlotHost {
     this.#spawned?.channel.destroy();
     this.#ring?.close();
     const lost = this.#batches.takeAll();
-    const slots = [...this.#slots.values()];
-    for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
+    const slots = this.slots;
+    for (const s of slots) this.forget(s.slotId);
     this.#resolveExit(exit);
     this.events.onExit?.(this);
     const notice = this.policy.exitNotice(exit, lost, slots.find((s) => s.loadPending) ?? null);
     for (const s of slots) {
-      const mine = lost.filter((l) => l.slot === s);
-      s.onHostExit(
-        notice.exit,
-        mine.filter((l) => l.running).map((l) => l.batch),
-        mine.filter((l) => !l.running).map((l) => l.batch),
-        notice.displaced(s),
-      );
+      const batches = (running: boolean) =>
+        lost.filter((l) => l.slot === s && l.running === running).map((l) => l.batch);
+      s.onHostExit(notice.exit, batches(true), batches(false), notice.displaced(s));
     }
   }
 }

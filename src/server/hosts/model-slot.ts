@@ -126,7 +126,7 @@ export class ModelSlot implements PolicySlot {
 
   /** null for a process of its own. */
   get sharedHostId(): string | null {
-    return this.host.policy.sharedHostId(this.host);
+    return this.host.policy.sharedHostId?.(this.host) ?? null;
   }
 
   get onnxBytes(): number {
@@ -153,7 +153,7 @@ export class ModelSlot implements PolicySlot {
 
   /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
-    return this.host.policy.cpuShare(this);
+    return this.host.policy.cpuShare?.(this);
   }
 
   get isIdle(): boolean {
@@ -243,7 +243,7 @@ export class ModelSlot implements PolicySlot {
     if (this.state === 'loading') this.#state.to('ready');
     this.#resolve(msg);
     this.loadedAt = performance.now();
-    this.host.policy.loaded(this, msg);
+    this.host.policy.loaded?.(this, msg);
   }
 
   onLoadFailed(err: MmeError): void {

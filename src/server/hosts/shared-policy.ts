@@ -27,10 +27,6 @@ export class SharedPolicy implements HostPolicy {
     return this.slotIds.next(held);
   }
 
-  maxFrameBytes(hostMax: number, slotMax: number): number {
-    return Math.max(hostMax, slotMax);
-  }
-
   sharedHostId(host: SlotHost): string {
     return host.id;
   }
