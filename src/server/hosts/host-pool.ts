@@ -76,9 +76,7 @@ export class HostPool {
 
   /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
   get baseBytes(): number {
-    let n = 0;
-    for (const h of this.#hosts) n += h.baseBytes;
-    return n;
+    return this.#hosts.reduce((n, h) => n + h.baseBytes, 0);
   }
 
   /**
@@ -97,13 +95,10 @@ export class HostPool {
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
     let best: SharedHost | null = null;
-    let bestBytes = Infinity;
     for (const h of candidates) {
-      const bytes = h.placementBytes(loading);
-      if (bytes < bestBytes || (bytes === bestBytes && h.slotCount < best!.slotCount)) {
-        best = h;
-        bestBytes = bytes;
-      }
+      // Fewer bytes, then fewer slots.
+      const d = best ? h.placementBytes(loading) - best.placementBytes(loading) || h.slotCount - best.slotCount : -1;
+      if (d < 0) best = h;
     }
     if (!best) {
       const full = maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost);
@@ -124,13 +119,8 @@ export class HostPool {
   }
 
   #meanModelBytes(): number {
-    let bytes = 0;
-    let n = 0;
-    for (const h of this.#hosts) {
-      bytes += h.modelBytes;
-      n += h.loadedCount;
-    }
-    return n === 0 ? kFirstModelBytes : bytes / n;
+    const loaded = this.#hosts.reduce((n, h) => n + h.loadedCount, 0);
+    return loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.modelBytes, 0) / loaded;
   }
 
   recycle(host: SharedHost): void {

@@ -48,7 +48,12 @@ export interface WorkerListener {
 export class ModelSlot implements PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
-  readonly ready: Promise<LoadedMessage>;
+  #resolve!: (m: LoadedMessage) => void;
+  #reject!: (e: MmeError) => void;
+  readonly ready = new Promise<LoadedMessage>((resolve, reject) => {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  });
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
@@ -66,9 +71,8 @@ export class ModelSlot implements PolicySlot {
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
-  #resolve!: (m: LoadedMessage) => void;
-  #reject!: (e: MmeError) => void;
-  readonly exited: Promise<WorkerExit>;
+  #resolveExit!: (e: WorkerExit) => void;
+  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
   readonly slotId: number;
   #listener: WorkerListener | null = null;
   #unloadTimer: Timer | null = null;
@@ -77,7 +81,6 @@ export class ModelSlot implements PolicySlot {
   readonly #assignedAt = performance.now();
   /** Its load waited for no start-up. */
   readonly #hostWasUp: boolean;
-  #resolveExit!: (e: WorkerExit) => void;
 
   constructor(
     private readonly assignment: Assignment,
@@ -87,12 +90,7 @@ export class ModelSlot implements PolicySlot {
     this.id = assignment.id;
     this.#state = workerStates(() => `worker ${this.id}`, this.host.policy.firstState);
     this.capacity = assignment.capacity;
-    this.ready = new Promise((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
     this.ready.catch(() => undefined);
-    this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#loadTimer = host.clock.setTimeout(() => this.#loadTimedOut(), assignment.loadTimeoutMs);
     this.slotId = host.admit(this, assignment.maxFrameBytes);
     this.#hostWasUp = host.hasStarted;

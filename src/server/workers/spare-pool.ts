@@ -37,9 +37,7 @@ export class SparePool {
 
   /** Spares that have started and can take a model now. */
   get ready(): number {
-    let n = 0;
-    for (const h of this.#spares) if (h.hasStarted && h.exitInfo === null) n++;
-    return n;
+    return [...this.#spares].filter((h) => h.hasStarted && h.exitInfo === null).length;
   }
 
   /**

@@ -237,14 +237,10 @@ export class WorkerSet {
     this.deps.log(
       `[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
     );
-    if (
-      this.#backoff.attempt >= kFailedAfter &&
-      !this.#failed &&
-      !this.workers.some((w) => w.lifecycle.state === 'ready')
-    ) {
-      this.#failed = true;
-      this.deps.onFailed(err);
-    }
+    const anyReady = this.workers.some((w) => w.lifecycle.state === 'ready');
+    if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
+    this.#failed = true;
+    this.deps.onFailed(err);
   }
 
   #scheduleRestart(): void {
