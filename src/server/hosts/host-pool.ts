@@ -4,6 +4,7 @@
  * shared_worker_recycle_mb of memory that unloads freed and the process kept, a new host starts,
  * every model moves there (started before it leaves, so no request is lost) and the old one stops.
  */
+import type { ServerConfig } from '../../config/types';
 import { MmeError } from '../../errors';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
@@ -14,13 +15,11 @@ import { ModelSlot, type Assignment } from './model-slot';
 import { SharedHost } from './shared-host';
 
 export interface HostPoolOptions {
-  size: number;
-  /** 0 = no cap: memory decides. */
-  maxModelsPerHost: number;
-  /** Bytes; 0 = never. */
-  recycleWasteBytes: number;
-  /** shared_host_heavy_share (host-balance.ts); 0 = never. */
-  heavyShare: number;
+  /** max_models_per_worker 0 = no cap (memory decides); the recycle bytes and shared_host_heavy_share (host-balance.ts) 0 = never. */
+  config: Pick<
+    ServerConfig,
+    'sharedWorkers' | 'maxModelsPerWorker' | 'sharedWorkerRecycleBytes' | 'sharedHostHeavyShare'
+  >;
   spawn: SpawnOptions;
   /** SharedHostRestarts. */
   onRestarted: () => void;
@@ -42,14 +41,15 @@ export class HostPool {
 
   constructor(private readonly opts: HostPoolOptions) {
     this.#backoff = new Backoff(opts.spawn.clock);
-    for (let i = 0; i < opts.size; i++) this.#addHost();
+    const { sharedWorkers, sharedHostHeavyShare } = opts.config;
+    for (let i = 0; i < sharedWorkers; i++) this.#addHost();
     this.#balance =
-      opts.heavyShare > 0 && opts.size > 1
+      sharedHostHeavyShare > 0 && sharedWorkers > 1
         ? new HostBalance({
             hosts: () => this.#hosts,
             canTake: (h) => this.#canTake(h),
             clock: opts.spawn.clock,
-            heavyShare: opts.heavyShare,
+            heavyShare: sharedHostHeavyShare,
             log: (line) => opts.spawn.log(line),
           })
         : null;
@@ -85,7 +85,7 @@ export class HostPool {
    */
   place(assignment: Assignment): ModelSlot {
     const name = assignment.load.modelName;
-    const { maxModelsPerHost } = this.opts;
+    const { maxModelsPerWorker } = this.opts.config;
     const open = this.#hosts.filter((h) => this.#canTake(h));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
@@ -101,12 +101,12 @@ export class HostPool {
       if (d < 0) best = h;
     }
     if (!best) {
-      const full = maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost);
+      const full = maxModelsPerWorker > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerWorker);
       throw new MmeError(
         'MME_ERR_NO_WORKER',
         `Model ${name} has no shared host to go to: ${
           full
-            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
+            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerWorker}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
             : 'the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.'
         }`,
       );
@@ -115,7 +115,8 @@ export class HostPool {
   }
 
   #canTake(host: SharedHost): boolean {
-    return host.open && (this.opts.maxModelsPerHost === 0 || host.slotCount < this.opts.maxModelsPerHost);
+    const { maxModelsPerWorker } = this.opts.config;
+    return host.open && (maxModelsPerWorker === 0 || host.slotCount < maxModelsPerWorker);
   }
 
   #meanModelBytes(): number {
@@ -161,7 +162,7 @@ export class HostPool {
       return;
     }
     host.measuredBytes = await host.measureMemory();
-    const limit = this.opts.recycleWasteBytes;
+    const limit = this.opts.config.sharedWorkerRecycleBytes;
     if (limit > 0 && host.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
   }
 
@@ -193,7 +194,7 @@ export class HostPool {
   #refill(): void {
     if (this.#closed) return;
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
-    for (let n = serving; n < this.opts.size; n++) {
+    for (let n = serving; n < this.opts.config.sharedWorkers; n++) {
       this.#addHost();
       this.opts.onRestarted();
     }

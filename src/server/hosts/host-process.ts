@@ -107,11 +107,9 @@ export class HostProcess implements SlotHost {
       },
       opened?.workerFd,
     );
-    if (opened) {
-      // The child has its own copy of the read-only descriptor now.
-      fs.closeSync(opened.workerFd);
-      this.#ring = opened.ring;
-    }
+    // The child has its own copy of the read-only descriptor now.
+    if (opened) fs.closeSync(opened.workerFd);
+    this.#ring = opened?.ring ?? null;
     this.opts.processes.spawned++;
     this.opts.processes.live.add(this);
     this.#spawned = spawned;

@@ -56,10 +56,7 @@ export class WorkerFactory {
     shared: {
       start: (_limits, assignment) => {
         this.#hosts ??= new HostPool({
-          size: this.config.sharedWorkers,
-          maxModelsPerHost: this.config.maxModelsPerWorker,
-          recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
-          heavyShare: this.config.sharedHostHeavyShare,
+          config: this.config,
           spawn: this.#spawn,
           onRestarted: this.opts.onSharedHostRestarted,
           onRecycled: this.opts.onSharedHostRecycled,
