@@ -3,7 +3,6 @@
  * (numbered 0), on its GPU. Its slot leaves with its process (SIGKILL: onnxruntime-node leaks on
  * session release, so memory only comes back with the process), and costs the process's PSS.
  */
-import { MmeError } from '../../errors';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { ExitNotice, HostPolicy, PolicySlot } from './host-policy';
 
@@ -34,11 +33,8 @@ export class DedicatedPolicy implements HostPolicy {
     if (first) slot.host.kill('stopped');
   }
 
-  loadTimeout(slot: PolicySlot, limit: string): MmeError {
-    return new MmeError(
-      'MME_ERR_LOAD_TIMEOUT',
-      `worker ${slot.id} did not finish loading within ${limit}; it was stopped`,
-    );
+  loadTimeout(slot: PolicySlot, limit: string): string {
+    return `worker ${slot.id} did not finish loading within ${limit}; it was stopped`;
   }
 
   exitNotice(exit: WorkerExit): ExitNotice {

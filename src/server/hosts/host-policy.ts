@@ -3,7 +3,6 @@
  * two policies and kModeTraits are the only code that knows which mode a host is in.
  */
 import type { WorkerMode } from '../../config/types';
-import type { MmeError } from '../../errors';
 import type { Frame, InferMessage, LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
@@ -93,7 +92,7 @@ export interface HostPolicy {
   loaded?(slot: PolicySlot, msg: LoadedMessage): void;
   /** `first` when this is the load's outcome (not a late one). */
   loadFailed(slot: PolicySlot, first: boolean): void;
-  /** The error a load that ran out of `limit` fails with (the slot then kills its host). */
-  loadTimeout(slot: PolicySlot, limit: string): MmeError;
+  /** What the MME_ERR_LOAD_TIMEOUT of a load that ran out of `limit` says (the slot then kills its host). */
+  loadTimeout(slot: PolicySlot, limit: string): string;
   exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice;
 }

@@ -15,7 +15,7 @@ import { ModelSlot, type Assignment } from './model-slot';
 import { SharedHost } from './shared-host';
 
 export interface HostPoolOptions {
-  /** max_models_per_worker 0 = no cap (memory decides); the recycle bytes and shared_host_heavy_share (host-balance.ts) 0 = never. */
+  /** max_models_per_worker 0 = no cap (memory decides); recycle bytes, heavy share (host-balance.ts) 0 = never. */
   config: Pick<
     ServerConfig,
     'sharedWorkers' | 'maxModelsPerWorker' | 'sharedWorkerRecycleBytes' | 'sharedHostHeavyShare'

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { WorkerMode } from '../../config/types';
-import type { MmeError } from '../../errors';
+import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
 import {
   MessageKind,
@@ -280,7 +280,8 @@ export class ModelSlot implements PolicySlot {
 
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (this.#fail(this.host.policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
+    const err = new MmeError('MME_ERR_LOAD_TIMEOUT', this.host.policy.loadTimeout(this, limit));
+    if (this.#fail(err)) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

@@ -40,7 +40,7 @@ export interface Place {
 
 export class WorkerFactory {
   readonly gpus: GpuAssigner;
-  /** What every process starts with; its bodyHandoff null = bodies go over the sockets (and fake processes read no ring). */
+  /** What every process starts with; bodyHandoff null = bodies go over the sockets (fake processes read no ring). */
   readonly #spawn: SpawnOptions;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
   readonly #spares: SparePool;
@@ -80,12 +80,7 @@ export class WorkerFactory {
     this.#spawn = {
       ...opts,
       env: Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k))),
-      bodyHandoff: opts.launch
-        ? null
-        : BodyHandoff.start(
-            { bytes: config.bodyHandoffBytes, dir: config.bodyHandoffDir, minBytes: config.bodyHandoffMinBytes },
-            opts.log,
-          ),
+      bodyHandoff: opts.launch ? null : BodyHandoff.start(config, opts.log),
     };
     // Spares speed up dedicated loads, and a shared model's promotion (autoscale): a hot model gets
     // its process in the time a load takes, not a process start. With shared the default and
