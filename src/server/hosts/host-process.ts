@@ -67,6 +67,7 @@ export class HostProcess implements SlotHost {
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
+  readonly batches: BatchesView<ModelSlot> = this.#batches;
   #ring: BodyRing | null = null;
   #spawned: SpawnedWorker | null = null;
   #resolveExit!: (e: WorkerExit) => void;
@@ -162,10 +163,6 @@ export class HostProcess implements SlotHost {
   protected admitted(_slot: ModelSlot): void {}
   protected charged(_slotId: number, _slot: ModelSlot): void {}
   protected forgotten(_slotId: number, _slot: ModelSlot): void {}
-
-  get batches(): BatchesView<ModelSlot> {
-    return this.#batches;
-  }
 
   send(frame: Frame): void {
     if (this.#spawned && !this.exitInfo) writeFrame(this.#spawned.channel, frame, 'tick');
