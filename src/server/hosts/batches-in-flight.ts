@@ -23,21 +23,12 @@ export interface HeldBatch<S> {
 }
 
 /** `running`: it was being computed, not only in the pipe. */
-export interface LostBatch<S> {
-  readonly batch: InFlightBatch;
-  readonly slot: S;
-  readonly running: boolean;
-}
+export type LostBatch<S> = Omit<HeldBatch<S>, 'left'> & { readonly running: boolean };
 
-export interface BatchesView<S> {
-  readonly size: number;
-  of(slot: S): number;
-  requestsOf(slot: S): number;
-  /** The request `id` of a batch sent for `slot` and not answered in full (a streamed chunk's, a timeout's). */
-  jobOf(slot: S, id: number): Job | undefined;
-}
+/** What a slot and its policy read of the record. */
+export type BatchesView<S extends BatchOwner> = Pick<BatchesInFlight<S>, 'size' | 'of' | 'requestsOf' | 'jobOf'>;
 
-export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
+export class BatchesInFlight<S extends BatchOwner> {
   readonly #batches = new Map<number, HeldBatch<S>>();
   /** Each slot's count, kept: its idleness is read on every dispatch. */
   readonly #perSlot = new Map<S, number>();
@@ -56,6 +47,7 @@ export class BatchesInFlight<S extends BatchOwner> implements BatchesView<S> {
     return n;
   }
 
+  /** The request `id` of a batch sent for `slot` and not answered in full (a streamed chunk's, a timeout's). */
   jobOf(slot: S, id: number): Job | undefined {
     for (const held of this.#batches.values()) {
       if (held.slot !== slot) continue;

@@ -6,15 +6,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { ServerConfig } from '../../config/types';
 import { BodyRing } from './body-ring';
 
-interface BodyHandoffSettings {
-  /** One ring's size; 0 = off. */
-  readonly bytes: number;
-  /** null = /dev/shm, else a tmpfs $TMPDIR. */
-  readonly dir: string | null;
-  readonly minBytes: number;
-}
+/**
+ * body_handoff_bytes (one ring's size; 0 = off), body_handoff_dir (null = /dev/shm, else a tmpfs
+ * $TMPDIR) and body_handoff_min_bytes.
+ */
+type BodyHandoffSettings = Pick<ServerConfig, 'bodyHandoffBytes' | 'bodyHandoffDir' | 'bodyHandoffMinBytes'>;
 
 const kTmpfsMagic = 0x01021994;
 const kPrefix = 'mme-body-';
@@ -32,11 +31,12 @@ export class BodyHandoff {
 
   /** The handoff for this server, or null (said once in the log) when bodies must go over the sockets. */
   static start(settings: BodyHandoffSettings, log: (line: string) => void): BodyHandoff | null {
-    if (settings.bytes === 0) return null;
-    const candidates = settings.dir !== null ? [settings.dir] : ['/dev/shm', os.tmpdir()];
+    const { bodyHandoffBytes: bytes, bodyHandoffDir } = settings;
+    if (bytes === 0) return null;
+    const candidates = bodyHandoffDir !== null ? [bodyHandoffDir] : ['/dev/shm', os.tmpdir()];
     const refusals: string[] = [];
     for (const dir of candidates) {
-      const why = unusable(dir, settings.bytes, settings.dir === null && dir !== '/dev/shm');
+      const why = unusable(dir, bytes, bodyHandoffDir === null && dir !== '/dev/shm');
       if (why === null) {
         removeStale(dir);
         return new BodyHandoff(dir, settings, log);
@@ -59,7 +59,7 @@ export class BodyHandoff {
       fd = fs.openSync(file, 'wx+', 0o600);
       workerFd = fs.openSync(file, 'r');
       fs.unlinkSync(file);
-      fs.ftruncateSync(fd, this.settings.bytes);
+      fs.ftruncateSync(fd, this.settings.bodyHandoffBytes);
     } catch (err) {
       fs.rmSync(file, { force: true });
       for (const d of [fd, workerFd]) if (d >= 0) fs.closeSync(d);
@@ -68,7 +68,8 @@ export class BodyHandoff {
       );
       return null;
     }
-    const ring = new BodyRing(fd, this.settings.bytes, this.settings.minBytes, (err) =>
+    const { bodyHandoffBytes, bodyHandoffMinBytes } = this.settings;
+    const ring = new BodyRing(fd, bodyHandoffBytes, bodyHandoffMinBytes, (err) =>
       this.log(
         `a body ring in ${this.dir} is full (${err.message}); bodies that do not fit go over the socket: give it more shared memory`,
       ),

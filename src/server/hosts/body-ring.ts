@@ -38,8 +38,9 @@ export class BodyRing {
   place(msg: InferMessage): InferMessage {
     if (this.#closed) return msg;
     let need = 0;
-    const lengths = msg.requests.map((r) => {
-      const n = bodyLength(r.body);
+    const bodies = msg.requests.map((r) => pieces(r.body));
+    const lengths = bodies.map((body) => {
+      const n = body.reduce((sum, b) => sum + b.length, 0);
       if (n >= this.minBodyBytes) need += regionBytes(n);
       return n;
     });
@@ -51,7 +52,7 @@ export class BodyRing {
     const requests = msg.requests.map((r, i): InvokeRequest => {
       const length = lengths[i];
       if (length < this.minBodyBytes) return r;
-      parts.push(regionHeader(r.id, length), ...pieces(r.body));
+      parts.push(regionHeader(r.id, length), ...bodies[i]);
       const pad = regionBytes(length) - (length + kRegionHeaderBytes);
       if (pad > 0) parts.push(kZeros.subarray(0, pad));
       const ring = { offset: at, length };
@@ -108,14 +109,6 @@ export class BodyRing {
     if (!this.#writeFailed) this.onWriteFailed(err);
     this.#writeFailed = true;
   }
-}
-
-function bodyLength(body: InvokeRequest['body']): number {
-  if (body === undefined) return 0;
-  if (Buffer.isBuffer(body)) return body.length;
-  let n = 0;
-  for (const b of body) n += b.length;
-  return n;
 }
 
 function pieces(body: InvokeRequest['body']): readonly Buffer[] {

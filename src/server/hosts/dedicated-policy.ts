@@ -3,7 +3,6 @@
  * (numbered 0), on its GPU. Its slot leaves with its process (SIGKILL: onnxruntime-node leaks on
  * session release, so memory only comes back with the process), and costs the process's PSS.
  */
-import { MmeError } from '../../errors';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { ExitNotice, HostPolicy, PolicySlot } from './host-policy';
 
@@ -21,19 +20,6 @@ export class DedicatedPolicy implements HostPolicy {
     return 0;
   }
 
-  maxFrameBytes(_hostMax: number, slotMax: number): number {
-    return slotMax;
-  }
-
-  sharedHostId(): null {
-    return null;
-  }
-
-  /** Its process runs no one else's sessions: there is no share to take. */
-  cpuShare(): undefined {
-    return undefined;
-  }
-
   release(slot: PolicySlot): Promise<WorkerExit> {
     return slot.host.stop();
   }
@@ -43,17 +29,12 @@ export class DedicatedPolicy implements HostPolicy {
     return slot.memoryBytes;
   }
 
-  loaded(): void {}
-
   loadFailed(slot: PolicySlot, first: boolean): void {
     if (first) slot.host.kill('stopped');
   }
 
-  loadTimeout(slot: PolicySlot, limit: string): MmeError {
-    return new MmeError(
-      'MME_ERR_LOAD_TIMEOUT',
-      `worker ${slot.id} did not finish loading within ${limit}; it was stopped`,
-    );
+  loadTimeout(slot: PolicySlot, limit: string): string {
+    return `worker ${slot.id} did not finish loading within ${limit}; it was stopped`;
   }
 
   exitNotice(exit: WorkerExit): ExitNotice {

@@ -53,11 +53,15 @@ export class HostBalance {
     const elapsedMicros = (now - this.#previousAt) * 1000;
     const shares = new Map<ModelSlot, number>();
     const current = new Map<ModelSlot, number>();
+    const heaviest = new Map<SharedHost, { model: ModelSlot; share: number }>();
     for (const host of this.deps.hosts()) {
       for (const m of host.slots) {
         current.set(m, m.runMicros);
         const before = this.#previous.get(m);
-        if (before !== undefined && elapsedMicros > 0) shares.set(m, Math.max(0, m.runMicros - before) / elapsedMicros);
+        if (before === undefined || elapsedMicros <= 0) continue;
+        const share = Math.max(0, m.runMicros - before) / elapsedMicros;
+        shares.set(m, share);
+        if (share > (heaviest.get(host)?.share ?? 0)) heaviest.set(host, { model: m, share });
       }
     }
     this.#previous = current;
@@ -66,20 +70,11 @@ export class HostBalance {
     for (const host of this.deps.hosts()) {
       // A host being recycled is moving all of its models already.
       if (!host.open) continue;
-      const heavy = this.#heaviest(host, shares);
+      const heavy = heaviest.get(host) ?? null;
       const stays = heavy !== null && heavy.model.modelName === host.heavyModel && heavy.share >= heavyShare / 2;
       host.heavyModel = heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null;
       if (host.heavyModel !== null) this.#moveNeighbours(host, heavy!.model, shares, now);
     }
-  }
-
-  #heaviest(host: SharedHost, shares: Map<ModelSlot, number>): { model: ModelSlot; share: number } | null {
-    let best: { model: ModelSlot; share: number } | null = null;
-    for (const m of host.slots) {
-      const share = shares.get(m) ?? 0;
-      if (share > 0 && (best === null || share > best.share)) best = { model: m, share };
-    }
-    return best;
   }
 
   #moveNeighbours(host: SharedHost, heavy: ModelSlot, shares: Map<ModelSlot, number>, now: number): void {

@@ -3,7 +3,6 @@
  * two policies and kModeTraits are the only code that knows which mode a host is in.
  */
 import type { WorkerMode } from '../../config/types';
-import type { MmeError } from '../../errors';
 import type { Frame, InferMessage, LoadedMessage } from '../../protocol/messages';
 import type { Clock } from '../../util/clock';
 import type { KillReason, WorkerExit } from '../processes/exit-reason';
@@ -52,6 +51,7 @@ export interface PolicySlot {
   readonly host: SlotHost;
   readonly exited: Promise<WorkerExit>;
   readonly onnxBytes: number;
+  readonly concurrentBatches: boolean;
   /** performance.now() at its Loaded (0 before), and its session runs' time since, µs. */
   readonly loadedAt: number;
   readonly runMicros: number;
@@ -78,20 +78,21 @@ export interface HostPolicy {
   readonly firstState: WorkerState;
   env(env: NodeJS.ProcessEnv): void;
   slotId(held: (id: number) => boolean): number;
-  /** The largest frame the process accepts once it also holds a slot allowing `slotMax`. */
-  maxFrameBytes(hostMax: number, slotMax: number): number;
-  /** null for a process of its own; its log lines are tagged with this, or with its one slot's worker id. */
-  sharedHostId(host: SlotHost): string | null;
-  /** The fraction of a thread its session runs have taken since its load (0–1), where that is timed. */
-  cpuShare(slot: PolicySlot): number | undefined;
+  /** None for a process of its own; its log lines are tagged with this, or with its one slot's worker id. */
+  sharedHostId?(host: SlotHost): string;
+  /**
+   * The fraction of a thread its session runs have taken since its load (0–1), where that is timed;
+   * none in a dedicated worker's process, which runs no one else's sessions: there is no share to take.
+   */
+  cpuShare?(slot: PolicySlot): number;
   /** Ends the slot's part: resolves once that is done. */
   release(slot: PolicySlot): Promise<WorkerExit>;
   /** What the slot costs now (bytes), kept as its memoryBytes. */
   measure(slot: PolicySlot, exited: boolean): Promise<number>;
-  loaded(slot: PolicySlot, msg: LoadedMessage): void;
+  loaded?(slot: PolicySlot, msg: LoadedMessage): void;
   /** `first` when this is the load's outcome (not a late one). */
   loadFailed(slot: PolicySlot, first: boolean): void;
-  /** The error a load that ran out of `limit` fails with (the slot then kills its host). */
-  loadTimeout(slot: PolicySlot, limit: string): MmeError;
+  /** What the MME_ERR_LOAD_TIMEOUT of a load that ran out of `limit` says (the slot then kills its host). */
+  loadTimeout(slot: PolicySlot, limit: string): string;
   exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice;
 }

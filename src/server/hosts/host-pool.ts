@@ -4,6 +4,7 @@
  * shared_worker_recycle_mb of memory that unloads freed and the process kept, a new host starts,
  * every model moves there (started before it leaves, so no request is lost) and the old one stops.
  */
+import type { ServerConfig } from '../../config/types';
 import { MmeError } from '../../errors';
 import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
@@ -14,13 +15,11 @@ import { ModelSlot, type Assignment } from './model-slot';
 import { SharedHost } from './shared-host';
 
 export interface HostPoolOptions {
-  size: number;
-  /** 0 = no cap: memory decides. */
-  maxModelsPerHost: number;
-  /** Bytes; 0 = never. */
-  recycleWasteBytes: number;
-  /** shared_host_heavy_share (host-balance.ts); 0 = never. */
-  heavyShare: number;
+  /** max_models_per_worker 0 = no cap (memory decides); recycle bytes, heavy share (host-balance.ts) 0 = never. */
+  config: Pick<
+    ServerConfig,
+    'sharedWorkers' | 'maxModelsPerWorker' | 'sharedWorkerRecycleBytes' | 'sharedHostHeavyShare'
+  >;
   spawn: SpawnOptions;
   /** SharedHostRestarts. */
   onRestarted: () => void;
@@ -42,14 +41,15 @@ export class HostPool {
 
   constructor(private readonly opts: HostPoolOptions) {
     this.#backoff = new Backoff(opts.spawn.clock);
-    for (let i = 0; i < opts.size; i++) this.#addHost();
+    const { sharedWorkers, sharedHostHeavyShare } = opts.config;
+    for (let i = 0; i < sharedWorkers; i++) this.#addHost();
     this.#balance =
-      opts.heavyShare > 0 && opts.size > 1
+      sharedHostHeavyShare > 0 && sharedWorkers > 1
         ? new HostBalance({
             hosts: () => this.#hosts,
             canTake: (h) => this.#canTake(h),
             clock: opts.spawn.clock,
-            heavyShare: opts.heavyShare,
+            heavyShare: sharedHostHeavyShare,
             log: (line) => opts.spawn.log(line),
           })
         : null;
@@ -76,9 +76,7 @@ export class HostPool {
 
   /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
   get baseBytes(): number {
-    let n = 0;
-    for (const h of this.#hosts) n += h.baseBytes;
-    return n;
+    return this.#hosts.reduce((n, h) => n + h.baseBytes, 0);
   }
 
   /**
@@ -87,7 +85,7 @@ export class HostPool {
    */
   place(assignment: Assignment): ModelSlot {
     const name = assignment.load.modelName;
-    const { maxModelsPerHost } = this.opts;
+    const { maxModelsPerWorker } = this.opts.config;
     const open = this.#hosts.filter((h) => this.#canTake(h));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
     const elsewhere = open.filter((h) => !h.holdsModel(name));
@@ -97,21 +95,18 @@ export class HostPool {
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
     let best: SharedHost | null = null;
-    let bestBytes = Infinity;
     for (const h of candidates) {
-      const bytes = h.placementBytes(loading);
-      if (bytes < bestBytes || (bytes === bestBytes && h.slotCount < best!.slotCount)) {
-        best = h;
-        bestBytes = bytes;
-      }
+      // Fewer bytes, then fewer slots.
+      const d = best ? h.placementBytes(loading) - best.placementBytes(loading) || h.slotCount - best.slotCount : -1;
+      if (d < 0) best = h;
     }
     if (!best) {
-      const full = maxModelsPerHost > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerHost);
+      const full = maxModelsPerWorker > 0 && this.#hosts.some((h) => h.slotCount >= maxModelsPerWorker);
       throw new MmeError(
         'MME_ERR_NO_WORKER',
         `Model ${name} has no shared host to go to: ${
           full
-            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerHost}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
+            ? `every one of the ${this.#hosts.length} hosts holds max_models_per_worker (${maxModelsPerWorker}) models. Unload a model, or raise max_models_per_worker or shared_workers.`
             : 'the hosts keep dying and the next one starts after a back-off (the server log says why). Retry later.'
         }`,
       );
@@ -120,17 +115,13 @@ export class HostPool {
   }
 
   #canTake(host: SharedHost): boolean {
-    return host.open && (this.opts.maxModelsPerHost === 0 || host.slotCount < this.opts.maxModelsPerHost);
+    const { maxModelsPerWorker } = this.opts.config;
+    return host.open && (maxModelsPerWorker === 0 || host.slotCount < maxModelsPerWorker);
   }
 
   #meanModelBytes(): number {
-    let bytes = 0;
-    let n = 0;
-    for (const h of this.#hosts) {
-      bytes += h.modelBytes;
-      n += h.loadedCount;
-    }
-    return n === 0 ? kFirstModelBytes : bytes / n;
+    const loaded = this.#hosts.reduce((n, h) => n + h.loadedCount, 0);
+    return loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.modelBytes, 0) / loaded;
   }
 
   recycle(host: SharedHost): void {
@@ -147,11 +138,6 @@ export class HostPool {
   }
 
   #addHost(): void {
-    this.#hosts.push(this.#start());
-    this.#wakeRoomWaiters();
-  }
-
-  #start(): SharedHost {
     const host: SharedHost = new SharedHost(this.opts.spawn, `host-${++this.#seq}`, {
       onStarted: () => {
         void host.measureMemory().then((bytes) => {
@@ -166,7 +152,8 @@ export class HostPool {
       },
       onExit: () => this.#onHostExit(host),
     });
-    return host.start();
+    this.#hosts.push(host.start());
+    this.#wakeRoomWaiters();
   }
 
   async #afterUnload(host: SharedHost): Promise<void> {
@@ -175,7 +162,7 @@ export class HostPool {
       return;
     }
     host.measuredBytes = await host.measureMemory();
-    const limit = this.opts.recycleWasteBytes;
+    const limit = this.opts.config.sharedWorkerRecycleBytes;
     if (limit > 0 && host.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
   }
 
@@ -207,7 +194,7 @@ export class HostPool {
   #refill(): void {
     if (this.#closed) return;
     const serving = this.#hosts.filter((h) => h.processState !== 'draining').length;
-    for (let n = serving; n < this.opts.size; n++) {
+    for (let n = serving; n < this.opts.config.sharedWorkers; n++) {
       this.#addHost();
       this.opts.onRestarted();
     }

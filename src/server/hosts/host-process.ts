@@ -67,6 +67,7 @@ export class HostProcess implements SlotHost {
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
+  readonly batches: BatchesView<ModelSlot> = this.#batches;
   #ring: BodyRing | null = null;
   #spawned: SpawnedWorker | null = null;
   #resolveExit!: (e: WorkerExit) => void;
@@ -107,11 +108,9 @@ export class HostProcess implements SlotHost {
       },
       opened?.workerFd,
     );
-    if (opened) {
-      // The child has its own copy of the read-only descriptor now.
-      fs.closeSync(opened.workerFd);
-      this.#ring = opened.ring;
-    }
+    // The child has its own copy of the read-only descriptor now.
+    if (opened) fs.closeSync(opened.workerFd);
+    this.#ring = opened?.ring ?? null;
     this.opts.processes.spawned++;
     this.opts.processes.live.add(this);
     this.#spawned = spawned;
@@ -151,10 +150,11 @@ export class HostProcess implements SlotHost {
   admit(slot: ModelSlot, maxFrameBytes: number): number {
     const slotId = this.policy.slotId((s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
-    this.#label = this.policy.sharedHostId(this) ?? slot.id;
-    // The largest frame accepted from the process: what its models may answer with.
+    this.#label = this.policy.sharedHostId?.(this) ?? slot.id;
+    // The largest frame accepted from the process: what its models may answer with (a dedicated
+    // worker's one slot allows more than the 1 MiB a process is held to before it has a model).
     const reader = this.#spawned!.reader;
-    reader.maxFrameBytes = this.policy.maxFrameBytes(reader.maxFrameBytes, maxFrameBytes);
+    reader.maxFrameBytes = Math.max(reader.maxFrameBytes, maxFrameBytes);
     this.admitted(slot);
     return slotId;
   }
@@ -163,10 +163,6 @@ export class HostProcess implements SlotHost {
   protected admitted(_slot: ModelSlot): void {}
   protected charged(_slotId: number, _slot: ModelSlot): void {}
   protected forgotten(_slotId: number, _slot: ModelSlot): void {}
-
-  get batches(): BatchesView<ModelSlot> {
-    return this.#batches;
-  }
 
   send(frame: Frame): void {
     if (this.#spawned && !this.exitInfo) writeFrame(this.#spawned.channel, frame, 'tick');
@@ -270,19 +266,15 @@ export class HostProcess implements SlotHost {
     this.#spawned?.channel.destroy();
     this.#ring?.close();
     const lost = this.#batches.takeAll();
-    const slots = [...this.#slots.values()];
-    for (const slotId of [...this.#slots.keys()]) this.forget(slotId);
+    const slots = this.slots;
+    for (const s of slots) this.forget(s.slotId);
     this.#resolveExit(exit);
     this.events.onExit?.(this);
     const notice = this.policy.exitNotice(exit, lost, slots.find((s) => s.loadPending) ?? null);
     for (const s of slots) {
-      const mine = lost.filter((l) => l.slot === s);
-      s.onHostExit(
-        notice.exit,
-        mine.filter((l) => l.running).map((l) => l.batch),
-        mine.filter((l) => !l.running).map((l) => l.batch),
-        notice.displaced(s),
-      );
+      const batches = (running: boolean) =>
+        lost.filter((l) => l.slot === s && l.running === running).map((l) => l.batch);
+      s.onHostExit(notice.exit, batches(true), batches(false), notice.displaced(s));
     }
   }
 }

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { WorkerMode } from '../../config/types';
-import type { MmeError } from '../../errors';
+import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
 import {
   MessageKind,
@@ -48,7 +48,12 @@ export interface WorkerListener {
 export class ModelSlot implements PolicySlot {
   readonly id: string;
   readonly startTime = new Date();
-  readonly ready: Promise<LoadedMessage>;
+  #resolve!: (m: LoadedMessage) => void;
+  #reject!: (e: MmeError) => void;
+  readonly ready = new Promise<LoadedMessage>((resolve, reject) => {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  });
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
@@ -66,9 +71,8 @@ export class ModelSlot implements PolicySlot {
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
-  #resolve!: (m: LoadedMessage) => void;
-  #reject!: (e: MmeError) => void;
-  readonly exited: Promise<WorkerExit>;
+  #resolveExit!: (e: WorkerExit) => void;
+  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
   readonly slotId: number;
   #listener: WorkerListener | null = null;
   #unloadTimer: Timer | null = null;
@@ -77,7 +81,6 @@ export class ModelSlot implements PolicySlot {
   readonly #assignedAt = performance.now();
   /** Its load waited for no start-up. */
   readonly #hostWasUp: boolean;
-  #resolveExit!: (e: WorkerExit) => void;
 
   constructor(
     private readonly assignment: Assignment,
@@ -87,12 +90,7 @@ export class ModelSlot implements PolicySlot {
     this.id = assignment.id;
     this.#state = workerStates(() => `worker ${this.id}`, this.host.policy.firstState);
     this.capacity = assignment.capacity;
-    this.ready = new Promise((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-    });
     this.ready.catch(() => undefined);
-    this.exited = new Promise((r) => (this.#resolveExit = r));
     this.#loadTimer = host.clock.setTimeout(() => this.#loadTimedOut(), assignment.loadTimeoutMs);
     this.slotId = host.admit(this, assignment.maxFrameBytes);
     this.#hostWasUp = host.hasStarted;
@@ -126,7 +124,7 @@ export class ModelSlot implements PolicySlot {
 
   /** null for a process of its own. */
   get sharedHostId(): string | null {
-    return this.host.policy.sharedHostId(this.host);
+    return this.host.policy.sharedHostId?.(this.host) ?? null;
   }
 
   get onnxBytes(): number {
@@ -153,7 +151,7 @@ export class ModelSlot implements PolicySlot {
 
   /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
-    return this.host.policy.cpuShare(this);
+    return this.host.policy.cpuShare?.(this);
   }
 
   get isIdle(): boolean {
@@ -243,7 +241,7 @@ export class ModelSlot implements PolicySlot {
     if (this.state === 'loading') this.#state.to('ready');
     this.#resolve(msg);
     this.loadedAt = performance.now();
-    this.host.policy.loaded(this, msg);
+    this.host.policy.loaded?.(this, msg);
   }
 
   onLoadFailed(err: MmeError): void {
@@ -282,7 +280,8 @@ export class ModelSlot implements PolicySlot {
 
   #loadTimedOut(): void {
     const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    if (this.#fail(this.host.policy.loadTimeout(this, limit))) this.host.kill('timeout-kill', this.modelName);
+    const err = new MmeError('MME_ERR_LOAD_TIMEOUT', this.host.policy.loadTimeout(this, limit));
+    if (this.#fail(err)) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

@@ -5,7 +5,6 @@
  * time), at least the smallest session plus the model file.
  */
 import { performance } from 'node:perf_hooks';
-import { MmeError } from '../../errors';
 import type { LoadedMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
@@ -25,10 +24,6 @@ export class SharedPolicy implements HostPolicy {
 
   slotId(held: (id: number) => boolean): number {
     return this.slotIds.next(held);
-  }
-
-  maxFrameBytes(hostMax: number, slotMax: number): number {
-    return Math.max(hostMax, slotMax);
   }
 
   sharedHostId(host: SlotHost): string {
@@ -65,12 +60,9 @@ export class SharedPolicy implements HostPolicy {
   }
 
   /** A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck. */
-  loadTimeout(slot: PolicySlot, limit: string): MmeError {
+  loadTimeout(slot: PolicySlot, limit: string): string {
     slot.log(`[${slot.id}] load in shared host ${slot.host.id} took over ${limit}; killing the host`);
-    return new MmeError(
-      'MME_ERR_LOAD_TIMEOUT',
-      `model ${slot.modelName} did not finish loading in shared host ${slot.host.id} within ${limit}; the host was stopped`,
-    );
+    return `model ${slot.modelName} did not finish loading in shared host ${slot.host.id} within ${limit}; the host was stopped`;
   }
 
   /**

@@ -37,9 +37,7 @@ export class SparePool {
 
   /** Spares that have started and can take a model now. */
   get ready(): number {
-    let n = 0;
-    for (const h of this.#spares) if (h.hasStarted && h.exitInfo === null) n++;
-    return n;
+    return [...this.#spares].filter((h) => h.hasStarted && h.exitInfo === null).length;
   }
 
   /**
@@ -52,8 +50,8 @@ export class SparePool {
     const live = gpuId < 0 && limits === null ? [...this.#spares].filter((h) => h.exitInfo === null) : [];
     const spare = live.find((h) => h.hasStarted) ?? live[0];
     if (spare) this.#spares.delete(spare);
-    const spawn = { ...this.spawnOptions, limits };
-    const host = spare ?? new HostProcess(spawn, assignment.id, new DedicatedPolicy(gpuId)).start();
+    const host =
+      spare ?? new HostProcess({ ...this.spawnOptions, limits }, assignment.id, new DedicatedPolicy(gpuId)).start();
     const slot = new ModelSlot(assignment, host, this.spawnOptions.log);
     // With no spares kept there is nothing to refill.
     if (this.size === 0) return slot;
@@ -70,24 +68,17 @@ export class SparePool {
     // The last load waiting for a process start refills once it is over.
     if (this.#starting.size > 0) return;
     while (!this.#closed && this.#spares.size < this.size) {
-      const host = new HostProcess(
-        this.spawnOptions,
-        `spare-${this.spawnOptions.processes.spawned + 1}`,
-        new DedicatedPolicy(-1),
-        {
-          onExit: (h) => {
-            if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now
-            // One that died before it ever started would die again: stop refilling rather than loop.
-            if (h.hasStarted) this.#fill();
-            else
-              this.spawnOptions.log(
-                `spare worker exited before starting (${JSON.stringify(h.exitInfo)}); no more spares`,
-              );
-          },
-        },
-      );
+      const id = `spare-${this.spawnOptions.processes.spawned + 1}`;
+      const host = new HostProcess(this.spawnOptions, id, new DedicatedPolicy(-1), { onExit: (h) => this.#exited(h) });
       this.#spares.add(host.start());
     }
+  }
+
+  #exited(h: HostProcess): void {
+    if (!this.#spares.delete(h)) return; // taken: its model's worker set answers for it now
+    // One that died before it ever started would die again: stop refilling rather than loop.
+    if (h.hasStarted) this.#fill();
+    else this.spawnOptions.log(`spare worker exited before starting (${JSON.stringify(h.exitInfo)}); no more spares`);
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,7 @@ import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
 import { kModeTraits } from '../hosts/host-policy';
-import type { Launch, SpawnOptions } from '../hosts/host-process';
+import type { SpawnOptions } from '../hosts/host-process';
 import type { Assignment, ModelSlot } from '../hosts/model-slot';
 import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
@@ -17,17 +17,13 @@ import type { ProcessRegistry } from '../processes/process-registry';
 import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 
-export interface WorkerFactoryOptions {
-  /** The environment workers start with, before blacklist_env_vars filters it. */
-  env: NodeJS.ProcessEnv;
-  log: (line: string) => void;
-  /** What starts a process (lifecycle tests start fake processes that speak frames). */
-  launch?: Launch;
-  readMemory?: (pid: number) => Promise<number>;
-  processes: ProcessRegistry;
+/**
+ * `env`: the environment workers start with, before blacklist_env_vars filters it; `launch`: what
+ * starts a process (lifecycle tests start fake processes that speak frames).
+ */
+export interface WorkerFactoryOptions extends Omit<SpawnOptions, 'bodyHandoff' | 'limits'> {
   onSharedHostRestarted: () => void;
   onSharedHostRecycled: () => void;
-  clock: Clock;
 }
 
 /** How often the memory watch (no cgroups) measures a limited model's workers. */
@@ -44,13 +40,12 @@ export interface Place {
 
 export class WorkerFactory {
   readonly gpus: GpuAssigner;
-  readonly #env: NodeJS.ProcessEnv;
+  /** What every process starts with; bodyHandoff null = bodies go over the sockets (fake processes read no ring). */
+  readonly #spawn: SpawnOptions;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
   readonly #spares: SparePool;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
-  /** null = bodies go over the sockets (and fake processes read no ring). */
-  readonly #bodyHandoff: BodyHandoff | null;
   /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
   readonly limits: LimitEnforcement;
   readonly places: Readonly<Record<WorkerMode, Place>> = {
@@ -61,11 +56,8 @@ export class WorkerFactory {
     shared: {
       start: (_limits, assignment) => {
         this.#hosts ??= new HostPool({
-          size: this.config.sharedWorkers,
-          maxModelsPerHost: this.config.maxModelsPerWorker,
-          recycleWasteBytes: this.config.sharedWorkerRecycleBytes,
-          heavyShare: this.config.sharedHostHeavyShare,
-          spawn: this.#spawnOptions(),
+          config: this.config,
+          spawn: this.#spawn,
           onRestarted: this.opts.onSharedHostRestarted,
           onRecycled: this.opts.onSharedHostRecycled,
         });
@@ -85,19 +77,17 @@ export class WorkerFactory {
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
     // Cgroups where this server can make them; none for fake processes.
     this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
-    this.#env = Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k)));
-    this.#bodyHandoff = opts.launch
-      ? null
-      : BodyHandoff.start(
-          { bytes: config.bodyHandoffBytes, dir: config.bodyHandoffDir, minBytes: config.bodyHandoffMinBytes },
-          opts.log,
-        );
+    this.#spawn = {
+      ...opts,
+      env: Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k))),
+      bodyHandoff: opts.launch ? null : BodyHandoff.start(config, opts.log),
+    };
     // Spares speed up dedicated loads, and a shared model's promotion (autoscale): a hot model gets
     // its process in the time a load takes, not a process start. With shared the default and
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
-    this.#spares = new SparePool(spares, this.#spawnOptions());
+    this.#spares = new SparePool(spares, this.#spawn);
   }
 
   get processes(): ProcessRegistry {
@@ -114,11 +104,6 @@ export class WorkerFactory {
 
   get hosts(): HostPool | null {
     return this.#hosts;
-  }
-
-  #spawnOptions(): SpawnOptions {
-    const { log, launch, readMemory, clock, processes } = this.opts;
-    return { env: this.#env, log, launch, readMemory, clock, processes, bodyHandoff: this.#bodyHandoff };
   }
 
   async closeSpares(): Promise<void> {

@@ -67,16 +67,13 @@ export class WorkerSet {
   /** Rejects with the first failure. */
   async start(abort: AbortSignal): Promise<void> {
     const { started } = this.reconcile();
-    const aborted = new Promise<never>((_, reject) => {
-      const onAbort = () => reject(abort.reason as Error);
-      if (abort.aborted) onAbort();
-      else abort.addEventListener('abort', onAbort, { once: true });
-    });
+    const aborted = new Promise<never>((_, reject) =>
+      abort.addEventListener('abort', () => reject(abort.reason as Error), { once: true }),
+    );
     aborted.catch(() => undefined);
     try {
-      const results = await Promise.race([Promise.allSettled(started.map((w) => this.#loadedOrMoved(w))), aborted]);
-      const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failure) throw failure.reason as MmeError;
+      abort.throwIfAborted();
+      await Promise.race([allLoaded(started.map((w) => this.#loadedOrMoved(w))), aborted]);
     } finally {
       this.#secondTries.clear();
     }
@@ -107,9 +104,7 @@ export class WorkerSet {
     this.#target = target;
     const { started, retired } = this.reconcile();
     await Promise.all(retired.map((w) => w.exited));
-    const results = await Promise.allSettled(started.map((w) => w.lifecycle.ready));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason as MmeError;
+    await allLoaded(started.map((w) => w.lifecycle.ready));
   }
 
   /** Starts none while a back-off is pending, nor once stopped (stop() ends every worker). */
@@ -242,14 +237,10 @@ export class WorkerSet {
     this.deps.log(
       `[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
     );
-    if (
-      this.#backoff.attempt >= kFailedAfter &&
-      !this.#failed &&
-      !this.workers.some((w) => w.lifecycle.state === 'ready')
-    ) {
-      this.#failed = true;
-      this.deps.onFailed(err);
-    }
+    const anyReady = this.workers.some((w) => w.lifecycle.state === 'ready');
+    if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
+    this.#failed = true;
+    this.deps.onFailed(err);
   }
 
   #scheduleRestart(): void {
@@ -311,4 +302,10 @@ export class WorkerSet {
     this.#backoff.close();
     await Promise.all(this.workers.slice().map((w) => w.stop()));
   }
+}
+
+/** Waits for every one of `loads`, then rejects with the first failure. */
+async function allLoaded(loads: Promise<unknown>[]): Promise<void> {
+  const failure = (await Promise.allSettled(loads)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason as MmeError;
 }
