@@ -27,6 +27,7 @@ import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './mo
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
+import { closeAll, type ShutdownCounts } from './shutdown';
 
 export interface OperationsDeps extends ModelContext {
   cacheDir: string;
@@ -35,15 +36,6 @@ export interface OperationsDeps extends ModelContext {
   repository: ModelRepository | null;
   clock: Clock;
 }
-
-/** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
-export interface ShutdownCounts {
-  drained: number;
-  cutOff: number;
-}
-
-/** After the drain, how long killed processes get to be reaped. */
-const kReapBoundMs = 5000;
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
 
@@ -335,45 +327,21 @@ export class LifecycleOperations {
     return bytes;
   }
 
-  /**
-   * Shutdown, bounded: loads in progress are stopped at once; serving models drain for up to
-   * `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so it
-   * resolves within drainMs plus the time to reap the processes.
-   */
-  async close(drainMs: number): Promise<ShutdownCounts> {
+  /** Shutdown, bounded by `drainMs` plus the time to reap the processes (shutdown.ts). */
+  close(drainMs: number): Promise<ShutdownCounts> {
     this.closing = true;
-    const { registry, workers, clock } = this.deps;
-    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
-    const deadline = clock.now() + drainMs;
-    const live = registry.live;
-    for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
-    const spares = workers.closeSpares();
-    const stopping = Promise.all(
-      [...live].map(async (entry) => {
-        const unlock = await this.#locks.acquire(entry.name);
-        try {
-          if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
-          const admitted = entry.active;
-          await this.#drain(entry, deadline - clock.now());
-          counts.cutOff += entry.active;
-          counts.drained += admitted - entry.active;
-          await this.#release(entry, shuttingDown());
-        } finally {
-          unlock();
-        }
-      }),
-    );
-    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
-      this.deps.log(
-        `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
-      );
-      const { live } = workers.processes;
-      for (const h of live) h.kill('stopped');
-      await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
-    }
-    await spares;
-    await workers.closeHosts();
-    this.deps.repository?.close();
-    return counts;
+    return closeAll(drainMs, this.deps, async (entry, deadline, counts) => {
+      const unlock = await this.#locks.acquire(entry.name);
+      try {
+        if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
+        const admitted = entry.active;
+        await this.#drain(entry, deadline - this.deps.clock.now());
+        counts.cutOff += entry.active;
+        counts.drained += admitted - entry.active;
+        await this.#release(entry, shuttingDown());
+      } finally {
+        unlock();
+      }
+    });
   }
 }

@@ -12,12 +12,13 @@ import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import { LifecycleEvents } from './lifecycle-events';
-import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
+import { LifecycleOperations } from './lifecycle-operations';
+import type { ShutdownCounts } from './shutdown';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
-export type { ShutdownCounts } from './lifecycle-operations';
+export type { ShutdownCounts } from './shutdown';
 
 /** Defaults: process.env, real processes, a record of this manager's own processes, the real clock. */
 export type ManagerOptions = Partial<
