@@ -13,6 +13,8 @@ export class StreamLoad {
   held = 0;
   /** The most `held` has been. */
   peakHeld = 0;
+  /** Streams the server saw end before their answers (the client cancelled, or the server closed). */
+  aborted = 0;
 
   change(by: number): void {
     this.held += by;
@@ -66,6 +68,7 @@ export function answerInOrder<Req, Res>(stream: ServerDuplexStream<Req, Res>, op
   };
 
   opts.signal.onabort = () => {
+    opts.load.aborted++;
     for (const h of waiting.drainAll()) h.client.abort();
     change(-held);
   };
