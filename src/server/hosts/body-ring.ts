@@ -38,9 +38,8 @@ export class BodyRing {
   place(msg: InferMessage): InferMessage {
     if (this.#closed) return msg;
     let need = 0;
-    const bodies = msg.requests.map((r) => pieces(r.body));
-    const lengths = bodies.map((body) => {
-      const n = body.reduce((sum, b) => sum + b.length, 0);
+    const lengths = msg.requests.map((r) => {
+      const n = bodyLength(r.body);
       if (n >= this.minBodyBytes) need += regionBytes(n);
       return n;
     });
@@ -52,7 +51,7 @@ export class BodyRing {
     const requests = msg.requests.map((r, i): InvokeRequest => {
       const length = lengths[i];
       if (length < this.minBodyBytes) return r;
-      parts.push(regionHeader(r.id, length), ...bodies[i]);
+      parts.push(regionHeader(r.id, length), ...pieces(r.body));
       const pad = regionBytes(length) - (length + kRegionHeaderBytes);
       if (pad > 0) parts.push(kZeros.subarray(0, pad));
       const ring = { offset: at, length };
@@ -109,6 +108,15 @@ export class BodyRing {
     if (!this.#writeFailed) this.onWriteFailed(err);
     this.#writeFailed = true;
   }
+}
+
+/** Without building pieces: most bodies of a batch stay in the frame, under min_body_bytes. */
+function bodyLength(body: InvokeRequest['body']): number {
+  if (body === undefined) return 0;
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const b of body) n += b.length;
+  return n;
 }
 
 function pieces(body: InvokeRequest['body']): readonly Buffer[] {
