@@ -4,7 +4,8 @@
  * session release, so memory only comes back with the process), and costs the process's PSS.
  */
 import type { WorkerExit } from '../processes/exit-reason';
-import type { ExitNotice, HostPolicy, PolicySlot } from './host-policy';
+import type { ExitNotice, HostPolicy } from './host-policy';
+import type { ModelSlot } from './model-slot';
 
 export class DedicatedPolicy implements HostPolicy {
   readonly mode = 'dedicated' as const;
@@ -20,20 +21,20 @@ export class DedicatedPolicy implements HostPolicy {
     return 0;
   }
 
-  release(slot: PolicySlot): Promise<WorkerExit> {
+  release(slot: ModelSlot): Promise<WorkerExit> {
     return slot.host.stop();
   }
 
-  async measure(slot: PolicySlot): Promise<number> {
+  async measure(slot: ModelSlot): Promise<number> {
     slot.memoryBytes = await slot.host.measureMemory();
     return slot.memoryBytes;
   }
 
-  loadFailed(slot: PolicySlot, first: boolean): void {
+  loadFailed(slot: ModelSlot, first: boolean): void {
     if (first) slot.host.kill('stopped');
   }
 
-  loadTimeout(slot: PolicySlot, limit: string): string {
+  loadTimeout(slot: ModelSlot, limit: string): string {
     return `worker ${slot.id} did not finish loading within ${limit}; it was stopped`;
   }
 

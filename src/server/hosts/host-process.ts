@@ -22,7 +22,7 @@ import { kWorkersProfiled, spawnProcess, type Launch, type SpawnedWorker } from 
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
 import type { BodyHandoff } from './body-handoff';
 import type { BodyRing } from './body-ring';
-import type { HostPolicy, SlotHost } from './host-policy';
+import type { HostPolicy } from './host-policy';
 import type { ModelSlot } from './model-slot';
 
 export type { Launch } from '../processes/worker-spawn';
@@ -53,9 +53,11 @@ const kProfileExitMs = 5000;
 /** What V8 prints before it aborts on an exhausted heap (SIGABRT is otherwise any native crash). */
 const kHeapExhausted = /JavaScript heap out of memory/;
 
-export class HostProcess implements SlotHost {
+export class HostProcess {
   pid = 0;
+  /** performance.now() at spawn: a load's wait for start-up counts from here or from its assignment. */
   readonly spawnedAt = performance.now();
+  /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
   /** Set once, by the Started frame and the reaping; read-only to all but this class. */
   hasStarted = false;

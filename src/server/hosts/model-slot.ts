@@ -19,7 +19,7 @@ import type { Job } from '../jobs/job';
 import { loadExitError, type KillReason, type WorkerExit } from '../processes/exit-reason';
 import { workerStates, type WorkerState } from '../processes/worker-state';
 import type { InFlightBatch } from './batches-in-flight';
-import type { PolicySlot, SlotHost } from './host-policy';
+import type { HostProcess } from './host-process';
 
 export interface Assignment {
   id: string;
@@ -45,7 +45,7 @@ export interface WorkerListener {
 }
 
 /** Its public fields are read-only to all but the slot and its policy. */
-export class ModelSlot implements PolicySlot {
+export class ModelSlot {
   readonly id: string;
   readonly startTime = new Date();
   #resolve!: (m: LoadedMessage) => void;
@@ -65,8 +65,9 @@ export class ModelSlot implements PolicySlot {
   displaced = false;
   /** Process start-up its load waited for, µs. */
   spawnMicros = 0;
+  /** performance.now() at its Loaded (0 before). */
   loadedAt = 0;
-  /** The host's latest figure. */
+  /** Its session runs' time since its load, µs: the host's latest figure. */
   runMicros = 0;
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
@@ -84,7 +85,7 @@ export class ModelSlot implements PolicySlot {
 
   constructor(
     private readonly assignment: Assignment,
-    readonly host: SlotHost,
+    readonly host: HostProcess,
     readonly log: (line: string) => void,
   ) {
     this.id = assignment.id;
@@ -248,6 +249,7 @@ export class ModelSlot implements PolicySlot {
     this.host.policy.loadFailed(this, this.#fail(err));
   }
 
+  /** Its slot in the host is empty (released, or never loaded): it ends, stopped. */
   ended(code: number | null = null): void {
     this.#end({ code, signal: null, reason: 'stopped', causedBy: null }, [], []);
   }

@@ -9,7 +9,9 @@ import type { LoadedMessage } from '../../protocol/messages';
 import { IdAllocator, MAX_U32 } from '../../protocol/ids';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { LostBatch } from './batches-in-flight';
-import type { ExitNotice, HostPolicy, SlotHost, PolicySlot } from './host-policy';
+import type { ExitNotice, HostPolicy } from './host-policy';
+import type { HostProcess } from './host-process';
+import type { ModelSlot } from './model-slot';
 
 export class SharedPolicy implements HostPolicy {
   readonly mode = 'shared' as const;
@@ -26,27 +28,27 @@ export class SharedPolicy implements HostPolicy {
     return this.slotIds.next(held);
   }
 
-  sharedHostId(host: SlotHost): string {
+  sharedHostId(host: HostProcess): string {
     return host.id;
   }
 
-  cpuShare(slot: PolicySlot): number {
+  cpuShare(slot: ModelSlot): number {
     const elapsedMicros = (performance.now() - slot.loadedAt) * 1000;
     return slot.loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, slot.runMicros / elapsedMicros) : 0;
   }
 
   /** Its session is released after the batches it sent there, once the host confirms. */
-  release(slot: PolicySlot): Promise<WorkerExit> {
+  release(slot: ModelSlot): Promise<WorkerExit> {
     slot.unload();
     return slot.exited;
   }
 
   /** Fixed at its load. */
-  async measure(slot: PolicySlot, exited: boolean): Promise<number> {
+  async measure(slot: ModelSlot, exited: boolean): Promise<number> {
     return exited ? 0 : slot.memoryBytes;
   }
 
-  loaded(slot: PolicySlot, msg: LoadedMessage): void {
+  loaded(slot: ModelSlot, msg: LoadedMessage): void {
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
     slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes);
     // Loaded into a host that began recycling meanwhile: move on with the others.
@@ -54,13 +56,13 @@ export class SharedPolicy implements HostPolicy {
   }
 
   /** Its slot is empty in the host; nothing is left to release. */
-  loadFailed(slot: PolicySlot): void {
+  loadFailed(slot: ModelSlot): void {
     slot.host.forget(slot.slotId);
     slot.ended();
   }
 
   /** A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck. */
-  loadTimeout(slot: PolicySlot, limit: string): string {
+  loadTimeout(slot: ModelSlot, limit: string): string {
     slot.log(`[${slot.id}] load in shared host ${slot.host.id} took over ${limit}; killing the host`);
     return `model ${slot.modelName} did not finish loading in shared host ${slot.host.id} within ${limit}; the host was stopped`;
   }
@@ -71,7 +73,7 @@ export class SharedPolicy implements HostPolicy {
    * loads), or it was a kill at a timeout (that load or batch has failed already). Every other
    * model loading there is displaced: its load starts again in another host.
    */
-  exitNotice(exit: WorkerExit, lost: readonly LostBatch<PolicySlot>[], loading: PolicySlot | null): ExitNotice {
+  exitNotice(exit: WorkerExit, lost: readonly LostBatch<ModelSlot>[], loading: ModelSlot | null): ExitNotice {
     const running = lost.filter((l) => l.running);
     const suspect = exit.reason === 'timeout-kill' || running.length > 0 ? null : loading;
     return {
