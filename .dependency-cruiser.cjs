@@ -126,15 +126,9 @@ module.exports = {
       'workers/spare-pool',
     ),
     onlyFrom(
-      'shared-policy-is-the-shared-hosts-alone',
-      'A shared host is a SharedHost of the pool: only shared-host.ts imports SharedPolicy.',
-      'hosts/shared-policy',
-      'hosts/shared-host',
-    ),
-    onlyFrom(
       'shared-hosts-are-made-by-the-pool',
-      'Only the host pool (and its heavy-model balance, which reads its hosts) imports SharedHost.',
-      'hosts/shared-host',
+      'Only the host pool (and its heavy-model balance, which reads its hosts) imports SharedPolicy and SharedHost.',
+      'hosts/shared-policy',
       'hosts/(host-pool|host-balance)',
     ),
     {

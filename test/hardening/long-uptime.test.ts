@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { IdAllocator, MAX_U32, MAX_WIRE_ID } from '../../src/protocol/ids';
 import { batchIds } from '../../src/server/models/dispatcher';
-import type { SharedPolicy } from '../../src/server/hosts/shared-policy';
 import { jobIds } from '../../src/server/jobs/job';
 import { mlpForward, mlpModel, writeModelDir } from '../../harness/onnx-models';
 import { assertRowsClose } from '../helpers/assert-close';
@@ -114,7 +113,7 @@ describe('long uptime: ids that frames carry never run out (issue 21)', function
     try {
       await load(t, 'a', 1);
       const slotOf = (name: string) => t.server.manager.registry.get(name).workers[0].slotId;
-      (t.server.manager.workers.hosts!.hosts[0].policy as SharedPolicy).slotIds.skipTo(MAX_U32);
+      t.server.manager.workers.hosts!.hosts[0].policy.slotIds.skipTo(MAX_U32);
       await load(t, 'b', 2);
       await load(t, 'c', 3);
       assert.deepEqual(['a', 'b', 'c'].map(slotOf), [1, MAX_U32, 2], 'c wrapped past the slot a holds');

@@ -161,13 +161,14 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
     );
     // The tallies placement reads instead of walking every slot agree with the slots themselves.
     const loaded = host.slots.filter((m) => m.lifecycle.loaded);
-    assert.equal(host.loadedCount, loaded.length, `${host.id}: loadedCount`);
+    assert.equal(host.policy.loadedCount, loaded.length, `${host.id}: loadedCount`);
     assert.equal(
-      host.modelBytes,
+      host.policy.modelBytes,
       loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0),
       `${host.id}: modelBytes`,
     );
-    for (const m of host.slots) assert.ok(host.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
+    for (const m of host.slots)
+      assert.ok(host.policy.holdsModel(m.modelName), `${host.id}: holdsModel(${m.modelName})`);
   }
   checkNamesNeverTakenOver(h.manager, outcomes);
 }

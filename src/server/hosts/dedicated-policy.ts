@@ -17,7 +17,7 @@ export class DedicatedPolicy implements HostPolicy {
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
   }
 
-  slotId(): number {
+  admit(): number {
     return 0;
   }
 

@@ -6,7 +6,7 @@
  * leave (as recycling does). The mark stays until the share falls under half, so it does not flap.
  */
 import type { Clock, Timer } from '../../util/clock';
-import type { SharedHost } from './shared-host';
+import type { SharedHost } from './shared-policy';
 import type { ModelSlot } from './model-slot';
 
 const kRoundMs = 2000;
@@ -71,14 +71,14 @@ export class HostBalance {
       // A host being recycled is moving all of its models already.
       if (!host.open) continue;
       const heavy = heaviest.get(host) ?? null;
-      const stays = heavy !== null && heavy.model.modelName === host.heavyModel && heavy.share >= heavyShare / 2;
-      host.heavyModel = heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null;
-      if (host.heavyModel !== null) this.#moveNeighbours(host, heavy!.model, shares, now);
+      const stays = heavy !== null && heavy.model.modelName === host.policy.heavyModel && heavy.share >= heavyShare / 2;
+      host.policy.heavyModel = heavy !== null && (heavy.share >= heavyShare || stays) ? heavy.model.modelName : null;
+      if (host.policy.heavyModel !== null) this.#moveNeighbours(host, heavy!.model, shares, now);
     }
   }
 
   #moveNeighbours(host: SharedHost, heavy: ModelSlot, shares: Map<ModelSlot, number>, now: number): void {
-    const refuge = this.deps.hosts().some((h) => h !== host && h.heavyModel === null && this.deps.canTake(h));
+    const refuge = this.deps.hosts().some((h) => h !== host && h.policy.heavyModel === null && this.deps.canTake(h));
     if (!refuge) return;
     let moved = 0;
     for (const m of host.slots) {

@@ -32,7 +32,10 @@ export interface HostPolicy {
   /** A dedicated worker's process may still be starting; a shared host's slot loads at once. */
   readonly firstState: WorkerState;
   env(env: NodeJS.ProcessEnv): void;
-  slotId(held: (id: number) => boolean): number;
+  /** The slot id for `slot`, which a shared host's ledger now counts. */
+  admit(slot: ModelSlot, held: (id: number) => boolean): number;
+  /** `slot` left its host: the ledger lets it go. */
+  forgotten?(slot: ModelSlot): void;
   /** None for a process of its own; its log lines are tagged with this, or with its one slot's worker id. */
   sharedHostId?(host: HostProcess): string;
   /**

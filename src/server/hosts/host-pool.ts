@@ -10,9 +10,9 @@ import { mb } from '../../util/mb';
 import { Backoff } from '../processes/backoff';
 import { describeExit } from '../processes/exit-reason';
 import { HostBalance } from './host-balance';
-import type { SpawnOptions } from './host-process';
+import { HostProcess, type SpawnOptions } from './host-process';
 import { ModelSlot, type Assignment } from './model-slot';
-import { SharedHost } from './shared-host';
+import { SharedPolicy, type SharedHost } from './shared-policy';
 
 export interface HostPoolOptions {
   /** max_models_per_worker 0 = no cap (memory decides); recycle bytes, heavy share (host-balance.ts) 0 = never. */
@@ -76,7 +76,7 @@ export class HostPool {
 
   /** What the hosts cost with no model in them (bytes): counted by the memory budget. */
   get baseBytes(): number {
-    return this.#hosts.reduce((n, h) => n + h.baseBytes, 0);
+    return this.#hosts.reduce((n, h) => n + h.policy.baseBytes, 0);
   }
 
   /**
@@ -88,16 +88,18 @@ export class HostPool {
     const { maxModelsPerWorker } = this.opts.config;
     const open = this.#hosts.filter((h) => this.#canTake(h));
     // A second copy of a model (min_workers > 1) goes to another host when there is one.
-    const elsewhere = open.filter((h) => !h.holdsModel(name));
+    const elsewhere = open.filter((h) => !h.policy.holdsModel(name));
     const near = elsewhere.length > 0 ? elsewhere : open;
-    const light = near.filter((h) => h.heavyModel === null);
+    const light = near.filter((h) => h.policy.heavyModel === null);
     const candidates = light.length > 0 ? light : near;
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
     const loading = this.#meanModelBytes();
+    // Bases are all alike: what placement compares is the models' bytes.
+    const bytes = (h: SharedHost) => h.policy.modelBytes + (h.slotCount - h.policy.loadedCount) * loading;
     let best: SharedHost | null = null;
     for (const h of candidates) {
       // Fewer bytes, then fewer slots.
-      const d = best ? h.placementBytes(loading) - best.placementBytes(loading) || h.slotCount - best.slotCount : -1;
+      const d = best ? bytes(h) - bytes(best) || h.slotCount - best.slotCount : -1;
       if (d < 0) best = h;
     }
     if (!best) {
@@ -120,14 +122,14 @@ export class HostPool {
   }
 
   #meanModelBytes(): number {
-    const loaded = this.#hosts.reduce((n, h) => n + h.loadedCount, 0);
-    return loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.modelBytes, 0) / loaded;
+    const loaded = this.#hosts.reduce((n, h) => n + h.policy.loadedCount, 0);
+    return loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.policy.modelBytes, 0) / loaded;
   }
 
   recycle(host: SharedHost): void {
     if (host.processState !== 'serving' || this.#closed) return;
     this.opts.spawn.log(
-      `[${host.id}] recycling: ${mb(host.wasteBytes)} freed by unloads is still held (${mb(host.measuredBytes)} PSS, ${mb(host.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
+      `[${host.id}] recycling: ${mb(host.policy.wasteBytes)} freed by unloads is still held (${mb(host.policy.measuredBytes)} PSS, ${mb(host.policy.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
       { worker: host.id, pid: host.pid },
     );
     host.drain();
@@ -138,11 +140,11 @@ export class HostPool {
   }
 
   #addHost(): void {
-    const host: SharedHost = new SharedHost(this.opts.spawn, `host-${++this.#seq}`, {
+    const host: SharedHost = new HostProcess(this.opts.spawn, `host-${++this.#seq}`, new SharedPolicy(), {
       onStarted: () => {
         void host.measureMemory().then((bytes) => {
-          host.baseBytes = bytes;
-          host.measuredBytes = Math.max(host.measuredBytes, bytes);
+          host.policy.baseBytes = bytes;
+          host.policy.measuredBytes = Math.max(host.policy.measuredBytes, bytes);
         });
         this.#backoff.watch(() => host.exitInfo === null);
       },
@@ -161,9 +163,9 @@ export class HostPool {
       if (host.slotCount === 0) await this.#retire(host);
       return;
     }
-    host.measuredBytes = await host.measureMemory();
+    host.policy.measuredBytes = await host.measureMemory();
     const limit = this.opts.config.sharedWorkerRecycleBytes;
-    if (limit > 0 && host.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
+    if (limit > 0 && host.policy.wasteBytes > limit && host.exitInfo === null) this.recycle(host);
   }
 
   async #retire(host: SharedHost): Promise<void> {

@@ -53,7 +53,7 @@ const kProfileExitMs = 5000;
 /** What V8 prints before it aborts on an exhausted heap (SIGABRT is otherwise any native crash). */
 const kHeapExhausted = /JavaScript heap out of memory/;
 
-export class HostProcess {
+export class HostProcess<P extends HostPolicy = HostPolicy> {
   pid = 0;
   /** performance.now() at spawn: a load's wait for start-up counts from here or from its assignment. */
   readonly spawnedAt = performance.now();
@@ -80,7 +80,7 @@ export class HostProcess {
   constructor(
     private readonly opts: SpawnOptions,
     readonly id: string,
-    readonly policy: HostPolicy,
+    readonly policy: P,
     private readonly events: HostEvents = {},
   ) {
     this.#label = id;
@@ -150,21 +150,15 @@ export class HostProcess {
 
   /** Takes a model in: a slot id now; the slot sends its Load once the process has started. */
   admit(slot: ModelSlot, maxFrameBytes: number): number {
-    const slotId = this.policy.slotId((s) => this.#slots.has(s));
+    const slotId = this.policy.admit(slot, (s) => this.#slots.has(s));
     this.#slots.set(slotId, slot);
     this.#label = this.policy.sharedHostId?.(this) ?? slot.id;
     // The largest frame accepted from the process: what its models may answer with (a dedicated
     // worker's one slot allows more than the 1 MiB a process is held to before it has a model).
     const reader = this.#spawned!.reader;
     reader.maxFrameBytes = Math.max(reader.maxFrameBytes, maxFrameBytes);
-    this.admitted(slot);
     return slotId;
   }
-
-  /** What a pooled host keeps of its slots as they come and go (shared-host.ts); nothing here. */
-  protected admitted(_slot: ModelSlot): void {}
-  protected charged(_slotId: number, _slot: ModelSlot): void {}
-  protected forgotten(_slotId: number, _slot: ModelSlot): void {}
 
   send(frame: Frame): void {
     if (this.#spawned && !this.exitInfo) writeFrame(this.#spawned.channel, frame, 'tick');
@@ -187,7 +181,7 @@ export class HostProcess {
     const slot = this.#slots.get(slotId);
     if (!slot) return;
     this.#slots.delete(slotId);
-    this.forgotten(slotId, slot);
+    this.policy.forgotten?.(slot);
   }
 
   /**
@@ -233,12 +227,9 @@ export class HostProcess {
         held?.slot.onAnswered(held.batch, frame.msg, held.left <= 0);
         break;
       }
-      case MessageKind.Loaded: {
-        const slot = this.#slots.get(frame.msg.slot);
-        slot?.onLoaded(frame.msg);
-        if (slot?.lifecycle.loaded) this.charged(frame.msg.slot, slot);
+      case MessageKind.Loaded:
+        this.#slots.get(frame.msg.slot)?.onLoaded(frame.msg);
         break;
-      }
       case MessageKind.LoadFailed:
         this.#slots.get(frame.msg.slot)?.onLoadFailed(MmeError.fromWire(frame.msg.error));
         break;

@@ -2,7 +2,10 @@
  * A shared host (Ray Serve's model multiplexing): many models' slots in one process, on CPU (one
  * CUDA_VISIBLE_DEVICES cannot serve models on different GPUs). A slot is loaded into a running
  * host and released with Unload; the host stays. A slot costs its load's growth (loads run one at a
- * time), at least the smallest session plus the model file.
+ * time), at least the smallest session plus the model file. Its policy keeps the host's memory
+ * ledger, which placement and recycling read, as slots come and go: placement then costs the same
+ * with 10 000 models as with ten. What the host holds beyond base + costs is what unloads freed and
+ * the allocator kept.
  */
 import { performance } from 'node:perf_hooks';
 import type { LoadedMessage } from '../../protocol/messages';
@@ -13,19 +16,63 @@ import type { ExitNotice, HostPolicy } from './host-policy';
 import type { HostProcess } from './host-process';
 import type { ModelSlot } from './model-slot';
 
+/** A shared host in the pool. */
+export type SharedHost = HostProcess<SharedPolicy>;
+
 export class SharedPolicy implements HostPolicy {
   readonly mode = 'shared' as const;
   readonly gpuId = -1;
   readonly firstState = 'loading' as const;
   /** Slot ids are u32 and a host may load and unload models for ever: they wrap, skipping the ones held. */
   readonly slotIds = new IdAllocator(MAX_U32);
+  /** PSS once started, before any model (bytes); 0 until measured. */
+  baseBytes = 0;
+  /** PSS at the last measurement (bytes). */
+  measuredBytes = 0;
+  /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
+  heavyModel: string | null = null;
+  /** How many slots each model name holds, and each loaded slot's cost (fixed at its load). */
+  readonly #names = new Map<string, number>();
+  readonly #charged = new Map<ModelSlot, number>();
+  #loadedBytes = 0;
+
+  get modelBytes(): number {
+    return this.#loadedBytes;
+  }
+
+  /** Its slots that have loaded (modelBytes is theirs). */
+  get loadedCount(): number {
+    return this.#charged.size;
+  }
+
+  get usedBytes(): number {
+    return this.baseBytes + this.modelBytes;
+  }
+
+  /** Bytes freed by unloads and not given back, at the last measurement. */
+  get wasteBytes(): number {
+    return Math.max(0, this.measuredBytes - this.usedBytes);
+  }
+
+  holdsModel(name: string): boolean {
+    return this.#names.has(name);
+  }
 
   env(env: NodeJS.ProcessEnv): void {
     env.MME_SHARED_HOST = '1';
   }
 
-  slotId(held: (id: number) => boolean): number {
+  admit(slot: ModelSlot, held: (id: number) => boolean): number {
+    this.#names.set(slot.modelName, (this.#names.get(slot.modelName) ?? 0) + 1);
     return this.slotIds.next(held);
+  }
+
+  forgotten(slot: ModelSlot): void {
+    const held = this.#names.get(slot.modelName)!;
+    if (held > 1) this.#names.set(slot.modelName, held - 1);
+    else this.#names.delete(slot.modelName);
+    this.#loadedBytes -= this.#charged.get(slot) ?? 0;
+    this.#charged.delete(slot);
   }
 
   sharedHostId(host: HostProcess): string {
@@ -51,6 +98,8 @@ export class SharedPolicy implements HostPolicy {
   loaded(slot: ModelSlot, msg: LoadedMessage): void {
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
     slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes);
+    this.#charged.set(slot, slot.memoryBytes);
+    this.#loadedBytes += slot.memoryBytes;
     // Loaded into a host that began recycling meanwhile: move on with the others.
     if (slot.host.processState === 'draining') queueMicrotask(() => slot.relocate());
   }

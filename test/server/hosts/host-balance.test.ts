@@ -3,8 +3,8 @@
  * shared_host_heavy_share of its host's thread marks the host heavy and its neighbours that ran in
  * the round move away; the mark stays until the share falls under half the threshold; a model
  * moves at most once a minute. The balance reads only each host's slots (the models in it), their
- * cumulative run time and the heavy mark, so the hosts here are plain objects whose run times the
- * test sets, and rounds pass on a virtual clock.
+ * cumulative run time and the heavy mark (in its policy), so the hosts here are plain objects whose
+ * run times the test sets, and rounds pass on a virtual clock.
  */
 import assert from 'node:assert/strict';
 import { HostBalance } from '../../../src/server/hosts/host-balance';
@@ -28,7 +28,8 @@ interface FakeHost {
   open: boolean;
   /** Its slots, as HostProcess.slots: each a model's place in the host. */
   slots: FakeModel[];
-  heavyModel: string | null;
+  /** Its policy's heavy mark, as SharedPolicy.heavyModel. */
+  policy: { heavyModel: string | null };
 }
 
 function model(modelName: string): FakeModel {
@@ -47,7 +48,7 @@ function host(id: string, ...models: FakeModel[]): FakeHost {
     id,
     open: true,
     slots: models,
-    heavyModel: null,
+    policy: { heavyModel: null },
   };
 }
 
@@ -80,13 +81,13 @@ describe('host balance (heavy models in shared hosts, virtual clock)', () => {
     const h2 = host('host-2');
     const { clock, logs } = balance([h1, h2]);
     round(clock, [x, y], { x: 0.9, y: 0.1 });
-    assert.equal(h1.heavyModel, null, 'the first round only takes the baseline');
+    assert.equal(h1.policy.heavyModel, null, 'the first round only takes the baseline');
     round(clock, [x, y], { x: 0.49, y: 0.1 });
-    assert.equal(h1.heavyModel, null);
+    assert.equal(h1.policy.heavyModel, null);
     assert.deepEqual([x.moves, y.moves, idle.moves], [0, 0, 0]);
     round(clock, [x, y], { x: 0.5, y: 0.1 });
-    assert.equal(h1.heavyModel, 'x');
-    assert.equal(h2.heavyModel, null);
+    assert.equal(h1.policy.heavyModel, 'x');
+    assert.equal(h2.policy.heavyModel, null);
     assert.deepEqual([x.moves, y.moves, idle.moves], [0, 1, 0]);
     assert.deepEqual(logs, [
       '[host-1] model x takes 50 % of the host (shared_host_heavy_share 0.5): moving its neighbour y to a host without a heavy model',
@@ -99,11 +100,11 @@ describe('host balance (heavy models in shared hosts, virtual clock)', () => {
     const { clock } = balance([h1, host('host-2')]);
     round(clock, [x], {});
     round(clock, [x], { x: 0.6 });
-    assert.equal(h1.heavyModel, 'x');
+    assert.equal(h1.policy.heavyModel, 'x');
     round(clock, [x], { x: 0.25 });
-    assert.equal(h1.heavyModel, 'x', 'at half the threshold the mark stays');
+    assert.equal(h1.policy.heavyModel, 'x', 'at half the threshold the mark stays');
     round(clock, [x], { x: 0.24 });
-    assert.equal(h1.heavyModel, null);
+    assert.equal(h1.policy.heavyModel, null);
   });
 
   it('moves a neighbour at most once a minute, however long the model beside it stays heavy', () => {
@@ -127,7 +128,7 @@ describe('host balance (heavy models in shared hosts, virtual clock)', () => {
     const { clock } = balance([h1, full], { canTake: (h) => h !== full });
     round(clock, [x, y], {});
     round(clock, [x, y], { x: 0.8, y: 0.1 });
-    assert.equal(h1.heavyModel, 'x');
+    assert.equal(h1.policy.heavyModel, 'x');
     assert.equal(y.moves, 0);
 
     const [p, q] = [model('p'), model('q')];
@@ -136,7 +137,7 @@ describe('host balance (heavy models in shared hosts, virtual clock)', () => {
     const other = balance([recycled, host('host-4')]);
     round(other.clock, [p, q], {});
     round(other.clock, [p, q], { p: 0.9, q: 0.1 });
-    assert.equal(recycled.heavyModel, null);
+    assert.equal(recycled.policy.heavyModel, null);
     assert.equal(q.moves, 0);
   });
 
