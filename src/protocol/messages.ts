@@ -88,7 +88,7 @@ export interface InvokeRequest {
   /** As sent: one buffer, or the pieces the client's socket delivered (written back to back). As received: one slice. */
   body?: Buffer | readonly Buffer[];
   stream?: boolean;
-  /** The body is not in the frame but in this region of the worker's body ring (shared memory, body-ring.ts). */
+  /** The body is not in the frame but in this region of the worker's body ring (shared memory, body-handoff.ts). */
   ring?: { offset: number; length: number };
 }
 

@@ -1,6 +1,6 @@
 /**
  * A request body's region in a worker's body ring (a shared-memory file the server writes and the
- * worker reads; server/hosts/body-ring.ts, worker-process/body-ring-reader.ts): a header naming the
+ * worker reads; server/hosts/body-handoff.ts, worker-process/body-ring-reader.ts): a header naming the
  * request, then the body. An Infer frame announces the region (InvokeRequest.ring) and the worker
  * trusts none of it: the region must lie inside the ring, and its header must name the same request
  * and length, or the request fails. A frame pointing at another request's region, or at a region

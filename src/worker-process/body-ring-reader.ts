@@ -1,5 +1,5 @@
 /**
- * The worker's side of its body ring (server/hosts/body-ring.ts), the shared-memory file passed as
+ * The worker's side of its body ring (server/hosts/body-handoff.ts), the shared-memory file passed as
  * fd 4: a body is read with one pread into a buffer of its own, its region checked first
  * (protocol/ring-region.ts), so nothing a frame says can make it read another request's bytes.
  */

@@ -20,8 +20,7 @@ import type { ProcessRegistry } from '../processes/process-registry';
 import { processStates, type ProcessState } from '../processes/worker-state';
 import { kWorkersProfiled, spawnProcess, type Launch, type SpawnedWorker } from '../processes/worker-spawn';
 import { BatchesInFlight, type BatchesView } from './batches-in-flight';
-import type { BodyHandoff } from './body-handoff';
-import type { BodyRing } from './body-ring';
+import type { BodyHandoff, BodyRing } from './body-handoff';
 import type { HostPolicy } from './host-policy';
 import type { ModelSlot } from './model-slot';
 

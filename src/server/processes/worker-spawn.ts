@@ -48,7 +48,7 @@ const kWorkerOomScoreAdj = '900';
 /** How long an aborted worker's last stderr lines (V8's reason) may take to arrive after its exit. */
 const kAbortReasonWaitMs = 500;
 
-/** `ringFd`: the worker's body ring (hosts/body-ring.ts), its fd 4. */
+/** `ringFd`: the worker's body ring (hosts/body-handoff.ts), its fd 4. */
 export function spawnProcess(
   launch: Launch | undefined,
   env: NodeJS.ProcessEnv,

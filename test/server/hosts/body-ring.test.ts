@@ -8,7 +8,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import type { InferMessage } from '../../../src/protocol/messages';
 import { readRegion } from '../../../src/protocol/ring-region';
-import { BodyRing } from '../../../src/server/hosts/body-ring';
+import { BodyRing } from '../../../src/server/hosts/body-handoff';
 import { tempDir } from '../../../harness/test-server';
 
 const kRing = 8192;
