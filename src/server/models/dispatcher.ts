@@ -187,7 +187,10 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     this.dispatch();
   }
 
-  /** Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot crash worker after worker. */
+  /**
+   * Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot
+   * crash worker after worker (one whose client left fails now: nothing would take it off the queue).
+   */
   onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     const err = runningRequestError(this.deps.name, exit, this.settings.responseTimeoutMs / 1000);
     for (const batch of running) for (const job of batch.jobs) job.reject(err);
@@ -195,7 +198,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     for (const batch of waiting) {
       for (const job of batch.jobs) {
         if (job.settled) continue;
-        if (job.requeued || this.#closed) job.reject(this.#closed ?? err);
+        if (job.requeued || this.#closed || job.opts.signal?.aborted) job.reject(this.#closed ?? err);
         else {
           job.requeued = true;
           requeue.push(job);
