@@ -42,13 +42,13 @@ export class JobQueue {
     this.#length += jobs.length;
   }
 
-  /** Up to n jobs still wanted at `now`; cancelled and settled ones are dropped on the way. */
+  /** Up to n jobs still wanted at `now`; settled ones are dropped on the way. */
   take(n: number, now: number): Job[] {
     const out: Job[] = [];
     while (out.length < n && this.#length > 0) {
       const job = (this.#levels.length === 1 ? this.#levels[0] : this.#next(now)).shift()!;
       this.#length--;
-      if (!job.settled && !job.cancelled) out.push(job);
+      if (!job.settled) out.push(job);
     }
     return out;
   }

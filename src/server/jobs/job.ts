@@ -1,12 +1,10 @@
 import type { MmeError } from '../../errors';
 import type { ChunkMessage, InvokeRequest } from '../../protocol/messages';
+import type { ResponseHead } from '../../model-types';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { forRequest } from '../../unhandled-rejection';
 
-export interface InvokeResult {
-  status: number;
-  contentType: string;
-  headers: Record<string, string>;
+export interface InvokeResult extends ResponseHead {
   body: Buffer;
   /** Time in the model (handler + run) for its batch, and from admission to dispatch, µs. */
   modelMicros: number;
@@ -67,10 +65,6 @@ export class Job {
       }),
       request.requestId,
     );
-  }
-
-  get cancelled(): boolean {
-    return this.opts.signal?.aborted === true;
   }
 
   resolve(r: InvokeResult): void {

@@ -1,19 +1,21 @@
 /**
  * A model's requests: the bounded queue, batching (MMS's BatchAggregator), the response timeout and
  * cancellation. It hands batches to idle workers and settles each job from what the worker hands
- * back: a result, or its exit with the batches it held. It never reaches into a worker.
+ * back: a result, or its exit with the batches it held (it listens to its workers, then the worker
+ * set it extends hears of the exit). It never reaches into a worker.
  */
 import { MmeError, type ErrorCode } from '../../errors';
-import type { Clock, Timer } from '../../util/clock';
+import type { Timer } from '../../util/clock';
 import { DeadlineList } from '../../util/deadline-list';
-import type { ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
-import type { WorkerSet } from '../workers/worker-set';
+import type { ModelSlot, WorkerListener } from '../hosts/model-slot';
+import { WorkerSet, type WorkerSetDeps } from '../workers/worker-set';
 import { Job, type InvokeResult, type JobOptions } from '../jobs/job';
 import { JobQueue } from '../jobs/job-queue';
-import type { ModelSettings } from './model-settings';
+import { processCount, type ModelSettings } from './model-settings';
 
 /** Most batch-size-1 requests sent to a worker in one frame when they are already queued. */
 export const kCoalesce = 8;
@@ -24,25 +26,11 @@ type StopReason = 'timeout' | 'deadline' | 'cancel';
 
 export const batchIds = new IdAllocator(MAX_WIRE_ID);
 
-export interface DispatcherDeps {
-  name: string;
-  settings(): ModelSettings;
-  /** Each request of a streaming handler runs alone: its chunks go straight to its client. */
-  streaming(): boolean;
-  workers: WorkerSet;
-  /** A custom handler gets the requests' headers. */
-  withHeaders: boolean;
-  log(line: string): void;
-  clock: Clock;
-  /** A request left the queue after `ms` in it (the autoscaler's measure). */
-  waited?(ms: number): void;
-  /** With no worker, its queue still takes requests: autoscale starts a worker when it sees them. */
-  scalesFromZero(): boolean;
-}
-
 const refuse = (code: ErrorCode, message: string) => Promise.reject(new MmeError(code, message));
 
-export class Dispatcher {
+export abstract class Dispatcher extends WorkerSet implements WorkerListener {
+  /** Each request of a streaming handler runs alone: its chunks go straight to its client. */
+  streaming = false;
   readonly #queue: JobQueue;
   #batchTimer: Timer | null = null;
   /** Jobs that keep the response timeout, in admission order; and those whose caller's deadline comes first. */
@@ -54,12 +42,22 @@ export class Dispatcher {
   #runMicros = 0;
   readonly stats = { requests: 0, batches: 0 };
 
-  constructor(private readonly deps: DispatcherDeps) {
-    const settings = deps.settings();
+  /** `withHeaders`: a custom handler gets the requests' headers. */
+  constructor(
+    deps: WorkerSetDeps,
+    public settings: ModelSettings,
+    private readonly withHeaders: boolean,
+  ) {
+    super(deps, processCount(settings));
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
     this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#stop(job, 'timeout'));
     this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#stop(job, 'deadline'));
   }
+
+  /** A request left the queue after `ms` in it (the autoscaler's measure). */
+  protected abstract waited(ms: number): void;
+  /** With no worker, its queue still takes requests: autoscale starts a worker when it sees them. */
+  protected abstract get scalesFromZero(): boolean;
 
   get queueLength(): number {
     return this.#queue.length;
@@ -67,10 +65,10 @@ export class Dispatcher {
 
   submit(request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
     const { name } = this.deps;
-    const settings = this.deps.settings();
+    const settings = this.settings;
     if (this.#closed) return Promise.reject(this.#closed);
-    if (this.deps.workers.target === 0 && !this.deps.scalesFromZero()) return Promise.reject(this.noWorker());
-    if (settings.useJobTicket && !this.deps.workers.hasVacant())
+    if (this.workerTarget === 0 && !this.scalesFromZero) return Promise.reject(this.noWorker());
+    if (settings.useJobTicket && !this.hasVacant())
       return refuse(
         'MME_ERR_NO_WORKER',
         `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
@@ -93,10 +91,10 @@ export class Dispatcher {
 
   dispatch(): void {
     while (this.#queue.length > 0 && !this.#closed) {
-      const worker = this.deps.workers.pickIdle();
+      const worker = this.pickIdle();
       if (!worker) return;
-      const { maxBatchDelayMs, batchSize: configured } = this.deps.settings();
-      const streaming = this.deps.streaming();
+      const { maxBatchDelayMs, batchSize: configured } = this.settings;
+      const streaming = this.streaming;
       const batchSize = streaming ? 1 : configured;
       if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
         // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
@@ -118,7 +116,7 @@ export class Dispatcher {
       this.#batchTimer = null;
       for (const job of jobs) {
         job.dispatchedAt = now;
-        this.deps.waited?.(now - job.admittedAt);
+        this.waited(now - job.admittedAt);
       }
       this.stats.batches++;
       this.stats.requests += jobs.length;
@@ -128,7 +126,7 @@ export class Dispatcher {
             batchId: batchIds.next(),
             requests: jobs.map((j) => j.request),
             independent: independent && jobs.length > 1,
-            withHeaders: this.deps.withHeaders,
+            withHeaders: this.withHeaders,
           },
           jobs,
         );
@@ -140,11 +138,11 @@ export class Dispatcher {
 
   /** How many queued requests share a frame: kCoalesce with one worker or quick runs, fewer as runs grow. */
   #coalesced(): number {
-    if (this.#runMicros === 0 || this.deps.workers.workers.length < 2) return kCoalesce;
+    if (this.#runMicros === 0 || this.workers.length < 2) return kCoalesce;
     return Math.max(1, Math.min(kCoalesce, Math.floor(kCoalesceMicros / this.#runMicros)));
   }
 
-  onResult(batch: InFlightBatch, msg: ResultMessage, done: boolean, workerPid?: number): void {
+  onResult(worker: ModelSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     const size = batch.msg.independent ? 1 : batch.jobs.length;
     // An answer of one request run alone times one run (a refused one, 0 µs, times nothing).
     if (size === 1 && msg.responses.length === 1 && msg.modelMicros > 0)
@@ -163,25 +161,44 @@ export class Dispatcher {
           modelMicros: msg.modelMicros,
           queueMicros: Math.round((job.dispatchedAt - job.admittedAt) * 1000),
           batchSize: size,
-          workerPid,
+          workerPid: worker.pid,
         });
       }
     }
     // A response the worker did not send back (never expected) must not leave its caller waiting.
-    if (!done) return;
-    const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
-    for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
+    if (done) {
+      const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
+      for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
+    }
+    this.stopIfDone(worker);
+    this.dispatch();
   }
 
-  /** Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot crash worker after worker. */
-  onExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    const err = runningRequestError(this.deps.name, exit, this.deps.settings().responseTimeoutMs / 1000);
+  onChunk(worker: ModelSlot, msg: ChunkMessage): void {
+    const job = worker.heldJob(msg.id);
+    if (!job) return;
+    const bytes = msg.body?.length ?? 0;
+    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
+    else worker.acknowledge(job, bytes);
+  }
+
+  onRelocate(worker: ModelSlot): void {
+    this.replace(worker);
+    this.dispatch();
+  }
+
+  /**
+   * Running batches fail; waiting ones go back to the queue's head once, so a poison request cannot
+   * crash worker after worker (one whose client left fails now: nothing would take it off the queue).
+   */
+  onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
+    const err = runningRequestError(this.deps.name, exit, this.settings.responseTimeoutMs / 1000);
     for (const batch of running) for (const job of batch.jobs) job.reject(err);
     const requeue: Job[] = [];
     for (const batch of waiting) {
       for (const job of batch.jobs) {
         if (job.settled) continue;
-        if (job.requeued || this.#closed) job.reject(this.#closed ?? err);
+        if (job.requeued || this.#closed || job.opts.signal?.aborted) job.reject(this.#closed ?? err);
         else {
           job.requeued = true;
           requeue.push(job);
@@ -189,6 +206,8 @@ export class Dispatcher {
       }
     }
     if (requeue.length > 0) this.#queue.unshift(requeue);
+    this.workerExited(worker, exit);
+    this.dispatch();
   }
 
   /** A frame that could not be written (a bug): the worker holds nothing of it, so its jobs fail now. */
@@ -207,10 +226,10 @@ export class Dispatcher {
   #stop(job: Job, why: StopReason): void {
     const queued = this.#queue.remove(job);
     if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
-    const worker = queued ? undefined : this.deps.workers.workers.find((w) => w.heldJob(job.id) === job);
+    const worker = queued ? undefined : this.workers.find((w) => w.heldJob(job.id) === job);
     if (!worker) return;
     if (why !== 'timeout') return worker.cancel(job);
-    const seconds = this.deps.settings().responseTimeoutMs / 1000;
+    const seconds = this.settings.responseTimeoutMs / 1000;
     this.deps.log(
       `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
     );
@@ -233,7 +252,7 @@ export class Dispatcher {
           : `Model ${name} did not answer within the request's deadline; its handler was told to stop. Ask for a longer timeout ${timeouts}.`,
       );
     }
-    const seconds = this.deps.settings().responseTimeoutMs / 1000;
+    const seconds = this.settings.responseTimeoutMs / 1000;
     return new MmeError(
       'MME_ERR_WORKER_TIMEOUT',
       queued
@@ -256,12 +275,13 @@ export class Dispatcher {
   }
 
   /** No more work: queued jobs fail with `err`; running ones are settled by their workers' exits. */
-  close(err: MmeError): void {
+  async stop(err: MmeError): Promise<void> {
     this.#closed = err;
     this.deps.clock.clearTimeout(this.#batchTimer);
     this.#batchTimer = null;
     this.failQueued(err);
     this.#deadlines.close();
     this.#callerDeadlines.close();
+    await this.stopWorkers();
   }
 }

@@ -1,13 +1,12 @@
 /**
- * One loaded model: its worker set and its dispatcher, wired together as its workers' listener (an
- * exit goes to the dispatcher to settle what the worker held, then to the worker set).
+ * One loaded model: the dispatcher of its requests over its worker set (Model → Dispatcher →
+ * WorkerSet), with where its workers start, what they loaded and what they cost.
  */
 import { MmeError } from '../../errors';
-import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { LoadedMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
 import type { TensorInfo } from '../../model-types';
-import type { WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
-import type { ModelSlot as WorkerSlot, WorkerListener } from '../hosts/model-slot';
+import type { ModelSlot as WorkerSlot } from '../hosts/model-slot';
 import { kModeTraits } from '../hosts/host-policy';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ServerConfig, WorkerMode } from '../../config/types';
@@ -15,7 +14,6 @@ import type { WorkerFactory } from '../workers/worker-factory';
 import type { LifecycleEvents } from './lifecycle-events';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
 import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/process-limits';
-import { WorkerSet } from '../workers/worker-set';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';
@@ -47,18 +45,15 @@ const kPipelineDepth = 2;
 /** Room in a Result frame beyond its bodies: headers, status lines, error messages. */
 const kFrameOverhead = 1 << 20;
 
-export class Model implements WorkerListener {
+export class Model extends Dispatcher {
   inputs: TensorInfo[] = [];
   outputs: TensorInfo[] = [];
-  streaming = false;
   memoryBytes = 0;
   memoryMeasuredAt = 0;
   /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
   readonly name: string;
   readonly url: string;
-  readonly #set: WorkerSet;
-  readonly #dispatcher: Dispatcher;
   readonly #handlerPath: string | null;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
   readonly #assignGpu: () => number;
@@ -74,16 +69,19 @@ export class Model implements WorkerListener {
 
   constructor(
     private readonly health: ModelHealth,
-    public settings: ModelSettings,
+    settings: ModelSettings,
     private readonly artifact: ModelArtifact,
     private readonly ctx: ModelContext,
   ) {
-    const { config, workers, events, log } = ctx;
+    const { config, workers, log } = ctx;
     const { clock } = workers;
     const { name } = health;
+    const handlerPath = resolveHandlerPath(artifact, config);
+    const { waitForRoom } = workers.places[settings.workerMode];
+    super({ name, log, clock, waitForRoom }, settings, handlerPath !== null);
     this.name = name;
     this.url = health.url;
-    this.#handlerPath = resolveHandlerPath(artifact, config);
+    this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
@@ -92,49 +90,23 @@ export class Model implements WorkerListener {
       config.autoscale && !settings.preloadModel
         ? new Autoscaler(config.autoscale, clock, config.sharedHostHeavyShare, settings.workerMode)
         : null;
-    this.#set = new WorkerSet(processCount(settings), {
-      name,
-      spawn: () => this.#spawn(),
-      log,
-      onLoaded: (_worker, loaded) => {
-        this.inputs = loaded.inputs;
-        this.outputs = loaded.outputs;
-        this.streaming = loaded.streaming;
-        this.#dispatcher.dispatch();
-      },
-      onRestarted: () => events.sink.workerRestarted?.(name),
-      onFailed: (err) => {
-        health.markFailed(err);
-        this.#dispatcher.failQueued(this.#failedError());
-      },
-      onRecovered: () => health.markRecovered(),
-      waitForRoom: workers.places[settings.workerMode].waitForRoom,
-      clock,
-    });
-    this.#dispatcher = new Dispatcher({
-      name,
-      settings: () => this.settings,
-      streaming: () => this.streaming,
-      workers: this.#set,
-      withHeaders: this.#handlerPath !== null,
-      log,
-      clock,
-      waited: this.autoscaler ? (ms) => this.#waited(ms) : undefined,
-      scalesFromZero: () => this.#scalesFromZero,
-    });
   }
 
-  get workers(): readonly WorkerSlot[] {
-    return this.#set.workers;
+  protected workerLoaded(_worker: WorkerSlot, loaded: LoadedMessage): void {
+    this.health.markRecovered();
+    this.inputs = loaded.inputs;
+    this.outputs = loaded.outputs;
+    this.streaming = loaded.streaming;
+    this.dispatch();
   }
 
-  get queueLength(): number {
-    return this.#dispatcher.queueLength;
+  protected workerRestarted(): void {
+    this.ctx.events.sink.workerRestarted?.(this.name);
   }
 
-  /** The worker count it runs toward (min_worker, or what autoscale set since). */
-  get workerTarget(): number {
-    return this.#set.target;
+  protected workersFailed(err: MmeError): void {
+    this.health.markFailed(err);
+    this.failQueued(this.#failedError());
   }
 
   /** A process of its own's PSS moves with its use; a model in a shared host costs what its load measured, for good. */
@@ -150,7 +122,7 @@ export class Model implements WorkerListener {
   get load(): ModelLoad {
     const { minWorkers, maxWorkers, workerMode } = this.settings;
     return {
-      workers: this.#set.target,
+      workers: this.workerTarget,
       min: minWorkers,
       max: workersWithinCpuLimit(maxWorkers, this.settings.cpuLimit),
       queued: this.queueLength,
@@ -164,21 +136,17 @@ export class Model implements WorkerListener {
 
   get inFlightRequests(): number {
     let n = 0;
-    for (const w of this.#set.workers) n += w.inFlightRequests;
+    for (const w of this.workers) n += w.inFlightRequests;
     return n;
   }
 
-  get stats(): { requests: number; batches: number } {
-    return this.#dispatcher.stats;
-  }
-
   /** Starts the workers and resolves when all have loaded; rejects on the first failure or on `abort`. */
-  async start(abort: AbortSignal): Promise<void> {
-    await this.#set.start(abort);
+  override async start(abort: AbortSignal): Promise<void> {
+    await super.start(abort);
     await this.refreshMemory();
   }
 
-  submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
+  override submit(request: InvokeRequest, opts?: JobOptions): Promise<InvokeResult> {
     // Its client left while it waited (for an on-demand load): it is answered here, never queued.
     if (opts?.signal?.aborted)
       return Promise.reject(
@@ -188,7 +156,7 @@ export class Model implements WorkerListener {
         ),
       );
     if (this.health.failed) return Promise.reject(this.#failedError());
-    return this.#dispatcher.submit(request, opts);
+    return super.submit(request, opts);
   }
 
   #failedError(): MmeError {
@@ -198,7 +166,7 @@ export class Model implements WorkerListener {
     );
   }
 
-  #spawn(): WorkerSlot {
+  protected spawnWorker(): WorkerSlot {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const { config } = this.ctx;
@@ -239,62 +207,34 @@ export class Model implements WorkerListener {
     return worker;
   }
 
-  onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
+  override onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // A process of its own times no session runs: its handler's time stands for what it would take of a host.
     if (kModeTraits[worker.mode].ownProcess) this.#ranMicros += msg.modelMicros;
-    this.#dispatcher.onResult(batch, msg, done, worker.pid);
-    this.#set.onAnswered(worker);
-    this.#dispatcher.dispatch();
-  }
-
-  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    const job = worker.heldJob(msg.id);
-    if (!job) return;
-    const bytes = msg.body?.length ?? 0;
-    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-    else worker.acknowledge(job, bytes);
-  }
-
-  onRelocate(worker: WorkerSlot): void {
-    this.#set.replace(worker);
-    this.#dispatcher.dispatch();
-  }
-
-  onExit(worker: WorkerSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    this.#dispatcher.onExit(exit, running, waiting);
-    this.#set.onExit(worker, exit);
-    this.#dispatcher.dispatch();
+    super.onResult(worker, batch, msg, done);
   }
 
   /** MMS scale API: run `min` workers (up to `max` with autoscale); resolves when the change is done. */
   scale(min: number, max: number): Promise<void> {
     this.settings = { ...this.settings, minWorkers: min, maxWorkers: max };
-    if (this.settings.preloadModel) for (const w of this.#set.workers) w.capacity = min;
-    const scaling = this.#set.scale(processCount(this.settings));
+    if (this.settings.preloadModel) for (const w of this.workers) w.capacity = min;
+    const scaling = this.resize(processCount(this.settings));
     // Scaled to zero: what waits in the queue would wait for a worker that never comes (unless autoscale brings one).
-    if (this.#set.target === 0 && !this.#scalesFromZero) this.#dispatcher.failQueued(this.#dispatcher.noWorker());
-    this.#dispatcher.dispatch();
+    if (this.workerTarget === 0 && !this.scalesFromZero) this.failQueued(this.noWorker());
+    this.dispatch();
     return scaling;
   }
 
   /** min_worker=0 under autoscale: a request queues, and the next round starts a worker (never a shared host's slot). */
-  get #scalesFromZero(): boolean {
+  protected get scalesFromZero(): boolean {
     return this.autoscaler !== null && kModeTraits[this.#mode].ownProcess && this.settings.maxWorkers > 0;
   }
 
   /** A request's queue wait, for the autoscaler while it has a range to scale in. */
-  #waited(ms: number): void {
+  protected waited(ms: number): void {
     const { minWorkers, maxWorkers, batchSize, maxBatchDelayMs } = this.settings;
-    if (maxWorkers <= minWorkers) return;
+    if (!this.autoscaler || maxWorkers <= minWorkers) return;
     // The batch window is a wait batching chose, not one another worker would have shortened.
-    this.autoscaler!.waited(Math.max(0, ms - (batchSize > 1 ? maxBatchDelayMs : 0)));
-  }
-
-  /** Autoscale: run `target` workers, min_worker and max_worker unchanged. */
-  resize(target: number): Promise<void> {
-    const scaling = this.#set.scale(target);
-    this.#dispatcher.dispatch();
-    return scaling;
+    this.autoscaler.waited(Math.max(0, ms - (batchSize > 1 ? maxBatchDelayMs : 0)));
   }
 
   /** Autoscale's promotion or demotion: each successor takes requests once loaded, the old worker finishes first. True if all moved. */
@@ -304,24 +244,18 @@ export class Model implements WorkerListener {
     const arrived = new Set<WorkerSlot>();
     this.#arrived = arrived;
     try {
-      const moved = await this.#set.moveAll();
+      const moved = await this.moveAll();
       // Nowhere to go (every shared host full): the workers serve on where they are, and new ones start there.
-      if (!moved && !this.#set.workers.some((w) => arrived.has(w))) this.#mode = from;
+      if (!moved && !this.workers.some((w) => arrived.has(w))) this.#mode = from;
       return moved;
     } finally {
       this.#arrived = null;
-      this.#dispatcher.dispatch();
+      this.dispatch();
     }
   }
 
-  /** Queued jobs fail with `err`, running ones by their workers' exit. */
-  async stop(err: MmeError): Promise<void> {
-    this.#dispatcher.close(err);
-    await this.#set.stop();
-  }
-
   async refreshMemory(): Promise<number> {
-    const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
+    const sizes = await Promise.all(this.workers.map((w) => w.measureMemory()));
     this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.ctx.workers.clock.now();
     this.health.memoryChanged?.();

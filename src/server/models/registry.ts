@@ -14,16 +14,14 @@ const kPhases: readonly Phase[] = ['loading', 'ready', 'failed', 'draining', 'st
 
 export class ModelRegistry implements Tally<Registration>, RegistrationListener {
   readonly #entries = new Map<string, Registration>();
-  /** Every registration not yet gone, current or leaving: what holds memory. */
-  readonly #live = new Set<Registration>();
+  /** Every registration not yet gone, current or leaving (what holds memory), with what it held when it last reported. */
+  readonly #live = new Map<Registration, number>();
   /** Names whose current registration serves (ready or failed), in order. */
   readonly #serving = new OrderedSet();
   /** Live registrations and what they hold, by phase, as last reported. */
   readonly #count = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
   readonly #held = new Map<Phase, number>(kPhases.map((p) => [p, 0]));
   #heldTotal = 0;
-  /** What each live registration held when it last reported. */
-  readonly #reported = new Map<Registration, number>();
   /** Serving registrations whose memory figure moves (dedicated workers). */
   readonly #moving = new Set<Registration>();
   /** Live registrations loading past their admission: with the serving ones, what max_loaded_models counts. */
@@ -35,15 +33,15 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     return this.#entries.get(name);
   }
 
-  get live(): ReadonlySet<Registration> {
-    return this.#live;
+  /** Iterable more than once, as the set it was (each pass sees the registrations live then). */
+  get live(): Iterable<Registration> {
+    return { [Symbol.iterator]: () => this.#live.keys() };
   }
 
   /** `entry` takes its name over (a leaving registration of the name stays live until it is gone). */
   claim(entry: Registration): void {
     this.#entries.set(entry.name, entry);
-    this.#live.add(entry);
-    this.#reported.set(entry, entry.heldBytes);
+    this.#live.set(entry, entry.heldBytes);
     this.#tallyAdd(entry.phase, 1, entry.heldBytes);
     entry.listen(this);
     this.#placeServing(entry);
@@ -58,16 +56,17 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   forget(entry: Registration): void {
-    if (!this.#live.delete(entry)) return;
-    this.#tallyAdd(entry.phase, -1, -this.#reported.get(entry)!);
-    this.#reported.delete(entry);
+    const held = this.#live.get(entry);
+    if (held === undefined) return;
+    this.#live.delete(entry);
+    this.#tallyAdd(entry.phase, -1, -held);
     this.#moving.delete(entry);
     this.#settled();
   }
 
   phaseChanged(entry: Registration, from: Phase, to: Phase): void {
-    if (!this.#live.has(entry)) return;
-    const held = this.#reported.get(entry)!;
+    const held = this.#live.get(entry);
+    if (held === undefined) return;
     this.#tallyAdd(from, -1, -held);
     this.#tallyAdd(to, 1, held);
     if (from === 'loading') {
@@ -81,10 +80,10 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   heldChanged(entry: Registration): void {
-    const before = this.#reported.get(entry);
+    const before = this.#live.get(entry);
     if (before === undefined) return;
     const now = entry.heldBytes;
-    this.#reported.set(entry, now);
+    this.#live.set(entry, now);
     this.#tallyAdd(entry.phase, 0, now - before);
   }
 

@@ -1,5 +1,6 @@
 /**
- * A model's worker processes, kept at their target count (MMS's WorkLoadManager.modelChanged).
+ * A model's worker processes (the base of Model → Dispatcher → WorkerSet), kept at their target
+ * count (MMS's WorkLoadManager.modelChanged).
  * reconcile() is the only place a worker starts or is told to go. A worker moved out of a recycled
  * host still serves, so it is not counted: its successor starts at once, and it retires once that
  * one has loaded. Restarts wait on a Fibonacci back-off; after kFailedAfter failed ones with no
@@ -14,12 +15,7 @@ import type { ModelSlot } from '../hosts/model-slot';
 
 export interface WorkerSetDeps {
   name: string;
-  spawn(): ModelSlot;
   log(line: string): void;
-  onLoaded(worker: ModelSlot, msg: LoadedMessage): void;
-  onRestarted(): void;
-  onFailed(err: MmeError): void;
-  onRecovered(): void;
   /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
   clock: Clock;
@@ -28,7 +24,7 @@ export interface WorkerSetDeps {
 /** Consecutive failed restarts, with no worker ready, after which the model is marked failed. */
 const kFailedAfter = 3;
 
-export class WorkerSet {
+export abstract class WorkerSet {
   readonly workers: ModelSlot[] = [];
   #target: number;
   /** Deaths are replaced from now on (a death during start() fails the load). */
@@ -49,19 +45,22 @@ export class WorkerSet {
   #rr = 0;
 
   constructor(
+    protected readonly deps: WorkerSetDeps,
     target: number,
-    private readonly deps: WorkerSetDeps,
   ) {
     this.#target = target;
     this.#backoff = new Backoff(deps.clock);
   }
 
-  get target(): number {
-    return this.#target;
-  }
+  protected abstract spawnWorker(): ModelSlot;
+  protected abstract workerLoaded(worker: ModelSlot, msg: LoadedMessage): void;
+  protected abstract workerRestarted(): void;
+  /** kFailedAfter failed restarts in a row with no worker ready: until one loads, its model has none working. */
+  protected abstract workersFailed(err: MmeError): void;
 
-  get restarting(): boolean {
-    return this.#backoff.waiting;
+  /** The worker count it runs toward (min_worker, or what autoscale set since). */
+  get workerTarget(): number {
+    return this.#target;
   }
 
   /** Rejects with the first failure. */
@@ -99,8 +98,8 @@ export class WorkerSet {
     }
   }
 
-  /** Resolves when the started workers have loaded and the retired ones exited. */
-  async scale(target: number): Promise<void> {
+  /** Autoscale, or the scale API: run `target` workers. Resolves when the started ones have loaded and the retired ones exited. */
+  async resize(target: number): Promise<void> {
     this.#target = target;
     const { started, retired } = this.reconcile();
     await Promise.all(retired.map((w) => w.exited));
@@ -123,7 +122,7 @@ export class WorkerSet {
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
-        this.#stopIfDone(w);
+        this.stopIfDone(w);
       }
     }
     return { started, retired };
@@ -156,7 +155,7 @@ export class WorkerSet {
     const handOver = () => {
       this.#moving.delete(worker);
       worker.retire();
-      this.#stopIfDone(worker);
+      this.stopIfDone(worker);
     };
     let successor: ModelSlot;
     try {
@@ -181,11 +180,7 @@ export class WorkerSet {
     });
   }
 
-  onAnswered(worker: ModelSlot): void {
-    this.#stopIfDone(worker);
-  }
-
-  #stopIfDone(worker: ModelSlot): void {
+  protected stopIfDone(worker: ModelSlot): void {
     if (worker.lifecycle.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
@@ -211,7 +206,7 @@ export class WorkerSet {
   }
 
   /** Replaces it if the server did not mean it to end. */
-  onExit(worker: ModelSlot, exit: WorkerExit): void {
+  protected workerExited(worker: ModelSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     this.#moving.delete(worker);
@@ -240,7 +235,7 @@ export class WorkerSet {
     const anyReady = this.workers.some((w) => w.lifecycle.state === 'ready');
     if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
     this.#failed = true;
-    this.deps.onFailed(err);
+    this.workersFailed(err);
   }
 
   #scheduleRestart(): void {
@@ -250,7 +245,7 @@ export class WorkerSet {
       this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
-      if (started.length > 0) this.deps.onRestarted();
+      if (started.length > 0) this.workerRestarted();
     });
   }
 
@@ -280,23 +275,21 @@ export class WorkerSet {
   };
 
   #spawn(): ModelSlot {
-    const worker = this.deps.spawn();
+    const worker = this.spawnWorker();
     this.workers.push(worker);
     worker.lifecycle.ready.then(
       (loaded) => {
         if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
-        if (this.#failed) {
-          this.#failed = false;
-          this.deps.onRecovered();
-        }
-        this.deps.onLoaded(worker, loaded);
+        // A load after workersFailed() is its recovery: workerLoaded() marks the model ready again.
+        this.#failed = false;
+        this.workerLoaded(worker, loaded);
       },
       () => undefined,
     );
     return worker;
   }
 
-  async stop(): Promise<void> {
+  protected async stopWorkers(): Promise<void> {
     this.#stopped = true;
     this.#target = 0;
     this.#backoff.close();
