@@ -27,7 +27,6 @@ import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './mo
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';
 import { OnDemandLoader } from './on-demand';
 import type { ModelRegistry } from './registry';
-import { closeAll, type ShutdownCounts } from './shutdown';
 
 export interface OperationsDeps extends ModelContext {
   cacheDir: string;
@@ -35,6 +34,12 @@ export interface OperationsDeps extends ModelContext {
   policy: ClassedPolicy;
   repository: ModelRepository | null;
   clock: Clock;
+}
+
+/** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
 }
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
@@ -50,7 +55,7 @@ export class LifecycleOperations {
   readonly budgetBytes: number;
   /** An invoke's route to its model, which loads it from model_store or model_repository through here. */
   readonly onDemand: OnDemandLoader;
-  /** close() has begun: new requests are refused while admitted ones finish. */
+  /** ModelManager.close() has begun: new requests are refused while admitted ones finish. */
   closing = false;
 
   constructor(private readonly deps: OperationsDeps) {
@@ -327,21 +332,18 @@ export class LifecycleOperations {
     return bytes;
   }
 
-  /** Shutdown, bounded by `drainMs` plus the time to reap the processes (shutdown.ts). */
-  close(drainMs: number): Promise<ShutdownCounts> {
-    this.closing = true;
-    return closeAll(drainMs, this.deps, async (entry, deadline, counts) => {
-      const unlock = await this.#locks.acquire(entry.name);
-      try {
-        if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
-        const admitted = entry.active;
-        await this.#drain(entry, deadline - this.deps.clock.now());
-        counts.cutOff += entry.active;
-        counts.drained += admitted - entry.active;
-        await this.#release(entry, shuttingDown());
-      } finally {
-        unlock();
-      }
-    });
+  /** Drains and stops `entry` (under its lock) by `deadline`, for ModelManager.close: counts its requests. */
+  async shutdown(entry: Registration, deadline: number, counts: ShutdownCounts): Promise<void> {
+    const unlock = await this.#locks.acquire(entry.name);
+    try {
+      if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
+      const admitted = entry.active;
+      await this.#drain(entry, deadline - this.deps.clock.now());
+      counts.cutOff += entry.active;
+      counts.drained += admitted - entry.active;
+      await this.#release(entry, shuttingDown());
+    } finally {
+      unlock();
+    }
   }
 }
