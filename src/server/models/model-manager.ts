@@ -2,7 +2,7 @@
  * The models of this server (MMS's ModelManager): it wires together, and the front ends call
  * directly, ModelRegistry (names, list, describe, counts), LifecycleOperations (load, unload,
  * scale, eviction, shutdown), OnDemandLoader (invoke to loaded model), WorkerFactory (where workers
- * start), LifecycleEvents (cache counters, metrics hooks) and AutoscaleRounds.
+ * start), its events (cache counters, metrics hooks) and AutoscaleRounds.
  */
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
@@ -12,14 +12,18 @@ import { createPolicy } from '../cache/eviction-classes';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
-import { LifecycleEvents } from './lifecycle-events';
-import { LifecycleOperations, type ShutdownCounts } from './lifecycle-operations';
+import type { LifecycleEvents } from './lifecycle-events';
+import { LifecycleOperations } from './lifecycle-operations';
 import { shuttingDown } from './model-names';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
-export type { ShutdownCounts } from './lifecycle-operations';
+/** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
 
 /** After the drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
@@ -31,8 +35,10 @@ export type ManagerOptions = Partial<
 
 export class ModelManager {
   readonly registry = new ModelRegistry();
-  /** The cache counters (`stats`) and the metrics hooks (`sink`). */
-  readonly events = new LifecycleEvents(() => this.registry.servingCount());
+  readonly events: LifecycleEvents = {
+    stats: { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0 },
+    sink: {},
+  };
   readonly workers: WorkerFactory;
   readonly onDemand: OnDemandLoader;
   readonly lifecycle: LifecycleOperations;

@@ -128,7 +128,8 @@ export class OnDemandLoader {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.serving) {
-      events.lookup(name, true);
+      events.stats.hits++;
+      events.sink.cacheLookup?.(name, true);
       this.deps.policy.touch(name, this.deps.clock.now());
       first.hold();
       return [first, 0];
@@ -156,7 +157,8 @@ export class OnDemandLoader {
       // A miss is an invoke that waits for a load, counted once; a name nobody has (404) is none.
       if (!missed) {
         missed = true;
-        events.lookup(name, false);
+        events.stats.misses++;
+        events.sink.cacheLookup?.(name, false);
       }
       // Loading: wait for it, holding the model from the instant it is ready. Leaving: wait until it is gone.
       const loading = e.phase === 'loading';
@@ -181,7 +183,7 @@ export class OnDemandLoader {
   /** The wait since `t0`, µs, for the metric and the invoke's answer alike: its request's overhead leaves it out. */
   #waited(name: string, t0: number): number {
     const micros = Math.round((performance.now() - t0) * 1000);
-    this.deps.events.waited(name, micros);
+    this.deps.events.sink.loadWait?.(name, micros);
     return micros;
   }
 
