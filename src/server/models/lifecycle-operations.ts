@@ -100,7 +100,7 @@ export class LifecycleOperations {
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
     // The waits for a load permit and for room end at the load's own load_timeout, whatever the loads ahead do.
-    const waitSeconds = req.loadTimeoutSeconds ?? config.modelLoadTimeoutSeconds;
+    const waitSeconds = req.loadTimeout ?? config.modelLoadTimeoutSeconds;
     const waiting = deadlineSignal(
       abort,
       waitSeconds * 1000,
