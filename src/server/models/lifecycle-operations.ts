@@ -10,7 +10,6 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import { MmeError } from '../../errors';
 import { autoscaleStep } from '../autoscale/autoscale-step';
-import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
@@ -25,15 +24,11 @@ import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';
-import { OnDemandLoader } from './on-demand';
-import type { ModelRegistry } from './registry';
+import { OnDemandLoader, type OnDemandDeps } from './on-demand';
 
-export interface OperationsDeps extends ModelContext {
+export interface OperationsDeps extends ModelContext, OnDemandDeps {
   cacheDir: string;
-  registry: ModelRegistry;
   policy: ClassedPolicy;
-  repository: ModelRepository | null;
-  clock: Clock;
 }
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
@@ -55,11 +50,8 @@ export class LifecycleOperations {
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
     this.#permits = new LoadPermits(config.maxConcurrentLoads);
-    this.onDemand = new OnDemandLoader({
-      ...deps,
-      closing: () => this.closing,
-      startLoad: (name, url) => this.#load({ modelName: name, url }, true),
-    });
+    const startLoad = (name: string, url: string) => this.#load({ modelName: name, url }, true);
+    this.onDemand = new OnDemandLoader(deps, () => this.closing, startLoad);
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
     this.budgetBytes = memoryBudgetBytes(budget, reserve, memoryLimitBytes());
     this.#admission = new Admission({

@@ -20,6 +20,7 @@ import type { Registration } from './registration';
 import { checkModelName, isModelName, modelNotFound, shuttingDown } from './model-names';
 import type { ModelRegistry } from './registry';
 
+/** What the loader reads; the lifecycle operations, which build it, have these too. */
 export interface OnDemandDeps {
   config: ServerConfig;
   registry: ModelRegistry;
@@ -27,9 +28,6 @@ export interface OnDemandDeps {
   events: LifecycleEvents;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   repository: ModelRepository | null;
-  closing(): boolean;
-  /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
-  startLoad(name: string, url: string): Promise<void>;
   clock: Clock;
 }
 
@@ -76,7 +74,12 @@ function filesSignature(target: string): string | null {
 export class OnDemandLoader {
   readonly #failedLoads = new Map<string, RememberedFailure>();
 
-  constructor(private readonly deps: OnDemandDeps) {}
+  constructor(
+    private readonly deps: OnDemandDeps,
+    private readonly closing: () => boolean,
+    /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
+    private readonly startLoad: (name: string, url: string) => Promise<void>,
+  ) {}
 
   /** Loaded, loading, or (cache on) in model_store; with model_repository any valid name (a 404 there is cached). */
   knows(name: string): boolean {
@@ -134,7 +137,7 @@ export class OnDemandLoader {
       first.hold();
       return [first, 0];
     }
-    if (this.deps.closing()) throw shuttingDown();
+    if (this.closing()) throw shuttingDown();
     if (!first && !config.modelCache) throw modelNotFound(name);
     checkModelName(name);
     const t0 = performance.now();
@@ -148,7 +151,7 @@ export class OnDemandLoader {
         e.hold();
         return [e, this.#waited(name, t0)];
       }
-      if (this.deps.closing()) throw shuttingDown();
+      if (this.closing()) throw shuttingDown();
       if (!e) {
         if (!config.modelCache || !this.#loadOnDemand(name)) throw modelNotFound(name);
         continue;
@@ -198,7 +201,7 @@ export class OnDemandLoader {
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
     if (!url) return false;
     // The load logs its own failure; the invokes waiting for it get the error from the registration.
-    this.deps.startLoad(name, url).catch(() => {});
+    this.startLoad(name, url).catch(() => {});
     return true;
   }
 
