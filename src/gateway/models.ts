@@ -2,5 +2,5 @@
 export type { ModelManager } from '../server/models/model-manager';
 export type { ModelRegistry } from '../server/models/registry';
 export type { Model } from '../server/models/model';
-export { checkLoadRequestFields, type LoadRequest } from '../server/models/model-settings';
+export type { LoadRequest } from '../server/models/model-settings';
 export { modelNotFound } from '../server/models/model-names';

@@ -6,15 +6,10 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
 import { errorOf, MmeError, quote, quoteValue } from '../errors';
+import { nearestName } from '../util/nearest-name';
 import { modelNameFromUrl } from '../config/load-models';
 import { isWorkerMode, type WorkerMode } from '../config/types';
-import {
-  checkLoadRequestFields,
-  modelNotFound,
-  type LoadRequest,
-  type Model,
-  type ModelManager,
-} from '../gateway/models';
+import { modelNotFound, type LoadRequest, type Model, type ModelManager } from '../gateway/models';
 import { boolean, kChecks, type ModelDirConfig } from '../artifacts/model-config';
 import { timerLimit } from '../util/timer-limit';
 import { closeAfterAnswer, readBody } from './body';
@@ -32,7 +27,7 @@ export function mountManagementRoutes(router: Router, manager: ModelManager, gua
       ctx.body = { status: 'Processing worker updates...' };
     } else {
       ctx.body =
-        req.initialWorkers === 0 ? { status: `Model "${req.modelName}" registered` } : { status: 'Workers scaled' };
+        req.minWorkers === 0 ? { status: `Model "${req.modelName}" registered` } : { status: 'Workers scaled' };
     }
   });
 
@@ -184,33 +179,27 @@ async function loadRequestOf(ctx: Context): Promise<LoadRequest> {
   }
   const get = (key: string): unknown =>
     fields[key] !== undefined ? fields[key] : typeof q[key] === 'string' ? q[key] : undefined;
-  /** A field model-config.json takes too, held to its rule there: both places take the same values. */
-  const configField = <K extends keyof ModelDirConfig>(key: string, field: K) =>
-    optChecked<ModelDirConfig[K]>(get(key), key, kChecks[field]);
-  const url = get('url');
+  const req: Record<string, unknown> = {};
+  for (const [key, [field, read]] of Object.entries(kLoadFields)) req[field] = read(get(key), key, field);
   // MMS derives the name from the archive when model_name is omitted.
-  const modelName = get('model_name') ?? (typeof url === 'string' ? modelNameFromUrl(url) : undefined);
-  return {
-    modelName: modelName as string,
-    url: url as string,
-    handler: optString(get('handler'), 'handler'),
-    batchSize: optInt(get('batch_size'), 'batch_size', 1),
-    maxBatchDelayMs: optInt(get('max_batch_delay'), 'max_batch_delay', 0, kMillis),
-    initialWorkers: optInt(get('initial_workers'), 'initial_workers', 0),
-    responseTimeoutSeconds: optInt(get('response_timeout'), 'response_timeout', 1, kSeconds),
-    loadTimeoutSeconds: optInt(get('load_timeout'), 'load_timeout', 1, kSeconds),
-    jobQueueSize: optInt(get('job_queue_size'), 'job_queue_size', 1),
-    useJobTicket: configField('use_job_ticket', 'useJobTicket'),
-    preloadModel: configField('preload_model', 'preloadModel'),
-    deviceIds: optIntList(get('device_ids'), 'device_ids'),
-    workerMode: optWorkerMode(get('worker_mode')),
-    synchronous: optChecked<boolean>(get('synchronous'), 'synchronous', boolean),
-    memoryLimitMb: configField('memory_limit_mb', 'memoryLimitMb'),
-    cpuLimit: configField('cpu_limit', 'cpuLimit'),
-    pinned: configField('pinned', 'pinned'),
-    evictionPriority: configField('eviction_priority', 'evictionPriority'),
-    idleUnloadSeconds: optInt(get('idle_unload_seconds'), 'idle_unload_seconds', 0, kSeconds),
-  };
+  req.modelName ??= typeof req.url === 'string' ? modelNameFromUrl(req.url) : undefined;
+  return req as unknown as LoadRequest;
+}
+
+/** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
+function checkLoadRequestFields(fields: readonly string[]): void {
+  const known = Object.keys(kLoadFields);
+  const unknown = fields.filter((f) => !known.includes(f));
+  if (unknown.length === 0) return;
+  const described = unknown.slice(0, 5).map((f) => {
+    const meant = nearestName(f, known);
+    return `${quote(f)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
+  });
+  const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : '';
+  throw new MmeError(
+    'MME_ERR_UNKNOWN_FIELD',
+    `Unknown field${unknown.length > 1 ? 's' : ''} in the load request: ${described.join(', ')}${more}. The fields are ${known.join(', ')}.`,
+  );
 }
 
 function optWorkerMode(v: unknown): WorkerMode | undefined {
@@ -271,6 +260,38 @@ function optIntList(v: unknown, key: string): number[] | undefined {
     throw badRequest(`${key} must be a list of GPU ids (non-negative integers); got ${quoteValue(v)}.`);
   return list as number[];
 }
+
+/** How a load request's field is read: `key` is its name on the wire (for messages), `field` its LoadRequest name. */
+type Read = (v: unknown, key: string, field: keyof LoadRequest) => unknown;
+const int =
+  (min: number, max?: { max: number; text: string }): Read =>
+  (v, key) =>
+    optInt(v, key, min, max);
+/** A field model-config.json takes too, held to its rule there: both places take the same values. */
+const asInConfig: Read = (v, key, field) => optChecked(v, key, kChecks[field as keyof ModelDirConfig]);
+
+/** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
+const kLoadFields: Record<string, [keyof LoadRequest, Read]> = {
+  model_name: ['modelName', (v) => v],
+  url: ['url', (v) => v],
+  handler: ['handler', optString],
+  batch_size: ['batchSize', int(1)],
+  max_batch_delay: ['maxBatchDelay', int(0, kMillis)],
+  initial_workers: ['minWorkers', int(0)],
+  response_timeout: ['responseTimeout', int(1, kSeconds)],
+  load_timeout: ['loadTimeout', int(1, kSeconds)],
+  job_queue_size: ['jobQueueSize', int(1)],
+  use_job_ticket: ['useJobTicket', asInConfig],
+  preload_model: ['preloadModel', asInConfig],
+  device_ids: ['deviceIds', optIntList],
+  worker_mode: ['workerMode', optWorkerMode],
+  synchronous: ['synchronous', (v, key) => optChecked(v, key, boolean)],
+  memory_limit_mb: ['memoryLimitMb', asInConfig],
+  cpu_limit: ['cpuLimit', asInConfig],
+  pinned: ['pinned', asInConfig],
+  eviction_priority: ['evictionPriority', asInConfig],
+  idle_unload_seconds: ['idleUnloadSeconds', int(0, kSeconds)],
+};
 
 function intParam(ctx: Context, key: string, fallback: number, min: number): number {
   return optInt(ctx.query[key], key, min) ?? fallback;

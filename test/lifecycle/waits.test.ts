@@ -32,7 +32,7 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     const ahead = await stuckLoad(h, 'a');
     const waiting = await armed(
       h,
-      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
+      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeout: 5 })),
       "b's wait for a load permit",
     );
     h.clock.advance(5000);
@@ -53,7 +53,7 @@ describe('lifecycle: every wait of a load has a deadline of its own (issue 49, C
     const ahead = await stuckLoad(h, 'a');
     const waiting = await armed(
       h,
-      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeoutSeconds: 5 })),
+      () => statusOf(h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), loadTimeout: 5 })),
       "b's wait for room",
     );
     h.clock.advance(5000);

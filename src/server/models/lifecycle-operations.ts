@@ -10,7 +10,6 @@ import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import { MmeError } from '../../errors';
 import { autoscaleStep } from '../autoscale/autoscale-step';
-import type { Clock } from '../../util/clock';
 import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
@@ -25,16 +24,11 @@ import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';
-import { OnDemandLoader } from './on-demand';
-import type { ModelRegistry } from './registry';
-import { closeAll, type ShutdownCounts } from './shutdown';
+import { OnDemandLoader, type OnDemandDeps } from './on-demand';
 
-export interface OperationsDeps extends ModelContext {
+export interface OperationsDeps extends ModelContext, OnDemandDeps {
   cacheDir: string;
-  registry: ModelRegistry;
   policy: ClassedPolicy;
-  repository: ModelRepository | null;
-  clock: Clock;
 }
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
@@ -50,17 +44,14 @@ export class LifecycleOperations {
   readonly budgetBytes: number;
   /** An invoke's route to its model, which loads it from model_store or model_repository through here. */
   readonly onDemand: OnDemandLoader;
-  /** close() has begun: new requests are refused while admitted ones finish. */
+  /** ModelManager.close() has begun: new requests are refused while admitted ones finish. */
   closing = false;
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
     this.#permits = new LoadPermits(config.maxConcurrentLoads);
-    this.onDemand = new OnDemandLoader({
-      ...deps,
-      closing: () => this.closing,
-      startLoad: (name, url) => this.#load({ modelName: name, url }, true),
-    });
+    const startLoad = (name: string, url: string) => this.#load({ modelName: name, url }, true);
+    this.onDemand = new OnDemandLoader(deps, () => this.closing, startLoad);
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
     this.budgetBytes = memoryBudgetBytes(budget, reserve, memoryLimitBytes());
     this.#admission = new Admission({
@@ -94,14 +85,14 @@ export class LifecycleOperations {
 
   /** Claims the name before its first await (a leaving registration of it finishes first, under the lock), then loads. */
   async #load(req: LoadRequest, onDemand: boolean): Promise<void> {
-    const { config, events, log, clock } = this.deps;
+    const { config, registry, events, log, clock } = this.deps;
     const name = req.modelName;
     const entry = new Registration(name, req.url, onDemand, req.loadedAtStartup ?? false, clock);
-    this.deps.registry.claim(entry);
+    registry.claim(entry);
     const abort = entry.abortLoad.signal;
     const unlock = await this.#locks.acquire(name);
     // The waits for a load permit and for room end at the load's own load_timeout, whatever the loads ahead do.
-    const waitSeconds = req.loadTimeoutSeconds ?? config.modelLoadTimeoutSeconds;
+    const waitSeconds = req.loadTimeout ?? config.modelLoadTimeoutSeconds;
     const waiting = deadlineSignal(
       abort,
       waitSeconds * 1000,
@@ -136,7 +127,9 @@ export class LifecycleOperations {
       this.deps.policy.admit(name, model.memoryBytes, loadMicros, clock.now(), settings);
       const idleSeconds = settings.idleUnloadSeconds;
       if (idleSeconds > 0) entry.unloadWhenIdle(idleSeconds * 1000, () => void this.#unloadIdle(entry, idleSeconds));
-      events.loaded(name, loadMicros);
+      events.stats.loads++;
+      events.sink.modelLoaded?.(name, loadMicros, true);
+      events.sink.loadedModelCount?.(registry.servingCount());
       events.sink.modelWorkers?.(name, model.workerTarget);
       const where = kModeTraits[mode].ownProcess
         ? `with ${model.workers.length} worker(s)`
@@ -144,11 +137,13 @@ export class LifecycleOperations {
       log(`[${name}] loaded from ${req.url} ${where} in ${Math.round(loadMicros / 1000)} ms, ${mb(model.memoryBytes)}`);
     } catch (thrown) {
       const err = entry.loadFailed(thrown, log);
-      events.loadFailed();
+      // Counted before its release: whoever waited for it reads the count on its answer.
+      events.stats.loadFailures++;
       // A failed load leaves nothing behind: no entry, no process, no extracted files.
       await this.#release(entry, err);
       if (entry.onDemand) this.onDemand.rememberFailure(name, err);
-      events.failedLoadReleased(name, elapsedMicros(t0));
+      // Its time covers the cleanup too.
+      events.sink.modelLoaded?.(name, elapsedMicros(t0), false);
       throw err;
     } finally {
       waiting.done();
@@ -170,12 +165,6 @@ export class LifecycleOperations {
     });
   }
 
-  /** Whether every admitted request finished within `boundMs`. */
-  #drain(entry: Registration, boundMs: number): Promise<boolean> {
-    entry.to('draining');
-    return entry.whenIdle(boundMs);
-  }
-
   /** Stops the entry's workers, frees its files and GPUs, and retires it (phase stopping → gone). */
   async #release(entry: Registration, err: MmeError): Promise<void> {
     entry.to('stopping');
@@ -189,6 +178,12 @@ export class LifecycleOperations {
     this.deps.events.sink.modelWorkers?.(entry.name, 0);
   }
 
+  /** Reports an unload (DELETE, eviction, idle) that began at `t0`. */
+  #unloaded(name: string, t0: number): void {
+    this.deps.events.sink.modelUnloaded?.(name, elapsedMicros(t0));
+    this.deps.events.sink.loadedModelCount?.(this.deps.registry.servingCount());
+  }
+
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
   async #evict(entry: Registration, why: string): Promise<void> {
     const { name } = entry;
@@ -196,7 +191,7 @@ export class LifecycleOperations {
     const freed = entry.model!.memoryBytes;
     const idleMs = entry.idleMs;
     const t0 = performance.now();
-    if (!(await this.#drain(entry, config.evictionDrainTimeoutSeconds * 1000)))
+    if (!(await entry.drain(config.evictionDrainTimeoutSeconds * 1000)))
       log(
         `[${name}] eviction: requests still running after ${config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`,
       );
@@ -204,7 +199,9 @@ export class LifecycleOperations {
       entry,
       new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`),
     );
-    this.deps.events.evicted(name, idleMs, elapsedMicros(t0));
+    this.deps.events.stats.evictions++;
+    this.deps.events.sink.evicted?.(name, idleMs);
+    this.#unloaded(name, t0);
     log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
@@ -219,7 +216,8 @@ export class LifecycleOperations {
       const why = `idle for ${Math.round(idleMs / 1000)} s (idle_unload_seconds=${seconds})`;
       entry.to('draining');
       await this.#release(entry, shuttingDown());
-      this.deps.events.idleUnloaded(entry.name, elapsedMicros(t0));
+      this.deps.events.sink.idleUnloaded?.(entry.name);
+      this.#unloaded(entry.name, t0);
       this.deps.log(`[${entry.name}] unloaded: ${why}`);
     } finally {
       unlock();
@@ -255,7 +253,7 @@ export class LifecycleOperations {
         if (late) throw unloadTimeout(name, config, 'loading');
         throw modelNotFound(name);
       }
-      if (!(await this.#drain(entry, deadline - clock.now()))) {
+      if (!(await entry.drain(deadline - clock.now()))) {
         late = true;
         log(
           `[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`,
@@ -268,7 +266,7 @@ export class LifecycleOperations {
     } finally {
       unlock();
     }
-    this.deps.events.unloaded(name, elapsedMicros(t0));
+    this.#unloaded(name, t0);
     log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
     if (late) throw unloadTimeout(name, config, 'running');
   }
@@ -327,21 +325,18 @@ export class LifecycleOperations {
     return bytes;
   }
 
-  /** Shutdown, bounded by `drainMs` plus the time to reap the processes (shutdown.ts). */
-  close(drainMs: number): Promise<ShutdownCounts> {
-    this.closing = true;
-    return closeAll(drainMs, this.deps, async (entry, deadline, counts) => {
-      const unlock = await this.#locks.acquire(entry.name);
-      try {
-        if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
-        const admitted = entry.active;
-        await this.#drain(entry, deadline - this.deps.clock.now());
-        counts.cutOff += entry.active;
-        counts.drained += admitted - entry.active;
-        await this.#release(entry, shuttingDown());
-      } finally {
-        unlock();
-      }
-    });
+  /** Drains and stops `entry` (under its lock) by `deadline`, for ModelManager.close: counts its requests. */
+  async shutdown(entry: Registration, deadline: number, counts: { drained: number; cutOff: number }): Promise<void> {
+    const unlock = await this.#locks.acquire(entry.name);
+    try {
+      if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first
+      const admitted = entry.active;
+      await entry.drain(deadline - this.deps.clock.now());
+      counts.cutOff += entry.active;
+      counts.drained += admitted - entry.active;
+      await this.#release(entry, shuttingDown());
+    } finally {
+      unlock();
+    }
   }
 }

@@ -2,23 +2,31 @@
  * The models of this server (MMS's ModelManager): it wires together, and the front ends call
  * directly, ModelRegistry (names, list, describe, counts), LifecycleOperations (load, unload,
  * scale, eviction, shutdown), OnDemandLoader (invoke to loaded model), WorkerFactory (where workers
- * start), LifecycleEvents (cache counters, metrics hooks) and AutoscaleRounds.
+ * start), its events (cache counters, metrics hooks) and AutoscaleRounds.
  */
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import { realClock } from '../../util/clock';
+import { within } from '../../util/within';
 import { createPolicy } from '../cache/eviction-classes';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
-import { LifecycleEvents } from './lifecycle-events';
+import type { LifecycleEvents } from './lifecycle-events';
 import { LifecycleOperations } from './lifecycle-operations';
-import type { ShutdownCounts } from './shutdown';
+import { shuttingDown } from './model-names';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
-export type { ShutdownCounts } from './shutdown';
+/** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
+export interface ShutdownCounts {
+  drained: number;
+  cutOff: number;
+}
+
+/** After the drain, how long killed processes get to be reaped. */
+const kReapBoundMs = 5000;
 
 /** Defaults: process.env, real processes, a record of this manager's own processes, the real clock. */
 export type ManagerOptions = Partial<
@@ -27,15 +35,22 @@ export type ManagerOptions = Partial<
 
 export class ModelManager {
   readonly registry = new ModelRegistry();
-  /** The cache counters (`stats`) and the metrics hooks (`sink`). */
-  readonly events = new LifecycleEvents(() => this.registry.servingCount());
+  readonly events: LifecycleEvents = {
+    stats: { hits: 0, misses: 0, loads: 0, loadFailures: 0, evictions: 0 },
+    sink: {},
+  };
   readonly workers: WorkerFactory;
   readonly onDemand: OnDemandLoader;
   readonly lifecycle: LifecycleOperations;
   readonly autoscale: AutoscaleRounds<Registration> | null;
   readonly repository: ModelRepository | null;
 
-  constructor(config: ServerConfig, cacheDir: string, log: (line: string) => void, opts: ManagerOptions = {}) {
+  constructor(
+    config: ServerConfig,
+    cacheDir: string,
+    private readonly log: (line: string) => void,
+    opts: ManagerOptions = {},
+  ) {
     const { registry, events } = this;
     const clock = opts.clock ?? realClock;
     this.workers = new WorkerFactory(config, {
@@ -69,8 +84,33 @@ export class ModelManager {
     this.autoscale?.start();
   }
 
-  close(drainMs: number): Promise<ShutdownCounts> {
+  /**
+   * The server's shutdown, bounded: loads in progress are stopped at once; serving models drain for
+   * up to `drainMs`, then their workers are killed. Whatever still runs after that is SIGKILLed, so
+   * it resolves within drainMs plus the time to reap the processes.
+   */
+  async close(drainMs: number): Promise<ShutdownCounts> {
     this.autoscale?.stop();
-    return this.lifecycle.close(drainMs);
+    const { lifecycle, workers } = this;
+    const { clock } = workers;
+    lifecycle.closing = true;
+    const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
+    const deadline = clock.now() + drainMs;
+    const live = this.registry.live;
+    for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
+    const spares = workers.closeSpares();
+    const stopping = Promise.all([...live].map((e) => lifecycle.shutdown(e, deadline, counts)));
+    if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
+      this.log(
+        `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
+      );
+      const { live } = workers.processes;
+      for (const h of live) h.kill('stopped');
+      await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
+    }
+    await spares;
+    await workers.closeHosts();
+    this.repository?.close();
+    return counts;
   }
 }

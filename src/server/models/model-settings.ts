@@ -7,72 +7,17 @@ import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ModelDirConfig } from '../../artifacts/model-config';
 import { idleUnloadRefused } from '../../config/keys/cache';
 import type { ServerConfig, WorkerMode } from '../../config/types';
-import { MmeError, quote } from '../../errors';
-import { nearestName } from '../../util/nearest-name';
+import { MmeError } from '../../errors';
 import type { EvictionPriority } from '../cache/eviction-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { isLimited } from '../processes/process-limits';
 
-/** The fields of a load request as clients send them (MMS's names), in the body or the query string of POST /models. */
-export const kLoadRequestFields = [
-  'model_name',
-  'url',
-  'handler',
-  'batch_size',
-  'max_batch_delay',
-  'initial_workers',
-  'response_timeout',
-  'load_timeout',
-  'job_queue_size',
-  'use_job_ticket',
-  'preload_model',
-  'device_ids',
-  'worker_mode',
-  'synchronous',
-  'memory_limit_mb',
-  'cpu_limit',
-  'pinned',
-  'eviction_priority',
-  'idle_unload_seconds',
-] as const;
-
-/** An unknown field would be dropped in silence ("pinnned": true loads a model unpinned): refused, with a did-you-mean. */
-export function checkLoadRequestFields(fields: readonly string[]): void {
-  const known: readonly string[] = kLoadRequestFields;
-  const unknown = fields.filter((f) => !known.includes(f));
-  if (unknown.length === 0) return;
-  const described = unknown.slice(0, 5).map((f) => {
-    const meant = nearestName(f, kLoadRequestFields);
-    return `${quote(f)}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
-  });
-  const more = unknown.length > 5 ? ` and ${unknown.length - 5} more` : '';
-  throw new MmeError(
-    'MME_ERR_UNKNOWN_FIELD',
-    `Unknown field${unknown.length > 1 ? 's' : ''} in the load request: ${described.join(', ')}${more}. The fields are ${kLoadRequestFields.join(', ')}.`,
-  );
-}
-
-export interface LoadRequest {
+/** A load: its name and url, what model-config.json can set too (the request's own comes first), and how to answer. */
+export interface LoadRequest extends Omit<ModelDirConfig, 'maxWorkers'> {
   modelName: string;
   url: string;
-  handler?: string;
-  batchSize?: number;
-  maxBatchDelayMs?: number;
-  initialWorkers?: number;
-  responseTimeoutSeconds?: number;
-  loadTimeoutSeconds?: number;
-  jobQueueSize?: number;
-  useJobTicket?: boolean;
-  preloadModel?: boolean;
-  deviceIds?: number[];
-  workerMode?: WorkerMode;
   synchronous?: boolean;
   loadedAtStartup?: boolean;
-  memoryLimitMb?: number;
-  cpuLimit?: number;
-  pinned?: boolean;
-  evictionPriority?: EvictionPriority;
-  idleUnloadSeconds?: number;
 }
 
 export interface ModelSettings {
@@ -114,15 +59,15 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
   const { ownProcess } = kModeTraits[workerMode];
   const pinned = req.pinned ?? mc.pinned ?? false;
   // A shared model is held by one host unless it asks for more: default_workers_per_model sizes dedicated models.
-  const workers = req.initialWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
+  const workers = req.minWorkers ?? mc.minWorkers ?? (ownProcess ? c.workersPerModel : 1);
   return {
     minWorkers: workers,
     maxWorkers: Math.max(workers, mc.maxWorkers ?? workers),
     batchSize: req.batchSize ?? mc.batchSize ?? c.defaultBatchSize,
-    maxBatchDelayMs: req.maxBatchDelayMs ?? mc.maxBatchDelay ?? c.defaultMaxBatchDelayMs,
+    maxBatchDelayMs: req.maxBatchDelay ?? mc.maxBatchDelay ?? c.defaultMaxBatchDelayMs,
     jobQueueSize: req.jobQueueSize ?? mc.jobQueueSize ?? c.jobQueueSize,
-    responseTimeoutMs: (req.responseTimeoutSeconds ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
-    loadTimeoutMs: (req.loadTimeoutSeconds ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
+    responseTimeoutMs: (req.responseTimeout ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
+    loadTimeoutMs: (req.loadTimeout ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
     // A host already shares one process among models: there is no session to share among workers.
     preloadModel: ownProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),

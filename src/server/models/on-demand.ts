@@ -20,6 +20,7 @@ import type { Registration } from './registration';
 import { checkModelName, isModelName, modelNotFound, shuttingDown } from './model-names';
 import type { ModelRegistry } from './registry';
 
+/** What the loader reads; the lifecycle operations, which build it, have these too. */
 export interface OnDemandDeps {
   config: ServerConfig;
   registry: ModelRegistry;
@@ -27,9 +28,6 @@ export interface OnDemandDeps {
   events: LifecycleEvents;
   /** model_repository, where on-demand loads look after model_store; null when not configured. */
   repository: ModelRepository | null;
-  closing(): boolean;
-  /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
-  startLoad(name: string, url: string): Promise<void>;
   clock: Clock;
 }
 
@@ -76,7 +74,12 @@ function filesSignature(target: string): string | null {
 export class OnDemandLoader {
   readonly #failedLoads = new Map<string, RememberedFailure>();
 
-  constructor(private readonly deps: OnDemandDeps) {}
+  constructor(
+    private readonly deps: OnDemandDeps,
+    private readonly closing: () => boolean,
+    /** Claims the name and starts its load from `url` (model_store relative); settles when the load does. */
+    private readonly startLoad: (name: string, url: string) => Promise<void>,
+  ) {}
 
   /** Loaded, loading, or (cache on) in model_store; with model_repository any valid name (a 404 there is cached). */
   knows(name: string): boolean {
@@ -128,12 +131,13 @@ export class OnDemandLoader {
     const { config, registry, events } = this.deps;
     const first = registry.current(name);
     if (first?.serving) {
-      events.lookup(name, true);
+      events.stats.hits++;
+      events.sink.cacheLookup?.(name, true);
       this.deps.policy.touch(name, this.deps.clock.now());
       first.hold();
       return [first, 0];
     }
-    if (this.deps.closing()) throw shuttingDown();
+    if (this.closing()) throw shuttingDown();
     if (!first && !config.modelCache) throw modelNotFound(name);
     checkModelName(name);
     const t0 = performance.now();
@@ -147,7 +151,7 @@ export class OnDemandLoader {
         e.hold();
         return [e, this.#waited(name, t0)];
       }
-      if (this.deps.closing()) throw shuttingDown();
+      if (this.closing()) throw shuttingDown();
       if (!e) {
         if (!config.modelCache || !this.#loadOnDemand(name)) throw modelNotFound(name);
         continue;
@@ -156,7 +160,8 @@ export class OnDemandLoader {
       // A miss is an invoke that waits for a load, counted once; a name nobody has (404) is none.
       if (!missed) {
         missed = true;
-        events.lookup(name, false);
+        events.stats.misses++;
+        events.sink.cacheLookup?.(name, false);
       }
       // Loading: wait for it, holding the model from the instant it is ready. Leaving: wait until it is gone.
       const loading = e.phase === 'loading';
@@ -181,7 +186,7 @@ export class OnDemandLoader {
   /** The wait since `t0`, µs, for the metric and the invoke's answer alike: its request's overhead leaves it out. */
   #waited(name: string, t0: number): number {
     const micros = Math.round((performance.now() - t0) * 1000);
-    this.deps.events.waited(name, micros);
+    this.deps.events.sink.loadWait?.(name, micros);
     return micros;
   }
 
@@ -196,7 +201,7 @@ export class OnDemandLoader {
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
     if (!url) return false;
     // The load logs its own failure; the invokes waiting for it get the error from the registration.
-    this.deps.startLoad(name, url).catch(() => {});
+    this.startLoad(name, url).catch(() => {});
     return true;
   }
 

@@ -233,8 +233,9 @@ export class Registration implements ModelHealth, Resident {
     for (const w of waiters) w();
   }
 
-  /** Resolves true once no request holds the model, or false after `boundMs`. */
-  whenIdle(boundMs: number): Promise<boolean> {
+  /** Goes draining (unload, eviction, shutdown): true once no request holds the model, false after `boundMs`. */
+  drain(boundMs: number): Promise<boolean> {
+    this.to('draining');
     if (this.#active === 0) return Promise.resolve(true);
     let done = () => {};
     const idle = new Promise<boolean>((r) => this.#idleWaiters.push((done = () => r(true))));

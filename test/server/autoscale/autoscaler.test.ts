@@ -66,7 +66,7 @@ async function loaded(max: number, properties = kProperties, memory?: number): P
     autoscaleEvent: (model, direction, reason) => seen.events.push(`${model} ${direction} ${reason}`),
     modelWorkers: (model, n) => seen.workers.set(model, n),
   };
-  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: 1 });
+  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), minWorkers: 1 });
   await h.manager.lifecycle.scale('a', 1, max, true);
   return { ...h, ...seen };
 }
@@ -457,7 +457,7 @@ describe('autoscaler', () => {
     it('skips and counts a scale-up the memory budget has no room for: no 507 to any caller, and the busy model beside it stays', async () => {
       // Every worker measures 60 MB; a and b take 120 of the 150 MB: a second worker of a only fits if b goes.
       const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
-      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), minWorkers: 1 });
       const busyB = statusOf(h.manager.onDemand.invoke('b', invokeRequest()));
       const requests = burst(h, 60);
       await settle();
@@ -485,7 +485,7 @@ describe('autoscaler', () => {
 
     it('may evict an idle model for the worker (model_cache on): idle is never busier than the model it is for', async () => {
       const h = await loaded(3, `${kProperties}\nmodel_memory_budget_mb=150`, 60 * MiB);
-      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), initialWorkers: 1 });
+      await h.manager.lifecycle.load({ modelName: 'b', url: h.model('b'), minWorkers: 1 });
       const requests = burst(h, 60);
       await settle();
       await until(h, () => h.manager.registry.get('a').workerTarget === 2, 'the scale-up');

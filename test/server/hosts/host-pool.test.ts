@@ -26,9 +26,7 @@ async function loadIn(h: ProcessHarness, model: string): Promise<FakeProcess> {
 
 /** Loads `model` and returns the process of the host it was placed in. */
 async function place(h: ProcessHarness, model: string, minWorkers = 1): Promise<FakeProcess[]> {
-  const loading = statusOf(
-    h.manager.lifecycle.load({ modelName: model, url: h.model(model), initialWorkers: minWorkers }),
-  );
+  const loading = statusOf(h.manager.lifecycle.load({ modelName: model, url: h.model(model), minWorkers: minWorkers }));
   const hosts: FakeProcess[] = [];
   for (let i = 0; i < minWorkers; i++) hosts.push(await loadIn(h, model));
   assert.equal((await loading).status, 200);

@@ -68,7 +68,7 @@ async function close(h: ProcessHarness): Promise<void> {
 
 describe('dispatcher (fake processes, virtual clock)', () => {
   it('holds a partial batch open for max_batch_delay and sends it the moment it fills, in arrival order', async () => {
-    const { h, worker } = await loaded({ batchSize: 3, maxBatchDelayMs: 100 });
+    const { h, worker } = await loaded({ batchSize: 3, maxBatchDelay: 100 });
     const first = submit(h);
     const second = submit(h);
     await settle();
@@ -85,7 +85,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
   });
 
   it('sends what it has when the batch window closes: 2 requests at exactly max_batch_delay', async () => {
-    const { h, worker } = await loaded({ batchSize: 4, maxBatchDelayMs: 100 });
+    const { h, worker } = await loaded({ batchSize: 4, maxBatchDelay: 100 });
     const first = submit(h);
     const second = submit(h);
     await settle();
@@ -131,7 +131,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
   /** Model `a` in two workers that have each answered one request as a run of `runMicros`; then 10 requests: 4 fill the pipelines, 6 wait. */
   async function twoWorkersBehind(runMicros: number) {
     const h = processHarness('', { autoLoad: true });
-    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: 2 });
+    await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), minWorkers: 2 });
     const workers = h.processes.live();
     assert.equal(workers.length, 2);
     const learn = [submit(h), submit(h)];
@@ -178,7 +178,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
   });
 
   it('times out on the response timeout: a queued request 504 "waited in the queue", the running ones 504 and their worker killed, not a millisecond early', async () => {
-    const { h, worker } = await loaded({ responseTimeoutSeconds: 2 });
+    const { h, worker } = await loaded({ responseTimeout: 2 });
     const running = [submit(h), submit(h)];
     await waitFor(() => worker.batches.length === 2, 'the pipeline to fill');
     const queued = submit(h);
@@ -289,7 +289,7 @@ describe('dispatcher (fake processes, virtual clock)', () => {
     });
 
     it('keeps the response timeout for a deadline past it (504, the worker killed)', async () => {
-      const { h, worker } = await loaded({ responseTimeoutSeconds: 1 });
+      const { h, worker } = await loaded({ responseTimeout: 1 });
       const running = within(h, 5000);
       await waitFor(() => worker.batches.length === 1, 'the request to reach the worker');
       h.clock.advance(1000);

@@ -15,7 +15,7 @@ import { settle } from '../../helpers/settle';
 /** Model `a` loaded with `workers` dedicated workers that load at once. */
 async function loaded(workers = 1): Promise<ProcessHarness> {
   const h = processHarness('', { autoLoad: true });
-  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), initialWorkers: workers });
+  await h.manager.lifecycle.load({ modelName: 'a', url: h.model('a'), minWorkers: workers });
   return h;
 }
 
