@@ -37,7 +37,7 @@ export async function closeAll(
   const deadline = clock.now() + drainMs;
   const live = deps.registry.live;
   for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
-  const spares = workers.closeSpares();
+  const spares = workers.spares.close();
   const stopping = Promise.all([...live].map((e) => shutdown(e, deadline, counts)));
   if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
     deps.log(
@@ -48,7 +48,7 @@ export async function closeAll(
     await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
   }
   await spares;
-  await workers.closeHosts();
+  await workers.hosts?.close();
   deps.repository?.close();
   return counts;
 }

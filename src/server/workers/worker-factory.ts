@@ -43,14 +43,14 @@ export class WorkerFactory {
   /** What every process starts with; bodyHandoff null = bodies go over the sockets (fake processes read no ring). */
   readonly #spawn: SpawnOptions;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
-  readonly #spares: SparePool;
+  readonly spares: SparePool;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
   /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
   readonly limits: LimitEnforcement;
   readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      start: (limits, assignment) => this.#spares.place(limits, assignment),
+      start: (limits, assignment) => this.spares.place(limits, assignment),
       gpuFor: (name, deviceIds) => () => this.gpus.assign(name, deviceIds),
     },
     shared: {
@@ -87,7 +87,7 @@ export class WorkerFactory {
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
-    this.#spares = new SparePool(spares, this.#spawn);
+    this.spares = new SparePool(spares, this.#spawn);
   }
 
   get processes(): ProcessRegistry {
@@ -98,19 +98,7 @@ export class WorkerFactory {
     return this.opts.clock;
   }
 
-  get sparesReady(): number {
-    return this.#spares.ready;
-  }
-
   get hosts(): HostPool | null {
     return this.#hosts;
-  }
-
-  async closeSpares(): Promise<void> {
-    await this.#spares.close();
-  }
-
-  async closeHosts(): Promise<void> {
-    await this.#hosts?.close();
   }
 }
