@@ -84,7 +84,7 @@ export class Model implements WorkerListener {
     this.name = name;
     this.url = health.url;
     this.#handlerPath = resolveHandlerPath(artifact, config);
-    this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);
+    this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
     this.#mode = settings.workerMode;

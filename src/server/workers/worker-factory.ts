@@ -14,7 +14,6 @@ import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
 import type { ProcessRegistry } from '../processes/process-registry';
-import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 
 /**
@@ -35,11 +34,25 @@ export interface Place {
   start(limits: ProcessLimits | null, assignment: Assignment): ModelSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
-  gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
+  /** The GPU of each of a model's workers in turn (-1: CPU). */
+  gpuFor(deviceIds: readonly number[] | null): () => number;
+}
+
+/**
+ * TorchServe's GPU assignment: workers take GPUs round-robin across the whole server, or round-robin
+ * over a model's own deviceIds list. -1 means CPU.
+ */
+export function gpuRoundRobin(numberOfGpu: number): Place['gpuFor'] {
+  let next = 0;
+  return (deviceIds) => {
+    let k = 0;
+    if (deviceIds && deviceIds.length > 0) return () => deviceIds[k++ % deviceIds.length];
+    return () => (numberOfGpu <= 0 ? -1 : next++ % numberOfGpu);
+  };
 }
 
 export class WorkerFactory {
-  readonly gpus: GpuAssigner;
+  readonly #gpuFor: Place['gpuFor'];
   /** What every process starts with; bodyHandoff null = bodies go over the sockets (fake processes read no ring). */
   readonly #spawn: SpawnOptions;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
@@ -51,7 +64,7 @@ export class WorkerFactory {
   readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
       start: (limits, assignment) => this.spares.place(limits, assignment),
-      gpuFor: (name, deviceIds) => () => this.gpus.assign(name, deviceIds),
+      gpuFor: (deviceIds) => this.#gpuFor(deviceIds),
     },
     shared: {
       start: (_limits, assignment) => {
@@ -73,7 +86,7 @@ export class WorkerFactory {
     private readonly config: ServerConfig,
     private readonly opts: WorkerFactoryOptions,
   ) {
-    this.gpus = new GpuAssigner(config.numberOfGpu);
+    this.#gpuFor = gpuRoundRobin(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
     // Cgroups where this server can make them; none for fake processes.
     this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
