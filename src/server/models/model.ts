@@ -79,7 +79,7 @@ export class Model implements WorkerListener {
     private readonly ctx: ModelContext,
   ) {
     const { config, workers, events, log } = ctx;
-    const { clock } = workers;
+    const { clock } = workers.opts;
     const { name } = health;
     this.name = name;
     this.url = health.url;
@@ -323,7 +323,7 @@ export class Model implements WorkerListener {
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.#set.workers.map((w) => w.measureMemory()));
     this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
-    this.memoryMeasuredAt = this.ctx.workers.clock.now();
+    this.memoryMeasuredAt = this.ctx.workers.opts.clock.now();
     this.health.memoryChanged?.();
     return this.memoryBytes;
   }

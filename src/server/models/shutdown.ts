@@ -43,7 +43,7 @@ export async function closeAll(
     deps.log(
       `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
     );
-    const { live } = workers.processes;
+    const { live } = workers.opts.processes;
     for (const h of live) h.kill('stopped');
     await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
   }

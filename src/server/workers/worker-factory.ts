@@ -4,7 +4,6 @@
  * worker_mode=shared model), the GPU round-robin and the server's record of its processes.
  */
 import type { ServerConfig, WorkerMode } from '../../config/types';
-import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
 import { kModeTraits } from '../hosts/host-policy';
@@ -13,7 +12,6 @@ import type { Assignment, ModelSlot } from '../hosts/model-slot';
 import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
-import type { ProcessRegistry } from '../processes/process-registry';
 import { SparePool } from './spare-pool';
 
 /**
@@ -84,7 +82,8 @@ export class WorkerFactory {
 
   constructor(
     private readonly config: ServerConfig,
-    private readonly opts: WorkerFactoryOptions,
+    /** Its clock and its record of processes are the server's. */
+    readonly opts: WorkerFactoryOptions,
   ) {
     this.#gpuFor = gpuRoundRobin(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
@@ -101,14 +100,6 @@ export class WorkerFactory {
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
     this.spares = new SparePool(spares, this.#spawn);
-  }
-
-  get processes(): ProcessRegistry {
-    return this.opts.processes;
-  }
-
-  get clock(): Clock {
-    return this.opts.clock;
   }
 
   get hosts(): HostPool | null {
