@@ -23,7 +23,7 @@ export function cpuLimit(name: string, cpus: number): CpuLimit | { reason: strin
   if ('reason' in parent) return parent;
   let cgroup: Cgroup;
   try {
-    cgroup = parent.make(name, { memoryBytes: null, cpuCores: cpus });
+    cgroup = parent.make(name, { memoryLimitMb: null, cpuLimit: cpus });
   } catch (err) {
     return { reason: `cannot set a CPU quota in a cgroup ${name}: ${(err as Error).message}` };
   }

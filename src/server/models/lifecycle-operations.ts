@@ -170,7 +170,7 @@ export class LifecycleOperations {
     entry.to('stopping');
     this.deps.policy.remove(entry.name);
     await entry.model?.stop(err);
-    if (this.deps.registry.release(entry)) this.deps.workers.gpus.forget(entry.name);
+    this.deps.registry.release(entry);
     await entry.artifact?.dispose();
     entry.unreserve();
     entry.to('gone');

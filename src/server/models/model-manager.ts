@@ -92,24 +92,24 @@ export class ModelManager {
   async close(drainMs: number): Promise<ShutdownCounts> {
     this.autoscale?.stop();
     const { lifecycle, workers } = this;
-    const { clock } = workers;
+    const { clock } = workers.opts;
     lifecycle.closing = true;
     const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     const deadline = clock.now() + drainMs;
     const live = this.registry.live;
     for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
-    const spares = workers.closeSpares();
+    const spares = workers.spares.close();
     const stopping = Promise.all([...live].map((e) => lifecycle.shutdown(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.log(
         `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,
       );
-      const { live } = workers.processes;
+      const { live } = workers.opts.processes;
       for (const h of live) h.kill('stopped');
       await within(Promise.all([...live].map((h) => h.exited)), kReapBoundMs, null, clock);
     }
     await spares;
-    await workers.closeHosts();
+    await workers.hosts?.close();
     this.repository?.close();
     return counts;
   }

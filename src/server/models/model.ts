@@ -74,7 +74,7 @@ export class Model extends Dispatcher {
     private readonly ctx: ModelContext,
   ) {
     const { config, workers, log } = ctx;
-    const { clock } = workers;
+    const { clock } = workers.opts;
     const { name } = health;
     const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
@@ -82,7 +82,7 @@ export class Model extends Dispatcher {
     this.name = name;
     this.url = health.url;
     this.#handlerPath = handlerPath;
-    this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);
+    this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
     this.#mode = settings.workerMode;
@@ -257,7 +257,7 @@ export class Model extends Dispatcher {
   async refreshMemory(): Promise<number> {
     const sizes = await Promise.all(this.workers.map((w) => w.measureMemory()));
     this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
-    this.memoryMeasuredAt = this.ctx.workers.clock.now();
+    this.memoryMeasuredAt = this.ctx.workers.opts.clock.now();
     this.health.memoryChanged?.();
     return this.memoryBytes;
   }

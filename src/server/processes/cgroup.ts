@@ -7,11 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { readOrNull } from '../../util/cgroup';
-
-export interface CgroupLimits {
-  memoryBytes: number | null;
-  cpuCores: number | null;
-}
+import { limitBytes, type ModelLimits } from './process-limits';
 
 /** The CFS period quotas are written against (the kernel's default). */
 const kCpuPeriodMicros = 100_000;
@@ -51,7 +47,7 @@ export class Cgroup {
 export interface CgroupParent {
   readonly version: 1 | 2;
   /** Throws when the kernel refuses. */
-  make(name: string, limits: CgroupLimits): Cgroup;
+  make(name: string, limits: ModelLimits): Cgroup;
 }
 
 /** `/proc/self/cgroup`'s lines (`id:controllers:path`): the path of the hierarchy holding `controller` ('' = v2). */
@@ -85,10 +81,11 @@ function makeDirs(dirs: ReadonlyArray<[string, Record<string, string | null>]>):
 }
 
 /** The limits as the files take them: bytes, and the CFS quota against kCpuPeriodMicros. */
-function limitValues(limits: CgroupLimits): { bytes: string | null; quota: string | null } {
+function limitValues(limits: ModelLimits): { bytes: string | null; quota: string | null } {
+  const bytes = limitBytes(limits);
   return {
-    bytes: limits.memoryBytes === null ? null : String(limits.memoryBytes),
-    quota: limits.cpuCores === null ? null : String(Math.round(limits.cpuCores * kCpuPeriodMicros)),
+    bytes: bytes === null ? null : String(bytes),
+    quota: limits.cpuLimit === null ? null : String(Math.round(limits.cpuLimit * kCpuPeriodMicros)),
   };
 }
 
@@ -159,7 +156,7 @@ export function cgroupParent(
   const parent = v2Path !== null ? v2Parent(path.join(root, v2Path)) : v1Parent(root, selfCgroup);
   if ('reason' in parent) return parent;
   try {
-    parent.make(`mme-probe-${process.pid}`, { memoryBytes: null, cpuCores: null }).remove();
+    parent.make(`mme-probe-${process.pid}`, { memoryLimitMb: null, cpuLimit: null }).remove();
   } catch (err) {
     return { reason: `cannot make a cgroup v${parent.version} here (${(err as Error).message.slice(0, 160)})` };
   }

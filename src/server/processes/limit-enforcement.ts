@@ -128,7 +128,7 @@ export class LimitEnforcement {
     const parent = this.parent;
     if (!('reason' in parent)) {
       const cgroupName = `mme-${process.pid}-${++cgroupSeq}-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}`;
-      return cgroupLimits(() => parent.make(cgroupName, { memoryBytes, cpuCores: limits.cpuLimit }), this.opts.log);
+      return cgroupLimits(() => parent.make(cgroupName, limits), this.opts.log);
     }
     if (limits.cpuLimit !== null)
       throw new MmeError(

@@ -4,7 +4,6 @@
  * worker_mode=shared model), the GPU round-robin and the server's record of its processes.
  */
 import type { ServerConfig, WorkerMode } from '../../config/types';
-import type { Clock } from '../../util/clock';
 import { BodyHandoff } from '../hosts/body-handoff';
 import { HostPool } from '../hosts/host-pool';
 import { kModeTraits } from '../hosts/host-policy';
@@ -13,8 +12,6 @@ import type { Assignment, ModelSlot } from '../hosts/model-slot';
 import { cgroupParent } from '../processes/cgroup';
 import { LimitEnforcement } from '../processes/limit-enforcement';
 import type { ProcessLimits } from '../processes/process-limits';
-import type { ProcessRegistry } from '../processes/process-registry';
-import { GpuAssigner } from './gpu-assignment';
 import { SparePool } from './spare-pool';
 
 /**
@@ -35,23 +32,37 @@ export interface Place {
   start(limits: ProcessLimits | null, assignment: Assignment): ModelSlot;
   /** Where a model with nowhere to start a worker waits for room (dedicated workers start anywhere). */
   waitForRoom?: (wake: () => void) => void;
-  gpuFor(name: string, deviceIds: readonly number[] | null): () => number;
+  /** The GPU of each of a model's workers in turn (-1: CPU). */
+  gpuFor(deviceIds: readonly number[] | null): () => number;
+}
+
+/**
+ * TorchServe's GPU assignment: workers take GPUs round-robin across the whole server, or round-robin
+ * over a model's own deviceIds list. -1 means CPU.
+ */
+export function gpuRoundRobin(numberOfGpu: number): Place['gpuFor'] {
+  let next = 0;
+  return (deviceIds) => {
+    let k = 0;
+    if (deviceIds && deviceIds.length > 0) return () => deviceIds[k++ % deviceIds.length];
+    return () => (numberOfGpu <= 0 ? -1 : next++ % numberOfGpu);
+  };
 }
 
 export class WorkerFactory {
-  readonly gpus: GpuAssigner;
+  readonly #gpuFor: Place['gpuFor'];
   /** What every process starts with; bodyHandoff null = bodies go over the sockets (fake processes read no ring). */
   readonly #spawn: SpawnOptions;
   /** Every dedicated worker starts through it, with no spares when it keeps none. */
-  readonly #spares: SparePool;
+  readonly spares: SparePool;
   /** The shared hosts, started with the first worker_mode=shared model. */
   #hosts: HostPool | null = null;
   /** How a model's memory_limit_mb and cpu_limit are held: the same for every model. */
   readonly limits: LimitEnforcement;
   readonly places: Readonly<Record<WorkerMode, Place>> = {
     dedicated: {
-      start: (limits, assignment) => this.#spares.place(limits, assignment),
-      gpuFor: (name, deviceIds) => () => this.gpus.assign(name, deviceIds),
+      start: (limits, assignment) => this.spares.place(limits, assignment),
+      gpuFor: (deviceIds) => this.#gpuFor(deviceIds),
     },
     shared: {
       start: (_limits, assignment) => {
@@ -71,9 +82,10 @@ export class WorkerFactory {
 
   constructor(
     private readonly config: ServerConfig,
-    private readonly opts: WorkerFactoryOptions,
+    /** Its clock and its record of processes are the server's. */
+    readonly opts: WorkerFactoryOptions,
   ) {
-    this.gpus = new GpuAssigner(config.numberOfGpu);
+    this.#gpuFor = gpuRoundRobin(config.numberOfGpu);
     const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
     // Cgroups where this server can make them; none for fake processes.
     this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
@@ -87,30 +99,10 @@ export class WorkerFactory {
     // nothing to promote, the hosts are what is kept started.
     const promotes = config.autoscale !== null && config.sharedHostHeavyShare > 0;
     const spares = kModeTraits[config.workerMode].ownProcess || promotes ? config.spareWorkers : 0;
-    this.#spares = new SparePool(spares, this.#spawn);
-  }
-
-  get processes(): ProcessRegistry {
-    return this.opts.processes;
-  }
-
-  get clock(): Clock {
-    return this.opts.clock;
-  }
-
-  get sparesReady(): number {
-    return this.#spares.ready;
+    this.spares = new SparePool(spares, this.#spawn);
   }
 
   get hosts(): HostPool | null {
     return this.#hosts;
-  }
-
-  async closeSpares(): Promise<void> {
-    await this.#spares.close();
-  }
-
-  async closeHosts(): Promise<void> {
-    await this.#hosts?.close();
   }
 }

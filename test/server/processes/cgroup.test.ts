@@ -30,7 +30,7 @@ function parentOf(p: CgroupParent | { reason: string }): CgroupParent {
   return p;
 }
 
-const kLimits = { memoryBytes: 150 * 2 ** 20, cpuCores: 0.5 };
+const kLimits = { memoryLimitMb: 150, cpuLimit: 0.5 };
 
 describe('cgroup: the cgroups the server makes for limited models', () => {
   it('v1: under its own memory and cpu cgroups, memory.limit_in_bytes and the CFS quota; joins write the pid to both; oom_control counts the kills', () => {
@@ -76,7 +76,7 @@ describe('cgroup: the cgroups the server makes for limited models', () => {
 
   it('a limit not asked for is not written: cpu_limit alone leaves memory unbounded', () => {
     const root = fakeTree({ 'cgroup.controllers': 'cpu memory', 'cgroup.subtree_control': 'cpu memory' });
-    const cg = parentOf(cgroupParent(root, '0::/\n')).make('m', { memoryBytes: null, cpuCores: 1.25 });
+    const cg = parentOf(cgroupParent(root, '0::/\n')).make('m', { memoryLimitMb: null, cpuLimit: 1.25 });
     assert.deepEqual(fs.readdirSync(cg.dirs[0]), ['cpu.max']);
     assert.equal(read(`${cg.dirs[0]}/cpu.max`), '125000 100000');
   });
@@ -105,7 +105,7 @@ describe('cgroup: the cgroups the server makes for limited models', () => {
     const root = fakeTree({ 'memory/': '', 'cpu/cpu.cfs_quota_us': '-1', 'cpu/gone/': '' });
     const parent = parentOf(cgroupParent(root, '4:memory:/\n1:cpu:/gone\n'));
     fs.rmdirSync(path.join(root, 'cpu/gone'));
-    assert.throws(() => parent.make('m', { memoryBytes: null, cpuCores: 0.5 }), /ENOENT/);
+    assert.throws(() => parent.make('m', { memoryLimitMb: null, cpuLimit: 0.5 }), /ENOENT/);
     assert.equal(fs.existsSync(path.join(root, 'memory/m')), false);
   });
 });

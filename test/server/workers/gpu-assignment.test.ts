@@ -6,30 +6,25 @@ import { addModel, writeModelDir } from '../../../harness/onnx-models';
 import { invoke, loadModel, request } from '../../../harness/http-requests';
 import { waitFor } from '../../../harness/process-probes';
 import { startTestServer, tempDir } from '../../../harness/test-server';
-import { GpuAssigner } from '../../../src/server/workers/gpu-assignment';
+import { gpuRoundRobin } from '../../../src/server/workers/worker-factory';
 
 describe('GPU assignment', () => {
   it('gives CPU (-1) to every worker when number_of_gpu is 0', () => {
-    const g = new GpuAssigner(0);
-    assert.deepEqual([g.assign('a', null), g.assign('b', null)], [-1, -1]);
+    const gpuFor = gpuRoundRobin(0);
+    assert.deepEqual([gpuFor(null)(), gpuFor(null)()], [-1, -1]);
   });
 
   it('goes round-robin over number_of_gpu across all models, as TorchServe does', () => {
-    const g = new GpuAssigner(3);
-    assert.deepEqual(
-      [g.assign('a', null), g.assign('b', null), g.assign('a', null), g.assign('c', null), g.assign('b', null)],
-      [0, 1, 2, 0, 1],
-    );
+    const gpuFor = gpuRoundRobin(3);
+    const [a, b, c] = [gpuFor(null), gpuFor(null), gpuFor(null)];
+    assert.deepEqual([a(), b(), a(), c(), b()], [0, 1, 2, 0, 1]);
   });
 
   it("goes round-robin over a model's own deviceIds, independently of other models", () => {
-    const g = new GpuAssigner(8);
-    assert.deepEqual(
-      [g.assign('a', [5, 7]), g.assign('a', [5, 7]), g.assign('b', [2]), g.assign('a', [5, 7])],
-      [5, 7, 2, 5],
-    );
-    g.forget('a');
-    assert.equal(g.assign('a', [5, 7]), 5);
+    const gpuFor = gpuRoundRobin(8);
+    const [a, b] = [gpuFor([5, 7]), gpuFor([2])];
+    assert.deepEqual([a(), a(), b(), a()], [5, 7, 2, 5]);
+    assert.equal(gpuFor([5, 7])(), 5, 'a model loaded again starts over');
   });
 
   it('sets CUDA_VISIBLE_DEVICES per worker and falls back to CPU with a warning when CUDA is absent', async () => {

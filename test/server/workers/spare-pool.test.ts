@@ -8,7 +8,7 @@ describe('spare workers', () => {
   it('keeps a started worker ready, hands it to the next load, and starts another', async () => {
     const t = await startTestServer('spare_workers=1');
     try {
-      await waitFor(() => t.server.manager.workers.sparesReady === 1, 'the spare worker to start');
+      await waitFor(() => t.server.manager.workers.spares.ready === 1, 'the spare worker to start');
       const [spare] = workerPidsOf(process.pid);
       const dir = writeModelDir(t.store, 'add', addModel());
       assert.equal((await loadModel(t, 'add', dir)).status, 200);
@@ -18,7 +18,7 @@ describe('spare workers', () => {
       const res = await invoke(t, 'add', { inputs: { x: [Array(16).fill(0)] } });
       assert.deepEqual(res.body.outputs.y, [Array(16).fill(1)]);
       await waitFor(
-        () => t.server.manager.workers.sparesReady === 1 && workerPidsOf(process.pid).length === 2,
+        () => t.server.manager.workers.spares.ready === 1 && workerPidsOf(process.pid).length === 2,
         'a new spare to start',
       );
     } finally {
