@@ -9,7 +9,7 @@ import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { repositoryArtifact } from '../../repository/artifact';
 import type { ModelRepository } from '../../repository/repository';
 import { MmeError } from '../../errors';
-import { autoscaleStep } from '../autoscale/autoscale-step';
+import type { StepDeps } from '../autoscale/autoscale-rounds';
 import { KeyedLock } from '../../util/keyed-lock';
 import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
@@ -294,12 +294,12 @@ export class LifecycleOperations {
       scaling.catch((err: MmeError) => this.deps.log(`[${name}] scaling to ${min} worker(s) failed: ${err.message}`));
   }
 
-  autoscale(entry: Registration): Promise<void> {
+  /** What the autoscale rounds act through. */
+  autoscaling(): StepDeps<Registration> {
     const { registry, events, log } = this.deps;
-    return autoscaleStep(entry, {
+    return {
       tryLock: (name) => this.#locks.tryAcquire(name),
       current: (name) => registry.current(name),
-      closing: () => this.closing,
       reserve: (e, d, to, purpose) =>
         to
           ? this.#reserve(e, this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to), purpose)
@@ -307,7 +307,7 @@ export class LifecycleOperations {
       autoscaled: (name, direction, reason) => events.sink.autoscaleEvent?.(name, direction, reason),
       workers: (name, n) => events.sink.modelWorkers?.(name, n),
       log,
-    });
+    };
   }
 
   /** What `added` more workers cost, as its workers measure now, else the estimate. */

@@ -79,7 +79,7 @@ export class ModelManager {
     });
     this.onDemand = this.lifecycle.onDemand;
     this.autoscale = config.autoscale
-      ? new AutoscaleRounds({ clock, entries: () => registry.live, round: (e) => this.lifecycle.autoscale(e), log })
+      ? new AutoscaleRounds({ clock, entries: () => registry.live, ...this.lifecycle.autoscaling() })
       : null;
     this.autoscale?.start();
   }

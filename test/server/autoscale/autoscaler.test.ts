@@ -7,8 +7,7 @@
  * min_worker; no flapping.
  */
 import assert from 'node:assert/strict';
-import { AutoscaleRounds, kRoundMs } from '../../../src/server/autoscale/autoscale-rounds';
-import type { ScaledEntry } from '../../../src/server/autoscale/autoscale-step';
+import { AutoscaleRounds, kRoundMs, type ScaledEntry } from '../../../src/server/autoscale/autoscale-rounds';
 import { Autoscaler, type Decision } from '../../../src/server/autoscale/autoscaler';
 import { waitFor } from '../../../harness/process-probes';
 import {
@@ -207,8 +206,13 @@ describe('autoscaler', () => {
       let cpu = 0;
       const rounds = new AutoscaleRounds({
         clock,
-        entries: () => [{ name: 'a', phase: 'ready', model: { autoscaler: s } } as unknown as ScaledEntry],
-        round: async () => undefined,
+        // Loading: the round measures for it, and its step leaves it alone.
+        entries: () => [{ name: 'a', phase: 'loading', model: { autoscaler: s } } as unknown as ScaledEntry],
+        tryLock: () => null,
+        current: () => undefined,
+        reserve: async () => 0,
+        autoscaled: () => undefined,
+        workers: () => undefined,
         log: () => undefined,
         cpuMicros: () => cpu,
       });
