@@ -63,17 +63,15 @@ export class ModelManager {
       onSharedHostRestarted: () => events.sink.sharedHostRestarted?.(),
       onSharedHostRecycled: () => events.sink.sharedHostRecycled?.(),
     });
-    const policy = createPolicy(config.evictionPolicy);
-    const repository = config.repository ? new ModelRepository(config.repository, log) : null;
-    this.repository = repository;
+    this.repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.lifecycle = new LifecycleOperations({
       config,
       cacheDir,
       registry,
       workers: this.workers,
-      policy,
+      policy: createPolicy(config.evictionPolicy),
       events,
-      repository,
+      repository: this.repository,
       log,
       clock,
     });

@@ -12,8 +12,10 @@ import { isLimited, limitBytes, type LimitedProcess, type ModelLimits, type Proc
 interface WatchOptions {
   clock: Clock;
   log: (line: string) => void;
-  watchIntervalMs: number;
 }
+
+/** How often the memory watch measures a limited model's workers. */
+const kWatchIntervalMs = 1000;
 
 /** A model's cgroup, made at its first worker's spawn and removed when its last worker has exited. */
 function cgroupLimits(make: () => Cgroup, log: (line: string) => void): ProcessLimits {
@@ -75,7 +77,7 @@ export class MemoryWatch implements ProcessLimits {
 
   #arm(): void {
     if (this.#timer !== null || this.#members.size === 0) return;
-    this.#timer = this.opts.clock.setTimeout(() => void this.#check(), this.opts.watchIntervalMs);
+    this.#timer = this.opts.clock.setTimeout(() => void this.#check(), kWatchIntervalMs);
     this.#timer.unref();
   }
 

@@ -23,9 +23,6 @@ export interface WorkerFactoryOptions extends Omit<SpawnOptions, 'bodyHandoff' |
   onSharedHostRecycled: () => void;
 }
 
-/** How often the memory watch (no cgroups) measures a limited model's workers. */
-const kMemoryWatchMs = 1000;
-
 /** Where a model of one mode starts its workers: a model asks the place of its mode. */
 export interface Place {
   /** `limits`: the model's memory_limit_mb and cpu_limit, which its processes join at spawn (a limited model is never shared). */
@@ -86,9 +83,8 @@ export class WorkerFactory {
     readonly opts: WorkerFactoryOptions,
   ) {
     this.#gpuFor = gpuRoundRobin(config.numberOfGpu);
-    const watch = { clock: opts.clock, log: opts.log, watchIntervalMs: kMemoryWatchMs };
     // Cgroups where this server can make them; none for fake processes.
-    this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), watch);
+    this.limits = new LimitEnforcement(opts.launch ? { reason: 'fake processes' } : cgroupParent(), opts);
     this.#spawn = {
       ...opts,
       env: Object.fromEntries(Object.entries(opts.env).filter(([k]) => !config.blacklistEnvVars?.test(k))),

@@ -26,7 +26,7 @@ describe('memory watch: memory_limit_mb without cgroups', () => {
   it("measures the model's workers every interval while any runs, and stops the largest once their sum is past the limit", async () => {
     const clock = new VirtualClock();
     const logs: string[] = [];
-    const watch = new MemoryWatch('m', 100 * MB, { clock, log: (l) => logs.push(l), watchIntervalMs: 1000 });
+    const watch = new MemoryWatch('m', 100 * MB, { clock, log: (l) => logs.push(l) });
     const [small, large] = [fakeProcess(1, 30 * MB), fakeProcess(2, 60 * MB)];
     watch.joined(small);
     watch.joined(large);
