@@ -32,6 +32,7 @@ export interface SlotHost {
   readonly processState: ProcessState;
   readonly hasStarted: boolean;
   readonly killedBy: KillReason | null;
+  readonly limited: boolean;
   readonly batches: BatchesView<PolicySlot>;
   /** Its slot id. */
   admit(slot: PolicySlot, maxFrameBytes: number): number;
@@ -52,6 +53,7 @@ export interface PolicySlot {
   readonly exited: Promise<WorkerExit>;
   readonly onnxBytes: number;
   readonly concurrentBatches: boolean;
+  readonly handlerPath: string | null;
   /** performance.now() at its Loaded (0 before), and its session runs' time since, µs. */
   readonly loadedAt: number;
   readonly runMicros: number;
