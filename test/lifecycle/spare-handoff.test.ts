@@ -14,8 +14,11 @@ import { processHarness, statusOf, type ProcessHarness } from './harness';
 /** The refill's delay after a load's outcome (kRefillAfterMs). */
 const kRefillMs = 50;
 
-function spareHarness(): ProcessHarness & { load(name: string): ReturnType<typeof statusOf> } {
-  const h = processHarness('spare_workers=1', { autoStart: false });
+function spareHarness(
+  properties = '',
+  readMemory?: (pid: number) => Promise<number>,
+): ProcessHarness & { load(name: string): ReturnType<typeof statusOf> } {
+  const h = processHarness(`spare_workers=1\n${properties}`, { autoStart: false }, readMemory);
   return { ...h, load: (name) => statusOf(h.manager.lifecycle.load({ modelName: name, url: h.model(name) })) };
 }
 
@@ -23,6 +26,26 @@ function spareHarness(): ProcessHarness & { load(name: string): ReturnType<typeo
 async function admitted(h: ProcessHarness, p: FakeProcess, what: string): Promise<void> {
   const hosts = () => [...h.registry.live] as HostProcess[];
   await waitFor(() => hosts().some((host) => host.pid === p.pid && host.slotCount === 1), what);
+}
+
+/** Loads `name` into the started process `p` (a spare, or one given back). */
+async function loadInto(h: ReturnType<typeof spareHarness>, p: FakeProcess, name: string): Promise<void> {
+  const loads = p.loads.length;
+  const loading = h.load(name);
+  await waitFor(() => p.loads.length === loads + 1, `the Load of ${name} in process ${p.pid}`);
+  p.load();
+  assert.equal((await loading).status, 200);
+}
+
+/** The server's spare has started; one model loaded into it and unloaded again, with the refill started meanwhile. */
+async function loadAndUnload(h: ReturnType<typeof spareHarness>): Promise<FakeProcess> {
+  const [spare] = h.processes.all;
+  spare.start();
+  await loadInto(h, spare, 'a');
+  h.clock.advance(kRefillMs);
+  assert.equal(h.processes.all.length, 2, 'the refill starts its spare once the load is over');
+  await h.manager.lifecycle.unload('a');
+  return spare;
 }
 
 /** Shutdown leaves no process: every fake process the server started has exited. */
@@ -108,6 +131,45 @@ describe('spare hand-off (fake processes, virtual clock): one process start at m
     h.clock.advance(kRefillMs);
     assert.equal(h.processes.live().length, 1, 'one new spare, nothing else');
     assert.notEqual(h.processes.live()[0], spare);
+    await closeAll(h);
+  });
+
+  it('an unloaded model gives its process back as the spare: the next load starts no process', async () => {
+    const h = spareHarness();
+    const spare = await loadAndUnload(h);
+    const refill = h.processes.all[1];
+    assert.ok(spare.alive, 'the process the model was unloaded from was stopped');
+    await waitFor(() => !refill.alive, 'the spare still starting to be stopped: the process given back replaces it');
+    await loadInto(h, spare, 'b');
+    assert.equal(h.processes.all.length, 2, 'a process started for a load that had one given back');
+    await closeAll(h);
+  });
+
+  it('a process given back that kept more than 32 MiB of its model is stopped, and a new spare starts', async () => {
+    const mib = 1024 * 1024;
+    let unloaded = false;
+    // What the process measures once started, and after its model's unload: 40 MiB kept.
+    const h = spareHarness('', async () => (unloaded ? 140 : 100) * mib);
+    const [spare] = h.processes.all;
+    spare.start();
+    await loadInto(h, spare, 'a');
+    h.clock.advance(kRefillMs);
+    unloaded = true;
+    await h.manager.lifecycle.unload('a');
+    await waitFor(() => !spare.alive, 'the process that kept its model to be stopped');
+    assert.ok(
+      h.logs.some((l) => /kept 40 MiB of the model it unloaded; stopped rather than kept as a spare/.test(l)),
+      'no log line says why the process was stopped',
+    );
+    assert.equal(h.processes.live().length, 1, 'one spare left: the one started in its place');
+    await closeAll(h);
+  });
+
+  it("a custom handler's process is not given back: its module state could outlive the model", async () => {
+    const h = spareHarness('default_service_handler=handler.js');
+    const spare = await loadAndUnload(h);
+    await waitFor(() => !spare.alive, 'the process of a model with a handler to be stopped');
+    assert.ok(h.processes.all[1].alive, 'the spare starting was stopped though nothing replaced it');
     await closeAll(h);
   });
 });

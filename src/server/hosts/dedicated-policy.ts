@@ -1,7 +1,9 @@
 /**
  * A dedicated worker: a process of its own for one model's worker (TorchServe's worker), one slot
  * (numbered 0), on its GPU. Its slot leaves with its process (SIGKILL: onnxruntime-node leaks on
- * session release, so memory only comes back with the process), and costs the process's PSS.
+ * session release, so memory only comes back with the process), unless the spare pool takes the
+ * process back (`reuse`): then the slot is unloaded and the pool checks what the process kept.
+ * A slot costs the process's PSS.
  */
 import type { WorkerExit } from '../processes/exit-reason';
 import type { ExitNotice, HostPolicy } from './host-policy';
@@ -11,7 +13,11 @@ export class DedicatedPolicy implements HostPolicy {
   readonly mode = 'dedicated' as const;
   readonly firstState = 'starting' as const;
 
-  constructor(readonly gpuId: number) {}
+  /** `reuse`: whether the process may outlive the slot, given back to the spare pool. */
+  constructor(
+    readonly gpuId: number,
+    private readonly reuse: (slot: ModelSlot) => boolean = () => false,
+  ) {}
 
   env(env: NodeJS.ProcessEnv): void {
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
@@ -22,11 +28,14 @@ export class DedicatedPolicy implements HostPolicy {
   }
 
   release(slot: ModelSlot): Promise<WorkerExit> {
-    return slot.host.stop();
+    if (!this.reuse(slot)) return slot.host.stop();
+    slot.unload();
+    return slot.exited;
   }
 
-  async measure(slot: ModelSlot): Promise<number> {
-    slot.memoryBytes = await slot.host.measureMemory();
+  /** Once unloaded its process may live on as a spare: the slot costs nothing then. */
+  async measure(slot: ModelSlot, exited: boolean): Promise<number> {
+    slot.memoryBytes = exited ? 0 : await slot.host.measureMemory();
     return slot.memoryBytes;
   }
 

@@ -132,6 +132,11 @@ export class ModelSlot {
     return this.assignment.onnxBytes;
   }
 
+  /** A custom handler's module state may outlive its session: its process is not reused. */
+  get handlerPath(): string | null {
+    return this.assignment.load.handlerPath;
+  }
+
   /** Its batches run at once (a preload_model worker), not one after another. */
   get concurrentBatches(): boolean {
     return this.assignment.load.concurrentBatches;
@@ -223,8 +228,9 @@ export class ModelSlot {
     if (this.#exitInfo || this.#unloadTimer) return;
     this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
     this.#unloadTimer = this.host.clock.setTimeout(() => {
+      const where = this.sharedHostId === null ? `its process (pid ${this.pid})` : `shared host ${this.host.id}`;
       this.log(
-        `[${this.id}] shared host ${this.host.id} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing the host`,
+        `[${this.id}] ${where} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing it`,
       );
       this.host.kill('timeout-kill', this.modelName);
     }, this.assignment.loadTimeoutMs);

@@ -9,9 +9,15 @@
  * per load: a load that finds the spare still starting waits for it rather than start another,
  * and no spare starts while a load waits for a process to start (two starts at once on few cores
  * make both take twice as long). Loads back to back then cost one process start each, not two.
+ *
+ * A model unloaded from a process the pool could have given as a spare (CPU, no limits, the
+ * default handler: nothing of the model outlives its session) gives the process back instead of
+ * stopping it, when the pool wants a spare: unload-then-load churn (SageMaker's eviction) then
+ * starts no process at all. onnxruntime-node does not return all of a released session's memory:
+ * the pool measures what the process kept and stops it if that is more than kKeptBytes.
  */
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
-import { HostProcess, type SpawnOptions } from '../hosts/host-process';
+import { HostProcess, type HostEvents, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot, type Assignment } from '../hosts/model-slot';
 import type { ProcessLimits } from '../processes/process-limits';
 
@@ -22,10 +28,20 @@ import type { ProcessLimits } from '../processes/process-limits';
  */
 const kRefillAfterMs = 50;
 
+/** What a process given back may keep of the models it held (PSS over its PSS at start) and still serve as a spare. */
+const kKeptBytes = 32 * 1024 * 1024;
+
 export class SparePool {
   readonly #spares = new Set<HostProcess>();
   /** Loads waiting for their process to start (a spare still starting, or one of their own). */
   readonly #starting = new Set<ModelSlot>();
+  /** Each process's PSS once it started: what a process given back is measured against. */
+  readonly #startedBytes = new WeakMap<HostProcess, number>();
+  readonly #events: HostEvents = {
+    onStarted: (h) => void h.measureMemory().then((bytes) => this.#startedBytes.set(h, bytes)),
+    onUnloaded: (h) => this.#givenBack(h),
+    onExit: (h) => this.#exited(h),
+  };
   #closed = false;
 
   constructor(
@@ -50,8 +66,7 @@ export class SparePool {
     const live = gpuId < 0 && limits === null ? [...this.#spares].filter((h) => h.exitInfo === null) : [];
     const spare = live.find((h) => h.hasStarted) ?? live[0];
     if (spare) this.#spares.delete(spare);
-    const host =
-      spare ?? new HostProcess({ ...this.spawnOptions, limits }, assignment.id, new DedicatedPolicy(gpuId)).start();
+    const host = spare ?? this.#host({ ...this.spawnOptions, limits }, assignment.id, gpuId);
     const slot = new ModelSlot(assignment, host, this.spawnOptions.log);
     // With no spares kept there is nothing to refill.
     if (this.size === 0) return slot;
@@ -64,14 +79,67 @@ export class SparePool {
     return slot;
   }
 
+  #host(options: SpawnOptions, id: string, gpuId: number): HostProcess {
+    return new HostProcess(
+      options,
+      id,
+      new DedicatedPolicy(gpuId, (slot) => this.#reusable(slot)),
+      this.#events,
+    ).start();
+  }
+
   #fill(): void {
     // The last load waiting for a process start refills once it is over.
     if (this.#starting.size > 0) return;
     while (!this.#closed && this.#spares.size < this.size) {
-      const id = `spare-${this.spawnOptions.processes.spawned + 1}`;
-      const host = new HostProcess(this.spawnOptions, id, new DedicatedPolicy(-1), { onExit: (h) => this.#exited(h) });
-      this.#spares.add(host.start());
+      this.#spares.add(this.#host(this.spawnOptions, `spare-${this.spawnOptions.processes.spawned + 1}`, -1));
     }
+  }
+
+  /** Started spares: a process given back is worth keeping only while there are fewer than `size`. */
+  get #started(): number {
+    return [...this.#spares].filter((h) => h.hasStarted).length;
+  }
+
+  /** Whether `slot`'s process may be given back once its model is unloaded, instead of stopped. */
+  #reusable(slot: ModelSlot): boolean {
+    const host = slot.host;
+    return (
+      !this.#closed &&
+      this.#started < this.size &&
+      host.policy.gpuId < 0 &&
+      !host.limited &&
+      slot.handlerPath === null &&
+      host.batches.size === 0 &&
+      host.killedBy === null &&
+      host.processState === 'serving'
+    );
+  }
+
+  /**
+   * Its model is unloaded: it replaces a spare still starting (stopped: its start is not needed any
+   * more), or goes if the pool has its spares by now. Kept only if it gave back what its model held.
+   */
+  #givenBack(h: HostProcess): void {
+    if (this.#closed || this.#started >= this.size || !h.open || h.slotCount > 0) {
+      void h.stop();
+      return;
+    }
+    const starting = [...this.#spares].find((s) => !s.hasStarted);
+    if (starting) {
+      this.#spares.delete(starting);
+      void starting.stop();
+    }
+    this.#spares.add(h);
+    const atStart = this.#startedBytes.get(h) ?? 0;
+    void h.measureMemory().then((bytes) => {
+      if (bytes - atStart <= kKeptBytes || !this.#spares.delete(h)) return;
+      this.spawnOptions.log(
+        `[${h.id}] kept ${Math.round((bytes - atStart) / 1048576)} MiB of the model it unloaded; stopped rather than kept as a spare`,
+      );
+      void h.stop();
+      this.#fill();
+    });
   }
 
   #exited(h: HostProcess): void {
