@@ -7,7 +7,7 @@
 import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import { realClock } from '../../util/clock';
-import { createPolicy } from '../cache/eviction-classes';
+import { ClassedPolicy } from '../cache/eviction-classes';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
@@ -48,7 +48,7 @@ export class ModelManager {
       onSharedHostRestarted: () => events.sink.sharedHostRestarted?.(),
       onSharedHostRecycled: () => events.sink.sharedHostRecycled?.(),
     });
-    const policy = createPolicy(config.evictionPolicy);
+    const policy = new ClassedPolicy(config.evictionPolicy);
     const repository = config.repository ? new ModelRepository(config.repository, log) : null;
     this.repository = repository;
     this.lifecycle = new LifecycleOperations({
