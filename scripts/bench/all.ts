@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CAPACITY, runCacheSim } from '../cache-sim/main';
-import { createPolicy } from '../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../src/server/cache/eviction-classes';
 import { belady } from '../cache-sim/belady';
 import { simulate } from '../cache-sim/simulate';
 import { zipfTrace } from '../cache-sim/traces';
@@ -58,8 +58,8 @@ function commit(): string {
 function simByRoom(): SimRoomPoint[] {
   const trace = zipfTrace({ seed: 1 });
   const policies = [
-    ['LRU', () => createPolicy('lru')],
-    ['GDSF', () => createPolicy('gdsf')],
+    ['LRU', () => new ClassedPolicy('lru')],
+    ['GDSF', () => new ClassedPolicy('gdsf')],
     ['Belady (offline)', belady],
   ] as const;
   return kSimRoomsGiB.flatMap((roomGiB) =>

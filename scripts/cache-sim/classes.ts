@@ -5,7 +5,7 @@
  * docs/cache.md section; `node dist/scripts/cache-sim/classes.js` prints the raw figures as JSON
  * (bench-results/part31-classes/).
  */
-import { createPolicy, type PolicyName } from '../../src/server/cache/eviction-classes';
+import { ClassedPolicy, type PolicyName } from '../../src/server/cache/eviction-classes';
 import { printedHelp } from '../cli-flags';
 import { CAPACITY, SEED } from './budget';
 import { simulate, type SimResult } from './simulate';
@@ -46,7 +46,7 @@ export function runClasses(seed = SEED): ClassRow[] {
       let tailHits = 0;
       const result = simulate(
         classes ? trace : plain,
-        () => createPolicy(name),
+        () => new ClassedPolicy(name),
         CAPACITY,
         (request, hit) => {
           if (!tail.has(trace.models[request.model].name)) return;

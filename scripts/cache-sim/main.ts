@@ -3,7 +3,7 @@
  * cache-sim section of docs/cache.md, table included. Everything is seeded, so the numbers only change
  * when a policy or a trace does (test/scripts/cache-sim/main.test.ts keeps it in step).
  */
-import { createPolicy } from '../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../src/server/cache/eviction-classes';
 import { belady } from './belady';
 import { printedHelp } from '../cli-flags';
 import { CAPACITY, SEED } from './budget';
@@ -15,8 +15,8 @@ export { CAPACITY, SEED } from './budget';
 const GiB = 1024 ** 3;
 
 const POLICIES: ReadonlyArray<{ readonly label: string; readonly factory: PolicyFactory }> = [
-  { label: 'LRU', factory: () => createPolicy('lru') },
-  { label: 'GDSF', factory: () => createPolicy('gdsf') },
+  { label: 'LRU', factory: () => new ClassedPolicy('lru') },
+  { label: 'GDSF', factory: () => new ClassedPolicy('gdsf') },
   { label: 'Belady (offline)', factory: belady },
 ];
 

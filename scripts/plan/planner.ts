@@ -3,7 +3,7 @@
  * eviction policy) once per instance, with each model's memory and load time given by the worker
  * mode, and the requests split among instances as the router would split them.
  */
-import { createPolicy } from '../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../src/server/cache/eviction-classes';
 import { simulate } from '../cache-sim/simulate';
 import type { Trace } from '../cache-sim/traces';
 import { HashRing } from './hash-ring';
@@ -81,7 +81,7 @@ export function predict(workload: Workload, instanceBytes: number, scenario: Sce
     let peak = 0;
     simulate(
       trace,
-      () => createPolicy(ASSUMPTIONS.policy),
+      () => new ClassedPolicy(ASSUMPTIONS.policy),
       { bytes: budgetBytes },
       (request, hit, used) => {
         if (!hit) loadingUntil.set(request.model, request.at + models[request.model].loadMicros / 1000);

@@ -9,7 +9,7 @@ import { PrometheusMetrics } from '../../../src/metrics/prometheus';
 import { MetricsRecorder } from '../../../src/metrics/recorder';
 import { Admission } from '../../../src/server/cache/admission';
 import type { EvictionPolicy } from '../../../src/server/cache/eviction-policy';
-import { createPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
 import type { Model } from '../../../src/server/models/model';
 import { Registration } from '../../../src/server/models/registration';
 import { ModelRegistry } from '../../../src/server/models/registry';
@@ -89,7 +89,7 @@ async function perOpAsync(op: (i: number) => Promise<void>): Promise<number> {
 }
 
 function policyCosts(name: PolicyName, n: number): { touch: number; evict: number } {
-  const policy = createPolicy(name);
+  const policy = new ClassedPolicy(name);
   for (let i = 0; i < n; i++) policy.admit(`m${i}`, kModelBytes, 3000, i);
   let now = n;
   const touch = perOp((i) => policy.touch(`m${(i * 7919) % n}`, ++now));
@@ -112,7 +112,7 @@ async function costsAt(n: number): Promise<StructureCost> {
     budgetBytes: 2 ** 50,
     maxLoadedModels: 0,
     evicts: false,
-    policy: createPolicy('gdsf'),
+    policy: new ClassedPolicy('gdsf'),
     clock: realClock,
     tally: registry,
     fixedBytes: () => 0,
@@ -215,7 +215,7 @@ export function evictionStorm(
   const { names, room, requests } = opts;
   const windowSize = Math.min(50_000, Math.floor(requests / 4));
   return (['gdsf', 'lru'] as const).map((name) => {
-    const policy: EvictionPolicy = createPolicy(name);
+    const policy: EvictionPolicy = new ClassedPolicy(name);
     const loaded = new Set<number>();
     const draw = zipf(names, 42);
     let now = 0;

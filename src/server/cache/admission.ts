@@ -52,6 +52,7 @@ export interface Tally<Entry> {
 
 /** All; those no eviction can free (not ready); failed ones, which do not settle on their own either. */
 export type Holders = 'all' | 'notReady' | 'failed';
+/** Bytes held, and how many count against max_loaded_models. */
 type Held = { bytes: number; count: number };
 
 /** Memory measurements older than this are refreshed before deciding whether a load fits. */
@@ -124,9 +125,9 @@ export class Admission<Entry extends Resident> {
       if (this.deps.evicts && !this.#fitsWithoutEvictable(entry, needBytes, waits, this.#pinnedHold(entry))) {
         await this.#refreshStale(entry);
         // Room that pinned models hold is room no eviction frees: the 507 names them.
-        const ask = this.#ask(entry, needBytes, this.#others(entry, 'all'));
         const pinned = this.#fitsWithoutEvictable(entry, needBytes, waits, null) ? this.#pinnedHold(entry) : null;
-        throw noRoom(this.deps, ask, purpose, pinned ? { pinned } : 'fits-never');
+        others = this.#others(entry, 'all');
+        throw noRoom(this.deps, entry, needBytes, others, purpose, pinned ? { pinned } : 'fits-never');
       }
       // Re-measured after every eviction: an unload that finished meanwhile freed memory too.
       for (;;) {
@@ -154,7 +155,7 @@ export class Admission<Entry extends Resident> {
       }
       abort.throwIfAborted();
       if (!this.#fits(entry, needBytes, others))
-        throw noRoom(this.deps, this.#ask(entry, needBytes, others), purpose, 'no-victim');
+        throw noRoom(this.deps, entry, needBytes, others, purpose, 'no-victim');
       entry.reserve(needBytes);
       return null;
     } finally {
@@ -228,10 +229,6 @@ export class Admission<Entry extends Resident> {
     return { names, heldBytes };
   }
 
-  #ask(entry: Entry, needBytes: number, others: Held): Ask {
-    return { name: entry.name, needBytes, usedBytes: others.bytes + entry.heldBytes, count: others.count };
-  }
-
   /** Re-measures stale figures that can move: never the shared hosts' models (100 000 under the lock). */
   async #refreshStale(except: Entry): Promise<void> {
     const now = this.deps.clock.now();
@@ -266,16 +263,6 @@ async function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal):
   await Promise.race([settle, aborted]).finally(() => done.abort());
 }
 
-/** A reservation's figures: who asks, for how much, and what the budget holds without it. */
-interface Ask {
-  readonly name: string;
-  readonly needBytes: number;
-  /** Memory in use, its own included (bytes). */
-  readonly usedBytes: number;
-  /** Models counted against max_loaded_models, itself excluded. */
-  readonly count: number;
-}
-
 /**
  * What a reservation is for, as its 507 says. `autoscale`: a worker the server chose to add, which
  * may evict only idle models, never one busier than the model it is for.
@@ -295,19 +282,21 @@ interface PinnedHold {
  */
 function noRoom<Entry extends Resident>(
   b: AdmissionDeps<Entry>,
-  ask: Ask,
+  entry: Entry,
+  needBytes: number,
+  others: Held,
   purpose: Purpose,
   why: 'fits-never' | 'no-victim' | { pinned: PinnedHold },
 ): MmeError {
   const { maxLoadedModels, evicts, budgetBytes } = b;
   const scaling = purpose.kind === 'scale';
-  const counted = maxLoadedModels > 0 && ask.count >= maxLoadedModels;
+  const counted = maxLoadedModels > 0 && others.count >= maxLoadedModels;
   const what = counted
-    ? `${ask.count} models are loaded and max_loaded_models is ${maxLoadedModels}`
-    : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(ask.needBytes)} and ${mb(ask.usedBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
+    ? `${others.count} models are loaded and max_loaded_models is ${maxLoadedModels}`
+    : `${scaling ? 'the new workers need' : 'it needs'} about ${mb(needBytes)} and ${mb(others.bytes + entry.heldBytes)} of the ${mb(budgetBytes)} model memory budget is in use`;
   const subject = scaling
-    ? `Model ${ask.name} cannot scale to ${purpose.workers} workers`
-    : `Model ${ask.name} does not fit`;
+    ? `Model ${entry.name} cannot scale to ${purpose.workers} workers`
+    : `Model ${entry.name} does not fit`;
   const advise = (fix: string) =>
     scaling ? `Its workers are unchanged; scale to fewer workers, or ${fix}` : fix[0].toUpperCase() + fix.slice(1);
   const raise = 'raise model_memory_budget_mb / max_loaded_models';

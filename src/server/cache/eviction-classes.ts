@@ -10,13 +10,9 @@ import { LruPolicy } from './lru';
 
 export type PolicyName = 'lru' | 'gdsf';
 
-/** The eviction_policy by its name, ranking each class (the constructor is the one place that knows every implementation). */
-export function createPolicy(name: PolicyName): ClassedPolicy {
-  return new ClassedPolicy(name);
-}
-
 const kUnpinnedNormal: Standing = { pinned: false, evictionPriority: 'normal' };
 
+/** The eviction_policy by its name, ranking each class (the constructor is the one place that knows every implementation). */
 export class ClassedPolicy implements EvictionPolicy {
   /** Lowest class first (a Map keeps its insertion order). */
   readonly #byPriority: ReadonlyMap<EvictionPriority, EvictionPolicy>;

@@ -8,7 +8,7 @@ import type { ServerConfig } from '../../config/types';
 import { ModelRepository } from '../../repository/repository';
 import { realClock } from '../../util/clock';
 import { within } from '../../util/within';
-import { createPolicy } from '../cache/eviction-classes';
+import { ClassedPolicy } from '../cache/eviction-classes';
 import { ProcessRegistry } from '../processes/process-registry';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
@@ -69,7 +69,7 @@ export class ModelManager {
       cacheDir,
       registry,
       workers: this.workers,
-      policy: createPolicy(config.evictionPolicy),
+      policy: new ClassedPolicy(config.evictionPolicy),
       events,
       repository: this.repository,
       log,

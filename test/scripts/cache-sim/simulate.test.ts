@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createPolicy } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
 import { belady } from '../../../scripts/cache-sim/belady';
 import { simulate } from '../../../scripts/cache-sim/simulate';
 import { zipfTrace, type Trace } from '../../../scripts/cache-sim/traces';
@@ -14,8 +14,8 @@ function tinyTrace(models: Record<string, [number, number]>, sequence: string): 
   };
 }
 
-const lru = () => createPolicy('lru');
-const gdsf = () => createPolicy('gdsf');
+const lru = () => new ClassedPolicy('lru');
+const gdsf = () => new ClassedPolicy('gdsf');
 const equal = { A: [1, 1], B: [1, 1], C: [1, 1] } as Record<string, [number, number]>;
 
 describe('cache simulator', () => {

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { Admission, type AdmissionDeps, type Resident } from '../../../src/server/cache/admission';
-import { createPolicy } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
 import { isMmeError } from '../../../src/errors';
 import { VirtualClock } from '../../helpers/virtual-clock';
 import { scanTally } from './scan-tally';
@@ -62,13 +62,13 @@ interface Setup {
   clock: VirtualClock;
   /** Settles what nextSettle gave: a load or a leaving entry has moved on (the test moved it first). */
   settle(): void;
-  policy: ReturnType<typeof createPolicy>;
+  policy: ClassedPolicy;
 }
 
 /** Admission over `resident` models (admitted to an LRU in the order given), with `deps` overriding the defaults. */
 function setup(resident: Entry[], deps: Partial<AdmissionDeps<Entry>> = {}): Setup {
   const clock = new VirtualClock();
-  const policy = createPolicy('lru');
+  const policy = new ClassedPolicy('lru');
   const entries = new Map(resident.map((e) => [e.name, e]));
   resident.forEach((e, i) => policy.admit(e.name, e.heldBytes, 1000, i));
   clock.advance(resident.length);

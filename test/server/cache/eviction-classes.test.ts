@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Standing } from '../../../src/server/cache/eviction-policy';
-import { createPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy, type PolicyName } from '../../../src/server/cache/eviction-classes';
 
 const MiB = 2 ** 20;
 const low: Standing = { pinned: false, evictionPriority: 'low' };
@@ -16,7 +16,7 @@ const pinned: Standing = { pinned: true, evictionPriority: 'low' };
 for (const name of ['lru', 'gdsf'] as PolicyName[]) {
   describe(`eviction classes over ${name}`, () => {
     it('offers every low model before any normal one and every normal before any high, whatever their use', () => {
-      const p = createPolicy(name);
+      const p = new ClassedPolicy(name);
       p.admit('h', 10 * MiB, 1000, 0, high);
       p.admit('n', 10 * MiB, 1000, 1, normal);
       p.admit('l', 10 * MiB, 1000, 2, low);
@@ -27,7 +27,7 @@ for (const name of ['lru', 'gdsf'] as PolicyName[]) {
     });
 
     it('ranks within a class by its policy: the least used of two low models first', () => {
-      const p = createPolicy(name);
+      const p = new ClassedPolicy(name);
       p.admit('a', 10 * MiB, 1000, 0, low);
       p.admit('b', 10 * MiB, 1000, 1, low);
       p.admit('c', 10 * MiB, 1000, 2, high);
@@ -36,7 +36,7 @@ for (const name of ['lru', 'gdsf'] as PolicyName[]) {
     });
 
     it('never offers a pinned model, ranks nothing for it, and forgets the pin when it is removed', () => {
-      const p = createPolicy(name);
+      const p = new ClassedPolicy(name);
       p.admit('keep', 10 * MiB, 1000, 0, pinned);
       p.admit('n', 10 * MiB, 1000, 1);
       p.touch('keep', 2);
@@ -49,7 +49,7 @@ for (const name of ['lru', 'gdsf'] as PolicyName[]) {
     });
 
     it('a model admitted again takes its new standing: unpinned, it is offered; moved up, it goes after the rest', () => {
-      const p = createPolicy(name);
+      const p = new ClassedPolicy(name);
       p.admit('a', 10 * MiB, 1000, 0, pinned);
       p.admit('b', 10 * MiB, 1000, 1, normal);
       p.admit('a', 10 * MiB, 1000, 2, low);

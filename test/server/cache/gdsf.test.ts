@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createPolicy } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
 import { GdsfPolicy, LoadCostFit } from '../../../src/server/cache/gdsf';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */
 const classic = () => new GdsfPolicy(Infinity);
 
 describe('GDSF eviction policy', () => {
-  it('is what createPolicy("gdsf") builds', () => {
-    assert.equal(createPolicy('gdsf').name, 'gdsf');
+  it('is what new ClassedPolicy("gdsf") builds', () => {
+    assert.equal(new ClassedPolicy('gdsf').name, 'gdsf');
   });
 
   it('offers the lowest frequency × load time / size first', () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createPolicy } from '../../../src/server/cache/eviction-classes';
+import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
 import { LruPolicy } from '../../../src/server/cache/lru';
 
 describe('LRU eviction policy', () => {
   it('offers the least recently used model first', () => {
-    const lru = createPolicy('lru');
+    const lru = new ClassedPolicy('lru');
     lru.admit('a', 100, 1000, 0);
     lru.admit('b', 10, 500, 1);
     lru.admit('c', 1000, 2000, 2);
@@ -15,7 +15,7 @@ describe('LRU eviction policy', () => {
   });
 
   it('ignores size and load time', () => {
-    const lru = createPolicy('lru');
+    const lru = new ClassedPolicy('lru');
     lru.admit('expensive', 1, 1_000_000, 0);
     lru.admit('cheap', 1_000_000, 1, 1);
     lru.resize('cheap', 10_000_000);
@@ -23,7 +23,7 @@ describe('LRU eviction policy', () => {
   });
 
   it('forgets removed models, ignores unknown ones, and re-admission counts as a use', () => {
-    const lru = createPolicy('lru');
+    const lru = new ClassedPolicy('lru');
     lru.admit('a', 1, 1, 0);
     lru.admit('b', 1, 1, 1);
     lru.admit('c', 1, 1, 2);
