@@ -4,7 +4,6 @@
  * it starts, leaves and what it costs is its host's policy's.
  */
 import { performance } from 'node:perf_hooks';
-import type { WorkerMode } from '../../config/types';
 import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
 import {
@@ -98,11 +97,6 @@ export class ModelSlot {
     if (host.hasStarted) this.sendLoad();
   }
 
-  /** What callers read its load's state through: the slot itself. */
-  get lifecycle(): ModelSlot {
-    return this;
-  }
-
   get state(): WorkerState {
     return this.#state.state;
   }
@@ -113,14 +107,6 @@ export class ModelSlot {
 
   get pid(): number {
     return this.host.pid;
-  }
-
-  get gpuId(): number {
-    return this.host.policy.gpuId;
-  }
-
-  get mode(): WorkerMode {
-    return this.host.policy.mode;
   }
 
   /** null for a process of its own. */
@@ -139,10 +125,6 @@ export class ModelSlot {
 
   get inFlightBatches(): number {
     return this.host.batches.of(this);
-  }
-
-  get inFlightRequests(): number {
-    return this.host.batches.requestsOf(this);
   }
 
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */

@@ -164,7 +164,7 @@ export class Model implements WorkerListener {
 
   get inFlightRequests(): number {
     let n = 0;
-    for (const w of this.#set.workers) n += w.inFlightRequests;
+    for (const w of this.#set.workers) n += w.host.batches.requestsOf(w);
     return n;
   }
 
@@ -241,7 +241,7 @@ export class Model implements WorkerListener {
 
   onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // A process of its own times no session runs: its handler's time stands for what it would take of a host.
-    if (kModeTraits[worker.mode].ownProcess) this.#ranMicros += msg.modelMicros;
+    if (kModeTraits[worker.host.policy.mode].ownProcess) this.#ranMicros += msg.modelMicros;
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
