@@ -36,7 +36,6 @@ export interface Assignment {
 export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
   onResult(worker: ModelSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  onChunk(worker: ModelSlot, msg: ChunkMessage): void;
   /** `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
   onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
@@ -180,11 +179,6 @@ export class ModelSlot {
     this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
 
-  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
-  acknowledge(job: Job, bytes: number): void {
-    this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
-  }
-
   /** A run cannot be stopped inside a process: the process goes, with every model in it (they reload elsewhere). */
   kill(reason: KillReason): void {
     this.host.kill(reason, this.modelName);
@@ -246,8 +240,13 @@ export class ModelSlot {
     this.#listener?.onResult(this, batch, msg, done);
   }
 
+  /** Once a streamed chunk reached its client, the acknowledgement lets the handler send that much more. */
   onChunk(msg: ChunkMessage): void {
-    this.#listener?.onChunk(this, msg);
+    const job = this.heldJob(msg.id);
+    if (!job) return;
+    const ack = () => this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes: msg.body?.length ?? 0 } });
+    if (job.opts.onChunk) job.opts.onChunk(msg, ack);
+    else ack();
   }
 
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {

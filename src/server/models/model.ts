@@ -3,7 +3,7 @@
  * exit goes to the dispatcher to settle what the worker held, then to the worker set).
  */
 import { MmeError } from '../../errors';
-import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ResultMessage, InvokeRequest } from '../../protocol/messages';
 import type { TensorInfo } from '../../model-types';
 import type { WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
@@ -245,14 +245,6 @@ export class Model implements WorkerListener {
     this.#dispatcher.onResult(batch, msg, done, worker.pid);
     this.#set.onAnswered(worker);
     this.#dispatcher.dispatch();
-  }
-
-  onChunk(worker: WorkerSlot, msg: ChunkMessage): void {
-    const job = worker.heldJob(msg.id);
-    if (!job) return;
-    const bytes = msg.body?.length ?? 0;
-    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-    else worker.acknowledge(job, bytes);
   }
 
   onRelocate(worker: WorkerSlot): void {
