@@ -125,7 +125,7 @@ function describe(
     inputs: model.inputs,
     outputs: model.outputs,
     // What the model file says about itself (producer, opsets, metadata_props); every worker reads the same file.
-    metadata: model.workers.find((w) => w.lifecycle.loaded)?.lifecycle.loaded?.metadata ?? null,
+    metadata: model.workers.find((w) => w.loaded)?.loaded?.metadata ?? null,
     workers: model.workers.map((w) => ({
       id: w.id,
       pid: w.pid,
@@ -134,18 +134,18 @@ function describe(
       // Its share of that host's thread since its load (0–1), from its session runs' measured time.
       ...(w.cpuShare === undefined ? {} : { cpuShare: Math.round(w.cpuShare * 1e6) / 1e6 }),
       startTime: w.startTime.toISOString(),
-      status: w.lifecycle.state.toUpperCase(),
-      gpu: w.gpuId >= 0,
-      gpuId: w.gpuId,
-      memoryUsage: w.lifecycle.memoryBytes,
-      executionProvider: w.lifecycle.loaded?.executionProvider ?? null,
+      status: w.state.toUpperCase(),
+      gpu: w.host.policy.gpuId >= 0,
+      gpuId: w.host.policy.gpuId,
+      memoryUsage: w.memoryBytes,
+      executionProvider: w.loaded?.executionProvider ?? null,
       // onnx_graph_optimization_level=auto resolved for this model's graph.
-      graphOptimizationLevel: w.lifecycle.loaded?.graphOptimizationLevel ?? null,
+      graphOptimizationLevel: w.loaded?.graphOptimizationLevel ?? null,
       // Cold-start split: process + runtime start, then handler init + session creation.
-      startupMicros: w.lifecycle.loaded
-        ? { spawn: w.spawnMicros, session: w.lifecycle.loaded.sessionMicros, load: w.lifecycle.loaded.loadMicros }
+      startupMicros: w.loaded
+        ? { spawn: w.spawnMicros, session: w.loaded.sessionMicros, load: w.loaded.loadMicros }
         : null,
-      concurrency: w.lifecycle.capacity,
+      concurrency: w.capacity,
     })),
   };
 }

@@ -50,7 +50,7 @@ describe('autoscale (real worker processes)', () => {
     const model = t.server.manager.registry.get(name);
     const [first] = model.workers;
     // The first worker holds the barrier in every pipeline slot: what comes next waits in the queue.
-    const slots = first.lifecycle.capacity;
+    const slots = first.capacity;
     const held = Array.from({ length: slots }, (_, i) => invoke(t, name, { barrier, echo: `held${i}` }));
     await waitFor(() => model.inFlightRequests === slots, 'the first worker to be busy');
     const burst = Array.from({ length: 12 }, (_, i) => invoke(t, name, { echo: i }));

@@ -48,7 +48,7 @@ describe('worker management', () => {
     name: string,
   ): Promise<{ response: Promise<JsonResponse>; fillers: Array<Promise<JsonResponse>> }> {
     const model = t.server.manager.registry.get(name);
-    const slots = model.workers[0].lifecycle.capacity;
+    const slots = model.workers[0].capacity;
     const response = invoke(t, name, { barrier, echo: 'held' });
     await waitFor(() => model.inFlightRequests === 1, 'the held request to reach the worker');
     const fillers = Array.from({ length: slots - 1 }, (_, i) => invoke(t, name, { barrier, echo: `filler${i}` }));
@@ -128,10 +128,7 @@ describe('worker management', () => {
     await waitFor(() => !isAlive(before), 'the hung worker to be killed');
     // The replacement's start would count against this model's 1 s response timeout on a busy machine.
     const model = t.server.manager.registry.get(name);
-    await waitFor(
-      () => model.workers.some((w) => w.pid !== before && w.lifecycle.state === 'ready'),
-      'the replacement worker',
-    );
+    await waitFor(() => model.workers.some((w) => w.pid !== before && w.state === 'ready'), 'the replacement worker');
     const after = await invoke(t, name, { echo: 'alive' });
     assert.equal(after.status, 200);
     assert.notEqual(after.body.pid, before);
@@ -140,7 +137,7 @@ describe('worker management', () => {
   it('counts queue wait against the response timeout', async () => {
     const name = await loadBehaviour({ response_timeout: 1 });
     const model = t.server.manager.registry.get(name);
-    const slots = model.workers[0].lifecycle.capacity;
+    const slots = model.workers[0].capacity;
     const held = invoke(t, name, { sleepMs: 3000 });
     const fillers = Array.from({ length: slots - 1 }, () => invoke(t, name, { sleepMs: 3000 }));
     await waitFor(() => model.inFlightRequests === slots, 'the slow requests to fill the worker');
@@ -244,7 +241,7 @@ describe('worker management', () => {
     const async = await request(`${t.url}/models/${name}?min_worker=2&max_worker=2`, { method: 'PUT' });
     assert.equal(async.status, 202);
     await waitFor(
-      () => t.server.manager.registry.get(name).workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      () => t.server.manager.registry.get(name).workers.filter((w) => w.state === 'ready').length === 2,
       'the second worker to load',
     );
     assert.equal(workerPidsOf(process.pid).length, 2);

@@ -35,10 +35,6 @@ export class FakeWorker {
     return this.slot.modelName;
   }
 
-  get lifecycle(): ModelSlot {
-    return this.slot.lifecycle;
-  }
-
   /** Batches the process was sent and has not answered. */
   get batches(): readonly unknown[] {
     return this.process.batches;

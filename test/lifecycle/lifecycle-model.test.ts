@@ -55,7 +55,7 @@ function run(h: Harness, commands: Command[], shutdownAt: number | null, maxLoad
         w?.exit(c.signal ? 'SIGKILL' : null, c.signal ? null : 1);
         return true;
       case 'finishLoad':
-        if (w && !w.lifecycle.loaded) {
+        if (w && !w.slot.loaded) {
           if (c.ok) w.load();
           else w.failLoad(new MmeError('MME_ERR_INVALID_MODEL', 'bad graph'));
         }
@@ -76,7 +76,7 @@ async function quiesce(h: Harness, pending: Array<Promise<void>>): Promise<void>
   await waitFor(
     () => {
       for (const w of h.fleet.live()) {
-        if (!w.lifecycle.loaded && !w.lifecycle.loadError) w.load();
+        if (!w.slot.loaded && !w.slot.loadError) w.load();
         if (w.batches.length > 0) w.answer();
       }
       // A second at a time: the answers above go out before any response timeout is met.
@@ -165,7 +165,7 @@ describe('lifecycle model-based property (fast-check, dedicated workers on fake 
         const loading = h.manager.lifecycle.load({ modelName: 'pinned', url: `${h.store}/pinned`, pinned: true });
         await waitFor(
           () => (
-            h.fleet.live().forEach((w) => w.lifecycle.loaded || w.load()),
+            h.fleet.live().forEach((w) => w.slot.loaded || w.load()),
             h.manager.registry.current('pinned')?.phase === 'ready'
           ),
           'the pinned model to load',

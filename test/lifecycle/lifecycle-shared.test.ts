@@ -121,7 +121,7 @@ async function quiesce(h: ProcessHarness, pending: Array<Promise<void>>, shutDow
       const settled = hosts().every(
         (host) =>
           (host.killedBy === null || host.exitInfo !== null) &&
-          host.slots.every((s) => !['loading', 'stopping'].includes(s.lifecycle.state)),
+          host.slots.every((s) => !['loading', 'stopping'].includes(s.state)),
       );
       return settled && h.processes.live().length === (shutDown ? 0 : hosts().length);
     },
@@ -160,11 +160,11 @@ function checkInvariants(h: ProcessHarness, outcomes: Outcomes, shutDown: boolea
       `${host.id}: the process holds other slots than the server thinks`,
     );
     // The tallies placement reads instead of walking every slot agree with the slots themselves.
-    const loaded = host.slots.filter((m) => m.lifecycle.loaded);
+    const loaded = host.slots.filter((m) => m.loaded);
     assert.equal(host.policy.loadedCount, loaded.length, `${host.id}: loadedCount`);
     assert.equal(
       host.policy.modelBytes,
-      loaded.reduce((n, m) => n + m.lifecycle.memoryBytes, 0),
+      loaded.reduce((n, m) => n + m.memoryBytes, 0),
       `${host.id}: modelBytes`,
     );
     for (const m of host.slots)

@@ -71,7 +71,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     await waitFor(() => h.fleet.of('a').length === 3, 'the set to start a replacement for the target of 2');
     h.fleet.of('a')[2].load();
     await waitFor(
-      () => h.manager.registry.get('a').workers.filter((w) => w.lifecycle.state === 'ready').length === 2,
+      () => h.manager.registry.get('a').workers.filter((w) => w.state === 'ready').length === 2,
       'two ready workers',
     );
     await h.manager.close(0);
@@ -163,8 +163,8 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     ];
     await waitFor(() => h.fleet.live('a').every((w) => w.batches.length === 1), 'one request on each worker');
     await h.manager.lifecycle.scale('a', 1, 1, false);
-    const retired = h.fleet.live('a').find((w) => w.lifecycle.state === 'stopping')!;
-    const kept = h.fleet.live('a').find((w) => w.lifecycle.state === 'ready')!;
+    const retired = h.fleet.live('a').find((w) => w.slot.state === 'stopping')!;
+    const kept = h.fleet.live('a').find((w) => w.slot.state === 'ready')!;
     retired.exit(null, 1);
     kept.answer();
     const outcomes = await Promise.all(requests);
@@ -360,7 +360,7 @@ describe('lifecycle core (dedicated workers on fake processes, events in a chose
     h.clock.advance(0);
     await waitFor(() => h.fleet.live('a').length === 1, 'the replacement');
     const [w2] = h.fleet.live('a');
-    await waitFor(() => w2.lifecycle.state === 'ready', 'the replacement to load');
+    await waitFor(() => w2.slot.state === 'ready', 'the replacement to load');
     const second = statusOf(h.manager.onDemand.invoke('a', invokeRequest()));
     await waitFor(() => w2.batches.length === 1, 'dispatch');
     const closing = h.manager.close(0);

@@ -27,10 +27,7 @@ describe('lifecycle in shared hosts: a worker set waiting for room', () => {
       return p;
     };
     const ready = (model: string) =>
-      waitFor(
-        () => h.manager.registry.get(model).workers.some((w) => w.lifecycle.state === 'ready'),
-        `${model} to be ready`,
-      );
+      waitFor(() => h.manager.registry.get(model).workers.some((w) => w.state === 'ready'), `${model} to be ready`);
     const a = statusOf(h.manager.lifecycle.load({ modelName: 'a', url: h.model('a') }));
     const hostOfA = await loaded('a');
     assert.equal((await a).status, 200);

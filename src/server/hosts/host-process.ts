@@ -181,11 +181,13 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     this.#batches.add(slot, msg, jobs);
   }
 
-  forget(slotId: number): void {
+  /** The slot, if it was held. */
+  forget(slotId: number): ModelSlot | undefined {
     const slot = this.#slots.get(slotId);
-    if (!slot) return;
+    if (!slot) return undefined;
     this.#slots.delete(slotId);
     this.policy.forgotten?.(slot);
+    return slot;
   }
 
   /**
@@ -240,13 +242,10 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
       case MessageKind.Chunk:
         this.#slots.get(frame.msg.slot)?.onChunk(frame.msg);
         break;
-      case MessageKind.Unloaded: {
-        const slot = this.#slots.get(frame.msg.slot);
-        this.forget(frame.msg.slot);
-        slot?.ended(0);
+      case MessageKind.Unloaded:
+        this.forget(frame.msg.slot)?.ended(0);
         this.events.onUnloaded?.(this);
         break;
-      }
       default:
         break;
     }

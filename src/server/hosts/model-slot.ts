@@ -4,7 +4,6 @@
  * it starts, leaves and what it costs is its host's policy's.
  */
 import { performance } from 'node:perf_hooks';
-import type { WorkerMode } from '../../config/types';
 import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
 import {
@@ -37,7 +36,6 @@ export interface Assignment {
 export interface WorkerListener {
   /** Answers to some or all of a batch's jobs; `done` once the worker holds none of it any more. */
   onResult(worker: ModelSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void;
-  onChunk(worker: ModelSlot, msg: ChunkMessage): void;
   /** `running` were being computed (they fail); `waiting` were only in its pipe (they may run elsewhere). */
   onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void;
   /** The worker's host is being recycled: start its replacement elsewhere, then retire it. */
@@ -98,11 +96,6 @@ export class ModelSlot {
     if (host.hasStarted) this.sendLoad();
   }
 
-  /** What callers read its load's state through: the slot itself. */
-  get lifecycle(): ModelSlot {
-    return this;
-  }
-
   get state(): WorkerState {
     return this.#state.state;
   }
@@ -113,14 +106,6 @@ export class ModelSlot {
 
   get pid(): number {
     return this.host.pid;
-  }
-
-  get gpuId(): number {
-    return this.host.policy.gpuId;
-  }
-
-  get mode(): WorkerMode {
-    return this.host.policy.mode;
   }
 
   /** null for a process of its own. */
@@ -144,10 +129,6 @@ export class ModelSlot {
 
   get inFlightBatches(): number {
     return this.host.batches.of(this);
-  }
-
-  get inFlightRequests(): number {
-    return this.host.batches.requestsOf(this);
   }
 
   /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
@@ -201,11 +182,6 @@ export class ModelSlot {
 
   cancel(job: Job): void {
     this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
-  }
-
-  /** `bytes` of `job`'s streamed chunks reached its client: the handler may send that much more. */
-  acknowledge(job: Job, bytes: number): void {
-    this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes } });
   }
 
   /** A run cannot be stopped inside a process: the process goes, with every model in it (they reload elsewhere). */
@@ -270,8 +246,13 @@ export class ModelSlot {
     this.#listener?.onResult(this, batch, msg, done);
   }
 
+  /** Once a streamed chunk reached its client, the acknowledgement lets the handler send that much more. */
   onChunk(msg: ChunkMessage): void {
-    this.#listener?.onChunk(this, msg);
+    const job = this.heldJob(msg.id);
+    if (!job) return;
+    const ack = () => this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes: msg.body?.length ?? 0 } });
+    if (job.opts.onChunk) job.opts.onChunk(msg, ack);
+    else ack();
   }
 
   onHostExit(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[], displaced: boolean): void {

@@ -7,7 +7,7 @@
 import { MmeError, type ErrorCode } from '../../errors';
 import type { Timer } from '../../util/clock';
 import { DeadlineList } from '../../util/deadline-list';
-import type { ChunkMessage, ResultMessage, InvokeRequest } from '../../protocol/messages';
+import type { ResultMessage, InvokeRequest } from '../../protocol/messages';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { runningRequestError, type WorkerExit } from '../processes/exit-reason';
 import type { InFlightBatch } from '../hosts/batches-in-flight';
@@ -172,14 +172,6 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     }
     this.stopIfDone(worker);
     this.dispatch();
-  }
-
-  onChunk(worker: ModelSlot, msg: ChunkMessage): void {
-    const job = worker.heldJob(msg.id);
-    if (!job) return;
-    const bytes = msg.body?.length ?? 0;
-    if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
-    else worker.acknowledge(job, bytes);
   }
 
   onRelocate(worker: ModelSlot): void {

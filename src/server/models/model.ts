@@ -136,7 +136,7 @@ export class Model extends Dispatcher {
 
   get inFlightRequests(): number {
     let n = 0;
-    for (const w of this.workers) n += w.inFlightRequests;
+    for (const w of this.workers) n += w.host.batches.requestsOf(w);
     return n;
   }
 
@@ -209,7 +209,7 @@ export class Model extends Dispatcher {
 
   override onResult(worker: WorkerSlot, batch: InFlightBatch, msg: ResultMessage, done: boolean): void {
     // A process of its own times no session runs: its handler's time stands for what it would take of a host.
-    if (kModeTraits[worker.mode].ownProcess) this.#ranMicros += msg.modelMicros;
+    if (kModeTraits[worker.host.policy.mode].ownProcess) this.#ranMicros += msg.modelMicros;
     super.onResult(worker, batch, msg, done);
   }
 

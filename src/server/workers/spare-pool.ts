@@ -75,7 +75,7 @@ export class SparePool {
       this.#starting.delete(slot);
       this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
     };
-    void Promise.race([slot.lifecycle.ready, slot.exited]).then(done, done);
+    void Promise.race([slot.ready, slot.exited]).then(done, done);
     return slot;
   }
 

@@ -86,7 +86,7 @@ export abstract class WorkerSet {
    */
   async #loadedOrMoved(worker: ModelSlot): Promise<void> {
     try {
-      await worker.lifecycle.ready;
+      await worker.ready;
     } catch (err) {
       if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
       this.deps.log(
@@ -103,7 +103,7 @@ export abstract class WorkerSet {
     this.#target = target;
     const { started, retired } = this.reconcile();
     await Promise.all(retired.map((w) => w.exited));
-    await allLoaded(started.map((w) => w.lifecycle.ready));
+    await allLoaded(started.map((w) => w.ready));
   }
 
   /** Starts none while a back-off is pending, nor once stopped (stop() ends every worker). */
@@ -113,12 +113,12 @@ export abstract class WorkerSet {
     if (this.#stopped) return { started, retired };
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
-    const live = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
+    const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#moving.has(w));
     if (live.length < this.#target && !this.#backoff.waiting) {
       for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     }
     if (live.length > this.#target) {
-      const rank = (w: ModelSlot) => (w.lifecycle.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
+      const rank = (w: ModelSlot) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
         w.retire();
         retired.push(w);
@@ -140,13 +140,13 @@ export abstract class WorkerSet {
    * with nowhere to go stays and serves on. True if every worker moved.
    */
   async moveAll(): Promise<boolean> {
-    const moving = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
+    const moving = this.workers.filter((w) => w.state !== 'stopping' && !this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.add(w);
     for (const w of moving) this.replace(w);
     const moved = moving.filter((w) => this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.delete(w);
     const successors = moved.flatMap((w) => this.#moving.get(w) ?? []);
-    await Promise.allSettled(successors.map((s) => s.lifecycle.ready));
+    await Promise.allSettled(successors.map((s) => s.ready));
     await Promise.all(moved.map((w) => w.exited));
     return moved.length === moving.length;
   }
@@ -173,7 +173,7 @@ export abstract class WorkerSet {
     }
     this.#moving.set(worker, successor);
     started.push(successor);
-    successor.lifecycle.ready.then(handOver, () => {
+    successor.ready.then(handOver, () => {
       // The successor could not load: the move goes on as a restart would.
       handOver();
       this.#reconcileOrRetry();
@@ -181,7 +181,7 @@ export abstract class WorkerSet {
   }
 
   protected stopIfDone(worker: ModelSlot): void {
-    if (worker.lifecycle.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
+    if (worker.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
   /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
@@ -213,8 +213,7 @@ export abstract class WorkerSet {
     const onProbation = this.#onProbation.delete(worker);
     if (this.#stopped || !this.#running) return;
     // A replacement whose load failed was stopped by the server, yet it is a failed restart all the same.
-    const loadFailed =
-      onProbation && worker.lifecycle.loadError !== null && worker.lifecycle.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
+    const loadFailed = onProbation && worker.loadError !== null && worker.loadError.code !== 'MME_ERR_SHUTTING_DOWN';
     if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
     this.deps.log(
@@ -227,12 +226,11 @@ export abstract class WorkerSet {
   #restartFailed(worker: ModelSlot, how: string): void {
     this.#backoff.failed();
     const err =
-      worker.lifecycle.loadError ??
-      new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
+      worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(
-      `[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
+      `[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
     );
-    const anyReady = this.workers.some((w) => w.lifecycle.state === 'ready');
+    const anyReady = this.workers.some((w) => w.state === 'ready');
     if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
     this.#failed = true;
     this.workersFailed(err);
@@ -277,7 +275,7 @@ export abstract class WorkerSet {
   #spawn(): ModelSlot {
     const worker = this.spawnWorker();
     this.workers.push(worker);
-    worker.lifecycle.ready.then(
+    worker.ready.then(
       (loaded) => {
         if (this.#onProbation.has(worker)) this.#backoff.watch(() => this.#onProbation.delete(worker));
         // A load after workersFailed() is its recovery: workerLoaded() marks the model ready again.

@@ -79,8 +79,7 @@ function burst(h: ProcessHarness, n: number): Array<Promise<{ status: number; co
 const answerAll = (h: ProcessHarness, requests: Array<Promise<{ status: number }>>) =>
   answeredStatuses(requests, () => h.processes.live());
 
-const liveWorkers = (h: ProcessHarness) =>
-  h.manager.registry.get('a').workers.filter((w) => w.lifecycle.state === 'ready');
+const liveWorkers = (h: ProcessHarness) => h.manager.registry.get('a').workers.filter((w) => w.state === 'ready');
 
 describe('autoscaler', () => {
   describe('the policy (virtual clock)', () => {

@@ -73,7 +73,7 @@ describe('host pool (shared hosts on fake processes, virtual clock)', () => {
     assert.equal(h.processes.all.length, 2);
     assert.notEqual(second, first);
     await waitFor(
-      () => h.manager.registry.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
+      () => h.manager.registry.get('a').workers.some((w) => w.state === 'ready'),
       'a to be ready in the new host',
     );
     second.exit(null, 'SIGKILL');

@@ -39,10 +39,7 @@ async function restartAfter(h: ProcessHarness, ms: number): Promise<FakeProcess>
   h.clock.advance(ms > 0 ? 1 : 0);
   await waitFor(() => h.processes.all.length === before + 1, `the replacement after ${ms} ms`);
   const p = h.processes.all.at(-1)!;
-  await waitFor(
-    () => h.manager.registry.get('a').workers.some((w) => w.lifecycle.state === 'ready'),
-    'the replacement to load',
-  );
+  await waitFor(() => h.manager.registry.get('a').workers.some((w) => w.state === 'ready'), 'the replacement to load');
   return p;
 }
 
