@@ -68,7 +68,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     const settings = this.settings;
     if (this.#closed) return Promise.reject(this.#closed);
     if (this.workerTarget === 0 && !this.scalesFromZero) return Promise.reject(this.noWorker());
-    if (settings.useJobTicket && !this.hasVacant())
+    if (settings.useJobTicket && !this.workers.some((w) => w.isVacant))
       return refuse(
         'MME_ERR_NO_WORKER',
         `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
@@ -180,11 +180,6 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     const bytes = msg.body?.length ?? 0;
     if (job.opts.onChunk) job.opts.onChunk(msg, () => worker.acknowledge(job, bytes));
     else worker.acknowledge(job, bytes);
-  }
-
-  onRelocate(worker: ModelSlot): void {
-    this.replace(worker);
-    this.dispatch();
   }
 
   /**

@@ -170,7 +170,6 @@ export class Model extends Dispatcher {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const { config } = this.ctx;
-    const { maxResponseSize } = config;
     const { artifact } = this;
     const worker = this.ctx.workers.places[this.#mode].start(this.#limits, {
       id,
@@ -189,7 +188,7 @@ export class Model extends Dispatcher {
         gpuId: this.#assignGpu(),
         batchSize,
         concurrentBatches: preloadModel,
-        maxResponseSize,
+        maxResponseSize: config.maxResponseSize,
       },
       loadTimeoutMs,
       onnxBytes: artifact.onnxBytes,
@@ -199,7 +198,7 @@ export class Model extends Dispatcher {
       },
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
-      maxFrameBytes: maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
+      maxFrameBytes: config.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
       capacity: preloadModel ? minWorkers : kPipelineDepth,
     });
     worker.listen(this);

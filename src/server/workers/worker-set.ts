@@ -31,7 +31,7 @@ export abstract class WorkerSet {
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
-  /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
+  /** Workers being moved (onRelocate()), each with its successor once reconcile() has started it. */
   readonly #moving = new Map<ModelSlot, ModelSlot | null>();
   /** Workers an autoscale move asked for: one with nowhere to go stays (a recycled host's must go). */
   readonly #staysIfNowhere = new Set<ModelSlot>();
@@ -129,7 +129,7 @@ export abstract class WorkerSet {
   }
 
   /** Moves `worker` out of a recycled host; it serves until its successor has loaded, so no request waits. */
-  replace(worker: ModelSlot): void {
+  onRelocate(worker: ModelSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
     this.#reconcileOrRetry();
@@ -142,7 +142,7 @@ export abstract class WorkerSet {
   async moveAll(): Promise<boolean> {
     const moving = this.workers.filter((w) => w.lifecycle.state !== 'stopping' && !this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.add(w);
-    for (const w of moving) this.replace(w);
+    for (const w of moving) this.onRelocate(w);
     const moved = moving.filter((w) => this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.delete(w);
     const successors = moved.flatMap((w) => this.#moving.get(w) ?? []);
@@ -199,10 +199,6 @@ export abstract class WorkerSet {
     }
     if (best) this.#rr = (this.#rr + bestK + 1) % n;
     return best;
-  }
-
-  hasVacant(): boolean {
-    return this.workers.some((w) => w.isVacant);
   }
 
   /** Replaces it if the server did not mean it to end. */
