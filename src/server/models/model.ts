@@ -52,7 +52,6 @@ export class Model extends Dispatcher {
   memoryMeasuredAt = 0;
   /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
-  readonly name: string;
   readonly url: string;
   readonly #handlerPath: string | null;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
@@ -78,8 +77,7 @@ export class Model extends Dispatcher {
     const { name } = health;
     const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
-    super({ name, log, clock, waitForRoom }, settings, handlerPath !== null);
-    this.name = name;
+    super(name, { log, clock, waitForRoom }, settings, handlerPath !== null);
     this.url = health.url;
     this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(name, settings.deviceIds);

@@ -14,7 +14,6 @@ import { describeExit, type WorkerExit } from '../processes/exit-reason';
 import type { ModelSlot } from '../hosts/model-slot';
 
 export interface WorkerSetDeps {
-  name: string;
   log(line: string): void;
   /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
@@ -45,6 +44,7 @@ export abstract class WorkerSet {
   #rr = 0;
 
   constructor(
+    readonly name: string,
     protected readonly deps: WorkerSetDeps,
     target: number,
   ) {
@@ -90,7 +90,7 @@ export abstract class WorkerSet {
     } catch (err) {
       if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
       this.deps.log(
-        `[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`,
+        `[${this.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`,
       );
       const { started } = this.reconcile();
       for (const w of started) this.#secondTries.add(w);
@@ -163,11 +163,11 @@ export abstract class WorkerSet {
     } catch (err) {
       if (this.#staysIfNowhere.has(worker)) {
         this.#moving.delete(worker);
-        this.deps.log(`[${this.deps.name}] worker ${worker.id} stays where it is: ${(err as Error).message}`);
+        this.deps.log(`[${this.name}] worker ${worker.id} stays where it is: ${(err as Error).message}`);
         return;
       }
       handOver();
-      this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
+      this.deps.log(`[${this.name}] could not start a worker to move to: ${(err as Error).message}`);
       this.#waitForRoom();
       return;
     }
@@ -214,7 +214,7 @@ export abstract class WorkerSet {
     if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
     this.deps.log(
-      `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`,
+      `[${this.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`,
     );
     if (onProbation) this.#restartFailed(worker, how);
     this.#scheduleRestart();
@@ -226,7 +226,7 @@ export abstract class WorkerSet {
       worker.lifecycle.loadError ??
       new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(
-      `[${this.deps.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
+      `[${this.name}] replacement worker ${worker.lifecycle.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
     );
     const anyReady = this.workers.some((w) => w.lifecycle.state === 'ready');
     if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
@@ -251,7 +251,7 @@ export abstract class WorkerSet {
       return this.reconcile().started;
     } catch (err) {
       this.#backoff.failed();
-      this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
+      this.deps.log(`[${this.name}] could not start a replacement worker: ${(err as Error).message}`);
       this.#waitForRoom();
       return [];
     }
