@@ -44,11 +44,12 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
 
   /** `withHeaders`: a custom handler gets the requests' headers. */
   constructor(
+    name: string,
     deps: WorkerSetDeps,
     public settings: ModelSettings,
     private readonly withHeaders: boolean,
   ) {
-    super(deps, processCount(settings));
+    super(name, deps, processCount(settings));
     this.#queue = new JobQueue(settings.jobQueueSize, settings.priorityLevels, settings.priorityAgingMs);
     this.#deadlines = DeadlineList.inOrder(deps.clock, (job) => this.#stop(job, 'timeout'));
     this.#callerDeadlines = DeadlineList.anyOrder(deps.clock, (job) => this.#stop(job, 'deadline'));
@@ -64,11 +65,10 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
   }
 
   submit(request: InvokeRequest, opts: JobOptions = {}): Promise<InvokeResult> {
-    const { name } = this.deps;
-    const settings = this.settings;
+    const { name, settings } = this;
     if (this.#closed) return Promise.reject(this.#closed);
     if (this.workerTarget === 0 && !this.scalesFromZero) return Promise.reject(this.noWorker());
-    if (settings.useJobTicket && !this.hasVacant())
+    if (settings.useJobTicket && !this.workers.some((w) => w.isVacant))
       return refuse(
         'MME_ERR_NO_WORKER',
         `No idle worker for model ${name} and job tickets are on for it (use_job_ticket): retry later, or raise its worker count with PUT /models/${name}?min_worker=N.`,
@@ -167,15 +167,10 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     }
     // A response the worker did not send back (never expected) must not leave its caller waiting.
     if (done) {
-      const missing = `The worker of model ${this.deps.name} answered a batch without this request.`;
+      const missing = `The worker of model ${this.name} answered a batch without this request.`;
       for (const job of batch.jobs) if (!job.settled) job.reject(new MmeError('MME_ERR_INTERNAL', missing));
     }
     this.stopIfDone(worker);
-    this.dispatch();
-  }
-
-  onRelocate(worker: ModelSlot): void {
-    this.replace(worker);
     this.dispatch();
   }
 
@@ -184,7 +179,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
    * crash worker after worker (one whose client left fails now: nothing would take it off the queue).
    */
   onExit(worker: ModelSlot, exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
-    const err = runningRequestError(this.deps.name, exit, this.settings.responseTimeoutMs / 1000);
+    const err = runningRequestError(this.name, exit, this.settings.responseTimeoutMs / 1000);
     for (const batch of running) for (const job of batch.jobs) job.reject(err);
     const requeue: Job[] = [];
     for (const batch of waiting) {
@@ -205,9 +200,9 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
   /** A frame that could not be written (a bug): the worker holds nothing of it, so its jobs fail now. */
   #unsent(jobs: readonly Job[], err: unknown): void {
     this.deps.log(
-      `[${this.deps.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`,
+      `[${this.name}] a batch of ${jobs.length} could not be sent to its worker: ${(err as Error)?.stack ?? String(err)}`,
     );
-    const error = `The request to model ${this.deps.name} could not be sent to its worker (a server bug); the server log has the details.`;
+    const error = `The request to model ${this.name} could not be sent to its worker (a server bug); the server log has the details.`;
     for (const job of jobs) job.reject(new MmeError('MME_ERR_INTERNAL', error));
   }
 
@@ -223,13 +218,13 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     if (why !== 'timeout') return worker.cancel(job);
     const seconds = this.settings.responseTimeoutMs / 1000;
     this.deps.log(
-      `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
+      `[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
     );
     worker.kill('timeout-kill');
   }
 
   #stopError(why: StopReason, queued: boolean): MmeError {
-    const { name } = this.deps;
+    const { name } = this;
     if (why === 'cancel')
       return new MmeError(
         'MME_ERR_CLIENT_CLOSED',
@@ -254,7 +249,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
   }
 
   noWorker(): MmeError {
-    const { name } = this.deps;
+    const { name } = this;
     return new MmeError(
       'MME_ERR_NO_WORKER',
       `Model ${name} has no workers: scale it up with PUT /models/${name}?min_worker=1.`,

@@ -52,7 +52,6 @@ export class Model extends Dispatcher {
   memoryMeasuredAt = 0;
   /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
-  readonly name: string;
   readonly url: string;
   readonly #handlerPath: string | null;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
@@ -78,8 +77,7 @@ export class Model extends Dispatcher {
     const { name } = health;
     const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
-    super({ name, log, clock, waitForRoom }, settings, handlerPath !== null);
-    this.name = name;
+    super(name, { log, clock, waitForRoom }, settings, handlerPath !== null);
     this.url = health.url;
     this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
@@ -170,7 +168,6 @@ export class Model extends Dispatcher {
     const id = `${this.name}-w${++this.#workerSeq}`;
     const { batchSize, preloadModel, minWorkers, loadTimeoutMs } = this.settings;
     const { config } = this.ctx;
-    const { maxResponseSize } = config;
     const { artifact } = this;
     const worker = this.ctx.workers.places[this.#mode].start(this.#limits, {
       id,
@@ -189,7 +186,7 @@ export class Model extends Dispatcher {
         gpuId: this.#assignGpu(),
         batchSize,
         concurrentBatches: preloadModel,
-        maxResponseSize,
+        maxResponseSize: config.maxResponseSize,
       },
       loadTimeoutMs,
       onnxBytes: artifact.onnxBytes,
@@ -199,7 +196,7 @@ export class Model extends Dispatcher {
       },
       // A frame carries a whole batch, or up to kCoalesce batch-size-1 answers; the worker refuses
       // any single answer over max_response_size before it is sent.
-      maxFrameBytes: maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
+      maxFrameBytes: config.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
       capacity: preloadModel ? minWorkers : kPipelineDepth,
     });
     worker.listen(this);

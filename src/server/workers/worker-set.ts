@@ -14,7 +14,6 @@ import { describeExit, type WorkerExit } from '../processes/exit-reason';
 import type { ModelSlot } from '../hosts/model-slot';
 
 export interface WorkerSetDeps {
-  name: string;
   log(line: string): void;
   /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
@@ -31,7 +30,7 @@ export abstract class WorkerSet {
   #running = false;
   #stopped = false;
   readonly #backoff: Backoff;
-  /** Workers being moved (replace()), each with its successor once reconcile() has started it. */
+  /** Workers being moved (onRelocate()), each with its successor once reconcile() has started it. */
   readonly #moving = new Map<ModelSlot, ModelSlot | null>();
   /** Workers an autoscale move asked for: one with nowhere to go stays (a recycled host's must go). */
   readonly #staysIfNowhere = new Set<ModelSlot>();
@@ -45,6 +44,7 @@ export abstract class WorkerSet {
   #rr = 0;
 
   constructor(
+    readonly name: string,
     protected readonly deps: WorkerSetDeps,
     target: number,
   ) {
@@ -90,7 +90,7 @@ export abstract class WorkerSet {
     } catch (err) {
       if (!worker.displaced || this.#stopped || this.#secondTries.has(worker)) throw err;
       this.deps.log(
-        `[${this.deps.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`,
+        `[${this.name}] its shared host died while it loaded, through no fault of this model (${(err as MmeError).message}); loading it in another host`,
       );
       const { started } = this.reconcile();
       for (const w of started) this.#secondTries.add(w);
@@ -129,7 +129,7 @@ export abstract class WorkerSet {
   }
 
   /** Moves `worker` out of a recycled host; it serves until its successor has loaded, so no request waits. */
-  replace(worker: ModelSlot): void {
+  onRelocate(worker: ModelSlot): void {
     if (this.#stopped || this.#moving.has(worker) || !this.workers.includes(worker)) return;
     this.#moving.set(worker, null);
     this.#reconcileOrRetry();
@@ -142,7 +142,7 @@ export abstract class WorkerSet {
   async moveAll(): Promise<boolean> {
     const moving = this.workers.filter((w) => w.state !== 'stopping' && !this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.add(w);
-    for (const w of moving) this.replace(w);
+    for (const w of moving) this.onRelocate(w);
     const moved = moving.filter((w) => this.#moving.has(w));
     for (const w of moving) this.#staysIfNowhere.delete(w);
     const successors = moved.flatMap((w) => this.#moving.get(w) ?? []);
@@ -163,11 +163,11 @@ export abstract class WorkerSet {
     } catch (err) {
       if (this.#staysIfNowhere.has(worker)) {
         this.#moving.delete(worker);
-        this.deps.log(`[${this.deps.name}] worker ${worker.id} stays where it is: ${(err as Error).message}`);
+        this.deps.log(`[${this.name}] worker ${worker.id} stays where it is: ${(err as Error).message}`);
         return;
       }
       handOver();
-      this.deps.log(`[${this.deps.name}] could not start a worker to move to: ${(err as Error).message}`);
+      this.deps.log(`[${this.name}] could not start a worker to move to: ${(err as Error).message}`);
       this.#waitForRoom();
       return;
     }
@@ -201,10 +201,6 @@ export abstract class WorkerSet {
     return best;
   }
 
-  hasVacant(): boolean {
-    return this.workers.some((w) => w.isVacant);
-  }
-
   /** Replaces it if the server did not mean it to end. */
   protected workerExited(worker: ModelSlot, exit: WorkerExit): void {
     const i = this.workers.indexOf(worker);
@@ -217,7 +213,7 @@ export abstract class WorkerSet {
     if (exit.reason === 'stopped' && !loadFailed) return;
     const how = describeExit(exit);
     this.deps.log(
-      `[${this.deps.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`,
+      `[${this.name}] worker ${worker.id} (pid ${worker.pid}) ${how}; restarting (exit reason: ${exit.reason})`,
     );
     if (onProbation) this.#restartFailed(worker, how);
     this.#scheduleRestart();
@@ -228,7 +224,7 @@ export abstract class WorkerSet {
     const err =
       worker.loadError ?? new MmeError('MME_ERR_WORKER_DIED', `worker ${worker.id} ${how} right after loading`);
     this.deps.log(
-      `[${this.deps.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
+      `[${this.name}] replacement worker ${worker.loadError ? 'failed to load' : 'died'} (attempt ${this.#backoff.attempt}): ${err.message}`,
     );
     const anyReady = this.workers.some((w) => w.state === 'ready');
     if (this.#failed || anyReady || this.#backoff.attempt < kFailedAfter) return;
@@ -253,7 +249,7 @@ export abstract class WorkerSet {
       return this.reconcile().started;
     } catch (err) {
       this.#backoff.failed();
-      this.deps.log(`[${this.deps.name}] could not start a replacement worker: ${(err as Error).message}`);
+      this.deps.log(`[${this.name}] could not start a replacement worker: ${(err as Error).message}`);
       this.#waitForRoom();
       return [];
     }
