@@ -17,17 +17,7 @@ import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../proces
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';
-
-/** Its registration: the load it was built from, and the lifecycle it reports its workers' health to. */
-export interface ModelHealth {
-  readonly name: string;
-  readonly url: string;
-  readonly failed: boolean;
-  readonly lastError: MmeError | null;
-  markFailed(err: MmeError): void;
-  markRecovered(): void;
-  memoryChanged?(): void;
-}
+import type { Registration } from './registration';
 
 /** The server's parts a model's workers use. */
 export interface ModelContext {
@@ -67,7 +57,8 @@ export class Model extends Dispatcher {
   #ranMicros = 0;
 
   constructor(
-    private readonly health: ModelHealth,
+    /** Its registration: the load it was built from, and the lifecycle it reports its workers' health to. */
+    private readonly health: Registration,
     settings: ModelSettings,
     private readonly artifact: ModelArtifact,
     private readonly ctx: ModelContext,
@@ -255,7 +246,7 @@ export class Model extends Dispatcher {
     const sizes = await Promise.all(this.workers.map((w) => w.measureMemory()));
     this.memoryBytes = limitBytes(this.settings) ?? sizes.reduce((s, b) => s + b, 0);
     this.memoryMeasuredAt = this.ctx.workers.opts.clock.now();
-    this.health.memoryChanged?.();
+    this.health.memoryChanged();
     return this.memoryBytes;
   }
 }

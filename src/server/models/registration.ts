@@ -18,7 +18,7 @@ import type { Clock, Timer } from '../../util/clock';
 import { StateMachine } from '../../util/state-machine';
 import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
-import type { Model, ModelHealth } from './model';
+import type { Model } from './model';
 
 export type Phase = 'loading' | 'ready' | 'failed' | 'draining' | 'stopping' | 'gone';
 
@@ -40,7 +40,7 @@ export interface RegistrationListener {
   admitted(entry: Registration): void;
 }
 
-export class Registration implements ModelHealth, Resident {
+export class Registration implements Resident {
   readonly #phase = new StateMachine<Phase>(() => `model ${this.name}`, 'loading', kNext);
   #model: Model | null = null;
   #artifact: ModelArtifact | null = null;
