@@ -41,20 +41,6 @@ Servers with tokens or TLS:
 
 class UsageError extends Error {}
 
-interface Options {
-  url: string;
-  workers: number | null;
-  contentType: string;
-  targetModel: string | null;
-  grpc: string;
-  stream: boolean;
-  inferenceToken: string | null;
-  managementToken: string | null;
-  tls: TlsFiles;
-  grpcTls: boolean;
-  words: string[];
-}
-
 /** A PEM file named by an option, read now, so a wrong path is a usage error and not a TLS failure later. */
 function pemFile(option: string, file: string): Buffer {
   try {
@@ -75,19 +61,22 @@ const kTextOptions = new Map<string, TextOption>([
   ['--management-token', 'managementToken'],
 ]);
 
-function parse(argv: readonly string[]): Options {
-  const opts: Options = {
+/** The options: each as the command line sets it, else its default. */
+type Options = ReturnType<typeof parse>;
+
+function parse(argv: readonly string[]) {
+  const opts = {
     url: process.env.MME_URL || 'http://127.0.0.1:8080',
-    workers: null,
+    workers: null as number | null,
     contentType: 'application/json',
-    targetModel: null,
+    targetModel: null as string | null,
     grpc: process.env.MME_GRPC || '127.0.0.1:7070',
     stream: false,
     inferenceToken: process.env.MME_INFERENCE_TOKEN || null,
     managementToken: process.env.MME_MANAGEMENT_TOKEN || null,
-    tls: {},
+    tls: {} as TlsFiles,
     grpcTls: false,
-    words: [],
+    words: [] as string[],
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];

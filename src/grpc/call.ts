@@ -176,7 +176,7 @@ export class GrpcRequest<Req, Res> implements DoorRequest {
   fail(e: MmeError): string {
     const status = toServiceError(e);
     this.sink(status);
-    return Status[status.code!];
+    return Status[status.code];
   }
 }
 

@@ -17,14 +17,12 @@ const kLimits: ReadonlyMap<string, (bytes: Buffer) => string | null> = new Map([
   ['PredictionsRequest', predictionsRequestProblem],
 ]);
 
-function requestTypeName(method: MethodDefinition<unknown, unknown>): string | undefined {
-  return (method as { requestType?: { type?: { name?: string } } }).requestType?.type?.name;
-}
-
 export function lenientDecoding(service: ServiceDefinition): ServiceDefinition {
   const out: Record<string, MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(service as Record<string, MethodDefinition<unknown, unknown>>)) {
-    const limits = kLimits.get(requestTypeName(method) ?? '');
+    const limits = kLimits.get(
+      (method as { requestType?: { type?: { name?: string } } }).requestType?.type?.name ?? '',
+    );
     out[name] = {
       ...method,
       requestDeserialize: (bytes: Buffer) => {

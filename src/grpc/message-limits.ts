@@ -118,7 +118,10 @@ function wireProblem(message: string, type: Schema, r: BufferReader, start: numb
   return null;
 }
 
-function over(count: number, limit: number, message: string, field: string, advice: string): string | null {
+const kInfer = 'ModelInferRequest';
+const kPredictions = 'PredictionsRequest';
+
+function over(count: number, limit: number, field: string, advice: string, message = kInfer): string | null {
   return count > limit ? `the ${message} has more than ${limit} ${field}; ${advice}` : null;
 }
 
@@ -132,18 +135,17 @@ const kRepeatedFields = new Map<number, [string, string]>([
 
 /** Why a KServe ModelInferRequest is refused before decoding, or null. */
 export function inferRequestProblem(bytes: Buffer): string | null {
-  const m = 'ModelInferRequest';
   const typed = { elements: 0, bytes: 0 };
   const counts = new Map<number, number>();
   const r = new BufferReader(bytes);
-  const wrong = wireProblem(m, kInferRequest, r, 0, bytes.length);
+  const wrong = wireProblem(kInfer, kInferRequest, r, 0, bytes.length);
   if (wrong) return wrong;
   for (const f of r.fields(0, bytes.length)) {
     const n = (counts.get(f.field) ?? 0) + 1;
     counts.set(f.field, n);
     const repeated = kRepeatedFields.get(f.field);
     const problem =
-      repeated && (over(n, MAX_ENTRIES, m, ...repeated) ?? (f.field === 5 ? inputProblem(r, f, typed) : null));
+      repeated && (over(n, MAX_ENTRIES, ...repeated) ?? (f.field === 5 ? inputProblem(r, f, typed) : null));
     if (problem) return problem;
   }
   return null;
@@ -151,7 +153,6 @@ export function inferRequestProblem(bytes: Buffer): string | null {
 
 /** One InferInputTensor's shape and parameters, and its typed contents added to the message's. */
 function inputProblem(r: BufferReader, input: WireField, typed: { elements: number; bytes: number }): string | null {
-  const m = 'ModelInferRequest';
   let dims = 0;
   let parameters = 0;
   for (const f of r.fields(input.payload, input.end)) {
@@ -166,19 +167,17 @@ function inputProblem(r: BufferReader, input: WireField, typed: { elements: numb
       }
     }
     const problem =
-      over(dims, MAX_DIMS, m, "dimensions in one input's shape", 'no tensor has that many') ??
-      over(parameters, MAX_ENTRIES, m, 'parameters in one input', 'send fewer') ??
+      over(dims, MAX_DIMS, "dimensions in one input's shape", 'no tensor has that many') ??
+      over(parameters, MAX_ENTRIES, 'parameters in one input', 'send fewer') ??
       over(
         typed.elements,
         MAX_TYPED_ELEMENTS,
-        m,
         'elements in typed contents',
         'send large tensors in raw_input_contents',
       ) ??
       over(
         typed.bytes,
         MAX_TYPED_BYTES_ELEMENTS,
-        m,
         'bytes_contents elements',
         'send large BYTES tensors in raw_input_contents',
       );
@@ -190,15 +189,9 @@ function inputProblem(r: BufferReader, input: WireField, typed: { elements: numb
 /** Why a TorchServe PredictionsRequest is refused before decoding, or null. */
 export function predictionsRequestProblem(bytes: Buffer): string | null {
   const r = new BufferReader(bytes);
-  const wrong = wireProblem('PredictionsRequest', kPredictionsRequest, r, 0, bytes.length);
+  const wrong = wireProblem(kPredictions, kPredictionsRequest, r, 0, bytes.length);
   if (wrong) return wrong;
   let entries = 0;
   for (const f of r.fields(0, bytes.length)) if (f.field === 3) entries++;
-  return over(
-    entries,
-    MAX_ENTRIES,
-    'PredictionsRequest',
-    'input entries',
-    'send the body as "data" and at most a few headers',
-  );
+  return over(entries, MAX_ENTRIES, 'input entries', 'send the body as "data" and at most a few headers', kPredictions);
 }

@@ -7,7 +7,7 @@ import {
   ServerInterceptingCall,
   status as Status,
   type ServerInterceptor,
-  type ServiceError,
+  type StatusObject,
 } from '@grpc/grpc-js';
 import { capMessage, MmeError, quote, type ErrorCode } from '../errors';
 
@@ -46,16 +46,13 @@ export function grpcStatusOf(e: MmeError): Status {
   return e.status >= 400 && e.status < 500 ? Status.INVALID_ARGUMENT : Status.INTERNAL;
 }
 
-/** Well-formed as well as short: grpc-js percent-encodes details with encodeURI, which throws on a lone surrogate. */
-function capDetails(message: string): string {
-  // UTF-8 encoding replaces a lone surrogate with U+FFFD.
-  return Buffer.from(capMessage(message, DETAILS_LIMIT), 'utf8').toString('utf8');
-}
-
-export function toServiceError(e: MmeError): Partial<ServiceError> {
+export function toServiceError(e: MmeError): StatusObject {
   const metadata = new Metadata();
   metadata.set('mme-error-code', e.code);
-  return { code: grpcStatusOf(e), details: capDetails(e.message), metadata };
+  // Well-formed as well as short: grpc-js percent-encodes details with encodeURI, which throws on a
+  // lone surrogate, and UTF-8 encoding replaces one with U+FFFD.
+  const details = Buffer.from(capMessage(e.message, DETAILS_LIMIT), 'utf8').toString('utf8');
+  return { code: grpcStatusOf(e), details, metadata };
 }
 
 /** How grpc-js 1.x words its refusal of a grpc-timeout it cannot parse (server-interceptors.ts). */
@@ -74,8 +71,7 @@ export const malformedTimeoutStatus: ServerInterceptor = (_method, call) => {
       'MME_ERR_INVALID_INPUT',
       `grpc-timeout is ${quote(bad[1])}; set it to 1 to 8 digits and a unit (H, M, S, m, u or n), e.g. 500m, or leave it out for no deadline`,
     );
-    const { code, details, metadata } = toServiceError(e);
-    send({ code: code!, details: details!, metadata: metadata! });
+    send(toServiceError(e));
   };
   return new ServerInterceptingCall(call);
 };

@@ -8,10 +8,7 @@ import type { TlsFiles } from '../util/tls-files';
 export class TlsServerCredentials extends ServerCredentials {
   /** Subscribed until the server's TlsFiles closes, with the server; a handshake longer than `handshakeTimeoutMs` is dropped. */
   constructor(tls: TlsFiles, handshakeTimeoutMs: number) {
-    super(
-      { requestCert: tls.mutual, rejectUnauthorized: tls.mutual, handshakeTimeout: handshakeTimeoutMs },
-      tls.context,
-    );
+    super(tls.peerOptions(handshakeTimeoutMs), tls.context);
     tls.onChange((context) => this.updateSecureContextOptions(context));
   }
 

@@ -3,12 +3,12 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { MmeError } from '../errors';
 import type { InferenceToken } from '../gateway/bearer-tokens';
-import type { Gateway } from '../gateway/gateway';
+import type { ServerConfig } from '../config/types';
 import type { MetricsRecorder } from '../metrics';
 import type { ModelManager } from '../gateway/models';
 import { errorResponse, methodNotAllowed } from './error-response';
 import { bearerToken, listenerGuards, type ListenerGuards } from './guards';
-import { invokeRoute } from './invoke-route';
+import { invokeRoute, type InvokeRouteOptions } from './invoke-route';
 import { kMaxHeadersCount, koaListener } from './listener';
 import { mountManagementRoutes } from './management-routes';
 import { metricsRoute } from './metrics-route';
@@ -17,19 +17,16 @@ import { requestId } from './request-id';
 
 export type ListenerRole = 'inference' | 'management' | 'both';
 
-export interface AppOptions {
+export interface AppOptions
+  extends Pick<ServerConfig, 'maxRequestSize' | 'managementToken' | 'accessLog'>,
+    Pick<InvokeRouteOptions, 'gateway' | 'log'> {
   role: ListenerRole;
-  gateway: Gateway;
   manager: ModelManager;
   metrics: MetricsRecorder;
   /** GET /metrics on this listener's management side (false when metrics_address has its own). */
   serveMetrics: boolean;
-  maxRequestSize: number;
   loopbackOnly: boolean;
-  managementToken: string | null;
   inferenceToken: InferenceToken | null;
-  accessLog: boolean;
-  log: (line: string) => void;
 }
 
 /** The invoke routes on a listener's inference side, Koa everything else. */

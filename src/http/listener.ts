@@ -68,16 +68,7 @@ export async function listen(
   let server: http.Server;
   if (addr.scheme === 'https') {
     if (tls === null) throw configError(`${addr.raw} is https:// but tls_cert_file is not set`);
-    const secure = https.createServer(
-      {
-        ...options,
-        ...tls.context,
-        requestCert: tls.mutual,
-        rejectUnauthorized: tls.mutual,
-        handshakeTimeout: l.headersTimeoutMs,
-      },
-      handler,
-    );
+    const secure = https.createServer({ ...options, ...tls.context, ...tls.peerOptions(l.headersTimeoutMs) }, handler);
     secure.on('tlsClientError', answerPlainHttp);
     secure.once(
       'close',

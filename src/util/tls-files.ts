@@ -9,7 +9,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, type SecureContextOptions, type TlsOptions } from 'node:tls';
 import { configError } from '../errors';
 import type { Log } from '../logger';
 import type { Timer, Timers } from './clock';
@@ -167,8 +167,10 @@ export class TlsFiles {
     return this.#context;
   }
 
-  get mutual(): boolean {
-    return this.paths.clientCaFile !== null;
+  /** What every TLS server sets beside the context: the client certificate asked for with mTLS, and the handshake's limit. */
+  peerOptions(handshakeTimeoutMs: number): Pick<TlsOptions, 'requestCert' | 'rejectUnauthorized' | 'handshakeTimeout'> {
+    const mutual = this.paths.clientCaFile !== null;
+    return { requestCert: mutual, rejectUnauthorized: mutual, handshakeTimeout: handshakeTimeoutMs };
   }
 
   /** Returns what stops the calls. */

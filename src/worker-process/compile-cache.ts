@@ -7,14 +7,9 @@ import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-function enableCompileCache(): void {
-  const enable = (module as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache;
-  if (typeof enable !== 'function') return;
-  try {
-    enable(process.env.MME_COMPILE_CACHE_DIR || path.join(os.tmpdir(), 'mme-compile-cache'));
-  } catch {
-    // A cache is an optimisation: a directory that cannot be written leaves the worker as it was.
-  }
+const enable = (module as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache;
+try {
+  enable?.(process.env.MME_COMPILE_CACHE_DIR || path.join(os.tmpdir(), 'mme-compile-cache'));
+} catch {
+  // A cache is an optimisation: a directory that cannot be written leaves the worker as it was.
 }
-
-enableCompileCache();

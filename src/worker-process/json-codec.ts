@@ -77,18 +77,12 @@ export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budge
 /** The `outputs` and `parameters.binary_data_output` of a v2 request body or inference header. */
 export function outputSelection(header: object): OutputSelection {
   const outputs = own(header, 'outputs');
-  if (
-    outputs !== undefined &&
-    !(
-      Array.isArray(outputs) &&
-      (outputs as unknown[]).every((o) => o && typeof o === 'object' && typeof own(o, 'name') === 'string')
-    )
-  ) {
-    throw invalidInput('"outputs" must be a list of {"name": "<output name>"} objects');
-  }
-  // Each name once: the answer would build an output once per mention (a 13 KB request naming one
-  // output 1000 times cost a worker 2 GB). Every codec's request (v2 JSON, binary, gRPC) comes here.
   if (outputs !== undefined) {
+    const named = (o: unknown) => o && typeof o === 'object' && typeof own(o, 'name') === 'string';
+    if (!Array.isArray(outputs) || !outputs.every(named))
+      throw invalidInput('"outputs" must be a list of {"name": "<output name>"} objects');
+    // Each name once: the answer would build an output once per mention (a 13 KB request naming one
+    // output 1000 times cost a worker 2 GB). Every codec's request (v2 JSON, binary, gRPC) comes here.
     const seen = new Set<string>();
     for (const o of outputs as Array<{ name: string }>) {
       if (seen.has(o.name))
@@ -243,11 +237,11 @@ export function checkShape(info: TensorInfo, dims: readonly number[]): void {
 export function encodeJson(outputs: Record<string, PlainTensor>, meta: EncodeMeta): string {
   const { format, outputs: infos } = meta;
   const names = Object.keys(outputs);
-  const value = (n: string) =>
-    jsonValue(
-      outputs[n],
-      infos.find((info) => info.name === n),
-    );
+  // Nested arrays; a ZipMap output's rows as {class label: probability} objects.
+  const value = (n: string) => {
+    const labels = infos.find((info) => info.name === n)?.classLabels;
+    return labels ? probabilityRows(outputs[n], labels) : nest(jsonElements(outputs[n]), outputs[n].dims);
+  };
   switch (format) {
     case 'named':
       return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
@@ -278,11 +272,6 @@ export function v2Output(name: string, t: PlainTensor, infos: readonly TensorInf
     ...(withData ? { data: jsonElements(t) } : {}),
     ...(labels ? { parameters: { class_labels: labels } } : {}),
   };
-}
-
-/** Nested arrays; a ZipMap output's rows as {class label: probability} objects. */
-function jsonValue(t: PlainTensor, info: TensorInfo | undefined): unknown {
-  return info?.classLabels ? probabilityRows(t, info.classLabels) : nest(jsonElements(t), t.dims);
 }
 
 /** TF-Serving style: one object per instance, each holding that row of every output. */

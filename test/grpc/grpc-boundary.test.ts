@@ -404,10 +404,10 @@ describe('gRPC boundary (issue 21): client mistakes are INVALID_ARGUMENT, never 
   it('gRPC status details are capped at DETAILS_LIMIT characters and well-formed, whatever the message', () => {
     const long = toServiceError(new MmeError('MME_ERR_INVALID_INPUT', 'é'.repeat(8000)));
     assert.equal(long.code, Status.INVALID_ARGUMENT);
-    assert.ok(long.details!.length <= DETAILS_LIMIT + 40, `${long.details!.length} characters`);
+    assert.ok(long.details.length <= DETAILS_LIMIT + 40, `${long.details.length} characters`);
     const lone = toServiceError(new MmeError('MME_ERR_INVALID_INPUT', `bad ${'\ud800'} surrogate`));
     assert.equal(lone.details, 'bad \ufffd surrogate');
-    assert.doesNotThrow(() => encodeURI(lone.details!));
+    assert.doesNotThrow(() => encodeURI(lone.details));
   });
 
   it('gRPC: a handler error of 8 KiB of non-ASCII text still reaches the client as its status', async () => {
