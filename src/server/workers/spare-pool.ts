@@ -51,7 +51,7 @@ export class SparePool {
     this.#fill();
   }
 
-  /** Spares that have started and can take a model now. */
+  /** Spares that have started and can take a model now: a process given back is kept only while there are fewer than `size`. */
   get ready(): number {
     return [...this.#spares].filter((h) => h.hasStarted && h.exitInfo === null).length;
   }
@@ -96,17 +96,12 @@ export class SparePool {
     }
   }
 
-  /** Started spares: a process given back is worth keeping only while there are fewer than `size`. */
-  get #started(): number {
-    return [...this.#spares].filter((h) => h.hasStarted).length;
-  }
-
   /** Whether `slot`'s process may be given back once its model is unloaded, instead of stopped. */
   #reusable(slot: ModelSlot): boolean {
     const host = slot.host;
     return (
       !this.#closed &&
-      this.#started < this.size &&
+      this.ready < this.size &&
       host.policy.gpuId < 0 &&
       !host.limited &&
       slot.handlerPath === null &&
@@ -121,7 +116,7 @@ export class SparePool {
    * more), or goes if the pool has its spares by now. Kept only if it gave back what its model held.
    */
   #givenBack(h: HostProcess): void {
-    if (this.#closed || this.#started >= this.size || !h.open || h.slotCount > 0) {
+    if (this.#closed || this.ready >= this.size || !h.open || h.slotCount > 0) {
       void h.stop();
       return;
     }
