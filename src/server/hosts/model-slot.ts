@@ -204,9 +204,8 @@ export class ModelSlot {
     if (this.#exitInfo || this.#unloadTimer) return;
     this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
     this.#unloadTimer = this.host.clock.setTimeout(() => {
-      const where = this.sharedHostId === null ? `its process (pid ${this.pid})` : `shared host ${this.host.id}`;
       this.log(
-        `[${this.id}] ${where} did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing it`,
+        `[${this.id}] process ${this.host.id} (pid ${this.pid}) did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing it`,
       );
       this.host.kill('timeout-kill', this.modelName);
     }, this.assignment.loadTimeoutMs);
