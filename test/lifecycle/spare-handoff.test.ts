@@ -172,4 +172,22 @@ describe('spare hand-off (fake processes, virtual clock): one process start at m
     assert.ok(h.processes.all[1].alive, 'the spare starting was stopped though nothing replaced it');
     await closeAll(h);
   });
+
+  it('the process given back fills the pool in place of the refill: load/unload churn starts no process', async () => {
+    const h = spareHarness();
+    const [spare] = h.processes.all;
+    spare.start();
+    await loadInto(h, spare, 'a');
+    h.clock.advance(10);
+    await h.manager.lifecycle.unload('a');
+    h.clock.advance(10);
+    await loadInto(h, spare, 'b');
+    // The refill after a's load would fall due now, while b holds the process a gave back.
+    h.clock.advance(kRefillMs - 20);
+    assert.equal(h.processes.all.length, 1, "a's refill started a process though a gave its own back");
+    await h.manager.lifecycle.unload('b');
+    h.clock.advance(kRefillMs);
+    assert.equal(h.processes.all.length, 1, 'a process started though the pool has its spare');
+    await closeAll(h);
+  });
 });

@@ -20,6 +20,7 @@ import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type HostEvents, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot, type Assignment } from '../hosts/model-slot';
 import type { ProcessLimits } from '../processes/process-limits';
+import type { Timer } from '../../util/clock';
 
 /**
  * How long after the taken worker's Loaded its replacement starts: the load still reads the worker's
@@ -42,6 +43,8 @@ export class SparePool {
     onUnloaded: (h) => this.#givenBack(h),
     onExit: (h) => this.#exited(h),
   };
+  /** The refill after the last load: a process given back before it fills the pool instead. */
+  #refill: Timer | null = null;
   #closed = false;
 
   constructor(
@@ -73,7 +76,9 @@ export class SparePool {
     if (!spare?.hasStarted) this.#starting.add(slot);
     const done = () => {
       this.#starting.delete(slot);
-      this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs).unref();
+      this.spawnOptions.clock.clearTimeout(this.#refill);
+      this.#refill = this.spawnOptions.clock.setTimeout(() => this.#fill(), kRefillAfterMs);
+      this.#refill.unref();
     };
     void Promise.race([slot.ready, slot.exited]).then(done, done);
     return slot;
@@ -126,6 +131,7 @@ export class SparePool {
       void starting.stop();
     }
     this.#spares.add(h);
+    this.spawnOptions.clock.clearTimeout(this.#refill);
     const atStart = this.#startedBytes.get(h) ?? 0;
     void h.measureMemory().then((bytes) => {
       if (bytes - atStart <= kKeptBytes || !this.#spares.delete(h)) return;
