@@ -51,12 +51,10 @@ export class DiskCache {
         continue;
       }
       try {
-        const meta = JSON.parse(await readFile(path.join(full, kMeta), 'utf8')) as CachedModel & { usedAt: number };
-        found.push([
-          d.name,
-          { kind: meta.kind, key: meta.key, version: meta.version, bytes: meta.bytes, validatedAt: meta.validatedAt },
-          meta.usedAt ?? 0,
-        ]);
+        const { usedAt, ...model } = JSON.parse(await readFile(path.join(full, kMeta), 'utf8')) as CachedModel & {
+          usedAt: number;
+        };
+        found.push([d.name, model, usedAt ?? 0]);
       } catch {
         await rm(full, { recursive: true, force: true });
       }
