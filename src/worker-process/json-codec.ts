@@ -59,19 +59,18 @@ export function decodeJson(parsed: unknown, inputs: readonly TensorInfo[], budge
   const instances = own(body, 'instances');
   if (Array.isArray(instances)) return { format: 'instances', feeds: single(instances, inputs, '"instances"', budget) };
   const given = own(body, 'inputs');
-  const id = own(body, 'id');
-  if (Array.isArray(given))
-    return {
-      format: 'v2',
-      feeds: decodeV2(given, inputs, budget),
-      id: typeof id === 'string' ? id : undefined,
-      selection: outputSelection(body),
-    };
+  if (Array.isArray(given)) return v2Request(body, decodeV2(given, inputs, budget));
   if (given && typeof given === 'object')
     return { format: 'named', feeds: decodeNamed(given as Record<string, unknown>, inputs, budget) };
   throw invalidInput(
     `the JSON body has no "inputs" or "instances" field; send {"inputs": {${inputs.map((i) => `"${i.name}": [...]`).join(', ')}}}`,
   );
+}
+
+/** A v2 request's feeds, with what its answer takes from the body: the id to echo, the outputs asked for. */
+export function v2Request(body: object, feeds: Feeds): DecodedRequest {
+  const id = own(body, 'id');
+  return { format: 'v2', feeds, id: typeof id === 'string' ? id : undefined, selection: outputSelection(body) };
 }
 
 /** The `outputs` and `parameters.binary_data_output` of a v2 request body or inference header. */

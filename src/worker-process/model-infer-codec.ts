@@ -12,14 +12,7 @@ import { MODEL_INFER_MEDIA_TYPE } from '../protocol/messages';
 import { BufferReader, Wire, type WireField } from '../util/protobuf-wire';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
-import {
-  decodeV2,
-  outputSelection,
-  selectedOutputs,
-  v2Output,
-  type DecodedRequest,
-  type EncodeMeta,
-} from './json-codec';
+import { decodeV2, selectedOutputs, v2Output, v2Request, type DecodedRequest, type EncodeMeta } from './json-codec';
 import type { EncodedBody } from './oip-codec';
 import { invalidInput, type PlainTensor, type RequestBudget } from './tensor';
 
@@ -201,16 +194,10 @@ export function decodeModelInfer(
     );
   const list = given.map((t) => ({ name: t.name, datatype: t.datatype, shape: checkedShape(t) }));
   const binaries = new Map(list.map((item, i) => [item, raw[i] ?? typedToRaw(given[i], item.shape, bytes)]));
-  return {
-    format: 'v2',
-    feeds: decodeV2(list, inputs, budget, binaries),
-    id: id || undefined,
-    // An answer in raw_output_contents when the request came raw.
-    selection: outputSelection({
-      outputs: outputs.length > 0 ? outputs : undefined,
-      parameters: { binary_data_output: raw.length > 0 },
-    }),
-  };
+  const feeds = decodeV2(list, inputs, budget, binaries);
+  // An answer in raw_output_contents when the request came raw.
+  const parameters = { binary_data_output: raw.length > 0 };
+  return v2Request({ id: id || undefined, outputs: outputs.length > 0 ? outputs : undefined, parameters }, feeds);
 }
 
 /** Protobuf bytes, written as pieces and joined once. */
