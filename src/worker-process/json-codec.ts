@@ -7,7 +7,7 @@
  */
 import { quote, quoteValue } from '../errors';
 import { ortTypeOf, rawStrings, V2_DATATYPES, v2Datatype } from '../oip/datatypes';
-import type { V2Parameters, V2Tensor } from '../oip/types';
+import type { V2InferResponse, V2Parameters, V2Tensor } from '../oip/types';
 import type { TensorInfo } from '../model-types';
 import { probabilityRows } from './classifier-answers';
 import { fromNested, jsonElements, nest, shapeOf } from './nested-arrays';
@@ -244,12 +244,10 @@ export function encodeJson(outputs: Record<string, PlainTensor>, meta: EncodeMet
   switch (format) {
     case 'named':
       return JSON.stringify({ outputs: Object.fromEntries(names.map((n) => [n, value(n)])) });
-    case 'v2':
-      return JSON.stringify({
-        model_name: meta.modelName,
-        ...(meta.id === undefined ? {} : { id: meta.id }),
-        outputs: selectedOutputs(outputs, meta.selection).map(([n, t]) => v2Output(n, t, infos, true)),
-      });
+    case 'v2': {
+      const tensors = selectedOutputs(outputs, meta.selection).map(([n, t]) => v2Output(n, t, infos, true));
+      return JSON.stringify(v2Answer(meta, tensors));
+    }
     case 'instances':
     case 'bare': {
       let body: unknown;
@@ -259,6 +257,11 @@ export function encodeJson(outputs: Record<string, PlainTensor>, meta: EncodeMet
       return JSON.stringify(format === 'bare' ? body : { predictions: body });
     }
   }
+}
+
+/** A v2 answer around its output tensors: the model's name, and the request's id echoed. */
+export function v2Answer(meta: EncodeMeta, outputs: V2Tensor[]): V2InferResponse {
+  return { model_name: meta.modelName, ...(meta.id === undefined ? {} : { id: meta.id }), outputs };
 }
 
 /** One v2 output tensor; a ZipMap output goes as its [rows, classes] tensor, its labels beside it. */

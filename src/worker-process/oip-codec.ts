@@ -7,13 +7,14 @@
 import { quote } from '../errors';
 import { headerLengthOf, joinBody, oipContentType, sliceBinary, splitBody } from '../oip/binary-body';
 import { toRaw } from '../oip/datatypes';
-import type { V2InferRequest, V2InferResponse } from '../oip/types';
+import type { V2InferRequest } from '../oip/types';
 import type { TensorInfo } from '../model-types';
 import type { HandlerRequest } from './context';
 import {
   decodeV2,
   outputSelection,
   selectedOutputs,
+  v2Answer,
   v2Output,
   type DecodedRequest,
   type EncodeMeta,
@@ -51,7 +52,7 @@ export function decodeOip(req: HandlerRequest, inputs: readonly TensorInfo[], bu
 }
 
 export function encodeOip(outputs: Record<string, PlainTensor>, meta: EncodeMeta): EncodedBody {
-  const { selection, outputs: infos, id } = meta;
+  const { selection, outputs: infos } = meta;
   const binaries: Buffer[] = [];
   const tensors = selectedOutputs(outputs, selection).map(([name, t]) => {
     const binary =
@@ -64,11 +65,6 @@ export function encodeOip(outputs: Record<string, PlainTensor>, meta: EncodeMeta
     }
     return tensor;
   });
-  const response: V2InferResponse = {
-    model_name: meta.modelName,
-    ...(id === undefined ? {} : { id }),
-    outputs: tensors,
-  };
-  const { body, headerLength } = joinBody(response, binaries);
+  const { body, headerLength } = joinBody(v2Answer(meta, tensors), binaries);
   return { body, contentType: oipContentType(headerLength) };
 }
