@@ -113,23 +113,15 @@ function readModel(file: FileWindow, path: string): OnnxFile {
     if (f.wire !== Wire.Len) continue;
     const text = kModelText.get(f.field);
     if (text) model[text] = file.text(f);
-    switch (f.field) {
-      case ModelField.OpsetImport: {
-        const op = readPair(file, f);
-        model.opsets.set(op.text === 'ai.onnx' ? '' : op.text, op.varint);
-        break;
-      }
-      case ModelField.MetadataProps: {
-        const entry = readPair(file, f);
-        model.metadataProps[entry.text] = entry.second;
-        break;
-      }
-      case ModelField.Graph:
-        Object.assign(model, { graph: f, nodes: [], inputs: [], outputs: [] });
-        readGraph(file, f, model);
-        break;
-      default:
-        break;
+    else if (f.field === ModelField.OpsetImport) {
+      const op = readPair(file, f);
+      model.opsets.set(op.text === 'ai.onnx' ? '' : op.text, op.varint);
+    } else if (f.field === ModelField.MetadataProps) {
+      const entry = readPair(file, f);
+      model.metadataProps[entry.text] = entry.second;
+    } else if (f.field === ModelField.Graph) {
+      Object.assign(model, { graph: f, nodes: [], inputs: [], outputs: [] });
+      readGraph(file, f, model);
     }
   }
   return model;
