@@ -19,12 +19,7 @@ export function headerLengthOf(contentType: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-export interface SplitBody<H> {
-  header: H;
-  binary: Buffer;
-}
-
-export function splitBody<H>(body: Buffer, headerLength: number): SplitBody<H> {
+export function splitBody<H>(body: Buffer, headerLength: number): { header: H; binary: Buffer } {
   if (!Number.isSafeInteger(headerLength) || headerLength < 0 || headerLength > body.length) {
     throw invalid(
       `the inference header length (${headerLength}) is not within the ${body.length}-byte body; set Inference-Header-Content-Length to the byte length of the JSON header`,
