@@ -11,7 +11,8 @@
  * it pulls in a fetch polyfill. Object (pickled) arrays are refused, as np.load(allow_pickle=False) does.
  */
 import { MmeError, quote } from '../errors';
-import { allocate, invalidInput, RequestBudget, Tensor, type NumericData, type PlainTensor } from './tensor';
+import type { NumericArray } from '../oip/datatypes';
+import { allocate, invalidInput, RequestBudget, Tensor, type PlainTensor } from './tensor';
 
 const kMagic = Buffer.from('\x93NUMPY', 'latin1');
 const kAlign = 64;
@@ -174,7 +175,7 @@ export function writeNpy(t: PlainTensor): Buffer {
     const code = kCodeByType.get(t.type);
     if (!code) throw new MmeError('MME_ERR_NOT_ACCEPTABLE', `tensor type ${t.type} has no .npy dtype`);
     descr = `${code.endsWith('1') ? '|' : '<'}${code}`;
-    const typed = t.data as NumericData;
+    const typed = t.data as NumericArray;
     data = Buffer.from(typed.buffer, typed.byteOffset, typed.byteLength);
   }
   return Buffer.concat([npyHeader(descr, t.dims), data]);

@@ -8,8 +8,7 @@
 import { errorOf } from '../errors';
 import { ORT_ARRAYS as kCtors, type NumericArray } from '../oip/datatypes';
 
-export type NumericData = NumericArray;
-export type TensorData = NumericData | string[];
+export type TensorData = NumericArray | string[];
 
 /** The shape handlers build for context.run: any object of this form, or a Tensor. */
 export interface PlainTensor {
@@ -139,7 +138,7 @@ export class Tensor implements PlainTensor {
       }
       if ((!bigEndian || size === 1) && bytes.byteOffset % size === 0)
         return new Ctor(bytes.buffer, bytes.byteOffset, n);
-      const out = allocate(type, n) as NumericData;
+      const out = allocate(type, n) as NumericArray;
       const raw = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
       raw.set(bytes);
       if (bigEndian && size > 1) for (let i = 0; i < raw.length; i += size) raw.subarray(i, i + size).reverse();
