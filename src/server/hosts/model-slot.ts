@@ -131,11 +131,6 @@ export class ModelSlot {
     return this.host.batches.of(this);
   }
 
-  /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
-  get backlog(): number {
-    return this.host.batches.size;
-  }
-
   /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
   get cpuShare(): number | undefined {
     return this.host.policy.cpuShare?.(this);
