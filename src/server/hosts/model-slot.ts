@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
+import { deferred } from '../../util/deferred';
 import {
   MessageKind,
   type ChunkMessage,
@@ -46,12 +47,8 @@ export interface WorkerListener {
 export class ModelSlot {
   readonly id: string;
   readonly startTime = new Date();
-  #resolve!: (m: LoadedMessage) => void;
-  #reject!: (e: MmeError) => void;
-  readonly ready = new Promise<LoadedMessage>((resolve, reject) => {
-    this.#resolve = resolve;
-    this.#reject = reject;
-  });
+  readonly #ready = deferred<LoadedMessage>();
+  readonly ready = this.#ready.promise;
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
@@ -70,8 +67,8 @@ export class ModelSlot {
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
-  #resolveExit!: (e: WorkerExit) => void;
-  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
+  readonly #exit = deferred<WorkerExit>();
+  readonly exited = this.#exit.promise;
   readonly slotId: number;
   #listener: WorkerListener | null = null;
   #unloadTimer: Timer | null = null;
@@ -216,7 +213,7 @@ export class ModelSlot {
     this.#settle();
     this.loaded = msg;
     if (this.state === 'loading') this.#state.to('ready');
-    this.#resolve(msg);
+    this.#ready.resolve(msg);
     this.loadedAt = performance.now();
     this.host.policy.loaded?.(this, msg);
   }
@@ -274,7 +271,7 @@ export class ModelSlot {
     this.#settle();
     // Stopped when the server stopped it, failed otherwise (a failed load stays failed).
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
-    this.#resolveExit(exit);
+    this.#exit.resolve(exit);
     this.#listener?.onExit(this, exit, running, waiting);
   }
 
@@ -284,7 +281,7 @@ export class ModelSlot {
     this.#settle();
     this.loadError = err;
     this.#state.to('failed');
-    this.#reject(err);
+    this.#ready.reject(err);
     return true;
   }
 

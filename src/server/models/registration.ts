@@ -15,6 +15,7 @@
 import { MmeError, isMmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { Clock, Timer } from '../../util/clock';
+import { deferred } from '../../util/deferred';
 import { StateMachine } from '../../util/state-machine';
 import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
@@ -59,10 +60,10 @@ export class Registration implements Resident {
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
   /** true when the load succeeded, false when it failed. */
-  readonly loadSettled: Promise<boolean>;
-  readonly gone: Promise<void>;
-  #settleLoad!: (ok: boolean) => void;
-  #settleGone!: () => void;
+  readonly #loadSettled = deferred<boolean>();
+  readonly loadSettled = this.#loadSettled.promise;
+  readonly #gone = deferred<void>();
+  readonly gone = this.#gone.promise;
   #idleWaiters: Array<() => void> = [];
   /** idle_unload_seconds: called once no request has held it for `ms`; the timer looks lazily (a request arms none). */
   #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
@@ -76,10 +77,7 @@ export class Registration implements Resident {
     readonly onDemand: boolean,
     readonly loadedAtStartup: boolean,
     private readonly clock: Clock,
-  ) {
-    this.loadSettled = new Promise((r) => (this.#settleLoad = r));
-    this.gone = new Promise((r) => (this.#settleGone = r));
-  }
+  ) {}
 
   get lastError(): MmeError | null {
     return this.#lastError;
@@ -194,8 +192,8 @@ export class Registration implements Resident {
     }
     if (next === 'draining') this.clock.clearTimeout(this.#idleUnload?.timer ?? null);
     this.#listener?.phaseChanged(this, from, next);
-    if (from === 'loading') this.#settleLoad(next === 'ready');
-    if (next === 'gone') this.#settleGone();
+    if (from === 'loading') this.#loadSettled.resolve(next === 'ready');
+    if (next === 'gone') this.#gone.resolve();
   }
 
   markFailed(err: MmeError): void {
