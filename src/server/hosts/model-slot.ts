@@ -128,11 +128,6 @@ export class ModelSlot {
     return this.host.batches.of(this);
   }
 
-  /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
-  get cpuShare(): number | undefined {
-    return this.host.policy.cpuShare?.(this);
-  }
-
   get isIdle(): boolean {
     return this.host.killedBy === null && this.state === 'ready' && this.inFlightBatches < this.capacity;
   }
