@@ -79,7 +79,7 @@ export class ModelSlot {
   readonly #hostWasUp: boolean;
 
   constructor(
-    private readonly assignment: Assignment,
+    readonly assignment: Assignment,
     readonly host: HostProcess,
     readonly log: (line: string) => void,
   ) {
@@ -108,10 +108,6 @@ export class ModelSlot {
   /** null for a process of its own. */
   get sharedHostId(): string | null {
     return this.host.policy.sharedHostId?.(this.host) ?? null;
-  }
-
-  get onnxBytes(): number {
-    return this.assignment.onnxBytes;
   }
 
   /** A custom handler's module state may outlive its session: its process is not reused. */
