@@ -15,7 +15,7 @@
 import { MmeError, isMmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { Clock, Timer } from '../../util/clock';
-import { deferred } from '../../util/deferred';
+import { deferred, type Deferred } from '../../util/deferred';
 import { StateMachine } from '../../util/state-machine';
 import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
@@ -64,7 +64,8 @@ export class Registration implements Resident {
   readonly loadSettled = this.#loadSettled.promise;
   readonly #gone = deferred<void>();
   readonly gone = this.#gone.promise;
-  #idleWaiters: Array<() => void> = [];
+  /** What drains wait for: made by the first, settled by the release that leaves no request holding it. */
+  #idle: Deferred<boolean> | null = null;
   /** idle_unload_seconds: called once no request has held it for `ms`; the timer looks lazily (a request arms none). */
   #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
   /** clock.now() when its last request finished, or it went ready: the idle age eviction reports and idle unload uses. */
@@ -225,21 +226,16 @@ export class Registration implements Resident {
   release(): void {
     if (--this.#active > 0) return;
     this.#idleSince = this.clock.now();
-    if (this.#idleWaiters.length === 0) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const w of waiters) w();
+    this.#idle?.resolve(true);
+    this.#idle = null;
   }
 
   /** Goes draining (unload, eviction, shutdown): true once no request holds the model, false after `boundMs`. */
   drain(boundMs: number): Promise<boolean> {
     this.to('draining');
     if (this.#active === 0) return Promise.resolve(true);
-    let done = () => {};
-    const idle = new Promise<boolean>((r) => this.#idleWaiters.push((done = () => r(true))));
-    return within(idle, boundMs, false, this.clock).finally(() => {
-      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
-    });
+    this.#idle ??= deferred<boolean>();
+    return within(this.#idle.promise, boundMs, false, this.clock);
   }
 
   /** Calls `unload` once no request has held it for `ms` (idle_unload_seconds), while it serves. */

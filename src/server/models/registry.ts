@@ -122,9 +122,8 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   }
 
   #settled(): void {
-    const settle = this.#settle;
+    this.#settle?.resolve();
     this.#settle = null;
-    settle?.resolve();
   }
 
   get moving(): Iterable<Registration> {
