@@ -59,7 +59,7 @@ export class Registration implements Resident {
   #wentReady = false;
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
-  /** true when the load succeeded, false when it failed. */
+  /** loadSettled: true when the load succeeded, false when it failed. */
   readonly #loadSettled = deferred<boolean>();
   readonly loadSettled = this.#loadSettled.promise;
   readonly #gone = deferred<void>();
