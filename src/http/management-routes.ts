@@ -131,8 +131,8 @@ function describe(
       pid: w.pid,
       // The shared host holding it (worker_mode=shared), or null for a process of its own.
       host: w.sharedHostId,
-      // Its share of that host's thread since its load (0–1), from its session runs' measured time.
-      ...(w.cpuShare === undefined ? {} : { cpuShare: Math.round(w.cpuShare * 1e6) / 1e6 }),
+      // Its share of that host's thread since its load (0–1), from its runs' measured time; no key for its own process.
+      cpuShare: w.host.policy.cpuShare && Math.round(w.host.policy.cpuShare(w) * 1e6) / 1e6,
       startTime: w.startTime.toISOString(),
       status: w.state.toUpperCase(),
       gpu: w.host.policy.gpuId >= 0,

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import type { Log } from '../../logger';
 import type { Clock } from '../../util/clock';
+import { deferred } from '../../util/deferred';
 import { within } from '../../util/within';
 import { writeFrame } from '../../protocol/frame-codec';
 import { MessageKind, type Frame, type InferMessage } from '../../protocol/messages';
@@ -71,8 +72,8 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
   readonly batches: BatchesView<ModelSlot> = this.#batches;
   #ring: BodyRing | null = null;
   #spawned: SpawnedWorker | null = null;
-  #resolveExit!: (e: WorkerExit) => void;
-  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
+  readonly #exit = deferred<WorkerExit>();
+  readonly exited = this.#exit.promise;
   #causedBy: string | null = null;
   #heapExhausted = false;
 
@@ -264,7 +265,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     const lost = this.#batches.takeAll();
     const slots = this.slots;
     for (const s of slots) this.forget(s.slotId);
-    this.#resolveExit(exit);
+    this.#exit.resolve(exit);
     this.events.onExit?.(this);
     const notice = this.policy.exitNotice(exit, lost, slots.find((s) => s.loadPending) ?? null);
     for (const s of slots) {

@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { MmeError } from '../../errors';
 import type { Timer } from '../../util/clock';
+import { deferred } from '../../util/deferred';
 import {
   MessageKind,
   type ChunkMessage,
@@ -46,12 +47,8 @@ export interface WorkerListener {
 export class ModelSlot {
   readonly id: string;
   readonly startTime = new Date();
-  #resolve!: (m: LoadedMessage) => void;
-  #reject!: (e: MmeError) => void;
-  readonly ready = new Promise<LoadedMessage>((resolve, reject) => {
-    this.#resolve = resolve;
-    this.#reject = reject;
-  });
+  readonly #ready = deferred<LoadedMessage>();
+  readonly ready = this.#ready.promise;
   readonly #state;
   loaded: LoadedMessage | null = null;
   loadError: MmeError | null = null;
@@ -70,8 +67,8 @@ export class ModelSlot {
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
-  #resolveExit!: (e: WorkerExit) => void;
-  readonly exited = new Promise<WorkerExit>((r) => (this.#resolveExit = r));
+  readonly #exit = deferred<WorkerExit>();
+  readonly exited = this.#exit.promise;
   readonly slotId: number;
   #listener: WorkerListener | null = null;
   #unloadTimer: Timer | null = null;
@@ -82,7 +79,7 @@ export class ModelSlot {
   readonly #hostWasUp: boolean;
 
   constructor(
-    private readonly assignment: Assignment,
+    readonly assignment: Assignment,
     readonly host: HostProcess,
     readonly log: (line: string) => void,
   ) {
@@ -113,10 +110,6 @@ export class ModelSlot {
     return this.host.policy.sharedHostId?.(this.host) ?? null;
   }
 
-  get onnxBytes(): number {
-    return this.assignment.onnxBytes;
-  }
-
   /** A custom handler's module state may outlive its session: its process is not reused. */
   get handlerPath(): string | null {
     return this.assignment.load.handlerPath;
@@ -129,16 +122,6 @@ export class ModelSlot {
 
   get inFlightBatches(): number {
     return this.host.batches.of(this);
-  }
-
-  /** Batches ahead of a new one in its process (a shared host's, all models'): what "least busy" compares. */
-  get backlog(): number {
-    return this.host.batches.size;
-  }
-
-  /** In a shared host: the share of the host's thread its runs have taken since its load (0–1). */
-  get cpuShare(): number | undefined {
-    return this.host.policy.cpuShare?.(this);
   }
 
   get isIdle(): boolean {
@@ -221,7 +204,7 @@ export class ModelSlot {
     this.#settle();
     this.loaded = msg;
     if (this.state === 'loading') this.#state.to('ready');
-    this.#resolve(msg);
+    this.#ready.resolve(msg);
     this.loadedAt = performance.now();
     this.host.policy.loaded?.(this, msg);
   }
@@ -279,7 +262,7 @@ export class ModelSlot {
     this.#settle();
     // Stopped when the server stopped it, failed otherwise (a failed load stays failed).
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
-    this.#resolveExit(exit);
+    this.#exit.resolve(exit);
     this.#listener?.onExit(this, exit, running, waiting);
   }
 
@@ -289,7 +272,7 @@ export class ModelSlot {
     this.#settle();
     this.loadError = err;
     this.#state.to('failed');
-    this.#reject(err);
+    this.#ready.reject(err);
     return true;
   }
 

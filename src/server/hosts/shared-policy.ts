@@ -97,7 +97,7 @@ export class SharedPolicy implements HostPolicy {
 
   loaded(slot: ModelSlot, msg: LoadedMessage): void {
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
-    slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.onnxBytes);
+    slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.assignment.onnxBytes);
     this.#charged.set(slot, slot.memoryBytes);
     this.#loadedBytes += slot.memoryBytes;
     // Loaded into a host that began recycling meanwhile: move on with the others.

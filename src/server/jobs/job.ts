@@ -3,6 +3,7 @@ import type { ChunkMessage, InvokeRequest } from '../../protocol/messages';
 import type { ResponseHead } from '../../model-types';
 import { IdAllocator, MAX_WIRE_ID } from '../../protocol/ids';
 import { forRequest } from '../../unhandled-rejection';
+import { deferred } from '../../util/deferred';
 
 export interface InvokeResult extends ResponseHead {
   body: Buffer;
@@ -44,8 +45,7 @@ export class Job {
   readonly deadline: number;
   readonly callerDeadline: boolean;
   readonly promise: Promise<InvokeResult>;
-  #resolve!: (r: InvokeResult) => void;
-  #reject!: (e: MmeError) => void;
+  readonly #outcome = deferred<InvokeResult>();
 
   /** `admittedAt`: the server's clock.now() at admission; `timeoutAt`: when the response timeout ends it. */
   constructor(
@@ -58,21 +58,15 @@ export class Job {
     this.callerDeadline = opts.deadline !== undefined && opts.deadline < timeoutAt;
     this.deadline = this.callerDeadline ? opts.deadline! : timeoutAt;
     // Named should its failure ever reach nobody: the bug that ended a server after 2^32 requests left one so.
-    this.promise = forRequest(
-      new Promise((resolve, reject) => {
-        this.#resolve = resolve;
-        this.#reject = reject;
-      }),
-      request.requestId,
-    );
+    this.promise = forRequest(this.#outcome.promise, request.requestId);
   }
 
   resolve(r: InvokeResult): void {
-    if (this.#settle()) this.#resolve(r);
+    if (this.#settle()) this.#outcome.resolve(r);
   }
 
   reject(e: MmeError): void {
-    if (this.#settle()) this.#reject(e);
+    if (this.#settle()) this.#outcome.reject(e);
   }
 
   #settle(): boolean {

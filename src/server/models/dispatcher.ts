@@ -216,9 +216,8 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     const worker = queued ? undefined : this.workers.find((w) => w.heldJob(job.id) === job);
     if (!worker) return;
     if (why !== 'timeout') return worker.cancel(job);
-    const seconds = this.settings.responseTimeoutMs / 1000;
     this.deps.log(
-      `[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${seconds} s response timeout; killing it`,
+      `[${this.name}] worker ${worker.id} (pid ${worker.pid}) exceeded the ${this.settings.responseTimeoutMs / 1000} s response timeout; killing it`,
     );
     worker.kill('timeout-kill');
   }

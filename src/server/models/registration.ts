@@ -15,6 +15,7 @@
 import { MmeError, isMmeError } from '../../errors';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { Clock, Timer } from '../../util/clock';
+import { deferred, type Deferred } from '../../util/deferred';
 import { StateMachine } from '../../util/state-machine';
 import { within } from '../../util/within';
 import type { Resident } from '../cache/admission';
@@ -58,12 +59,13 @@ export class Registration implements Resident {
   #wentReady = false;
   /** Aborted by shutdown or a concurrent unload: the load stops at its next step and kills its workers. */
   readonly abortLoad = new AbortController();
-  /** true when the load succeeded, false when it failed. */
-  readonly loadSettled: Promise<boolean>;
-  readonly gone: Promise<void>;
-  #settleLoad!: (ok: boolean) => void;
-  #settleGone!: () => void;
-  #idleWaiters: Array<() => void> = [];
+  /** loadSettled: true when the load succeeded, false when it failed. */
+  readonly #loadSettled = deferred<boolean>();
+  readonly loadSettled = this.#loadSettled.promise;
+  readonly #gone = deferred<void>();
+  readonly gone = this.#gone.promise;
+  /** What drains wait for: made by the first, settled by the release that leaves no request holding it. */
+  #idle: Deferred<boolean> | null = null;
   /** idle_unload_seconds: called once no request has held it for `ms`; the timer looks lazily (a request arms none). */
   #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
   /** clock.now() when its last request finished, or it went ready: the idle age eviction reports and idle unload uses. */
@@ -76,10 +78,7 @@ export class Registration implements Resident {
     readonly onDemand: boolean,
     readonly loadedAtStartup: boolean,
     private readonly clock: Clock,
-  ) {
-    this.loadSettled = new Promise((r) => (this.#settleLoad = r));
-    this.gone = new Promise((r) => (this.#settleGone = r));
-  }
+  ) {}
 
   get lastError(): MmeError | null {
     return this.#lastError;
@@ -194,8 +193,8 @@ export class Registration implements Resident {
     }
     if (next === 'draining') this.clock.clearTimeout(this.#idleUnload?.timer ?? null);
     this.#listener?.phaseChanged(this, from, next);
-    if (from === 'loading') this.#settleLoad(next === 'ready');
-    if (next === 'gone') this.#settleGone();
+    if (from === 'loading') this.#loadSettled.resolve(next === 'ready');
+    if (next === 'gone') this.#gone.resolve();
   }
 
   markFailed(err: MmeError): void {
@@ -227,21 +226,16 @@ export class Registration implements Resident {
   release(): void {
     if (--this.#active > 0) return;
     this.#idleSince = this.clock.now();
-    if (this.#idleWaiters.length === 0) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const w of waiters) w();
+    this.#idle?.resolve(true);
+    this.#idle = null;
   }
 
   /** Goes draining (unload, eviction, shutdown): true once no request holds the model, false after `boundMs`. */
   drain(boundMs: number): Promise<boolean> {
     this.to('draining');
     if (this.#active === 0) return Promise.resolve(true);
-    let done = () => {};
-    const idle = new Promise<boolean>((r) => this.#idleWaiters.push((done = () => r(true))));
-    return within(idle, boundMs, false, this.clock).finally(() => {
-      this.#idleWaiters = this.#idleWaiters.filter((w) => w !== done);
-    });
+    this.#idle ??= deferred<boolean>();
+    return within(this.#idle.promise, boundMs, false, this.clock);
   }
 
   /** Calls `unload` once no request has held it for `ms` (idle_unload_seconds), while it serves. */

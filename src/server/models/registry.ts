@@ -4,6 +4,7 @@
  * registrations report each phase and memory change, and the registry keeps the serving names in
  * order (a page of GET /models is O(log n + page)) and the tallies memory admission reads.
  */
+import { deferred, type Deferred } from '../../util/deferred';
 import { OrderedSet } from '../../util/ordered-set';
 import type { Holders, Tally } from '../cache/admission';
 import type { Model } from './model';
@@ -27,7 +28,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   /** Live registrations loading past their admission: with the serving ones, what max_loaded_models counts. */
   #admittedLoads = 0;
   /** What admission waits on for room: settled at the next load that settles or entry that is gone. */
-  #settle: { promise: Promise<void>; resolve: () => void } | null = null;
+  #settle: Deferred<void> | null = null;
 
   current(name: string): Registration | undefined {
     return this.#entries.get(name);
@@ -116,18 +117,13 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
   nextSettle(): Promise<void> | null {
     const leaving = this.#count.get('draining')! + this.#count.get('stopping')!;
     if (this.#admittedLoads + leaving === 0) return null;
-    if (!this.#settle) {
-      let resolve = () => {};
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.#settle = { promise, resolve };
-    }
+    this.#settle ??= deferred<void>();
     return this.#settle.promise;
   }
 
   #settled(): void {
-    const settle = this.#settle;
+    this.#settle?.resolve();
     this.#settle = null;
-    settle?.resolve();
   }
 
   get moving(): Iterable<Registration> {

@@ -184,17 +184,17 @@ export abstract class WorkerSet {
     if (worker.state === 'stopping' && worker.inFlightBatches === 0) void worker.stop();
   }
 
-  /** The idle worker with the shortest backlog in its process (rotating among ties), or null. */
+  /** The idle worker whose process (a shared host: all models) holds fewest batches, rotating among ties, or null. */
   pickIdle(): ModelSlot | null {
     const n = this.workers.length;
     let best: ModelSlot | null = null;
     let bestK = 0;
     for (let k = 0; k < n; k++) {
       const w = this.workers[(this.#rr + k) % n];
-      if (w.isIdle && (!best || w.backlog < best.backlog)) {
+      if (w.isIdle && (!best || w.host.batches.size < best.host.batches.size)) {
         best = w;
         bestK = k;
-        if (w.backlog === 0) break;
+        if (w.host.batches.size === 0) break;
       }
     }
     if (best) this.#rr = (this.#rr + bestK + 1) % n;
