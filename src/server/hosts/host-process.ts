@@ -126,11 +126,6 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     return this.opts.clock;
   }
 
-  /** In a model's memory_limit_mb/cpu_limit: it serves that model alone. */
-  get limited(): boolean {
-    return this.opts.limits != null;
-  }
-
   get processState(): ProcessState {
     return this.#state.state;
   }

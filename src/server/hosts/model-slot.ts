@@ -110,11 +110,6 @@ export class ModelSlot {
     return this.host.policy.sharedHostId?.(this.host) ?? null;
   }
 
-  /** A custom handler's module state may outlive its session: its process is not reused. */
-  get handlerPath(): string | null {
-    return this.assignment.load.handlerPath;
-  }
-
   /** Its batches run at once (a preload_model worker), not one after another. */
   get concurrentBatches(): boolean {
     return this.assignment.load.concurrentBatches;

@@ -85,12 +85,9 @@ export class SparePool {
   }
 
   #host(options: SpawnOptions, id: string, gpuId: number): HostProcess {
-    return new HostProcess(
-      options,
-      id,
-      new DedicatedPolicy(gpuId, (slot) => this.#reusable(slot)),
-      this.#events,
-    ).start();
+    // Only a process that a spare could have been is given back: on no GPU, in no model's limits.
+    const reuse = gpuId < 0 && !options.limits ? (slot: ModelSlot) => this.#reusable(slot) : undefined;
+    return new HostProcess(options, id, new DedicatedPolicy(gpuId, reuse), this.#events).start();
   }
 
   #fill(): void {
@@ -101,15 +98,13 @@ export class SparePool {
     }
   }
 
-  /** Whether `slot`'s process may be given back once its model is unloaded, instead of stopped. */
+  /** Whether `slot`'s process may be given back once its model is unloaded (a custom handler's module state may outlive its session). */
   #reusable(slot: ModelSlot): boolean {
     const host = slot.host;
     return (
       !this.#closed &&
       this.ready < this.size &&
-      host.policy.gpuId < 0 &&
-      !host.limited &&
-      slot.handlerPath === null &&
+      slot.assignment.load.handlerPath === null &&
       host.batches.size === 0 &&
       host.killedBy === null &&
       host.processState === 'serving'
