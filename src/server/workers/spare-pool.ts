@@ -85,9 +85,11 @@ export class SparePool {
   }
 
   #host(options: SpawnOptions, id: string, gpuId: number): HostProcess {
-    // Only a process that a spare could have been is given back: on no GPU, in no model's limits.
-    const reuse = gpuId < 0 && !options.limits ? (slot: ModelSlot) => this.#reusable(slot) : undefined;
-    return new HostProcess(options, id, new DedicatedPolicy(gpuId, reuse), this.#events).start();
+    // Only a process that a spare could have been is given back (while spares are kept, on no GPU, in
+    // no model's limits): only it is measured at start and heard from at its unload.
+    const reusable = this.size > 0 && gpuId < 0 && !options.limits;
+    const policy = new DedicatedPolicy(gpuId, reusable ? (slot) => this.#reusable(slot) : undefined);
+    return new HostProcess(options, id, policy, reusable ? this.#events : undefined).start();
   }
 
   #fill(): void {
