@@ -26,6 +26,8 @@ import { benchConnections } from './hot-path/connections';
 import { benchDataPlane } from './data-plane/data-plane';
 import { benchDensity } from './memory/density';
 import { benchGrpc } from './data-plane/grpc';
+import { benchGrpcH2load, h2loadMissing } from './data-plane/grpc-h2load';
+import { benchModelCount } from './model-count/model-count';
 import { benchUsage, runBench, useFullRunDurations } from './kit/bench-run';
 import { type BenchSettings, kOtherSettings, type OtherSettings } from './kit/bench-settings';
 import { benchHotPath } from './hot-path/hot-path';
@@ -126,6 +128,11 @@ async function main(): Promise<BenchRun> {
   const batching = await atEverySettings('batching', kRepeats, benchBatching);
   const shared = await repeated('shared hosts', () => benchSharedHosts());
   const grpc = await atEverySettings('gRPC', kRepeats, (settings) => benchGrpc({ settings }));
+  // One C client for both protocols, with the shipped defaults: neither side pays a Node client's cost.
+  const missing = h2loadMissing();
+  const grpcH2load = await section('gRPC, one C client', async () =>
+    missing ? { skipped: missing } : benchGrpcH2load({ pairs: quick ? 1 : 3, seconds: quick ? 2 : 4, warmup: 1 }),
+  );
   const figuresAt = (s: OtherSettings): SettingsFigures => ({
     hot: [hot.other[s]],
     tail: [tail.other[s]],
@@ -164,6 +171,10 @@ async function main(): Promise<BenchRun> {
   const streaming = await section('streaming', () => benchStreaming());
   const sim = await section('cache simulator', () => runCacheSim());
   const simRoom = await section('cache simulator by room', simByRoom);
+  // Last: 100 000 shared models hold ~7 GiB until the server stops, and take ~7 min to load.
+  const modelCount = await section('model count', () =>
+    benchModelCount({ targets: quick ? [1000] : [100_000], structures: false }),
+  );
 
   const ortVersion = (require('onnxruntime-node/package.json') as { version: string }).version;
   const run: BenchRun = {
@@ -189,6 +200,7 @@ async function main(): Promise<BenchRun> {
     batching: batching.tuned,
     shared,
     grpc: grpc.tuned,
+    grpcH2load,
     autoscalePairs,
     connections: connections.tuned[0],
     sharedLoads,
@@ -202,6 +214,7 @@ async function main(): Promise<BenchRun> {
     liveModes,
     preload,
     streaming,
+    modelCount,
     settings: Object.fromEntries(kOtherSettings.map((s) => [s, figuresAt(s)])),
   };
   fs.writeFileSync(LATEST_JSON, `${JSON.stringify(run, null, 2)}\n`);

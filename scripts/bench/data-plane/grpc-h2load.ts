@@ -94,6 +94,16 @@ export interface H2loadResult {
   cpuRatio: number;
 }
 
+/** Why this bench cannot run here, or null when h2load is installed. */
+export function h2loadMissing(): string | null {
+  try {
+    execFileSync('h2load', ['--version']);
+    return null;
+  } catch {
+    return 'h2load is not installed: apt-get install nghttp2-client';
+  }
+}
+
 /** `only`: one protocol's runs alone (a profile of its path: MME_BENCH_PROFILE). */
 export async function benchGrpcH2load(opts: {
   seconds: number;
@@ -101,11 +111,8 @@ export async function benchGrpcH2load(opts: {
   pairs: number;
   only?: 'grpc' | 'http';
 }): Promise<H2loadResult> {
-  try {
-    execFileSync('h2load', ['--version']);
-  } catch {
-    throw new UsageError('h2load is not installed: apt-get install nghttp2-client');
-  }
+  const missing = h2loadMissing();
+  if (missing) throw new UsageError(missing);
   const server = await startBenchServer([
     'grpc_inference_port=0',
     `default_workers_per_model=${keySpec('default_workers_per_model')!.default}`,

@@ -181,7 +181,14 @@ async function randomTraffic(
  * (what `npm run bench` can afford to rerun); `targets` overrides the checkpoints.
  */
 export async function benchModelCount(
-  opts: { quick?: boolean; targets?: number[]; properties?: string[]; log?: (line: string) => void } = {},
+  opts: {
+    quick?: boolean;
+    targets?: number[];
+    properties?: string[];
+    log?: (line: string) => void;
+    /** false: the loads alone, without the in-process structures part (`npm run bench`'s row). */
+    structures?: boolean;
+  } = {},
 ): Promise<ModelCountResult> {
   const quick = opts.quick ?? !!process.env.BENCH_QUICK;
   const targets = opts.targets ?? (quick ? [200, 1000] : [1000, 10_000, 100_000]);
@@ -257,7 +264,9 @@ export async function benchModelCount(
   } finally {
     await server.stop();
   }
-  return { targets, checkpoints, stoppedEarly, random, ...(await benchModelCountStructures(quick)) };
+  const inProcess =
+    opts.structures === false ? { quick, structures: [], storm: [] } : await benchModelCountStructures(quick);
+  return { targets, checkpoints, stoppedEarly, random, ...inProcess };
 }
 
 /** The in-process part alone: per-operation cost against n and the eviction storm. */

@@ -5,6 +5,7 @@
  */
 import { median } from '../../../harness/statistics';
 import { kOtherSettings, type OtherSettings } from '../kit/bench-settings';
+import type { H2loadResult } from '../data-plane/grpc-h2load';
 import type { BenchRun, SettingsFigures } from './results';
 
 export interface FigureRow {
@@ -139,6 +140,7 @@ export function figureRows(run: BenchRun): FigureRow[] {
       figure: `cache live: Zipf over ${l.models} models, ${l.room} budget, ${l.requests} invokes, ${l.workerMode}`,
       measured: `ModelCacheHit **${pct(l.hitRatio)}**, p50 ${ms(l.p50Ms)}, p99 ${ms(l.p99Ms)}, ${l.loaded} loaded at the end, ${l.evictions} evictions`,
     })),
+    ...(run.modelCount ? modelCountRows(run.modelCount) : []),
     {
       id: '7e',
       figure: `shared hosts as the planner prices them: PSS of a host with one tiny model; what each of ${run.sharedFootprint.models} more adds`,
@@ -150,6 +152,7 @@ export function figureRows(run: BenchRun): FigureRow[] {
       measured: `first chunk **${ms(run.streaming.firstChunkMs)}**, whole response ${ms(run.streaming.totalMs)}`,
     },
     ...at(grpcRows),
+    ...(run.grpcH2load ? h2loadRows(run.grpcH2load) : []),
     ...(run.autoscalePairs ?? []).map((a, i) =>
       judged(
         `12${'abc'[i] ?? ''}`,
@@ -395,6 +398,49 @@ function grpcRows({ grpc }: SettingsFigures): FigureRow[] {
       figure: `gRPC StreamPredictions vs HTTP chunked: text-generator, ${grpc[0].tokens} tokens, first message p50`,
       measured: `**${ms(mid(grpc, (g) => g.grpcFirstMessageMs))}** vs ${ms(mid(grpc, (g) => g.httpFirstChunkMs))}`,
     },
+  ];
+}
+
+/** gRPC against HTTP with one C client for both (grpc-h2load.ts), the shipped defaults. */
+function h2loadRows(h: NonNullable<BenchRun['grpcH2load']>): FigureRow[] {
+  const what =
+    'gRPC raw ModelInfer over HTTP JSON invoke, one C client for both (h2load; h2c 1 connection × 16 streams, HTTP/1.1 16 connections), tiny MLP, the shipped defaults';
+  if ('skipped' in h) return [{ id: '9e', figure: `${what} (req/s)`, measured: `not run: ${h.skipped}` }];
+  const side = (pick: (p: H2loadResult['pairs'][number]) => number) => median(h.pairs.map(pick));
+  return [
+    judged(
+      '9e',
+      `${what} (req/s)`,
+      h.pairs.map((p) => p.rpsRatio),
+      times,
+      { atLeast: 1 },
+      `${whole(side((p) => p.grpc.rps))} vs ${whole(side((p) => p.http.rps))} req/s = `,
+    ),
+    judged(
+      '9f',
+      `the same: server + workers CPU per request`,
+      h.pairs.map((p) => p.cpuRatio),
+      times,
+      { atMost: 1.1 },
+      `${whole(side((p) => p.grpc.cpuMicros))} vs ${whole(side((p) => p.http.cpuMicros))} µs = `,
+    ),
+  ];
+}
+
+/** Shared models loaded to the last checkpoint (model-count.ts), as SageMaker runs them, nothing else set. */
+function modelCountRows(m: NonNullable<BenchRun['modelCount']>): FigureRow[] {
+  const last = m.checkpoints.at(-1);
+  if (!last) return [];
+  const what = `${last.models} tiny models loaded through POST /models into shared hosts, 8 in flight, SAGEMAKER_MULTI_MODEL=true and nothing else set${m.stoppedEarly ? ` (${m.stoppedEarly})` : ''}`;
+  return [
+    judged('7f', `${what}: PSS of the whole tree`, [last.memory.treePssMB], mb, { atMost: 8192 }),
+    judged(
+      '7g',
+      `the same: load p50 over the last loads before ${last.models} (p99 ${ms(last.loads.p99)})`,
+      [last.loads.p50],
+      ms,
+      { atMost: 20 },
+    ),
   ];
 }
 

@@ -14,6 +14,8 @@ import type { ConnectionsPoint } from '../hot-path/connections';
 import type { DataPlaneResult } from '../data-plane/data-plane';
 import type { Density } from '../memory/density';
 import type { GrpcBenchResult } from '../data-plane/grpc';
+import type { H2loadResult } from '../data-plane/grpc-h2load';
+import type { ModelCountResult } from '../model-count/model-count';
 import type { HotPathResult } from '../hot-path/hot-path';
 import type { NoisyNeighbourResult } from '../workers/noisy-neighbour';
 import type { AutoscalePairSet } from '../workers/autoscale-pairs';
@@ -60,6 +62,8 @@ export interface BenchRun {
   batching: BatchingResult[];
   shared: SharedHosts[];
   grpc: GrpcBenchResult[];
+  /** gRPC against HTTP with one C client for both; `skipped` where h2load is not installed. Absent from earlier runs. */
+  grpcH2load?: H2loadResult | { skipped: string };
   /** Absent from runs before part 28. */
   autoscalePairs?: AutoscalePairSet[];
   connections: ConnectionsPoint[];
@@ -75,6 +79,8 @@ export interface BenchRun {
   liveModes: CacheLive[];
   preload: Awaited<ReturnType<typeof benchPreloadMemory>>;
   streaming: StreamingResult;
+  /** Shared models loaded to 100 000 with the defaults (the loads alone). Absent from earlier runs. */
+  modelCount?: ModelCountResult;
   /**
    * The throughput and latency benches again with the shipped defaults and as the image runs on
    * SageMaker (kit/bench-settings.ts), one run each; absent from runs before part 28.

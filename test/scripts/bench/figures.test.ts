@@ -69,3 +69,59 @@ describe('scripts/bench/report/figures: rows at other settings and the batching 
     );
   });
 });
+
+describe('scripts/bench/report/figures: the C-client gRPC pair and the model count', () => {
+  const committed = readRun();
+  const pair = (rpsRatio: number, cpuRatio: number) => ({
+    http: { rps: 1000, cpuMicros: 100, serverCpuMicros: 50, succeeded: 1, failed: 0 },
+    grpc: { rps: 1000 * rpsRatio, cpuMicros: 100 * cpuRatio, serverCpuMicros: 60, succeeded: 1, failed: 0 },
+    rpsRatio,
+    cpuRatio,
+  });
+  const rowsOf = (extra: Partial<BenchRun>) => new Map(figureRows({ ...committed, ...extra }).map((r) => [r.id, r]));
+
+  it('judges gRPC over HTTP on the median of the h2load pairs (9e ≥ 1×, 9f ≤ 1.1×)', () => {
+    const pairs = [pair(0.9, 1.3), pair(1.05, 1.05), pair(1.2, 1.0)];
+    const rows = rowsOf({
+      grpcH2load: { command: 'h2load …', server: 'this build', pairs, rpsRatio: 1.05, cpuRatio: 1.05 },
+    });
+    assert.equal(rows.get('9e')!.met, true);
+    assert.match(rows.get('9e')!.measured, /1050 vs 1000 req\/s = \*\*1\.05×\*\* \(runs: 0\.90×, 1\.05×, 1\.20×\)/);
+    assert.equal(rows.get('9f')!.target, '≤ 1.1×');
+    assert.equal(rows.get('9f')!.met, true);
+  });
+
+  it('names why the C-client pair did not run, and judges nothing', () => {
+    const rows = rowsOf({ grpcH2load: { skipped: 'h2load is not installed: apt-get install nghttp2-client' } });
+    assert.equal(rows.get('9e')!.measured, 'not run: h2load is not installed: apt-get install nghttp2-client');
+    assert.equal(rows.get('9e')!.target, undefined);
+    assert.equal(rows.has('9f'), false);
+  });
+
+  it('judges the last model-count checkpoint: tree PSS ≤ 8192 MB (7f), load p50 ≤ 20 ms (7g)', () => {
+    const memory = { treePssMB: 6806, treeRssMB: 7049, serverPssMB: 1221, serverRssMB: 1300, hosts: 30 };
+    const at = (models: number, p50: number) => ({
+      models,
+      memory,
+      loads: { p50, p99: 72, p999: 90 },
+      cpuPerLoadMicros: 3590,
+      firstPageMs: 1,
+      middlePageMs: 1,
+      pingMs: 1,
+    });
+    const modelCount = {
+      quick: false,
+      targets: [100_000],
+      checkpoints: [at(10_000, 12), at(100_000, 21.4)],
+      stoppedEarly: null,
+      random: null,
+      structures: [],
+      storm: [],
+    };
+    const rows = rowsOf({ modelCount });
+    assert.equal(rows.get('7f')!.met, true);
+    assert.match(rows.get('7f')!.figure, /^100000 tiny models/);
+    assert.equal(rows.get('7g')!.met, false);
+    assert.match(rows.get('7g')!.measured, /\*\*21\.40 ms\*\*/);
+  });
+});
