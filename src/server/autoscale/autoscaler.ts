@@ -186,24 +186,15 @@ export class Autoscaler {
     const { idleMs, cpuWorkers } = this.settings;
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
-    if (!kModeTraits[load.mode].ownProcess)
-      return this.#heavyRounds >= kShareRounds
-        ? this.#asked(
-            'up',
-            'promote',
-            load.workers,
-            `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`,
-            kModeTraits[load.home].promotedTo!,
-          )
-        : null;
-    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs)
-      return this.#asked(
-        'down',
-        'demote',
-        load.workers,
-        `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
-        load.home,
-      );
+    if (!kModeTraits[load.mode].ownProcess) {
+      if (this.#heavyRounds < kShareRounds) return null;
+      const why = `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`;
+      return this.#asked('up', 'promote', load.workers, why, kModeTraits[load.home].promotedTo!);
+    }
+    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs) {
+      const why = `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`;
+      return this.#asked('down', 'demote', load.workers, why, load.home);
+    }
     const up = load.workers < load.max ? this.#wantsMore(load, p50, shareFigures) : null;
     const held = `skipped: a scale-up did not help within the last autoscale_idle_seconds=${idleMs / 1000}`;
     if (up && now < this.#heldUntil) return this.#skip('no_gain', up.reason, load.workers + 1, `${up.why}; ${held}`);
@@ -215,14 +206,9 @@ export class Autoscaler {
     // A round that did not see the model's load all through cannot tell what its requests take of the server: the next one decides.
     if (up && load.workers > 0 && load.workers >= cpuWorkers - 1 && cpuWorkers > 0 && !this.#window.steady) return null;
     if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
-    if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
-      return this.#asked(
-        'down',
-        'idle',
-        load.workers - 1,
-        `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`,
-      );
-    return null;
+    if (load.workers <= load.min || this.#quietSince === null || now - this.#quietSince < idleMs) return null;
+    const why = `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`;
+    return this.#asked('down', 'idle', load.workers - 1, why);
   }
 
   /** Why the model asks for one worker more now, or null. */
