@@ -82,6 +82,8 @@ export interface AutoscaleStatus {
 export class Autoscaler {
   /** Cores the server's own process kept busy over the last round (AutoscaleRounds measures it). */
   serverCores = 0;
+  /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
+  skipsInARow = 0;
   readonly #waits: Array<{ at: number; ms: number }> = [];
   #lastChangeAt = -Infinity;
   #quietSince: number | null = null;
@@ -98,7 +100,6 @@ export class Autoscaler {
   #heavyRounds = 0;
   #busyRounds = 0;
   #coolSince: number | null = null;
-  #skipsInARow = 0;
 
   /** `heavyShare`: shared_host_heavy_share, past which a shared model is promoted; 0 = never. */
   constructor(
@@ -134,11 +135,6 @@ export class Autoscaler {
 
   get status(): AutoscaleStatus {
     return { ...this.#status };
-  }
-
-  /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
-  get skipsInARow(): number {
-    return this.#skipsInARow;
   }
 
   /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed); the requests completed in it kept. */
@@ -177,7 +173,7 @@ export class Autoscaler {
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
     const d = this.#undo(load, now, p50, share) ?? this.#evaluate(load, now, p50, share, movable);
     // A round that asks for nothing ends a run of skips: the next skip starts a new one.
-    if (d === null) this.#skipsInARow = 0;
+    if (d === null) this.skipsInARow = 0;
     return d;
   }
 
@@ -288,7 +284,7 @@ export class Autoscaler {
   #settle(d: Decision, outcome: 'applied' | 'skipped', why: string): void {
     this.#pending = false;
     this.#lastChangeAt = this.clock.now();
-    this.#skipsInARow = outcome === 'applied' ? 0 : this.#skipsInARow + 1;
+    this.skipsInARow = outcome === 'applied' ? 0 : this.skipsInARow + 1;
     this.#status.lastDecision = { direction: d.direction, reason: d.reason, outcome, why };
   }
 }
