@@ -1,7 +1,7 @@
 /**
  * The binary min-heap: keyed items whose order can change. Set (insert or re-rank), delete, pop
  * and peek by key in O(log n) / O(1), and the items in order, lazily: the first k cost O(k log k),
- * whatever the size. `before(a, b)`: a goes first. Users: the cache's victim orders (gdsf.ts, lru.ts) and
+ * whatever the size. `before(a, b)`: a goes first. Users: the cache's victim orders (eviction-classes.ts) and
  * the dispatcher's deadlines (deadline-list.ts).
  */
 export class IndexedHeap<K, V> {

@@ -82,6 +82,8 @@ export interface AutoscaleStatus {
 export class Autoscaler {
   /** Cores the server's own process kept busy over the last round (AutoscaleRounds measures it). */
   serverCores = 0;
+  /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
+  skipsInARow = 0;
   readonly #waits: Array<{ at: number; ms: number }> = [];
   #lastChangeAt = -Infinity;
   #quietSince: number | null = null;
@@ -98,7 +100,6 @@ export class Autoscaler {
   #heavyRounds = 0;
   #busyRounds = 0;
   #coolSince: number | null = null;
-  #skipsInARow = 0;
 
   /** `heavyShare`: shared_host_heavy_share, past which a shared model is promoted; 0 = never. */
   constructor(
@@ -134,11 +135,6 @@ export class Autoscaler {
 
   get status(): AutoscaleStatus {
     return { ...this.#status };
-  }
-
-  /** Scale-ups skipped since the model last scaled or stopped asking: its log need not say so at every cooldown. */
-  get skipsInARow(): number {
-    return this.#skipsInARow;
   }
 
   /** The share of one thread the model's session runs took over the last kShareWindowMs (0 until a round has passed); the requests completed in it kept. */
@@ -177,7 +173,7 @@ export class Autoscaler {
     if (this.#pending || load.moving || now - this.#lastChangeAt < cooldownMs) return null;
     const d = this.#undo(load, now, p50, share) ?? this.#evaluate(load, now, p50, share, movable);
     // A round that asks for nothing ends a run of skips: the next skip starts a new one.
-    if (d === null) this.#skipsInARow = 0;
+    if (d === null) this.skipsInARow = 0;
     return d;
   }
 
@@ -186,24 +182,15 @@ export class Autoscaler {
     const { idleMs, cpuWorkers } = this.settings;
     const shareFigures = `its runs took ${Math.round(share * 100)} % of a thread over ${kShareWindowMs / 1000} s`;
     // In a shared host a second slot adds no compute (the host runs one session at a time): a hot model moves out.
-    if (!kModeTraits[load.mode].ownProcess)
-      return this.#heavyRounds >= kShareRounds
-        ? this.#asked(
-            'up',
-            'promote',
-            load.workers,
-            `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`,
-            kModeTraits[load.home].promotedTo!,
-          )
-        : null;
-    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs)
-      return this.#asked(
-        'down',
-        'demote',
-        load.workers,
-        `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`,
-        load.home,
-      );
+    if (!kModeTraits[load.mode].ownProcess) {
+      if (this.#heavyRounds < kShareRounds) return null;
+      const why = `${shareFigures}, over shared_host_heavy_share=${this.heavyShare} at ${this.#heavyRounds} rounds in a row`;
+      return this.#asked('up', 'promote', load.workers, why, kModeTraits[load.home].promotedTo!);
+    }
+    if (movable && load.workers <= load.min && this.#coolSince !== null && now - this.#coolSince >= idleMs) {
+      const why = `${shareFigures}, under half of shared_host_heavy_share=${this.heavyShare} for ${Math.round((now - this.#coolSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}), at min_worker=${load.min}`;
+      return this.#asked('down', 'demote', load.workers, why, load.home);
+    }
     const up = load.workers < load.max ? this.#wantsMore(load, p50, shareFigures) : null;
     const held = `skipped: a scale-up did not help within the last autoscale_idle_seconds=${idleMs / 1000}`;
     if (up && now < this.#heldUntil) return this.#skip('no_gain', up.reason, load.workers + 1, `${up.why}; ${held}`);
@@ -215,14 +202,9 @@ export class Autoscaler {
     // A round that did not see the model's load all through cannot tell what its requests take of the server: the next one decides.
     if (up && load.workers > 0 && load.workers >= cpuWorkers - 1 && cpuWorkers > 0 && !this.#window.steady) return null;
     if (up) return this.#asked('up', up.reason, load.workers + 1, up.why);
-    if (load.workers > load.min && this.#quietSince !== null && now - this.#quietSince >= idleMs)
-      return this.#asked(
-        'down',
-        'idle',
-        load.workers - 1,
-        `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`,
-      );
-    return null;
+    if (load.workers <= load.min || this.#quietSince === null || now - this.#quietSince < idleMs) return null;
+    const why = `quiet for ${Math.round((now - this.#quietSince) / 1000)} s (autoscale_idle_seconds=${idleMs / 1000}); min_worker=${load.min}`;
+    return this.#asked('down', 'idle', load.workers - 1, why);
   }
 
   /** Why the model asks for one worker more now, or null. */
@@ -302,7 +284,7 @@ export class Autoscaler {
   #settle(d: Decision, outcome: 'applied' | 'skipped', why: string): void {
     this.#pending = false;
     this.#lastChangeAt = this.clock.now();
-    this.#skipsInARow = outcome === 'applied' ? 0 : this.#skipsInARow + 1;
+    this.skipsInARow = outcome === 'applied' ? 0 : this.skipsInARow + 1;
     this.#status.lastDecision = { direction: d.direction, reason: d.reason, outcome, why };
   }
 }

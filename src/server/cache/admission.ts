@@ -99,7 +99,11 @@ export class Admission<Entry extends Resident> {
       for (;;) {
         const wait = await this.#tryReserve(entry, needBytes, abort, purpose, waits);
         if (!wait) return;
-        await untilSettledOrAborted(wait.settle, abort);
+        if (abort.aborted) continue;
+        // Until it settles or `abort` fires, whichever is first, leaving no listener behind.
+        const done = new AbortController();
+        const aborted = once(abort, 'abort', { signal: done.signal }).catch(() => undefined);
+        await Promise.race([wait.settle, aborted]).finally(() => done.abort());
       }
     } finally {
       inTurn?.();
@@ -255,14 +259,6 @@ export class Admission<Entry extends Resident> {
   }
 }
 
-/** Resolves when `settle` does or `abort` fires, whichever is first, and leaves no listener behind. */
-async function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal): Promise<void> {
-  if (abort.aborted) return;
-  const done = new AbortController();
-  const aborted = once(abort, 'abort', { signal: done.signal }).catch(() => undefined);
-  await Promise.race([settle, aborted]).finally(() => done.abort());
-}
-
 /**
  * What a reservation is for, as its 507 says. `autoscale`: a worker the server chose to add, which
  * may evict only idle models, never one busier than the model it is for.
@@ -270,10 +266,7 @@ async function untilSettledOrAborted(settle: Promise<void>, abort: AbortSignal):
 export type Purpose = { kind: 'load' } | { kind: 'scale'; workers: number; autoscale?: boolean };
 
 /** The pinned models in the way of a reservation. */
-interface PinnedHold {
-  readonly names: readonly string[];
-  readonly heldBytes: number;
-}
+type PinnedHold = { readonly names: readonly string[]; readonly heldBytes: number };
 
 /**
  * The 507: what is full, and what to change. `fits-never`: it would not fit with every evictable

@@ -18,7 +18,7 @@ export interface EvictionPolicy {
   readonly name: string;
   /**
    * A model finished loading (bytes, µs). This counts as its first use, so the invoke that caused
-   * the load must not also `touch` it. `standing` is for ClassedPolicy; a class's policy ignores it.
+   * the load must not also `touch` it.
    */
   admit(model: string, sizeBytes: number, loadMicros: number, now: number, standing?: Standing): void;
   /** An invoke hit a loaded model. Unknown models are ignored by this and the next two. */

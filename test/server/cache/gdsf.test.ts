@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
-import { GdsfPolicy, LoadCostFit } from '../../../src/server/cache/gdsf';
+import { ClassedPolicy, LoadCostFit } from '../../../src/server/cache/eviction-classes';
 
 /** Without decay, priorities are the textbook L + frequency × cost / size and easy to compute by hand. */
-const classic = () => new GdsfPolicy(Infinity);
+const classic = () => new ClassedPolicy('gdsf', Infinity);
 
 describe('GDSF eviction policy', () => {
   it('is what new ClassedPolicy("gdsf") builds', () => {
@@ -52,7 +51,7 @@ describe('GDSF eviction policy', () => {
 
   it('ranks models of equal size and use by recency, whatever their one load measured', () => {
     // The issue's trace: m0, m1, m2 loaded, m1 used again, then room is needed; m2's load measured fastest.
-    const gdsf = new GdsfPolicy();
+    const gdsf = new ClassedPolicy('gdsf');
     gdsf.admit('m0', 2 ** 20, 20_000, 0);
     gdsf.admit('m1', 2 ** 20, 18_000, 100);
     gdsf.admit('m2', 2 ** 20, 9_000, 200);
@@ -79,7 +78,7 @@ describe('GDSF eviction policy', () => {
   });
 
   it('decays frequency, so a model hot long ago sinks below a newcomer', () => {
-    const decaying = new GdsfPolicy(1000);
+    const decaying = new ClassedPolicy('gdsf', 1000);
     const steady = classic();
     for (const gdsf of [decaying, steady]) {
       gdsf.admit('old', 100, 1000, 0);
@@ -113,7 +112,7 @@ describe('GDSF eviction policy', () => {
         // The reference: every priority decays by half each half-life from its model's last use, L
         // with it; the load cost is the same for every load, so the fitted cost is that constant.
         const cost = 1000;
-        const gdsf = new GdsfPolicy(halfLife);
+        const gdsf = new ClassedPolicy('gdsf', halfLife);
         const models = new Map<string, { size: number; frequency: number; lastUse: number; base: number }>();
         let aging = { value: 0, at: 0 };
         const decay = (ms: number) => 2 ** (-ms / halfLife);

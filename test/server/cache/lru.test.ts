@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ClassedPolicy } from '../../../src/server/cache/eviction-classes';
-import { LruPolicy } from '../../../src/server/cache/lru';
 
 describe('LRU eviction policy', () => {
   it('offers the least recently used model first', () => {
@@ -40,14 +39,14 @@ describe('LRU eviction policy', () => {
     const op = fc.oneof(fc.record({ admit: name }), fc.record({ touch: name }), fc.record({ remove: name }));
     fc.assert(
       fc.property(fc.array(op, { maxLength: 100 }), (ops) => {
-        const lru = new LruPolicy();
+        const lru = new ClassedPolicy('lru');
         let order: string[] = [];
         for (const o of ops) {
           if ('admit' in o) {
-            lru.admit(o.admit);
+            lru.admit(o.admit, 1, 1, 0);
             order = [...order.filter((n) => n !== o.admit), o.admit];
           } else if ('touch' in o) {
-            lru.touch(o.touch);
+            lru.touch(o.touch, 0);
             if (order.includes(o.touch)) order = [...order.filter((n) => n !== o.touch), o.touch];
           } else {
             lru.remove(o.remove);
