@@ -35,16 +35,15 @@ const kNext: Readonly<Record<Phase, readonly Phase[]>> = {
 /** Who is told of each change the registry's tallies depend on (registry.ts). */
 export interface RegistrationListener {
   phaseChanged(entry: Registration, from: Phase, to: Phase): void;
-  /** Its heldBytes changed: a reservation, or its model's memory figure. */
-  heldChanged(entry: Registration): void;
-  /** Its load passed memory admission (while loading, once). */
-  admitted(entry: Registration): void;
+  /** Its heldBytes changed: a reservation, or its model's memory figure; `admitted`: its load's first reservation. */
+  heldChanged(entry: Registration, admitted?: boolean): void;
 }
 
 export class Registration implements Resident {
   readonly #phase = new StateMachine<Phase>(() => `model ${this.name}`, 'loading', kNext);
   #model: Model | null = null;
-  #artifact: ModelArtifact | null = null;
+  /** Its load's files, once resolved. */
+  artifact: ModelArtifact | null = null;
   /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
   #reservedBytes = 0;
   /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
@@ -96,10 +95,6 @@ export class Registration implements Resident {
     return this.#model;
   }
 
-  get artifact(): ModelArtifact | null {
-    return this.#artifact;
-  }
-
   get loadError(): MmeError | null {
     return this.#loadError;
   }
@@ -110,10 +105,6 @@ export class Registration implements Resident {
 
   memoryChanged(): void {
     this.#listener?.heldChanged(this);
-  }
-
-  resolved(artifact: ModelArtifact): void {
-    this.#artifact = artifact;
   }
 
   built(model: Model): void {
@@ -127,7 +118,7 @@ export class Registration implements Resident {
    */
   loadFailed(thrown: unknown, log: (line: string) => void): MmeError {
     const reason: unknown = this.abortLoad.signal.aborted ? this.abortLoad.signal.reason : thrown;
-    const err: unknown = this.#artifact?.hidePaths(reason) ?? reason;
+    const err: unknown = this.artifact?.hidePaths(reason) ?? reason;
     const kind = this.onDemand ? 'on-demand load' : this.loadedAtStartup ? 'start-up load' : 'load';
     const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
     log(
@@ -142,11 +133,9 @@ export class Registration implements Resident {
   /** A reservation while loading is the load's admission. */
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
-    this.#listener?.heldChanged(this);
-    if (this.#phase.state === 'loading' && !this.#admitted) {
-      this.#admitted = true;
-      this.#listener?.admitted(this);
-    }
+    const admits = this.#phase.state === 'loading' && !this.#admitted;
+    this.#admitted ||= admits;
+    this.#listener?.heldChanged(this, admits);
   }
 
   get loadAdmitted(): boolean {

@@ -1,10 +1,10 @@
 /**
- * LoadPermits (src/server/models/load-permits.ts), max_concurrent_loads: repository loads hold at
+ * LoadPermits (src/server/models/lifecycle-operations.ts), max_concurrent_loads: repository loads hold at
  * most every permit but one, so a local load always finds one; with a single permit both kinds
  * share it. No time involved: each acquire is looked at after the microtasks have run.
  */
 import assert from 'node:assert/strict';
-import { LoadPermits } from '../../../src/server/models/load-permits';
+import { LoadPermits } from '../../../src/server/models/lifecycle-operations';
 import { settle } from '../../helpers/settle';
 
 /** Starts an acquire and reports whether it has been granted yet. */
