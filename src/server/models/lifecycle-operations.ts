@@ -7,7 +7,6 @@ import { performance } from 'node:perf_hooks';
 import { resolveArtifact } from '../../artifacts/model-artifact';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { repositoryArtifact } from '../../repository/artifact';
-import type { ModelRepository } from '../../repository/repository';
 import { MmeError } from '../../errors';
 import type { StepDeps } from '../autoscale/autoscale-rounds';
 import { KeyedLock } from '../../util/keyed-lock';
@@ -36,23 +35,16 @@ const cutOff = (name: string, how: string) =>
   new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was ${how} before this request finished.`);
 
 /**
- * max_concurrent_loads. A fetch from model_repository goes at the store's pace, so repository loads
- * hold at most every permit but one: a local load always finds one, whatever the store does.
+ * max_concurrent_loads: acquire(fromRepository, signal) resolves with the permit's release; a wait
+ * `signal` ends leaves the line with its reason. A fetch from model_repository goes at the store's
+ * pace, so repository loads hold at most every permit but one: a local load always finds one.
  */
-export class LoadPermits {
-  readonly #all: Semaphore;
-  readonly #repository: Semaphore;
-
-  constructor(permits: number) {
-    this.#all = new Semaphore(permits);
-    this.#repository = new Semaphore(Math.max(1, permits - 1));
-  }
-
-  /** Resolves with the permit's release; a wait `signal` ends leaves the line with its reason. */
-  async acquire(fromRepository: boolean, signal: AbortSignal): Promise<() => void> {
-    const releaseShare = fromRepository ? await this.#repository.acquire(signal) : () => {};
+export function loadPermits(permits: number) {
+  const [all, repository] = [new Semaphore(permits), new Semaphore(Math.max(1, permits - 1))];
+  return async (fromRepository: boolean, signal: AbortSignal): Promise<() => void> => {
+    const releaseShare = fromRepository ? await repository.acquire(signal) : () => {};
     try {
-      const release = await this.#all.acquire(signal);
+      const release = await all.acquire(signal);
       return () => {
         release();
         releaseShare();
@@ -61,14 +53,14 @@ export class LoadPermits {
       releaseShare();
       throw err;
     }
-  }
+  };
 }
 
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
-  readonly #permits: LoadPermits;
+  readonly #permit: ReturnType<typeof loadPermits>;
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
   #readsChosen: Promise<DirReads> | null = null;
   readonly budgetBytes: number;
@@ -79,7 +71,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#permits = new LoadPermits(config.maxConcurrentLoads);
+    this.#permit = loadPermits(config.maxConcurrentLoads);
     const startLoad = (name: string, url: string) => this.#load({ modelName: name, url }, true);
     this.onDemand = new OnDemandLoader(deps, () => this.closing, startLoad);
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
@@ -138,8 +130,16 @@ export class LifecycleOperations {
     try {
       // Only the on-demand loader makes a repository url: a client's s3:// url is never fetched.
       const repository = onDemand && req.url === this.deps.repository?.urlOf(name) ? this.deps.repository : null;
-      releasePermit = await this.#permits.acquire(repository !== null, waiting.signal);
-      const artifact = await this.#resolve(req, repository, waitSeconds, abort);
+      releasePermit = await this.#permit(repository !== null, waiting.signal);
+      const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
+      // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+      const artifact = repository
+        ? await repositoryArtifact(repository, name, opts, abort, { seconds: waitSeconds, timers: clock })
+        : await resolveArtifact(req.url, {
+            ...opts,
+            store: config.modelStore,
+            reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
+          });
       entry.artifact = artifact;
       abort.throwIfAborted();
       const settings = resolveSettings(req, artifact, config);
@@ -180,19 +180,6 @@ export class LifecycleOperations {
       releasePermit();
       unlock();
     }
-  }
-
-  /** The load's files: from model_repository (`repository`), else from its url. */
-  async #resolve(req: LoadRequest, repository: ModelRepository | null, seconds: number, abort: AbortSignal) {
-    const { config, cacheDir, clock } = this.deps;
-    const opts = { cacheDir, roots: config.modelRoots, handler: req.handler };
-    if (repository) return repositoryArtifact(repository, req.modelName, opts, abort, { seconds, timers: clock });
-    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
-    return resolveArtifact(req.url, {
-      ...opts,
-      store: config.modelStore,
-      reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
-    });
   }
 
   /** Stops the entry's workers, frees its files and GPUs, and retires it (phase stopping → gone). */
@@ -240,11 +227,10 @@ export class LifecycleOperations {
       const idleMs = entry.idleMs;
       // A request, or an operation that unloaded it, may have come while it waited for the lock.
       if (!entry.serving || idleMs < seconds * 1000) return entry.checkIdle();
+      const why = `idle for ${Math.round(idleMs / 1000)} s (idle_unload_seconds=${seconds})`;
       await this.#unload(entry, 0, shuttingDown(), '', performance.now());
       this.deps.events.sink.idleUnloaded?.(entry.name);
-      this.deps.log(
-        `[${entry.name}] unloaded: idle for ${Math.round(idleMs / 1000)} s (idle_unload_seconds=${seconds})`,
-      );
+      this.deps.log(`[${entry.name}] unloaded: ${why}`);
     } finally {
       unlock();
     }
