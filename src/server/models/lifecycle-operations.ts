@@ -287,7 +287,7 @@ export class LifecycleOperations {
       const model = this.deps.registry.get(name);
       const e = this.deps.registry.current(name)!;
       const added = processCount({ ...model.settings, minWorkers: min }) - processCount(model.settings);
-      const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
+      const reserved = added > 0 ? await this.#reserve(e, { kind: 'scale', workers: min }, added) : 0;
       // The reservation stands until the new workers are measured.
       scaling = model.scale(min, max).finally(async () => {
         await model.refreshMemory();
@@ -309,32 +309,28 @@ export class LifecycleOperations {
       tryLock: (name) => this.#locks.tryAcquire(name),
       current: (name) => registry.current(name),
       reserve: (e, d, to, purpose) =>
-        to
-          ? this.#reserve(e, this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to), purpose)
-          : this.#reserveWorkers(e, 1, purpose),
+        this.#reserve(e, purpose, 1, to ? this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to) : undefined),
       autoscaled: (name, direction, reason) => events.sink.autoscaleEvent?.(name, direction, reason),
       workers: (name, n) => events.sink.modelWorkers?.(name, n),
       log,
     };
   }
 
-  /** What `added` more workers cost, as its workers measure now, else the estimate. */
-  async #reserveWorkers(e: Registration, added: number, purpose: Purpose): Promise<number> {
+  /** Reserves `bytes`, else what `added` more workers cost: as its workers measure now, else the estimate. */
+  async #reserve(e: Registration, purpose: Purpose, added: number, bytes?: number): Promise<number> {
     const model = e.model!;
-    const measured = await model.refreshMemory();
-    const live = model.workers.length;
-    const perWorker =
-      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
-    return this.#reserve(e, Math.ceil(added * perWorker), purpose);
-  }
-
-  async #reserve(e: Registration, bytes: number, purpose: Purpose): Promise<number> {
+    if (bytes === undefined) {
+      const [measured, live] = [await model.refreshMemory(), model.workers.length];
+      const estimate = () => this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
+      bytes = Math.ceil(added * (live > 0 && measured > 0 ? measured / live : estimate()));
+    }
     await this.#admission.reserve(e, bytes, e.abortLoad.signal, purpose);
     return bytes;
   }
 
-  /** Drains and stops `entry` (under its lock) by `deadline`, for ModelManager.close: counts its requests. */
+  /** For ModelManager.close: stops a load at once, drains (under the lock) until `deadline`, then stops; counts requests. */
   async shutdown(entry: Registration, deadline: number, counts: { drained: number; cutOff: number }): Promise<void> {
+    if (entry.phase === 'loading') entry.abortLoad.abort(shuttingDown());
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first

@@ -48,9 +48,10 @@ export class Registration implements Resident {
   #reservedBytes = 0;
   /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
   #admitted = false;
-  #loadError: MmeError | null = null;
+  /** Why its load failed (loadFailed). */
+  loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
-  #lastError: MmeError | null = null;
+  lastError: MmeError | null = null;
   /** Requests holding the model: from acquire to their answer, queued and running included. */
   #active = 0;
   /** Requests waiting for the load that hold the model from the instant it is ready (holdWhenReady). */
@@ -79,10 +80,6 @@ export class Registration implements Resident {
     private readonly clock: Clock,
   ) {}
 
-  get lastError(): MmeError | null {
-    return this.#lastError;
-  }
-
   get active(): number {
     return this.#active;
   }
@@ -93,10 +90,6 @@ export class Registration implements Resident {
 
   get model(): Model | null {
     return this.#model;
-  }
-
-  get loadError(): MmeError | null {
-    return this.#loadError;
   }
 
   listen(listener: RegistrationListener): void {
@@ -124,10 +117,10 @@ export class Registration implements Resident {
     log(
       `[${this.name}] ${kind} from ${this.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : ((err as Error)?.stack ?? String(err))}`,
     );
-    this.#loadError = isMmeError(err)
+    this.loadError = isMmeError(err)
       ? err
       : new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
-    return this.#loadError;
+    return this.loadError;
   }
 
   /** A reservation while loading is the load's admission. */
@@ -188,7 +181,7 @@ export class Registration implements Resident {
 
   markFailed(err: MmeError): void {
     // Describe and invokes show it: a worker's load error may name the server's copy of the files.
-    this.#lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
+    this.lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
     if (this.#phase.state === 'ready') this.to('failed');
   }
 

@@ -48,12 +48,11 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#placeServing(entry);
   }
 
-  /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry); returns whether it did. */
-  release(entry: Registration): boolean {
-    if (this.#entries.get(entry.name) !== entry) return false;
+  /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry). */
+  release(entry: Registration): void {
+    if (this.#entries.get(entry.name) !== entry) return;
     this.#entries.delete(entry.name);
     this.#serving.delete(entry.name);
-    return true;
   }
 
   /** A registration gone is no longer live: it holds nothing. */
