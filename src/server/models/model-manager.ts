@@ -19,10 +19,7 @@ import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
 /** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
-export interface ShutdownCounts {
-  drained: number;
-  cutOff: number;
-}
+export type ShutdownCounts = { drained: number; cutOff: number };
 
 /** After the drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;

@@ -95,12 +95,9 @@ export class OnDemandLoader {
    */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
-    if (seconds > 0 && kModelFailures.has(err.code))
-      this.#failedLoads.set(name, {
-        error: err,
-        until: this.deps.clock.now() + seconds * 1000,
-        files: this.#files(name),
-      });
+    if (seconds <= 0 || !kModelFailures.has(err.code)) return;
+    const until = this.deps.clock.now() + seconds * 1000;
+    this.#failedLoads.set(name, { error: err, until, files: this.#files(name) });
   }
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */

@@ -17,7 +17,7 @@ function ask(p: ReturnType<typeof loadPermits>, fromRepository: boolean, signal 
   return state;
 }
 
-describe('server/models/load-permits: max_concurrent_loads shared with the repository', () => {
+describe('server/models/lifecycle-operations loadPermits: max_concurrent_loads shared with the repository', () => {
   it('leaves one of three permits to local loads however many repository loads wait', async () => {
     const p = loadPermits(3);
     const repo = [ask(p, true), ask(p, true), ask(p, true)];
