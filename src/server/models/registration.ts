@@ -41,13 +41,13 @@ export interface RegistrationListener {
 
 export class Registration implements Resident {
   readonly #phase = new StateMachine<Phase>(() => `model ${this.name}`, 'loading', kNext);
-  #model: Model | null = null;
+  model: Model | null = null;
   /** Its load's files, once resolved. */
   artifact: ModelArtifact | null = null;
   /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
   #reservedBytes = 0;
   /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
-  #admitted = false;
+  loadAdmitted = false;
   /** Why its load failed (loadFailed). */
   loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
@@ -70,7 +70,8 @@ export class Registration implements Resident {
   #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
   /** clock.now() when its last request finished, or it went ready: the idle age eviction reports and idle unload uses. */
   #idleSince = 0;
-  #listener: RegistrationListener | null = null;
+  /** The registry, told of each change its tallies depend on. */
+  listener: RegistrationListener | null = null;
 
   constructor(
     readonly name: string,
@@ -88,21 +89,13 @@ export class Registration implements Resident {
     return this.#phase.state;
   }
 
-  get model(): Model | null {
-    return this.#model;
-  }
-
-  listen(listener: RegistrationListener): void {
-    this.#listener = listener;
-  }
-
   memoryChanged(): void {
-    this.#listener?.heldChanged(this);
+    this.listener?.heldChanged(this);
   }
 
   built(model: Model): void {
-    this.#model = model;
-    this.#listener?.heldChanged(this);
+    this.model = model;
+    this.listener?.heldChanged(this);
   }
 
   /**
@@ -126,19 +119,15 @@ export class Registration implements Resident {
   /** A reservation while loading is the load's admission. */
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
-    const admits = this.#phase.state === 'loading' && !this.#admitted;
-    this.#admitted ||= admits;
-    this.#listener?.heldChanged(this, admits);
-  }
-
-  get loadAdmitted(): boolean {
-    return this.#admitted;
+    const admits = this.#phase.state === 'loading' && !this.loadAdmitted;
+    this.loadAdmitted ||= admits;
+    this.listener?.heldChanged(this, admits);
   }
 
   /** Gives back up to `bytes` of the reservation (what it stood for is measured now); all of it when omitted. */
   unreserve(bytes = this.#reservedBytes): void {
     this.#reservedBytes = Math.max(0, this.#reservedBytes - bytes);
-    this.#listener?.heldChanged(this);
+    this.listener?.heldChanged(this);
   }
 
   get failed(): boolean {
@@ -147,7 +136,7 @@ export class Registration implements Resident {
 
   /** What the memory budget counts for it: its reservation, and what its workers measure. */
   get heldBytes(): number {
-    return this.#reservedBytes + (this.#model?.memoryBytes ?? 0);
+    return this.#reservedBytes + (this.model?.memoryBytes ?? 0);
   }
 
   /** Serving or able to serve: ready, or failed and retrying its workers. */
@@ -160,7 +149,7 @@ export class Registration implements Resident {
    * name's lock or a load permit holds nothing yet: counting it would refuse the load ahead with 507.
    */
   get countsAsLoaded(): boolean {
-    return this.serving || (this.#phase.state === 'loading' && this.#admitted);
+    return this.serving || (this.#phase.state === 'loading' && this.loadAdmitted);
   }
 
   to(next: Phase): void {
@@ -174,7 +163,7 @@ export class Registration implements Resident {
       this.#heldWhenReady = 0;
     }
     if (next === 'draining') this.clock.clearTimeout(this.#idleUnload?.timer ?? null);
-    this.#listener?.phaseChanged(this, from, next);
+    this.listener?.phaseChanged(this, from, next);
     if (from === 'loading') this.#loadSettled.resolve(next === 'ready');
     if (next === 'gone') this.#gone.resolve();
   }

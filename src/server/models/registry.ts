@@ -44,7 +44,7 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#entries.set(entry.name, entry);
     this.#live.set(entry, entry.heldBytes);
     this.#tallyAdd(entry.phase, 1, entry.heldBytes);
-    entry.listen(this);
+    entry.listener = this;
     this.#placeServing(entry);
   }
 
