@@ -59,7 +59,6 @@ function unregister(registry: ModelRegistry, e: Registration): void {
   e.to('stopping');
   e.to('gone');
   registry.release(e);
-  registry.forget(e);
 }
 
 function cpuMicrosNow(): number {

@@ -1,5 +1,3 @@
-/** What the lifecycle reports: the cache counters and the metrics hooks. */
-
 import type { Direction, Reason } from '../autoscale/autoscaler';
 
 /** Hooks the metrics module listens on; every call is synchronous and must not throw. */

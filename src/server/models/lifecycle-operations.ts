@@ -7,10 +7,10 @@ import { performance } from 'node:perf_hooks';
 import { resolveArtifact } from '../../artifacts/model-artifact';
 import { type DirReads, dirReadsFor } from '../../artifacts/dir-reads';
 import { repositoryArtifact } from '../../repository/artifact';
-import type { ModelRepository } from '../../repository/repository';
 import { MmeError } from '../../errors';
 import type { StepDeps } from '../autoscale/autoscale-rounds';
 import { KeyedLock } from '../../util/keyed-lock';
+import { Semaphore } from '../../util/semaphore';
 import { mb } from '../../util/mb';
 import { deadlineSignal } from '../../util/deadline-signal';
 import { within } from '../../util/within';
@@ -19,10 +19,9 @@ import type { ClassedPolicy } from '../cache/eviction-classes';
 import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import { Model, type ModelContext } from './model';
-import { LoadPermits } from './load-permits';
 import { limitBytes } from '../processes/process-limits';
 import { Registration } from './registration';
-import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
+import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';
 import { OnDemandLoader, type OnDemandDeps } from './on-demand';
 
@@ -32,13 +31,36 @@ export interface OperationsDeps extends ModelContext, OnDemandDeps {
 }
 
 const elapsedMicros = (t0: number) => Math.round((performance.now() - t0) * 1000);
+const cutOff = (name: string, how: string) =>
+  new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was ${how} before this request finished.`);
+
+/**
+ * max_concurrent_loads: acquire(fromRepository, signal) resolves with the permit's release; a wait
+ * `signal` ends leaves the line with its reason. A fetch from model_repository goes at the store's
+ * pace, so repository loads hold at most every permit but one: a local load always finds one.
+ */
+export function loadPermits(permits: number) {
+  const [all, repository] = [new Semaphore(permits), new Semaphore(Math.max(1, permits - 1))];
+  return async (fromRepository: boolean, signal: AbortSignal): Promise<() => void> => {
+    const releaseShare = fromRepository ? await repository.acquire(signal) : () => {};
+    try {
+      const release = await all.acquire(signal);
+      return () => {
+        release();
+        releaseShare();
+      };
+    } catch (err) {
+      releaseShare();
+      throw err;
+    }
+  };
+}
 
 export class LifecycleOperations {
   readonly #locks = new KeyedLock();
   readonly #admission: Admission<Registration>;
   readonly #estimator = new MemoryEstimator();
-  /** max_concurrent_loads: a load holds one of them while it runs. */
-  readonly #permits: LoadPermits;
+  readonly #permit: ReturnType<typeof loadPermits>;
   /** Synchronous when every model root is on a local file system (decided once, at the first load). */
   #readsChosen: Promise<DirReads> | null = null;
   readonly budgetBytes: number;
@@ -49,7 +71,7 @@ export class LifecycleOperations {
 
   constructor(private readonly deps: OperationsDeps) {
     const { config, registry } = deps;
-    this.#permits = new LoadPermits(config.maxConcurrentLoads);
+    this.#permit = loadPermits(config.maxConcurrentLoads);
     const startLoad = (name: string, url: string) => this.#load({ modelName: name, url }, true);
     this.onDemand = new OnDemandLoader(deps, () => this.closing, startLoad);
     const { modelMemoryBudgetBytes: budget, modelMemoryReserveBytes: reserve } = config;
@@ -108,9 +130,17 @@ export class LifecycleOperations {
     try {
       // Only the on-demand loader makes a repository url: a client's s3:// url is never fetched.
       const repository = onDemand && req.url === this.deps.repository?.urlOf(name) ? this.deps.repository : null;
-      releasePermit = await this.#permits.acquire(repository !== null, waiting.signal);
-      const artifact = await this.#resolve(req, repository, waitSeconds, abort);
-      entry.resolved(artifact);
+      releasePermit = await this.#permit(repository !== null, waiting.signal);
+      const opts = { cacheDir: this.deps.cacheDir, roots: config.modelRoots, handler: req.handler };
+      // MMS resolves a relative url against model_store; errors name the url as the client sent it.
+      const artifact = repository
+        ? await repositoryArtifact(repository, name, opts, abort, { seconds: waitSeconds, timers: clock })
+        : await resolveArtifact(req.url, {
+            ...opts,
+            store: config.modelStore,
+            reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
+          });
+      entry.artifact = artifact;
       abort.throwIfAborted();
       const settings = resolveSettings(req, artifact, config);
       const [processes, mode, limit] = [processCount(settings), settings.workerMode, limitBytes(settings)];
@@ -152,19 +182,6 @@ export class LifecycleOperations {
     }
   }
 
-  /** The load's files: from model_repository (`repository`), else from its url. */
-  async #resolve(req: LoadRequest, repository: ModelRepository | null, seconds: number, abort: AbortSignal) {
-    const { config, cacheDir, clock } = this.deps;
-    const opts = { cacheDir, roots: config.modelRoots, handler: req.handler };
-    if (repository) return repositoryArtifact(repository, req.modelName, opts, abort, { seconds, timers: clock });
-    // MMS resolves a relative url against model_store; errors name the url as the client sent it.
-    return resolveArtifact(req.url, {
-      ...opts,
-      store: config.modelStore,
-      reads: await (this.#readsChosen ??= dirReadsFor(config.modelRoots)),
-    });
-  }
-
   /** Stops the entry's workers, frees its files and GPUs, and retires it (phase stopping → gone). */
   async #release(entry: Registration, err: MmeError): Promise<void> {
     entry.to('stopping');
@@ -174,34 +191,32 @@ export class LifecycleOperations {
     await entry.artifact?.dispose();
     entry.unreserve();
     entry.to('gone');
-    this.deps.registry.forget(entry);
     this.deps.events.sink.modelWorkers?.(entry.name, 0);
   }
 
-  /** Reports an unload (DELETE, eviction, idle) that began at `t0`. */
-  #unloaded(name: string, t0: number): void {
-    this.deps.events.sink.modelUnloaded?.(name, elapsedMicros(t0));
+  /**
+   * Unloads `entry` (its lock held; DELETE, eviction, idle) begun at `t0`: drains it for up to
+   * `drainMs`, else logs `late` and cuts its requests off with `err`; false when it did.
+   */
+  async #unload(entry: Registration, drainMs: number, err: MmeError, late: string, t0: number): Promise<boolean> {
+    const drained = await entry.drain(drainMs);
+    if (!drained) this.deps.log(`[${entry.name}] ${late}`);
+    await this.#release(entry, err);
+    this.deps.events.sink.modelUnloaded?.(entry.name, elapsedMicros(t0));
     this.deps.events.sink.loadedModelCount?.(this.deps.registry.servingCount());
+    return drained;
   }
 
   /** Drains (bounded) and stops an eviction victim, whose lock the caller holds. */
   async #evict(entry: Registration, why: string): Promise<void> {
-    const { name } = entry;
-    const { config, log } = this.deps;
+    const { name, idleMs } = entry;
+    const { config, events, log } = this.deps;
     const freed = entry.model!.memoryBytes;
-    const idleMs = entry.idleMs;
-    const t0 = performance.now();
-    if (!(await entry.drain(config.evictionDrainTimeoutSeconds * 1000)))
-      log(
-        `[${name}] eviction: requests still running after ${config.evictionDrainTimeoutSeconds} s (eviction_drain_timeout); stopping anyway`,
-      );
-    await this.#release(
-      entry,
-      new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was evicted to make room before this request finished.`),
-    );
-    this.deps.events.stats.evictions++;
-    this.deps.events.sink.evicted?.(name, idleMs);
-    this.#unloaded(name, t0);
+    const seconds = config.evictionDrainTimeoutSeconds;
+    const late = `eviction: requests still running after ${seconds} s (eviction_drain_timeout); stopping anyway`;
+    await this.#unload(entry, seconds * 1000, cutOff(name, 'evicted to make room'), late, performance.now());
+    events.stats.evictions++;
+    events.sink.evicted?.(name, idleMs);
     log(`[${name}] evicted ${why} (idle ${Math.round(idleMs / 1000)} s, freed ${mb(freed)})`);
   }
 
@@ -212,12 +227,9 @@ export class LifecycleOperations {
       const idleMs = entry.idleMs;
       // A request, or an operation that unloaded it, may have come while it waited for the lock.
       if (!entry.serving || idleMs < seconds * 1000) return entry.checkIdle();
-      const t0 = performance.now();
       const why = `idle for ${Math.round(idleMs / 1000)} s (idle_unload_seconds=${seconds})`;
-      entry.to('draining');
-      await this.#release(entry, shuttingDown());
+      await this.#unload(entry, 0, shuttingDown(), '', performance.now());
       this.deps.events.sink.idleUnloaded?.(entry.name);
-      this.#unloaded(entry.name, t0);
       this.deps.log(`[${entry.name}] unloaded: ${why}`);
     } finally {
       unlock();
@@ -227,8 +239,8 @@ export class LifecycleOperations {
   /** DELETE /models/{name}: past unregister_model_timeout (a load is stopped) it is gone all the same, with 408. */
   async unload(name: string): Promise<void> {
     const { config, registry, log, clock } = this.deps;
-    const boundMs = config.unregisterModelTimeoutSeconds * 1000;
-    const deadline = clock.now() + boundMs;
+    const seconds = config.unregisterModelTimeoutSeconds;
+    const deadline = clock.now() + seconds * 1000;
     const entry = registry.current(name);
     if (!entry || !registry.registered(name)) {
       if (!this.onDemand.forgetFailure(name)) throw modelNotFound(name);
@@ -237,38 +249,34 @@ export class LifecycleOperations {
       );
       return;
     }
-    let late = false;
+    const timedOut = (what: string) =>
+      new MmeError(
+        'MME_ERR_UNLOAD_TIMEOUT',
+        `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${seconds} s): ${what}. The model is unloaded.`,
+      );
     const t0 = performance.now();
     const locking = this.#locks.acquire(name);
-    let unlock = await within(locking, boundMs, null, clock);
+    let unlock = await within(locking, seconds * 1000, null, clock);
+    let late = unlock === null;
     if (!unlock) {
-      late = true;
       // Still loading at the bound: stop the load, which then gives the lock up at once.
       const stopped = `Model ${name} was unloaded (DELETE /models/${name}) before its load finished.`;
       entry.abortLoad.abort(new MmeError('MME_ERR_MODEL_CONFLICT', stopped));
       unlock = await locking;
     }
     try {
-      if (registry.current(name) !== entry || !entry.serving) {
-        if (late) throw unloadTimeout(name, config, 'loading');
-        throw modelNotFound(name);
-      }
-      if (!(await entry.drain(deadline - clock.now()))) {
-        late = true;
-        log(
-          `[${name}] unload: requests still running after ${config.unregisterModelTimeoutSeconds} s (unregister_model_timeout); stopping its workers`,
-        );
-      }
-      await this.#release(
-        entry,
-        new MmeError('MME_ERR_SHUTTING_DOWN', `Model ${name} was unloaded before this request finished.`),
-      );
+      if (registry.current(name) !== entry || !entry.serving)
+        throw late
+          ? timedOut('it was still loading; the load was stopped and nothing is left of it')
+          : modelNotFound(name);
+      const stopping = `unload: requests still running after ${seconds} s (unregister_model_timeout); stopping its workers`;
+      if (!(await this.#unload(entry, deadline - clock.now(), cutOff(name, 'unloaded'), stopping, t0))) late = true;
     } finally {
       unlock();
     }
-    this.#unloaded(name, t0);
     log(`[${name}] unloaded${late ? ' after unregister_model_timeout' : ''}`);
-    if (late) throw unloadTimeout(name, config, 'running');
+    if (late)
+      throw timedOut('requests were still running; they were stopped, its workers killed and its files removed');
   }
 
   /** Scales once a load in progress is over (it holds the lock); added workers must fit the budget first, else 507. */
@@ -279,7 +287,7 @@ export class LifecycleOperations {
       const model = this.deps.registry.get(name);
       const e = this.deps.registry.current(name)!;
       const added = processCount({ ...model.settings, minWorkers: min }) - processCount(model.settings);
-      const reserved = added > 0 ? await this.#reserveWorkers(e, added, { kind: 'scale', workers: min }) : 0;
+      const reserved = added > 0 ? await this.#reserve(e, { kind: 'scale', workers: min }, added) : 0;
       // The reservation stands until the new workers are measured.
       scaling = model.scale(min, max).finally(async () => {
         await model.refreshMemory();
@@ -301,32 +309,28 @@ export class LifecycleOperations {
       tryLock: (name) => this.#locks.tryAcquire(name),
       current: (name) => registry.current(name),
       reserve: (e, d, to, purpose) =>
-        to
-          ? this.#reserve(e, this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to), purpose)
-          : this.#reserveWorkers(e, 1, purpose),
+        this.#reserve(e, purpose, 1, to ? this.#estimator.estimate(e.artifact!.onnxBytes, d.target, to) : undefined),
       autoscaled: (name, direction, reason) => events.sink.autoscaleEvent?.(name, direction, reason),
       workers: (name, n) => events.sink.modelWorkers?.(name, n),
       log,
     };
   }
 
-  /** What `added` more workers cost, as its workers measure now, else the estimate. */
-  async #reserveWorkers(e: Registration, added: number, purpose: Purpose): Promise<number> {
+  /** Reserves `bytes`, else what `added` more workers cost: as its workers measure now, else the estimate. */
+  async #reserve(e: Registration, purpose: Purpose, added: number, bytes?: number): Promise<number> {
     const model = e.model!;
-    const measured = await model.refreshMemory();
-    const live = model.workers.length;
-    const perWorker =
-      live > 0 && measured > 0 ? measured / live : this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
-    return this.#reserve(e, Math.ceil(added * perWorker), purpose);
-  }
-
-  async #reserve(e: Registration, bytes: number, purpose: Purpose): Promise<number> {
+    if (bytes === undefined) {
+      const [measured, live] = [await model.refreshMemory(), model.workers.length];
+      const estimate = () => this.#estimator.estimate(e.artifact!.onnxBytes, 1, model.mode);
+      bytes = Math.ceil(added * (live > 0 && measured > 0 ? measured / live : estimate()));
+    }
     await this.#admission.reserve(e, bytes, e.abortLoad.signal, purpose);
     return bytes;
   }
 
-  /** Drains and stops `entry` (under its lock) by `deadline`, for ModelManager.close: counts its requests. */
+  /** For ModelManager.close: stops a load at once, drains (under the lock) until `deadline`, then stops; counts requests. */
   async shutdown(entry: Registration, deadline: number, counts: { drained: number; cutOff: number }): Promise<void> {
+    if (entry.phase === 'loading') entry.abortLoad.abort(shuttingDown());
     const unlock = await this.#locks.acquire(entry.name);
     try {
       if (!entry.serving) return; // a load that was stopped, or an unload or eviction that finished first

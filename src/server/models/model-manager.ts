@@ -14,16 +14,12 @@ import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-fact
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import type { LifecycleEvents } from './lifecycle-events';
 import { LifecycleOperations } from './lifecycle-operations';
-import { shuttingDown } from './model-names';
 import type { Registration } from './registration';
 import type { OnDemandLoader } from './on-demand';
 import { ModelRegistry } from './registry';
 
 /** What a shutdown did to the requests it found admitted: finished in the drain, or cut off. */
-export interface ShutdownCounts {
-  drained: number;
-  cutOff: number;
-}
+export type ShutdownCounts = { drained: number; cutOff: number };
 
 /** After the drain, how long killed processes get to be reaped. */
 const kReapBoundMs = 5000;
@@ -94,10 +90,8 @@ export class ModelManager {
     lifecycle.closing = true;
     const counts: ShutdownCounts = { drained: 0, cutOff: 0 };
     const deadline = clock.now() + drainMs;
-    const live = this.registry.live;
-    for (const e of live) if (e.phase === 'loading') e.abortLoad.abort(shuttingDown());
+    const stopping = Promise.all([...this.registry.live].map((e) => lifecycle.shutdown(e, deadline, counts)));
     const spares = workers.spares.close();
-    const stopping = Promise.all([...live].map((e) => lifecycle.shutdown(e, deadline, counts)));
     if ((await within(stopping, drainMs + kReapBoundMs, 'late' as const, clock)) === 'late') {
       this.log(
         `shutdown: models still stopping after ${Math.round((drainMs + kReapBoundMs) / 1000)} s; killing every worker process`,

@@ -22,19 +22,3 @@ export function checkModelName(name: unknown): string {
 export const modelNotFound = (name: string) =>
   new MmeError('MME_ERR_MODEL_NOT_FOUND', `Model not found: ${isModelName(name) ? name : quote(name)}`);
 export const shuttingDown = () => new MmeError('MME_ERR_SHUTTING_DOWN', 'The server is shutting down.');
-
-const kUnloadCutOff = {
-  loading: 'it was still loading; the load was stopped and nothing is left of it',
-  running: 'requests were still running; they were stopped, its workers killed and its files removed',
-};
-
-/** DELETE past unregister_model_timeout, with what it cut off: the model is gone all the same. */
-export const unloadTimeout = (
-  name: string,
-  c: { unregisterModelTimeoutSeconds: number },
-  cutOff: keyof typeof kUnloadCutOff,
-) =>
-  new MmeError(
-    'MME_ERR_UNLOAD_TIMEOUT',
-    `Timed out while cleaning resources: ${name}. The unload took longer than unregister_model_timeout (${c.unregisterModelTimeoutSeconds} s): ${kUnloadCutOff[cutOff]}. The model is unloaded.`,
-  );

@@ -41,13 +41,6 @@ const kModelFailures: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MME_ERR_REPOSITORY_TIMEOUT',
 ]);
 
-/** A failed on-demand load, answered until `until` or a change of its `files` in model_store (null: from model_repository). */
-interface RememberedFailure {
-  error: MmeError;
-  until: number;
-  files: string | null;
-}
-
 /** A store entry with more files than this is not watched for changes: its failure is remembered by time only. */
 const kMaxWatchedFiles = 1000;
 
@@ -72,7 +65,8 @@ function filesSignature(target: string): string | null {
 }
 
 export class OnDemandLoader {
-  readonly #failedLoads = new Map<string, RememberedFailure>();
+  /** Failed on-demand loads, answered until `until` or a change of their `files` in model_store (null: from model_repository). */
+  readonly #failedLoads = new Map<string, { error: MmeError; until: number; files: string | null }>();
 
   constructor(
     private readonly deps: OnDemandDeps,
@@ -101,12 +95,9 @@ export class OnDemandLoader {
    */
   rememberFailure(name: string, err: MmeError): void {
     const seconds = this.deps.config.loadFailureCacheSeconds;
-    if (seconds > 0 && kModelFailures.has(err.code))
-      this.#failedLoads.set(name, {
-        error: err,
-        until: this.deps.clock.now() + seconds * 1000,
-        files: this.#files(name),
-      });
+    if (seconds <= 0 || !kModelFailures.has(err.code)) return;
+    const until = this.deps.clock.now() + seconds * 1000;
+    this.#failedLoads.set(name, { error: err, until, files: this.#files(name) });
   }
 
   /** Runs one request on `name`; the model counts as busy (drain waits for it) from here to its answer. */
@@ -138,8 +129,8 @@ export class OnDemandLoader {
       return [first, 0];
     }
     if (this.closing()) throw shuttingDown();
-    if (!first && !config.modelCache) throw modelNotFound(name);
-    checkModelName(name);
+    // Without the cache only a registration serves: the loop below answers 404 for any other name.
+    if (config.modelCache) checkModelName(name);
     const t0 = performance.now();
     let missed = false;
     const boundMs = config.loadWaitTimeoutSeconds * 1000 * (1 + Math.random());
@@ -195,7 +186,15 @@ export class OnDemandLoader {
     const failed = this.#failedLoads.get(name);
     if (failed) {
       const left = failed.until - this.deps.clock.now();
-      if (left >= 0 && this.#files(name) === failed.files) throw remembered(name, failed.error, left);
+      if (left >= 0 && this.#files(name) === failed.files) {
+        // The load's own failure, saying for how long, and how to retry now.
+        const [{ error }, seconds] = [failed, Math.max(1, Math.ceil(left / 1000))];
+        throw new MmeError(
+          error.code,
+          `Model ${name} failed to load recently and is not retried for ${seconds} more s (load_failure_cache_seconds); to retry now, fix its files in model_store or send DELETE /models/${name}. The failure: ${error.message}`,
+          { status: error.status, headers: { ...error.headers, 'Retry-After': String(seconds) }, cause: error },
+        );
+      }
       this.#failedLoads.delete(name);
     }
     const url = this.#findInStore(name) ?? this.deps.repository?.urlOf(name);
@@ -219,14 +218,4 @@ export class OnDemandLoader {
     }
     return null;
   }
-}
-
-/** A remembered failure: the load's own, saying for how long, and how to retry now. */
-function remembered(name: string, error: MmeError, leftMs: number): MmeError {
-  const seconds = Math.max(1, Math.ceil(leftMs / 1000));
-  return new MmeError(
-    error.code,
-    `Model ${name} failed to load recently and is not retried for ${seconds} more s (load_failure_cache_seconds); to retry now, fix its files in model_store or send DELETE /models/${name}. The failure: ${error.message}`,
-    { status: error.status, headers: { ...error.headers, 'Retry-After': String(seconds) }, cause: error },
-  );
 }

@@ -35,23 +35,23 @@ const kNext: Readonly<Record<Phase, readonly Phase[]>> = {
 /** Who is told of each change the registry's tallies depend on (registry.ts). */
 export interface RegistrationListener {
   phaseChanged(entry: Registration, from: Phase, to: Phase): void;
-  /** Its heldBytes changed: a reservation, or its model's memory figure. */
-  heldChanged(entry: Registration): void;
-  /** Its load passed memory admission (while loading, once). */
-  admitted(entry: Registration): void;
+  /** Its heldBytes changed: a reservation, or its model's memory figure; `admitted`: its load's first reservation. */
+  heldChanged(entry: Registration, admitted?: boolean): void;
 }
 
 export class Registration implements Resident {
   readonly #phase = new StateMachine<Phase>(() => `model ${this.name}`, 'loading', kNext);
-  #model: Model | null = null;
-  #artifact: ModelArtifact | null = null;
+  model: Model | null = null;
+  /** Its load's files, once resolved. */
+  artifact: ModelArtifact | null = null;
   /** Memory reserved while loading or scaling up (the estimate); 0 once the model is measured. */
   #reservedBytes = 0;
   /** Its load passed memory admission (it reserved): from then on it counts against max_loaded_models. */
-  #admitted = false;
-  #loadError: MmeError | null = null;
+  loadAdmitted = false;
+  /** Why its load failed (loadFailed). */
+  loadError: MmeError | null = null;
   /** Why the workers keep failing (phase failed). */
-  #lastError: MmeError | null = null;
+  lastError: MmeError | null = null;
   /** Requests holding the model: from acquire to their answer, queued and running included. */
   #active = 0;
   /** Requests waiting for the load that hold the model from the instant it is ready (holdWhenReady). */
@@ -70,7 +70,8 @@ export class Registration implements Resident {
   #idleUnload: { ms: number; unload: () => void; timer: Timer | null } | null = null;
   /** clock.now() when its last request finished, or it went ready: the idle age eviction reports and idle unload uses. */
   #idleSince = 0;
-  #listener: RegistrationListener | null = null;
+  /** The registry, told of each change its tallies depend on. */
+  listener: RegistrationListener | null = null;
 
   constructor(
     readonly name: string,
@@ -80,10 +81,6 @@ export class Registration implements Resident {
     private readonly clock: Clock,
   ) {}
 
-  get lastError(): MmeError | null {
-    return this.#lastError;
-  }
-
   get active(): number {
     return this.#active;
   }
@@ -92,33 +89,13 @@ export class Registration implements Resident {
     return this.#phase.state;
   }
 
-  get model(): Model | null {
-    return this.#model;
-  }
-
-  get artifact(): ModelArtifact | null {
-    return this.#artifact;
-  }
-
-  get loadError(): MmeError | null {
-    return this.#loadError;
-  }
-
-  listen(listener: RegistrationListener): void {
-    this.#listener = listener;
-  }
-
   memoryChanged(): void {
-    this.#listener?.heldChanged(this);
-  }
-
-  resolved(artifact: ModelArtifact): void {
-    this.#artifact = artifact;
+    this.listener?.heldChanged(this);
   }
 
   built(model: Model): void {
-    this.#model = model;
-    this.#listener?.heldChanged(this);
+    this.model = model;
+    this.listener?.heldChanged(this);
   }
 
   /**
@@ -127,36 +104,30 @@ export class Registration implements Resident {
    */
   loadFailed(thrown: unknown, log: (line: string) => void): MmeError {
     const reason: unknown = this.abortLoad.signal.aborted ? this.abortLoad.signal.reason : thrown;
-    const err: unknown = this.#artifact?.hidePaths(reason) ?? reason;
+    const err: unknown = this.artifact?.hidePaths(reason) ?? reason;
     const kind = this.onDemand ? 'on-demand load' : this.loadedAtStartup ? 'start-up load' : 'load';
     const cause = isMmeError(err) && err.cause instanceof Error ? ` (${err.cause.message})` : '';
     log(
       `[${this.name}] ${kind} from ${this.url} failed: ${isMmeError(err) ? `${err.code}: ${err.message}${cause}` : ((err as Error)?.stack ?? String(err))}`,
     );
-    this.#loadError = isMmeError(err)
+    this.loadError = isMmeError(err)
       ? err
       : new MmeError('MME_ERR_INTERNAL', 'Internal server error; the server log has the details.');
-    return this.#loadError;
+    return this.loadError;
   }
 
   /** A reservation while loading is the load's admission. */
   reserve(bytes: number): void {
     this.#reservedBytes += bytes;
-    this.#listener?.heldChanged(this);
-    if (this.#phase.state === 'loading' && !this.#admitted) {
-      this.#admitted = true;
-      this.#listener?.admitted(this);
-    }
-  }
-
-  get loadAdmitted(): boolean {
-    return this.#admitted;
+    const admits = this.#phase.state === 'loading' && !this.loadAdmitted;
+    this.loadAdmitted ||= admits;
+    this.listener?.heldChanged(this, admits);
   }
 
   /** Gives back up to `bytes` of the reservation (what it stood for is measured now); all of it when omitted. */
   unreserve(bytes = this.#reservedBytes): void {
     this.#reservedBytes = Math.max(0, this.#reservedBytes - bytes);
-    this.#listener?.heldChanged(this);
+    this.listener?.heldChanged(this);
   }
 
   get failed(): boolean {
@@ -165,7 +136,7 @@ export class Registration implements Resident {
 
   /** What the memory budget counts for it: its reservation, and what its workers measure. */
   get heldBytes(): number {
-    return this.#reservedBytes + (this.#model?.memoryBytes ?? 0);
+    return this.#reservedBytes + (this.model?.memoryBytes ?? 0);
   }
 
   /** Serving or able to serve: ready, or failed and retrying its workers. */
@@ -178,7 +149,7 @@ export class Registration implements Resident {
    * name's lock or a load permit holds nothing yet: counting it would refuse the load ahead with 507.
    */
   get countsAsLoaded(): boolean {
-    return this.serving || (this.#phase.state === 'loading' && this.#admitted);
+    return this.serving || (this.#phase.state === 'loading' && this.loadAdmitted);
   }
 
   to(next: Phase): void {
@@ -192,14 +163,14 @@ export class Registration implements Resident {
       this.#heldWhenReady = 0;
     }
     if (next === 'draining') this.clock.clearTimeout(this.#idleUnload?.timer ?? null);
-    this.#listener?.phaseChanged(this, from, next);
+    this.listener?.phaseChanged(this, from, next);
     if (from === 'loading') this.#loadSettled.resolve(next === 'ready');
     if (next === 'gone') this.#gone.resolve();
   }
 
   markFailed(err: MmeError): void {
     // Describe and invokes show it: a worker's load error may name the server's copy of the files.
-    this.#lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
+    this.lastError = (this.artifact?.hidePaths(err) ?? err) as MmeError;
     if (this.#phase.state === 'ready') this.to('failed');
   }
 

@@ -44,52 +44,38 @@ export class ModelRegistry implements Tally<Registration>, RegistrationListener 
     this.#entries.set(entry.name, entry);
     this.#live.set(entry, entry.heldBytes);
     this.#tallyAdd(entry.phase, 1, entry.heldBytes);
-    entry.listen(this);
+    entry.listener = this;
     this.#placeServing(entry);
   }
 
-  /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry); returns whether it did. */
-  release(entry: Registration): boolean {
-    if (this.#entries.get(entry.name) !== entry) return false;
+  /** Frees `entry`'s name if it still holds it (a name loaded again belongs to the new entry). */
+  release(entry: Registration): void {
+    if (this.#entries.get(entry.name) !== entry) return;
     this.#entries.delete(entry.name);
     this.#serving.delete(entry.name);
-    return true;
   }
 
-  forget(entry: Registration): void {
-    const held = this.#live.get(entry);
-    if (held === undefined) return;
-    this.#live.delete(entry);
-    this.#tallyAdd(entry.phase, -1, -held);
-    this.#moving.delete(entry);
-    this.#settled();
-  }
-
+  /** A registration gone is no longer live: it holds nothing. */
   phaseChanged(entry: Registration, from: Phase, to: Phase): void {
     const held = this.#live.get(entry);
     if (held === undefined) return;
     this.#tallyAdd(from, -1, -held);
-    this.#tallyAdd(to, 1, held);
-    if (from === 'loading') {
-      if (entry.loadAdmitted) this.#admittedLoads--;
-      this.#settled();
-    }
+    if (to === 'gone') this.#live.delete(entry);
+    else this.#tallyAdd(to, 1, held);
+    if (from === 'loading' && entry.loadAdmitted) this.#admittedLoads--;
+    if (from === 'loading' || to === 'gone') this.#settled();
     if (entry.serving && entry.model?.memoryMoves) this.#moving.add(entry);
     else this.#moving.delete(entry);
-    if (this.#entries.get(entry.name) !== entry) return;
-    this.#placeServing(entry);
+    if (this.#entries.get(entry.name) === entry) this.#placeServing(entry);
   }
 
-  heldChanged(entry: Registration): void {
+  heldChanged(entry: Registration, admitted = false): void {
     const before = this.#live.get(entry);
     if (before === undefined) return;
     const now = entry.heldBytes;
     this.#live.set(entry, now);
     this.#tallyAdd(entry.phase, 0, now - before);
-  }
-
-  admitted(entry: Registration): void {
-    if (this.#live.has(entry) && entry.phase === 'loading') this.#admittedLoads++;
+    if (admitted && entry.phase === 'loading') this.#admittedLoads++;
   }
 
   #placeServing(entry: Registration): void {

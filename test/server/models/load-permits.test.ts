@@ -1,25 +1,25 @@
 /**
- * LoadPermits (src/server/models/load-permits.ts), max_concurrent_loads: repository loads hold at
+ * loadPermits (src/server/models/lifecycle-operations.ts), max_concurrent_loads: repository loads hold at
  * most every permit but one, so a local load always finds one; with a single permit both kinds
  * share it. No time involved: each acquire is looked at after the microtasks have run.
  */
 import assert from 'node:assert/strict';
-import { LoadPermits } from '../../../src/server/models/load-permits';
+import { loadPermits } from '../../../src/server/models/lifecycle-operations';
 import { settle } from '../../helpers/settle';
 
 /** Starts an acquire and reports whether it has been granted yet. */
-function ask(p: LoadPermits, fromRepository: boolean, signal = new AbortController().signal) {
+function ask(p: ReturnType<typeof loadPermits>, fromRepository: boolean, signal = new AbortController().signal) {
   const state: { release: (() => void) | null; error: unknown } = { release: null, error: null };
-  p.acquire(fromRepository, signal).then(
+  p(fromRepository, signal).then(
     (release) => (state.release = release),
     (err: unknown) => (state.error = err),
   );
   return state;
 }
 
-describe('server/models/load-permits: max_concurrent_loads shared with the repository', () => {
+describe('server/models/lifecycle-operations loadPermits: max_concurrent_loads shared with the repository', () => {
   it('leaves one of three permits to local loads however many repository loads wait', async () => {
-    const p = new LoadPermits(3);
+    const p = loadPermits(3);
     const repo = [ask(p, true), ask(p, true), ask(p, true)];
     await settle();
     assert.deepEqual(
@@ -45,7 +45,7 @@ describe('server/models/load-permits: max_concurrent_loads shared with the repos
   });
 
   it('with one permit, local and repository loads take turns on it', async () => {
-    const p = new LoadPermits(1);
+    const p = loadPermits(1);
     const both = [ask(p, true), ask(p, false)];
     await settle();
     const holding = both.filter((a) => a.release !== null);
@@ -59,7 +59,7 @@ describe('server/models/load-permits: max_concurrent_loads shared with the repos
   });
 
   it("a repository load whose wait is aborted gives back its share, and the abort's reason is its error", async () => {
-    const p = new LoadPermits(2);
+    const p = loadPermits(2);
     const busy = ask(p, false);
     const other = ask(p, false);
     await settle();

@@ -31,7 +31,7 @@ describe('Registration', () => {
     leavesEarly();
     assert.equal(e.active, 0, 'nothing holds a model that is loading');
     let activeWhenHeard = -1;
-    e.listen({ phaseChanged: () => (activeWhenHeard = e.active), heldChanged: () => {}, admitted: () => {} });
+    e.listener = { phaseChanged: () => (activeWhenHeard = e.active), heldChanged: () => {} };
     e.to('ready');
     assert.equal(activeWhenHeard, 2, 'the waiters held it before anyone heard it was ready');
     leavesLate();

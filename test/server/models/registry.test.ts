@@ -51,7 +51,6 @@ describe('model registry', () => {
             }
             if (o.to === 'gone') {
               registry.release(e);
-              registry.forget(e);
             }
           } else if ('reserve' in o) {
             latest.get(o.reserve)?.reserve(o.bytes);
@@ -109,7 +108,6 @@ describe('model registry', () => {
     a.to('stopping');
     a.to('gone');
     registry.release(a);
-    registry.forget(a);
     await second;
     assert.equal(registry.nextSettle(), null);
   });
