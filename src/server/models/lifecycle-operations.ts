@@ -20,7 +20,7 @@ import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import { Model, type ModelContext } from './model';
 import { LoadPermits } from './load-permits';
-import { limitBytes } from '../processes/process-limits';
+import { limitBytes } from '../processes/limit-enforcement';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown, unloadTimeout } from './model-names';
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';

@@ -13,7 +13,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { WorkerFactory } from '../workers/worker-factory';
 import type { LifecycleEvents } from './lifecycle-events';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
-import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/process-limits';
+import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/limit-enforcement';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';

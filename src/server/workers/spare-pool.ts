@@ -19,7 +19,7 @@
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type HostEvents, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot, type Assignment } from '../hosts/model-slot';
-import type { ProcessLimits } from '../processes/process-limits';
+import type { ProcessLimits } from '../processes/limit-enforcement';
 import type { Timer } from '../../util/clock';
 
 /**
