@@ -68,7 +68,8 @@ export class Model extends Dispatcher {
     const { name } = health;
     const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
-    super(name, { log, clock, waitForRoom }, settings, handlerPath !== null);
+    const onRestarted = () => ctx.events.sink.workerRestarted?.(name);
+    super(name, { log, clock, waitForRoom, onRestarted }, settings, handlerPath !== null);
     this.url = health.url;
     this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
@@ -87,10 +88,6 @@ export class Model extends Dispatcher {
     this.outputs = loaded.outputs;
     this.streaming = loaded.streaming;
     this.dispatch();
-  }
-
-  protected workerRestarted(): void {
-    this.ctx.events.sink.workerRestarted?.(this.name);
   }
 
   protected workersFailed(err: MmeError): void {

@@ -63,11 +63,7 @@ export interface SpawnHooks {
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
-export interface SpawnedWorker {
-  readonly child: ChildProcess;
-  readonly channel: Socket;
-  readonly reader: FrameReader;
-}
+export type SpawnedWorker = ReturnType<typeof spawnProcess>;
 
 /** Frame limit until a model (and its max_response_size) is assigned: Started/LoadFailed are tiny. */
 const kUnassignedFrameLimit = 1 << 20;
@@ -91,7 +87,7 @@ export function spawnProcess(
   clock: Clock,
   hooks: SpawnHooks,
   ringFd: number | null = null,
-): SpawnedWorker {
+) {
   const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
   const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
   const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', 'pipe'];
@@ -121,5 +117,5 @@ export function spawnProcess(
     const ended = new Promise((resolve) => child.stderr!.once('end', resolve));
     void within(ended, kAbortReasonWaitMs, null, clock).then(() => hooks.onExit(code, signal));
   });
-  return { child, channel, reader };
+  return { child, channel, reader } as const;
 }

@@ -17,6 +17,8 @@ export interface WorkerSetDeps {
   log(line: string): void;
   /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
+  /** A restart after a death has started a worker. */
+  onRestarted(): void;
   clock: Clock;
 }
 
@@ -54,7 +56,6 @@ export abstract class WorkerSet {
 
   protected abstract spawnWorker(): ModelSlot;
   protected abstract workerLoaded(worker: ModelSlot, msg: LoadedMessage): void;
-  protected abstract workerRestarted(): void;
   /** kFailedAfter failed restarts in a row with no worker ready: until one loads, its model has none working. */
   protected abstract workersFailed(err: MmeError): void;
 
@@ -239,7 +240,7 @@ export abstract class WorkerSet {
       this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
-      if (started.length > 0) this.workerRestarted();
+      if (started.length > 0) this.deps.onRestarted();
     });
   }
 
