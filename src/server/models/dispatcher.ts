@@ -239,11 +239,11 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
       );
     }
     const seconds = this.settings.responseTimeoutMs / 1000;
+    if (!queued)
+      return runningRequestError(name, { code: null, signal: null, reason: 'timeout-kill', causedBy: null }, seconds);
     return new MmeError(
       'MME_ERR_WORKER_TIMEOUT',
-      queued
-        ? `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`
-        : `Model ${name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+      `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`,
     );
   }
 

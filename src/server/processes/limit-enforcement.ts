@@ -59,7 +59,6 @@ export class Cgroup {
     private readonly eventsFile: string,
   ) {}
 
-  /** Moves the process (all its threads) in. */
   join(pid: number): void {
     for (const dir of this.dirs) fs.writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
   }
@@ -203,7 +202,6 @@ export function cgroupParent(
 
 type WatchOptions = { clock: Clock; log: (line: string) => void };
 
-/** How often the memory watch measures a limited model's workers. */
 const kWatchIntervalMs = 1000;
 
 /** A model's cgroup, made at its first worker's spawn and removed when its last worker has exited. */
@@ -294,7 +292,6 @@ let cgroupSeq = 0;
 
 /** The server's way of enforcing limits, chosen once at start: what the start line says. */
 export class LimitEnforcement {
-  /** `reason`: why there are no cgroups. */
   constructor(
     private readonly parent: CgroupParent | { reason: string },
     private readonly opts: WatchOptions,
@@ -305,7 +302,7 @@ export class LimitEnforcement {
     return 'reason' in this.parent ? 'memory watch' : `cgroup v${this.parent.version}`;
   }
 
-  /** The start line's words on it. */
+  /** The start line's words on it: why there are no cgroups, if there are none. */
   describe(): string {
     return 'reason' in this.parent
       ? `per-model limits: memory_limit_mb by the server watching each worker's memory, cpu_limit refused (no cgroups: ${this.parent.reason})`
