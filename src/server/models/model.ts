@@ -121,9 +121,7 @@ export class Model extends Dispatcher {
   }
 
   get inFlightRequests(): number {
-    let n = 0;
-    for (const w of this.workers) n += w.host.batches.requestsOf(w);
-    return n;
+    return this.workers.reduce((n, w) => n + w.host.batches.requestsOf(w), 0);
   }
 
   /** Starts the workers and resolves when all have loaded; rejects on the first failure or on `abort`. */

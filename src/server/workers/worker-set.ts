@@ -115,9 +115,7 @@ export abstract class WorkerSet {
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
     const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#moving.has(w));
-    if (live.length < this.#target && !this.#backoff.waiting) {
-      for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
-    }
+    if (!this.#backoff.waiting) for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     if (live.length > this.#target) {
       const rank = (w: ModelSlot) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
