@@ -1,6 +1,6 @@
 /** What a process and its descendants hold and do, read from /proc (Linux only). */
 import fs from 'node:fs';
-import { processMemoryBytes } from '../src/server/processes/process-memory';
+import { processMemoryBytes } from '../src/server/processes/worker-spawn';
 
 /** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...]; null once the process is gone. */
 function statFields(pid: number): string[] | null {

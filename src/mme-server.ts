@@ -21,7 +21,7 @@ import { realClock, type Clock } from './util/clock';
 import { TlsFiles } from './util/tls-files';
 import { createMetrics, type MetricsRecorder } from './metrics';
 import { ModelManager, type ShutdownCounts } from './server/models/model-manager';
-import { ProcessRegistry } from './server/processes/process-registry';
+import { ProcessRegistry } from './server/processes/worker-spawn';
 
 export interface MmeServerOptions {
   log?: (line: string) => void;

@@ -7,7 +7,7 @@ import type { InvokeRequest } from '../../src/protocol/messages';
 import { ModelManager, type ManagerOptions } from '../../src/server/models/model-manager';
 import { addModel, writeModelDir } from '../../harness/onnx-models';
 import { tempDir, testProperties } from '../../harness/test-server';
-import { ProcessRegistry } from '../../src/server/processes/process-registry';
+import { ProcessRegistry } from '../../src/server/processes/worker-spawn';
 import { VirtualClock } from '../helpers/virtual-clock';
 import { waitFor } from '../../harness/process-probes';
 import { watchProcesses } from '../../harness/watched-processes';

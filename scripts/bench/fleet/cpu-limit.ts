@@ -4,11 +4,11 @@
  * inherit. Without it the three instances of `bench:fleet` share the machine's cores, so a router that
  * sends one instance most of the load changes nobody's latency, and the bench cannot show what a
  * bound on one instance's share is for. The cgroup is made as the server makes a limited model's
- * (src/server/processes/cgroup.ts: under this process's own cgroup, v2 or v1); it needs root and a
+ * (src/server/processes/limit-enforcement.ts: under this process's own cgroup, v2 or v1); it needs root and a
  * writable cgroup tree, and elsewhere the bench runs unlimited and says so.
  */
 import path from 'node:path';
-import { type Cgroup, cgroupParent } from '../../../src/server/processes/cgroup';
+import { type Cgroup, cgroupParent } from '../../../src/server/processes/limit-enforcement';
 
 export interface CpuLimit {
   /** A launcher for harness/cli-server's startCli: joins the cgroup, then execs the server. */

@@ -22,7 +22,7 @@ import { cpuMicros, descendantsOf, rssBytes } from '../../../harness/process-pro
 import { hammer } from '../../../harness/load-generator';
 import { postJson } from '../../../harness/http-requests';
 import { median } from '../../../harness/statistics';
-import { processMemoryBytes } from '../../../src/server/processes/process-memory';
+import { processMemoryBytes } from '../../../src/server/processes/worker-spawn';
 import { benchDurations, benchUsage, measure, runBench, startBenchServer } from '../kit/bench-run';
 import { percentiles, type Percentiles } from '../kit/latency';
 import { UsageError } from '../../cli-flags';

@@ -12,7 +12,6 @@ export class JobQueue {
   readonly #levels: Fifo<Job>[];
   /** The level of a job that names none: the middle one, as Triton's default_priority_level is often set. */
   readonly #defaultLevel: number;
-  #length = 0;
 
   constructor(
     readonly capacity: number,
@@ -24,43 +23,37 @@ export class JobQueue {
   }
 
   get length(): number {
-    return this.#length;
+    return this.#levels.reduce((n, fifo) => n + fifo.length, 0);
   }
 
   get isFull(): boolean {
-    return this.#length >= this.capacity;
+    return this.length >= this.capacity;
   }
 
   push(job: Job): void {
     this.#fifoOf(job).push(job);
-    this.#length++;
   }
 
   unshift(jobs: Job[]): void {
     if (this.#levels.length === 1) this.#levels[0].unshift(jobs);
     else for (let i = jobs.length - 1; i >= 0; i--) this.#fifoOf(jobs[i]).unshift([jobs[i]]);
-    this.#length += jobs.length;
   }
 
   /** Up to n jobs still wanted at `now`; settled ones are dropped on the way. */
   take(n: number, now: number): Job[] {
     const out: Job[] = [];
-    while (out.length < n && this.#length > 0) {
+    while (out.length < n && this.length > 0) {
       const job = (this.#levels.length === 1 ? this.#levels[0] : this.#next(now)).shift()!;
-      this.#length--;
       if (!job.settled) out.push(job);
     }
     return out;
   }
 
   remove(job: Job): boolean {
-    if (!this.#fifoOf(job).remove(job)) return false;
-    this.#length--;
-    return true;
+    return this.#fifoOf(job).remove(job);
   }
 
   drainAll(): Job[] {
-    this.#length = 0;
     return this.#levels.flatMap((fifo) => fifo.drainAll());
   }
 

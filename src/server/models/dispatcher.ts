@@ -93,9 +93,8 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     while (this.#queue.length > 0 && !this.#closed) {
       const worker = this.pickIdle();
       if (!worker) return;
-      const { maxBatchDelayMs, batchSize: configured } = this.settings;
-      const streaming = this.streaming;
-      const batchSize = streaming ? 1 : configured;
+      const { maxBatchDelayMs } = this.settings;
+      const batchSize = this.streaming ? 1 : this.settings.batchSize;
       if (batchSize > 1 && this.#queue.length < batchSize && !this.#batchWindowOver && maxBatchDelayMs > 0) {
         // MMS's pollBatch: with a worker free, wait up to max_batch_delay for the batch to fill.
         this.#batchTimer ??= this.deps.clock.setTimeout(() => {
@@ -107,7 +106,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
       }
       // With batch_size 1 and a backlog, several requests share one frame and round trip (run one by
       // one): each parent⇄worker hop costs more than running a small model.
-      const independent = batchSize === 1 && this.#queue.length > 1 && !streaming;
+      const independent = batchSize === 1 && this.#queue.length > 1 && !this.streaming;
       const now = this.deps.clock.now();
       const jobs = this.#queue.take(independent ? this.#coalesced() : batchSize, now);
       if (jobs.length === 0) break;
@@ -182,14 +181,12 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
     const err = runningRequestError(this.name, exit, this.settings.responseTimeoutMs / 1000);
     for (const batch of running) for (const job of batch.jobs) job.reject(err);
     const requeue: Job[] = [];
-    for (const batch of waiting) {
-      for (const job of batch.jobs) {
-        if (job.settled) continue;
-        if (job.requeued || this.#closed || job.opts.signal?.aborted) job.reject(this.#closed ?? err);
-        else {
-          job.requeued = true;
-          requeue.push(job);
-        }
+    for (const job of waiting.flatMap((batch) => batch.jobs)) {
+      if (job.settled) continue;
+      if (job.requeued || this.#closed || job.opts.signal?.aborted) job.reject(this.#closed ?? err);
+      else {
+        job.requeued = true;
+        requeue.push(job);
       }
     }
     if (requeue.length > 0) this.#queue.unshift(requeue);
@@ -239,11 +236,11 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
       );
     }
     const seconds = this.settings.responseTimeoutMs / 1000;
+    if (!queued)
+      return runningRequestError(name, { code: null, signal: null, reason: 'timeout-kill', causedBy: null }, seconds);
     return new MmeError(
       'MME_ERR_WORKER_TIMEOUT',
-      queued
-        ? `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`
-        : `Model ${name} did not answer within ${seconds} s (default_response_timeout_seconds); its worker was stopped and is being replaced.`,
+      `Request to model ${name} waited ${seconds} s in the queue without reaching a worker (default_response_timeout_seconds); add workers or lower the request rate.`,
     );
   }
 

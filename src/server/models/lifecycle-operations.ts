@@ -19,7 +19,7 @@ import type { ClassedPolicy } from '../cache/eviction-classes';
 import { kModeTraits } from '../hosts/host-policy';
 import { MemoryEstimator, memoryBudgetBytes, memoryLimitBytes } from '../cache/memory-budget';
 import { Model, type ModelContext } from './model';
-import { limitBytes } from '../processes/process-limits';
+import { limitBytes } from '../processes/limit-enforcement';
 import { Registration } from './registration';
 import { checkModelName, modelNotFound, shuttingDown } from './model-names';
 import { processCount, resolveSettings, type LoadRequest } from './model-settings';

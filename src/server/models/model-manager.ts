@@ -9,7 +9,7 @@ import { ModelRepository } from '../../repository/repository';
 import { realClock } from '../../util/clock';
 import { within } from '../../util/within';
 import { ClassedPolicy } from '../cache/eviction-classes';
-import { ProcessRegistry } from '../processes/process-registry';
+import { ProcessRegistry } from '../processes/worker-spawn';
 import { WorkerFactory, type WorkerFactoryOptions } from '../workers/worker-factory';
 import { AutoscaleRounds } from '../autoscale/autoscale-rounds';
 import type { LifecycleEvents } from './lifecycle-events';

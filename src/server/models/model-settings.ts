@@ -10,7 +10,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import { MmeError } from '../../errors';
 import type { EvictionPriority } from '../cache/eviction-policy';
 import { kModeTraits } from '../hosts/host-policy';
-import { isLimited } from '../processes/process-limits';
+import { isLimited } from '../processes/limit-enforcement';
 
 /** A load: its name and url, what model-config.json can set too (the request's own comes first), and how to answer. */
 export interface LoadRequest extends Omit<ModelDirConfig, 'maxWorkers'> {
@@ -36,7 +36,7 @@ export interface ModelSettings {
   /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
   priorityLevels: number;
   priorityAgingMs: number;
-  /** Its workers' memory and CPU, held by the kernel (processes/process-limits.ts); null = none. */
+  /** Its workers' memory and CPU, held by the kernel (processes/limit-enforcement.ts); null = none. */
   memoryLimitMb: number | null;
   cpuLimit: number | null;
   /** Never evicted by the cache (only DELETE unloads it); counted against the budget all the same. */

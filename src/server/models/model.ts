@@ -13,7 +13,7 @@ import type { ServerConfig, WorkerMode } from '../../config/types';
 import type { WorkerFactory } from '../workers/worker-factory';
 import type { LifecycleEvents } from './lifecycle-events';
 import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
-import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/process-limits';
+import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/limit-enforcement';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
 import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';
@@ -68,7 +68,8 @@ export class Model extends Dispatcher {
     const { name } = health;
     const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
-    super(name, { log, clock, waitForRoom }, settings, handlerPath !== null);
+    const onRestarted = () => ctx.events.sink.workerRestarted?.(name);
+    super(name, { log, clock, waitForRoom, onRestarted }, settings, handlerPath !== null);
     this.url = health.url;
     this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
@@ -87,10 +88,6 @@ export class Model extends Dispatcher {
     this.outputs = loaded.outputs;
     this.streaming = loaded.streaming;
     this.dispatch();
-  }
-
-  protected workerRestarted(): void {
-    this.ctx.events.sink.workerRestarted?.(this.name);
   }
 
   protected workersFailed(err: MmeError): void {
@@ -124,9 +121,7 @@ export class Model extends Dispatcher {
   }
 
   get inFlightRequests(): number {
-    let n = 0;
-    for (const w of this.workers) n += w.host.batches.requestsOf(w);
-    return n;
+    return this.workers.reduce((n, w) => n + w.host.batches.requestsOf(w), 0);
   }
 
   /** Starts the workers and resolves when all have loaded; rejects on the first failure or on `abort`. */

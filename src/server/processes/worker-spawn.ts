@@ -1,6 +1,7 @@
 /**
  * Starts a worker process (src/worker-process/main.ts, TorchServe's model_service_worker.py) and
- * wires its plumbing: frames on fd 3, stdout and stderr lines, its exit. What it is for is host-process.ts's.
+ * wires its plumbing: frames on fd 3, stdout and stderr lines, its exit; the server's record of its
+ * processes, and what one costs. What a process is for is host-process.ts's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,6 +12,41 @@ import type { Clock } from '../../util/clock';
 import { within } from '../../util/within';
 import { FrameReader } from '../../protocol/frame-reader';
 import type { Frame } from '../../protocol/messages';
+import type { KillReason, WorkerExit } from './exit-reason';
+
+export interface LiveProcess {
+  kill(reason: KillReason): void;
+  readonly exited: Promise<WorkerExit>;
+}
+
+/**
+ * The worker processes of one server: what its shutdown kills, what a test counts. One per server
+ * (made by the composition root), so two servers in one Node process never touch each other's.
+ */
+export class ProcessRegistry {
+  /** Processes started so far (a 507 admission must start none). */
+  spawned = 0;
+  /** Every process not yet exited: a bounded shutdown kills what is left. */
+  readonly live = new Set<LiveProcess>();
+  /** Processes that exited on a promise rejection nobody handled (a bug): the test suite checks there were none. */
+  unhandledRejectionExits = 0;
+}
+
+/**
+ * Memory a process really costs (bytes; 0 once gone): PSS, which splits shared pages such as the
+ * node binary and libonnxruntime between the processes mapping them, else RSS (older kernels have
+ * no smaps_rollup).
+ */
+export async function processMemoryBytes(pid: number): Promise<number> {
+  for (const [file, field] of [
+    ['smaps_rollup', /^Pss:\s+(\d+) kB/m],
+    ['status', /^VmRSS:\s+(\d+) kB/m],
+  ] as const) {
+    const m = field.exec(await fs.promises.readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => ''));
+    if (m) return Number(m[1]) * 1024;
+  }
+  return 0;
+}
 
 /** child_process.spawn, or in lifecycle tests a fake process speaking the frames (test/lifecycle/fake-process.ts). */
 export type Launch = (
@@ -27,11 +63,7 @@ export interface SpawnHooks {
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
-export interface SpawnedWorker {
-  readonly child: ChildProcess;
-  readonly channel: Socket;
-  readonly reader: FrameReader;
-}
+export type SpawnedWorker = ReturnType<typeof spawnProcess>;
 
 /** Frame limit until a model (and its max_response_size) is assigned: Started/LoadFailed are tiny. */
 const kUnassignedFrameLimit = 1 << 20;
@@ -55,7 +87,7 @@ export function spawnProcess(
   clock: Clock,
   hooks: SpawnHooks,
   ringFd: number | null = null,
-): SpawnedWorker {
+) {
   const node = [process.execPath, ...kProfilerArgs, kWorkerScript];
   const [cmd, ...args] = kSetpriv ? [kSetpriv, '--pdeathsig', 'KILL', ...node] : node;
   const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe', 'pipe'];
@@ -85,5 +117,5 @@ export function spawnProcess(
     const ended = new Promise((resolve) => child.stderr!.once('end', resolve));
     void within(ended, kAbortReasonWaitMs, null, clock).then(() => hooks.onExit(code, signal));
   });
-  return { child, channel, reader };
+  return { child, channel, reader } as const;
 }

@@ -1,25 +1,21 @@
 /**
- * Empty dedicated workers started ahead of need (TorchServe has none; SageMaker's cold start is
- * most of what they save). Starting Node and onnxruntime costs 100+ ms — most of a small model's
- * cold start — so a load takes a started spare and a new spare starts behind it, once that load is
- * over (kRefillAfterMs). Spares serve CPU workers only: a GPU worker's CUDA_VISIBLE_DEVICES is
- * fixed at spawn.
+ * Empty dedicated workers started ahead of need (TorchServe has none): starting Node and onnxruntime
+ * costs 100+ ms, most of a small model's cold start. A load takes a started spare, and a new one
+ * starts once that load is over. CPU only: a GPU worker's CUDA_VISIBLE_DEVICES is fixed at spawn.
  *
- * Every dedicated process a load starts comes through here, so that at most one process starts
- * per load: a load that finds the spare still starting waits for it rather than start another,
- * and no spare starts while a load waits for a process to start (two starts at once on few cores
- * make both take twice as long). Loads back to back then cost one process start each, not two.
+ * Every dedicated process a load starts comes through here, so at most one process starts per load:
+ * a load that finds the spare still starting waits for it, and no spare starts while a load waits
+ * for its process (two starts at once on few cores make both take twice as long).
  *
- * A model unloaded from a process the pool could have given as a spare (CPU, no limits, the
- * default handler: nothing of the model outlives its session) gives the process back instead of
- * stopping it, when the pool wants a spare: unload-then-load churn (SageMaker's eviction) then
- * starts no process at all. onnxruntime-node does not return all of a released session's memory:
- * the pool measures what the process kept and stops it if that is more than kKeptBytes.
+ * A process unloaded of a model that leaves nothing behind (CPU, no limits, the default handler) is
+ * given back as a spare when the pool wants one: SageMaker's unload-then-load churn then starts no
+ * process. onnxruntime-node does not return all of a released session's memory: the pool measures
+ * what the process kept and stops it if that is more than kKeptBytes.
  */
 import { DedicatedPolicy } from '../hosts/dedicated-policy';
 import { HostProcess, type HostEvents, type SpawnOptions } from '../hosts/host-process';
 import { ModelSlot, type Assignment } from '../hosts/model-slot';
-import type { ProcessLimits } from '../processes/process-limits';
+import type { ProcessLimits } from '../processes/limit-enforcement';
 import type { Timer } from '../../util/clock';
 
 /**

@@ -9,9 +9,7 @@ import { HostPool } from '../hosts/host-pool';
 import { kModeTraits } from '../hosts/host-policy';
 import type { SpawnOptions } from '../hosts/host-process';
 import type { Assignment, ModelSlot } from '../hosts/model-slot';
-import { cgroupParent } from '../processes/cgroup';
-import { LimitEnforcement } from '../processes/limit-enforcement';
-import type { ProcessLimits } from '../processes/process-limits';
+import { cgroupParent, LimitEnforcement, type ProcessLimits } from '../processes/limit-enforcement';
 import { SparePool } from './spare-pool';
 
 /**

@@ -17,6 +17,8 @@ export interface WorkerSetDeps {
   log(line: string): void;
   /** Calls `wake` once when a shared host started or freed a slot. */
   waitForRoom?(wake: () => void): void;
+  /** A restart after a death has started a worker. */
+  onRestarted(): void;
   clock: Clock;
 }
 
@@ -54,7 +56,6 @@ export abstract class WorkerSet {
 
   protected abstract spawnWorker(): ModelSlot;
   protected abstract workerLoaded(worker: ModelSlot, msg: LoadedMessage): void;
-  protected abstract workerRestarted(): void;
   /** kFailedAfter failed restarts in a row with no worker ready: until one loads, its model has none working. */
   protected abstract workersFailed(err: MmeError): void;
 
@@ -114,9 +115,7 @@ export abstract class WorkerSet {
     for (const [w, successor] of this.#moving) if (!successor) this.#startSuccessor(w, started);
     // A worker being moved is counted by its successor.
     const live = this.workers.filter((w) => w.state !== 'stopping' && !this.#moving.has(w));
-    if (live.length < this.#target && !this.#backoff.waiting) {
-      for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
-    }
+    if (!this.#backoff.waiting) for (let n = live.length; n < this.#target; n++) started.push(this.#spawn());
     if (live.length > this.#target) {
       const rank = (w: ModelSlot) => (w.state !== 'ready' ? 0 : w.isVacant ? 1 : 2);
       for (const w of [...live].sort((a, b) => rank(a) - rank(b)).slice(0, live.length - this.#target)) {
@@ -239,7 +238,7 @@ export abstract class WorkerSet {
       this.#waitingForRoom = false;
       const started = this.#reconcileOrRetry();
       for (const w of started) this.#onProbation.add(w);
-      if (started.length > 0) this.workerRestarted();
+      if (started.length > 0) this.deps.onRestarted();
     });
   }
 

@@ -3,7 +3,7 @@ import type { ModelArtifact } from '../../../src/artifacts/model-artifact';
 import type { ModelDirConfig } from '../../../src/artifacts/model-config';
 import { resolveConfig } from '../../../src/config/resolve';
 import { resolveSettings } from '../../../src/server/models/model-settings';
-import { workersWithinCpuLimit } from '../../../src/server/processes/process-limits';
+import { workersWithinCpuLimit } from '../../../src/server/processes/limit-enforcement';
 
 const config = (text: string) =>
   resolveConfig({

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '../../../harness/test-server';
-import { cgroupParent, type CgroupParent } from '../../../src/server/processes/cgroup';
+import { cgroupParent, type CgroupParent } from '../../../src/server/processes/limit-enforcement';
 
 /** A fake cgroup tree: `files` (path → text) under a new root; a path ending in / is a directory. */
 function fakeTree(files: Record<string, string>): string {

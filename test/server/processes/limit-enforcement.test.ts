@@ -10,7 +10,7 @@ import { behaviourHandler } from '../../../harness/fault-handlers';
 import { invoke, loadModel, request } from '../../../harness/http-requests';
 import { addModel, writeModelDir } from '../../../harness/onnx-models';
 import { startTestServer, type TestServer } from '../../../harness/test-server';
-import { cgroupParent } from '../../../src/server/processes/cgroup';
+import { cgroupParent } from '../../../src/server/processes/limit-enforcement';
 import { skipBecause } from '../../helpers/skip';
 
 /** The directory of `pid`'s cgroup that holds `controller` (v1), or its one cgroup (v2). */
