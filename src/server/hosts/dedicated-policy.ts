@@ -3,10 +3,10 @@
  * (numbered 0), on its GPU. Its slot leaves with its process (SIGKILL: onnxruntime-node leaks on
  * session release, so memory only comes back with the process), unless the spare pool takes the
  * process back (`reuse`): then the slot is unloaded and the pool checks what the process kept.
- * A slot costs the process's PSS.
+ * A slot costs the process's PSS. No other slot shares its death: none is displaced.
  */
 import type { WorkerExit } from '../processes/exit-reason';
-import type { ExitNotice, HostPolicy } from './host-policy';
+import type { HostPolicy } from './host-policy';
 import type { ModelSlot } from './model-slot';
 
 export class DedicatedPolicy implements HostPolicy {
@@ -23,14 +23,8 @@ export class DedicatedPolicy implements HostPolicy {
     if (this.gpuId >= 0) env.CUDA_VISIBLE_DEVICES = String(this.gpuId);
   }
 
-  admit(): number {
-    return 0;
-  }
-
-  release(slot: ModelSlot): Promise<WorkerExit> {
-    if (!this.reuse(slot)) return slot.host.stop();
-    slot.unload();
-    return slot.exited;
+  release(slot: ModelSlot): Promise<WorkerExit> | undefined {
+    return this.reuse(slot) ? undefined : slot.host.stop();
   }
 
   /** Once unloaded its process may live on as a spare: the slot costs nothing then. */
@@ -45,9 +39,5 @@ export class DedicatedPolicy implements HostPolicy {
 
   loadTimeout(slot: ModelSlot, limit: string): string {
     return `worker ${slot.id} did not finish loading within ${limit}; it was stopped`;
-  }
-
-  exitNotice(exit: WorkerExit): ExitNotice {
-    return { exit, displaced: () => false };
   }
 }

@@ -1,6 +1,7 @@
 /**
  * What differs between a dedicated worker and a shared host, fixed where the process is made. The
- * two policies and kModeTraits are the only code that knows which mode a host is in.
+ * two policies and kModeTraits are the only code that knows which mode a host is in. A hook a
+ * policy leaves out does the plainer thing, said at its call.
  */
 import type { WorkerMode } from '../../config/types';
 import type { LoadedMessage } from '../../protocol/messages';
@@ -33,24 +34,21 @@ export interface HostPolicy {
   readonly firstState: WorkerState;
   env(env: NodeJS.ProcessEnv): void;
   /** The slot id for `slot`, which a shared host's ledger now counts. */
-  admit(slot: ModelSlot, held: (id: number) => boolean): number;
+  admit?(slot: ModelSlot, held: (id: number) => boolean): number;
   /** `slot` left its host: the ledger lets it go. */
   forgotten?(slot: ModelSlot): void;
   /** None for a process of its own; its log lines are tagged with this, or with its one slot's worker id. */
   sharedHostId?(host: HostProcess): string;
-  /**
-   * The fraction of a thread its session runs have taken since its load (0–1), where that is timed;
-   * none in a dedicated worker's process, which runs no one else's sessions: there is no share to take.
-   */
+  /** The fraction of a thread its session runs have taken since its load (0–1), where others' runs share it. */
   cpuShare?(slot: ModelSlot): number;
-  /** Ends the slot's part: resolves once that is done. */
-  release(slot: ModelSlot): Promise<WorkerExit>;
-  /** What the slot costs now (bytes), kept as its memoryBytes. */
-  measure(slot: ModelSlot, exited: boolean): Promise<number>;
+  /** The slot's end when its process ends with it; resolves once that is done. */
+  release?(slot: ModelSlot): Promise<WorkerExit> | undefined;
+  /** What the slot costs now (bytes), kept as its memoryBytes, when that is measured rather than fixed at its load. */
+  measure?(slot: ModelSlot, exited: boolean): Promise<number>;
   loaded?(slot: ModelSlot, msg: LoadedMessage): void;
   /** `first` when this is the load's outcome (not a late one). */
   loadFailed(slot: ModelSlot, first: boolean): void;
   /** What the MME_ERR_LOAD_TIMEOUT of a load that ran out of `limit` says (the slot then kills its host). */
   loadTimeout(slot: ModelSlot, limit: string): string;
-  exitNotice(exit: WorkerExit, lost: readonly LostBatch<ModelSlot>[], loading: ModelSlot | null): ExitNotice;
+  exitNotice?(exit: WorkerExit, lost: readonly LostBatch<ModelSlot>[], loading: ModelSlot | null): ExitNotice;
 }

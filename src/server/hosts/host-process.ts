@@ -149,7 +149,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
 
   /** Takes a model in: a slot id now; the slot sends its Load once the process has started. */
   admit(slot: ModelSlot, maxFrameBytes: number): number {
-    const slotId = this.policy.admit(slot, (s) => this.#slots.has(s));
+    const slotId = this.policy.admit?.(slot, (s) => this.#slots.has(s)) ?? 0;
     this.#slots.set(slotId, slot);
     this.#label = this.policy.sharedHostId?.(this) ?? slot.id;
     // The largest frame accepted from the process: what its models may answer with (a dedicated
@@ -261,7 +261,10 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     for (const s of slots) this.forget(s.slotId);
     this.#exit.resolve(exit);
     this.events.onExit?.(this);
-    const notice = this.policy.exitNotice(exit, lost, slots.find((s) => s.loadPending) ?? null);
+    const notice = this.policy.exitNotice?.(exit, lost, slots.find((s) => s.loadPending) ?? null) ?? {
+      exit,
+      displaced: () => false,
+    };
     for (const s of slots) {
       const batches = (running: boolean) =>
         lost.filter((l) => l.slot === s && l.running === running).map((l) => l.batch);

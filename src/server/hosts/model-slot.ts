@@ -172,9 +172,13 @@ export class ModelSlot {
     if (this.#state.can('stopping')) this.#state.to('stopping');
   }
 
+  /** Unless its process ends with it, its session is released after the batches it sent there, once the host confirms. */
   stop(): Promise<WorkerExit> {
     this.retire();
-    return this.host.policy.release(this);
+    const released = this.host.policy.release?.(this);
+    if (released) return released;
+    this.unload();
+    return this.exited;
   }
 
   /** A host that does not answer within the model's load timeout is stuck, and killed. */
@@ -189,9 +193,10 @@ export class ModelSlot {
     }, this.assignment.loadTimeoutMs);
   }
 
-  /** Bytes, 0 once it is gone; kept as its memoryBytes. */
-  measureMemory(): Promise<number> {
-    return this.host.policy.measure(this, this.#exitInfo !== null);
+  /** Bytes, 0 once it is gone; kept as its memoryBytes (unless measured, fixed at its load). */
+  async measureMemory(): Promise<number> {
+    const exited = this.#exitInfo !== null;
+    return (await this.host.policy.measure?.(this, exited)) ?? (exited ? 0 : this.memoryBytes);
   }
 
   onLoaded(msg: LoadedMessage): void {

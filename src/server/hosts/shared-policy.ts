@@ -31,14 +31,11 @@ export class SharedPolicy implements HostPolicy {
   measuredBytes = 0;
   /** The model taking most of this host's thread, while host-balance.ts says one does: placement goes elsewhere. */
   heavyModel: string | null = null;
+  /** What its loaded slots cost (bytes); changed only by the ledger. */
+  modelBytes = 0;
   /** How many slots each model name holds, and each loaded slot's cost (fixed at its load). */
   readonly #names = new Map<string, number>();
   readonly #charged = new Map<ModelSlot, number>();
-  #loadedBytes = 0;
-
-  get modelBytes(): number {
-    return this.#loadedBytes;
-  }
 
   /** Its slots that have loaded (modelBytes is theirs). */
   get loadedCount(): number {
@@ -71,7 +68,7 @@ export class SharedPolicy implements HostPolicy {
     const held = this.#names.get(slot.modelName)!;
     if (held > 1) this.#names.set(slot.modelName, held - 1);
     else this.#names.delete(slot.modelName);
-    this.#loadedBytes -= this.#charged.get(slot) ?? 0;
+    this.modelBytes -= this.#charged.get(slot) ?? 0;
     this.#charged.delete(slot);
   }
 
@@ -84,22 +81,11 @@ export class SharedPolicy implements HostPolicy {
     return slot.loadedAt > 0 && elapsedMicros > 0 ? Math.min(1, slot.runMicros / elapsedMicros) : 0;
   }
 
-  /** Its session is released after the batches it sent there, once the host confirms. */
-  release(slot: ModelSlot): Promise<WorkerExit> {
-    slot.unload();
-    return slot.exited;
-  }
-
-  /** Fixed at its load. */
-  async measure(slot: ModelSlot, exited: boolean): Promise<number> {
-    return exited ? 0 : slot.memoryBytes;
-  }
-
   loaded(slot: ModelSlot, msg: LoadedMessage): void {
     // Growth alone undercounts a load that reuses memory an unload freed: the session still holds its weights.
     slot.memoryBytes = Math.max(msg.rssGrowthBytes, slot.host.sessionBytes + slot.assignment.onnxBytes);
     this.#charged.set(slot, slot.memoryBytes);
-    this.#loadedBytes += slot.memoryBytes;
+    this.modelBytes += slot.memoryBytes;
     // Loaded into a host that began recycling meanwhile: move on with the others.
     if (slot.host.processState === 'draining') queueMicrotask(() => slot.relocate());
   }
