@@ -11,10 +11,6 @@ export interface InFlightBatch {
   readonly jobs: readonly Job[];
 }
 
-interface BatchOwner {
-  readonly concurrentBatches: boolean;
-}
-
 export interface HeldBatch<S> {
   readonly batch: InFlightBatch;
   readonly slot: S;
@@ -25,10 +21,7 @@ export interface HeldBatch<S> {
 /** `running`: it was being computed, not only in the pipe. */
 export type LostBatch<S> = Omit<HeldBatch<S>, 'left'> & { readonly running: boolean };
 
-/** What a slot and its policy read of the record. */
-export type BatchesView<S extends BatchOwner> = Pick<BatchesInFlight<S>, 'size' | 'of' | 'requestsOf' | 'jobOf'>;
-
-export class BatchesInFlight<S extends BatchOwner> {
+export class BatchesInFlight<S extends { readonly concurrentBatches: boolean }> {
   readonly #batches = new Map<number, HeldBatch<S>>();
   /** Each slot's count, kept: its idleness is read on every dispatch. */
   readonly #perSlot = new Map<S, number>();
@@ -76,7 +69,6 @@ export class BatchesInFlight<S extends BatchOwner> {
     return held;
   }
 
-  /** The process ended: the record is left empty. */
   takeAll(): LostBatch<S>[] {
     // Each slot's batches run one after another (different slots' side by side, in a shared host),
     // so each slot's oldest was running; a preload_model worker runs all of its batches at once.

@@ -19,7 +19,7 @@ import type { ProcessLimits } from '../processes/limit-enforcement';
 import { processStates, type ProcessState } from '../processes/worker-state';
 import { kWorkersProfiled, processMemoryBytes, spawnProcess, type Launch } from '../processes/worker-spawn';
 import type { ProcessRegistry, SpawnedWorker } from '../processes/worker-spawn';
-import { BatchesInFlight, type BatchesView } from './batches-in-flight';
+import { BatchesInFlight } from './batches-in-flight';
 import type { BodyHandoff, BodyRing } from './body-handoff';
 import type { HostPolicy } from './host-policy';
 import type { ModelSlot } from './model-slot';
@@ -58,7 +58,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
   readonly spawnedAt = performance.now();
   /** What the smallest session costs in it (bytes), measured by a shared host at start: the least a model is charged. */
   sessionBytes = 0;
-  /** Set once, by the Started frame and the reaping; read-only to all but this class. */
+  /** Set once, by the Started frame; read-only to all but this class. */
   hasStarted = false;
   exitInfo: WorkerExit | null = null;
   /** The first kill's reason: a worker killed for a timeout and then stopped by an unload timed out. */
@@ -68,7 +68,8 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
-  readonly batches: BatchesView<ModelSlot> = this.#batches;
+  /** What its slots and owners read of the record. */
+  readonly batches: Pick<BatchesInFlight<ModelSlot>, 'size' | 'of' | 'requestsOf' | 'jobOf'> = this.#batches;
   #ring: BodyRing | null = null;
   #spawned: SpawnedWorker | null = null;
   readonly #exit = deferred<WorkerExit>();
@@ -176,7 +177,6 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     this.#batches.add(slot, msg, jobs);
   }
 
-  /** The slot, if it was held. */
   forget(slotId: number): ModelSlot | undefined {
     const slot = this.#slots.get(slotId);
     if (!slot) return undefined;
@@ -240,8 +240,6 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
       case MessageKind.Unloaded:
         this.forget(frame.msg.slot)?.ended(0);
         this.events.onUnloaded?.(this);
-        break;
-      default:
         break;
     }
   }
