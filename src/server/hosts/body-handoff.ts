@@ -128,7 +128,7 @@ export class BodyRing {
     const requests = msg.requests.map((r, i): InvokeRequest => {
       const length = lengths[i];
       if (length < this.minBodyBytes) return r;
-      parts.push(regionHeader(r.id, length), ...pieces(r.body));
+      parts.push(regionHeader(r.id, length), ...(Buffer.isBuffer(r.body) ? [r.body] : (r.body ?? [])));
       const pad = regionBytes(length) - (length + kRegionHeaderBytes);
       if (pad > 0) parts.push(kZeros.subarray(0, pad));
       const ring = { offset: at, length };
@@ -192,11 +192,6 @@ function bodyLength(body: InvokeRequest['body']): number {
   return n;
 }
 
-function pieces(body: InvokeRequest['body']): readonly Buffer[] {
-  if (body === undefined) return [];
-  return Buffer.isBuffer(body) ? [body] : body;
-}
-
 function unusable(dir: string, bytes: number, mustBeTmpfs: boolean): string | null {
   let stats: fs.StatsFs;
   try {
@@ -224,15 +219,11 @@ function removeStale(dir: string): void {
   }
   for (const name of names) {
     const m = kOwnFile.exec(name);
-    if (m && !alive(Number(m[1]))) fs.rmSync(path.join(dir, name), { force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    try {
+      if (m) process.kill(Number(m[1]), 0);
+    } catch (err) {
+      // EPERM: alive, another user's.
+      if ((err as NodeJS.ErrnoException).code !== 'EPERM') fs.rmSync(path.join(dir, name), { force: true });
+    }
   }
 }

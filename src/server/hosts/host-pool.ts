@@ -93,7 +93,8 @@ export class HostPool {
     const light = near.filter((h) => h.policy.heavyModel === null);
     const candidates = light.length > 0 ? light : near;
     // A model still loading counts as the mean model so far: a burst of loads spreads out before any has measured.
-    const loading = this.#meanModelBytes();
+    const loaded = this.#hosts.reduce((n, h) => n + h.policy.loadedCount, 0);
+    const loading = loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.policy.modelBytes, 0) / loaded;
     // Bases are all alike: what placement compares is the models' bytes.
     const bytes = (h: SharedHost) => h.policy.modelBytes + (h.slotCount - h.policy.loadedCount) * loading;
     let best: SharedHost | null = null;
@@ -119,11 +120,6 @@ export class HostPool {
   #canTake(host: SharedHost): boolean {
     const { maxModelsPerWorker } = this.opts.config;
     return host.open && (maxModelsPerWorker === 0 || host.slotCount < maxModelsPerWorker);
-  }
-
-  #meanModelBytes(): number {
-    const loaded = this.#hosts.reduce((n, h) => n + h.policy.loadedCount, 0);
-    return loaded === 0 ? kFirstModelBytes : this.#hosts.reduce((n, h) => n + h.policy.modelBytes, 0) / loaded;
   }
 
   recycle(host: SharedHost): void {

@@ -87,7 +87,11 @@ export class ModelSlot {
     this.#state = workerStates(() => `worker ${this.id}`, this.host.policy.firstState);
     this.capacity = assignment.capacity;
     this.ready.catch(() => undefined);
-    this.#loadTimer = host.clock.setTimeout(() => this.#loadTimedOut(), assignment.loadTimeoutMs);
+    this.#loadTimer = host.clock.setTimeout(() => {
+      const limit = `${assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
+      const err = new MmeError('MME_ERR_LOAD_TIMEOUT', host.policy.loadTimeout(this, limit));
+      if (this.#fail(err)) this.kill('timeout-kill');
+    }, assignment.loadTimeoutMs);
     this.slotId = host.admit(this, assignment.maxFrameBytes);
     this.#hostWasUp = host.hasStarted;
     if (host.hasStarted) this.sendLoad();
@@ -154,10 +158,6 @@ export class ModelSlot {
     this.host.sendBatch(this, msg, jobs);
   }
 
-  heldJob(id: number): Job | undefined {
-    return this.host.batches.jobOf(this, id);
-  }
-
   cancel(job: Job): void {
     this.host.send({ kind: MessageKind.Cancel, msg: { id: job.id } });
   }
@@ -189,7 +189,7 @@ export class ModelSlot {
       this.log(
         `[${this.id}] process ${this.host.id} (pid ${this.pid}) did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing it`,
       );
-      this.host.kill('timeout-kill', this.modelName);
+      this.kill('timeout-kill');
     }, this.assignment.loadTimeoutMs);
   }
 
@@ -230,7 +230,7 @@ export class ModelSlot {
 
   /** Once a streamed chunk reached its client, the acknowledgement lets the handler send that much more. */
   onChunk(msg: ChunkMessage): void {
-    const job = this.heldJob(msg.id);
+    const job = this.host.batches.jobOf(this, msg.id);
     if (!job) return;
     const ack = () => this.host.send({ kind: MessageKind.ChunkAck, msg: { id: job.id, bytes: msg.body?.length ?? 0 } });
     if (job.opts.onChunk) job.opts.onChunk(msg, ack);
@@ -247,12 +247,6 @@ export class ModelSlot {
 
   relocate(): void {
     if (this.state === 'ready') this.#listener?.onRelocate(this);
-  }
-
-  #loadTimedOut(): void {
-    const limit = `${this.assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
-    const err = new MmeError('MME_ERR_LOAD_TIMEOUT', this.host.policy.loadTimeout(this, limit));
-    if (this.#fail(err)) this.host.kill('timeout-kill', this.modelName);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {

@@ -210,7 +210,7 @@ export abstract class Dispatcher extends WorkerSet implements WorkerListener {
   #stop(job: Job, why: StopReason): void {
     const queued = this.#queue.remove(job);
     if (queued || why !== 'cancel') job.reject(this.#stopError(why, queued));
-    const worker = queued ? undefined : this.workers.find((w) => w.heldJob(job.id) === job);
+    const worker = queued ? undefined : this.workers.find((w) => w.host.batches.jobOf(w, job.id) === job);
     if (!worker) return;
     if (why !== 'timeout') return worker.cancel(job);
     this.deps.log(
