@@ -5,10 +5,10 @@
  * sleeps. Shared hosts use the fake processes directly (processHarness).
  */
 import { MmeError } from '../../src/errors';
-import type { HostProcess, Launch } from '../../src/server/hosts/host-process';
+import type { HostProcess } from '../../src/server/hosts/host-process';
 import type { ModelSlot } from '../../src/server/hosts/model-slot';
 import type { KillReason, WorkerExit } from '../../src/server/processes/exit-reason';
-import type { ProcessRegistry } from '../../src/server/processes/worker-spawn';
+import type { Launch, ProcessRegistry } from '../../src/server/processes/worker-spawn';
 import { VirtualClock } from '../helpers/virtual-clock';
 import { FakeProcesses, type FakeProcess, type FakeProcessOptions } from './fake-process';
 

@@ -18,7 +18,7 @@ import {
   type LoadMessage,
   type LoadedMessage,
 } from '../../src/protocol/messages';
-import type { Launch } from '../../src/server/hosts/host-process';
+import type { Launch } from '../../src/server/processes/worker-spawn';
 
 export interface FakeProcessOptions {
   /** Answer each Load with Loaded at once (default false: the test calls load()). */

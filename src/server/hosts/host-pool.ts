@@ -114,7 +114,7 @@ export class HostPool {
         }`,
       );
     }
-    return new ModelSlot(assignment, best, this.opts.spawn.log);
+    return new ModelSlot(assignment, best);
   }
 
   #canTake(host: SharedHost): boolean {

@@ -24,8 +24,6 @@ import type { BodyHandoff, BodyRing } from './body-handoff';
 import type { HostPolicy } from './host-policy';
 import type { ModelSlot } from './model-slot';
 
-export type { Launch } from '../processes/worker-spawn';
-
 export interface SpawnOptions {
   env: NodeJS.ProcessEnv;
   log: Log;
@@ -68,7 +66,6 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
   readonly #state = processStates(() => `process ${this.#label}`);
   readonly #slots = new Map<number, ModelSlot>();
   readonly #batches = new BatchesInFlight<ModelSlot>();
-  /** What its slots and owners read of the record. */
   readonly batches: Pick<BatchesInFlight<ModelSlot>, 'size' | 'of' | 'requestsOf' | 'jobOf'> = this.#batches;
   #ring: BodyRing | null = null;
   #spawned: SpawnedWorker | null = null;
@@ -78,7 +75,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
   #heapExhausted = false;
 
   constructor(
-    private readonly opts: SpawnOptions,
+    readonly opts: SpawnOptions,
     readonly id: string,
     readonly policy: P,
     private readonly events: HostEvents = {},
@@ -95,7 +92,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     const spawned = spawnProcess(
       this.opts.launch,
       env,
-      this.clock,
+      this.opts.clock,
       {
         onLine: (line) => {
           if (kHeapExhausted.test(line)) this.#heapExhausted = true;
@@ -120,10 +117,6 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
     this.opts.limits?.joined(this);
     spawned.child.on('error', (err) => this.opts.log(`[${this.#label}] spawn failed: ${err.message}`));
     return this;
-  }
-
-  get clock(): Clock {
-    return this.opts.clock;
   }
 
   get processState(): ProcessState {
@@ -202,7 +195,7 @@ export class HostProcess<P extends HostPolicy = HostPolicy> {
       // A profiled worker writes its profile on a clean exit: close its channel (it exits on 'end'), then kill.
       this.killedBy ??= 'stopped';
       this.#spawned.channel.end();
-      await within(this.exited, kProfileExitMs, null, this.clock);
+      await within(this.exited, kProfileExitMs, null, this.opts.clock);
     }
     this.kill('stopped');
     return this.exited;

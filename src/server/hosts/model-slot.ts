@@ -74,26 +74,24 @@ export class ModelSlot {
   #unloadTimer: Timer | null = null;
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
-  readonly #assignedAt = performance.now();
-  /** Its load waited for no start-up. */
-  readonly #hostWasUp: boolean;
+  /** performance.now() its load's wait for start-up counts from; null when it waited for none. */
+  readonly #waitsFrom: number | null;
 
   constructor(
     readonly assignment: Assignment,
     readonly host: HostProcess,
-    readonly log: (line: string) => void,
   ) {
     this.id = assignment.id;
     this.#state = workerStates(() => `worker ${this.id}`, this.host.policy.firstState);
     this.capacity = assignment.capacity;
     this.ready.catch(() => undefined);
-    this.#loadTimer = host.clock.setTimeout(() => {
+    this.#loadTimer = host.opts.clock.setTimeout(() => {
       const limit = `${assignment.loadTimeoutMs / 1000} s (model_load_timeout)`;
       const err = new MmeError('MME_ERR_LOAD_TIMEOUT', host.policy.loadTimeout(this, limit));
       if (this.#fail(err)) this.kill('timeout-kill');
     }, assignment.loadTimeoutMs);
     this.slotId = host.admit(this, assignment.maxFrameBytes);
-    this.#hostWasUp = host.hasStarted;
+    this.#waitsFrom = host.hasStarted ? null : Math.max(host.spawnedAt, performance.now());
     if (host.hasStarted) this.sendLoad();
   }
 
@@ -127,7 +125,6 @@ export class ModelSlot {
     return this.host.killedBy === null && this.state === 'ready' && this.inFlightBatches < this.capacity;
   }
 
-  /** Idle with nothing in flight. */
   get isVacant(): boolean {
     return this.isIdle && this.inFlightBatches === 0;
   }
@@ -141,8 +138,7 @@ export class ModelSlot {
     if (this.#settled) return;
     this.#loadSent = true;
     // All of a fresh process's start-up, the rest of it for a spare still starting.
-    if (!this.#hostWasUp)
-      this.spawnMicros = Math.round((performance.now() - Math.max(this.host.spawnedAt, this.#assignedAt)) * 1000);
+    if (this.#waitsFrom !== null) this.spawnMicros = Math.round((performance.now() - this.#waitsFrom) * 1000);
     // A worker retired while it started stays stopping: it loads, but serves nothing.
     if (this.state === 'starting') this.#state.to('loading');
     const msg = { ...this.assignment.load, slot: this.slotId, shared: this.sharedHostId !== null };
@@ -185,8 +181,8 @@ export class ModelSlot {
   unload(): void {
     if (this.#exitInfo || this.#unloadTimer) return;
     this.host.send({ kind: MessageKind.Unload, msg: { slot: this.slotId } });
-    this.#unloadTimer = this.host.clock.setTimeout(() => {
-      this.log(
+    this.#unloadTimer = this.host.opts.clock.setTimeout(() => {
+      this.host.opts.log(
         `[${this.id}] process ${this.host.id} (pid ${this.pid}) did not release the model within ${this.assignment.loadTimeoutMs / 1000} s; killing it`,
       );
       this.kill('timeout-kill');
@@ -252,7 +248,7 @@ export class ModelSlot {
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
     if (this.#exitInfo) return;
     this.#exitInfo = exit;
-    this.host.clock.clearTimeout(this.#unloadTimer);
+    this.host.opts.clock.clearTimeout(this.#unloadTimer);
     this.#settle();
     // Stopped when the server stopped it, failed otherwise (a failed load stays failed).
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
@@ -272,6 +268,6 @@ export class ModelSlot {
 
   #settle(): void {
     this.#settled = true;
-    this.host.clock.clearTimeout(this.#loadTimer);
+    this.host.opts.clock.clearTimeout(this.#loadTimer);
   }
 }

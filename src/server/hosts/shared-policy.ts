@@ -98,7 +98,7 @@ export class SharedPolicy implements HostPolicy {
 
   /** A host runs one load at a time and cannot interrupt one: a load this late means the host is stuck. */
   loadTimeout(slot: ModelSlot, limit: string): string {
-    slot.log(`[${slot.id}] load in shared host ${slot.host.id} took over ${limit}; killing the host`);
+    slot.host.opts.log(`[${slot.id}] load in shared host ${slot.host.id} took over ${limit}; killing the host`);
     return `model ${slot.modelName} did not finish loading in shared host ${slot.host.id} within ${limit}; the host was stopped`;
   }
 

@@ -66,7 +66,7 @@ export class SparePool {
     const spare = live.find((h) => h.hasStarted) ?? live[0];
     if (spare) this.#spares.delete(spare);
     const host = spare ?? this.#host({ ...this.spawnOptions, limits }, assignment.id, gpuId);
-    const slot = new ModelSlot(assignment, host, this.spawnOptions.log);
+    const slot = new ModelSlot(assignment, host);
     // With no spares kept there is nothing to refill.
     if (this.size === 0) return slot;
     if (!spare?.hasStarted) this.#starting.add(slot);
