@@ -88,6 +88,7 @@ export class BodyHandoff {
 
 /** One batch's bodies: [start, end); released out of order, reused in order. */
 interface Held {
+  readonly batchId: number;
   readonly start: number;
   readonly end: number;
   released: boolean;
@@ -98,7 +99,6 @@ const kZeros = Buffer.alloc(kRegionAlign);
 export class BodyRing {
   /** Oldest first: space is reclaimed from the front. */
   readonly #held: Held[] = [];
-  readonly #byBatch = new Map<number, Held>();
   #head = 0;
   #closed = false;
   #writeFailed = false;
@@ -116,7 +116,7 @@ export class BodyRing {
     if (this.#closed) return msg;
     let need = 0;
     const lengths = msg.requests.map((r) => {
-      const n = bodyLength(r.body);
+      const n = Buffer.isBuffer(r.body) ? r.body.length : (r.body ?? []).reduce((sum, b) => sum + b.length, 0);
       if (n >= this.minBodyBytes) need += regionBytes(n);
       return n;
     });
@@ -142,17 +142,16 @@ export class BodyRing {
       this.#writeFailed = true;
       return msg;
     }
-    const held: Held = { start, end: start + need, released: false };
+    const held: Held = { batchId: msg.batchId, start, end: start + need, released: false };
     this.#held.push(held);
-    this.#byBatch.set(msg.batchId, held);
     this.#head = held.end;
     return { ...msg, requests };
   }
 
   release(batchId: number): void {
-    const held = this.#byBatch.get(batchId);
+    // Oldest first, as they are mostly answered.
+    const held = this.#held.find((h) => h.batchId === batchId && !h.released);
     if (!held) return;
-    this.#byBatch.delete(batchId);
     held.released = true;
     while (this.#held.length > 0 && this.#held[0].released) this.#held.shift();
     if (this.#held.length === 0) this.#head = 0;
@@ -163,7 +162,6 @@ export class BodyRing {
     if (this.#closed) return;
     this.#closed = true;
     this.#held.length = 0;
-    this.#byBatch.clear();
     fs.close(this.fd, () => undefined);
   }
 
@@ -181,15 +179,6 @@ export class BodyRing {
     // Wrapped (head ≤ tail; equal when full): free is [head, tail).
     return this.#head + n <= tail ? this.#head : -1;
   }
-}
-
-/** Without building pieces: most bodies of a batch stay in the frame, under min_body_bytes. */
-function bodyLength(body: InvokeRequest['body']): number {
-  if (body === undefined) return 0;
-  if (Buffer.isBuffer(body)) return body.length;
-  let n = 0;
-  for (const b of body) n += b.length;
-  return n;
 }
 
 function unusable(dir: string, bytes: number, mustBeTmpfs: boolean): string | null {
