@@ -36,7 +36,6 @@ export class HostBalance {
 
   close(): void {
     this.deps.clock.clearTimeout(this.#timer);
-    this.#timer = null;
   }
 
   #schedule(): void {

@@ -125,7 +125,7 @@ export class HostPool {
   recycle(host: SharedHost): void {
     if (host.processState !== 'serving' || this.#closed) return;
     this.opts.spawn.log(
-      `[${host.id}] recycling: ${mb(host.policy.wasteBytes)} freed by unloads is still held (${mb(host.policy.measuredBytes)} PSS, ${mb(host.policy.usedBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
+      `[${host.id}] recycling: ${mb(host.policy.wasteBytes)} freed by unloads is still held (${mb(host.policy.measuredBytes)} PSS, ${mb(host.policy.baseBytes + host.policy.modelBytes)} in use by ${host.slotCount} models); moving its models to a new host`,
       { worker: host.id, pid: host.pid },
     );
     host.drain();

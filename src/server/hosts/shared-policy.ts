@@ -42,13 +42,9 @@ export class SharedPolicy implements HostPolicy {
     return this.#charged.size;
   }
 
-  get usedBytes(): number {
-    return this.baseBytes + this.modelBytes;
-  }
-
   /** Bytes freed by unloads and not given back, at the last measurement. */
   get wasteBytes(): number {
-    return Math.max(0, this.measuredBytes - this.usedBytes);
+    return Math.max(0, this.measuredBytes - this.baseBytes - this.modelBytes);
   }
 
   holdsModel(name: string): boolean {
