@@ -64,13 +64,14 @@ export class ModelSlot {
   loadedAt = 0;
   /** Its session runs' time since its load, µs: the host's latest figure. */
   runMicros = 0;
+  /** Set once, by its model. */
+  listener: WorkerListener | null = null;
   /** The load has an outcome: Loaded, or a failure. */
   #settled = false;
   #loadTimer: Timer | null = null;
   readonly #exit = deferred<WorkerExit>();
   readonly exited = this.#exit.promise;
   readonly slotId: number;
-  #listener: WorkerListener | null = null;
   #unloadTimer: Timer | null = null;
   #loadSent = false;
   #exitInfo: WorkerExit | null = null;
@@ -145,10 +146,6 @@ export class ModelSlot {
     this.host.send({ kind: MessageKind.Load, msg });
   }
 
-  listen(listener: WorkerListener): void {
-    this.#listener = listener;
-  }
-
   run(msg: InferMessage, jobs: readonly Job[]): void {
     msg.slot = this.slotId;
     this.host.sendBatch(this, msg, jobs);
@@ -221,7 +218,7 @@ export class ModelSlot {
       this.runMicros = msg.runMicros;
       this.assignment.onRan?.(ran);
     }
-    this.#listener?.onResult(this, batch, msg, done);
+    this.listener?.onResult(this, batch, msg, done);
   }
 
   /** Once a streamed chunk reached its client, the acknowledgement lets the handler send that much more. */
@@ -242,7 +239,7 @@ export class ModelSlot {
   }
 
   relocate(): void {
-    if (this.state === 'ready') this.#listener?.onRelocate(this);
+    if (this.state === 'ready') this.listener?.onRelocate(this);
   }
 
   #end(exit: WorkerExit, running: InFlightBatch[], waiting: InFlightBatch[]): void {
@@ -253,7 +250,7 @@ export class ModelSlot {
     // Stopped when the server stopped it, failed otherwise (a failed load stays failed).
     if (this.state !== 'failed') this.#state.to(exit.reason === 'stopped' ? 'stopped' : 'failed');
     this.#exit.resolve(exit);
-    this.#listener?.onExit(this, exit, running, waiting);
+    this.listener?.onExit(this, exit, running, waiting);
   }
 
   /** The load failed; false when it had an outcome already. */

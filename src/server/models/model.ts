@@ -185,7 +185,7 @@ export class Model extends Dispatcher {
       maxFrameBytes: config.maxResponseSize * Math.max(1, batchSize, kCoalesce) + kFrameOverhead,
       capacity: preloadModel ? minWorkers : kPipelineDepth,
     });
-    worker.listen(this);
+    worker.listener = this;
     this.#arrived?.add(worker);
     return worker;
   }
