@@ -6,9 +6,8 @@ import path from 'node:path';
 import type { ModelArtifact } from '../../artifacts/model-artifact';
 import type { ModelDirConfig } from '../../artifacts/model-config';
 import { idleUnloadRefused } from '../../config/keys/cache';
-import type { ServerConfig, WorkerMode } from '../../config/types';
+import type { ServerConfig } from '../../config/types';
 import { MmeError } from '../../errors';
-import type { EvictionPriority } from '../cache/eviction-policy';
 import { kModeTraits } from '../hosts/host-policy';
 import { isLimited } from '../processes/limit-enforcement';
 
@@ -20,34 +19,10 @@ export interface LoadRequest extends Omit<ModelDirConfig, 'maxWorkers'> {
   loadedAtStartup?: boolean;
 }
 
-export interface ModelSettings {
-  minWorkers: number;
-  maxWorkers: number;
-  batchSize: number;
-  maxBatchDelayMs: number;
-  jobQueueSize: number;
-  responseTimeoutMs: number;
-  loadTimeoutMs: number;
-  useJobTicket: boolean;
-  /** One process holds the session; minWorkers becomes its number of concurrent batch slots. */
-  preloadModel: boolean;
-  deviceIds: readonly number[] | null;
-  workerMode: WorkerMode;
-  /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
-  priorityLevels: number;
-  priorityAgingMs: number;
-  /** Its workers' memory and CPU, held by the kernel (processes/limit-enforcement.ts); null = none. */
-  memoryLimitMb: number | null;
-  cpuLimit: number | null;
-  /** Never evicted by the cache (only DELETE unloads it); counted against the budget all the same. */
-  pinned: boolean;
-  /** Its eviction class: the cache takes low before normal before high (cache/eviction-classes.ts). */
-  evictionPriority: EvictionPriority;
-  /** Seconds without a request before it unloads itself (registration.ts); 0 = never, as for a pinned model. */
-  idleUnloadSeconds: number;
-}
+/** What a model runs with: the type is what resolveSettings returns, so each field is written once. */
+export type ModelSettings = ReturnType<typeof resolveSettings>;
 
-export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig): ModelSettings {
+export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: ServerConfig) {
   const mc = artifact.modelConfig;
   const memoryLimitMb = req.memoryLimitMb ?? mc.memoryLimitMb ?? null;
   const cpuLimit = req.cpuLimit ?? mc.cpuLimit ?? null;
@@ -69,17 +44,25 @@ export function resolveSettings(req: LoadRequest, artifact: ModelArtifact, c: Se
     responseTimeoutMs: (req.responseTimeout ?? mc.responseTimeout ?? c.responseTimeoutSeconds) * 1000,
     loadTimeoutMs: (req.loadTimeout ?? mc.loadTimeout ?? c.modelLoadTimeoutSeconds) * 1000,
     useJobTicket: req.useJobTicket ?? mc.useJobTicket ?? false,
-    // A host already shares one process among models: there is no session to share among workers.
+    /** One process holds the session; minWorkers becomes its number of concurrent batch slots. A host already shares one process among models: there is no session to share among workers. */
     preloadModel: ownProcess && (req.preloadModel ?? mc.preloadModel ?? c.preloadModel),
     deviceIds: req.deviceIds ?? mc.deviceIds ?? null,
     workerMode,
+    /** The server's priority levels (priority_levels; 1 = a FIFO queue) and the wait that raises a job one level. */
     priorityLevels: c.priorityLevels,
     priorityAgingMs: c.priorityAgingMs,
+    /** Its workers' memory and CPU, held by the kernel (processes/limit-enforcement.ts); null = none. */
     memoryLimitMb,
     cpuLimit,
+    /** Never evicted by the cache (only DELETE unloads it); counted against the budget all the same. */
     pinned,
+    /** Its eviction class: the cache takes low before normal before high (cache/eviction-classes.ts). */
     evictionPriority: req.evictionPriority ?? mc.evictionPriority ?? 'normal',
+    /** Seconds without a request before it unloads itself (registration.ts); 0 = never, as for a pinned model. */
     idleUnloadSeconds: idleUnloadSeconds(req, mc, c, pinned),
+    /** The artifact's handler (checked to be inside the model directory), else default_service_handler, the operator's own choice. */
+    handlerPath:
+      artifact.handlerPath ?? (c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null),
   };
 }
 
@@ -108,10 +91,4 @@ function idleUnloadSeconds(req: LoadRequest, mc: ModelDirConfig, c: ServerConfig
 /** preload_model shares one session between all slots: one process instead of minWorkers. */
 export function processCount(s: Pick<ModelSettings, 'preloadModel' | 'minWorkers'>): number {
   return s.preloadModel ? Math.min(1, s.minWorkers) : s.minWorkers;
-}
-
-/** The artifact's handler (checked to be inside the model directory), else default_service_handler, the operator's own choice. */
-export function resolveHandlerPath(artifact: ModelArtifact, c: ServerConfig): string | null {
-  if (artifact.handlerPath) return artifact.handlerPath;
-  return c.defaultServiceHandler ? path.resolve(artifact.dir, c.defaultServiceHandler) : null;
 }

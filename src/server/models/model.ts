@@ -16,7 +16,7 @@ import { Autoscaler, type ModelLoad } from '../autoscale/autoscaler';
 import { limitBytes, type ProcessLimits, workersWithinCpuLimit } from '../processes/limit-enforcement';
 import { Dispatcher, kCoalesce } from './dispatcher';
 import type { InvokeResult, JobOptions } from '../jobs/job';
-import { processCount, resolveHandlerPath, type ModelSettings } from './model-settings';
+import { processCount, type ModelSettings } from './model-settings';
 import type { Registration } from './registration';
 
 /** The server's parts a model's workers use. */
@@ -43,7 +43,6 @@ export class Model extends Dispatcher {
   /** null: autoscale off, or workers it cannot add one by one (one preload_model process). */
   readonly autoscaler: Autoscaler | null;
   readonly url: string;
-  readonly #handlerPath: string | null;
   /** A shared model promoted by autoscale runs in processes of its own, on CPU as its host did. */
   readonly #assignGpu: () => number;
   /** Its memory_limit_mb and cpu_limit as its processes join them (null: none). */
@@ -66,12 +65,10 @@ export class Model extends Dispatcher {
     const { config, workers, log } = ctx;
     const { clock } = workers.opts;
     const { name } = health;
-    const handlerPath = resolveHandlerPath(artifact, config);
     const { waitForRoom } = workers.places[settings.workerMode];
     const onRestarted = () => ctx.events.sink.workerRestarted?.(name);
-    super(name, { log, clock, waitForRoom, onRestarted }, settings, handlerPath !== null);
+    super(name, { log, clock, waitForRoom, onRestarted }, settings, settings.handlerPath !== null);
     this.url = health.url;
-    this.#handlerPath = handlerPath;
     this.#assignGpu = workers.places[settings.workerMode].gpuFor(settings.deviceIds);
     // Throws where its limits cannot be held (cpu_limit without cgroups): before any worker starts.
     this.#limits = workers.limits.forModel(name, settings);
@@ -161,7 +158,7 @@ export class Model extends Dispatcher {
         modelName: this.name,
         modelDir: artifact.dir,
         onnxPath: artifact.onnxPath,
-        handlerPath: this.#handlerPath,
+        handlerPath: this.settings.handlerPath,
         intraOpThreads: config.intraOpThreads,
         interOpThreads: config.interOpThreads,
         graphOptimizationLevel: config.graphOptimizationLevel,
