@@ -5,7 +5,6 @@
  */
 import { median } from '../../../harness/statistics';
 import { kOtherSettings, type OtherSettings } from '../kit/bench-settings';
-import type { H2loadResult } from '../data-plane/grpc-h2load';
 import type { BenchRun, SettingsFigures } from './results';
 
 export interface FigureRow {
@@ -406,7 +405,6 @@ function h2loadRows(h: NonNullable<BenchRun['grpcH2load']>): FigureRow[] {
   const what =
     'gRPC raw ModelInfer over HTTP JSON invoke, one C client for both (h2load; h2c 1 connection × 16 streams, HTTP/1.1 16 connections), tiny MLP, the shipped defaults';
   if ('skipped' in h) return [{ id: '9e', figure: `${what} (req/s)`, measured: `not run: ${h.skipped}` }];
-  const side = (pick: (p: H2loadResult['pairs'][number]) => number) => median(h.pairs.map(pick));
   return [
     judged(
       '9e',
@@ -414,7 +412,7 @@ function h2loadRows(h: NonNullable<BenchRun['grpcH2load']>): FigureRow[] {
       h.pairs.map((p) => p.rpsRatio),
       times,
       { atLeast: 1 },
-      `${whole(side((p) => p.grpc.rps))} vs ${whole(side((p) => p.http.rps))} req/s = `,
+      `${whole(mid(h.pairs, (p) => p.grpc.rps))} vs ${whole(mid(h.pairs, (p) => p.http.rps))} req/s = `,
     ),
     judged(
       '9f',
@@ -422,7 +420,7 @@ function h2loadRows(h: NonNullable<BenchRun['grpcH2load']>): FigureRow[] {
       h.pairs.map((p) => p.cpuRatio),
       times,
       { atMost: 1.1 },
-      `${whole(side((p) => p.grpc.cpuMicros))} vs ${whole(side((p) => p.http.cpuMicros))} µs = `,
+      `${whole(mid(h.pairs, (p) => p.grpc.cpuMicros))} vs ${whole(mid(h.pairs, (p) => p.http.cpuMicros))} µs = `,
     ),
   ];
 }
