@@ -126,7 +126,8 @@ export class ClassedPolicy implements EvictionPolicy {
     const e: Entry = { rank, sizeBytes, frequency: 1, lastUse: now, use: ++this.#uses, base: this.#aging(rank, now) };
     this.#entries.set(model, e);
     rank.order.set(model, this.#key(e));
-    this.#rerankIfCostMoved(rank);
+    // lru's keys do not read the cost fit: a re-rank would rebuild its heap in the same order.
+    if (this.name === 'gdsf') this.#rerankIfCostMoved(rank);
   }
 
   touch(model: string, now: number): void {
